@@ -1,0 +1,41 @@
+# batchlab: two commands on a fresh machine with Python 3.11 and make.
+#   make lab    set up .venv and open the notebooks in JupyterLab
+#   make test   set up .venv and run every test (unit, doctests, nbval)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.batchlab-installed
+export PATH := $(abspath $(BIN)):$(PATH)
+export TQDM_DISABLE ?= 1
+
+.PHONY: setup lab test unit notebooks student lint benchmarks browser-test clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+lab: setup
+	$(BIN)/jupyter lab notebooks/
+
+test: setup
+	$(BIN)/python -m pytest
+
+unit: setup  ## unit tests and doctests only (no notebooks)
+	$(BIN)/python -m pytest batchlab tests -p no:nbval -o addopts="--doctest-modules -ra"
+
+notebooks: setup  ## re-execute every notebook in place, storing fresh outputs (NB=path for one)
+	$(BIN)/python scripts/run_notebooks.py $(NB)
+
+lint: setup
+	$(BIN)/ruff check batchlab tests benchmarks scripts notebooks
+	$(BIN)/ruff format --check batchlab tests benchmarks scripts
+
+benchmarks: setup
+	for f in benchmarks/*.py; do case $$f in *gpu_check*) ;; *) $(BIN)/python $$f || exit 1;; esac; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache artifacts

@@ -1,0 +1,117 @@
+"""Counting XLA compilations, to make recompilation visible.
+
+JAX compiles a function once per distinct set of input shapes, dtypes and
+static arguments. ``count_compiles`` listens to JAX's public monitoring
+events (``jax.monitoring``): every backend compile emits
+``/jax/core/compile/backend_compile_duration`` with the function's name.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from contextlib import contextmanager
+from collections.abc import Iterator
+
+import jax
+
+from ._format import format_seconds
+
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+_lock = threading.Lock()
+_active: list[CompileCount] = []
+_installed = False
+
+
+class CompileCount:
+    """Compilations seen while a :func:`count_compiles` block was open.
+
+    Attributes:
+      count: number of backend compilations.
+      names: the compiled computations' names, in order (``"jit(f)"``).
+      seconds: total backend compile time reported by JAX.
+    """
+
+    def __init__(self, match: str | None = None) -> None:
+        self.match = match
+        self.names: list[str] = []
+        self.seconds = 0.0
+        self.open = True
+
+    @property
+    def count(self) -> int:
+        return len(self.names)
+
+    def by_name(self) -> Counter:
+        """How many times each computation was compiled."""
+        return Counter(self.names)
+
+    def _record(self, name: str, seconds: float) -> None:
+        if self.match is not None and self.match not in name:
+            return
+        self.names.append(name)
+        self.seconds += seconds
+
+    def __repr__(self) -> str:
+        state = "counting" if self.open else "closed"
+        return f"CompileCount(count={self.count}, compile time={format_seconds(self.seconds)}, {state})"
+
+    def __int__(self) -> int:
+        return self.count
+
+
+def _listener(event: str, duration: float, **kwargs) -> None:
+    if event != COMPILE_EVENT:
+        return
+    name = str(kwargs.get("fun_name", "?"))
+    with _lock:
+        for counter in _active:
+            counter._record(name, duration)
+
+
+def _install() -> None:
+    global _installed
+    with _lock:
+        if not _installed:
+            # Installed once per process and never removed: the listener is a
+            # no-op while no counter is active, and this avoids depending on
+            # unregister APIs that differ between jax versions.
+            jax.monitoring.register_event_duration_secs_listener(_listener)
+            _installed = True
+
+
+@contextmanager
+def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
+    """Counts XLA compilations inside the ``with`` block.
+
+    Args:
+      match: only count computations whose name contains this text (e.g.
+        the function's name); ``None`` counts all, including the small
+        computations that creating arrays (``jnp.ones``) may compile.
+
+    Yields:
+      A :class:`CompileCount`, updated live and final after the block.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> def double(x):
+      ...     return 2 * x
+      >>> f = jax.jit(double)
+      >>> xs = [jnp.ones(n) for n in (3, 4, 3)]
+      >>> with count_compiles(match="double") as c:
+      ...     for x in xs:
+      ...         _ = f(x)
+      >>> c.count   # shapes (3,) and (4,): two compilations, the second (3,) is cached
+      2
+    """
+    _install()
+    counter = CompileCount(match)
+    with _lock:
+        _active.append(counter)
+    try:
+        yield counter
+    finally:
+        with _lock:
+            _active.remove(counter)
+        counter.open = False

@@ -1,0 +1,90 @@
+"""Problem sizes for every notebook, in one place, per kind of machine.
+
+CI and laptops run on a 2-core CPU and must finish each notebook in under
+a minute; a GPU box can afford sizes that make memory effects obvious.
+The profile follows the backend (``cpu`` on the CPU backend, ``gpu`` on
+GPU/TPU); ``BATCHLAB_PROFILE=cpu`` forces one, e.g. to reproduce CI's
+stored outputs on a GPU machine.
+
+Example:
+  >>> s = sizes("tour", profile="cpu")
+  >>> s.profile, s.batch_sizes[0]
+  ('cpu', 1)
+"""
+
+from __future__ import annotations
+
+import os
+from types import MappingProxyType
+from typing import Any
+
+import jax
+
+# topic -> profile -> sizes. Each notebook reads one topic.
+TOPICS: dict[str, dict[str, dict[str, Any]]] = {
+    # 00 tour: a batched "features -> scores" function over items of `features` floats
+    "tour": {
+        "cpu": dict(features=256, batch_sizes=(1, 4, 16, 64, 256, 1024), max_time=0.25),
+        "gpu": dict(features=2048, batch_sizes=(1, 16, 256, 1024, 4096, 16384), max_time=0.5),
+    },
+    # strategies (issue 3)
+    # ragged data (issue 4)
+    # memory limits and faults (issue 5)
+    # fragmentation (issue 6)
+    # loading and scaling (issue 7)
+}
+
+
+class Sizes:
+    """Read-only sizes of one topic for one profile (attribute access)."""
+
+    def __init__(self, topic: str, profile: str, values: dict[str, Any]) -> None:
+        object.__setattr__(self, "topic", topic)
+        object.__setattr__(self, "profile", profile)
+        object.__setattr__(self, "_values", MappingProxyType(dict(values)))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(
+                f"sizes({self.topic!r}) has no {name!r}; it has {sorted(self._values)}"
+            ) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Sizes are read-only; edit batchlab/config.py to change them.")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
+        return f"Sizes({self.topic}, {self.profile}: {inner})"
+
+
+def current_profile() -> str:
+    """``BATCHLAB_PROFILE`` if set, else ``cpu`` on the CPU backend and ``gpu`` elsewhere."""
+    profile = os.environ.get("BATCHLAB_PROFILE") or ("cpu" if jax.default_backend() == "cpu" else "gpu")
+    if profile not in ("cpu", "gpu"):
+        raise ValueError(
+            f"BATCHLAB_PROFILE must be 'cpu' or 'gpu', got {profile!r}; unset it to follow the backend."
+        )
+    return profile
+
+
+def sizes(topic: str, *, profile: str | None = None) -> Sizes:
+    """The sizes one notebook uses on this machine.
+
+    Args:
+      topic: one of the keys of ``TOPICS`` (``"tour"``, ...).
+      profile: ``"cpu"`` or ``"gpu"``; ``None`` follows :func:`current_profile`.
+
+    Raises:
+      ValueError: unknown topic or profile.
+    """
+    if topic not in TOPICS:
+        raise ValueError(f"`topic` must be one of {sorted(TOPICS)}, got {topic!r}.")
+    profile = current_profile() if profile is None else profile
+    if profile not in TOPICS[topic]:
+        raise ValueError(f"`profile` must be one of {sorted(TOPICS[topic])}, got {profile!r}.")
+    return Sizes(topic, profile, TOPICS[topic][profile])

@@ -1,0 +1,119 @@
+"""Exercises with automatic checks: a hint on a wrong answer, never the solution.
+
+Each notebook's exercises live in a submodule named for its topic
+(``batchlab.exercises.tour``, ...). An exercise is a function
+``checker(answer, **context) -> (ok, message)`` registered under an id;
+learners call :func:`check` from the notebook::
+
+    from batchlab import exercises
+    exercises.check("tour.predict_bytes", my_answer)
+
+A wrong answer gets a hint that points at the concept, computed from the
+learner's own answer where possible; the expected value is never printed.
+
+In notebooks, a solution sits between ``# BEGIN SOLUTION`` and
+``# END SOLUTION`` lines; ``python -m batchlab.workshop`` builds student
+copies with those lines replaced by a stub.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Checker = Callable[..., "tuple[bool, str]"]
+
+_REGISTRY: dict[str, tuple[Checker, str]] = {}
+
+
+def _topics() -> list[str]:
+    """Every topic submodule in this package (found, not listed by hand)."""
+    return [m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")]
+
+
+def exercise(exercise_id: str, prompt: str) -> Callable[[Checker], Checker]:
+    """Decorator registering ``checker`` under ``exercise_id`` ("topic.name")."""
+    if "." not in exercise_id:
+        raise ValueError(f"`exercise_id` must look like 'topic.name', got {exercise_id!r}.")
+
+    def register(checker: Checker) -> Checker:
+        _REGISTRY[exercise_id] = (checker, prompt)
+        return checker
+
+    return register
+
+
+def _load(exercise_id: str) -> None:
+    topic = exercise_id.split(".", 1)[0]
+    if exercise_id not in _REGISTRY:
+        try:
+            importlib.import_module(f"{__name__}.{topic}")
+        except ModuleNotFoundError:
+            pass
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one :func:`check`: ``ok`` and a message (hint or praise)."""
+
+    exercise_id: str
+    ok: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        mark = "correct" if self.ok else "not yet"
+        return f"[{self.exercise_id}] {mark}: {self.message}"
+
+    def _repr_html_(self) -> str:
+        color, mark = ("#1b7f3b", "&#10004; correct") if self.ok else ("#b26a00", "&#10007; not yet")
+        return (f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
+                f"{mark}</b> [{html.escape(self.exercise_id)}] {html.escape(self.message)}</div>")
+
+
+def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
+    """Checks a learner's answer to one exercise.
+
+    Args:
+      exercise_id: the exercise, e.g. ``"tour.predict_bytes"``.
+      answer: what the learner computed or wrote (a number, a function, ...).
+      **context: anything the checker needs from the notebook (inputs).
+
+    Returns:
+      A :class:`CheckResult`; truthy when correct. Never raises for a wrong
+      answer: errors inside the learner's code become hints.
+
+    Raises:
+      KeyError: unknown ``exercise_id`` (the message lists the known ones).
+    """
+    _load(exercise_id)
+    if exercise_id not in _REGISTRY:
+        all_exercises()
+        raise KeyError(f"No exercise {exercise_id!r}; known exercises: {sorted(_REGISTRY)}.")
+    checker, _ = _REGISTRY[exercise_id]
+    if answer is Ellipsis or answer is NotImplemented:
+        return CheckResult(exercise_id, False, "No answer yet: replace the ... with your answer and run again.")
+    try:
+        ok, message = checker(answer, **context)
+    except Exception as e:  # the learner's function failed: that is a hint too
+        ok, message = False, f"Your answer raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return CheckResult(exercise_id, bool(ok), message)
+
+
+def prompt(exercise_id: str) -> str:
+    """The task text of one exercise."""
+    _load(exercise_id)
+    return _REGISTRY[exercise_id][1]
+
+
+def all_exercises() -> list[str]:
+    """Ids of every exercise in every topic."""
+    for topic in _topics():
+        _load(f"{topic}.")
+    return sorted(_REGISTRY)

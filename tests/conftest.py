@@ -1,0 +1,40 @@
+"""Shared test settings: JAX's strictness on, one array-comparison helper."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+# A mask of shape (batch,) against values (batch, seq) would silently
+# broadcast; make rank promotion an error in the kit's own tests.
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+
+def tolerance(dtype) -> dict[str, float]:
+    """rtol/atol by dtype: tight for float64, looser for float32 and half types."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return {"rtol": 1e-10, "atol": 1e-12}
+    if dtype.kind == "f" and dtype.itemsize <= 2:  # float16, bfloat16
+        return {"rtol": 1e-2, "atol": 1e-2}
+    if np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating):
+        return {"rtol": 1e-5, "atol": 1e-6}
+    return {"rtol": 0, "atol": 0}
+
+
+def assert_close(actual, expected) -> None:
+    """Compares two pytrees of arrays leaf by leaf, tolerance from the dtype."""
+    a_leaves, a_tree = jax.tree_util.tree_flatten(actual)
+    e_leaves, e_tree = jax.tree_util.tree_flatten(expected)
+    assert a_tree == e_tree, f"pytree structure differs: {a_tree} vs {e_tree}"
+    for a, e in zip(a_leaves, e_leaves):
+        a, e = np.asarray(a), np.asarray(e)
+        assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
+        np.testing.assert_allclose(a, e, **tolerance(e.dtype))
+
+
+@pytest.fixture(params=["plain", "jit"])
+def maybe_jit(request):
+    """Parametrizes a test over [identity, jax.jit]."""
+    return (lambda f: f) if request.param == "plain" else jax.jit
