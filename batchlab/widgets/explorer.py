@@ -1,4 +1,4 @@
-"""Explorers: controls -> a measurement through the core -> a plot updated in place.
+"""The explorer pattern: controls -> a measurement through the core -> a plot updated in place.
 
 Every explorer follows one pattern, so each notebook's widget reads alike:
 
@@ -24,10 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._checks import check_callable
-from ._format import format_bytes, format_seconds
-from .measure import Measurement, measure
-from .sweep import Sweep, SweepPoint
+from .._checks import check_callable
 
 
 class Explorer:
@@ -148,7 +145,7 @@ class Explorer:
     def _redraw(self) -> None:
         if self._ui is None or self._draw is None:
             return
-        from .plots import figure_to_png
+        from ..plots import figure_to_png
 
         fig = self._draw(self)
         if fig is not None:
@@ -158,77 +155,3 @@ class Explorer:
         from IPython.display import display
 
         display(self.widget)
-
-
-class BatchSizeExplorer(Explorer):
-    """A batch-size slider that re-measures ``fn`` and redraws runtime and memory.
-
-    Args:
-      fn: a batched function.
-      make_batch: ``make_batch(batch_size) -> args`` builds its inputs.
-      batch_sizes: the slider's stops (e.g. powers of two).
-      batch_size: the starting value (default: the first stop).
-      **measure_options: passed to :func:`batchlab.measure`.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> ex = BatchSizeExplorer(lambda x: x.sum(1), lambda b: (jnp.ones((b, 8)),), [1, 4], repeat=3)
-      >>> m = ex.update(batch_size=4)
-      >>> m.memory.argument_bytes, sorted(ex.measured)
-      (128, [1, 4])
-    """
-
-    def __init__(
-        self,
-        fn: Callable,
-        make_batch: Callable[[int], Sequence[Any]],
-        batch_sizes: Sequence[int],
-        *,
-        batch_size: int | None = None,
-        title: str = "Batch size explorer",
-        **measure_options: Any,
-    ) -> None:
-        check_callable(fn)
-        check_callable(make_batch, "make_batch")
-        batch_sizes = [int(b) for b in batch_sizes]
-        if not batch_sizes or any(b < 1 for b in batch_sizes):
-            raise ValueError(f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}.")
-        batch_size = batch_sizes[0] if batch_size is None else batch_size
-        if batch_size not in batch_sizes:
-            raise ValueError(f"`batch_size`={batch_size} is not one of the slider's stops {batch_sizes}.")
-        self.fn, self.make_batch, self.batch_sizes = fn, make_batch, batch_sizes
-        self.measure_options = measure_options
-
-        def compute(batch_size: int) -> Measurement:
-            args = make_batch(batch_size)
-            return measure(fn, *(args if isinstance(args, (tuple, list)) else (args,)), **measure_options)
-
-        def control(value: int):
-            import ipywidgets as w
-
-            return w.SelectionSlider(options=batch_sizes, value=value, description="batch size",
-                                     continuous_update=False, style={"description_width": "initial"},
-                                     layout=w.Layout(width="420px"))
-
-        super().__init__(compute, {"batch_size": batch_size}, controls={"batch_size": control},
-                         draw=lambda ex: ex.as_sweep().plot(current=ex.params["batch_size"]),
-                         describe=_describe_measurement, title=title)
-        self.update()
-
-    @property
-    def measured(self) -> dict[int, Measurement]:
-        """Every batch size measured so far, and its :class:`Measurement`."""
-        return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
-
-    def as_sweep(self) -> Sweep:
-        s = Sweep(name=getattr(self.fn, "__name__", "fn"), parameter="batch_size")
-        s.points = [SweepPoint(b, m) for b, m in sorted(self.measured.items())]
-        return s
-
-
-def _describe_measurement(m: Measurement) -> str:
-    return (
-        f"run <b>{format_seconds(m.median)}</b> per batch (wall clock, median of {m.runs}); "
-        f"first call compiled in {format_seconds(m.compile_seconds)}; "
-        f"planned peak <b>{format_bytes(m.memory.peak_bytes)}</b> (compiled memory analysis)"
-    )

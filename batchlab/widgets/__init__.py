@@ -1,0 +1,22 @@
+"""Interactive explorers for the notebooks (ipywidgets front ends).
+
+Every explorer is an :class:`Explorer`: controls -> a measurement through
+the kit's core -> a plot updated in place. Each has a plain-Python entry
+point, ``explorer.update(**params)``, that tests and the notebook cell after
+each widget call without a browser. See ``explorer.py`` for the pattern.
+"""
+
+from __future__ import annotations
+
+from .explorer import Explorer as Explorer
+from .batch_size import BatchSizeExplorer as BatchSizeExplorer
+
+# strategies, axes and broadcasting (issue 3)
+
+# ragged data (issue 4)
+
+# memory limits and faults (issue 5)
+
+# fragmentation and in-place updates (issue 6)
+
+# loading and scaling (issue 7)
