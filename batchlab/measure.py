@@ -88,6 +88,15 @@ class Measurement:
         return (self.max - self.min) / self.median if self.median > 0 else 0.0
 
     @property
+    def cached(self) -> bool:
+        """True when no XLA compilation happened: JAX reused a compiled executable."""
+        return self.compiles == 0
+
+    @property
+    def _cache_note(self) -> str:
+        return " (cached: 0 compilations)" if self.cached else ""
+
+    @property
     def device_peak_bytes(self) -> int | None:
         """Process-wide device peak after the runs (see ``notes``)."""
         return None if self.device_after is None else self.device_after.peak_bytes_in_use
@@ -95,7 +104,7 @@ class Measurement:
     def _rows(self) -> list[tuple[str, str, str]]:
         rows = [
             ("trace + lower", format_seconds(self.trace_lower_seconds), "wall clock"),
-            ("compile", format_seconds(self.compile_seconds), "wall clock"),
+            ("compile", format_seconds(self.compile_seconds) + self._cache_note, "wall clock"),
             ("run (median)", format_seconds(self.median), f"wall clock, {self.runs} samples x {self.number} calls"),
             ("run (min .. max)", f"{format_seconds(self.min)} .. {format_seconds(self.max)}", "wall clock"),
             ("planned peak", format_bytes(self.memory.peak_bytes), "compiled memory analysis"),
@@ -114,7 +123,7 @@ class Measurement:
         return (
             f"Measurement({self.name}: run {format_seconds(self.median)} median "
             f"[{format_seconds(self.min)} .. {format_seconds(self.max)}, {self.runs} samples x {self.number}], "
-            f"compile {format_seconds(self.compile_seconds)}, planned peak {format_bytes(self.memory.peak_bytes)})"
+            f"compile {format_seconds(self.compile_seconds)}{self._cache_note}, planned peak {format_bytes(self.memory.peak_bytes)})"
         )
 
     def _repr_html_(self) -> str:

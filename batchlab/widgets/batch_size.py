@@ -9,6 +9,7 @@ from .._checks import check_callable
 from .._format import format_bytes, format_seconds
 from ..measure import Measurement, measure
 from ..sweep import Sweep, SweepPoint
+from .controls import batch_size_slider
 from .explorer import Explorer
 
 
@@ -29,6 +30,8 @@ class BatchSizeExplorer(Explorer):
       >>> m.memory.argument_bytes, sorted(ex.measured)
       (128, [1, 4])
     """
+
+    reports_compiles = True
 
     def __init__(
         self,
@@ -55,16 +58,9 @@ class BatchSizeExplorer(Explorer):
             args = make_batch(batch_size)
             return measure(fn, *(args if isinstance(args, (tuple, list)) else (args,)), **measure_options)
 
-        def control(value: int):
-            import ipywidgets as w
-
-            return w.SelectionSlider(options=batch_sizes, value=value, description="batch size",
-                                     continuous_update=False, style={"description_width": "initial"},
-                                     layout=w.Layout(width="420px"))
-
-        super().__init__(compute, {"batch_size": batch_size}, controls={"batch_size": control},
+        super().__init__(compute, {"batch_size": batch_size}, controls={"batch_size": batch_size_slider(batch_sizes)},
                          draw=lambda ex: ex.as_sweep().plot(current=ex.params["batch_size"]),
-                         describe=_describe_measurement, title=title)
+                         describe=lambda m: _describe_measurement(m, self.params["batch_size"]), title=title)
         self.update()
 
     @property
@@ -73,14 +69,17 @@ class BatchSizeExplorer(Explorer):
         return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
 
     def as_sweep(self) -> Sweep:
+        """Every measured batch size as a :class:`batchlab.Sweep` (for tables and plots)."""
         s = Sweep(name=getattr(self.fn, "__name__", "fn"), parameter="batch_size")
         s.points = [SweepPoint(b, m) for b, m in sorted(self.measured.items())]
         return s
 
 
-def _describe_measurement(m: Measurement) -> str:
+def _describe_measurement(m: Measurement, batch_size: int) -> str:
+    compile_note = (f"compile <b>{format_seconds(m.compile_seconds)}</b> ({m.compiles} XLA compilation(s), "
+                    "kept apart from run time)" if m.compiles else "no compile (JAX reused a compiled executable)")
     return (
+        f"batch size <b>{batch_size}</b>: "
         f"run <b>{format_seconds(m.median)}</b> per batch (wall clock, median of {m.runs}); "
-        f"first call compiled in {format_seconds(m.compile_seconds)}; "
-        f"planned peak <b>{format_bytes(m.memory.peak_bytes)}</b> (compiled memory analysis)"
+        f"planned peak <b>{format_bytes(m.memory.peak_bytes)}</b> (compiled memory analysis); {compile_note}"
     )

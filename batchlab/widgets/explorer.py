@@ -10,21 +10,46 @@ Every explorer follows one pattern, so each notebook's widget reads alike:
   and the notebook cell after each widget call it; no browser is needed.
 
 The ipywidgets front end is built lazily (``explorer.widget``), so the
-entry point works where ipywidgets is not installed. Expensive updates run
-only when a slider is released (``continuous_update=False``), a
-"measuring..." state is shown while work runs, results of settings
-already measured come from a cache, and errors appear in the widget as the
-kit's message instead of a traceback lost in the log.
+entry point works where ipywidgets is not installed. In the browser:
+
+* expensive updates run only when a slider is *released*
+  (``continuous_update=False`` is forced on every control);
+* a "measuring..." state is shown while work runs (status line, dimmed plot);
+* XLA compilations during an update are counted (``count_compiles``) and
+  reported as compilations, never folded into run time;
+* settings already measured come from ``explorer.cache``, and their plots
+  from a PNG cache, so a revisit costs a redraw at most;
+* an error (a bad axis choice, an out-of-memory) appears in the widget as the
+  kit's message, and the controls return to the last setting that worked.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from .._checks import check_callable
+from .._format import format_seconds
+from ..compiles import count_compiles
+
+_STYLE = (
+    "<style>.batchlab-busy .batchlab-plot{opacity:.35;transition:opacity .15s}"
+    ".batchlab-status{font-size:14px;line-height:1.4}"
+    ".batchlab-error{color:#b00020;white-space:pre-wrap;font-family:monospace;font-size:13px}</style>"
+)
+_MAX_ERROR_CHARS = 1500
+_PNG_CACHE_SIZE = 64
+
+
+def error_message(exc: BaseException) -> str:
+    """The kit's one-paragraph message for an exception: type, then the text (shortened)."""
+    text = str(exc).strip() or "(no message)"
+    if len(text) > _MAX_ERROR_CHARS:
+        text = text[:_MAX_ERROR_CHARS] + " ... (shortened)"
+    return f"{type(exc).__name__}: {text}"
 
 
 class Explorer:
@@ -35,11 +60,22 @@ class Explorer:
         functions.
       params: the starting value of every parameter.
       controls: ``{param: factory}`` where ``factory(value)`` makes the
-        ipywidgets control for that parameter (called lazily).
+        ipywidgets control for that parameter (called lazily); see
+        :mod:`batchlab.widgets.controls` for the kit's family of factories.
       draw: ``draw(explorer) -> matplotlib Figure`` or ``None`` for no plot.
       describe: ``describe(result) -> str`` one-line HTML summary.
       title: shown above the controls.
+
+    Example:
+      >>> ex = Explorer(lambda n: n * n, {"n": 3}, describe=lambda r: f"square {r}")
+      >>> ex.update(n=4), ex.update(n=3), ex.update(n=4)
+      (16, 9, 16)
+      >>> ex.last_from_cache, len(ex.cache), ex.status_text
+      (True, 2, 'square 16 (from cache: nothing re-measured)')
     """
+
+    #: True when ``describe`` itself reports compilations (no generic note is added).
+    reports_compiles = False
 
     def __init__(
         self,
@@ -52,8 +88,14 @@ class Explorer:
         title: str = "",
     ) -> None:
         self._compute = check_callable(compute, "compute")
+        if not isinstance(params, dict):
+            raise TypeError(f"`params` must be a dict of starting values, got {type(params).__name__} {params!r:.60}.")
         self.params = dict(params)
-        self._controls = controls or {}
+        self._controls = dict(controls or {})
+        unknown = set(self._controls) - set(self.params)
+        if unknown:
+            raise ValueError(f"`controls` has {sorted(unknown)}, which are not in `params` {sorted(self.params)}; "
+                             "give every controlled parameter a starting value in `params`.")
         self._draw = draw
         self._describe = describe or (lambda r: html.escape(repr(r)))
         self.title = title
@@ -62,6 +104,14 @@ class Explorer:
         self.error: str | None = None
         self.last_update_seconds: float | None = None
         self.last_from_cache = False
+        self.last_compiles: int = 0
+        self.last_compile_seconds: float = 0.0
+        self.status_text = ""
+        self.control_widgets: dict[str, Any] = {}
+        self._listeners: list[Callable[[Explorer], None]] = []
+        self._png: dict[tuple, bytes] = {}
+        self._version = 0
+        self._syncing = False
         self._ui = None
 
     # ---------------------------------------------------------------- core
@@ -72,7 +122,8 @@ class Explorer:
         """Sets parameters, measures (or reuses the cache), redraws, returns the result.
 
         Raises the kit's error for a bad setting (it is also shown in the
-        widget); unknown parameter names raise ``TypeError``.
+        widget, and the explorer keeps its last good setting); unknown
+        parameter names raise ``TypeError``.
         """
         unknown = set(changes) - set(self.params)
         if unknown:
@@ -81,23 +132,63 @@ class Explorer:
             )
         new = {**self.params, **changes}
         t0 = time.perf_counter()
-        self._set_status("measuring...", busy=True)
         key = self._key(new)
+        cached = key in self.cache
+        if not cached:
+            what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
+            self._set_status(f"measuring {what} (a new setting: compiles first if its shapes are new)...",
+                             state="busy", params=new)
         try:
-            if key in self.cache:
-                result, self.last_from_cache = self.cache[key], True
+            if cached:
+                result, self.last_compiles, self.last_compile_seconds = self.cache[key], 0, 0.0
             else:
-                result, self.last_from_cache = self._compute(**new), False
+                with count_compiles() as compiles:
+                    result = self._compute(**new)
                 self.cache[key] = result
+                self._version += 1
+                self.last_compiles, self.last_compile_seconds = compiles.count, compiles.seconds
         except Exception as e:
-            self.error = f"{type(e).__name__}: {e}"
-            self._set_status(self.error, error=True)
+            self.error = error_message(e)
+            self._set_status(self.error, state="error", params=new)
+            self._sync_controls()  # back to the last setting that worked
             raise
-        self.params, self.result, self.error = new, result, None
-        self._redraw()
+        self.params, self.result, self.error, self.last_from_cache = new, result, None, cached
+        self._sync_controls()
+        draw_error = self._redraw()
         self.last_update_seconds = time.perf_counter() - t0
-        self._set_status(self._describe(result) + (" <i>(cached)</i>" if self.last_from_cache else ""))
+        if draw_error:
+            self.error = draw_error
+            self._set_status(draw_error, state="error", params=new)
+        else:
+            self._set_status(self._done_text(result), state="done", params=new)
+        for listener in self._listeners:
+            listener(self)
         return result
+
+    def _done_text(self, result: Any) -> str:
+        text = self._describe(result)
+        if self.last_from_cache:
+            return text + " <i>(from cache: nothing re-measured)</i>"
+        if self.last_compiles and not self.reports_compiles:
+            return text + (f" <i>(new setting: {self.last_compiles} XLA compilation(s), "
+                           f"{format_seconds(self.last_compile_seconds)} of compiling, not counted as run time)</i>")
+        return text
+
+    def figure(self):
+        """The figure the widget shows for the current result (plain Python; ``None`` without ``draw``)."""
+        if self._draw is None or self.result is None:
+            return None
+        return self._draw(self)
+
+    def on_update(self, callback: Callable[[Explorer], None]) -> None:
+        """Calls ``callback(explorer)`` after every successful update (e.g. a memory gauge)."""
+        self._listeners.append(check_callable(callback, "callback"))
+
+    def clear_cache(self) -> None:
+        """Forgets every measured setting (the next update measures again)."""
+        self.cache.clear()
+        self._png.clear()
+        self._version += 1
 
     # ------------------------------------------------------------------ UI
     @property
@@ -110,48 +201,97 @@ class Explorer:
     def _build(self):
         import ipywidgets as w
 
-        self._status = w.HTML(layout=w.Layout(min_height="2em"))
+        self._status = w.HTML(layout=w.Layout(min_height="2.5em"))
+        self._status.add_class("batchlab-status-box")
         self._image = w.Image(format="png", layout=w.Layout(max_width="100%"))
-        controls = []
+        self._image.add_class("batchlab-plot")
         for name, factory in self._controls.items():
             control = factory(self.params[name])
+            if "continuous_update" in control.trait_names():
+                control.continuous_update = False  # measure on release, never while dragging
             control.observe(self._on_change(name), names="value")
-            controls.append(control)
-        title = w.HTML(f"<b>{html.escape(self.title)}</b>") if self.title else None
-        box = w.VBox([c for c in (title, w.HBox(controls), self._status, self._image) if c is not None])
+            self.control_widgets[name] = control
+        title = w.HTML(_STYLE + (f"<b style='font-size:15px'>{html.escape(self.title)}</b>" if self.title else ""))
+        box = w.VBox([title, w.HBox(list(self.control_widgets.values()), layout=w.Layout(flex_flow="row wrap")),
+                      self._status, self._image])
+        box.add_class("batchlab-explorer")
+        self._ui = box
         if self.result is not None:
             self._redraw()
-            self._set_status(self._describe(self.result))
+            self._set_status(self._done_text(self.result), state="done", params=self.params)
         return box
 
     def _on_change(self, name: str):
         def handler(change):
+            if self._syncing:
+                return
             try:
                 self.update(**{name: change["new"]})
             except Exception:
-                pass  # already shown in the status line by update()
+                pass  # already shown in the widget by update()
         return handler
 
-    def _set_status(self, text: str, *, busy: bool = False, error: bool = False) -> None:
+    def _sync_controls(self) -> None:
+        self._syncing = True
+        try:
+            for name, control in self.control_widgets.items():
+                if control.value != self.params[name]:
+                    try:
+                        control.value = self.params[name]
+                    except Exception:  # a value set from Python that the control cannot show
+                        pass
+        finally:
+            self._syncing = False
+
+    def _set_status(self, text: str, *, state: str, params: dict[str, Any]) -> None:
+        self.status_text = _plain(text)
         if self._ui is None:
             return
-        if error:
-            self._status.value = f"<span style='color:#b00020'>&#9888; {html.escape(text)}</span>"
-        elif busy:
-            self._status.value = f"<i>&#9203; {html.escape(text)}</i>"
+        shown = json.dumps(params, default=repr, sort_keys=True)
+        if state == "error":
+            body = (f"<div class='batchlab-error'>&#9888; {html.escape(text)}</div>"
+                    "<div><i>The plot still shows the last setting that worked.</i></div>")
+        elif state == "busy":
+            body = f"<i>&#9203; {html.escape(text)}</i>"
         else:
-            self._status.value = text
+            body = text
+        self._status.value = (f"<div class='batchlab-status' data-state='{state}' "
+                              f"data-params='{html.escape(shown, quote=True)}'>{body}</div>")
+        if state == "busy":
+            self._ui.add_class("batchlab-busy")
+        else:
+            self._ui.remove_class("batchlab-busy")
 
-    def _redraw(self) -> None:
+    def _redraw(self) -> str | None:
+        """Shows the current plot (from the PNG cache when possible); returns an error message or None."""
         if self._ui is None or self._draw is None:
-            return
-        from ..plots import figure_to_png
+            return None
+        key = (self._key(self.params), self._version)
+        png = self._png.get(key)
+        if png is None:
+            from ..plots import figure_to_png
 
-        fig = self._draw(self)
-        if fig is not None:
-            self._image.value = figure_to_png(fig)
+            try:
+                fig = self._draw(self)
+            except Exception as e:
+                return "could not draw the plot: " + error_message(e)
+            if fig is None:
+                return None
+            png = figure_to_png(fig)
+            if len(self._png) >= _PNG_CACHE_SIZE:
+                self._png.pop(next(iter(self._png)))
+            self._png[key] = png
+        self._image.value = png
+        return None
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         display(self.widget)
+
+
+def _plain(text: str) -> str:
+    """HTML status -> plain text (for ``status_text`` and tests)."""
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", text))

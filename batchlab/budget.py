@@ -1,0 +1,296 @@
+"""The largest batch that fits a memory budget, planned before anything runs.
+
+A batch of ``b`` items needs memory for its inputs, its outputs and the
+temporaries of the computation. XLA plans all of them when it compiles, so
+:func:`max_batch_size` asks the compiled memory analysis, never the device:
+inputs are ``jax.ShapeDtypeStruct`` (nothing is allocated), and a search
+that doubles, then bisects, needs about ``2 * log2(answer)`` compilations
+instead of one per candidate.
+
+The figure compared with the budget is :func:`planned_bytes`: the larger of
+XLA's ``peak_memory_in_bytes`` and ``argument + output + temp - alias``. On
+the CPU backend of jax 0.10 the XLA peak leaves the temporaries out, so the
+sum is the honest figure there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from ._checks import check_callable, check_positive_int
+from ._format import format_bytes, html_table, text_table
+from .memory import MemoryEstimate, device_memory, estimate_from_compiled
+
+STRATEGIES = ("vmap", "map", "chunked")
+CPU_FRACTION = 0.5
+_DEFAULT_UPPER = 2**31 - 1
+
+
+class Budget(NamedTuple):
+    """A memory budget in bytes and where the figure came from."""
+
+    bytes: int
+    source: str
+
+    def __repr__(self) -> str:
+        return f"Budget({format_bytes(self.bytes)}; source: {self.source})"
+
+
+def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Budget:
+    """The memory a batch may plan to use on this machine.
+
+    On a GPU/TPU: the device's free memory (``memory_stats()``: pool or
+    limit minus bytes in use). On CPU, where the device keeps no
+    statistics: ``fraction`` of the host memory available now (psutil).
+
+    Example:
+      >>> b = default_budget()
+      >>> b.bytes > 0
+      True
+    """
+    stats = device_memory(device)
+    if stats is not None and stats.free_bytes:
+        return Budget(int(stats.free_bytes), "free device memory (jax.Device.memory_stats())")
+    import psutil
+
+    available = int(psutil.virtual_memory().available)
+    return Budget(int(available * fraction), f"{fraction:.0%} of available host memory (psutil)")
+
+
+def planned_bytes(estimate: MemoryEstimate) -> int:
+    """max(XLA peak, argument + output + temp - alias) of a compiled plan, in bytes."""
+    return max(int(estimate.peak_bytes), int(estimate.total_bytes))
+
+
+def batched(fn: Callable, strategy: str = "vmap", chunk_size: int | None = None) -> Callable:
+    """``fn(item)`` turned into ``f(batch)`` with ``jax.vmap`` or ``jax.lax.map``.
+
+    ``"vmap"`` runs all items at once; ``"map"`` runs ``jax.lax.map`` with
+    ``batch_size=chunk_size`` (one item at a time when ``None``);
+    ``"chunked"`` is the same but requires ``chunk_size``.
+    """
+    check_callable(fn)
+    if strategy not in STRATEGIES:
+        raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
+    if strategy == "vmap":
+        if chunk_size is not None:
+            raise ValueError(
+                f"`chunk_size`={chunk_size} has no meaning with strategy='vmap' (it batches every "
+                "item at once); use strategy='chunked' to process chunk_size items at a time."
+            )
+        return jax.vmap(fn)
+    if strategy == "chunked" and chunk_size is None:
+        raise ValueError("strategy='chunked' needs `chunk_size` (items per chunk), e.g. chunk_size=32.")
+    chunk = check_positive_int(chunk_size, "chunk_size", allow_none=True)
+    return lambda xs: jax.lax.map(fn, xs, batch_size=chunk)
+
+
+def batch_spec(example_item: Any, batch_size: int) -> Any:
+    """``ShapeDtypeStruct`` pytree of a batch of ``batch_size`` items like ``example_item``."""
+    def one(leaf):
+        if not hasattr(leaf, "shape") or not hasattr(leaf, "dtype"):
+            leaf = np.asarray(leaf)
+        return jax.ShapeDtypeStruct((batch_size, *leaf.shape), leaf.dtype)
+
+    return jax.tree_util.tree_map(one, example_item)
+
+
+@dataclass(frozen=True)
+class BatchSizeResult:
+    """What :func:`max_batch_size` found, and every point it measured.
+
+    ``int(result)`` is the batch size. ``curve`` holds ``(batch_size,
+    planned_bytes)`` for every batch size compiled, sorted; each point is
+    one compilation.
+    """
+
+    batch_size: int
+    budget_bytes: int
+    budget_source: str
+    strategy: str
+    chunk_size: int | None
+    curve: tuple[tuple[int, int], ...]
+    upper: int
+    source: str = "compiled memory analysis (XLA), nothing executed"
+
+    @property
+    def compilations(self) -> int:
+        """How many batch sizes were compiled (one compilation each)."""
+        return len(self.curve)
+
+    @property
+    def planned_bytes(self) -> int | None:
+        """Planned bytes at the answer (``None`` when nothing fits)."""
+        return dict(self.curve).get(self.batch_size)
+
+    @property
+    def monotone(self) -> bool:
+        """Whether the measured planned bytes never drop as the batch grows."""
+        values = [p for _, p in self.curve]
+        return all(a <= b for a, b in zip(values, values[1:]))
+
+    @property
+    def capped(self) -> bool:
+        """True when the search stopped at ``upper``, not at the budget."""
+        return self.batch_size == self.upper
+
+    def __int__(self) -> int:
+        return self.batch_size
+
+    __index__ = __int__
+
+    def _rows(self) -> list[tuple[str, str]]:
+        strategy = self.strategy + (f" (chunk_size={self.chunk_size})" if self.chunk_size else "")
+        rows = [("largest batch", str(self.batch_size) + (" (capped by `upper`)" if self.capped else "")),
+                ("planned bytes there", format_bytes(self.planned_bytes)),
+                ("budget", f"{format_bytes(self.budget_bytes)} ({self.budget_source})"),
+                ("strategy", strategy), ("compilations", str(self.compilations))]
+        if not self.monotone:
+            rows.append(("warning", "planned bytes are not monotone in the batch size"))
+        return rows
+
+    def __repr__(self) -> str:
+        return f"BatchSizeResult ({self.source})\n" + text_table(self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), header=("figure", "value"),
+                          caption=f"max_batch_size ({self.source})")
+
+    def plot(self, *, axes=None):
+        """Planned bytes against batch size, with the budget and the answer marked."""
+        return plot_budget_curves([self], axes=axes)
+
+
+def max_batch_size(
+    fn: Callable,
+    example_item: Any,
+    *,
+    budget_bytes: int | None = None,
+    strategy: str = "vmap",
+    chunk_size: int | None = None,
+    upper: int | None = None,
+) -> BatchSizeResult:
+    """The largest batch whose planned memory fits ``budget_bytes``.
+
+    Compiles ``batched(fn)`` for ``ShapeDtypeStruct`` batches of
+    ``example_item`` (nothing is allocated or run) and compares
+    :func:`planned_bytes` with the budget. The search doubles ``b`` from 1
+    until a batch does not fit, then bisects between the last fit and the
+    first miss: at most ``2 * floor(log2(answer)) + 2`` compilations. It
+    ends on a measured pair ``fits(answer)``, ``not fits(answer + 1)``, so
+    the neighbour of the answer is always checked; ``result.monotone``
+    says whether the measured curve ever dropped.
+
+    Args:
+      fn: a function of ONE item, ``fn(item) -> output``.
+      example_item: one item (a pytree of arrays or ``ShapeDtypeStruct``).
+      budget_bytes: the budget; ``None`` uses :func:`default_budget`.
+      strategy: ``"vmap"``, ``"map"`` or ``"chunked"`` (see :func:`batched`).
+      chunk_size: items per chunk for ``"map"``/``"chunked"``.
+      upper: the largest batch size worth trying (e.g. the dataset size).
+
+    Returns:
+      A :class:`BatchSizeResult`; ``int(result)`` is the answer, 0 when
+      not even one item fits.
+
+    Raises:
+      TypeError: ``fn`` is not callable or ``budget_bytes`` is not an int.
+      ValueError: ``budget_bytes`` or ``upper`` below 1, or a bad strategy.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> item = jax.ShapeDtypeStruct((256,), jnp.float32)     # 1 KiB in, 1 KiB out
+      >>> r = max_batch_size(lambda x: 2 * x, item, budget_bytes=64 * 1024)
+      >>> int(r), r.compilations <= 2 * 5 + 2
+      (32, True)
+    """
+    f = batched(fn, strategy, chunk_size)
+    if budget_bytes is None:
+        budget = default_budget()
+    else:
+        budget = Budget(check_positive_int(budget_bytes, "budget_bytes"), "given")
+    upper = _DEFAULT_UPPER if upper is None else check_positive_int(upper, "upper")
+    answer, curve = search(jax.jit(f), example_item, budget.bytes, upper)
+    return BatchSizeResult(answer, budget.bytes, budget.source, strategy, chunk_size,
+                           tuple(sorted(curve.items())), upper)
+
+
+def search(jitted: Callable, example_item: Any, budget_bytes: int, upper: int) -> tuple[int, dict[int, int]]:
+    """Doubling then bisection over batch sizes; returns ``(answer, {batch: planned bytes})``.
+
+    ``jitted`` takes a whole batch and has ``.lower`` (a ``jax.jit`` function).
+    """
+    curve: dict[int, int] = {}
+
+    def fits(b: int) -> bool:
+        if b not in curve:
+            compiled = jitted.lower(batch_spec(example_item, b)).compile()
+            curve[b] = planned_bytes(estimate_from_compiled(compiled))
+        return curve[b] <= budget_bytes
+
+    if not fits(1):
+        return 0, curve
+    lo, hi = 1, None
+    while hi is None:  # doubling: lo fits
+        nxt = min(2 * lo, upper)
+        if nxt == lo:
+            break
+        if fits(nxt):
+            lo = nxt
+        else:
+            hi = nxt
+    while hi is not None and hi - lo > 1:  # bisection: lo fits, hi does not
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo, curve
+
+
+def compilation_target(answer: int) -> int:
+    """The search's promised bound: ``2 * floor(log2(answer)) + 2`` compilations."""
+    return 2 * int(math.floor(math.log2(answer))) + 2 if answer >= 1 else 1
+
+
+def plot_budget_curves(results: list[BatchSizeResult], *, axes=None, labels: list[str] | None = None):
+    """Planned bytes versus batch size for several searches, with the budget line.
+
+    Each curve is drawn from the points its search compiled; the answer of
+    each search is ringed. Log-log axes, because the search doubles.
+    """
+    from matplotlib.ticker import FuncFormatter
+
+    from .plots import _new_figure
+
+    if axes is None:
+        fig, axes = _new_figure(1, width=7.0, height=4.2)
+    fig = axes.figure
+    colors = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+    for i, r in enumerate(results):
+        label = labels[i] if labels else r.strategy + (f" (chunk {r.chunk_size})" if r.chunk_size else "")
+        xs, ys = zip(*r.curve)
+        color = colors[i % len(colors)]
+        axes.plot(xs, ys, "o-", color=color, label=f"{label}: largest batch {r.batch_size}")
+        if r.planned_bytes is not None:
+            axes.plot([r.batch_size], [r.planned_bytes], "o", ms=14, mfc="none", mec=color, mew=2)
+    budgets = sorted({r.budget_bytes for r in results})
+    for b in budgets:
+        axes.axhline(b, color="red", ls="--", lw=1.5)
+    axes.text(0.01, budgets[-1], f" budget {format_bytes(budgets[-1])}", color="red",
+              va="bottom", transform=axes.get_yaxis_transform())
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log", base=2)
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda y, _: format_bytes(y)))
+    axes.set_xlabel("batch size (items)")
+    axes.set_ylabel("planned bytes")
+    axes.set_title("planned memory per batch (compiled memory analysis)")
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="upper left", fontsize=10)
+    return fig
+
+
+__all__ = ["Budget", "BatchSizeResult", "batched", "default_budget", "max_batch_size", "planned_bytes"]

@@ -1,0 +1,244 @@
+"""Split one batch across devices with JAX's own SPMD engine (data parallelism).
+
+When one device is not enough, the batch axis is laid out over a mesh of
+devices: ``jax.make_mesh((n,), ("batch",))``, a
+``NamedSharding(mesh, PartitionSpec("batch"))`` that puts rows
+``[i * B/n, (i+1) * B/n)`` on device ``i``, and ``jax.jit``, which
+compiles one program per device and inserts the communication a
+reduction over the batch needs. Each device holds ``B/n`` rows, so the
+compiled per-device memory falls with ``n`` (XLA's memory analysis of
+the partitioned program is per device).
+
+A batch that ``n`` does not divide cannot be laid out evenly. It is never
+silently dropped: :func:`shard_batch` pads it to the next multiple of
+``n`` and returns a mask that is ``False`` on the padding rows; reductions
+use the mask, per-item results are cut back with :meth:`ShardedBatch.unpad`.
+
+On many GPUs of one host the same code runs unchanged. Across hosts, call
+``jax.distributed.initialize()`` first on every host; ``jax.devices()``
+then lists every host's devices and the same mesh spans them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from ._checks import check_array_tree, check_callable
+from ._format import format_bytes, format_seconds, html_table
+
+
+@dataclass(frozen=True)
+class ShardedBatch:
+    """A batch laid out along ``axis_name`` of ``mesh``, padded to a multiple of the device count.
+
+    ``values`` (a pytree of arrays, like the input) and ``mask`` (bool,
+    ``(padded_items,)``) are sharded the same way; ``mask[i]`` is ``True``
+    for the ``n_items`` real items.
+    """
+
+    values: Any
+    mask: jax.Array
+    n_items: int
+    sharding: NamedSharding
+
+    @property
+    def n_devices(self) -> int:
+        return int(self.sharding.mesh.shape[self.sharding.spec[0]])
+
+    @property
+    def padded_items(self) -> int:
+        return int(self.mask.shape[0])
+
+    @property
+    def n_padding(self) -> int:
+        return self.padded_items - self.n_items
+
+    @property
+    def items_per_device(self) -> int:
+        return self.padded_items // self.n_devices
+
+    def unpad(self, result: Any) -> Any:
+        """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real ones."""
+        return jax.tree_util.tree_map(lambda r: r[: self.n_items], result)
+
+    def __repr__(self) -> str:
+        return (f"ShardedBatch({self.n_items} items + {self.n_padding} padding over {self.n_devices} "
+                f"device(s), {self.items_per_device} rows per device, spec {self.sharding.spec})")
+
+    def _repr_html_(self) -> str:
+        rows = [("items", self.n_items), ("padding rows (mask False)", self.n_padding),
+                ("devices", self.n_devices), ("rows per device", self.items_per_device),
+                ("PartitionSpec", str(self.sharding.spec))]
+        return html_table(rows, header=("figure", "value"), caption="ShardedBatch")
+
+
+def _check_mesh(mesh: Any, axis_name: str) -> Mesh:
+    if not isinstance(axis_name, str):
+        raise TypeError(f"`axis_name` must be a str naming a mesh axis, got {axis_name!r}.")
+    if mesh is None:
+        return jax.make_mesh((jax.device_count(),), (axis_name,))
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"`mesh` must be a jax.sharding.Mesh (e.g. jax.make_mesh((n,), ('batch',))) "
+                        f"or None, got {type(mesh).__name__}.")
+    if axis_name not in mesh.axis_names:
+        raise ValueError(f"`axis_name`={axis_name!r} is not an axis of the mesh, whose axes are "
+                         f"{tuple(mesh.axis_names)}; pass axis_name={mesh.axis_names[0]!r} or build the "
+                         f"mesh with that name.")
+    return mesh
+
+
+def shard_batch(x: Any, mesh: Mesh | None = None, axis_name: str = "batch", *,
+                pad_value: float = 0) -> ShardedBatch:
+    """Lays the leading (batch) axis of ``x`` out over the devices of ``mesh``.
+
+    Pads the batch to the next multiple of ``n = mesh.shape[axis_name]``
+    with ``pad_value`` and builds a mask, then places every leaf with
+    ``jax.device_put(leaf, NamedSharding(mesh, PartitionSpec(axis_name)))``:
+    device ``i`` holds rows ``[i * B/n, (i + 1) * B/n)``; other axes are whole.
+
+    Args:
+      x: an array ``[batch, ...]`` or a pytree of arrays sharing the batch size.
+      mesh: a ``jax.sharding.Mesh``; ``None``: all devices on one axis named ``axis_name``.
+      axis_name: the mesh axis the batch is split over.
+      pad_value: the value of the padding rows (the mask excludes them).
+
+    Returns:
+      A :class:`ShardedBatch` (values, mask, n_items, sharding).
+
+    Raises:
+      TypeError: ``mesh`` is not a Mesh, ``axis_name`` not a str, a leaf not an array.
+      ValueError: ``axis_name`` not in the mesh; a leaf without a batch axis;
+        leaves with different batch sizes.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> sb = shard_batch(jnp.arange(10.0).reshape(5, 2))
+      >>> sb.n_items, sb.mask.shape == (sb.padded_items,), float((sb.values.sum(1) * sb.mask).sum())
+      (5, True, 45.0)
+    """
+    mesh = _check_mesh(mesh, axis_name)
+    check_array_tree(x, "x")
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(x)
+    if not leaves:
+        raise ValueError("`x` holds no arrays; pass an array [batch, ...] or a pytree of them.")
+    sizes = {}
+    for path, leaf in leaves:
+        where = "x" + jax.tree_util.keystr(path)
+        if np.ndim(leaf) == 0:
+            raise ValueError(f"`{where}` is a scalar; every leaf needs a leading batch axis. A value "
+                             "shared by all items is a parameter: pass it to your function separately.")
+        sizes[where] = int(np.shape(leaf)[0])
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"the leaves of `x` have different batch sizes {sizes}; every leaf must have "
+                         "the same leading (batch) axis.")
+    n_items = next(iter(sizes.values()))
+    n_devices = int(mesh.shape[axis_name])
+    padded = -(-n_items // n_devices) * n_devices
+    sharding = NamedSharding(mesh, PartitionSpec(axis_name))
+
+    def place(leaf: Any) -> jax.Array:
+        leaf = np.asarray(leaf) if isinstance(leaf, np.ndarray) or np.isscalar(leaf) else leaf
+        widths = [(0, padded - n_items)] + [(0, 0)] * (np.ndim(leaf) - 1)
+        pad = np.pad if isinstance(leaf, np.ndarray) else jnp.pad
+        return jax.device_put(pad(leaf, widths, constant_values=pad_value), sharding)
+
+    values = jax.tree_util.tree_unflatten(treedef, [place(leaf) for _, leaf in leaves])
+    mask = jax.device_put(np.arange(padded) < n_items, sharding)
+    return ShardedBatch(values, mask, n_items, sharding)
+
+
+def replicate(tree: Any, mesh: Mesh) -> Any:
+    """Places parameters shared by every item whole on every device of ``mesh`` (``PartitionSpec()``)."""
+    return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    """One device count: per-device compiled memory, run time, and whether the result matched."""
+
+    n_devices: int
+    rows_per_device: int
+    argument_bytes: int
+    temp_bytes: int
+    peak_bytes: int
+    seconds: float
+    matches_single_device: bool
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """``fn`` on one batch sharded over 1, 2, 4, ... devices (see :func:`measure_scaling`)."""
+
+    n_items: int
+    points: tuple[ScalingPoint, ...]
+    source: str = ("per-device memory: compiled memory analysis of the partitioned program (XLA); "
+                   "run time: wall clock around jax.block_until_ready (batchlab.measure)")
+
+    def rows(self) -> list[tuple]:
+        return [(p.n_devices, p.rows_per_device, format_bytes(p.argument_bytes), format_bytes(p.temp_bytes),
+                 format_bytes(p.peak_bytes), format_seconds(p.seconds), p.matches_single_device)
+                for p in self.points]
+
+    _HEADER = ("devices", "rows/device", "argument/device", "temp/device", "peak/device", "run time",
+               "equals 1 device")
+
+    def __repr__(self) -> str:
+        from ._format import text_table
+
+        return f"Scaling of a batch of {self.n_items}:\n" + text_table(self.rows(), self._HEADER)
+
+    def _repr_html_(self) -> str:
+        return html_table(self.rows(), header=self._HEADER, caption=self.source)
+
+
+def measure_scaling(fn: Callable, x: Any, device_counts: Sequence[int], *, params: tuple = (),
+                    devices: Sequence[Any] | None = None, repeat: int = 5) -> Scaling:
+    """Runs ``fn(batch, *params)`` sharded over each device count; compares with one device.
+
+    Args:
+      fn: per-item computation on a batch: output has the batch as leading axis.
+      x: the batch (array ``[batch, ...]`` or pytree).
+      device_counts: e.g. ``(1, 2, 4, 8)``; each at most ``len(devices)``.
+      params: arguments shared by every item (replicated on every device).
+      devices: the devices to use (``None``: ``jax.devices()``).
+      repeat: timing samples per device count.
+
+    Raises:
+      ValueError: a device count above the number of devices, or below 1.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> s = measure_scaling(lambda b: jnp.tanh(b) * 2, jnp.ones((6, 4)), [1], repeat=1)
+      >>> s.points[0].n_devices, s.points[0].matches_single_device
+      (1, True)
+    """
+    from .measure import measure
+
+    check_callable(fn)
+    devices = list(jax.devices() if devices is None else devices)
+    for n in device_counts:
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(devices):
+            raise ValueError(f"`device_counts` holds {n!r}, but there are {len(devices)} device(s); use "
+                             f"counts from 1 to {len(devices)} (on CPU, simulate more with "
+                             "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts).")
+    reference = jax.device_get(jax.jit(fn)(x, *params))  # one device, no padding
+    points = []
+    for n in device_counts:
+        mesh = jax.make_mesh((n,), ("batch",), devices=devices[:n])
+        sb = shard_batch(x, mesh)
+        shared = replicate(params, mesh)
+        m = measure(fn, sb.values, *shared, repeat=repeat)
+        out = jax.device_get(sb.unpad(jax.jit(fn)(sb.values, *shared)))
+        leaves = zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(reference))
+        same = all(np.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in leaves)
+        points.append(ScalingPoint(n, sb.items_per_device, m.memory.argument_bytes, m.memory.temp_bytes,
+                                   m.memory.peak_bytes, m.median, bool(same)))
+    n_items = int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])
+    return Scaling(n_items, tuple(points))

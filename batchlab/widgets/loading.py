@@ -1,0 +1,178 @@
+"""Explorers for loading (notebook 10) and scaling out (notebook 11).
+
+``LoadingExplorer``: batch size, per-item/bulk/mmap, contiguous/random,
+transfer per batch/item, prefetch on/off -> throughput (bytes/s) against
+the ceiling measured in the same run. ``ScalingExplorer``: device count
+and batch size -> per-device compiled memory and run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._format import format_bytes, format_count, format_seconds
+from ..loading import METHODS, ORDERS, TRANSFERS, Ceiling, Dataset, Throughput, measure_ceiling, measure_loading
+from ..sharding import ScalingPoint, measure_scaling
+from .explorer import Explorer
+
+
+def _dropdown(name: str, options: Sequence[Any]):
+    def factory(value: Any):
+        import ipywidgets as w
+
+        return w.Dropdown(options=list(options), value=value, description=name,
+                          style={"description_width": "initial"}, layout=w.Layout(width="220px"))
+    return factory
+
+
+def plot_throughput(results: dict[str, Throughput], ceiling: Ceiling, *, current: str | None = None):
+    """Horizontal bars: bytes/s of every measured setting; dashed lines: the ceiling."""
+    from matplotlib.ticker import FuncFormatter
+
+    from ..plots import _new_figure
+
+    labels = list(results)
+    fig, ax = _new_figure(1, width=9.5, height=1.6 + 0.42 * max(len(labels), 1))
+    values = [results[k].bytes_per_s for k in labels]
+    colors = ["tab:red" if k == current else "tab:blue" for k in labels]
+    ax.barh(range(len(labels)), values, color=colors)
+    ax.set_yticks(range(len(labels)), labels, fontsize=10)
+    ax.invert_yaxis()
+    for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
+        ax.axvline(t.bytes_per_s, color="black", ls=style, label=f"ceiling: {t.label}")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{format_bytes(v)}/s"))
+    ax.set_xlabel("throughput (wall clock, median of passes)")
+    ax.legend(loc="lower right", fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title("loading throughput against this machine's ceiling")
+    return fig
+
+
+class LoadingExplorer(Explorer):
+    """Access-pattern explorer: each setting -> one :func:`batchlab.loading.measure_loading`.
+
+    Args:
+      dataset: a :class:`batchlab.loading.Dataset`.
+      batch_sizes: the batch-size choices.
+      step: computation run on every batch (``None``: load only); with a
+        step, ``prefetch=True`` overlaps loading with it.
+      repeat: passes per setting (median kept).
+
+    Example:
+      >>> import tempfile
+      >>> from batchlab.loading import make_dataset
+      >>> ex = LoadingExplorer(make_dataset(tempfile.mkdtemp(), 16, (4,)), [4, 8], repeat=1)
+      >>> r = ex.update(method="per_item", order="random")
+      >>> r.items, ex.share_of_ceiling(r) > 0
+      (16, True)
+    """
+
+    def __init__(self, dataset: Dataset, batch_sizes: Sequence[int], *, step: Callable | None = None,
+                 repeat: int = 3, title: str = "Loading explorer") -> None:
+        batch_sizes = [int(b) for b in batch_sizes]
+        if not batch_sizes or min(batch_sizes) < 1:
+            raise ValueError(f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}.")
+        self.dataset, self.step, self.repeat = dataset, step, repeat
+        self.ceiling = measure_ceiling(dataset, repeat=max(repeat, 3))
+
+        def compute(batch_size: int, method: str, order: str, transfer: str, prefetch: bool) -> Throughput:
+            return measure_loading(dataset, batch_size, method=method, order=order, transfer=transfer,
+                                   step=step, prefetch=2 if prefetch else 0, repeat=repeat)
+
+        def checkbox(value: bool):
+            import ipywidgets as w
+
+            return w.Checkbox(value=value, description="prefetch", indent=False)
+
+        controls = {"batch_size": _dropdown("batch size", batch_sizes), "method": _dropdown("method", METHODS),
+                    "order": _dropdown("order", ORDERS), "transfer": _dropdown("transfer per", TRANSFERS),
+                    "prefetch": checkbox}
+        params = dict(batch_size=batch_sizes[0], method="bulk", order="contiguous", transfer="batch",
+                      prefetch=False)
+        super().__init__(compute, params, controls=controls, draw=self._plot, describe=self._describe,
+                         title=title)
+        self.update()
+
+    @property
+    def measured(self) -> dict[str, Throughput]:
+        """Every setting measured so far, by label."""
+        return {r.label: r for r in self.cache.values()}
+
+    def share_of_ceiling(self, result: Throughput) -> float:
+        """``result``'s bytes/s as a share of the in-memory copy ceiling."""
+        return result.bytes_per_s / self.ceiling.memcpy.bytes_per_s
+
+    def _plot(self, ex: Explorer):
+        return plot_throughput(self.measured, self.ceiling, current=self.result.label if self.result else None)
+
+    def _describe(self, r: Throughput) -> str:
+        return (f"<b>{format_count(r.items_per_s)} items/s</b>, {format_bytes(r.bytes_per_s)}/s = "
+                f"<b>{self.share_of_ceiling(r):.1%}</b> of np.copy's "
+                f"{format_bytes(self.ceiling.memcpy.bytes_per_s)}/s (wall clock, same run)")
+
+
+class ScalingExplorer(Explorer):
+    """Device count and batch size -> per-device compiled memory and run time of ``fn``.
+
+    Args:
+      fn: per-item computation ``fn(batch, *params)``.
+      make_batch: ``make_batch(batch_size)`` -> the batch.
+      batch_sizes: batch-size choices (ones the device count does not divide are padded).
+      device_counts: device-count choices.
+      params: arguments shared by every item (replicated).
+      devices: the devices (``None``: ``jax.devices()``).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> ex = ScalingExplorer(lambda b: b * 2, lambda n: jnp.ones((n, 4)), [3, 8], [1], repeat=1)
+      >>> p = ex.update(batch_size=3)
+      >>> p.rows_per_device, p.matches_single_device
+      (3, True)
+    """
+
+    def __init__(self, fn: Callable, make_batch: Callable[[int], Any], batch_sizes: Sequence[int],
+                 device_counts: Sequence[int], *, params: tuple = (), devices: Sequence[Any] | None = None,
+                 repeat: int = 5, title: str = "Scaling explorer") -> None:
+        def compute(n_devices: int, batch_size: int) -> ScalingPoint:
+            scaling = measure_scaling(fn, make_batch(batch_size), [n_devices], params=params,
+                                      devices=devices, repeat=repeat)
+            return scaling.points[0]
+
+        controls = {"n_devices": _dropdown("devices", list(device_counts)),
+                    "batch_size": _dropdown("batch size", list(batch_sizes))}
+        super().__init__(compute, {"n_devices": device_counts[0], "batch_size": batch_sizes[0]},
+                         controls=controls, draw=self._plot, describe=self._describe, title=title)
+        self.update()
+
+    def points(self, batch_size: int) -> list[ScalingPoint]:
+        """Device counts measured so far for one batch size, in order."""
+        found = [(dict(k), p) for k, p in self.cache.items()]
+        return sorted((p for k, p in found if k["batch_size"] == repr(batch_size)), key=lambda p: p.n_devices)
+
+    def _plot(self, ex: Explorer):
+        from matplotlib.ticker import FuncFormatter
+
+        from ..plots import _new_figure
+
+        fig, (ax_m, ax_t) = _new_figure(2, width=5.0, height=3.6)
+        pts = self.points(self.params["batch_size"])
+        n = [p.n_devices for p in pts]
+        ax_m.plot(n, [p.peak_bytes for p in pts], "s-", color="tab:orange")
+        ax_m.set_title("peak per device\n(compiled memory analysis)")
+        ax_m.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
+        ax_t.plot(n, [p.seconds for p in pts], "o-", color="tab:blue")
+        ax_t.set_title("run time per batch\n(wall clock, median)")
+        ax_t.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_seconds(v)))
+        for ax in (ax_m, ax_t):
+            ax.set_xlabel("devices")
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+        return fig
+
+    @staticmethod
+    def _describe(p: ScalingPoint) -> str:
+        return (f"{p.n_devices} device(s), {p.rows_per_device} rows each: planned peak "
+                f"<b>{format_bytes(p.peak_bytes)}</b> per device (compiled memory analysis); run "
+                f"{format_seconds(p.seconds)} (wall clock); equals one device: {p.matches_single_device}")
