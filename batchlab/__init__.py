@@ -35,3 +35,8 @@ from .sweep import sweep as sweep
 # memory limits and faults (issue 5)
 
 # loading and scaling (issue 7)
+from . import loading as loading
+from .prefetch import prefetch as prefetch
+from .sharding import ShardedBatch as ShardedBatch
+from .sharding import measure_scaling as measure_scaling
+from .sharding import shard_batch as shard_batch

@@ -32,6 +32,10 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
     # memory limits and faults (issue 5)
     # fragmentation (issue 6)
     # loading and scaling (issue 7)
+    "loading": {"cpu": dict(n_items=2048, features=256, batch_sizes=(16, 64, 256), repeat=3, overlap_batches=12),
+                "gpu": dict(n_items=16384, features=1024, batch_sizes=(64, 256, 1024, 4096), repeat=5, overlap_batches=24)},
+    "scaling": {"cpu": dict(batch=1024, features=64, hidden=256, device_counts=(1, 2, 4, 8), uneven_batch=1001),
+                "gpu": dict(batch=65536, features=512, hidden=2048, device_counts=(1, 2, 4, 8), uneven_batch=65535)},
 }
 
 

@@ -150,21 +150,29 @@ def load_npy(path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any
         raise FileNotFoundError(
             f"`path` {path} does not exist (or is not a file); expected a .npy file holding {want}. "
             "Check the directory, or regenerate the data with batchlab.loading.make_dataset(...).")
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic[:1] == b"\x80" or magic[:2] == b"PK":
+        kind = "a pickle" if magic[:1] == b"\x80" else "an .npz archive (a zip of arrays)"
+        raise ValueError(f"`path` {path} is {kind}, not a .npy file; expected {want}. batchlab reads "
+                         "plain .npy files only and never unpickles. Save with np.save(path, array).")
+    if magic != b"\x93NUMPY":
+        raise ValueError(f"`path` {path} is not a valid .npy file (it does not start with the .npy "
+                         f"magic bytes, got {magic!r}); expected {want}. Is it corrupt, or another format? "
+                         "Regenerate it with np.save(path, array).")
     try:
         array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except ValueError as e:
-        if "pickle" in str(e):
+        if "pickle" in str(e) or "Object arrays" in str(e):
             raise ValueError(
-                f"`path` {path} holds pickled Python objects; batchlab refuses pickles "
-                "(allow_pickle=False) because unpickling can run arbitrary code. Save plain arrays "
-                f"instead: np.save(path, np.asarray(x, dtype=...)). Expected {want}.") from e
+                f"`path` {path} holds pickled Python objects (an object array); batchlab refuses "
+                "pickles (allow_pickle=False) because unpickling can run arbitrary code. Save plain "
+                f"arrays instead: np.save(path, np.asarray(x, dtype=...)). Expected {want}.") from e
         raise ValueError(f"`path` {path} is not a valid .npy file ({e}); expected {want}. "
                          "Regenerate it with np.save(path, array).") from e
     except (OSError, EOFError) as e:
         raise ValueError(f"`path` {path} is corrupt or truncated ({e}); expected a .npy file "
                          f"holding {want}. Regenerate it with np.save(path, array).") from e
-    if not isinstance(array, np.ndarray):  # np.load returned an NpzFile: not a .npy
-        raise ValueError(f"`path` {path} is an .npz archive, not a .npy file; expected {want}.")
     if shape is not None and tuple(array.shape) != tuple(shape):
         raise ValueError(f"`path` {path} holds an array of shape {list(array.shape)}, expected "
                          f"{want}. Was it written for a different dataset?")

@@ -144,13 +144,16 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
                             f"(write [x] for a length-1 item).")
     if not items:
         return Ragged(np.zeros(0, dtype=dtype or np.float64), np.zeros(1, dtype=np.int64))
-    feature = items[0].shape[1:]
+    # empty items ([]) take the others' dtype and feature shape
+    full = [s for s in items if s.size] or items
+    feature, dtype = full[0].shape[1:], dtype or np.result_type(*[s.dtype for s in full])
+    items = [s if s.size else s.reshape((0,) + feature) for s in items]
     for i, s in enumerate(items):
         if s.shape[1:] != feature:
-            raise ValueError(f"`{name}[{i}]` has shape {s.shape} but `{name}[0]` has {items[0].shape}; "
+            raise ValueError(f"`{name}[{i}]` has shape {s.shape} but other items have (len, *{feature}); "
                              f"items may differ only in length (axis 0), features must match.")
     lengths = np.fromiter((len(s) for s in items), dtype=np.int64, count=len(items))
-    return Ragged.from_lengths(np.concatenate(items), lengths)
+    return Ragged.from_lengths(np.concatenate(items, dtype=dtype, casting="unsafe"), lengths)
 
 
 def _check_value(value: Any, dtype: np.dtype) -> None:

@@ -19,6 +19,8 @@ Token -> id rules (deterministic):
   * ``NAME`` and ``OP`` tokens map to their text (``def``, ``self``, ``(``);
   * every ``NUMBER`` is ``<NUMBER>``, every ``STRING`` (docstrings too) is
     ``<STRING>``; ``NEWLINE``/``INDENT``/``DEDENT`` are ``<NEWLINE>`` etc.;
+  * a sequence starts at its ``def``/``async``/decorator-free first line,
+    without the INDENT/DEDENT that closes the block before it;
   * comments and non-logical line breaks (``NL``) are dropped;
   * texts seen fewer than ``--min-count`` times in the whole corpus become
     ``<unk>``; id 0 is ``<pad>`` (never inside a sequence), id 1 ``<unk>``.
@@ -86,6 +88,8 @@ def build(stdlib: Path, min_count: int) -> dict[str, np.ndarray]:
         lines = np.array([line for line, _ in toks])
         for qualname, first, last in functions(tree):
             lo, hi = np.searchsorted(lines, [first, last + 1])
+            while toks[lo][1] in ("<INDENT>", "<DEDENT>"):  # the block change *before* the def
+                lo += 1
             seqs.append([text for _, text in toks[lo:hi]])
             names.append(f"{path.stem}.{qualname}")
     counts = Counter(t for s in seqs for t in s)

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from .explorer import Explorer as Explorer
 from .batch_size import BatchSizeExplorer as BatchSizeExplorer
+from . import controls as controls
+from .gauge import GaugeReading as GaugeReading
+from .gauge import MemoryGauge as MemoryGauge
 
 # strategies, axes and broadcasting (issue 3)
 
@@ -20,3 +23,5 @@ from .batch_size import BatchSizeExplorer as BatchSizeExplorer
 # fragmentation and in-place updates (issue 6)
 
 # loading and scaling (issue 7)
+from .loading import LoadingExplorer as LoadingExplorer
+from .loading import ScalingExplorer as ScalingExplorer

@@ -1,0 +1,40 @@
+"""A readable simulation of the allocator policies that matter for JAX on GPUs.
+
+``from batchlab import allocator``; then build a trace, pick a policy and
+replay::
+
+    trace = allocator.workloads.per_item(48)
+    timeline = allocator.replay(trace, allocator.BFCAllocator(64 << 20))
+    allocator.plot_memory_map(timeline)
+
+Everything here is the kit's simulation: it places bytes in a pretend
+address space and runs nothing. Real figures come from XLA's buffer
+assignment (:func:`batchlab.buffer_assignment`) and, on a GPU, from
+``jax.Device.memory_stats()`` (``benchmarks/gpu_fragmentation.py``).
+
+Example:
+  >>> from batchlab import allocator
+  >>> tl = allocator.replay(allocator.workloads.batched(16, batch_size=4), allocator.BFCAllocator(64 << 20))
+  >>> tl.allocations, len(tl.failures)
+  (12, 0)
+"""
+
+from __future__ import annotations
+
+from . import workloads as workloads
+from .base import Allocator as Allocator
+from .base import Chunk as Chunk
+from .bfc import BFCAllocator as BFCAllocator
+from .firstfit import FirstFitAllocator as FirstFitAllocator
+from .plots import plot_memory_map as plot_memory_map
+from .plots import plot_replay as plot_replay
+from .plots import plot_timeline as plot_timeline
+from .trace import Block as Block
+from .trace import Event as Event
+from .trace import Failure as Failure
+from .trace import Timeline as Timeline
+from .trace import Trace as Trace
+from .trace import TraceBuilder as TraceBuilder
+from .trace import make_allocator as make_allocator
+from .trace import replay as replay
+from .workloads import workload as workload

@@ -1,0 +1,114 @@
+"""Pictures of a replay: a memory map and a fragmentation timeline.
+
+* :func:`plot_memory_map` -- the address space as a vertical strip, time
+  running left to right; every allocation is a rectangle coloured by its
+  owner (input, activations, result, ...), reserved-but-free pool memory is
+  light grey, memory still the device's is white, failed requests are red
+  crosses at the top.
+* :func:`plot_timeline` -- bytes in use, reserved and the largest free
+  block, and external fragmentation, after every event.
+* :func:`plot_replay` -- both, in one figure sized for a projector.
+
+Plots draw a :class:`~batchlab.allocator.Timeline`; they compute nothing.
+"""
+
+from __future__ import annotations
+
+from .._format import format_bytes
+from .trace import Timeline
+
+OWNER_COLORS = {
+    "input": "tab:blue", "activations": "tab:orange", "result": "tab:green", "params": "tab:purple",
+    "grads": "tab:red", "parameter": "tab:blue", "output": "tab:green", "temp": "tab:orange",
+    "constant": "tab:gray", "": "tab:cyan",
+}
+_EXTRA = ("tab:brown", "tab:pink", "tab:olive", "tab:cyan")
+
+
+def owner_color(owner: str) -> str:
+    """A fixed colour per owner name, so pictures of different runs compare."""
+    return OWNER_COLORS.get(owner, _EXTRA[sum(map(ord, owner)) % len(_EXTRA)])
+
+
+def _bytes_axis(axis) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
+
+
+def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, legend: bool = True):
+    """Draws the simulated address space over time; returns the figure."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Patch, Rectangle
+
+    from ..plots import _new_figure
+
+    if ax is None:
+        fig, ax = _new_figure(1, width=11, height=4.2)
+    fig = ax.figure
+    end = (timeline.times[-1] + 1) if timeline.times else 1
+    for offset, size, start in timeline.regions:  # the pool: reserved but not yet used
+        ax.add_patch(Rectangle((start, offset), end - start, size, color="0.88", lw=0, zorder=0))
+    patches, colors = [], []
+    for b in timeline.blocks:
+        patches.append(Rectangle((b.start, b.offset), max(b.end - b.start, 0.6), b.size))
+        colors.append(owner_color(b.owner))
+    ax.add_collection(PatchCollection(patches, facecolors=colors, edgecolors="white", linewidths=0.4, zorder=2))
+    for f in timeline.failures:
+        ax.plot([f.time], [timeline.capacity * 0.97], "x", color="red", ms=10, mew=3, zorder=3)
+    ax.set_xlim(0, end)
+    ax.set_ylim(0, timeline.capacity)
+    _bytes_axis(ax.yaxis)
+    ax.set_xlabel("time (allocator event)")
+    ax.set_ylabel("address")
+    ax.set_title(title or f"memory map: {timeline.trace_name} on {timeline.policy} "
+                          f"(preallocate={timeline.preallocate}) [simulation]")
+    if legend:
+        owners = sorted({b.owner for b in timeline.blocks})
+        handles = [Patch(color=owner_color(o), label=o or "buffer") for o in owners]
+        handles.append(Patch(color="0.88", label="free (reserved)"))
+        if timeline.failures:
+            handles.append(ax.plot([], [], "x", color="red", ms=10, mew=3, label="failed allocation")[0])
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=11, frameon=False)
+    return fig
+
+
+def plot_timeline(timeline: Timeline, *, axes=None):
+    """Bytes (in use, reserved, largest free block) and fragmentation over time."""
+    from matplotlib.ticker import PercentFormatter
+
+    from ..plots import _new_figure
+
+    if axes is None:
+        fig, axes = _new_figure(2, width=5.5, height=3.4)
+    ax_b, ax_f = axes
+    fig = ax_b.figure
+    t = timeline.times
+    ax_b.step(t, timeline.reserved, where="post", color="0.45", lw=2, label="reserved")
+    ax_b.step(t, timeline.in_use, where="post", color="tab:blue", lw=2, label="in use")
+    ax_b.step(t, timeline.largest_free, where="post", color="tab:green", lw=1.5, ls="--", label="largest free block")
+    _bytes_axis(ax_b.yaxis)
+    ax_b.set_ylim(0, timeline.capacity * 1.05)
+    ax_b.set_title("bytes [simulation]")
+    ax_b.legend(fontsize=10, loc="upper left")
+    ax_f.step(t, [100 * f for f in timeline.fragmentation], where="post", color="tab:red", lw=2)
+    ax_f.yaxis.set_major_formatter(PercentFormatter())
+    ax_f.set_ylim(0, 100)
+    ax_f.set_title("fragmentation = 1 - largest free / free")
+    for f in timeline.failures:
+        ax_f.axvline(f.time, color="red", alpha=0.3)
+    for ax in axes:
+        ax.set_xlabel("time (allocator event)")
+        ax.grid(True, alpha=0.3)
+    return fig
+
+
+def plot_replay(timeline: Timeline):
+    """Memory map on top, bytes and fragmentation below: one figure per replay."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 7.2), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1.25, 1])
+    plot_memory_map(timeline, ax=top.subplots())
+    plot_timeline(timeline, axes=bottom.subplots(1, 2))
+    return fig

@@ -1,0 +1,276 @@
+"""Allocation traces and their replay through a simulated allocator.
+
+A :class:`Trace` is a sequence of ``alloc``/``free`` :class:`Event` s: what
+a program asks of its allocator, in order. :func:`replay` feeds it to one
+allocator and records a :class:`Timeline`: after every event the bytes in
+use, reserved, the largest free block, external fragmentation
+(``1 - largest free block / total free``), and every failed allocation --
+in particular those that failed *although enough memory was free in
+total*, the signature of fragmentation.
+
+Traces come from :mod:`batchlab.allocator.workloads` (synthetic) or from
+XLA's own buffer assignment (:func:`batchlab.buffer_assignment`); the
+allocator is always the kit's simulation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from .._format import format_bytes, html_table, text_table
+from .base import Allocator
+from .bfc import BFCAllocator
+from .firstfit import FirstFitAllocator
+
+POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator}
+
+
+class Event(NamedTuple):
+    """One request to the allocator at ``time`` (``size`` only for ``alloc``)."""
+
+    time: int
+    kind: str  # "alloc" or "free"
+    id: Hashable
+    size: int = 0
+    owner: str = ""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A checked sequence of events: every free matches an earlier alloc.
+
+    Build one with :class:`TraceBuilder` or :meth:`from_events`.
+    """
+
+    events: tuple[Event, ...]
+    name: str = "trace"
+    source: str = "synthetic workload (batchlab.allocator.workloads)"
+
+    def __post_init__(self) -> None:
+        live: set = set()
+        last = None
+        for i, e in enumerate(self.events):
+            if e.kind not in ("alloc", "free"):
+                raise ValueError(f"`events[{i}].kind` must be 'alloc' or 'free', got {e.kind!r}.")
+            if last is not None and e.time < last:
+                raise ValueError(f"`events[{i}].time`={e.time} goes back in time (previous {last}); sort the events.")
+            last = e.time
+            if e.kind == "alloc":
+                if isinstance(e.size, bool) or not isinstance(e.size, int) or e.size < 0:
+                    raise ValueError(f"`events[{i}].size` must be an int >= 0 bytes, got {e.size!r}.")
+                if e.id in live:
+                    raise ValueError(f"`events[{i}]` allocates id {e.id!r} twice; free it first.")
+                live.add(e.id)
+            else:
+                if e.id not in live:
+                    raise ValueError(f"`events[{i}]` frees id {e.id!r}, which is not allocated at that point.")
+                live.remove(e.id)
+
+    @classmethod
+    def from_events(cls, events: Iterable[Event | tuple], name: str = "trace",
+                    source: str = "hand-written events") -> Trace:
+        return cls(tuple(Event(*e) for e in events), name, source)
+
+    @property
+    def n_allocs(self) -> int:
+        return sum(e.kind == "alloc" for e in self.events)
+
+    @property
+    def peak_live_bytes(self) -> int:
+        """The most bytes live at once (no allocator: just the sum of live sizes)."""
+        sizes, live, peak = {}, 0, 0
+        for e in self.events:
+            if e.kind == "alloc":
+                sizes[e.id] = e.size
+                live += e.size
+                peak = max(peak, live)
+            else:
+                live -= sizes.pop(e.id)
+        return peak
+
+    def __repr__(self) -> str:
+        return (f"Trace({self.name}: {len(self.events)} events, {self.n_allocs} allocations, "
+                f"peak live {format_bytes(self.peak_live_bytes)}; source: {self.source})")
+
+
+class TraceBuilder:
+    """Records events with one tick of time each.
+
+    Example:
+      >>> b = TraceBuilder()
+      >>> b.alloc("x", 1024, "input"); b.alloc("y", 512); b.free("x")
+      >>> t = b.build("tiny"); (t.n_allocs, t.peak_live_bytes)
+      (2, 1536)
+    """
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def alloc(self, id: Hashable, size: int, owner: str = "") -> None:
+        self.events.append(Event(len(self.events), "alloc", id, int(size), owner))
+
+    def free(self, id: Hashable) -> None:
+        self.events.append(Event(len(self.events), "free", id))
+
+    def build(self, name: str = "trace", source: str = "synthetic workload (batchlab.allocator.workloads)") -> Trace:
+        return Trace(tuple(self.events), name, source)
+
+
+def make_allocator(policy: str, capacity: int, *, preallocate: bool = True, **options) -> Allocator:
+    """A fresh allocator by name: ``"bfc"`` or ``"first-fit"``."""
+    if policy not in POLICIES:
+        raise ValueError(f"`policy` must be one of {sorted(POLICIES)}, got {policy!r}.")
+    return POLICIES[policy](capacity, preallocate=preallocate, **options)
+
+
+class Failure(NamedTuple):
+    """A request the allocator could not place."""
+
+    time: int
+    id: Hashable
+    size: int
+    free_total: int
+    largest_free: int
+
+    @property
+    def despite_free(self) -> bool:
+        """True when enough bytes were free in total, just not in one piece."""
+        return self.free_total >= self.size
+
+
+class Block(NamedTuple):
+    """Where one allocation lived: ``[offset, offset + size)`` from ``start`` to ``end``."""
+
+    id: Hashable
+    owner: str
+    offset: int
+    size: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """What one allocator did with one trace, sampled after every event."""
+
+    trace_name: str
+    policy: str
+    preallocate: bool
+    capacity: int
+    times: tuple[int, ...]
+    in_use: tuple[int, ...]
+    reserved: tuple[int, ...]
+    free_total: tuple[int, ...]
+    largest_free: tuple[int, ...]
+    fragmentation: tuple[float, ...]
+    blocks: tuple[Block, ...]
+    regions: tuple[tuple[int, int, int], ...]  # (offset, size, time reserved)
+    failures: tuple[Failure, ...]
+    allocations: int
+    frees: int
+    device_calls: int
+    source: str = field(default="the kit's allocator simulation (batchlab.allocator)")
+
+    @property
+    def peak_in_use(self) -> int:
+        return max(self.in_use, default=0)
+
+    @property
+    def peak_reserved(self) -> int:
+        return max(self.reserved, default=0)
+
+    @property
+    def max_fragmentation(self) -> float:
+        return max(self.fragmentation, default=0.0)
+
+    @property
+    def failures_despite_free(self) -> int:
+        """Failed requests for which enough memory was free in total."""
+        return sum(f.despite_free for f in self.failures)
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [
+            ("allocations / frees", f"{self.allocations} / {self.frees}"),
+            ("device calls", str(self.device_calls)),
+            ("peak in use", format_bytes(self.peak_in_use)),
+            ("peak reserved", format_bytes(self.peak_reserved)),
+            ("max fragmentation", f"{self.max_fragmentation:.1%}"),
+            ("failed allocations", f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)"),
+        ]
+
+    def __repr__(self) -> str:
+        title = f"Timeline({self.trace_name} on {self.policy}, preallocate={self.preallocate}, " \
+                f"capacity {format_bytes(self.capacity)}; source: {self.source})"
+        return title + "\n" + text_table(self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), header=("figure", "value"),
+                          caption=f"{self.trace_name} on {self.policy} (preallocate={self.preallocate}): {self.source}")
+
+
+def replay(trace: Trace, allocator: Allocator) -> Timeline:
+    """Feeds every event of ``trace`` to ``allocator`` and records what happened.
+
+    A failed allocation is recorded and its later ``free`` skipped, as a
+    program that caught the out-of-memory error would.
+
+    Args:
+      trace: the events.
+      allocator: a fresh allocator (no live allocations).
+
+    Returns:
+      A :class:`Timeline`.
+
+    Raises:
+      TypeError: ``trace`` or ``allocator`` has the wrong type.
+      ValueError: the allocator already holds allocations.
+
+    Example:
+      >>> t = Trace.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])
+      >>> tl = replay(t, BFCAllocator(4096))
+      >>> tl.in_use, tl.largest_free
+      ((1000, 4000, 3000), (3072, 0, 1024))
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"`trace` must be a batchlab.allocator.Trace, got {type(trace).__name__}.")
+    if not isinstance(allocator, Allocator):
+        raise TypeError(f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "
+                        f"got {type(allocator).__name__}; make one with make_allocator(policy, capacity).")
+    if allocator.live:
+        raise ValueError(f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one.")
+    rows: dict[str, list] = {k: [] for k in ("times", "in_use", "reserved", "free_total", "largest_free", "fragmentation")}
+    open_blocks: dict[Hashable, list] = {}
+    blocks, failures, regions_seen, region_rows = [], [], 0, []
+    allocations = frees = 0
+    failed: set = set()
+    for e in trace.events:
+        if e.kind == "alloc":
+            chunk = allocator.allocate(e.id, e.size, e.owner)
+            if chunk is None:
+                rounded = allocator.round_up(e.size)
+                failures.append(Failure(e.time, e.id, rounded, allocator.free_total, allocator.largest_free))
+                failed.add(e.id)
+            else:
+                allocations += 1
+                open_blocks[e.id] = [e.id, e.owner, chunk.offset, chunk.size, e.time]
+        elif e.id in failed:
+            failed.discard(e.id)
+        else:
+            allocator.free(e.id)
+            frees += 1
+            blocks.append(Block(*open_blocks.pop(e.id), e.time))
+        for offset, size in allocator.regions[regions_seen:]:
+            region_rows.append((offset, size, e.time))
+        regions_seen = len(allocator.regions)
+        for key, value in (("times", e.time), ("in_use", allocator.in_use), ("reserved", allocator.reserved),
+                           ("free_total", allocator.free_total), ("largest_free", allocator.largest_free),
+                           ("fragmentation", allocator.fragmentation)):
+            rows[key].append(value)
+    end = trace.events[-1].time + 1 if trace.events else 0
+    blocks += [Block(*b, end) for b in open_blocks.values()]
+    return Timeline(trace.name, allocator.policy, allocator.preallocate, allocator.capacity,
+                    **{k: tuple(v) for k, v in rows.items()}, blocks=tuple(blocks), regions=tuple(region_rows),
+                    failures=tuple(failures), allocations=allocations, frees=frees,
+                    device_calls=allocator.device_calls)

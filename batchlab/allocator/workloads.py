@@ -1,0 +1,134 @@
+"""Synthetic allocation traces that mirror the claims of seed 000.
+
+Every workload processes the same ``n_items`` items of random length
+(1..``max_len`` rows of ``row_bytes`` each, drawn with a fixed ``seed``).
+Processing one *group* of items allocates its input, then activations
+twice the input's size, then a small result (one row per item) that is
+kept until the end; the activations and the input are freed at once:
+
+* :func:`per_item` -- one item at a time, each with its own size;
+* :func:`batched` -- ``batch_size`` items per group, padded to ``max_len``
+  (one fixed shape, the last batch padded too);
+* :func:`bucketed` -- groups padded to the next bucket boundary only;
+* :func:`training` -- parameters updated step after step, with and
+  without buffer donation.
+
+``in_flight`` groups have their inputs resident at once (1: load, process,
+free; more: inputs loaded ahead, as with prefetching). The sizes are
+illustrations, not measurements of any program.
+
+Example:
+  >>> per_item(8).n_allocs, batched(8, batch_size=4).n_allocs
+  (24, 6)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import check_positive_int
+from .trace import Trace, TraceBuilder
+
+KiB = 1 << 10
+WORKLOADS = ("per-item", "batched", "bucketed", "training", "training-donated")
+
+
+def item_lengths(n_items: int, max_len: int = 64, seed: int = 0) -> np.ndarray:
+    """The items' lengths in rows, uniform in ``1..max_len`` (fixed seed)."""
+    check_positive_int(max_len, "max_len")
+    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
+        raise ValueError(f"`n_items` must be an int >= 0, got {n_items!r}.")
+    return np.random.default_rng(seed).integers(1, max_len + 1, size=int(n_items))
+
+
+def _groups_trace(name: str, groups: list[tuple[int, int]], row_bytes: int, in_flight: int) -> Trace:
+    """groups: (items, padded length) -> input, activations (2x), result (1 row per item)."""
+    check_positive_int(in_flight, "in_flight")
+    b, loaded = TraceBuilder(), 0
+    for i, (items, length) in enumerate(groups):
+        while loaded < min(len(groups), i + in_flight):
+            b.alloc(f"in{loaded}", groups[loaded][0] * groups[loaded][1] * row_bytes, "input")
+            loaded += 1
+        b.alloc(f"act{i}", 2 * items * length * row_bytes, "activations")
+        b.alloc(f"out{i}", items * row_bytes, "result")
+        b.free(f"act{i}")
+        b.free(f"in{i}")
+    for i in range(len(groups)):
+        b.free(f"out{i}")
+    return b.build(name)
+
+
+def per_item(n_items: int, *, max_len: int = 64, row_bytes: int = 16 * KiB, seed: int = 0,
+             in_flight: int = 1) -> Trace:
+    """One item at a time: every group has its own size."""
+    lengths = item_lengths(n_items, max_len, seed)
+    return _groups_trace("per-item", [(1, int(n)) for n in lengths], row_bytes, in_flight)
+
+
+def batched(n_items: int, *, batch_size: int, max_len: int = 64, row_bytes: int = 16 * KiB,
+            seed: int = 0, in_flight: int = 1) -> Trace:
+    """``batch_size`` items per group, all padded to ``max_len``: one fixed shape."""
+    check_positive_int(batch_size, "batch_size")
+    item_lengths(n_items, max_len, seed)  # same checks as the others
+    n_batches = -(-n_items // batch_size)
+    return _groups_trace(f"batched (batch {batch_size})", [(batch_size, max_len)] * n_batches, row_bytes, in_flight)
+
+
+def bucketed(n_items: int, *, batch_size: int, buckets: tuple[int, ...] = (16, 32, 64), max_len: int = 64,
+             row_bytes: int = 16 * KiB, seed: int = 0, in_flight: int = 1) -> Trace:
+    """Items sorted into length buckets; each group padded to its bucket's bound only."""
+    check_positive_int(batch_size, "batch_size")
+    bounds = sorted(int(x) for x in buckets)
+    if not bounds or bounds[-1] < max_len:
+        raise ValueError(f"`buckets` must end at or above max_len={max_len}, got {tuple(buckets)}; add {max_len}.")
+    lengths = item_lengths(n_items, max_len, seed)
+    counts = {bound: 0 for bound in bounds}
+    for n in lengths:
+        counts[next(bound for bound in bounds if n <= bound)] += 1
+    groups = [(batch_size, bound) for bound in bounds for _ in range(-(-counts[bound] // batch_size))]
+    return _groups_trace(f"bucketed (batch {batch_size})", groups, row_bytes, in_flight)
+
+
+def training(steps: int, *, donate: bool, params_bytes: int = 4 << 20, batch_bytes: int = 1 << 20,
+             activation_bytes: int = 3 << 20) -> Trace:
+    """A training loop: each step reads a batch, makes activations and gradients, writes new parameters.
+
+    Without donation, new parameters are a new buffer and the old ones are
+    freed afterwards; with ``donate=True`` the update is written into the
+    old parameters' buffer (what ``jax.jit(step, donate_argnums=0)`` lets
+    XLA do), so no parameter buffer is allocated or freed.
+
+    Example:
+      >>> training(3, donate=False).n_allocs - training(3, donate=True).n_allocs
+      3
+    """
+    check_positive_int(steps, "steps")
+    b = TraceBuilder()
+    b.alloc("params0", params_bytes, "params")
+    current = "params0"
+    for s in range(steps):
+        b.alloc(f"batch{s}", batch_bytes, "input")
+        b.alloc(f"act{s}", activation_bytes, "activations")
+        b.alloc(f"grads{s}", params_bytes, "grads")
+        b.free(f"act{s}")
+        if not donate:
+            b.alloc(f"params{s + 1}", params_bytes, "params")
+            b.free(current)
+            current = f"params{s + 1}"
+        b.free(f"grads{s}")
+        b.free(f"batch{s}")
+    b.free(current)
+    return b.build("training (donated)" if donate else "training")
+
+
+def workload(name: str, n_items: int, *, batch_size: int = 8, **options) -> Trace:
+    """One of :data:`WORKLOADS` by name (what the explorer's drop-down calls)."""
+    if name == "per-item":
+        return per_item(n_items, **options)
+    if name == "batched":
+        return batched(n_items, batch_size=batch_size, **options)
+    if name == "bucketed":
+        return bucketed(n_items, batch_size=batch_size, **options)
+    if name in ("training", "training-donated"):
+        return training(max(1, n_items // batch_size), donate=name.endswith("donated"))
+    raise ValueError(f"`name` must be one of {WORKLOADS}, got {name!r}.")

@@ -1,0 +1,186 @@
+"""What a batch run returns: good outputs in input order, failures by index, and a log.
+
+:class:`RunResult` is built by :func:`batchlab.run_batches`; the mutable
+:class:`RunState` behind it is what a checkpoint saves and restores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from ._format import format_count, format_seconds, html_table, text_table
+
+
+class Failure(NamedTuple):
+    """One item that produced no output: its index, the kind of fault and the message."""
+
+    index: int
+    kind: str
+    message: str
+
+
+class BatchLog(NamedTuple):
+    """One attempt at a batch: first item, batch size, items in it, outcome, wall time."""
+
+    start: int
+    size: int
+    items: int
+    status: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of :func:`batchlab.run_batches`.
+
+    Attributes:
+      outputs: ``fn``'s outputs for the good items, stacked in input order
+        (a pytree like ``fn``'s output with a leading item axis), or ``None``.
+      indices: the item index of each output row.
+      failures: the items without output, with the reason.
+      complete: every item was attempted (none left by a stop).
+      stop_reason: why the run stopped early, or ``None``.
+      batches: every batch attempt, retries included.
+      retries: batches retried at half the size after a memory limit.
+      seconds: wall-clock time of this call (throughput is per call).
+    """
+
+    n_items: int
+    outputs: Any
+    indices: np.ndarray
+    failures: tuple[Failure, ...]
+    complete: bool
+    stop_reason: str | None
+    batches: tuple[BatchLog, ...]
+    retries: int
+    seconds: float
+    resumed_items: int = 0
+    budget_bytes: int | None = None
+    source: str = "wall clock (time.perf_counter) per batch, outputs as returned by fn"
+
+    @property
+    def failed_indices(self) -> list[int]:
+        return [f.index for f in self.failures]
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """The distinct batch sizes of the batches that finished."""
+        return sorted({b.size for b in self.batches if not b.status.startswith(("out of memory", "over budget"))})
+
+    @property
+    def throughput(self) -> float | None:
+        """Items finished per second in this call (resumed items not counted)."""
+        done = sum(b.items for b in self.batches if not b.status.startswith(("out of memory", "over budget")))
+        return done / self.seconds if self.seconds > 0 else None
+
+    def output(self, index: int) -> Any:
+        """The output of item ``index`` (``KeyError`` if it has none)."""
+        where = np.flatnonzero(self.indices == index)
+        if where.size == 0:
+            reason = next((f.message for f in self.failures if f.index == index), "not run yet")
+            raise KeyError(f"item {index} has no output: {reason}")
+        return jax.tree_util.tree_map(lambda a: a[where[0]], self.outputs)
+
+    def _rows(self) -> list[tuple[str, str]]:
+        state = "complete" if self.complete else f"INCOMPLETE: {self.stop_reason}"
+        rows = [("items", f"{len(self.indices)} of {self.n_items} with output, {len(self.failures)} failed; {state}"),
+                ("batches", f"{len(self.batches)} attempts; sizes used {self.batch_sizes}; "
+                            f"{self.retries} retried at half size after a memory limit")]
+        if self.resumed_items:
+            rows.append(("resumed", f"{self.resumed_items} items came from the checkpoint"))
+        for f in self.failures[:10]:
+            rows.append((f"failed item {f.index}", f"{f.kind}: {f.message}"))
+        if len(self.failures) > 10:
+            rows.append(("...", f"{len(self.failures) - 10} more failures"))
+        rate = self.throughput
+        rows.append(("throughput", "n/a" if rate is None else f"{format_count(rate)} items/s "
+                                                             f"in {format_seconds(self.seconds)}"))
+        return rows
+
+    def __repr__(self) -> str:
+        return "RunResult\n" + text_table(self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), header=("figure", "value"), caption=f"RunResult ({self.source})")
+
+
+@dataclass
+class RunState:
+    """The mutable progress of a run: what a checkpoint stores."""
+
+    n_items: int
+    position: int = 0
+    size: int = 0
+    chunks: list = field(default_factory=list)  # [(indices, leaves)]
+    treedef: Any = None
+    failures: list = field(default_factory=list)
+    batches: list = field(default_factory=list)
+    retries: int = 0
+    stop_reason: str | None = None
+    resumed_items: int = 0
+
+    def add(self, found: list, failures: list) -> None:
+        for idx, leaves, treedef in found:
+            self.chunks.append((list(idx), leaves))
+            self.treedef = treedef
+        self.failures.extend(failures)
+
+    def result(self, seconds: float, budget_bytes: int | None) -> RunResult:
+        chunks = sorted(self.chunks, key=lambda c: c[0][0])
+        indices = np.asarray([i for idx, _ in chunks for i in idx], dtype=np.int64)
+        outputs = None
+        if chunks and self.treedef is not None:
+            leaves = [np.concatenate([c[1][k] for c in chunks]) for k in range(len(chunks[0][1]))]
+            outputs = jax.tree_util.tree_unflatten(self.treedef, leaves)
+        complete = self.stop_reason is None and self.position >= self.n_items
+        return RunResult(self.n_items, outputs, indices, tuple(sorted(self.failures)), complete,
+                         self.stop_reason, tuple(self.batches), self.retries, seconds,
+                         self.resumed_items, budget_bytes)
+
+    # ----------------------------------------------------------- checkpoint
+    def to_checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        chunks = sorted(self.chunks, key=lambda c: c[0][0])
+        arrays = {"indices": np.asarray([i for idx, _ in chunks for i in idx], dtype=np.int64)}
+        if chunks:
+            for k in range(len(chunks[0][1])):
+                arrays[f"out_{k}"] = np.concatenate([c[1][k] for c in chunks])
+        state = {"position": self.position, "size": self.size, "retries": self.retries,
+                 "failures": [list(f) for f in self.failures], "batches": [list(b) for b in self.batches]}
+        return arrays, state
+
+    def restore(self, arrays: dict[str, np.ndarray], state: dict[str, Any], treedef: Any) -> None:
+        indices = arrays["indices"].tolist()
+        leaves = [arrays[f"out_{k}"] for k in range(sum(k.startswith("out_") for k in arrays))]
+        if indices:
+            self.chunks = [(indices, leaves)]
+            self.treedef = treedef
+        self.position, self.size, self.retries = state["position"], state["size"], state["retries"]
+        self.failures = [Failure(*f) for f in state["failures"]]
+        self.batches = [BatchLog(*b) for b in state["batches"]]
+        self.resumed_items = len(indices) + len(self.failures)
+
+
+class BatchItemError(ValueError):
+    """A bad item stopped a run with ``on_error="raise"``; ``.result`` keeps what finished."""
+
+    def __init__(self, result: RunResult, failure: Failure) -> None:
+        super().__init__(
+            f"item {failure.index} failed ({failure.kind}): {failure.message}. The {len(result.indices)} "
+            f"finished outputs are in this error's `.result`; pass on_error='skip' to record bad items and go on."
+        )
+        self.result, self.failure = result, failure
+
+
+class BatchMemoryError(MemoryError):
+    """Out of memory even at the minimum batch size; ``.result`` keeps what finished."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(
+            f"{result.stop_reason}. Lower `min_batch_size`, raise `budget_bytes`, or make one item "
+            f"smaller (e.g. process it in chunks). The {len(result.indices)} finished outputs are in `.result`."
+        )
+        self.result = result

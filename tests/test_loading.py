@@ -1,0 +1,178 @@
+"""Tests for batchlab.loading: same data every way, no drops, errors that name the file."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from conftest import assert_close
+
+from batchlab import exercises
+from batchlab.loading import (
+    METHODS,
+    ORDERS,
+    TRANSFERS,
+    batch_indices,
+    iter_batches,
+    load_npy,
+    make_dataset,
+    measure_ceiling,
+    measure_loading,
+)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("data"), 11, (3, 2), seed=1)
+
+
+@pytest.mark.parametrize("n_items,batch_size", [(0, 4), (1, 4), (10, 3), (9, 3), (5, 10)])
+@pytest.mark.parametrize("order", ORDERS)
+def test_batch_indices_cover_every_item_once(n_items, batch_size, order):
+    batches = batch_indices(n_items, batch_size, order=order, seed=3)
+    flat = np.concatenate(batches) if batches else np.array([], int)
+    assert sorted(flat.tolist()) == list(range(n_items))
+    assert all(1 <= len(b) <= batch_size for b in batches)
+    assert len(batches) == -(-n_items // batch_size)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("transfer", TRANSFERS)
+@pytest.mark.parametrize("batch_size", [1, 4, 11, 32])
+def test_every_way_loads_the_same_items(dataset, method, order, transfer, batch_size):
+    bulk = np.load(dataset.bulk_path)
+    batches = list(iter_batches(dataset, batch_size, method=method, order=order, transfer=transfer, seed=5))
+    index = np.concatenate(batch_indices(dataset.n_items, batch_size, order=order, seed=5))
+    assert [b.shape[0] for b in batches][:-1] == [batch_size] * (len(batches) - 1)
+    assert_close(np.concatenate([np.asarray(b) for b in batches]), bulk[index])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
+def test_make_dataset_dtypes(tmp_path, dtype):
+    d = make_dataset(tmp_path, 3, (4,), dtype=dtype)
+    assert d.item_bytes == 4 * np.dtype(dtype).itemsize and d.total_bytes == 3 * d.item_bytes
+    assert load_npy(d.item_path(1), shape=(4,), dtype=dtype).dtype == np.dtype(dtype)
+    assert str(tmp_path) not in repr(d)
+
+
+def test_mmap_returns_a_memmap(dataset):
+    assert isinstance(load_npy(dataset.bulk_path, mmap=True), np.memmap)
+
+
+def test_missing_file_names_path_and_expectation(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"nope\.npy.*does not exist.*float32\[3\]"):
+        load_npy(tmp_path / "nope.npy", shape=(3,), dtype="float32")
+
+
+def test_pickled_object_array_is_refused(tmp_path):
+    p = tmp_path / "obj.npy"
+    np.save(p, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError, match=r"obj\.npy.*pickled.*refuses pickles"):
+        load_npy(p)
+
+
+def test_plain_pickle_file_is_refused(tmp_path):
+    p = tmp_path / "data.npy"
+    p.write_bytes(pickle.dumps([1, 2, 3]))
+    with pytest.raises(ValueError, match=r"data\.npy.*is a pickle.*never unpickles"):
+        load_npy(p)
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage, not numpy", b"\x93NUMPY\x01\x00v\x00{'descr'"])
+def test_corrupt_file_is_reported(tmp_path, content):
+    p = tmp_path / "bad.npy"
+    p.write_bytes(content)
+    with pytest.raises(ValueError, match=r"bad\.npy.*(corrupt|not a valid).*expected"):
+        load_npy(p, shape=(3,))
+
+
+def test_truncated_file_is_reported(tmp_path):
+    p = tmp_path / "cut.npy"
+    np.save(p, np.arange(100.0))
+    p.write_bytes(p.read_bytes()[:200])
+    with pytest.raises(ValueError, match=r"cut\.npy.*(corrupt|not a valid)"):
+        load_npy(p, shape=(100,))
+
+
+def test_npz_is_not_a_npy(tmp_path):
+    p = tmp_path / "a.npz"
+    np.savez(p, x=np.zeros(2))
+    with pytest.raises(ValueError, match=r"a\.npz.*npz archive.*expected"):
+        load_npy(p)
+
+
+def test_shape_and_dtype_mismatch(tmp_path):
+    p = tmp_path / "x.npy"
+    np.save(p, np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"x\.npy.*shape \[2, 3\], expected float32\[3, 2\]"):
+        load_npy(p, shape=(3, 2), dtype="float32")
+    with pytest.raises(ValueError, match=r"x\.npy.*dtype float32, expected int32"):
+        load_npy(p, dtype="int32")
+
+
+def test_missing_item_file_during_iteration(tmp_path):
+    d = make_dataset(tmp_path, 4, (2,))
+    d.item_path(2).unlink()
+    it = iter_batches(d, 1, method="per_item")
+    next(it), next(it)
+    with pytest.raises(FileNotFoundError, match=r"000002\.npy.*float32\[2\]"):
+        next(it)
+
+
+def test_bulk_file_of_another_dataset(tmp_path):
+    d = make_dataset(tmp_path, 4, (2,))
+    np.save(d.bulk_path, np.zeros((5, 2), np.float32))
+    with pytest.raises(ValueError, match=r"bulk\.npy.*shape \[5, 2\], expected float32\[4, 2\]"):
+        next(iter_batches(d, 2, method="bulk"))
+
+
+@pytest.mark.parametrize("name,value,match", [
+    ("method", "pickle", "`method` must be one of"),
+    ("order", "backwards", "`order` must be one of"),
+    ("transfer", "never", "`transfer` must be one of"),
+])
+def test_bad_choices(dataset, name, value, match):
+    with pytest.raises(ValueError, match=match):
+        next(iter_batches(dataset, 2, **{name: value}))
+
+
+def test_bad_sizes(tmp_path, dataset):
+    with pytest.raises(ValueError, match="`n_items` must be at least 1"):
+        make_dataset(tmp_path, 0, (2,))
+    with pytest.raises(ValueError, match="`item_shape` must hold sizes >= 0"):
+        make_dataset(tmp_path, 2, (-1,))
+    with pytest.raises(ValueError, match="`n_items` must be an int >= 0"):
+        batch_indices(-1, 2)
+    with pytest.raises(ValueError, match="`batch_size` must be at least 1"):
+        batch_indices(3, 0)
+    with pytest.raises(ValueError, match="`prefetch` must be an int >= 0"):
+        measure_loading(dataset, 2, prefetch=-1)
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_measure_loading_counts_items_and_bytes(dataset, maybe_jit, prefetch):
+    step = maybe_jit(lambda b: b.sum())
+    t = measure_loading(dataset, 4, method="per_item", step=step, prefetch=prefetch, repeat=1)
+    assert t.items == dataset.n_items and t.bytes == dataset.total_bytes
+    assert t.items_per_s > 0 and t.bytes_per_s == pytest.approx(t.items_per_s * dataset.item_bytes)
+    assert "per_item" in repr(t) and "items/s" in repr(t)
+
+
+def test_ceiling_measures_same_bytes(dataset):
+    c = measure_ceiling(dataset, repeat=1)
+    assert c.memcpy.bytes == c.file_read.bytes == dataset.total_bytes
+    assert "np.copy" in repr(c) and "<table" in c._repr_html_()
+
+
+def test_exercises_accept_solutions_and_hint_otherwise():
+    good = lambda n, L, C, p: n * (max(L, C) if p else L + C)  # noqa: E731
+    assert exercises.check("loading.pipeline_time", good)
+    wrong = exercises.check("loading.pipeline_time", lambda n, L, C, p: n * (L + C))
+    assert not wrong and "same time" in wrong.message
+    assert exercises.check("loading.all_batches", lambda n, b: batch_indices(n, b))
+    dropped = exercises.check("loading.all_batches", lambda n, b: [range(i, i + b) for i in range(0, n - b + 1, b)])
+    assert not dropped and "remainder" in dropped.message
+    assert exercises.check("loading.padding_rows", lambda n, d: -n % d)
+    assert not exercises.check("loading.padding_rows", lambda n, d: d - n % d)

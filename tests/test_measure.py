@@ -1,0 +1,130 @@
+"""measure: compile time apart from run time, stable timing, inputs checked."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import batchlab as bl
+
+
+def _work(x):
+    return jnp.tanh(x @ x.T).sum()
+
+
+def test_compile_separate_from_run():
+    m = bl.measure(_work, jnp.ones((96, 32)), repeat=5)
+    assert m.compiles == 1
+    assert m.compile_seconds > 0 and m.trace_lower_seconds > 0
+    assert m.runs == 5 and len(m.times) == 5
+    assert m.min <= m.median <= m.max
+    assert m.number >= 1 and m.calls == 5 * m.number
+    assert m.memory.argument_bytes == 96 * 32 * 4
+
+
+def test_second_measure_of_same_shapes_is_cached():
+    x = jnp.ones((80, 16))
+    first = bl.measure(_work, x, repeat=3)
+    second = bl.measure(_work, x, repeat=3)
+    assert first.compiles == 1 and not first.cached
+    assert second.compiles == 0 and second.cached
+    assert "cached" in repr(second)
+
+
+def test_explicit_number_and_repeat():
+    m = bl.measure(lambda x: x + 1, jnp.ones(3), repeat=4, number=7)
+    assert (m.runs, m.number) == (4, 7)
+
+
+def test_autorange_reaches_min_sample_time():
+    m = bl.measure(lambda x: x + 1, jnp.ones(3), repeat=3, min_sample_time=0.01)
+    assert m.median * m.number >= 0.005  # a sample lasted about min_sample_time
+
+
+def test_until_stable_takes_at_least_five_samples():
+    m = bl.measure(lambda x: x * 2, jnp.ones(10), max_time=0.2)
+    assert 5 <= m.runs <= 100
+
+
+def test_blocks_on_every_output_leaf_of_a_pytree():
+    def f(x):
+        return {"a": x * 2, "b": (x.sum(), jnp.sin(x))}
+
+    m = bl.measure(f, jnp.ones(100), repeat=3)
+    leaves = (100 + 1 + 100) * 4
+    # XLA also counts the output tuple's table of buffer pointers (8 bytes per leaf on CPU)
+    assert leaves <= m.memory.output_bytes <= leaves + 8 * 3
+
+
+def test_static_and_keyword_arguments():
+    def f(x, n, *, scale):
+        return jnp.tile(x, n) * scale
+
+    m = bl.measure(f, jnp.ones(4), 3, scale=2.0, static_argnums=1, repeat=3)
+    assert m.memory.output_bytes == 12 * 4
+
+
+def test_prejitted_function():
+    f = jax.jit(lambda x: x @ x)
+    m = bl.measure(f, jnp.ones((16, 16)), repeat=3)
+    assert m.runs == 3
+
+
+def test_donating_function_is_refused_with_a_fix():
+    f = jax.jit(lambda x: x * 2, donate_argnums=0)
+    with pytest.raises(ValueError, match="donates argument"):
+        bl.measure(f, jnp.ones(8), repeat=2)
+
+
+def test_device_figures_follow_the_backend():
+    m = bl.measure(lambda x: x + 1, jnp.ones(8), repeat=2)
+    if jax.default_backend() == "cpu":
+        assert m.device_after is None and m.device_peak_bytes is None
+        assert any("no device memory stats" in n for n in m.notes)
+    else:
+        assert m.device_after is not None
+        assert any("process-wide" in n for n in m.notes)
+    assert m.live.live_array_bytes >= 32
+
+
+@pytest.mark.parametrize(
+    "kwargs,err,match",
+    [
+        ({"repeat": 0}, ValueError, "`repeat` must be at least 1"),
+        ({"repeat": 2.5}, TypeError, "`repeat` must be a positive int"),
+        ({"number": -1}, ValueError, "`number` must be at least 1"),
+        ({"warmup": 0}, ValueError, "`warmup` must be at least 1"),
+        ({"max_time": 0}, ValueError, "`max_time` must be positive"),
+        ({"min_sample_time": "x"}, TypeError, "`min_sample_time` must be a number"),
+    ],
+)
+def test_bad_options(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        bl.measure(lambda x: x, jnp.ones(2), **kwargs)
+
+
+def test_bad_fn_and_args():
+    with pytest.raises(TypeError, match="`fn` must be a function"):
+        bl.measure(jnp.ones(3), jnp.ones(3))
+    with pytest.raises(TypeError, match=r"`args\[1\]` is a str"):
+        bl.measure(lambda x, y: x, jnp.ones(3), "nope")
+    with pytest.raises(TypeError, match=r"`kwargs\['y'\]` is a str"):
+        bl.measure(lambda x, y: x, jnp.ones(3), y="text")
+
+
+def test_repr_and_html():
+    m = bl.measure(lambda x: x + 1, jnp.ones(3), repeat=3)
+    text = repr(m)
+    assert "median" in text and "planned peak" in text
+    html = m._repr_html_()
+    assert "wall clock" in html and "compiled memory analysis" in html
+
+
+def test_isolated_measurement_in_a_fresh_process():
+    scale = 3.0
+    m = bl.measure(lambda x: jnp.tanh(x * scale).sum(), jnp.ones((256, 256)), repeat=3, isolated=True)
+    assert m.isolated
+    assert m.compiles >= 1  # a fresh process has an empty compilation cache
+    assert m.host_peak_rss_bytes is not None and m.host_peak_rss_bytes > 256 * 256 * 4
+    assert m.memory.argument_bytes == 256 * 256 * 4

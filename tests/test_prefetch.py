@@ -1,0 +1,167 @@
+"""Tests for batchlab.prefetch: order, completeness, errors where they happen, no hanging thread."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import assert_close
+
+from batchlab import prefetch
+from batchlab.prefetch import compare_prefetch, prefetch_threads
+
+
+def _wait_no_threads(timeout: float = 5.0) -> list:
+    deadline = time.monotonic() + timeout
+    while prefetch_threads() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return prefetch_threads()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 50])
+@pytest.mark.parametrize("size", [1, 2, 8])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_order_and_completeness(n, size, dtype):
+    data = [np.full((3,), i, dtype) for i in range(n)]
+    out = list(prefetch(iter(data), size=size))
+    assert len(out) == n
+    for got, want in zip(out, data):
+        assert isinstance(got, jax.Array)
+        assert_close(got, want)
+    assert _wait_no_threads() == []
+
+
+def test_pytrees_and_device_placement(maybe_jit):
+    device = jax.devices()[0]
+    batches = ({"x": np.ones((2, 3)) * i, "y": np.arange(2) + i} for i in range(4))
+    f = maybe_jit(lambda b: b["x"].sum() + b["y"].sum())
+    got = [float(f(b)) for b in prefetch(batches, device=device)]
+    assert got == [6.0 * i + (1 + 2 * i) for i in range(4)]
+
+
+def test_items_land_on_the_device_in_the_background():
+    got = next(prefetch(iter([np.zeros(4)]), device=jax.devices()[0]))
+    assert got.devices() == {jax.devices()[0]}
+
+
+class LoaderError(RuntimeError):
+    pass
+
+
+def _failing(n_ok: int):
+    for i in range(n_ok):
+        yield np.full(2, i)
+    raise LoaderError(f"file {n_ok} is corrupt")
+
+
+@pytest.mark.parametrize("n_ok", [0, 1, 5])
+def test_loader_exception_reaches_consumer_at_its_position(n_ok):
+    seen = []
+    with pytest.raises(LoaderError, match=f"file {n_ok} is corrupt") as info:
+        for b in prefetch(_failing(n_ok), size=2):
+            seen.append(int(b[0]))
+    assert seen == list(range(n_ok))  # every batch before the failure, none after
+    assert any(f"after {n_ok} batch(es)" in note for note in getattr(info.value, "__notes__", []))
+    assert _wait_no_threads() == []
+
+
+def test_transfer_error_is_propagated_too():
+    with pytest.raises(TypeError):
+        list(prefetch(iter([np.zeros(2), "not an array"])))
+    assert _wait_no_threads() == []
+
+
+@pytest.mark.parametrize("how", ["break", "close", "del", "exception"])
+def test_early_stop_leaves_no_thread(how):
+    closed = threading.Event()
+
+    def endless():
+        try:
+            i = 0
+            while True:
+                yield np.full(2, i)
+                i += 1
+        finally:
+            closed.set()
+
+    if how == "break":
+        for i, _ in enumerate(prefetch(endless(), size=2)):
+            if i == 3:
+                break
+    elif how == "close":
+        it = prefetch(endless(), size=2)
+        next(it)
+        it.close()
+    elif how == "del":
+        it = prefetch(endless(), size=2)
+        next(it)
+        del it
+        gc.collect()
+    else:
+        with pytest.raises(ZeroDivisionError):
+            for _ in prefetch(endless(), size=2):
+                1 / 0  # noqa: B018
+    assert _wait_no_threads() == []
+    assert closed.wait(5.0), "the loader's own cleanup (finally) did not run"
+
+
+def test_slow_loader_stop_waits_at_most_one_item():
+    def slow():
+        while True:
+            time.sleep(0.05)
+            yield np.zeros(1)
+
+    it = prefetch(slow(), size=1)
+    next(it)
+    t0 = time.perf_counter()
+    it.close()
+    assert time.perf_counter() - t0 < 2.0
+    assert _wait_no_threads() == []
+
+
+def test_unstarted_prefetch_starts_no_thread():
+    it = prefetch(iter([np.zeros(1)]))
+    assert prefetch_threads() == []
+    del it
+
+
+@pytest.mark.parametrize("size,error,match", [
+    (0, ValueError, "`size` must be at least 1"),
+    (-2, ValueError, "`size` must be at least 1"),
+    (1.5, TypeError, "`size` must be a positive int"),
+])
+def test_bad_size(size, error, match):
+    with pytest.raises(error, match=match):
+        prefetch(iter([]), size=size)
+
+
+def test_not_iterable():
+    with pytest.raises(TypeError, match="`iterator` must be iterable"):
+        prefetch(42)
+
+
+def test_compare_prefetch_overlaps_sleeping_loader():
+    def batches():
+        for _ in range(6):
+            time.sleep(0.02)
+            yield np.ones(8)
+
+    def step(b):
+        time.sleep(0.02)
+        return jnp.sum(b)
+
+    c = compare_prefetch(batches, step, repeat=1)
+    assert c.batches == 6 and c.speedup > 1.2  # ideal 2.0; structure, not a timing target
+    assert "speedup" in repr(c) and "<table" in c._repr_html_()
+
+
+def test_compare_prefetch_bad_args():
+    with pytest.raises(TypeError, match="`make_batches` must be a function"):
+        compare_prefetch([1, 2], lambda b: b)
+    with pytest.raises(TypeError, match="`step` must be a function"):
+        compare_prefetch(lambda: [1], None)

@@ -1,0 +1,345 @@
+"""Explorers, controls and the memory gauge, through their plain-Python entry points.
+
+The widgets are built (ipywidgets works without a browser) and driven by
+setting control values, exactly what a slider release does in JupyterLab;
+tests/test_browser.py checks the same in a real browser.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import batchlab as bl
+from batchlab.widgets import BatchSizeExplorer, Explorer, GaugeReading, MemoryGauge, controls
+from batchlab.widgets.explorer import error_message
+
+
+def counting_explorer(**kwargs):
+    calls = []
+
+    def compute(n, label="x"):
+        calls.append((n, label))
+        if n < 0:
+            raise ValueError(f"`n` must be >= 0, got n={n}; pick a size from the slider.")
+        return n * n
+
+    ex = Explorer(compute, {"n": 1, "label": "x"}, describe=lambda r: f"square <b>{r}</b>", **kwargs)
+    return ex, calls
+
+
+# ------------------------------------------------------------------ Explorer core
+def test_update_returns_result_and_caches():
+    ex, calls = counting_explorer()
+    assert ex.update(n=3) == 9
+    assert ex.update(n=4) == 16
+    assert ex.update(n=3) == 9
+    assert calls == [(3, "x"), (4, "x")]
+    assert ex.last_from_cache and ex.result == 9 and ex.params == {"n": 3, "label": "x"}
+    assert "from cache" in ex.status_text
+
+
+def test_update_with_no_changes_measures_the_start_setting_once():
+    ex, calls = counting_explorer()
+    ex.update()
+    ex.update()
+    assert calls == [(1, "x")]
+
+
+def test_clear_cache_measures_again():
+    ex, calls = counting_explorer()
+    ex.update(n=2)
+    ex.clear_cache()
+    ex.update(n=2)
+    assert calls == [(2, "x"), (2, "x")]
+
+
+def test_error_keeps_last_good_setting_and_is_reported():
+    ex, _ = counting_explorer()
+    ex.update(n=2)
+    with pytest.raises(ValueError, match="`n` must be >= 0"):
+        ex.update(n=-1)
+    assert ex.error.startswith("ValueError: `n` must be >= 0, got n=-1")
+    assert ex.params["n"] == 2 and ex.result == 4
+    assert ex.update(n=5) == 25 and ex.error is None
+
+
+def test_unknown_parameter():
+    ex, _ = counting_explorer()
+    with pytest.raises(TypeError, match=r"unknown parameter\(s\) \['m'\]"):
+        ex.update(m=1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        (dict(compute=3, params={"n": 1}), TypeError, "`compute` must be a function"),
+        (dict(compute=abs, params=[1]), TypeError, "`params` must be a dict"),
+        (dict(compute=abs, params={"n": 1}, controls={"m": controls.choice([1], description="m")}),
+         ValueError, r"`controls` has \['m'\]"),
+    ],
+)
+def test_explorer_argument_errors(kwargs, exc, match):
+    compute, params = kwargs.pop("compute"), kwargs.pop("params")
+    with pytest.raises(exc, match=match):
+        Explorer(compute, params, **kwargs)
+
+
+def test_error_message_is_shortened():
+    msg = error_message(RuntimeError("RESOURCE_EXHAUSTED: " + "x" * 5000))
+    assert msg.startswith("RuntimeError: RESOURCE_EXHAUSTED") and msg.endswith("(shortened)")
+    assert error_message(ValueError()) == "ValueError: (no message)"
+
+
+def test_listeners_and_figure():
+    ex, _ = counting_explorer(draw=lambda e: _tiny_figure(e.result))
+    seen = []
+    ex.on_update(lambda e: seen.append(e.result))
+    ex.update(n=2)
+    ex.update(n=3)
+    assert seen == [4, 9]
+    assert ex.figure() is not None
+    with pytest.raises(TypeError, match="`callback` must be a function"):
+        ex.on_update(None)
+
+
+def _tiny_figure(value):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 1.5))
+    fig.subplots().bar([0], [value])
+    return fig
+
+
+# ------------------------------------------------------------------ the widget front end
+def slider_explorer(**kwargs):
+    ex, calls = counting_explorer(
+        controls={"n": controls.int_slider(0, 8, description="n")},
+        draw=lambda e: _tiny_figure(e.result),
+        **kwargs,
+    )
+    return ex, calls
+
+
+def test_widget_change_measures_on_release_and_shows_result():
+    ex, calls = slider_explorer()
+    ex.update()
+    box = ex.widget
+    slider = ex.control_widgets["n"]
+    assert slider.continuous_update is False
+    assert "batchlab-explorer" in box._dom_classes
+    slider.value = 5  # what a slider release does
+    assert calls[-1] == (5, "x") and ex.result == 25
+    assert "data-state='done'" in ex._status.value and "square <b>25</b>" in ex._status.value
+    assert "&quot;n&quot;: 5" in ex._status.value  # the shown setting, for the browser test
+    assert bytes(ex._image.value).startswith(b"\x89PNG")
+
+
+def test_widget_error_is_shown_not_raised_and_control_reverts():
+    ex, _ = counting_explorer(controls={"n": controls.choice([-1, 1, 2], description="n")})
+    ex.update(n=2)
+    _ = ex.widget
+    ex.control_widgets["n"].value = -1  # must not raise out of the callback
+    assert "data-state='error'" in ex._status.value
+    assert "`n` must be &gt;= 0" in ex._status.value
+    assert ex.control_widgets["n"].value == 2  # back to the setting the plot shows
+    assert "batchlab-busy" not in ex.widget._dom_classes
+
+
+def test_draw_error_is_shown_in_the_widget():
+    def draw(e):
+        raise ValueError("cannot plot a negative square")
+
+    ex, _ = counting_explorer(controls={"n": controls.int_slider(0, 8, description="n")}, draw=draw)
+    _ = ex.widget
+    ex.control_widgets["n"].value = 3
+    assert ex.result == 9
+    assert "could not draw the plot: ValueError: cannot plot" in ex.error
+    assert "data-state='error'" in ex._status.value
+
+
+def test_update_from_python_moves_the_control():
+    ex, _ = slider_explorer()
+    _ = ex.widget
+    ex.update(n=7)
+    assert ex.control_widgets["n"].value == 7
+
+
+def test_revisit_reuses_the_drawn_plot():
+    draws = []
+
+    def draw(e):
+        draws.append(e.params["n"])
+        return _tiny_figure(e.result)
+
+    ex, calls = counting_explorer(controls={"n": controls.int_slider(0, 8, description="n")}, draw=draw)
+    _ = ex.widget
+    ex.update(n=2)
+    ex.update(n=2)
+    assert draws == [2] and len(calls) == 1
+
+
+# ------------------------------------------------------------------ BatchSizeExplorer
+def make_batch(b):
+    return (jnp.ones((b, 16), jnp.float32),)
+
+
+def row_sums(x):
+    return jnp.tanh(x).sum(1)
+
+
+def test_batch_size_explorer_cache_hit_does_not_recompile():
+    ex = BatchSizeExplorer(row_sums, make_batch, [1, 4, 16], repeat=3)
+    ex.update(batch_size=4)
+    first = ex.last_update_seconds
+    with bl.count_compiles() as c:
+        m = ex.update(batch_size=1)
+        ex.update(batch_size=4)
+    assert c.count == 0 and ex.last_from_cache
+    assert m.memory.argument_bytes == 1 * 16 * 4
+    assert ex.last_update_seconds < first
+    assert sorted(ex.measured) == [1, 4]
+    assert ex.as_sweep().values == [1, 4]
+
+
+def test_batch_size_explorer_reports_compile_as_compile():
+    ex = BatchSizeExplorer(row_sums, make_batch, [2, 32], repeat=3)
+    ex.update(batch_size=32)
+    assert ex.result.compiles >= 1
+    assert "compile" in ex.status_text and "kept apart from run time" in ex.status_text
+    assert "batch size 32" in ex.status_text
+
+
+def test_batch_size_explorer_widget_slider():
+    ex = BatchSizeExplorer(row_sums, make_batch, [1, 2, 4], repeat=3)
+    _ = ex.widget
+    slider = ex.control_widgets["batch_size"]
+    assert list(slider.options) == [1, 2, 4] and slider.continuous_update is False
+    slider.value = 4
+    assert ex.params["batch_size"] == 4 and sorted(ex.measured) == [1, 4]
+    assert "batch size <b>4</b>" in ex._status.value
+
+
+def test_batch_size_explorer_shows_an_error_from_the_function():
+    def bad(x):
+        if x.shape[0] > 2:
+            raise ValueError(f"`x` has {x.shape[0]} items; this toy function takes at most 2.")
+        return x.sum()
+
+    ex = BatchSizeExplorer(bad, make_batch, [1, 2, 4], repeat=3)
+    _ = ex.widget
+    ex.control_widgets["batch_size"].value = 4
+    assert "this toy function takes at most 2" in ex._status.value
+    assert ex.params["batch_size"] == 1 and ex.control_widgets["batch_size"].value == 1
+
+
+@pytest.mark.parametrize(
+    ("stops", "start", "match"),
+    [([], None, "non-empty list"), ([0, 2], None, "positive ints"), ([1, 2], 3, "not one of the slider's stops")],
+)
+def test_batch_size_explorer_argument_errors(stops, start, match):
+    with pytest.raises(ValueError, match=match):
+        BatchSizeExplorer(row_sums, make_batch, stops, batch_size=start)
+
+
+# ------------------------------------------------------------------ controls
+@pytest.mark.parametrize(("low", "high", "expected"), [(1, 1, [1]), (1, 20, [1, 2, 4, 8, 16]), (3, 9, [4, 8]), (5, 7, [5])])
+def test_powers_of_two(low, high, expected):
+    assert controls.powers_of_two(low, high) == expected
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: controls.powers_of_two(0, 4), "1 <= low <= high"),
+        (lambda: controls.batch_size_slider([]), "`stops` must be a non-empty"),
+        (lambda: controls.int_slider(5, 1, description="n"), "`high` must be >= `low`"),
+        (lambda: controls.choice([], description="c"), "`options` must not be empty"),
+        (lambda: controls.in_axes_selector(["x", "w"], [2]), "one entry per argument"),
+        (lambda: controls.strategy_checkboxes(["vmap"])(("loop",)), r"unknown strategies \['loop'\]"),
+        (lambda: controls.in_axes_selector(["x"], [2])((0, 1)), "needs one entry per argument"),
+    ],
+)
+def test_control_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_every_control_measures_on_release():
+    factories = {
+        "batch": (controls.batch_size_slider([1, 2, 4]), 2),
+        "length": (controls.length_slider(1, 64), 8),
+        "padding": (controls.padding_strategy(), "bucket"),
+        "out_axes": (controls.out_axes_selector(2), 1),
+    }
+    for factory, value in factories.values():
+        w = factory(value)
+        assert w.value == value
+        assert getattr(w, "continuous_update", False) is False
+
+
+def test_in_axes_selector_value_is_the_tuple_without_half_updates():
+    seen = []
+    ex = Explorer(lambda in_axes: seen.append(in_axes) or in_axes, {"in_axes": (0, None)},
+                  controls={"in_axes": controls.in_axes_selector(["x", "w"], [2, 2])})
+    ex.update()
+    group = ex.widget.children[1].children[0]
+    assert group.value == (0, None)
+    parts = [c for c in group.children if hasattr(c, "options")]
+    assert [list(p.options) for p in parts][0] == [("0", 0), ("1", 1), ("None", None)]
+    parts[1].value = 1  # one dropdown changed in the browser
+    assert ex.params["in_axes"] == (0, 1)
+    ex.update(in_axes=(1, None))  # both at once from Python: no half-updated setting measured
+    assert seen == [(0, None), (0, 1), (1, None)]
+    assert [p.value for p in parts] == [1, None]
+
+
+def test_strategy_checkboxes():
+    w = controls.strategy_checkboxes(["vmap", "loop", "map"])(("vmap",))
+    boxes = w.children[1:]
+    assert w.value == ("vmap",)
+    boxes[2].value = True
+    assert w.value == ("vmap", "map")
+    w.value = ("loop",)
+    assert [b.value for b in boxes] == [False, True, False]
+
+
+# ------------------------------------------------------------------ gauge
+def test_gauge_on_this_backend():
+    gauge = MemoryGauge(interval=0.05)
+    r = gauge.read()
+    assert isinstance(r, GaugeReading)
+    if jax.default_backend() == "cpu":
+        assert not r.live and r.in_use_bytes is None and "planned figures" in r.note
+        assert gauge.start() is False and not gauge.polling
+        assert "planned" in gauge.widget.value and "data-live='false'" in gauge.widget.value
+    else:
+        assert r.live and r.in_use_bytes is not None
+        _ = gauge.widget
+        assert gauge.polling
+        gauge.stop()
+        assert not gauge.polling
+
+
+def test_gauge_follows_an_explorer():
+    ex = BatchSizeExplorer(row_sums, make_batch, [1, 64], repeat=3)
+    gauge = MemoryGauge(explorer=ex)
+    small = gauge.reading.planned_peak_bytes
+    ex.update(batch_size=64)
+    assert gauge.reading.planned_peak_bytes == ex.result.memory.peak_bytes > small
+    assert "planned peak" in repr(gauge.reading)
+    assert "compiled memory analysis" in gauge.reading._repr_html_()
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda: MemoryGauge(interval=0), ValueError, "`interval` must be a positive"),
+        (lambda: MemoryGauge().plan(123), TypeError, "`estimate` must be a batchlab.MemoryEstimate"),
+        (lambda: MemoryGauge(explorer=object()), TypeError, "`explorer` must be a batchlab.widgets.Explorer"),
+    ],
+)
+def test_gauge_errors(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
