@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import os
 import pickle
-import resource
 import subprocess
 import sys
-from dataclasses import replace
 from typing import Any
 
 
@@ -29,7 +27,7 @@ def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]
     host_args = jax.tree_util.tree_map(lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs))
     payload = cloudpickle.dumps((fn, host_args, options))
     proc = subprocess.run(
-        [sys.executable, "-m", "batchlab._isolated"],
+        [sys.executable, "-m", "batchlab._isolated_child"],
         input=payload,
         capture_output=True,
         env=os.environ.copy(),
@@ -40,37 +38,3 @@ def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]
             "The isolated measurement failed in its subprocess:\n" + proc.stderr.decode(errors="replace")[-3000:]
         )
     return pickle.loads(proc.stdout)
-
-
-def _child() -> None:
-    import cloudpickle
-
-    fn, (args, kwargs), options = cloudpickle.loads(sys.stdin.buffer.read())
-    import jax
-    import numpy as np
-
-    from batchlab.measure import measure
-
-    # Put the inputs on the device first, as they were in the parent, so the
-    # timing excludes host-to-device copies and device_before counts them.
-    args, kwargs = jax.tree_util.tree_map(
-        lambda a: jax.device_put(a) if isinstance(a, np.ndarray) else a, (args, kwargs)
-    )
-
-    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result = measure(fn, *args, **options, **kwargs)
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    scale = 1 if sys.platform == "darwin" else 1024
-    result = replace(
-        result,
-        isolated=True,
-        host_peak_rss_bytes=int(peak_kib * scale),
-        notes=(*result.notes, f"measured in a fresh process; host peak RSS before the call was "
-                              f"{base_rss * scale / 2**20:.0f} MiB (jax and inputs loaded)"),
-    )
-    sys.stdout.buffer.write(pickle.dumps(result))
-    sys.stdout.flush()
-
-
-if __name__ == "__main__":
-    _child()

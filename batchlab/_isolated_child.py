@@ -1,0 +1,47 @@
+"""The child side of ``measure(..., isolated=True)``: run with ``python -m``.
+
+Reads a cloudpickled (fn, (args, kwargs), options) from stdin, measures it
+in this fresh process and writes the pickled Measurement to stdout, with the
+process's peak resident memory attached.
+"""
+
+from __future__ import annotations
+
+import pickle
+import resource
+import sys
+from dataclasses import replace
+
+
+def main() -> None:
+    import cloudpickle
+
+    fn, (args, kwargs), options = cloudpickle.loads(sys.stdin.buffer.read())
+    import jax
+    import numpy as np
+
+    from batchlab.measure import measure
+
+    # Put the inputs on the device first, as they were in the parent, so the
+    # timing excludes host-to-device copies and device_before counts them.
+    args, kwargs = jax.tree_util.tree_map(
+        lambda a: jax.device_put(a) if isinstance(a, np.ndarray) else a, (args, kwargs)
+    )
+
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = measure(fn, *args, **options, **kwargs)
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    scale = 1 if sys.platform == "darwin" else 1024
+    result = replace(
+        result,
+        isolated=True,
+        host_peak_rss_bytes=int(peak_kib * scale),
+        notes=(*result.notes, f"measured in a fresh process; host peak RSS before the call was "
+                              f"{base_rss * scale / 2**20:.0f} MiB (jax and inputs loaded)"),
+    )
+    sys.stdout.buffer.write(pickle.dumps(result))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
