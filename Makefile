@@ -37,5 +37,12 @@ lint: setup
 benchmarks: setup
 	for f in benchmarks/*.py; do case $$f in *gpu_check*) ;; *) $(BIN)/python $$f || exit 1;; esac; done
 
+student: setup  ## workshop copies: student/ (solutions stubbed, outputs cleared) and instructor/
+	$(BIN)/python -m batchlab.workshop student --out student
+	$(BIN)/python -m batchlab.workshop instructor --out instructor
+
+browser-test: setup  ## the real-browser test alone (needs Debian's chromium)
+	$(BIN)/python -m pytest tests/test_browser.py -p no:nbval -o addopts="-ra"
+
 clean:
 	rm -rf $(VENV) .pytest_cache artifacts

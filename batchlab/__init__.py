@@ -11,6 +11,8 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 # measuring (issue 2)
+from ._format import format_bytes as format_bytes
+from ._format import format_seconds as format_seconds
 from .compiles import CompileCount as CompileCount
 from .compiles import count_compiles as count_compiles
 from .config import sizes as sizes
@@ -29,10 +31,60 @@ from .sweep import Sweep as Sweep
 from .sweep import sweep as sweep
 
 # strategies, axes and broadcasting (issue 3)
+from .axes import AxesExplanation as AxesExplanation
+from .axes import BatchAxisError as BatchAxisError
+from .axes import explain_axes as explain_axes
+from .broadcasting import BroadcastError as BroadcastError
+from .broadcasting import SilentBroadcastWarning as SilentBroadcastWarning
+from .broadcasting import check_broadcast as check_broadcast
+from .compare import Comparison as Comparison
+from .compare import compare as compare
+from .strategies import batch as batch
 
 # ragged data (issue 4)
+from .bucketing import Bucket as Bucket
+from .bucketing import Buckets as Buckets
+from .bucketing import PaddingReport as PaddingReport
+from .bucketing import bucketize as bucketize
+from .bucketing import optimal_boundaries as optimal_boundaries
+from .bucketing import padding_report as padding_report
+from .bucketing import power_of_two_boundaries as power_of_two_boundaries
+from .bucketing import quantile_boundaries as quantile_boundaries
+from .datasets import TokenDataset as TokenDataset
+from .datasets import load_stdlib_functions as load_stdlib_functions
+from .datasets import lognormal_lengths as lognormal_lengths
+from .datasets import random_sequences as random_sequences
+from .datasets import zipf_lengths as zipf_lengths
+from .masking import masked_logsumexp as masked_logsumexp
+from .masking import masked_max as masked_max
+from .masking import masked_mean as masked_mean
+from .masking import masked_softmax as masked_softmax
+from .masking import masked_sum as masked_sum
+from .padding import Padded as Padded
+from .padding import Ragged as Ragged
+from .padding import pad as pad
+from .padding import unpad as unpad
 
 # memory limits and faults (issue 5)
+from .budget import BatchSizeResult as BatchSizeResult
+from .budget import Budget as Budget
+from .budget import default_budget as default_budget
+from .budget import max_batch_size as max_batch_size
+from .checkpoint import CheckpointError as CheckpointError
+from .run_result import BatchItemError as BatchItemError
+from .run_result import BatchMemoryError as BatchMemoryError
+from .runs import RunResult as RunResult
+from .runs import run_batches as run_batches
+
+# fragmentation and in-place updates (issue 6)
+from .inplace import CompiledUpdate as CompiledUpdate
+from .inplace import Donation as Donation
+from .inplace import EagerUpdate as EagerUpdate
+from .inplace import compiled_update as compiled_update
+from .inplace import donate as donate
+from .inplace import eager_update as eager_update
+from .xla_buffers import BufferAssignment as BufferAssignment
+from .xla_buffers import buffer_assignment as buffer_assignment
 
 # loading and scaling (issue 7)
 from . import loading as loading

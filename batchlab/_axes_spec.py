@@ -77,7 +77,7 @@ def normalize_in_axes(in_axes: Any, n_args: int, names: list[str]) -> tuple:
         )
     if len(in_axes) != n_args:
         raise BatchAxisError(
-            f"`in_axes` has {len(in_axes)} entries {in_axes!r} but fn was called with {n_args} "
+            f"`in_axes` has {len(in_axes)} entr{'y' if len(in_axes) == 1 else 'ies'} {in_axes!r} but fn was called with {n_args} "
             f"argument(s) ({', '.join(names)}); give one entry per argument, e.g. "
             f"in_axes=({', '.join(['0'] + ['None'] * (n_args - 1))})."
         )
@@ -163,7 +163,7 @@ def resolve(fn: Callable, args: tuple, in_axes: Any) -> Resolved:
     names = param_names(fn, len(args))
     spec = normalize_in_axes(in_axes, len(args), names)
     leaves: list[Leaf] = []
-    for i, (arg, arg_spec, name) in enumerate(zip(args, spec, names)):
+    for i, (arg, arg_spec, name) in enumerate(zip(args, spec, names, strict=False)):
         check_array_tree(arg, name)
         _ragged_list(arg, name, arg_spec)
         spec_def = jax.tree_util.tree_structure(arg_spec, is_leaf=_is_axis_leaf)
@@ -178,10 +178,10 @@ def resolve(fn: Callable, args: tuple, in_axes: Any) -> Resolved:
             ) from None
         axes_flat = jax.tree_util.tree_leaves(arg_spec, is_leaf=_is_axis_leaf)
         per_leaf: list[Any] = []
-        for ax, sub in zip(axes_flat, subtrees):
+        for ax, sub in zip(axes_flat, subtrees, strict=False):
             per_leaf += [ax] * len(jax.tree_util.tree_leaves(sub))
         with_path = jax.tree_util.tree_flatten_with_path(arg)[0]
-        for (path, leaf), ax in zip(with_path, per_leaf):
+        for (path, leaf), ax in zip(with_path, per_leaf, strict=False):
             label = name + jax.tree_util.keystr(path)
             shape, dtype = _shape_dtype(leaf)
             if ax is not None:

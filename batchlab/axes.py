@@ -51,26 +51,46 @@ class AxesExplanation:
     source: str = SOURCE
 
     def _in_rows(self) -> list[tuple]:
-        return [(lf.label, str(lf.shape), "not mapped (shared)" if lf.axis is None else f"axis {lf.axis}",
-                 "-" if lf.axis is None else str(lf.size), str(lf.item_shape)) for lf in self.inputs]
+        return [
+            (
+                lf.label,
+                str(lf.shape),
+                "not mapped (shared)" if lf.axis is None else f"axis {lf.axis}",
+                "-" if lf.axis is None else str(lf.size),
+                str(lf.item_shape),
+            )
+            for lf in self.inputs
+        ]
 
     def _out_rows(self) -> list[tuple]:
-        return [(o.label, str(o.item_shape), "none (not batched)" if o.axis is None else f"axis {o.axis}",
-                 str(o.shape)) for o in self.outputs]
+        return [
+            (
+                o.label,
+                str(o.item_shape),
+                "none (not batched)" if o.axis is None else f"axis {o.axis}",
+                str(o.shape),
+            )
+            for o in self.outputs
+        ]
 
     _in_header = ("argument", "shape", "mapped", "batch", "per-item shape fn sees")
     _out_header = ("output", "per-item shape", "batch axis", "batched shape")
 
     def __repr__(self) -> str:
-        return (f"AxesExplanation(batch of {self.batch_size} items; in_axes={self.in_axes!r}, "
-                f"out_axes={self.out_axes!r}; {self.source})\n"
-                + text_table(self._in_rows(), self._in_header) + "\n\n"
-                + text_table(self._out_rows(), self._out_header))
+        return (
+            f"AxesExplanation(batch of {self.batch_size} items; in_axes={self.in_axes!r}, "
+            f"out_axes={self.out_axes!r}; {self.source})\n"
+            + text_table(self._in_rows(), self._in_header)
+            + "\n\n"
+            + text_table(self._out_rows(), self._out_header)
+        )
 
     def _repr_html_(self) -> str:
-        return (html_table(self._in_rows(), self._in_header,
-                           caption=f"inputs: batch of {self.batch_size} items ({self.source})")
-                + html_table(self._out_rows(), self._out_header, caption="outputs"))
+        return html_table(
+            self._in_rows(),
+            self._in_header,
+            caption=f"inputs: batch of {self.batch_size} items ({self.source})",
+        ) + html_table(self._out_rows(), self._out_header, caption="outputs")
 
     def plot(self, *, ax=None):
         """Draws every shape as a row of boxes, the mapped axis highlighted."""
@@ -87,11 +107,14 @@ def _item_args(res: Resolved) -> tuple:
 
 def _batched_args(res: Resolved) -> tuple:
     return jax.tree_util.tree_unflatten(
-        res.treedef, [jax.ShapeDtypeStruct(lf.shape, lf.dtype) for lf in res.leaves])
+        res.treedef, [jax.ShapeDtypeStruct(lf.shape, lf.dtype) for lf in res.leaves]
+    )
 
 
 def _out_labels(out: Any) -> list[str]:
-    return ["out" + jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(out)[0]]
+    return [
+        "out" + jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(out)[0]
+    ]
 
 
 def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[OutputAxis, ...]:
@@ -109,18 +132,26 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Output
             f"like the output."
         ) from None
     axes: list[Any] = []
-    for ax, sub in zip(jax.tree_util.tree_leaves(out_axes, is_leaf=_is_axis_leaf), subtrees):
+    for ax, sub in zip(
+        jax.tree_util.tree_leaves(out_axes, is_leaf=_is_axis_leaf), subtrees, strict=False
+    ):
         axes += [ax] * len(jax.tree_util.tree_leaves(sub))
     leaves = jax.tree_util.tree_leaves(out)
     labels = _out_labels(out)
     rows = []
-    for k, (label, leaf, ax) in enumerate(zip(labels, leaves, axes)):
+    for k, (label, leaf, ax) in enumerate(zip(labels, leaves, axes, strict=False)):
         rank = len(leaf.shape) + 1  # the batched output has one more axis
         if ax is None:
             flat = [None if j == k else 0 for j in range(len(leaves))]
             try:
-                jax.eval_shape(jax.vmap(fn, res.in_axes, jax.tree_util.tree_unflatten(
-                    jax.tree_util.tree_structure(out), flat)), *_batched_args(res))
+                jax.eval_shape(
+                    jax.vmap(
+                        fn,
+                        res.in_axes,
+                        jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out), flat),
+                    ),
+                    *_batched_args(res),
+                )
             except ValueError:
                 raise BatchAxisError(
                     f"out_axes gives None (no batch axis) for `{label}`, but `{label}` depends on the "
@@ -137,7 +168,7 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Output
                 f"are {-rank}..{rank - 1}."
             )
         ax = ax % rank
-        shape = tuple(leaf.shape[:ax]) + (res.batch_size,) + tuple(leaf.shape[ax:])
+        shape = (*tuple(leaf.shape[:ax]), res.batch_size, *tuple(leaf.shape[ax:]))
         rows.append(OutputAxis(label, tuple(leaf.shape), leaf.dtype, ax, shape))
     return tuple(rows)
 
@@ -202,6 +233,8 @@ def plot_axes(e: AxesExplanation, *, ax=None):
     """Every input and output shape as boxes: batched shape -> per item -> batched output."""
     from matplotlib.figure import Figure
 
+    from . import plots  # noqa: F401  (shows a bare Figure as a picture in notebooks)
+
     rows = [("in", lf.label, lf.shape, lf.axis, lf.item_shape) for lf in e.inputs]
     rows += [("out", o.label, o.shape, o.axis, o.item_shape) for o in e.outputs]
     width = max(max(len(r[2]) for r in rows), 3) + 1.5
@@ -213,11 +246,23 @@ def plot_axes(e: AxesExplanation, *, ax=None):
     label_w = 0.23 * max(len(r[1]) for r in rows) + 1.0
     for i, (kind, label, shape, mapped, item) in enumerate(rows):
         y = -i - (0.5 if kind == "out" else 0)
-        ax.text(0, y, ("" if kind == "in" else "→ ") + label, va="center", fontsize=12,
-                family="monospace", fontweight="bold")
+        ax.text(
+            0,
+            y,
+            ("" if kind == "in" else "→ ") + label,
+            va="center",
+            fontsize=12,
+            family="monospace",
+            fontweight="bold",
+        )
         _boxes(ax, label_w, y, shape, mapped)
         x = label_w + width + 0.6
-        ax.annotate("", (x + 0.2, y), (x - 0.7, y), arrowprops=dict(arrowstyle="<-" if kind == "out" else "->"))
+        ax.annotate(
+            "",
+            (x + 0.2, y),
+            (x - 0.7, y),
+            arrowprops=dict(arrowstyle="<-" if kind == "out" else "->"),
+        )
         _boxes(ax, x + 0.5, y, item, None)
     n_in = len(e.inputs)
     ax.axhline(-n_in + 0.25, color="0.6", lw=0.8, ls="--")
@@ -226,7 +271,9 @@ def plot_axes(e: AxesExplanation, *, ax=None):
     ax.text(label_w, 0.65, f"batched (orange: batch axis, {e.batch_size} items)", fontsize=11)
     ax.text(label_w + width + 1.1, 0.65, "one item (what fn sees)", fontsize=11)
     ax.set_axis_off()
-    ax.set_title(f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}", fontsize=12, loc="left")
+    ax.set_title(
+        f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}", fontsize=12, loc="left"
+    )
     return fig
 
 

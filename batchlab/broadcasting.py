@@ -31,7 +31,9 @@ class SilentBroadcastWarning(UserWarning):
 
 
 def _shape_of(x: Any, name: str) -> tuple[int, ...]:
-    if isinstance(x, (tuple, list)) and all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in x):
+    if isinstance(x, (tuple, list)) and all(
+        isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in x
+    ):
         if any(d < 0 for d in x):
             raise ValueError(f"`{name}` is a shape with a negative size: {tuple(x)}.")
         return tuple(int(d) for d in x)
@@ -45,12 +47,17 @@ def _shape_of(x: Any, name: str) -> tuple[int, ...]:
     )
 
 
-def _aligned(shapes: list[tuple[int, ...]], names: list[str], conflicts: set[int], rank: int) -> str:
+def _aligned(
+    shapes: list[tuple[int, ...]], names: list[str], conflicts: set[int], rank: int
+) -> str:
     """Shapes right-aligned in columns; ``^`` under conflicting axes (negative axis numbers)."""
     cells = [[""] * (rank - len(s)) + [str(d) for d in s] for s in shapes]
     width = max([len(c) for row in cells for c in row] + [2])
-    name_w = max(len(n) for n in [*names, 'axis']) + 2
-    lines = [f"  {n + ':':<{name_w}}" + " ".join(c.rjust(width) for c in row) for n, row in zip(names, cells)]
+    name_w = max(len(n) for n in [*names, "axis"]) + 2
+    lines = [
+        f"  {n + ':':<{name_w}}" + " ".join(c.rjust(width) for c in row)
+        for n, row in zip(names, cells, strict=False)
+    ]
     marks = " ".join(("^" if (a - rank) in conflicts else "").rjust(width) for a in range(rank))
     axes = " ".join(str(a - rank).rjust(width) for a in range(rank))
     if conflicts:
@@ -66,9 +73,11 @@ def _left_hint(shapes: list[tuple[int, ...]], names: list[str]) -> str:
             if i != j and 0 < len(a) < len(b) and b[: len(a)] == a:
                 extra = len(b) - len(a)
                 index = ", ".join([":"] * len(a) + ["None"] * extra)
-                return (f" `{names[i]}` {a} matches the LEADING axes of `{names[j]}` {b}; if it holds one "
-                        f"value per row (e.g. a mask over the batch), give it trailing axes: "
-                        f"{names[i]}[{index}] has shape {a + (1,) * extra}.")
+                return (
+                    f" `{names[i]}` {a} matches the LEADING axes of `{names[j]}` {b}; if it holds one "
+                    f"value per row (e.g. a mask over the batch), give it trailing axes: "
+                    f"{names[i]}[{index}] has shape {a + (1,) * extra}."
+                )
     return ""
 
 
@@ -92,7 +101,8 @@ def _traps(shapes: list[tuple[int, ...]], names: list[str], result: tuple[int, .
                             f"both have the size {n}, but on different axes, so every element of one is "
                             f"combined with every element of the other (an outer product). If you meant "
                             f"them element by element, give them the same shape first "
-                            f"(e.g. .reshape(-1) or [:, None] on one of them).")
+                            f"(e.g. .reshape(-1) or [:, None] on one of them)."
+                        )
     for i, a in enumerate(shapes):
         for j, b in enumerate(shapes):
             r = len(a)
@@ -102,7 +112,8 @@ def _traps(shapes: list[tuple[int, ...]], names: list[str], result: tuple[int, .
                     f"`{names[i]}` {a} matches both the leading and the trailing axes of `{names[j]}` {b}. "
                     f"Broadcasting aligns from the right, so it is applied along the LAST axes. If it "
                     f"holds one value per row (e.g. a mask over the batch), this is silently wrong: "
-                    f"use {names[i]}[{index}].")
+                    f"use {names[i]}[{index}]."
+                )
     return list(dict.fromkeys(found))
 
 
@@ -143,7 +154,7 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
     names = list(names)
     if len(names) != n:
         raise ValueError(f"`names` has {len(names)} entries but {n} operands were given.")
-    shapes = [_shape_of(x, name) for x, name in zip(arrays_or_shapes, names)]
+    shapes = [_shape_of(x, name) for x, name in zip(arrays_or_shapes, names, strict=False)]
     rank = max((len(s) for s in shapes), default=0)
     result, conflicts = [], set()
     for axis in range(-rank, 0):
@@ -153,9 +164,16 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
         result.append(max(sizes) if sizes else 1)
     if conflicts:
         details = "; ".join(
-            "axis {}: {}".format(ax, ", ".join(f"`{nm}` has {s[ax]}" for nm, s in zip(names, shapes)
-                                               if len(s) >= -ax and s[ax] != 1))
-            for ax in sorted(conflicts))
+            "axis {}: {}".format(
+                ax,
+                ", ".join(
+                    f"`{nm}` has {s[ax]}"
+                    for nm, s in zip(names, shapes, strict=False)
+                    if len(s) >= -ax and s[ax] != 1
+                ),
+            )
+            for ax in sorted(conflicts)
+        )
         listing = " and ".join(str(s) for s in shapes)
         raise BroadcastError(
             f"shapes {listing} do not broadcast. Aligned from the right, sizes on one axis must "
@@ -178,8 +196,46 @@ def aligned(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> str:
         axis   -3 -2 -1
     """
     names = list(names or [chr(ord("a") + k) for k in range(len(arrays_or_shapes))])
-    shapes = [_shape_of(x, nm) for x, nm in zip(arrays_or_shapes, names)]
+    shapes = [_shape_of(x, nm) for x, nm in zip(arrays_or_shapes, names, strict=False)]
     return _aligned(shapes, names, set(), max((len(s) for s in shapes), default=0))
 
 
-__all__ = ["BroadcastError", "SilentBroadcastWarning", "aligned", "check_broadcast"]
+def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels", ax: Any = None):
+    """Shows an accidental ``(n, n)`` broadcast next to the ``(n,)`` values that were meant.
+
+    The intended values sit on the diagonal of the outer product; every
+    off-diagonal cell is an element that should never have been computed.
+    """
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    from . import plots  # noqa: F401  (shows a bare Figure as a picture in notebooks)
+
+    result, intended = np.asarray(result), np.asarray(intended)
+    if ax is None:
+        fig = Figure(figsize=(6.5, 3.9), layout="constrained")
+        ax, ax_i = fig.subplots(1, 2, width_ratios=[result.shape[1], 1.6])
+    else:
+        fig, ax_i = ax.figure, None
+    vmax = float(np.abs(result).max()) or 1.0
+    ax.imshow(result, cmap="RdBu", vmin=-vmax, vmax=vmax)
+    for k in range(min(result.shape)):
+        ax.add_patch(Rectangle((k - 0.5, k - 0.5), 1, 1, fill=False, edgecolor="black", lw=2.5))
+    ax.set_title(f"{title}: shape {result.shape}\n(boxed: the {min(result.shape)} values meant)")
+    ax.set_xlabel("axis 1")
+    ax.set_ylabel("axis 0")
+    if ax_i is not None:
+        ax_i.imshow(intended.reshape(-1, 1), cmap="RdBu", vmin=-vmax, vmax=vmax)
+        ax_i.set_title(f"intended\nshape {intended.shape}")
+        ax_i.set_xticks([])
+    return fig
+
+
+__all__ = [
+    "BroadcastError",
+    "SilentBroadcastWarning",
+    "aligned",
+    "check_broadcast",
+    "plot_outer_trap",
+]

@@ -15,6 +15,7 @@ sum is the honest figure there.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,7 +134,7 @@ class BatchSizeResult:
     def monotone(self) -> bool:
         """Whether the measured planned bytes never drop as the batch grows."""
         values = [p for _, p in self.curve]
-        return all(a <= b for a, b in zip(values, values[1:]))
+        return all(a <= b for a, b in itertools.pairwise(values))
 
     @property
     def capped(self) -> bool:
@@ -185,7 +186,10 @@ def max_batch_size(
     first miss: at most ``2 * floor(log2(answer)) + 2`` compilations. It
     ends on a measured pair ``fits(answer)``, ``not fits(answer + 1)``, so
     the neighbour of the answer is always checked; ``result.monotone``
-    says whether the measured curve ever dropped.
+    says whether the measured curve ever dropped. The curve of ``lax.map``
+    is not monotone (a batch that is not a multiple of the chunk plans its
+    remainder apart), so for ``"map"``/``"chunked"`` the next multiple of
+    ``chunk_size`` above the answer is probed as well (one more compile).
 
     Args:
       fn: a function of ONE item, ``fn(item) -> output``.
@@ -216,15 +220,19 @@ def max_batch_size(
     else:
         budget = Budget(check_positive_int(budget_bytes, "budget_bytes"), "given")
     upper = _DEFAULT_UPPER if upper is None else check_positive_int(upper, "upper")
-    answer, curve = search(jax.jit(f), example_item, budget.bytes, upper)
+    multiple = chunk_size if strategy != "vmap" and chunk_size and chunk_size > 1 else None
+    answer, curve = search(jax.jit(f), example_item, budget.bytes, upper, multiple)
     return BatchSizeResult(answer, budget.bytes, budget.source, strategy, chunk_size,
                            tuple(sorted(curve.items())), upper)
 
 
-def search(jitted: Callable, example_item: Any, budget_bytes: int, upper: int) -> tuple[int, dict[int, int]]:
+def search(jitted: Callable, example_item: Any, budget_bytes: int, upper: int,
+           multiple: int | None = None) -> tuple[int, dict[int, int]]:
     """Doubling then bisection over batch sizes; returns ``(answer, {batch: planned bytes})``.
 
     ``jitted`` takes a whole batch and has ``.lower`` (a ``jax.jit`` function).
+    ``multiple``: the chunk of a ``lax.map``; the next multiple of it above
+    the answer is probed too, and the search goes on from there if it fits.
     """
     curve: dict[int, int] = {}
 
@@ -236,24 +244,32 @@ def search(jitted: Callable, example_item: Any, budget_bytes: int, upper: int) -
 
     if not fits(1):
         return 0, curve
-    lo, hi = 1, None
-    while hi is None:  # doubling: lo fits
-        nxt = min(2 * lo, upper)
-        if nxt == lo:
-            break
-        if fits(nxt):
-            lo = nxt
-        else:
-            hi = nxt
-    while hi is not None and hi - lo > 1:  # bisection: lo fits, hi does not
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo, curve
+    lo = 1
+    while True:
+        hi = None
+        while hi is None:  # doubling: lo fits
+            nxt = min(2 * lo, upper)
+            if nxt == lo:
+                break
+            if fits(nxt):
+                lo = nxt
+            else:
+                hi = nxt
+        while hi is not None and hi - lo > 1:  # bisection: lo fits, hi does not
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        # lax.map plans a remainder (batch % chunk) separately, so a batch just
+        # above a multiple of the chunk can plan MORE than the next multiple:
+        # probe that multiple before trusting the answer.
+        probe = -(-(lo + 1) // multiple) * multiple if multiple else 0
+        if not multiple or probe <= lo + 1 or probe > upper or not fits(probe):
+            return lo, curve
+        lo = probe
 
 
 def compilation_target(answer: int) -> int:
     """The search's promised bound: ``2 * floor(log2(answer)) + 2`` compilations."""
-    return 2 * int(math.floor(math.log2(answer))) + 2 if answer >= 1 else 1
+    return 2 * math.floor(math.log2(answer)) + 2 if answer >= 1 else 1
 
 
 def plot_budget_curves(results: list[BatchSizeResult], *, axes=None, labels: list[str] | None = None):
@@ -269,18 +285,20 @@ def plot_budget_curves(results: list[BatchSizeResult], *, axes=None, labels: lis
     if axes is None:
         fig, axes = _new_figure(1, width=7.0, height=4.2)
     fig = axes.figure
-    colors = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+    colors = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
+    styles = (("s-", 7, 3), ("o--", 5, 2), ("^-.", 5, 2), ("v:", 5, 2))
     for i, r in enumerate(results):
         label = labels[i] if labels else r.strategy + (f" (chunk {r.chunk_size})" if r.chunk_size else "")
-        xs, ys = zip(*r.curve)
+        xs, ys = zip(*r.curve, strict=True)
         color = colors[i % len(colors)]
-        axes.plot(xs, ys, "o-", color=color, label=f"{label}: largest batch {r.batch_size}")
+        fmt, ms, z = styles[i % len(styles)]
+        axes.plot(xs, ys, fmt, color=color, ms=ms, zorder=z, label=f"{label}: largest batch {r.batch_size}")
         if r.planned_bytes is not None:
             axes.plot([r.batch_size], [r.planned_bytes], "o", ms=14, mfc="none", mec=color, mew=2)
     budgets = sorted({r.budget_bytes for r in results})
     for b in budgets:
         axes.axhline(b, color="red", ls="--", lw=1.5)
-    axes.text(0.01, budgets[-1], f" budget {format_bytes(budgets[-1])}", color="red",
+    axes.text(0.01, budgets[-1], f" budget {format_bytes(budgets[-1])}", color="red", ha="left",
               va="bottom", transform=axes.get_yaxis_transform())
     axes.set_xscale("log", base=2)
     axes.set_yscale("log", base=2)
@@ -289,8 +307,8 @@ def plot_budget_curves(results: list[BatchSizeResult], *, axes=None, labels: lis
     axes.set_ylabel("planned bytes")
     axes.set_title("planned memory per batch (compiled memory analysis)")
     axes.grid(True, alpha=0.3)
-    axes.legend(loc="upper left", fontsize=10)
+    axes.legend(loc="lower right", fontsize=10)
     return fig
 
 
-__all__ = ["Budget", "BatchSizeResult", "batched", "default_budget", "max_batch_size", "planned_bytes"]
+__all__ = ["BatchSizeResult", "Budget", "batched", "default_budget", "max_batch_size", "planned_bytes"]

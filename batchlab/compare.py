@@ -9,6 +9,7 @@ with ``jax.vmap``, and optionally sweeps the batch size by taking the first
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +25,10 @@ from .measure import Measurement, measure
 from .strategies import STRATEGIES, batch
 
 DEFAULT_STRATEGIES = ("loop", "vmap", "map", "chunked")
-SOURCES = ("run and compile: wall clock around jax.block_until_ready (batchlab.measure); "
-           "memory: compiled memory analysis (XLA)")
+SOURCES = (
+    "run and compile: wall clock around jax.block_until_ready (batchlab.measure); "
+    "memory: compiled memory analysis (XLA)"
+)
 
 
 @dataclass(frozen=True)
@@ -92,19 +95,38 @@ class Comparison:
         for r in self.results:
             if r.strategy == strategy and r.items == items:
                 return r
-        raise KeyError(f"no result for strategy={strategy!r} at {items} items; have "
-                       f"{self.strategies} at {self.batch_sizes}.")
+        raise KeyError(
+            f"no result for strategy={strategy!r} at {items} items; have "
+            f"{self.strategies} at {self.batch_sizes}."
+        )
 
     def _cells(self, r: StrategyResult) -> tuple:
         if r.measurement is None:
             return (r.label, r.items, "-", "-", "-", "-", "-", "-", r.error or "")
         agrees = {True: "yes", False: "NO", None: "-"}[r.agrees]
-        return (r.label, r.items, format_bytes(r.temp_bytes), format_bytes(r.peak_bytes), r.compiles, agrees,
-                format_seconds(r.run_seconds), format_seconds(r.compile_seconds),
-                f"{format_count(r.items_per_second)} items/s")
+        return (
+            r.label,
+            r.items,
+            format_bytes(r.temp_bytes),
+            format_bytes(r.peak_bytes),
+            r.compiles,
+            agrees,
+            format_seconds(r.run_seconds),
+            format_seconds(r.compile_seconds),
+            f"{format_count(r.items_per_second)} items/s",
+        )
 
-    _header = ("strategy", "items", "planned temp", "planned peak", "compiles", "agrees with vmap",
-               "run (median)", "compile", "throughput")
+    _header = (
+        "strategy",
+        "items",
+        "planned temp",
+        "planned peak",
+        "compiles",
+        "agrees with vmap",
+        "run (median)",
+        "compile",
+        "throughput",
+    )
 
     def __repr__(self) -> str:
         # Stable figures first and timings last, so that sanitized timings never shift a column.
@@ -115,13 +137,18 @@ class Comparison:
             if r.measurement is None:
                 lines.append(f"  {r.label:<{width}} {r.items:>6} items: {c[-1]}")
                 continue
-            lines.append(f"  {r.label:<{width}} {r.items:>6} items: temp {c[2]}, peak {c[3]}, {c[4]} compile(s), "
-                         f"agrees with vmap: {c[5]}; run {c[6]}, compile {c[7]}, {c[8]}")
+            lines.append(
+                f"  {r.label:<{width}} {r.items:>6} items: temp {c[2]}, peak {c[3]}, {c[4]} compile(s), "
+                f"agrees with vmap: {c[5]}; run {c[6]}, compile {c[7]}, {c[8]}"
+            )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        return html_table([self._cells(r) for r in self.results], self._header,
-                          caption=f"{self.name}: {self.source}")
+        return html_table(
+            [self._cells(r) for r in self.results],
+            self._header,
+            caption=f"{self.name}: {self.source}",
+        )
 
     def plot(self, *, axes=None):
         """Bars per strategy (one batch size) or lines against batch size (a sweep)."""
@@ -132,8 +159,10 @@ class Comparison:
 
 def _take(args: tuple, res: Any, b: int) -> tuple:
     leaves = jax.tree_util.tree_leaves(args)
-    out = [leaf if lf.axis is None else jax.lax.slice_in_dim(leaf, 0, b, axis=lf.axis)
-           for leaf, lf in zip(leaves, res.leaves)]
+    out = [
+        leaf if lf.axis is None else jax.lax.slice_in_dim(leaf, 0, b, axis=lf.axis)
+        for leaf, lf in zip(leaves, res.leaves, strict=False)
+    ]
     return jax.tree_util.tree_unflatten(res.treedef, out)
 
 
@@ -141,7 +170,7 @@ def _agree(a: Any, b: Any) -> bool:
     la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
     if len(la) != len(lb):
         return False
-    for x, y in zip(la, lb):
+    for x, y in zip(la, lb, strict=False):
         x, y = np.asarray(x), np.asarray(y)
         tol = 1e-2 if x.dtype.itemsize <= 2 else 1e-4
         if x.shape != y.shape or not np.allclose(x, y, rtol=tol, atol=tol):
@@ -159,7 +188,7 @@ def compare(
     manual: Callable | None = None,
     batch_sizes: Sequence[int] | None = None,
     verify: bool = True,
-    loop_limit: int = 256,
+    loop_limit: int = 64,
     max_time: float = 0.3,
     repeat: int | None = None,
 ) -> Comparison:
@@ -206,7 +235,9 @@ def compare(
         if s not in STRATEGIES:
             raise ValueError(f"`strategies` may hold {STRATEGIES}, got {s!r}.")
     if "manual" in strategies and manual is None:
-        raise ValueError("strategy 'manual' needs the hand-batched function: pass manual=my_batched_fn.")
+        raise ValueError(
+            "strategy 'manual' needs the hand-batched function: pass manual=my_batched_fn."
+        )
     if manual is not None:
         check_callable(manual, "manual")
     check_positive_int(loop_limit, "loop_limit")
@@ -215,7 +246,9 @@ def compare(
     sizes = [res.batch_size] if batch_sizes is None else [int(b) for b in batch_sizes]
     for b in sizes:
         if not 1 <= b <= res.batch_size:
-            raise ValueError(f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {b}.")
+            raise ValueError(
+                f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {b}."
+            )
     if batch_size is not None:
         check_positive_int(batch_size, "batch_size")
 
@@ -223,12 +256,20 @@ def compare(
     results = []
     for b in sizes:
         sub = _take(args, res, b)
-        expected = jax.jit(reference)(*sub) if verify else None
+        outputs: dict[int, Any] = {}
         for s in strategies:
             chunk = (batch_size or max(1, b // 8)) if s == "chunked" else None
             if s == "loop" and b > loop_limit:
-                results.append(StrategyResult(s, b, chunk, None, error=f"skipped: a loop of {b} items unrolls "
-                                              f"under jit (loop_limit={loop_limit})"))
+                results.append(
+                    StrategyResult(
+                        s,
+                        b,
+                        chunk,
+                        None,
+                        error=f"skipped: a loop of {b} items unrolls "
+                        f"under jit (loop_limit={loop_limit})",
+                    )
+                )
                 continue
             if s == "manual":
                 fn_s = manual
@@ -237,11 +278,22 @@ def compare(
             else:
                 fn_s = batch(fn, strategy=s, batch_size=chunk, in_axes=in_axes, out_axes=out_axes)
             try:
-                m = measure(fn_s, *sub, max_time=max_time, repeat=repeat)
-                agrees = _agree(jax.jit(fn_s)(*sub), expected) if verify else None
-                results.append(StrategyResult(s, b, chunk, m, agrees))
+                m = measure(
+                    fn_s, *sub, max_time=max_time, repeat=repeat
+                )  # measured first: a cold compile
+                if verify:
+                    outputs[len(results)] = jax.jit(fn_s)(*sub)  # shares measure's compile cache
+                results.append(StrategyResult(s, b, chunk, m))
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures
-                results.append(StrategyResult(s, b, chunk, None, error=f"{type(e).__name__}: {str(e).splitlines()[0]}"))
+                results.append(
+                    StrategyResult(
+                        s, b, chunk, None, error=f"{type(e).__name__}: {str(e).splitlines()[0]}"
+                    )
+                )
+        if verify and outputs:
+            expected = jax.jit(reference)(*sub)
+            for k, out in outputs.items():
+                results[k] = dataclasses.replace(results[k], agrees=_agree(out, expected))
     return Comparison(function_name(fn), tuple(results))
 
 

@@ -184,5 +184,5 @@ def random_sequences(lengths: Any, *, features: tuple[int, ...] = (), dtype: Any
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.ndim != 1 or np.any(lengths < 0):
         raise ValueError(f"`lengths` must be a 1-D list of non-negative ints, got {lengths!r:.80}.")
-    flat = np.random.default_rng(seed).standard_normal((int(lengths.sum()),) + tuple(features)).astype(dtype)
+    flat = np.random.default_rng(seed).standard_normal((int(lengths.sum()), *tuple(features))).astype(dtype)
     return Ragged.from_lengths(flat, lengths)

@@ -40,6 +40,16 @@ ORDERS = ("contiguous", "random")
 TRANSFERS = ("batch", "item")
 
 
+def format_rate(bytes_per_s: float) -> str:
+    """Bytes per second in decimal units, as disk and network figures are quoted.
+
+    Example:
+      >>> format_rate(2.5e9)
+      '2.50 GB/s'
+    """
+    return f"{format_count(bytes_per_s)}B/s"
+
+
 def _check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise ValueError(f"`{name}` must be one of {list(choices)}, got {name}={value!r}.")
@@ -267,7 +277,7 @@ class Throughput:
 
     def __repr__(self) -> str:
         return (f"Throughput({self.label}: {format_count(self.items_per_s)} items/s, "
-                f"{format_bytes(self.bytes_per_s)}/s)")
+                f"{format_rate(self.bytes_per_s)})")
 
 
 def _time_passes(run_once, repeat: int) -> float:
@@ -331,11 +341,11 @@ class Ceiling:
     file_read: Throughput
 
     def __repr__(self) -> str:
-        return (f"Ceiling(np.copy in memory: {format_bytes(self.memcpy.bytes_per_s)}/s; sequential "
-                f"read of the bulk file: {format_bytes(self.file_read.bytes_per_s)}/s)")
+        return (f"Ceiling(np.copy in memory: {format_rate(self.memcpy.bytes_per_s)}; sequential "
+                f"read of the bulk file: {format_rate(self.file_read.bytes_per_s)})")
 
     def _repr_html_(self) -> str:
-        rows = [(t.label, f"{format_bytes(t.bytes_per_s)}/s", f"{format_count(t.items_per_s)} items/s")
+        rows = [(t.label, format_rate(t.bytes_per_s), f"{format_count(t.items_per_s)} items/s")
                 for t in (self.memcpy, self.file_read)]
         return html_table(rows, header=("ceiling", "bytes/s", "items/s"),
                           caption="Ceiling (wall clock, median of passes)")

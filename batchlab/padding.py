@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -138,20 +137,21 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
                             f"(wrap one sequence as [seq]).")
         seqs = list(seqs)
     items = [np.asarray(s, dtype=dtype) for s in seqs]
-    for i, s in enumerate(items):
-        if s.ndim == 0:
-            raise TypeError(f"`{name}[{i}]` is a scalar {s!r}; every item must be a sequence "
-                            f"(write [x] for a length-1 item).")
+    if any(s.ndim == 0 for s in items):
+        i, s = next((i, s) for i, s in enumerate(items) if s.ndim == 0)
+        raise TypeError(f"`{name}[{i}]` is a scalar {s!r}; every item must be a sequence "
+                        f"(write [x] for a length-1 item).")
     if not items:
         return Ragged(np.zeros(0, dtype=dtype or np.float64), np.zeros(1, dtype=np.int64))
     # empty items ([]) take the others' dtype and feature shape
     full = [s for s in items if s.size] or items
-    feature, dtype = full[0].shape[1:], dtype or np.result_type(*[s.dtype for s in full])
-    items = [s if s.size else s.reshape((0,) + feature) for s in items]
-    for i, s in enumerate(items):
-        if s.shape[1:] != feature:
-            raise ValueError(f"`{name}[{i}]` has shape {s.shape} but other items have (len, *{feature}); "
-                             f"items may differ only in length (axis 0), features must match.")
+    feature, dtype = full[0].shape[1:], dtype or np.result_type(*{s.dtype for s in full})
+    if len(full) < len(items):
+        items = [s if s.size else s.reshape((0, *feature)) for s in items]
+    if len({s.shape[1:] for s in items}) > 1:
+        i = next(i for i, s in enumerate(items) if s.shape[1:] != feature)
+        raise ValueError(f"`{name}[{i}]` has shape {items[i].shape} but other items have (len, *{feature}); "
+                         f"items may differ only in length (axis 0), features must match.")
     lengths = np.fromiter((len(s) for s in items), dtype=np.int64, count=len(items))
     return Ragged.from_lengths(np.concatenate(items, dtype=dtype, casting="unsafe"), lengths)
 
@@ -253,7 +253,9 @@ def _scatter(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, target: 
     """Writes items ``flat[starts[i]:starts[i]+lengths[i]]`` (cut to ``target``) into one padded array."""
     n = len(lengths)
     kept = np.minimum(lengths, target)
-    values = np.full((n, target) + flat.shape[1:], value, dtype=flat.dtype)
+    shape = (n, target, *flat.shape[1:])
+    # np.zeros gets zeroed pages lazily from the OS: much faster than writing a fill value
+    values = np.zeros(shape, flat.dtype) if value == 0 else np.full(shape, value, dtype=flat.dtype)
     mask = np.arange(target)[None, :] < kept[:, None]
     total = int(kept.sum())
     if total:

@@ -74,7 +74,7 @@ class RunResult:
     @property
     def throughput(self) -> float | None:
         """Items finished per second in this call (resumed items not counted)."""
-        done = sum(b.items for b in self.batches if not b.status.startswith(("out of memory", "over budget")))
+        done = len(self.indices) + len(self.failures) - self.resumed_items
         return done / self.seconds if self.seconds > 0 else None
 
     def output(self, index: int) -> Any:

@@ -20,6 +20,7 @@ and keeps going when things go wrong:
 from __future__ import annotations
 
 import math
+import os
 import signal
 import threading
 import time
@@ -31,10 +32,10 @@ import numpy as np
 
 from ._checks import check_callable, check_positive_int
 from ._compile import function_name, is_jitted
+from ._run_items import Items
 from .budget import batch_spec, default_budget, planned_bytes, search
 from .checkpoint import digest, load_checkpoint, save_checkpoint
 from .memory import estimate_from_compiled
-from ._run_items import Items
 from .run_result import BatchItemError, BatchLog, BatchMemoryError, Failure, RunResult, RunState
 
 OOM_XLA = "out of memory (XLA RESOURCE_EXHAUSTED)"
@@ -116,7 +117,7 @@ class _Runner:
                 found.append((part, *self.run(part, half)))
             except _OutOfMemory:
                 raise
-            except Exception as e:  # noqa: BLE001 - any error of fn marks an item as bad
+            except Exception as e:
                 self.bisect(part, e, found, failures)
 
 
@@ -229,7 +230,7 @@ def _output_treedef(runner: _Runner, data: Items):
     try:
         spec = batch_spec(data.spec_item, 1) if runner.batched else data.spec_item
         return jax.tree_util.tree_structure(jax.eval_shape(runner.fn, spec))
-    except Exception:  # noqa: BLE001 - a fn that cannot be traced: assume one array
+    except Exception:
         return jax.tree_util.tree_structure(0)
 
 
@@ -249,8 +250,10 @@ def _loop(runner: _Runner, data: Items, state: RunState, *, on_error, checkpoint
 
     t0 = time.perf_counter()
     now = lambda: state.result(time.perf_counter() - t0, budget_bytes)  # noqa: E731
+    # tqdm.notebook ignores TQDM_DISABLE (tqdm 4.67), so honour it here for notebooks too
+    quiet = os.environ.get("TQDM_DISABLE", "").lower() not in ("", "0", "false")
     bar = tqdm(total=data.n, initial=state.position, unit="item", desc="run_batches",
-               **({} if progress else {"disable": True}))
+               disable=not progress or quiet)
     with _InterruptFlag() as flag, bar:
         while state.position < data.n:
             if flag.set:
@@ -276,7 +279,7 @@ def _loop(runner: _Runner, data: Items, state: RunState, *, on_error, checkpoint
                 except KeyboardInterrupt:
                     state.stop_reason = "interrupted (KeyboardInterrupt) during a batch; that batch is not kept"
                     break
-                except Exception as e:  # noqa: BLE001 - a bad item: find it by bisection
+                except Exception as e:
                     runner.bisect(idx, e, found, failures)
                 if runner.check_nan:
                     found, nan_failures = _split_nan(found)

@@ -41,7 +41,7 @@ def _split(res: Resolved, args: tuple) -> tuple[list, Callable[[list], tuple]]:
 
     def rebuild(items: list) -> tuple:
         full = list(leaves)
-        for k, x in zip(mapped_idx, items):
+        for k, x in zip(mapped_idx, items, strict=False):
             full[k] = x
         return jax.tree_util.tree_unflatten(res.treedef, full)
 
@@ -53,8 +53,14 @@ def _place_outputs(out: Any, out_axes: Any) -> Any:
     spec_def = jax.tree_util.tree_structure(out_axes, is_leaf=_is_axis_leaf)
     subtrees = spec_def.flatten_up_to(out)
     placed = []
-    for ax, sub in zip(jax.tree_util.tree_leaves(out_axes, is_leaf=_is_axis_leaf), subtrees):
-        placed.append(jax.tree_util.tree_map(lambda y, ax=ax: y[0] if ax is None else jnp.moveaxis(y, 0, ax), sub))
+    for ax, sub in zip(
+        jax.tree_util.tree_leaves(out_axes, is_leaf=_is_axis_leaf), subtrees, strict=False
+    ):
+        placed.append(
+            jax.tree_util.tree_map(
+                lambda y, ax=ax: y[0] if ax is None else jnp.moveaxis(y, 0, ax), sub
+            )
+        )
     return jax.tree_util.tree_unflatten(spec_def, placed)
 
 
@@ -64,9 +70,9 @@ def _chunked(item: Callable, xs: list, n: int, k: int) -> Any:
     vitem = jax.vmap(item)
     parts = []
     if full:
-        head = [x[: full * k].reshape((full, k) + x.shape[1:]) for x in xs]
+        head = [x[: full * k].reshape((full, k, *x.shape[1:])) for x in xs]
         out = jax.lax.map(vitem, head)
-        parts.append(jax.tree_util.tree_map(lambda y: y.reshape((full * k,) + y.shape[2:]), out))
+        parts.append(jax.tree_util.tree_map(lambda y: y.reshape((full * k, *y.shape[2:])), out))
     if rest:
         parts.append(vitem([x[full * k :] for x in xs]))
     if len(parts) == 1:
@@ -74,8 +80,15 @@ def _chunked(item: Callable, xs: list, n: int, k: int) -> Any:
     return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), *parts)
 
 
-def _run(fn: Callable, strategy: str, batch_size: int | None, out_axes: Any,
-         res: Resolved, args: tuple, item_jit: Callable | None = None) -> Any:
+def _run(
+    fn: Callable,
+    strategy: str,
+    batch_size: int | None,
+    out_axes: Any,
+    res: Resolved,
+    args: tuple,
+    item_jit: Callable | None = None,
+) -> Any:
     front, rebuild = _split(res, args)
     call = item_jit or fn
 

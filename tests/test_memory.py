@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import batchlab as bl
-from batchlab.memory import PEAK_FROM_SUM, PEAK_FROM_XLA, DeviceMemory
+from batchlab.memory import PEAK_FROM_XLA, PEAK_NO_XLA, PEAK_SUM_ABOVE_XLA, DeviceMemory
 
 
 @pytest.mark.parametrize("dtype,itemsize", [(jnp.float32, 4), (jnp.float16, 2), (jnp.int8, 1), (jnp.int32, 4)])
@@ -32,9 +32,20 @@ def test_reduction_output_and_matmul_figures():
 
 def test_peak_source_is_named():
     est = bl.memory_estimate(lambda a: jnp.tanh(a) * 2, jnp.ones(1000))
-    assert est.peak_source in (PEAK_FROM_XLA, PEAK_FROM_SUM)
-    if est.peak_source == PEAK_FROM_SUM:
+    assert est.peak_source in (PEAK_FROM_XLA, PEAK_NO_XLA, PEAK_SUM_ABOVE_XLA)
+    if est.peak_source != PEAK_FROM_XLA:
         assert est.peak_bytes == est.total_bytes
+    else:
+        assert est.peak_bytes == est.xla_peak_bytes
+
+
+def test_peak_covers_arguments_and_temps():
+    """One execution holds its arguments, outputs and the temp block at once."""
+    f = jax.vmap(lambda x, w: jnp.tanh(x @ w) @ jnp.ones(128), in_axes=(0, None))
+    est = bl.memory_estimate(f, jax.ShapeDtypeStruct((1024, 128), jnp.float32),
+                             jax.ShapeDtypeStruct((128, 128), jnp.float32))
+    assert est.temp_bytes >= 1024 * 128 * 4
+    assert est.peak_bytes >= est.argument_bytes + est.temp_bytes
     assert est.peak_bytes > 0
     assert est.source == "compiled memory analysis (XLA)"
 

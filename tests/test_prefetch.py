@@ -30,7 +30,7 @@ def test_order_and_completeness(n, size, dtype):
     data = [np.full((3,), i, dtype) for i in range(n)]
     out = list(prefetch(iter(data), size=size))
     assert len(out) == n
-    for got, want in zip(out, data):
+    for got, want in zip(out, data, strict=False):
         assert isinstance(got, jax.Array)
         assert_close(got, want)
     assert _wait_no_threads() == []

@@ -25,7 +25,9 @@ def counting_explorer(**kwargs):
             raise ValueError(f"`n` must be >= 0, got n={n}; pick a size from the slider.")
         return n * n
 
-    ex = Explorer(compute, {"n": 1, "label": "x"}, describe=lambda r: f"square <b>{r}</b>", **kwargs)
+    ex = Explorer(
+        compute, {"n": 1, "label": "x"}, describe=lambda r: f"square <b>{r}</b>", **kwargs
+    )
     return ex, calls
 
 
@@ -76,8 +78,13 @@ def test_unknown_parameter():
     [
         (dict(compute=3, params={"n": 1}), TypeError, "`compute` must be a function"),
         (dict(compute=abs, params=[1]), TypeError, "`params` must be a dict"),
-        (dict(compute=abs, params={"n": 1}, controls={"m": controls.choice([1], description="m")}),
-         ValueError, r"`controls` has \['m'\]"),
+        (
+            dict(
+                compute=abs, params={"n": 1}, controls={"m": controls.choice([1], description="m")}
+            ),
+            ValueError,
+            r"`controls` has \['m'\]",
+        ),
     ],
 )
 def test_explorer_argument_errors(kwargs, exc, match):
@@ -173,7 +180,9 @@ def test_revisit_reuses_the_drawn_plot():
         draws.append(e.params["n"])
         return _tiny_figure(e.result)
 
-    ex, calls = counting_explorer(controls={"n": controls.int_slider(0, 8, description="n")}, draw=draw)
+    ex, calls = counting_explorer(
+        controls={"n": controls.int_slider(0, 8, description="n")}, draw=draw
+    )
     _ = ex.widget
     ex.update(n=2)
     ex.update(n=2)
@@ -236,7 +245,11 @@ def test_batch_size_explorer_shows_an_error_from_the_function():
 
 @pytest.mark.parametrize(
     ("stops", "start", "match"),
-    [([], None, "non-empty list"), ([0, 2], None, "positive ints"), ([1, 2], 3, "not one of the slider's stops")],
+    [
+        ([], None, "non-empty list"),
+        ([0, 2], None, "positive ints"),
+        ([1, 2], 3, "not one of the slider's stops"),
+    ],
 )
 def test_batch_size_explorer_argument_errors(stops, start, match):
     with pytest.raises(ValueError, match=match):
@@ -244,7 +257,10 @@ def test_batch_size_explorer_argument_errors(stops, start, match):
 
 
 # ------------------------------------------------------------------ controls
-@pytest.mark.parametrize(("low", "high", "expected"), [(1, 1, [1]), (1, 20, [1, 2, 4, 8, 16]), (3, 9, [4, 8]), (5, 7, [5])])
+@pytest.mark.parametrize(
+    ("low", "high", "expected"),
+    [(1, 1, [1]), (1, 20, [1, 2, 4, 8, 16]), (3, 9, [4, 8]), (5, 7, [5])],
+)
 def test_powers_of_two(low, high, expected):
     assert controls.powers_of_two(low, high) == expected
 
@@ -257,7 +273,10 @@ def test_powers_of_two(low, high, expected):
         (lambda: controls.int_slider(5, 1, description="n"), "`high` must be >= `low`"),
         (lambda: controls.choice([], description="c"), "`options` must not be empty"),
         (lambda: controls.in_axes_selector(["x", "w"], [2]), "one entry per argument"),
-        (lambda: controls.strategy_checkboxes(["vmap"])(("loop",)), r"unknown strategies \['loop'\]"),
+        (
+            lambda: controls.strategy_checkboxes(["vmap"])(("loop",)),
+            r"unknown strategies \['loop'\]",
+        ),
         (lambda: controls.in_axes_selector(["x"], [2])((0, 1)), "needs one entry per argument"),
     ],
 )
@@ -281,13 +300,16 @@ def test_every_control_measures_on_release():
 
 def test_in_axes_selector_value_is_the_tuple_without_half_updates():
     seen = []
-    ex = Explorer(lambda in_axes: seen.append(in_axes) or in_axes, {"in_axes": (0, None)},
-                  controls={"in_axes": controls.in_axes_selector(["x", "w"], [2, 2])})
+    ex = Explorer(
+        lambda in_axes: seen.append(in_axes) or in_axes,
+        {"in_axes": (0, None)},
+        controls={"in_axes": controls.in_axes_selector(["x", "w"], [2, 2])},
+    )
     ex.update()
     group = ex.widget.children[1].children[0]
     assert group.value == (0, None)
     parts = [c for c in group.children if hasattr(c, "options")]
-    assert [list(p.options) for p in parts][0] == [("0", 0), ("1", 1), ("None", None)]
+    assert list(parts[0].options) == [("0", 0), ("1", 1), ("None", None)]
     parts[1].value = 1  # one dropdown changed in the browser
     assert ex.params["in_axes"] == (0, 1)
     ex.update(in_axes=(1, None))  # both at once from Python: no half-updated setting measured
@@ -336,8 +358,16 @@ def test_gauge_follows_an_explorer():
     ("call", "exc", "match"),
     [
         (lambda: MemoryGauge(interval=0), ValueError, "`interval` must be a positive"),
-        (lambda: MemoryGauge().plan(123), TypeError, "`estimate` must be a batchlab.MemoryEstimate"),
-        (lambda: MemoryGauge(explorer=object()), TypeError, "`explorer` must be a batchlab.widgets.Explorer"),
+        (
+            lambda: MemoryGauge().plan(123),
+            TypeError,
+            "`estimate` must be a batchlab.MemoryEstimate",
+        ),
+        (
+            lambda: MemoryGauge(explorer=object()),
+            TypeError,
+            "`explorer` must be a batchlab.widgets.Explorer",
+        ),
     ],
 )
 def test_gauge_errors(call, exc, match):

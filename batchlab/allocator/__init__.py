@@ -29,12 +29,16 @@ from .firstfit import FirstFitAllocator as FirstFitAllocator
 from .plots import plot_memory_map as plot_memory_map
 from .plots import plot_replay as plot_replay
 from .plots import plot_timeline as plot_timeline
+from .simulate import Simulation as Simulation
+from .simulate import simulate as simulate
 from .trace import Block as Block
 from .trace import Event as Event
 from .trace import Failure as Failure
 from .trace import Timeline as Timeline
 from .trace import Trace as Trace
 from .trace import TraceBuilder as TraceBuilder
+from .trace import capacity_needed as capacity_needed
 from .trace import make_allocator as make_allocator
 from .trace import replay as replay
+from .workloads import WORKLOADS as WORKLOADS
 from .workloads import workload as workload

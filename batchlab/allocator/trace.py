@@ -49,6 +49,9 @@ class Trace:
     source: str = "synthetic workload (batchlab.allocator.workloads)"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.events, tuple):
+            raise TypeError(f"`events` must be a tuple of Event, got {type(self.events).__name__}; "
+                            "use Trace.from_events(...) or TraceBuilder.")
         live: set = set()
         last = None
         for i, e in enumerate(self.events):
@@ -161,6 +164,7 @@ class Timeline:
     capacity: int
     times: tuple[int, ...]
     in_use: tuple[int, ...]
+    held: tuple[int, ...]
     reserved: tuple[int, ...]
     free_total: tuple[int, ...]
     largest_free: tuple[int, ...]
@@ -195,6 +199,7 @@ class Timeline:
             ("allocations / frees", f"{self.allocations} / {self.frees}"),
             ("device calls", str(self.device_calls)),
             ("peak in use", format_bytes(self.peak_in_use)),
+            ("peak held (in use + rounding)", format_bytes(max(self.held, default=0))),
             ("peak reserved", format_bytes(self.peak_reserved)),
             ("max fragmentation", f"{self.max_fragmentation:.1%}"),
             ("failed allocations", f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)"),
@@ -208,6 +213,36 @@ class Timeline:
     def _repr_html_(self) -> str:
         return html_table(self._rows(), header=("figure", "value"),
                           caption=f"{self.trace_name} on {self.policy} (preallocate={self.preallocate}): {self.source}")
+
+
+def capacity_needed(trace: Trace, policy: str = "bfc", *, preallocate: bool = True, **options) -> int:
+    """The smallest simulated device (to 1/256 of the live peak) on which ``trace`` never fails.
+
+    Found by bisection between the trace's live peak (no allocator can do
+    with less) and 4x that; ``capacity_needed / trace.peak_live_bytes`` is
+    the memory the policy's fragmentation costs (1.0: none).
+
+    Example:
+      >>> from batchlab.allocator import workloads
+      >>> t = workloads.batched(16, batch_size=4)
+      >>> capacity_needed(t) == t.peak_live_bytes  # one fixed shape: perfect reuse
+      True
+    """
+    peak = max(trace.peak_live_bytes, 1)
+    step = max(256, peak // 256)
+
+    def fits(capacity: int) -> bool:
+        return not replay(trace, make_allocator(policy, capacity, preallocate=preallocate, **options)).failures
+
+    hi = max(4 * peak, 4096)
+    if not fits(hi):
+        raise ValueError(f"`trace` {trace.name!r} does not fit even on {hi} bytes (4x its live peak) with {policy}; "
+                         "check the allocator options (alignment).")
+    lo = peak - 1
+    while hi - lo > step:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return peak if fits(peak) else hi
 
 
 def replay(trace: Trace, allocator: Allocator) -> Timeline:
@@ -240,7 +275,7 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
                         f"got {type(allocator).__name__}; make one with make_allocator(policy, capacity).")
     if allocator.live:
         raise ValueError(f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one.")
-    rows: dict[str, list] = {k: [] for k in ("times", "in_use", "reserved", "free_total", "largest_free", "fragmentation")}
+    rows: dict[str, list] = {k: [] for k in ("times", "in_use", "held", "reserved", "free_total", "largest_free", "fragmentation")}
     open_blocks: dict[Hashable, list] = {}
     blocks, failures, regions_seen, region_rows = [], [], 0, []
     allocations = frees = 0
@@ -264,7 +299,7 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
         for offset, size in allocator.regions[regions_seen:]:
             region_rows.append((offset, size, e.time))
         regions_seen = len(allocator.regions)
-        for key, value in (("times", e.time), ("in_use", allocator.in_use), ("reserved", allocator.reserved),
+        for key, value in (("times", e.time), ("in_use", allocator.in_use), ("held", allocator.held), ("reserved", allocator.reserved),
                            ("free_total", allocator.free_total), ("largest_free", allocator.largest_free),
                            ("fragmentation", allocator.fragmentation)):
             rows[key].append(value)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import inspect
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,10 +51,12 @@ def exercise(exercise_id: str, prompt: str) -> Callable[[Checker], Checker]:
 def _load(exercise_id: str) -> None:
     topic = exercise_id.split(".", 1)[0]
     if exercise_id not in _REGISTRY:
+        module = f"{__name__}.{topic}"
         try:
-            importlib.import_module(f"{__name__}.{topic}")
-        except ModuleNotFoundError:
-            pass
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name != module:  # the topic exists but needs something missing: say so
+                raise
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,13 @@ class CheckResult:
         return f"[{self.exercise_id}] {mark}: {self.message}"
 
     def _repr_html_(self) -> str:
-        color, mark = ("#1b7f3b", "&#10004; correct") if self.ok else ("#b26a00", "&#10007; not yet")
-        return (f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
-                f"{mark}</b> [{html.escape(self.exercise_id)}] {html.escape(self.message)}</div>")
+        color, mark = (
+            ("#1b7f3b", "&#10004; correct") if self.ok else ("#b26a00", "&#10007; not yet")
+        )
+        return (
+            f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
+            f"{mark}</b> [{html.escape(self.exercise_id)}] {html.escape(self.message)}</div>"
+        )
 
 
 def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
@@ -91,24 +98,84 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
 
     Raises:
       KeyError: unknown ``exercise_id`` (the message lists the known ones).
+      TypeError: ``context`` lacks an input the exercise needs (a notebook bug,
+        not a wrong answer; the message names what to pass).
+
+    Example:
+      >>> @exercise("demo.square", "Write f(x) = x squared.")
+      ... def square(answer, *, x):
+      ...     return (answer(x) == x * x, "Correct." if answer(x) == x * x else "Multiply x by itself.")
+      >>> check("demo.square", lambda x: x + x, x=3)
+      [demo.square] not yet: Multiply x by itself.
+      >>> check("demo.square", lambda x: 1 / 0, x=3)
+      [demo.square] not yet: Your answer raised ZeroDivisionError: division by zero
+      >>> check("demo.square", ..., x=3).ok
+      False
     """
     _load(exercise_id)
     if exercise_id not in _REGISTRY:
         all_exercises()
         raise KeyError(f"No exercise {exercise_id!r}; known exercises: {sorted(_REGISTRY)}.")
     checker, _ = _REGISTRY[exercise_id]
-    if answer is Ellipsis or answer is NotImplemented:
-        return CheckResult(exercise_id, False, "No answer yet: replace the ... with your answer and run again.")
+    _check_context(exercise_id, checker, answer, context)
+    if _unanswered(answer):
+        return CheckResult(
+            exercise_id, False, "No answer yet: replace every ... with your answer and run again."
+        )
     try:
         ok, message = checker(answer, **context)
     except Exception as e:  # the learner's function failed: that is a hint too
-        ok, message = False, f"Your answer raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        ok, message = (
+            False,
+            f"Your answer raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+        )
     return CheckResult(exercise_id, bool(ok), message)
 
 
+def _unanswered(answer: Any) -> bool:
+    """True for ``...`` (the student stub) or a dict/list/tuple still holding one."""
+    if answer is Ellipsis or answer is NotImplemented:
+        return True
+    if isinstance(answer, dict):
+        return any(_unanswered(v) for v in answer.values())
+    if isinstance(answer, (list, tuple)):
+        return any(_unanswered(v) for v in answer)
+    return False
+
+
+def _check_context(
+    exercise_id: str, checker: Checker, answer: Any, context: dict[str, Any]
+) -> None:
+    """Raises ``TypeError`` (for the notebook's author) when ``check`` lacks what the checker needs."""
+    try:
+        signature = inspect.signature(checker)
+    except (TypeError, ValueError):  # a builtin or C function: nothing to check
+        return
+    try:
+        signature.bind(answer, **context)
+    except TypeError as e:
+        needed = [
+            n
+            for n, p in list(signature.parameters.items())[1:]
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+        raise TypeError(
+            f"check({exercise_id!r}, ...) was called with context {sorted(context)}, but this exercise "
+            f"needs {needed} ({e}); call check({exercise_id!r}, answer, "
+            + ", ".join(f"{n}=..." for n in needed)
+            + ")."
+        ) from None
+
+
 def prompt(exercise_id: str) -> str:
-    """The task text of one exercise."""
+    """The task text of one exercise.
+
+    Raises:
+      KeyError: unknown ``exercise_id``.
+    """
     _load(exercise_id)
+    if exercise_id not in _REGISTRY:
+        raise KeyError(f"No exercise {exercise_id!r}; known exercises: {all_exercises()}.")
     return _REGISTRY[exercise_id][1]
 
 

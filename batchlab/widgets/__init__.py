@@ -15,12 +15,20 @@ from .gauge import GaugeReading as GaugeReading
 from .gauge import MemoryGauge as MemoryGauge
 
 # strategies, axes and broadcasting (issue 3)
+from .axes import AxesExplorer as AxesExplorer
+from .axes import BroadcastExplorer as BroadcastExplorer
+from .strategies import StrategyExplorer as StrategyExplorer
 
 # ragged data (issue 4)
+from .ragged import BucketExplorer as BucketExplorer
+from .ragged import PaddingExplorer as PaddingExplorer
 
 # memory limits and faults (issue 5)
+from .budget import BudgetExplorer as BudgetExplorer
 
 # fragmentation and in-place updates (issue 6)
+from .allocator import AllocatorExplorer as AllocatorExplorer
+from .allocator import InPlaceExplorer as InPlaceExplorer
 
 # loading and scaling (issue 7)
 from .loading import LoadingExplorer as LoadingExplorer

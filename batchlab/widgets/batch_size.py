@@ -47,20 +47,31 @@ class BatchSizeExplorer(Explorer):
         check_callable(make_batch, "make_batch")
         batch_sizes = [int(b) for b in batch_sizes]
         if not batch_sizes or any(b < 1 for b in batch_sizes):
-            raise ValueError(f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}.")
+            raise ValueError(
+                f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."
+            )
         batch_size = batch_sizes[0] if batch_size is None else batch_size
         if batch_size not in batch_sizes:
-            raise ValueError(f"`batch_size`={batch_size} is not one of the slider's stops {batch_sizes}.")
+            raise ValueError(
+                f"`batch_size`={batch_size} is not one of the slider's stops {batch_sizes}."
+            )
         self.fn, self.make_batch, self.batch_sizes = fn, make_batch, batch_sizes
         self.measure_options = measure_options
 
         def compute(batch_size: int) -> Measurement:
             args = make_batch(batch_size)
-            return measure(fn, *(args if isinstance(args, (tuple, list)) else (args,)), **measure_options)
+            return measure(
+                fn, *(args if isinstance(args, (tuple, list)) else (args,)), **measure_options
+            )
 
-        super().__init__(compute, {"batch_size": batch_size}, controls={"batch_size": batch_size_slider(batch_sizes)},
-                         draw=lambda ex: ex.as_sweep().plot(current=ex.params["batch_size"]),
-                         describe=lambda m: _describe_measurement(m, self.params["batch_size"]), title=title)
+        super().__init__(
+            compute,
+            {"batch_size": batch_size},
+            controls={"batch_size": batch_size_slider(batch_sizes)},
+            draw=lambda ex: ex.as_sweep().plot(current=ex.params["batch_size"]),
+            describe=lambda m: _describe_measurement(m, self.params["batch_size"]),
+            title=title,
+        )
         self.update()
 
     @property
@@ -76,8 +87,12 @@ class BatchSizeExplorer(Explorer):
 
 
 def _describe_measurement(m: Measurement, batch_size: int) -> str:
-    compile_note = (f"compile <b>{format_seconds(m.compile_seconds)}</b> ({m.compiles} XLA compilation(s), "
-                    "kept apart from run time)" if m.compiles else "no compile (JAX reused a compiled executable)")
+    compile_note = (
+        f"compile <b>{format_seconds(m.compile_seconds)}</b> ({m.compiles} XLA compilation(s), "
+        "kept apart from run time)"
+        if m.compiles
+        else "no compile (JAX reused a compiled executable)"
+    )
     return (
         f"batch size <b>{batch_size}</b>: "
         f"run <b>{format_seconds(m.median)}</b> per batch (wall clock, median of {m.runs}); "

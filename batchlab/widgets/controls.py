@@ -37,7 +37,9 @@ def powers_of_two(low: int, high: int) -> list[int]:
       ValueError: ``low`` < 1 or ``high`` < ``low``.
     """
     if int(low) < 1 or int(high) < int(low):
-        raise ValueError(f"`low` and `high` must satisfy 1 <= low <= high, got low={low!r}, high={high!r}.")
+        raise ValueError(
+            f"`low` and `high` must satisfy 1 <= low <= high, got low={low!r}, high={high!r}."
+        )
     out, b = [], 1
     while b <= high:
         if b >= low:
@@ -57,14 +59,23 @@ def batch_size_slider(stops: Sequence[int], *, description: str = "batch size") 
     """
     stops = [int(s) for s in stops]
     if not stops or any(s < 1 for s in stops):
-        raise ValueError(f"`stops` must be a non-empty list of positive ints, got {stops!r}; "
-                         "e.g. powers_of_two(1, 1024).")
+        raise ValueError(
+            f"`stops` must be a non-empty list of positive ints, got {stops!r}; "
+            "e.g. powers_of_two(1, 1024)."
+        )
 
     def make(value: int):
         import ipywidgets as w
 
-        return w.SelectionSlider(options=stops, value=value, description=description, continuous_update=False,
-                                 style=_STYLE, layout=w.Layout(width="440px"))
+        return w.SelectionSlider(
+            options=stops,
+            value=value,
+            description=description,
+            continuous_update=False,
+            style=_STYLE,
+            layout=w.Layout(width="440px"),
+        )
+
     return make
 
 
@@ -76,12 +87,23 @@ def int_slider(low: int, high: int, *, step: int = 1, description: str) -> Contr
     def make(value: int):
         import ipywidgets as w
 
-        return w.IntSlider(value=value, min=low, max=high, step=step, description=description,
-                           continuous_update=False, style=_STYLE, layout=w.Layout(width="440px"))
+        return w.IntSlider(
+            value=value,
+            min=low,
+            max=high,
+            step=step,
+            description=description,
+            continuous_update=False,
+            style=_STYLE,
+            layout=w.Layout(width="440px"),
+        )
+
     return make
 
 
-def length_slider(low: int, high: int, *, step: int = 1, description: str = "length") -> ControlFactory:
+def length_slider(
+    low: int, high: int, *, step: int = 1, description: str = "length"
+) -> ControlFactory:
     """A length control for padding: the padded length or the maximum sequence length."""
     return int_slider(low, high, step=step, description=description)
 
@@ -89,7 +111,9 @@ def length_slider(low: int, high: int, *, step: int = 1, description: str = "len
 PADDING_STRATEGIES = ("pad to max", "pad to multiple", "bucket", "no padding")
 
 
-def padding_strategy(options: Sequence[str] = PADDING_STRATEGIES, *, description: str = "padding") -> ControlFactory:
+def padding_strategy(
+    options: Sequence[str] = PADDING_STRATEGIES, *, description: str = "padding"
+) -> ControlFactory:
     """Toggle buttons choosing a padding strategy (names as the ragged-data notebooks use them)."""
     options = _check_options(options, "options")
 
@@ -97,6 +121,7 @@ def padding_strategy(options: Sequence[str] = PADDING_STRATEGIES, *, description
         import ipywidgets as w
 
         return w.ToggleButtons(options=options, value=value, description=description, style=_STYLE)
+
     return make
 
 
@@ -107,8 +132,14 @@ def choice(options: Sequence[Any], *, description: str) -> ControlFactory:
     def make(value: Any):
         import ipywidgets as w
 
-        return w.Dropdown(options=[(str(o), o) for o in options], value=value, description=description,
-                          style=_STYLE, layout=w.Layout(width="auto"))
+        return w.Dropdown(
+            options=[(str(o), o) for o in options],
+            value=value,
+            description=description,
+            style=_STYLE,
+            layout=w.Layout(width="auto"),
+        )
+
     return make
 
 
@@ -122,7 +153,9 @@ def axis_choices(ndim: int, *, allow_none: bool = True) -> list[int | None]:
     return list(range(max(int(ndim), 0))) + ([None] if allow_none else [])
 
 
-def in_axes_selector(arg_names: Sequence[str], ndims: Sequence[int], *, description: str = "in_axes") -> ControlFactory:
+def in_axes_selector(
+    arg_names: Sequence[str], ndims: Sequence[int], *, description: str = "in_axes"
+) -> ControlFactory:
     """One axis dropdown per argument; the control's value is the ``in_axes`` tuple.
 
     ``None`` means "shared by every item (not mapped)", as in ``jax.vmap``.
@@ -132,10 +165,18 @@ def in_axes_selector(arg_names: Sequence[str], ndims: Sequence[int], *, descript
     """
     arg_names, ndims = list(arg_names), [int(n) for n in ndims]
     if len(arg_names) != len(ndims) or not arg_names:
-        raise ValueError(f"`arg_names` and `ndims` need one entry per argument, got {arg_names!r} and {ndims!r}.")
+        raise ValueError(
+            f"`arg_names` and `ndims` need one entry per argument, got {arg_names!r} and {ndims!r}."
+        )
     choices = [axis_choices(n) for n in ndims]
-    return lambda value: _Group.build([choice(c, description=f"{description}[{n}]") for n, c in zip(arg_names, choices)],
-                                      value, description)
+    return lambda value: _Group.build(
+        [
+            choice(c, description=f"{description}[{n}]")
+            for n, c in zip(arg_names, choices, strict=False)
+        ],
+        value,
+        description,
+    )
 
 
 def out_axes_selector(ndim: int, *, description: str = "out_axes") -> ControlFactory:
@@ -143,7 +184,9 @@ def out_axes_selector(ndim: int, *, description: str = "out_axes") -> ControlFac
     return choice(list(range(max(int(ndim), 1))), description=description)
 
 
-def strategy_checkboxes(strategies: Sequence[str], *, description: str = "strategies") -> ControlFactory:
+def strategy_checkboxes(
+    strategies: Sequence[str], *, description: str = "strategies"
+) -> ControlFactory:
     """One checkbox per strategy; the control's value is the tuple of ticked names, in order."""
     strategies = _check_options(strategies, "strategies")
 
@@ -152,10 +195,15 @@ def strategy_checkboxes(strategies: Sequence[str], *, description: str = "strate
 
         unknown = set(value) - set(strategies)
         if unknown:
-            raise ValueError(f"`value` has unknown strategies {sorted(unknown)}; choose from {strategies}.")
-        boxes = [w.Checkbox(value=s in value, description=s, indent=False, layout=w.Layout(width="auto"))
-                 for s in strategies]
+            raise ValueError(
+                f"`value` has unknown strategies {sorted(unknown)}; choose from {strategies}."
+            )
+        boxes = [
+            w.Checkbox(value=s in value, description=s, indent=False, layout=w.Layout(width="auto"))
+            for s in strategies
+        ]
         return _Group.build_checkboxes(boxes, strategies, description)
+
     return make
 
 
@@ -197,6 +245,7 @@ class _Group:
                 write(change["new"])
             finally:
                 busy[0] = False
+
         for p in parts:
             p.observe(from_parts, names="value")
         group.observe(to_parts, names="value")
@@ -205,8 +254,10 @@ class _Group:
     def _box(children, description: str):
         import ipywidgets as w
 
-        box = _group_class()([w.Label(description + ":"), *children],
-                             layout=w.Layout(flex_flow="row wrap", align_items="center"))
+        box = _group_class()(
+            [w.Label(description + ":"), *children],
+            layout=w.Layout(flex_flow="row wrap", align_items="center"),
+        )
         box.add_class("batchlab-control-group")
         return box
 
@@ -215,23 +266,30 @@ class _Group:
         value = tuple(value)
         if len(value) != len(factories):
             raise ValueError(f"`value` {value!r} needs one entry per argument ({len(factories)}).")
-        parts = [f(v) for f, v in zip(factories, value)]
+        parts = [f(v) for f, v in zip(factories, value, strict=False)]
         box = cls._box(parts, description)
         box.value = value
 
         def write(new):
-            for p, v in zip(parts, new):
+            for p, v in zip(parts, new, strict=False):
                 p.value = v
+
         cls._link(box, parts, lambda: tuple(p.value for p in parts), write)
         return box
 
     @classmethod
     def build_checkboxes(cls, boxes, names: list[str], description: str):
         group = cls._box(boxes, description)
-        group.value = tuple(n for n, b in zip(names, boxes) if b.value)
+        group.value = tuple(n for n, b in zip(names, boxes, strict=False) if b.value)
 
         def write(new):
-            for n, b in zip(names, boxes):
+            for n, b in zip(names, boxes, strict=False):
                 b.value = n in new
-        cls._link(group, boxes, lambda: tuple(n for n, b in zip(names, boxes) if b.value), write)
+
+        cls._link(
+            group,
+            boxes,
+            lambda: tuple(n for n, b in zip(names, boxes, strict=False) if b.value),
+            write,
+        )
         return group

@@ -25,6 +25,7 @@ entry point works where ipywidgets is not installed. In the browser:
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import time
@@ -89,13 +90,17 @@ class Explorer:
     ) -> None:
         self._compute = check_callable(compute, "compute")
         if not isinstance(params, dict):
-            raise TypeError(f"`params` must be a dict of starting values, got {type(params).__name__} {params!r:.60}.")
+            raise TypeError(
+                f"`params` must be a dict of starting values, got {type(params).__name__} {params!r:.60}."
+            )
         self.params = dict(params)
         self._controls = dict(controls or {})
         unknown = set(self._controls) - set(self.params)
         if unknown:
-            raise ValueError(f"`controls` has {sorted(unknown)}, which are not in `params` {sorted(self.params)}; "
-                             "give every controlled parameter a starting value in `params`.")
+            raise ValueError(
+                f"`controls` has {sorted(unknown)}, which are not in `params` {sorted(self.params)}; "
+                "give every controlled parameter a starting value in `params`."
+            )
         self._draw = draw
         self._describe = describe or (lambda r: html.escape(repr(r)))
         self.title = title
@@ -136,8 +141,11 @@ class Explorer:
         cached = key in self.cache
         if not cached:
             what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
-            self._set_status(f"measuring {what} (a new setting: compiles first if its shapes are new)...",
-                             state="busy", params=new)
+            self._set_status(
+                f"measuring {what} (a new setting: compiles first if its shapes are new)...",
+                state="busy",
+                params=new,
+            )
         try:
             if cached:
                 result, self.last_compiles, self.last_compile_seconds = self.cache[key], 0, 0.0
@@ -170,8 +178,10 @@ class Explorer:
         if self.last_from_cache:
             return text + " <i>(from cache: nothing re-measured)</i>"
         if self.last_compiles and not self.reports_compiles:
-            return text + (f" <i>(new setting: {self.last_compiles} XLA compilation(s), "
-                           f"{format_seconds(self.last_compile_seconds)} of compiling, not counted as run time)</i>")
+            return text + (
+                f" <i>(new setting: {self.last_compiles} XLA compilation(s), "
+                f"{format_seconds(self.last_compile_seconds)} of compiling, not counted as run time)</i>"
+            )
         return text
 
     def figure(self):
@@ -203,7 +213,15 @@ class Explorer:
 
         self._status = w.HTML(layout=w.Layout(min_height="2.5em"))
         self._status.add_class("batchlab-status-box")
-        self._image = w.Image(format="png", layout=w.Layout(max_width="100%"))
+        self._image = w.Image(
+            format="png",
+            layout=w.Layout(
+                max_width="100%",
+                width="auto",
+                align_self="flex-start",
+                display=None if self._draw else "none",
+            ),
+        )
         self._image.add_class("batchlab-plot")
         for name, factory in self._controls.items():
             control = factory(self.params[name])
@@ -211,9 +229,18 @@ class Explorer:
                 control.continuous_update = False  # measure on release, never while dragging
             control.observe(self._on_change(name), names="value")
             self.control_widgets[name] = control
-        title = w.HTML(_STYLE + (f"<b style='font-size:15px'>{html.escape(self.title)}</b>" if self.title else ""))
-        box = w.VBox([title, w.HBox(list(self.control_widgets.values()), layout=w.Layout(flex_flow="row wrap")),
-                      self._status, self._image])
+        title = w.HTML(
+            _STYLE
+            + (f"<b style='font-size:15px'>{html.escape(self.title)}</b>" if self.title else "")
+        )
+        box = w.VBox(
+            [
+                title,
+                w.HBox(list(self.control_widgets.values()), layout=w.Layout(flex_flow="row wrap")),
+                self._status,
+                self._image,
+            ]
+        )
         box.add_class("batchlab-explorer")
         self._ui = box
         if self.result is not None:
@@ -225,10 +252,9 @@ class Explorer:
         def handler(change):
             if self._syncing:
                 return
-            try:
+            with contextlib.suppress(Exception):  # already shown in the widget by update()
                 self.update(**{name: change["new"]})
-            except Exception:
-                pass  # already shown in the widget by update()
+
         return handler
 
     def _sync_controls(self) -> None:
@@ -236,10 +262,10 @@ class Explorer:
         try:
             for name, control in self.control_widgets.items():
                 if control.value != self.params[name]:
-                    try:
+                    with contextlib.suppress(
+                        Exception
+                    ):  # a value set from Python the control cannot show
                         control.value = self.params[name]
-                    except Exception:  # a value set from Python that the control cannot show
-                        pass
         finally:
             self._syncing = False
 
@@ -249,14 +275,18 @@ class Explorer:
             return
         shown = json.dumps(params, default=repr, sort_keys=True)
         if state == "error":
-            body = (f"<div class='batchlab-error'>&#9888; {html.escape(text)}</div>"
-                    "<div><i>The plot still shows the last setting that worked.</i></div>")
+            body = (
+                f"<div class='batchlab-error'>&#9888; {html.escape(text)}</div>"
+                "<div><i>The explorer still shows the last setting that worked.</i></div>"
+            )
         elif state == "busy":
-            body = f"<i>&#9203; {html.escape(text)}</i>"
+            body = f"<i>&#8635; {html.escape(text)}</i>"
         else:
             body = text
-        self._status.value = (f"<div class='batchlab-status' data-state='{state}' "
-                              f"data-params='{html.escape(shown, quote=True)}'>{body}</div>")
+        self._status.value = (
+            f"<div class='batchlab-status' data-state='{state}' "
+            f"data-params='{html.escape(shown, quote=True)}'>{body}</div>"
+        )
         if state == "busy":
             self._ui.add_class("batchlab-busy")
         else:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._format import format_bytes, html_table
-from ..memory import MemoryEstimate, device_memory, device_memory_unavailable_reason, live_memory
+from ..memory import MemoryEstimate, device_memory, live_memory
 
 
 @dataclass(frozen=True)
@@ -43,11 +43,19 @@ class GaugeReading:
     def _rows(self) -> list[tuple[str, str, str]]:
         rows = []
         if self.live:
-            rows += [("device in use", format_bytes(self.in_use_bytes), "device memory stats"),
-                     ("device peak", format_bytes(self.peak_bytes), "device memory stats (process-wide)"),
-                     ("device limit", format_bytes(self.limit_bytes), "device memory stats")]
+            rows += [
+                ("device in use", format_bytes(self.in_use_bytes), "device memory stats"),
+                (
+                    "device peak",
+                    format_bytes(self.peak_bytes),
+                    "device memory stats (process-wide)",
+                ),
+                ("device limit", format_bytes(self.limit_bytes), "device memory stats"),
+            ]
         if self.planned_peak_bytes is not None:
-            rows.append(("planned peak", format_bytes(self.planned_peak_bytes), "compiled memory analysis"))
+            rows.append(
+                ("planned peak", format_bytes(self.planned_peak_bytes), "compiled memory analysis")
+            )
         rows.append(("live JAX arrays", format_bytes(self.live_array_bytes), "jax.live_arrays()"))
         return rows
 
@@ -56,7 +64,11 @@ class GaugeReading:
         return f"GaugeReading({self.device}: {body}; {self.note})"
 
     def _repr_html_(self) -> str:
-        return html_table(self._rows(), header=("figure", "value", "source"), caption=f"{self.device}: {self.note}")
+        return html_table(
+            self._rows(),
+            header=("figure", "value", "source"),
+            caption=f"{self.device}: {self.note}",
+        )
 
 
 class MemoryGauge:
@@ -95,19 +107,24 @@ class MemoryGauge:
     def plan(self, estimate: MemoryEstimate | None) -> None:
         """Shows ``estimate``'s planned peak beside the live figures (``None`` clears it)."""
         if estimate is not None and not isinstance(estimate, MemoryEstimate):
-            raise TypeError(f"`estimate` must be a batchlab.MemoryEstimate (from memory_estimate or "
-                            f"measure(...).memory), got {type(estimate).__name__}.")
+            raise TypeError(
+                f"`estimate` must be a batchlab.MemoryEstimate (from memory_estimate or "
+                f"measure(...).memory), got {type(estimate).__name__}."
+            )
         self.estimate = estimate
         self.read()
 
     def follow(self, explorer: Any) -> None:
         """Refreshes after every update of ``explorer``, planning from ``result.memory`` when it has one."""
         if not hasattr(explorer, "on_update"):
-            raise TypeError(f"`explorer` must be a batchlab.widgets.Explorer, got {type(explorer).__name__}.")
+            raise TypeError(
+                f"`explorer` must be a batchlab.widgets.Explorer, got {type(explorer).__name__}."
+            )
 
         def refresh(ex: Any) -> None:
             memory = getattr(ex.result, "memory", None)
             self.plan(memory if isinstance(memory, MemoryEstimate) else None)
+
         explorer.on_update(refresh)
         if explorer.result is not None:
             refresh(explorer)
@@ -118,16 +135,30 @@ class MemoryGauge:
         planned = None if self.estimate is None else self.estimate.peak_bytes
         live = live_memory().live_array_bytes
         if stats is not None:
-            reading = GaugeReading(stats.device, stats.bytes_in_use, stats.peak_bytes_in_use, stats.bytes_limit,
-                                   planned, live, f"live, polled every {self.interval:g} s")
+            reading = GaugeReading(
+                stats.device,
+                stats.bytes_in_use,
+                stats.peak_bytes_in_use,
+                stats.bytes_limit,
+                planned,
+                live,
+                f"live, polled every {self.interval:g} s",
+            )
         else:
             import jax
 
-            reason = device_memory_unavailable_reason(self.device) or "no allocator statistics"
             dev = jax.devices()[0] if self.device is None else self.device
             name = f"{dev.platform}:{dev.id}" if hasattr(dev, "platform") else str(dev)
-            reading = GaugeReading(name, None, None, None, planned, live,
-                                   f"no live device figures here ({reason}); showing planned figures")
+            reading = GaugeReading(
+                name,
+                None,
+                None,
+                None,
+                planned,
+                live,
+                f"no live device figures: memory_stats() is None on {name.split(':')[0]}; "
+                "showing planned figures",
+            )
         self.reading = reading
         if self._ui is not None:
             self._ui.value = _gauge_html(reading)
@@ -151,6 +182,7 @@ class MemoryGauge:
                     self.read()
                 except Exception:  # the kernel is shutting down, or the device went away
                     return
+
         self._thread = threading.Thread(target=loop, name="batchlab-memory-gauge", daemon=True)
         self._thread.start()
         return True
@@ -184,27 +216,38 @@ def _bar(label: str, value: int | None, full: int, color: str, source: str) -> s
     if value is None:
         return ""
     width = 0 if full <= 0 else max(0.5, min(100.0, 100.0 * value / full))
-    return (f"<div style='display:flex;align-items:center;gap:8px;margin:2px 0'>"
-            f"<span style='width:150px'>{html.escape(label)}</span>"
-            f"<span style='display:inline-block;width:260px;height:14px;background:#eee;border-radius:3px'>"
-            f"<span style='display:block;width:{width:.1f}%;height:100%;background:{color};border-radius:3px'></span>"
-            f"</span><b>{format_bytes(value)}</b><span style='color:#666;font-size:smaller'>{html.escape(source)}</span>"
-            f"</div>")
+    return (
+        f"<div style='display:flex;align-items:center;gap:8px;margin:2px 0'>"
+        f"<span style='width:150px'>{html.escape(label)}</span>"
+        f"<span style='display:inline-block;width:260px;height:14px;background:#eee;border-radius:3px'>"
+        f"<span style='display:block;width:{width:.1f}%;height:100%;background:{color};border-radius:3px'></span>"
+        f"</span><b>{format_bytes(value)}</b><span style='color:#666;font-size:smaller'>{html.escape(source)}</span>"
+        f"</div>"
+    )
 
 
 def _gauge_html(r: GaugeReading) -> str:
     if r.live:
-        full = r.limit_bytes or max(v or 0 for v in (r.in_use_bytes, r.peak_bytes, r.planned_peak_bytes))
-        bars = (_bar("device in use", r.in_use_bytes, full, "#1f77b4", "device memory stats")
-                + _bar("device peak", r.peak_bytes, full, "#9467bd", "process-wide peak")
-                + _bar("planned peak", r.planned_peak_bytes, full, "#ff7f0e", "compiled memory analysis")
-                + f"<div style='color:#666;font-size:smaller'>bars relative to the limit "
-                  f"{format_bytes(r.limit_bytes)}</div>")
+        full = r.limit_bytes or max(
+            v or 0 for v in (r.in_use_bytes, r.peak_bytes, r.planned_peak_bytes)
+        )
+        bars = (
+            _bar("device in use", r.in_use_bytes, full, "#1f77b4", "device memory stats")
+            + _bar("device peak", r.peak_bytes, full, "#9467bd", "process-wide peak")
+            + _bar(
+                "planned peak", r.planned_peak_bytes, full, "#ff7f0e", "compiled memory analysis"
+            )
+            + f"<div style='color:#666;font-size:smaller'>bars relative to the limit "
+            f"{format_bytes(r.limit_bytes)}</div>"
+        )
         head = f"&#9679; <b>live</b> device memory on {html.escape(r.device)}"
     else:
         full = max(r.planned_peak_bytes or 0, r.live_array_bytes, 1)
-        bars = (_bar("planned peak", r.planned_peak_bytes, full, "#ff7f0e", "compiled memory analysis")
-                + _bar("live JAX arrays", r.live_array_bytes, full, "#2ca02c", "jax.live_arrays()"))
+        bars = _bar(
+            "planned peak", r.planned_peak_bytes, full, "#ff7f0e", "compiled memory analysis"
+        ) + _bar("live JAX arrays", r.live_array_bytes, full, "#2ca02c", "jax.live_arrays()")
         head = f"&#9675; <b>planned</b> figures on {html.escape(r.device)}"
-    return (f"<div class='batchlab-gauge-body' data-live='{str(r.live).lower()}'>{head} "
-            f"<span style='color:#666;font-size:smaller'>({html.escape(r.note)})</span>{bars}</div>")
+    return (
+        f"<div class='batchlab-gauge-body' data-live='{str(r.live).lower()}'>{head} "
+        f"<span style='color:#666;font-size:smaller'>({html.escape(r.note)})</span>{bars}</div>"
+    )

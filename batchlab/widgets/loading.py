@@ -12,7 +12,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._format import format_bytes, format_count, format_seconds
-from ..loading import METHODS, ORDERS, TRANSFERS, Ceiling, Dataset, Throughput, measure_ceiling, measure_loading
+from ..loading import (
+    METHODS,
+    ORDERS,
+    TRANSFERS,
+    Ceiling,
+    Dataset,
+    Throughput,
+    format_rate,
+    measure_ceiling,
+    measure_loading,
+)
 from ..sharding import ScalingPoint, measure_scaling
 from .explorer import Explorer
 
@@ -33,20 +43,23 @@ def plot_throughput(results: dict[str, Throughput], ceiling: Ceiling, *, current
     from ..plots import _new_figure
 
     labels = list(results)
-    fig, ax = _new_figure(1, width=9.5, height=1.6 + 0.42 * max(len(labels), 1))
+    fig, ax = _new_figure(1, width=10, height=2.6 + 0.45 * max(len(labels), 1))
     values = [results[k].bytes_per_s for k in labels]
     colors = ["tab:red" if k == current else "tab:blue" for k in labels]
     ax.barh(range(len(labels)), values, color=colors)
     ax.set_yticks(range(len(labels)), labels, fontsize=10)
     ax.invert_yaxis()
+    top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
     for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
-        ax.axvline(t.bytes_per_s, color="black", ls=style, label=f"ceiling: {t.label}")
+        ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"ceiling: {t.label}")
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{format_bytes(v)}/s"))
-    ax.set_xlabel("throughput (wall clock, median of passes)")
-    ax.legend(loc="lower right", fontsize=9)
+    ax.set_xlim(min([*values, top]) / 3, top * 3)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
+    ax.set_xlabel("throughput, bytes/s (wall clock, median of passes)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32 if len(labels) < 4 else -0.2), ncol=1,
+              fontsize=9, frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title("loading throughput against this machine's ceiling")
+    ax.set_title("loading throughput against this machine's ceiling (red: current setting)")
     return fig
 
 
@@ -108,9 +121,9 @@ class LoadingExplorer(Explorer):
         return plot_throughput(self.measured, self.ceiling, current=self.result.label if self.result else None)
 
     def _describe(self, r: Throughput) -> str:
-        return (f"<b>{format_count(r.items_per_s)} items/s</b>, {format_bytes(r.bytes_per_s)}/s = "
+        return (f"<b>{format_count(r.items_per_s)} items/s</b>, {format_rate(r.bytes_per_s)} = "
                 f"<b>{self.share_of_ceiling(r):.1%}</b> of np.copy's "
-                f"{format_bytes(self.ceiling.memcpy.bytes_per_s)}/s (wall clock, same run)")
+                f"{format_rate(self.ceiling.memcpy.bytes_per_s)} (wall clock, same run)")
 
 
 class ScalingExplorer(Explorer):
@@ -152,23 +165,28 @@ class ScalingExplorer(Explorer):
         return sorted((p for k, p in found if k["batch_size"] == repr(batch_size)), key=lambda p: p.n_devices)
 
     def _plot(self, ex: Explorer):
-        from matplotlib.ticker import FuncFormatter
-
         from ..plots import _new_figure
 
         fig, (ax_m, ax_t) = _new_figure(2, width=5.0, height=3.6)
         pts = self.points(self.params["batch_size"])
         n = [p.n_devices for p in pts]
-        ax_m.plot(n, [p.peak_bytes for p in pts], "s-", color="tab:orange")
-        ax_m.set_title("peak per device\n(compiled memory analysis)")
-        ax_m.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
-        ax_t.plot(n, [p.seconds for p in pts], "o-", color="tab:blue")
-        ax_t.set_title("run time per batch\n(wall clock, median)")
-        ax_t.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_seconds(v)))
+        peak = max([p.peak_bytes for p in pts] + [1])
+        unit, name = next((1024**k, u) for k, u in ((3, "GiB"), (2, "MiB"), (1, "KiB"), (0, "B"))
+                          if peak >= 1024**k)
+        ax_m.plot(n, [p.peak_bytes / unit for p in pts], "s-", color="tab:orange")
+        ax_m.set_ylabel(f"planned peak per device ({name})")
+        ax_m.set_title("compiled memory analysis", fontsize=11)
+        ax_t.plot(n, [p.seconds * 1e3 for p in pts], "o-", color="tab:blue")
+        ax_t.set_ylabel("run time per batch (ms)")
+        ax_t.set_title("wall clock, median", fontsize=11)
         for ax in (ax_m, ax_t):
             ax.set_xlabel("devices")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(n or [1], [str(v) for v in n] or ["1"])
+            ax.minorticks_off()
             ax.set_ylim(bottom=0)
             ax.grid(True, alpha=0.3)
+        fig.suptitle(f"batch of {self.params['batch_size']} sharded over the devices", fontsize=12)
         return fig
 
     @staticmethod

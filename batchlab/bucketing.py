@@ -1,0 +1,379 @@
+"""Bucketing by length: less padding than pad-to-max, fewer shapes than no padding.
+
+Padding everything to the longest item wastes compute on pads; feeding each
+item at its own length makes ``jit`` compile once per distinct length.
+Buckets sit in between: items are grouped by length and each group is
+padded to its bucket's *boundary*, so there is one compiled shape per
+non-empty bucket and the padding is bounded by the gap to the boundary.
+
+Where to put the boundaries? For a given length distribution and ``k``
+buckets, the total padded size is ``sum over buckets of boundary x items``.
+:func:`optimal_boundaries` minimizes it exactly by dynamic programming over
+the ``m`` sorted distinct lengths (``O(k m^2)``, milliseconds for thousands
+of distinct lengths); quantile and power-of-two boundaries are the common
+heuristics it is compared with (see :func:`batchlab.padding_report`).
+
+Example:
+  >>> lengths = [3, 3, 4, 9, 10, 30]
+  >>> optimal_boundaries(lengths, 3).tolist()
+  [4, 10, 30]
+  >>> padded_elements(lengths, [4, 10, 30]), padded_elements(lengths, [30])
+  (62, 180)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._checks import check_positive_int
+from ._format import html_table, text_table
+from .padding import Padded, Ragged, _check_value, _scatter, as_ragged
+
+
+def _lengths(lengths: Any) -> np.ndarray:
+    if isinstance(lengths, Ragged):
+        return lengths.lengths
+    arr = np.asarray(lengths)
+    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)) or np.any(arr < 0):
+        raise ValueError(f"`lengths` must be a 1-D array of non-negative ints, got "
+                         f"{arr.dtype}{list(arr.shape)}; pass e.g. data.lengths or [len(s) for s in seqs].")
+    return arr.astype(np.int64)
+
+
+def check_boundaries(boundaries: Any, lengths: np.ndarray) -> np.ndarray:
+    """Returns ``boundaries`` as sorted int64 after checking they cover every length."""
+    b = np.asarray(boundaries)
+    if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer):
+        raise TypeError(f"`boundaries` must be a non-empty list of ints (bucket upper lengths), got {boundaries!r:.80}.")
+    if np.any(np.diff(b) <= 0) or b[0] < 1:
+        raise ValueError(f"`boundaries` must be positive and strictly increasing, got {b.tolist()}.")
+    if len(lengths) and lengths.max() > b[-1]:
+        raise ValueError(f"the longest item has length {int(lengths.max())} but the last boundary is {int(b[-1])}; "
+                         f"add a boundary >= {int(lengths.max())} (or pad with truncate=True first).")
+    return b.astype(np.int64)
+
+
+def padded_elements(lengths: Any, boundaries: Any) -> int:
+    """Total padded size when every item is padded to its bucket's boundary."""
+    lengths = _lengths(lengths)
+    b = check_boundaries(boundaries, lengths)
+    return int(b[np.searchsorted(b, lengths)].sum()) if len(lengths) else 0
+
+
+def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
+    """The at most ``n_buckets`` boundaries that minimize the total padded size (exact).
+
+    Dynamic programming over the sorted distinct lengths ``d`` with counts
+    ``c``: ``best[k][j] = min_i best[k-1][i] + d[j-1] * (c[i] + ... + c[j-1])``.
+    Every boundary is one of the lengths (a boundary between two lengths
+    could be lowered for free).
+
+    Args:
+      lengths: ``(items,)`` non-negative ints.
+      n_buckets: the number of buckets (= compiled shapes) allowed.
+
+    Returns:
+      Sorted boundaries; fewer than ``n_buckets`` if there are fewer distinct lengths.
+
+    Raises:
+      ValueError: bad lengths; TypeError/ValueError: ``n_buckets`` not a positive int.
+
+    Example:
+      >>> optimal_boundaries([1, 2, 2, 7, 8, 8, 8], 2).tolist()
+      [2, 8]
+    """
+    lengths, n_buckets = _lengths(lengths), check_positive_int(n_buckets, "n_buckets")
+    d, c = np.unique(np.maximum(lengths, 1), return_counts=True)
+    m, k_max = len(d), min(n_buckets, len(d))
+    if m == 0:
+        return np.ones(1, dtype=np.int64)
+    C = np.concatenate([[0], np.cumsum(c)]).astype(np.float64)
+    best = np.full(m + 1, np.inf)
+    best[0] = 0.0
+    choice = np.zeros((k_max + 1, m + 1), dtype=np.int64)
+    for k in range(1, k_max + 1):
+        new = np.full(m + 1, np.inf)
+        for j in range(k, m + 1):
+            # last bucket holds distinct lengths i..j-1, padded to d[j-1]
+            cost = best[:j] + d[j - 1] * (C[j] - C[:j])
+            i = int(np.argmin(cost))
+            new[j], choice[k, j] = cost[i], i
+        best = new
+    bounds, j = [], m
+    for k in range(k_max, 0, -1):
+        bounds.append(d[j - 1])
+        j = choice[k, j]
+    return np.array(bounds[::-1], dtype=np.int64)
+
+
+def quantile_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
+    """Boundaries at the ``1/n, 2/n, ..., 1`` quantiles of the lengths (equal item counts).
+
+    Example:
+      >>> quantile_boundaries([1, 2, 3, 4, 5, 6, 7, 100], 2).tolist()
+      [4, 100]
+    """
+    lengths, n_buckets = _lengths(lengths), check_positive_int(n_buckets, "n_buckets")
+    if not len(lengths):
+        return np.ones(1, dtype=np.int64)
+    q = np.quantile(np.maximum(lengths, 1), np.arange(1, n_buckets + 1) / n_buckets, method="inverted_cdf")
+    return np.unique(q.astype(np.int64))
+
+
+def power_of_two_boundaries(lengths: Any) -> np.ndarray:
+    """Boundaries 1, 2, 4, ... up to the first power of two >= the longest length.
+
+    Example:
+      >>> power_of_two_boundaries([3, 5, 17]).tolist()
+      [4, 8, 16, 32]
+    """
+    lengths = _lengths(lengths)
+    lo = max(int(lengths.min()) if len(lengths) else 1, 1)
+    hi = max(int(lengths.max()) if len(lengths) else 1, 1)
+    return 2 ** np.arange(int(np.ceil(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1, dtype=np.int64)
+
+
+def equal_width_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
+    """``n_buckets`` evenly spaced boundaries up to the longest length ("fixed" buckets).
+
+    Example:
+      >>> equal_width_boundaries([1, 50, 100], 4).tolist()
+      [25, 50, 75, 100]
+    """
+    lengths, n_buckets = _lengths(lengths), check_positive_int(n_buckets, "n_buckets")
+    hi = max(int(lengths.max()) if len(lengths) else 1, 1)
+    return np.unique(np.ceil(np.arange(1, n_buckets + 1) * hi / n_buckets).astype(np.int64))
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One bucket: its items padded to ``boundary``, and their positions in the input."""
+
+    boundary: int
+    indices: np.ndarray
+    padded: Padded
+
+    def __repr__(self) -> str:
+        return f"Bucket(boundary={self.boundary}, items={len(self.indices)}, padding={self.padded.waste:.1%})"
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """The non-empty buckets of a batch; ``restore`` puts per-bucket results back in input order."""
+
+    buckets: tuple[Bucket, ...]
+    boundaries: np.ndarray
+    n_items: int
+
+    def __iter__(self) -> Iterator[Bucket]:
+        return iter(self.buckets)
+
+    def __len__(self) -> int:
+        return len(self.buckets)
+
+    @property
+    def true_elements(self) -> int:
+        return sum(b.padded.true_elements for b in self.buckets)
+
+    @property
+    def padded_elements(self) -> int:
+        return sum(b.padded.padded_elements for b in self.buckets)
+
+    @property
+    def waste(self) -> float:
+        return 1 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+
+    def restore(self, outputs: list[Any]) -> np.ndarray:
+        """Per-bucket outputs (leading axis = the bucket's items) -> one array in input order."""
+        if len(outputs) != len(self.buckets):
+            raise ValueError(f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
+                             f"pass one result per bucket, in order.")
+        stacked = np.concatenate([np.asarray(o) for o in outputs]) if outputs else np.zeros(0)
+        order = np.concatenate([b.indices for b in self.buckets]) if self.buckets else np.zeros(0, np.int64)
+        result = np.empty_like(stacked)
+        result[order] = stacked
+        return result
+
+    def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
+        """``fn(padded)`` on every bucket, results back in input order (one compile per bucket under jit)."""
+        return self.restore([fn(b.padded) for b in self.buckets])
+
+    def _rows(self) -> list[tuple]:
+        return [(b.boundary, len(b.indices), f"{b.padded.waste:.1%}") for b in self.buckets]
+
+    def __repr__(self) -> str:
+        return (f"Buckets({self.n_items} items in {len(self)} buckets, padding {self.waste:.1%})\n"
+                + text_table(self._rows(), ["boundary", "items", "padding"]))
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), ["boundary", "items", "padding"],
+                          caption=f"{self.n_items} items in {len(self)} buckets, padding {self.waste:.1%}")
+
+
+def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None, value: Any = 0,
+              dtype: Any = None) -> Buckets:
+    """Groups items by length and pads each group to its bucket boundary.
+
+    Args:
+      seqs: a list of 1-D sequences or ``(len, *features)`` items, or a :class:`Ragged`.
+      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
+      n_buckets: instead of ``boundaries``: use :func:`optimal_boundaries` with this many buckets.
+      value: the pad value.
+      dtype: result dtype (default: the items' own).
+
+    Returns:
+      :class:`Buckets`: the non-empty buckets in increasing boundary order,
+      each with its items' original ``indices``.
+
+    Raises:
+      ValueError: both or neither of ``boundaries`` and ``n_buckets``; an item
+        longer than the last boundary. TypeError: bad ``boundaries``.
+
+    Example:
+      >>> bs = bucketize([[1, 2, 3], [4], [5, 6]], boundaries=[2, 4])
+      >>> [(b.boundary, b.indices.tolist()) for b in bs]
+      [(2, [1, 2]), (4, [0])]
+      >>> bs.restore([b.padded.lengths for b in bs]).tolist()   # back in input order
+      [3, 1, 2]
+    """
+    if (boundaries is None) == (n_buckets is None):
+        raise ValueError("pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
+                         f"got boundaries={boundaries!r:.40} and n_buckets={n_buckets!r}.")
+    ragged = as_ragged(seqs, dtype=dtype)
+    lengths = ragged.lengths
+    b = optimal_boundaries(lengths, n_buckets) if n_buckets is not None else check_boundaries(boundaries, lengths)
+    _check_value(value, ragged.flat.dtype)
+    which = np.searchsorted(b, lengths)
+    order = np.argsort(which, kind="stable")
+    splits = np.searchsorted(which[order], np.arange(1, len(b)))
+    buckets = []
+    for k, idx in enumerate(np.split(order, splits)):
+        if len(idx):
+            padded = _scatter(ragged.flat, ragged.offsets[idx], lengths[idx], int(b[k]), value)
+            buckets.append(Bucket(int(b[k]), idx, padded))
+    return Buckets(tuple(buckets), b, len(lengths))
+
+
+# ------------------------------------------------------------------ the report
+STRATEGIES = ("max", "fixed", "pow2", "quantile", "optimal")
+
+
+@dataclass(frozen=True)
+class StrategyCost:
+    """What one padding strategy costs on a length distribution."""
+
+    strategy: str
+    boundaries: np.ndarray
+    padded_elements: int
+    true_elements: int
+    shapes: int
+
+    @property
+    def waste(self) -> float:
+        """Fraction of computed positions that are padding (linear cost per position)."""
+        return 1 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+
+    @property
+    def ratio(self) -> float:
+        """Padded elements / the ragged minimum (1.0 = no padding at all)."""
+        return self.padded_elements / self.true_elements if self.true_elements else 1.0
+
+
+@dataclass(frozen=True)
+class PaddingReport:
+    """Padding cost of several strategies on one length distribution (:func:`padding_report`)."""
+
+    lengths: np.ndarray
+    rows: tuple[StrategyCost, ...]
+
+    def __getitem__(self, strategy: str) -> StrategyCost:
+        for r in self.rows:
+            if r.strategy == strategy:
+                return r
+        raise KeyError(f"no strategy {strategy!r} in this report; it has {[r.strategy for r in self.rows]}.")
+
+    def _rows(self) -> list[tuple]:
+        return [(r.strategy, f"{r.padded_elements:,}", f"{r.ratio:.2f}x", f"{r.waste:.1%}", r.shapes)
+                for r in self.rows]
+
+    _HEADER = ("strategy", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
+
+    def __repr__(self) -> str:
+        return (f"PaddingReport({len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements)\n"
+                + text_table(self._rows(), self._HEADER))
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), self._HEADER, caption=f"Padding cost of {len(self.lengths):,} items "
+                          f"(ragged minimum {int(self.lengths.sum()):,} elements; counted, not timed)")
+
+    def plot(self, *, axes=None):
+        """Length histogram with each strategy's boundaries drawn (see ``batchlab.widgets.ragged``)."""
+        from .widgets.ragged import plot_padding_report
+
+        return plot_padding_report(self, axes=axes)
+
+
+def strategy_boundaries(lengths: Any, strategy: str, *, n_buckets: int = 8, boundaries: Any = None) -> np.ndarray:
+    """Boundaries of one strategy: ``max`` (one bucket), ``fixed`` (``boundaries`` or equal width),
+    ``pow2``, ``quantile`` or ``optimal`` (both with ``n_buckets``).
+
+    Example:
+      >>> strategy_boundaries([1, 5, 9], "max").tolist()
+      [9]
+    """
+    lengths = _lengths(lengths)
+    if strategy == "max":
+        return np.array([max(int(lengths.max()) if len(lengths) else 1, 1)])
+    if strategy == "fixed":
+        if boundaries is not None:
+            return check_boundaries(boundaries, lengths)
+        return equal_width_boundaries(lengths, n_buckets)
+    if strategy == "pow2":
+        return power_of_two_boundaries(lengths)
+    if strategy == "quantile":
+        return quantile_boundaries(lengths, n_buckets)
+    if strategy == "optimal":
+        return optimal_boundaries(lengths, n_buckets)
+    raise ValueError(f"`strategy` must be one of {list(STRATEGIES)}, got {strategy!r}.")
+
+
+def padding_report(lengths: Any, strategy: str | tuple[str, ...] | None = None, *, n_buckets: int = 8,
+                   boundaries: Any = None) -> PaddingReport:
+    """Counts padded elements, wasted compute and compiled shapes for padding strategies.
+
+    Every figure is counted from the lengths (no timing): padded elements are
+    ``sum(boundary of the item's bucket)``, wasted compute is the padded
+    fraction (for work linear in the length), and shapes is the number of
+    non-empty buckets, which is how many times ``jit`` compiles when each
+    bucket is one batch.
+
+    Args:
+      lengths: ``(items,)`` true lengths (or a :class:`Ragged`).
+      strategy: one name or a tuple of ``max``, ``fixed``, ``pow2``,
+        ``quantile``, ``optimal``; ``None`` for all.
+      n_buckets: buckets for ``fixed`` (equal width), ``quantile`` and ``optimal``.
+      boundaries: explicit boundaries for ``fixed``.
+
+    Returns:
+      A :class:`PaddingReport` (table; ``.plot()`` draws the histogram).
+
+    Raises:
+      ValueError: unknown strategy, bad lengths or boundaries.
+
+    Example:
+      >>> r = padding_report([2, 3, 3, 8], ("max", "optimal"), n_buckets=2)
+      >>> r["max"].padded_elements, r["optimal"].padded_elements, r["optimal"].shapes
+      (32, 17, 2)
+    """
+    lengths = _lengths(lengths)
+    names = STRATEGIES if strategy is None else ((strategy,) if isinstance(strategy, str) else tuple(strategy))
+    rows = []
+    for name in names:
+        b = strategy_boundaries(lengths, name, n_buckets=n_buckets, boundaries=boundaries)
+        used = np.unique(np.searchsorted(b, lengths)).size
+        rows.append(StrategyCost(name, b, padded_elements(lengths, b), int(lengths.sum()), int(used)))
+    return PaddingReport(lengths, tuple(rows))

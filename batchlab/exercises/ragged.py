@@ -1,0 +1,105 @@
+"""Exercises for notebooks 04 (padding and masking) and 05 (bucketing and recompilation)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import exercise
+
+
+@exercise(
+    "ragged.wasted_fraction",
+    "Items of lengths `lengths` are padded to the longest one. What fraction of the "
+    "padded positions are pads (a number between 0 and 1)?",
+)
+def wasted_fraction(answer: Any, *, lengths: Any) -> tuple[bool, str]:
+    lengths = np.asarray(lengths)
+    expected = 1 - lengths.sum() / (len(lengths) * lengths.max())
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        return False, "Answer with one number between 0 and 1."
+    if abs(value - expected) < 1e-3:
+        return True, "Right: pads = batch x longest - sum(lengths), and every pad costs as much compute as data."
+    if abs(value - (1 - expected)) < 1e-3:
+        return False, "That is the fraction of positions that hold data; the question asks for the pads."
+    return False, "Count positions: the padded array has batch x longest of them; the data fills sum(lengths)."
+
+
+@exercise(
+    "ragged.masked_mean",
+    "Write `my_masked_mean(x, mask)`: the mean over axis 1 of the positions where `mask` is True, "
+    "0.0 for a row with no True at all, with no NaN in its value or its gradient.",
+)
+def masked_mean_exercise(answer: Callable, *, x: Any, mask: Any) -> tuple[bool, str]:
+    import jax
+    import jax.numpy as jnp
+
+    x, mask = jnp.asarray(x), jnp.asarray(mask)
+    rows = [np.asarray(x[i])[np.asarray(mask[i])] for i in range(x.shape[0])]
+    expected = np.array([r.mean() if len(r) else 0.0 for r in rows], dtype=np.float32)
+    got = np.asarray(jax.jit(answer)(x, mask))
+    if got.shape != expected.shape:
+        return False, f"Your result has shape {got.shape}; reduce over axis 1 to get one number per row."
+    empty = np.array([len(r) == 0 for r in rows])
+    if np.any(np.isnan(got)):
+        return False, "Some rows are NaN: an empty row divides 0 by 0. Divide by max(count, 1) instead."
+    if not np.allclose(got[~empty], expected[~empty], rtol=1e-5, atol=1e-6):
+        return False, "Non-empty rows differ from the per-item mean: do pads leak into the sum or the count?"
+    if not np.allclose(got[empty], 0.0):
+        return False, "Rows with no data should give 0.0 here; select it with jnp.where(count > 0, ..., 0.0)."
+    grad = np.asarray(jax.grad(lambda x: jnp.sum(answer(x, mask)))(x))
+    if not np.all(np.isfinite(grad)):
+        return False, "The value is right but the gradient has NaN: a `where` after a division by 0 still " \
+                      "differentiates that division. Make the division itself safe."
+    return True, "Correct, including empty rows and a NaN-free gradient (the 'double where' trick)."
+
+
+@exercise(
+    "ragged.predict_compiles",
+    "A freshly jitted function is called once on every sequence of `lengths`, unpadded. "
+    "How many compilations happen? And if every sequence is first padded to its bucket "
+    "boundary in `boundaries` (one call per sequence)? Answer (raw, bucketed).",
+)
+def predict_compiles(answer: Any, *, lengths: Any, boundaries: Any) -> tuple[bool, str]:
+    lengths = np.asarray(lengths)
+    raw = len(np.unique(lengths))
+    bucketed = len(np.unique(np.asarray(boundaries)[np.searchsorted(boundaries, lengths)]))
+    try:
+        a_raw, a_bucketed = (int(v) for v in answer)
+    except (TypeError, ValueError):
+        return False, "Answer with a pair of ints: (raw, bucketed)."
+    if a_raw != raw:
+        hint = "calls are not compiles" if a_raw == len(lengths) else "count the distinct shapes"
+        return False, f"Raw count is off: {hint}; jit caches one compiled program per input shape."
+    if a_bucketed != bucketed:
+        return False, "Bucketed count is off: only boundaries that actually receive an item produce a shape."
+    return True, "Right: one compilation per distinct shape; bucketing caps it at the non-empty buckets."
+
+
+@exercise(
+    "ragged.three_boundaries",
+    "Choose 3 bucket boundaries (a sorted list of ints, the last >= the longest length) for "
+    "`lengths` whose padded size is within 5% of the best possible with 3 buckets.",
+)
+def three_boundaries(answer: Any, *, lengths: Any) -> tuple[bool, str]:
+    from ..bucketing import optimal_boundaries, padded_elements
+
+    lengths = np.asarray(lengths)
+    try:
+        b = [int(v) for v in answer]
+    except (TypeError, ValueError):
+        return False, "Answer with a list of 3 ints, e.g. [32, 128, 1601]."
+    if len(b) != 3:
+        return False, f"Use exactly 3 boundaries, got {len(b)}."
+    if b != sorted(set(b)) or b[-1] < lengths.max():
+        return False, "Boundaries must be strictly increasing and the last one must hold the longest item."
+    best = padded_elements(lengths, optimal_boundaries(lengths, 3))
+    mine = padded_elements(lengths, b)
+    if mine <= 1.05 * best:
+        return True, f"Within {mine / best - 1:.1%} of the optimum found by dynamic programming."
+    return False, (f"Your boundaries pad {mine / best:.2f}x as much as the best 3. Most items are short: "
+                   "does your first bucket end close to where most lengths are?")

@@ -1,0 +1,136 @@
+"""The allocator explorer of notebook 08: workload, batch size, policy, preallocation -> memory map."""
+
+from __future__ import annotations
+
+from ..allocator.simulate import Simulation, simulate
+from ..allocator.trace import POLICIES
+from ..allocator.workloads import WORKLOADS
+from .explorer import Explorer
+
+
+class AllocatorExplorer(Explorer):
+    """Drop-downs for the workload and the allocator; draws the memory map and fragmentation.
+
+    Everything shown is the kit's simulation (:mod:`batchlab.allocator`),
+    on a device ``headroom`` times the workload's live peak.
+
+    Args:
+      n_items: items every workload processes.
+      batch_sizes: the batch-size slider's stops.
+      headroom: simulated device size as a multiple of the live peak.
+      **params: starting values (``workload``, ``batch_size``, ``policy``, ``preallocate``).
+
+    Example:
+      >>> ex = AllocatorExplorer(16, batch_sizes=(1, 4))
+      >>> sim = ex.update(workload="batched", batch_size=4)
+      >>> sim.timeline.allocations, sim.overhead
+      (12, 1.0)
+    """
+
+    def __init__(self, n_items: int = 48, *, batch_sizes=(1, 2, 4, 8, 16), headroom: float = 1.1,
+                 title: str = "Allocator explorer (simulation)", **params) -> None:
+        batch_sizes = tuple(int(b) for b in batch_sizes)
+        start = dict(workload="per-item", batch_size=batch_sizes[0], policy="bfc", preallocate=True)
+        unknown = set(params) - set(start)
+        if unknown:
+            raise TypeError(f"AllocatorExplorer got unknown parameter(s) {sorted(unknown)}; it has {sorted(start)}.")
+        start.update(params)
+
+        def compute(workload: str, batch_size: int, policy: str, preallocate: bool) -> Simulation:
+            return simulate(workload, n_items, batch_size=batch_size, policy=policy,
+                            preallocate=preallocate, headroom=headroom)
+
+        def dropdown(options, description):
+            def make(value):
+                import ipywidgets as w
+
+                return w.Dropdown(options=list(options), value=value, description=description,
+                                  style={"description_width": "initial"}, layout=w.Layout(width="230px"))
+            return make
+
+        def slider(value):
+            import ipywidgets as w
+
+            return w.SelectionSlider(options=batch_sizes, value=value, description="batch size",
+                                     continuous_update=False, layout=w.Layout(width="300px"))
+
+        def toggle(value):
+            import ipywidgets as w
+
+            return w.Checkbox(value=value, description="preallocate pool")
+
+        controls = {"workload": dropdown(WORKLOADS, "workload"), "batch_size": slider,
+                    "policy": dropdown(sorted(POLICIES), "policy"), "preallocate": toggle}
+        super().__init__(compute, start, controls=controls, draw=lambda ex: ex.result.plot(),
+                         describe=_describe, title=title)
+        self.update()
+
+
+def _describe(sim: Simulation) -> str:
+    tl = sim.timeline
+    return (f"{tl.allocations} allocations, {tl.device_calls} device calls; "
+            f"<b>{len(tl.failures)}</b> failed ({tl.failures_despite_free} despite enough free memory); "
+            f"max fragmentation <b>{tl.max_fragmentation:.0%}</b>; needs a device "
+            f"<b>{sim.overhead:.2f}x</b> its live peak [simulation]")
+
+
+UPDATES = ("argument", "argument, donated", "intermediate")
+
+
+class InPlaceExplorer(Explorer):
+    """Where does ``x.at[0].set(1)`` write? Pick the case and the size; see XLA's plan.
+
+    Example:
+      >>> ex = InPlaceExplorer(sizes=(256, 1024))
+      >>> r = ex.update(update="argument, donated", size=1024)
+      >>> r.copies, r.memory.alias_bytes
+      (0, 4096)
+    """
+
+    def __init__(self, sizes=(1 << 10, 1 << 14, 1 << 16), *, title: str = "In-place update explorer") -> None:
+        import jax
+        import jax.numpy as jnp
+
+        from ..inplace import compiled_update
+
+        sizes = tuple(int(s) for s in sizes)
+
+        def compute(update: str, size: int):
+            x = jax.ShapeDtypeStruct((size,), jnp.float32)
+            if update == "intermediate":
+                return compiled_update(lambda x: jnp.sin(x).at[0].set(1.0), x)
+            if update not in UPDATES:
+                raise ValueError(f"`update` must be one of {UPDATES}, got {update!r}.")
+            return compiled_update(lambda x: x.at[0].set(1.0), x,
+                                   donate_argnums=0 if update.endswith("donated") else ())
+
+        def dropdown(value):
+            import ipywidgets as w
+
+            return w.Dropdown(options=list(UPDATES), value=value, description="x is")
+
+        def slider(value):
+            import ipywidgets as w
+
+            return w.SelectionSlider(options=sizes, value=value, description="size", continuous_update=False)
+
+        super().__init__(compute, {"update": UPDATES[0], "size": sizes[0]},
+                         controls={"update": dropdown, "size": slider}, draw=_draw_update,
+                         describe=lambda r: f"{r.copies} copy instruction(s); alias "
+                                            f"{r.memory.alias_bytes} B; temp {r.memory.temp_bytes} B "
+                                            f"(compiled analysis)", title=title)
+        self.update()
+
+
+def _draw_update(ex):
+    from ..allocator.plots import _bytes_axis
+    from ..plots import _new_figure
+
+    m = ex.result.memory
+    fig, ax = _new_figure(1, width=7, height=3.4)
+    names = ["argument", "output", "temp", "alias"]
+    values = [m.argument_bytes, m.output_bytes, m.temp_bytes, m.alias_bytes]
+    ax.bar(names, values, color=["tab:blue", "tab:green", "tab:orange", "tab:purple"])
+    _bytes_axis(ax.yaxis)
+    ax.set_title(f"x is {ex.params['update']}: {ex.result.copies} copy [compiled analysis, XLA]")
+    return fig

@@ -1,0 +1,67 @@
+"""A budget slider: the largest batch that fits, for vmap and for chunked lax.map."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._checks import check_callable, check_positive_int
+from .._format import format_bytes
+from ..budget import BatchSizeResult, max_batch_size, plot_budget_curves
+from .explorer import Explorer
+
+
+class BudgetExplorer(Explorer):
+    """Budget slider -> :func:`batchlab.max_batch_size` for each strategy -> memory curves.
+
+    Args:
+      fn: a function of one item.
+      example_item: one item (arrays or ``jax.ShapeDtypeStruct``).
+      budgets: the slider's stops, in bytes.
+      chunk_size: items per chunk of the ``"chunked"`` strategy.
+      budget: the starting budget (default: the middle stop).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> item = jax.ShapeDtypeStruct((64,), jnp.float32)
+      >>> ex = BudgetExplorer(lambda x: jnp.outer(x, x) @ x, item, [2**16, 2**18], chunk_size=8)
+      >>> r = ex.update(budget=2**18)
+      >>> int(r["chunked"]) > int(r["vmap"])
+      True
+    """
+
+    def __init__(self, fn: Callable, example_item: Any, budgets: Sequence[int], *, chunk_size: int = 8,
+                 budget: int | None = None, title: str = "Largest batch for a memory budget") -> None:
+        check_callable(fn)
+        chunk_size = check_positive_int(chunk_size, "chunk_size")
+        budgets = [check_positive_int(b, "budgets") for b in budgets]
+        if not budgets:
+            raise ValueError("`budgets` must hold at least one budget in bytes, got [].")
+        budget = budgets[len(budgets) // 2] if budget is None else budget
+        if budget not in budgets:
+            raise ValueError(f"`budget`={budget} is not one of the slider's stops {budgets}.")
+        self.fn, self.example_item, self.chunk_size = fn, example_item, chunk_size
+
+        def compute(budget: int) -> dict[str, BatchSizeResult]:
+            return {"vmap": max_batch_size(fn, example_item, budget_bytes=budget),
+                    "chunked": max_batch_size(fn, example_item, budget_bytes=budget, strategy="chunked",
+                                              chunk_size=chunk_size)}
+
+        def control(value: int):
+            import ipywidgets as w
+
+            return w.SelectionSlider(options=[(format_bytes(b), b) for b in budgets], value=value,
+                                     description="budget", continuous_update=False,
+                                     layout=w.Layout(width="420px"))
+
+        super().__init__(compute, {"budget": budget}, controls={"budget": control},
+                         draw=lambda ex: plot_budget_curves(list(ex.result.values())),
+                         describe=_describe, title=title)
+        self.update()
+
+
+def _describe(results: dict[str, BatchSizeResult]) -> str:
+    v, c = results["vmap"], results["chunked"]
+    return (f"budget {format_bytes(v.budget_bytes)}: vmap fits <b>{int(v)}</b> items, "
+            f"chunked lax.map (chunk {c.chunk_size}) fits <b>{int(c)}</b> "
+            f"({v.compilations} + {c.compilations} compilations; compiled memory analysis)")

@@ -1,0 +1,176 @@
+"""A batch-size slider and strategy checkboxes, with a live runtime / memory plot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._checks import check_callable, check_positive_int
+from .._format import format_bytes, format_seconds
+from ..compare import Comparison, StrategyResult, compare
+from ..strategies import STRATEGIES
+from .explorer import Explorer
+
+
+def _checkboxes(options: Sequence[str]):
+    """A row of checkboxes whose ``value`` is the tuple of ticked options (one trait to observe)."""
+    import ipywidgets as w
+    import traitlets
+
+    class CheckboxGroup(w.HBox):
+        value = traitlets.Tuple()
+
+        def __init__(self, value: Sequence[str]) -> None:
+            boxes = [
+                w.Checkbox(
+                    value=o in value, description=o, indent=False, layout=w.Layout(width="110px")
+                )
+                for o in options
+            ]
+            super().__init__(boxes)
+            self.value = tuple(value)
+            for b in boxes:
+                b.observe(self._sync, names="value")
+
+        def _sync(self, _change: Any) -> None:
+            self.value = tuple(b.description for b in self.children if b.value)
+
+    return CheckboxGroup
+
+
+class StrategyExplorer(Explorer):
+    """Measures the ticked strategies at the chosen batch size; plots every point measured so far.
+
+    Each (strategy, batch size) is measured once with :func:`batchlab.compare`
+    and kept, so moving the slider back or ticking a box again costs nothing.
+
+    Args:
+      fn: the per-item function.
+      *args: the largest batch of inputs; smaller batch sizes take its first items.
+      batch_sizes: the slider's stops (each at most the batch in ``args``).
+      strategies: the strategies ticked at the start.
+      chunk: items per chunk for ``"chunked"``.
+      in_axes: as in ``jax.vmap``.
+      manual: the hand-batched version of ``fn`` (enables ``"manual"``).
+      measured: a :class:`~batchlab.compare.Comparison` of the same function
+        and inputs already measured (e.g. a sweep); its points are reused.
+      **compare_options: passed to :func:`batchlab.compare` (e.g. ``max_time``).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> ex = StrategyExplorer(lambda x: x * 2, jnp.ones((8, 4)), batch_sizes=[4, 8],
+      ...                       strategies=("vmap", "chunked"), chunk=2, repeat=2)
+      >>> c = ex.update(batch_size=4)
+      >>> c.strategies, sorted(ex.points)
+      (['vmap', 'chunked'], [('chunked', 4), ('chunked', 8), ('vmap', 4), ('vmap', 8)])
+    """
+
+    def __init__(
+        self,
+        fn: Callable,
+        *args: Any,
+        batch_sizes: Sequence[int],
+        strategies: Sequence[str] = ("loop", "vmap", "map", "chunked"),
+        chunk: int = 8,
+        in_axes: Any = 0,
+        manual: Callable | None = None,
+        measured: Comparison | None = None,
+        title: str = "Batching strategies",
+        **compare_options: Any,
+    ) -> None:
+        check_callable(fn)
+        check_positive_int(chunk, "chunk")
+        self.batch_sizes = [int(b) for b in batch_sizes]
+        if not self.batch_sizes:
+            raise ValueError("`batch_sizes` must list at least one batch size.")
+        options = [s for s in STRATEGIES if s != "manual" or manual is not None]
+        for s in strategies:
+            if s not in options:
+                raise ValueError(f"`strategies` may hold {options}, got {s!r}.")
+        self.points: dict[tuple[str, int], StrategyResult] = {}
+        for r in measured.results if measured is not None else ():
+            if r.measurement is not None and (r.strategy != "chunked" or r.chunk == chunk):
+                self.points[(r.strategy, r.items)] = r
+        self.name = getattr(fn, "__name__", "fn")
+
+        def compute(batch_size: int, strategies: tuple) -> Comparison:
+            todo = [s for s in strategies if (s, batch_size) not in self.points]
+            if todo:
+                c = compare(
+                    fn,
+                    *args,
+                    strategies=todo,
+                    batch_size=chunk,
+                    in_axes=in_axes,
+                    manual=manual if "manual" in todo else None,
+                    batch_sizes=[batch_size],
+                    **compare_options,
+                )
+                for r in c.results:
+                    self.points[(r.strategy, r.items)] = r
+            return Comparison(self.name, tuple(self.points[(s, batch_size)] for s in strategies))
+
+        def slider(value: int):
+            import ipywidgets as w
+
+            return w.SelectionSlider(
+                options=self.batch_sizes,
+                value=value,
+                description="batch size",
+                continuous_update=False,
+                style={"description_width": "initial"},
+                layout=w.Layout(width="380px"),
+            )
+
+        params = {
+            "batch_size": self.batch_sizes[-1]
+            if len(self.batch_sizes) < 3
+            else self.batch_sizes[len(self.batch_sizes) // 2],
+            "strategies": tuple(strategies),
+        }
+        super().__init__(
+            compute,
+            params,
+            controls={"batch_size": slider, "strategies": _checkboxes(options)},
+            draw=self._plot,
+            describe=_describe,
+            title=title,
+        )
+        self.update()
+
+    def update(self, **changes: Any) -> Comparison:
+        if "strategies" in changes:
+            changes["strategies"] = tuple(changes["strategies"])
+        return super().update(**changes)
+
+    def as_comparison(self) -> Comparison:
+        """Every point measured so far, for the ticked strategies."""
+        ticked = self.params["strategies"]
+        return Comparison(
+            self.name,
+            tuple(
+                r
+                for (s, _), r in sorted(self.points.items(), key=lambda kv: kv[0][1])
+                if s in ticked
+            ),
+        )
+
+    def _plot(self, _ex: Explorer):
+        from .._compare_plot import plot_comparison
+
+        c = self.as_comparison()
+        if len(c.batch_sizes) < 2:
+            return plot_comparison(c)
+        return plot_comparison(c, current=self.params["batch_size"])
+
+
+def _describe(c: Comparison) -> str:
+    parts = []
+    for r in c.results:
+        if r.measurement is None:
+            parts.append(f"{r.label}: {r.error}")
+        else:
+            parts.append(
+                f"{r.label}: <b>{format_seconds(r.run_seconds)}</b>, temp {format_bytes(r.temp_bytes)}"
+            )
+    return "; ".join(parts) + " (wall clock median; compiled memory analysis)"

@@ -1,0 +1,156 @@
+"""Batching strategies: the targets of issue 3, measured as ratios side by side in one run.
+
+1. ``chunked`` against ``jax.lax.map(batch_size=)`` at the same chunk size:
+   run time within 10 %, planned temp memory no higher.
+2. ``chunked`` at batch_size = N/8 against full ``vmap`` on a memory-heavy
+   function (an outer product per item): planned temp memory at most 1/4
+   of vmap's, run time at most 1.5x.
+3. ``vmap`` against ``loop`` on a small per-item function: the speedup and
+   the share of the first call spent compiling.
+
+Timings are medians from ``batchlab.measure``; each pair is measured in
+alternating rounds and the best median of each side is kept, so a burst of
+load on a shared machine does not favour one side. Memory is XLA's compiled
+plan. Run: .venv/bin/python benchmarks/strategies.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import Report
+
+import batchlab as bl
+
+ROUNDS = 5
+GPU = jax.default_backend() != "cpu"
+
+
+def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict]:
+    """Measures each function ROUNDS times, alternating; keeps the run with the lowest median.
+
+    Also returns each function's first measurement: the only one whose
+    compile time is a cold compile (later rounds hit JAX's cache).
+    """
+    best: dict = {}
+    first: dict = {}
+    for _ in range(ROUNDS):
+        for name, fn in fns.items():
+            m = bl.measure(fn, *args, max_time=max_time)
+            first.setdefault(name, m)
+            if name not in best or m.median < best[name].median:
+                best[name] = m
+    return best, first
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def mlp(x, w1, w2):
+    return jnp.tanh(x @ w1) @ w2
+
+
+def outer(x):
+    return jnp.tanh(jnp.outer(x, x)) @ x  # (D,) -> (D, D) intermediate -> (D,)
+
+
+def small(x):
+    return jnp.sin(x) * x.sum()
+
+
+def main() -> int:
+    r = Report("strategies")
+    fmt_s, fmt_b = bl._format.format_seconds, bl._format.format_bytes
+    ok = True
+    keys = jax.random.split(jax.random.key(0), 4)
+
+    # 1. chunked vs lax.map(batch_size=)
+    n, k, f, h = (65536, 4096, 64, 1024) if GPU else (4096, 512, 16, 256)
+    x = jax.random.normal(keys[0], (n + k // 3, f))  # a remainder, so both handle one
+    w1 = jax.random.normal(keys[1], (f, h)) / f**0.5
+    w2 = jax.random.normal(keys[2], (h, f)) / h**0.5
+    fns = {
+        "chunked": bl.batch(mlp, strategy="chunked", batch_size=k, in_axes=(0, None, None)),
+        "lax.map": bl.batch(mlp, strategy="map", batch_size=k, in_axes=(0, None, None)),
+    }
+    m, _ = best_of(fns, (x, w1, w2), 0.3)
+    ratio = m["chunked"].median / m["lax.map"].median
+    temp_ok = m["chunked"].memory.temp_bytes <= m["lax.map"].memory.temp_bytes
+    r.line(
+        f"1. MLP {x.shape[0]} items, chunks of {k}: chunked {fmt_s(m['chunked'].median)} vs lax.map(batch_size) "
+        f"{fmt_s(m['lax.map'].median)} -> ratio {ratio:.3f} (target <= 1.10: {verdict(ratio <= 1.10)})"
+    )
+    r.line(
+        f"   planned temp: chunked {fmt_b(m['chunked'].memory.temp_bytes)} vs lax.map "
+        f"{fmt_b(m['lax.map'].memory.temp_bytes)} (target: no higher: {verdict(temp_ok)})"
+    )
+    ok &= ratio <= 1.10 and temp_ok
+
+    # 2. chunked at N/8 vs vmap on memory-heavy functions: an outer product per item (the
+    #    issue's case), and an MLP whose (N, hidden) activations are the temporaries
+    n, d = (16384, 128) if GPU else (1024, 64)
+    x_outer = jax.random.normal(keys[3], (n, d))
+    x_mlp = x[:n]
+    cases = [
+        ("outer product per item", outer, (x_outer,), 0, f"{n} items of {d}"),
+        ("MLP hidden activations", mlp, (x_mlp, w1, w2), (0, None, None), f"{n} items, hidden {h}"),
+    ]
+    for label, fn, args, axes, what in cases:
+        fns = {
+            "chunked": bl.batch(fn, strategy="chunked", batch_size=n // 8, in_axes=axes),
+            "vmap": bl.batch(fn, in_axes=axes),
+        }
+        m, _ = best_of(fns, args, 0.3)
+        mem = m["chunked"].memory.temp_bytes / m["vmap"].memory.temp_bytes
+        slow = m["chunked"].median / m["vmap"].median
+        r.line(
+            f"2. {label}, {what}, chunks of {n // 8}: planned temp chunked "
+            f"{fmt_b(m['chunked'].memory.temp_bytes)} vs vmap {fmt_b(m['vmap'].memory.temp_bytes)} -> "
+            f"{mem:.3f} (target <= 0.25: {verdict(mem <= 0.25)})"
+        )
+        r.line(
+            f"   run time chunked {fmt_s(m['chunked'].median)} vs vmap {fmt_s(m['vmap'].median)} -> {slow:.2f}x "
+            f"(target <= 1.5x: {verdict(slow <= 1.5)})"
+        )
+        ok &= mem <= 0.25 and slow <= 1.5
+    # where the outer product's time goes: the same vmap on ONE chunk, outside any loop
+    one = bl.measure(bl.batch(outer), x_outer[: n // 8], max_time=0.3)
+    in_loop = bl.measure(bl.batch(outer, strategy="map", batch_size=n // 8), x_outer, max_time=0.3)
+    r.line(
+        f"   outer product: vmap over one chunk of {n // 8} alone {fmt_s(one.median)} (x8 = "
+        f"{fmt_s(8 * one.median)}); the same 8 chunks in lax.map(batch_size) {fmt_s(in_loop.median)}: "
+        f"the backend runs this dot {in_loop.median / (8 * one.median):.1f}x slower inside a loop body"
+    )
+
+    # 3. vmap vs loop on a small per-item function
+    n = 64
+    x = jax.random.normal(keys[0], (n, 32))
+    m, cold = best_of(
+        {"loop": bl.batch(small, strategy="loop"), "vmap": bl.batch(small)}, (x,), 0.3
+    )
+    r.line(
+        f"3. small per-item function, {n} items: loop (unrolled under jit) {fmt_s(m['loop'].median)} vs vmap "
+        f"{fmt_s(m['vmap'].median)} -> vmap {m['loop'].median / m['vmap'].median:.1f}x faster per call"
+    )
+    for name in ("loop", "vmap"):
+        mm = cold[name]
+        first = mm.trace_lower_seconds + mm.compile_seconds + mm.first_call_seconds
+        r.line(
+            f"   {name}: trace+lower {fmt_s(mm.trace_lower_seconds)}, compile {fmt_s(mm.compile_seconds)}, "
+            f"first run {fmt_s(mm.first_call_seconds)} -> compiling is "
+            f"{(mm.trace_lower_seconds + mm.compile_seconds) / first:.1%} of the first call; "
+            f"= {(mm.trace_lower_seconds + mm.compile_seconds) / mm.median:.0f} steady runs"
+        )
+    r.line(f"overall: {verdict(ok)}")
+    r.save()
+    return 0  # targets are reported (PASS/FAIL), not enforced: timings on shared machines are noisy
+
+
+if __name__ == "__main__":
+    sys.exit(main())

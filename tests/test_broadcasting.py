@@ -1,0 +1,101 @@
+"""check_broadcast: agrees with jnp.broadcast_shapes, draws conflicts, warns about silent traps."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from batchlab import BroadcastError, SilentBroadcastWarning, check_broadcast
+from batchlab.broadcasting import aligned, plot_outer_trap
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        [(8, 1, 3), (5, 1)],
+        [(3,), ()],
+        [(0, 4), (1, 4)],
+        [(2, 1), (1, 3), (1, 1, 1)],
+        [(7,)],
+        [],
+        [(4, 5), (5,)],
+    ],
+)
+def test_agrees_with_jax(shapes):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        expected = tuple(jnp.broadcast_shapes(*shapes)) if shapes else ()
+        assert check_broadcast(*shapes) == expected
+
+
+def test_accepts_arrays_numbers_and_structs():
+    assert check_broadcast(
+        jnp.ones((2, 3)), np.ones(3), 2.0, jax.ShapeDtypeStruct((1, 3), jnp.float32)
+    ) == (2, 3)
+
+
+@pytest.mark.parametrize(
+    "shapes,match",
+    [
+        ([(4,), (4, 3)], r"axis -1: `a` has 4, `b` has 3.*a\[:, None\] has shape \(4, 1\)"),
+        ([(2, 4, 3), (5, 1, 3)], r"axis -3: `a` has 2, `b` has 5"),
+        ([(3,), (4,)], r"shapes \(3,\) and \(4,\) do not broadcast"),
+    ],
+)
+def test_conflicts(shapes, match):
+    with pytest.raises(BroadcastError, match=match):
+        check_broadcast(*shapes)
+
+
+def test_conflict_is_drawn_aligned_from_the_right():
+    with pytest.raises(BroadcastError) as info:
+        check_broadcast((4,), (4, 3), names=["mask", "values"])
+    text = str(info.value)
+    assert "  mask:       4\n  values:  4  3\n              ^\n  axis    -2 -1" in text
+    assert issubclass(BroadcastError, ValueError)
+
+
+def test_outer_product_trap_warns():
+    with pytest.warns(
+        SilentBroadcastWarning,
+        match=r"`y` \(5,\) and `pred` \(5, 1\) broadcast to \(5, 5\).*outer product",
+    ):
+        assert check_broadcast((5,), (5, 1), names=["y", "pred"]) == (5, 5)
+
+
+def test_mask_trap_warns():
+    with pytest.warns(SilentBroadcastWarning, match=r"`mask` \(4,\) matches both.*mask\[:, None\]"):
+        check_broadcast((4,), (4, 4), names=["mask", "values"])
+
+
+@pytest.mark.parametrize(
+    "shapes", [[(5, 1), (1, 5)], [(8, 16), (16,)], [(3, 1), (3, 1)], [(1,), (5, 1)]]
+)
+def test_deliberate_broadcasts_do_not_warn(shapes):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_broadcast(*shapes)
+
+
+def test_bad_inputs():
+    with pytest.raises(TypeError, match="`b` must be an array, a number or a shape"):
+        check_broadcast((2,), "x")
+    with pytest.raises(ValueError, match="`a` is a shape with a negative size"):
+        check_broadcast((-1, 2))
+    with pytest.raises(ValueError, match="`names` has 1 entries but 2 operands"):
+        check_broadcast((2,), (2,), names=["x"])
+
+
+def test_aligned():
+    assert aligned((8, 1, 3), (5, 1), names=["x", "y"]).splitlines()[1] == "  y:        5  1"
+
+
+def test_plot_outer_trap():
+    pred, y = jnp.arange(4.0)[:, None], jnp.ones(4)
+    with jax.numpy_rank_promotion("allow"):
+        fig = plot_outer_trap(pred - y, pred[:, 0] - y)
+    assert len(fig.axes) == 2 and "(4, 4)" in fig.axes[0].get_title()

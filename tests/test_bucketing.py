@@ -1,0 +1,131 @@
+"""Buckets: boundaries (optimal = brute force), order restored, compile counts, the report."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import assert_close
+
+from batchlab import (
+    bucketize,
+    count_compiles,
+    load_stdlib_functions,
+    masked_sum,
+    optimal_boundaries,
+    padding_report,
+    power_of_two_boundaries,
+    quantile_boundaries,
+)
+from batchlab.bucketing import equal_width_boundaries, padded_elements
+
+
+def brute_force(lengths, k):
+    u = np.unique(lengths)
+    return min(padded_elements(lengths, [*list(c), u[-1]])
+               for r in range(0, min(k, len(u))) for c in itertools.combinations(u[:-1], r))
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_optimal_equals_brute_force(seed, k):
+    lengths = np.random.default_rng(seed).integers(1, 40, 25)
+    b = optimal_boundaries(lengths, k)
+    assert len(b) <= k and b[-1] == lengths.max()
+    assert padded_elements(lengths, b) == brute_force(lengths, k)
+
+
+def test_optimal_never_worse_than_heuristics_on_shipped_data():
+    lengths = load_stdlib_functions().lengths
+    for k in (2, 4, 8):
+        best = padded_elements(lengths, optimal_boundaries(lengths, k))
+        assert best <= padded_elements(lengths, quantile_boundaries(lengths, k))
+        assert best <= padded_elements(lengths, equal_width_boundaries(lengths, k))
+    assert padded_elements(lengths, optimal_boundaries(lengths, 16)) <= padded_elements(
+        lengths, power_of_two_boundaries(lengths))
+
+
+def test_fewer_distinct_lengths_than_buckets():
+    assert optimal_boundaries([5, 5, 9], 8).tolist() == [5, 9]
+    assert optimal_boundaries([], 3).tolist() == [1]
+
+
+@pytest.mark.parametrize("n", [1, 7, 50])
+@pytest.mark.parametrize("features", [(), (2,)])
+def test_bucketize_round_trip_and_order(n, features):
+    rng = np.random.default_rng(n)
+    seqs = [rng.standard_normal((int(k), *features)).astype(np.float32) for k in rng.integers(0, 30, n)]
+    buckets = bucketize(seqs, n_buckets=3)
+    assert sum(len(b.indices) for b in buckets) == n and buckets.n_items == n
+    for b in buckets:
+        assert b.padded.values.shape[1] == b.boundary
+        for row, i in enumerate(b.indices):
+            assert_close(b.padded.values[row, :len(seqs[i])], seqs[i])
+    sums = buckets.map(lambda p: masked_sum(p.values, p.mask, axis=1))
+    assert_close(sums, np.stack([s.sum(0) for s in seqs]).astype(np.float32))
+    assert buckets.true_elements == sum(len(s) for s in seqs)
+
+
+def test_bucketize_fixed_boundaries_skips_empty_buckets():
+    b = bucketize([[1] * 3, [2] * 30, [3]], boundaries=[4, 8, 16, 32])
+    assert [x.boundary for x in b] == [4, 32] and len(b) == 2
+    assert "2 buckets" in repr(b) and "<table" in b._repr_html_()
+
+
+def test_compilations_equal_non_empty_buckets(maybe_jit):
+    rng = np.random.default_rng(0)
+    seqs = [np.ones(int(k), np.float32) for k in rng.integers(1, 40, 30)]
+    distinct = len({len(s) for s in seqs})
+
+    def total(x):
+        return jnp.sum(x, axis=-1)
+
+    raw = jax.jit(lambda x: total(x))
+    with count_compiles(match="lambda") as c_raw:
+        for s in seqs:
+            raw(s)
+    assert c_raw.count == distinct
+    buckets = bucketize(seqs, n_buckets=4)
+    bucketed = jax.jit(lambda v, m: masked_sum(v, m, axis=1))
+    with count_compiles(match="lambda") as c_b:
+        out = buckets.map(lambda p: bucketed(p.values, p.mask))
+    assert c_b.count == len(buckets) <= 4
+    assert_close(out, np.array([len(s) for s in seqs], np.float32))
+
+
+def test_report_on_shipped_data():
+    lengths = load_stdlib_functions().lengths
+    r = padding_report(lengths, n_buckets=8)
+    assert [row.strategy for row in r.rows] == ["max", "fixed", "pow2", "quantile", "optimal"]
+    assert r["max"].shapes == 1 and r["optimal"].shapes == 8
+    assert r["optimal"].padded_elements == min(row.padded_elements for row in r.rows if row.shapes <= 8)
+    assert r["max"].padded_elements == len(lengths) * lengths.max()
+    assert 0 < r["optimal"].waste < r["max"].waste < 1
+    assert "wasted compute" in repr(r) and "<table" in r._repr_html_()
+    assert r.plot() is not None
+
+
+def test_report_fixed_boundaries():
+    r = padding_report([3, 5, 9], "fixed", boundaries=[4, 10])
+    assert r["fixed"].padded_elements == 4 + 10 + 10 and r["fixed"].ratio == pytest.approx(24 / 17)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: bucketize([[1]]), ValueError, "exactly one of `boundaries`"),
+    (lambda: bucketize([[1]], boundaries=[2], n_buckets=2), ValueError, "exactly one of"),
+    (lambda: bucketize([[1] * 5], boundaries=[2, 4]), ValueError, "longest item has length 5.*add a boundary >= 5"),
+    (lambda: bucketize([[1]], boundaries=[4, 2]), ValueError, "strictly increasing"),
+    (lambda: bucketize([[1]], boundaries=[2.5]), TypeError, "`boundaries` must be a non-empty list of ints"),
+    (lambda: bucketize([[1]], n_buckets=0), ValueError, "`n_buckets` must be at least 1"),
+    (lambda: bucketize([[1]], n_buckets=2, value=0.5), ValueError, "cannot be stored"),
+    (lambda: padding_report([1, 2], "median"), ValueError, "`strategy` must be one of"),
+    (lambda: padding_report([[1, 2]]), ValueError, "`lengths` must be a 1-D array"),
+    (lambda: padding_report([1, 2])["nope"], KeyError, "no strategy 'nope'"),
+    (lambda: bucketize([[1], [2, 3]], n_buckets=2).restore([1]), ValueError, "`outputs` has 1 entries"),
+])
+def test_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

@@ -1,0 +1,128 @@
+"""max_batch_size: the largest batch under a budget, in about 2*log2(answer) compilations."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import batchlab
+from batchlab.budget import batched, compilation_target, default_budget, planned_bytes
+
+D = 64
+
+
+def widen(x):
+    """A per-item function whose temporaries (D x D) dwarf its input and output."""
+    h = jnp.tanh(jnp.outer(x, x))
+    return h @ x
+
+
+ITEM = jax.ShapeDtypeStruct((D,), jnp.float32)
+
+
+def planned(fn, b, strategy="vmap", chunk_size=None):
+    f = jax.jit(batched(fn, strategy, chunk_size))
+    return planned_bytes(batchlab.memory_estimate(f, jax.ShapeDtypeStruct((b, D), jnp.float32)))
+
+
+@pytest.mark.parametrize("budget_kib", [20, 100, 1000])
+def test_answer_fits_and_next_does_not(budget_kib):
+    budget = budget_kib * 1024
+    r = batchlab.max_batch_size(widen, ITEM, budget_bytes=budget)
+    b = int(r)
+    assert b >= 1 and planned(widen, b) <= budget < planned(widen, b + 1)
+    assert r.planned_bytes == planned(widen, b)
+    assert r.compilations <= compilation_target(b) == 2 * math.floor(math.log2(b)) + 2
+    assert dict(r.curve)[b + 1] > budget  # the neighbour of the answer was measured
+
+
+def test_compilations_counted_by_jax_match():
+    def scaled(x):
+        return jnp.tanh(x) * 3.0
+
+    with batchlab.count_compiles(match=r"scaled") as c:
+        r = batchlab.max_batch_size(scaled, ITEM, budget_bytes=50_000)
+    assert c.count == r.compilations == len(r.curve)
+
+
+def test_chunked_fits_far_more_than_vmap():
+    budget = 256 * 1024
+    v = batchlab.max_batch_size(widen, ITEM, budget_bytes=budget)
+    c = batchlab.max_batch_size(widen, ITEM, budget_bytes=budget, strategy="chunked", chunk_size=8)
+    assert int(c) > 8 * int(v)
+    assert v.monotone and int(c) % 8 == 0
+    assert planned(widen, int(c), "chunked", 8) <= budget < planned(widen, int(c) + 1, "chunked", 8)
+    # temp memory of lax.map stays flat beyond the chunk, vmap's grows with the batch
+    f = jax.jit(batched(widen, "chunked", 8))
+    temps = [batchlab.memory_estimate(f, jax.ShapeDtypeStruct((b, D), jnp.float32)).temp_bytes for b in (16, 64, 256)]
+    assert temps[0] == temps[1] == temps[2]
+
+
+def test_chunked_remainder_is_not_monotone_and_is_probed():
+    """lax.map plans a remainder apart: batch 241 plans more than batch 248 (chunk 8)."""
+    assert planned(widen, 241, "chunked", 8) > planned(widen, 248, "chunked", 8)
+    budget = planned(widen, 248, "chunked", 8)
+    r = batchlab.max_batch_size(widen, ITEM, budget_bytes=budget, strategy="chunked", chunk_size=8, upper=300)
+    assert int(r) >= 248 and not r.monotone and "not monotone" in repr(r)
+
+
+def test_upper_caps_and_nothing_fits():
+    r = batchlab.max_batch_size(lambda x: x + 1, ITEM, budget_bytes=10**9, upper=10)
+    assert int(r) == 10 and r.capped and "capped" in repr(r)
+    none = batchlab.max_batch_size(widen, ITEM, budget_bytes=8)
+    assert int(none) == 0 and none.planned_bytes is None and none.compilations == 1
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.int8])
+def test_pytree_items_and_dtypes(dtype):
+    item = {"a": np.zeros((16,), dtype), "b": np.zeros((4, 4), dtype)}
+    itemsize = np.dtype(dtype).itemsize
+    r = batchlab.max_batch_size(lambda t: t["a"] + t["b"].reshape(-1), item, budget_bytes=3 * 16 * itemsize * 8)
+    assert 1 <= int(r) <= 8  # inputs 2 x 16 values and output 16 values per item
+
+
+def test_default_budget_per_backend():
+    b = default_budget()
+    assert b.bytes > 0
+    if jax.default_backend() == "cpu":
+        assert "host memory" in b.source
+    else:
+        assert "device memory" in b.source
+    assert "Budget(" in repr(b)
+    r = batchlab.max_batch_size(lambda x: x * 2, ITEM, upper=4)
+    assert r.budget_source == b.source and int(r) == 4
+
+
+def test_result_repr_and_plot():
+    r = batchlab.max_batch_size(widen, ITEM, budget_bytes=100 * 1024)
+    assert f"largest batch        {int(r)}" in repr(r)
+    assert "<table" in r._repr_html_()
+    fig = r.plot()
+    assert fig.axes[0].get_xlabel() == "batch size (items)"
+    assert list(range(10))[r] == int(r)  # usable as an index
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(budget_bytes=0), ValueError, "`budget_bytes` must be at least 1"),
+        (dict(budget_bytes=1.5), TypeError, "`budget_bytes` must be a positive int"),
+        (dict(budget_bytes=100, upper=0), ValueError, "`upper` must be at least 1"),
+        (dict(budget_bytes=100, strategy="pmap"), ValueError, "`strategy` must be one of"),
+        (dict(budget_bytes=100, chunk_size=4), ValueError, "`chunk_size`=4 has no meaning with strategy='vmap'"),
+        (dict(budget_bytes=100, strategy="chunked"), ValueError, "strategy='chunked' needs `chunk_size`"),
+        (dict(budget_bytes=100, strategy="map", chunk_size=0), ValueError, "`chunk_size` must be at least 1"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        batchlab.max_batch_size(widen, ITEM, **kwargs)
+
+
+def test_fn_not_callable():
+    with pytest.raises(TypeError, match=r"`fn` must be a function"):
+        batchlab.max_batch_size("widen", ITEM, budget_bytes=100)

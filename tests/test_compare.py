@@ -1,0 +1,122 @@
+"""compare(): every strategy measured on the same inputs; structure and ordering, never timings."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from batchlab import BatchAxisError, Comparison, compare
+
+
+def mlp(x, w1, w2):
+    return jnp.tanh(x @ w1) @ w2
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
+    return (
+        jax.random.normal(k1, (32, 8)),
+        jax.random.normal(k2, (8, 256)),
+        jax.random.normal(k3, (256, 8)),
+    )
+
+
+def manual_mlp(xs, w1, w2):
+    return jnp.tanh(xs @ w1) @ w2
+
+
+def test_every_strategy_measured_and_agrees(inputs):
+    c = compare(mlp, *inputs, in_axes=(0, None, None), manual=manual_mlp, batch_size=4, repeat=3)
+    assert isinstance(c, Comparison)
+    assert c.strategies == ["loop", "vmap", "map", "chunked", "manual"]
+    for r in c.results:
+        assert r.measurement is not None, r.error
+        assert r.agrees is True
+        assert (
+            r.items == 32 and r.run_seconds > 0 and r.compile_seconds > 0 and r.items_per_second > 0
+        )
+    # planned memory: chunks of 4 hold an eighth of the hidden activations that full vmap holds
+    assert c.get("chunked").temp_bytes < c.get("vmap").temp_bytes / 4
+    assert c.get("map").temp_bytes < c.get("vmap").temp_bytes
+    assert c.get("chunked").label == "chunked (chunk 4)"
+    text = repr(c)
+    assert "agrees with vmap: yes" in text and "items/s" in text
+    assert "<table" in c._repr_html_()
+    assert c.plot().axes
+
+
+def test_sweep_over_batch_sizes(inputs):
+    c = compare(
+        mlp,
+        *inputs,
+        in_axes=(0, None, None),
+        strategies=("vmap", "chunked"),
+        batch_size=4,
+        batch_sizes=[4, 16, 32],
+        repeat=3,
+    )
+    assert c.batch_sizes == [4, 16, 32]
+    vmap_temp = [c.get("vmap", b).temp_bytes for b in c.batch_sizes]
+    assert vmap_temp == sorted(vmap_temp) and vmap_temp[-1] > vmap_temp[0]  # grows with the batch
+    chunk_temp = [c.get("chunked", b).temp_bytes for b in (16, 32)]
+    assert chunk_temp[1] <= chunk_temp[0] * 1.5  # bounded by the chunk, not the batch
+    assert c.plot().axes
+
+
+def test_loop_limit_skips_instead_of_compiling_forever(inputs):
+    c = compare(
+        mlp, *inputs, in_axes=(0, None, None), strategies=("loop", "vmap"), loop_limit=16, repeat=3
+    )
+    loop = c.get("loop")
+    assert loop.measurement is None and "unrolls" in loop.error and loop.run_seconds is None
+    assert "skipped" in repr(c)
+
+
+def test_errors(inputs):
+    with pytest.raises(ValueError, match="`strategies` may hold"):
+        compare(mlp, *inputs, strategies=("pmap",))
+    with pytest.raises(ValueError, match="pass manual=my_batched_fn"):
+        compare(mlp, *inputs, strategies=("manual",))
+    with pytest.raises(ValueError, match=r"`batch_sizes` must lie in 1..32"):
+        compare(mlp, *inputs, in_axes=(0, None, None), batch_sizes=[128])
+    with pytest.raises(BatchAxisError, match="`w1` has 8 along axis 0 but the batch has 32"):
+        compare(mlp, *inputs)
+    with pytest.raises(TypeError, match="`manual` must be a function"):
+        compare(mlp, *inputs, in_axes=(0, None, None), manual="fast")
+    with pytest.raises(KeyError, match="no result for strategy='loop'"):
+        compare(mlp, *inputs, in_axes=(0, None, None), strategies=("vmap",), repeat=2).get("loop")
+
+
+def test_strategy_explorer_reuses_measured_points(inputs):
+    from batchlab.widgets import StrategyExplorer
+
+    sweep = compare(
+        mlp, *inputs, in_axes=(0, None, None), strategies=("vmap",), batch_sizes=[8, 32], repeat=2
+    )
+    ex = StrategyExplorer(
+        mlp,
+        *inputs,
+        in_axes=(0, None, None),
+        batch_sizes=[8, 32],
+        strategies=("vmap",),
+        chunk=4,
+        measured=sweep,
+        repeat=2,
+    )
+    assert ex.points[("vmap", 8)] is sweep.get("vmap", 8)  # reused, not re-measured
+    now = ex.update(batch_size=32, strategies=["vmap", "chunked"])
+    assert now.strategies == ["vmap", "chunked"] and now.get("chunked", 32).chunk == 4
+    assert ex.as_comparison().batch_sizes == [8, 32] and ex._plot(ex).axes
+
+
+def test_strategy_explorer_errors(inputs):
+    from batchlab.widgets import StrategyExplorer
+
+    with pytest.raises(ValueError, match="`strategies` may hold"):
+        StrategyExplorer(mlp, *inputs, batch_sizes=[8], strategies=("manual",))
+    with pytest.raises(ValueError, match="`batch_sizes` must list at least one"):
+        StrategyExplorer(mlp, *inputs, batch_sizes=[])
+    with pytest.raises(ValueError, match="`chunk` must be at least 1"):
+        StrategyExplorer(mlp, *inputs, batch_sizes=[8], chunk=0)

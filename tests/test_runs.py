@@ -1,0 +1,285 @@
+"""run_batches: outputs in order, memory limits, bad items, interrupts, resume (fault injection)."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import assert_close
+
+import batchlab
+from batchlab.runs import BatchItemError, BatchMemoryError, is_out_of_memory, short_message
+
+OOM_MESSAGE = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4.00GiB."
+
+
+def item_fn(x):
+    return jnp.tanh(x).sum() * 2.0
+
+
+def reference(xs):
+    return np.asarray(jax.vmap(item_fn)(jnp.asarray(xs)))
+
+
+def data(n, d=5, dtype=np.float32, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d)).astype(dtype)
+
+
+def check_good(result, xs, expected_indices=None):
+    """Every good item's output equals the fault-free run's, in input order."""
+    full = reference(xs)
+    idx = np.arange(len(xs)) if expected_indices is None else np.asarray(expected_indices)
+    np.testing.assert_array_equal(result.indices, idx)
+    if len(idx):
+        assert_close(result.outputs, full[idx])
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 16])
+@pytest.mark.parametrize("batch_size", [1, 3, 4, 100])
+def test_outputs_in_order_with_remainders(n, batch_size):
+    xs = data(n)
+    r = batchlab.run_batches(item_fn, xs, batch_size=batch_size, progress=False)
+    assert r.complete and r.failures == () and r.retries == 0
+    check_good(r, xs)
+    assert sum(b.items for b in r.batches) == n
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_dtypes_and_list_of_pytrees(dtype):
+    items = [{"a": np.full((3,), i, dtype), "b": np.asarray(i, dtype)} for i in range(6)]
+    r = batchlab.run_batches(lambda t: t["a"].sum() + t["b"], items, batch_size=4, progress=False)
+    assert r.outputs.dtype == dtype
+    np.testing.assert_array_equal(r.outputs, [4 * i for i in range(6)])
+
+
+def test_batched_fn_and_jitted(maybe_jit):
+    xs = data(9)
+    fn = maybe_jit(jax.vmap(item_fn))
+    r = batchlab.run_batches(fn, xs, batch_size=4, batched=True, progress=False)
+    check_good(r, xs)
+
+
+def test_auto_batch_size_follows_budget():
+    xs = data(64, d=32)
+    r = batchlab.run_batches(item_fn, xs, budget_bytes=4096, progress=False)
+    planned = batchlab.max_batch_size(item_fn, xs[0], budget_bytes=4096, upper=64)
+    assert r.batch_sizes == [int(planned)] and r.retries == 0
+    check_good(r, xs)
+
+
+def test_budget_forces_halving_and_labels_it():
+    xs = data(40, d=32)
+    fits = int(batchlab.max_batch_size(item_fn, xs[0], budget_bytes=2048))
+    r = batchlab.run_batches(item_fn, xs, batch_size=4 * fits, budget_bytes=2048, progress=False)
+    assert r.complete and r.retries == 2 and max(r.batch_sizes) <= fits
+    assert any(b.status.startswith("over budget") for b in r.batches)
+    assert not any(b.status.startswith("out of memory") for b in r.batches)
+    check_good(r, xs)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_xla_ooms(seed):
+    """A fake fn raising the real XLA error type at random; the run halves and finishes."""
+    rng = np.random.default_rng(seed)
+    xs = data(50)
+
+    def flaky(batch):
+        if batch.shape[0] > 1 and rng.random() < 0.4:
+            raise jax.errors.JaxRuntimeError(OOM_MESSAGE)
+        return jax.vmap(item_fn)(batch)
+
+    r = batchlab.run_batches(flaky, xs, batch_size=16, batched=True, progress=False)
+    assert r.complete and r.retries == sum(b.status.startswith("out of memory") for b in r.batches)
+    check_good(r, xs)
+
+
+def test_oom_at_minimum_size_stops_or_raises():
+    def always_oom(batch):
+        raise jax.errors.JaxRuntimeError(OOM_MESSAGE)
+
+    r = batchlab.run_batches(always_oom, data(8), batch_size=4, batched=True, progress=False)
+    assert not r.complete and "minimum batch size 1" in r.stop_reason and r.retries == 2
+    with pytest.raises(BatchMemoryError, match=r"minimum batch size 1.*Lower `min_batch_size`"):
+        batchlab.run_batches(always_oom, data(8), batch_size=4, batched=True, on_error="raise", progress=False)
+
+
+def test_nothing_fits_budget():
+    r = batchlab.run_batches(item_fn, data(4, d=64), budget_bytes=16, progress=False)
+    assert not r.complete and "not even one item fits" in r.stop_reason
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_bad_values_found_by_bisection(seed):
+    xs = data(37)
+    bad = sorted(np.random.default_rng(seed).choice(37, size=3, replace=False).tolist())
+    xs[bad, 0] = 1e6  # a marker the fake fn rejects
+
+    calls = []
+
+    def picky(batch):
+        calls.append(batch.shape[0])
+        if (np.asarray(batch)[:, 0] == 1e6).any():
+            raise ValueError("item out of range")
+        return jax.vmap(item_fn)(batch)
+
+    r = batchlab.run_batches(picky, xs, batch_size=8, batched=True, progress=False)
+    assert r.complete and r.failed_indices == bad
+    assert all("item out of range" in f.message for f in r.failures)
+    check_good(r, xs, [i for i in range(37) if i not in bad])
+    assert len(calls) < 37  # bisection, not one call per item
+
+
+def test_bad_shapes_and_dtypes_in_a_list():
+    items = [np.full((4,), i, np.float32) for i in range(10)]
+    items[2] = np.zeros((5,), np.float32)
+    items[7] = np.zeros((4,), np.int32)
+    r = batchlab.run_batches(lambda x: x.sum(), items, batch_size=4, progress=False)
+    assert r.failed_indices == [2, 7]
+    assert "item 2 is (5,) float32 where the other items are (4,) float32" in r.failures[0].message
+    assert "int32" in r.failures[1].message
+    np.testing.assert_array_equal(r.outputs, [4.0 * i for i in range(10) if i not in (2, 7)])
+    with pytest.raises(BatchItemError, match=r"item 2 failed .*on_error='skip'") as info:
+        batchlab.run_batches(lambda x: x.sum(), items, batch_size=4, on_error="raise", progress=False)
+    np.testing.assert_array_equal(info.value.result.indices, [0, 1, 3, 4])  # the batch holding item 2
+
+
+def test_nan_check_and_error_raise_keeps_results():
+    xs = data(12)
+    xs[5, 1] = np.nan
+    r = batchlab.run_batches(item_fn, xs, batch_size=4, check_nan=True, progress=False)
+    assert r.failed_indices == [5] and "NaN" in r.failures[0].message
+    check_good(r, xs, [i for i in range(12) if i != 5])
+    assert batchlab.run_batches(item_fn, xs, batch_size=4, progress=False).failures == ()
+    with pytest.raises(BatchItemError, match=r"item 5 failed") as info:
+        batchlab.run_batches(item_fn, xs, batch_size=4, check_nan=True, on_error="raise", progress=False)
+    np.testing.assert_array_equal(info.value.result.indices, [0, 1, 2, 3, 4, 6, 7])
+
+
+def test_keyboard_interrupt_inside_a_batch_then_resume(tmp_path):
+    xs = data(30)
+    calls = {"n": 0}
+
+    def interrupted_once(batch):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return jax.vmap(item_fn)(batch)
+
+    path = str(tmp_path / "run.npz")
+    r = batchlab.run_batches(interrupted_once, xs, batch_size=4, batched=True, checkpoint=path, progress=False)
+    assert not r.complete and "KeyboardInterrupt" in r.stop_reason
+    check_good(r, xs, range(8))
+    resumed = batchlab.run_batches(interrupted_once, xs, batch_size=4, batched=True, checkpoint=path,
+                                   progress=False)
+    assert resumed.complete and resumed.resumed_items == 8
+    uninterrupted = batchlab.run_batches(jax.vmap(item_fn), xs, batch_size=4, batched=True, progress=False)
+    np.testing.assert_array_equal(resumed.outputs, uninterrupted.outputs)
+    np.testing.assert_array_equal(resumed.indices, uninterrupted.indices)
+
+
+def test_ctrl_c_stops_after_the_current_batch(tmp_path):
+    xs = data(20)
+    calls = {"n": 0}
+
+    def send_sigint(batch):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return jax.vmap(item_fn)(batch)
+
+    r = batchlab.run_batches(send_sigint, xs, batch_size=5, batched=True, progress=False)
+    assert not r.complete and "Ctrl-C" in r.stop_reason
+    check_good(r, xs, range(10))  # the batch running when Ctrl-C came is kept
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_faults_together_resume_equals_fault_free(tmp_path):
+    """Budget halving + NaN items + Ctrl-C + resume: the same result as one clean run."""
+    xs = data(45, d=32)
+    xs[[4, 30], 2] = np.nan
+    trigger = {"at": -1, "calls": 0}
+
+    def batch_fn(batch):
+        if isinstance(batch, np.ndarray):  # a real call, not the planning trace
+            trigger["calls"] += 1
+            if trigger["calls"] == trigger["at"]:
+                os.kill(os.getpid(), signal.SIGINT)
+        return jax.vmap(item_fn)(batch)
+
+    fits = int(batchlab.max_batch_size(item_fn, xs[0], budget_bytes=2048))
+    kw = dict(batch_size=2 * fits, budget_bytes=2048, check_nan=True, batched=True, progress=False)
+    clean = batchlab.run_batches(batch_fn, xs, **kw)
+    assert clean.complete and clean.retries == 1 and clean.failed_indices == [4, 30]
+    path = str(tmp_path / "ck.npz")
+    assert len(clean.batches) == 1 + math.ceil(45 / fits)
+    trigger.update(at=2, calls=0)
+    first = batchlab.run_batches(batch_fn, xs, checkpoint=path, **kw)
+    assert not first.complete and "Ctrl-C" in first.stop_reason and len(first.indices) == 2 * fits - 1
+    resumed = batchlab.run_batches(batch_fn, xs, checkpoint=path, **kw)
+    assert resumed.complete and resumed.resumed_items == 2 * fits
+    np.testing.assert_array_equal(resumed.outputs, clean.outputs)
+    np.testing.assert_array_equal(resumed.indices, clean.indices)
+    assert resumed.failures == clean.failures and resumed.retries == clean.retries
+    again = batchlab.run_batches(batch_fn, xs, checkpoint=path, **kw)  # nothing left to do
+    assert again.resumed_items == 45 and len(again.batches) == len(resumed.batches)
+    np.testing.assert_array_equal(again.outputs, clean.outputs)
+
+
+def test_checkpoint_mismatch_is_refused(tmp_path):
+    path = str(tmp_path / "ck.npz")
+    batchlab.run_batches(item_fn, data(6), batch_size=2, checkpoint=path, progress=False)
+    with pytest.raises(batchlab.CheckpointError, match=r"different run .*items"):
+        batchlab.run_batches(item_fn, data(6, seed=1), batch_size=2, checkpoint=path, progress=False)
+    with pytest.raises(batchlab.CheckpointError, match=r"different run .*batch_size: 2 there, 3 now"):
+        batchlab.run_batches(item_fn, data(6), batch_size=3, checkpoint=path, progress=False)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(on_error="ignore"), ValueError, "`on_error` must be 'skip' or 'raise'"),
+        (dict(batch_size=0), ValueError, "`batch_size` must be at least 1"),
+        (dict(batch_size="big"), TypeError, "`batch_size` must be a positive int"),
+        (dict(budget_bytes=-5), ValueError, "`budget_bytes` must be at least 1"),
+        (dict(min_batch_size=0), ValueError, "`min_batch_size` must be at least 1"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        batchlab.run_batches(item_fn, data(4), progress=False, **kwargs)
+
+
+def test_bad_items_argument():
+    with pytest.raises(TypeError, match=r"`fn` must be a function"):
+        batchlab.run_batches(3, data(4))
+    with pytest.raises(TypeError, match=r"`items` must be a list of items or an array"):
+        batchlab.run_batches(item_fn, "abc")
+    with pytest.raises(ValueError, match=r"disagree on the number of items"):
+        batchlab.run_batches(item_fn, (np.ones((3, 2)), np.ones((4, 2))))
+    with pytest.raises(TypeError, match=r"`items` must hold arrays"):
+        batchlab.run_batches(item_fn, ["a", "b"])
+
+
+def test_error_helpers():
+    assert is_out_of_memory(jax.errors.JaxRuntimeError(OOM_MESSAGE))
+    assert is_out_of_memory(MemoryError())
+    assert not is_out_of_memory(jax.errors.JaxRuntimeError("INTERNAL: something else"))
+    assert short_message(ValueError("bad\n  detail\nValueError: the real cause")) == "ValueError: the real cause"
+    assert short_message(ValueError("x")) == "ValueError: x"
+
+
+def test_result_repr_and_output_lookup():
+    xs = data(6)
+    xs[3, 0] = np.nan
+    r = batchlab.run_batches(item_fn, xs, batch_size=4, check_nan=True, progress=False)
+    text = repr(r)
+    assert "5 of 6 with output, 1 failed; complete" in text and "failed item 3" in text
+    assert "<table" in r._repr_html_()
+    assert_close(r.output(4), reference(xs)[4])
+    with pytest.raises(KeyError, match=r"item 3 has no output: output of item 3 contains NaN"):
+        r.output(3)

@@ -1,0 +1,110 @@
+"""XLA's buffer assignment, read from the reports XLA writes for a real compiled function."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import batchlab
+from batchlab import allocator as A
+from batchlab.xla_buffers import parse_reports
+
+S = jax.ShapeDtypeStruct
+
+
+def layers(x, w):
+    for _ in range(3):
+        x = jnp.sort(jnp.tanh(x @ w), axis=-1)
+    return x.sum(0)
+
+
+@pytest.fixture(scope="module")
+def assignment():
+    return batchlab.buffer_assignment(layers, S((64, 32), jnp.float32), S((32, 32), jnp.float32))
+
+
+def test_parameters_and_sequence(assignment):
+    params = assignment.allocations_of("parameter")
+    assert sorted(a.size for a in params) == [32 * 32 * 4, 64 * 32 * 4]
+    assert len(assignment.sequence) > 3
+    for v in assignment.values:
+        assert 0 <= v.start <= v.end <= len(assignment.sequence)
+
+
+def test_xla_reuses_temp_memory(assignment):
+    assert assignment.shared_allocations >= 1
+    assert assignment.temp_value_bytes > assignment.temp_bytes > 0
+    assert assignment.temp_bytes <= batchlab.memory_estimate(layers, S((64, 32), jnp.float32),
+                                                             S((32, 32), jnp.float32)).temp_bytes
+
+
+def test_values_sharing_bytes_are_never_live_together(assignment):
+    for a in assignment.allocations:
+        values = [v for v in a.values if v.start is not None]
+        for i, p in enumerate(values):
+            for q in values[i + 1:]:
+                if p.offset < q.offset + q.size and q.offset < p.offset + p.size:
+                    assert p.end <= q.start or q.end <= p.start, (p, q)
+
+
+def test_trace_replays_through_the_simulation(assignment):
+    trace = assignment.to_trace()
+    assert trace.n_allocs == len([v for a in assignment.allocations_of("parameter", "output", "temp")
+                                  for v in a.values if v.start is not None])
+    tl = A.replay(trace, A.BFCAllocator(1 << 22))
+    assert tl.peak_in_use == trace.peak_live_bytes and not tl.failures
+    assert "XLA" in trace.source and "simulation" in trace.source
+
+
+def test_donated_parameter_is_live_out():
+    ba = batchlab.buffer_assignment(lambda x: x.at[0].set(1.0), S((256,), jnp.float32), donate_argnums=0)
+    (param,) = ba.allocations_of("parameter")
+    assert param.live_out and param.size == 1024
+
+
+def test_jitted_function_and_reprs(assignment):
+    ba = batchlab.buffer_assignment(jax.jit(lambda x: x * 2), jnp.ones(8))
+    assert ba.allocations_of("parameter")[0].size == 32
+    assert "BufferAssignment(" in repr(assignment) and "<table" in assignment._repr_html_()
+    assert len(assignment.plot().axes) == 1
+
+
+def test_parse_hand_written_report():
+    buffers = """BufferAssignment:
+allocation 0: size 64, parameter 0, shape |f32[16]| at ShapeIndex {}:
+ value: <3 x.1 @0> (size=64,offset=0): f32[16]{0}
+allocation 1: size 128, preallocated-temp:
+ value: <4 a @0> (size=64,offset=0): f32[16]{0}
+ value: <5 b @0> (size=64,offset=64): f32[16]{0}
+ value: <6 c @0> (size=64,offset=0): f32[16]{0}
+"""
+    ranges = """HloLiveRange (max 4):
+  InstructionSequence:
+    0:x.1
+    1:a
+    2:b
+    3:c
+  BufferLiveRange:
+    x.1{}:0-4
+    a{}:1-2
+    b{}:2-3
+    c{}:3-4
+"""
+    allocations, sequence = parse_reports(buffers, ranges)
+    assert sequence == ["x.1", "a", "b", "c"]
+    assert [(a.index, a.size, a.kind) for a in allocations] == [(0, 64, "parameter"), (1, 128, "temp")]
+    assert [(v.name, v.offset, v.start, v.end) for v in allocations[1].values] == [
+        ("a", 0, 1, 2), ("b", 64, 2, 3), ("c", 0, 3, 4)]
+
+
+def test_errors(monkeypatch):
+    with pytest.raises(TypeError, match=r"must be a function"):
+        batchlab.buffer_assignment(3, jnp.ones(3))
+    with pytest.raises(TypeError, match=r"JAX can only trace"):
+        batchlab.buffer_assignment(lambda s: s, "text")
+    with pytest.raises(ValueError, match=r"already jax.jit-wrapped"):
+        batchlab.buffer_assignment(jax.jit(lambda x: x), jnp.ones(3), donate_argnums=0)
+    monkeypatch.setattr("batchlab.xla_buffers.glob.glob", lambda pattern: [])
+    with pytest.raises(RuntimeError, match=r"no .*buffer-assignment"):
+        batchlab.buffer_assignment(lambda x: x + 1, jnp.ones(3))
