@@ -11,24 +11,13 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 # measuring (issue 2)
+# loading and scaling (issue 7)
+from . import loading as loading
 from ._format import format_bytes as format_bytes
+from ._format import format_count as format_count
 from ._format import format_seconds as format_seconds
-from .compiles import CompileCount as CompileCount
-from .compiles import count_compiles as count_compiles
-from .config import sizes as sizes
-from .environment import Environment as Environment
-from .environment import environment as environment
-from .measure import Measurement as Measurement
-from .measure import measure as measure
-from .memory import DeviceMemory as DeviceMemory
-from .memory import LiveMemory as LiveMemory
-from .memory import MemoryEstimate as MemoryEstimate
-from .memory import device_memory as device_memory
-from .memory import device_memory_unavailable_reason as device_memory_unavailable_reason
-from .memory import live_memory as live_memory
-from .memory import memory_estimate as memory_estimate
-from .sweep import Sweep as Sweep
-from .sweep import sweep as sweep
+from ._format import html_table as html_table
+from ._format import text_table as text_table
 
 # strategies, axes and broadcasting (issue 3)
 from .axes import AxesExplanation as AxesExplanation
@@ -37,9 +26,6 @@ from .axes import explain_axes as explain_axes
 from .broadcasting import BroadcastError as BroadcastError
 from .broadcasting import SilentBroadcastWarning as SilentBroadcastWarning
 from .broadcasting import check_broadcast as check_broadcast
-from .compare import Comparison as Comparison
-from .compare import compare as compare
-from .strategies import batch as batch
 
 # ragged data (issue 4)
 from .bucketing import Bucket as Bucket
@@ -50,20 +36,6 @@ from .bucketing import optimal_boundaries as optimal_boundaries
 from .bucketing import padding_report as padding_report
 from .bucketing import power_of_two_boundaries as power_of_two_boundaries
 from .bucketing import quantile_boundaries as quantile_boundaries
-from .datasets import TokenDataset as TokenDataset
-from .datasets import load_stdlib_functions as load_stdlib_functions
-from .datasets import lognormal_lengths as lognormal_lengths
-from .datasets import random_sequences as random_sequences
-from .datasets import zipf_lengths as zipf_lengths
-from .masking import masked_logsumexp as masked_logsumexp
-from .masking import masked_max as masked_max
-from .masking import masked_mean as masked_mean
-from .masking import masked_softmax as masked_softmax
-from .masking import masked_sum as masked_sum
-from .padding import Padded as Padded
-from .padding import Ragged as Ragged
-from .padding import pad as pad
-from .padding import unpad as unpad
 
 # memory limits and faults (issue 5)
 from .budget import BatchSizeResult as BatchSizeResult
@@ -71,10 +43,18 @@ from .budget import Budget as Budget
 from .budget import default_budget as default_budget
 from .budget import max_batch_size as max_batch_size
 from .checkpoint import CheckpointError as CheckpointError
-from .run_result import BatchItemError as BatchItemError
-from .run_result import BatchMemoryError as BatchMemoryError
-from .runs import RunResult as RunResult
-from .runs import run_batches as run_batches
+from .compare import Comparison as Comparison
+from .compare import compare as compare
+from .compiles import CompileCount as CompileCount
+from .compiles import count_compiles as count_compiles
+from .config import sizes as sizes
+from .datasets import TokenDataset as TokenDataset
+from .datasets import load_stdlib_functions as load_stdlib_functions
+from .datasets import lognormal_lengths as lognormal_lengths
+from .datasets import random_sequences as random_sequences
+from .datasets import zipf_lengths as zipf_lengths
+from .environment import Environment as Environment
+from .environment import environment as environment
 
 # fragmentation and in-place updates (issue 6)
 from .inplace import CompiledUpdate as CompiledUpdate
@@ -83,12 +63,34 @@ from .inplace import EagerUpdate as EagerUpdate
 from .inplace import compiled_update as compiled_update
 from .inplace import donate as donate
 from .inplace import eager_update as eager_update
-from .xla_buffers import BufferAssignment as BufferAssignment
-from .xla_buffers import buffer_assignment as buffer_assignment
-
-# loading and scaling (issue 7)
-from . import loading as loading
+from .live import DeviceMemory as DeviceMemory
+from .live import LiveMemory as LiveMemory
+from .live import device_memory as device_memory
+from .live import device_memory_unavailable_reason as device_memory_unavailable_reason
+from .live import live_memory as live_memory
+from .masking import masked_logsumexp as masked_logsumexp
+from .masking import masked_max as masked_max
+from .masking import masked_mean as masked_mean
+from .masking import masked_softmax as masked_softmax
+from .masking import masked_sum as masked_sum
+from .measure import Measurement as Measurement
+from .measure import measure as measure
+from .memory import MemoryEstimate as MemoryEstimate
+from .memory import memory_estimate as memory_estimate
+from .padding import Padded as Padded
+from .padding import Ragged as Ragged
+from .padding import pad as pad
+from .padding import unpad as unpad
 from .prefetch import prefetch as prefetch
+from .run_result import BatchItemError as BatchItemError
+from .run_result import BatchMemoryError as BatchMemoryError
+from .runs import RunResult as RunResult
+from .runs import run_batches as run_batches
 from .sharding import ShardedBatch as ShardedBatch
 from .sharding import measure_scaling as measure_scaling
 from .sharding import shard_batch as shard_batch
+from .strategies import batch as batch
+from .sweep import Sweep as Sweep
+from .sweep import sweep as sweep
+from .xla_buffers import BufferAssignment as BufferAssignment
+from .xla_buffers import buffer_assignment as buffer_assignment

@@ -45,7 +45,7 @@ def check_array_tree(tree: Any, name: str = "args") -> None:
     for path, leaf in leaves:
         if leaf is None:
             continue  # None is an empty pytree node: fine for JAX
-        if isinstance(leaf, _ARRAY_TYPES) or isinstance(leaf, numbers.Number):
+        if isinstance(leaf, (*_ARRAY_TYPES, numbers.Number)):
             continue
         where = f"{name}{jax.tree_util.keystr(path)}"
         raise TypeError(

@@ -91,7 +91,7 @@ def text_table(rows: Sequence[Sequence[object]], header: Sequence[str] | None = 
     if not cells:
         return ""
     widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(max(map(len, cells)))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in cells]
     if header:
         lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
@@ -105,10 +105,23 @@ def html_table(
     """A small, escaped HTML table for ``_repr_html_``."""
     out = ['<table style="border-collapse:collapse;font-family:monospace">']
     if caption:
-        out.append(f'<caption style="text-align:left;font-weight:bold">{html.escape(caption)}</caption>')
+        out.append(
+            f'<caption style="text-align:left;font-weight:bold">{html.escape(caption)}</caption>'
+        )
     if header:
-        out.append("<tr>" + "".join(f"<th style='text-align:left;padding:2px 8px'>{html.escape(str(h))}</th>" for h in header) + "</tr>")
+        out.append(
+            "<tr>"
+            + "".join(
+                f"<th style='text-align:left;padding:2px 8px'>{html.escape(str(h))}</th>"
+                for h in header
+            )
+            + "</tr>"
+        )
     for r in rows:
-        out.append("<tr>" + "".join(f"<td style='padding:2px 8px'>{html.escape(str(c))}</td>" for c in r) + "</tr>")
+        out.append(
+            "<tr>"
+            + "".join(f"<td style='padding:2px 8px'>{html.escape(str(c))}</td>" for c in r)
+            + "</tr>"
+        )
     out.append("</table>")
     return "".join(out)

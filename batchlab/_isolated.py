@@ -20,11 +20,13 @@ from typing import Any
 def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]):
     """Runs :func:`batchlab.measure` in a child process and returns its result."""
     import cloudpickle
-    import numpy as np
     import jax
+    import numpy as np
 
     # Send host copies: a device buffer cannot cross processes.
-    host_args = jax.tree_util.tree_map(lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs))
+    host_args = jax.tree_util.tree_map(
+        lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs)
+    )
     payload = cloudpickle.dumps((fn, host_args, options))
     proc = subprocess.run(
         [sys.executable, "-m", "batchlab._isolated_child"],
@@ -35,6 +37,7 @@ def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]
     )
     if proc.returncode != 0:
         raise RuntimeError(
-            "The isolated measurement failed in its subprocess:\n" + proc.stderr.decode(errors="replace")[-3000:]
+            "The isolated measurement failed in its subprocess:\n"
+            + proc.stderr.decode(errors="replace")[-3000:]
         )
     return pickle.loads(proc.stdout)

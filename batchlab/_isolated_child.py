@@ -36,8 +36,11 @@ def main() -> None:
         result,
         isolated=True,
         host_peak_rss_bytes=int(peak_kib * scale),
-        notes=(*result.notes, f"measured in a fresh process; host peak RSS before the call was "
-                              f"{base_rss * scale / 2**20:.0f} MiB (jax and inputs loaded)"),
+        notes=(
+            *result.notes,
+            f"measured in a fresh process; host peak RSS before the call was "
+            f"{base_rss * scale / 2**20:.0f} MiB (jax and inputs loaded)",
+        ),
     )
     sys.stdout.buffer.write(pickle.dumps(result))
     sys.stdout.flush()

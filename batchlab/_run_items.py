@@ -27,8 +27,10 @@ def _leaf_spec(leaf: Any) -> tuple:
 
 def _describe(spec: tuple) -> str:
     treedef, leaves = spec
-    text = ", ".join(f"{leaf[0]} {leaf[1]}" if leaf[0] != "not an array" else f"a {leaf[1]} (not an array)"
-                     for leaf in leaves)
+    text = ", ".join(
+        f"{leaf[0]} {leaf[1]}" if leaf[0] != "not an array" else f"a {leaf[1]} (not an array)"
+        for leaf in leaves
+    )
     return text if len(leaves) == 1 else f"{treedef} with leaves [{text}]"
 
 
@@ -50,12 +52,18 @@ class Items:
                 return
             common, _ = Counter(specs).most_common(1)[0]
             if any(leaf[0] == "not an array" for leaf in common[1]):
-                raise TypeError(f"`items` must hold arrays (or pytrees of arrays); most items are {_describe(common)}.")
+                raise TypeError(
+                    f"`items` must hold arrays (or pytrees of arrays); most items are {_describe(common)}."
+                )
             for i, spec in enumerate(specs):
                 if spec != common:
-                    self.bad[i] = f"item {i} is {_describe(spec)} where the other items are {_describe(common)}"
+                    self.bad[i] = (
+                        f"item {i} is {_describe(spec)} where the other items are {_describe(common)}"
+                    )
             first = items[specs.index(common)]
-            self.spec_item = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a), np.result_type(a)), first)
+            self.spec_item = jax.tree_util.tree_map(
+                lambda a: jax.ShapeDtypeStruct(np.shape(a), np.result_type(a)), first
+            )
             return
         self.kind = "arrays"
         leaves = jax.tree_util.tree_leaves(items)
@@ -72,7 +80,9 @@ class Items:
             )
         self.tree = items
         self.n = lengths[0]
-        self.spec_item = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(np.shape(a)[1:], a.dtype), items)
+        self.spec_item = jax.tree_util.tree_map(
+            lambda a: jax.ShapeDtypeStruct(np.shape(a)[1:], a.dtype), items
+        )
 
     def window(self, start: int, size: int) -> tuple[list[int], list[int], int]:
         """The next ``size`` good indices from ``start``, the bad ones passed, and where it ends."""
@@ -85,7 +95,8 @@ class Items:
     def take(self, indices: list[int]) -> Any:
         """The items at ``indices`` stacked along a new leading axis (numpy, on the host)."""
         if self.kind == "list":
-            return jax.tree_util.tree_map(lambda *xs: np.stack([np.asarray(x) for x in xs]),
-                                          *[self.list[i] for i in indices])
+            return jax.tree_util.tree_map(
+                lambda *xs: np.stack([np.asarray(x) for x in xs]), *[self.list[i] for i in indices]
+            )
         where = np.asarray(indices)
         return jax.tree_util.tree_map(lambda a: a[where], self.tree)

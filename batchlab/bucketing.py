@@ -38,9 +38,15 @@ def _lengths(lengths: Any) -> np.ndarray:
     if isinstance(lengths, Ragged):
         return lengths.lengths
     arr = np.asarray(lengths)
-    if arr.ndim != 1 or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)) or np.any(arr < 0):
-        raise ValueError(f"`lengths` must be a 1-D array of non-negative ints, got "
-                         f"{arr.dtype}{list(arr.shape)}; pass e.g. data.lengths or [len(s) for s in seqs].")
+    if (
+        arr.ndim != 1
+        or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer))
+        or np.any(arr < 0)
+    ):
+        raise ValueError(
+            f"`lengths` must be a 1-D array of non-negative ints, got "
+            f"{arr.dtype}{list(arr.shape)}; pass e.g. data.lengths or [len(s) for s in seqs]."
+        )
     return arr.astype(np.int64)
 
 
@@ -48,12 +54,18 @@ def check_boundaries(boundaries: Any, lengths: np.ndarray) -> np.ndarray:
     """Returns ``boundaries`` as sorted int64 after checking they cover every length."""
     b = np.asarray(boundaries)
     if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer):
-        raise TypeError(f"`boundaries` must be a non-empty list of ints (bucket upper lengths), got {boundaries!r:.80}.")
+        raise TypeError(
+            f"`boundaries` must be a non-empty list of ints (bucket upper lengths), got {boundaries!r:.80}."
+        )
     if np.any(np.diff(b) <= 0) or b[0] < 1:
-        raise ValueError(f"`boundaries` must be positive and strictly increasing, got {b.tolist()}.")
+        raise ValueError(
+            f"`boundaries` must be positive and strictly increasing, got {b.tolist()}."
+        )
     if len(lengths) and lengths.max() > b[-1]:
-        raise ValueError(f"the longest item has length {int(lengths.max())} but the last boundary is {int(b[-1])}; "
-                         f"add a boundary >= {int(lengths.max())} (or pad with truncate=True first).")
+        raise ValueError(
+            f"the longest item has length {int(lengths.max())} but the last boundary is {int(b[-1])}; "
+            f"add a boundary >= {int(lengths.max())} (or pad with truncate=True first)."
+        )
     return b.astype(np.int64)
 
 
@@ -120,7 +132,9 @@ def quantile_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
     lengths, n_buckets = _lengths(lengths), check_positive_int(n_buckets, "n_buckets")
     if not len(lengths):
         return np.ones(1, dtype=np.int64)
-    q = np.quantile(np.maximum(lengths, 1), np.arange(1, n_buckets + 1) / n_buckets, method="inverted_cdf")
+    q = np.quantile(
+        np.maximum(lengths, 1), np.arange(1, n_buckets + 1) / n_buckets, method="inverted_cdf"
+    )
     return np.unique(q.astype(np.int64))
 
 
@@ -190,10 +204,16 @@ class Buckets:
     def restore(self, outputs: list[Any]) -> np.ndarray:
         """Per-bucket outputs (leading axis = the bucket's items) -> one array in input order."""
         if len(outputs) != len(self.buckets):
-            raise ValueError(f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
-                             f"pass one result per bucket, in order.")
+            raise ValueError(
+                f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
+                f"pass one result per bucket, in order."
+            )
         stacked = np.concatenate([np.asarray(o) for o in outputs]) if outputs else np.zeros(0)
-        order = np.concatenate([b.indices for b in self.buckets]) if self.buckets else np.zeros(0, np.int64)
+        order = (
+            np.concatenate([b.indices for b in self.buckets])
+            if self.buckets
+            else np.zeros(0, np.int64)
+        )
         result = np.empty_like(stacked)
         result[order] = stacked
         return result
@@ -206,16 +226,27 @@ class Buckets:
         return [(b.boundary, len(b.indices), f"{b.padded.waste:.1%}") for b in self.buckets]
 
     def __repr__(self) -> str:
-        return (f"Buckets({self.n_items} items in {len(self)} buckets, padding {self.waste:.1%})\n"
-                + text_table(self._rows(), ["boundary", "items", "padding"]))
+        return (
+            f"Buckets({self.n_items} items in {len(self)} buckets, padding {self.waste:.1%})\n"
+            + text_table(self._rows(), ["boundary", "items", "padding"])
+        )
 
     def _repr_html_(self) -> str:
-        return html_table(self._rows(), ["boundary", "items", "padding"],
-                          caption=f"{self.n_items} items in {len(self)} buckets, padding {self.waste:.1%}")
+        return html_table(
+            self._rows(),
+            ["boundary", "items", "padding"],
+            caption=f"{self.n_items} items in {len(self)} buckets, padding {self.waste:.1%}",
+        )
 
 
-def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None, value: Any = 0,
-              dtype: Any = None) -> Buckets:
+def bucketize(
+    seqs: Any,
+    *,
+    boundaries: Any = None,
+    n_buckets: int | None = None,
+    value: Any = 0,
+    dtype: Any = None,
+) -> Buckets:
     """Groups items by length and pads each group to its bucket boundary.
 
     Args:
@@ -241,11 +272,17 @@ def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None
       [3, 1, 2]
     """
     if (boundaries is None) == (n_buckets is None):
-        raise ValueError("pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
-                         f"got boundaries={boundaries!r:.40} and n_buckets={n_buckets!r}.")
+        raise ValueError(
+            "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
+            f"got boundaries={boundaries!r:.40} and n_buckets={n_buckets!r}."
+        )
     ragged = as_ragged(seqs, dtype=dtype)
     lengths = ragged.lengths
-    b = optimal_boundaries(lengths, n_buckets) if n_buckets is not None else check_boundaries(boundaries, lengths)
+    b = (
+        optimal_boundaries(lengths, n_buckets)
+        if n_buckets is not None
+        else check_boundaries(boundaries, lengths)
+    )
     _check_value(value, ragged.flat.dtype)
     which = np.searchsorted(b, lengths)
     order = np.argsort(which, kind="stable")
@@ -294,21 +331,31 @@ class PaddingReport:
         for r in self.rows:
             if r.strategy == strategy:
                 return r
-        raise KeyError(f"no strategy {strategy!r} in this report; it has {[r.strategy for r in self.rows]}.")
+        raise KeyError(
+            f"no strategy {strategy!r} in this report; it has {[r.strategy for r in self.rows]}."
+        )
 
     def _rows(self) -> list[tuple]:
-        return [(r.strategy, f"{r.padded_elements:,}", f"{r.ratio:.2f}x", f"{r.waste:.1%}", r.shapes)
-                for r in self.rows]
+        return [
+            (r.strategy, f"{r.padded_elements:,}", f"{r.ratio:.2f}x", f"{r.waste:.1%}", r.shapes)
+            for r in self.rows
+        ]
 
     _HEADER = ("strategy", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
 
     def __repr__(self) -> str:
-        return (f"PaddingReport({len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements)\n"
-                + text_table(self._rows(), self._HEADER))
+        return (
+            f"PaddingReport({len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements)\n"
+            + text_table(self._rows(), self._HEADER)
+        )
 
     def _repr_html_(self) -> str:
-        return html_table(self._rows(), self._HEADER, caption=f"Padding cost of {len(self.lengths):,} items "
-                          f"(ragged minimum {int(self.lengths.sum()):,} elements; counted, not timed)")
+        return html_table(
+            self._rows(),
+            self._HEADER,
+            caption=f"Padding cost of {len(self.lengths):,} items "
+            f"(ragged minimum {int(self.lengths.sum()):,} elements; counted, not timed)",
+        )
 
     def plot(self, *, axes=None):
         """Length histogram with each strategy's boundaries drawn (see ``batchlab.widgets.ragged``)."""
@@ -317,7 +364,9 @@ class PaddingReport:
         return plot_padding_report(self, axes=axes)
 
 
-def strategy_boundaries(lengths: Any, strategy: str, *, n_buckets: int = 8, boundaries: Any = None) -> np.ndarray:
+def strategy_boundaries(
+    lengths: Any, strategy: str, *, n_buckets: int = 8, boundaries: Any = None
+) -> np.ndarray:
     """Boundaries of one strategy: ``max`` (one bucket), ``fixed`` (``boundaries`` or equal width),
     ``pow2``, ``quantile`` or ``optimal`` (both with ``n_buckets``).
 
@@ -341,8 +390,13 @@ def strategy_boundaries(lengths: Any, strategy: str, *, n_buckets: int = 8, boun
     raise ValueError(f"`strategy` must be one of {list(STRATEGIES)}, got {strategy!r}.")
 
 
-def padding_report(lengths: Any, strategy: str | tuple[str, ...] | None = None, *, n_buckets: int = 8,
-                   boundaries: Any = None) -> PaddingReport:
+def padding_report(
+    lengths: Any,
+    strategy: str | tuple[str, ...] | None = None,
+    *,
+    n_buckets: int = 8,
+    boundaries: Any = None,
+) -> PaddingReport:
     """Counts padded elements, wasted compute and compiled shapes for padding strategies.
 
     Every figure is counted from the lengths (no timing): padded elements are
@@ -370,10 +424,16 @@ def padding_report(lengths: Any, strategy: str | tuple[str, ...] | None = None, 
       (32, 17, 2)
     """
     lengths = _lengths(lengths)
-    names = STRATEGIES if strategy is None else ((strategy,) if isinstance(strategy, str) else tuple(strategy))
+    names = (
+        STRATEGIES
+        if strategy is None
+        else ((strategy,) if isinstance(strategy, str) else tuple(strategy))
+    )
     rows = []
     for name in names:
         b = strategy_boundaries(lengths, name, n_buckets=n_buckets, boundaries=boundaries)
         used = np.unique(np.searchsorted(b, lengths)).size
-        rows.append(StrategyCost(name, b, padded_elements(lengths, b), int(lengths.sum()), int(used)))
+        rows.append(
+            StrategyCost(name, b, padded_elements(lengths, b), int(lengths.sum()), int(used))
+        )
     return PaddingReport(lengths, tuple(rows))

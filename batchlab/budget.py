@@ -26,7 +26,8 @@ import numpy as np
 
 from ._checks import check_callable, check_positive_int
 from ._format import format_bytes, html_table, text_table
-from .memory import MemoryEstimate, device_memory, estimate_from_compiled
+from .live import device_memory
+from .memory import MemoryEstimate, estimate_from_compiled
 
 STRATEGIES = ("vmap", "map", "chunked")
 CPU_FRACTION = 0.5
@@ -87,13 +88,16 @@ def batched(fn: Callable, strategy: str = "vmap", chunk_size: int | None = None)
             )
         return jax.vmap(fn)
     if strategy == "chunked" and chunk_size is None:
-        raise ValueError("strategy='chunked' needs `chunk_size` (items per chunk), e.g. chunk_size=32.")
+        raise ValueError(
+            "strategy='chunked' needs `chunk_size` (items per chunk), e.g. chunk_size=32."
+        )
     chunk = check_positive_int(chunk_size, "chunk_size", allow_none=True)
     return lambda xs: jax.lax.map(fn, xs, batch_size=chunk)
 
 
 def batch_spec(example_item: Any, batch_size: int) -> Any:
     """``ShapeDtypeStruct`` pytree of a batch of ``batch_size`` items like ``example_item``."""
+
     def one(leaf):
         if not hasattr(leaf, "shape") or not hasattr(leaf, "dtype"):
             leaf = np.asarray(leaf)
@@ -148,10 +152,16 @@ class BatchSizeResult:
 
     def _rows(self) -> list[tuple[str, str]]:
         strategy = self.strategy + (f" (chunk_size={self.chunk_size})" if self.chunk_size else "")
-        rows = [("largest batch", str(self.batch_size) + (" (capped by `upper`)" if self.capped else "")),
-                ("planned bytes there", format_bytes(self.planned_bytes)),
-                ("budget", f"{format_bytes(self.budget_bytes)} ({self.budget_source})"),
-                ("strategy", strategy), ("compilations", str(self.compilations))]
+        rows = [
+            (
+                "largest batch",
+                str(self.batch_size) + (" (capped by `upper`)" if self.capped else ""),
+            ),
+            ("planned bytes there", format_bytes(self.planned_bytes)),
+            ("budget", f"{format_bytes(self.budget_bytes)} ({self.budget_source})"),
+            ("strategy", strategy),
+            ("compilations", str(self.compilations)),
+        ]
         if not self.monotone:
             rows.append(("warning", "planned bytes are not monotone in the batch size"))
         return rows
@@ -160,8 +170,9 @@ class BatchSizeResult:
         return f"BatchSizeResult ({self.source})\n" + text_table(self._rows())
 
     def _repr_html_(self) -> str:
-        return html_table(self._rows(), header=("figure", "value"),
-                          caption=f"max_batch_size ({self.source})")
+        return html_table(
+            self._rows(), header=("figure", "value"), caption=f"max_batch_size ({self.source})"
+        )
 
     def plot(self, *, axes=None):
         """Planned bytes against batch size, with the budget and the answer marked."""
@@ -222,12 +233,20 @@ def max_batch_size(
     upper = _DEFAULT_UPPER if upper is None else check_positive_int(upper, "upper")
     multiple = chunk_size if strategy != "vmap" and chunk_size and chunk_size > 1 else None
     answer, curve = search(jax.jit(f), example_item, budget.bytes, upper, multiple)
-    return BatchSizeResult(answer, budget.bytes, budget.source, strategy, chunk_size,
-                           tuple(sorted(curve.items())), upper)
+    return BatchSizeResult(
+        answer,
+        budget.bytes,
+        budget.source,
+        strategy,
+        chunk_size,
+        tuple(sorted(curve.items())),
+        upper,
+    )
 
 
-def search(jitted: Callable, example_item: Any, budget_bytes: int, upper: int,
-           multiple: int | None = None) -> tuple[int, dict[int, int]]:
+def search(
+    jitted: Callable, example_item: Any, budget_bytes: int, upper: int, multiple: int | None = None
+) -> tuple[int, dict[int, int]]:
     """Doubling then bisection over batch sizes; returns ``(answer, {batch: planned bytes})``.
 
     ``jitted`` takes a whole batch and has ``.lower`` (a ``jax.jit`` function).
@@ -272,7 +291,9 @@ def compilation_target(answer: int) -> int:
     return 2 * math.floor(math.log2(answer)) + 2 if answer >= 1 else 1
 
 
-def plot_budget_curves(results: list[BatchSizeResult], *, axes=None, labels: list[str] | None = None):
+def plot_budget_curves(
+    results: list[BatchSizeResult], *, axes=None, labels: list[str] | None = None
+):
     """Planned bytes versus batch size for several searches, with the budget line.
 
     Each curve is drawn from the points its search compiled; the answer of
@@ -288,18 +309,37 @@ def plot_budget_curves(results: list[BatchSizeResult], *, axes=None, labels: lis
     colors = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
     styles = (("s-", 7, 3), ("o--", 5, 2), ("^-.", 5, 2), ("v:", 5, 2))
     for i, r in enumerate(results):
-        label = labels[i] if labels else r.strategy + (f" (chunk {r.chunk_size})" if r.chunk_size else "")
+        label = (
+            labels[i]
+            if labels
+            else r.strategy + (f" (chunk {r.chunk_size})" if r.chunk_size else "")
+        )
         xs, ys = zip(*r.curve, strict=True)
         color = colors[i % len(colors)]
         fmt, ms, z = styles[i % len(styles)]
-        axes.plot(xs, ys, fmt, color=color, ms=ms, zorder=z, label=f"{label}: largest batch {r.batch_size}")
+        axes.plot(
+            xs,
+            ys,
+            fmt,
+            color=color,
+            ms=ms,
+            zorder=z,
+            label=f"{label}: largest batch {r.batch_size}",
+        )
         if r.planned_bytes is not None:
             axes.plot([r.batch_size], [r.planned_bytes], "o", ms=14, mfc="none", mec=color, mew=2)
     budgets = sorted({r.budget_bytes for r in results})
     for b in budgets:
         axes.axhline(b, color="red", ls="--", lw=1.5)
-    axes.text(0.01, budgets[-1], f" budget {format_bytes(budgets[-1])}", color="red", ha="left",
-              va="bottom", transform=axes.get_yaxis_transform())
+    axes.text(
+        0.01,
+        budgets[-1],
+        f" budget {format_bytes(budgets[-1])}",
+        color="red",
+        ha="left",
+        va="bottom",
+        transform=axes.get_yaxis_transform(),
+    )
     axes.set_xscale("log", base=2)
     axes.set_yscale("log", base=2)
     axes.yaxis.set_major_formatter(FuncFormatter(lambda y, _: format_bytes(y)))
@@ -311,4 +351,11 @@ def plot_budget_curves(results: list[BatchSizeResult], *, axes=None, labels: lis
     return fig
 
 
-__all__ = ["BatchSizeResult", "Budget", "batched", "default_budget", "max_batch_size", "planned_bytes"]
+__all__ = [
+    "BatchSizeResult",
+    "Budget",
+    "batched",
+    "default_budget",
+    "max_batch_size",
+    "planned_bytes",
+]

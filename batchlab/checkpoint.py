@@ -81,8 +81,12 @@ class Checkpoint:
         return f"Checkpoint({self.path!r}: arrays {names}; state keys {sorted(self.state)})"
 
 
-def save_checkpoint(path: str | os.PathLike, arrays: dict[str, np.ndarray], state: dict[str, Any],
-                    parts: dict[str, Any]) -> None:
+def save_checkpoint(
+    path: str | os.PathLike,
+    arrays: dict[str, np.ndarray],
+    state: dict[str, Any],
+    parts: dict[str, Any],
+) -> None:
     """Writes ``arrays`` and a JSON manifest to ``path`` atomically.
 
     Args:
@@ -103,9 +107,17 @@ def save_checkpoint(path: str | os.PathLike, arrays: dict[str, np.ndarray], stat
     arrays = {k: np.asarray(v) for k, v in arrays.items()}
     for name, a in arrays.items():
         if name.startswith("__") or a.dtype == object:
-            raise ValueError(f"checkpoint array {name!r} must be a numeric array with a plain name, got {a.dtype}.")
-    manifest = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint(parts), "parts": parts,
-                "state": state, "arrays": {k: _sha256(v) for k, v in arrays.items()}}
+            raise ValueError(
+                f"checkpoint array {name!r} must be a numeric array with a plain name, got {a.dtype}."
+            )
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "fingerprint": fingerprint(parts),
+        "parts": parts,
+        "state": state,
+        "arrays": {k: _sha256(v) for k, v in arrays.items()},
+    }
     blob = np.frombuffer(json.dumps(manifest, sort_keys=True, default=str).encode(), dtype=np.uint8)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
@@ -158,10 +170,14 @@ def load_checkpoint(path: str | os.PathLike, parts: dict[str, Any]) -> Checkpoin
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _corrupt(path, "unknown format")
     if manifest.get("version") != VERSION:
-        raise _corrupt(path, f"format version {manifest.get('version')!r}, this batchlab reads {VERSION}")
+        raise _corrupt(
+            path, f"format version {manifest.get('version')!r}, this batchlab reads {VERSION}"
+        )
     expected = manifest.get("arrays", {})
     if sorted(expected) != sorted(arrays):
-        raise _corrupt(path, f"arrays {sorted(arrays)} do not match the manifest's {sorted(expected)}")
+        raise _corrupt(
+            path, f"arrays {sorted(arrays)} do not match the manifest's {sorted(expected)}"
+        )
     for name, a in arrays.items():
         if _sha256(a) != expected[name]:
             raise _corrupt(path, f"array {name!r} does not match its SHA-256")
@@ -176,4 +192,11 @@ def load_checkpoint(path: str | os.PathLike, parts: dict[str, Any]) -> Checkpoin
     return Checkpoint(str(path), arrays, manifest.get("state", {}), manifest.get("parts", {}))
 
 
-__all__ = ["Checkpoint", "CheckpointError", "digest", "fingerprint", "load_checkpoint", "save_checkpoint"]
+__all__ = [
+    "Checkpoint",
+    "CheckpointError",
+    "digest",
+    "fingerprint",
+    "load_checkpoint",
+    "save_checkpoint",
+]

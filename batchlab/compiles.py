@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import jax
 

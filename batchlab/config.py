@@ -35,40 +35,108 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
     },
     # 03 strategies: MLP (features -> hidden -> features), pairwise distances, 1-D convolution
     "strategies": {
-        "cpu": dict(batch_sizes=(8, 32, 128, 512), features=16, hidden=256, points=128, dim=16,
-                    signal=512, kernel=9, loop_items=32, max_time=0.1),
-        "gpu": dict(batch_sizes=(64, 512, 4096, 32768), features=64, hidden=1024, points=1024, dim=64,
-                    signal=4096, kernel=33, loop_items=64, max_time=0.3),
+        "cpu": dict(
+            batch_sizes=(8, 32, 128, 512),
+            features=16,
+            hidden=256,
+            points=128,
+            dim=16,
+            signal=512,
+            kernel=9,
+            loop_items=32,
+            max_time=0.1,
+        ),
+        "gpu": dict(
+            batch_sizes=(64, 512, 4096, 32768),
+            features=64,
+            hidden=1024,
+            points=1024,
+            dim=64,
+            signal=4096,
+            kernel=33,
+            loop_items=64,
+            max_time=0.3,
+        ),
     },
     # ragged data (issue 4)
     "ragged": {
-        "cpu": dict(n_items=256, features=16, pad_sizes=(16, 32, 64, 128, 256, 512), max_time=0.1,
-                    bucket_items=2048, bucket_counts=(1, 2, 4, 8, 16), recompile_items=24),
-        "gpu": dict(n_items=4096, features=128, pad_sizes=(16, 32, 64, 128, 256, 512, 1024), max_time=0.3,
-                    bucket_items=6811, bucket_counts=(1, 2, 4, 8, 16, 32), recompile_items=64),
+        "cpu": dict(
+            n_items=256,
+            features=16,
+            pad_sizes=(16, 32, 64, 128, 256, 512),
+            max_time=0.1,
+            bucket_items=2048,
+            bucket_counts=(1, 2, 4, 8, 16),
+            recompile_items=24,
+        ),
+        "gpu": dict(
+            n_items=4096,
+            features=128,
+            pad_sizes=(16, 32, 64, 128, 256, 512, 1024),
+            max_time=0.3,
+            bucket_items=6811,
+            bucket_counts=(1, 2, 4, 8, 16, 32),
+            recompile_items=64,
+        ),
     },
     # memory limits and faults (issue 5)
     # 06: per-item fn with a features x features temporary; budgets for the slider (KiB)
     "budget": {
-        "cpu": dict(features=64, chunk_size=8, budgets_kib=(64, 128, 256, 512, 1024, 2048), budget_kib=256),
-        "gpu": dict(features=1024, chunk_size=64, budgets_kib=(2**16, 2**17, 2**18, 2**19, 2**20, 2**21),
-                    budget_kib=2**18),
+        "cpu": dict(
+            features=64, chunk_size=8, budgets_kib=(64, 128, 256, 512, 1024, 2048), budget_kib=256
+        ),
+        "gpu": dict(
+            features=1024,
+            chunk_size=64,
+            budgets_kib=(2**16, 2**17, 2**18, 2**19, 2**20, 2**21),
+            budget_kib=2**18,
+        ),
     },
     # 07: a dataset with bad items, run under a budget that forces halving
     "faults": {
         "cpu": dict(items=240, features=64, batch_size=64, budget_kib=256, bad=(7, 100, 101, 199)),
-        "gpu": dict(items=20000, features=1024, batch_size=4096, budget_kib=2**19, bad=(7, 100, 101, 19999)),
+        "gpu": dict(
+            items=20000, features=1024, batch_size=4096, budget_kib=2**19, bad=(7, 100, 101, 19999)
+        ),
     },
     # fragmentation (issue 6): simulated workloads (cheap everywhere) and XLA/in-place examples
     "fragmentation": {
-        "cpu": dict(n_items=48, batch_sizes=(1, 2, 4, 8, 16), headroom=1.1, layers_shape=(256, 128), update_size=1 << 16),
-        "gpu": dict(n_items=48, batch_sizes=(1, 2, 4, 8, 16), headroom=1.1, layers_shape=(4096, 1024), update_size=1 << 24),
+        "cpu": dict(
+            n_items=48,
+            batch_sizes=(1, 2, 4, 8, 16),
+            headroom=1.1,
+            layers_shape=(256, 128),
+            update_size=1 << 16,
+        ),
+        "gpu": dict(
+            n_items=48,
+            batch_sizes=(1, 2, 4, 8, 16),
+            headroom=1.1,
+            layers_shape=(4096, 1024),
+            update_size=1 << 24,
+        ),
     },
     # loading and scaling (issue 7)
-    "loading": {"cpu": dict(n_items=2048, features=256, batch_sizes=(16, 64, 256), repeat=3, overlap_batches=12),
-                "gpu": dict(n_items=16384, features=1024, batch_sizes=(64, 256, 1024, 4096), repeat=5, overlap_batches=24)},
-    "scaling": {"cpu": dict(batch=1024, features=64, hidden=256, device_counts=(1, 2, 4, 8), uneven_batch=1001),
-                "gpu": dict(batch=65536, features=512, hidden=2048, device_counts=(1, 2, 4, 8), uneven_batch=65535)},
+    "loading": {
+        "cpu": dict(
+            n_items=2048, features=256, batch_sizes=(16, 64, 256), repeat=3, overlap_batches=12
+        ),
+        "gpu": dict(
+            n_items=16384,
+            features=1024,
+            batch_sizes=(64, 256, 1024, 4096),
+            repeat=5,
+            overlap_batches=24,
+        ),
+    },
+    "scaling": {
+        "cpu": dict(
+            batch=1024, features=64, hidden=256, device_counts=(1, 2, 4, 8), uneven_batch=1001
+        ),
+        "gpu": dict(
+            batch=65536, features=512, hidden=2048, device_counts=(1, 2, 4, 8), uneven_batch=65535
+        ),
+    },
 }
 
 
@@ -101,7 +169,9 @@ class Sizes:
 
 def current_profile() -> str:
     """``BATCHLAB_PROFILE`` if set, else ``cpu`` on the CPU backend and ``gpu`` elsewhere."""
-    profile = os.environ.get("BATCHLAB_PROFILE") or ("cpu" if jax.default_backend() == "cpu" else "gpu")
+    profile = os.environ.get("BATCHLAB_PROFILE") or (
+        "cpu" if jax.default_backend() == "cpu" else "gpu"
+    )
     if profile not in ("cpu", "gpu"):
         raise ValueError(
             f"BATCHLAB_PROFILE must be 'cpu' or 'gpu', got {profile!r}; unset it to follow the backend."

@@ -69,8 +69,10 @@ class TokenDataset:
 
     def __repr__(self) -> str:
         lengths = self.lengths
-        return (f"TokenDataset({len(self)} sequences, {lengths.sum():,} tokens, vocab {len(self.vocab)}, "
-                f"lengths median {int(np.median(lengths))} max {lengths.max()}; {self.source})")
+        return (
+            f"TokenDataset({len(self)} sequences, {lengths.sum():,} tokens, vocab {len(self.vocab)}, "
+            f"lengths median {int(np.median(lengths))} max {lengths.max()}; {self.source})"
+        )
 
 
 def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
@@ -90,15 +92,18 @@ def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
     """
     path = Path(path) if path is not None else DATA_DIR / STDLIB_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"The ragged dataset {path.name!r} is missing (looked in {path.parent.name}/); "
-                                f"{_REGENERATE}.")
+        raise FileNotFoundError(
+            f"The ragged dataset {path.name!r} is missing (looked in {path.parent.name}/); "
+            f"{_REGENERATE}."
+        )
     try:
         with np.load(path, allow_pickle=False) as f:
             missing = [k for k in _KEYS if k not in f.files]
             arrays = {k: f[k] for k in _KEYS if k in f.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise ValueError(f"The ragged dataset {path.name!r} is corrupt ({type(e).__name__}: {e}); "
-                         f"{_REGENERATE}.") from None
+        raise ValueError(
+            f"The ragged dataset {path.name!r} is corrupt ({type(e).__name__}: {e}); {_REGENERATE}."
+        ) from None
     if missing:
         raise ValueError(f"The ragged dataset {path.name!r} lacks arrays {missing}; {_REGENERATE}.")
     tokens, offsets, vocab = arrays["tokens"], arrays["offsets"], arrays["vocab"]
@@ -112,12 +117,20 @@ def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
     elif len(tokens) and int(tokens.max()) >= len(vocab):
         problem = "a token id is outside the vocabulary"
     if problem:
-        raise ValueError(f"The ragged dataset {path.name!r} is inconsistent: {problem}; {_REGENERATE}.")
+        raise ValueError(
+            f"The ragged dataset {path.name!r} is inconsistent: {problem}; {_REGENERATE}."
+        )
     return TokenDataset(Ragged(tokens, offsets), vocab, arrays["names"], str(arrays["source"]))
 
 
-def lognormal_lengths(n: int, *, median: float = 32.0, sigma: float = 1.0, max_length: int | None = None,
-                      seed: int = 0) -> np.ndarray:
+def lognormal_lengths(
+    n: int,
+    *,
+    median: float = 32.0,
+    sigma: float = 1.0,
+    max_length: int | None = None,
+    seed: int = 0,
+) -> np.ndarray:
     """``n`` lengths drawn from a log-normal distribution (most short, a long tail).
 
     Args:
@@ -172,8 +185,9 @@ def zipf_lengths(n: int, *, a: float = 1.5, max_length: int = 1024, seed: int = 
     return np.minimum(np.random.default_rng(seed).zipf(a, n), max_length).astype(np.int64)
 
 
-def random_sequences(lengths: Any, *, features: tuple[int, ...] = (), dtype: Any = np.float32,
-                     seed: int = 0) -> Ragged:
+def random_sequences(
+    lengths: Any, *, features: tuple[int, ...] = (), dtype: Any = np.float32, seed: int = 0
+) -> Ragged:
     """Random normal items with the given lengths, as :class:`~batchlab.padding.Ragged`.
 
     Example:
@@ -184,5 +198,9 @@ def random_sequences(lengths: Any, *, features: tuple[int, ...] = (), dtype: Any
     lengths = np.asarray(lengths, dtype=np.int64)
     if lengths.ndim != 1 or np.any(lengths < 0):
         raise ValueError(f"`lengths` must be a 1-D list of non-negative ints, got {lengths!r:.80}.")
-    flat = np.random.default_rng(seed).standard_normal((int(lengths.sum()), *tuple(features))).astype(dtype)
+    flat = (
+        np.random.default_rng(seed)
+        .standard_normal((int(lengths.sum()), *tuple(features)))
+        .astype(dtype)
+    )
     return Ragged.from_lengths(flat, lengths)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import platform
-
 from dataclasses import dataclass
 
 import jax
 
 from ._format import html_table, text_table
-from .memory import device_memory, device_memory_unavailable_reason
+from .live import device_memory, device_memory_unavailable_reason
 
 ALLOCATOR_VARIABLES = {
     "XLA_PYTHON_CLIENT_PREALLOCATE": "unset: true on GPU -- 75% of device memory is reserved at start-up",
@@ -41,7 +40,9 @@ class Environment:
 
     @property
     def has_device_memory_stats(self) -> bool:
-        return any(fig == "live device memory" and ok == "yes" for fig, ok, _ in self.memory_sources)
+        return any(
+            fig == "live device memory" and ok == "yes" for fig, ok, _ in self.memory_sources
+        )
 
     def __str__(self) -> str:
         lines = [
@@ -65,10 +66,16 @@ class Environment:
         )
         return (
             head
-            + html_table(self.memory_sources, header=("figure", "available", "source"),
-                         caption="Where the numbers come from on this machine")
-            + html_table(self.allocator_settings, header=("variable", "value"),
-                         caption="Allocator settings in force")
+            + html_table(
+                self.memory_sources,
+                header=("figure", "available", "source"),
+                caption="Where the numbers come from on this machine",
+            )
+            + html_table(
+                self.allocator_settings,
+                header=("variable", "value"),
+                caption="Allocator settings in force",
+            )
         )
 
 
@@ -82,7 +89,11 @@ def memory_sources(device=None) -> tuple[tuple[str, str, str], ...]:
     )
     return (
         ("runtime", "yes", "wall clock around jax.block_until_ready, compile time kept apart"),
-        ("planned memory", "yes", "compiled memory analysis: jit(f).lower(...).compile().memory_analysis()"),
+        (
+            "planned memory",
+            "yes",
+            "compiled memory analysis: jit(f).lower(...).compile().memory_analysis()",
+        ),
         ("flops, bytes accessed", "yes", "compiled cost analysis: .cost_analysis()"),
         ("live device memory", "yes" if stats is not None else "no", live_source),
         ("live arrays", "yes", "bytes of jax.live_arrays()"),
@@ -108,7 +119,9 @@ def environment() -> Environment:
     """
     import jaxlib
 
-    devices = tuple(f"{d.platform}:{d.id} ({getattr(d, 'device_kind', '?')})" for d in jax.devices())
+    devices = tuple(
+        f"{d.platform}:{d.id} ({getattr(d, 'device_kind', '?')})" for d in jax.devices()
+    )
     return Environment(
         python=platform.python_version(),
         jax_version=jax.__version__,
@@ -118,5 +131,3 @@ def environment() -> Environment:
         memory_sources=memory_sources(),
         allocator_settings=allocator_settings(),
     )
-
-

@@ -56,11 +56,18 @@ class EagerUpdate:
     source: str = "jax.Array buffers after the call (buffer pointers compared, not shown)"
 
     def _rows(self):
-        return [("bytes of x", format_bytes(self.nbytes)), ("result in a new buffer", str(self.new_buffer)),
-                ("x unchanged", str(self.original_unchanged))]
+        return [
+            ("bytes of x", format_bytes(self.nbytes)),
+            ("result in a new buffer", str(self.new_buffer)),
+            ("x unchanged", str(self.original_unchanged)),
+        ]
 
     def __repr__(self) -> str:
-        return "EagerUpdate(" + ", ".join(f"{k}: {v}" for k, v in self._rows()) + f"; source: {self.source})"
+        return (
+            "EagerUpdate("
+            + ", ".join(f"{k}: {v}" for k, v in self._rows())
+            + f"; source: {self.source})"
+        )
 
     def _repr_html_(self) -> str:
         return _table(self, self._rows(), f"x.at[...].set(...) outside jit ({self.source})")
@@ -68,8 +75,10 @@ class EagerUpdate:
 
 def _check_array(x: Any, name: str) -> jax.Array:
     if not isinstance(x, jax.Array):
-        raise TypeError(f"`{name}` must be a jax.Array (it is run, not only compiled), got "
-                        f"{type(x).__name__}; convert it with jnp.asarray(...).")
+        raise TypeError(
+            f"`{name}` must be a jax.Array (it is run, not only compiled), got "
+            f"{type(x).__name__}; convert it with jnp.asarray(...)."
+        )
     return x
 
 
@@ -110,20 +119,29 @@ class CompiledUpdate:
 
     def _rows(self):
         m = self.memory
-        return [("copy instructions", str(self.copies)), ("argument", format_bytes(m.argument_bytes)),
-                ("output", format_bytes(m.output_bytes)), ("temp", format_bytes(m.temp_bytes)),
-                ("alias (output reusing a donated input)", format_bytes(m.alias_bytes)),
-                ("peak", format_bytes(m.peak_bytes))]
+        return [
+            ("copy instructions", str(self.copies)),
+            ("argument", format_bytes(m.argument_bytes)),
+            ("output", format_bytes(m.output_bytes)),
+            ("temp", format_bytes(m.temp_bytes)),
+            ("alias (output reusing a donated input)", format_bytes(m.alias_bytes)),
+            ("peak", format_bytes(m.peak_bytes)),
+        ]
 
     def __repr__(self) -> str:
-        return f"CompiledUpdate({self.name}: " + ", ".join(f"{k}={v}" for k, v in self._rows()) + \
-            f"; source: {self.source})"
+        return (
+            f"CompiledUpdate({self.name}: "
+            + ", ".join(f"{k}={v}" for k, v in self._rows())
+            + f"; source: {self.source})"
+        )
 
     def _repr_html_(self) -> str:
         return _table(self, self._rows(), f"{self.name} compiled ({self.source})")
 
 
-def compiled_update(fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = ()) -> CompiledUpdate:
+def compiled_update(
+    fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = ()
+) -> CompiledUpdate:
     """Compiles ``fn(*args)`` (nothing runs) and counts XLA's ``copy`` instructions.
 
     Example:
@@ -139,7 +157,9 @@ def compiled_update(fn: Callable, *args: Any, donate_argnums: int | Sequence[int
         warnings.simplefilter("ignore")  # an unusable donation is reported by donate()
         compiled = jax.jit(fn, donate_argnums=donate_argnums).lower(*args).compile()
     copies = sum(1 for line in compiled.as_text().splitlines() if _COPY.search(line))
-    return CompiledUpdate(function_name(fn), copies, estimate_from_compiled(compiled, function_name(fn)))
+    return CompiledUpdate(
+        function_name(fn), copies, estimate_from_compiled(compiled, function_name(fn))
+    )
 
 
 @dataclass(frozen=True)
@@ -151,27 +171,36 @@ class Donation:
     deleted: tuple[tuple[str, bool], ...]  # (argument, deleted after the call) for every argument
     donated_bytes: int  # bytes of the arguments that were deleted (their buffers were taken)
     warning: str | None  # JAX's warning when a donation could not be used
-    source: str = "compiled memory analysis (alias bytes) and jax.Array.is_deleted() after a real call"
+    source: str = (
+        "compiled memory analysis (alias bytes) and jax.Array.is_deleted() after a real call"
+    )
 
     @property
     def any_deleted(self) -> bool:
         return any(d for _, d in self.deleted)
 
     def _rows(self):
-        return [("alias bytes", format_bytes(self.alias_bytes)),
-                ("arguments deleted", ", ".join(f"{k}: {d}" for k, d in self.deleted)),
-                ("bytes of deleted arguments", format_bytes(self.donated_bytes)),
-                ("warning", (self.warning or "none").splitlines()[0])]
+        return [
+            ("alias bytes", format_bytes(self.alias_bytes)),
+            ("arguments deleted", ", ".join(f"{k}: {d}" for k, d in self.deleted)),
+            ("bytes of deleted arguments", format_bytes(self.donated_bytes)),
+            ("warning", (self.warning or "none").splitlines()[0]),
+        ]
 
     def __repr__(self) -> str:
-        return f"Donation({self.name}: " + ", ".join(f"{k}={v}" for k, v in self._rows()) + \
-            f"; source: {self.source})"
+        return (
+            f"Donation({self.name}: "
+            + ", ".join(f"{k}={v}" for k, v in self._rows())
+            + f"; source: {self.source})"
+        )
 
     def _repr_html_(self) -> str:
         return _table(self, self._rows(), f"donating to {self.name} ({self.source})")
 
 
-def donate(fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = 0, **kwargs: Any) -> Donation:
+def donate(
+    fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = 0, **kwargs: Any
+) -> Donation:
     """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays and reports the donation.
 
     Arrays in ``kwargs`` are donated only when jit can match their names to
@@ -213,12 +242,21 @@ def donate(fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = 0, **
         warnings.simplefilter("always")
         compiled = jitted.lower(*args, **kwargs).compile()
         jax.block_until_ready(jitted(*args, **kwargs))
-    messages = [str(w.message) for w in caught if "donated buffers were not usable" in str(w.message)]
+    messages = [
+        str(w.message) for w in caught if "donated buffers were not usable" in str(w.message)
+    ]
     copies = list(args) + list(kwargs.values())
-    deleted = tuple((name, bool(c.is_deleted())) for (name, _), c in zip(named, copies, strict=True))
+    deleted = tuple(
+        (name, bool(c.is_deleted())) for (name, _), c in zip(named, copies, strict=True)
+    )
     donated = sum(int(c.nbytes) for c in copies if c.is_deleted())
-    return Donation(function_name(fn), int(compiled.memory_analysis().alias_size_in_bytes), deleted, donated,
-                    messages[0] if messages else None)
+    return Donation(
+        function_name(fn),
+        int(compiled.memory_analysis().alias_size_in_bytes),
+        deleted,
+        donated,
+        messages[0] if messages else None,
+    )
 
 
 __all__ = ["CompiledUpdate", "Donation", "EagerUpdate", "compiled_update", "donate", "eager_update"]

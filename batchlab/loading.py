@@ -85,13 +85,21 @@ class Dataset:
         return self.directory / "items" / f"{i:06d}.npy"
 
     def __repr__(self) -> str:  # no absolute path: notebooks store this output
-        return (f"Dataset({self.n_items} items of {self.dtype}{list(self.item_shape)}, "
-                f"{format_bytes(self.item_bytes)} each, {format_bytes(self.total_bytes)} in all; "
-                f"{self.n_items} per-item .npy files + one bulk .npy)")
+        return (
+            f"Dataset({self.n_items} items of {self.dtype}{list(self.item_shape)}, "
+            f"{format_bytes(self.item_bytes)} each, {format_bytes(self.total_bytes)} in all; "
+            f"{self.n_items} per-item .npy files + one bulk .npy)"
+        )
 
 
-def make_dataset(directory: str | Path, n_items: int, item_shape: Sequence[int], *,
-                 dtype: str = "float32", seed: int = 0) -> Dataset:
+def make_dataset(
+    directory: str | Path,
+    n_items: int,
+    item_shape: Sequence[int],
+    *,
+    dtype: str = "float32",
+    seed: int = 0,
+) -> Dataset:
     """Writes ``n_items`` random items as per-item files and as one bulk file.
 
     Args:
@@ -129,8 +137,9 @@ def make_dataset(directory: str | Path, n_items: int, item_shape: Sequence[int],
     return dataset
 
 
-def load_npy(path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any = None,
-             mmap: bool = False) -> np.ndarray:
+def load_npy(
+    path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any = None, mmap: bool = False
+) -> np.ndarray:
     """Loads one ``.npy`` file safely: no pickles, and the shape and dtype checked.
 
     Args:
@@ -154,22 +163,29 @@ def load_npy(path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any
       np.float64(0.0)
     """
     path = Path(path)
-    want = (f"{np.dtype(dtype).name if dtype is not None else 'any dtype'}"
-            f"{list(shape) if shape is not None else ' of any shape'}")
+    want = (
+        f"{np.dtype(dtype).name if dtype is not None else 'any dtype'}"
+        f"{list(shape) if shape is not None else ' of any shape'}"
+    )
     if not path.is_file():
         raise FileNotFoundError(
             f"`path` {path} does not exist (or is not a file); expected a .npy file holding {want}. "
-            "Check the directory, or regenerate the data with batchlab.loading.make_dataset(...).")
+            "Check the directory, or regenerate the data with batchlab.loading.make_dataset(...)."
+        )
     with open(path, "rb") as f:
         magic = f.read(6)
     if magic[:1] == b"\x80" or magic[:2] == b"PK":
         kind = "a pickle" if magic[:1] == b"\x80" else "an .npz archive (a zip of arrays)"
-        raise ValueError(f"`path` {path} is {kind}, not a .npy file; expected {want}. batchlab reads "
-                         "plain .npy files only and never unpickles. Save with np.save(path, array).")
+        raise ValueError(
+            f"`path` {path} is {kind}, not a .npy file; expected {want}. batchlab reads "
+            "plain .npy files only and never unpickles. Save with np.save(path, array)."
+        )
     if magic != b"\x93NUMPY":
-        raise ValueError(f"`path` {path} is not a valid .npy file (it does not start with the .npy "
-                         f"magic bytes, got {magic!r}); expected {want}. Is it corrupt, or another format? "
-                         "Regenerate it with np.save(path, array).")
+        raise ValueError(
+            f"`path` {path} is not a valid .npy file (it does not start with the .npy "
+            f"magic bytes, got {magic!r}); expected {want}. Is it corrupt, or another format? "
+            "Regenerate it with np.save(path, array)."
+        )
     try:
         array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except ValueError as e:
@@ -177,23 +193,33 @@ def load_npy(path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any
             raise ValueError(
                 f"`path` {path} holds pickled Python objects (an object array); batchlab refuses "
                 "pickles (allow_pickle=False) because unpickling can run arbitrary code. Save plain "
-                f"arrays instead: np.save(path, np.asarray(x, dtype=...)). Expected {want}.") from e
-        raise ValueError(f"`path` {path} is not a valid .npy file ({e}); expected {want}. "
-                         "Regenerate it with np.save(path, array).") from e
+                f"arrays instead: np.save(path, np.asarray(x, dtype=...)). Expected {want}."
+            ) from e
+        raise ValueError(
+            f"`path` {path} is not a valid .npy file ({e}); expected {want}. "
+            "Regenerate it with np.save(path, array)."
+        ) from e
     except (OSError, EOFError) as e:
-        raise ValueError(f"`path` {path} is corrupt or truncated ({e}); expected a .npy file "
-                         f"holding {want}. Regenerate it with np.save(path, array).") from e
+        raise ValueError(
+            f"`path` {path} is corrupt or truncated ({e}); expected a .npy file "
+            f"holding {want}. Regenerate it with np.save(path, array)."
+        ) from e
     if shape is not None and tuple(array.shape) != tuple(shape):
-        raise ValueError(f"`path` {path} holds an array of shape {list(array.shape)}, expected "
-                         f"{want}. Was it written for a different dataset?")
+        raise ValueError(
+            f"`path` {path} holds an array of shape {list(array.shape)}, expected "
+            f"{want}. Was it written for a different dataset?"
+        )
     if dtype is not None and array.dtype != np.dtype(dtype):
-        raise ValueError(f"`path` {path} holds dtype {array.dtype.name}, expected {want}. "
-                         "Convert when saving: np.save(path, x.astype(dtype)).")
+        raise ValueError(
+            f"`path` {path} holds dtype {array.dtype.name}, expected {want}. "
+            "Convert when saving: np.save(path, x.astype(dtype))."
+        )
     return array
 
 
-def batch_indices(n_items: int, batch_size: int, *, order: str = "contiguous",
-                  seed: int = 0) -> list[np.ndarray]:
+def batch_indices(
+    n_items: int, batch_size: int, *, order: str = "contiguous", seed: int = 0
+) -> list[np.ndarray]:
     """Item indices of every batch; the last batch keeps the remainder (nothing dropped).
 
     Example:
@@ -207,12 +233,19 @@ def batch_indices(n_items: int, batch_size: int, *, order: str = "contiguous",
     index = np.arange(n_items)
     if order == "random":
         index = np.random.default_rng(seed).permutation(n_items)
-    return [index[i:i + batch_size] for i in range(0, n_items, batch_size)]
+    return [index[i : i + batch_size] for i in range(0, n_items, batch_size)]
 
 
-def iter_batches(dataset: Dataset, batch_size: int, *, method: str = "bulk",
-                 order: str = "contiguous", transfer: str = "batch", seed: int = 0,
-                 device: Any = None) -> Iterator[jax.Array]:
+def iter_batches(
+    dataset: Dataset,
+    batch_size: int,
+    *,
+    method: str = "bulk",
+    order: str = "contiguous",
+    transfer: str = "batch",
+    seed: int = 0,
+    device: Any = None,
+) -> Iterator[jax.Array]:
     """Yields the dataset as device batches, loaded one way; the remainder is the last batch.
 
     Args:
@@ -244,14 +277,18 @@ def iter_batches(dataset: Dataset, batch_size: int, *, method: str = "bulk",
         source = load_npy(dataset.bulk_path, mmap=True, **expect)
     for idx in batches:
         if method == "per_item":
-            rows = [load_npy(dataset.item_path(int(i)), shape=dataset.item_shape, dtype=dataset.dtype)
-                    for i in idx]
+            rows = [
+                load_npy(dataset.item_path(int(i)), shape=dataset.item_shape, dtype=dataset.dtype)
+                for i in idx
+            ]
         elif order == "contiguous":
-            rows = source[int(idx[0]):int(idx[-1]) + 1]  # a slice: no gather
+            rows = source[int(idx[0]) : int(idx[-1]) + 1]  # a slice: no gather
         else:
             rows = source[idx]  # a gather from all over the array/file
         if transfer == "batch":
-            yield jax.device_put(np.stack(rows) if isinstance(rows, list) else np.asarray(rows), device)
+            yield jax.device_put(
+                np.stack(rows) if isinstance(rows, list) else np.asarray(rows), device
+            )
         else:
             yield jnp.stack([jax.device_put(np.asarray(r), device) for r in rows])
 
@@ -276,8 +313,10 @@ class Throughput:
         return self.bytes / self.seconds if self.seconds > 0 else float("inf")
 
     def __repr__(self) -> str:
-        return (f"Throughput({self.label}: {format_count(self.items_per_s)} items/s, "
-                f"{format_rate(self.bytes_per_s)})")
+        return (
+            f"Throughput({self.label}: {format_count(self.items_per_s)} items/s, "
+            f"{format_rate(self.bytes_per_s)})"
+        )
 
 
 def _time_passes(run_once, repeat: int) -> float:
@@ -289,9 +328,18 @@ def _time_passes(run_once, repeat: int) -> float:
     return statistics.median(times)
 
 
-def measure_loading(dataset: Dataset, batch_size: int, *, method: str = "bulk",
-                    order: str = "contiguous", transfer: str = "batch", step: Any = None,
-                    prefetch: int = 0, repeat: int = 3, seed: int = 0) -> Throughput:
+def measure_loading(
+    dataset: Dataset,
+    batch_size: int,
+    *,
+    method: str = "bulk",
+    order: str = "contiguous",
+    transfer: str = "batch",
+    step: Any = None,
+    prefetch: int = 0,
+    repeat: int = 3,
+    seed: int = 0,
+) -> Throughput:
     """Times full passes over ``dataset`` loaded one way (and, optionally, computed on).
 
     Args:
@@ -316,12 +364,15 @@ def measure_loading(dataset: Dataset, batch_size: int, *, method: str = "bulk",
 
     check_positive_int(repeat, "repeat")
     if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
-        raise ValueError(f"`prefetch` must be an int >= 0 (batches ahead), got prefetch={prefetch!r}.")
+        raise ValueError(
+            f"`prefetch` must be an int >= 0 (batches ahead), got prefetch={prefetch!r}."
+        )
     work = step if step is not None else (lambda b: b)
 
     def run_once() -> None:
-        batches = iter_batches(dataset, batch_size, method=method, order=order,
-                               transfer=transfer, seed=seed)
+        batches = iter_batches(
+            dataset, batch_size, method=method, order=order, transfer=transfer, seed=seed
+        )
         if prefetch:
             batches = _prefetch(batches, size=prefetch)
         for b in batches:
@@ -330,7 +381,9 @@ def measure_loading(dataset: Dataset, batch_size: int, *, method: str = "bulk",
     run_once()  # warm-up: compiles `step`, fills the page cache
     label = f"{method}, {order}, transfer per {transfer}, batch {batch_size}"
     label += f", prefetch {prefetch}" if prefetch else ""
-    return Throughput(label, dataset.n_items, dataset.total_bytes, _time_passes(run_once, repeat), repeat)
+    return Throughput(
+        label, dataset.n_items, dataset.total_bytes, _time_passes(run_once, repeat), repeat
+    )
 
 
 @dataclass(frozen=True)
@@ -341,14 +394,21 @@ class Ceiling:
     file_read: Throughput
 
     def __repr__(self) -> str:
-        return (f"Ceiling(np.copy in memory: {format_rate(self.memcpy.bytes_per_s)}; sequential "
-                f"read of the bulk file: {format_rate(self.file_read.bytes_per_s)})")
+        return (
+            f"Ceiling(np.copy in memory: {format_rate(self.memcpy.bytes_per_s)}; sequential "
+            f"read of the bulk file: {format_rate(self.file_read.bytes_per_s)})"
+        )
 
     def _repr_html_(self) -> str:
-        rows = [(t.label, format_rate(t.bytes_per_s), f"{format_count(t.items_per_s)} items/s")
-                for t in (self.memcpy, self.file_read)]
-        return html_table(rows, header=("ceiling", "bytes/s", "items/s"),
-                          caption="Ceiling (wall clock, median of passes)")
+        rows = [
+            (t.label, format_rate(t.bytes_per_s), f"{format_count(t.items_per_s)} items/s")
+            for t in (self.memcpy, self.file_read)
+        ]
+        return html_table(
+            rows,
+            header=("ceiling", "bytes/s", "items/s"),
+            caption="Ceiling (wall clock, median of passes)",
+        )
 
 
 def measure_ceiling(dataset: Dataset, *, repeat: int = 5) -> Ceiling:
@@ -365,7 +425,9 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5) -> Ceiling:
       (128, 128)
     """
     check_positive_int(repeat, "repeat")
-    data = load_npy(dataset.bulk_path, shape=(dataset.n_items, *dataset.item_shape), dtype=dataset.dtype)
+    data = load_npy(
+        dataset.bulk_path, shape=(dataset.n_items, *dataset.item_shape), dtype=dataset.dtype
+    )
     size = dataset.bulk_path.stat().st_size
     buffer = bytearray(min(size, 1 << 22))
 
@@ -377,5 +439,7 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5) -> Ceiling:
     copy = _time_passes(lambda: np.copy(data), repeat)
     read = _time_passes(read_file, repeat)
     n, total = dataset.n_items, dataset.total_bytes
-    return Ceiling(Throughput("np.copy in memory", n, total, copy, repeat),
-                   Throughput("sequential read of the bulk file (page cache)", n, total, read, repeat))
+    return Ceiling(
+        Throughput("np.copy in memory", n, total, copy, repeat),
+        Throughput("sequential read of the bulk file (page cache)", n, total, read, repeat),
+    )

@@ -48,16 +48,24 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
     """Checks shapes and dtypes (before any computation) and aligns the mask with ``x``."""
     x, mask = jnp.asarray(x), jnp.asarray(mask)
     if mask.dtype != jnp.bool_:
-        raise TypeError(f"`mask` must be boolean, got dtype {mask.dtype}; build it with a comparison "
-                        f"(e.g. positions < lengths[:, None]) or convert with mask.astype(bool).")
-    if mask.ndim > x.ndim or x.shape[:mask.ndim] != mask.shape:
-        raise ValueError(f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape "
-                         f"or its leading axes (e.g. (batch, seq) for x of shape (batch, seq, features)).")
+        raise TypeError(
+            f"`mask` must be boolean, got dtype {mask.dtype}; build it with a comparison "
+            f"(e.g. positions < lengths[:, None]) or convert with mask.astype(bool)."
+        )
+    if mask.ndim > x.ndim or x.shape[: mask.ndim] != mask.shape:
+        raise ValueError(
+            f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape "
+            f"or its leading axes (e.g. (batch, seq) for x of shape (batch, seq, features))."
+        )
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"`axis` must be one int (the sequence axis), got {type(axis).__name__} {axis!r}.")
+        raise TypeError(
+            f"`axis` must be one int (the sequence axis), got {type(axis).__name__} {axis!r}."
+        )
     if not -mask.ndim <= axis < mask.ndim:
-        raise ValueError(f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}); the reduced axis must "
-                         f"be a masked one, e.g. axis=1 for a (batch, seq) mask.")
+        raise ValueError(
+            f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}); the reduced axis must "
+            f"be a masked one, e.g. axis=1 for a (batch, seq) mask."
+        )
     axis = axis % mask.ndim
     mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
     return x, jnp.broadcast_to(mask, x.shape), axis

@@ -21,14 +21,8 @@ from ._checks import check_positive_float, check_positive_int
 from ._compile import compile_fn
 from ._format import format_bytes, format_seconds, html_table
 from .compiles import count_compiles
-from .memory import (
-    DeviceMemory,
-    LiveMemory,
-    MemoryEstimate,
-    device_memory,
-    estimate_from_compiled,
-    live_memory,
-)
+from .live import DeviceMemory, LiveMemory, device_memory, live_memory
+from .memory import MemoryEstimate, estimate_from_compiled
 
 PEAK_NOTE = (
     "device peak_bytes_in_use is process-wide and cannot be reset: it is the highest "
@@ -105,18 +99,44 @@ class Measurement:
         rows = [
             ("trace + lower", format_seconds(self.trace_lower_seconds), "wall clock"),
             ("compile", format_seconds(self.compile_seconds) + self._cache_note, "wall clock"),
-            ("run (median)", format_seconds(self.median), f"wall clock, {self.runs} samples x {self.number} calls"),
-            ("run (min .. max)", f"{format_seconds(self.min)} .. {format_seconds(self.max)}", "wall clock"),
+            (
+                "run (median)",
+                format_seconds(self.median),
+                f"wall clock, {self.runs} samples x {self.number} calls",
+            ),
+            (
+                "run (min .. max)",
+                f"{format_seconds(self.min)} .. {format_seconds(self.max)}",
+                "wall clock",
+            ),
             ("planned peak", format_bytes(self.memory.peak_bytes), "compiled memory analysis"),
             ("planned temp", format_bytes(self.memory.temp_bytes), "compiled memory analysis"),
             ("live JAX arrays", format_bytes(self.live.live_array_bytes), "jax.live_arrays()"),
             ("host RSS", format_bytes(self.live.host_rss_bytes), "host process (psutil)"),
         ]
         if self.device_after is not None:
-            rows.append(("device in use", format_bytes(self.device_after.bytes_in_use), "device memory stats"))
-            rows.append(("device peak", format_bytes(self.device_peak_bytes), "device memory stats (process-wide)"))
+            rows.append(
+                (
+                    "device in use",
+                    format_bytes(self.device_after.bytes_in_use),
+                    "device memory stats",
+                )
+            )
+            rows.append(
+                (
+                    "device peak",
+                    format_bytes(self.device_peak_bytes),
+                    "device memory stats (process-wide)",
+                )
+            )
         if self.host_peak_rss_bytes is not None:
-            rows.append(("host peak RSS", format_bytes(self.host_peak_rss_bytes), "fresh subprocess (ru_maxrss)"))
+            rows.append(
+                (
+                    "host peak RSS",
+                    format_bytes(self.host_peak_rss_bytes),
+                    "fresh subprocess (ru_maxrss)",
+                )
+            )
         return rows
 
     def __repr__(self) -> str:
@@ -227,14 +247,23 @@ def measure(
     if isolated:
         from ._isolated import measure_in_subprocess
 
-        options = dict(repeat=repeat, number=number, warmup=warmup, min_sample_time=min_sample_time,
-                       max_time=max_time, tolerance=tolerance, static_argnums=static_argnums,
-                       static_argnames=static_argnames)
+        options = dict(
+            repeat=repeat,
+            number=number,
+            warmup=warmup,
+            min_sample_time=min_sample_time,
+            max_time=max_time,
+            tolerance=tolerance,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+        )
         return measure_in_subprocess(fn, args, kwargs, options)
 
     device_before = device_memory()
     with count_compiles() as compiles:
-        compiled = compile_fn(fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames)
+        compiled = compile_fn(
+            fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
+        )
         donated = getattr(compiled.executable, "donate_argnums", ())
         if donated:
             raise ValueError(

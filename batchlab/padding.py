@@ -64,7 +64,7 @@ class Ragged:
 
     def item(self, i: int) -> np.ndarray:
         """Item ``i`` as an array (a view, no copy)."""
-        return self.flat[self.offsets[i]:self.offsets[i + 1]]
+        return self.flat[self.offsets[i] : self.offsets[i + 1]]
 
     def __repr__(self) -> str:
         n, lengths = len(self), self.lengths
@@ -105,7 +105,10 @@ class Padded(NamedTuple):
 
     def _rows(self) -> list[tuple[str, str]]:
         return [
-            ("values", f"{self.values.dtype}{list(self.values.shape)} ({format_bytes(self.values.nbytes)})"),
+            (
+                "values",
+                f"{self.values.dtype}{list(self.values.shape)} ({format_bytes(self.values.nbytes)})",
+            ),
             ("items", str(len(self.lengths))),
             ("true elements", f"{self.true_elements:,}"),
             ("padded elements", f"{self.padded_elements:,}"),
@@ -129,18 +132,24 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
     if isinstance(seqs, Ragged):
         return seqs if dtype is None else Ragged(seqs.flat.astype(dtype, copy=False), seqs.offsets)
     if isinstance(seqs, (str, bytes, dict)) or not hasattr(seqs, "__len__"):
-        raise TypeError(f"`{name}` must be a list of sequences (e.g. [[1, 2], [3]]), "
-                        f"got {type(seqs).__name__} {seqs!r:.60}.")
+        raise TypeError(
+            f"`{name}` must be a list of sequences (e.g. [[1, 2], [3]]), "
+            f"got {type(seqs).__name__} {seqs!r:.60}."
+        )
     if isinstance(seqs, np.ndarray) and seqs.dtype != object:
         if seqs.ndim < 2:
-            raise TypeError(f"`{name}` is a {seqs.ndim}-D array {seqs.shape}; pass a list of sequences "
-                            f"(wrap one sequence as [seq]).")
+            raise TypeError(
+                f"`{name}` is a {seqs.ndim}-D array {seqs.shape}; pass a list of sequences "
+                f"(wrap one sequence as [seq])."
+            )
         seqs = list(seqs)
     items = [np.asarray(s, dtype=dtype) for s in seqs]
     if any(s.ndim == 0 for s in items):
         i, s = next((i, s) for i, s in enumerate(items) if s.ndim == 0)
-        raise TypeError(f"`{name}[{i}]` is a scalar {s!r}; every item must be a sequence "
-                        f"(write [x] for a length-1 item).")
+        raise TypeError(
+            f"`{name}[{i}]` is a scalar {s!r}; every item must be a sequence "
+            f"(write [x] for a length-1 item)."
+        )
     if not items:
         return Ragged(np.zeros(0, dtype=dtype or np.float64), np.zeros(1, dtype=np.int64))
     # empty items ([]) take the others' dtype and feature shape
@@ -150,8 +159,10 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
         items = [s if s.size else s.reshape((0, *feature)) for s in items]
     if len({s.shape[1:] for s in items}) > 1:
         i = next(i for i, s in enumerate(items) if s.shape[1:] != feature)
-        raise ValueError(f"`{name}[{i}]` has shape {items[i].shape} but other items have (len, *{feature}); "
-                         f"items may differ only in length (axis 0), features must match.")
+        raise ValueError(
+            f"`{name}[{i}]` has shape {items[i].shape} but other items have (len, *{feature}); "
+            f"items may differ only in length (axis 0), features must match."
+        )
     lengths = np.fromiter((len(s) for s in items), dtype=np.int64, count=len(items))
     return Ragged.from_lengths(np.concatenate(items, dtype=dtype, casting="unsafe"), lengths)
 
@@ -163,11 +174,15 @@ def _check_value(value: Any, dtype: np.dtype) -> None:
     except (TypeError, ValueError):
         cast, ok = "an error", False
     if not ok:
-        raise ValueError(f"`value`={value!r} cannot be stored in a {dtype} array (it would become {cast}); "
-                         f"pick a pad value of that dtype, e.g. value=0.")
+        raise ValueError(
+            f"`value`={value!r} cannot be stored in a {dtype} array (it would become {cast}); "
+            f"pick a pad value of that dtype, e.g. value=0."
+        )
 
 
-def padded_length(lengths: np.ndarray, *, length: int | None = None, multiple_of: int | None = None) -> int:
+def padded_length(
+    lengths: np.ndarray, *, length: int | None = None, multiple_of: int | None = None
+) -> int:
     """The padded length :func:`pad` would use: ``length``, or the longest rounded up to ``multiple_of``."""
     longest = int(lengths.max()) if len(lengths) else 0
     if length is not None:
@@ -242,14 +257,20 @@ def pad(
             raise ValueError(
                 f"`length`={target} would cut {int(cut.sum())} of {len(lengths)} items (the longest has "
                 f"{int(lengths.max())}, e.g. seqs[{first}] has {int(lengths[first])}); pass truncate=True "
-                f"to cut them, or a larger `length`.")
-        warnings.warn(f"pad: truncated {int(cut.sum())} of {len(lengths)} items to length {target} "
-                      f"({int((lengths - target)[cut].sum())} elements dropped).", stacklevel=2)
+                f"to cut them, or a larger `length`."
+            )
+        warnings.warn(
+            f"pad: truncated {int(cut.sum())} of {len(lengths)} items to length {target} "
+            f"({int((lengths - target)[cut].sum())} elements dropped).",
+            stacklevel=2,
+        )
     _check_value(value, flat.dtype)
     return _scatter(flat, ragged.offsets[:-1], lengths, target, value)
 
 
-def _scatter(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, target: int, value: Any) -> Padded:
+def _scatter(
+    flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, target: int, value: Any
+) -> Padded:
     """Writes items ``flat[starts[i]:starts[i]+lengths[i]]`` (cut to ``target``) into one padded array."""
     n = len(lengths)
     kept = np.minimum(lengths, target)
@@ -263,7 +284,7 @@ def _scatter(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, target: 
         # assignment writes them all; only the source indices need computing (no loop).
         out_starts = np.cumsum(kept) - kept
         if np.array_equal(kept, lengths) and np.array_equal(starts - starts[0], out_starts):
-            values[mask] = flat[starts[0]:starts[0] + total]  # contiguous: no gather
+            values[mask] = flat[starts[0] : starts[0] + total]  # contiguous: no gather
         else:
             values[mask] = flat[np.repeat(starts - out_starts, kept) + np.arange(total)]
     return Padded(values, mask, kept.astype(np.int32))

@@ -62,7 +62,7 @@ def plot_sweep(sweep: Any, *, axes=None, current: Any = None):
     for ax in axes:
         ax.clear()
     values = sweep.values
-    per_item = [m / v if v else m for m, v in zip(sweep.medians, values)]
+    per_item = [m / v if v else m for m, v in zip(sweep.medians, values, strict=True)]
     peaks = sweep.peak_bytes
     ax_t.plot(values, per_item, "o-", color="tab:blue", lw=2)
     ax_t.set_ylabel("run time per item")

@@ -103,15 +103,20 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
         raise TypeError(
             f"`iterator` must be iterable (a generator, a list of batches, ...), got "
             f"{type(iterator).__name__} {iterator!r:.60}. Pass the batches, e.g. "
-            "prefetch(iter_batches(...)), not a single batch.") from None
+            "prefetch(iter_batches(...)), not a single batch."
+        ) from None
     return _consume(source, size, device)
 
 
 def _consume(source: Iterator, size: int, device: Any) -> Iterator[Any]:
     q: queue.Queue = queue.Queue(maxsize=size)
     stop = threading.Event()
-    thread = threading.Thread(target=_produce, args=(source, q, stop, device),
-                              name=f"{THREAD_PREFIX}-{next(_ids)}", daemon=True)
+    thread = threading.Thread(
+        target=_produce,
+        args=(source, q, stop, device),
+        name=f"{THREAD_PREFIX}-{next(_ids)}",
+        daemon=True,
+    )
     thread.start()
     try:
         while True:
@@ -121,8 +126,10 @@ def _consume(source: Iterator, size: int, device: Any) -> Iterator[Any]:
             if isinstance(item, _Failure):
                 error = item.error
                 if hasattr(error, "add_note"):
-                    error.add_note(f"(raised by the loader in prefetch's background thread, "
-                                   f"after {item.index} batch(es) were delivered)")
+                    error.add_note(
+                        f"(raised by the loader in prefetch's background thread, "
+                        f"after {item.index} batch(es) were delivered)"
+                    )
                 raise error
             yield item
     finally:
@@ -157,7 +164,9 @@ class PrefetchComparison:
     serial_seconds: float
     prefetch_seconds: float
     size: int
-    source: str = "wall clock (time.perf_counter) of full passes, best of repeat, interleaved in one run"
+    source: str = (
+        "wall clock (time.perf_counter) of full passes, best of repeat, interleaved in one run"
+    )
 
     @property
     def speedup(self) -> float:
@@ -165,19 +174,28 @@ class PrefetchComparison:
         return self.serial_seconds / self.prefetch_seconds
 
     def __repr__(self) -> str:
-        return (f"PrefetchComparison({self.batches} batches: serial {format_seconds(self.serial_seconds)}, "
-                f"prefetch(size={self.size}) {format_seconds(self.prefetch_seconds)}, "
-                f"speedup {self.speedup:.2f}x)")
+        return (
+            f"PrefetchComparison({self.batches} batches: serial {format_seconds(self.serial_seconds)}, "
+            f"prefetch(size={self.size}) {format_seconds(self.prefetch_seconds)}, "
+            f"speedup {self.speedup:.2f}x)"
+        )
 
     def _repr_html_(self) -> str:
-        rows = [("serial loop", format_seconds(self.serial_seconds)),
-                (f"prefetch(size={self.size})", format_seconds(self.prefetch_seconds)),
-                ("speedup", f"{self.speedup:.2f}x")]
+        rows = [
+            ("serial loop", format_seconds(self.serial_seconds)),
+            (f"prefetch(size={self.size})", format_seconds(self.prefetch_seconds)),
+            ("speedup", f"{self.speedup:.2f}x"),
+        ]
         return html_table(rows, header=("pipeline", "seconds per pass"), caption=self.source)
 
 
-def compare_prefetch(make_batches: Callable[[], Iterable[Any]], step: Callable[[Any], Any], *,
-                     size: int = 2, repeat: int = 3) -> PrefetchComparison:
+def compare_prefetch(
+    make_batches: Callable[[], Iterable[Any]],
+    step: Callable[[Any], Any],
+    *,
+    size: int = 2,
+    repeat: int = 3,
+) -> PrefetchComparison:
     """Times ``for b in batches: step(b)`` with and without :func:`prefetch`.
 
     The two pipelines alternate (serial, prefetch, serial, ...) so a

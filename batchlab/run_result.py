@@ -69,7 +69,13 @@ class RunResult:
     @property
     def batch_sizes(self) -> list[int]:
         """The distinct batch sizes of the batches that finished."""
-        return sorted({b.size for b in self.batches if not b.status.startswith(("out of memory", "over budget"))})
+        return sorted(
+            {
+                b.size
+                for b in self.batches
+                if not b.status.startswith(("out of memory", "over budget"))
+            }
+        )
 
     @property
     def throughput(self) -> float | None:
@@ -87,9 +93,17 @@ class RunResult:
 
     def _rows(self) -> list[tuple[str, str]]:
         state = "complete" if self.complete else f"INCOMPLETE: {self.stop_reason}"
-        rows = [("items", f"{len(self.indices)} of {self.n_items} with output, {len(self.failures)} failed; {state}"),
-                ("batches", f"{len(self.batches)} attempts; sizes used {self.batch_sizes}; "
-                            f"{self.retries} retried at half size after a memory limit")]
+        rows = [
+            (
+                "items",
+                f"{len(self.indices)} of {self.n_items} with output, {len(self.failures)} failed; {state}",
+            ),
+            (
+                "batches",
+                f"{len(self.batches)} attempts; sizes used {self.batch_sizes}; "
+                f"{self.retries} retried at half size after a memory limit",
+            ),
+        ]
         if self.resumed_items:
             rows.append(("resumed", f"{self.resumed_items} items came from the checkpoint"))
         for f in self.failures[:10]:
@@ -97,15 +111,23 @@ class RunResult:
         if len(self.failures) > 10:
             rows.append(("...", f"{len(self.failures) - 10} more failures"))
         rate = self.throughput
-        rows.append(("throughput", "n/a" if rate is None else f"{format_count(rate)} items/s "
-                                                             f"in {format_seconds(self.seconds)}"))
+        rows.append(
+            (
+                "throughput",
+                "n/a"
+                if rate is None
+                else f"{format_count(rate)} items/s in {format_seconds(self.seconds)}",
+            )
+        )
         return rows
 
     def __repr__(self) -> str:
         return "RunResult\n" + text_table(self._rows())
 
     def _repr_html_(self) -> str:
-        return html_table(self._rows(), header=("figure", "value"), caption=f"RunResult ({self.source})")
+        return html_table(
+            self._rows(), header=("figure", "value"), caption=f"RunResult ({self.source})"
+        )
 
 
 @dataclass
@@ -137,9 +159,19 @@ class RunState:
             leaves = [np.concatenate([c[1][k] for c in chunks]) for k in range(len(chunks[0][1]))]
             outputs = jax.tree_util.tree_unflatten(self.treedef, leaves)
         complete = self.stop_reason is None and self.position >= self.n_items
-        return RunResult(self.n_items, outputs, indices, tuple(sorted(self.failures)), complete,
-                         self.stop_reason, tuple(self.batches), self.retries, seconds,
-                         self.resumed_items, budget_bytes)
+        return RunResult(
+            self.n_items,
+            outputs,
+            indices,
+            tuple(sorted(self.failures)),
+            complete,
+            self.stop_reason,
+            tuple(self.batches),
+            self.retries,
+            seconds,
+            self.resumed_items,
+            budget_bytes,
+        )
 
     # ----------------------------------------------------------- checkpoint
     def to_checkpoint(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -148,8 +180,13 @@ class RunState:
         if chunks:
             for k in range(len(chunks[0][1])):
                 arrays[f"out_{k}"] = np.concatenate([c[1][k] for c in chunks])
-        state = {"position": self.position, "size": self.size, "retries": self.retries,
-                 "failures": [list(f) for f in self.failures], "batches": [list(b) for b in self.batches]}
+        state = {
+            "position": self.position,
+            "size": self.size,
+            "retries": self.retries,
+            "failures": [list(f) for f in self.failures],
+            "batches": [list(b) for b in self.batches],
+        }
         return arrays, state
 
     def restore(self, arrays: dict[str, np.ndarray], state: dict[str, Any], treedef: Any) -> None:

@@ -91,7 +91,10 @@ class _Runner:
                 self.planned[size] = planned_bytes(estimate_from_compiled(compiled))
                 self.programs[size] = self.fn if self.batched else compiled
         if self.budget is not None and self.planned[size] > self.budget:
-            raise _OutOfMemory(OOM_BUDGET, f"batch of {size} plans {self.planned[size]} bytes > budget_bytes={self.budget}")
+            raise _OutOfMemory(
+                OOM_BUDGET,
+                f"batch of {size} plans {self.planned[size]} bytes > budget_bytes={self.budget}",
+            )
         return self.programs[size]
 
     def run(self, idx: list[int], size: int) -> tuple[list[np.ndarray], Any]:
@@ -104,7 +107,9 @@ class _Runner:
             if is_out_of_memory(e):
                 raise _OutOfMemory(OOM_XLA, short_message(e)) from e
             raise
-        return [np.asarray(leaf)[: len(idx)] for leaf in jax.tree_util.tree_leaves(out)], jax.tree_util.tree_structure(out)
+        return [
+            np.asarray(leaf)[: len(idx)] for leaf in jax.tree_util.tree_leaves(out)
+        ], jax.tree_util.tree_structure(out)
 
     def bisect(self, idx: list[int], error: Exception, found: list, failures: list) -> None:
         """Splits a failing batch until each error is pinned on one item."""
@@ -202,11 +207,26 @@ def run_batches(
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
     data = Items(items)
-    runner = _Runner(fn, data, batched=batched, budget_bytes=budget_bytes, check_nan=check_nan,
-                     min_batch_size=min_batch_size)
-    parts = {"fn": function_name(fn), "fn_code": _code_digest(fn), "items": digest(items)[:16],
-             "n_items": data.n, "batch_size": batch_size, "budget_bytes": budget_bytes,
-             "on_error": on_error, "check_nan": check_nan, "batched": batched, "min_batch_size": min_batch_size}
+    runner = _Runner(
+        fn,
+        data,
+        batched=batched,
+        budget_bytes=budget_bytes,
+        check_nan=check_nan,
+        min_batch_size=min_batch_size,
+    )
+    parts = {
+        "fn": function_name(fn),
+        "fn_code": _code_digest(fn),
+        "items": digest(items)[:16],
+        "n_items": data.n,
+        "batch_size": batch_size,
+        "budget_bytes": budget_bytes,
+        "on_error": on_error,
+        "check_nan": check_nan,
+        "batched": batched,
+        "min_batch_size": min_batch_size,
+    }
     state = RunState(data.n)
     saved = load_checkpoint(checkpoint, parts) if checkpoint is not None else None
     if saved is not None:
@@ -216,8 +236,16 @@ def run_batches(
         if data.n and state.size == 0:
             state.stop_reason = f"not even one item fits budget_bytes={budget_bytes} (planned)"
             return state.result(0.0, budget_bytes)
-    return _loop(runner, data, state, on_error=on_error, checkpoint=checkpoint, parts=parts,
-                 progress=progress, budget_bytes=budget_bytes)
+    return _loop(
+        runner,
+        data,
+        state,
+        on_error=on_error,
+        checkpoint=checkpoint,
+        parts=parts,
+        progress=progress,
+        budget_bytes=budget_bytes,
+    )
 
 
 def _code_digest(fn: Callable) -> str | None:
@@ -244,16 +272,30 @@ def _initial_size(runner: _Runner, data: Items, batch_size, budget_bytes) -> int
     return answer
 
 
-def _loop(runner: _Runner, data: Items, state: RunState, *, on_error, checkpoint, parts, progress,
-          budget_bytes) -> RunResult:
+def _loop(
+    runner: _Runner,
+    data: Items,
+    state: RunState,
+    *,
+    on_error,
+    checkpoint,
+    parts,
+    progress,
+    budget_bytes,
+) -> RunResult:
     from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
     now = lambda: state.result(time.perf_counter() - t0, budget_bytes)  # noqa: E731
     # tqdm.notebook ignores TQDM_DISABLE (tqdm 4.67), so honour it here for notebooks too
     quiet = os.environ.get("TQDM_DISABLE", "").lower() not in ("", "0", "false")
-    bar = tqdm(total=data.n, initial=state.position, unit="item", desc="run_batches",
-               disable=not progress or quiet)
+    bar = tqdm(
+        total=data.n,
+        initial=state.position,
+        unit="item",
+        desc="run_batches",
+        disable=not progress or quiet,
+    )
     with _InterruptFlag() as flag, bar:
         while state.position < data.n:
             if flag.set:
@@ -268,16 +310,23 @@ def _loop(runner: _Runner, data: Items, state: RunState, *, on_error, checkpoint
                 try:
                     found = [(idx, *runner.run(idx, size))]
                 except _OutOfMemory as e:
-                    state.batches.append(BatchLog(idx[0], size, len(idx), e.kind, time.perf_counter() - b0))
+                    state.batches.append(
+                        BatchLog(idx[0], size, len(idx), e.kind, time.perf_counter() - b0)
+                    )
                     if size <= runner.min_batch_size:
                         state.stop_reason = f"{e.kind} even at the minimum batch size {size}: {e}"
                         if on_error == "raise":
                             raise BatchMemoryError(now()) from e
                         break
-                    state.size, state.retries = max(size // 2, runner.min_batch_size), state.retries + 1
+                    state.size, state.retries = (
+                        max(size // 2, runner.min_batch_size),
+                        state.retries + 1,
+                    )
                     continue
                 except KeyboardInterrupt:
-                    state.stop_reason = "interrupted (KeyboardInterrupt) during a batch; that batch is not kept"
+                    state.stop_reason = (
+                        "interrupted (KeyboardInterrupt) during a batch; that batch is not kept"
+                    )
                     break
                 except Exception as e:
                     runner.bisect(idx, e, found, failures)
@@ -286,7 +335,9 @@ def _loop(runner: _Runner, data: Items, state: RunState, *, on_error, checkpoint
                     failures += nan_failures
             status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
             state.add(found, failures)
-            state.batches.append(BatchLog(state.position, size, len(idx), status, time.perf_counter() - b0))
+            state.batches.append(
+                BatchLog(state.position, size, len(idx), status, time.perf_counter() - b0)
+            )
             state.position = end
             if checkpoint is not None:
                 save_checkpoint(checkpoint, *state.to_checkpoint(), parts)
@@ -294,6 +345,8 @@ def _loop(runner: _Runner, data: Items, state: RunState, *, on_error, checkpoint
             if failures and on_error == "raise":
                 raise BatchItemError(now(), sorted(failures)[0])
     return now()
+
+
 def _split_nan(found):
     """Moves items whose outputs hold NaN or inf from ``found`` to failures."""
     kept, failures = [], []
@@ -303,7 +356,9 @@ def _split_nan(found):
             if np.issubdtype(leaf.dtype, np.inexact):
                 bad |= ~np.isfinite(leaf.reshape(len(idx), -1)).all(axis=1)
         for i in np.flatnonzero(bad):
-            failures.append(Failure(idx[i], "NaN/inf output", f"output of item {idx[i]} contains NaN or inf"))
+            failures.append(
+                Failure(idx[i], "NaN/inf output", f"output of item {idx[i]} contains NaN or inf")
+            )
         keep = np.flatnonzero(~bad)
         if keep.size:
             kept.append(([idx[i] for i in keep], [leaf[keep] for leaf in leaves], tree))

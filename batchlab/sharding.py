@@ -82,13 +82,19 @@ class ShardedBatch:
         return jax.tree_util.tree_map(cut, result)
 
     def __repr__(self) -> str:
-        return (f"ShardedBatch({self.n_items} items + {self.n_padding} padding over {self.n_devices} "
-                f"device(s), {self.items_per_device} rows per device, spec {self.sharding.spec})")
+        return (
+            f"ShardedBatch({self.n_items} items + {self.n_padding} padding over {self.n_devices} "
+            f"device(s), {self.items_per_device} rows per device, spec {self.sharding.spec})"
+        )
 
     def _repr_html_(self) -> str:
-        rows = [("items", self.n_items), ("padding rows (mask False)", self.n_padding),
-                ("devices", self.n_devices), ("rows per device", self.items_per_device),
-                ("PartitionSpec", str(self.sharding.spec))]
+        rows = [
+            ("items", self.n_items),
+            ("padding rows (mask False)", self.n_padding),
+            ("devices", self.n_devices),
+            ("rows per device", self.items_per_device),
+            ("PartitionSpec", str(self.sharding.spec)),
+        ]
         return html_table(rows, header=("figure", "value"), caption="ShardedBatch")
 
 
@@ -98,17 +104,22 @@ def _check_mesh(mesh: Any, axis_name: str) -> Mesh:
     if mesh is None:
         return jax.make_mesh((jax.device_count(),), (axis_name,))
     if not isinstance(mesh, Mesh):
-        raise TypeError(f"`mesh` must be a jax.sharding.Mesh (e.g. jax.make_mesh((n,), ('batch',))) "
-                        f"or None, got {type(mesh).__name__}.")
+        raise TypeError(
+            f"`mesh` must be a jax.sharding.Mesh (e.g. jax.make_mesh((n,), ('batch',))) "
+            f"or None, got {type(mesh).__name__}."
+        )
     if axis_name not in mesh.axis_names:
-        raise ValueError(f"`axis_name`={axis_name!r} is not an axis of the mesh, whose axes are "
-                         f"{tuple(mesh.axis_names)}; pass axis_name={mesh.axis_names[0]!r} or build the "
-                         f"mesh with that name.")
+        raise ValueError(
+            f"`axis_name`={axis_name!r} is not an axis of the mesh, whose axes are "
+            f"{tuple(mesh.axis_names)}; pass axis_name={mesh.axis_names[0]!r} or build the "
+            f"mesh with that name."
+        )
     return mesh
 
 
-def shard_batch(x: Any, mesh: Mesh | None = None, axis_name: str = "batch", *,
-                pad_value: float = 0) -> ShardedBatch:
+def shard_batch(
+    x: Any, mesh: Mesh | None = None, axis_name: str = "batch", *, pad_value: float = 0
+) -> ShardedBatch:
     """Lays the leading (batch) axis of ``x`` out over the devices of ``mesh``.
 
     Pads the batch to the next multiple of ``n = mesh.shape[axis_name]``
@@ -145,12 +156,16 @@ def shard_batch(x: Any, mesh: Mesh | None = None, axis_name: str = "batch", *,
     for path, leaf in leaves:
         where = "x" + jax.tree_util.keystr(path)
         if np.ndim(leaf) == 0:
-            raise ValueError(f"`{where}` is a scalar; every leaf needs a leading batch axis. A value "
-                             "shared by all items is a parameter: pass it to your function separately.")
+            raise ValueError(
+                f"`{where}` is a scalar; every leaf needs a leading batch axis. A value "
+                "shared by all items is a parameter: pass it to your function separately."
+            )
         sizes[where] = int(np.shape(leaf)[0])
     if len(set(sizes.values())) > 1:
-        raise ValueError(f"the leaves of `x` have different batch sizes {sizes}; every leaf must have "
-                         "the same leading (batch) axis.")
+        raise ValueError(
+            f"the leaves of `x` have different batch sizes {sizes}; every leaf must have "
+            "the same leading (batch) axis."
+        )
     n_items = next(iter(sizes.values()))
     n_devices = int(mesh.shape[axis_name])
     padded = -(-n_items // n_devices) * n_devices
@@ -191,17 +206,35 @@ class Scaling:
 
     n_items: int
     points: tuple[ScalingPoint, ...]
-    source: str = ("per-device memory: compiled memory analysis of the partitioned program (XLA); "
-                   "run time: wall clock around jax.block_until_ready (batchlab.measure)")
+    source: str = (
+        "per-device memory: compiled memory analysis of the partitioned program (XLA); "
+        "run time: wall clock around jax.block_until_ready (batchlab.measure)"
+    )
 
     def rows(self) -> list[tuple]:
-        return [(p.n_devices, p.rows_per_device, format_bytes(p.argument_bytes), format_bytes(p.temp_bytes),
-                 format_bytes(p.peak_bytes), p.matches_single_device, format_seconds(p.seconds))
-                for p in self.points]
+        return [
+            (
+                p.n_devices,
+                p.rows_per_device,
+                format_bytes(p.argument_bytes),
+                format_bytes(p.temp_bytes),
+                format_bytes(p.peak_bytes),
+                p.matches_single_device,
+                format_seconds(p.seconds),
+            )
+            for p in self.points
+        ]
 
     # run time last, under a wide header: sanitized timings never shift the other columns
-    _HEADER = ("devices", "rows/device", "argument/device", "temp/device", "peak/device",
-               "equals 1 device", "run time (wall clock)")
+    _HEADER = (
+        "devices",
+        "rows/device",
+        "argument/device",
+        "temp/device",
+        "peak/device",
+        "equals 1 device",
+        "run time (wall clock)",
+    )
 
     def __repr__(self) -> str:
         from ._format import text_table
@@ -212,8 +245,15 @@ class Scaling:
         return html_table(self.rows(), header=self._HEADER, caption=self.source)
 
 
-def measure_scaling(fn: Callable, x: Any, device_counts: Sequence[int], *, params: tuple = (),
-                    devices: Sequence[Any] | None = None, repeat: int = 5) -> Scaling:
+def measure_scaling(
+    fn: Callable,
+    x: Any,
+    device_counts: Sequence[int],
+    *,
+    params: tuple = (),
+    devices: Sequence[Any] | None = None,
+    repeat: int = 5,
+) -> Scaling:
     """Runs ``fn(batch, *params)`` sharded over each device count; compares with one device.
 
     Args:
@@ -239,9 +279,11 @@ def measure_scaling(fn: Callable, x: Any, device_counts: Sequence[int], *, param
     devices = list(jax.devices() if devices is None else devices)
     for n in device_counts:
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(devices):
-            raise ValueError(f"`device_counts` holds {n!r}, but there are {len(devices)} device(s); use "
-                             f"counts from 1 to {len(devices)} (on CPU, simulate more with "
-                             "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts).")
+            raise ValueError(
+                f"`device_counts` holds {n!r}, but there are {len(devices)} device(s); use "
+                f"counts from 1 to {len(devices)} (on CPU, simulate more with "
+                "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts)."
+            )
     reference = jax.device_get(jax.jit(fn)(x, *params))  # one device, no padding
     points = []
     for n in device_counts:
@@ -250,9 +292,20 @@ def measure_scaling(fn: Callable, x: Any, device_counts: Sequence[int], *, param
         shared = replicate(params, mesh)
         m = measure(fn, sb.values, *shared, repeat=repeat)
         out = jax.device_get(sb.unpad(jax.jit(fn)(sb.values, *shared)))
-        leaves = zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(reference), strict=False)
+        leaves = zip(
+            jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(reference), strict=False
+        )
         same = all(np.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in leaves)
-        points.append(ScalingPoint(n, sb.items_per_device, m.memory.argument_bytes, m.memory.temp_bytes,
-                                   m.memory.peak_bytes, m.median, bool(same)))
+        points.append(
+            ScalingPoint(
+                n,
+                sb.items_per_device,
+                m.memory.argument_bytes,
+                m.memory.temp_bytes,
+                m.memory.peak_bytes,
+                m.median,
+                bool(same),
+            )
+        )
     n_items = int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])
     return Scaling(n_items, tuple(points))

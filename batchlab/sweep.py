@@ -61,19 +61,32 @@ class Sweep:
                 rows.append((p.value, "failed", "", "", p.error or ""))
                 continue
             per_item = m.median / p.value if isinstance(p.value, int) and p.value > 0 else None
-            rows.append((p.value, format_seconds(m.median), format_seconds(per_item),
-                         format_bytes(m.memory.peak_bytes), format_seconds(m.compile_seconds)))
+            rows.append(
+                (
+                    p.value,
+                    format_seconds(m.median),
+                    format_seconds(per_item),
+                    format_bytes(m.memory.peak_bytes),
+                    format_seconds(m.compile_seconds),
+                )
+            )
         return rows
 
     _header = ("value", "run (median)", "per item", "planned peak", "compile")
 
     def __repr__(self) -> str:
-        return f"Sweep of {self.name} over {self.parameter}:\n" + text_table(self._rows(), self._header)
+        return f"Sweep of {self.name} over {self.parameter}:\n" + text_table(
+            self._rows(), self._header
+        )
 
     def _repr_html_(self) -> str:
         header = (self.parameter, *self._header[1:])
-        return html_table(self._rows(), header=header, caption=f"{self.name}: runtime (wall clock) "
-                          "and planned peak (compiled memory analysis)")
+        return html_table(
+            self._rows(),
+            header=header,
+            caption=f"{self.name}: runtime (wall clock) "
+            "and planned peak (compiled memory analysis)",
+        )
 
     def plot(self, *, ax=None, current: Any = None):
         """Runtime per item and planned peak memory against the parameter."""
@@ -134,5 +147,7 @@ def sweep(
                 raise  # the first point failing is a usage error, not a data point
             result.points.append(SweepPoint(v, None, f"{type(e).__name__}: {e}"))
         except Exception as e:  # e.g. XlaRuntimeError RESOURCE_EXHAUSTED
-            result.points.append(SweepPoint(v, None, f"{type(e).__name__}: {str(e).splitlines()[0]}"))
+            result.points.append(
+                SweepPoint(v, None, f"{type(e).__name__}: {str(e).splitlines()[0]}")
+            )
     return result

@@ -74,8 +74,13 @@ class XlaAllocation(NamedTuple):
 
 
 def _kind(rest: str) -> str:
-    for word, kind in (("parameter", "parameter"), ("constant", "constant"), ("thread-local", "thread-local"),
-                       ("output shape", "output"), ("preallocated-temp", "temp")):
+    for word, kind in (
+        ("parameter", "parameter"),
+        ("constant", "constant"),
+        ("thread-local", "thread-local"),
+        ("output shape", "output"),
+        ("preallocated-temp", "temp"),
+    ):
         if word in rest:
             return kind
     return "output" if "maybe-live-out" in rest else "temp"
@@ -104,8 +109,18 @@ def parse_reports(buffer_text: str, live_range_text: str) -> tuple[list[XlaAlloc
         elif header is not None and (m := _VALUE.match(line)):
             name = m.group(2)
             start, end = ranges.get(name if name.endswith("}") else name + "{}", (None, None))
-            values.append(XlaValue(int(m.group(1)), name, int(m.group(3)), int(m.group(4)), header[0],
-                                   m.group(5), start, end))
+            values.append(
+                XlaValue(
+                    int(m.group(1)),
+                    name,
+                    int(m.group(3)),
+                    int(m.group(4)),
+                    header[0],
+                    m.group(5),
+                    start,
+                    end,
+                )
+            )
     return allocations, sequence
 
 
@@ -135,7 +150,9 @@ class BufferAssignment:
     @property
     def temp_value_bytes(self) -> int:
         """Sum of the sizes of all values placed in temp: what they would take without reuse."""
-        return sum(v.size for a in self.allocations_of("temp") for v in a.values if v.start is not None)
+        return sum(
+            v.size for a in self.allocations_of("temp") for v in a.values if v.start is not None
+        )
 
     @property
     def shared_allocations(self) -> int:
@@ -151,19 +168,35 @@ class BufferAssignment:
             if not live:
                 continue
             names = ", ".join(live[:4]) + (" ..." if len(live) > 4 else "")
-            rows.append((str(a.index), a.kind + (" (live out)" if a.live_out and a.kind == "parameter" else ""),
-                         format_bytes(a.size), str(len(live)), names))
+            rows.append(
+                (
+                    str(a.index),
+                    a.kind + (" (live out)" if a.live_out and a.kind == "parameter" else ""),
+                    format_bytes(a.size),
+                    str(len(live)),
+                    names,
+                )
+            )
         return rows
 
     def __repr__(self) -> str:
-        head = (f"BufferAssignment({self.name} on {self.backend}: {len(self.sequence)} instructions, "
-                f"temp {format_bytes(self.temp_bytes)} holding {format_bytes(self.temp_value_bytes)} of values; "
-                f"source: {self.source})")
-        return head + "\n" + text_table(self._rows(), header=("alloc", "kind", "size", "values", "names"))
+        head = (
+            f"BufferAssignment({self.name} on {self.backend}: {len(self.sequence)} instructions, "
+            f"temp {format_bytes(self.temp_bytes)} holding {format_bytes(self.temp_value_bytes)} of values; "
+            f"source: {self.source})"
+        )
+        return (
+            head
+            + "\n"
+            + text_table(self._rows(), header=("alloc", "kind", "size", "values", "names"))
+        )
 
     def _repr_html_(self) -> str:
-        return html_table(self._rows(), header=("allocation", "kind", "size", "values", "names"),
-                          caption=f"XLA buffer assignment of {self.name} on {self.backend} ({self.source})")
+        return html_table(
+            self._rows(),
+            header=("allocation", "kind", "size", "values", "names"),
+            caption=f"XLA buffer assignment of {self.name} on {self.backend} ({self.source})",
+        )
 
     def to_trace(self, kinds: Sequence[str] = ("parameter", "output", "temp")) -> Trace:
         """Each value of the given allocation kinds as an alloc/free pair at its live range.
@@ -179,8 +212,11 @@ class BufferAssignment:
                     events.append((v.start, 1, Event(v.start, "alloc", v.name, v.size, a.kind)))
                     events.append((v.end, 0, Event(v.end, "free", v.name)))
         events.sort(key=lambda e: (e[0], e[1]))
-        return Trace(tuple(e[2] for e in events), f"XLA values of {self.name}",
-                     "XLA live ranges (xla_dump_to), replayed by the kit's simulation")
+        return Trace(
+            tuple(e[2] for e in events),
+            f"XLA values of {self.name}",
+            "XLA live ranges (xla_dump_to), replayed by the kit's simulation",
+        )
 
     def plot(self, *, ax=None, kinds: Sequence[str] = ("parameter", "output", "temp")):
         """Allocations as bands (height = bytes), each value a box from its first to its last step."""
@@ -223,8 +259,10 @@ def buffer_assignment(
     check_callable(fn)
     if is_jitted(fn):
         if static_argnums != () or donate_argnums != ():
-            raise ValueError("`fn` is already jax.jit-wrapped; give static_argnums/donate_argnums to its "
-                             "own jax.jit(...) instead of to buffer_assignment.")
+            raise ValueError(
+                "`fn` is already jax.jit-wrapped; give static_argnums/donate_argnums to its "
+                "own jax.jit(...) instead of to buffer_assignment."
+            )
         jitted = fn
     else:
         check_array_tree(args, "args")
@@ -233,10 +271,14 @@ def buffer_assignment(
     lowered = jitted.lower(*args, **kwargs)
     with tempfile.TemporaryDirectory(prefix="batchlab-xla-") as folder:
         lowered.compile(compiler_options={"xla_dump_to": folder, "xla_dump_hlo_as_text": True})
-        found = sorted(glob.glob(os.path.join(folder, "*after_optimizations-buffer-assignment.txt")))
+        found = sorted(
+            glob.glob(os.path.join(folder, "*after_optimizations-buffer-assignment.txt"))
+        )
         if not found:
-            raise RuntimeError("XLA wrote no *-buffer-assignment.txt report for this compilation; "
-                               "is a persistent compilation cache serving it? Disable it and retry.")
+            raise RuntimeError(
+                "XLA wrote no *-buffer-assignment.txt report for this compilation; "
+                "is a persistent compilation cache serving it? Disable it and retry."
+            )
         with open(found[-1]) as f:
             buffer_text = f.read()
         ranges = found[-1].replace("-buffer-assignment.txt", "-live-range.txt")
@@ -245,7 +287,9 @@ def buffer_assignment(
             with open(ranges) as f:
                 live_text = f.read()
     allocations, sequence = parse_reports(buffer_text, live_text)
-    return BufferAssignment(function_name(fn), tuple(allocations), tuple(sequence), jax.default_backend())
+    return BufferAssignment(
+        function_name(fn), tuple(allocations), tuple(sequence), jax.default_backend()
+    )
 
 
 __all__ = ["BufferAssignment", "XlaAllocation", "XlaValue", "buffer_assignment", "parse_reports"]

@@ -28,8 +28,9 @@ import jax
 import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import batchlab as bl
 from _report import Report
+
+import batchlab as bl
 
 
 def cases(n: int):
@@ -37,7 +38,11 @@ def cases(n: int):
     x = jax.random.normal(key, (n, 1024), jnp.float32)
     w = jax.random.normal(key, (1024, 1024), jnp.float32)
     yield "mlp layer tanh(x@w)@w", lambda x, w: jnp.tanh(x @ w) @ w, (x, w)
-    yield "pairwise distances", lambda x: jnp.sqrt(((x[:, None, :64] - x[None, :, :64]) ** 2).sum(-1)), (x[:2048],)
+    yield (
+        "pairwise distances",
+        lambda x: jnp.sqrt(((x[:, None, :64] - x[None, :, :64]) ** 2).sum(-1)),
+        (x[:2048],),
+    )
     yield "softmax over rows", lambda x: jax.nn.softmax(x @ x.T, axis=-1), (x[:4096],)
     yield "elementwise chain", lambda x: jnp.sin(x) * jnp.cos(x) + jnp.exp(-x * x), (x,)
 
@@ -45,22 +50,30 @@ def cases(n: int):
 def main() -> int:
     report = Report("gpu_check")
     if jax.default_backend() == "cpu":
-        report.line("No GPU/TPU here: device memory stats are unavailable on the CPU backend, so there is "
-                    "nothing to compare. Run this on a GPU machine.")
+        report.line(
+            "No GPU/TPU here: device memory stats are unavailable on the CPU backend, so there is "
+            "nothing to compare. Run this on a GPU machine."
+        )
         report.line(bl.device_memory_unavailable_reason())
         return 0
     t_start = time.perf_counter()
     report.line(f"device: {jax.devices()[0]}")
-    report.line(f"{'function':28s} {'planned peak':>14s} {'measured peak':>14s} {'measured/planned':>17s}")
+    report.line(
+        f"{'function':28s} {'planned peak':>14s} {'measured peak':>14s} {'measured/planned':>17s}"
+    )
     for name, fn, args in cases(16384):
         est = bl.memory_estimate(fn, *args)
         m = bl.measure(fn, *args, repeat=3, isolated=True)
         before = m.device_before.bytes_in_use if m.device_before else 0
         measured = m.device_peak_bytes - (before - m.memory.argument_bytes)
-        report.line(f"{name:28s} {bl._format.format_bytes(est.peak_bytes):>14s} "
-                    f"{bl._format.format_bytes(measured):>14s} {measured / est.peak_bytes:>17.2f}")
-    report.line(f"sources: planned = compiled memory analysis ({est.peak_source}); "
-                f"measured = device memory stats (peak_bytes_in_use, fresh process each)")
+        report.line(
+            f"{name:28s} {bl.format_bytes(est.peak_bytes):>14s} "
+            f"{bl.format_bytes(measured):>14s} {measured / est.peak_bytes:>17.2f}"
+        )
+    report.line(
+        f"sources: planned = compiled memory analysis ({est.peak_source}); "
+        f"measured = device memory stats (peak_bytes_in_use, fresh process each)"
+    )
     report.line(f"total time: {time.perf_counter() - t_start:.1f} s")
     report.save()
     return 0

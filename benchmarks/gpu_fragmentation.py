@@ -24,7 +24,14 @@ SETTINGS = {
     "platform": {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform"},
 }
 WORKLOADS = ("per-item", "batched", "training", "training-donated")
-KEYS = ("bytes_in_use", "peak_bytes_in_use", "largest_free_block_bytes", "pool_bytes", "bytes_reserved", "num_allocs")
+KEYS = (
+    "bytes_in_use",
+    "peak_bytes_in_use",
+    "largest_free_block_bytes",
+    "pool_bytes",
+    "bytes_reserved",
+    "num_allocs",
+)
 
 
 def child(workload: str) -> None:
@@ -51,7 +58,9 @@ def child(workload: str) -> None:
             results.append(process(jnp.ones((8, max_len, features)), w))
     else:
         donate = workload.endswith("donated")
-        step = jax.jit(lambda p, x: p - 0.01 * (x.T @ jnp.tanh(x @ p)), donate_argnums=(0,) if donate else ())
+        step = jax.jit(
+            lambda p, x: p - 0.01 * (x.T @ jnp.tanh(x @ p)), donate_argnums=(0,) if donate else ()
+        )
         params = jnp.ones((features * 4, features), jnp.float32) * 0.001
         for _ in range(n_items):
             params = step(params, jnp.ones((512, features * 4), jnp.float32))
@@ -69,21 +78,30 @@ def main() -> int:
     import jax
 
     if jax.default_backend() == "cpu":
-        print("gpu_fragmentation: needs a GPU (jax.Device.memory_stats() is None on the CPU backend); "
-              "nothing measured. Run it on a GPU machine.")
+        print(
+            "gpu_fragmentation: needs a GPU (jax.Device.memory_stats() is None on the CPU backend); "
+            "nothing measured. Run it on a GPU machine."
+        )
         return 0
     rows, t0 = [], time.perf_counter()
     for setting, env in SETTINGS.items():
         for workload in WORKLOADS:
-            proc = subprocess.run([sys.executable, __file__, "--child", workload], env={**os.environ, **env},
-                                  capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", workload],
+                env={**os.environ, **env},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             try:
                 stats = json.loads(proc.stdout.strip().splitlines()[-1])
             except (IndexError, json.JSONDecodeError):
                 stats = {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:80]}
             rows.append((setting, workload, stats))
-    lines = [f"device memory_stats() after each workload, one fresh process each ({jax.devices()[0].device_kind})",
-             f"{'setting':30s} {'workload':17s} " + " ".join(f"{k[:14]:>14s}" for k in KEYS) + "  frag"]
+    lines = [
+        f"device memory_stats() after each workload, one fresh process each ({jax.devices()[0].device_kind})",
+        f"{'setting':30s} {'workload':17s} " + " ".join(f"{k[:14]:>14s}" for k in KEYS) + "  frag",
+    ]
     for setting, workload, s in rows:
         if "error" in s:
             lines.append(f"{setting:30s} {workload:17s} failed: {s['error']}")
@@ -91,12 +109,20 @@ def main() -> int:
         free = (s.get("pool_bytes") or s.get("bytes_limit", 0)) - s.get("bytes_in_use", 0)
         lfb = s.get("largest_free_block_bytes")
         frag = f"{1 - min(lfb, free) / free:.1%}" if lfb is not None and free > 0 else "n/a"
-        lines.append(f"{setting:30s} {workload:17s} " + " ".join(
-            f"{s[k]:>14d}" if k == "num_allocs" and k in s else f"{fmt(s.get(k)):>14s}" for k in KEYS) + f"  {frag}")
+        lines.append(
+            f"{setting:30s} {workload:17s} "
+            + " ".join(
+                f"{s[k]:>14d}" if k == "num_allocs" and k in s else f"{fmt(s.get(k)):>14s}"
+                for k in KEYS
+            )
+            + f"  {frag}"
+        )
     lines.append(f"(took {time.perf_counter() - t0:.0f} s)")
     print("\n".join(lines))
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "gpu_fragmentation.txt"), "w") as f:
+    with open(
+        os.path.join(os.path.dirname(__file__), "results", "gpu_fragmentation.txt"), "w"
+    ) as f:
         f.write("\n".join(lines) + "\n")
     return 0
 

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 import batchlab
-from batchlab._format import text_table
+from batchlab import text_table
 from batchlab.budget import compilation_target, planned_bytes
 
 D = 64
@@ -54,13 +54,34 @@ def main() -> str:
             t_lin = time.perf_counter() - t0
         assert int(fast) == slow, (int(fast), slow)
         target = compilation_target(int(fast))
-        rows.append((f"{kib} KiB", int(fast), c_fast.count, target, "yes" if c_fast.count <= target else "NO",
-                     c_lin.count, f"{t_lin / t_fast:.1f}x"))
-    table = text_table(rows, header=("budget", "answer", "compiles (search)", "target 2log2+2",
-                                     "within", "compiles (linear)", "linear time / search time"))
-    note = (f"vmap of a per-item fn with a {D}x{D} float32 temporary; compile-only planning "
-            f"(XLA compiled memory analysis); compilations counted with jax.monitoring events; "
-            f"backend {jax.default_backend()}")
+        rows.append(
+            (
+                f"{kib} KiB",
+                int(fast),
+                c_fast.count,
+                target,
+                "yes" if c_fast.count <= target else "NO",
+                c_lin.count,
+                f"{t_lin / t_fast:.1f}x",
+            )
+        )
+    table = text_table(
+        rows,
+        header=(
+            "budget",
+            "answer",
+            "compiles (search)",
+            "target 2log2+2",
+            "within",
+            "compiles (linear)",
+            "linear time / search time",
+        ),
+    )
+    note = (
+        f"vmap of a per-item fn with a {D}x{D} float32 temporary; compile-only planning "
+        f"(XLA compiled memory analysis); compilations counted with jax.monitoring events; "
+        f"backend {jax.default_backend()}"
+    )
     return table + "\n" + note
 
 

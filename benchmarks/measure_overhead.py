@@ -20,8 +20,9 @@ import jax
 import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import batchlab as bl
 from _report import Report
+
+import batchlab as bl
 
 
 def make_1ms_function():
@@ -60,23 +61,29 @@ def empty_loop_overhead(calls: int, x) -> float:
 def main() -> None:
     report = Report("measure_overhead")
     f, x, per_call = make_1ms_function()
-    report.line(f"function: tanh(a @ a) @ a on {x.shape}, ~{bl._format.format_seconds(per_call)} per call")
+    report.line(f"function: tanh(a @ a) @ a on {x.shape}, ~{bl.format_seconds(per_call)} per call")
     rounds = []
     for r in range(3):  # interleave to share the machine's noise fairly
         hand = statistics.median(hand_loop(f, x, 300))
         m = bl.measure(f, x, max_time=1.0)
         rounds.append((hand, m.median))
-        report.line(f"round {r}: hand loop median {bl._format.format_seconds(hand)}, "
-                    f"measure median {bl._format.format_seconds(m.median)} ({m.runs} samples x {m.number})")
+        report.line(
+            f"round {r}: hand loop median {bl.format_seconds(hand)}, "
+            f"measure median {bl.format_seconds(m.median)} ({m.runs} samples x {m.number})"
+        )
     hand = statistics.median(h for h, _ in rounds)
     meas = statistics.median(mm for _, mm in rounds)
     ratio = meas / hand
     overhead = empty_loop_overhead(10_000, f(x))
-    report.line(f"median ratio measure / hand loop: {ratio:.3f}  (target 0.90 .. 1.10: "
-                f"{'PASS' if 0.9 <= ratio <= 1.1 else 'FAIL'})")
-    report.line(f"measure's per-call overhead (block_until_ready + loop, no work): "
-                f"{bl._format.format_seconds(overhead)} = {overhead / per_call:.2%} of the call "
-                f"(target < 5%: {'PASS' if overhead / per_call < 0.05 else 'FAIL'})")
+    report.line(
+        f"median ratio measure / hand loop: {ratio:.3f}  (target 0.90 .. 1.10: "
+        f"{'PASS' if 0.9 <= ratio <= 1.1 else 'FAIL'})"
+    )
+    report.line(
+        f"measure's per-call overhead (block_until_ready + loop, no work): "
+        f"{bl.format_seconds(overhead)} = {overhead / per_call:.2%} of the call "
+        f"(target < 5%: {'PASS' if overhead / per_call < 0.05 else 'FAIL'})"
+    )
     report.save()
 
 

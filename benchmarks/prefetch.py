@@ -59,7 +59,7 @@ def main() -> int:
         def waiting_loader():
             for i in range(N_BATCHES):
                 time.sleep(compute)
-                yield np.asarray(rows[i * BATCH:(i + 1) * BATCH])
+                yield np.asarray(rows[i * BATCH : (i + 1) * BATCH])
 
         def per_item_loader():
             for idx in loading.batch_indices(data.n_items, BATCH):

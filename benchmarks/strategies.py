@@ -66,7 +66,7 @@ def small(x):
 
 def main() -> int:
     r = Report("strategies")
-    fmt_s, fmt_b = bl._format.format_seconds, bl._format.format_bytes
+    fmt_s, fmt_b = bl.format_seconds, bl.format_bytes
     ok = True
     keys = jax.random.split(jax.random.key(0), 4)
 

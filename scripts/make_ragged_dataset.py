@@ -46,8 +46,13 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "data" / "ragged" / "stdlib_functions.npz"
 SOURCE_VERSION = "3.11.7"
 SPECIALS = ["<pad>", "<unk>", "<NEWLINE>", "<INDENT>", "<DEDENT>", "<NUMBER>", "<STRING>"]
-_KIND = {tokenize.NUMBER: "<NUMBER>", tokenize.STRING: "<STRING>", tokenize.NEWLINE: "<NEWLINE>",
-         tokenize.INDENT: "<INDENT>", tokenize.DEDENT: "<DEDENT>"}
+_KIND = {
+    tokenize.NUMBER: "<NUMBER>",
+    tokenize.STRING: "<STRING>",
+    tokenize.NEWLINE: "<NEWLINE>",
+    tokenize.INDENT: "<INDENT>",
+    tokenize.DEDENT: "<DEDENT>",
+}
 _DROP = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
 
 
@@ -93,8 +98,10 @@ def build(stdlib: Path, min_count: int) -> dict[str, np.ndarray]:
             seqs.append([text for _, text in toks[lo:hi]])
             names.append(f"{path.stem}.{qualname}")
     counts = Counter(t for s in seqs for t in s)
-    kept = sorted((t for t, c in counts.items() if c >= min_count and t not in SPECIALS),
-                  key=lambda t: (-counts[t], t))
+    kept = sorted(
+        (t for t, c in counts.items() if c >= min_count and t not in SPECIALS),
+        key=lambda t: (-counts[t], t),
+    )
     vocab = SPECIALS + kept
     index = {t: i for i, t in enumerate(vocab)}
     flat = np.array([index.get(t, 1) for s in seqs for t in s], dtype=np.uint16)
@@ -119,21 +126,32 @@ def digest(arrays: dict[str, np.ndarray]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--stdlib", type=Path, default=Path(sysconfig.get_paths()["stdlib"]))
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--min-count", type=int, default=5)
-    parser.add_argument("--any-version", action="store_true", help="allow a Python other than 3.11.7")
-    parser.add_argument("--check", action="store_true", help="rebuild and compare with --out; write nothing")
+    parser.add_argument(
+        "--any-version", action="store_true", help="allow a Python other than 3.11.7"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="rebuild and compare with --out; write nothing"
+    )
     args = parser.parse_args()
     if platform.python_version() != SOURCE_VERSION and not args.any_version:
-        print(f"This is Python {platform.python_version()}; the shipped data comes from {SOURCE_VERSION}. "
-              f"Run with Python {SOURCE_VERSION}, or pass --any-version for a similar dataset.", file=sys.stderr)
+        print(
+            f"This is Python {platform.python_version()}; the shipped data comes from {SOURCE_VERSION}. "
+            f"Run with Python {SOURCE_VERSION}, or pass --any-version for a similar dataset.",
+            file=sys.stderr,
+        )
         return 2
     arrays = build(args.stdlib, args.min_count)
     lengths = np.diff(arrays["offsets"])
-    print(f"{len(lengths)} sequences, {len(arrays['tokens'])} tokens, vocab {len(arrays['vocab'])}, "
-          f"lengths min {lengths.min()} median {int(np.median(lengths))} max {lengths.max()}")
+    print(
+        f"{len(lengths)} sequences, {len(arrays['tokens'])} tokens, vocab {len(arrays['vocab'])}, "
+        f"lengths min {lengths.min()} median {int(np.median(lengths))} max {lengths.max()}"
+    )
     print(f"content sha256 {digest(arrays)}")
     if args.check:
         with np.load(args.out, allow_pickle=False) as shipped:
@@ -142,8 +160,10 @@ def main() -> int:
         return 0 if same else 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, **arrays)
-    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out} "
-          f"({args.out.stat().st_size / 2**20:.2f} MiB)")
+    print(
+        f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out} "
+        f"({args.out.stat().st_size / 2**20:.2f} MiB)"
+    )
     return 0
 
 

@@ -28,7 +28,7 @@ def assert_close(actual, expected) -> None:
     a_leaves, a_tree = jax.tree_util.tree_flatten(actual)
     e_leaves, e_tree = jax.tree_util.tree_flatten(expected)
     assert a_tree == e_tree, f"pytree structure differs: {a_tree} vs {e_tree}"
-    for a, e in zip(a_leaves, e_leaves):
+    for a, e in zip(a_leaves, e_leaves, strict=True):
         a, e = np.asarray(a), np.asarray(e)
         assert a.shape == e.shape, f"shape {a.shape} != {e.shape}"
         np.testing.assert_allclose(a, e, **tolerance(e.dtype))

@@ -19,7 +19,9 @@ def check_invariants(a: A.Allocator) -> None:
         assert chunk.offset == position and chunk.size > 0
         position = chunk.end
     assert position == a.capacity
-    for left, right in zip(a.chunks, a.chunks[1:], strict=False):  # coalescing left nothing to merge
+    for left, right in zip(
+        a.chunks, a.chunks[1:], strict=False
+    ):  # coalescing left nothing to merge
         assert not (left.state == right.state != USED and left.region == right.region)
     assert a.in_use == sum(c.requested for c in a.chunks if c.state == USED)
     assert {c.id for c in a.chunks if c.state == USED} == set(a.live)
@@ -69,9 +71,18 @@ def test_bfc_coalesces_neighbours_on_free():
 
 
 def test_failure_despite_enough_free_memory():
-    trace = A.Trace.from_events([(0, "alloc", "a", 1024), (1, "alloc", "b", 1024), (2, "alloc", "c", 1024),
-                                 (3, "alloc", "d", 1024), (4, "free", "a"), (5, "free", "c"),
-                                 (6, "alloc", "big", 2048), (7, "free", "big")])
+    trace = A.Trace.from_events(
+        [
+            (0, "alloc", "a", 1024),
+            (1, "alloc", "b", 1024),
+            (2, "alloc", "c", 1024),
+            (3, "alloc", "d", 1024),
+            (4, "free", "a"),
+            (5, "free", "c"),
+            (6, "alloc", "big", 2048),
+            (7, "free", "big"),
+        ]
+    )
     tl = A.replay(trace, A.BFCAllocator(4096))
     assert len(tl.failures) == 1 and tl.failures_despite_free == 1
     f = tl.failures[0]
@@ -155,10 +166,12 @@ def test_invariants_under_random_traces(policy, preallocate, seed):
 
 @pytest.mark.parametrize("policy,preallocate", SETUPS)
 def test_replay_blocks_never_overlap(policy, preallocate):
-    tl = A.replay(random_trace(5, n=120), A.make_allocator(policy, 4 * MiB, preallocate=preallocate))
+    tl = A.replay(
+        random_trace(5, n=120), A.make_allocator(policy, 4 * MiB, preallocate=preallocate)
+    )
     blocks = tl.blocks
     for i, p in enumerate(blocks):
-        for q in blocks[i + 1:]:
+        for q in blocks[i + 1 :]:
             if p.start < q.end and q.start < p.end:  # live at the same time
                 assert p.offset + p.size <= q.offset or q.offset + q.size <= p.offset
 
@@ -167,7 +180,9 @@ def test_replay_blocks_never_overlap(policy, preallocate):
 def test_batching_means_fewer_allocations():
     assert A.workloads.per_item(48).n_allocs == 3 * 48
     assert A.workloads.batched(48, batch_size=8).n_allocs == 3 * 6
-    assert A.workloads.batched(50, batch_size=8).n_allocs == 3 * 7  # remainder: one more padded batch
+    assert (
+        A.workloads.batched(50, batch_size=8).n_allocs == 3 * 7
+    )  # remainder: one more padded batch
 
 
 @pytest.mark.parametrize("n_items", [0, 1, 13])
@@ -222,13 +237,16 @@ def test_exercise_fixed_shape():
 
 
 # ---------------------------------------------------------------- errors
-@pytest.mark.parametrize("events,match", [
-    ([(0, "alloc", "a", 8), (1, "alloc", "a", 8)], "twice"),
-    ([(0, "free", "a")], "not allocated"),
-    ([(0, "grab", "a", 8)], "must be 'alloc' or 'free'"),
-    ([(1, "alloc", "a", 8), (0, "free", "a")], "back in time"),
-    ([(0, "alloc", "a", -1)], "size"),
-])
+@pytest.mark.parametrize(
+    "events,match",
+    [
+        ([(0, "alloc", "a", 8), (1, "alloc", "a", 8)], "twice"),
+        ([(0, "free", "a")], "not allocated"),
+        ([(0, "grab", "a", 8)], "must be 'alloc' or 'free'"),
+        ([(1, "alloc", "a", 8), (0, "free", "a")], "back in time"),
+        ([(0, "alloc", "a", -1)], "size"),
+    ],
+)
 def test_bad_traces(events, match):
     with pytest.raises(ValueError, match=match):
         A.Trace.from_events(events)

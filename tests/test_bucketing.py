@@ -25,8 +25,11 @@ from batchlab.bucketing import equal_width_boundaries, padded_elements
 
 def brute_force(lengths, k):
     u = np.unique(lengths)
-    return min(padded_elements(lengths, [*list(c), u[-1]])
-               for r in range(0, min(k, len(u))) for c in itertools.combinations(u[:-1], r))
+    return min(
+        padded_elements(lengths, [*list(c), u[-1]])
+        for r in range(0, min(k, len(u)))
+        for c in itertools.combinations(u[:-1], r)
+    )
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -45,7 +48,8 @@ def test_optimal_never_worse_than_heuristics_on_shipped_data():
         assert best <= padded_elements(lengths, quantile_boundaries(lengths, k))
         assert best <= padded_elements(lengths, equal_width_boundaries(lengths, k))
     assert padded_elements(lengths, optimal_boundaries(lengths, 16)) <= padded_elements(
-        lengths, power_of_two_boundaries(lengths))
+        lengths, power_of_two_boundaries(lengths)
+    )
 
 
 def test_fewer_distinct_lengths_than_buckets():
@@ -57,13 +61,15 @@ def test_fewer_distinct_lengths_than_buckets():
 @pytest.mark.parametrize("features", [(), (2,)])
 def test_bucketize_round_trip_and_order(n, features):
     rng = np.random.default_rng(n)
-    seqs = [rng.standard_normal((int(k), *features)).astype(np.float32) for k in rng.integers(0, 30, n)]
+    seqs = [
+        rng.standard_normal((int(k), *features)).astype(np.float32) for k in rng.integers(0, 30, n)
+    ]
     buckets = bucketize(seqs, n_buckets=3)
     assert sum(len(b.indices) for b in buckets) == n and buckets.n_items == n
     for b in buckets:
         assert b.padded.values.shape[1] == b.boundary
         for row, i in enumerate(b.indices):
-            assert_close(b.padded.values[row, :len(seqs[i])], seqs[i])
+            assert_close(b.padded.values[row, : len(seqs[i])], seqs[i])
     sums = buckets.map(lambda p: masked_sum(p.values, p.mask, axis=1))
     assert_close(sums, np.stack([s.sum(0) for s in seqs]).astype(np.float32))
     assert buckets.true_elements == sum(len(s) for s in seqs)
@@ -101,7 +107,9 @@ def test_report_on_shipped_data():
     r = padding_report(lengths, n_buckets=8)
     assert [row.strategy for row in r.rows] == ["max", "fixed", "pow2", "quantile", "optimal"]
     assert r["max"].shapes == 1 and r["optimal"].shapes == 8
-    assert r["optimal"].padded_elements == min(row.padded_elements for row in r.rows if row.shapes <= 8)
+    assert r["optimal"].padded_elements == min(
+        row.padded_elements for row in r.rows if row.shapes <= 8
+    )
     assert r["max"].padded_elements == len(lengths) * lengths.max()
     assert 0 < r["optimal"].waste < r["max"].waste < 1
     assert "wasted compute" in repr(r) and "<table" in r._repr_html_()
@@ -113,19 +121,34 @@ def test_report_fixed_boundaries():
     assert r["fixed"].padded_elements == 4 + 10 + 10 and r["fixed"].ratio == pytest.approx(24 / 17)
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: bucketize([[1]]), ValueError, "exactly one of `boundaries`"),
-    (lambda: bucketize([[1]], boundaries=[2], n_buckets=2), ValueError, "exactly one of"),
-    (lambda: bucketize([[1] * 5], boundaries=[2, 4]), ValueError, "longest item has length 5.*add a boundary >= 5"),
-    (lambda: bucketize([[1]], boundaries=[4, 2]), ValueError, "strictly increasing"),
-    (lambda: bucketize([[1]], boundaries=[2.5]), TypeError, "`boundaries` must be a non-empty list of ints"),
-    (lambda: bucketize([[1]], n_buckets=0), ValueError, "`n_buckets` must be at least 1"),
-    (lambda: bucketize([[1]], n_buckets=2, value=0.5), ValueError, "cannot be stored"),
-    (lambda: padding_report([1, 2], "median"), ValueError, "`strategy` must be one of"),
-    (lambda: padding_report([[1, 2]]), ValueError, "`lengths` must be a 1-D array"),
-    (lambda: padding_report([1, 2])["nope"], KeyError, "no strategy 'nope'"),
-    (lambda: bucketize([[1], [2, 3]], n_buckets=2).restore([1]), ValueError, "`outputs` has 1 entries"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: bucketize([[1]]), ValueError, "exactly one of `boundaries`"),
+        (lambda: bucketize([[1]], boundaries=[2], n_buckets=2), ValueError, "exactly one of"),
+        (
+            lambda: bucketize([[1] * 5], boundaries=[2, 4]),
+            ValueError,
+            "longest item has length 5.*add a boundary >= 5",
+        ),
+        (lambda: bucketize([[1]], boundaries=[4, 2]), ValueError, "strictly increasing"),
+        (
+            lambda: bucketize([[1]], boundaries=[2.5]),
+            TypeError,
+            "`boundaries` must be a non-empty list of ints",
+        ),
+        (lambda: bucketize([[1]], n_buckets=0), ValueError, "`n_buckets` must be at least 1"),
+        (lambda: bucketize([[1]], n_buckets=2, value=0.5), ValueError, "cannot be stored"),
+        (lambda: padding_report([1, 2], "median"), ValueError, "`strategy` must be one of"),
+        (lambda: padding_report([[1, 2]]), ValueError, "`lengths` must be a 1-D array"),
+        (lambda: padding_report([1, 2])["nope"], KeyError, "no strategy 'nope'"),
+        (
+            lambda: bucketize([[1], [2, 3]], n_buckets=2).restore([1]),
+            ValueError,
+            "`outputs` has 1 entries",
+        ),
+    ],
+)
 def test_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()

@@ -58,7 +58,10 @@ def test_chunked_fits_far_more_than_vmap():
     assert planned(widen, int(c), "chunked", 8) <= budget < planned(widen, int(c) + 1, "chunked", 8)
     # temp memory of lax.map stays flat beyond the chunk, vmap's grows with the batch
     f = jax.jit(batched(widen, "chunked", 8))
-    temps = [batchlab.memory_estimate(f, jax.ShapeDtypeStruct((b, D), jnp.float32)).temp_bytes for b in (16, 64, 256)]
+    temps = [
+        batchlab.memory_estimate(f, jax.ShapeDtypeStruct((b, D), jnp.float32)).temp_bytes
+        for b in (16, 64, 256)
+    ]
     assert temps[0] == temps[1] == temps[2]
 
 
@@ -66,7 +69,9 @@ def test_chunked_remainder_is_not_monotone_and_is_probed():
     """lax.map plans a remainder apart: batch 241 plans more than batch 248 (chunk 8)."""
     assert planned(widen, 241, "chunked", 8) > planned(widen, 248, "chunked", 8)
     budget = planned(widen, 248, "chunked", 8)
-    r = batchlab.max_batch_size(widen, ITEM, budget_bytes=budget, strategy="chunked", chunk_size=8, upper=300)
+    r = batchlab.max_batch_size(
+        widen, ITEM, budget_bytes=budget, strategy="chunked", chunk_size=8, upper=300
+    )
     assert int(r) >= 248 and not r.monotone and "not monotone" in repr(r)
 
 
@@ -81,7 +86,9 @@ def test_upper_caps_and_nothing_fits():
 def test_pytree_items_and_dtypes(dtype):
     item = {"a": np.zeros((16,), dtype), "b": np.zeros((4, 4), dtype)}
     itemsize = np.dtype(dtype).itemsize
-    r = batchlab.max_batch_size(lambda t: t["a"] + t["b"].reshape(-1), item, budget_bytes=3 * 16 * itemsize * 8)
+    r = batchlab.max_batch_size(
+        lambda t: t["a"] + t["b"].reshape(-1), item, budget_bytes=3 * 16 * itemsize * 8
+    )
     assert 1 <= int(r) <= 8  # inputs 2 x 16 values and output 16 values per item
 
 
@@ -113,9 +120,21 @@ def test_result_repr_and_plot():
         (dict(budget_bytes=1.5), TypeError, "`budget_bytes` must be a positive int"),
         (dict(budget_bytes=100, upper=0), ValueError, "`upper` must be at least 1"),
         (dict(budget_bytes=100, strategy="pmap"), ValueError, "`strategy` must be one of"),
-        (dict(budget_bytes=100, chunk_size=4), ValueError, "`chunk_size`=4 has no meaning with strategy='vmap'"),
-        (dict(budget_bytes=100, strategy="chunked"), ValueError, "strategy='chunked' needs `chunk_size`"),
-        (dict(budget_bytes=100, strategy="map", chunk_size=0), ValueError, "`chunk_size` must be at least 1"),
+        (
+            dict(budget_bytes=100, chunk_size=4),
+            ValueError,
+            "`chunk_size`=4 has no meaning with strategy='vmap'",
+        ),
+        (
+            dict(budget_bytes=100, strategy="chunked"),
+            ValueError,
+            "strategy='chunked' needs `chunk_size`",
+        ),
+        (
+            dict(budget_bytes=100, strategy="map", chunk_size=0),
+            ValueError,
+            "`chunk_size` must be at least 1",
+        ),
     ],
 )
 def test_bad_arguments(kwargs, error, match):

@@ -104,10 +104,19 @@ def test_wrong_version_is_refused(tmp_path):
     with pytest.raises(CheckpointError, match=r"format version 99"):
         load_checkpoint(path, PARTS)
     manifest["format"] = "other"
-    np.savez(path, x=np.zeros(2), __manifest__=np.frombuffer(json.dumps(manifest).encode(), np.uint8))
+    np.savez(
+        path, x=np.zeros(2), __manifest__=np.frombuffer(json.dumps(manifest).encode(), np.uint8)
+    )
     with pytest.raises(CheckpointError, match=r"unknown format"):
         load_checkpoint(path, PARTS)
-    np.savez(path, y=np.zeros(2), __manifest__=np.frombuffer(json.dumps({**manifest, "format": "batchlab-checkpoint", "version": 1}).encode(), np.uint8))
+    np.savez(
+        path,
+        y=np.zeros(2),
+        __manifest__=np.frombuffer(
+            json.dumps({**manifest, "format": "batchlab-checkpoint", "version": 1}).encode(),
+            np.uint8,
+        ),
+    )
     with pytest.raises(CheckpointError, match=r"do not match the manifest"):
         load_checkpoint(path, PARTS)
 
@@ -124,4 +133,8 @@ def test_digest_and_fingerprint_are_stable():
     assert digest(a) == digest({"w": np.arange(4, dtype=np.float32)})
     assert digest(a) != digest({"w": np.arange(4, dtype=np.float64)})
     assert digest(a) != digest([np.arange(4, dtype=np.float32)])
-    assert fingerprint({"a": 1, "b": 2}) == fingerprint({"b": 2, "a": 1}) != fingerprint({"a": 2, "b": 2})
+    assert (
+        fingerprint({"a": 1, "b": 2})
+        == fingerprint({"b": 2, "a": 1})
+        != fingerprint({"a": 2, "b": 2})
+    )

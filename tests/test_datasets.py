@@ -14,7 +14,9 @@ def test_shipped_dataset_is_consistent():
     assert len(data) == 6811 == len(data.names)
     assert data.lengths.min() >= 1 and data.lengths.max() == 1601
     assert data.vocab[0] == "<pad>" and "PSF License" in data.source
-    assert data.ragged.flat.dtype == np.uint16 and not np.any(data.ragged.flat == 0)  # no <pad> inside
+    assert data.ragged.flat.dtype == np.uint16 and not np.any(
+        data.ragged.flat == 0
+    )  # no <pad> inside
     assert data.decode(0)[0] == "def"
     assert len(data.sequences(3)) == 3 and "6811 sequences" in repr(data)
     assert np.percentile(data.lengths, 99) > 5 * np.median(data.lengths)  # a real long tail
@@ -32,13 +34,16 @@ def test_corrupt_file_says_how_to_regenerate(tmp_path):
         load_stdlib_functions(bad)
 
 
-@pytest.mark.parametrize("change, match", [
-    (lambda a: a.pop("vocab"), r"lacks arrays \['vocab'\]"),
-    (lambda a: a.update(offsets=a["offsets"][:-1]), "offsets do not cover"),
-    (lambda a: a.update(offsets=a["offsets"][::-1].copy() * 0), "offsets do not cover"),
-    (lambda a: a.update(names=a["names"][:3]), "number of names"),
-    (lambda a: a.update(vocab=a["vocab"][:10]), "outside the vocabulary"),
-])
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        (lambda a: a.pop("vocab"), r"lacks arrays \['vocab'\]"),
+        (lambda a: a.update(offsets=a["offsets"][:-1]), "offsets do not cover"),
+        (lambda a: a.update(offsets=a["offsets"][::-1].copy() * 0), "offsets do not cover"),
+        (lambda a: a.update(names=a["names"][:3]), "number of names"),
+        (lambda a: a.update(vocab=a["vocab"][:10]), "outside the vocabulary"),
+    ],
+)
 def test_inconsistent_file(tmp_path, change, match):
     with np.load(DATA_DIR / STDLIB_FILE, allow_pickle=False) as f:
         arrays = {k: f[k] for k in f.files}
@@ -70,13 +75,20 @@ def test_generators_seeded_and_in_range(n):
     assert r.flat.shape == (a.sum(), 2) and np.array_equal(r.lengths, a)
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: lognormal_lengths(0), ValueError, "`n` must be at least 1"),
-    (lambda: lognormal_lengths(5, sigma=0), ValueError, "`sigma` must be positive"),
-    (lambda: zipf_lengths(5, a=1.0), ValueError, "`a` must be greater than 1"),
-    (lambda: zipf_lengths(5, max_length=2.5), TypeError, "`max_length` must be a positive int"),
-    (lambda: random_sequences([3, -1]), ValueError, "`lengths` must be a 1-D list of non-negative"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: lognormal_lengths(0), ValueError, "`n` must be at least 1"),
+        (lambda: lognormal_lengths(5, sigma=0), ValueError, "`sigma` must be positive"),
+        (lambda: zipf_lengths(5, a=1.0), ValueError, "`a` must be greater than 1"),
+        (lambda: zipf_lengths(5, max_length=2.5), TypeError, "`max_length` must be a positive int"),
+        (
+            lambda: random_sequences([3, -1]),
+            ValueError,
+            "`lengths` must be a 1-D list of non-negative",
+        ),
+    ],
+)
 def test_generator_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()

@@ -13,8 +13,17 @@ from batchlab._format import format_bytes, format_count, format_seconds, html_ta
 
 @pytest.mark.parametrize(
     "n,text",
-    [(0, "0 B"), (1023, "1023 B"), (1024, "1.00 KiB"), (1536, "1.50 KiB"), (2**20, "1.00 MiB"),
-     (2**20 - 1, "1.00 MiB"), (3 * 2**30, "3.00 GiB"), (-2048, "-2.00 KiB"), (None, "n/a")],
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.00 KiB"),
+        (1536, "1.50 KiB"),
+        (2**20, "1.00 MiB"),
+        (2**20 - 1, "1.00 MiB"),
+        (3 * 2**30, "3.00 GiB"),
+        (-2048, "-2.00 KiB"),
+        (None, "n/a"),
+    ],
 )
 def test_format_bytes(n, text):
     assert format_bytes(n) == text
@@ -22,8 +31,15 @@ def test_format_bytes(n, text):
 
 @pytest.mark.parametrize(
     "t,text",
-    [(1.0, "1.00 s"), (0.0123, "12.3 ms"), (2.5e-5, "25.0 µs"), (4e-9, "4.00 ns"), (0, "0.00 ns"),
-     (123.4, "123 s"), (None, "n/a")],
+    [
+        (1.0, "1.00 s"),
+        (0.0123, "12.3 ms"),
+        (2.5e-5, "25.0 µs"),
+        (4e-9, "4.00 ns"),
+        (0, "0.00 ns"),
+        (123.4, "123 s"),
+        (None, "n/a"),
+    ],
 )
 def test_format_seconds(t, text):
     assert format_seconds(t) == text
@@ -67,12 +83,20 @@ def test_environment_report(monkeypatch):
     assert settings["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     assert settings["XLA_PYTHON_CLIENT_ALLOCATOR"].startswith("unset")
     figures = {fig for fig, _, _ in env.memory_sources}
-    assert {"runtime", "planned memory", "live device memory", "live arrays", "host memory"} <= figures
+    assert {
+        "runtime",
+        "planned memory",
+        "live device memory",
+        "live arrays",
+        "host memory",
+    } <= figures
     assert "backend" in str(env) and "<table" in env._repr_html_()
 
 
 def test_python_m_batchlab_prints_environment():
-    out = subprocess.run([sys.executable, "-m", "batchlab"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "batchlab"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert "Memory and runtime figures on this backend" in out.stdout
     assert "XLA_PYTHON_CLIENT_PREALLOCATE" in out.stdout

@@ -17,6 +17,7 @@ def upd(x):
 def wrap(fn):
     def wrapper(*args, **kwargs):  # hides fn's parameter names from jax.jit
         return fn(*args, **kwargs)
+
     return wrapper
 
 

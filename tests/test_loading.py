@@ -43,7 +43,9 @@ def test_batch_indices_cover_every_item_once(n_items, batch_size, order):
 @pytest.mark.parametrize("batch_size", [1, 4, 11, 32])
 def test_every_way_loads_the_same_items(dataset, method, order, transfer, batch_size):
     bulk = np.load(dataset.bulk_path)
-    batches = list(iter_batches(dataset, batch_size, method=method, order=order, transfer=transfer, seed=5))
+    batches = list(
+        iter_batches(dataset, batch_size, method=method, order=order, transfer=transfer, seed=5)
+    )
     index = np.concatenate(batch_indices(dataset.n_items, batch_size, order=order, seed=5))
     assert [b.shape[0] for b in batches][:-1] == [batch_size] * (len(batches) - 1)
     assert_close(np.concatenate([np.asarray(b) for b in batches]), bulk[index])
@@ -128,11 +130,14 @@ def test_bulk_file_of_another_dataset(tmp_path):
         next(iter_batches(d, 2, method="bulk"))
 
 
-@pytest.mark.parametrize("name,value,match", [
-    ("method", "pickle", "`method` must be one of"),
-    ("order", "backwards", "`order` must be one of"),
-    ("transfer", "never", "`transfer` must be one of"),
-])
+@pytest.mark.parametrize(
+    "name,value,match",
+    [
+        ("method", "pickle", "`method` must be one of"),
+        ("order", "backwards", "`order` must be one of"),
+        ("transfer", "never", "`transfer` must be one of"),
+    ],
+)
 def test_bad_choices(dataset, name, value, match):
     with pytest.raises(ValueError, match=match):
         next(iter_batches(dataset, 2, **{name: value}))
@@ -172,7 +177,9 @@ def test_exercises_accept_solutions_and_hint_otherwise():
     wrong = exercises.check("loading.pipeline_time", lambda n, L, C, p: n * (L + C))
     assert not wrong and "same time" in wrong.message
     assert exercises.check("loading.all_batches", lambda n, b: batch_indices(n, b))
-    dropped = exercises.check("loading.all_batches", lambda n, b: [range(i, i + b) for i in range(0, n - b + 1, b)])
+    dropped = exercises.check(
+        "loading.all_batches", lambda n, b: [range(i, i + b) for i in range(0, n - b + 1, b)]
+    )
     assert not dropped and "remainder" in dropped.message
     assert exercises.check("loading.padding_rows", lambda n, d: -n % d)
     assert not exercises.check("loading.padding_rows", lambda n, d: d - n % d)

@@ -37,16 +37,25 @@ def test_reductions_match_per_item_numpy(n, features, dtype, maybe_jit):
         dtype = np.float32
     seqs, p = ragged_batch(n, features, dtype)
     x, m = jnp.asarray(p.values), jnp.asarray(p.mask)
-    assert_close(maybe_jit(lambda x, m: masked_sum(x, m, axis=1))(x, m), _ref(seqs, lambda s: s.sum(0), 0.0, features).astype(dtype))
-    assert_close(maybe_jit(lambda x, m: masked_mean(x, m, axis=1))(x, m), _ref(seqs, lambda s: s.mean(0), -np.inf, features).astype(dtype))
-    assert_close(maybe_jit(lambda x, m: masked_max(x, m, axis=1))(x, m), _ref(seqs, lambda s: s.max(0), -np.inf, features).astype(dtype))
+    assert_close(
+        maybe_jit(lambda x, m: masked_sum(x, m, axis=1))(x, m),
+        _ref(seqs, lambda s: s.sum(0), 0.0, features).astype(dtype),
+    )
+    assert_close(
+        maybe_jit(lambda x, m: masked_mean(x, m, axis=1))(x, m),
+        _ref(seqs, lambda s: s.mean(0), -np.inf, features).astype(dtype),
+    )
+    assert_close(
+        maybe_jit(lambda x, m: masked_max(x, m, axis=1))(x, m),
+        _ref(seqs, lambda s: s.max(0), -np.inf, features).astype(dtype),
+    )
     lse = _ref(seqs, lambda s: np.log(np.exp(s).sum(0)), -np.inf, features).astype(dtype)
     assert_close(maybe_jit(lambda x, m: masked_logsumexp(x, m, axis=1))(x, m), lse)
     sm = maybe_jit(lambda x, m: masked_softmax(x, m, axis=1))(x, m)
     for i, s in enumerate(seqs):
         if len(s):
-            assert_close(sm[i, :len(s)], _softmax(s).astype(dtype))
-        assert np.all(np.asarray(sm[i, len(s):]) == 0)
+            assert_close(sm[i, : len(s)], _softmax(s).astype(dtype))
+        assert np.all(np.asarray(sm[i, len(s) :]) == 0)
 
 
 def test_empty_rows_documented_values():
@@ -61,8 +70,17 @@ def test_empty_rows_documented_values():
     assert masked_softmax(x, m).tolist() == [[0.0] * 3, [1.0, 0.0, 0.0]]
 
 
-@pytest.mark.parametrize("fn", [masked_sum, masked_mean, masked_max, masked_softmax, masked_logsumexp,
-                                lambda x, m: masked_mean(x, m, empty=0.0)])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        masked_sum,
+        masked_mean,
+        masked_max,
+        masked_softmax,
+        masked_logsumexp,
+        lambda x, m: masked_mean(x, m, empty=0.0),
+    ],
+)
 def test_gradients_finite_and_zero_at_pads(fn, maybe_jit):
     _, p = ragged_batch(6, garbage=np.inf)  # even inf in the pads must not leak
     x, m = jnp.asarray(p.values), jnp.asarray(p.mask)
@@ -94,17 +112,22 @@ def test_mask_of_leading_axes_and_negative_axis():
 
 def test_under_vmap():
     _, p = ragged_batch(5)
-    out = jax.vmap(lambda v, m: masked_mean(v, m, axis=0, empty=0.0))(jnp.asarray(p.values), jnp.asarray(p.mask))
+    out = jax.vmap(lambda v, m: masked_mean(v, m, axis=0, empty=0.0))(
+        jnp.asarray(p.values), jnp.asarray(p.mask)
+    )
     assert_close(out, masked_mean(p.values, p.mask, axis=1, empty=0.0))
 
 
-@pytest.mark.parametrize("mask, axis, error, match", [
-    (np.ones((2, 3), np.int32), 1, TypeError, "`mask` must be boolean"),
-    (np.ones((3, 2), bool), 1, ValueError, r"`mask` has shape \(3, 2\) but `x` has \(2, 3\)"),
-    (np.ones((2, 3, 1), bool), 1, ValueError, "`mask` has shape"),
-    (np.ones((2,), bool), 1, ValueError, r"`axis`=1 is not an axis of `mask`"),
-    (np.ones((2, 3), bool), (0, 1), TypeError, "`axis` must be one int"),
-])
+@pytest.mark.parametrize(
+    "mask, axis, error, match",
+    [
+        (np.ones((2, 3), np.int32), 1, TypeError, "`mask` must be boolean"),
+        (np.ones((3, 2), bool), 1, ValueError, r"`mask` has shape \(3, 2\) but `x` has \(2, 3\)"),
+        (np.ones((2, 3, 1), bool), 1, ValueError, "`mask` has shape"),
+        (np.ones((2,), bool), 1, ValueError, r"`axis`=1 is not an axis of `mask`"),
+        (np.ones((2, 3), bool), (0, 1), TypeError, "`axis` must be one int"),
+    ],
+)
 def test_errors(mask, axis, error, match):
     with pytest.raises(error, match=match):
         masked_mean(jnp.ones((2, 3)), mask, axis=axis)

@@ -123,7 +123,9 @@ def test_repr_and_html():
 
 def test_isolated_measurement_in_a_fresh_process():
     scale = 3.0
-    m = bl.measure(lambda x: jnp.tanh(x * scale).sum(), jnp.ones((256, 256)), repeat=3, isolated=True)
+    m = bl.measure(
+        lambda x: jnp.tanh(x * scale).sum(), jnp.ones((256, 256)), repeat=3, isolated=True
+    )
     assert m.isolated
     assert m.compiles >= 1  # a fresh process has an empty compilation cache
     assert m.host_peak_rss_bytes is not None and m.host_peak_rss_bytes > 256 * 256 * 4

@@ -12,7 +12,9 @@ from batchlab.padding import Padded, Ragged, as_ragged, unpad
 
 def ragged_lists(n, max_len=9, features=(), dtype=np.float32, seed=0):
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal((int(k), *features)).astype(dtype) for k in rng.integers(0, max_len, n)]
+    return [
+        rng.standard_normal((int(k), *features)).astype(dtype) for k in rng.integers(0, max_len, n)
+    ]
 
 
 @pytest.mark.parametrize("n", [1, 3, 17])
@@ -90,26 +92,32 @@ def test_ragged_container():
     assert "3 items" in repr(r) and "no items" in repr(Ragged.from_lengths(np.zeros(0), []))
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    (dict(length=4, multiple_of=2), ValueError, "either `length`"),
-    (dict(length=-1), ValueError, "`length` must be at least 0"),
-    (dict(multiple_of=0), ValueError, "`multiple_of` must be at least 1"),
-    (dict(length=2.5), TypeError, "`length` must be an int"),
-    (dict(value=0.5), ValueError, r"`value`=0.5 cannot be stored in a int64"),
-    (dict(value="x"), ValueError, "cannot be stored"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(length=4, multiple_of=2), ValueError, "either `length`"),
+        (dict(length=-1), ValueError, "`length` must be at least 0"),
+        (dict(multiple_of=0), ValueError, "`multiple_of` must be at least 1"),
+        (dict(length=2.5), TypeError, "`length` must be an int"),
+        (dict(value=0.5), ValueError, r"`value`=0.5 cannot be stored in a int64"),
+        (dict(value="x"), ValueError, "cannot be stored"),
+    ],
+)
 def test_bad_options(kwargs, error, match):
     with pytest.raises(error, match=match):
         pad([[1, 2, 3], [4]], **kwargs)
 
 
-@pytest.mark.parametrize("seqs, error, match", [
-    ("abc", TypeError, "`seqs` must be a list of sequences"),
-    (5, TypeError, "`seqs` must be a list of sequences"),
-    (np.arange(3), TypeError, "1-D array"),
-    ([[1, 2], 3], TypeError, r"`seqs\[1\]` is a scalar"),
-    ([np.ones((2, 3)), np.ones((2, 4))], ValueError, r"`seqs\[1\]` has shape \(2, 4\)"),
-])
+@pytest.mark.parametrize(
+    "seqs, error, match",
+    [
+        ("abc", TypeError, "`seqs` must be a list of sequences"),
+        (5, TypeError, "`seqs` must be a list of sequences"),
+        (np.arange(3), TypeError, "1-D array"),
+        ([[1, 2], 3], TypeError, r"`seqs\[1\]` is a scalar"),
+        ([np.ones((2, 3)), np.ones((2, 4))], ValueError, r"`seqs\[1\]` has shape \(2, 4\)"),
+    ],
+)
 def test_bad_seqs(seqs, error, match):
     with pytest.raises(error, match=match):
         pad(seqs)
@@ -134,4 +142,4 @@ def test_large_batch_is_vectorized():
     p = pad(r)
     assert p.true_elements == lengths.sum()
     i = 99_999
-    np.testing.assert_array_equal(p.values[i, :lengths[i]], r.item(i))
+    np.testing.assert_array_equal(p.values[i, : lengths[i]], r.item(i))

@@ -130,11 +130,14 @@ def test_unstarted_prefetch_starts_no_thread():
     del it
 
 
-@pytest.mark.parametrize("size,error,match", [
-    (0, ValueError, "`size` must be at least 1"),
-    (-2, ValueError, "`size` must be at least 1"),
-    (1.5, TypeError, "`size` must be a positive int"),
-])
+@pytest.mark.parametrize(
+    "size,error,match",
+    [
+        (0, ValueError, "`size` must be at least 1"),
+        (-2, ValueError, "`size` must be at least 1"),
+        (1.5, TypeError, "`size` must be a positive int"),
+    ],
+)
 def test_bad_size(size, error, match):
     with pytest.raises(error, match=match):
         prefetch(iter([]), size=size)

@@ -105,7 +105,9 @@ def test_oom_at_minimum_size_stops_or_raises():
     r = batchlab.run_batches(always_oom, data(8), batch_size=4, batched=True, progress=False)
     assert not r.complete and "minimum batch size 1" in r.stop_reason and r.retries == 2
     with pytest.raises(BatchMemoryError, match=r"minimum batch size 1.*Lower `min_batch_size`"):
-        batchlab.run_batches(always_oom, data(8), batch_size=4, batched=True, on_error="raise", progress=False)
+        batchlab.run_batches(
+            always_oom, data(8), batch_size=4, batched=True, on_error="raise", progress=False
+        )
 
 
 def test_nothing_fits_budget():
@@ -144,8 +146,12 @@ def test_bad_shapes_and_dtypes_in_a_list():
     assert "int32" in r.failures[1].message
     np.testing.assert_array_equal(r.outputs, [4.0 * i for i in range(10) if i not in (2, 7)])
     with pytest.raises(BatchItemError, match=r"item 2 failed .*on_error='skip'") as info:
-        batchlab.run_batches(lambda x: x.sum(), items, batch_size=4, on_error="raise", progress=False)
-    np.testing.assert_array_equal(info.value.result.indices, [0, 1, 3, 4])  # the batch holding item 2
+        batchlab.run_batches(
+            lambda x: x.sum(), items, batch_size=4, on_error="raise", progress=False
+        )
+    np.testing.assert_array_equal(
+        info.value.result.indices, [0, 1, 3, 4]
+    )  # the batch holding item 2
 
 
 def test_nan_check_and_error_raise_keeps_results():
@@ -156,7 +162,9 @@ def test_nan_check_and_error_raise_keeps_results():
     check_good(r, xs, [i for i in range(12) if i != 5])
     assert batchlab.run_batches(item_fn, xs, batch_size=4, progress=False).failures == ()
     with pytest.raises(BatchItemError, match=r"item 5 failed") as info:
-        batchlab.run_batches(item_fn, xs, batch_size=4, check_nan=True, on_error="raise", progress=False)
+        batchlab.run_batches(
+            item_fn, xs, batch_size=4, check_nan=True, on_error="raise", progress=False
+        )
     np.testing.assert_array_equal(info.value.result.indices, [0, 1, 2, 3, 4, 6, 7])
 
 
@@ -171,13 +179,18 @@ def test_keyboard_interrupt_inside_a_batch_then_resume(tmp_path):
         return jax.vmap(item_fn)(batch)
 
     path = str(tmp_path / "run.npz")
-    r = batchlab.run_batches(interrupted_once, xs, batch_size=4, batched=True, checkpoint=path, progress=False)
+    r = batchlab.run_batches(
+        interrupted_once, xs, batch_size=4, batched=True, checkpoint=path, progress=False
+    )
     assert not r.complete and "KeyboardInterrupt" in r.stop_reason
     check_good(r, xs, range(8))
-    resumed = batchlab.run_batches(interrupted_once, xs, batch_size=4, batched=True, checkpoint=path,
-                                   progress=False)
+    resumed = batchlab.run_batches(
+        interrupted_once, xs, batch_size=4, batched=True, checkpoint=path, progress=False
+    )
     assert resumed.complete and resumed.resumed_items == 8
-    uninterrupted = batchlab.run_batches(jax.vmap(item_fn), xs, batch_size=4, batched=True, progress=False)
+    uninterrupted = batchlab.run_batches(
+        jax.vmap(item_fn), xs, batch_size=4, batched=True, progress=False
+    )
     np.testing.assert_array_equal(resumed.outputs, uninterrupted.outputs)
     np.testing.assert_array_equal(resumed.indices, uninterrupted.indices)
 
@@ -219,7 +232,9 @@ def test_faults_together_resume_equals_fault_free(tmp_path):
     assert len(clean.batches) == 1 + math.ceil(45 / fits)
     trigger.update(at=2, calls=0)
     first = batchlab.run_batches(batch_fn, xs, checkpoint=path, **kw)
-    assert not first.complete and "Ctrl-C" in first.stop_reason and len(first.indices) == 2 * fits - 1
+    assert (
+        not first.complete and "Ctrl-C" in first.stop_reason and len(first.indices) == 2 * fits - 1
+    )
     resumed = batchlab.run_batches(batch_fn, xs, checkpoint=path, **kw)
     assert resumed.complete and resumed.resumed_items == 2 * fits
     np.testing.assert_array_equal(resumed.outputs, clean.outputs)
@@ -234,8 +249,12 @@ def test_checkpoint_mismatch_is_refused(tmp_path):
     path = str(tmp_path / "ck.npz")
     batchlab.run_batches(item_fn, data(6), batch_size=2, checkpoint=path, progress=False)
     with pytest.raises(batchlab.CheckpointError, match=r"different run .*items"):
-        batchlab.run_batches(item_fn, data(6, seed=1), batch_size=2, checkpoint=path, progress=False)
-    with pytest.raises(batchlab.CheckpointError, match=r"different run .*batch_size: 2 there, 3 now"):
+        batchlab.run_batches(
+            item_fn, data(6, seed=1), batch_size=2, checkpoint=path, progress=False
+        )
+    with pytest.raises(
+        batchlab.CheckpointError, match=r"different run .*batch_size: 2 there, 3 now"
+    ):
         batchlab.run_batches(item_fn, data(6), batch_size=3, checkpoint=path, progress=False)
 
 
@@ -269,7 +288,10 @@ def test_error_helpers():
     assert is_out_of_memory(jax.errors.JaxRuntimeError(OOM_MESSAGE))
     assert is_out_of_memory(MemoryError())
     assert not is_out_of_memory(jax.errors.JaxRuntimeError("INTERNAL: something else"))
-    assert short_message(ValueError("bad\n  detail\nValueError: the real cause")) == "ValueError: the real cause"
+    assert (
+        short_message(ValueError("bad\n  detail\nValueError: the real cause"))
+        == "ValueError: the real cause"
+    )
     assert short_message(ValueError("x")) == "ValueError: x"
 
 

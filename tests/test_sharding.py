@@ -44,26 +44,39 @@ def test_explicit_mesh_and_axis_name():
     assert sb.sharding.spec == jax.sharding.PartitionSpec("data") and sb.n_devices == 1
 
 
-@pytest.mark.parametrize("kwargs,error,match", [
-    (dict(x=jnp.ones((3, 2)), mesh="cpu"), TypeError, "`mesh` must be a jax.sharding.Mesh"),
-    (dict(x=jnp.ones((3, 2)), axis_name=0), TypeError, "`axis_name` must be a str"),
-    (dict(x=jnp.ones(()),), ValueError, r"`x` is a scalar; every leaf needs a leading batch axis"),
-    (dict(x={"a": jnp.ones((3, 2)), "b": jnp.ones((4,))}), ValueError, "different batch sizes"),
-    (dict(x=[]), ValueError, "`x` holds no arrays"),
-    (dict(x=["text"]), TypeError, r"`x\[0\]` is a str"),
-])
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        (dict(x=jnp.ones((3, 2)), mesh="cpu"), TypeError, "`mesh` must be a jax.sharding.Mesh"),
+        (dict(x=jnp.ones((3, 2)), axis_name=0), TypeError, "`axis_name` must be a str"),
+        (
+            dict(
+                x=jnp.ones(()),
+            ),
+            ValueError,
+            r"`x` is a scalar; every leaf needs a leading batch axis",
+        ),
+        (dict(x={"a": jnp.ones((3, 2)), "b": jnp.ones((4,))}), ValueError, "different batch sizes"),
+        (dict(x=[]), ValueError, "`x` holds no arrays"),
+        (dict(x=["text"]), TypeError, r"`x\[0\]` is a str"),
+    ],
+)
 def test_bad_inputs(kwargs, error, match):
     with pytest.raises(error, match=match):
         shard_batch(**kwargs)
 
 
 def test_axis_not_in_mesh():
-    with pytest.raises(ValueError, match=r"`axis_name`='batch' is not an axis of the mesh.*\('data',\)"):
+    with pytest.raises(
+        ValueError, match=r"`axis_name`='batch' is not an axis of the mesh.*\('data',\)"
+    ):
         shard_batch(jnp.ones((2, 2)), jax.make_mesh((1,), ("data",)))
 
 
 def test_measure_scaling_one_device_and_errors():
-    s = measure_scaling(lambda b, w: jnp.tanh(b @ w), jnp.ones((6, 4)), [1], params=(jnp.ones((4, 3)),), repeat=1)
+    s = measure_scaling(
+        lambda b, w: jnp.tanh(b @ w), jnp.ones((6, 4)), [1], params=(jnp.ones((4, 3)),), repeat=1
+    )
     assert s.points[0].matches_single_device and s.points[0].rows_per_device == 6
     assert "equals 1 device" in repr(s)
     with pytest.raises(ValueError, match="`device_counts` holds 2, but there are 1 device"):
@@ -77,7 +90,7 @@ def test_replicate_keeps_values():
     assert_close(w, jnp.arange(3.0))
 
 
-MULTI_DEVICE = textwrap.dedent('''
+MULTI_DEVICE = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
     from batchlab import shard_batch, measure_scaling, memory_estimate
     assert jax.device_count() == 8, jax.devices()
@@ -108,11 +121,14 @@ MULTI_DEVICE = textwrap.dedent('''
     assert args == sorted(args, reverse=True) and args[0] > 4 * args[-1], args
     assert peaks == sorted(peaks, reverse=True) and peaks[0] > 4 * peaks[-1], peaks
     print("MULTI-DEVICE OK")
-''')
+""")
 
 
 def test_eight_simulated_devices_in_a_subprocess():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-    done = subprocess.run([sys.executable, "-c", MULTI_DEVICE], env=env, capture_output=True, text=True,
-                          timeout=300)
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", MULTI_DEVICE], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0 and "MULTI-DEVICE OK" in done.stdout, done.stderr[-3000:]

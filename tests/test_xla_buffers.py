@@ -35,30 +35,42 @@ def test_parameters_and_sequence(assignment):
 def test_xla_reuses_temp_memory(assignment):
     assert assignment.shared_allocations >= 1
     assert assignment.temp_value_bytes > assignment.temp_bytes > 0
-    assert assignment.temp_bytes <= batchlab.memory_estimate(layers, S((64, 32), jnp.float32),
-                                                             S((32, 32), jnp.float32)).temp_bytes
+    assert (
+        assignment.temp_bytes
+        <= batchlab.memory_estimate(
+            layers, S((64, 32), jnp.float32), S((32, 32), jnp.float32)
+        ).temp_bytes
+    )
 
 
 def test_values_sharing_bytes_are_never_live_together(assignment):
     for a in assignment.allocations:
         values = [v for v in a.values if v.start is not None]
         for i, p in enumerate(values):
-            for q in values[i + 1:]:
+            for q in values[i + 1 :]:
                 if p.offset < q.offset + q.size and q.offset < p.offset + p.size:
                     assert p.end <= q.start or q.end <= p.start, (p, q)
 
 
 def test_trace_replays_through_the_simulation(assignment):
     trace = assignment.to_trace()
-    assert trace.n_allocs == len([v for a in assignment.allocations_of("parameter", "output", "temp")
-                                  for v in a.values if v.start is not None])
+    assert trace.n_allocs == len(
+        [
+            v
+            for a in assignment.allocations_of("parameter", "output", "temp")
+            for v in a.values
+            if v.start is not None
+        ]
+    )
     tl = A.replay(trace, A.BFCAllocator(1 << 22))
     assert tl.peak_in_use == trace.peak_live_bytes and not tl.failures
     assert "XLA" in trace.source and "simulation" in trace.source
 
 
 def test_donated_parameter_is_live_out():
-    ba = batchlab.buffer_assignment(lambda x: x.at[0].set(1.0), S((256,), jnp.float32), donate_argnums=0)
+    ba = batchlab.buffer_assignment(
+        lambda x: x.at[0].set(1.0), S((256,), jnp.float32), donate_argnums=0
+    )
     (param,) = ba.allocations_of("parameter")
     assert param.live_out and param.size == 1024
 
@@ -93,9 +105,15 @@ allocation 1: size 128, preallocated-temp:
 """
     allocations, sequence = parse_reports(buffers, ranges)
     assert sequence == ["x.1", "a", "b", "c"]
-    assert [(a.index, a.size, a.kind) for a in allocations] == [(0, 64, "parameter"), (1, 128, "temp")]
+    assert [(a.index, a.size, a.kind) for a in allocations] == [
+        (0, 64, "parameter"),
+        (1, 128, "temp"),
+    ]
     assert [(v.name, v.offset, v.start, v.end) for v in allocations[1].values] == [
-        ("a", 0, 1, 2), ("b", 64, 2, 3), ("c", 0, 3, 4)]
+        ("a", 0, 1, 2),
+        ("b", 64, 2, 3),
+        ("c", 0, 3, 4),
+    ]
 
 
 def test_errors(monkeypatch):

@@ -43,7 +43,9 @@ class Chunk:
 
 def _check_int(value, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"`{name}` must be an int number of bytes, got {type(value).__name__} {value!r}.")
+        raise TypeError(
+            f"`{name}` must be an int number of bytes, got {type(value).__name__} {value!r}."
+        )
     if value < minimum:
         raise ValueError(f"`{name}` must be at least {minimum}, got {name}={value}.")
     return value
@@ -128,7 +130,9 @@ class Allocator:
     def free(self, id: Hashable) -> None:
         """Releases one allocation and merges it with free neighbours of the same kind."""
         if id not in self.live:
-            raise KeyError(f"`id`={id!r} is not allocated here; live ids: {sorted(map(str, self.live))[:8]}")
+            raise KeyError(
+                f"`id`={id!r} is not allocated here; live ids: {sorted(map(str, self.live))[:8]}"
+            )
         chunk = self.live.pop(id)
         chunk.state, chunk.id, chunk.owner, chunk.requested = self.freed_state, None, "", 0
         if chunk.state == UNRESERVED:
@@ -175,5 +179,7 @@ class Allocator:
         return 0.0 if free == 0 else 1.0 - self.largest_free / free
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(capacity={self.capacity}, live={len(self.live)}, "
-                f"chunks={len(self.chunks)}, device_calls={self.device_calls})")
+        return (
+            f"{type(self).__name__}(capacity={self.capacity}, live={len(self.live)}, "
+            f"chunks={len(self.chunks)}, device_calls={self.device_calls})"
+        )

@@ -56,13 +56,22 @@ class BFCAllocator(Allocator):
 
     policy = "bfc"
 
-    def __init__(self, capacity: int, *, alignment: int = 256, preallocate: bool = True,
-                 initial_region: int = 2 * MiB, max_internal_fragmentation: int | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        *,
+        alignment: int = 256,
+        preallocate: bool = True,
+        initial_region: int = 2 * MiB,
+        max_internal_fragmentation: int | None = None,
+    ) -> None:
         self.next_region = _check_int(initial_region, "initial_region", 1)
         super().__init__(capacity, alignment=alignment, preallocate=preallocate)
         if max_internal_fragmentation is None:
             max_internal_fragmentation = max(self.capacity // 512, self.alignment)
-        self.max_internal_fragmentation = _check_int(max_internal_fragmentation, "max_internal_fragmentation", 0)
+        self.max_internal_fragmentation = _check_int(
+            max_internal_fragmentation, "max_internal_fragmentation", 0
+        )
 
     def bin_of(self, size: int) -> int:
         """Bin index: ``floor(log2(size / alignment))``."""
@@ -72,7 +81,9 @@ class BFCAllocator(Allocator):
         bins: dict[int, list[tuple[int, int, int]]] = {}
         for index, chunk in enumerate(self.chunks):
             if chunk.state == FREE and chunk.size >= rounded:
-                bins.setdefault(self.bin_of(chunk.size), []).append((chunk.size, chunk.offset, index))
+                bins.setdefault(self.bin_of(chunk.size), []).append(
+                    (chunk.size, chunk.offset, index)
+                )
         for b in sorted(b for b in bins if b >= self.bin_of(rounded)):
             return min(bins[b])[2]  # smallest fitting chunk of the first non-empty bin
         return None

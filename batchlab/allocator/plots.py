@@ -18,9 +18,16 @@ from .._format import format_bytes
 from .trace import Timeline
 
 OWNER_COLORS = {
-    "input": "tab:blue", "activations": "tab:orange", "result": "tab:green", "params": "tab:purple",
-    "grads": "tab:red", "parameter": "tab:blue", "output": "tab:green", "temp": "tab:orange",
-    "constant": "tab:gray", "": "tab:cyan",
+    "input": "tab:blue",
+    "activations": "tab:orange",
+    "result": "tab:green",
+    "params": "tab:purple",
+    "grads": "tab:red",
+    "parameter": "tab:blue",
+    "output": "tab:green",
+    "temp": "tab:orange",
+    "constant": "tab:gray",
+    "": "tab:cyan",
 }
 _EXTRA = ("tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 
@@ -53,7 +60,9 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
     for b in timeline.blocks:
         patches.append(Rectangle((b.start, b.offset), max(b.end - b.start, 0.6), b.size))
         colors.append(owner_color(b.owner))
-    ax.add_collection(PatchCollection(patches, facecolors=colors, edgecolors="white", linewidths=0.4, zorder=2))
+    ax.add_collection(
+        PatchCollection(patches, facecolors=colors, edgecolors="white", linewidths=0.4, zorder=2)
+    )
     for f in timeline.failures:
         ax.plot([f.time], [timeline.capacity * 0.97], "x", color="red", ms=10, mew=3, zorder=3)
     ax.set_xlim(0, end)
@@ -61,15 +70,22 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
     _bytes_axis(ax.yaxis)
     ax.set_xlabel("time (allocator event)")
     ax.set_ylabel("address")
-    ax.set_title(title or f"memory map: {timeline.trace_name} on {timeline.policy} "
-                          f"(preallocate={timeline.preallocate}) [simulation]")
+    ax.set_title(
+        title
+        or f"memory map: {timeline.trace_name} on {timeline.policy} "
+        f"(preallocate={timeline.preallocate}) [simulation]"
+    )
     if legend:
         owners = sorted({b.owner for b in timeline.blocks})
         handles = [Patch(color=owner_color(o), label=o or "buffer") for o in owners]
         handles.append(Patch(color="0.88", label="free (reserved)"))
         if timeline.failures:
-            handles.append(ax.plot([], [], "x", color="red", ms=10, mew=3, label="failed allocation")[0])
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=11, frameon=False)
+            handles.append(
+                ax.plot([], [], "x", color="red", ms=10, mew=3, label="failed allocation")[0]
+            )
+        ax.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=11, frameon=False
+        )
     return fig
 
 
@@ -86,7 +102,15 @@ def plot_timeline(timeline: Timeline, *, axes=None):
     t = timeline.times
     ax_b.step(t, timeline.reserved, where="post", color="0.45", lw=2, label="reserved")
     ax_b.step(t, timeline.in_use, where="post", color="tab:blue", lw=2, label="in use")
-    ax_b.step(t, timeline.largest_free, where="post", color="tab:green", lw=1.5, ls="--", label="largest free block")
+    ax_b.step(
+        t,
+        timeline.largest_free,
+        where="post",
+        color="tab:green",
+        lw=1.5,
+        ls="--",
+        label="largest free block",
+    )
     _bytes_axis(ax_b.yaxis)
     ax_b.set_ylim(0, timeline.capacity * 1.05)
     ax_b.set_title("bytes [simulation]")
@@ -128,11 +152,26 @@ def plot_buffer_assignment(assignment, *, ax=None, kinds=("parameter", "output",
     if ax is None:
         fig, ax = _new_figure(1, width=11, height=4.6)
     fig = ax.figure
-    allocations = [a for a in assignment.allocations_of(*kinds) if any(v.start is not None for v in a.values)]
+    allocations = [
+        a for a in assignment.allocations_of(*kinds) if any(v.start is not None for v in a.values)
+    ]
     steps = max(len(assignment.sequence), 1)
     gap = max((a.size for a in allocations), default=1) * 0.08
-    base, ticks, labels, palette = 0.0, [], [], ("tab:blue", "tab:orange", "tab:green", "tab:red",
-                                                  "tab:purple", "tab:brown", "tab:pink", "tab:olive")
+    base, ticks, labels, palette = (
+        0.0,
+        [],
+        [],
+        (
+            "tab:blue",
+            "tab:orange",
+            "tab:green",
+            "tab:red",
+            "tab:purple",
+            "tab:brown",
+            "tab:pink",
+            "tab:olive",
+        ),
+    )
     n = 0
     for a in allocations:
         ax.add_patch(Rectangle((0, base), steps, a.size, color="0.93", lw=0, zorder=0))
@@ -140,12 +179,31 @@ def plot_buffer_assignment(assignment, *, ax=None, kinds=("parameter", "output",
             if v.start is None:
                 continue
             width = max(v.end - v.start, 0.4)
-            ax.add_patch(Rectangle((v.start, base + v.offset), width, v.size, facecolor=palette[n % len(palette)],
-                                   edgecolor="white", lw=1.5, alpha=0.9, zorder=2))
+            ax.add_patch(
+                Rectangle(
+                    (v.start, base + v.offset),
+                    width,
+                    v.size,
+                    facecolor=palette[n % len(palette)],
+                    edgecolor="white",
+                    lw=1.5,
+                    alpha=0.9,
+                    zorder=2,
+                )
+            )
             if width >= 1 and v.size >= 0.25 * a.size and v.size >= 0.1 * gap / 0.08:
-                ax.text(v.start + width / 2, base + v.offset + v.size / 2, v.name.replace("{}", "")[:14],
-                        ha="center", va="center", fontsize=9, color="white", zorder=3, clip_on=True,
-                        rotation=0 if width >= 0.12 * steps else 90)
+                ax.text(
+                    v.start + width / 2,
+                    base + v.offset + v.size / 2,
+                    v.name.replace("{}", "")[:14],
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white",
+                    zorder=3,
+                    clip_on=True,
+                    rotation=0 if width >= 0.12 * steps else 90,
+                )
             n += 1
         ticks.append(base + a.size / 2)
         labels.append(f"{a.kind}\n{format_bytes(a.size)}")
@@ -154,6 +212,8 @@ def plot_buffer_assignment(assignment, *, ax=None, kinds=("parameter", "output",
     ax.set_ylim(0, max(base - gap, 1))
     ax.set_yticks(ticks, labels)
     ax.set_xlabel("step in XLA's instruction order")
-    ax.set_title(f"XLA buffer assignment of {assignment.name} on {assignment.backend} "
-                 f"[from XLA: boxes sharing a band share bytes]")
+    ax.set_title(
+        f"XLA buffer assignment of {assignment.name} on {assignment.backend} "
+        f"[from XLA: boxes sharing a band share bytes]"
+    )
     return fig

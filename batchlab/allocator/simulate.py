@@ -26,16 +26,27 @@ class Simulation:
 
     def _rows(self):
         tl = self.timeline
-        return [("workload", self.trace.name), ("policy", f"{tl.policy} (preallocate={tl.preallocate})"),
-                ("allocations", str(tl.allocations)), ("device calls", str(tl.device_calls)),
-                ("live peak", format_bytes(self.trace.peak_live_bytes)),
-                ("device simulated", format_bytes(tl.capacity)),
-                ("failed allocations", f"{len(tl.failures)} ({tl.failures_despite_free} despite enough free)"),
-                ("max fragmentation", f"{tl.max_fragmentation:.1%}"),
-                ("device needed / live peak", f"{self.overhead:.2f}")]
+        return [
+            ("workload", self.trace.name),
+            ("policy", f"{tl.policy} (preallocate={tl.preallocate})"),
+            ("allocations", str(tl.allocations)),
+            ("device calls", str(tl.device_calls)),
+            ("live peak", format_bytes(self.trace.peak_live_bytes)),
+            ("device simulated", format_bytes(tl.capacity)),
+            (
+                "failed allocations",
+                f"{len(tl.failures)} ({tl.failures_despite_free} despite enough free)",
+            ),
+            ("max fragmentation", f"{tl.max_fragmentation:.1%}"),
+            ("device needed / live peak", f"{self.overhead:.2f}"),
+        ]
 
     def __repr__(self) -> str:
-        return "Simulation(" + ", ".join(f"{k}: {v}" for k, v in self._rows()) + f"; source: {self.source})"
+        return (
+            "Simulation("
+            + ", ".join(f"{k}: {v}" for k, v in self._rows())
+            + f"; source: {self.source})"
+        )
 
     def _repr_html_(self) -> str:
         return html_table(self._rows(), header=("figure", "value"), caption=self.source)
@@ -46,8 +57,16 @@ class Simulation:
         return plot_replay(self.timeline)
 
 
-def simulate(name: str, n_items: int = 48, *, batch_size: int = 8, policy: str = "bfc",
-             preallocate: bool = True, headroom: float = 1.1, **options) -> Simulation:
+def simulate(
+    name: str,
+    n_items: int = 48,
+    *,
+    batch_size: int = 8,
+    policy: str = "bfc",
+    preallocate: bool = True,
+    headroom: float = 1.1,
+    **options,
+) -> Simulation:
     """Builds workload ``name``, replays it on a device of ``headroom`` x its live peak, and finds the device it needs.
 
     Example:
@@ -57,7 +76,9 @@ def simulate(name: str, n_items: int = 48, *, batch_size: int = 8, policy: str =
     """
     check_positive_float(headroom, "headroom")
     if headroom < 1:
-        raise ValueError(f"`headroom` must be at least 1 (the device must hold the live peak), got {headroom}.")
+        raise ValueError(
+            f"`headroom` must be at least 1 (the device must hold the live peak), got {headroom}."
+        )
     trace = workload(name, n_items, batch_size=batch_size, **options)
     capacity = int(trace.peak_live_bytes * headroom) // 256 * 256 + 256
     timeline = replay(trace, make_allocator(policy, capacity, preallocate=preallocate))

@@ -50,30 +50,42 @@ class Trace:
 
     def __post_init__(self) -> None:
         if not isinstance(self.events, tuple):
-            raise TypeError(f"`events` must be a tuple of Event, got {type(self.events).__name__}; "
-                            "use Trace.from_events(...) or TraceBuilder.")
+            raise TypeError(
+                f"`events` must be a tuple of Event, got {type(self.events).__name__}; "
+                "use Trace.from_events(...) or TraceBuilder."
+            )
         live: set = set()
         last = None
         for i, e in enumerate(self.events):
             if e.kind not in ("alloc", "free"):
                 raise ValueError(f"`events[{i}].kind` must be 'alloc' or 'free', got {e.kind!r}.")
             if last is not None and e.time < last:
-                raise ValueError(f"`events[{i}].time`={e.time} goes back in time (previous {last}); sort the events.")
+                raise ValueError(
+                    f"`events[{i}].time`={e.time} goes back in time (previous {last}); sort the events."
+                )
             last = e.time
             if e.kind == "alloc":
                 if isinstance(e.size, bool) or not isinstance(e.size, int) or e.size < 0:
-                    raise ValueError(f"`events[{i}].size` must be an int >= 0 bytes, got {e.size!r}.")
+                    raise ValueError(
+                        f"`events[{i}].size` must be an int >= 0 bytes, got {e.size!r}."
+                    )
                 if e.id in live:
                     raise ValueError(f"`events[{i}]` allocates id {e.id!r} twice; free it first.")
                 live.add(e.id)
             else:
                 if e.id not in live:
-                    raise ValueError(f"`events[{i}]` frees id {e.id!r}, which is not allocated at that point.")
+                    raise ValueError(
+                        f"`events[{i}]` frees id {e.id!r}, which is not allocated at that point."
+                    )
                 live.remove(e.id)
 
     @classmethod
-    def from_events(cls, events: Iterable[Event | tuple], name: str = "trace",
-                    source: str = "hand-written events") -> Trace:
+    def from_events(
+        cls,
+        events: Iterable[Event | tuple],
+        name: str = "trace",
+        source: str = "hand-written events",
+    ) -> Trace:
         return cls(tuple(Event(*e) for e in events), name, source)
 
     @property
@@ -94,8 +106,10 @@ class Trace:
         return peak
 
     def __repr__(self) -> str:
-        return (f"Trace({self.name}: {len(self.events)} events, {self.n_allocs} allocations, "
-                f"peak live {format_bytes(self.peak_live_bytes)}; source: {self.source})")
+        return (
+            f"Trace({self.name}: {len(self.events)} events, {self.n_allocs} allocations, "
+            f"peak live {format_bytes(self.peak_live_bytes)}; source: {self.source})"
+        )
 
 
 class TraceBuilder:
@@ -117,7 +131,9 @@ class TraceBuilder:
     def free(self, id: Hashable) -> None:
         self.events.append(Event(len(self.events), "free", id))
 
-    def build(self, name: str = "trace", source: str = "synthetic workload (batchlab.allocator.workloads)") -> Trace:
+    def build(
+        self, name: str = "trace", source: str = "synthetic workload (batchlab.allocator.workloads)"
+    ) -> Trace:
         return Trace(tuple(self.events), name, source)
 
 
@@ -202,20 +218,30 @@ class Timeline:
             ("peak held (in use + rounding)", format_bytes(max(self.held, default=0))),
             ("peak reserved", format_bytes(self.peak_reserved)),
             ("max fragmentation", f"{self.max_fragmentation:.1%}"),
-            ("failed allocations", f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)"),
+            (
+                "failed allocations",
+                f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)",
+            ),
         ]
 
     def __repr__(self) -> str:
-        title = f"Timeline({self.trace_name} on {self.policy}, preallocate={self.preallocate}, " \
-                f"capacity {format_bytes(self.capacity)}; source: {self.source})"
+        title = (
+            f"Timeline({self.trace_name} on {self.policy}, preallocate={self.preallocate}, "
+            f"capacity {format_bytes(self.capacity)}; source: {self.source})"
+        )
         return title + "\n" + text_table(self._rows())
 
     def _repr_html_(self) -> str:
-        return html_table(self._rows(), header=("figure", "value"),
-                          caption=f"{self.trace_name} on {self.policy} (preallocate={self.preallocate}): {self.source}")
+        return html_table(
+            self._rows(),
+            header=("figure", "value"),
+            caption=f"{self.trace_name} on {self.policy} (preallocate={self.preallocate}): {self.source}",
+        )
 
 
-def capacity_needed(trace: Trace, policy: str = "bfc", *, preallocate: bool = True, **options) -> int:
+def capacity_needed(
+    trace: Trace, policy: str = "bfc", *, preallocate: bool = True, **options
+) -> int:
     """The smallest simulated device (to 1/256 of the live peak) on which ``trace`` never fails.
 
     Found by bisection between the trace's live peak (no allocator can do
@@ -232,12 +258,16 @@ def capacity_needed(trace: Trace, policy: str = "bfc", *, preallocate: bool = Tr
     step = max(256, peak // 256)
 
     def fits(capacity: int) -> bool:
-        return not replay(trace, make_allocator(policy, capacity, preallocate=preallocate, **options)).failures
+        return not replay(
+            trace, make_allocator(policy, capacity, preallocate=preallocate, **options)
+        ).failures
 
     hi = max(4 * peak, 4096)
     if not fits(hi):
-        raise ValueError(f"`trace` {trace.name!r} does not fit even on {hi} bytes (4x its live peak) with {policy}; "
-                         "check the allocator options (alignment).")
+        raise ValueError(
+            f"`trace` {trace.name!r} does not fit even on {hi} bytes (4x its live peak) with {policy}; "
+            "check the allocator options (alignment)."
+        )
     lo = peak - 1
     while hi - lo > step:
         mid = (lo + hi) // 2
@@ -271,11 +301,26 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
     if not isinstance(trace, Trace):
         raise TypeError(f"`trace` must be a batchlab.allocator.Trace, got {type(trace).__name__}.")
     if not isinstance(allocator, Allocator):
-        raise TypeError(f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "
-                        f"got {type(allocator).__name__}; make one with make_allocator(policy, capacity).")
+        raise TypeError(
+            f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "
+            f"got {type(allocator).__name__}; make one with make_allocator(policy, capacity)."
+        )
     if allocator.live:
-        raise ValueError(f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one.")
-    rows: dict[str, list] = {k: [] for k in ("times", "in_use", "held", "reserved", "free_total", "largest_free", "fragmentation")}
+        raise ValueError(
+            f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one."
+        )
+    rows: dict[str, list] = {
+        k: []
+        for k in (
+            "times",
+            "in_use",
+            "held",
+            "reserved",
+            "free_total",
+            "largest_free",
+            "fragmentation",
+        )
+    }
     open_blocks: dict[Hashable, list] = {}
     blocks, failures, regions_seen, region_rows = [], [], 0, []
     allocations = frees = 0
@@ -285,7 +330,9 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
             chunk = allocator.allocate(e.id, e.size, e.owner)
             if chunk is None:
                 rounded = allocator.round_up(e.size)
-                failures.append(Failure(e.time, e.id, rounded, allocator.free_total, allocator.largest_free))
+                failures.append(
+                    Failure(e.time, e.id, rounded, allocator.free_total, allocator.largest_free)
+                )
                 failed.add(e.id)
             else:
                 allocations += 1
@@ -299,13 +346,28 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
         for offset, size in allocator.regions[regions_seen:]:
             region_rows.append((offset, size, e.time))
         regions_seen = len(allocator.regions)
-        for key, value in (("times", e.time), ("in_use", allocator.in_use), ("held", allocator.held), ("reserved", allocator.reserved),
-                           ("free_total", allocator.free_total), ("largest_free", allocator.largest_free),
-                           ("fragmentation", allocator.fragmentation)):
+        for key, value in (
+            ("times", e.time),
+            ("in_use", allocator.in_use),
+            ("held", allocator.held),
+            ("reserved", allocator.reserved),
+            ("free_total", allocator.free_total),
+            ("largest_free", allocator.largest_free),
+            ("fragmentation", allocator.fragmentation),
+        ):
             rows[key].append(value)
     end = trace.events[-1].time + 1 if trace.events else 0
     blocks += [Block(*b, end) for b in open_blocks.values()]
-    return Timeline(trace.name, allocator.policy, allocator.preallocate, allocator.capacity,
-                    **{k: tuple(v) for k, v in rows.items()}, blocks=tuple(blocks), regions=tuple(region_rows),
-                    failures=tuple(failures), allocations=allocations, frees=frees,
-                    device_calls=allocator.device_calls)
+    return Timeline(
+        trace.name,
+        allocator.policy,
+        allocator.preallocate,
+        allocator.capacity,
+        **{k: tuple(v) for k, v in rows.items()},
+        blocks=tuple(blocks),
+        regions=tuple(region_rows),
+        failures=tuple(failures),
+        allocations=allocations,
+        frees=frees,
+        device_calls=allocator.device_calls,
+    )

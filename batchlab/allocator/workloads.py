@@ -41,7 +41,9 @@ def item_lengths(n_items: int, max_len: int = 64, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).integers(1, max_len + 1, size=int(n_items))
 
 
-def _groups_trace(name: str, groups: list[tuple[int, int]], row_bytes: int, in_flight: int) -> Trace:
+def _groups_trace(
+    name: str, groups: list[tuple[int, int]], row_bytes: int, in_flight: int
+) -> Trace:
     """groups: (items, padded length) -> input, activations (2x), result (1 row per item)."""
     check_positive_int(in_flight, "in_flight")
     b, loaded = TraceBuilder(), 0
@@ -58,39 +60,67 @@ def _groups_trace(name: str, groups: list[tuple[int, int]], row_bytes: int, in_f
     return b.build(name)
 
 
-def per_item(n_items: int, *, max_len: int = 64, row_bytes: int = 16 * KiB, seed: int = 0,
-             in_flight: int = 1) -> Trace:
+def per_item(
+    n_items: int, *, max_len: int = 64, row_bytes: int = 16 * KiB, seed: int = 0, in_flight: int = 1
+) -> Trace:
     """One item at a time: every group has its own size."""
     lengths = item_lengths(n_items, max_len, seed)
     return _groups_trace("per-item", [(1, int(n)) for n in lengths], row_bytes, in_flight)
 
 
-def batched(n_items: int, *, batch_size: int, max_len: int = 64, row_bytes: int = 16 * KiB,
-            seed: int = 0, in_flight: int = 1) -> Trace:
+def batched(
+    n_items: int,
+    *,
+    batch_size: int,
+    max_len: int = 64,
+    row_bytes: int = 16 * KiB,
+    seed: int = 0,
+    in_flight: int = 1,
+) -> Trace:
     """``batch_size`` items per group, all padded to ``max_len``: one fixed shape."""
     check_positive_int(batch_size, "batch_size")
     item_lengths(n_items, max_len, seed)  # same checks as the others
     n_batches = -(-n_items // batch_size)
-    return _groups_trace(f"batched (batch {batch_size})", [(batch_size, max_len)] * n_batches, row_bytes, in_flight)
+    return _groups_trace(
+        f"batched (batch {batch_size})", [(batch_size, max_len)] * n_batches, row_bytes, in_flight
+    )
 
 
-def bucketed(n_items: int, *, batch_size: int, buckets: tuple[int, ...] = (16, 32, 64), max_len: int = 64,
-             row_bytes: int = 16 * KiB, seed: int = 0, in_flight: int = 1) -> Trace:
+def bucketed(
+    n_items: int,
+    *,
+    batch_size: int,
+    buckets: tuple[int, ...] = (16, 32, 64),
+    max_len: int = 64,
+    row_bytes: int = 16 * KiB,
+    seed: int = 0,
+    in_flight: int = 1,
+) -> Trace:
     """Items sorted into length buckets; each group padded to its bucket's bound only."""
     check_positive_int(batch_size, "batch_size")
     bounds = sorted(int(x) for x in buckets)
     if not bounds or bounds[-1] < max_len:
-        raise ValueError(f"`buckets` must end at or above max_len={max_len}, got {tuple(buckets)}; add {max_len}.")
+        raise ValueError(
+            f"`buckets` must end at or above max_len={max_len}, got {tuple(buckets)}; add {max_len}."
+        )
     lengths = item_lengths(n_items, max_len, seed)
     counts = {bound: 0 for bound in bounds}
     for n in lengths:
         counts[next(bound for bound in bounds if n <= bound)] += 1
-    groups = [(batch_size, bound) for bound in bounds for _ in range(-(-counts[bound] // batch_size))]
+    groups = [
+        (batch_size, bound) for bound in bounds for _ in range(-(-counts[bound] // batch_size))
+    ]
     return _groups_trace(f"bucketed (batch {batch_size})", groups, row_bytes, in_flight)
 
 
-def training(steps: int, *, donate: bool, params_bytes: int = 4 << 20, batch_bytes: int = 1 << 20,
-             activation_bytes: int = 3 << 20) -> Trace:
+def training(
+    steps: int,
+    *,
+    donate: bool,
+    params_bytes: int = 4 << 20,
+    batch_bytes: int = 1 << 20,
+    activation_bytes: int = 3 << 20,
+) -> Trace:
     """A training loop: each step reads a batch, makes activations and gradients, writes new parameters.
 
     Without donation, new parameters are a new buffer and the old ones are

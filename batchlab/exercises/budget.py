@@ -11,8 +11,10 @@ from ..budget import max_batch_size
 from . import exercise
 
 
-@exercise("budget.argument_bytes",
-          "How many bytes of input does a batch of `batch` items of shape (features,) float32 take?")
+@exercise(
+    "budget.argument_bytes",
+    "How many bytes of input does a batch of `batch` items of shape (features,) float32 take?",
+)
 def _argument_bytes(answer: Any, *, batch: int, features: int) -> tuple[bool, str]:
     expected = batch * features * 4
     if not isinstance(answer, (int, np.integer)):
@@ -26,42 +28,71 @@ def _argument_bytes(answer: Any, *, batch: int, features: int) -> tuple[bool, st
     return False, "Multiply the number of items, the values per item and the bytes per value."
 
 
-@exercise("budget.largest_batch",
-          "Write largest(fn, item, budget) that finds the largest vmap batch whose planned bytes "
-          "fit `budget`, using batchlab.memory_estimate with jax.ShapeDtypeStruct inputs.")
-def _largest_batch(answer: Callable, *, fn: Callable, item: Any, budgets: list[int]) -> tuple[bool, str]:
+@exercise(
+    "budget.largest_batch",
+    "Write largest(fn, item, budget) that finds the largest vmap batch whose planned bytes "
+    "fit `budget`, using batchlab.memory_estimate with jax.ShapeDtypeStruct inputs.",
+)
+def _largest_batch(
+    answer: Callable, *, fn: Callable, item: Any, budgets: list[int]
+) -> tuple[bool, str]:
     if not callable(answer):
         return False, "Pass your function itself: largest, not largest(...)."
     for budget in budgets:
         expected = int(max_batch_size(fn, item, budget_bytes=budget))
         got = answer(fn, item, budget)
         if int(got) != expected:
-            direction = "too large: it does not fit" if got > expected else "too small: a larger batch fits"
-            return False, (f"For a budget of {budget} bytes your answer {got} is {direction}. Compare "
-                           f"max(peak_bytes, argument + output + temp - alias) with the budget.")
-    return True, "Right for every budget. Now count your compilations: max_batch_size needs about 2*log2(answer)."
+            direction = (
+                "too large: it does not fit" if got > expected else "too small: a larger batch fits"
+            )
+            return False, (
+                f"For a budget of {budget} bytes your answer {got} is {direction}. Compare "
+                f"max(peak_bytes, argument + output + temp - alias) with the budget."
+            )
+    return (
+        True,
+        "Right for every budget. Now count your compilations: max_batch_size needs about 2*log2(answer).",
+    )
 
 
-@exercise("budget.bad_items", "Which item indices will run_batches report as failed? (a sorted list)")
+@exercise(
+    "budget.bad_items", "Which item indices will run_batches report as failed? (a sorted list)"
+)
 def _bad_items(answer: Any, *, result: Any) -> tuple[bool, str]:
-    if not isinstance(answer, (list, tuple)) or not all(isinstance(i, (int, np.integer)) for i in answer):
+    if not isinstance(answer, (list, tuple)) or not all(
+        isinstance(i, (int, np.integer)) for i in answer
+    ):
         return False, "Answer with a list of item indices, e.g. [3, 17]."
     expected = result.failed_indices
     if list(answer) == expected:
-        return True, "Right: each bad item is reported by index and every other item keeps its output."
+        return (
+            True,
+            "Right: each bad item is reported by index and every other item keeps its output.",
+        )
     missing = len(set(expected) - set(answer))
     extra = len(set(answer) - set(expected))
-    return False, (f"{missing} bad item(s) missing and {extra} good item(s) listed. Which items have a "
-                   f"different shape, and which would make the output NaN?")
+    return False, (
+        f"{missing} bad item(s) missing and {extra} good item(s) listed. Which items have a "
+        f"different shape, and which would make the output NaN?"
+    )
 
 
-@exercise("budget.resume_equal", "Write same(a, b) -> bool: do two RunResults hold the same outputs "
-          "for the same items and the same failures?")
+@exercise(
+    "budget.resume_equal",
+    "Write same(a, b) -> bool: do two RunResults hold the same outputs "
+    "for the same items and the same failures?",
+)
 def _resume_equal(answer: Callable, *, a: Any, b: Any, different: Any) -> tuple[bool, str]:
     if not callable(answer):
         return False, "Pass your function itself: same, not same(...)."
     if not answer(a, b):
-        return False, "Your function says two equal runs differ: compare indices, outputs and failed indices."
+        return (
+            False,
+            "Your function says two equal runs differ: compare indices, outputs and failed indices.",
+        )
     if answer(a, different):
-        return False, "Your function says two different runs are the same: are you comparing the outputs?"
+        return (
+            False,
+            "Your function says two different runs are the same: are you comparing the outputs?",
+        )
     return True, "Right: indices, outputs (exactly, same program) and failures must all match."

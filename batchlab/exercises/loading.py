@@ -9,48 +9,68 @@ import numpy as np
 from . import exercise
 
 
-@exercise("loading.pipeline_time",
-          "Write pipeline_seconds(n, load, compute, prefetch) -> seconds for n batches, each taking "
-          "`load` s to load and `compute` s to compute, run serially or with prefetch (ignore the "
-          "first batch's start-up).")
+@exercise(
+    "loading.pipeline_time",
+    "Write pipeline_seconds(n, load, compute, prefetch) -> seconds for n batches, each taking "
+    "`load` s to load and `compute` s to compute, run serially or with prefetch (ignore the "
+    "first batch's start-up).",
+)
 def pipeline_time(answer: Any) -> tuple[bool, str]:
     cases = [(10, 1.0, 1.0), (10, 2.0, 0.5), (10, 0.25, 3.0), (1, 1.0, 1.0)]
     for n, load, compute in cases:
         serial = float(answer(n, load, compute, False))
         if not np.isclose(serial, n * (load + compute), rtol=1e-6):
-            return False, (f"Serial, with load={load} and compute={compute}: nothing overlaps, so each "
-                           f"batch waits for its load and then its compute. You gave {serial:g}.")
+            return False, (
+                f"Serial, with load={load} and compute={compute}: nothing overlaps, so each "
+                f"batch waits for its load and then its compute. You gave {serial:g}."
+            )
         ahead = float(answer(n, load, compute, True))
         if not np.isclose(ahead, n * max(load, compute), rtol=1e-6):
-            return False, (f"With prefetch, load={load}, compute={compute}: the two run at the same time, "
-                           f"so which one sets the pace? You gave {ahead:g}.")
-    return True, "Right: serial n(L + C), prefetch about n max(L, C), so at most 2x, reached when L = C."
+            return False, (
+                f"With prefetch, load={load}, compute={compute}: the two run at the same time, "
+                f"so which one sets the pace? You gave {ahead:g}."
+            )
+    return (
+        True,
+        "Right: serial n(L + C), prefetch about n max(L, C), so at most 2x, reached when L = C.",
+    )
 
 
-@exercise("loading.all_batches",
-          "Write batches(n_items, batch_size) -> list of index arrays covering every item once, "
-          "in order, none dropped.")
+@exercise(
+    "loading.all_batches",
+    "Write batches(n_items, batch_size) -> list of index arrays covering every item once, "
+    "in order, none dropped.",
+)
 def all_batches(answer: Any) -> tuple[bool, str]:
     for n, b in [(10, 3), (9, 3), (0, 4), (2, 5)]:
         got = [np.asarray(x).tolist() for x in answer(n, b)]
         flat = [i for x in got for i in x]
         if flat != list(range(n)):
             missing = sorted(set(range(n)) - set(flat))
-            return False, (f"For n_items={n}, batch_size={b} the batches hold {len(flat)} indices; "
-                           f"missing {missing[:5]}. What happens to the remainder n % batch_size?")
+            return False, (
+                f"For n_items={n}, batch_size={b} the batches hold {len(flat)} indices; "
+                f"missing {missing[:5]}. What happens to the remainder n % batch_size?"
+            )
         if any(len(x) > b or len(x) == 0 for x in got):
-            return False, f"For n_items={n}, batch_size={b} a batch is empty or larger than batch_size."
+            return (
+                False,
+                f"For n_items={n}, batch_size={b} a batch is empty or larger than batch_size.",
+            )
     return True, "Right: the last batch is smaller, and no item is silently dropped."
 
 
-@exercise("loading.padding_rows",
-          "Write padding_rows(n_items, n_devices) -> how many padding rows shard_batch adds so that "
-          "every device holds the same number of rows.")
+@exercise(
+    "loading.padding_rows",
+    "Write padding_rows(n_items, n_devices) -> how many padding rows shard_batch adds so that "
+    "every device holds the same number of rows.",
+)
 def padding_rows(answer: Any) -> tuple[bool, str]:
     for n, d in [(13, 8), (16, 8), (1, 8), (0, 4), (7, 3), (9, 1)]:
         got = int(answer(n, d))
         want = -n % d
         if got != want:
-            return False, (f"For {n} items on {d} devices you gave {got}: after padding, {n} + padding "
-                           f"must be a multiple of {d}, and padding must be as small as possible.")
+            return False, (
+                f"For {n} items on {d} devices you gave {got}: after padding, {n} + padding "
+                f"must be a multiple of {d}, and padding must be as small as possible."
+            )
     return True, "Right: (-n) % d rows, at most d - 1, and the mask marks them False."

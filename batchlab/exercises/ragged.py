@@ -23,10 +23,19 @@ def wasted_fraction(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     except (TypeError, ValueError):
         return False, "Answer with one number between 0 and 1."
     if abs(value - expected) < 1e-3:
-        return True, "Right: pads = batch x longest - sum(lengths), and every pad costs as much compute as data."
+        return (
+            True,
+            "Right: pads = batch x longest - sum(lengths), and every pad costs as much compute as data.",
+        )
     if abs(value - (1 - expected)) < 1e-3:
-        return False, "That is the fraction of positions that hold data; the question asks for the pads."
-    return False, "Count positions: the padded array has batch x longest of them; the data fills sum(lengths)."
+        return (
+            False,
+            "That is the fraction of positions that hold data; the question asks for the pads.",
+        )
+    return (
+        False,
+        "Count positions: the padded array has batch x longest of them; the data fills sum(lengths).",
+    )
 
 
 @exercise(
@@ -43,18 +52,33 @@ def masked_mean_exercise(answer: Callable, *, x: Any, mask: Any) -> tuple[bool, 
     expected = np.array([r.mean() if len(r) else 0.0 for r in rows], dtype=np.float32)
     got = np.asarray(jax.jit(answer)(x, mask))
     if got.shape != expected.shape:
-        return False, f"Your result has shape {got.shape}; reduce over axis 1 to get one number per row."
+        return (
+            False,
+            f"Your result has shape {got.shape}; reduce over axis 1 to get one number per row.",
+        )
     empty = np.array([len(r) == 0 for r in rows])
     if np.any(np.isnan(got)):
-        return False, "Some rows are NaN: an empty row divides 0 by 0. Divide by max(count, 1) instead."
+        return (
+            False,
+            "Some rows are NaN: an empty row divides 0 by 0. Divide by max(count, 1) instead.",
+        )
     if not np.allclose(got[~empty], expected[~empty], rtol=1e-5, atol=1e-6):
-        return False, "Non-empty rows differ from the per-item mean: do pads leak into the sum or the count?"
+        return (
+            False,
+            "Non-empty rows differ from the per-item mean: do pads leak into the sum or the count?",
+        )
     if not np.allclose(got[empty], 0.0):
-        return False, "Rows with no data should give 0.0 here; select it with jnp.where(count > 0, ..., 0.0)."
+        return (
+            False,
+            "Rows with no data should give 0.0 here; select it with jnp.where(count > 0, ..., 0.0).",
+        )
     grad = np.asarray(jax.grad(lambda x: jnp.sum(answer(x, mask)))(x))
     if not np.all(np.isfinite(grad)):
-        return False, "The value is right but the gradient has NaN: a `where` after a division by 0 still " \
-                      "differentiates that division. Make the division itself safe."
+        return (
+            False,
+            "The value is right but the gradient has NaN: a `where` after a division by 0 still "
+            "differentiates that division. Make the division itself safe.",
+        )
     return True, "Correct, including empty rows and a NaN-free gradient (the 'double where' trick)."
 
 
@@ -76,8 +100,14 @@ def predict_compiles(answer: Any, *, lengths: Any, boundaries: Any) -> tuple[boo
         hint = "calls are not compiles" if a_raw == len(lengths) else "count the distinct shapes"
         return False, f"Raw count is off: {hint}; jit caches one compiled program per input shape."
     if a_bucketed != bucketed:
-        return False, "Bucketed count is off: only boundaries that actually receive an item produce a shape."
-    return True, "Right: one compilation per distinct shape; bucketing caps it at the non-empty buckets."
+        return (
+            False,
+            "Bucketed count is off: only boundaries that actually receive an item produce a shape.",
+        )
+    return (
+        True,
+        "Right: one compilation per distinct shape; bucketing caps it at the non-empty buckets.",
+    )
 
 
 @exercise(
@@ -96,10 +126,15 @@ def three_boundaries(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     if len(b) != 3:
         return False, f"Use exactly 3 boundaries, got {len(b)}."
     if b != sorted(set(b)) or b[-1] < lengths.max():
-        return False, "Boundaries must be strictly increasing and the last one must hold the longest item."
+        return (
+            False,
+            "Boundaries must be strictly increasing and the last one must hold the longest item.",
+        )
     best = padded_elements(lengths, optimal_boundaries(lengths, 3))
     mine = padded_elements(lengths, b)
     if mine <= 1.05 * best:
         return True, f"Within {mine / best - 1:.1%} of the optimum found by dynamic programming."
-    return False, (f"Your boundaries pad {mine / best:.2f}x as much as the best 3. Most items are short: "
-                   "does your first bucket end close to where most lengths are?")
+    return False, (
+        f"Your boundaries pad {mine / best:.2f}x as much as the best 3. Most items are short: "
+        "does your first bucket end close to where most lengths are?"
+    )

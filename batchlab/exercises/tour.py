@@ -16,7 +16,10 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
     from ..memory import memory_estimate
 
     if not isinstance(answer, dict) or not {"argument", "output", "temp"} <= set(answer):
-        return False, "Answer with a dict that has the keys 'argument', 'output' and 'temp' (numbers of bytes)."
+        return (
+            False,
+            "Answer with a dict that has the keys 'argument', 'output' and 'temp' (numbers of bytes).",
+        )
     est = memory_estimate(fn, *args)
     wrong = []
     if int(answer["argument"]) != est.argument_bytes:
@@ -35,4 +38,7 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
         )
     if wrong:
         return False, "Not all figures match the compiled plan. " + "; ".join(wrong) + "."
-    return True, "All three match XLA's compiled memory analysis: memory follows from shapes and dtypes."
+    return (
+        True,
+        "All three match XLA's compiled memory analysis: memory follows from shapes and dtypes.",
+    )

@@ -27,51 +27,89 @@ class AllocatorExplorer(Explorer):
       (12, 1.0)
     """
 
-    def __init__(self, n_items: int = 48, *, batch_sizes=(1, 2, 4, 8, 16), headroom: float = 1.1,
-                 title: str = "Allocator explorer (simulation)", **params) -> None:
+    def __init__(
+        self,
+        n_items: int = 48,
+        *,
+        batch_sizes=(1, 2, 4, 8, 16),
+        headroom: float = 1.1,
+        title: str = "Allocator explorer (simulation)",
+        **params,
+    ) -> None:
         batch_sizes = tuple(int(b) for b in batch_sizes)
         start = dict(workload="per-item", batch_size=batch_sizes[0], policy="bfc", preallocate=True)
         unknown = set(params) - set(start)
         if unknown:
-            raise TypeError(f"AllocatorExplorer got unknown parameter(s) {sorted(unknown)}; it has {sorted(start)}.")
+            raise TypeError(
+                f"AllocatorExplorer got unknown parameter(s) {sorted(unknown)}; it has {sorted(start)}."
+            )
         start.update(params)
 
         def compute(workload: str, batch_size: int, policy: str, preallocate: bool) -> Simulation:
-            return simulate(workload, n_items, batch_size=batch_size, policy=policy,
-                            preallocate=preallocate, headroom=headroom)
+            return simulate(
+                workload,
+                n_items,
+                batch_size=batch_size,
+                policy=policy,
+                preallocate=preallocate,
+                headroom=headroom,
+            )
 
         def dropdown(options, description):
             def make(value):
                 import ipywidgets as w
 
-                return w.Dropdown(options=list(options), value=value, description=description,
-                                  style={"description_width": "initial"}, layout=w.Layout(width="230px"))
+                return w.Dropdown(
+                    options=list(options),
+                    value=value,
+                    description=description,
+                    style={"description_width": "initial"},
+                    layout=w.Layout(width="230px"),
+                )
+
             return make
 
         def slider(value):
             import ipywidgets as w
 
-            return w.SelectionSlider(options=batch_sizes, value=value, description="batch size",
-                                     continuous_update=False, layout=w.Layout(width="300px"))
+            return w.SelectionSlider(
+                options=batch_sizes,
+                value=value,
+                description="batch size",
+                continuous_update=False,
+                layout=w.Layout(width="300px"),
+            )
 
         def toggle(value):
             import ipywidgets as w
 
             return w.Checkbox(value=value, description="preallocate pool")
 
-        controls = {"workload": dropdown(WORKLOADS, "workload"), "batch_size": slider,
-                    "policy": dropdown(sorted(POLICIES), "policy"), "preallocate": toggle}
-        super().__init__(compute, start, controls=controls, draw=lambda ex: ex.result.plot(),
-                         describe=_describe, title=title)
+        controls = {
+            "workload": dropdown(WORKLOADS, "workload"),
+            "batch_size": slider,
+            "policy": dropdown(sorted(POLICIES), "policy"),
+            "preallocate": toggle,
+        }
+        super().__init__(
+            compute,
+            start,
+            controls=controls,
+            draw=lambda ex: ex.result.plot(),
+            describe=_describe,
+            title=title,
+        )
         self.update()
 
 
 def _describe(sim: Simulation) -> str:
     tl = sim.timeline
-    return (f"{tl.allocations} allocations, {tl.device_calls} device calls; "
-            f"<b>{len(tl.failures)}</b> failed ({tl.failures_despite_free} despite enough free memory); "
-            f"max fragmentation <b>{tl.max_fragmentation:.0%}</b>; needs a device "
-            f"<b>{sim.overhead:.2f}x</b> its live peak [simulation]")
+    return (
+        f"{tl.allocations} allocations, {tl.device_calls} device calls; "
+        f"<b>{len(tl.failures)}</b> failed ({tl.failures_despite_free} despite enough free memory); "
+        f"max fragmentation <b>{tl.max_fragmentation:.0%}</b>; needs a device "
+        f"<b>{sim.overhead:.2f}x</b> its live peak [simulation]"
+    )
 
 
 UPDATES = ("argument", "argument, donated", "intermediate")
@@ -87,7 +125,9 @@ class InPlaceExplorer(Explorer):
       (0, 4096)
     """
 
-    def __init__(self, sizes=(1 << 10, 1 << 14, 1 << 16), *, title: str = "In-place update explorer") -> None:
+    def __init__(
+        self, sizes=(1 << 10, 1 << 14, 1 << 16), *, title: str = "In-place update explorer"
+    ) -> None:
         import jax
         import jax.numpy as jnp
 
@@ -101,8 +141,11 @@ class InPlaceExplorer(Explorer):
                 return compiled_update(lambda x: jnp.sin(x).at[0].set(1.0), x)
             if update not in UPDATES:
                 raise ValueError(f"`update` must be one of {UPDATES}, got {update!r}.")
-            return compiled_update(lambda x: x.at[0].set(1.0), x,
-                                   donate_argnums=0 if update.endswith("donated") else ())
+            return compiled_update(
+                lambda x: x.at[0].set(1.0),
+                x,
+                donate_argnums=0 if update.endswith("donated") else (),
+            )
 
         def dropdown(value):
             import ipywidgets as w
@@ -112,13 +155,22 @@ class InPlaceExplorer(Explorer):
         def slider(value):
             import ipywidgets as w
 
-            return w.SelectionSlider(options=sizes, value=value, description="size", continuous_update=False)
+            return w.SelectionSlider(
+                options=sizes, value=value, description="size", continuous_update=False
+            )
 
-        super().__init__(compute, {"update": UPDATES[0], "size": sizes[0]},
-                         controls={"update": dropdown, "size": slider}, draw=_draw_update,
-                         describe=lambda r: f"{r.copies} copy instruction(s); alias "
-                                            f"{r.memory.alias_bytes} B; temp {r.memory.temp_bytes} B "
-                                            f"(compiled analysis)", title=title)
+        super().__init__(
+            compute,
+            {"update": UPDATES[0], "size": sizes[0]},
+            controls={"update": dropdown, "size": slider},
+            draw=_draw_update,
+            describe=lambda r: (
+                f"{r.copies} copy instruction(s); alias "
+                f"{r.memory.alias_bytes} B; temp {r.memory.temp_bytes} B "
+                f"(compiled analysis)"
+            ),
+            title=title,
+        )
         self.update()
 
 

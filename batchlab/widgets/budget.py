@@ -30,8 +30,16 @@ class BudgetExplorer(Explorer):
       True
     """
 
-    def __init__(self, fn: Callable, example_item: Any, budgets: Sequence[int], *, chunk_size: int = 8,
-                 budget: int | None = None, title: str = "Largest batch for a memory budget") -> None:
+    def __init__(
+        self,
+        fn: Callable,
+        example_item: Any,
+        budgets: Sequence[int],
+        *,
+        chunk_size: int = 8,
+        budget: int | None = None,
+        title: str = "Largest batch for a memory budget",
+    ) -> None:
         check_callable(fn)
         chunk_size = check_positive_int(chunk_size, "chunk_size")
         budgets = [check_positive_int(b, "budgets") for b in budgets]
@@ -43,25 +51,39 @@ class BudgetExplorer(Explorer):
         self.fn, self.example_item, self.chunk_size = fn, example_item, chunk_size
 
         def compute(budget: int) -> dict[str, BatchSizeResult]:
-            return {"vmap": max_batch_size(fn, example_item, budget_bytes=budget),
-                    "chunked": max_batch_size(fn, example_item, budget_bytes=budget, strategy="chunked",
-                                              chunk_size=chunk_size)}
+            return {
+                "vmap": max_batch_size(fn, example_item, budget_bytes=budget),
+                "chunked": max_batch_size(
+                    fn, example_item, budget_bytes=budget, strategy="chunked", chunk_size=chunk_size
+                ),
+            }
 
         def control(value: int):
             import ipywidgets as w
 
-            return w.SelectionSlider(options=[(format_bytes(b), b) for b in budgets], value=value,
-                                     description="budget", continuous_update=False,
-                                     layout=w.Layout(width="420px"))
+            return w.SelectionSlider(
+                options=[(format_bytes(b), b) for b in budgets],
+                value=value,
+                description="budget",
+                continuous_update=False,
+                layout=w.Layout(width="420px"),
+            )
 
-        super().__init__(compute, {"budget": budget}, controls={"budget": control},
-                         draw=lambda ex: plot_budget_curves(list(ex.result.values())),
-                         describe=_describe, title=title)
+        super().__init__(
+            compute,
+            {"budget": budget},
+            controls={"budget": control},
+            draw=lambda ex: plot_budget_curves(list(ex.result.values())),
+            describe=_describe,
+            title=title,
+        )
         self.update()
 
 
 def _describe(results: dict[str, BatchSizeResult]) -> str:
     v, c = results["vmap"], results["chunked"]
-    return (f"budget {format_bytes(v.budget_bytes)}: vmap fits <b>{int(v)}</b> items, "
-            f"chunked lax.map (chunk {c.chunk_size}) fits <b>{int(c)}</b> "
-            f"({v.compilations} + {c.compilations} compilations; compiled memory analysis)")
+    return (
+        f"budget {format_bytes(v.budget_bytes)}: vmap fits <b>{int(v)}</b> items, "
+        f"chunked lax.map (chunk {c.chunk_size}) fits <b>{int(c)}</b> "
+        f"({v.compilations} + {c.compilations} compilations; compiled memory analysis)"
+    )

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._format import format_bytes, html_table
-from ..memory import MemoryEstimate, device_memory, live_memory
+from ..live import device_memory, live_memory
+from ..memory import MemoryEstimate
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,20 @@ def _dropdown(name: str, options: Sequence[Any]):
     def factory(value: Any):
         import ipywidgets as w
 
-        return w.Dropdown(options=list(options), value=value, description=name,
-                          style={"description_width": "initial"}, layout=w.Layout(width="220px"))
+        return w.Dropdown(
+            options=list(options),
+            value=value,
+            description=name,
+            style={"description_width": "initial"},
+            layout=w.Layout(width="220px"),
+        )
+
     return factory
 
 
-def plot_throughput(results: dict[str, Throughput], ceiling: Ceiling, *, current: str | None = None):
+def plot_throughput(
+    results: dict[str, Throughput], ceiling: Ceiling, *, current: str | None = None
+):
     """Horizontal bars: bytes/s of every measured setting; dashed lines: the ceiling."""
     from matplotlib.ticker import FuncFormatter
 
@@ -56,8 +64,13 @@ def plot_throughput(results: dict[str, Throughput], ceiling: Ceiling, *, current
     ax.set_xlim(min([*values, top]) / 3, top * 3)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
     ax.set_xlabel("throughput, bytes/s (wall clock, median of passes)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32 if len(labels) < 4 else -0.2), ncol=1,
-              fontsize=9, frameon=False)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.32 if len(labels) < 4 else -0.2),
+        ncol=1,
+        fontsize=9,
+        frameon=False,
+    )
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title("loading throughput against this machine's ceiling (red: current setting)")
     return fig
@@ -82,30 +95,64 @@ class LoadingExplorer(Explorer):
       (16, True)
     """
 
-    def __init__(self, dataset: Dataset, batch_sizes: Sequence[int], *, step: Callable | None = None,
-                 repeat: int = 3, title: str = "Loading explorer") -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        batch_sizes: Sequence[int],
+        *,
+        step: Callable | None = None,
+        repeat: int = 3,
+        title: str = "Loading explorer",
+    ) -> None:
         batch_sizes = [int(b) for b in batch_sizes]
         if not batch_sizes or min(batch_sizes) < 1:
-            raise ValueError(f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}.")
+            raise ValueError(
+                f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."
+            )
         self.dataset, self.step, self.repeat = dataset, step, repeat
         self.ceiling = measure_ceiling(dataset, repeat=max(repeat, 3))
 
-        def compute(batch_size: int, method: str, order: str, transfer: str, prefetch: bool) -> Throughput:
-            return measure_loading(dataset, batch_size, method=method, order=order, transfer=transfer,
-                                   step=step, prefetch=2 if prefetch else 0, repeat=repeat)
+        def compute(
+            batch_size: int, method: str, order: str, transfer: str, prefetch: bool
+        ) -> Throughput:
+            return measure_loading(
+                dataset,
+                batch_size,
+                method=method,
+                order=order,
+                transfer=transfer,
+                step=step,
+                prefetch=2 if prefetch else 0,
+                repeat=repeat,
+            )
 
         def checkbox(value: bool):
             import ipywidgets as w
 
             return w.Checkbox(value=value, description="prefetch", indent=False)
 
-        controls = {"batch_size": _dropdown("batch size", batch_sizes), "method": _dropdown("method", METHODS),
-                    "order": _dropdown("order", ORDERS), "transfer": _dropdown("transfer per", TRANSFERS),
-                    "prefetch": checkbox}
-        params = dict(batch_size=batch_sizes[0], method="bulk", order="contiguous", transfer="batch",
-                      prefetch=False)
-        super().__init__(compute, params, controls=controls, draw=self._plot, describe=self._describe,
-                         title=title)
+        controls = {
+            "batch_size": _dropdown("batch size", batch_sizes),
+            "method": _dropdown("method", METHODS),
+            "order": _dropdown("order", ORDERS),
+            "transfer": _dropdown("transfer per", TRANSFERS),
+            "prefetch": checkbox,
+        }
+        params = dict(
+            batch_size=batch_sizes[0],
+            method="bulk",
+            order="contiguous",
+            transfer="batch",
+            prefetch=False,
+        )
+        super().__init__(
+            compute,
+            params,
+            controls=controls,
+            draw=self._plot,
+            describe=self._describe,
+            title=title,
+        )
         self.update()
 
     @property
@@ -118,12 +165,16 @@ class LoadingExplorer(Explorer):
         return result.bytes_per_s / self.ceiling.memcpy.bytes_per_s
 
     def _plot(self, ex: Explorer):
-        return plot_throughput(self.measured, self.ceiling, current=self.result.label if self.result else None)
+        return plot_throughput(
+            self.measured, self.ceiling, current=self.result.label if self.result else None
+        )
 
     def _describe(self, r: Throughput) -> str:
-        return (f"<b>{format_count(r.items_per_s)} items/s</b>, {format_rate(r.bytes_per_s)} = "
-                f"<b>{self.share_of_ceiling(r):.1%}</b> of np.copy's "
-                f"{format_rate(self.ceiling.memcpy.bytes_per_s)} (wall clock, same run)")
+        return (
+            f"<b>{format_count(r.items_per_s)} items/s</b>, {format_rate(r.bytes_per_s)} = "
+            f"<b>{self.share_of_ceiling(r):.1%}</b> of np.copy's "
+            f"{format_rate(self.ceiling.memcpy.bytes_per_s)} (wall clock, same run)"
+        )
 
 
 class ScalingExplorer(Explorer):
@@ -145,24 +196,49 @@ class ScalingExplorer(Explorer):
       (3, True)
     """
 
-    def __init__(self, fn: Callable, make_batch: Callable[[int], Any], batch_sizes: Sequence[int],
-                 device_counts: Sequence[int], *, params: tuple = (), devices: Sequence[Any] | None = None,
-                 repeat: int = 5, title: str = "Scaling explorer") -> None:
+    def __init__(
+        self,
+        fn: Callable,
+        make_batch: Callable[[int], Any],
+        batch_sizes: Sequence[int],
+        device_counts: Sequence[int],
+        *,
+        params: tuple = (),
+        devices: Sequence[Any] | None = None,
+        repeat: int = 5,
+        title: str = "Scaling explorer",
+    ) -> None:
         def compute(n_devices: int, batch_size: int) -> ScalingPoint:
-            scaling = measure_scaling(fn, make_batch(batch_size), [n_devices], params=params,
-                                      devices=devices, repeat=repeat)
+            scaling = measure_scaling(
+                fn,
+                make_batch(batch_size),
+                [n_devices],
+                params=params,
+                devices=devices,
+                repeat=repeat,
+            )
             return scaling.points[0]
 
-        controls = {"n_devices": _dropdown("devices", list(device_counts)),
-                    "batch_size": _dropdown("batch size", list(batch_sizes))}
-        super().__init__(compute, {"n_devices": device_counts[0], "batch_size": batch_sizes[0]},
-                         controls=controls, draw=self._plot, describe=self._describe, title=title)
+        controls = {
+            "n_devices": _dropdown("devices", list(device_counts)),
+            "batch_size": _dropdown("batch size", list(batch_sizes)),
+        }
+        super().__init__(
+            compute,
+            {"n_devices": device_counts[0], "batch_size": batch_sizes[0]},
+            controls=controls,
+            draw=self._plot,
+            describe=self._describe,
+            title=title,
+        )
         self.update()
 
     def points(self, batch_size: int) -> list[ScalingPoint]:
         """Device counts measured so far for one batch size, in order."""
         found = [(dict(k), p) for k, p in self.cache.items()]
-        return sorted((p for k, p in found if k["batch_size"] == repr(batch_size)), key=lambda p: p.n_devices)
+        return sorted(
+            (p for k, p in found if k["batch_size"] == repr(batch_size)), key=lambda p: p.n_devices
+        )
 
     def _plot(self, ex: Explorer):
         from ..plots import _new_figure
@@ -171,8 +247,11 @@ class ScalingExplorer(Explorer):
         pts = self.points(self.params["batch_size"])
         n = [p.n_devices for p in pts]
         peak = max([p.peak_bytes for p in pts] + [1])
-        unit, name = next((1024**k, u) for k, u in ((3, "GiB"), (2, "MiB"), (1, "KiB"), (0, "B"))
-                          if peak >= 1024**k)
+        unit, name = next(
+            (1024**k, u)
+            for k, u in ((3, "GiB"), (2, "MiB"), (1, "KiB"), (0, "B"))
+            if peak >= 1024**k
+        )
         ax_m.plot(n, [p.peak_bytes / unit for p in pts], "s-", color="tab:orange")
         ax_m.set_ylabel(f"planned peak per device ({name})")
         ax_m.set_title("compiled memory analysis", fontsize=11)
@@ -191,6 +270,8 @@ class ScalingExplorer(Explorer):
 
     @staticmethod
     def _describe(p: ScalingPoint) -> str:
-        return (f"{p.n_devices} device(s), {p.rows_per_device} rows each: planned peak "
-                f"<b>{format_bytes(p.peak_bytes)}</b> per device (compiled memory analysis); run "
-                f"{format_seconds(p.seconds)} (wall clock); equals one device: {p.matches_single_device}")
+        return (
+            f"{p.n_devices} device(s), {p.rows_per_device} rows each: planned peak "
+            f"<b>{format_bytes(p.peak_bytes)}</b> per device (compiled memory analysis); run "
+            f"{format_seconds(p.seconds)} (wall clock); equals one device: {p.matches_single_device}"
+        )

@@ -23,8 +23,13 @@ from ..measure import Measurement, measure
 from ..padding import Ragged, as_ragged, pad
 from .explorer import Explorer
 
-_COLORS = {"max": "tab:red", "fixed": "tab:gray", "pow2": "tab:orange", "quantile": "tab:purple",
-           "optimal": "tab:green"}
+_COLORS = {
+    "max": "tab:red",
+    "fixed": "tab:gray",
+    "pow2": "tab:orange",
+    "quantile": "tab:purple",
+    "optimal": "tab:green",
+}
 
 
 def pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array:
@@ -35,8 +40,18 @@ def pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array:
 def pool_reference(ragged: Ragged, table: np.ndarray) -> np.ndarray:
     """Per-item numpy reference for :func:`pool` (no padding anywhere)."""
     table = np.asarray(table)
-    return np.stack([table[ragged.item(i)].mean(0) if ragged.lengths[i] else np.zeros(table.shape[1], table.dtype)
-                     for i in range(len(ragged))]) if len(ragged) else np.zeros((0, table.shape[1]), table.dtype)
+    return (
+        np.stack(
+            [
+                table[ragged.item(i)].mean(0)
+                if ragged.lengths[i]
+                else np.zeros(table.shape[1], table.dtype)
+                for i in range(len(ragged))
+            ]
+        )
+        if len(ragged)
+        else np.zeros((0, table.shape[1]), table.dtype)
+    )
 
 
 # --------------------------------------------------------------------- plots
@@ -48,14 +63,27 @@ def plot_padding_report(report: PaddingReport, *, axes=None):
     lengths = report.lengths
     hi = max(int(lengths.max()), 2) if len(lengths) else 2
     lo = max(int(lengths.min()), 1) if len(lengths) else 1
-    ax.hist(lengths, bins=np.geomspace(lo * 0.9, hi * 1.05, 50), color="tab:blue", alpha=0.45, label="items")
+    ax.hist(
+        lengths,
+        bins=np.geomspace(lo * 0.9, hi * 1.05, 50),
+        color="tab:blue",
+        alpha=0.45,
+        label="items",
+    )
     ax.set_xlim(lo * 0.8, hi * 1.6)
     ax.set_xscale("log")
     top = ax.get_ylim()[1]
     for i, row in enumerate(report.rows):
         color = _COLORS.get(row.strategy, "black")
-        ax.vlines(row.boundaries, 0, top * (1 - 0.08 * i), colors=color, lw=1.6, alpha=0.85,
-                  label=f"{row.strategy}: {row.ratio:.2f}x, {row.shapes} shapes")
+        ax.vlines(
+            row.boundaries,
+            0,
+            top * (1 - 0.08 * i),
+            colors=color,
+            lw=1.6,
+            alpha=0.85,
+            label=f"{row.strategy}: {row.ratio:.2f}x, {row.shapes} shapes",
+        )
     ax.set_xlabel("sequence length (tokens, log scale)")
     ax.set_ylabel("items")
     ax.set_title("lengths and bucket boundaries (counted from the data)")
@@ -64,14 +92,24 @@ def plot_padding_report(report: PaddingReport, *, axes=None):
     return fig
 
 
-def tradeoff(lengths: Any, bucket_counts: Any, strategies: tuple[str, ...] = ("quantile", "optimal")) -> dict:
+def tradeoff(
+    lengths: Any, bucket_counts: Any, strategies: tuple[str, ...] = ("quantile", "optimal")
+) -> dict:
     """``{strategy: [padded / ragged for each bucket count]}`` plus ``pow2`` as one point."""
     lengths = np.asarray(lengths)
     total = lengths.sum()
-    out = {s: [padded_elements(lengths, strategy_boundaries(lengths, s, n_buckets=k)) / total
-               for k in bucket_counts] for s in strategies}
+    out = {
+        s: [
+            padded_elements(lengths, strategy_boundaries(lengths, s, n_buckets=k)) / total
+            for k in bucket_counts
+        ]
+        for s in strategies
+    }
     p2 = strategy_boundaries(lengths, "pow2")
-    out["pow2"] = (int(np.unique(np.searchsorted(p2, lengths)).size), padded_elements(lengths, p2) / total)
+    out["pow2"] = (
+        int(np.unique(np.searchsorted(p2, lengths)).size),
+        padded_elements(lengths, p2) / total,
+    )
     return out
 
 
@@ -108,10 +146,12 @@ class PaddingPoint:
     measurement: Measurement
 
     def __repr__(self) -> str:
-        return (f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, padding {self.waste:.1%}, "
-                f"{self.truncated} items cut, {self.correct:.0%} items correct, "
-                f"run {format_seconds(self.measurement.median)}, planned peak "
-                f"{format_bytes(self.measurement.memory.peak_bytes)})")
+        return (
+            f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, padding {self.waste:.1%}, "
+            f"{self.truncated} items cut, {self.correct:.0%} items correct, "
+            f"run {format_seconds(self.measurement.median)}, planned peak "
+            f"{format_bytes(self.measurement.memory.peak_bytes)})"
+        )
 
 
 class PaddingExplorer(Explorer):
@@ -130,23 +170,44 @@ class PaddingExplorer(Explorer):
       (2, 2, 0.33)
     """
 
-    def __init__(self, data: Any, *, vocab: int, features: int = 16, sizes: tuple[int, ...] = (16, 32, 64, 128),
-                 strategy: str = "max", seed: int = 0, title: str = "Padding explorer", **measure_options: Any):
+    def __init__(
+        self,
+        data: Any,
+        *,
+        vocab: int,
+        features: int = 16,
+        sizes: tuple[int, ...] = (16, 32, 64, 128),
+        strategy: str = "max",
+        seed: int = 0,
+        title: str = "Padding explorer",
+        **measure_options: Any,
+    ):
         self.data = as_ragged(data)
         self.sizes = tuple(int(s) for s in sizes)
         self.table = jax.random.normal(jax.random.key(seed), (vocab, features))
         self.reference = pool_reference(self.data, self.table)
         self.measure_options = measure_options
-        super().__init__(self._compute_point, {"strategy": strategy, "size": self.sizes[0]},
-                         controls={"strategy": _dropdown(("max", "multiple", "fixed"), "strategy"),
-                                   "size": _slider(self.sizes, "length / multiple")},
-                         draw=_draw_padding, describe=repr, title=title)
+        super().__init__(
+            self._compute_point,
+            {"strategy": strategy, "size": self.sizes[0]},
+            controls={
+                "strategy": _dropdown(("max", "multiple", "fixed"), "strategy"),
+                "size": _slider(self.sizes, "length / multiple"),
+            },
+            draw=_draw_padding,
+            describe=repr,
+            title=title,
+        )
         self.update()
 
     def _compute_point(self, strategy: str, size: int) -> PaddingPoint:
         if strategy not in ("max", "multiple", "fixed"):
             raise ValueError(f"`strategy` must be 'max', 'multiple' or 'fixed', got {strategy!r}.")
-        options = {"max": {}, "multiple": {"multiple_of": size}, "fixed": {"length": size, "truncate": True}}
+        options = {
+            "max": {},
+            "multiple": {"multiple_of": size},
+            "fixed": {"length": size, "truncate": True},
+        }
         import warnings
 
         with warnings.catch_warnings():
@@ -154,9 +215,15 @@ class PaddingExplorer(Explorer):
             p = pad(self.data, **options[strategy])
         m = measure(pool, p.values, p.mask, self.table, **self.measure_options)
         out = np.asarray(jax.jit(pool)(p.values, p.mask, self.table))
-        correct = np.all(np.isclose(out, self.reference, rtol=1e-4, atol=1e-5), axis=1).mean() if len(out) else 1.0
+        correct = (
+            np.all(np.isclose(out, self.reference, rtol=1e-4, atol=1e-5), axis=1).mean()
+            if len(out)
+            else 1.0
+        )
         truncated = int(np.sum(self.data.lengths > p.values.shape[1]))
-        return PaddingPoint(strategy, size, int(p.values.shape[1]), p.waste, truncated, float(correct), m)
+        return PaddingPoint(
+            strategy, size, int(p.values.shape[1]), p.waste, truncated, float(correct), m
+        )
 
     @property
     def measured(self) -> list[PaddingPoint]:
@@ -169,16 +236,31 @@ def _draw_padding(ex: PaddingExplorer):
     fig, (ax_m, ax_t) = _new_figure(2, width=5.2, height=3.8)
     p = ex.result
     lengths = np.sort(ex.data.lengths[:64])[::-1]
-    ax_m.imshow(np.arange(p.padded_length)[None, :] < lengths[:, None], aspect="auto", cmap="Blues",
-                interpolation="nearest", vmin=-0.3, vmax=1)
+    ax_m.imshow(
+        np.arange(p.padded_length)[None, :] < lengths[:, None],
+        aspect="auto",
+        cmap="Blues",
+        interpolation="nearest",
+        vmin=-0.3,
+        vmax=1,
+    )
     ax_m.set_title(f"dark = data, light = pad ({p.waste:.0%} pads)")
     ax_m.set_xlabel("position (padded length)")
     ax_m.set_ylabel("item (64 shown, sorted)")
-    by_length = {q.padded_length: q for q in ex.measured}  # "max" at any slider value is one setting
+    by_length = {
+        q.padded_length: q for q in ex.measured
+    }  # "max" at any slider value is one setting
     by_length[p.padded_length] = p
     pts = sorted(by_length.values(), key=lambda q: q.padded_length)
-    ax_t.plot([q.padded_length for q in pts], [q.measurement.median * 1e3 for q in pts], "o-", color="tab:blue")
-    ax_t.plot([p.padded_length], [p.measurement.median * 1e3], "o", ms=14, mfc="none", mec="red", mew=2)
+    ax_t.plot(
+        [q.padded_length for q in pts],
+        [q.measurement.median * 1e3 for q in pts],
+        "o-",
+        color="tab:blue",
+    )
+    ax_t.plot(
+        [p.padded_length], [p.measurement.median * 1e3], "o", ms=14, mfc="none", mec="red", mew=2
+    )
     ax_t.set_xlabel("padded length")
     ax_t.set_ylabel("run time (ms, wall clock median)")
     ax_t.set_title(f"{p.correct:.0%} items correct")
@@ -205,8 +287,10 @@ class BucketPoint:
         return self.padded_elements / self.true_elements
 
     def __repr__(self) -> str:
-        return (f"BucketPoint({self.strategy}, {self.n_buckets} buckets: {self.ratio:.2f}x ragged, "
-                f"{self.compiles} compiles, run {format_seconds(self.measurement.median)} for all buckets)")
+        return (
+            f"BucketPoint({self.strategy}, {self.n_buckets} buckets: {self.ratio:.2f}x ragged, "
+            f"{self.compiles} compiles, run {format_seconds(self.measurement.median)} for all buckets)"
+        )
 
 
 class BucketExplorer(Explorer):
@@ -220,16 +304,33 @@ class BucketExplorer(Explorer):
       (2, 2)
     """
 
-    def __init__(self, data: Any, *, vocab: int, features: int = 16, bucket_counts: tuple[int, ...] = (1, 2, 4, 8),
-                 strategy: str = "optimal", seed: int = 0, title: str = "Bucket explorer", **measure_options: Any):
+    def __init__(
+        self,
+        data: Any,
+        *,
+        vocab: int,
+        features: int = 16,
+        bucket_counts: tuple[int, ...] = (1, 2, 4, 8),
+        strategy: str = "optimal",
+        seed: int = 0,
+        title: str = "Bucket explorer",
+        **measure_options: Any,
+    ):
         self.data = as_ragged(data)
         self.bucket_counts = tuple(int(k) for k in bucket_counts)
         self.table = jax.random.normal(jax.random.key(seed), (vocab, features))
         self.measure_options = measure_options
-        super().__init__(self._compute_point, {"strategy": strategy, "n_buckets": self.bucket_counts[0]},
-                         controls={"strategy": _dropdown(("optimal", "quantile", "fixed"), "boundaries"),
-                                   "n_buckets": _slider(self.bucket_counts, "buckets")},
-                         draw=_draw_buckets, describe=repr, title=title)
+        super().__init__(
+            self._compute_point,
+            {"strategy": strategy, "n_buckets": self.bucket_counts[0]},
+            controls={
+                "strategy": _dropdown(("optimal", "quantile", "fixed"), "boundaries"),
+                "n_buckets": _slider(self.bucket_counts, "buckets"),
+            },
+            draw=_draw_buckets,
+            describe=repr,
+            title=title,
+        )
         self.update()
 
     def _compute_point(self, strategy: str, n_buckets: int) -> BucketPoint:
@@ -245,8 +346,16 @@ class BucketExplorer(Explorer):
             for v, m in arrays:
                 fresh(v, m, self.table)
         meas = measure(pool_buckets, arrays, self.table, **self.measure_options)
-        return BucketPoint(strategy, n_buckets, tuple(int(x) for x in b), len(buckets), c.count,
-                           buckets.padded_elements, buckets.true_elements, meas)
+        return BucketPoint(
+            strategy,
+            n_buckets,
+            tuple(int(x) for x in b),
+            len(buckets),
+            c.count,
+            buckets.padded_elements,
+            buckets.true_elements,
+            meas,
+        )
 
     @property
     def measured(self) -> list[BucketPoint]:
@@ -263,7 +372,12 @@ def _draw_buckets(ex: BucketExplorer):
     ax_h.vlines(p.boundaries, 0, ax_h.get_ylim()[1], colors=_COLORS.get(p.strategy, "k"), lw=1.6)
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {p.compiles} compiles")
     pts = sorted((q for q in ex.measured if q.strategy == p.strategy), key=lambda q: q.n_buckets)
-    ax_t.plot([q.n_buckets for q in pts], [q.measurement.median * 1e3 for q in pts], "o-", color="tab:blue")
+    ax_t.plot(
+        [q.n_buckets for q in pts],
+        [q.measurement.median * 1e3 for q in pts],
+        "o-",
+        color="tab:blue",
+    )
     ax_t.plot([p.n_buckets], [p.measurement.median * 1e3], "o", ms=14, mfc="none", mec="red", mew=2)
     ax_t.set_xlabel("buckets (= compilations)")
     ax_t.set_ylabel("run time, all buckets (ms)")
@@ -286,7 +400,13 @@ def _slider(stops: tuple[int, ...], label: str):
     def make(value: int):
         import ipywidgets as w
 
-        return w.SelectionSlider(options=list(stops), value=value, description=label, continuous_update=False,
-                                 style={"description_width": "initial"}, layout=w.Layout(width="360px"))
+        return w.SelectionSlider(
+            options=list(stops),
+            value=value,
+            description=label,
+            continuous_update=False,
+            style={"description_width": "initial"},
+            layout=w.Layout(width="360px"),
+        )
 
     return make
