@@ -8,28 +8,21 @@ each widget call without a browser. See ``explorer.py`` for the pattern.
 
 from __future__ import annotations
 
+# the pattern, shared controls and the memory gauge
 from . import controls as controls
-
-# fragmentation and in-place updates (issue 6)
-from .allocator import AllocatorExplorer as AllocatorExplorer
-from .allocator import InPlaceExplorer as InPlaceExplorer
-
-# strategies, axes and broadcasting (issue 3)
-from .axes import AxesExplorer as AxesExplorer
-from .axes import BroadcastExplorer as BroadcastExplorer
-from .batch_size import BatchSizeExplorer as BatchSizeExplorer
-
-# memory limits and faults (issue 5)
-from .budget import BudgetExplorer as BudgetExplorer
 from .explorer import Explorer as Explorer
 from .gauge import GaugeReading as GaugeReading
 from .gauge import MemoryGauge as MemoryGauge
 
-# loading and scaling (issue 7)
-from .loading import LoadingExplorer as LoadingExplorer
-from .loading import ScalingExplorer as ScalingExplorer
-
-# ragged data (issue 4)
-from .ragged import BucketExplorer as BucketExplorer
-from .ragged import PaddingExplorer as PaddingExplorer
-from .strategies import StrategyExplorer as StrategyExplorer
+# one explorer per notebook, in teaching order
+from .batch_size import BatchSizeExplorer as BatchSizeExplorer  # 00
+from .axes import AxesExplorer as AxesExplorer  # 01
+from .axes import BroadcastExplorer as BroadcastExplorer  # 02
+from .strategies import StrategyExplorer as StrategyExplorer  # 03
+from .ragged import PaddingExplorer as PaddingExplorer  # 04
+from .ragged import BucketExplorer as BucketExplorer  # 05
+from .budget import BudgetExplorer as BudgetExplorer  # 06
+from .allocator import AllocatorExplorer as AllocatorExplorer  # 08
+from .allocator import InPlaceExplorer as InPlaceExplorer  # 09
+from .loading import LoadingExplorer as LoadingExplorer  # 10
+from .loading import ScalingExplorer as ScalingExplorer  # 11
