@@ -26,6 +26,7 @@ def plot_comparison(c: Any, *, axes: Any = None, current: int | None = None):
     from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
     from ._format import format_bytes, format_seconds
+    from .plots import log2_axis, short_bytes, short_seconds
 
     fig, (ax_t, ax_m) = _panels(axes)
     for ax in (ax_t, ax_m):
@@ -53,8 +54,8 @@ def plot_comparison(c: Any, *, axes: Any = None, current: int | None = None):
         ax_m.set_yticklabels([])
         ax_t.set_xlabel(f"run time per batch of {c.batch_sizes[0]} items")
         ax_m.set_xlabel("planned temp memory")
-        ax_t.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_seconds(v)))
-        ax_m.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
+        ax_t.xaxis.set_major_formatter(FuncFormatter(short_seconds))
+        ax_m.xaxis.set_major_formatter(FuncFormatter(short_bytes))
     else:
         for s in c.strategies:
             rs = [r for r in ok if r.strategy == s]
@@ -67,7 +68,7 @@ def plot_comparison(c: Any, *, axes: Any = None, current: int | None = None):
             ax_t.plot(xs, [r.run_seconds for r in rs], marker="o", color=color, label=s, **style)
             ax_m.plot(xs, [r.temp_bytes for r in rs], marker="s", color=color, label=s, **style)
         for ax in (ax_t, ax_m):
-            ax.set_xscale("log", base=2)
+            log2_axis(ax, "x")
             ax.set_xlabel("batch size (items)")
             if current is not None:
                 ax.axvline(current, color="red", lw=1.5, ls=":")
@@ -83,8 +84,8 @@ def plot_comparison(c: Any, *, axes: Any = None, current: int | None = None):
                 ax.yaxis.set_major_locator(MaxNLocator(5))
         ax_t.set_ylabel("run time per batch")
         ax_m.set_ylabel("planned temp memory")
-        ax_t.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_seconds(v)))
-        ax_m.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
+        ax_t.yaxis.set_major_formatter(FuncFormatter(short_seconds))
+        ax_m.yaxis.set_major_formatter(FuncFormatter(short_bytes))
         ax_t.legend(fontsize=10)
     ax_t.set_title("wall clock, median")
     ax_m.set_title("compiled memory analysis")

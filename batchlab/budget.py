@@ -301,7 +301,7 @@ def plot_budget_curves(
     """
     from matplotlib.ticker import FuncFormatter
 
-    from .plots import _new_figure
+    from .plots import _new_figure, log2_axis, short_bytes
 
     if axes is None:
         fig, axes = _new_figure(1, width=7.0, height=4.2)
@@ -340,9 +340,9 @@ def plot_budget_curves(
         va="bottom",
         transform=axes.get_yaxis_transform(),
     )
-    axes.set_xscale("log", base=2)
+    log2_axis(axes, "x")
     axes.set_yscale("log", base=2)
-    axes.yaxis.set_major_formatter(FuncFormatter(lambda y, _: format_bytes(y)))
+    axes.yaxis.set_major_formatter(FuncFormatter(short_bytes))
     axes.set_xlabel("batch size (items)")
     axes.set_ylabel("planned bytes")
     axes.set_title("planned memory per batch (compiled memory analysis)")

@@ -112,7 +112,8 @@ def _register_png_formatter() -> None:
 def figure_to_png(fig, dpi: int = 90) -> bytes:
     """Renders a figure to PNG bytes (for ``ipywidgets.Image`` and saved artefacts)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    # bbox_inches="tight": long tick labels, titles and outside legends are never cut
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.1)
     return buf.getvalue()
 
 

@@ -15,6 +15,7 @@ Plots draw a :class:`~batchlab.allocator.Timeline`; they compute nothing.
 from __future__ import annotations
 
 from .._format import format_bytes
+from ..plots import short_bytes
 from .trace import Timeline
 
 OWNER_COLORS = {
@@ -40,7 +41,7 @@ def owner_color(owner: str) -> str:
 def _bytes_axis(axis) -> None:
     from matplotlib.ticker import FuncFormatter
 
-    axis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
+    axis.set_major_formatter(FuncFormatter(short_bytes))
 
 
 def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, legend: bool = True):
