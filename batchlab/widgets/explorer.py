@@ -307,7 +307,7 @@ class Explorer:
                 return "could not draw the plot: " + error_message(e)
             if fig is None:
                 return None
-            png = figure_to_png(fig)
+            png = figure_to_png(fig, dpi=80, tight=False)
             if len(self._png) >= _PNG_CACHE_SIZE:
                 self._png.pop(next(iter(self._png)))
             self._png[key] = png
