@@ -48,10 +48,10 @@ from .strategies import batch as batch
 # ragged data: padding, masking, bucketing (04-05)
 from .bucketing import Bucket as Bucket
 from .bucketing import Buckets as Buckets
-from .bucketing import PaddingReport as PaddingReport
+from .padding_report import PaddingReport as PaddingReport
 from .bucketing import bucketize as bucketize
 from .bucketing import optimal_boundaries as optimal_boundaries
-from .bucketing import padding_report as padding_report
+from .padding_report import padding_report as padding_report
 from .bucketing import power_of_two_boundaries as power_of_two_boundaries
 from .bucketing import quantile_boundaries as quantile_boundaries
 from .datasets import TokenDataset as TokenDataset

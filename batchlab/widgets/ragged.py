@@ -16,20 +16,18 @@ import jax
 import numpy as np
 
 from .._format import format_bytes, format_seconds
-from ..bucketing import PaddingReport, bucketize, padded_elements, strategy_boundaries
+from ..bucketing import bucketize
 from ..compiles import count_compiles
 from ..masking import masked_mean
 from ..measure import Measurement, measure
 from ..padding import Ragged, as_ragged, pad
+from ..padding_report import (
+    STRATEGY_COLORS,
+    PaddingReport,
+    plot_padding_report,
+    strategy_boundaries,
+)
 from .explorer import Explorer
-
-_COLORS = {
-    "max": "tab:red",
-    "fixed": "tab:gray",
-    "pow2": "tab:orange",
-    "quantile": "tab:purple",
-    "optimal": "tab:green",
-}
 
 
 def pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array:
@@ -52,84 +50,6 @@ def pool_reference(ragged: Ragged, table: np.ndarray) -> np.ndarray:
         if len(ragged)
         else np.zeros((0, table.shape[1]), table.dtype)
     )
-
-
-# --------------------------------------------------------------------- plots
-def plot_padding_report(report: PaddingReport, *, axes=None):
-    """Length histogram (log scale) with each strategy's boundaries as vertical lines."""
-    from ..plots import _new_figure
-
-    fig, ax = _new_figure(1, width=10.0, height=4.2) if axes is None else (axes.figure, axes)
-    lengths = report.lengths
-    hi = max(int(lengths.max()), 2) if len(lengths) else 2
-    lo = max(int(lengths.min()), 1) if len(lengths) else 1
-    ax.hist(
-        lengths,
-        bins=np.geomspace(lo * 0.9, hi * 1.05, 50),
-        color="tab:blue",
-        alpha=0.45,
-        label="items",
-    )
-    ax.set_xlim(lo * 0.8, hi * 1.6)
-    ax.set_xscale("log")
-    top = ax.get_ylim()[1]
-    for i, row in enumerate(report.rows):
-        color = _COLORS.get(row.strategy, "black")
-        ax.vlines(
-            row.boundaries,
-            0,
-            top * (1 - 0.08 * i),
-            colors=color,
-            lw=1.6,
-            alpha=0.85,
-            label=f"{row.strategy}: {row.ratio:.2f}x, {row.shapes} shapes",
-        )
-    ax.set_xlabel("sequence length (tokens, log scale)")
-    ax.set_ylabel("items")
-    ax.set_title("lengths and bucket boundaries (counted from the data)")
-    if report.rows:
-        ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="boundaries")
-    return fig
-
-
-def tradeoff(
-    lengths: Any, bucket_counts: Any, strategies: tuple[str, ...] = ("quantile", "optimal")
-) -> dict:
-    """``{strategy: [padded / ragged for each bucket count]}`` plus ``pow2`` as one point."""
-    lengths = np.asarray(lengths)
-    total = lengths.sum()
-    out = {
-        s: [
-            padded_elements(lengths, strategy_boundaries(lengths, s, n_buckets=k)) / total
-            for k in bucket_counts
-        ]
-        for s in strategies
-    }
-    p2 = strategy_boundaries(lengths, "pow2")
-    out["pow2"] = (
-        int(np.unique(np.searchsorted(p2, lengths)).size),
-        padded_elements(lengths, p2) / total,
-    )
-    return out
-
-
-def plot_tradeoff(lengths: Any, bucket_counts: Any, *, axes=None):
-    """Buckets (= compilations) against padded size / ragged minimum, per strategy."""
-    from ..plots import _new_figure
-
-    fig, ax = _new_figure(1, width=7.5, height=4.2) if axes is None else (axes.figure, axes)
-    curves = tradeoff(lengths, bucket_counts)
-    for s in ("quantile", "optimal"):
-        ax.plot(bucket_counts, curves[s], "o-", color=_COLORS[s], label=s)
-    ax.plot(*curves["pow2"], "D", ms=10, color=_COLORS["pow2"], label="power of two")
-    ax.axhline(1.0, color="black", lw=1, ls="--", label="ragged minimum")
-    ax.set_xlabel("buckets (= compilations)")
-    ax.set_ylabel("padded / true elements")
-    ax.set_yscale("log")
-    ax.set_title("fewer compilations cost more padding (counted)")
-    ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize=10)
-    return fig
 
 
 # ------------------------------------------------------------ padding (04)
@@ -369,7 +289,9 @@ def _draw_buckets(ex: BucketExplorer):
     p = ex.result
     report = PaddingReport(ex.data.lengths, ())
     plot_padding_report(report, axes=ax_h)
-    ax_h.vlines(p.boundaries, 0, ax_h.get_ylim()[1], colors=_COLORS.get(p.strategy, "k"), lw=1.6)
+    ax_h.vlines(
+        p.boundaries, 0, ax_h.get_ylim()[1], colors=STRATEGY_COLORS.get(p.strategy, "k"), lw=1.6
+    )
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {p.compiles} compiles")
     pts = sorted((q for q in ex.measured if q.strategy == p.strategy), key=lambda q: q.n_buckets)
     ax_t.plot(

@@ -1,0 +1,254 @@
+"""What padding costs: padded elements, wasted compute and compiled shapes, per strategy.
+
+Everything here is *counted* from the lengths, not timed: padded elements are
+``sum(boundary of each item's bucket)``, wasted compute is the padded
+fraction (for work linear in the length), and shapes is the number of
+non-empty buckets, which is how many times ``jit`` compiles when each
+bucket is one batch. The strategies are pad-to-max, fixed (equal-width)
+buckets, power-of-two buckets, quantile buckets and the optimal buckets of
+:func:`batchlab.optimal_boundaries`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._format import html_table, text_table
+from .bucketing import (
+    _lengths,
+    check_boundaries,
+    equal_width_boundaries,
+    optimal_boundaries,
+    padded_elements,
+    power_of_two_boundaries,
+    quantile_boundaries,
+)
+
+STRATEGY_COLORS = {
+    "max": "tab:red",
+    "fixed": "tab:gray",
+    "pow2": "tab:orange",
+    "quantile": "tab:purple",
+    "optimal": "tab:green",
+}
+
+STRATEGIES = ("max", "fixed", "pow2", "quantile", "optimal")
+
+
+@dataclass(frozen=True)
+class StrategyCost:
+    """What one padding strategy costs on a length distribution."""
+
+    strategy: str
+    boundaries: np.ndarray
+    padded_elements: int
+    true_elements: int
+    shapes: int
+
+    @property
+    def waste(self) -> float:
+        """Fraction of computed positions that are padding (linear cost per position)."""
+        return 1 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+
+    @property
+    def ratio(self) -> float:
+        """Padded elements / the ragged minimum (1.0 = no padding at all)."""
+        return self.padded_elements / self.true_elements if self.true_elements else 1.0
+
+
+@dataclass(frozen=True)
+class PaddingReport:
+    """Padding cost of several strategies on one length distribution (:func:`padding_report`)."""
+
+    lengths: np.ndarray
+    rows: tuple[StrategyCost, ...]
+
+    def __getitem__(self, strategy: str) -> StrategyCost:
+        for r in self.rows:
+            if r.strategy == strategy:
+                return r
+        raise KeyError(
+            f"no strategy {strategy!r} in this report; it has {[r.strategy for r in self.rows]}."
+        )
+
+    def _rows(self) -> list[tuple]:
+        return [
+            (r.strategy, f"{r.padded_elements:,}", f"{r.ratio:.2f}x", f"{r.waste:.1%}", r.shapes)
+            for r in self.rows
+        ]
+
+    _HEADER = ("strategy", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
+
+    def __repr__(self) -> str:
+        return (
+            f"PaddingReport({len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements)\n"
+            + text_table(self._rows(), self._HEADER)
+        )
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            self._rows(),
+            self._HEADER,
+            caption=f"Padding cost of {len(self.lengths):,} items "
+            f"(ragged minimum {int(self.lengths.sum()):,} elements; counted, not timed)",
+        )
+
+    def plot(self, *, axes=None):
+        """Length histogram with each strategy's boundaries drawn."""
+        return plot_padding_report(self, axes=axes)
+
+
+def strategy_boundaries(
+    lengths: Any, strategy: str, *, n_buckets: int = 8, boundaries: Any = None
+) -> np.ndarray:
+    """Boundaries of one strategy: ``max`` (one bucket), ``fixed`` (``boundaries`` or equal width),
+    ``pow2``, ``quantile`` or ``optimal`` (both with ``n_buckets``).
+
+    Example:
+      >>> strategy_boundaries([1, 5, 9], "max").tolist()
+      [9]
+    """
+    lengths = _lengths(lengths)
+    if strategy == "max":
+        return np.array([max(int(lengths.max()) if len(lengths) else 1, 1)])
+    if strategy == "fixed":
+        if boundaries is not None:
+            return check_boundaries(boundaries, lengths)
+        return equal_width_boundaries(lengths, n_buckets)
+    if strategy == "pow2":
+        return power_of_two_boundaries(lengths)
+    if strategy == "quantile":
+        return quantile_boundaries(lengths, n_buckets)
+    if strategy == "optimal":
+        return optimal_boundaries(lengths, n_buckets)
+    raise ValueError(f"`strategy` must be one of {list(STRATEGIES)}, got {strategy!r}.")
+
+
+def padding_report(
+    lengths: Any,
+    strategy: str | tuple[str, ...] | None = None,
+    *,
+    n_buckets: int = 8,
+    boundaries: Any = None,
+) -> PaddingReport:
+    """Counts padded elements, wasted compute and compiled shapes for padding strategies.
+
+    Every figure is counted from the lengths (no timing): padded elements are
+    ``sum(boundary of the item's bucket)``, wasted compute is the padded
+    fraction (for work linear in the length), and shapes is the number of
+    non-empty buckets, which is how many times ``jit`` compiles when each
+    bucket is one batch.
+
+    Args:
+      lengths: ``(items,)`` true lengths (or a :class:`Ragged`).
+      strategy: one name or a tuple of ``max``, ``fixed``, ``pow2``,
+        ``quantile``, ``optimal``; ``None`` for all.
+      n_buckets: buckets for ``fixed`` (equal width), ``quantile`` and ``optimal``.
+      boundaries: explicit boundaries for ``fixed``.
+
+    Returns:
+      A :class:`PaddingReport` (table; ``.plot()`` draws the histogram).
+
+    Raises:
+      ValueError: unknown strategy, bad lengths or boundaries.
+
+    Example:
+      >>> r = padding_report([2, 3, 3, 8], ("max", "optimal"), n_buckets=2)
+      >>> r["max"].padded_elements, r["optimal"].padded_elements, r["optimal"].shapes
+      (32, 17, 2)
+    """
+    lengths = _lengths(lengths)
+    names = (
+        STRATEGIES
+        if strategy is None
+        else ((strategy,) if isinstance(strategy, str) else tuple(strategy))
+    )
+    rows = []
+    for name in names:
+        b = strategy_boundaries(lengths, name, n_buckets=n_buckets, boundaries=boundaries)
+        used = np.unique(np.searchsorted(b, lengths)).size
+        rows.append(
+            StrategyCost(name, b, padded_elements(lengths, b), int(lengths.sum()), int(used))
+        )
+    return PaddingReport(lengths, tuple(rows))
+
+
+# --------------------------------------------------------------------- plots
+def plot_padding_report(report: PaddingReport, *, axes=None):
+    """Length histogram (log scale) with each strategy's boundaries as vertical lines."""
+    from .plots import _new_figure
+
+    fig, ax = _new_figure(1, width=10.0, height=4.2) if axes is None else (axes.figure, axes)
+    lengths = report.lengths
+    hi = max(int(lengths.max()), 2) if len(lengths) else 2
+    lo = max(int(lengths.min()), 1) if len(lengths) else 1
+    ax.hist(
+        lengths,
+        bins=np.geomspace(lo * 0.9, hi * 1.05, 50),
+        color="tab:blue",
+        alpha=0.45,
+        label="items",
+    )
+    ax.set_xlim(lo * 0.8, hi * 1.6)
+    ax.set_xscale("log")
+    top = ax.get_ylim()[1]
+    for i, row in enumerate(report.rows):
+        color = STRATEGY_COLORS.get(row.strategy, "black")
+        ax.vlines(
+            row.boundaries,
+            0,
+            top * (1 - 0.08 * i),
+            colors=color,
+            lw=1.6,
+            alpha=0.85,
+            label=f"{row.strategy}: {row.ratio:.2f}x, {row.shapes} shapes",
+        )
+    ax.set_xlabel("sequence length (tokens, log scale)")
+    ax.set_ylabel("items")
+    ax.set_title("lengths and bucket boundaries (counted from the data)")
+    if report.rows:
+        ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="boundaries")
+    return fig
+
+
+def tradeoff(
+    lengths: Any, bucket_counts: Any, strategies: tuple[str, ...] = ("quantile", "optimal")
+) -> dict:
+    """``{strategy: [padded / ragged for each bucket count]}`` plus ``pow2`` as one point."""
+    lengths = np.asarray(lengths)
+    total = lengths.sum()
+    out = {
+        s: [
+            padded_elements(lengths, strategy_boundaries(lengths, s, n_buckets=k)) / total
+            for k in bucket_counts
+        ]
+        for s in strategies
+    }
+    p2 = strategy_boundaries(lengths, "pow2")
+    out["pow2"] = (
+        int(np.unique(np.searchsorted(p2, lengths)).size),
+        padded_elements(lengths, p2) / total,
+    )
+    return out
+
+
+def plot_tradeoff(lengths: Any, bucket_counts: Any, *, axes=None):
+    """Buckets (= compilations) against padded size / ragged minimum, per strategy."""
+    from .plots import _new_figure
+
+    fig, ax = _new_figure(1, width=7.5, height=4.2) if axes is None else (axes.figure, axes)
+    curves = tradeoff(lengths, bucket_counts)
+    for s in ("quantile", "optimal"):
+        ax.plot(bucket_counts, curves[s], "o-", color=STRATEGY_COLORS[s], label=s)
+    ax.plot(*curves["pow2"], "D", ms=10, color=STRATEGY_COLORS["pow2"], label="power of two")
+    ax.axhline(1.0, color="black", lw=1, ls="--", label="ragged minimum")
+    ax.set_xlabel("buckets (= compilations)")
+    ax.set_ylabel("padded / true elements")
+    ax.set_yscale("log")
+    ax.set_title("fewer compilations cost more padding (counted)")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=10)
+    return fig
