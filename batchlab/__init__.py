@@ -92,6 +92,7 @@ from .xla_buffers import buffer_assignment as buffer_assignment
 
 # loading and scaling (10-11)
 from . import loading as loading
+from . import loading_speed as loading_speed
 from .prefetch import prefetch as prefetch
 from .sharding import ShardedBatch as ShardedBatch
 from .sharding import measure_scaling as measure_scaling

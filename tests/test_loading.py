@@ -17,9 +17,8 @@ from batchlab.loading import (
     iter_batches,
     load_npy,
     make_dataset,
-    measure_ceiling,
-    measure_loading,
 )
+from batchlab.loading_speed import measure_ceiling, measure_loading
 
 
 @pytest.fixture(scope="module")

@@ -12,17 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._format import format_bytes, format_count, format_seconds
-from ..loading import (
-    METHODS,
-    ORDERS,
-    TRANSFERS,
-    Ceiling,
-    Dataset,
-    Throughput,
-    format_rate,
-    measure_ceiling,
-    measure_loading,
-)
+from ..loading import METHODS, ORDERS, TRANSFERS, Dataset
+from ..loading_speed import Ceiling, Throughput, format_rate, measure_ceiling, measure_loading
 from ..sharding import ScalingPoint, measure_scaling
 from .explorer import Explorer
 
@@ -77,7 +68,7 @@ def plot_throughput(
 
 
 class LoadingExplorer(Explorer):
-    """Access-pattern explorer: each setting -> one :func:`batchlab.loading.measure_loading`.
+    """Access-pattern explorer: each setting -> one :func:`batchlab.loading_speed.measure_loading`.
 
     Args:
       dataset: a :class:`batchlab.loading.Dataset`.
