@@ -44,10 +44,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Notebooks to run in the browser (paths relative to the repo root); extend freely.
-NOTEBOOKS = [
-    "notebooks/00_tour.ipynb",
-    "notebooks/04_padding_and_masking.ipynb",
-]
+NOTEBOOKS = sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
+)
 #: At most this many explorers are moved per notebook (keeps the test short).
 MAX_EXPLORERS = 2
 THROWAWAY = "artifacts/browser/explorers_demo.ipynb"
@@ -305,8 +304,14 @@ def _move_slider(
 
 
 def _readout_matches(after: dict) -> bool:
+    from batchlab import format_bytes
+
     params = json.loads(after["params"])
     shown = {str(v) for v in params.values()}
+    # sliders over sizes in bytes show them in human units (a budget of 1048576 reads "1.00 MiB")
+    shown |= {
+        format_bytes(v) for v in params.values() if isinstance(v, int) and not isinstance(v, bool)
+    }
     return bool(after["readouts"]) and after["readouts"][0] in shown
 
 
