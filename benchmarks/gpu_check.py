@@ -9,8 +9,15 @@ process-wide and cannot be reset. Runs in well under 2 minutes.
     measured peak of fn = peak_bytes_in_use - (bytes_in_use before the call - argument bytes)
 
 i.e. the peak above what was allocated before the call, plus the call's own
-arguments. On a CPU-only machine it says so and exits 0 (the CPU path of
-`memory_estimate` and `measure` is what CI tests).
+arguments. Then it exercises the other GPU-only paths once each:
+
+  live figures   device_memory() fields and its fragmentation figure, the
+                 gauge's live reading, default_budget() from free device memory
+  real OOM       run_batches on a batch far larger than the device: XLA's own
+                 RESOURCE_EXHAUSTED must make it halve the batch and finish
+
+On a CPU-only machine it says so and exits 0 (the CPU paths of all of these
+are what CI tests).
 
 Run: XLA_PYTHON_CLIENT_PREALLOCATE=false .venv/bin/python benchmarks/gpu_check.py
 """
@@ -77,6 +84,47 @@ def main() -> int:
     report.line(f"total time: {time.perf_counter() - t_start:.1f} s")
     report.save()
     return 0
+
+
+def live_paths(report: Report) -> None:
+    """device_memory, the gauge and default_budget on a real device."""
+    from batchlab.widgets import MemoryGauge
+
+    stats = bl.device_memory()
+    report.line(f"device_memory(): {stats!r}")
+    assert stats is not None and stats.bytes_in_use is not None, "a GPU must report bytes_in_use"
+    report.line(f"fragmentation figure: {stats.fragmentation}")
+    reading = MemoryGauge().read()
+    report.line(
+        f"gauge reading live: {reading.live} (in use {bl.format_bytes(reading.in_use_bytes)})"
+    )
+    budget = bl.default_budget()
+    report.line(f"default_budget(): {bl.format_bytes(budget.bytes)} from {budget.source}")
+    assert "device" in budget.source, (
+        "on a GPU the default budget must come from free device memory"
+    )
+
+
+def real_oom(report: Report) -> None:
+    """A batch that cannot fit: 1 GiB of intermediate per item, 256 items at once."""
+    n = 16384  # one item's (n, n) float32 intermediate is 1 GiB
+
+    def per_item(x):
+        return jnp.cumsum(jnp.outer(x, x), axis=0)[-1].sum()  # cumsum keeps (n, n) materialized
+
+    items = jnp.ones((256, n), jnp.float32) / n
+    t0 = time.perf_counter()
+    try:
+        result = bl.run_batches(per_item, items, batch_size=256, progress=False)
+    except Exception as e:  # report, do not hide
+        report.line(f"real OOM: run_batches raised {type(e).__name__}: {str(e).splitlines()[0]}")
+        return
+    sizes = sorted({b.size for b in result.batches}) if result.batches else []
+    report.line(
+        f"real OOM: batch 256 x 1 GiB of temps -> {result.retries} retries at half size, "
+        f"batch sizes tried {sizes}, complete={result.complete}, "
+        f"{len(result.indices)} of 256 outputs, {time.perf_counter() - t0:.1f} s"
+    )
 
 
 if __name__ == "__main__":
