@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .._format import format_bytes
 from ..plots import short_bytes
-from .trace import Timeline
+from .replay import Timeline
 
 OWNER_COLORS = {
     "input": "tab:blue",

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from .._checks import check_positive_float
 from .._format import format_bytes, html_table
-from .trace import Timeline, Trace, capacity_needed, make_allocator, replay
+from .replay import Timeline, capacity_needed, make_allocator, replay
+from .trace import Trace
 from .workloads import workload
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..allocator.replay import POLICIES
 from ..allocator.simulate import Simulation, simulate
-from ..allocator.trace import POLICIES
 from ..allocator.workloads import WORKLOADS
 from .explorer import Explorer
 
