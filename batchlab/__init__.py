@@ -64,6 +64,8 @@ from .masking import masked_max as masked_max
 from .masking import masked_mean as masked_mean
 from .masking import masked_softmax as masked_softmax
 from .masking import masked_sum as masked_sum
+from .masking import mean_pool as mean_pool
+from .masking import mean_pool_reference as mean_pool_reference
 from .padding import Padded as Padded
 from .padding import Ragged as Ragged
 from .padding import pad as pad

@@ -41,6 +41,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .padding import Ragged
+
 Array = jax.Array
 
 
@@ -221,3 +223,37 @@ def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
     total = jnp.sum(e, axis=axis)
     m = jnp.squeeze(m, axis=axis)
     return jnp.where(total > 0, m + jnp.log(jnp.where(total > 0, total, 1)), -jnp.inf)
+
+
+def mean_pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array:
+    """Embeds every token id and averages over the real tokens: ``(items, features)``.
+
+    The workload of notebooks 04 and 05: ``values`` ``(items, length)`` token
+    ids, ``mask`` marking the real ones, ``table`` ``(vocab, features)``. An
+    item with no tokens pools to zeros.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> table = jnp.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+      >>> mean_pool(jnp.array([[1, 2], [2, 0]]), jnp.array([[True, True], [True, False]]), table)
+      Array([[2., 3.],
+             [3., 4.]], dtype=float32)
+    """
+    return masked_mean(table[values], mask, axis=1, empty=0.0)
+
+
+def mean_pool_reference(ragged: Ragged, table: np.ndarray) -> np.ndarray:
+    """Per-item numpy reference for :func:`mean_pool` (no padding anywhere)."""
+    table = np.asarray(table)
+    return (
+        np.stack(
+            [
+                table[ragged.item(i)].mean(0)
+                if ragged.lengths[i]
+                else np.zeros(table.shape[1], table.dtype)
+                for i in range(len(ragged))
+            ]
+        )
+        if len(ragged)
+        else np.zeros((0, table.shape[1]), table.dtype)
+    )

@@ -131,3 +131,20 @@ def test_under_vmap():
 def test_errors(mask, axis, error, match):
     with pytest.raises(error, match=match):
         masked_mean(jnp.ones((2, 3)), mask, axis=axis)
+
+
+@pytest.mark.parametrize("lengths", [[3, 0, 5, 1], [1], [7, 7], [0, 0]])
+def test_mean_pool_matches_the_per_item_reference(lengths):
+    from batchlab import mean_pool, mean_pool_reference
+    from batchlab.padding import as_ragged
+
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(11, 4)).astype(np.float32)
+    seqs = [rng.integers(0, 11, n) for n in lengths]
+    expected = np.stack([table[s].mean(0) if len(s) else np.zeros(4, np.float32) for s in seqs])
+    padded = pad(seqs)
+    got = np.asarray(jax.jit(mean_pool)(padded.values, padded.mask, table))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        mean_pool_reference(as_ragged(seqs), table), expected, rtol=1e-5, atol=1e-6
+    )

@@ -18,9 +18,9 @@ import numpy as np
 from .._format import format_bytes, format_seconds
 from ..bucketing import bucketize
 from ..compiles import count_compiles
-from ..masking import masked_mean
+from ..masking import mean_pool, mean_pool_reference
 from ..measure import Measurement, measure
-from ..padding import Ragged, as_ragged, pad
+from ..padding import as_ragged, pad
 from ..padding_report import (
     STRATEGY_COLORS,
     PaddingReport,
@@ -28,28 +28,6 @@ from ..padding_report import (
     strategy_boundaries,
 )
 from .explorer import Explorer
-
-
-def pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array:
-    """The workload: embed every token id and average over the real tokens -> ``(items, features)``."""
-    return masked_mean(table[values], mask, axis=1, empty=0.0)
-
-
-def pool_reference(ragged: Ragged, table: np.ndarray) -> np.ndarray:
-    """Per-item numpy reference for :func:`pool` (no padding anywhere)."""
-    table = np.asarray(table)
-    return (
-        np.stack(
-            [
-                table[ragged.item(i)].mean(0)
-                if ragged.lengths[i]
-                else np.zeros(table.shape[1], table.dtype)
-                for i in range(len(ragged))
-            ]
-        )
-        if len(ragged)
-        else np.zeros((0, table.shape[1]), table.dtype)
-    )
 
 
 # ------------------------------------------------------------ padding (04)
@@ -82,7 +60,7 @@ class PaddingExplorer(Explorer):
     *cut* every item to ``size``: fast, but cut items give wrong results).
 
     Example:
-      >>> from batchlab.datasets import random_sequences
+      >>> from batchlab import Ragged
       >>> data = Ragged.from_lengths(np.arange(10) % 7, [1, 4, 5])
       >>> ex = PaddingExplorer(data, vocab=7, features=4, sizes=(2, 8), repeat=3)
       >>> p = ex.update(strategy="fixed", size=2)
@@ -105,7 +83,7 @@ class PaddingExplorer(Explorer):
         self.data = as_ragged(data)
         self.sizes = tuple(int(s) for s in sizes)
         self.table = jax.random.normal(jax.random.key(seed), (vocab, features))
-        self.reference = pool_reference(self.data, self.table)
+        self.reference = mean_pool_reference(self.data, self.table)
         self.measure_options = measure_options
         super().__init__(
             self._compute_point,
@@ -133,8 +111,8 @@ class PaddingExplorer(Explorer):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the cut count is reported in the result instead
             p = pad(self.data, **options[strategy])
-        m = measure(pool, p.values, p.mask, self.table, **self.measure_options)
-        out = np.asarray(jax.jit(pool)(p.values, p.mask, self.table))
+        m = measure(mean_pool, p.values, p.mask, self.table, **self.measure_options)
+        out = np.asarray(jax.jit(mean_pool)(p.values, p.mask, self.table))
         correct = (
             np.all(np.isclose(out, self.reference, rtol=1e-4, atol=1e-5), axis=1).mean()
             if len(out)
@@ -217,6 +195,7 @@ class BucketExplorer(Explorer):
     """Bucket-count slider (+ strategy) -> padding waste, compile count, run time of the whole dataset.
 
     Example:
+      >>> from batchlab import Ragged
       >>> data = Ragged.from_lengths(np.arange(40) % 5, [3, 9, 1, 12, 15])
       >>> ex = BucketExplorer(data, vocab=5, features=4, bucket_counts=(1, 2), repeat=3)
       >>> pt = ex.update(n_buckets=2)
@@ -259,9 +238,9 @@ class BucketExplorer(Explorer):
         arrays = [(bk.padded.values, bk.padded.mask) for bk in buckets]
 
         def pool_buckets(arrays, table):  # one program: every bucket, each at its own shape
-            return [pool(v, m, table) for v, m in arrays]
+            return [mean_pool(v, m, table) for v, m in arrays]
 
-        fresh = jax.jit(lambda v, m, t: pool(v, m, t))  # a new jit: its cache starts empty
+        fresh = jax.jit(lambda v, m, t: mean_pool(v, m, t))  # a new jit: its cache starts empty
         with count_compiles(match="lambda") as c:
             for v, m in arrays:
                 fresh(v, m, self.table)
