@@ -66,8 +66,13 @@ def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Bud
 
 
 def planned_bytes(estimate: MemoryEstimate) -> int:
-    """max(XLA peak, argument + output + temp - alias) of a compiled plan, in bytes."""
-    return max(int(estimate.peak_bytes), int(estimate.total_bytes))
+    """max(XLA peak, argument + output + temp - alias) of a compiled plan, in bytes.
+
+    That is :attr:`MemoryEstimate.peak_bytes`, which already takes the sum
+    where XLA's own peak leaves the temporaries out; this name says what a
+    budget is compared with.
+    """
+    return int(estimate.peak_bytes)
 
 
 def batched(fn: Callable, strategy: str = "vmap", chunk_size: int | None = None) -> Callable:
