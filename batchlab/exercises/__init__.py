@@ -26,6 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._reveal import Reveal as Reveal
+from ._reveal import reveal as reveal
+
 Checker = Callable[..., "tuple[bool, str]"]
 
 _REGISTRY: dict[str, tuple[Checker, str]] = {}

@@ -1,0 +1,186 @@
+"""Predict, then measure: a learner's committed guess shown beside the measurement.
+
+A prediction is committed in one cell (``my_guess = 8``) before the cell that
+measures; :func:`reveal` then shows the guess beside the measured figure and
+says how far off it was. With no guess (``None``, or the student stub ``...``)
+the reveal still runs and says "no prediction made", so "Run All" reaches the
+end of every notebook.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._format import format_bytes, format_count, format_seconds
+
+_UNITS_FORMATTED = {"bytes": format_bytes, "seconds": format_seconds}
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+def _show(value: Any, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return value
+    if unit in _UNITS_FORMATTED:
+        return _UNITS_FORMATTED[unit](float(value))
+    if float(value).is_integer() and abs(value) < 1e15:
+        text = f"{int(value):,}"
+    elif abs(value) >= 1e4:
+        text = format_count(float(value))
+    else:
+        text = f"{float(value):.3g}"
+    return f"{text} {unit}".strip()
+
+
+@dataclass(frozen=True)
+class Reveal:
+    """A committed prediction beside the measured value.
+
+    Attributes:
+      prediction_id: what was predicted, e.g. ``"bucketing.epoch_compiles"``.
+      guess: the learner's prediction; ``None`` when none was made.
+      measured: the value measured in this run.
+      unit: the unit both are in (``"bytes"`` and ``"seconds"`` are shown in
+        human units).
+    """
+
+    prediction_id: str
+    guess: Any
+    measured: Any
+    unit: str = ""
+
+    @property
+    def made(self) -> bool:
+        """Whether the learner committed a prediction."""
+        return self.guess is not None
+
+    @property
+    def ratio(self) -> float | None:
+        """``guess / measured`` for numbers (``None`` for choices, no guess or a zero)."""
+        if not (self.made and _is_number(self.guess) and _is_number(self.measured)):
+            return None
+        if self.measured == 0:
+            return None
+        return float(self.guess) / float(self.measured)
+
+    @property
+    def verdict(self) -> str:
+        """How far off the guess was, in words computed from the two values."""
+        if not self.made:
+            return "no prediction made: write your guess in the cell above and run both again"
+        if isinstance(self.measured, str):
+            if str(self.guess) == self.measured:
+                return "right"
+            return f"not this time: you chose {self.guess!r}"
+        if self.guess == self.measured:
+            return "exact"
+        r = self.ratio
+        if r is None:  # measured is zero, guess is not
+            return "off: the measured value is 0"
+        if r <= 0:
+            return "off: the guess has the wrong sign"
+        factor = r if r >= 1 else 1 / r
+        side = "too high" if r > 1 else "too low"
+        if factor <= 1.1:
+            return f"close: within 10% ({side})"
+        if factor <= 2:
+            return f"within 2x ({side} by {factor:.2g}x)"
+        return f"off by {factor:.3g}x ({side})"
+
+    def __repr__(self) -> str:
+        return (
+            f"[{self.prediction_id}] your prediction: {_show(self.guess, self.unit)}"
+            f" | measured: {_show(self.measured, self.unit)} | {self.verdict}"
+        )
+
+    def _repr_html_(self) -> str:
+        color = "#1b7f3b" if self.verdict in ("exact", "right") else "#444"
+        if not self.made:
+            color = "#b26a00"
+        cells = (
+            f"<td style='padding:2px 10px'>your prediction<br><b>{html.escape(_show(self.guess, self.unit))}</b></td>"
+            f"<td style='padding:2px 10px'>measured<br><b>{html.escape(_show(self.measured, self.unit))}</b></td>"
+        )
+        return (
+            f"<div style='border-left:4px solid {color};padding:4px 8px'>"
+            f"<b>[{html.escape(self.prediction_id)}]</b><table><tr>{cells}</tr></table>"
+            f"<span style='color:{color}'>{html.escape(self.verdict)}</span></div>"
+        )
+
+
+def reveal(
+    prediction_id: str,
+    guess: Any,
+    *,
+    measured: Any,
+    unit: str = "",
+    choices: Sequence[str] | None = None,
+) -> Reveal:
+    """Shows a committed prediction beside the measured value and how far off it was.
+
+    Args:
+      prediction_id: a name for the prediction, ``"topic.name"``.
+      guess: the learner's prediction: a number, a string (one of ``choices``),
+        or ``None`` / ``...`` when none was made (the reveal still runs).
+      measured: the value measured in this run (a number, or a string for a
+        choice).
+      unit: the unit of both; ``"bytes"`` and ``"seconds"`` print in human units.
+      choices: for a choice, the allowed answers; a guess outside them is
+        refused before anything is shown.
+
+    Returns:
+      A :class:`Reveal`.
+
+    Raises:
+      ValueError: ``prediction_id`` is not ``"topic.name"``, or ``guess`` is not
+        one of ``choices``, or a number is NaN.
+      TypeError: ``guess`` and ``measured`` are of different kinds (a number
+        against a choice).
+
+    Example:
+      >>> reveal("demo.compiles", 8, measured=3, unit="compilations")
+      [demo.compiles] your prediction: 8 compilations | measured: 3 compilations | off by 2.67x (too high)
+      >>> reveal("demo.compiles", None, measured=3).verdict
+      'no prediction made: write your guess in the cell above and run both again'
+      >>> reveal("demo.winner", "vmap", measured="vmap", choices=["vmap", "loop"]).verdict
+      'right'
+    """
+    if not isinstance(prediction_id, str) or "." not in prediction_id:
+        raise ValueError(
+            f"`prediction_id` must look like 'topic.name', got {prediction_id!r}."
+        )
+    if guess is Ellipsis:  # the student stub
+        guess = None
+    if _is_number(measured):
+        if math.isnan(float(measured)):
+            raise ValueError(f"`measured` is NaN for {prediction_id!r}: nothing to compare with.")
+    elif not isinstance(measured, str):
+        raise TypeError(
+            f"`measured` must be a number or a string (a choice), got {type(measured).__name__}."
+        )
+    if guess is not None:
+        if isinstance(measured, str):
+            if not isinstance(guess, str):
+                raise TypeError(
+                    f"`guess` must be one of the choices (a string) for {prediction_id!r}, "
+                    f"got {guess!r}."
+                )
+        elif not _is_number(guess):
+            raise TypeError(
+                f"`guess` must be a number for {prediction_id!r}, got {guess!r} "
+                f"({type(guess).__name__}); write e.g. my_guess = 8."
+            )
+        elif math.isnan(float(guess)):
+            raise ValueError("`guess` is NaN: write a number.")
+        if choices is not None and guess not in choices:
+            raise ValueError(f"`guess` must be one of {list(choices)}, got {guess!r}.")
+    return Reveal(prediction_id, guess, measured, unit)
