@@ -21,8 +21,8 @@ setup: $(STAMP)
 # Jupyter refuses to run as root (containers, CI) unless told it is deliberate
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-lab: setup
-	$(BIN)/jupyter lab notebooks/ $(ROOT_FLAG)
+lab: setup  ## JupyterLab on notebooks/ (opens 00_tour), localhost + token, settings from jupyter/
+	VENV=$(VENV) bash scripts/lab.sh
 
 test: setup
 	$(BIN)/python -m pytest

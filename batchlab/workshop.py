@@ -19,7 +19,15 @@ that keeps "Run All" working, so every explorer and check in the class runs:
   ``raise NotImplementedError(...)`` at its indentation.
 
 Outputs, execution counts and saved widget state are cleared in student
-copies. Instructor copies keep solutions and stored outputs unchanged.
+copies. Instructor copies keep solutions and stored outputs, shown open.
+
+The notebooks under ``notebooks/`` (the ones ``make lab`` opens) keep their
+solutions, but collapsed: every cell holding a solution carries JupyterLab's
+``jupyter.source_hidden`` and ``jupyter.outputs_hidden`` metadata, so a learner
+sees the question and opens the solution on purpose. ``python -m
+batchlab.workshop collapse`` sets that metadata (a test keeps it set)::
+
+    python -m batchlab.workshop collapse                      # every notebook, in place
 """
 
 from __future__ import annotations
@@ -122,6 +130,48 @@ def strip_solutions(source: str, *, where: str = "cell") -> str:
     return "\n".join(out)
 
 
+def has_solution(cell: Any) -> bool:
+    """Whether a notebook cell holds a ``# BEGIN SOLUTION`` block."""
+    return cell.cell_type == "code" and any(
+        line.strip() == BEGIN for line in cell.source.splitlines()
+    )
+
+
+def _set_collapsed(cell: Any, collapsed: bool) -> None:
+    meta = cell.metadata.get("jupyter", {})
+    if collapsed:
+        meta.update(source_hidden=True, outputs_hidden=True)
+        cell.metadata["jupyter"] = meta
+    else:
+        meta.pop("source_hidden", None)
+        meta.pop("outputs_hidden", None)
+        if meta:
+            cell.metadata["jupyter"] = meta
+        else:
+            cell.metadata.pop("jupyter", None)
+
+
+def collapse_solutions(nb: Any) -> int:
+    """Collapses every solution cell of ``nb`` in place (JupyterLab's hidden source and outputs).
+
+    Returns:
+      The number of solution cells (each now collapsed).
+
+    Example:
+      >>> import nbformat
+      >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+      ...     "# BEGIN SOLUTION\\nanswer = 4\\n# END SOLUTION")])
+      >>> collapse_solutions(nb), dict(nb.cells[0].metadata["jupyter"])
+      (1, {'source_hidden': True, 'outputs_hidden': True})
+    """
+    count = 0
+    for cell in nb.cells:
+        if has_solution(cell):
+            _set_collapsed(cell, True)
+            count += 1
+    return count
+
+
 def student_notebook(nb: Any, *, name: str = "notebook") -> Any:
     """A student copy of an nbformat notebook: solutions stubbed, outputs and widget state cleared."""
     nb = copy.deepcopy(nb)
@@ -130,6 +180,8 @@ def student_notebook(nb: Any, *, name: str = "notebook") -> Any:
         cell.metadata.pop("execution", None)
         if cell.cell_type != "code":
             continue
+        if has_solution(cell):  # the stub is the learner's to write: show it
+            _set_collapsed(cell, False)
         cell.source = strip_solutions(cell.source, where=f"{name}, cell {index}")
         cell.outputs = []
         cell.execution_count = None
@@ -137,11 +189,50 @@ def student_notebook(nb: Any, *, name: str = "notebook") -> Any:
 
 
 def instructor_notebook(nb: Any, *, name: str = "notebook") -> Any:
-    """An instructor copy: solutions and stored outputs kept (markers checked, so both copies agree)."""
+    """An instructor copy: solutions and stored outputs kept and shown open (markers checked)."""
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             strip_solutions(cell.source, where=f"{name}, cell {index}")
-    return copy.deepcopy(nb)
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if has_solution(cell):
+            _set_collapsed(cell, False)
+    return nb
+
+
+def collapse(notebooks: list[str | Path] | None = None) -> list[tuple[Path, int]]:
+    """Collapses the solution cells of ``notebooks`` (default: all of ``notebooks/``) in place.
+
+    Returns:
+      ``(path, solution cells)`` for every notebook; a file is rewritten only
+      when its metadata changed.
+    """
+    import nbformat
+
+    paths = _paths(notebooks)
+    done = []
+    for p in paths:
+        nb = nbformat.read(p, as_version=4)
+        before = copy.deepcopy(nb)
+        count = collapse_solutions(nb)
+        if nb != before:
+            nbformat.write(nb, p)
+        done.append((p, count))
+    return done
+
+
+def _paths(notebooks: list[str | Path] | None) -> list[Path]:
+    paths = (
+        [Path(p) for p in notebooks] if notebooks else sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    )
+    if not paths:
+        raise ValueError(f"No notebooks to copy: none given and none found in {NOTEBOOKS.name}/.")
+    for p in paths:
+        if not p.is_file():
+            raise FileNotFoundError(
+                f"Notebook {str(p)!r} does not exist; pass paths like notebooks/00_tour.ipynb."
+            )
+    return paths
 
 
 def build(mode: str, out: str | Path, notebooks: list[str | Path] | None = None) -> list[Path]:
@@ -164,16 +255,7 @@ def build(mode: str, out: str | Path, notebooks: list[str | Path] | None = None)
 
     if mode not in ("student", "instructor"):
         raise ValueError(f"`mode` must be 'student' or 'instructor', got {mode!r}.")
-    paths = (
-        [Path(p) for p in notebooks] if notebooks else sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-    )
-    if not paths:
-        raise ValueError(f"No notebooks to copy: none given and none found in {NOTEBOOKS.name}/.")
-    for p in paths:
-        if not p.is_file():
-            raise FileNotFoundError(
-                f"Notebook {str(p)!r} does not exist; pass paths like notebooks/00_tour.ipynb."
-            )
+    paths = _paths(notebooks)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     make = student_notebook if mode == "student" else instructor_notebook
@@ -190,14 +272,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m batchlab.workshop", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("mode", choices=["student", "instructor"])
+    parser.add_argument("mode", choices=["student", "instructor", "collapse"])
     parser.add_argument(
-        "--out", required=True, help="folder for the copies (e.g. student/ at the repo root)"
+        "--out", help="folder for the copies (e.g. student/ at the repo root); not for collapse"
     )
     parser.add_argument(
         "notebooks", nargs="*", help="notebooks to copy (default: all of notebooks/)"
     )
     args = parser.parse_intermixed_args(argv)
+    if args.mode == "collapse":
+        try:
+            done = collapse(args.notebooks or None)
+        except (ValueError, FileNotFoundError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        for p, count in done:
+            print(f"  {p.name}: {count} solution cell(s) collapsed")
+        return 0
+    if not args.out:
+        print(f"error: `--out` is required for {args.mode} copies, e.g. --out {args.mode}", file=sys.stderr)
+        return 2
     try:
         written = build(args.mode, args.out, args.notebooks or None)
     except (ValueError, FileNotFoundError) as e:
