@@ -1,0 +1,137 @@
+"""Does every explorer answer at once? First visit <= 2 s, revisit <= 200 ms + run time.
+
+Each notebook is executed for real (a fresh kernel, as a learner's "Run All"),
+then a benchmark cell appended in memory finds every explorer the notebook
+built, builds its ipywidgets front end (so plots are really rendered), and
+for each control moves to settings that were not measured yet:
+
+  first visit : a new setting: compile (if its shapes are new) + measure + redraw
+  revisit     : back to a setting measured before: cached measurement, redraw
+
+Targets (issue 13): first visit <= 2 s on CI's 2-core CPU, revisit <= 200 ms
+plus the run time (a revisit measures nothing, so it is held to 200 ms here).
+The stored notebooks are not touched.
+
+Run: .venv/bin/python benchmarks/explorers.py [notebooks/NN_x.ipynb ...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import Report
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = r'''
+import json as _json, time as _time
+from batchlab.widgets import Explorer as _Explorer
+
+def _stops(control):
+    opts = getattr(control, "options", None)
+    if opts:
+        vals = [o[1] if isinstance(o, tuple) and len(o) == 2 else o for o in opts]
+        return list(vals)
+    if all(hasattr(control, a) for a in ("min", "max", "step")) and control.step:
+        n = int(round((control.max - control.min) / control.step)) + 1
+        return [control.min + i * control.step for i in range(min(n, 64))]
+    if isinstance(getattr(control, "value", None), bool):
+        return [True, False]
+    return []
+
+_rows = []
+for _name, _ex in list(globals().items()):
+    if not isinstance(_ex, _Explorer) or _name.startswith("_"):
+        continue
+    _ = _ex.widget
+    for _param, _control in _ex.control_widgets.items():
+        _home = _ex.params[_param]
+        _new = [v for v in _stops(_control)
+                if _ex._key({**_ex.params, _param: v}) not in _ex.cache]
+        # two unvisited settings, spread over the control (not only neighbours)
+        _pick = [_new[len(_new) // 3], _new[-1]] if len(_new) >= 2 else _new
+        for _v in dict.fromkeys(_pick):
+            _t0 = _time.perf_counter()
+            try:
+                _ex.update(**{_param: _v})
+                _first, _err = _time.perf_counter() - _t0, None
+            except Exception as _e:
+                _first, _err = _time.perf_counter() - _t0, type(_e).__name__
+            _ex.update(**{_param: _home})
+            _t0 = _time.perf_counter()
+            try:
+                _ex.update(**{_param: _v})
+            except Exception:
+                pass
+            _re = _time.perf_counter() - _t0
+            _rows.append(dict(explorer=_name, kind=type(_ex).__name__, param=_param,
+                              value=repr(_v), first=_first, revisit=_re, error=_err,
+                              compiles=_ex.last_compiles))
+            _ex.update(**{_param: _home})
+print("BENCH" + _json.dumps(_rows))
+'''
+
+
+def probe(path: Path) -> list[dict]:
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    client.execute()
+    for out in nb.cells[-1].outputs:
+        text = out.get("text", "")
+        if "BENCH" in text:
+            return json.loads(text.split("BENCH", 1)[1])
+    return []
+
+
+def main() -> None:
+    os.environ.setdefault("BATCHLAB_PROFILE", "cpu")
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    paths = [Path(p) for p in sys.argv[1:]] or sorted(
+        (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
+    )
+    report = Report("explorers")
+    report.line(f"cores: {os.cpu_count()}; every notebook executed in its own kernel first")
+    report.line(
+        f"{'notebook':<40} {'explorer':<22} {'control':<14} {'first visit':>12} {'revisit':>10}  ok"
+    )
+    firsts, revisits, failures = [], [], []
+    for path in paths:
+        rows = probe(path)
+        if not rows:
+            report.line(f"{path.stem:<40} (no explorer with controls)")
+        for r in rows:
+            ok = r["first"] <= 2.0 and r["revisit"] <= 0.2
+            firsts.append(r["first"])
+            revisits.append(r["revisit"])
+            if not ok:
+                failures.append(f"{path.stem}/{r['explorer']}.{r['param']}={r['value']}")
+            note = f" ({r['error']})" if r["error"] else ""
+            report.line(
+                f"{path.stem:<40} {r['explorer']:<22} {r['param'] + '=' + r['value']:<14.14} "
+                f"{r['first'] * 1e3:>9.0f} ms {r['revisit'] * 1e3:>7.0f} ms  "
+                f"{'yes' if ok else 'NO'}{note}"
+            )
+    if firsts:
+        report.line(
+            f"first visit: median {statistics.median(firsts) * 1e3:.0f} ms, max {max(firsts) * 1e3:.0f} ms"
+            f" (target <= 2000 ms); revisit: median {statistics.median(revisits) * 1e3:.0f} ms,"
+            f" max {max(revisits) * 1e3:.0f} ms (target <= 200 ms)"
+        )
+    report.line("over target: " + (", ".join(failures) if failures else "none"))
+    report.line("source: wall clock (time.perf_counter) around explorer.update() in the kernel")
+    report.save()
+
+
+if __name__ == "__main__":
+    main()
