@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import jax
@@ -38,6 +38,8 @@ class CompileCount:
         self.names: list[str] = []
         self.seconds = 0.0
         self.open = True
+        #: called as ``on_compile(name, seconds)`` after each compilation is recorded
+        self.on_compile: Callable[[str, float], None] | None = None
 
     @property
     def count(self) -> int:
@@ -52,6 +54,8 @@ class CompileCount:
             return
         self.names.append(name)
         self.seconds += seconds
+        if self.on_compile is not None:  # e.g. an explorer's live "compiled ..." status line
+            self.on_compile(name, seconds)
 
     def __repr__(self) -> str:
         state = "counting" if self.open else "closed"

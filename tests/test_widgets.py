@@ -373,3 +373,27 @@ def test_gauge_follows_an_explorer():
 def test_gauge_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_status_reports_each_compile_live_then_the_result():
+    seen: list[tuple[str, str]] = []
+    double = jax.jit(lambda x: x * 2)
+    ex = Explorer(lambda n: float(double(jnp.ones(n)).sum()), {"n": 3}, title="live")
+    _ = ex.widget
+    original = ex._set_status
+
+    def spy(text, *, state, params):
+        seen.append((state, text))
+        original(text, state=state, params=params)
+
+    ex._set_status = spy
+    ex.update(n=7)
+    busy = [t for s, t in seen if s == "busy"]
+    assert busy[0].startswith("compiling and measuring n=7")
+    assert any("compiled jit(<lambda>)" in t and "not run time" in t for t in busy[1:])
+    assert seen[-1][0] == "done" and "XLA compilation(s)" in seen[-1][1]
+    ex.update(n=3)
+    seen.clear()
+    ex.update(n=7)  # a revisit compiles nothing and says so
+    assert not any("compiled" in t for s, t in seen if s == "busy")
+    assert "from cache" in ex.status_text

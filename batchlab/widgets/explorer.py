@@ -139,10 +139,11 @@ class Explorer:
         t0 = time.perf_counter()
         key = self._key(new)
         cached = key in self.cache
+        what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
         if not cached:
-            what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
             self._set_status(
-                f"measuring {what} (a new setting: compiles first if its shapes are new)...",
+                f"compiling and measuring {what} (a new setting: XLA compiles first if its "
+                "shapes are new)...",
                 state="busy",
                 params=new,
             )
@@ -151,6 +152,7 @@ class Explorer:
                 result, self.last_compiles, self.last_compile_seconds = self.cache[key], 0, 0.0
             else:
                 with count_compiles() as compiles:
+                    compiles.on_compile = self._compiled_status(what, compiles, new)
                     result = self._compute(**new)
                 self.cache[key] = result
                 self._version += 1
@@ -172,6 +174,19 @@ class Explorer:
         for listener in self._listeners:
             listener(self)
         return result
+
+    def _compiled_status(self, what: str, compiles: Any, params: dict[str, Any]):
+        """A live status line as each XLA compilation of a new setting finishes."""
+
+        def report(name: str, seconds: float) -> None:
+            self._set_status(
+                f"{what}: compiled {name} ({format_seconds(seconds)}; "
+                f"{compiles.count} compilation(s) so far, not run time); measuring...",
+                state="busy",
+                params=params,
+            )
+
+        return report
 
     def _done_text(self, result: Any) -> str:
         text = self._describe(result)
