@@ -14,6 +14,10 @@ __version__ = "0.1.0"
 # measuring: where every number comes from (00_tour)
 from .compiles import CompileCount as CompileCount
 from .compiles import count_compiles as count_compiles
+from .jit_cache import CompileReasons as CompileReasons  # 00: jit's cache key, in JAX's words
+from .jit_cache import explain_compiles as explain_compiles
+from .per_item import PerItemCost as PerItemCost  # 00: fixed per-call cost vs vectorized work
+from .per_item import per_item_cost as per_item_cost
 from .config import sizes as sizes
 from .environment import Environment as Environment
 from .environment import environment as environment
@@ -70,6 +74,15 @@ from .padding import Padded as Padded
 from .padding import Ragged as Ragged
 from .padding import pad as pad
 from .padding import unpad as unpad
+from .bucketing import bucket_batches as bucket_batches
+from .packing import Packed as Packed
+from .packing import pack as pack
+from .packing import packed_max as packed_max
+from .packing import packed_mean as packed_mean
+from .packing import packed_mean_pool as packed_mean_pool
+from .packing import packed_softmax as packed_softmax
+from .packing import packed_sum as packed_sum
+from .packing import unpack as unpack
 
 # memory limits and faults (06-07)
 from .budget import BatchSizeResult as BatchSizeResult
@@ -96,6 +109,15 @@ from .xla_buffers import buffer_assignment as buffer_assignment
 from . import loading as loading
 from . import loading_speed as loading_speed
 from .prefetch import prefetch as prefetch
+from .prefetch_compare import PrefetchComparison as PrefetchComparison
+from .prefetch_compare import compare_prefetch as compare_prefetch
+
+# what ran when: JAX's profiler trace, parsed and drawn (03, 07, 10)
+from .timeline import Timeline as Timeline
+from .timeline import timeline as timeline
+from .timeline import trace as trace
 from .sharding import ShardedBatch as ShardedBatch
 from .sharding import measure_scaling as measure_scaling
 from .sharding import shard_batch as shard_batch
+from .distributed import Launch as Launch
+from .distributed import launch as launch

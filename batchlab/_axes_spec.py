@@ -100,6 +100,7 @@ class Leaf:
     shape: tuple[int, ...]
     dtype: Any
     axis: int | None
+    static: bool = False  # not a jax.Array and not mapped: passed to fn untouched, as vmap does
 
     @property
     def size(self) -> int | None:
@@ -119,8 +120,9 @@ class Resolved:
     names: tuple[str, ...]
     in_axes: tuple
     leaves: tuple[Leaf, ...]
-    treedef: Any  # of the args tuple
+    treedef: Any  # of the tuple of positional args, then keyword values (in kw_names order)
     batch_size: int
+    kw_names: tuple[str, ...] = ()
 
 
 def _shape_dtype(leaf: Any) -> tuple[tuple[int, ...], Any]:
@@ -130,41 +132,68 @@ def _shape_dtype(leaf: Any) -> tuple[tuple[int, ...], Any]:
 
 
 def _ragged_list(arg: Any, name: str, axis: Any) -> None:
-    """A Python list of arrays of different lengths: vmap cannot batch it; point to padding."""
-    if not isinstance(arg, (list, tuple)) or len(arg) < 2 or axis is None:
+    """A Python list of items whose sizes along the mapped axis differ: point to padding.
+
+    Only a real mismatch raises: items that agree along the mapped axis (or a
+    per-item spec such as ``(0, None)``) are an ordinary pytree, as in vmap.
+    """
+    if not isinstance(arg, (list, tuple)) or len(arg) < 2 or not _is_axis_leaf(axis) or axis is None:
         return
     lengths = []
     for item in arg:
         if isinstance(item, (list, tuple)):
             lengths.append(len(item))
-        elif hasattr(item, "shape"):
-            lengths.append(item.shape[0] if len(item.shape) else None)
+        elif hasattr(item, "shape") and -len(item.shape) <= axis < len(item.shape):
+            lengths.append(item.shape[axis])
         else:
             return
     if len(set(lengths)) > 1:
         shown = ", ".join(str(n) for n in lengths[:8]) + (", ..." if len(lengths) > 8 else "")
         raise BatchAxisError(
             f"`{name}` is a Python {type(arg).__name__} of {len(arg)} items of different lengths "
-            f"({shown}). vmap does not batch over a Python list (a list is a pytree: each item is "
-            f"mapped separately), and items of different lengths cannot be stacked into one batch. "
-            f"Pad them to one length and stack them (e.g. batchlab.pad), passing a mask so padded "
-            f"values are ignored, or group items of similar length into buckets."
+            f"({shown}) along the mapped axis {axis}. vmap maps axis {axis} of every leaf of a "
+            f"list together, so all items need the same size there. Pad them to one length and "
+            f"stack them (e.g. batchlab.pad), passing a mask so padded values are ignored, or "
+            f"group items of similar length into buckets."
         )
 
 
-def resolve(fn: Callable, args: tuple, in_axes: Any) -> Resolved:
+def _is_array_like(leaf: Any) -> bool:
+    return isinstance(leaf, numbers.Number) or (hasattr(leaf, "shape") and hasattr(leaf, "dtype"))
+
+
+def resolve(
+    fn: Callable,
+    args: tuple,
+    in_axes: Any,
+    kwargs: dict | None = None,
+    *,
+    allow_static: bool = False,
+    axis_size: int | None = None,
+) -> Resolved:
     """Reads ``in_axes`` against ``args`` (shapes only) and finds the batch size.
+
+    Keyword arguments are mapped along axis 0 of every leaf, as in
+    ``jax.vmap``. With ``allow_static``, unmapped leaves may be any Python
+    object (a function, a string, a config): they are passed through
+    untouched, as vmap does; they get ``Leaf.static = True``.
 
     Raises:
       BatchAxisError: a spec that does not match the arguments, an axis out
         of range, inconsistent batch sizes, no mapped argument, a ragged list.
       TypeError: a leaf that is not an array or number; a non-int axis.
     """
+    kwargs = kwargs or {}
     names = param_names(fn, len(args))
     spec = normalize_in_axes(in_axes, len(args), names)
+    kw_names = tuple(kwargs)
+    every = [*args, *(kwargs[k] for k in kw_names)]
     leaves: list[Leaf] = []
-    for i, (arg, arg_spec, name) in enumerate(zip(args, spec, names, strict=False)):
-        check_array_tree(arg, name)
+    for i, (arg, arg_spec, name) in enumerate(
+        zip(every, (*spec, *(0,) * len(kw_names)), (*names, *kw_names), strict=True)
+    ):
+        if not allow_static:
+            check_array_tree(arg, name)
         _ragged_list(arg, name, arg_spec)
         spec_def = jax.tree_util.tree_structure(arg_spec, is_leaf=_is_axis_leaf)
         try:
@@ -183,6 +212,15 @@ def resolve(fn: Callable, args: tuple, in_axes: Any) -> Resolved:
         with_path = jax.tree_util.tree_flatten_with_path(arg)[0]
         for (path, leaf), ax in zip(with_path, per_leaf, strict=False):
             label = name + jax.tree_util.keystr(path)
+            if not _is_array_like(leaf):
+                if ax is not None:
+                    raise TypeError(
+                        f"`{label}` is a {type(leaf).__name__} ({leaf!r:.40}), which has no axes to "
+                        f"map (jax.vmap: 'not a valid JAX type'). Map only arrays; pass "
+                        f"configuration values unmapped: {suggest(spec, i) if i < len(spec) else 'positionally with in_axes None'}."
+                    )
+                leaves.append(Leaf(i, label, (), None, None, static=True))
+                continue
             shape, dtype = _shape_dtype(leaf)
             if ax is not None:
                 rank = len(shape)
@@ -190,7 +228,8 @@ def resolve(fn: Callable, args: tuple, in_axes: Any) -> Resolved:
                     if rank == 0:
                         raise BatchAxisError(
                             f"`{label}` is a scalar (shape ()), it has no axis {ax} to map. If it is "
-                            f"shared by all items, do not map it: {suggest(spec, i)}."
+                            f"shared by all items, do not map it: "
+                            f"{suggest(spec, i) if i < len(spec) else 'pass it positionally with in_axes None (keyword arguments are always mapped on axis 0, as in jax.vmap)'}."
                         )
                     raise BatchAxisError(
                         f"in_axes asks for axis {ax} of `{label}`, but `{label}` has shape {shape} "
@@ -198,23 +237,35 @@ def resolve(fn: Callable, args: tuple, in_axes: Any) -> Resolved:
                         f"is shared by all items."
                     )
                 ax = ax % rank
-            leaves.append(Leaf(i, label, shape, dtype, ax))
+            static = allow_static and not isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct))
+            leaves.append(Leaf(i, label, shape, dtype, ax, static=static and ax is None))
     mapped = [lf for lf in leaves if lf.axis is not None]
-    if not mapped:
+    if not mapped and axis_size is None:
         raise BatchAxisError(
             f"in_axes={in_axes!r} maps no argument of fn({', '.join(names)}), so there is no batch "
-            f"axis; map at least one argument, e.g. {suggest(spec, 0, 0) if spec else 'in_axes=0'}."
+            f"axis; map at least one argument, e.g. {suggest(spec, 0, 0) if spec else 'in_axes=0'}"
+            f", or give axis_size=."
         )
-    counts = Counter(lf.size for lf in mapped)
-    top = max(counts.values())
-    batch = next(lf.size for lf in mapped if counts[lf.size] == top)
+    if axis_size is not None:
+        batch = axis_size
+    else:
+        counts = Counter(lf.size for lf in mapped)
+        top = max(counts.values())
+        batch = next(lf.size for lf in mapped if counts[lf.size] == top)
     for lf in mapped:
         if lf.size != batch:
             found = ", ".join(f"`{m.label}`: {m.size} (axis {m.axis})" for m in mapped)
+            if axis_size is not None:
+                found = f"axis_size={axis_size}, " + found
+            fix = (
+                f"If `{lf.label}` is shared by all items, use {suggest(spec, lf.arg)}; otherwise "
+                if lf.arg < len(spec)
+                else f"`{lf.label}` is a keyword argument, which jax.vmap always maps on axis 0; "
+                f"if it is shared by all items, pass it positionally with in_axes None; otherwise "
+            )
             raise BatchAxisError(
                 f"`{lf.label}` has {lf.size} along axis {lf.axis} but the batch has {batch} items "
-                f"(sizes found: {found}). If `{lf.label}` is shared by all items, use "
-                f"{suggest(spec, lf.arg)}; otherwise map the axis that has {batch} items."
+                f"(sizes found: {found}). {fix}map the axis that has {batch} items."
             )
-    treedef = jax.tree_util.tree_structure(tuple(args))
-    return Resolved(tuple(names), spec, tuple(leaves), treedef, batch)
+    treedef = jax.tree_util.tree_structure(tuple(every))
+    return Resolved(tuple(names), spec, tuple(leaves), treedef, batch, kw_names)

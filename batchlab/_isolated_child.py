@@ -1,13 +1,14 @@
-"""The child side of ``measure(..., isolated=True)``: run with ``python -m``.
+"""The child side of ``measure(..., isolated=True)``: ``python -m batchlab._isolated_child PATH``.
 
 Reads a cloudpickled (fn, (args, kwargs), options) from stdin, measures it
-in this fresh process and writes the pickled Measurement to stdout, with the
-process's peak resident memory attached.
+in this fresh process and writes the Measurement as JSON to ``PATH`` (a file
+the parent opened only for the result), with the process's peak resident
+memory attached. stdout stays free for ``fn``'s own prints.
 """
 
 from __future__ import annotations
 
-import pickle
+import json
 import resource
 import sys
 from dataclasses import replace
@@ -16,10 +17,12 @@ from dataclasses import replace
 def main() -> None:
     import cloudpickle
 
+    result_path = sys.argv[1]
     fn, (args, kwargs), options = cloudpickle.loads(sys.stdin.buffer.read())
     import jax
     import numpy as np
 
+    from batchlab._isolated import to_json
     from batchlab.measure import measure
 
     # Put the inputs on the device first, as they were in the parent, so the
@@ -29,7 +32,12 @@ def main() -> None:
     )
 
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result = measure(fn, *args, **options, **kwargs)
+    try:
+        result = measure(fn, *args, **options, **kwargs)
+    except Exception as e:  # sent back as text, re-raised in the parent
+        with open(result_path, "w", encoding="utf-8") as f:
+            json.dump({"error": {"type": type(e).__name__, "message": str(e)}}, f)
+        return
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     scale = 1 if sys.platform == "darwin" else 1024
     result = replace(
@@ -42,8 +50,9 @@ def main() -> None:
             f"{base_rss * scale / 2**20:.0f} MiB (jax and inputs loaded)",
         ),
     )
-    sys.stdout.buffer.write(pickle.dumps(result))
     sys.stdout.flush()
+    with open(result_path, "w", encoding="utf-8") as f:
+        f.write(to_json(result))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,12 @@ the ``m`` sorted distinct lengths (``O(k m^2)``, milliseconds for thousands
 of distinct lengths); quantile and power-of-two boundaries are the common
 heuristics it is compared with (see :func:`batchlab.padding_report`).
 
+Buckets cap compilations only when the *batch* dimension is fixed too: a
+bucket that holds 37 items in one batch and 41 in the next is two shapes.
+:func:`bucket_batches` forms fixed-shape batches per bucket (``batch_size``
+items each, the last one filled up with fully masked rows), so a whole
+epoch compiles at most once per bucket.
+
 Example:
   >>> lengths = [3, 3, 4, 9, 10, 30]
   >>> optimal_boundaries(lengths, 3).tolist()
@@ -165,19 +171,32 @@ def equal_width_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Bucket:
-    """One bucket: its items padded to ``boundary``, and their positions in the input."""
+    """One bucket (or one batch of a bucket): its items padded to ``boundary``, and their
+    positions in the input.
+
+    ``padded`` may have more rows than ``indices``: :func:`bucket_batches`
+    fills a bucket's last batch up to ``batch_size`` with fully masked rows
+    (length 0), which belong to no input item.
+    """
 
     boundary: int
     indices: np.ndarray
     padded: Padded
 
+    @property
+    def filler_rows(self) -> int:
+        """Rows of ``padded`` that hold no input item (fully masked)."""
+        return int(self.padded.values.shape[0]) - len(self.indices)
+
     def __repr__(self) -> str:
-        return f"Bucket(boundary={self.boundary}, items={len(self.indices)}, padding={self.padded.waste:.1%})"
+        filler = f", filler rows={self.filler_rows}" if self.filler_rows else ""
+        return f"Bucket(boundary={self.boundary}, items={len(self.indices)}{filler}, padding={self.padded.waste:.1%})"
 
 
 @dataclass(frozen=True)
 class Buckets:
-    """The non-empty buckets of a batch; ``restore`` puts per-bucket results back in input order."""
+    """The non-empty buckets (or fixed-shape batches) of the data; ``restore`` puts
+    per-bucket results back in input order."""
 
     buckets: tuple[Bucket, ...]
     boundaries: np.ndarray
@@ -201,14 +220,33 @@ class Buckets:
     def waste(self) -> float:
         return 1 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
 
+    @property
+    def shapes(self) -> int:
+        """Distinct array shapes among the buckets: what ``jit`` compiles for, at most."""
+        return len({b.padded.values.shape for b in self.buckets})
+
+    @property
+    def filler_rows(self) -> int:
+        """Fully masked rows added to fill the last batch of each bucket."""
+        return sum(b.filler_rows for b in self.buckets)
+
     def restore(self, outputs: list[Any]) -> np.ndarray:
-        """Per-bucket outputs (leading axis = the bucket's items) -> one array in input order."""
+        """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order.
+
+        Rows beyond a bucket's items (the filler rows of :func:`bucket_batches`) are dropped.
+        """
         if len(outputs) != len(self.buckets):
             raise ValueError(
                 f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
                 f"pass one result per bucket, in order."
             )
-        stacked = np.concatenate([np.asarray(o) for o in outputs]) if outputs else np.zeros(0)
+        stacked = (
+            np.concatenate(
+                [np.asarray(o)[: len(b.indices)] for o, b in zip(outputs, self.buckets)]
+            )
+            if outputs
+            else np.zeros(0)
+        )
         order = (
             np.concatenate([b.indices for b in self.buckets])
             if self.buckets
@@ -219,24 +257,42 @@ class Buckets:
         return result
 
     def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
-        """``fn(padded)`` on every bucket, results back in input order (one compile per bucket under jit)."""
+        """``fn(padded)`` on every bucket, results back in input order (one compile per shape under jit)."""
         return self.restore([fn(b.padded) for b in self.buckets])
 
     def _rows(self) -> list[tuple]:
-        return [(b.boundary, len(b.indices), f"{b.padded.waste:.1%}") for b in self.buckets]
+        rows = []
+        for boundary in sorted({b.boundary for b in self.buckets}):
+            group = [b for b in self.buckets if b.boundary == boundary]
+            rows.append(
+                (
+                    boundary,
+                    len(group),
+                    " ".join(sorted({str(b.padded.values.shape[0]) for b in group}, key=int)),
+                    sum(len(b.indices) for b in group),
+                    f"{_waste(group):.1%}",
+                )
+            )
+        return rows
+
+    _HEADER = ("boundary", "batches", "rows per batch", "items", "padding")
+
+    def _caption(self) -> str:
+        return (
+            f"{self.n_items} items in {len(self)} batches of {self.shapes} shapes, "
+            f"padding {self.waste:.1%}"
+        )
 
     def __repr__(self) -> str:
-        return (
-            f"Buckets({self.n_items} items in {len(self)} buckets, padding {self.waste:.1%})\n"
-            + text_table(self._rows(), ["boundary", "items", "padding"])
-        )
+        return f"Buckets({self._caption()})\n" + text_table(self._rows(), self._HEADER)
 
     def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            ["boundary", "items", "padding"],
-            caption=f"{self.n_items} items in {len(self)} buckets, padding {self.waste:.1%}",
-        )
+        return html_table(self._rows(), self._HEADER, caption=self._caption())
+
+
+def _waste(group: list[Bucket]) -> float:
+    padded = sum(b.padded.padded_elements for b in group)
+    return 1 - sum(b.padded.true_elements for b in group) / padded if padded else 0.0
 
 
 def bucketize(
@@ -271,6 +327,19 @@ def bucketize(
       >>> bs.restore([b.padded.lengths for b in bs]).tolist()   # back in input order
       [3, 1, 2]
     """
+    ragged, b, groups = _assign(seqs, boundaries, n_buckets, value, dtype)
+    lengths = ragged.lengths
+    buckets = []
+    for k, idx in groups:
+        padded = _scatter(ragged.flat, ragged.offsets[idx], lengths[idx], int(b[k]), value)
+        buckets.append(Bucket(int(b[k]), idx, padded))
+    return Buckets(tuple(buckets), b, len(lengths))
+
+
+def _assign(
+    seqs: Any, boundaries: Any, n_buckets: int | None, value: Any, dtype: Any
+) -> tuple[Ragged, np.ndarray, list[tuple[int, np.ndarray]]]:
+    """Checks the arguments; returns the data, the boundaries and (bucket, item indices) per non-empty bucket."""
     if (boundaries is None) == (n_buckets is None):
         raise ValueError(
             "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
@@ -287,9 +356,68 @@ def bucketize(
     which = np.searchsorted(b, lengths)
     order = np.argsort(which, kind="stable")
     splits = np.searchsorted(which[order], np.arange(1, len(b)))
-    buckets = []
-    for k, idx in enumerate(np.split(order, splits)):
-        if len(idx):
-            padded = _scatter(ragged.flat, ragged.offsets[idx], lengths[idx], int(b[k]), value)
-            buckets.append(Bucket(int(b[k]), idx, padded))
-    return Buckets(tuple(buckets), b, len(lengths))
+    return ragged, b, [(k, idx) for k, idx in enumerate(np.split(order, splits)) if len(idx)]
+
+
+def bucket_batches(
+    seqs: Any,
+    *,
+    batch_size: int,
+    boundaries: Any = None,
+    n_buckets: int | None = None,
+    seed: int | None = None,
+    value: Any = 0,
+    dtype: Any = None,
+) -> Buckets:
+    """Fixed-shape batches per bucket: every batch is ``(batch_size, boundary)``.
+
+    :func:`bucketize` pads each bucket to its boundary but keeps however many
+    items fall into it, so the same bucket is a new shape (a new compile) in
+    every batch of data. Here every bucket is cut into batches of exactly
+    ``batch_size`` rows; its last batch is filled up with fully masked rows
+    (length 0, belonging to no item), so an epoch has at most one shape per
+    bucket and ``jit`` compiles at most once per bucket, however many batches.
+
+    Args:
+      seqs: a list of 1-D sequences or ``(len, *features)`` items, or a :class:`Ragged`.
+      batch_size: rows per batch (the fixed batch dimension).
+      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
+      n_buckets: instead of ``boundaries``: use :func:`optimal_boundaries` with this many buckets.
+      seed: shuffle the items within each bucket and the order of the batches
+        (an epoch, as a training loop sees it); ``None`` keeps input order.
+      value: the pad value.
+      dtype: result dtype (default: the items' own).
+
+    Returns:
+      :class:`Buckets` with one entry per batch; ``restore`` drops the filler
+      rows and puts results back in input order; ``shapes`` counts distinct shapes.
+
+    Raises:
+      ValueError: both or neither of ``boundaries`` and ``n_buckets``; an item
+        longer than the last boundary; ``batch_size`` < 1.
+      TypeError: ``batch_size`` not an int; bad ``boundaries``.
+
+    Example:
+      >>> bs = bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]], boundaries=[1, 4], batch_size=2)
+      >>> [(b.boundary, b.indices.tolist(), b.padded.values.shape) for b in bs]
+      [(1, [0, 2], (2, 1)), (1, [3], (2, 1)), (4, [1, 4], (2, 4))]
+      >>> bs.shapes, bs.filler_rows, bs.restore([b.padded.lengths for b in bs]).tolist()
+      (2, 1, [1, 2, 1, 1, 3])
+    """
+    batch_size = check_positive_int(batch_size, "batch_size")
+    ragged, b, groups = _assign(seqs, boundaries, n_buckets, value, dtype)
+    rng = None if seed is None else np.random.default_rng(seed)
+    lengths = ragged.lengths
+    batches = []
+    for k, idx in groups:
+        idx = idx if rng is None else rng.permutation(idx)
+        for start in range(0, len(idx), batch_size):
+            chunk = idx[start : start + batch_size]
+            filler = batch_size - len(chunk)
+            starts = np.concatenate([ragged.offsets[chunk], np.zeros(filler, np.int64)])
+            rows = np.concatenate([lengths[chunk], np.zeros(filler, np.int64)])
+            padded = _scatter(ragged.flat, starts, rows, int(b[k]), value)
+            batches.append(Bucket(int(b[k]), chunk, padded))
+    if rng is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return Buckets(tuple(batches), b, len(lengths))

@@ -47,9 +47,16 @@ class Budget(NamedTuple):
 def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Budget:
     """The memory a batch may plan to use on this machine.
 
-    On a GPU/TPU: the device's free memory (``memory_stats()``: pool or
-    limit minus bytes in use). On CPU, where the device keeps no
-    statistics: ``fraction`` of the host memory available now (psutil).
+    On a GPU/TPU: the room the device's allocator has left,
+    ``bytes_limit - bytes_in_use`` from ``memory_stats()``. Not
+    ``pool_bytes - bytes_in_use``: when memory is not preallocated
+    (``XLA_PYTHON_CLIENT_PREALLOCATE=false``) the pool grows on demand up to
+    ``bytes_limit``. Planned bytes are a lower bound of what the device
+    really needs (the allocator rounds and may leave chunks unsplit;
+    libraries take workspace outside XLA's plan), so leave a margin.
+
+    On CPU, where the device keeps no statistics: ``fraction`` of the host
+    memory available now (psutil).
 
     Example:
       >>> b = default_budget()
@@ -57,8 +64,12 @@ def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Bud
       True
     """
     stats = device_memory(device)
-    if stats is not None and stats.free_bytes:
-        return Budget(int(stats.free_bytes), "free device memory (jax.Device.memory_stats())")
+    if stats is not None and stats.room_bytes:
+        what = "bytes_limit" if stats.bytes_limit else "pool_bytes"
+        return Budget(
+            int(stats.room_bytes),
+            f"free device memory: {what} - bytes_in_use (jax.Device.memory_stats())",
+        )
     import psutil
 
     available = int(psutil.virtual_memory().available)
@@ -66,13 +77,13 @@ def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Bud
 
 
 def planned_bytes(estimate: MemoryEstimate) -> int:
-    """max(XLA peak, argument + output + temp - alias) of a compiled plan, in bytes.
+    """The figure a budget is compared with: :attr:`MemoryEstimate.planned_bytes`.
 
-    That is :attr:`MemoryEstimate.peak_bytes`, which already takes the sum
-    where XLA's own peak leaves the temporaries out; this name says what a
-    budget is compared with.
+    ``max(XLA peak_memory_in_bytes, argument + output + temp - alias)`` of
+    the compiled plan, in bytes: a lower bound of what a device needs (see
+    :class:`batchlab.MemoryEstimate`).
     """
-    return int(estimate.peak_bytes)
+    return int(estimate.planned_bytes)
 
 
 def batched(fn: Callable, strategy: str = "vmap", chunk_size: int | None = None) -> Callable:
@@ -116,8 +127,9 @@ class BatchSizeResult:
     """What :func:`max_batch_size` found, and every point it measured.
 
     ``int(result)`` is the batch size. ``curve`` holds ``(batch_size,
-    planned_bytes)`` for every batch size compiled, sorted; each point is
-    one compilation.
+    planned_bytes)`` for every batch size the search looked at, sorted;
+    ``compiled`` says how many of them were compiled by this call (the
+    others came from ``known``, planned by an earlier search).
     """
 
     batch_size: int
@@ -128,11 +140,13 @@ class BatchSizeResult:
     curve: tuple[tuple[int, int], ...]
     upper: int
     source: str = "compiled memory analysis (XLA), nothing executed"
+    compiled: int | None = None
+    method: str = "interpolate"
 
     @property
     def compilations(self) -> int:
-        """How many batch sizes were compiled (one compilation each)."""
-        return len(self.curve)
+        """How many batch sizes this call compiled (one compilation each)."""
+        return len(self.curve) if self.compiled is None else self.compiled
 
     @property
     def planned_bytes(self) -> int | None:
@@ -165,7 +179,15 @@ class BatchSizeResult:
             ("planned bytes there", format_bytes(self.planned_bytes)),
             ("budget", f"{format_bytes(self.budget_bytes)} ({self.budget_source})"),
             ("strategy", strategy),
-            ("compilations", str(self.compilations)),
+            (
+                "compilations",
+                f"{self.compilations} ({self.method} search"
+                + (
+                    f"; {len(self.curve) - self.compilations} more sizes planned earlier)"
+                    if len(self.curve) > self.compilations
+                    else ")"
+                ),
+            ),
         ]
         if not self.monotone:
             rows.append(("warning", "planned bytes are not monotone in the batch size"))
@@ -192,16 +214,21 @@ def max_batch_size(
     strategy: str = "vmap",
     chunk_size: int | None = None,
     upper: int | None = None,
+    method: str = "interpolate",
+    known: dict[int, int] | None = None,
+    on_compile: Callable[[int], None] | None = None,
 ) -> BatchSizeResult:
     """The largest batch whose planned memory fits ``budget_bytes``.
 
     Compiles ``batched(fn)`` for ``ShapeDtypeStruct`` batches of
     ``example_item`` (nothing is allocated or run) and compares
-    :func:`planned_bytes` with the budget. The search doubles ``b`` from 1
-    until a batch does not fit, then bisects between the last fit and the
-    first miss: at most ``2 * floor(log2(answer)) + 2`` compilations. It
-    ends on a measured pair ``fits(answer)``, ``not fits(answer + 1)``, so
-    the neighbour of the answer is always checked; ``result.monotone``
+    :func:`planned_bytes` with the budget. Planned bytes grow almost in a
+    straight line with the batch, so the search aims where the line
+    through its last two measured points meets the budget (4 compilations
+    on a straight line); ``method="bisect"`` doubles ``b`` from 1, then
+    bisects (``2 * floor(log2(answer)) + 2``). Either way it ends on a
+    measured pair ``fits(answer)``, ``not fits(answer + 1)``, so the
+    neighbour of the answer is always checked; ``result.monotone``
     says whether the measured curve ever dropped. The curve of ``lax.map``
     is not monotone (a batch that is not a multiple of the chunk plans its
     remainder apart), so for ``"map"``/``"chunked"`` the next multiple of
@@ -214,6 +241,12 @@ def max_batch_size(
       strategy: ``"vmap"``, ``"map"`` or ``"chunked"`` (see :func:`batched`).
       chunk_size: items per chunk for ``"map"``/``"chunked"``.
       upper: the largest batch size worth trying (e.g. the dataset size).
+      method: ``"interpolate"`` (default) or ``"bisect"`` (see :func:`search`).
+      known: ``{batch: planned bytes}`` from earlier searches of the SAME
+        ``fn``, item and strategy; read and extended, so no batch size is
+        compiled twice (the budget explorer keeps one per strategy).
+      on_compile: ``on_compile(batch)`` is called before each compilation
+        (an explorer shows "compiling batch 512...").
 
     Returns:
       A :class:`BatchSizeResult`; ``int(result)`` is the answer, 0 when
@@ -229,6 +262,8 @@ def max_batch_size(
       >>> r = max_batch_size(lambda x: 2 * x, item, budget_bytes=64 * 1024)
       >>> int(r), r.compilations <= 2 * 5 + 2
       (32, True)
+      >>> int(max_batch_size(lambda x: 2 * x, item, budget_bytes=64 * 1024, method="bisect"))
+      32
     """
     f = batched(fn, strategy, chunk_size)
     if budget_bytes is None:
@@ -236,8 +271,26 @@ def max_batch_size(
     else:
         budget = Budget(check_positive_int(budget_bytes, "budget_bytes"), "given")
     upper = _DEFAULT_UPPER if upper is None else check_positive_int(upper, "upper")
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    if known is not None and not isinstance(known, dict):
+        raise TypeError(
+            f"`known` must be a dict {{batch size: planned bytes}} (or None), got "
+            f"{type(known).__name__}."
+        )
     multiple = chunk_size if strategy != "vmap" and chunk_size and chunk_size > 1 else None
-    answer, curve = search(jax.jit(f), example_item, budget.bytes, upper, multiple)
+    stats: dict = {}
+    answer, curve = search(
+        jax.jit(f),
+        example_item,
+        budget.bytes,
+        upper,
+        multiple,
+        method=method,
+        known=known,
+        on_compile=on_compile,
+        stats=stats,
+    )
     return BatchSizeResult(
         answer,
         budget.bytes,
@@ -246,53 +299,180 @@ def max_batch_size(
         chunk_size,
         tuple(sorted(curve.items())),
         upper,
+        compiled=stats["compiled"],
+        method=method,
     )
 
 
+METHODS = ("interpolate", "bisect")
+_GROW = 64  # the furthest one extrapolated step may jump: 64 x the last fitting batch
+
+
+class _Plans:
+    """Planned bytes per batch size of one jitted function, compiled once each.
+
+    ``known`` may be shared between searches of the same function, item and
+    strategy (an explorer keeps one per strategy): a batch size compiled
+    for one budget is never compiled again for another.
+    """
+
+    def __init__(self, jitted, example_item, known, on_compile):
+        self.jitted, self.example_item = jitted, example_item
+        self.known = {} if known is None else known
+        self.on_compile = on_compile
+        self.visited: dict[int, int] = {}
+        self.compiled = 0
+
+    def __call__(self, b: int) -> int:
+        if b not in self.known:
+            if self.on_compile is not None:
+                self.on_compile(b)
+            compiled = self.jitted.lower(batch_spec(self.example_item, b)).compile()
+            self.known[b] = planned_bytes(estimate_from_compiled(compiled))
+            self.compiled += 1
+        self.visited[b] = self.known[b]
+        return self.known[b]
+
+
+def _line(x0: int, y0: int, x1: int, y1: int, budget: int) -> int | None:
+    """Where the line through (x0, y0), (x1, y1) reaches ``budget`` (floor), or None if flat."""
+    if x1 == x0 or y1 <= y0:
+        return None
+    return x0 + math.floor((budget - y0) * (x1 - x0) / (y1 - y0))
+
+
 def search(
-    jitted: Callable, example_item: Any, budget_bytes: int, upper: int, multiple: int | None = None
+    jitted: Callable,
+    example_item: Any,
+    budget_bytes: int,
+    upper: int,
+    multiple: int | None = None,
+    *,
+    method: str = "interpolate",
+    known: dict[int, int] | None = None,
+    on_compile: Callable[[int], None] | None = None,
+    stats: dict | None = None,
 ) -> tuple[int, dict[int, int]]:
-    """Doubling then bisection over batch sizes; returns ``(answer, {batch: planned bytes})``.
+    """The largest batch size whose planned bytes fit; returns ``(answer, {batch: planned bytes})``.
 
     ``jitted`` takes a whole batch and has ``.lower`` (a ``jax.jit`` function).
+    The search always ends on a measured pair: ``answer`` fits and
+    ``answer + 1`` does not (or ``answer == upper``).
+
+    ``method="bisect"``: double from 1 until a batch does not fit, then
+    bisect (``2 * floor(log2(answer)) + 2`` compilations).
+    ``method="interpolate"`` (default): planned bytes grow almost in a
+    straight line with the batch, so each step aims where the line through
+    the last two measured points meets the budget (extrapolating while no
+    batch has failed, interpolating between the last fit and the first miss
+    after), and checks the neighbour of a guess that fits. On a straight
+    line that is 4 compilations whatever the answer; a bisection step
+    follows every step that did not halve the bracket, so a curve that is
+    far from straight costs at most about 3 compilations per halving.
+
+    ``known``: planned bytes already measured for this function (read and
+    extended; e.g. by an explorer across budgets): the search starts from
+    the bracket they give, and sizes in it are not compiled again.
     ``multiple``: the chunk of a ``lax.map``; the next multiple of it above
     the answer is probed too, and the search goes on from there if it fits.
+    ``on_compile(batch)`` is called before each new compilation.
+    ``stats``: a dict that receives ``compiled`` (new compilations).
     """
-    curve: dict[int, int] = {}
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    plan = _Plans(jitted, example_item, known, on_compile)
+    fits = lambda b: plan(b) <= budget_bytes  # noqa: E731
+    answer = _search(plan, fits, budget_bytes, upper, multiple, method)
+    if stats is not None:
+        stats["compiled"] = plan.compiled
+    return answer, plan.visited
 
-    def fits(b: int) -> bool:
-        if b not in curve:
-            compiled = jitted.lower(batch_spec(example_item, b)).compile()
-            curve[b] = planned_bytes(estimate_from_compiled(compiled))
-        return curve[b] <= budget_bytes
 
-    if not fits(1):
-        return 0, curve
-    lo = 1
+def _search(plan, fits, budget, upper, multiple, method) -> int:
+    known = {b: p for b, p in plan.known.items() if b <= upper}
+    fitting = sorted(b for b, p in known.items() if p <= budget)
+    prev = None  # the fitting point before lo, for extrapolation
+    if method == "interpolate" and fitting:  # warm start from earlier searches
+        lo = fitting[-1]
+        plan(lo)
+        if len(fitting) > 1:
+            prev = fitting[-2]
+            plan(prev)
+        misses = [b for b, p in known.items() if b > lo and p > budget]
+        hi = min(misses) if misses else None
+        if hi is not None:
+            plan(hi)
+    else:
+        if not fits(1):
+            return 0
+        lo, hi = 1, None
     while True:
-        hi = None
-        while hi is None:  # doubling: lo fits
-            nxt = min(2 * lo, upper)
-            if nxt == lo:
-                break
-            if fits(nxt):
-                lo = nxt
-            else:
-                hi = nxt
-        while hi is not None and hi - lo > 1:  # bisection: lo fits, hi does not
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        # lax.map plans a remainder (batch % chunk) separately, so a batch just
-        # above a multiple of the chunk can plan MORE than the next multiple:
-        # probe that multiple before trusting the answer.
+        lo, hi, prev = _expand(plan, fits, budget, upper, lo, hi, prev, method)
+        if hi is None:  # lo == upper
+            return lo
+        lo, hi = _refine(plan, fits, budget, lo, hi, method)
+        # lax.map plans a remainder (batch % chunk) apart, so a batch just above
+        # a multiple of the chunk can plan MORE than the next multiple: probe
+        # that multiple before trusting the answer.
         probe = -(-(lo + 1) // multiple) * multiple if multiple else 0
         if not multiple or probe <= lo + 1 or probe > upper or not fits(probe):
-            return lo, curve
-        lo = probe
+            return lo
+        prev, lo, hi = lo, probe, None
+
+
+def _expand(plan, fits, budget, upper, lo, hi, prev, method):
+    """Grows ``lo`` (fits) until a batch ``hi`` does not fit, or ``lo == upper``."""
+    while hi is None:
+        if lo >= upper:
+            return upper, None, prev
+        guess = None
+        if method == "interpolate":
+            if prev is None:
+                guess = 2 * lo
+            else:
+                guess = _line(prev, plan(prev), lo, plan(lo), budget)
+                guess = _GROW * lo if guess is None else min(guess, _GROW * lo)
+        nxt = min(max(guess or 2 * lo, lo + 1), upper)
+        if method == "bisect":
+            nxt = min(2 * lo, upper)
+        if not fits(nxt):
+            hi = nxt
+        elif method == "interpolate" and guess is not None and nxt < upper and nxt < 2 * lo:
+            # aimed close to the answer: the neighbour usually settles it
+            if fits(nxt + 1):
+                prev, lo = lo, nxt + 1
+            else:
+                return nxt, nxt + 1, lo
+        else:
+            prev, lo = lo, nxt
+    return lo, hi, prev
+
+
+def _refine(plan, fits, budget, lo, hi, method):
+    """Shrinks the bracket (``lo`` fits, ``hi`` does not) to neighbours."""
+    bisect_next = method == "bisect"
+    while hi - lo > 1:
+        width = hi - lo
+        if bisect_next:
+            g = (lo + hi) // 2
+        else:
+            g = _line(lo, plan(lo), hi, plan(hi), budget)
+            g = (lo + hi) // 2 if g is None else min(max(g, lo + 1), hi - 1)
+        if fits(g):
+            lo = g
+            if not bisect_next and lo + 1 < hi:
+                if fits(lo + 1):
+                    lo += 1
+                else:
+                    hi = lo + 1
+        else:
+            hi = g
+        bisect_next = method == "bisect" or (not bisect_next and hi - lo > width // 2)
+    return lo, hi
 
 
 def compilation_target(answer: int) -> int:
-    """The search's promised bound: ``2 * floor(log2(answer)) + 2`` compilations."""
+    """What doubling then bisection needs: ``2 * floor(log2(answer)) + 2`` compilations."""
     return 2 * math.floor(math.log2(answer)) + 2 if answer >= 1 else 1
 
 

@@ -109,6 +109,11 @@ def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
       >>> c.count   # shapes (3,) and (4,): two compilations, the second (3,) is cached
       2
     """
+    if match is not None and not isinstance(match, str):
+        raise TypeError(
+            f"`match` must be a string (part of a function's name, e.g. match='my_fn') or None, "
+            f"got {type(match).__name__} {match!r}."
+        )
     _install()
     counter = CompileCount(match)
     with _lock:

@@ -52,8 +52,33 @@ class DeviceMemory:
     source: str = "device memory stats (jax.Device.memory_stats())"
 
     @property
+    def room_bytes(self) -> int | None:
+        """What the allocator can still hand out: ``bytes_limit - bytes_in_use``.
+
+        XLA's GPU allocator (BFC) grows its pool up to ``bytes_limit`` when
+        memory is not preallocated (``XLA_PYTHON_CLIENT_PREALLOCATE=false``),
+        so the room is measured against the limit, not against
+        ``pool_bytes`` (the part reserved so far). Without a limit (some
+        plugins), the pool is the only capacity known.
+        """
+        capacity = self.bytes_limit or self.pool_bytes
+        if capacity is None or self.bytes_in_use is None:
+            return None
+        return max(capacity - self.bytes_in_use, 0)
+
+    @property
     def free_bytes(self) -> int | None:
-        """Memory the allocator could still hand out: pool (or limit) minus in use."""
+        """Old name of :attr:`room_bytes` (kept so existing code keeps working)."""
+        return self.room_bytes
+
+    @property
+    def free_in_pool_bytes(self) -> int | None:
+        """Free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``.
+
+        The largest free block lies in this part, so fragmentation is
+        measured against it. Without ``pool_bytes`` (the pool is the whole
+        limit, e.g. preallocated), ``bytes_limit - bytes_in_use``.
+        """
         capacity = self.pool_bytes or self.bytes_limit
         if capacity is None or self.bytes_in_use is None:
             return None
@@ -61,13 +86,14 @@ class DeviceMemory:
 
     @property
     def fragmentation(self) -> float | None:
-        """Share of free memory that lies outside the largest free block.
+        """Share of the pool's free memory that lies outside the largest free block.
 
-        ``1 - largest_free_block / free``: 0 when all free memory is one
-        block, close to 1 when it is scattered in small pieces. ``None``
-        when the backend does not report the largest free block.
+        ``1 - largest_free_block / free_in_pool``: 0 when all free memory of
+        the pool is one block, close to 1 when it is scattered in small
+        pieces. ``None`` when the backend does not report the largest free
+        block.
         """
-        free = self.free_bytes
+        free = self.free_in_pool_bytes
         if free is None or self.largest_free_block_bytes is None:
             return None
         if free == 0:

@@ -9,7 +9,13 @@ and good access patterns help. This module lets a notebook measure it:
 * **order** -- ``"contiguous"`` batches are neighbouring rows;
   ``"random"`` batches gather rows from all over the file.
 * **transfer** -- ``"batch"``: one ``jax.device_put`` per batch;
-  ``"item"``: one per item, then ``jnp.stack`` on the device.
+  ``"item"``: one ``device_put`` per item, then ``jnp.stack`` on the
+  device. ``jnp.stack`` is itself a jitted function in this JAX: the
+  profiler trace shows one dispatch (``PjitFunction(stack)``) per batch,
+  not one per item, so the per-item cost is the transfers.
+
+Each batch is built inside ``jax.profiler.TraceAnnotation("load batch i")``,
+so a :func:`batchlab.trace` timeline shows loading beside compute.
 
 How fast each combination is, next to this machine's ceiling, is measured
 in :mod:`batchlab.loading_speed`. Loaders never unpickle
@@ -239,7 +245,8 @@ def iter_batches(
       batch_size: items per batch.
       method: ``"per_item"``, ``"bulk"`` or ``"mmap"`` (see the module docstring).
       order: ``"contiguous"`` or ``"random"`` (a fixed permutation from ``seed``).
-      transfer: ``"batch"`` (one ``device_put`` per batch) or ``"item"``.
+      transfer: ``"batch"`` (one ``device_put`` per batch) or ``"item"`` (one per item,
+        then one ``jnp.stack``).
       seed: the permutation's seed for ``order="random"``.
       device: target of ``jax.device_put`` (``None``: the default device).
 
@@ -261,19 +268,23 @@ def iter_batches(
         source = load_npy(dataset.bulk_path, **expect)
     elif method == "mmap":
         source = load_npy(dataset.bulk_path, mmap=True, **expect)
-    for idx in batches:
-        if method == "per_item":
-            rows = [
-                load_npy(dataset.item_path(int(i)), shape=dataset.item_shape, dtype=dataset.dtype)
-                for i in idx
-            ]
-        elif order == "contiguous":
-            rows = source[int(idx[0]) : int(idx[-1]) + 1]  # a slice: no gather
-        else:
-            rows = source[idx]  # a gather from all over the array/file
-        if transfer == "batch":
-            yield jax.device_put(
-                np.stack(rows) if isinstance(rows, list) else np.asarray(rows), device
-            )
-        else:
-            yield jnp.stack([jax.device_put(np.asarray(r), device) for r in rows])
+    for number, idx in enumerate(batches):
+        with jax.profiler.TraceAnnotation(f"load batch {number}"):
+            if method == "per_item":
+                rows = [
+                    load_npy(
+                        dataset.item_path(int(i)), shape=dataset.item_shape, dtype=dataset.dtype
+                    )
+                    for i in idx
+                ]
+            elif order == "contiguous":
+                rows = source[int(idx[0]) : int(idx[-1]) + 1]  # a slice: no gather
+            else:
+                rows = source[idx]  # a gather from all over the array/file
+            if transfer == "batch":
+                out = jax.device_put(
+                    np.stack(rows) if isinstance(rows, list) else np.asarray(rows), device
+                )
+            else:
+                out = jnp.stack([jax.device_put(np.asarray(r), device) for r in rows])
+        yield out

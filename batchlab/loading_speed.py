@@ -4,10 +4,12 @@ Seed 004 (pitfall 4) says inefficient loading hurts and that bulk loading
 and good access patterns help. :func:`measure_loading` times full passes
 over a :class:`batchlab.loading.Dataset` for one combination of method
 (per item / bulk / memory-mapped), order (contiguous / random) and
-transfer (per batch / per item), and :func:`measure_ceiling` measures, in
-the same run, what the machine can do at best with the same bytes: a plain
-``np.copy`` in memory and a sequential read of the file. Every figure is
-wall clock (``time.perf_counter``), median of passes.
+transfer (per batch / per item), with or without a wait for every step
+(``sync``), and :func:`measure_ceiling` measures once per run what the
+machine can do at best: a memcpy (``np.copyto``) and a sequential file read, on
+more bytes than the last-level cache holds (so the figure is RAM and page
+cache bandwidth, not cache bandwidth; the label says which). Every figure
+is wall clock (``time.perf_counter``), median of passes.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import jax
 import numpy as np
 
 from ._checks import check_positive_int
-from ._format import format_count, html_table
-from .loading import Dataset, iter_batches, load_npy
+from ._format import format_bytes, format_count, html_table
+from .loading import Dataset, iter_batches
 
 
 def format_rate(bytes_per_s: float) -> str:
@@ -79,6 +81,7 @@ def measure_loading(
     transfer: str = "batch",
     step: Any = None,
     prefetch: int = 0,
+    sync: bool = False,
     repeat: int = 3,
     seed: int = 0,
 ) -> Throughput:
@@ -86,10 +89,13 @@ def measure_loading(
 
     Args:
       dataset, batch_size, method, order, transfer, seed: as in :func:`iter_batches`.
-      step: ``step(batch)`` run on every batch (``None``: load only). Its result
-        is waited for with ``jax.block_until_ready``.
+      step: ``step(batch)`` run on every batch (``None``: load only).
       prefetch: batches loaded ahead in a background thread (0: none), see
         :func:`batchlab.prefetch`.
+      sync: wait for every step's result (``jax.block_until_ready``), as a loop
+        that reads the loss each step must. ``False`` (the loop to write): wait
+        once, for the last result; JAX's asynchronous dispatch lets the next
+        load run while the device computes.
       repeat: number of passes; the median is kept.
 
     Returns:
@@ -106,6 +112,8 @@ def measure_loading(
     from .prefetch import prefetch as _prefetch
 
     check_positive_int(repeat, "repeat")
+    if not isinstance(sync, bool):
+        raise TypeError(f"`sync` must be True or False, got {type(sync).__name__} {sync!r}.")
     if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
         raise ValueError(
             f"`prefetch` must be an int >= 0 (batches ahead), got prefetch={prefetch!r}."
@@ -118,72 +126,127 @@ def measure_loading(
         )
         if prefetch:
             batches = _prefetch(batches, size=prefetch)
+        out = None
         for b in batches:
-            jax.block_until_ready(work(b))
+            out = work(b)
+            if sync:
+                jax.block_until_ready(out)
+        jax.block_until_ready(out)
 
     run_once()  # warm-up: compiles `step`, fills the page cache
     label = f"{method}, {order}, transfer per {transfer}, batch {batch_size}"
     label += f", prefetch {prefetch}" if prefetch else ""
+    label += ", sync every step" if sync and step is not None else ""
     return Throughput(
         label, dataset.n_items, dataset.total_bytes, _time_passes(run_once, repeat), repeat
     )
 
 
+def last_level_cache_bytes() -> int | None:
+    """Size of the CPU's largest cache (Linux sysfs), ``None`` where the OS does not say."""
+    import glob
+
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            with open(path) as f:
+                text = f.read().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
+
+
 @dataclass(frozen=True)
 class Ceiling:
-    """What this machine does at best with the dataset's bytes, measured in the same run."""
+    """What this machine does at best with bytes, measured once per run (median of passes)."""
 
     memcpy: Throughput
     file_read: Throughput
+    bytes: int
+    cache_bytes: int | None
+
+    @property
+    def beyond_cache(self) -> bool:
+        """True when the measured bytes exceed the last-level cache (RAM, not cache bandwidth)."""
+        return self.cache_bytes is not None and self.bytes > self.cache_bytes
 
     def __repr__(self) -> str:
         return (
-            f"Ceiling(np.copy in memory: {format_rate(self.memcpy.bytes_per_s)}; sequential "
-            f"read of the bulk file: {format_rate(self.file_read.bytes_per_s)})"
+            f"Ceiling({self.memcpy.label}: {format_rate(self.memcpy.bytes_per_s)}; "
+            f"{self.file_read.label}: {format_rate(self.file_read.bytes_per_s)})"
         )
 
     def _repr_html_(self) -> str:
-        rows = [
-            (t.label, format_rate(t.bytes_per_s), f"{format_count(t.items_per_s)} items/s")
-            for t in (self.memcpy, self.file_read)
-        ]
+        rows = [(t.label, format_rate(t.bytes_per_s)) for t in (self.memcpy, self.file_read)]
         return html_table(
-            rows,
-            header=("ceiling", "bytes/s", "items/s"),
-            caption="Ceiling (wall clock, median of passes)",
+            rows, header=("ceiling", "bytes/s"), caption="Ceiling (wall clock, median of passes)"
         )
 
 
-def measure_ceiling(dataset: Dataset, *, repeat: int = 5) -> Ceiling:
-    """Measures the ceiling: ``np.copy`` of the same bytes, and a sequential file read.
+def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None = None) -> Ceiling:
+    """Measures the ceiling: a memcpy and a sequential file read of more bytes than the cache.
 
-    The file read goes through the operating system's page cache, so right
-    after :func:`make_dataset` it measures memory, not the disk: a cold read
-    from a real disk is slower.
+    The bytes measured are the larger of the dataset and ``min_bytes``
+    (default: 4x the last-level cache, 128 MiB where the OS does not say),
+    so the copy runs at RAM speed, not cache speed; a dataset that fits in
+    the cache loads faster than this "ceiling" when it is read again and
+    again, and the label says which regime was measured. The file read goes
+    through the page cache (the file was just written): memory, not disk.
 
     Example:
       >>> import tempfile
       >>> from batchlab.loading import make_dataset
-      >>> c = measure_ceiling(make_dataset(tempfile.mkdtemp(), 8, (4,)), repeat=1)
-      >>> c.memcpy.bytes, c.file_read.bytes
-      (128, 128)
+      >>> c = measure_ceiling(make_dataset(tempfile.mkdtemp(), 8, (4,)), repeat=1, min_bytes=256)
+      >>> c.bytes, c.memcpy.bytes, c.file_read.items
+      (256, 256, 16)
     """
     check_positive_int(repeat, "repeat")
-    data = load_npy(
-        dataset.bulk_path, shape=(dataset.n_items, *dataset.item_shape), dtype=dataset.dtype
-    )
-    size = dataset.bulk_path.stat().st_size
-    buffer = bytearray(min(size, 1 << 22))
+    check_positive_int(min_bytes, "min_bytes", allow_none=True)
+    cache = last_level_cache_bytes()
+    target = min_bytes if min_bytes is not None else 4 * (cache or (32 << 20))
+    item = max(dataset.item_bytes, 1)
+    nbytes = max(dataset.total_bytes, -(-target // item) * item)
+    data = np.ones(nbytes, dtype=np.uint8)
+    dest = np.zeros_like(data)  # written once first: the timed copies pay no page faults
+    path = dataset.directory / "ceiling.bin"
+    data.tofile(path)
+    buffer = bytearray(min(nbytes, 1 << 22))
 
     def read_file() -> None:
-        with open(dataset.bulk_path, "rb", buffering=0) as f:
+        with open(path, "rb", buffering=0) as f:
             while f.readinto(buffer):
                 pass
 
-    copy = _time_passes(lambda: np.copy(data), repeat)
-    read = _time_passes(read_file, repeat)
-    n, total = dataset.n_items, dataset.total_bytes
+    try:
+        copy = _time_passes(lambda: np.copyto(dest, data), repeat)
+        read = _time_passes(read_file, repeat)
+    finally:
+        path.unlink(missing_ok=True)
+    where = (
+        "size of the cache unknown"
+        if cache is None
+        else (
+            f"> the {format_bytes(cache)} cache: RAM"
+            if nbytes > cache
+            else f"fits in the {format_bytes(cache)} cache: cache bandwidth"
+        )
+    )
+    n = nbytes // item
     return Ceiling(
-        Throughput("np.copy in memory", n, total, copy, repeat),
-        Throughput("sequential read of the bulk file (page cache)", n, total, read, repeat),
+        Throughput(
+            f"memcpy (np.copyto) of {format_bytes(nbytes)} ({where})", n, nbytes, copy, repeat
+        ),
+        Throughput(
+            f"sequential read of a {format_bytes(nbytes)} file (page cache)",
+            n,
+            nbytes,
+            read,
+            repeat,
+        ),
+        nbytes,
+        cache,
     )

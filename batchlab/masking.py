@@ -7,19 +7,25 @@ gives, inside ``jit`` and ``vmap``, with gradients that are zero at pad
 positions and never NaN.
 
 An item with no data at all (a fully masked row, e.g. an empty sequence)
-has a documented result, the same under every transformation:
+has one documented result in the whole kit (these reductions, ``mean_pool``,
+the packed reductions of :mod:`batchlab.packing`, the exercises and the
+notebooks), the same under every transformation and never NaN. It is what
+``jax.ops.segment_sum`` / ``segment_max`` give an empty segment, so padded
+and packed results agree item for item:
 
 =====================  =====================================================
 ``masked_sum``         ``0`` (the empty sum)
-``masked_mean``        ``empty`` (default ``-inf``: the mean of nothing is
-                       undefined; ``-inf`` cannot pass for a real mean)
-``masked_max``         ``empty`` (default ``-inf``, the identity of max;
-                       the dtype's minimum for integers)
+``masked_mean``        ``0`` (``sum / max(count, 1)``; numpy's ``np.mean([])``
+                       is NaN with a warning, and a NaN poisons a whole
+                       batch's loss and gradient)
+``masked_max``         ``-inf``, the identity of max (the dtype's minimum
+                       for integers), as ``jax.ops.segment_max``
 ``masked_logsumexp``   ``-inf`` (log of the empty sum)
 ``masked_softmax``     all zeros (no support: the row sums to 0, not 1)
 =====================  =====================================================
 
-Pass ``empty=0.0`` when a model should treat an empty item as zero.
+Pass ``empty=`` to ``masked_mean`` or ``masked_max`` to choose another value
+(e.g. ``empty=-jnp.inf`` to make an empty mean stand out).
 
 The mask is boolean with the shape of ``x``, or of its leading axes
 (``(batch, seq)`` for ``x`` of shape ``(batch, seq, features)``); it is never
@@ -30,7 +36,7 @@ Example:
   >>> x = jnp.array([[1.0, 2.0, 99.0], [5.0, 99.0, 99.0], [99.0, 99.0, 99.0]])
   >>> mask = jnp.array([[True, True, False], [True, False, False], [False] * 3])
   >>> masked_mean(x, mask, axis=1)
-  Array([ 1.5,  5. , -inf], dtype=float32)
+  Array([1.5, 5. , 0. ], dtype=float32)
 """
 
 from __future__ import annotations
@@ -101,14 +107,14 @@ def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
     return jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
 
 
-def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = -jnp.inf) -> Array:
+def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Array:
     """Mean over ``axis`` of the unmasked positions: ``sum(x * mask) / sum(mask)``.
 
     Args:
       x: values (integers are promoted to float).
       mask: boolean, shape of ``x`` or of its leading axes.
       axis: the sequence axis.
-      empty: the result for a fully masked row (default ``-inf``).
+      empty: the result for a fully masked row (default ``0.0``, the kit's convention).
 
     Returns:
       ``x``'s shape without ``axis``.
@@ -119,7 +125,7 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = -jnp.inf) -
     Example:
       >>> import jax.numpy as jnp
       >>> masked_mean(jnp.array([[2.0, 4.0, 100.0], [0.0, 0.0, 0.0]]),
-      ...             jnp.array([[True, True, False], [False, False, False]]), empty=0.0)
+      ...             jnp.array([[True, True, False], [False, False, False]]))
       Array([3., 0.], dtype=float32)
     """
     x, mask, axis = _prepare(x, mask, axis)
@@ -157,7 +163,7 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
         lowest = jnp.asarray(-jnp.inf, x.dtype)
     else:
         lowest = jnp.asarray(jnp.iinfo(x.dtype).min if x.dtype != jnp.bool_ else False, x.dtype)
-    result = jnp.max(jnp.where(mask, x, lowest), axis=axis)
+    result = jnp.max(jnp.where(mask, x, lowest), axis=axis, initial=lowest)  # initial: a length-0 axis
     if empty is None:
         return result
     return jnp.where(jnp.any(mask, axis=axis), result, jnp.asarray(empty, x.dtype))
@@ -165,7 +171,7 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
 
 def _shifted_exp(x: Array, mask: Array, axis: int) -> tuple[Array, Array]:
     """``exp(x - m)`` at unmasked positions (0 elsewhere) and the finite shift ``m``."""
-    m = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True)
+    m = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True, initial=-jnp.inf)
     m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros((), x.dtype)))
     z = jnp.where(mask, x - m, jnp.zeros((), x.dtype))  # pads never reach exp: no inf, no NaN
     return jnp.where(mask, jnp.exp(z), jnp.zeros((), x.dtype)), m
@@ -230,7 +236,9 @@ def mean_pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array
 
     The workload of notebooks 04 and 05: ``values`` ``(items, length)`` token
     ids, ``mask`` marking the real ones, ``table`` ``(vocab, features)``. An
-    item with no tokens pools to zeros.
+    item with no tokens pools to zeros (the kit's empty-item convention).
+    Every pad position is still gathered and added: the mask selects, it
+    does not skip (see :func:`batchlab.packed_mean_pool` for the way that does).
 
     Example:
       >>> import jax.numpy as jnp
@@ -239,7 +247,7 @@ def mean_pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array
       Array([[2., 3.],
              [3., 4.]], dtype=float32)
     """
-    return masked_mean(table[values], mask, axis=1, empty=0.0)
+    return masked_mean(table[values], mask, axis=1)
 
 
 def mean_pool_reference(ragged: Ragged, table: np.ndarray) -> np.ndarray:

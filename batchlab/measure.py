@@ -9,6 +9,9 @@ timing is stable, and attaches the memory figures each backend can give.
 
 from __future__ import annotations
 
+import difflib
+import html
+import inspect
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +20,7 @@ from typing import Any
 
 import jax
 
-from ._checks import check_positive_float, check_positive_int
+from ._checks import check_callable, check_positive_float, check_positive_int
 from ._compile import compile_fn
 from ._format import format_bytes, format_seconds, html_table
 from .compiles import count_compiles
@@ -149,18 +152,25 @@ class Measurement:
     def _repr_html_(self) -> str:
         caption = f"Measurement of {self.name} on {self.memory.backend}"
         table = html_table(self._rows(), header=("figure", "value", "source"), caption=caption)
-        notes = "".join(f"<div style='font-size:smaller'>note: {n}</div>" for n in self.notes)
+        notes = "".join(
+            f"<div style='font-size:smaller'>note: {html.escape(n)}</div>" for n in self.notes
+        )
         return table + notes
 
 
-def _autorange(call: Callable[[], Any], min_sample_time: float) -> int:
-    """Smallest number of calls (1, 2, 5, 10, 20, ...) whose run lasts ``min_sample_time``."""
-    number = 1
+def _autorange(call: Callable[[], Any], min_sample_time: float, max_time: float = 2.0) -> int:
+    """Smallest number of calls (1, 2, 5, 10, 20, ...) whose run lasts ``min_sample_time``.
+
+    Never more calls than fit in ``max_time / 5`` (five samples must fit the budget).
+    """
+    number, start = 1, time.perf_counter()
     while True:
         t0 = time.perf_counter()
         for _ in range(number):
             jax.block_until_ready(call())
         if time.perf_counter() - t0 >= min_sample_time or number >= 10**6:
+            return number
+        if time.perf_counter() - start > max_time / 5:
             return number
         for factor in (2, 2.5, 2):
             number = int(number * factor)
@@ -185,6 +195,42 @@ def _stable(samples: list[float], tolerance: float) -> bool:
     before = statistics.median(samples[:-3])
     after = statistics.median(samples)
     return abs(after - before) <= tolerance * after
+
+
+_OPTIONS = (
+    "repeat", "number", "warmup", "min_sample_time", "max_time", "tolerance", "isolated",
+    "static_argnums", "static_argnames",
+)
+
+
+def _check_call(fn: Callable, args: tuple, kwargs: dict, static_argnums) -> None:
+    """Catches a misspelled option (passed on to ``fn``) and a top-level ``None`` argument."""
+    try:
+        sig = inspect.signature(getattr(fn, "__wrapped__", fn))
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None:
+        params = sig.parameters.values()
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+        names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        for key in kwargs:
+            if not takes_any and key not in names:
+                close = difflib.get_close_matches(key, _OPTIONS, n=1)
+                hint = f"did you mean measure's option `{close[0]}=`?" if close else (
+                    f"`fn` takes {sorted(names) or 'no keyword arguments'}."
+                )
+                raise TypeError(
+                    f"`{key}` is neither an option of measure() nor an argument of `fn` "
+                    f"(keywords measure() does not know are passed on to fn); {hint}"
+                )
+    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums or ())
+    for i, a in enumerate(args):
+        if a is None and i not in static and i - len(args) not in static:
+            raise TypeError(
+                f"`args[{i}]` is None: measure(fn, *args) needs the arrays fn is called with. "
+                f"Pass an array (e.g. jnp.ones((8, 128))); if None is a configuration value, "
+                f"mark it static: static_argnums=({i},)."
+            )
 
 
 def measure(
@@ -238,12 +284,16 @@ def measure(
       >>> m.runs, m.compiles, m.memory.argument_bytes
       (5, 1, 16384)
     """
+    check_callable(fn)
     repeat = check_positive_int(repeat, "repeat", allow_none=True)
     number = check_positive_int(number, "number", allow_none=True)
     warmup = check_positive_int(warmup, "warmup")
     check_positive_float(min_sample_time, "min_sample_time")
     check_positive_float(max_time, "max_time")
     check_positive_float(tolerance, "tolerance")
+    if not isinstance(isolated, bool):
+        raise TypeError(f"`isolated` must be True or False, got {type(isolated).__name__} {isolated!r}.")
+    _check_call(fn, args, kwargs, static_argnums)
     if isolated:
         from ._isolated import measure_in_subprocess
 
@@ -261,9 +311,18 @@ def measure(
 
     device_before = device_memory()
     with count_compiles() as compiles:
-        compiled = compile_fn(
-            fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
-        )
+        try:
+            compiled = compile_fn(
+                fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
+            )
+        except TypeError as e:
+            if "not a valid JAX type" not in str(e):
+                raise
+            raise TypeError(
+                "`fn` returned a value that is not an array (JAX can only return arrays, numbers "
+                "and pytrees of them): " + str(e).splitlines()[0] + ". Return the array itself; "
+                "keep strings and other Python values outside the measured function."
+            ) from None
         donated = getattr(compiled.executable, "donate_argnums", ())
         if donated:
             raise ValueError(
@@ -279,8 +338,12 @@ def measure(
     for _ in range(warmup - 1):
         jax.block_until_ready(call())
 
+    capped = None
     if number is None:
-        number = _autorange(call, min_sample_time)
+        number = _autorange(call, min_sample_time, max_time)
+    elif repeat is None and first * number > max_time / 5:
+        # `max_time` bounds the whole timing: at least 5 samples must fit in it
+        capped, number = number, max(1, int(max_time / 5 / max(first, 1e-9)))
     samples: list[float] = []
     if repeat is not None:
         samples = [_sample(call, number) for _ in range(repeat)]
@@ -295,6 +358,11 @@ def measure(
 
     device_after = device_memory()
     notes = []
+    if capped is not None:
+        notes.append(
+            f"number={capped} calls per sample would exceed max_time={max_time} s; "
+            f"capped at {number} (one call took {first:.3g} s)"
+        )
     if device_after is not None:
         notes.append(PEAK_NOTE)
     else:

@@ -38,15 +38,30 @@ class MemoryEstimate:
     All sizes are bytes on the device (``host_*`` buffers are not counted).
     ``alias_bytes`` are output bytes that reuse (donated) input buffers.
 
-    ``peak_bytes`` is XLA's own ``peak_memory_in_bytes`` when this jax
-    provides it and it covers every buffer of one execution; otherwise the
-    sum ``argument + output + temp - alias``. XLA allocates the temp buffer
-    as one block for the whole execution, next to the live arguments, so
-    that sum is what one call occupies. Measured on the CPU backend of jax
-    0.10: ``peak_memory_in_bytes`` leaves the temp block out (a batched
-    ``tanh(x @ w)`` with 1 MiB of arguments and 1 MiB of temps reports
-    1.25 MiB), so there the sum is used and ``peak_source`` says so; the raw
-    figure stays in ``xla_peak_bytes``.
+    Two names for the planned figure, and only two:
+
+    * ``planned_bytes`` -- what one call occupies by XLA's plan, the figure
+      a memory budget is compared with: the larger of XLA's own
+      ``peak_memory_in_bytes`` and ``argument + output + temp - alias``.
+      XLA allocates the temp buffer as one block for the whole execution,
+      next to the live arguments and the outputs, so that sum is what one
+      call holds at once. ``planned_from`` says which of the two it is.
+    * ``xla_peak_bytes`` -- XLA's raw ``peak_memory_in_bytes``, kept to
+      show where it differs. Measured on the CPU backend of jax 0.10 it
+      leaves the temp block out (a batched ``tanh(x @ w)`` with 1 MiB of
+      arguments and 1 MiB of temps reports 1.25 MiB), so there the sum is
+      the planned figure.
+
+    Planned bytes are a **lower bound** of what a device needs for the
+    call: a GPU's BFC allocator rounds every buffer up (to 256 bytes, and
+    to the chunk it finds), may leave a chunk unsplit, and libraries
+    (cuBLAS, cuDNN) take workspace outside XLA's plan. The gap is measured
+    by ``benchmarks/gpu_check.py`` on a GPU (unrun here: no GPU lent).
+
+    Old names, kept working: ``peak_bytes`` (= ``planned_bytes``),
+    ``peak_source`` (= ``planned_from``) and ``total_bytes`` (the sum
+    ``argument + output + temp - alias``; equal to ``planned_bytes`` unless
+    XLA's peak is larger).
     """
 
     argument_bytes: int
@@ -54,8 +69,8 @@ class MemoryEstimate:
     temp_bytes: int
     alias_bytes: int
     generated_code_bytes: int
-    peak_bytes: int
-    peak_source: str
+    planned_bytes: int
+    planned_from: str
     xla_peak_bytes: int | None
     flops: float | None
     bytes_accessed: float | None
@@ -65,8 +80,18 @@ class MemoryEstimate:
 
     @property
     def total_bytes(self) -> int:
-        """argument + output + temp - alias: every buffer of the program."""
+        """Old name: ``argument + output + temp - alias`` (``planned_bytes`` is the figure to use)."""
         return self.argument_bytes + self.output_bytes + self.temp_bytes - self.alias_bytes
+
+    @property
+    def peak_bytes(self) -> int:
+        """Old name of :attr:`planned_bytes` (kept so existing code keeps working)."""
+        return self.planned_bytes
+
+    @property
+    def peak_source(self) -> str:
+        """Old name of :attr:`planned_from`."""
+        return self.planned_from
 
     def _rows(self) -> list[tuple[str, str]]:
         return [
@@ -74,7 +99,7 @@ class MemoryEstimate:
             ("output", format_bytes(self.output_bytes)),
             ("temp", format_bytes(self.temp_bytes)),
             ("alias", format_bytes(self.alias_bytes)),
-            ("peak", format_bytes(self.peak_bytes)),
+            ("planned", format_bytes(self.planned_bytes)),
             ("flops", format_count(self.flops)),
         ]
 
@@ -82,12 +107,12 @@ class MemoryEstimate:
         return (
             f"MemoryEstimate({self.name} on {self.backend}: "
             + ", ".join(f"{k}={v}" for k, v in self._rows())
-            + f"; source: {self.source}; peak: {self.peak_source})"
+            + f"; source: {self.source}; planned from: {self.planned_from})"
         )
 
     def _repr_html_(self) -> str:
         return html_table(
-            [*self._rows(), ("peak from", self.peak_source)],
+            [*self._rows(), ("planned from", self.planned_from)],
             header=("figure", "value"),
             caption=f"MemoryEstimate of {self.name} on {self.backend} ({self.source})",
         )
@@ -142,8 +167,8 @@ def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
         temp_bytes=tmp,
         alias_bytes=alias,
         generated_code_bytes=int(stats.generated_code_size_in_bytes),
-        peak_bytes=peak,
-        peak_source=source,
+        planned_bytes=peak,
+        planned_from=source,
         xla_peak_bytes=xla_peak,
         flops=flops,
         bytes_accessed=accessed,
@@ -161,9 +186,9 @@ def memory_estimate(
 ) -> MemoryEstimate:
     """XLA's planned memory for ``fn(*args, **kwargs)``: compiles, runs nothing.
 
-    ``peak_bytes`` is XLA's own ``peak_memory_in_bytes`` where this jax
-    provides it, else ``argument + output + temp - alias``;
-    ``peak_source`` says which. Arguments may be ``jax.ShapeDtypeStruct``,
+    ``planned_bytes`` is the larger of XLA's own ``peak_memory_in_bytes``
+    and ``argument + output + temp - alias`` (see :class:`MemoryEstimate`);
+    ``planned_from`` says which. Arguments may be ``jax.ShapeDtypeStruct``,
     so a batch far larger than the device can be planned without being
     allocated.
 

@@ -178,40 +178,64 @@ def padding_report(
 
 # --------------------------------------------------------------------- plots
 def plot_padding_report(report: PaddingReport, *, axes=None):
-    """Length histogram (log scale) with each strategy's boundaries as vertical lines."""
-    from .plots import _new_figure
+    """Length histogram on top; below, one lane per strategy with its buckets as spans.
 
-    fig, ax = _new_figure(1, width=10.0, height=4.2) if axes is None else (axes.figure, axes)
+    Each lane shows where that strategy's buckets start and end on the same
+    (log) length axis as the histogram, so strategies are compared lane by
+    lane instead of as overlapping vertical lines; the label at the right of
+    a lane gives its padded size against the ragged minimum and its shapes.
+    With ``axes`` (one Axes), only the histogram is drawn into it.
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
     lengths = report.lengths
     hi = max(int(lengths.max()), 2) if len(lengths) else 2
     lo = max(int(lengths.min()), 1) if len(lengths) else 1
-    ax.hist(
-        lengths,
-        bins=np.geomspace(lo * 0.9, hi * 1.05, 50),
-        color="tab:blue",
-        alpha=0.45,
-        label="items",
+    if axes is not None:
+        _length_histogram(axes, lengths, lo, hi)
+        return axes.figure
+    rows = report.rows
+    fig = Figure(figsize=(11.0, 3.2 + 0.55 * len(rows)), layout="constrained")
+    ax_h, ax_l = fig.subplots(
+        2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 0.5 + 0.45 * len(rows)]}
     )
-    ax.set_xlim(lo * 0.8, hi * 1.6)
-    ax.set_xscale("log")
-    top = ax.get_ylim()[1]
-    for i, row in enumerate(report.rows):
+    _length_histogram(ax_h, lengths, lo, hi)
+    ax_h.set_xlabel("")
+    ax_h.set_title(
+        f"{len(lengths):,} lengths and where each strategy puts its buckets (counted, not timed)"
+    )
+    for i, row in enumerate(rows):
+        y = len(rows) - 1 - i
         color = STRATEGY_COLORS.get(row.strategy, "black")
-        ax.vlines(
-            row.boundaries,
-            0,
-            top * (1 - 0.08 * i),
-            colors=color,
-            lw=1.6,
-            alpha=0.85,
-            label=f"{row.strategy}: {row.ratio:.2f}x, {row.shapes} shapes",
-        )
-    ax.set_xlabel("sequence length (tokens, log scale)")
-    ax.set_ylabel("items")
-    ax.set_title("lengths and bucket boundaries (counted from the data)")
-    if report.rows:
-        ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="boundaries")
+        edges = np.concatenate([[lo * 0.9], row.boundaries])
+        for k in range(len(row.boundaries)):
+            ax_l.barh(y, edges[k + 1] - edges[k], left=edges[k], height=0.62, color=color,
+                      alpha=0.35 if k % 2 else 0.75, edgecolor="white", linewidth=1.2)
+        ax_l.text(hi * 1.9, y, f"{row.ratio:.2f}x ragged, {row.shapes} shape{'s' * (row.shapes != 1)}",
+                  va="center", fontsize=11)
+    ax_l.set_yticks(range(len(rows)), [r.strategy for r in rows][::-1])
+    ax_l.set_ylim(-0.6, len(rows) - 0.4)
+    ax_l.set_xscale("log")
+    ax_l.set_xlim(lo * 0.85, hi * 1.8)
+    ax_l.set_xlabel("sequence length (tokens, log scale); a bucket pads its items to its right edge")
+    ax_l.legend(
+        handles=[Patch(color="0.3", alpha=0.75, label="bucket"),
+                 Patch(color="0.3", alpha=0.35, label="next bucket (shades alternate)")],
+        fontsize=10, loc="upper left", bbox_to_anchor=(1.0, -0.15), frameon=False,
+    )
+    ax_l.grid(True, axis="x", alpha=0.3, which="both")
     return fig
+
+
+def _length_histogram(ax, lengths, lo: int, hi: int) -> None:
+    ax.hist(lengths, bins=np.geomspace(lo * 0.9, hi * 1.05, 50), color="tab:blue", alpha=0.6,
+            label="items per length bin")
+    ax.set_xscale("log")
+    ax.set_xlim(lo * 0.85, hi * 1.8)
+    ax.set_ylabel("items")
+    ax.set_xlabel("sequence length (tokens, log scale)")
+    ax.legend(fontsize=10, loc="upper right")
 
 
 def tradeoff(

@@ -1,12 +1,17 @@
 """Load the next batches in a background thread while the current one computes.
 
-A serial training loop alternates: load batch ``i`` (the device waits),
-compute on it (the loader waits). When loading takes ``L`` seconds and
-computing ``C``, a pass over ``n`` batches takes ``n (L + C)``. With the
-next batches loaded ahead in another thread it takes about
-``n max(L, C)``: close to 2x faster when ``L ~ C``. JAX helps: its
-dispatch is asynchronous, and NumPy file reads and XLA computations
-release Python's GIL, so the two threads truly overlap.
+A serial loop that waits for every step (``block_until_ready``, or
+reading the loss with ``float(loss)``) alternates: load batch ``i`` (the
+device waits), compute on it (the loader waits): ``n (L + C)`` for ``n``
+batches with load time ``L`` and compute time ``C``. JAX dispatches
+asynchronously, so a loop that does *not* wait already overlaps: the call
+returns at once and the next load runs while the device computes, about
+``n max(L, C)``. Prefetching (the next batches loaded in a background
+thread) reaches the same ``n max(L, C)`` even when the loop must wait
+every step; it adds nothing over a non-waiting loop when the loader runs
+on the same thread anyway. NumPy file reads, ``time.sleep`` and XLA's
+computations release Python's GIL, so the threads truly overlap; a loader
+that computes in Python holds the GIL and overlaps far less.
 
 :func:`prefetch` keeps the order of the batches, re-raises a loader's
 exception in the consumer at the batch where it happened, and stops its
@@ -19,15 +24,12 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import jax
 
-from ._checks import check_callable, check_positive_int
-from ._format import format_seconds, html_table
+from ._checks import check_positive_int
 
 THREAD_PREFIX = "batchlab-prefetch"
 _ids = itertools.count()
@@ -53,12 +55,19 @@ def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
 def _produce(source: Iterator, q: queue.Queue, stop: threading.Event, device: Any) -> None:
     index = 0
     try:
-        for item in source:
-            if stop.is_set():
-                return
-            if not _put(q, stop, jax.device_put(item, device)):
+        while not stop.is_set():
+            # a named span in the profiler trace: batchlab.trace() shows it on this thread's lane
+            with jax.profiler.TraceAnnotation(f"prefetch batch {index}"):
+                try:
+                    item = next(source)
+                except StopIteration:
+                    break
+                item = jax.device_put(item, device)
+            if not _put(q, stop, item):
                 return
             index += 1
+        else:
+            return  # the consumer stopped
     except BaseException as e:
         _put(q, stop, _Failure(e, index))
         return
@@ -156,87 +165,6 @@ def prefetch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
 
 
-@dataclass(frozen=True)
-class PrefetchComparison:
-    """The same pass over the batches, serial and with :func:`prefetch`, measured side by side."""
-
-    batches: int
-    serial_seconds: float
-    prefetch_seconds: float
-    size: int
-    source: str = (
-        "wall clock (time.perf_counter) of full passes, best of repeat, interleaved in one run"
-    )
-
-    @property
-    def speedup(self) -> float:
-        """serial time / prefetch time: 2.0 means the loading was hidden entirely when L = C."""
-        return self.serial_seconds / self.prefetch_seconds
-
-    def __repr__(self) -> str:
-        return (
-            f"PrefetchComparison({self.batches} batches: serial {format_seconds(self.serial_seconds)}, "
-            f"prefetch(size={self.size}) {format_seconds(self.prefetch_seconds)}, "
-            f"speedup {self.speedup:.2f}x)"
-        )
-
-    def _repr_html_(self) -> str:
-        rows = [
-            ("serial loop", format_seconds(self.serial_seconds)),
-            (f"prefetch(size={self.size})", format_seconds(self.prefetch_seconds)),
-            ("speedup", f"{self.speedup:.2f}x"),
-        ]
-        return html_table(rows, header=("pipeline", "seconds per pass"), caption=self.source)
-
-
-def compare_prefetch(
-    make_batches: Callable[[], Iterable[Any]],
-    step: Callable[[Any], Any],
-    *,
-    size: int = 2,
-    repeat: int = 3,
-) -> PrefetchComparison:
-    """Times ``for b in batches: step(b)`` with and without :func:`prefetch`.
-
-    The two pipelines alternate (serial, prefetch, serial, ...) so a
-    machine that gets busier during the run slows both alike, and each
-    keeps its best pass (as ``timeit`` advises: other processes only ever
-    add time, so the minimum is the least disturbed figure).
-
-    Args:
-      make_batches: ``make_batches()`` returns a fresh iterable of batches.
-      step: the computation on one batch; its result is waited for.
-      size: prefetch queue size.
-      repeat: passes of each pipeline; the best of each is compared.
-
-    Example:
-      >>> import time, numpy as np
-      >>> def batches():
-      ...     for i in range(4):
-      ...         time.sleep(0.01); yield np.ones(2)
-      >>> c = compare_prefetch(batches, lambda b: time.sleep(0.01) or b, repeat=1)
-      >>> c.batches, c.speedup > 1.2
-      (4, True)
-    """
-    check_callable(make_batches, "make_batches")
-    check_callable(step, "step")
-    size = check_positive_int(size, "size")
-    check_positive_int(repeat, "repeat")
-
-    def run(batches: Iterable[Any]) -> int:
-        n = 0
-        for b in batches:
-            jax.block_until_ready(step(b))
-            n += 1
-        return n
-
-    n = run(make_batches())  # warm-up: compiles `step`
-    serial, ahead = [], []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run(jax.device_put(b) for b in make_batches())
-        serial.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        run(prefetch(make_batches(), size=size))
-        ahead.append(time.perf_counter() - t0)
-    return PrefetchComparison(n, min(serial), min(ahead), size)
+# compare_prefetch lives in its own module (serial blocking / non-blocking / prefetch, side by side)
+from .prefetch_compare import PrefetchComparison as PrefetchComparison  # noqa: E402
+from .prefetch_compare import compare_prefetch as compare_prefetch  # noqa: E402

@@ -3,24 +3,36 @@
 :func:`run_batches` splits the items into batches and runs ``fn`` on each,
 and keeps going when things go wrong:
 
-* **out of memory** (XLA ``RESOURCE_EXHAUSTED`` on a device, or a planned
-  peak above ``budget_bytes``, which reproduces the behaviour on CPU and is
-  labelled as a budget, never as a real OOM): halve the batch size and
-  retry the same batch, down to ``min_batch_size``;
+* **out of memory** (XLA ``RESOURCE_EXHAUSTED`` in a ``JaxRuntimeError``,
+  raised at compile time or at run time, a host ``MemoryError``, or a
+  planned peak above ``budget_bytes``, which reproduces the behaviour on CPU
+  and is labelled as a budget, never as a real OOM): retry the same items
+  at a smaller size. Before any batch has run the size halves; after that it
+  is bisected between the last size that ran and the smallest that failed,
+  so the run settles on the largest size that fits in that interval (each
+  probe that fails costs one attempt: about log2(batch_size) in all), down
+  to ``min_batch_size``;
 * **bad items** (a shape or dtype unlike the others, an error raised by
   ``fn``, NaN/inf outputs when ``check_nan=True``): recorded by index with
   a message, found by bisection when ``fn`` raises for a whole batch;
-* **Ctrl-C**: stop after the current batch, return what is finished,
-  marked incomplete;
-* **checkpoint**: finished results are saved atomically after every batch;
-  rerunning with the same path resumes, giving the result an uninterrupted
-  run gives.
+* **a broken fn** (the same error on every item, or a batched ``fn`` whose
+  outputs do not keep the batch axis) raises :class:`BatchFnError`: a bug in
+  ``fn`` is not bad data;
+* **Ctrl-C** (a SIGINT, or a ``KeyboardInterrupt`` raised inside ``fn`` or
+  inside the compiled program, where it surfaces as a ``JaxRuntimeError``):
+  stop, return what is finished, marked incomplete;
+* **checkpoint**: each finished batch is appended to a fingerprinted journal
+  (:class:`batchlab.checkpoint.Journal`); rerunning with the same path
+  resumes, giving the result an uninterrupted run gives, bit for bit.
+  Items that failed with an error are run again on resume
+  (``retry_failed=False`` keeps their failures).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import threading
 import time
@@ -34,9 +46,11 @@ from ._checks import check_callable, check_positive_int
 from ._compile import function_name, is_jitted
 from ._run_items import Items
 from .budget import batch_spec, default_budget, planned_bytes, search
-from .checkpoint import digest, load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointError, Journal, Unfingerprintable, check_writable, digest
+from .checkpoint import fn_fingerprint_parts
 from .memory import estimate_from_compiled
-from .run_result import BatchItemError, BatchLog, BatchMemoryError, Failure, RunResult, RunState
+from .run_result import BatchFnError, BatchItemError, BatchLog, BatchMemoryError, Failure
+from .run_result import RunResult, RunState
 
 OOM_XLA = "out of memory (XLA RESOURCE_EXHAUSTED)"
 OOM_BUDGET = "over budget (planned bytes > budget_bytes)"
@@ -61,6 +75,24 @@ def is_out_of_memory(error: BaseException) -> bool:
     if isinstance(error, MemoryError):
         return True
     return isinstance(error, jax.errors.JaxRuntimeError) and "RESOURCE_EXHAUSTED" in str(error)
+
+
+def is_interrupt(error: BaseException) -> bool:
+    """True for ``KeyboardInterrupt``, also when raised inside the compiled program (a callback).
+
+    A ``KeyboardInterrupt`` raised in a host callback reaches Python as a
+    ``JaxRuntimeError`` whose text holds the callback's traceback.
+
+    Example:
+      >>> import jax
+      >>> is_interrupt(jax.errors.JaxRuntimeError("INTERNAL: CpuCallback error: ...\\nKeyboardInterrupt"))
+      True
+    """
+    if isinstance(error, KeyboardInterrupt):
+        return True
+    return isinstance(error, jax.errors.JaxRuntimeError) and bool(
+        re.search(r"^KeyboardInterrupt\b", str(error), re.M)
+    )
 
 
 def short_message(error: BaseException) -> str:
@@ -98,18 +130,35 @@ class _Runner:
         return self.programs[size]
 
     def run(self, idx: list[int], size: int) -> tuple[list[np.ndarray], Any]:
-        """Output leaves and structure for ``idx`` (padded to ``size``: one compile per size)."""
-        program = self.program(size)
+        """Output leaves and structure for ``idx`` (padded to ``size``: one compile per size).
+
+        Compiling, stacking and running are all inside the error handling: an
+        out-of-memory at compile time is memory, as at run time.
+        """
         padded = idx + [idx[-1]] * (size - len(idx))
         try:
+            program = self.program(size)
             out = jax.block_until_ready(program(self.items.take(padded)))
-        except Exception as e:
+            leaves = jax.tree_util.tree_leaves(out)
+            if self.batched:
+                for leaf in leaves:
+                    if np.ndim(leaf) == 0 or np.shape(leaf)[0] != size:
+                        raise _FnBug(
+                            f"`fn` (batched=True) returned an output of shape {np.shape(leaf)} for a "
+                            f"batch of {size} items: every output must keep the batch as its leading "
+                            f"axis (size {size}). Return one row per item, or pass a function of one "
+                            f"item with batched=False."
+                        )
+            rows = [np.asarray(leaf)[: len(idx)] for leaf in leaves]
+        except (_OutOfMemory, _FnBug):
+            raise
+        except BaseException as e:
+            if is_interrupt(e):
+                raise KeyboardInterrupt from e
             if is_out_of_memory(e):
                 raise _OutOfMemory(OOM_XLA, short_message(e)) from e
             raise
-        return [
-            np.asarray(leaf)[: len(idx)] for leaf in jax.tree_util.tree_leaves(out)
-        ], jax.tree_util.tree_structure(out)
+        return rows, jax.tree_util.tree_structure(out)
 
     def bisect(self, idx: list[int], error: Exception, found: list, failures: list) -> None:
         """Splits a failing batch until each error is pinned on one item."""
@@ -120,10 +169,38 @@ class _Runner:
         for part in (idx[:half], idx[half:]):
             try:
                 found.append((part, *self.run(part, half)))
-            except _OutOfMemory:
+            except (_OutOfMemory, _FnBug):
                 raise
             except Exception as e:
                 self.bisect(part, e, found, failures)
+
+    def attempt(self, idx: list[int], size: int, nothing_ran_yet: bool) -> tuple[list, list]:
+        """Runs one batch; on an error, bisects it. Raises _FnBug when fn fails on everything."""
+        try:
+            return [(idx, *self.run(idx, size))], []
+        except (_OutOfMemory, _FnBug):
+            raise
+        except Exception as e:
+            found, failures = [], []
+            self.bisect(idx, e, found, failures)
+            message = short_message(e)
+            if (
+                nothing_ran_yet
+                and not found
+                and len(idx) >= 2
+                and all(f.message == message for f in failures)
+            ):
+                raise _FnBug(
+                    f"`fn` fails on every item the same way, alone and as a batch of {len(idx)} "
+                    f"({message}): this is a bug in `fn` (or in how it is called), not bad data. "
+                    f"Fix `fn` (try it on one item: fn(items[0])); with batched=True it takes a "
+                    f"whole batch."
+                ) from e
+            return found, failures
+
+
+class _FnBug(Exception):
+    pass
 
 
 class _InterruptFlag:
@@ -155,11 +232,13 @@ def run_batches(
     batch_size: int | str = "auto",
     budget_bytes: int | None = None,
     on_error: str = "skip",
-    checkpoint: str | None = None,
+    checkpoint: str | os.PathLike | None = None,
     progress: bool = True,
     check_nan: bool = False,
     batched: bool = False,
     min_batch_size: int = 1,
+    retry_failed: bool = True,
+    run_name: str | None = None,
 ) -> RunResult:
     """Runs ``fn`` over every item in batches, surviving memory limits, bad items and Ctrl-C.
 
@@ -171,16 +250,21 @@ def run_batches(
       batch_size: items per batch, or ``"auto"``: the largest batch whose
         planned bytes fit the budget (:func:`batchlab.max_batch_size`).
       budget_bytes: planned bytes a batch may use; a batch over it is
-        halved like a real OOM. ``None``: no planned check (``"auto"`` then
-        sizes batches for :func:`batchlab.budget.default_budget`).
+        retried smaller like a real OOM. ``None``: no planned check (``"auto"``
+        then sizes batches for :func:`batchlab.budget.default_budget`).
       on_error: ``"skip"`` records a bad item and goes on; ``"raise"``
         stops with :class:`BatchItemError` (its ``.result`` keeps what finished).
-      checkpoint: a ``.npz`` path; finished results are saved there after
-        each batch and a rerun resumes from it.
+      checkpoint: a file path (its folder must exist and be writable); each
+        finished batch is appended there and a rerun resumes from it.
       progress: show a tqdm progress bar (``TQDM_DISABLE=1`` turns it off).
       check_nan: treat items whose output holds NaN or inf as bad.
       batched: ``fn`` takes a whole batch.
       min_batch_size: the smallest batch tried after memory errors.
+      retry_failed: on resume, run the items that failed with an error again.
+      run_name: names the run in the checkpoint instead of ``fn``'s
+        fingerprint (needed when ``fn`` reads something that cannot be
+        hashed, or mutable state such as a call counter); the same name means
+        "the same function": you vouch for it.
 
     Returns:
       A :class:`RunResult`: outputs of the good items in input order,
@@ -189,8 +273,11 @@ def run_batches(
     Raises:
       TypeError / ValueError: bad arguments (checked before anything runs).
       BatchItemError: a bad item with ``on_error="raise"``.
+      BatchFnError: ``fn`` fails the same way on every item, or (batched) does
+        not keep the batch axis.
       BatchMemoryError: out of memory at ``min_batch_size`` with ``on_error="raise"``.
-      batchlab.checkpoint.CheckpointError: a corrupt or mismatched checkpoint.
+      batchlab.checkpoint.CheckpointError: a corrupt or mismatched checkpoint,
+        or a ``fn`` that cannot be fingerprinted (pass ``run_name``).
 
     Example:
       >>> import jax.numpy as jnp
@@ -199,13 +286,21 @@ def run_batches(
       ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 4])
     """
     check_callable(fn)
-    if on_error not in ("skip", "raise"):
+    if not isinstance(on_error, str) or on_error not in ("skip", "raise"):
         raise ValueError(f"`on_error` must be 'skip' or 'raise', got {on_error!r}.")
     if batch_size != "auto":
         batch_size = check_positive_int(batch_size, "batch_size")
     if budget_bytes is not None:
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
+    for name, flag in (("progress", progress), ("check_nan", check_nan), ("batched", batched),
+                       ("retry_failed", retry_failed)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"`{name}` must be True or False, got {type(flag).__name__} {flag!r}.")
+    if run_name is not None and not (isinstance(run_name, str) and run_name):
+        raise TypeError(f"`run_name` must be a non-empty string or None, got {run_name!r}.")
+    if checkpoint is not None:
+        check_writable(checkpoint)  # before any work: a bad path fails now, not after batch 1
     data = Items(items)
     runner = _Runner(
         fn,
@@ -215,22 +310,26 @@ def run_batches(
         check_nan=check_nan,
         min_batch_size=min_batch_size,
     )
-    parts = {
-        "fn": function_name(fn),
-        "fn_code": _code_digest(fn),
-        "items": digest(items)[:16],
-        "n_items": data.n,
-        "batch_size": batch_size,
-        "budget_bytes": budget_bytes,
-        "on_error": on_error,
-        "check_nan": check_nan,
-        "batched": batched,
-        "min_batch_size": min_batch_size,
-    }
     state = RunState(data.n)
-    saved = load_checkpoint(checkpoint, parts) if checkpoint is not None else None
-    if saved is not None:
-        state.restore(saved.arrays, saved.state, _output_treedef(runner, data))
+    journal = None
+    if checkpoint is not None:
+        parts = {
+            "fn": function_name(fn),
+            **_fn_parts(fn, run_name),
+            "items": digest(items)[:16],
+            "n_items": data.n,
+            "batch_size": batch_size,
+            "budget_bytes": budget_bytes,
+            "on_error": on_error,
+            "check_nan": check_nan,
+            "batched": batched,
+            "min_batch_size": min_batch_size,
+        }
+        journal = Journal.open(checkpoint, parts)
+    if journal is not None and journal.records:
+        known = any(h.get("treedef") is not None for h, _ in journal.records)
+        treedef = None if known else _output_treedef(runner, data)  # no retrace when stored
+        state.restore(journal.records, treedef, retry_failed=retry_failed)
     else:
         state.size = _initial_size(runner, data, batch_size, budget_bytes)
         if data.n and state.size == 0:
@@ -241,16 +340,23 @@ def run_batches(
         data,
         state,
         on_error=on_error,
-        checkpoint=checkpoint,
-        parts=parts,
+        journal=journal,
         progress=progress,
         budget_bytes=budget_bytes,
     )
 
 
-def _code_digest(fn: Callable) -> str | None:
-    code = getattr(getattr(fn, "__wrapped__", fn), "__code__", None)
-    return None if code is None else digest([np.frombuffer(code.co_code, np.uint8)])[:16]
+def _fn_parts(fn: Callable, run_name: str | None) -> dict[str, str]:
+    if run_name is not None:
+        return {"run_name": run_name}
+    try:
+        return fn_fingerprint_parts(fn)
+    except Unfingerprintable as e:
+        raise CheckpointError(
+            f"`fn` cannot be fingerprinted for the checkpoint ({e}), so a resume could not tell "
+            f"whether it is the same function. Name the run instead: run_batches(..., "
+            f"checkpoint=..., run_name='my-run-v1'), and change the name when fn changes."
+        ) from e
 
 
 def _output_treedef(runner: _Runner, data: Items):
@@ -272,14 +378,32 @@ def _initial_size(runner: _Runner, data: Items, batch_size, budget_bytes) -> int
     return answer
 
 
+def _after_oom(state: RunState, size: int, minimum: int) -> int:
+    """The next size after ``size`` ran out of memory (halve, or bisect above the last success)."""
+    if size <= state.ok_size:  # memory got tighter than when ok_size ran: forget it
+        state.ok_size = 0
+    state.fail_size = size if state.fail_size is None else min(state.fail_size, size)
+    nxt = (state.ok_size + size) // 2 if state.ok_size else size // 2
+    return max(nxt, minimum, state.ok_size)
+
+
+def _after_success(state: RunState, size: int) -> int:
+    """The next size after a batch of ``size`` ran: probe halfway to the smallest failure."""
+    state.ok_size = size
+    if state.fail_size is not None and state.fail_size <= size:
+        state.fail_size = None
+    if state.fail_size is not None and state.fail_size - size > 1:
+        return (size + state.fail_size) // 2
+    return size
+
+
 def _loop(
     runner: _Runner,
     data: Items,
     state: RunState,
     *,
     on_error,
-    checkpoint,
-    parts,
+    journal,
     progress,
     budget_bytes,
 ) -> RunResult:
@@ -297,18 +421,22 @@ def _loop(
         disable=not progress or quiet,
     )
     with _InterruptFlag() as flag, bar:
-        while state.position < data.n:
+        while state.position < data.n or state.retry:
             if flag.set:
                 state.stop_reason = "interrupted (Ctrl-C): stopped after the last finished batch"
                 break
             size, idx_start = state.size, state.position
-            idx, skipped, end = data.window(state.position, size)
+            if state.retry:  # items that failed before a resume: run them again first
+                idx, skipped, end = state.retry[:size], [], state.position
+            else:
+                idx, skipped, end = data.window(state.position, size)
             failures = [Failure(i, "bad item", data.bad[i]) for i in skipped]
             found = []
             b0 = time.perf_counter()
             if idx:
                 try:
-                    found = [(idx, *runner.run(idx, size))]
+                    found, errors = runner.attempt(idx, size, not state.chunks)
+                    failures += errors
                 except _OutOfMemory as e:
                     state.batches.append(
                         BatchLog(idx[0], size, len(idx), e.kind, time.perf_counter() - b0)
@@ -318,29 +446,39 @@ def _loop(
                         if on_error == "raise":
                             raise BatchMemoryError(now()) from e
                         break
-                    state.size, state.retries = (
-                        max(size // 2, runner.min_batch_size),
-                        state.retries + 1,
-                    )
+                    state.size = _after_oom(state, size, runner.min_batch_size)
+                    state.retries += 1
                     continue
                 except KeyboardInterrupt:
                     state.stop_reason = (
                         "interrupted (KeyboardInterrupt) during a batch; that batch is not kept"
                     )
                     break
-                except Exception as e:
-                    runner.bisect(idx, e, found, failures)
+                except _FnBug as e:
+                    raise BatchFnError(now(), str(e)) from (e.__cause__ or e)
                 if runner.check_nan:
                     found, nan_failures = _split_nan(found)
                     failures += nan_failures
+            retried = state.retry[: len(idx)] if state.retry else []
+            state.retry = state.retry[len(idx) :]
             status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
-            state.add(found, failures)
+            state.add(found, failures, retried)
             state.batches.append(
-                BatchLog(state.position, size, len(idx), status, time.perf_counter() - b0)
+                BatchLog(idx[0] if retried else state.position, size, len(idx), status,
+                         time.perf_counter() - b0)
             )
             state.position = end
-            if checkpoint is not None:
-                save_checkpoint(checkpoint, *state.to_checkpoint(), parts)
+            if idx:
+                state.size = _after_success(state, size)
+            if journal is not None:
+                try:
+                    journal.append(*state.record(found, failures, retried))
+                except OSError as e:
+                    state.stop_reason = (
+                        f"checkpoint write failed ({e.strerror or e}); the checkpoint keeps the "
+                        f"batches before this one, and this result holds everything computed"
+                    )
+                    break
             bar.update(end - idx_start)
             if failures and on_error == "raise":
                 raise BatchItemError(now(), sorted(failures)[0])
@@ -365,4 +503,4 @@ def _split_nan(found):
     return kept, failures
 
 
-__all__ = ["RunResult", "is_out_of_memory", "run_batches"]
+__all__ = ["BatchFnError", "RunResult", "is_interrupt", "is_out_of_memory", "run_batches"]

@@ -4,19 +4,24 @@ When one device is not enough, the batch axis is laid out over a mesh of
 devices: ``jax.make_mesh((n,), ("batch",))``, a
 ``NamedSharding(mesh, PartitionSpec("batch"))`` that puts rows
 ``[i * B/n, (i+1) * B/n)`` on device ``i``, and ``jax.jit``, which
-compiles one program per device and inserts the communication a
-reduction over the batch needs. Each device holds ``B/n`` rows, so the
-compiled per-device memory falls with ``n`` (XLA's memory analysis of
-the partitioned program is per device).
+compiles ONE program for the whole mesh (SPMD: single program, multiple
+data), partitions it, and runs the same partitioned program on every
+device, each on its own shard, with the communication a reduction over the
+batch needs inserted by the partitioner. Each device holds ``B/n`` rows,
+so the compiled per-device memory falls with ``n`` (XLA's memory analysis
+of the partitioned program is per device).
 
 A batch that ``n`` does not divide cannot be laid out evenly. It is never
 silently dropped: :func:`shard_batch` pads it to the next multiple of
 ``n`` and returns a mask that is ``False`` on the padding rows; reductions
 use the mask, per-item results are cut back with :meth:`ShardedBatch.unpad`.
 
-On many GPUs of one host the same code runs unchanged. Across hosts, call
-``jax.distributed.initialize()`` first on every host; ``jax.devices()``
-then lists every host's devices and the same mesh spans them all.
+Several processes (hosts): after ``jax.distributed.initialize()`` in every
+process (:func:`batchlab.distributed.initialize`), ``jax.devices()`` lists
+every process's devices and one mesh spans them. Each process then passes
+only ITS rows to :func:`shard_batch`, which builds the global array with
+``jax.make_array_from_process_local_data``; every process pads its rows to
+the same count, so uneven per-process counts are padded and masked too.
 """
 
 from __future__ import annotations
@@ -47,6 +52,13 @@ class ShardedBatch:
     mask: jax.Array
     n_items: int
     sharding: NamedSharding
+    #: several processes: the real rows each process fed, and the global row where they start
+    process_items: tuple[int, ...] = ()
+    process_starts: tuple[int, ...] = ()
+
+    @property
+    def n_processes(self) -> int:
+        return max(1, len(self.process_items))
 
     @property
     def n_devices(self) -> int:
@@ -73,6 +85,12 @@ class ShardedBatch:
         if self.n_padding == 0:
             return result
         whole = NamedSharding(self.sharding.mesh, PartitionSpec())
+        if self.process_items:  # each process's padding sits after its own rows
+            keep = np.concatenate(
+                [s + np.arange(n) for s, n in zip(self.process_starts, self.process_items)]
+            )
+            gather = jax.jit(lambda r: r, out_shardings=whole)  # every row to every process
+            return jax.tree_util.tree_map(lambda r: gather(r)[keep], result)
 
         def cut(r: Any) -> Any:
             if isinstance(r, jax.Array):
@@ -82,9 +100,12 @@ class ShardedBatch:
         return jax.tree_util.tree_map(cut, result)
 
     def __repr__(self) -> str:
+        where = f"{self.n_devices} device(s)"
+        if self.process_items:
+            where += f" of {self.n_processes} processes (rows fed {list(self.process_items)})"
         return (
-            f"ShardedBatch({self.n_items} items + {self.n_padding} padding over {self.n_devices} "
-            f"device(s), {self.items_per_device} rows per device, spec {self.sharding.spec})"
+            f"ShardedBatch({self.n_items} items + {self.n_padding} padding over {where}, "
+            f"{self.items_per_device} rows per device, spec {self.sharding.spec})"
         )
 
     def _repr_html_(self) -> str:
@@ -92,6 +113,7 @@ class ShardedBatch:
             ("items", self.n_items),
             ("padding rows (mask False)", self.n_padding),
             ("devices", self.n_devices),
+            ("processes", self.n_processes),
             ("rows per device", self.items_per_device),
             ("PartitionSpec", str(self.sharding.spec)),
         ]
@@ -127,8 +149,18 @@ def shard_batch(
     ``jax.device_put(leaf, NamedSharding(mesh, PartitionSpec(axis_name)))``:
     device ``i`` holds rows ``[i * B/n, (i + 1) * B/n)``; other axes are whole.
 
+    When the mesh spans several processes (after ``jax.distributed.initialize``),
+    every process calls this with only its own rows (any count, also 0);
+    the global batch is their concatenation in mesh order (process order
+    for ``jax.make_mesh``). The processes exchange their row counts
+    (``multihost_utils.process_allgather``), each pads its rows to the same
+    count (a multiple of its device count), and every leaf becomes one global
+    array through ``jax.make_array_from_process_local_data``. Padding then sits
+    after each process's rows; ``mask`` and :meth:`ShardedBatch.unpad` know where.
+
     Args:
-      x: an array ``[batch, ...]`` or a pytree of arrays sharing the batch size.
+      x: an array ``[batch, ...]`` or a pytree of arrays sharing the batch size
+        (several processes: this process's rows).
       mesh: a ``jax.sharding.Mesh``; ``None``: all devices on one axis named ``axis_name``.
       axis_name: the mesh axis the batch is split over.
       pad_value: the value of the padding rows (the mask excludes them).
@@ -139,7 +171,9 @@ def shard_batch(
     Raises:
       TypeError: ``mesh`` is not a Mesh, ``axis_name`` not a str, a leaf not an array.
       ValueError: ``axis_name`` not in the mesh; a leaf without a batch axis;
-        leaves with different batch sizes.
+        leaves with different batch sizes; several processes: the processes'
+        leaves differ in shape or dtype beyond the batch axis, or the mesh does
+        not give every process a contiguous block of the batch axis.
 
     Example:
       >>> import jax.numpy as jnp
@@ -167,6 +201,8 @@ def shard_batch(
             "the same leading (batch) axis."
         )
     n_items = next(iter(sizes.values()))
+    if any(d.process_index != jax.process_index() for d in mesh.devices.flat):
+        return _shard_process_local(leaves, treedef, n_items, mesh, axis_name, pad_value)
     n_devices = int(mesh.shape[axis_name])
     padded = -(-n_items // n_devices) * n_devices
     sharding = NamedSharding(mesh, PartitionSpec(axis_name))
@@ -182,9 +218,79 @@ def shard_batch(
     return ShardedBatch(values, mask, n_items, sharding)
 
 
+def _process_blocks(sharding: NamedSharding, n_devices: int) -> dict[int, list[int]]:
+    """Which blocks of the batch axis (one per mesh position) each process's devices hold."""
+    blocks: dict[int, set[int]] = {}
+    for device, index in sharding.devices_indices_map((n_devices,)).items():
+        blocks.setdefault(device.process_index, set()).add(index[0].start)
+    ordered = {p: sorted(b) for p, b in sorted(blocks.items(), key=lambda kv: min(kv[1]))}
+    sizes = {len(b) for b in ordered.values()}
+    contiguous = all(b == list(range(b[0], b[0] + len(b))) for b in ordered.values())
+    if len(ordered) != jax.process_count() or len(sizes) != 1 or not contiguous:
+        raise ValueError(
+            f"the mesh must give each of the {jax.process_count()} processes an equal, contiguous "
+            f"block of the `axis_name` axis; its processes hold blocks {ordered}. Build it from all "
+            "devices in process order, e.g. jax.make_mesh((jax.device_count(),), ('batch',))."
+        )
+    return ordered
+
+
+def _shard_process_local(
+    leaves: list, treedef: Any, n_local: int, mesh: Mesh, axis_name: str, pad_value: float
+) -> ShardedBatch:
+    """:func:`shard_batch` over a mesh spanning several processes; ``leaves`` are this process's rows."""
+    import zlib
+
+    from jax.experimental import multihost_utils
+
+    sharding = NamedSharding(mesh, PartitionSpec(axis_name))
+    n_devices = int(mesh.shape[axis_name])
+    blocks = _process_blocks(sharding, n_devices)
+    hosts = [np.asarray(leaf) for _, leaf in leaves]
+    layout = repr([(h.shape[1:], h.dtype.str) for h in hosts]).encode()
+    table = np.asarray(
+        multihost_utils.process_allgather(np.array([n_local, zlib.crc32(layout)], np.int64))
+    ).reshape(jax.process_count(), 2)
+    if len(set(table[:, 1].tolist())) > 1:
+        raise ValueError(
+            "the processes passed leaves of different shapes or dtypes beyond the batch axis (this "
+            f"process: {layout.decode()}); every process must feed rows of the same layout."
+        )
+    per_block = max(1, -(-int(table[:, 0].max()) // len(blocks[jax.process_index()])))
+    local_rows = per_block * len(blocks[jax.process_index()])
+
+    def place(host: np.ndarray, fill: Any = pad_value) -> jax.Array:
+        widths = [(0, local_rows - n_local)] + [(0, 0)] * (host.ndim - 1)
+        local = np.pad(host, widths, constant_values=fill)
+        return jax.make_array_from_process_local_data(
+            sharding, local, (n_devices * per_block, *host.shape[1:])
+        )
+
+    values = jax.tree_util.tree_unflatten(treedef, [place(h) for h in hosts])
+    mask = place(np.ones(n_local, bool), fill=False)
+    return ShardedBatch(
+        values,
+        mask,
+        int(table[:, 0].sum()),
+        sharding,
+        process_items=tuple(int(n) for n in table[:, 0]),
+        process_starts=tuple(blocks[p][0] * per_block for p in range(jax.process_count())),
+    )
+
+
 def replicate(tree: Any, mesh: Mesh) -> Any:
-    """Places parameters shared by every item whole on every device of ``mesh`` (``PartitionSpec()``)."""
-    return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
+    """Places parameters shared by every item whole on every device of ``mesh`` (``PartitionSpec()``).
+
+    Several processes: every process passes the same values; an array already
+    replicated over another multi-process mesh is re-placed from its local copy.
+    """
+
+    def local(a: Any) -> Any:
+        if isinstance(a, jax.Array) and not a.is_fully_addressable and a.is_fully_replicated:
+            return np.asarray(a)
+        return a
+
+    return jax.device_put(jax.tree_util.tree_map(local, tree), NamedSharding(mesh, PartitionSpec()))
 
 
 @dataclass(frozen=True)
@@ -277,6 +383,7 @@ def measure_scaling(
 
     check_callable(fn)
     devices = list(jax.devices() if devices is None else devices)
+    n_proc = jax.process_count()
     for n in device_counts:
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(devices):
             raise ValueError(
@@ -284,10 +391,18 @@ def measure_scaling(
                 f"counts from 1 to {len(devices)} (on CPU, simulate more with "
                 "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts)."
             )
-    reference = jax.device_get(jax.jit(fn)(x, *params))  # one device, no padding
+        if n % n_proc:
+            raise ValueError(
+                f"`device_counts` holds {n}, which the {n_proc} processes cannot share evenly; "
+                f"with several processes every count must be a multiple of {n_proc} (each "
+                "process feeds its rows to its share of the devices)."
+            )
+    # one device, no padding; several processes: every process's rows gathered first
+    whole = _gather_rows(x) if n_proc > 1 else x
+    reference = jax.device_get(jax.jit(fn)(whole, *params))
     points = []
     for n in device_counts:
-        mesh = jax.make_mesh((n,), ("batch",), devices=devices[:n])
+        mesh = jax.make_mesh((n,), ("batch",), devices=_take_devices(devices, n, n_proc))
         sb = shard_batch(x, mesh)
         shared = replicate(params, mesh)
         m = measure(fn, sb.values, *shared, repeat=repeat)
@@ -307,5 +422,35 @@ def measure_scaling(
                 bool(same),
             )
         )
-    n_items = int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])
+    n_items = int(np.shape(jax.tree_util.tree_leaves(whole)[0])[0])
     return Scaling(n_items, tuple(points))
+
+
+def _take_devices(devices: list, n: int, n_proc: int) -> list:
+    """The first ``n`` devices; several processes: the first ``n / n_proc`` of each, in process order."""
+    if n_proc == 1:
+        return devices[:n]
+    by_process: dict[int, list] = {}
+    for d in devices:
+        by_process.setdefault(d.process_index, []).append(d)
+    return [d for p in sorted(by_process) for d in by_process[p][: n // n_proc]]
+
+
+def _gather_rows(x: Any) -> Any:
+    """Every process's rows of ``x``, concatenated in process order, on every process (host arrays)."""
+    from jax.experimental import multihost_utils
+
+    counts = np.asarray(multihost_utils.process_allgather(np.int64(_leading(x)))).reshape(-1)
+    most = int(counts.max())
+
+    def gather(leaf: Any) -> np.ndarray:
+        host = np.asarray(leaf)
+        padded = np.pad(host, [(0, most - host.shape[0])] + [(0, 0)] * (host.ndim - 1))
+        every = np.asarray(multihost_utils.process_allgather(padded, tiled=True))
+        return np.concatenate([every[i * most : i * most + c] for i, c in enumerate(counts)])
+
+    return jax.tree_util.tree_map(gather, x)
+
+
+def _leading(x: Any) -> int:
+    return int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])

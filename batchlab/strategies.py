@@ -1,20 +1,26 @@
-"""Five ways to run a per-item function over a batch, all giving ``jax.vmap``'s answer.
+"""Six ways to run a per-item function over a batch, all a drop-in for ``jax.vmap``.
 
-* ``"loop"``: a Python loop, each item through a jitted ``fn``, then a
-  stack. The naive baseline. Under ``jax.jit`` (as :func:`batchlab.measure`
-  runs it) the loop *unrolls*: XLA compiles one copy of ``fn`` per item.
+* ``"loop"``: the loop people write, eager: a jitted ``fn`` called once per
+  item from Python, then a stack (one dispatch per item). Under an outer
+  ``jax.jit`` (as :func:`batchlab.measure` runs it) the loop *unrolls*:
+  XLA compiles one copy of ``fn`` per item.
 * ``"vmap"``: ``jax.vmap`` over the whole batch: one vectorized program.
 * ``"map"``: ``jax.lax.map``: a sequential loop inside XLA, one item at a
   time (``batch_size=k`` uses ``lax.map``'s own chunking).
 * ``"chunked"``: ``vmap`` over chunks of ``batch_size`` items, a sequential
-  ``lax.map`` over the full chunks, and one ``vmap`` over the remainder, in
-  one ``jit``: the remainder is never padded and a call with the same shapes
-  never recompiles. Temp memory scales with the chunk, not the batch.
-* ``"manual"``: ``fn`` is already written for a whole batch (an einsum, a
-  matmul); used as-is, for the "is vmap as fast as hand-batched" question.
+  ``lax.map`` over the full chunks and one ``vmap`` over the remainder, in
+  one ``jit``. Temp memory scales with the chunk, not the batch.
+* ``"host"``: chunks dispatched from Python: one jitted ``vmap`` per chunk
+  (one program for the full chunks, one for the remainder), concatenated
+  (:mod:`batchlab.host_chunks`). vmap's speed, one chunk's temp memory, one
+  dispatch per chunk; refuses to run inside ``jax.jit``.
+* ``"manual"``: ``fn`` is already written for a whole batch; used as-is.
 
-Mapped axes are moved to the front, the strategy maps over axis 0, and each
-output's batch axis is moved to its ``out_axes``, exactly as ``jax.vmap``.
+As in ``jax.vmap``: keyword arguments are mapped along axis 0; unmapped
+values that are not JAX arrays (Python numbers, numpy arrays, functions,
+strings) reach ``fn`` untouched; ``in_axes``/``out_axes`` may be negative,
+None, or prefix trees. :mod:`batchlab._in_program` holds the one-call
+strategies.
 """
 
 from __future__ import annotations
@@ -24,103 +30,47 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
-from ._axes_spec import BatchAxisError, Resolved, _is_axis_leaf, resolve
+from ._axes_spec import BatchAxisError, _check_axis_types, _is_axis_leaf, resolve
+from ._batch_args import split
 from ._checks import check_callable, check_positive_int
 from ._compile import function_name
+from ._in_program import eager_loop_program, whole_batch_program
+from .host_chunks import HostPlan, host_program, plan_call
 
-STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "manual")
-
-
-def _split(res: Resolved, args: tuple) -> tuple[list, Callable[[list], tuple]]:
-    """Mapped leaves moved to axis 0, and a function rebuilding one item's arguments."""
-    leaves = jax.tree_util.tree_leaves(args)
-    mapped_idx = [k for k, lf in enumerate(res.leaves) if lf.axis is not None]
-    front = [jnp.moveaxis(jnp.asarray(leaves[k]), res.leaves[k].axis, 0) for k in mapped_idx]
-
-    def rebuild(items: list) -> tuple:
-        full = list(leaves)
-        for k, x in zip(mapped_idx, items, strict=False):
-            full[k] = x
-        return jax.tree_util.tree_unflatten(res.treedef, full)
-
-    return front, rebuild
+STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
+_CHUNKED = ("chunked", "host")
+_CACHE_SIZE = 64
 
 
-def _place_outputs(out: Any, out_axes: Any) -> Any:
-    """Stacked outputs (batch on axis 0) -> batch axis at ``out_axes`` (None: item 0)."""
-    spec_def = jax.tree_util.tree_structure(out_axes, is_leaf=_is_axis_leaf)
-    subtrees = spec_def.flatten_up_to(out)
-    placed = []
-    for ax, sub in zip(
-        jax.tree_util.tree_leaves(out_axes, is_leaf=_is_axis_leaf), subtrees, strict=False
-    ):
-        placed.append(
-            jax.tree_util.tree_map(
-                lambda y, ax=ax: y[0] if ax is None else jnp.moveaxis(y, 0, ax), sub
-            )
+def _check_axes(in_axes: Any, out_axes: Any) -> None:
+    """Axis specs with the wrong types: TypeError now, as jax.vmap raises (at call time)."""
+    if isinstance(in_axes, dict):
+        raise TypeError(
+            f"`in_axes` must be an int, None, or a tuple with one entry per positional argument "
+            f"(jax.vmap raises the same TypeError), got the dict {in_axes!r}. A dict of axes "
+            f"belongs inside the tuple, for a dict argument: in_axes=({in_axes!r},)."
         )
-    return jax.tree_util.tree_unflatten(spec_def, placed)
-
-
-def _chunked(item: Callable, xs: list, n: int, k: int) -> Any:
-    """vmap over chunks of ``k`` (sequential lax.map over full chunks) + one vmap for the rest."""
-    full, rest = divmod(n, k)
-    vitem = jax.vmap(item)
-    parts = []
-    if full:
-        head = [x[: full * k].reshape((full, k, *x.shape[1:])) for x in xs]
-        out = jax.lax.map(vitem, head)
-        parts.append(jax.tree_util.tree_map(lambda y: y.reshape((full * k, *y.shape[2:])), out))
-    if rest:
-        parts.append(vitem([x[full * k :] for x in xs]))
-    if len(parts) == 1:
-        return parts[0]
-    return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), *parts)
-
-
-def _run(
-    fn: Callable,
-    strategy: str,
-    batch_size: int | None,
-    out_axes: Any,
-    res: Resolved,
-    args: tuple,
-    item_jit: Callable | None = None,
-) -> Any:
-    front, rebuild = _split(res, args)
-    call = item_jit or fn
-
-    def item(xs: list) -> Any:
-        return call(*rebuild(list(xs)))
-
-    if strategy == "loop":
-        outs = [item([x[i] for x in front]) for i in range(res.batch_size)]
-        stacked = jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *outs)
-    elif strategy == "map":
-        stacked = jax.lax.map(item, front, batch_size=batch_size)
-    else:
-        stacked = _chunked(item, front, res.batch_size, batch_size)
-    return _place_outputs(stacked, out_axes)
+    _check_axis_types(in_axes, "in_axes")
+    _check_axis_types(out_axes, "out_axes")
 
 
 def _check_strategy(strategy: Any, batch_size: Any, in_axes: Any, out_axes: Any) -> int | None:
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got strategy={strategy!r}.")
-    if strategy == "chunked":
+    if strategy in _CHUNKED:
         if batch_size is None:
             raise ValueError(
-                "`batch_size` is required for strategy='chunked': the number of items per chunk "
-                "(e.g. batch_size=32); smaller chunks use less memory, larger ones run faster."
+                f"`batch_size` is required for strategy={strategy!r}: the number of items per "
+                "chunk (e.g. batch_size=32); smaller chunks use less memory, larger ones run faster."
             )
         return check_positive_int(batch_size, "batch_size")
     if strategy == "map":
         return check_positive_int(batch_size, "batch_size", allow_none=True)
     if batch_size is not None:
         raise ValueError(
-            f"`batch_size` only applies to strategy='chunked' or 'map', got batch_size={batch_size!r} "
-            f"with strategy={strategy!r}; drop it or pick a chunked strategy."
+            f"`batch_size` only applies to strategy='chunked', 'host' or 'map', got "
+            f"batch_size={batch_size!r} with strategy={strategy!r}; drop it or pick a chunked strategy."
         )
     if strategy == "manual" and (in_axes != 0 or out_axes != 0):
         raise ValueError(
@@ -130,6 +80,28 @@ def _check_strategy(strategy: Any, batch_size: Any, in_axes: Any, out_axes: Any)
     return None
 
 
+def _check_axis_options(strategy: str, axis_size: Any, axis_name: Any, spmd_axis_name: Any) -> None:
+    if axis_size is not None:
+        check_positive_int(axis_size, "axis_size")
+    if strategy == "vmap":
+        return
+    for option, value in (("axis_name", axis_name), ("spmd_axis_name", spmd_axis_name)):
+        if value is not None:
+            raise ValueError(
+                f"`{option}` names the batch axis for collectives (jax.lax.psum, pmean, all_gather) "
+                f"over ALL items; strategy={strategy!r} runs the items one at a time or in chunks, "
+                f"so a collective would see one item or one chunk and give a wrong answer. Use "
+                f"strategy='vmap' with {option}={value!r}, or reduce outside: batch(fn, "
+                f"strategy={strategy!r}, ...)(xs).sum(0)."
+            )
+    if strategy == "manual" and axis_size is not None:
+        raise ValueError("`axis_size` does not apply to strategy='manual' (fn sees the whole batch).")
+
+
+def _static_ranks(mapped: list, shared: list) -> tuple:
+    return tuple(len(getattr(x, "shape", ())) for x in (*mapped, *shared))
+
+
 def batch(
     fn: Callable,
     *,
@@ -137,30 +109,42 @@ def batch(
     batch_size: int | None = None,
     in_axes: Any = 0,
     out_axes: Any = 0,
+    axis_size: int | None = None,
+    axis_name: Any = None,
+    spmd_axis_name: Any = None,
 ) -> Callable:
     """Turns a per-item function into a batched one, with a chosen strategy.
 
     Every strategy returns what ``jax.vmap(fn, in_axes, out_axes)`` returns
-    (to float tolerance), for any batch size: a remainder that ``batch_size``
-    does not divide, a batch of one, an empty batch (computed by ``vmap``:
-    there is no work to schedule), pytrees in and out.
+    (to float tolerance) and accepts what it accepts: keyword arguments
+    (mapped along axis 0 of every leaf, as in vmap), pytrees in and out,
+    unmapped Python values, numpy arrays, functions or strings (passed to
+    ``fn`` untouched), a remainder that ``batch_size`` does not divide, a
+    batch of one, an empty batch (computed by ``vmap``: no work to schedule).
 
     Args:
       fn: the per-item function (for ``"manual"``: the hand-batched function).
-      strategy: ``"loop"``, ``"vmap"``, ``"map"``, ``"chunked"`` or ``"manual"``.
-      batch_size: items per chunk; required for ``"chunked"``, optional for
-        ``"map"`` (``jax.lax.map(batch_size=)``), not allowed otherwise.
+      strategy: ``"loop"``, ``"vmap"``, ``"map"``, ``"chunked"``, ``"host"`` or
+        ``"manual"``.
+      batch_size: items per chunk; required for ``"chunked"`` and ``"host"``,
+        optional for ``"map"`` (``jax.lax.map(batch_size=)``), not allowed otherwise.
       in_axes: as in ``jax.vmap`` (ints, negative ints, None, per-argument
-        tuples, pytrees of those).
+        tuples, pytree prefixes of those); keyword arguments use axis 0.
       out_axes: as in ``jax.vmap``.
+      axis_size: as in ``jax.vmap`` (needed only when no argument is mapped).
+      axis_name, spmd_axis_name: as in ``jax.vmap``; only with ``"vmap"``:
+        a collective under another strategy would see one chunk, not the batch.
 
     Returns:
-      ``batched(*args)``, checking the batch axes before tracing. It carries
-      ``.fn``, ``.strategy`` and ``.batch_size``.
+      ``batched(*args, **kwargs)``, checking the batch axes before tracing. It
+      carries ``.fn``, ``.strategy`` and ``.batch_size``; with ``"host"``,
+      ``.plan(*args)`` returns a :class:`~batchlab.host_chunks.HostPlan`.
 
     Raises:
       ValueError: unknown ``strategy``; ``batch_size`` missing, below 1 or
-        given where it does not apply; in_axes/out_axes with ``"manual"``.
+        given where it does not apply; in_axes/out_axes with ``"manual"``;
+        ``axis_name``/``spmd_axis_name`` with a strategy other than ``"vmap"``.
+      TypeError: a dict ``in_axes`` or an axis that is not an int or None.
       BatchAxisError: (when called) axes that do not fit the arguments.
 
     Example:
@@ -168,38 +152,76 @@ def batch(
       >>> f = batch(lambda x, w: x @ w, strategy="chunked", batch_size=4, in_axes=(0, None))
       >>> f(jnp.ones((10, 3)), jnp.ones((3, 2))).shape   # 2 chunks of 4, a remainder of 2
       (10, 2)
+      >>> batch(lambda x, n: x[:n], strategy="host", batch_size=4, in_axes=(0, None))(
+      ...     jnp.ones((10, 3)), 2).shape                # n reaches fn as the Python int 2
+      (10, 2)
     """
     check_callable(fn)
+    _check_axes(in_axes, out_axes)
     batch_size = _check_strategy(strategy, batch_size, in_axes, out_axes)
+    _check_axis_options(strategy, axis_size, axis_name, spmd_axis_name)
     name = f"{strategy}({function_name(fn)})"
-    item_jit = jax.jit(fn) if strategy == "loop" else None
+    vmapped = jax.vmap(
+        fn, in_axes, out_axes, axis_name=axis_name, axis_size=axis_size, spmd_axis_name=spmd_axis_name
+    )
+    programs: dict[tuple, Callable] = {}
 
-    def core(*args: Any) -> Any:
-        res = resolve(fn, args, in_axes)
-        return _run(fn, strategy, batch_size, out_axes, res, args, item_jit)
-
-    jitted_core = jax.jit(core) if strategy in ("map", "chunked") else core
+    def program_for(args: tuple, kwargs: dict) -> tuple:
+        res = resolve(fn, args, in_axes, kwargs, allow_static=True, axis_size=axis_size)
+        if strategy == "vmap" or res.batch_size == 0:
+            return None, None, res, [], []
+        if not any(lf.axis is not None for lf in res.leaves):
+            return None, None, res, [], []
+        sp, mapped, shared = split(res, args, kwargs)
+        key = (sp.key, _static_ranks(mapped, shared))
+        if key not in programs:
+            if out_axes != 0:  # JAX's own out_axes errors (None for a batched output, bounds, tree)
+                jax.eval_shape(
+                    lambda m, s: jax.vmap(lambda xs: sp.call(fn, xs, s), in_axes=(list(sp.axes),),
+                                          out_axes=out_axes)(m),
+                    mapped,
+                    shared,
+                )
+            if strategy == "loop":
+                program = eager_loop_program(fn, out_axes, sp)
+            elif strategy == "host":
+                program = host_program(fn, batch_size, out_axes, sp)
+            else:
+                program = whole_batch_program(fn, strategy, batch_size, out_axes, sp)
+            if len(programs) >= _CACHE_SIZE:
+                programs.pop(next(iter(programs)))
+            programs[key] = (program, sp)
+        program, sp = programs[key]
+        return program, sp, res, mapped, shared
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            raise TypeError(
-                f"pass the batched function's arguments positionally (in_axes refers to positions), "
-                f"got keyword(s) {sorted(kwargs)}."
-            )
         if strategy == "manual":
-            return fn(*args)
-        res = resolve(fn, args, in_axes)  # raises BatchAxisError before tracing
-        if strategy == "vmap" or res.batch_size == 0:
-            return jax.vmap(fn, res.in_axes, out_axes)(*args)
-        if any(ax is None for ax in jax.tree_util.tree_leaves(out_axes, is_leaf=_is_axis_leaf)):
-            from .axes import resolve_out_axes
+            return fn(*args, **kwargs)
+        program, _, _, mapped, shared = program_for(args, kwargs)  # BatchAxisError before tracing
+        if program is None:
+            return vmapped(*args, **kwargs)
+        return program(mapped, shared)
 
-            resolve_out_axes(fn, res, out_axes)  # None only for outputs with no batch axis
-        return jitted_core(*args)
+    def plan(*args: Any, **kwargs: Any) -> HostPlan:
+        """What ``"host"`` does for this call: chunks, programs, dispatches, XLA's plan per step."""
+        if strategy != "host":
+            raise ValueError(f"`plan` describes strategy='host' only; this is strategy={strategy!r}.")
+        program, sp, res, mapped, shared = program_for(args, kwargs)
+        if program is None:
+            raise ValueError("`plan` needs a non-empty mapped batch; this call maps no items.")
+        return plan_call(program, sp, mapped, shared, res.batch_size, batch_size)
 
     batched.__name__ = batched.__qualname__ = name
+    batched.__doc__ = (
+        f"Batched version of {function_name(fn)} (batchlab.batch, strategy={strategy!r}"
+        f"{f', batch_size={batch_size}' if batch_size else ''}): takes the arguments of "
+        f"{function_name(fn)} with an extra batch axis (in_axes={in_axes!r}; keyword arguments on "
+        f"axis 0) and returns its outputs with the batch axis at out_axes={out_axes!r}, as "
+        f"jax.vmap(fn, in_axes, out_axes) would.\n\nOriginal documentation:\n\n{fn.__doc__ or ''}"
+    )
     batched.fn, batched.strategy, batched.batch_size = fn, strategy, batch_size  # type: ignore[attr-defined]
+    batched.plan = plan  # type: ignore[attr-defined]
     return batched
 
 

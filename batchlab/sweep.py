@@ -125,7 +125,16 @@ def sweep(
     """
     check_callable(fn)
     check_callable(make_args, "make_args")
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(
+            f"`values` must be a list of values to sweep (e.g. values=[1, 2, 4, 8]), got "
+            f"{type(values).__name__} {values!r:.40}; for one value pass [{values!r:.20}]."
+        )
     values = list(values)
+    if not values:
+        raise ValueError("`values` is empty: give at least one value to sweep, e.g. [1, 2, 4].")
+    if not isinstance(parameter, str):
+        raise TypeError(f"`parameter` must be a string (a name for tables), got {parameter!r}.")
 
     result = Sweep(name=getattr(fn, "__name__", "fn"), parameter=parameter)
     iterator = values

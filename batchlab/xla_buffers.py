@@ -48,6 +48,23 @@ _ALLOC = re.compile(r"^allocation (\d+): size (\d+)(.*):$")
 _VALUE = re.compile(r"^ value: <(\d+) (\S+) @\d+> \(size=(\d+),offset=(\d+)\): (.*)$")
 _RANGE = re.compile(r"^\s+(\S+):(\d+)-(\d+)$")
 _STEP = re.compile(r"^\s+(\d+):(\S+)$")
+_OP_NAME = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+) = .*?metadata=\{[^}]*?op_name=\"([^\"]+)\"")
+
+
+def parse_op_names(hlo_text: str) -> dict[str, str]:
+    """Instruction name -> the jaxpr op it came from (the last part of HLO ``metadata.op_name``).
+
+    The entry computation is printed last, so its names win over nested ones.
+
+    Example:
+      >>> parse_op_names('  %wrapped_tanh = f32[8]{0} fusion(%x), metadata={op_name="jit(f)/tanh" stack_frame_id=1}')
+      {'wrapped_tanh': 'tanh'}
+    """
+    names = {}
+    for line in hlo_text.splitlines():
+        if m := _OP_NAME.match(line):
+            names[m.group(1)] = m.group(2).rsplit("/", 1)[-1]
+    return names
 
 
 class XlaValue(NamedTuple):
@@ -132,7 +149,44 @@ class BufferAssignment:
     allocations: tuple[XlaAllocation, ...]
     sequence: tuple[str, ...]
     backend: str
+    op_names: tuple[tuple[str, str], ...] = ()  # instruction -> jaxpr op (HLO metadata)
     source: str = SOURCE
+
+    def label(self, name: str) -> str:
+        """A value's name with the jaxpr op it came from: ``"wrapped_tanh (tanh)"``."""
+        base = name.replace("{}", "").split("{")[0]
+        op = dict(self.op_names).get(base)
+        return f"{base} ({op})" if op and op != base else base
+
+    def heap_peak(self, kinds: Sequence[str] = ("temp",)) -> int:
+        """Most bytes of values of ``kinds`` live at one step of XLA's order (XLA's live ranges).
+
+        A value is live from the step that defines it to its last use, both
+        included: an instruction holds its operands and its output at once.
+        The allocation XLA plans (:attr:`temp_bytes`) is at least this.
+        """
+        values = [v for a in self.allocations_of(*kinds) for v in a.values if v.start is not None]
+        steps = {t for v in values for t in (v.start, v.end)}
+        return max(
+            (sum(v.size for v in values if v.start <= t <= v.end) for t in steps), default=0
+        )
+
+    def launch_allocations(self) -> list[tuple[str, str, int]]:
+        """What the runtime allocates when this program is launched: ``(name, kind, bytes)``.
+
+        Outputs that do not alias a (donated) parameter, and the temp
+        allocation(s) combined into one block (XLA:GPU plans one temp
+        allocation; XLA:CPU may plan several, which are summed here).
+        Parameters are already live; constants belong to the executable.
+        """
+        rows = []
+        for a in self.allocations_of("output"):
+            live = [v for v in a.values if v.start is not None]
+            name = self.label(live[-1].name) if live else f"output{a.index}"
+            rows.append((name, "output", a.size))
+        if self.temp_bytes:
+            rows.append(("temp", "temp", self.temp_bytes))
+        return rows
 
     def allocations_of(self, *kinds: str) -> list[XlaAllocation]:
         return [a for a in self.allocations if a.kind in kinds]
@@ -201,16 +255,19 @@ class BufferAssignment:
     def to_trace(self, kinds: Sequence[str] = ("parameter", "output", "temp")) -> Trace:
         """Each value of the given allocation kinds as an alloc/free pair at its live range.
 
-        Time is XLA's instruction order; a value freed at step ``t`` is freed
-        before one allocated at ``t`` (XLA lets them share bytes). The trace
-        is the kit's reading of XLA's report, for the kit's simulated allocators.
+        Time is XLA's instruction order. At each step the values defined
+        there are allocated **before** the values whose last use is there
+        are freed: an instruction needs its operands and its output at once,
+        so a dynamic allocator replaying this trace needs at least
+        :meth:`heap_peak` bytes, as XLA's plan does. The trace is the kit's
+        reading of XLA's report, for the kit's simulated allocators.
         """
         events = []
         for a in self.allocations_of(*kinds):
             for v in a.values:
-                if v.start is not None:
-                    events.append((v.start, 1, Event(v.start, "alloc", v.name, v.size, a.kind)))
-                    events.append((v.end, 0, Event(v.end, "free", v.name)))
+                if v.start is not None and v.size > 0:
+                    events.append((v.start, 0, Event(v.start, "alloc", v.name, v.size, a.kind)))
+                    events.append((v.end, 1, Event(v.end, "free", v.name)))
         events.sort(key=lambda e: (e[0], e[1]))
         return Trace(
             tuple(e[2] for e in events),
@@ -225,52 +282,16 @@ class BufferAssignment:
         return plot_buffer_assignment(self, ax=ax, kinds=kinds)
 
 
-def buffer_assignment(
-    fn: Callable,
-    *args: Any,
-    static_argnums: int | Sequence[int] = (),
-    donate_argnums: int | Sequence[int] = (),
-    **kwargs: Any,
-) -> BufferAssignment:
-    """Compiles ``fn(*args, **kwargs)`` and returns XLA's buffer assignment for it.
-
-    Args:
-      fn: the function, plain or already ``jax.jit``-wrapped (then its own
-        static and donated arguments are used).
-      *args: positional arguments (arrays or ``jax.ShapeDtypeStruct``).
-      static_argnums: positions of configuration arguments (plain ``fn`` only).
-      donate_argnums: positions of donated arguments (plain ``fn`` only).
-      **kwargs: keyword arguments.
-
-    Returns:
-      A :class:`BufferAssignment`, parsed from the reports XLA wrote.
-
-    Raises:
-      TypeError: ``fn`` is not callable or an argument is not an array.
-      ValueError: ``fn`` is jitted and static/donated arguments were also given.
-      RuntimeError: XLA wrote no buffer-assignment report.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> ba = buffer_assignment(lambda x: jnp.sin(jnp.cos(x) * 2).sum(), jax.ShapeDtypeStruct((256,), jnp.float32))
-      >>> ba.allocations_of("parameter")[0].size
-      1024
-    """
-    check_callable(fn)
-    if is_jitted(fn):
-        if static_argnums != () or donate_argnums != ():
-            raise ValueError(
-                "`fn` is already jax.jit-wrapped; give static_argnums/donate_argnums to its "
-                "own jax.jit(...) instead of to buffer_assignment."
-            )
-        jitted = fn
-    else:
-        check_array_tree(args, "args")
-        check_array_tree(kwargs, "kwargs")
-        jitted = jax.jit(fn, static_argnums=static_argnums, donate_argnums=donate_argnums)
-    lowered = jitted.lower(*args, **kwargs)
+def _reports(lowered, compiler_options: dict) -> tuple[str, str, str]:
+    """Compiles ``lowered`` with XLA's dump options; (buffer report, live-range report, HLO text)."""
     with tempfile.TemporaryDirectory(prefix="batchlab-xla-") as folder:
-        lowered.compile(compiler_options={"xla_dump_to": folder, "xla_dump_hlo_as_text": True})
+        compiled = lowered.compile(
+            compiler_options={
+                **compiler_options,
+                "xla_dump_to": folder,
+                "xla_dump_hlo_as_text": True,
+            }
+        )
         found = sorted(
             glob.glob(os.path.join(folder, "*after_optimizations-buffer-assignment.txt"))
         )
@@ -286,10 +307,147 @@ def buffer_assignment(
         if os.path.exists(ranges):
             with open(ranges) as f:
                 live_text = f.read()
+    return buffer_text, live_text, compiled.as_text()
+
+
+_CHILD = """
+import json, sys, cloudpickle
+fn, jit_options, args, kwargs, out = cloudpickle.loads(sys.stdin.buffer.read())
+import jax
+from batchlab.xla_buffers import _reports
+texts = _reports(jax.jit(fn, **jit_options).lower(*args, **kwargs), {})
+with open(out, "w") as f:
+    json.dump({"texts": texts, "backend": jax.default_backend()}, f)
+"""
+
+
+def _reports_in_subprocess(fn, jit_options, args, kwargs, xla_flags: str) -> tuple[tuple[str, str, str], str]:
+    """The same reports from a fresh Python process started with ``XLA_FLAGS=xla_flags``.
+
+    Some XLA options (the XLA:CPU scheduler) are read once per process from
+    ``XLA_FLAGS``, not per compilation. The child gets the function by
+    cloudpickle and returns the three report texts as JSON (nothing it
+    writes is unpickled).
+    """
+    import json
+    import subprocess
+    import sys
+
+    import cloudpickle
+
+    env = {**os.environ, "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()}
+    with tempfile.TemporaryDirectory(prefix="batchlab-xla-") as folder:
+        out = os.path.join(folder, "reports.json")
+        proc = subprocess.run(
+            [sys.executable, "-c", _CHILD],
+            input=cloudpickle.dumps((fn, jit_options, args, kwargs, out)),
+            env=env,
+            capture_output=True,
+            timeout=300,
+        )
+        if proc.returncode != 0 or not os.path.exists(out):
+            tail = proc.stderr.decode(errors="replace").strip().splitlines()[-3:]
+            raise RuntimeError(
+                f"compiling in a fresh process with XLA_FLAGS={xla_flags!r} failed: "
+                + " | ".join(tail)
+            )
+        with open(out) as f:
+            data = json.load(f)
+    return tuple(data["texts"]), data["backend"]
+
+
+def buffer_assignment(
+    fn: Callable,
+    *args: Any,
+    static_argnums: int | Sequence[int] = (),
+    donate_argnums: int | Sequence[int] = (),
+    compiler_options: dict | None = None,
+    xla_flags: str | None = None,
+    **kwargs: Any,
+) -> BufferAssignment:
+    """Compiles ``fn(*args, **kwargs)`` and returns XLA's buffer assignment for it.
+
+    Args:
+      fn: the function, plain or already ``jax.jit``-wrapped (then its own
+        static and donated arguments are used).
+      *args: positional arguments (arrays or ``jax.ShapeDtypeStruct``).
+      static_argnums: positions of configuration arguments (plain ``fn`` only).
+      donate_argnums: positions of donated arguments (plain ``fn`` only).
+      compiler_options: extra per-compilation XLA options (as in ``.compile(compiler_options=...)``).
+      xla_flags: XLA flags read once per process (e.g.
+        ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``): the
+        compilation then runs in a fresh Python process with them.
+      **kwargs: keyword arguments.
+
+    Returns:
+      A :class:`BufferAssignment`, parsed from the reports XLA wrote.
+
+    Raises:
+      TypeError: ``fn`` is not callable, an argument is not an array, or
+        ``xla_flags`` is not a string.
+      ValueError: ``fn`` is jitted and static/donated arguments were also given,
+        or both ``compiler_options`` and ``xla_flags`` were given.
+      RuntimeError: XLA wrote no buffer-assignment report.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> ba = buffer_assignment(lambda x: jnp.sin(jnp.cos(x) * 2).sum(), jax.ShapeDtypeStruct((256,), jnp.float32))
+      >>> ba.allocations_of("parameter")[0].size
+      1024
+    """
+    check_callable(fn)
+    if xla_flags is not None and not isinstance(xla_flags, str):
+        raise TypeError(
+            f"`xla_flags` must be a string like '--xla_foo=false', got {type(xla_flags).__name__}."
+        )
+    if xla_flags and compiler_options:
+        raise ValueError(
+            "give either `compiler_options` (per compilation) or `xla_flags` (a fresh process), not both."
+        )
+    if is_jitted(fn):
+        if static_argnums != () or donate_argnums != ():
+            raise ValueError(
+                "`fn` is already jax.jit-wrapped; give static_argnums/donate_argnums to its "
+                "own jax.jit(...) instead of to buffer_assignment."
+            )
+        if xla_flags:
+            raise ValueError(
+                "`xla_flags` needs the plain function: pass fn unjitted with static_argnums/"
+                "donate_argnums here, so the fresh process can jit it."
+            )
+        jitted = fn
+    else:
+        check_array_tree(args, "args")
+        check_array_tree(kwargs, "kwargs")
+        jitted = jax.jit(fn, static_argnums=static_argnums, donate_argnums=donate_argnums)
+    backend = jax.default_backend()
+    if xla_flags:
+        (buffer_text, live_text, hlo_text), backend = _reports_in_subprocess(
+            fn,
+            {"static_argnums": static_argnums, "donate_argnums": donate_argnums},
+            args,
+            kwargs,
+            xla_flags,
+        )
+    else:
+        buffer_text, live_text, hlo_text = _reports(
+            jitted.lower(*args, **kwargs), dict(compiler_options or {})
+        )
     allocations, sequence = parse_reports(buffer_text, live_text)
     return BufferAssignment(
-        function_name(fn), tuple(allocations), tuple(sequence), jax.default_backend()
+        function_name(fn),
+        tuple(allocations),
+        tuple(sequence),
+        backend,
+        tuple(parse_op_names(hlo_text).items()),
     )
 
 
-__all__ = ["BufferAssignment", "XlaAllocation", "XlaValue", "buffer_assignment", "parse_reports"]
+__all__ = [
+    "BufferAssignment",
+    "XlaAllocation",
+    "XlaValue",
+    "buffer_assignment",
+    "parse_op_names",
+    "parse_reports",
+]

@@ -11,6 +11,7 @@ import pytest
 from conftest import assert_close
 
 from batchlab import (
+    bucket_batches,
     bucketize,
     count_compiles,
     load_stdlib_functions,
@@ -78,7 +79,7 @@ def test_bucketize_round_trip_and_order(n, features):
 def test_bucketize_fixed_boundaries_skips_empty_buckets():
     b = bucketize([[1] * 3, [2] * 30, [3]], boundaries=[4, 8, 16, 32])
     assert [x.boundary for x in b] == [4, 32] and len(b) == 2
-    assert "2 buckets" in repr(b) and "<table" in b._repr_html_()
+    assert "2 batches of 2 shapes" in repr(b) and "<table" in b._repr_html_()
 
 
 def test_compilations_equal_non_empty_buckets(maybe_jit):
@@ -152,3 +153,70 @@ def test_report_fixed_boundaries():
 def test_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_random_batches_recompile_per_bucket_size():
+    """The bug `bucket_batches` fixes: per-batch `bucketize` gives a new shape whenever a bucket's item count changes."""
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 60, 400)
+    b = optimal_boundaries(lengths, 4)
+    f = jax.jit(lambda v, m: masked_sum(v, m, axis=1))
+    shapes = set()
+    with count_compiles(match="lambda") as c:
+        for _ in range(3):
+            idx = rng.choice(len(lengths), 100, replace=False)
+            for bk in bucketize([np.ones(int(k), np.float32) for k in lengths[idx]], boundaries=b):
+                shapes.add(bk.padded.values.shape)
+                f(bk.padded.values, bk.padded.mask)
+    assert c.count == len(shapes) > len(b)
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 64])
+@pytest.mark.parametrize("seed", [None, 0])
+def test_bucket_batches_fixed_shapes_and_restore(batch_size, seed):
+    rng = np.random.default_rng(1)
+    seqs = [rng.standard_normal(int(k)).astype(np.float32) for k in rng.integers(0, 50, 150)]
+    batches = bucket_batches(seqs, n_buckets=4, batch_size=batch_size, seed=seed)
+    assert all(b.padded.values.shape == (batch_size, b.boundary) for b in batches)
+    assert batches.shapes == len({b.boundary for b in batches}) <= 4
+    assert sorted(np.concatenate([b.indices for b in batches]).tolist()) == list(range(150))
+    for b in batches:  # filler rows are fully masked and hold nothing
+        assert not b.padded.mask[len(b.indices) :].any() and b.filler_rows < batch_size
+    assert batches.true_elements == sum(len(s) for s in seqs)
+    sums = batches.map(lambda p: masked_sum(p.values, p.mask, axis=1))
+    assert_close(sums, np.array([s.sum() for s in seqs], np.float32))
+    assert "rows per batch" in repr(batches)
+
+
+def test_bucket_batches_epoch_compiles_once_per_bucket():
+    data = load_stdlib_functions()
+    b = optimal_boundaries(data.lengths, 8)
+    batches = bucket_batches(data.ragged, boundaries=b, batch_size=256, seed=0)
+    assert len(batches) >= 10
+    f = jax.jit(lambda v, m: masked_sum(v > 0, m, axis=1))
+    with count_compiles(match="lambda") as c:
+        out = batches.map(lambda p: f(p.values, p.mask))
+    assert c.count == batches.shapes == 8 < len(batches)
+    assert np.array_equal(out, data.lengths)
+
+
+def test_bucket_batches_shuffles_batch_order():
+    seqs = [[1] * k for k in range(1, 41)]
+    ordered = bucket_batches(seqs, boundaries=[10, 20, 40], batch_size=3)
+    shuffled = bucket_batches(seqs, boundaries=[10, 20, 40], batch_size=3, seed=1)
+    assert [b.boundary for b in ordered] == sorted(b.boundary for b in ordered)
+    assert [b.boundary for b in shuffled] != [b.boundary for b in ordered]
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(batch_size=0, n_buckets=2), ValueError, "`batch_size` must be at least 1"),
+        (dict(batch_size=2.5, n_buckets=2), TypeError, "`batch_size` must be a positive int"),
+        (dict(batch_size=2), ValueError, "exactly one of `boundaries`"),
+        (dict(batch_size=2, boundaries=[1]), ValueError, "longest item has length 2"),
+    ],
+)
+def test_bucket_batches_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        bucket_batches([[1], [2, 3]], **kwargs)

@@ -164,10 +164,53 @@ def test_measure_loading_counts_items_and_bytes(dataset, maybe_jit, prefetch):
     assert "per_item" in repr(t) and "items/s" in repr(t)
 
 
-def test_ceiling_measures_same_bytes(dataset):
+def test_ceiling_measures_beyond_the_cache_by_default(dataset, monkeypatch):
+    import batchlab.loading_speed as ls
+
+    monkeypatch.setattr(ls, "last_level_cache_bytes", lambda: 1 << 20)  # a 1 MiB cache
     c = measure_ceiling(dataset, repeat=1)
-    assert c.memcpy.bytes == c.file_read.bytes == dataset.total_bytes
-    assert "np.copy" in repr(c) and "<table" in c._repr_html_()
+    assert c.memcpy.bytes == c.file_read.bytes == c.bytes >= 4 << 20
+    assert c.beyond_cache and "> the 1.00 MiB cache: RAM" in repr(c)
+    assert c.bytes % dataset.item_bytes == 0 and "<table" in c._repr_html_()
+    assert not (dataset.directory / "ceiling.bin").exists(), "the scratch file is removed"
+
+
+def test_ceiling_labels_cache_bandwidth_when_it_fits(dataset, monkeypatch):
+    import batchlab.loading_speed as ls
+
+    monkeypatch.setattr(ls, "last_level_cache_bytes", lambda: 1 << 20)
+    c = measure_ceiling(dataset, repeat=1, min_bytes=1024)
+    assert c.bytes == 1032 and not c.beyond_cache  # 43 items of 24 B: at least 1 KiB
+    assert "fits in the 1.00 MiB cache: cache bandwidth" in c.memcpy.label
+    with pytest.raises(ValueError, match="`min_bytes` must be at least 1"):
+        measure_ceiling(dataset, min_bytes=0)
+
+
+def test_last_level_cache_is_a_size_or_unknown():
+    from batchlab.loading_speed import last_level_cache_bytes
+
+    size = last_level_cache_bytes()
+    assert size is None or size >= 1 << 10
+
+
+@pytest.mark.parametrize("sync", [False, True])
+def test_measure_loading_sync_label(dataset, sync):
+    t = measure_loading(dataset, 4, step=lambda b: b.sum(), sync=sync, repeat=1)
+    assert ("sync every step" in t.label) == sync and t.items == dataset.n_items
+    with pytest.raises(TypeError, match="`sync` must be True or False"):
+        measure_loading(dataset, 4, sync="yes")
+
+
+def test_iter_batches_annotates_each_batch_for_the_profiler(dataset):
+    from batchlab import trace
+
+    with trace() as t:
+        out = [b for b in iter_batches(dataset, 4, transfer="item")]
+        out[-1].block_until_ready()
+    loads = t.result.find("load batch")
+    assert [s.name for s in loads] == ["load batch 0", "load batch 1", "load batch 2"]
+    assert t.result.transfers == dataset.n_items  # one device_put per item
+    assert t.result.dispatches == 3  # jnp.stack is one jitted call per batch, not one per item
 
 
 def test_exercises_accept_solutions_and_hint_otherwise():

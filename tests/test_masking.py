@@ -43,7 +43,7 @@ def test_reductions_match_per_item_numpy(n, features, dtype, maybe_jit):
     )
     assert_close(
         maybe_jit(lambda x, m: masked_mean(x, m, axis=1))(x, m),
-        _ref(seqs, lambda s: s.mean(0), -np.inf, features).astype(dtype),
+        _ref(seqs, lambda s: s.mean(0), 0.0, features).astype(dtype),
     )
     assert_close(
         maybe_jit(lambda x, m: masked_max(x, m, axis=1))(x, m),
@@ -62,8 +62,8 @@ def test_empty_rows_documented_values():
     x = jnp.full((2, 3), 7.0)
     m = jnp.array([[False] * 3, [True, False, False]])
     assert masked_sum(x, m).tolist() == [0.0, 7.0]
-    assert masked_mean(x, m).tolist() == [-np.inf, 7.0]
-    assert masked_mean(x, m, empty=0.0).tolist() == [0.0, 7.0]
+    assert masked_mean(x, m).tolist() == [0.0, 7.0]  # the kit's one convention
+    assert masked_mean(x, m, empty=-np.inf).tolist() == [-np.inf, 7.0]
     assert masked_max(x, m).tolist() == [-np.inf, 7.0]
     assert masked_max(x, m, empty=-1.0).tolist() == [-1.0, 7.0]
     assert masked_logsumexp(x, m).tolist() == [-np.inf, 7.0]
@@ -148,3 +148,13 @@ def test_mean_pool_matches_the_per_item_reference(lengths):
     np.testing.assert_allclose(
         mean_pool_reference(as_ragged(seqs), table), expected, rtol=1e-5, atol=1e-6
     )
+
+
+def test_zero_length_axis():
+    """A batch whose every item is empty pads to length 0: every reduction still has its empty value."""
+    x, m = jnp.zeros((2, 0)), jnp.zeros((2, 0), bool)
+    assert masked_sum(x, m, axis=1).tolist() == [0.0, 0.0]
+    assert masked_mean(x, m, axis=1).tolist() == [0.0, 0.0]
+    assert masked_max(x, m, axis=1).tolist() == [-np.inf, -np.inf]
+    assert masked_logsumexp(x, m, axis=1).tolist() == [-np.inf, -np.inf]
+    assert masked_softmax(x, m, axis=1).shape == (2, 0)

@@ -130,3 +130,46 @@ def test_isolated_measurement_in_a_fresh_process():
     assert m.compiles >= 1  # a fresh process has an empty compilation cache
     assert m.host_peak_rss_bytes is not None and m.host_peak_rss_bytes > 256 * 256 * 4
     assert m.memory.argument_bytes == 256 * 256 * 4
+
+
+def test_isolated_print_in_fn_is_passed_through(capfd):
+    def noisy(x):
+        print("hello from fn")
+        return x * 2
+
+    m = bl.measure(noisy, jnp.ones(4), repeat=2, isolated=True)
+    assert m.isolated and m.runs == 2
+    assert "hello from fn" in capfd.readouterr().out
+
+
+def test_isolated_printed_pickle_is_never_executed(tmp_path, capfd):
+    """A protocol-0 pickle printed by fn (e.g. text of an untrusted file) must not run code."""
+    import pickle
+
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    evil = pickle.dumps(Exploit(), protocol=0).decode()
+    assert "open" in evil  # really a pickle that would create the file when loaded
+
+    def prints_pickle(x):
+        import sys
+
+        sys.stdout.write(evil)
+        sys.stdout.flush()
+        return x + 1
+
+    m = bl.measure(prints_pickle, jnp.ones(3), repeat=1, isolated=True)
+    assert m.isolated and not marker.exists()
+    assert evil in capfd.readouterr().out  # shown to the user as text, never loaded
+
+
+def test_isolated_error_in_child_is_the_kit_error():
+    def refuses(x):
+        raise ValueError("x must be positive")
+
+    with pytest.raises(ValueError, match=r"isolated subprocess: ValueError: x must be positive"):
+        bl.measure(refuses, jnp.ones(3), isolated=True)

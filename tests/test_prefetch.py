@@ -159,8 +159,59 @@ def test_compare_prefetch_overlaps_sleeping_loader():
         return jnp.sum(b)
 
     c = compare_prefetch(batches, step, repeat=1)
-    assert c.batches == 6 and c.speedup > 1.2  # ideal 2.0; structure, not a timing target
-    assert "speedup" in repr(c) and "<table" in c._repr_html_()
+    # a Python step (sleep) does not dispatch asynchronously: the no-sync serial loop cannot
+    # overlap, so prefetch beats even the best serial loop here (ideal 2.0; structure only)
+    assert c.batches == 6 and c.speedup > 1.2 and c.speedup_when_syncing > 1.2
+    assert c.best_serial == min(c.serial_sync, c.serial_async)
+    assert c.best_prefetch == min(c.prefetch_sync, c.prefetch_async)
+    assert set(c.seconds) == {
+        "serial, sync every step",
+        "serial, no sync",
+        "prefetch, sync every step",
+        "prefetch, no sync",
+    }
+    assert "prefetch vs best serial" in repr(c) and "<table" in c._repr_html_()
+
+
+def test_compare_prefetch_async_jax_step_needs_no_prefetch():
+    """A jitted step dispatches asynchronously: the serial loop without a sync overlaps too."""
+    w = jnp.ones((384, 384)) / 384
+    step = jax.jit(lambda b: jnp.tanh(jnp.tanh(b @ w) @ w).sum())
+    step(jnp.ones((384, 384))).block_until_ready()
+    t0 = time.perf_counter()
+    for _ in range(3):
+        step(jnp.ones((384, 384))).block_until_ready()
+    wait = (time.perf_counter() - t0) / 3  # load time = compute time
+
+    def batches():
+        for _ in range(6):
+            time.sleep(wait)
+            yield np.ones((384, 384), np.float32)
+
+    c = compare_prefetch(batches, step, repeat=2)
+    assert c.async_speedup > 1.15, c  # ideal 2n/(n+1) = 1.7
+    assert c.speedup_when_syncing > 1.15, c
+
+
+def test_prefetch_annotates_each_batch_on_its_own_thread():
+    from batchlab import trace
+
+    def batches():
+        for i in range(3):
+            time.sleep(0.005)
+            yield np.full(4, i)
+
+    with trace() as t:
+        got = [int(b[0]) for b in prefetch(batches())]
+    assert got == [0, 1, 2]
+    spans = t.result.find("prefetch batch")
+    assert [s.name for s in spans][:3] == [
+        "prefetch batch 0",
+        "prefetch batch 1",
+        "prefetch batch 2",
+    ]
+    lanes = {t.result.lanes[s.lane].kind for s in spans}
+    assert lanes == {"loader"}, "the loads run on the prefetch thread, not the main thread"
 
 
 def test_compare_prefetch_bad_args():

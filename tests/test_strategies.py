@@ -20,7 +20,23 @@ ALL = [
     ("chunked", 3),
     ("chunked", 4),
     ("chunked", 64),
+    ("host", 1),
+    ("host", 3),
+    ("host", 64),
 ]
+
+
+def wrap(maybe_jit, strategy, f):
+    """maybe_jit(f), except that strategy='host' under jit must refuse (it dispatches from Python)."""
+    if strategy == "host" and maybe_jit is jax.jit:
+
+        def refused(*args):
+            with pytest.raises(TypeError, match="strategy='host' dispatches one compiled program"):
+                jax.jit(f)(*args)
+            return f(*args)
+
+        return refused
+    return maybe_jit(f)
 
 
 def mlp(x, p):
@@ -37,7 +53,7 @@ def params(dtype=jnp.float32):
 def test_matches_vmap_across_batch_sizes(strategy, batch_size, n, maybe_jit):
     x = jax.random.normal(jax.random.key(0), (n, 4))
     p = params()
-    f = maybe_jit(batch(mlp, strategy=strategy, batch_size=batch_size, in_axes=(0, None)))
+    f = wrap(maybe_jit, strategy, batch(mlp, strategy=strategy, batch_size=batch_size, in_axes=(0, None)))
     assert_close(f(x, p), jax.vmap(mlp, (0, None))(x, p))
 
 
@@ -84,8 +100,10 @@ def test_pytrees_and_axes(strategy, batch_size, in_axes, out_axes, maybe_jit):
         args = ((jax.random.normal(key, (5, 2)), jnp.ones((5,))),)
         fn = lambda t: (t[0].sum() + t[1],)  # noqa: E731
     expected = jax.vmap(fn, in_axes, out_axes)(*args)
-    got = maybe_jit(
-        batch(fn, strategy=strategy, batch_size=batch_size, in_axes=in_axes, out_axes=out_axes)
+    got = wrap(
+        maybe_jit,
+        strategy,
+        batch(fn, strategy=strategy, batch_size=batch_size, in_axes=in_axes, out_axes=out_axes),
     )(*args)
     assert_close(got, expected)
 
@@ -128,6 +146,8 @@ def test_errors():
         batch(mlp, strategy="chunked", batch_size=0)
     with pytest.raises(TypeError, match="`batch_size` must be a positive int"):
         batch(mlp, strategy="chunked", batch_size=2.5)
+    with pytest.raises(ValueError, match="`batch_size` is required for strategy='host'"):
+        batch(mlp, strategy="host")
     with pytest.raises(ValueError, match="`batch_size` only applies to"):
         batch(mlp, strategy="vmap", batch_size=4)
     with pytest.raises(ValueError, match="in_axes/out_axes do not apply"):
@@ -135,7 +155,7 @@ def test_errors():
     with pytest.raises(TypeError, match="must be a function"):
         batch(3)
     f = batch(mlp, strategy="chunked", batch_size=2)
-    with pytest.raises(TypeError, match="positionally"):
+    with pytest.raises(BatchAxisError, match="is a keyword argument, which jax.vmap always maps"):
         f(x=jnp.ones((3, 4)), p=params())
     with pytest.raises(
         BatchAxisError, match="`p\\['b'\\]` has 3 along axis 0 but the batch has 5 items"
@@ -143,13 +163,167 @@ def test_errors():
         f(jnp.ones((5, 4)), params())
 
 
-@pytest.mark.parametrize("strategy,batch_size", [("loop", None), ("chunked", 2)])
-def test_out_axes_none_for_batched_output_is_an_error(strategy, batch_size):
+@pytest.mark.parametrize("strategy,batch_size", ALL)
+def test_out_axes_none_for_batched_output_is_vmaps_error(strategy, batch_size):
     f = batch(lambda x: x * 2, strategy=strategy, batch_size=batch_size, out_axes=None)
-    with pytest.raises(BatchAxisError, match="out_axes gives None"):
+    with pytest.raises(ValueError, match="got axis spec None but output was batched"):
         f(jnp.ones((3, 2)))
 
 
 def test_numpy_inputs():
     x = np.arange(12.0, dtype=np.float32).reshape(6, 2)
     assert_close(batch(jnp.sum, strategy="chunked", batch_size=4)(x), x.sum(1))
+
+
+# ---- issue 15: a drop-in for jax.vmap ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy,batch_size", ALL)
+def test_keyword_arguments_are_mapped_on_axis_0(strategy, batch_size):
+    x, y = jnp.arange(10.0).reshape(5, 2), jnp.ones((5, 2))
+    f = lambda x, y: x * y.sum()  # noqa: E731
+    got = batch(f, strategy=strategy, batch_size=batch_size)(x, y=y)
+    assert_close(got, jax.vmap(f)(x, y=y))
+
+
+@pytest.mark.parametrize("strategy,batch_size", ALL)
+def test_tuples_with_per_leaf_specs_are_not_ragged(strategy, batch_size):
+    p = (jnp.arange(15.0).reshape(5, 3), jnp.ones(3))
+    f = lambda p: p[0] * p[1]  # noqa: E731
+    got = batch(f, strategy=strategy, batch_size=batch_size, in_axes=((0, None),))(p)
+    assert_close(got, jax.vmap(f, in_axes=((0, None),))(p))
+    q = (jnp.ones((3, 5)), jnp.ones((4, 5)))
+    g = lambda q: q[0].sum() + q[1].sum()  # noqa: E731
+    assert_close(batch(g, strategy=strategy, batch_size=batch_size, in_axes=1)(q), jax.vmap(g, 1)(q))
+
+
+@pytest.mark.parametrize("strategy,batch_size", ALL)
+def test_unmapped_python_and_numpy_values_reach_fn_untouched(strategy, batch_size):
+    x = jnp.arange(12.0).reshape(4, 3)
+    f = batch(lambda x, n: x[:n], strategy=strategy, batch_size=batch_size, in_axes=(0, None))
+    assert_close(f(x, 2), x[:, :2])
+    g = lambda x, idx, flag: jnp.stack([x[i] for i in idx.tolist()]) if flag else x  # noqa: E731
+    got = batch(g, strategy=strategy, batch_size=batch_size, in_axes=(0, None, None))(x, np.array([2, 0]), True)
+    assert_close(got, x[:, [2, 0]])
+
+
+@pytest.mark.parametrize("strategy,batch_size", ALL)
+def test_non_array_unmapped_arguments(strategy, batch_size):
+    x = jnp.arange(6.0).reshape(3, 2)
+    f = lambda x, act, name, cfg: act(x) * len(name) * cfg["scale"]  # noqa: E731
+    b = batch(f, strategy=strategy, batch_size=batch_size, in_axes=(0, None, None, None))
+    assert_close(b(x, jnp.sin, "abc", {"scale": 2}), jax.vmap(f, (0, None, None, None))(x, jnp.sin, "abc", {"scale": 2}))
+    with pytest.raises(TypeError, match="`name` is a str .* no axes to map"):
+        batch(f, strategy=strategy, batch_size=batch_size, in_axes=(0, None, 0, None))(x, jnp.sin, "abc", {"scale": 2})
+
+
+def test_static_values_key_the_compiled_program():
+    f = batch(lambda x, n: x[:n], strategy="chunked", batch_size=2, in_axes=(0, None))
+    x = jnp.ones((5, 4))
+    f(x, 1), f(x, 3)
+    with count_compiles() as c:
+        assert f(x, 1).shape == (5, 1) and f(x, 3).shape == (5, 3)  # both cached
+    assert c.count == 0
+    assert f(x, np.int32(2)).shape == (5, 2)
+
+
+def test_axis_name_and_size_with_vmap():
+    x = jnp.arange(6.0).reshape(3, 2)
+    f = lambda x: x / jax.lax.psum(x, "i")  # noqa: E731
+    assert_close(batch(f, axis_name="i")(x), jax.vmap(f, axis_name="i")(x))
+    g = lambda w: w * 2  # noqa: E731
+    assert batch(g, in_axes=None, axis_size=4)(jnp.ones(2)).shape == (4, 2)
+    assert batch(g, strategy="map", in_axes=None, axis_size=4)(jnp.ones(2)).shape == (4, 2)
+    assert_close(batch(f, spmd_axis_name="i", axis_name="i")(x), jax.vmap(f, axis_name="i")(x))
+
+
+@pytest.mark.parametrize("strategy,batch_size", [(s, b) for s, b in ALL if s != "vmap"])
+@pytest.mark.parametrize("option", ["axis_name", "spmd_axis_name"])
+def test_collectives_are_refused_outside_vmap(strategy, batch_size, option):
+    with pytest.raises(ValueError, match=f"`{option}` names the batch axis for collectives.*one chunk"):
+        batch(jnp.sin, strategy=strategy, batch_size=batch_size, **{option: "i"})
+
+
+def test_axis_spec_errors_are_raised_when_batch_is_called():
+    with pytest.raises(TypeError, match="`in_axes` must be an int, None, or a tuple.*got the dict"):
+        batch(mlp, in_axes={"x": 0})
+    for strategy, batch_size in ALL:
+        with pytest.raises(TypeError, match="`out_axes` may hold only ints"):
+            batch(mlp, strategy=strategy, batch_size=batch_size, out_axes="a")
+        with pytest.raises(TypeError, match="`in_axes` may hold only ints"):
+            batch(mlp, strategy=strategy, batch_size=batch_size, in_axes=(0.5, None))
+    with pytest.raises(TypeError, match="`axis_size` must be a positive int"):
+        batch(mlp, axis_size=2.0)
+    with pytest.raises(ValueError, match="`axis_size` does not apply to strategy='manual'"):
+        batch(mlp, strategy="manual", axis_size=3)
+
+
+@pytest.mark.parametrize("strategy,batch_size", [(s, b) for s, b in ALL if s != "vmap"])
+def test_bad_out_axes_give_vmaps_errors(strategy, batch_size):
+    f = lambda x: (x, x.sum())  # noqa: E731
+    x = jnp.ones((5, 3))
+    with pytest.raises(ValueError, match="out of bounds"):
+        batch(f, strategy=strategy, batch_size=batch_size, out_axes=(3, 0))(x)
+    with pytest.raises(ValueError, match="tree prefix"):
+        batch(f, strategy=strategy, batch_size=batch_size, out_axes=(0, 0, 0))(x)
+
+
+def test_docstring_says_batched_version():
+    def scale(x):
+        """Doubles x."""
+        return 2 * x
+
+    b = batch(scale, strategy="host", batch_size=4)
+    assert b.__doc__.startswith("Batched version of scale (batchlab.batch, strategy='host', batch_size=4)")
+    assert "Doubles x." in b.__doc__ and b.__name__ == "host(scale)"
+
+
+# ---- the host strategy ------------------------------------------------------------------------
+
+
+def outer(x):
+    return jnp.tanh(jnp.outer(x, x)) @ x
+
+
+def test_host_compiles_one_program_for_full_chunks_and_one_for_the_remainder():
+    f = batch(outer, strategy="host", batch_size=8)
+    x = jax.random.normal(jax.random.key(3), (35, 16))
+    with count_compiles(match="step") as c:
+        out = f(x)
+    assert c.count == 2  # chunks of 8 (4 of them) and the remainder of 3
+    assert_close(out, jax.vmap(outer)(x))
+    with count_compiles(match="step") as again:
+        f(x), f(x[:19])  # 2 full chunks + a remainder of 3: the same two programs
+    assert again.count == 0
+
+
+def test_host_plan_counts_and_memory():
+    x = jnp.ones((1000, 64))
+    p = batch(outer, strategy="host", batch_size=128).plan(x)
+    assert (p.full_chunks, p.remainder, p.programs) == (7, 104, 2)
+    assert p.dispatches == 8 + 8 + 1  # 8 slices, 8 steps, 1 concatenation
+    vmap_temp = batchlab.memory_estimate(batch(outer), x).temp_bytes
+    assert p.temp_bytes <= vmap_temp / 4  # one chunk's (128, 64, 64) intermediate, not the batch's
+    assert p.held_bytes == 2 * 1000 * 64 * 4  # chunk outputs and the concatenated output
+    one = batch(outer, strategy="host", batch_size=2000).plan(x)
+    assert (one.programs, one.dispatches, one.full_chunks, one.remainder) == (1, 1, 0, 1000)
+    assert "dispatches per call" in repr(p) and "<table" in p._repr_html_()
+    with pytest.raises(ValueError, match="`plan` describes strategy='host' only"):
+        batch(outer).plan(x)
+    with pytest.raises(ValueError, match="`plan` needs a non-empty mapped batch"):
+        batch(outer, strategy="host", batch_size=2).plan(jnp.ones((0, 3)))
+
+
+def test_host_refuses_an_outer_jit():
+    f = batch(outer, strategy="host", batch_size=4)
+    with pytest.raises(TypeError, match="strategy='host' dispatches one compiled program per chunk.*strategy='chunked'"):
+        jax.jit(f)(jnp.ones((10, 3)))
+
+
+def test_loop_is_eager_one_dispatch_per_item():
+    f = batch(outer, strategy="loop")
+    x = jnp.ones((6, 4))
+    with count_compiles(match="lambda") as c:
+        f(x)
+        f(x)
+    assert c.count == 1  # one per-item program, called 6 times per call (not unrolled)

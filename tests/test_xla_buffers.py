@@ -8,7 +8,7 @@ import pytest
 
 import batchlab
 from batchlab import allocator as A
-from batchlab.xla_buffers import parse_reports
+from batchlab.xla_buffers import parse_op_names, parse_reports
 
 S = jax.ShapeDtypeStruct
 
@@ -126,3 +126,75 @@ def test_errors(monkeypatch):
     monkeypatch.setattr("batchlab.xla_buffers.glob.glob", lambda pattern: [])
     with pytest.raises(RuntimeError, match=r"no .*buffer-assignment"):
         batchlab.buffer_assignment(lambda x: x + 1, jnp.ones(3))
+
+
+# ---------------------------------------------------------------- issue 12 additions
+def test_to_trace_allocates_before_it_frees_so_replay_needs_xlas_plan(assignment):
+    trace = assignment.to_trace(kinds=("temp",))
+    # at a step where one value dies and the next is born, both are live: the replay
+    # peak is never below XLA's own heap peak for the same values
+    assert trace.peak_live_bytes == assignment.heap_peak(("temp",)) >= assignment.temp_bytes
+    for i, e in enumerate(trace.events[1:], 1):
+        prev = trace.events[i - 1]
+        assert (prev.time, prev.kind != "alloc") <= (e.time, e.kind != "alloc")
+
+
+def test_hand_written_report_heap_peak_and_trace():
+    buffers = """allocation 0: size 128, preallocated-temp:
+ value: <4 a @0> (size=64,offset=0): f32[16]{0}
+ value: <5 b @0> (size=64,offset=64): f32[16]{0}
+ value: <6 c @0> (size=64,offset=0): f32[16]{0}
+"""
+    ranges = """  InstructionSequence:
+    0:a
+    1:b
+    2:c
+  BufferLiveRange:
+    a{}:0-1
+    b{}:1-2
+    c{}:2-2
+"""
+    allocations, sequence = parse_reports(buffers, ranges)
+    ba = batchlab.BufferAssignment("hand", tuple(allocations), tuple(sequence), "cpu")
+    assert ba.heap_peak() == 128  # a and b at step 1, b and c at step 2
+    events = [(e.time, e.kind, e.id) for e in ba.to_trace().events]
+    assert events[:3] == [(0, "alloc", "a"), (1, "alloc", "b"), (1, "free", "a")]
+    assert ba.to_trace().peak_live_bytes == 128
+    assert ba.launch_allocations() == [("temp", "temp", 128)]
+
+
+def test_op_names_label_fusions_with_their_jaxpr_op(assignment):
+    labels = [assignment.label(n) for n in assignment.sequence]
+    assert any("(tanh)" in x for x in labels) and any("(sort)" in x for x in labels)
+    assert parse_op_names('  ROOT %f.1 = f32[] add(%a, %b), metadata={op_name="jit(g)/add"}') == {"f.1": "add"}
+
+
+def test_launch_allocations_are_outputs_and_one_temp(assignment):
+    rows = assignment.launch_allocations()
+    assert [k for _, k, _ in rows] == ["output", "temp"]
+    assert rows[-1][2] == assignment.temp_bytes
+    donated = batchlab.buffer_assignment(lambda x: x.at[0].set(1.0), S((256,), jnp.float32), donate_argnums=0)
+    assert all(k != "output" or size < 1024 for _, k, size in donated.launch_allocations())
+
+
+def test_xla_flags_compile_in_a_fresh_process():
+    def four_sorts(x):
+        sorted_ = [jnp.sort(x * (i + 1)) for i in range(4)]
+        return sum(s.sum() for s in sorted_)
+
+    spec = S((1 << 14,), jnp.float32)
+    default = batchlab.buffer_assignment(four_sorts, spec)
+    frugal = batchlab.buffer_assignment(
+        four_sorts, spec, xla_flags="--xla_cpu_enable_concurrency_optimized_scheduler=false"
+    )
+    # XLA:CPU's default (concurrency-optimized) order keeps the four sorted arrays live;
+    # its memory-minimizing DFS scheduler does not
+    assert default.temp_bytes >= 2 * frugal.temp_bytes
+    with pytest.raises(TypeError, match=r"`xla_flags` must be a string"):
+        batchlab.buffer_assignment(four_sorts, spec, xla_flags=1)
+    with pytest.raises(ValueError, match=r"not both"):
+        batchlab.buffer_assignment(four_sorts, spec, xla_flags="--x", compiler_options={"a": 1})
+    with pytest.raises(ValueError, match=r"needs the plain function"):
+        batchlab.buffer_assignment(jax.jit(four_sorts), spec, xla_flags="--x")
+    with pytest.raises(RuntimeError, match=r"fresh process"):
+        batchlab.buffer_assignment(four_sorts, spec, xla_flags="--xla_no_such_flag=1")

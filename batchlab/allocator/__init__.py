@@ -22,17 +22,24 @@ Example:
 from __future__ import annotations
 
 from . import workloads as workloads
+from . import xla_traces as xla_traces
 from .base import Allocator as Allocator
 from .base import Chunk as Chunk
 from .bfc import BFCAllocator as BFCAllocator
+from .bfc import bin_num_for_size as bin_num_for_size
 from .firstfit import FirstFitAllocator as FirstFitAllocator
+from .plots import plot_capacity_scan as plot_capacity_scan
 from .plots import plot_memory_map as plot_memory_map
 from .plots import plot_replay as plot_replay
 from .plots import plot_timeline as plot_timeline
+from .platform import PlatformAllocator as PlatformAllocator
 from .replay import Block as Block
+from .replay import CapacityScan as CapacityScan
 from .replay import Failure as Failure
 from .replay import Timeline as Timeline
 from .replay import capacity_needed as capacity_needed
+from .replay import capacity_scan as capacity_scan
+from .replay import differences_text as differences_text
 from .replay import make_allocator as make_allocator
 from .replay import replay as replay
 from .simulate import Simulation as Simulation

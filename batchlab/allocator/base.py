@@ -57,7 +57,7 @@ class Allocator:
     Args:
       capacity: bytes of the simulated device.
       alignment: every request is rounded up to a multiple of this (XLA's
-        BFC allocator uses 256 bytes).
+        BFC allocator: ``kMinAllocationSize`` = 256 bytes).
       preallocate: reserve the whole device as one pool at start-up (one
         device call), like JAX on a GPU by default.
     """
@@ -89,6 +89,10 @@ class Allocator:
         return None
 
     freed_state = FREE  # what a freed chunk becomes (a pool keeps it)
+
+    def differences_from_xla(self) -> list[tuple[str, str, str]]:
+        """(parameter, value here, XLA's) for every choice that differs from XLA's BFC allocator."""
+        return [("policy", self.policy, "bfc")]
 
     # ------------------------------------------------------------- mechanics
     def round_up(self, size: int) -> int:
@@ -169,14 +173,33 @@ class Allocator:
 
     @property
     def largest_free(self) -> int:
-        """The largest single request that could be served now (one free or unreserved chunk)."""
+        """The largest single request that could be served now (a free chunk, or room to grow)."""
         return max((c.size for c in self.chunks if c.state != USED), default=0)
 
     @property
+    def bytes_in_use(self) -> int:
+        """XLA's ``bytes_in_use``: bytes of the chunks handed out (= :attr:`held`)."""
+        return self.held
+
+    @property
+    def pool_bytes(self) -> int:
+        """XLA's ``pool_bytes``: bytes reserved from the device (= :attr:`reserved`)."""
+        return self.reserved
+
+    @property
+    def largest_free_block(self) -> int:
+        """XLA's ``largest_free_block_bytes``: the largest free chunk *inside the pool*."""
+        return max((c.size for c in self.chunks if c.state == FREE), default=0)
+
+    @property
     def fragmentation(self) -> float:
-        """External fragmentation: ``1 - largest_free / free_total`` (0 when nothing is free)."""
-        free = self.free_total
-        return 0.0 if free == 0 else 1.0 - self.largest_free / free
+        """XLA's ``GetFragmentation``: ``1 - largest free chunk / (pool_bytes - bytes_in_use)``.
+
+        Free pool bytes only (memory not yet reserved does not count); 0 when
+        the pool has nothing free.
+        """
+        free = self.pool_bytes - self.bytes_in_use
+        return 0.0 if free <= 0 else 1.0 - self.largest_free_block / free
 
     def __repr__(self) -> str:
         return (

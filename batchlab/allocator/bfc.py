@@ -1,34 +1,49 @@
-"""A best-fit-with-coalescing (BFC) allocator, the policy of XLA's GPU allocator.
+"""XLA's best-fit-with-coalescing (BFC) allocator, rule by rule.
 
 JAX on a GPU hands every device buffer to XLA's ``BFCAllocator``
-(``xla/tsl/framework/bfc_allocator.cc``). This is a readable re-telling of
-its policy, small enough to read next to notebook 08:
+(``xla/tsl/framework/bfc_allocator.cc`` and ``.h`` in openxla/xla). This
+module re-tells the non-partitioned path of that file, with its constants:
 
-1. **Round** each request up to 256 bytes (``kMinAllocationSize``).
-2. **Bins**: free chunks are grouped by size, bin ``b`` holding chunks of
-   ``[256 * 2**b, 256 * 2**(b+1))`` bytes. A request looks in its own bin
-   first, then in bigger bins; inside a bin it takes the smallest chunk that
-   fits (lowest address on a tie). The first hit is therefore the best fit.
-3. **Split** the chunk if it is at least twice the request (or the rest is
-   at least ``max_internal_fragmentation``); otherwise hand out the whole
-   chunk, accepting the unused rest as internal fragmentation. XLA's bound
-   is 128 MiB, about 0.2% of a GPU's pool; the simulation's devices are
-   small, so its default bound is the same share: ``capacity // 512``.
-4. **Coalesce** on free: a freed chunk merges with free neighbours of the
-   same region, so holes grow back into big blocks.
-5. **Pool**: with ``preallocate=True`` (JAX's GPU default,
-   ``XLA_PYTHON_CLIENT_PREALLOCATE=true``) the whole device is reserved at
-   start-up in one device call. With ``preallocate=False`` the pool grows
-   on demand by *regions*: 2 MiB first, each new region twice the last (or
-   the next power-of-two multiple that fits the request). Regions are never
-   given back and chunks never merge across regions.
+1. **Round** each request up to a multiple of ``kMinAllocationSize`` = 256
+   bytes (``RoundedBytes``).
+2. **Bins**: ``kNumBins`` = 21 bins; a chunk of ``size`` bytes sits in bin
+   ``min(20, floor(log2(max(size, 256) >> 8)))`` (``BinNumForSize``), so bin
+   20 holds every chunk of 256 MiB and more. Inside a bin, free chunks are
+   ordered by (size, address) (``ChunkComparator``, ``kAscendingAddress``).
+3. **Best fit** (``FindTaggedChunkPtr``): scan bins from the request's own
+   bin upwards; in each, take the first chunk (smallest, then lowest
+   address) that is at least the rounded request.
+4. **Split** (``ShouldSplitChunk``): split the chunk when
+   ``chunk >= 2 * rounded`` **or** ``chunk - rounded >=
+   max_internal_fragmentation_bytes_`` (128 MiB unless
+   ``fragmentation_fraction`` is set; XLA's GPU client does not set it).
+   Otherwise the whole chunk is handed out: the rest is internal
+   fragmentation, counted in ``bytes_in_use``.
+5. **Coalesce** on free (``TryToCoalesce``): merge with the next chunk if
+   free, then with the previous one if free, inside one region.
+6. **Pool** (``Extend``): with ``allow_growth=false`` (JAX's default,
+   ``XLA_PYTHON_CLIENT_PREALLOCATE=true``) one region of the whole limit.
+   With ``allow_growth=true`` regions are added on demand: the first is
+   ``min(limit, 2 MiB)``; a request larger than ``curr_region_allocation_bytes_``
+   doubles it until it fits, otherwise the size doubles *after* the region
+   is made; never more than ``limit - pool_bytes``. Regions are never given
+   back (``garbage_collection`` is off in XLA's GPU client) and chunks never
+   merge across regions (regions come from separate ``cudaMalloc`` calls).
+7. **Failure** (``AllocateRawInternal``): best fit, then ``Extend``, then
+   ``nullptr``. The caller's retry path (``AllocateRawInternalWithRetry``)
+   waits up to 10 s for *another thread* to free memory; a single-stream
+   replay has no other thread, so here a failed allocation is final. JAX
+   reports it as ``RESOURCE_EXHAUSTED``.
 
-What is left out: the real allocator's thread safety, its "retry after
-freeing" path, memory statistics per bin and garbage collection of free
-regions. The simulation only places bytes; it runs nothing.
+Left out (not used by JAX's default GPU client): spatial partitioning,
+timestamped chunks (``freed_at_count``), garbage collection of free regions,
+alignment beyond 256 bytes, and the back-pedalling when ``cudaMalloc``
+itself refuses a region. Any constant passed that differs from XLA's is
+listed by :meth:`BFCAllocator.differences_from_xla` and printed beside the
+results it affects.
 
 Example:
-  >>> a = BFCAllocator(4096, alignment=256)
+  >>> a = BFCAllocator(4096)
   >>> a.allocate("x", 1000).offset, a.allocate("y", 256).offset
   (0, 1024)
   >>> a.free("x"); a.allocate("z", 200).offset  # best fit: the 1024-byte hole
@@ -40,18 +55,29 @@ from __future__ import annotations
 from .base import FREE, UNRESERVED, Allocator, Chunk, _check_int
 
 MiB = 1 << 20
+K_MIN_ALLOCATION_SIZE = 256  # kMinAllocationSize = 1 << kMinAllocationBits (8)
+K_NUM_BINS = 21  # kNumBins
+K_MAX_INTERNAL_FRAGMENTATION = 128 * MiB  # max_internal_fragmentation_bytes_ default
+K_INITIAL_REGION = 2 * MiB  # first region with allow_growth
+RETRY_WAIT_S = 10  # kMaxMillisToWait in AllocateRawInternalWithRetry
+
+
+def bin_num_for_size(size: int) -> int:
+    """XLA's ``BinNumForSize``: ``min(20, floor(log2(max(size, 256) >> 8)))``."""
+    return min(K_NUM_BINS - 1, (max(size, 256) >> 8).bit_length() - 1)
 
 
 class BFCAllocator(Allocator):
-    """Best fit from size bins, splitting, coalescing, and a pool (preallocated or grown).
+    """XLA's BFC allocator on a simulated device of ``capacity`` bytes (XLA's ``memory_limit_``).
 
     Args:
-      capacity: bytes of the simulated device.
-      alignment: request rounding (XLA: 256 bytes).
-      preallocate: reserve the whole device at start-up (True) or grow by regions (False).
-      initial_region: size of the first region when growing (XLA: 2 MiB).
-      max_internal_fragmentation: always split when the rest is at least this big
-        (XLA: 128 MiB; default here ``capacity // 512``, the same share of a small device).
+      capacity: bytes the allocator may use (on a GPU: the device's memory
+        times ``XLA_PYTHON_CLIENT_MEM_FRACTION``, 0.75 by default).
+      alignment: request rounding (XLA: 256; anything else is printed as a difference).
+      preallocate: one region of ``capacity`` at start-up (XLA ``allow_growth=false``)
+        or regions grown on demand (``allow_growth=true``).
+      initial_region: first region when growing (XLA: 2 MiB).
+      max_internal_fragmentation: split whenever the rest is at least this (XLA: 128 MiB).
     """
 
     policy = "bfc"
@@ -60,45 +86,64 @@ class BFCAllocator(Allocator):
         self,
         capacity: int,
         *,
-        alignment: int = 256,
+        alignment: int = K_MIN_ALLOCATION_SIZE,
         preallocate: bool = True,
-        initial_region: int = 2 * MiB,
-        max_internal_fragmentation: int | None = None,
+        initial_region: int = K_INITIAL_REGION,
+        max_internal_fragmentation: int = K_MAX_INTERNAL_FRAGMENTATION,
     ) -> None:
-        self.next_region = _check_int(initial_region, "initial_region", 1)
-        super().__init__(capacity, alignment=alignment, preallocate=preallocate)
-        if max_internal_fragmentation is None:
-            max_internal_fragmentation = max(self.capacity // 512, self.alignment)
+        _check_int(initial_region, "initial_region", 1)
         self.max_internal_fragmentation = _check_int(
             max_internal_fragmentation, "max_internal_fragmentation", 0
         )
+        self.initial_region = initial_region
+        super().__init__(capacity, alignment=alignment, preallocate=preallocate)
+        # curr_region_allocation_bytes_ = RoundedBytes(min(total_memory, 2 MiB))
+        self.next_region = self.round_up(min(self.capacity, initial_region))
+
+    def differences_from_xla(self) -> list[tuple[str, str, str]]:
+        """(parameter, value here, XLA's value) for every constant that is not XLA's."""
+        rows = []
+        for name, value, xla in (
+            ("kMinAllocationSize (alignment)", self.alignment, K_MIN_ALLOCATION_SIZE),
+            ("initial region (allow_growth)", self.initial_region, K_INITIAL_REGION),
+            ("max internal fragmentation", self.max_internal_fragmentation, K_MAX_INTERNAL_FRAGMENTATION),
+        ):
+            if value != xla:
+                rows.append((name, str(value), str(xla)))
+        return rows
 
     def bin_of(self, size: int) -> int:
-        """Bin index: ``floor(log2(size / alignment))``."""
-        return max(size // self.alignment, 1).bit_length() - 1
+        """The bin of a chunk of ``size`` bytes (XLA's ``BinNumForSize``)."""
+        return bin_num_for_size(size)
 
     def _find(self, rounded: int) -> int | None:
         bins: dict[int, list[tuple[int, int, int]]] = {}
         for index, chunk in enumerate(self.chunks):
-            if chunk.state == FREE and chunk.size >= rounded:
+            if chunk.state == FREE:
                 bins.setdefault(self.bin_of(chunk.size), []).append(
                     (chunk.size, chunk.offset, index)
                 )
-        for b in sorted(b for b in bins if b >= self.bin_of(rounded)):
-            return min(bins[b])[2]  # smallest fitting chunk of the first non-empty bin
+        for b in range(self.bin_of(rounded), K_NUM_BINS):
+            for size, _offset, index in sorted(bins.get(b, ())):  # (size, address) order
+                if size >= rounded:
+                    return index
         return None
 
     def _should_split(self, chunk: Chunk, rounded: int) -> bool:
-        return chunk.size >= 2 * rounded or chunk.size - rounded >= self.max_internal_fragmentation
+        return (
+            chunk.size >= 2 * rounded
+            or chunk.size - rounded >= self.max_internal_fragmentation
+        )
 
     def _grow(self, rounded: int) -> int | None:
         if self.preallocate or self.chunks[-1].state != UNRESERVED:
             return None
-        available = self.chunks[-1].size  # regions are taken from the unreserved tail
+        available = self.chunks[-1].size  # memory_limit_ - pool_bytes (regions come from the tail)
+        available -= available % K_MIN_ALLOCATION_SIZE
         if rounded > available:
             return None
         increased = False
-        while rounded > self.next_region:  # as XLA: double until the request fits
+        while rounded > self.next_region:  # double until the request fits
             self.next_region *= 2
             increased = True
         size = min(self.next_region, available)

@@ -1,16 +1,11 @@
-"""A naive first-fit allocator: the contrast to BFC.
-
-With ``preallocate=False`` (the default) it behaves like JAX's *platform*
-allocator (``XLA_PYTHON_CLIENT_ALLOCATOR=platform``): no pool, every
-allocation and every free is a call to the device, and freed memory goes
-straight back. Where the device then places the next buffer is the
-driver's business and not public; this simulation places it at the
-lowest address where it fits (first fit), a simple stand-in that shows the
-two costs the platform allocator is known for: many device calls, and
-holes left between long-lived buffers.
+"""A textbook first-fit allocator: a contrast to BFC, not an allocator JAX uses.
 
 With ``preallocate=True`` it is a first-fit pool: one device call at
-start-up, then first fit inside the pool, always splitting, no size bins.
+start-up, then the lowest-address free chunk that fits, always split, no
+size bins. With ``preallocate=False`` it places every buffer at the lowest
+free device address and hands freed memory straight back (a device call
+each way). Neither is what ``XLA_PYTHON_CLIENT_ALLOCATOR=platform`` does:
+that is :class:`~batchlab.allocator.platform.PlatformAllocator`.
 
 Example:
   >>> a = FirstFitAllocator(4096, alignment=256)
@@ -26,12 +21,12 @@ from .base import FREE, UNRESERVED, Allocator
 
 
 class FirstFitAllocator(Allocator):
-    """Lowest-address fit; without a pool every allocate/free is a device call.
+    """Lowest-address fit (a contrast policy); without a pool every allocate/free is a device call.
 
     Args:
       capacity: bytes of the simulated device.
       alignment: request rounding.
-      preallocate: one pool reserved at start-up (True) or platform-like (False).
+      preallocate: one pool reserved at start-up (True) or none (False).
     """
 
     policy = "first-fit"

@@ -28,6 +28,13 @@ OWNER_COLORS = {
     "output": "tab:green",
     "temp": "tab:orange",
     "constant": "tab:gray",
+    "weights": "tab:purple",
+    "input (one item)": "tab:blue",
+    "input (padded batch)": "tab:blue",
+    "input (batch)": "tab:blue",
+    "result output": "tab:green",
+    "temp (one block per call)": "tab:orange",
+    "new params / loss output": "tab:red",
     "": "tab:cyan",
 }
 _EXTRA = ("tab:brown", "tab:pink", "tab:olive", "tab:cyan")
@@ -38,9 +45,32 @@ def owner_color(owner: str) -> str:
     return OWNER_COLORS.get(owner, _EXTRA[sum(map(ord, owner)) % len(_EXTRA)])
 
 
+def _pow2_locator():
+    """Ticks at multiples of a power-of-two number of bytes (4-8 ticks per axis)."""
+    import math
+
+    from matplotlib.ticker import Locator
+
+    class Pow2Locator(Locator):
+        def __call__(self):
+            lo, hi = sorted(self.axis.get_view_interval())
+            return self.tick_values(lo, hi)
+
+        def tick_values(self, lo, hi):
+            span = max(hi - lo, 1.0)
+            step = 2.0 ** math.floor(math.log2(span / 4))
+            first = math.ceil(lo / step) * step
+            n = int((hi - first) // step) + 1
+            return [first + i * step for i in range(max(n, 0))]
+
+    return Pow2Locator()
+
+
 def _bytes_axis(axis) -> None:
+    """Binary byte labels at ticks that are multiples of a power of two bytes."""
     from matplotlib.ticker import FuncFormatter
 
+    axis.set_major_locator(_pow2_locator())
     axis.set_major_formatter(FuncFormatter(short_bytes))
 
 
@@ -59,6 +89,8 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
         ax.add_patch(Rectangle((start, offset), end - start, size, color="0.88", lw=0, zorder=0))
     patches, colors = [], []
     for b in timeline.blocks:
+        if b.offset < 0:  # the platform allocator's driver places buffers: no address
+            continue
         patches.append(Rectangle((b.start, b.offset), max(b.end - b.start, 0.6), b.size))
         colors.append(owner_color(b.owner))
     ax.add_collection(
@@ -82,7 +114,10 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
         handles.append(Patch(color="0.88", label="free (reserved)"))
         if timeline.failures:
             handles.append(
-                ax.plot([], [], "x", color="red", ms=10, mew=3, label="failed allocation")[0]
+                ax.plot(
+                    [], [], "x", color="red", ms=10, mew=3,
+                    label="failed allocation\n(no free chunk fits;\nfinal: nothing else frees)",
+                )[0]
             )
         ax.legend(
             handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=11, frameon=False
@@ -119,7 +154,7 @@ def plot_timeline(timeline: Timeline, *, axes=None):
     ax_f.step(t, [100 * f for f in timeline.fragmentation], where="post", color="tab:red", lw=2)
     ax_f.yaxis.set_major_formatter(PercentFormatter())
     ax_f.set_ylim(0, 100)
-    ax_f.set_title("fragmentation = 1 - largest free / free")
+    ax_f.set_title("XLA's fragmentation:\n1 - largest free chunk / free pool bytes", fontsize=11)
     for f in timeline.failures:
         ax_f.axvline(f.time, color="red", alpha=0.3)
     for ax in axes:
@@ -217,4 +252,34 @@ def plot_buffer_assignment(assignment, *, ax=None, kinds=("parameter", "output",
         f"XLA buffer assignment of {assignment.name} on {assignment.backend} "
         f"[from XLA: boxes sharing a band share bytes]"
     )
+    return fig
+
+
+def plot_capacity_scan(scans, *, ax=None, title: str | None = None):
+    """Fits (green dot) or fails (red cross) for every device size scanned, one row per scan."""
+    from ..plots import _new_figure
+
+    if ax is None:
+        fig, ax = _new_figure(1, width=11, height=1.2 + 0.7 * len(scans))
+    fig = ax.figure
+    for row, scan in enumerate(scans):
+        peak = max(scan.peak_live_bytes, 1)
+        ok = [c / peak for c, f in zip(scan.capacities, scan.fits, strict=True) if f]
+        bad = [c / peak for c, f in zip(scan.capacities, scan.fits, strict=True) if not f]
+        ax.plot(ok, [row] * len(ok), "o", color="tab:green", ms=6, label="fits" if row == 0 else None)
+        ax.plot(bad, [row] * len(bad), "x", color="red", ms=7, mew=2,
+                label="fails (a request finds no free chunk)" if row == 0 else None)
+        if scan.smallest is not None:
+            ax.plot([scan.smallest / peak], [row], "o", ms=14, mfc="none", mec="black", mew=1.5,
+                    label="smallest that fits" if row == 0 else None)
+    ax.set_yticks(range(len(scans)), [f"{s.trace_name}\n({s.policy})" for s in scans])
+    ax.set_ylim(-0.6, len(scans) - 0.4)
+    lo = min(min(s.capacities) / max(s.peak_live_bytes, 1) for s in scans)
+    hi = max(max(s.capacities) / max(s.peak_live_bytes, 1) for s in scans)
+    pad = (hi - lo) * 0.03 or 0.01
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_xlabel("simulated device / live peak (requests rounded to 256 B)")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, frameon=False)
+    ax.set_title(title or "which device sizes fit [simulation, XLA's BFC rules]")
     return fig

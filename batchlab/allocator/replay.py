@@ -5,8 +5,11 @@ allocator and records a :class:`Timeline`: after every event the bytes in
 use, reserved, the largest free block, external fragmentation
 (``1 - largest free block / total free``), and every failed allocation --
 in particular those that failed *although enough memory was free in
-total*, the signature of fragmentation. :func:`capacity_needed` finds the
-smallest device on which a trace never fails.
+total*, the signature of fragmentation. :func:`capacity_scan` replays a
+trace on many device sizes and reports every size on which it never fails:
+that set is **not** an interval (a bigger device can fail where a smaller
+one fits, because best fit and splitting place blocks differently), so it
+is scanned, never bisected. :func:`capacity_needed` is its smallest member.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from .._format import format_bytes, html_table, text_table
 from .base import Allocator
 from .bfc import BFCAllocator
 from .firstfit import FirstFitAllocator
+from .platform import PlatformAllocator
 from .trace import Trace
 
-POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator}
+POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
 
 def make_allocator(policy: str, capacity: int, *, preallocate: bool = True, **options) -> Allocator:
-    """A fresh allocator by name: ``"bfc"`` or ``"first-fit"``."""
+    """A fresh allocator by name: ``"bfc"`` (XLA's), ``"platform"`` or ``"first-fit"`` (a contrast)."""
     if policy not in POLICIES:
         raise ValueError(f"`policy` must be one of {sorted(POLICIES)}, got {policy!r}.")
     return POLICIES[policy](capacity, preallocate=preallocate, **options)
@@ -71,18 +75,26 @@ class Timeline:
     reserved: tuple[int, ...]
     free_total: tuple[int, ...]
     largest_free: tuple[int, ...]
-    fragmentation: tuple[float, ...]
+    largest_free_block: tuple[int, ...]  # XLA's largest_free_block_bytes (inside the pool)
+    fragmentation: tuple[float, ...]  # XLA's GetFragmentation (free pool bytes only)
     blocks: tuple[Block, ...]
     regions: tuple[tuple[int, int, int], ...]  # (offset, size, time reserved)
     failures: tuple[Failure, ...]
     allocations: int
     frees: int
     device_calls: int
+    differences: tuple[tuple[str, str, str], ...] = ()  # (parameter, here, XLA) where not XLA's
     source: str = field(default="the kit's allocator simulation (batchlab.allocator)")
 
     @property
     def peak_in_use(self) -> int:
+        """Peak of the bytes asked for (requests before rounding)."""
         return max(self.in_use, default=0)
+
+    @property
+    def peak_bytes_in_use(self) -> int:
+        """XLA's ``peak_bytes_in_use``: peak of the bytes of chunks handed out."""
+        return max(self.held, default=0)
 
     @property
     def peak_reserved(self) -> int:
@@ -109,6 +121,7 @@ class Timeline:
                 "failed allocations",
                 f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)",
             ),
+            ("differs from XLA", differences_text(self.differences)),
         ]
 
     def __repr__(self) -> str:
@@ -126,14 +139,156 @@ class Timeline:
         )
 
 
+def differences_text(differences) -> str:
+    """One line for the page: every parameter that is not XLA's, or 'nothing'."""
+    if not differences:
+        return "nothing (XLA's constants and order)"
+    return "; ".join(f"{name}: {here} (XLA: {xla})" for name, here, xla in differences)
+
+
+@dataclass(frozen=True)
+class CapacityScan:
+    """Which device sizes a trace fits on, by replaying it on every one (no bisection)."""
+
+    trace_name: str
+    policy: str
+    preallocate: bool
+    peak_live_bytes: int  # live peak with requests rounded to 256 B (the floor)
+    capacities: tuple[int, ...]
+    fits: tuple[bool, ...]
+    differences: tuple[tuple[str, str, str], ...] = ()
+    source: str = "the kit's allocator simulation (batchlab.allocator), one replay per capacity"
+
+    @property
+    def fitting(self) -> tuple[int, ...]:
+        return tuple(c for c, ok in zip(self.capacities, self.fits, strict=True) if ok)
+
+    @property
+    def smallest(self) -> int | None:
+        """The smallest capacity scanned that fits (None: none did)."""
+        return min(self.fitting, default=None)
+
+    @property
+    def overhead(self) -> float | None:
+        """``smallest / peak live bytes`` (1.0: the allocator wasted nothing at the peak)."""
+        return None if self.smallest is None else self.smallest / max(self.peak_live_bytes, 1)
+
+    @property
+    def failing_above_smallest(self) -> tuple[int, ...]:
+        """Capacities larger than :attr:`smallest` that fail: non-empty means 'not monotone'."""
+        s = self.smallest
+        return () if s is None else tuple(
+            c for c, ok in zip(self.capacities, self.fits, strict=True) if c > s and not ok
+        )
+
+    @property
+    def monotone(self) -> bool:
+        return not self.failing_above_smallest
+
+    def intervals(self) -> list[tuple[int, int, bool]]:
+        """Runs of consecutive scanned capacities with the same outcome: (first, last, fits)."""
+        runs: list[tuple[int, int, bool]] = []
+        for c, ok in zip(self.capacities, self.fits, strict=True):
+            if runs and runs[-1][2] == ok:
+                runs[-1] = (runs[-1][0], c, ok)
+            else:
+                runs.append((c, c, ok))
+        return runs
+
+    def _rows(self):
+        peak = max(self.peak_live_bytes, 1)
+        return [
+            (
+                f"{format_bytes(lo)} .. {format_bytes(hi)}",
+                f"{lo / peak:.2f}x .. {hi / peak:.2f}x",
+                "fits" if ok else "fails",
+            )
+            for lo, hi, ok in self.intervals()
+        ]
+
+    def __repr__(self) -> str:
+        head = (
+            f"CapacityScan({self.trace_name} on {self.policy} (preallocate={self.preallocate}): "
+            f"{len(self.capacities)} capacities, smallest fitting "
+            f"{format_bytes(self.smallest) if self.smallest else 'none'}"
+            + (f" = {self.overhead:.2f}x the live peak" if self.smallest else "")
+            + f", monotone: {self.monotone}; differs from XLA: {differences_text(self.differences)}; "
+            f"source: {self.source})"
+        )
+        return head + "\n" + text_table(self._rows(), header=("capacity", "x live peak", "outcome"))
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            self._rows(),
+            header=("capacity", "x live peak", "outcome"),
+            caption=f"{self.trace_name} on {self.policy}: {self.source}; differs from XLA: "
+            f"{differences_text(self.differences)}",
+        )
+
+
+def capacity_scan(
+    trace: Trace,
+    policy: str = "bfc",
+    *,
+    preallocate: bool = True,
+    headrooms=None,
+    capacities=None,
+    **options,
+) -> CapacityScan:
+    """Replays ``trace`` on every capacity and records which fit (no bisection: fitting is not monotone).
+
+    Args:
+      trace: the events.
+      policy: ``"bfc"``, ``"platform"`` or ``"first-fit"``.
+      preallocate: as in the allocators.
+      headrooms: capacities as multiples of the live peak, requests rounded to 256 bytes
+        (default 1.00, 1.01, ..., 2.00).
+      capacities: explicit capacities in bytes instead of ``headrooms``.
+      **options: allocator options (every one that is not XLA's is reported).
+
+    Example:
+      >>> from batchlab.allocator import workloads
+      >>> t = workloads.batched(16, batch_size=4)
+      >>> scan = capacity_scan(t, headrooms=(1.0, 1.5))
+      >>> scan.fits, scan.overhead
+      ((True, True), 1.0)
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"`trace` must be a batchlab.allocator.Trace, got {type(trace).__name__}.")
+    peak = max(trace.peak_rounded_bytes(), 1)
+    if capacities is None:
+        if headrooms is None:
+            headrooms = [1 + i / 100 for i in range(101)]
+        headrooms = [float(h) for h in headrooms]
+        if not headrooms or min(headrooms) < 1:
+            raise ValueError(
+                f"`headrooms` must be multiples of the live peak, each at least 1, got {headrooms}."
+            )
+        capacities = [max(256, -(-int(peak * h) // 256) * 256) for h in headrooms]
+    capacities = sorted({int(c) for c in capacities})
+    if not capacities:
+        raise ValueError("`capacities` is empty; give at least one capacity in bytes.")
+    fits, differences = [], ()
+    for capacity in capacities:
+        allocator = make_allocator(policy, capacity, preallocate=preallocate, **options)
+        differences = tuple(allocator.differences_from_xla())
+        fits.append(not replay(trace, allocator).failures)
+    return CapacityScan(
+        trace.name, policy, preallocate, peak, tuple(capacities), tuple(fits),
+        differences,
+    )
+
+
 def capacity_needed(
     trace: Trace, policy: str = "bfc", *, preallocate: bool = True, **options
 ) -> int:
-    """The smallest simulated device (to 1/256 of the live peak) on which ``trace`` never fails.
+    """The smallest capacity of a scan of 1.00x..2.00x the live peak (step 0.01) on which ``trace`` fits.
 
-    Found by bisection between the trace's live peak (no allocator can do
-    with less) and 4x that; ``capacity_needed / trace.peak_live_bytes`` is
-    the memory the policy's fragmentation costs (1.0: none).
+    Scanned, not bisected: a bigger device can fail where a smaller one
+    fits (:func:`capacity_scan` shows the whole set).
+
+    Raises:
+      ValueError: the trace fits on none of them.
 
     Example:
       >>> from batchlab.allocator import workloads
@@ -141,25 +296,13 @@ def capacity_needed(
       >>> capacity_needed(t) == t.peak_live_bytes  # one fixed shape: perfect reuse
       True
     """
-    peak = max(trace.peak_live_bytes, 1)
-    step = max(256, peak // 256)
-
-    def fits(capacity: int) -> bool:
-        return not replay(
-            trace, make_allocator(policy, capacity, preallocate=preallocate, **options)
-        ).failures
-
-    hi = max(4 * peak, 4096)
-    if not fits(hi):
+    scan = capacity_scan(trace, policy, preallocate=preallocate, **options)
+    if scan.smallest is None:
         raise ValueError(
-            f"`trace` {trace.name!r} does not fit even on {hi} bytes (4x its live peak) with {policy}; "
-            "check the allocator options (alignment)."
+            f"`trace` {trace.name!r} does not fit even on 2x its live peak with {policy}; "
+            "check the allocator options (alignment), or use capacity_scan with larger headrooms."
         )
-    lo = peak - 1
-    while hi - lo > step:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
-    return peak if fits(peak) else hi
+    return scan.smallest
 
 
 def replay(trace: Trace, allocator: Allocator) -> Timeline:
@@ -192,7 +335,7 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
             f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "
             f"got {type(allocator).__name__}; make one with make_allocator(policy, capacity)."
         )
-    if allocator.live:
+    if allocator.live or allocator.device_calls > (1 if allocator.preallocate else 0):
         raise ValueError(
             f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one."
         )
@@ -205,6 +348,7 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
             "reserved",
             "free_total",
             "largest_free",
+            "largest_free_block",
             "fragmentation",
         )
     }
@@ -240,6 +384,7 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
             ("reserved", allocator.reserved),
             ("free_total", allocator.free_total),
             ("largest_free", allocator.largest_free),
+            ("largest_free_block", allocator.largest_free_block),
             ("fragmentation", allocator.fragmentation),
         ):
             rows[key].append(value)
@@ -257,4 +402,5 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
         allocations=allocations,
         frees=frees,
         device_calls=allocator.device_calls,
+        differences=tuple(allocator.differences_from_xla()),
     )

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .._checks import check_positive_float
 from .._format import format_bytes, html_table
-from .replay import Timeline, capacity_needed, make_allocator, replay
+from .replay import Timeline, capacity_needed, differences_text, make_allocator, replay
 from .trace import Trace
 from .workloads import workload
 
@@ -23,7 +23,7 @@ class Simulation:
     @property
     def overhead(self) -> float:
         """``capacity_needed / peak live bytes``: 1.0 means fragmentation cost nothing."""
-        return self.capacity_needed / max(self.trace.peak_live_bytes, 1)
+        return self.capacity_needed / max(self.trace.peak_rounded_bytes(), 1)
 
     def _rows(self):
         tl = self.timeline
@@ -39,7 +39,8 @@ class Simulation:
                 f"{len(tl.failures)} ({tl.failures_despite_free} despite enough free)",
             ),
             ("max fragmentation", f"{tl.max_fragmentation:.1%}"),
-            ("device needed / live peak", f"{self.overhead:.2f}"),
+            ("device needed / live peak (scan, step 0.01)", f"{self.overhead:.2f}"),
+            ("differs from XLA", differences_text(tl.differences)),
         ]
 
     def __repr__(self) -> str:
@@ -81,6 +82,6 @@ def simulate(
             f"`headroom` must be at least 1 (the device must hold the live peak), got {headroom}."
         )
     trace = workload(name, n_items, batch_size=batch_size, **options)
-    capacity = int(trace.peak_live_bytes * headroom) // 256 * 256 + 256
+    capacity = int(trace.peak_rounded_bytes() * headroom) // 256 * 256 + 256
     timeline = replay(trace, make_allocator(policy, capacity, preallocate=preallocate))
     return Simulation(trace, timeline, capacity_needed(trace, policy, preallocate=preallocate))

@@ -96,6 +96,22 @@ class Trace:
                 live -= sizes.pop(e.id)
         return peak
 
+    def peak_rounded_bytes(self, alignment: int = 256) -> int:
+        """The live peak with every request rounded up to ``alignment`` (XLA's 256 bytes).
+
+        No allocator that rounds like XLA's can do with less: the floor
+        against which :func:`~batchlab.allocator.capacity_scan` measures.
+        """
+        sizes, live, peak = {}, 0, 0
+        for e in self.events:
+            if e.kind == "alloc":
+                sizes[e.id] = max(1, -(-e.size // alignment)) * alignment
+                live += sizes[e.id]
+                peak = max(peak, live)
+            else:
+                live -= sizes.pop(e.id)
+        return peak
+
     def __repr__(self) -> str:
         return (
             f"Trace({self.name}: {len(self.events)} events, {self.n_allocs} allocations, "

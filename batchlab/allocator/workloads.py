@@ -30,6 +30,7 @@ from .._checks import check_positive_int
 from .trace import Trace, TraceBuilder
 
 KiB = 1 << 10
+MiB = 1 << 20
 WORKLOADS = ("per-item", "batched", "bucketed", "training", "training-donated")
 
 
@@ -61,7 +62,7 @@ def _groups_trace(
 
 
 def per_item(
-    n_items: int, *, max_len: int = 64, row_bytes: int = 16 * KiB, seed: int = 0, in_flight: int = 1
+    n_items: int, *, max_len: int = 64, row_bytes: int = MiB, seed: int = 0, in_flight: int = 1
 ) -> Trace:
     """One item at a time: every group has its own size."""
     lengths = item_lengths(n_items, max_len, seed)
@@ -73,7 +74,7 @@ def batched(
     *,
     batch_size: int,
     max_len: int = 64,
-    row_bytes: int = 16 * KiB,
+    row_bytes: int = MiB,
     seed: int = 0,
     in_flight: int = 1,
 ) -> Trace:
@@ -92,7 +93,7 @@ def bucketed(
     batch_size: int,
     buckets: tuple[int, ...] = (16, 32, 64),
     max_len: int = 64,
-    row_bytes: int = 16 * KiB,
+    row_bytes: int = MiB,
     seed: int = 0,
     in_flight: int = 1,
 ) -> Trace:
@@ -117,9 +118,9 @@ def training(
     steps: int,
     *,
     donate: bool,
-    params_bytes: int = 4 << 20,
-    batch_bytes: int = 1 << 20,
-    activation_bytes: int = 3 << 20,
+    params_bytes: int = 1 << 30,
+    batch_bytes: int = 256 << 20,
+    activation_bytes: int = 768 << 20,
 ) -> Trace:
     """A training loop: each step reads a batch, makes activations and gradients, writes new parameters.
 

@@ -72,3 +72,47 @@ def _fixed_shape(answer, **context):
             "Run allocator.simulate(...) for it and look at `overhead`: varying shapes leave holes.",
         )
     return False, "Choose among 'per-item', 'batched', 'bucketed'."
+
+
+@exercise(
+    "fragmentation.growth_vs_pool",
+    "Scan the batched XLA trace again with preallocate=False (regions grown on demand, "
+    "XLA_PYTHON_CLIENT_PREALLOCATE=false). Does it need a 'larger', 'smaller' or the 'same' "
+    "device, as a multiple of its live peak, as the preallocated pool? Why?",
+)
+def _growth_vs_pool(answer, *, pool, grown, **context):
+    if pool.overhead is None or grown.overhead is None:
+        return False, "One of the scans found no fitting device; widen the headrooms."
+    truth = (
+        "same"
+        if abs(grown.overhead - pool.overhead) < 0.005
+        else ("larger" if grown.overhead > pool.overhead else "smaller")
+    )
+    if str(answer).strip().lower() == truth:
+        return True, (
+            "Right. Regions never merge and are never returned: a request larger than every "
+            "free region needs a new region, even when the free regions add up to enough."
+            if truth == "larger"
+            else "Right; compare the memory maps to see where the regions went."
+        )
+    return False, (
+        "Draw the memory map with preallocate=False: where do the regions start and end, "
+        "and can a free chunk span two regions?"
+    )
+
+
+@exercise(
+    "fragmentation.loop_scaling",
+    "In the eager loop `x = x.at[i].set(v)`, double the array size at the largest size "
+    "measured. By about what factor does the time per update grow (a number)?",
+)
+def _loop_scaling(answer, **context):
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        return False, "Give a number, e.g. 1.0 if the time did not change."
+    if 1.4 <= value <= 3.0:
+        return True, "About 2x: each eager update copies the whole array, so its time grows with the bytes."
+    if value < 1.4:
+        return False, "Look at the eager curve at the largest sizes: what does every update do with x?"
+    return False, "More than the bytes grew? Check what one update copies."

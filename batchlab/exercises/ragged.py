@@ -25,7 +25,8 @@ def wasted_fraction(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     if abs(value - expected) < 1e-3:
         return (
             True,
-            "Right: pads = batch x longest - sum(lengths), and every pad costs as much compute as data.",
+            "Right: pads = batch x longest - sum(lengths), and a mask computes every one of them "
+            "like a token (it selects, it does not skip).",
         )
     if abs(value - (1 - expected)) < 1e-3:
         return (
@@ -137,4 +138,78 @@ def three_boundaries(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     return False, (
         f"Your boundaries pad {mine / best:.2f}x as much as the best 3. Most items are short: "
         "does your first bucket end close to where most lengths are?"
+    )
+
+
+def _direction(new: float, old: float) -> str:
+    return "more" if new > old else "fewer" if new < old else "same"
+
+
+@exercise(
+    "ragged.long_item",
+    "Add one item of `extra` tokens to the padded batch of items with lengths `lengths`. By what "
+    "factor do the flops of the padded masked mean grow, and by what factor those of the packed "
+    "mean? Answer (padded_factor, packed_factor); the order of magnitude is what counts.",
+)
+def long_item(answer: Any, *, lengths: Any, extra: int) -> tuple[bool, str]:
+    lengths = np.asarray(lengths)
+    padded = (len(lengths) + 1) * max(int(lengths.max()), extra) / (len(lengths) * lengths.max())
+    packed = (lengths.sum() + extra) / lengths.sum()
+    try:
+        a_padded, a_packed = (float(v) for v in answer)
+    except (TypeError, ValueError):
+        return False, "Answer with a pair of numbers: (padded_factor, packed_factor)."
+    if min(a_padded, a_packed) <= 0:
+        return False, "Both factors are positive: flops never turn negative."
+    if not 1 / 1.5 <= a_padded / padded <= 1.5:
+        return False, (
+            "The padded factor is off: a padded batch is items x longest positions, and a mask "
+            "computes every one. What does one long item do to the longest?"
+        )
+    if not 1 / 1.5 <= a_packed / packed <= 1.5:
+        return False, (
+            "The packed factor is off: a packed batch is the sum of the lengths, nothing more. "
+            "How much does one item add to that sum?"
+        )
+    return True, (
+        "Right: padding multiplies one long item by the batch size; packing adds it once. That is "
+        "why a long tail makes pad-to-max expensive and leaves packing almost unchanged."
+    )
+
+
+@exercise(
+    "ragged.batch_size_change",
+    "An epoch of `bucket_batches` with `boundaries` and `batch_size=old` is rebuilt with "
+    "`batch_size=new`. For each of 'compiles', 'filler_rows' and 'batches', answer 'more', "
+    "'fewer' or 'same' (a dict).",
+)
+def batch_size_change(
+    answer: Any, *, lengths: Any, boundaries: Any, old: int, new: int
+) -> tuple[bool, str]:
+    lengths, b = np.asarray(lengths), np.asarray(boundaries)
+    counts = np.bincount(np.searchsorted(b, lengths), minlength=len(b))
+    counts = counts[counts > 0]
+
+    def epoch(bs: int) -> dict[str, int]:
+        return {
+            "compiles": len(counts),
+            "filler_rows": int(np.sum(-counts % bs)),
+            "batches": int(np.sum(-(-counts // bs))),
+        }
+
+    before, after = epoch(old), epoch(new)
+    expected = {k: _direction(after[k], before[k]) for k in before}
+    if not isinstance(answer, dict) or set(answer) != set(expected):
+        return False, "Answer with a dict: {'compiles': ..., 'filler_rows': ..., 'batches': ...}."
+    hints = {
+        "compiles": "What decides a compiled shape here: the number of batches, or (batch_size, boundary)?",
+        "filler_rows": "Filler rows only fill up each bucket's last batch: at most batch_size - 1 per bucket.",
+        "batches": "Each bucket is cut into ceil(items / batch_size) batches.",
+    }
+    wrong = [k for k in expected if str(answer[k]).strip().lower() != expected[k]]
+    if wrong:
+        return False, " ".join(hints[k] for k in wrong)
+    return True, (
+        "Right: the compiled shapes are one per bucket whatever the batch size; a smaller batch "
+        "means more batches (more dispatches) and at most batch_size - 1 filler rows per bucket."
     )

@@ -1,24 +1,37 @@
-"""Exercises for notebooks/00_tour.ipynb: predict memory from shapes."""
+"""Exercises for notebooks/00_tour.ipynb: predict memory from shapes, then change a dtype."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from . import exercise
+
+DIRECTIONS = ("shrinks", "same", "grows")
 
 
 @exercise(
     "tour.predict_bytes",
-    "Predict the argument, output and temp bytes XLA plans for the batched scorer "
-    "at batch size B, as a dict {'argument': ..., 'output': ..., 'temp': ...}.",
+    "Predict the argument and output bytes XLA plans for the batched scorer "
+    "at batch size B, as a dict {'argument': ..., 'output': ...}.",
 )
 def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str]:
+    """
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> f = jax.vmap(lambda x, w: x @ w, in_axes=(0, None))
+      >>> args = (jnp.ones((4, 3)), jnp.ones((3, 2)))
+      >>> predict_bytes({"argument": 4 * 3 * 4 + 3 * 2 * 4, "output": 4 * 2 * 4}, fn=f, args=args)[0]
+      True
+      >>> predict_bytes({"argument": 48, "output": 32}, fn=f, args=args)[1][:38]
+      'Not all figures match the compiled pla'
+    """
     from ..memory import memory_estimate
 
-    if not isinstance(answer, dict) or not {"argument", "output", "temp"} <= set(answer):
+    if not isinstance(answer, dict) or not {"argument", "output"} <= set(answer):
         return (
             False,
-            "Answer with a dict that has the keys 'argument', 'output' and 'temp' (numbers of bytes).",
+            "Answer with a dict that has the keys 'argument' and 'output' (numbers of bytes).",
         )
     est = memory_estimate(fn, *args)
     wrong = []
@@ -29,16 +42,90 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
         )
     if int(answer["output"]) != est.output_bytes:
         wrong.append("output: one float32 score per item in the batch")
-    if int(answer["temp"]) != est.temp_bytes:
-        off = int(answer["temp"]) / est.temp_bytes if est.temp_bytes else float("inf")
-        hint = "too high" if off > 1 else "too low"
-        wrong.append(
-            f"temp ({hint}): which intermediate array of the item function exists for every item "
-            "at once before it is reduced to a score?"
-        )
     if wrong:
         return False, "Not all figures match the compiled plan. " + "; ".join(wrong) + "."
     return (
         True,
-        "All three match XLA's compiled memory analysis: memory follows from shapes and dtypes.",
+        "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and dtypes.",
+    )
+
+
+def direction(new: float, old: float, *, tolerance: float = 0.05) -> str:
+    """``"grows"``, ``"same"`` or ``"shrinks"``: ``new`` against ``old`` (within ``tolerance``).
+
+    Example:
+      >>> direction(2.0, 1.0), direction(1.01, 1.0), direction(0.5, 1.0)
+      ('grows', 'same', 'shrinks')
+    """
+    if old == 0:
+        return "same" if new == 0 else "grows"
+    r = new / old
+    if r > 1 + tolerance:
+        return "grows"
+    if r < 1 - tolerance:
+        return "shrinks"
+    return "same"
+
+
+def _cast(args: tuple, dtype: Any) -> tuple:
+    import jax.numpy as jnp
+
+    return tuple(jnp.asarray(a).astype(dtype) for a in args)
+
+
+@exercise(
+    "tour.change_dtype",
+    "Change the scorer's inputs from float32 to another dtype (e.g. bfloat16). For the "
+    "argument and the temp bytes, say 'shrinks', 'same' or 'grows', as a dict "
+    "{'argument': ..., 'temp': ...}, then explain why.",
+)
+def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple[bool, str]:
+    """
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> f = jax.vmap(lambda x: jnp.sin(x) * 2, in_axes=0)
+      >>> change_dtype({"argument": "shrinks", "temp": "grows"}, fn=f,
+      ...              args=(jnp.ones((4, 8)),), dtype=jnp.float16)[0]
+      False
+      >>> change_dtype({"argument": "same", "temp": "same"}, fn=f,
+      ...              args=(jnp.ones((4, 8)),), dtype=jnp.float16)[1][:40]
+      'Not yet. argument: how many bytes does o'
+
+    """
+    import jax
+    import numpy as np
+
+    from ..memory import memory_estimate
+
+    if not isinstance(answer, dict) or not {"argument", "temp"} <= set(answer):
+        return (
+            False,
+            "Answer with a dict {'argument': ..., 'temp': ...}, each 'shrinks', 'same' or 'grows'.",
+        )
+    bad = [k for k in ("argument", "temp") if answer[k] not in DIRECTIONS]
+    if bad:
+        return False, f"Each value must be one of {DIRECTIONS}; check {bad}."
+    new_args = _cast(args, dtype)
+    old, new = memory_estimate(fn, *args), memory_estimate(fn, *new_args)
+    truth = {
+        "argument": direction(new.argument_bytes, old.argument_bytes),
+        "temp": direction(new.temp_bytes, old.temp_bytes),
+    }
+    name = np.dtype(dtype).name
+    hints = []
+    if answer["argument"] != truth["argument"]:
+        hints.append(f"argument: how many bytes does one {name} element take, against float32's 4?")
+    if answer["temp"] != truth["temp"]:
+        hints.append(
+            f"temp: run bl.buffer_assignment(fn, *args) with the {name} inputs and read the "
+            "dtype of every value in the temp allocation: is the arithmetic done in "
+            f"{name}?"
+        )
+    if hints:
+        return False, "Not yet. " + " ".join(hints)
+    # the praise names no direction and no number: stored notebook outputs must not give it away
+    return (
+        True,
+        f"Right on both (measured on {jax.default_backend()}). Now say why: read the dtype of "
+        f"every value in the temp allocation of bl.buffer_assignment(fn, *args) with {name} inputs.",
     )

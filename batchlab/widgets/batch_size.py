@@ -8,6 +8,7 @@ from typing import Any
 from .._checks import check_callable
 from .._format import format_bytes, format_seconds
 from ..measure import Measurement, measure
+from ..per_item import PerItemCost, per_item_cost
 from ..sweep import Sweep, SweepPoint
 from .controls import batch_size_slider
 from .explorer import Explorer
@@ -21,6 +22,10 @@ class BatchSizeExplorer(Explorer):
       make_batch: ``make_batch(batch_size) -> args`` builds its inputs.
       batch_sizes: the slider's stops (e.g. powers of two).
       batch_size: the starting value (default: the first stop).
+      loop: optional :class:`batchlab.Measurement` of one ``jax.lax.map`` call
+        over ``loop_items`` items (the same work, one item at a time), drawn
+        as the per-item line a batch must beat (see :mod:`batchlab.per_item`).
+      loop_items: the number of items in that call.
       **measure_options: passed to :func:`batchlab.measure`.
 
     Example:
@@ -41,6 +46,8 @@ class BatchSizeExplorer(Explorer):
         *,
         batch_size: int | None = None,
         title: str = "Batch size explorer",
+        loop: Measurement | None = None,
+        loop_items: int | None = None,
         **measure_options: Any,
     ) -> None:
         check_callable(fn)
@@ -55,8 +62,19 @@ class BatchSizeExplorer(Explorer):
             raise ValueError(
                 f"`batch_size`={batch_size} is not one of the slider's stops {batch_sizes}."
             )
+        if loop is not None and not isinstance(loop, Measurement):
+            raise TypeError(
+                f"`loop` must be a batchlab.Measurement (from bl.measure), got {type(loop).__name__}."
+            )
+        if loop is not None and (
+            isinstance(loop_items, bool) or not isinstance(loop_items, int) or loop_items < 1
+        ):
+            raise ValueError(
+                f"`loop_items` must be a positive int (the items in the `loop` call), got {loop_items!r}."
+            )
         self.fn, self.make_batch, self.batch_sizes = fn, make_batch, batch_sizes
         self.measure_options = measure_options
+        self.loop, self.loop_items = loop, loop_items
 
         def compute(batch_size: int) -> Measurement:
             args = make_batch(batch_size)
@@ -68,7 +86,9 @@ class BatchSizeExplorer(Explorer):
             compute,
             {"batch_size": batch_size},
             controls={"batch_size": batch_size_slider(batch_sizes)},
-            draw=lambda ex: ex.as_sweep().plot(current=ex.params["batch_size"]),
+            draw=lambda ex: ex.per_item().plot(
+                current=ex.params["batch_size"], memory=ex.as_sweep()
+            ),
             describe=lambda m: _describe_measurement(m, self.params["batch_size"]),
             title=title,
         )
@@ -78,6 +98,10 @@ class BatchSizeExplorer(Explorer):
     def measured(self) -> dict[int, Measurement]:
         """Every batch size measured so far, and its :class:`Measurement`."""
         return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
+
+    def per_item(self) -> PerItemCost:
+        """Every measured batch size (and the ``loop`` baseline, if given) as a :class:`batchlab.per_item.PerItemCost`."""
+        return per_item_cost(self.as_sweep(), self.loop, self.loop_items)
 
     def as_sweep(self) -> Sweep:
         """Every measured batch size as a :class:`batchlab.Sweep` (for tables and plots)."""

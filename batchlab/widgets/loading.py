@@ -74,8 +74,11 @@ class LoadingExplorer(Explorer):
       dataset: a :class:`batchlab.loading.Dataset`.
       batch_sizes: the batch-size choices.
       step: computation run on every batch (``None``: load only); with a
-        step, ``prefetch=True`` overlaps loading with it.
+        step, ``prefetch=True`` overlaps loading with it, and ``sync=True``
+        waits for every step (without it, asynchronous dispatch overlaps too).
       repeat: passes per setting (median kept).
+      ceiling: the run's one :class:`batchlab.loading_speed.Ceiling` (``None``: measured
+        here); pass the notebook's so that text and plot quote the same number.
 
     Example:
       >>> import tempfile
@@ -93,6 +96,7 @@ class LoadingExplorer(Explorer):
         *,
         step: Callable | None = None,
         repeat: int = 3,
+        ceiling: Ceiling | None = None,
         title: str = "Loading explorer",
     ) -> None:
         batch_sizes = [int(b) for b in batch_sizes]
@@ -101,10 +105,15 @@ class LoadingExplorer(Explorer):
                 f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."
             )
         self.dataset, self.step, self.repeat = dataset, step, repeat
-        self.ceiling = measure_ceiling(dataset, repeat=max(repeat, 3))
+        if ceiling is not None and not isinstance(ceiling, Ceiling):
+            raise TypeError(
+                f"`ceiling` must be a Ceiling from batchlab.loading_speed.measure_ceiling(...) or "
+                f"None, got {type(ceiling).__name__}."
+            )
+        self.ceiling = ceiling or measure_ceiling(dataset, repeat=max(repeat, 3))
 
         def compute(
-            batch_size: int, method: str, order: str, transfer: str, prefetch: bool
+            batch_size: int, method: str, order: str, transfer: str, prefetch: bool, sync: bool
         ) -> Throughput:
             return measure_loading(
                 dataset,
@@ -114,20 +123,25 @@ class LoadingExplorer(Explorer):
                 transfer=transfer,
                 step=step,
                 prefetch=2 if prefetch else 0,
+                sync=sync,
                 repeat=repeat,
             )
 
-        def checkbox(value: bool):
-            import ipywidgets as w
+        def checkbox(name: str):
+            def factory(value: bool):
+                import ipywidgets as w
 
-            return w.Checkbox(value=value, description="prefetch", indent=False)
+                return w.Checkbox(value=value, description=name, indent=False)
+
+            return factory
 
         controls = {
             "batch_size": _dropdown("batch size", batch_sizes),
             "method": _dropdown("method", METHODS),
             "order": _dropdown("order", ORDERS),
             "transfer": _dropdown("transfer per", TRANSFERS),
-            "prefetch": checkbox,
+            "prefetch": checkbox("prefetch"),
+            "sync": checkbox("sync every step"),
         }
         params = dict(
             batch_size=batch_sizes[0],
@@ -135,6 +149,7 @@ class LoadingExplorer(Explorer):
             order="contiguous",
             transfer="batch",
             prefetch=False,
+            sync=False,
         )
         super().__init__(
             compute,
@@ -152,8 +167,12 @@ class LoadingExplorer(Explorer):
         return {r.label: r for r in self.cache.values()}
 
     def share_of_ceiling(self, result: Throughput) -> float:
-        """``result``'s bytes/s as a share of the in-memory copy ceiling."""
+        """``result``'s bytes/s as a share of the memcpy ceiling (``self.ceiling``, one per run)."""
         return result.bytes_per_s / self.ceiling.memcpy.bytes_per_s
+
+    def plot(self):
+        """The throughput bars of every setting measured so far (the widget's figure)."""
+        return self.figure()
 
     def _plot(self, ex: Explorer):
         return plot_throughput(
@@ -163,8 +182,9 @@ class LoadingExplorer(Explorer):
     def _describe(self, r: Throughput) -> str:
         return (
             f"<b>{format_count(r.items_per_s)} items/s</b>, {format_rate(r.bytes_per_s)} = "
-            f"<b>{self.share_of_ceiling(r):.1%}</b> of np.copy's "
-            f"{format_rate(self.ceiling.memcpy.bytes_per_s)} (wall clock, same run)"
+            f"<b>{self.share_of_ceiling(r):.1%}</b> of the ceiling, "
+            f"{self.ceiling.memcpy.label}: {format_rate(self.ceiling.memcpy.bytes_per_s)} "
+            "(wall clock, same run)"
         )
 
 

@@ -20,6 +20,7 @@ from ..bucketing import bucketize
 from ..compiles import count_compiles
 from ..masking import mean_pool, mean_pool_reference
 from ..measure import Measurement, measure
+from ..packing import pack, packed_mean_pool
 from ..padding import as_ragged, pad
 from ..padding_report import (
     STRATEGY_COLORS,
@@ -31,33 +32,55 @@ from .explorer import Explorer
 
 
 # ------------------------------------------------------------ padding (04)
+PAD_STRATEGIES = ("max", "multiple", "fixed", "pack")
+PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "pack": "tab:green"}
+
+
+def timing_source() -> str:
+    """Backend, CPU cores and jax version: the caption of every timing plot here."""
+    import os
+
+    return f"{jax.default_backend()}, {os.cpu_count()} CPU cores, jax {jax.__version__}"
+
+
 @dataclass(frozen=True)
 class PaddingPoint:
-    """One padding setting, measured: cost of pads, run time, memory and correctness."""
+    """One padding setting, measured: cost of pads, run time, memory and correctness.
+
+    ``padded_elements`` are the positions computed on (``items x length``
+    padded, the total length packed); ``flops`` is XLA's ``cost_analysis``.
+    """
 
     strategy: str
     size: int
     padded_length: int
+    padded_elements: int
     waste: float
     truncated: int
     correct: float
     measurement: Measurement
 
+    @property
+    def flops(self) -> float | None:
+        return self.measurement.memory.flops
+
     def __repr__(self) -> str:
+        flops = "" if self.flops is None else f", {self.flops / 1e6:.2f} M flops"
         return (
             f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, padding {self.waste:.1%}, "
-            f"{self.truncated} items cut, {self.correct:.0%} items correct, "
+            f"{self.truncated} items cut, {self.correct:.0%} items correct{flops}, "
             f"run {format_seconds(self.measurement.median)}, planned peak "
             f"{format_bytes(self.measurement.memory.peak_bytes)})"
         )
 
 
 class PaddingExplorer(Explorer):
-    """Padding strategy dropdown + size slider -> wasted compute, run time, memory, correctness.
+    """Strategy dropdown + size slider -> wasted compute, run time, memory, correctness.
 
     Strategies: ``max`` (pad to the longest; ``size`` unused), ``multiple``
-    (round the longest up to a multiple of ``size``) and ``fixed`` (pad or
-    *cut* every item to ``size``: fast, but cut items give wrong results).
+    (round the longest up to a multiple of ``size``), ``fixed`` (pad or
+    *cut* every item to ``size``: fast, but cut items give wrong results)
+    and ``pack`` (items back to back, segment sums: no pads; ``size`` unused).
 
     Example:
       >>> from batchlab import Ragged
@@ -66,6 +89,9 @@ class PaddingExplorer(Explorer):
       >>> p = ex.update(strategy="fixed", size=2)
       >>> p.padded_length, p.truncated, round(p.correct, 2)
       (2, 2, 0.33)
+      >>> q = ex.update(strategy="pack")
+      >>> q.padded_elements, q.waste, q.correct
+      (10, 0.0, 1.0)
     """
 
     def __init__(
@@ -89,7 +115,7 @@ class PaddingExplorer(Explorer):
             self._compute_point,
             {"strategy": strategy, "size": self.sizes[0]},
             controls={
-                "strategy": _dropdown(("max", "multiple", "fixed"), "strategy"),
+                "strategy": _dropdown(PAD_STRATEGIES, "strategy"),
                 "size": _slider(self.sizes, "length / multiple"),
             },
             draw=_draw_padding,
@@ -99,28 +125,35 @@ class PaddingExplorer(Explorer):
         self.update()
 
     def _compute_point(self, strategy: str, size: int) -> PaddingPoint:
-        if strategy not in ("max", "multiple", "fixed"):
-            raise ValueError(f"`strategy` must be 'max', 'multiple' or 'fixed', got {strategy!r}.")
-        options = {
-            "max": {},
-            "multiple": {"multiple_of": size},
-            "fixed": {"length": size, "truncate": True},
-        }
-        import warnings
+        if strategy not in PAD_STRATEGIES:
+            raise ValueError(f"`strategy` must be one of {list(PAD_STRATEGIES)}, got {strategy!r}.")
+        if strategy == "pack":
+            pk = pack(self.data)
+            m = measure(packed_mean_pool, pk, self.table, **self.measure_options)
+            out = np.asarray(jax.jit(packed_mean_pool)(pk, self.table))
+            length, elements, waste, truncated = pk.padded_elements, pk.padded_elements, pk.waste, 0
+        else:
+            options = {
+                "max": {},
+                "multiple": {"multiple_of": size},
+                "fixed": {"length": size, "truncate": True},
+            }
+            import warnings
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the cut count is reported in the result instead
-            p = pad(self.data, **options[strategy])
-        m = measure(mean_pool, p.values, p.mask, self.table, **self.measure_options)
-        out = np.asarray(jax.jit(mean_pool)(p.values, p.mask, self.table))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the cut count is reported in the result instead
+                p = pad(self.data, **options[strategy])
+            m = measure(mean_pool, p.values, p.mask, self.table, **self.measure_options)
+            out = np.asarray(jax.jit(mean_pool)(p.values, p.mask, self.table))
+            length, elements, waste = int(p.values.shape[1]), p.padded_elements, p.waste
+            truncated = int(np.sum(self.data.lengths > length))
         correct = (
             np.all(np.isclose(out, self.reference, rtol=1e-4, atol=1e-5), axis=1).mean()
             if len(out)
             else 1.0
         )
-        truncated = int(np.sum(self.data.lengths > p.values.shape[1]))
         return PaddingPoint(
-            strategy, size, int(p.values.shape[1]), p.waste, truncated, float(correct), m
+            strategy, size, length, int(elements), waste, truncated, float(correct), m
         )
 
     @property
@@ -131,53 +164,75 @@ class PaddingExplorer(Explorer):
 def _draw_padding(ex: PaddingExplorer):
     from ..plots import _new_figure
 
-    fig, (ax_m, ax_t) = _new_figure(2, width=5.2, height=3.8)
+    fig, (ax_m, ax_t) = _new_figure(2, width=5.6, height=4.2)
     p = ex.result
-    lengths = np.sort(ex.data.lengths[:64])[::-1]
-    ax_m.imshow(
-        np.arange(p.padded_length)[None, :] < lengths[:, None],
-        aspect="auto",
-        cmap="Blues",
-        interpolation="nearest",
-        vmin=-0.3,
-        vmax=1,
-    )
-    ax_m.set_title(f"dark = data, light = pad ({p.waste:.0%} pads)")
-    ax_m.set_xlabel("position (padded length)")
-    ax_m.set_ylabel("item (64 shown, sorted)")
-    by_length = {
-        q.padded_length: q for q in ex.measured
-    }  # "max" at any slider value is one setting
-    by_length[p.padded_length] = p
-    pts = sorted(by_length.values(), key=lambda q: q.padded_length)
-    ax_t.plot(
-        [q.padded_length for q in pts],
-        [q.measurement.median * 1e3 for q in pts],
-        "o-",
-        color="tab:blue",
-    )
-    ax_t.plot(
-        [p.padded_length], [p.measurement.median * 1e3], "o", ms=14, mfc="none", mec="red", mew=2
-    )
-    ax_t.set_xlabel("padded length")
-    ax_t.set_ylabel("run time (ms, wall clock median)")
-    ax_t.set_title(f"{p.correct:.0%} items correct")
-    ax_t.grid(True, alpha=0.3)
+    shown = np.sort(ex.data.lengths[:64])[::-1]
+    if p.strategy == "pack":  # the same 64 items back to back, wrapped at the longest's width
+        width = int(shown.max()) if len(shown) else 1
+        flat = np.repeat(np.arange(len(shown)) % 2, shown)
+        grid = np.full(-(-len(flat) // width) * width, -1.0)
+        grid[: len(flat)] = 0.55 + 0.45 * flat
+        ax_m.imshow(grid.reshape(-1, width), aspect="auto", cmap="Blues", interpolation="nearest",
+                    vmin=-0.3, vmax=1)
+        ax_m.set_title("packed: items back to back (shades alternate), no pads")
+        ax_m.set_ylabel(f"row of {width} positions")
+    else:
+        ax_m.imshow(
+            np.arange(p.padded_length)[None, :] < shown[:, None],
+            aspect="auto",
+            cmap="Blues",
+            interpolation="nearest",
+            vmin=-0.3,
+            vmax=1,
+        )
+        ax_m.set_title(f"dark = data, light = pad ({p.waste:.0%} pads)")
+        ax_m.set_ylabel("item (64 shown, sorted)")
+    ax_m.set_xlabel("position")
+    # one series per strategy: x = positions computed, y = median, bars = min..max
+    for strategy in PAD_STRATEGIES:
+        pts = sorted(
+            {q.padded_elements: q for q in ex.measured if q.strategy == strategy}.values(),
+            key=lambda q: q.padded_elements,
+        )
+        if not pts:
+            continue
+        x = np.array([q.padded_elements for q in pts], float)
+        med = np.array([q.measurement.median for q in pts]) * 1e3
+        lo = med - np.array([q.measurement.min for q in pts]) * 1e3
+        hi = np.array([q.measurement.max for q in pts]) * 1e3 - med
+        ax_t.errorbar(x, med, yerr=[lo, hi], fmt="o-", color=PAD_COLORS[strategy], capsize=3,
+                      label=f"{strategy} (median, bar = min..max)")
+    ax_t.plot([p.padded_elements], [p.measurement.median * 1e3], "o", ms=14, mfc="none",
+              mec="black", mew=2, label="current setting")
+    ax_t.set_xscale("log")
+    ax_t.set_yscale("log")
+    _count_ticks(ax_t.xaxis)
+    ax_t.set_xlabel("positions computed (log scale)")
+    ax_t.set_ylabel("run time, ms (log scale)")
+    ax_t.set_title(f"{p.correct:.0%} items correct; {timing_source()}", fontsize=10)
+    ax_t.grid(True, alpha=0.3, which="both")
+    ax_t.legend(fontsize=9, loc="upper left")
     return fig
 
 
 # ------------------------------------------------------------ buckets (05)
 @dataclass(frozen=True)
 class BucketPoint:
-    """One bucketing setting: padding waste, compilations counted, run time of all buckets."""
+    """One bucketing setting: padding, compilations (count and seconds), run time of all buckets.
+
+    ``largest_bytes`` is the biggest gathered ``(items, boundary, features)``
+    float32 array of one bucket: what must stream through memory.
+    """
 
     strategy: str
     n_buckets: int
     boundaries: tuple[int, ...]
     shapes: int
     compiles: int
+    compile_seconds: float
     padded_elements: int
     true_elements: int
+    largest_bytes: int
     measurement: Measurement
 
     @property
@@ -187,20 +242,24 @@ class BucketPoint:
     def __repr__(self) -> str:
         return (
             f"BucketPoint({self.strategy}, {self.n_buckets} buckets: {self.ratio:.2f}x ragged, "
-            f"{self.compiles} compiles, run {format_seconds(self.measurement.median)} for all buckets)"
+            f"{self.compiles} compiles ({format_seconds(self.compile_seconds)}), "
+            f"run {format_seconds(self.measurement.median)} for all buckets)"
         )
 
 
+BUCKET_STRATEGIES = ("optimal", "quantile", "fixed")
+
+
 class BucketExplorer(Explorer):
-    """Bucket-count slider (+ strategy) -> padding waste, compile count, run time of the whole dataset.
+    """Bucket-count slider (+ strategy) -> padding, compilations, run time of the whole dataset.
 
     Example:
       >>> from batchlab import Ragged
       >>> data = Ragged.from_lengths(np.arange(40) % 5, [3, 9, 1, 12, 15])
       >>> ex = BucketExplorer(data, vocab=5, features=4, bucket_counts=(1, 2), repeat=3)
       >>> pt = ex.update(n_buckets=2)
-      >>> pt.shapes, pt.compiles
-      (2, 2)
+      >>> pt.shapes, pt.compiles, pt.compile_seconds > 0
+      (2, 2, True)
     """
 
     def __init__(
@@ -216,6 +275,7 @@ class BucketExplorer(Explorer):
         **measure_options: Any,
     ):
         self.data = as_ragged(data)
+        self.features = features
         self.bucket_counts = tuple(int(k) for k in bucket_counts)
         self.table = jax.random.normal(jax.random.key(seed), (vocab, features))
         self.measure_options = measure_options
@@ -223,7 +283,7 @@ class BucketExplorer(Explorer):
             self._compute_point,
             {"strategy": strategy, "n_buckets": self.bucket_counts[0]},
             controls={
-                "strategy": _dropdown(("optimal", "quantile", "fixed"), "boundaries"),
+                "strategy": _dropdown(BUCKET_STRATEGIES, "boundaries"),
                 "n_buckets": _slider(self.bucket_counts, "buckets"),
             },
             draw=_draw_buckets,
@@ -245,14 +305,17 @@ class BucketExplorer(Explorer):
             for v, m in arrays:
                 fresh(v, m, self.table)
         meas = measure(pool_buckets, arrays, self.table, **self.measure_options)
+        largest = max((v.size for v, _ in arrays), default=0) * self.features * 4
         return BucketPoint(
             strategy,
             n_buckets,
             tuple(int(x) for x in b),
             len(buckets),
             c.count,
+            c.seconds,
             buckets.padded_elements,
             buckets.true_elements,
+            int(largest),
             meas,
         )
 
@@ -262,30 +325,55 @@ class BucketExplorer(Explorer):
 
 
 def _draw_buckets(ex: BucketExplorer):
+    from matplotlib.patches import Patch
+
     from ..plots import _new_figure
 
-    fig, (ax_h, ax_t) = _new_figure(2, width=5.2, height=3.8)
+    fig, (ax_h, ax_t) = _new_figure(2, width=5.6, height=4.2)
     p = ex.result
-    report = PaddingReport(ex.data.lengths, ())
-    plot_padding_report(report, axes=ax_h)
-    ax_h.vlines(
-        p.boundaries, 0, ax_h.get_ylim()[1], colors=STRATEGY_COLORS.get(p.strategy, "k"), lw=1.6
-    )
-    ax_h.set_title(f"{p.ratio:.2f}x ragged, {p.compiles} compiles")
-    pts = sorted((q for q in ex.measured if q.strategy == p.strategy), key=lambda q: q.n_buckets)
-    ax_t.plot(
-        [q.n_buckets for q in pts],
-        [q.measurement.median * 1e3 for q in pts],
-        "o-",
-        color="tab:blue",
-    )
-    ax_t.plot([p.n_buckets], [p.measurement.median * 1e3], "o", ms=14, mfc="none", mec="red", mew=2)
-    ax_t.set_xlabel("buckets (= compilations)")
-    ax_t.set_ylabel("run time, all buckets (ms)")
+    plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
+    color = STRATEGY_COLORS.get(p.strategy, "k")
+    lo = max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1
+    edges = [lo * 0.9, *p.boundaries]
+    for k in range(len(p.boundaries)):
+        ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
+    handles, _ = ax_h.get_legend_handles_labels()
+    ax_h.legend(handles=[*handles, Patch(color=color, alpha=0.3, label=f"{p.strategy} buckets")],
+                fontsize=9, loc="upper right")
+    ax_h.set_title(f"{p.ratio:.2f}x ragged, {p.compiles} compiles", fontsize=11)
+    for strategy in BUCKET_STRATEGIES:
+        pts = sorted((q for q in ex.measured if q.strategy == strategy), key=lambda q: q.n_buckets)
+        if not pts:
+            continue
+        c = STRATEGY_COLORS.get(strategy, "k")
+        k = [q.n_buckets for q in pts]
+        med = np.array([q.measurement.median for q in pts]) * 1e3
+        lo_err = med - np.array([q.measurement.min for q in pts]) * 1e3
+        hi_err = np.array([q.measurement.max for q in pts]) * 1e3 - med
+        ax_t.errorbar(k, med, yerr=[lo_err, hi_err], fmt="o-", color=c, capsize=3,
+                      label=f"{strategy}: run, all buckets (median, min..max)")
+        ax_t.plot(k, [q.compile_seconds * 1e3 for q in pts], "s--", color=c, alpha=0.6,
+                  label=f"{strategy}: compile, all buckets")
+    ax_t.plot([p.n_buckets], [p.measurement.median * 1e3], "o", ms=14, mfc="none", mec="black",
+              mew=2, label="current setting")
+    ax_t.set_xscale("log", base=2)
+    ax_t.set_xticks(ex.bucket_counts, [str(k) for k in ex.bucket_counts])
+    ax_t.set_xlabel("buckets (= compilations; log scale)")
+    ax_t.set_ylabel("ms (log scale)")
     ax_t.set_yscale("log")
-    ax_t.set_title("wall clock median")
-    ax_t.grid(True, alpha=0.3)
+    ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
+    ax_t.grid(True, alpha=0.3, which="both")
+    ax_t.legend(fontsize=8, loc="best")
     return fig
+
+
+def _count_ticks(axis) -> None:
+    """Plain counts on a log axis ("20,000"), no crowded minor labels."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _dropdown(options: tuple[str, ...], label: str):

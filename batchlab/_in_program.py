@@ -1,0 +1,106 @@
+"""The strategies that run a batch as ONE call: an eager item loop, ``lax.map``, chunked.
+
+``"map"`` and ``"chunked"`` are one jitted XLA program for the whole batch
+(one dispatch): ``jax.lax.map`` runs a sequential loop *inside* XLA,
+``"chunked"`` runs ``vmap`` over chunks inside that loop, plus one ``vmap``
+over the remainder. ``"loop"`` is the loop people write, eager: one
+dispatch of a jitted ``fn`` per item, then a stack; under an outer
+``jax.jit`` the same Python loop *unrolls* into one copy of ``fn`` per item.
+Mapped axes are moved to the front, the strategy maps over axis 0, and each
+output's batch axis is moved to its ``out_axes``, exactly as ``jax.vmap``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from ._axes_spec import _is_axis_leaf
+from ._batch_args import Split
+
+
+def out_axis_per_leaf(out: Any, out_axes: Any) -> tuple[list, list, Any]:
+    """Output leaves and the out axis of each (``out_axes`` is a prefix tree of ``out``)."""
+    spec_def = jax.tree_util.tree_structure(out_axes, is_leaf=_is_axis_leaf)
+    try:
+        subtrees = spec_def.flatten_up_to(out)
+    except (ValueError, TypeError) as e:
+        raise ValueError(
+            f"`out_axes`={out_axes!r} must be a tree prefix of fn's output "
+            f"({jax.tree_util.tree_structure(out)}), as in jax.vmap: {str(e).splitlines()[0]}"
+        ) from None
+    axes = jax.tree_util.tree_leaves(out_axes, is_leaf=_is_axis_leaf)
+    flat, per = [], []
+    for ax, sub in zip(axes, subtrees, strict=True):
+        leaves = jax.tree_util.tree_leaves(sub)
+        flat += leaves
+        per += [ax] * len(leaves)
+    return flat, per, jax.tree_util.tree_structure(out)
+
+
+def place_outputs(stacked: Any, out_axes: Any) -> Any:
+    """Stacked outputs (batch on axis 0) -> batch axis at ``out_axes`` (None: item 0)."""
+    flat, per, treedef = out_axis_per_leaf(stacked, out_axes)
+    placed = []
+    for y, ax in zip(flat, per, strict=True):
+        y = jnp.asarray(y)
+        if ax is None:
+            placed.append(y[0])
+            continue
+        if not -y.ndim <= ax < y.ndim:
+            raise ValueError(f"`out_axes` {ax} is out of bounds for an output of {y.ndim - 1} axes.")
+        placed.append(jnp.moveaxis(y, 0, ax))
+    return jax.tree_util.tree_unflatten(treedef, placed)
+
+
+def _chunked(item: Callable, xs: list, n: int, k: int) -> Any:
+    """vmap over chunks of ``k`` (sequential lax.map over full chunks) + one vmap for the rest."""
+    full, rest = divmod(n, k)
+    vitem = jax.vmap(item)
+    parts = []
+    if full:
+        head = [x[: full * k].reshape((full, k, *x.shape[1:])) for x in xs]
+        out = jax.lax.map(vitem, head)
+        parts.append(jax.tree_util.tree_map(lambda y: y.reshape((full * k, *y.shape[2:])), out))
+    if rest:
+        parts.append(vitem([x[full * k :] for x in xs]))
+    if len(parts) == 1:
+        return parts[0]
+    return jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), *parts)
+
+
+def whole_batch_program(
+    fn: Callable, strategy: str, batch_size: int | None, out_axes: Any, sp: Split
+) -> Callable[[list, list], Any]:
+    """``program(mapped, shared)`` for ``"map"`` or ``"chunked"``: one jitted program."""
+
+    def program(mapped: list, shared: list) -> Any:
+        front = [jnp.moveaxis(jnp.asarray(x), ax, 0) for x, ax in zip(mapped, sp.axes, strict=True)]
+
+        def item(xs: Any) -> Any:
+            return sp.call(fn, list(xs), shared)
+
+        if strategy == "map":
+            stacked = jax.lax.map(item, front, batch_size=batch_size)
+        else:
+            stacked = _chunked(item, front, front[0].shape[0], batch_size)
+        return place_outputs(stacked, out_axes)
+
+    return jax.jit(program)
+
+
+def eager_loop_program(fn: Callable, out_axes: Any, sp: Split) -> Callable[[list, list], Any]:
+    """``program(mapped, shared)`` for ``"loop"``: one jitted ``fn`` per item, then a stack."""
+    item_jit = jax.jit(lambda xs, shared: sp.call(fn, xs, shared))
+
+    def program(mapped: list, shared: list) -> Any:
+        front = [x if ax == 0 else jnp.moveaxis(x, ax, 0) for x, ax in zip(mapped, sp.axes, strict=True)]
+        outs = [item_jit([x[i] for x in front], shared) for i in range(front[0].shape[0])]
+        stacked = jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *outs)
+        return place_outputs(stacked, out_axes)
+
+    program.step = item_jit  # type: ignore[attr-defined]
+    return program

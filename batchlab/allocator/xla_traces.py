@@ -1,0 +1,251 @@
+"""Allocation traces built from XLA's own buffer assignment of real programs.
+
+What a jitted call asks of the device allocator, in XLA's launch order:
+its **arguments are already live**; at launch the runtime allocates the
+call's **outputs** (those not aliasing a donated argument) and **one temp
+block** (the buffer assignment's temp allocation), runs, and frees the temp
+block when the call ends. Everything else (an input transferred to the
+device, a result kept by Python, old parameters dropped when a loop rebinds
+them) is the caller's program, written here as the Python a practitioner
+would write. :class:`CallTraceBuilder` records both.
+
+The three workloads of notebook 08 run the same per-item function on the
+same items (random lengths, fixed seed):
+
+* :func:`per_item_trace` -- one call per item, each of its own length (one
+  program per distinct length);
+* :func:`batched_trace` -- ``batch_size`` items per call, padded to the
+  longest length (one program);
+* :func:`training_trace` -- a training step ``params, batch -> params,
+  loss``, with or without ``donate_argnums=0``.
+
+Sizes: buffer bytes are XLA's, for the backend that compiled them (XLA:CPU
+in CI; a GPU's fusions differ, its buffers sizes mostly do not). The
+allocator replaying the trace is the kit's model of XLA's BFC allocator.
+
+Example:
+  >>> import jax.numpy as jnp
+  >>> t = per_item_trace(4, d_model=64, d_hidden=128, max_len=64, len_step=32)
+  >>> t.n_allocs > 4, t.source.startswith("XLA buffer assignment")
+  (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import check_positive_int
+from .trace import Trace, TraceBuilder
+
+SOURCE = "XLA buffer assignment of the real programs (launch order: outputs + temp), caller's order"
+
+
+def block(x, w1, w2):
+    """The per-item function: one MLP block on a sequence ``x`` of shape (length, d_model)."""
+    h = jax.nn.gelu(x @ w1)
+    return (x + h @ w2).mean(0)
+
+
+# On XLA:CPU, library ("YNN") fusions swallow whole matmul chains and keep their
+# intermediates in the library's own scratch, invisible to the buffer assignment.
+# Turned off here so intermediates are XLA buffers, as on a GPU (printed on the page).
+CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
+def compiler_options() -> dict:
+    """The per-compilation options the traces use on this backend (empty off CPU)."""
+    return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else {}
+
+
+def _plan(fn, *specs, donate_argnums=()):
+    from ..xla_buffers import buffer_assignment
+
+    return buffer_assignment(
+        fn, *specs, donate_argnums=donate_argnums, compiler_options=compiler_options()
+    )
+
+
+class CallTraceBuilder(TraceBuilder):
+    """A :class:`TraceBuilder` that also knows how a jitted call allocates."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.call_allocations = 0  # allocations made by calls (outputs + temp)
+
+    def call(self, plan, tag: Hashable, *, owner_prefix: str = "") -> list[Hashable]:
+        """Launches one call of ``plan``: allocates outputs and temp, frees temp; returns output ids."""
+        outputs = []
+        for i, (name, kind, size) in enumerate(plan.launch_allocations()):
+            if size == 0:
+                continue
+            id_ = (tag, kind, i)
+            owner = "temp (one block per call)" if kind == "temp" else f"{owner_prefix}output"
+            self.alloc(id_, size, owner)
+            self.call_allocations += 1
+            if kind == "output":
+                outputs.append(id_)
+        for i, (_name, kind, size) in enumerate(plan.launch_allocations()):
+            if kind == "temp" and size:
+                self.free((tag, kind, i))
+        self.calls += 1
+        return outputs
+
+
+@dataclass(frozen=True)
+class XlaTrace:
+    """A trace and the XLA plans it came from (for the page: counts and sizes)."""
+
+    trace: Trace
+    plans: dict
+    calls: int
+    call_allocations: int
+
+    def __getattr__(self, name):  # behave like the Trace for replays
+        return getattr(self.trace, name)
+
+
+def item_lengths(n_items: int, max_len: int, len_step: int, seed: int = 0) -> np.ndarray:
+    """Item lengths in ``len_step, 2*len_step, ..., max_len`` (fixed seed)."""
+    check_positive_int(max_len, "max_len")
+    check_positive_int(len_step, "len_step")
+    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
+        raise ValueError(f"`n_items` must be an int >= 0, got {n_items!r}.")
+    if max_len % len_step:
+        raise ValueError(
+            f"`max_len`={max_len} must be a multiple of `len_step`={len_step}; e.g. max_len="
+            f"{max_len - max_len % len_step or len_step}."
+        )
+    rng = np.random.default_rng(seed)
+    return rng.integers(1, max_len // len_step + 1, size=int(n_items)) * len_step
+
+
+def _weights(d_model, d_hidden, dtype):
+    return (
+        jax.ShapeDtypeStruct((d_model, d_hidden), dtype),
+        jax.ShapeDtypeStruct((d_hidden, d_model), dtype),
+    )
+
+
+def per_item_trace(
+    n_items: int,
+    *,
+    d_model: int = 4096,
+    d_hidden: int = 16384,
+    max_len: int = 4096,
+    len_step: int = 512,
+    dtype=jnp.float32,
+    seed: int = 0,
+) -> XlaTrace:
+    """One call of :func:`block` per item, at the item's own length; results kept to the end."""
+    lengths = item_lengths(n_items, max_len, len_step, seed)
+    w1, w2 = _weights(d_model, d_hidden, dtype)
+    plans = {}
+    b = CallTraceBuilder()
+    b.alloc("w1", w1.size * w1.dtype.itemsize, "weights")
+    b.alloc("w2", w2.size * w2.dtype.itemsize, "weights")
+    results = []
+    for i, n in enumerate(int(n) for n in lengths):
+        x = jax.ShapeDtypeStruct((n, d_model), dtype)
+        if n not in plans:
+            plans[n] = _plan(block, x, w1, w2)
+        b.alloc(("x", i), x.size * x.dtype.itemsize, "input (one item)")
+        results += b.call(plans[n], ("call", i), owner_prefix="result ")
+        b.free(("x", i))  # the Python loop drops the item
+    for r in results:
+        b.free(r)
+    b.free("w1")
+    b.free("w2")
+    return XlaTrace(b.build("per-item", SOURCE), plans, b.calls, b.call_allocations)
+
+
+def batched_trace(
+    n_items: int,
+    *,
+    batch_size: int,
+    d_model: int = 4096,
+    d_hidden: int = 16384,
+    max_len: int = 4096,
+    len_step: int = 512,
+    dtype=jnp.float32,
+    seed: int = 0,
+) -> XlaTrace:
+    """``jax.vmap(block)`` on batches of ``batch_size`` items padded to ``max_len``."""
+    check_positive_int(batch_size, "batch_size")
+    item_lengths(n_items, max_len, len_step, seed)  # same checks as per_item_trace
+    w1, w2 = _weights(d_model, d_hidden, dtype)
+    x = jax.ShapeDtypeStruct((batch_size, max_len, d_model), dtype)
+    plan = _plan(jax.vmap(block, in_axes=(0, None, None)), x, w1, w2)
+    b = CallTraceBuilder()
+    b.alloc("w1", w1.size * w1.dtype.itemsize, "weights")
+    b.alloc("w2", w2.size * w2.dtype.itemsize, "weights")
+    results = []
+    for i in range(-(-n_items // batch_size)):
+        b.alloc(("x", i), x.size * x.dtype.itemsize, "input (padded batch)")
+        results += b.call(plan, ("call", i), owner_prefix="result ")
+        b.free(("x", i))
+    for r in results:
+        b.free(r)
+    b.free("w1")
+    b.free("w2")
+    return XlaTrace(
+        b.build(f"batched (batch {batch_size})", SOURCE), {max_len: plan}, b.calls, b.call_allocations
+    )
+
+
+def loss_fn(params, x):
+    w1, w2 = params
+    return jnp.mean((x + jax.nn.gelu(x @ w1) @ w2) ** 2)
+
+
+def train_step(params, x):
+    """SGD on :func:`loss_fn`: returns new parameters and the loss."""
+    loss, grads = jax.value_and_grad(loss_fn)(params, x)
+    return jax.tree.map(lambda p, g: p - 1e-3 * g, params, grads), loss
+
+
+def training_trace(
+    steps: int,
+    *,
+    donate: bool,
+    batch_tokens: int = 4096,
+    d_model: int = 4096,
+    d_hidden: int = 16384,
+    dtype=jnp.float32,
+) -> XlaTrace:
+    """``params, loss = step(params, batch)`` in a Python loop, with or without ``donate_argnums=0``.
+
+    Without donation the new parameters are new outputs and the old ones
+    die when Python rebinds ``params`` (after the call returns); with
+    donation XLA writes the new parameters into the old buffers (the
+    outputs alias the parameters: no allocation).
+    """
+    check_positive_int(steps, "steps")
+    w1, w2 = _weights(d_model, d_hidden, dtype)
+    x = jax.ShapeDtypeStruct((batch_tokens, d_model), dtype)
+    plan = _plan(train_step, (w1, w2), x, donate_argnums=(0,) if donate else ())
+    b = CallTraceBuilder()
+    params = ["w1.0", "w2.0"]
+    b.alloc("w1.0", w1.size * w1.dtype.itemsize, "params")
+    b.alloc("w2.0", w2.size * w2.dtype.itemsize, "params")
+    for s in range(steps):
+        b.alloc(("x", s), x.size * x.dtype.itemsize, "input (batch)")
+        outs = b.call(plan, ("step", s), owner_prefix="new params / loss ")
+        b.free(("x", s))
+        big = [o for o in outs if plan.launch_allocations()[o[2]][2] > 1024]
+        small = [o for o in outs if o not in big]
+        if big:  # not donated: the old parameters die when params is rebound
+            for p in params:
+                b.free(p)
+            params = big
+        for o in small:  # the loss scalar, dropped after printing
+            b.free(o)
+    for p in params:
+        b.free(p)
+    name = "training (donated)" if donate else "training"
+    return XlaTrace(b.build(name, SOURCE), {"step": plan}, b.calls, b.call_allocations)

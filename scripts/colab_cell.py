@@ -1,0 +1,135 @@
+"""Make notebooks ready for Colab and other hosted notebooks (idempotent).
+
+For every notebook given, this inserts (or updates) two things:
+
+* a first code cell (id ``colab-install``, after the title) that installs the kit only when
+  ``import batchlab`` fails (``%pip install -q`` from the repository, with
+  the ``[cuda12]`` extra when ``nvidia-smi`` exists), turns on Colab's
+  widget manager for ipywidgets 8, and prints which JAX backend it got.
+  A notebook whose first cells must run before JAX starts (tagged
+  ``before-jax-starts``, e.g. notebook 11's device count) keeps them first:
+  the install cell comes before the first code cell without that tag.
+* an "Open in Colab" badge line under the title of the first markdown cell.
+
+The repository URL is a placeholder until one exists: pass ``--repo
+OWNER/NAME`` (and ``--branch``) then, and run this again on every notebook.
+
+The install cell's stored output is what it prints on a machine where the
+kit is installed and JAX runs on the CPU (CI, which nbval compares):
+``batchlab is ready; JAX backend: cpu``. Re-executing the notebook there
+gives the same line.
+
+Usage::
+
+    python scripts/colab_cell.py notebooks/*.ipynb            # insert or update
+    python scripts/colab_cell.py --check notebooks/*.ipynb    # exit 1 if any would change
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import nbformat
+
+PLACEHOLDER_REPO = "OWNER/batchlab"  # replace with the real repository when it exists
+CELL_ID = "colab-install"
+TAG = "colab-install"
+BEFORE_JAX = "before-jax-starts"
+BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+STORED_OUTPUT = "batchlab is ready; JAX backend: cpu\n"
+
+
+def install_source(repo: str, branch: str) -> str:
+    return f'''# Colab and other hosted notebooks: install the kit only when it is missing (a no-op here).
+try:
+    import batchlab
+except ImportError:
+    import shutil
+
+    extra = "[cuda12]" if shutil.which("nvidia-smi") else ""  # a GPU runtime: JAX's CUDA 12 wheels
+    %pip install -q "batchlab{{extra}} @ git+https://github.com/{repo}.git@{branch}"
+    import batchlab
+try:  # Colab draws ipywidgets 8 widgets through its custom widget manager
+    from google.colab import output
+
+    output.enable_custom_widget_manager()
+except ImportError:
+    pass
+import jax
+
+print("batchlab is ready; JAX backend:", jax.default_backend())'''
+
+
+def badge(repo: str, branch: str, notebook: Path) -> str:
+    url = f"https://colab.research.google.com/github/{repo}/blob/{branch}/notebooks/{notebook.name}"
+    return f"[![Open In Colab]({BADGE_IMAGE})]({url})"
+
+
+def _install_cell(repo: str, branch: str) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(install_source(repo, branch))
+    cell.id = CELL_ID
+    cell.metadata["tags"] = [TAG]
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=STORED_OUTPUT)]
+    return cell
+
+
+def update(nb: nbformat.NotebookNode, path: Path, repo: str, branch: str) -> bool:
+    """Inserts or updates the install cell and the badge in ``nb``; returns whether it changed."""
+    before = nbformat.writes(nb)
+    source = install_source(repo, branch)
+    existing = [c for c in nb.cells if c.get("id") == CELL_ID or TAG in c.metadata.get("tags", [])]
+    if existing:
+        cell = existing[0]
+        if cell.source != source:
+            cell.source = source
+    else:
+        # before the first code cell, unless that one must run before JAX starts
+        position = next(
+            (
+                i
+                for i, c in enumerate(nb.cells)
+                if c.cell_type == "code" and BEFORE_JAX not in c.metadata.get("tags", [])
+            ),
+            len(nb.cells),
+        )
+        nb.cells.insert(position, _install_cell(repo, branch))
+    title = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if title is not None:
+        lines = title.source.split("\n")
+        line = badge(repo, branch, path)
+        at = next((i for i, text in enumerate(lines) if BADGE_IMAGE in text), None)
+        if at is not None:
+            lines[at] = line
+        else:
+            head = next((i for i, text in enumerate(lines) if text.startswith("# ")), 0)
+            lines[head + 1 : head + 1] = ["", line]
+        title.source = "\n".join(lines)
+    return nbformat.writes(nb) != before
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--repo", default=PLACEHOLDER_REPO, help="OWNER/NAME on GitHub")
+    parser.add_argument("--branch", default="main")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
+    ns = parser.parse_args(argv)
+    stale = []
+    for path in ns.notebooks:
+        if path.suffix != ".ipynb" or not path.is_file():
+            parser.error(f"{path} is not a notebook (.ipynb) file")
+        nb = nbformat.read(path, as_version=4)
+        if update(nb, path, ns.repo, ns.branch):
+            stale.append(path)
+            if not ns.check:
+                nbformat.write(nb, path)
+    verb = "would change" if ns.check else "updated"
+    for path in stale:
+        print(f"{verb}: {path}")
+    return 1 if ns.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,319 @@
+"""Tests for batchlab.timeline: traces captured here (CPU), and a synthetic GPU-like trace."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import batchlab
+from batchlab import Timeline, timeline, trace
+from batchlab.timeline import build_timeline
+from batchlab.timeline_parse import (
+    find_trace_file,
+    intersect_length,
+    merge,
+    read_events,
+    subtract,
+    union_length,
+)
+
+W = jax.random.normal(jax.random.key(0), (448, 448)) / 21
+heavy = jax.jit(lambda x: jnp.tanh(jnp.tanh(x @ W) @ W).sum())
+X = jnp.ones((448, 448))
+
+
+@pytest.fixture(scope="module")
+def compute_seconds():
+    heavy(X).block_until_ready()
+    t0 = time.perf_counter()
+    for _ in range(5):
+        heavy(X).block_until_ready()
+    return (time.perf_counter() - t0) / 5
+
+
+def test_lanes_found_main_loader_and_runtime():
+    def loader():
+        with jax.profiler.TraceAnnotation("load batch 0"):
+            time.sleep(0.01)
+
+    with trace(label="lanes") as t:
+        thread = threading.Thread(target=loader)
+        thread.start()
+        heavy(X).block_until_ready()
+        thread.join()
+    r = t.result
+    assert isinstance(r, Timeline) and r.label == "lanes"
+    assert r.lanes[0].name == "python (main)" and r.lanes[0].kind == "python"
+    (loader_lane,) = r.lane("loader")
+    assert [s.lane for s in r.find("load batch")] == [loader_lane.index]
+    compute_lanes = {r.lanes[s.lane].kind for s in r.spans if s.kind == "compute"}
+    assert compute_lanes & {"runtime", "python"}, "XLA ops appear on some lane"
+    assert r.device_busy > 0 and r.wall >= r.device_busy
+    assert all(s.start >= 0 and s.end <= r.wall + 1e-6 for s in r.spans)
+
+
+def test_spans_nest_inside_their_parents():
+    f = jax.jit(lambda x: x + 1)
+    x = f(jnp.ones(3)).block_until_ready()
+    with trace() as t, jax.profiler.TraceAnnotation("outer"):
+        for i in range(2):
+            with jax.profiler.TraceAnnotation(f"inner {i}"):
+                f(x).block_until_ready()
+    r = t.result
+    spans = r.spans
+    (outer,) = r.find("outer")
+    inner = r.find("inner")
+    assert [s.name for s in inner] == ["inner 0", "inner 1"]
+    for s in inner:
+        assert s.depth == outer.depth + 1 and spans[s.parent] is outer
+        assert outer.start <= s.start and s.end <= outer.end + 1e-9
+    dispatches = [s for s in spans if s.kind == "dispatch" and spans[s.parent].kind != "dispatch"]
+    assert len(dispatches) == 2
+    assert all(spans[d.parent].name.startswith("inner") for d in dispatches)
+    for s in spans:  # every child lies inside its parent, one level deeper
+        if s.parent >= 0:
+            p = spans[s.parent]
+            assert p.lane == s.lane and s.depth == p.depth + 1
+            assert p.start <= s.start + 1e-9 and s.end <= p.end + 1e-9
+
+
+def test_a_known_sleep_is_measured_within_20_percent():
+    with trace() as t, jax.profiler.TraceAnnotation("sleep"):
+        t0 = time.perf_counter()
+        time.sleep(0.05)
+        slept = time.perf_counter() - t0
+    (span,) = t.result.find("sleep")
+    assert span.kind == "annotation"
+    assert abs(span.duration - slept) < 0.2 * slept
+    assert span.duration > 0.05 * 0.98
+
+
+@pytest.mark.parametrize("calls", [1, 4, 16])
+def test_dispatch_count_equals_calls(calls):
+    f = jax.jit(lambda x: x * 2)
+    x = f(jnp.ones(8))
+    with trace(items=calls) as t:
+        for _ in range(calls):
+            y = f(x)
+        y.block_until_ready()
+    assert t.result.dispatches == calls and t.result.dispatches_per_item == 1.0
+    with trace() as t:  # eager jnp ops: each is one jitted call, one dispatch
+        for _ in range(calls):
+            y = jnp.sin(x)
+        y.block_until_ready()
+    assert t.dispatches == calls  # the capture forwards to its result
+
+
+def test_dispatches_per_item_eager_loop_vs_vmap():
+    f = jax.jit(lambda x: jnp.tanh(x).sum())
+    xs = jnp.ones((8, 16))
+    eager = timeline(lambda xs: jnp.stack([f(x) for x in xs]), xs, steps=2, items=8)
+    one = timeline(jax.jit(jax.vmap(f)), xs, steps=2, items=8)
+    # eager: one call of f per item, plus iterating xs (one unstack) and one stack per step
+    assert eager.dispatches >= 2 * 8 and eager.dispatches_per_item >= 1 and one.dispatches == 2
+    assert one.dispatches_per_item == pytest.approx(1 / 8)
+    assert len(eager.find("step")) == 2 and eager.compile_seconds == 0  # warm-up ran first
+
+
+def _loader_run(mode: str, wait: float, n: int = 6) -> Timeline:
+    def load(i):
+        with jax.profiler.TraceAnnotation(f"load batch {i}"):
+            time.sleep(wait)
+            return np.ones((448, 448), np.float32)
+
+    with trace(label=mode) as t:
+        if mode == "prefetch":
+            for b in batchlab.prefetch(load(i) for i in range(n)):
+                jax.block_until_ready(heavy(b))
+        else:
+            for i in range(n):
+                out = heavy(load(i))
+                if mode == "blocking":
+                    jax.block_until_ready(out)
+            jax.block_until_ready(out)
+    return t.result
+
+
+def test_overlap_prefetch_positive_blocking_about_zero(compute_seconds):
+    blocking = _loader_run("blocking", compute_seconds)
+    ahead = _loader_run("prefetch", compute_seconds)
+    no_sync = _loader_run("no sync", compute_seconds)
+    assert blocking.overlap_share < 0.05, blocking  # loading never runs while the device computes
+    assert ahead.overlap_share > 0.3, ahead  # ideal: about 1 (every load hidden)
+    assert no_sync.overlap_share > 0.3, no_sync  # asynchronous dispatch alone overlaps too
+    assert len(ahead.lane("loader")) == 1 and not blocking.lane("loader")
+    assert ahead.overlap <= min(ahead.device_busy, ahead.host_busy) + 1e-9
+
+
+def test_timeline_writes_where_told_and_draws(tmp_path):
+    r = timeline(jax.jit(lambda x: x @ x), jnp.ones((64, 64)), steps=3, log_dir=tmp_path)
+    assert r.trace_path.startswith(str(tmp_path)) and r.trace_path.endswith(".json.gz")
+    assert find_trace_file(tmp_path) == find_trace_file(r.trace_path.rsplit("/", 1)[0])
+    assert r.memory is None and "unrun on GPU" in r.memory_note
+    assert r.parse_seconds > 0 and r.capture_seconds >= r.parse_seconds
+    fig = r.plot()
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == [lane.name for lane in r.lanes]
+    assert ax.get_xlabel().startswith("time since") and "(ms)" in ax.get_xlabel()
+    assert "cpu" in ax.get_title() and jax.__version__ in ax.get_title()
+    assert fig.legends and "memory curve absent" in fig.legends[0].get_title().get_text()
+    html = r._repr_html_()
+    assert "<table" in html and "dispatches per item" in html and "overlap" in html
+    assert "Timeline(" in repr(r) and "3 dispatches" in repr(r)
+
+
+def _synthetic_gpu_trace(path):
+    """A small trace shaped like a GPU one: host dispatch, two device streams, allocator events."""
+    mib = 1 << 20
+    host, gpu, tid = 1, 2, 10
+
+    def x(pid, tid, name, ts, dur, **args):
+        return {
+            "ph": "X",
+            "pid": pid,
+            "tid": tid,
+            "name": name,
+            "ts": ts,
+            "dur": dur,
+            "args": {k: str(v) for k, v in args.items()},
+        }
+
+    def mem(name, ts, addr, size, total):
+        return x(
+            host,
+            tid,
+            name,
+            ts,
+            0.001,
+            allocator_name="GPU_0_bfc",
+            addr=addr,
+            allocation_bytes=size,
+            requested_bytes=size,
+            bytes_allocated=total,
+        )
+
+    events = [
+        {"ph": "M", "pid": host, "name": "process_name", "args": {"name": "/host:CPU"}},
+        {"ph": "M", "pid": gpu, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "pid": host, "tid": tid, "name": "thread_name", "args": {"name": "python"}},
+        {
+            "ph": "M",
+            "pid": gpu,
+            "tid": 1,
+            "name": "thread_name",
+            "args": {"name": "Stream #13(Compute)"},
+        },
+        {
+            "ph": "M",
+            "pid": gpu,
+            "tid": 2,
+            "name": "thread_name",
+            "args": {"name": "Stream #14(MemcpyH2D)"},
+        },
+        x(host, tid, "batchlab.trace", 0, 1000),
+        x(host, tid, "PjitFunction(step)", 10, 20),
+        x(host, tid, "PjitFunction(step)", 40, 20),
+        x(host, tid, "PjRtStreamExecutorBuffer::Await", 60, 840),
+        x(gpu, 2, "MemcpyH2D", 5, 15),
+        x(gpu, 1, "loop_fusion", 25, 275, hlo_op="loop_fusion", hlo_module="jit_step"),
+        x(gpu, 1, "gemm_fusion", 310, 490, hlo_op="gemm_fusion", hlo_module="jit_step"),
+        mem("MemoryAllocation", 20, "a", 1 * mib, 1 * mib),
+        mem("MemoryAllocation", 50, "b", 4 * mib, 5 * mib),
+        mem("MemoryDeallocation", 400, "a", 1 * mib, 4 * mib),
+        mem("MemoryAllocation", 500, "c", 2 * mib, 6 * mib),
+        mem("MemoryDeallocation", 850, "b", 4 * mib, 2 * mib),
+        mem("MemoryDeallocation", 900, "c", 2 * mib, 0),
+    ]
+    with gzip.open(path, "wt") as f:
+        json.dump({"displayTimeUnit": "ns", "traceEvents": events}, f)
+
+
+def test_synthetic_gpu_trace_streams_and_memory_curve(tmp_path):
+    path = tmp_path / "perfetto_trace.json.gz"
+    _synthetic_gpu_trace(path)
+    r = build_timeline(path, items=2)
+    kinds = [lane.kind for lane in r.lanes]
+    assert kinds == ["python", "device", "device"]
+    assert r.wall == pytest.approx(1e-3)
+    assert r.device_busy == pytest.approx((275 + 490) * 1e-6)  # kernels only, not the memcpy
+    assert r.dispatches == 2 and r.dispatches_per_item == 1.0
+    assert r.overlap == 0  # the host only dispatched and waited
+    assert r.largest_device_gap == pytest.approx(10e-6)
+    m = r.memory
+    mib = 1 << 20
+    assert m.allocator == "GPU_0_bfc" and m.peak_bytes == 6 * mib
+    assert m.bytes_in_use == (1 * mib, 5 * mib, 4 * mib, 6 * mib, 2 * mib, 0)
+    assert m.largest_outstanding == (1 * mib, 4 * mib, 4 * mib, 4 * mib, 2 * mib, 0)
+    assert m.times[0] == pytest.approx(20e-6)
+    fig = r.plot()
+    assert len(fig.axes) == 2, "lanes and the memory panel"
+    mem_ax = fig.axes[1]
+    ticks = [t.get_text() for t in mem_ax.get_yticklabels()]
+    assert "4 MiB" in ticks and all(t.endswith(("B", "iB")) for t in ticks if t)
+    assert "6 MiB" in mem_ax.get_title()
+
+
+def test_interval_helpers_against_a_grid():
+    rng = np.random.default_rng(0)
+    grid = np.linspace(0, 10, 20001)
+    for _ in range(20):
+        a = [tuple(sorted(rng.uniform(0, 10, 2))) for _ in range(rng.integers(0, 6))]
+        b = [tuple(sorted(rng.uniform(0, 10, 2))) for _ in range(rng.integers(0, 6))]
+
+        def cover(iv):
+            m = np.zeros_like(grid, bool)
+            for lo, hi in iv:
+                m |= (grid >= lo) & (grid < hi)
+            return m
+
+        step = grid[1] - grid[0]
+        assert union_length(a) == pytest.approx(cover(a).sum() * step, abs=0.01)
+        assert intersect_length(a, b) == pytest.approx((cover(a) & cover(b)).sum() * step, abs=0.01)
+        assert union_length(subtract(a, b)) == pytest.approx(
+            (cover(a) & ~cover(b)).sum() * step, abs=0.01
+        )
+        merged = merge(a)
+        assert all(x[1] < y[0] for x, y in itertools.pairwise(merged))
+
+
+def test_exception_inside_stops_the_trace():
+    with pytest.raises(ZeroDivisionError), trace() as t:
+        _ = 1 / 0
+    assert t.result is None
+    with trace() as t2:  # the profiler is free again
+        jnp.ones(2).block_until_ready()
+    assert t2.result is not None
+
+
+def test_bad_input():
+    with pytest.raises(TypeError, match="`fn` must be"):
+        timeline(42)
+    with pytest.raises(ValueError, match="`steps` must be at least 1"):
+        timeline(jnp.sin, jnp.ones(2), steps=0)
+    with pytest.raises(ValueError, match="`sync` must be 'end' or 'each'"):
+        timeline(jnp.sin, jnp.ones(2), sync="never")
+    with pytest.raises(ValueError, match="`items` must be at least 1"):
+        trace(items=0)
+    with pytest.raises(TypeError, match="`log_dir` must be a folder path"):
+        trace(log_dir=3)
+    with pytest.raises(RuntimeError, match="Only one trace runs at a time"), trace(), trace():
+        pass
+    with pytest.raises(AttributeError):
+        _ = trace().overlap  # no result before the block ran
+
+
+def test_bad_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"holds no perfetto_trace\.json\.gz"):
+        find_trace_file(tmp_path)
+    bad = tmp_path / "x.json"
+    bad.write_text('"not a trace"')
+    with pytest.raises(ValueError, match="is not a Chrome/Perfetto trace"):
+        read_events(bad)
