@@ -90,6 +90,7 @@ from .budget import Budget as Budget
 from .budget import default_budget as default_budget
 from .budget import max_batch_size as max_batch_size
 from .checkpoint import CheckpointError as CheckpointError
+from .run_result import BatchFnError as BatchFnError
 from .run_result import BatchItemError as BatchItemError
 from .run_result import BatchMemoryError as BatchMemoryError
 from .runs import RunResult as RunResult
@@ -116,6 +117,7 @@ from .prefetch_compare import compare_prefetch as compare_prefetch
 from .timeline import Timeline as Timeline
 from .timeline import timeline as timeline
 from .timeline import trace as trace
+from .timeline_plot import plot_timelines as plot_timelines
 from .sharding import ShardedBatch as ShardedBatch
 from .sharding import measure_scaling as measure_scaling
 from .sharding import shard_batch as shard_batch

@@ -214,21 +214,35 @@ def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels",
 
     result, intended = np.asarray(result), np.asarray(intended)
     if ax is None:
-        fig = Figure(figsize=(6.5, 3.9), layout="constrained")
+        fig = Figure(figsize=(7.6, 4.4), layout="constrained")
         ax, ax_i = fig.subplots(1, 2, width_ratios=[result.shape[1], 1.6])
     else:
         fig, ax_i = ax.figure, None
     vmax = float(np.abs(result).max()) or 1.0
-    ax.imshow(result, cmap="RdBu", vmin=-vmax, vmax=vmax)
+    image = ax.imshow(result, cmap="RdBu", vmin=-vmax, vmax=vmax)
     for k in range(min(result.shape)):
-        ax.add_patch(Rectangle((k - 0.5, k - 0.5), 1, 1, fill=False, edgecolor="black", lw=2.5))
-    ax.set_title(f"{title}: shape {result.shape}\n(boxed: the {min(result.shape)} values meant)")
-    ax.set_xlabel("axis 1")
-    ax.set_ylabel("axis 0")
+        ax.add_patch(
+            Rectangle(
+                (k - 0.5, k - 0.5),
+                1,
+                1,
+                fill=False,
+                edgecolor="black",
+                lw=2.5,
+                label="the values meant (diagonal)" if k == 0 else None,
+            )
+        )
+    ax.set_title(f"{title}: shape {result.shape}")
+    ax.set_xlabel("axis 1 (j)")
+    ax.set_ylabel("axis 0 (i)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=10, frameon=False)
+    axes = [ax]
     if ax_i is not None:
         ax_i.imshow(intended.reshape(-1, 1), cmap="RdBu", vmin=-vmax, vmax=vmax)
         ax_i.set_title(f"intended\nshape {intended.shape}")
         ax_i.set_xticks([])
+        axes.append(ax_i)
+    fig.colorbar(image, ax=axes, label="value (same colour scale)", shrink=0.85)
     return fig
 
 

@@ -362,25 +362,34 @@ def _assign(
 def bucket_batches(
     seqs: Any,
     *,
-    batch_size: int,
+    batch_size: int | None = None,
+    tokens_per_batch: int | None = None,
     boundaries: Any = None,
     n_buckets: int | None = None,
     seed: int | None = None,
     value: Any = 0,
     dtype: Any = None,
 ) -> Buckets:
-    """Fixed-shape batches per bucket: every batch is ``(batch_size, boundary)``.
+    """Fixed-shape batches per bucket: every batch of a bucket is ``(rows, boundary)``.
 
     :func:`bucketize` pads each bucket to its boundary but keeps however many
     items fall into it, so the same bucket is a new shape (a new compile) in
     every batch of data. Here every bucket is cut into batches of exactly
-    ``batch_size`` rows; its last batch is filled up with fully masked rows
+    ``rows`` rows; its last batch is filled up with fully masked rows
     (length 0, belonging to no item), so an epoch has at most one shape per
     bucket and ``jit`` compiles at most once per bucket, however many batches.
 
+    ``rows`` is ``batch_size`` for every bucket, or, with ``tokens_per_batch``,
+    ``max(1, tokens_per_batch // boundary)`` per bucket (a token budget, as
+    ``tf.data``'s ``bucket_batch_sizes`` or fairseq's ``max_tokens``): short
+    buckets get many rows, long ones few, so every batch holds about the same
+    number of positions and the long buckets' last batches waste few filler rows.
+
     Args:
       seqs: a list of 1-D sequences or ``(len, *features)`` items, or a :class:`Ragged`.
-      batch_size: rows per batch (the fixed batch dimension).
+      batch_size: rows per batch, the same for every bucket.
+      tokens_per_batch: instead of ``batch_size``: positions per batch; rows per
+        bucket ``max(1, tokens_per_batch // boundary)``.
       boundaries: increasing bucket upper lengths; the last must be >= the longest item.
       n_buckets: instead of ``boundaries``: use :func:`optimal_boundaries` with this many buckets.
       seed: shuffle the items within each bucket and the order of the batches
@@ -393,9 +402,10 @@ def bucket_batches(
       rows and puts results back in input order; ``shapes`` counts distinct shapes.
 
     Raises:
-      ValueError: both or neither of ``boundaries`` and ``n_buckets``; an item
-        longer than the last boundary; ``batch_size`` < 1.
-      TypeError: ``batch_size`` not an int; bad ``boundaries``.
+      ValueError: both or neither of ``boundaries`` and ``n_buckets``, or of
+        ``batch_size`` and ``tokens_per_batch``; an item longer than the last
+        boundary; a size < 1.
+      TypeError: a size not an int; bad ``boundaries``.
 
     Example:
       >>> bs = bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]], boundaries=[1, 4], batch_size=2)
@@ -403,20 +413,31 @@ def bucket_batches(
       [(1, [0, 2], (2, 1)), (1, [3], (2, 1)), (4, [1, 4], (2, 4))]
       >>> bs.shapes, bs.filler_rows, bs.restore([b.padded.lengths for b in bs]).tolist()
       (2, 1, [1, 2, 1, 1, 3])
+      >>> [b.padded.values.shape for b in bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]],
+      ...                                                 boundaries=[1, 4], tokens_per_batch=4)]
+      [(4, 1), (1, 4), (1, 4)]
     """
-    batch_size = check_positive_int(batch_size, "batch_size")
+    if (batch_size is None) == (tokens_per_batch is None):
+        raise ValueError(
+            "pass exactly one of `batch_size` (rows per batch, e.g. 64) or `tokens_per_batch` "
+            f"(positions per batch, e.g. 8192), got batch_size={batch_size!r} and "
+            f"tokens_per_batch={tokens_per_batch!r}."
+        )
+    batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
+    tokens_per_batch = check_positive_int(tokens_per_batch, "tokens_per_batch", allow_none=True)
     ragged, b, groups = _assign(seqs, boundaries, n_buckets, value, dtype)
     rng = None if seed is None else np.random.default_rng(seed)
     lengths = ragged.lengths
     batches = []
     for k, idx in groups:
         idx = idx if rng is None else rng.permutation(idx)
-        for start in range(0, len(idx), batch_size):
-            chunk = idx[start : start + batch_size]
-            filler = batch_size - len(chunk)
+        rows = batch_size or max(1, tokens_per_batch // int(b[k]))
+        for start in range(0, len(idx), rows):
+            chunk = idx[start : start + rows]
+            filler = rows - len(chunk)
             starts = np.concatenate([ragged.offsets[chunk], np.zeros(filler, np.int64)])
-            rows = np.concatenate([lengths[chunk], np.zeros(filler, np.int64)])
-            padded = _scatter(ragged.flat, starts, rows, int(b[k]), value)
+            kept = np.concatenate([lengths[chunk], np.zeros(filler, np.int64)])
+            padded = _scatter(ragged.flat, starts, kept, int(b[k]), value)
             batches.append(Bucket(int(b[k]), chunk, padded))
     if rng is not None:
         batches = [batches[i] for i in rng.permutation(len(batches))]

@@ -63,6 +63,10 @@ def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Bud
       >>> b.bytes > 0
       True
     """
+    from ._checks import check_positive_float
+
+    if check_positive_float(fraction, "fraction") > 1:
+        raise ValueError(f"`fraction` is a share of memory in (0, 1], got fraction={fraction}.")
     stats = device_memory(device)
     if stats is not None and stats.room_bytes:
         what = "bytes_limit" if stats.bytes_limit else "pool_bytes"
@@ -253,8 +257,10 @@ def max_batch_size(
       not even one item fits.
 
     Raises:
-      TypeError: ``fn`` is not callable or ``budget_bytes`` is not an int.
-      ValueError: ``budget_bytes`` or ``upper`` below 1, or a bad strategy.
+      TypeError: ``fn`` or ``on_compile`` is not callable, ``budget_bytes``
+        is not an int, or ``known`` is not a dict.
+      ValueError: ``budget_bytes`` or ``upper`` below 1, a bad strategy or
+        a bad ``method``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -278,6 +284,8 @@ def max_batch_size(
             f"`known` must be a dict {{batch size: planned bytes}} (or None), got "
             f"{type(known).__name__}."
         )
+    if on_compile is not None:
+        check_callable(on_compile, "on_compile")
     multiple = chunk_size if strategy != "vmap" and chunk_size and chunk_size > 1 else None
     stats: dict = {}
     answer, curve = search(
@@ -389,8 +397,43 @@ def search(
 
 
 def _search(plan, fits, budget, upper, multiple, method) -> int:
-    known = {b: p for b, p in plan.known.items() if b <= upper}
-    fitting = sorted(b for b, p in known.items() if p <= budget)
+    if not multiple:
+        return _largest(plan, budget, upper, method, 1)
+    # lax.map plans a remainder (batch % chunk) apart: a batch just above a
+    # multiple of the chunk plans MORE than the next multiple (a saw-tooth
+    # curve). Search the multiples (a straight line), then the block of
+    # remainders above the last multiple that fits.
+    m = multiple
+    q = _largest(plan, budget, upper // m, method, m)
+    if q == 0:
+        return _largest(plan, budget, min(upper, m - 1), method, 1)
+    lo, top = q * m, min(q * m + m - 1, upper)
+    if lo == top or not fits(lo + 1):
+        return lo
+    if fits(top):
+        return top
+    return _refine(plan, fits, budget, lo + 1, top, method)[0]
+
+
+class _Scaled:
+    """``plan`` seen in units of ``step`` batch items (the multiples of a chunk)."""
+
+    def __init__(self, plan, step):
+        self.plan, self.step = plan, step
+        self.known = {b // step: p for b, p in plan.known.items() if b % step == 0}
+
+    def __call__(self, u: int) -> int:
+        return self.plan(u * self.step)
+
+
+def _largest(plan, budget, upper, method, step) -> int:
+    """The largest ``u <= upper`` with ``plan(u * step) <= budget`` (0 if none), neighbours measured."""
+    if upper < 1:
+        return 0
+    plan = _Scaled(plan, step) if step > 1 else plan
+    fits = lambda u: plan(u) <= budget  # noqa: E731
+    known = {u: p for u, p in plan.known.items() if 1 <= u <= upper}
+    fitting = sorted(u for u, p in known.items() if p <= budget)
     prev = None  # the fitting point before lo, for extrapolation
     if method == "interpolate" and fitting:  # warm start from earlier searches
         lo = fitting[-1]
@@ -398,7 +441,7 @@ def _search(plan, fits, budget, upper, multiple, method) -> int:
         if len(fitting) > 1:
             prev = fitting[-2]
             plan(prev)
-        misses = [b for b, p in known.items() if b > lo and p > budget]
+        misses = [u for u, p in known.items() if u > lo and p > budget]
         hi = min(misses) if misses else None
         if hi is not None:
             plan(hi)
@@ -406,18 +449,10 @@ def _search(plan, fits, budget, upper, multiple, method) -> int:
         if not fits(1):
             return 0
         lo, hi = 1, None
-    while True:
-        lo, hi, prev = _expand(plan, fits, budget, upper, lo, hi, prev, method)
-        if hi is None:  # lo == upper
-            return lo
-        lo, hi = _refine(plan, fits, budget, lo, hi, method)
-        # lax.map plans a remainder (batch % chunk) apart, so a batch just above
-        # a multiple of the chunk can plan MORE than the next multiple: probe
-        # that multiple before trusting the answer.
-        probe = -(-(lo + 1) // multiple) * multiple if multiple else 0
-        if not multiple or probe <= lo + 1 or probe > upper or not fits(probe):
-            return lo
-        prev, lo, hi = lo, probe, None
+    lo, hi, prev = _expand(plan, fits, budget, upper, lo, hi, prev, method)
+    if hi is None:  # lo == upper
+        return lo
+    return _refine(plan, fits, budget, lo, hi, method)[0]
 
 
 def _expand(plan, fits, budget, upper, lo, hi, prev, method):
@@ -477,12 +512,19 @@ def compilation_target(answer: int) -> int:
 
 
 def plot_budget_curves(
-    results: list[BatchSizeResult], *, axes=None, labels: list[str] | None = None
+    results: list[BatchSizeResult],
+    *,
+    axes=None,
+    labels: list[str] | None = None,
+    known: list[dict[int, int]] | None = None,
 ):
     """Planned bytes versus batch size for several searches, with the budget line.
 
-    Each curve is drawn from the points its search compiled; the answer of
-    each search is ringed. Log-log axes, because the search doubles.
+    Each curve is drawn from the points its search compiled (or, with
+    ``known``, every point planned so far for that strategy); the answer of
+    each search is ringed. For a chunked ``lax.map``, batch sizes that are
+    not a multiple of the chunk plan a remainder apart: they are drawn as
+    separate marks, not joined to the line. Log-log axes (base 2).
     """
     from matplotlib.ticker import FuncFormatter
 
@@ -499,20 +541,38 @@ def plot_budget_curves(
             if labels
             else r.strategy + (f" (chunk {r.chunk_size})" if r.chunk_size else "")
         )
-        xs, ys = zip(*r.curve, strict=True)
+        points = sorted((known[i] if known else dict(r.curve)).items())
+        chunk = r.chunk_size if r.strategy != "vmap" and r.chunk_size and r.chunk_size > 1 else 0
+        line = [(b, p) for b, p in points if not chunk or b % chunk == 0 or b < chunk]
+        rest = [(b, p) for b, p in points if (b, p) not in line]
         color = colors[i % len(colors)]
         fmt, ms, z = styles[i % len(styles)]
-        axes.plot(
-            xs,
-            ys,
-            fmt,
-            color=color,
-            ms=ms,
-            zorder=z,
-            label=f"{label}: largest batch {r.batch_size}",
-        )
+        if line:
+            xs, ys = zip(*line, strict=True)
+            axes.plot(
+                xs,
+                ys,
+                fmt,
+                color=color,
+                ms=ms,
+                zorder=z,
+                label=f"{label}: largest batch {r.batch_size}",
+            )
+        if rest:
+            xs, ys = zip(*rest, strict=True)
+            axes.plot(
+                xs,
+                ys,
+                "x",
+                color=color,
+                ms=8,
+                mew=2,
+                zorder=z,
+                label=f"{label}: batch % {chunk} != 0 (remainder planned apart)",
+            )
         if r.planned_bytes is not None:
             axes.plot([r.batch_size], [r.planned_bytes], "o", ms=14, mfc="none", mec=color, mew=2)
+    axes.plot([], [], "o", ms=12, mfc="none", mec="black", mew=2, label="answer (ringed)")
     budgets = sorted({r.budget_bytes for r in results})
     for b in budgets:
         axes.axhline(b, color="red", ls="--", lw=1.5)
@@ -528,11 +588,11 @@ def plot_budget_curves(
     log2_axis(axes, "x")
     axes.set_yscale("log", base=2)
     axes.yaxis.set_major_formatter(FuncFormatter(short_bytes))
-    axes.set_xlabel("batch size (items)")
-    axes.set_ylabel("planned bytes")
-    axes.set_title("planned memory per batch (compiled memory analysis)")
+    axes.set_xlabel("batch size (items, log2 axis)")
+    axes.set_ylabel("planned bytes (log2 axis)")
+    axes.set_title("planned bytes per batch (XLA compiled memory analysis)")
     axes.grid(True, alpha=0.3)
-    axes.legend(loc="lower right", fontsize=10)
+    axes.legend(loc="lower right", fontsize=9)
     return fig
 
 

@@ -18,7 +18,8 @@ import jax
 import numpy as np
 
 from ._axes_spec import resolve
-from ._checks import check_callable, check_positive_float, check_positive_int
+from ._checks import check_bool, check_callable, check_positive_float, check_positive_int
+from ._checks import check_positive_ints
 from ._compile import function_name
 from ._format import format_bytes, format_count, format_seconds, html_table
 from .measure import Measurement, measure
@@ -228,6 +229,15 @@ def compare(
       [('vmap', True), ('chunked (chunk 2)', True)]
     """
     check_callable(fn)
+    if isinstance(strategies, str):
+        raise TypeError(
+            f"`strategies` must be a list of strategy names, got the string {strategies!r}; "
+            f"pass [{strategies!r}]."
+        )
+    repeat = check_positive_int(repeat, "repeat", allow_none=True)
+    check_bool(verify, "verify")
+    if batch_sizes is not None:
+        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
     strategies = list(strategies)
     if manual is not None and "manual" not in strategies:
         strategies.append("manual")

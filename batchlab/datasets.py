@@ -7,6 +7,13 @@ module. Its lengths have a real long tail: median 44 tokens, longest 1601.
 ``data/README.md`` says how it was made; ``scripts/make_ragged_dataset.py``
 regenerates it.
 
+The repository's top-level ``data/`` is the source; the package carries an
+identical copy (``batchlab/data/``: the file and its README with the
+license) that every install ships, editable or not (``pip install .``,
+``pip install git+...``, a wheel), found with ``importlib.resources``, so
+the loader never depends on where the repository is. A test checks that
+both copies are byte for byte the same.
+
 The synthetic generators give lengths with a chosen shape (log-normal,
 Zipf) for controlled experiments; seeded, so every run draws the same data.
 
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import zipfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +38,16 @@ import numpy as np
 from ._checks import check_positive_float, check_positive_int
 from .padding import Ragged
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "ragged"
+#: the copy inside the package (what the loader reads; present in every install)
+DATA_DIR = Path(str(resources.files("batchlab") / "data" / "ragged"))
+#: the repository's source copy (absent in an installed wheel)
+SOURCE_DIR = Path(__file__).resolve().parent.parent / "data" / "ragged"
 STDLIB_FILE = "stdlib_functions.npz"
 _KEYS = ("tokens", "offsets", "vocab", "names", "source")
-_REGENERATE = "regenerate it with: python scripts/make_ragged_dataset.py (from the repository root)"
+_REGENERATE = (
+    "regenerate it with: python scripts/make_ragged_dataset.py (from the repository root), "
+    "then copy data/ragged/ to batchlab/data/ragged/ (make package-data), or reinstall batchlab"
+)
 
 
 @dataclass(frozen=True)
@@ -79,8 +93,9 @@ def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
     """Loads the shipped dataset: one token-id sequence per stdlib function.
 
     Args:
-      path: the ``.npz`` file; default ``data/ragged/stdlib_functions.npz``
-        in the repository.
+      path: the ``.npz`` file; default: the copy shipped inside the package
+        (``batchlab/data/ragged/stdlib_functions.npz``, identical to the
+        repository's ``data/ragged/``).
 
     Returns:
       A :class:`TokenDataset` (loaded with ``allow_pickle=False``; checked).

@@ -133,9 +133,7 @@ class Launch:
 
     def __repr__(self) -> str:
         state = "ok" if self.ok else ("timed out" if self.timed_out else "FAILED")
-        codes = ", ".join(
-            f"{p.process_id}: {p.stopped or p.returncode}" for p in self.processes
-        )
+        codes = ", ".join(f"{p.process_id}: {p.stopped or p.returncode}" for p in self.processes)
         return (
             f"Launch({len(self.processes)} processes x {self.devices_per_process} CPU devices on "
             f"{LOOPBACK}, {state} in {format_seconds(self.seconds)}; exit codes {{{codes}}})"

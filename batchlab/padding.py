@@ -210,6 +210,7 @@ def pad(
     value: Any = 0,
     dtype: Any = None,
     truncate: bool = False,
+    casting: str = "same_value",
 ) -> Padded:
     """Pads ragged items into one array, with a boolean mask and the true lengths.
 
@@ -226,6 +227,8 @@ def pad(
       value: the pad value (must fit ``dtype``).
       dtype: the result dtype; default: the items' common dtype (kept).
       truncate: allow ``length`` shorter than the longest item.
+      casting: ``"same_value"`` (default) refuses a ``dtype`` that would change
+        a value (1.5 -> int, 300 -> uint8); ``"unsafe"`` casts as numpy's astype.
 
     Returns:
       :class:`Padded` ``(values, mask, lengths)`` as numpy arrays, with
@@ -243,6 +246,17 @@ def pad(
       array([[ 1.,  2., -1., -1.],
              [ 3., -1., -1., -1.]])
     """
+    from ._checks import check_bool, check_choice, check_dtype, check_fits_memory
+    from ._checks import check_lossless_cast
+
+    check_bool(truncate, "truncate")
+    check_choice(casting, "casting", ("same_value", "unsafe"))
+    dtype = check_dtype(dtype)
+    if dtype is not None and casting == "same_value":
+        if isinstance(seqs, Ragged):
+            check_lossless_cast([seqs.flat], dtype)
+        elif isinstance(seqs, (list, tuple)):
+            check_lossless_cast(seqs, dtype)
     length = _positive(length, "length", 0)
     multiple_of = _positive(multiple_of, "multiple_of", 1)
     if length is not None and multiple_of is not None:
@@ -265,6 +279,8 @@ def pad(
             stacklevel=2,
         )
     _check_value(value, flat.dtype)
+    n_bytes = len(lengths) * target * int(np.prod(flat.shape[1:], dtype=np.int64)) * flat.itemsize
+    check_fits_memory(n_bytes, "length", f"{len(lengths)} items x length {target}")
     return _scatter(flat, ragged.offsets[:-1], lengths, target, value)
 
 
@@ -297,5 +313,31 @@ def unpad(padded: Padded) -> list[np.ndarray]:
       >>> [s.tolist() for s in unpad(pad([[1, 2, 3], [], [4]]))]
       [[1, 2, 3], [], [4]]
     """
+    if not isinstance(padded, tuple) or len(padded) != 3:
+        raise TypeError(
+            f"`padded` must be a Padded (values, mask, lengths) as pad() returns, got "
+            f"{type(padded).__name__} {padded!r:.40}."
+        )
     values, mask, lengths = (np.asarray(a) for a in padded)
+    if mask.dtype != bool:
+        raise TypeError(
+            f"`mask` of `padded` must be a bool array (True = real element), got {mask.dtype}; "
+            f"an int mask would be read as indices. Use mask.astype(bool)."
+        )
+    if values.shape[: mask.ndim] != mask.shape or mask.ndim != 2:
+        raise ValueError(
+            f"`mask` of `padded` has shape {mask.shape} but `values` has {values.shape}: the mask "
+            f"must be (batch, length), the leading axes of `values`."
+        )
+    if lengths.shape != mask.shape[:1] or not np.array_equal(lengths, mask.sum(axis=1)):
+        raise ValueError(
+            f"`lengths` of `padded` ({lengths.tolist()[:8]}) must equal the mask's row sums "
+            f"({mask.sum(axis=1).tolist()[:8]}) and each mask row must be True then False; rebuild "
+            f"it with pad()."
+        )
+    if mask.size and not np.array_equal(mask, np.arange(mask.shape[1]) < lengths[:, None]):
+        raise ValueError(
+            "`mask` of `padded` must be True for the first `lengths` positions of each row and "
+            "False after them; rebuild it with pad()."
+        )
     return np.split(values[mask], np.cumsum(lengths)[:-1]) if len(lengths) else []

@@ -161,6 +161,15 @@ def padding_report(
       (32, 17, 2)
     """
     lengths = _lengths(lengths)
+    if lengths.size and int(lengths.max()) > (2**62) // max(lengths.size, 1):
+        raise ValueError(
+            f"`lengths` are too large to count padded elements in int64 (longest {int(lengths.max())}, "
+            f"{lengths.size} items): pass lengths in tokens, not bytes or ids."
+        )
+    if strategy is not None and not isinstance(strategy, (str, tuple, list)):
+        raise TypeError(
+            f"`strategy` must be a name or a tuple of names from {list(STRATEGIES)}, got {strategy!r}."
+        )
     names = (
         STRATEGIES
         if strategy is None
@@ -270,7 +279,7 @@ def plot_tradeoff(lengths: Any, bucket_counts: Any, *, axes=None):
     ax.plot(*curves["pow2"], "D", ms=10, color=STRATEGY_COLORS["pow2"], label="power of two")
     ax.axhline(1.0, color="black", lw=1, ls="--", label="ragged minimum")
     ax.set_xlabel("buckets (= compilations)")
-    ax.set_ylabel("padded / true elements")
+    ax.set_ylabel("padded / true elements (log scale)")
     ax.set_yscale("log")
     ax.set_title("fewer compilations cost more padding (counted)")
     ax.grid(True, alpha=0.3, which="both")

@@ -87,7 +87,10 @@ class ShardedBatch:
         whole = NamedSharding(self.sharding.mesh, PartitionSpec())
         if self.process_items:  # each process's padding sits after its own rows
             keep = np.concatenate(
-                [s + np.arange(n) for s, n in zip(self.process_starts, self.process_items)]
+                [
+                    s + np.arange(n)
+                    for s, n in zip(self.process_starts, self.process_items, strict=True)
+                ]
             )
             gather = jax.jit(lambda r: r, out_shardings=whole)  # every row to every process
             return jax.tree_util.tree_map(lambda r: gather(r)[keep], result)

@@ -14,9 +14,10 @@ The figures, all from the trace (seconds within the traced code):
   waiting for the device (dispatching, loading, annotated work);
 * **device busy** -- time XLA ops ran (spans with an ``hlo_op``; on a GPU,
   the device streams);
-* **overlap** -- time the host did other work (not dispatching, not
-  waiting, not running an op inline) *while* the device computed: what
-  asynchronous dispatch and prefetching buy;
+* **host work** -- host busy minus dispatching and ops run inline (loading,
+  your own code); **overlap** -- host work *while* the device computed: what
+  asynchronous dispatch and prefetching buy; **overlap share** -- overlap
+  over the smaller of host work and device busy (1.0: all of it hidden);
 * **idle** -- time nothing traced happened; **largest device gap**;
 * **dispatches** -- ``PjitFunction`` calls (one per jitted call or eager
   op), per item when ``items`` is given.
@@ -64,6 +65,7 @@ class Timeline:
     spans: tuple[Span, ...]
     wall: float
     host_busy: float
+    host_work: float  # host busy minus dispatching and ops run inline: loading, your code
     device_busy: float
     overlap: float
     idle: float
@@ -92,12 +94,23 @@ class Timeline:
 
     @property
     def overlap_share(self) -> float:
-        """overlap / device busy: the share of the device's work the host hid behind other work."""
-        return self.overlap / self.device_busy if self.device_busy > 0 else 0.0
+        """overlap / the most that could overlap (the smaller of host work and device busy).
+
+        1.0: all the shorter of the two ran while the other did; 0: none of it.
+        """
+        most = min(self.host_work, self.device_busy)
+        return self.overlap / most if most > 0 else 0.0
 
     def lane(self, kind: str) -> list[Lane]:
         """The lanes of one kind ("python", "loader", "runtime", "device", "compiler")."""
         return [lane for lane in self.lanes if lane.kind == kind]
+
+    def seconds_in(self, kind: str) -> float:
+        """Host time inside spans of one kind ("transfer", "dispatch", "wait", ...), overlaps once."""
+        host = {lane.index for lane in self.lanes if lane.kind in ("python", "loader")}
+        return union_length(
+            [(s.start, s.end) for s in self.spans if s.lane in host and s.kind == kind]
+        )
 
     def find(self, name: str) -> list[Span]:
         """Spans whose name starts with ``name`` (e.g. ``"load batch"``)."""
@@ -115,7 +128,9 @@ class Timeline:
             ("traced wall time", format_seconds(self.wall)),
             ("host busy (Python threads, not waiting)", format_seconds(self.host_busy)),
             ("device busy (XLA ops)", format_seconds(self.device_busy)),
+            ("host work (not dispatching, not waiting)", format_seconds(self.host_work)),
             ("overlap (host work while the device computes)", format_seconds(self.overlap)),
+            ("overlap share (of the most that could overlap)", f"{self.overlap_share:.0%}"),
             ("idle (nothing traced)", format_seconds(self.idle)),
             ("largest device gap", format_seconds(self.largest_device_gap)),
             ("dispatches (PjitFunction calls)", str(self.dispatches)),
@@ -186,6 +201,7 @@ def build_timeline(
         spans=spans,
         wall=wall,
         host_busy=union_length(host),
+        host_work=union_length(work),
         device_busy=union_length(device),
         overlap=intersect_length(work, device),
         idle=max(0.0, wall - union_length(host + device)),

@@ -12,7 +12,8 @@ What the names mean (from the CPU trace of this JAX, and XLA's sources for GPU):
 
 * ``PjitFunction(f)`` -- the Python-side dispatch of one jitted call (or
   one eager op: every ``jnp`` op outside ``jit`` is a small jitted call);
-* ``...Await`` / ``BlockHostUntilReady`` -- the host waiting for the device;
+* ``...Await`` / ``BlockHostUntilReady`` / ``np.asarray(jax.Array)`` (what
+  ``float(x)`` and ``np.asarray(x)`` run) -- the host waiting for the device;
 * spans whose ``args`` hold ``hlo_op`` -- XLA's ops running (on XLA:CPU on
   the runtime's worker threads, or inline on the calling thread when small);
 * ``/device:GPU:N`` processes -- the device streams (kernels, memcpy);
@@ -33,7 +34,10 @@ import numpy as np
 
 WRAPPER = "batchlab.trace"  # the kit's own annotation around the traced code
 _SKIP = ("ThreadpoolListener::", "end: ")
-_WAIT = re.compile(r"Await|BlockHostUntilReady|block_until_ready|^Wait for |Synchronize")
+_WAIT = re.compile(
+    r"Await|BlockHostUntilReady|block_until_ready|^Wait for |Synchronize"
+    r"|^np\.asarray\(jax\.Array\)|copy_to_host"  # reading a result on the host waits for it
+)
 _TRANSFER = re.compile(r"^(DevicePut|batched_device_put|BatchedCopyToDevice|Memcpy|memcpy)")
 _COMPILE = re.compile(r"^(backend_compile|lower_sharding_computation|jit_compile|compile)")
 _COMPILER_THREAD = re.compile(r"Compiler|codegen|compile", re.I)

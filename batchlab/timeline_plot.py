@@ -18,7 +18,7 @@ COLORS = {
     "annotation": ("tab:green", "your annotations (TraceAnnotation)"),
     "dispatch": ("tab:orange", "dispatch (PjitFunction)"),
     "compute": ("tab:blue", "XLA op running"),
-    "wait": ("0.55", "host waiting for the device"),
+    "wait": ("0.55", "host waiting for the device (or reading a result)"),
     "transfer": ("tab:purple", "host-to-device transfer"),
     "compile": ("tab:red", "compilation"),
     "runtime": ("0.82", "runtime internals"),

@@ -35,8 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import batchlab
-from batchlab import loading
-from batchlab import compare_prefetch
+from batchlab import compare_prefetch, loading
 
 TARGET_BEST, TARGET_SYNC = 0.9, 1.6
 FEATURES, BATCH, N_BATCHES, STEP_SECONDS = 256, 128, 24, 0.010

@@ -42,7 +42,7 @@ STORED_OUTPUT = "batchlab is ready; JAX backend: cpu\n"
 
 
 def install_source(repo: str, branch: str) -> str:
-    return f'''# Colab and other hosted notebooks: install the kit only when it is missing (a no-op here).
+    return f"""# Colab and other hosted notebooks: install the kit only when it is missing (a no-op here).
 try:
     import batchlab
 except ImportError:
@@ -59,7 +59,7 @@ except ImportError:
     pass
 import jax
 
-print("batchlab is ready; JAX backend:", jax.default_backend())'''
+print("batchlab is ready; JAX backend:", jax.default_backend())"""
 
 
 def badge(repo: str, branch: str, notebook: Path) -> str:

@@ -185,3 +185,23 @@ def test_broadcast_explorer():
         ex.update(a="(4,")
     with pytest.raises(ValueError, match="`b` must be a shape like"):
         ex.update(a="(4,)", b="(-1, 2)")
+
+
+def test_list_leaves_are_mapped_together_as_in_vmap():
+    """A list is one pytree: axis 0 of every leaf is mapped at once (not item after item)."""
+    a, b = jnp.arange(3), 10 * jnp.arange(3)
+    assert jax.vmap(lambda s: s[0] + s[1])([a, b]).tolist() == [0, 11, 22]
+    e = explain_axes(lambda s: s[0] + s[1], [a, b])
+    assert e.batch_size == 3 and [lf.item_shape for lf in e.inputs] == [(), ()]
+    mixed = [jnp.ones((3, 4)), jnp.ones((3, 7))]  # other axes may differ
+    e = explain_axes(lambda s: s[0].sum() + s[1].sum(), mixed)
+    assert [lf.item_shape for lf in e.inputs] == [(4,), (7,)] and e.outputs[0].shape == (3,)
+
+
+def test_ragged_list_fails_in_jax_too():
+    """The kit's ragged-list error matches a real jax.vmap failure, not only the kit's checker."""
+    xs = [jnp.ones(4), jnp.ones(7), jnp.ones(2)]
+    with pytest.raises(ValueError, match="inconsistent sizes"):
+        jax.vmap(lambda xs: xs[0].sum())(xs)
+    with pytest.raises(BatchAxisError, match="different lengths"):
+        explain_axes(lambda xs: xs[0].sum(), xs)

@@ -98,4 +98,35 @@ def test_plot_outer_trap():
     pred, y = jnp.arange(4.0)[:, None], jnp.ones(4)
     with jax.numpy_rank_promotion("allow"):
         fig = plot_outer_trap(pred - y, pred[:, 0] - y)
-    assert len(fig.axes) == 2 and "(4, 4)" in fig.axes[0].get_title()
+    # the product, the intended column and a colour bar (the legend of the colours)
+    assert len(fig.axes) == 3 and "(4, 4)" in fig.axes[0].get_title()
+    assert fig.axes[2].get_ylabel().startswith("value")
+    legend = fig.axes[0].get_legend()
+    assert legend is not None and "meant" in legend.get_texts()[0].get_text()
+
+
+def test_plain_jax_is_silent_where_the_kit_warns():
+    """The notebook's claim: plain JAX (rank promotion allowed) records no warning for the trap."""
+    import warnings
+
+    pred, labels = jnp.ones((6, 1)), jnp.ones(6)
+    with jax.numpy_rank_promotion("allow"), warnings.catch_warnings(record=True) as plain:
+        warnings.simplefilter("always")
+        assert (pred - labels).shape == (6, 6)
+    with warnings.catch_warnings(record=True) as kit:
+        warnings.simplefilter("always")
+        check_broadcast(pred, labels)
+    assert not plain and [w.category for w in kit] == [SilentBroadcastWarning]
+
+
+def test_strict_mode_rejects_a_correct_bias_and_misses_the_equal_rank_trap():
+    """What notebook 02 teaches about jax_numpy_rank_promotion, checked against JAX."""
+    h, bias = jnp.ones((5, 3)), jnp.ones(3)
+    pred, labels = jnp.ones((6, 1)), jnp.ones(6)
+    with jax.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match="rank_promotion"):
+            h + bias
+        with pytest.raises(ValueError, match="rank_promotion"):
+            pred - labels
+        assert (h + bias[None, :]).shape == (5, 3)
+        assert (pred - labels[None, :]).shape == (6, 6)  # the same trap at equal rank: silent

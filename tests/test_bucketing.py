@@ -214,9 +214,45 @@ def test_bucket_batches_shuffles_batch_order():
         (dict(batch_size=0, n_buckets=2), ValueError, "`batch_size` must be at least 1"),
         (dict(batch_size=2.5, n_buckets=2), TypeError, "`batch_size` must be a positive int"),
         (dict(batch_size=2), ValueError, "exactly one of `boundaries`"),
+        (dict(n_buckets=2), ValueError, "exactly one of `batch_size`"),
+        (dict(batch_size=2, tokens_per_batch=8, n_buckets=2), ValueError, "exactly one of `batch_size`"),
+        (dict(tokens_per_batch=0, n_buckets=2), ValueError, "`tokens_per_batch` must be at least 1"),
         (dict(batch_size=2, boundaries=[1]), ValueError, "longest item has length 2"),
     ],
 )
 def test_bucket_batches_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         bucket_batches([[1], [2, 3]], **kwargs)
+
+
+def test_bucket_batches_token_budget():
+    rng = np.random.default_rng(4)
+    seqs = [np.ones(int(k), np.float32) for k in rng.integers(1, 200, 300)]
+    batches = bucket_batches(seqs, boundaries=[10, 50, 200], tokens_per_batch=400, seed=3)
+    rows = {b.boundary: b.padded.values.shape[0] for b in batches}
+    assert rows == {10: 40, 50: 8, 200: 2}
+    assert all(b.padded.values.shape == (rows[b.boundary], b.boundary) for b in batches)
+    assert batches.shapes == 3 and batches.true_elements == sum(len(s) for s in seqs)
+
+
+@pytest.mark.parametrize(
+    "answer, ok, hint",
+    [
+        ({"compiles": "same", "filler_rows": "fewer", "batches": "more"}, True, "one per bucket"),
+        ({"compiles": "more", "filler_rows": "fewer", "batches": "more"}, False, "What decides a compiled shape"),
+        ({"compiles": "same", "filler_rows": "more", "batches": "fewer"}, False, "ceil(items / batch_size)"),
+        ("same", False, "Answer with a dict"),
+    ],
+)
+def test_batch_size_change_exercise(answer, ok, hint):
+    from batchlab import exercises
+
+    # 45 items per bucket: batch_size 64 leaves 19 filler rows per bucket, batch_size 16 leaves 3
+    lengths = [3] * 45 + [30] * 45
+    r = exercises.check(
+        "ragged.batch_size_change", answer, lengths=lengths, boundaries=[10, 40], old=64, new=16
+    )
+    batches_64 = bucket_batches([[1] * k for k in lengths], boundaries=[10, 40], batch_size=64)
+    batches_16 = bucket_batches([[1] * k for k in lengths], boundaries=[10, 40], batch_size=16)
+    assert batches_16.filler_rows < batches_64.filler_rows and len(batches_16) > len(batches_64)
+    assert r.ok is ok and hint in r.message

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 import batchlab
-from batchlab.budget import batched, compilation_target, default_budget, planned_bytes
+from batchlab.budget import (
+    batched,
+    compilation_target,
+    default_budget,
+    planned_bytes,
+    plot_budget_curves,
+    search,
+)
+from batchlab.live import DeviceMemory
 
 D = 64
 
@@ -109,7 +117,9 @@ def test_result_repr_and_plot():
     assert f"largest batch        {int(r)}" in repr(r)
     assert "<table" in r._repr_html_()
     fig = r.plot()
-    assert fig.axes[0].get_xlabel() == "batch size (items)"
+    assert fig.axes[0].get_xlabel() == "batch size (items, log2 axis)"
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert any("answer" in label for label in labels)
     assert list(range(10))[r] == int(r)  # usable as an index
 
 
@@ -145,3 +155,110 @@ def test_bad_arguments(kwargs, error, match):
 def test_fn_not_callable():
     with pytest.raises(TypeError, match=r"`fn` must be a function"):
         batchlab.max_batch_size("widen", ITEM, budget_bytes=100)
+
+
+# --- the interpolating search, plans shared between budgets --------------------------------------
+
+BUDGETS_KIB = (20, 64, 100, 256, 1000)
+
+
+@pytest.mark.parametrize("strategy, chunk", [("vmap", None), ("chunked", 8)])
+def test_interpolation_agrees_with_bisection_and_compiles_less(strategy, chunk):
+    kw = dict(strategy=strategy, chunk_size=chunk) if chunk else {}
+    total = {"interpolate": 0, "bisect": 0}
+    for kib in BUDGETS_KIB:
+        got = {
+            m: batchlab.max_batch_size(widen, ITEM, budget_bytes=kib * 1024, method=m, **kw)
+            for m in total
+        }
+        assert int(got["interpolate"]) == int(got["bisect"]), kib
+        for m, r in got.items():
+            total[m] += r.compilations
+            assert r.method == m and m in repr(r)
+    # planned bytes are close to a straight line in the batch: aiming beats halving
+    assert total["interpolate"] < total["bisect"]
+    if strategy == "vmap":
+        assert total["interpolate"] <= 5 * len(BUDGETS_KIB)
+
+
+def test_straight_line_needs_four_compilations():
+    r = batchlab.max_batch_size(widen, ITEM, budget_bytes=1000 * 1024)
+    assert int(r) > 50 and r.compilations == 4  # 1, 2, then the aimed answer and its neighbour
+    assert compilation_target(int(r)) >= 3 * r.compilations
+
+
+@pytest.mark.parametrize("strategy, chunk", [("vmap", None), ("chunked", 8)])
+def test_known_plans_are_reused_and_answers_unchanged(strategy, chunk):
+    kw = dict(strategy=strategy, chunk_size=chunk) if chunk else {}
+    known: dict[int, int] = {}
+    seen = []
+    for kib in (256, 64, 1000, 100):  # an explorer's order: not sorted
+        compiled: list[int] = []
+        shared = batchlab.max_batch_size(
+            widen, ITEM, budget_bytes=kib * 1024, known=known, on_compile=compiled.append, **kw
+        )
+        fresh = batchlab.max_batch_size(widen, ITEM, budget_bytes=kib * 1024, **kw)
+        assert int(shared) == int(fresh), kib
+        assert shared.compilations == len(compiled) and not set(compiled) & set(seen)
+        seen += compiled
+        assert set(dict(shared.curve)) <= set(known)
+    again = batchlab.max_batch_size(widen, ITEM, budget_bytes=100 * 1024, known=known, **kw)
+    assert again.compilations == 0 and "planned earlier" in repr(again)
+
+
+def test_search_stats_and_bad_method():
+    jitted = jax.jit(batched(widen))
+    stats: dict = {}
+    answer, curve = search(jitted, ITEM, 64 * 1024, 100, stats=stats)
+    assert curve[answer] <= 64 * 1024 < curve[answer + 1] and stats["compiled"] == len(curve)
+    with pytest.raises(ValueError, match="`method` must be one of"):
+        search(jitted, ITEM, 64 * 1024, 100, method="golden")
+
+
+def test_known_and_on_compile_types():
+    with pytest.raises(TypeError, match="`known` must be a dict"):
+        batchlab.max_batch_size(widen, ITEM, budget_bytes=2**20, known=[1, 2])
+    with pytest.raises(TypeError, match="`on_compile` must be a function"):
+        batchlab.max_batch_size(widen, ITEM, budget_bytes=2**20, on_compile=3)
+    with pytest.raises(ValueError, match="`method` must be one of"):
+        batchlab.max_batch_size(widen, ITEM, budget_bytes=2**20, method="golden")
+
+
+def test_plot_marks_remainder_sizes_apart():
+    c = batchlab.max_batch_size(widen, ITEM, budget_bytes=256 * 1024, strategy="chunked", chunk_size=8)
+    fig = plot_budget_curves([c])
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert any("remainder planned apart" in label for label in labels)
+    assert any(b % 8 for b, _ in c.curve)  # the search measured a remainder size
+
+
+class _FakeDevice:
+    """A device whose allocator reports a pool smaller than its limit (not preallocated)."""
+
+    platform = "gpu"
+
+    def __init__(self, stats):
+        self._stats = stats
+
+    def memory_stats(self):
+        return self._stats
+
+    def __str__(self):
+        return "fake:0"
+
+
+def test_default_budget_is_limit_minus_in_use_not_pool():
+    dev = _FakeDevice({"bytes_in_use": 600, "pool_bytes": 1000, "bytes_limit": 4000})
+    b = default_budget(dev)
+    assert b.bytes == 3400 and "bytes_limit - bytes_in_use" in b.source
+    pool_only = default_budget(_FakeDevice({"bytes_in_use": 600, "pool_bytes": 1000}))
+    assert pool_only.bytes == 400 and "pool_bytes - bytes_in_use" in pool_only.source
+
+
+def test_room_and_free_in_pool():
+    s = DeviceMemory(
+        device="fake", bytes_in_use=600, pool_bytes=1000, bytes_limit=4000, largest_free_block_bytes=100
+    )
+    assert s.room_bytes == s.free_bytes == 3400
+    assert s.free_in_pool_bytes == 400
+    assert s.fragmentation == pytest.approx(0.75)  # measured inside the pool, where the blocks are

@@ -8,7 +8,6 @@ zombie of a parent that is itself gone).
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -85,7 +84,9 @@ def sharded_job(rows, features):
     except ValueError as e:
         errors["layout"] = str(e)
     try:  # a mesh whose batch axis interleaves the processes
-        shard_batch(mine, jax.make_mesh((8,), ("batch",), devices=jax.devices()[::2] + jax.devices()[1::2]))
+        shard_batch(
+            mine, jax.make_mesh((8,), ("batch",), devices=jax.devices()[::2] + jax.devices()[1::2])
+        )
     except ValueError as e:
         errors["mesh"] = str(e)
     scaling = measure_scaling(lambda b, w: jnp.tanh(b @ w), mine, [2, 8], params=(w,), repeat=1)
@@ -107,7 +108,9 @@ def sharded_job(rows, features):
 
 
 def test_two_processes_equal_one():
-    run = launch(sharded_job, processes=2, devices_per_process=4, args=(ROWS, FEATURES), timeout=120)
+    run = launch(
+        sharded_job, processes=2, devices_per_process=4, args=(ROWS, FEATURES), timeout=120
+    )
     assert run.ok and "2 processes x 4 CPU devices" in repr(run) and LOOPBACK in run.coordinator
     reference = np.asarray(model(global_batch(), weights()))  # this process: one device
     for me, v in enumerate(run.values):
@@ -154,7 +157,9 @@ def test_a_failing_process_stops_the_others(tmp_path):
     first.mkdir(), second.mkdir()
     with pytest.raises(RuntimeError, match=r"(?s)process 1: exit code 1.*ZeroDivisionError"):
         launch(pid_then, processes=2, devices_per_process=1, args=("fail", str(first)))
-    run = launch(pid_then, processes=2, devices_per_process=1, args=("fail", str(second)), check=False)
+    run = launch(
+        pid_then, processes=2, devices_per_process=1, args=("fail", str(second)), check=False
+    )
     assert not run.ok and run.processes[0].stopped == "stopped: process 1 failed"
     assert "FAILED" in repr(run) and run.processes[1].returncode == 1
     assert len(pids(first)) == len(pids(second)) == 4
@@ -163,7 +168,9 @@ def test_a_failing_process_stops_the_others(tmp_path):
 
 def test_timeout_kills_every_process(tmp_path):
     with pytest.raises(TimeoutError, match=r"`timeout`=6 s; every process was killed"):
-        launch(pid_then, processes=2, devices_per_process=1, args=("sleep", str(tmp_path)), timeout=6)
+        launch(
+            pid_then, processes=2, devices_per_process=1, args=("sleep", str(tmp_path)), timeout=6
+        )
     assert len(pids(tmp_path)) == 4
     assert_gone(pids(tmp_path))
 
@@ -191,10 +198,22 @@ def test_command_line(tmp_path, capsys):
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
     (tmp_path / "pids").mkdir()
-    rc = main(["--processes", "2", "--devices-per-process", "2", str(script), str(tmp_path / "pids"), "go"])
+    rc = main(
+        [
+            "--processes",
+            "2",
+            "--devices-per-process",
+            "2",
+            str(script),
+            str(tmp_path / "pids"),
+            "go",
+        ]
+    )
     out = capsys.readouterr()
     assert rc == 0, out.err
-    assert "[process 0] process 0 of 2 sees 4" in out.out and "[process 1] process 1 of 2" in out.out
+    assert (
+        "[process 0] process 0 of 2 sees 4" in out.out and "[process 1] process 1 of 2" in out.out
+    )
     assert_gone(pids(tmp_path / "pids"))
 
 
@@ -202,8 +221,18 @@ def test_ctrl_c_stops_every_process(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
     (tmp_path / "pids").mkdir()
-    cmd = [sys.executable, "-m", "batchlab.distributed", "--processes", "2",
-           "--devices-per-process", "1", str(script), str(tmp_path / "pids"), "sleep"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "batchlab.distributed",
+        "--processes",
+        "2",
+        "--devices-per-process",
+        "1",
+        str(script),
+        str(tmp_path / "pids"),
+        "sleep",
+    ]
     launcher = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while len(list((tmp_path / "pids").iterdir())) < 2:

@@ -160,3 +160,22 @@ def test_integer_values():
 def test_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    "answer, ok, hint",
+    [
+        ((4 * 200 / 60, 235 / 35), True, "padding multiplies"),
+        ((9.0, 5.0), True, "padding multiplies"),  # within 2x: the order of magnitude counts
+        ((1.2, 235 / 35), False, "padded factor is off"),
+        ((4 * 200 / 60, 20.0), False, "packed factor is off"),
+        ((-1, 2), False, "positive"),
+        ("big", False, "pair of numbers"),
+    ],
+)
+def test_long_item_exercise(answer, ok, hint):
+    from batchlab import exercises
+
+    r = exercises.check("ragged.long_item", answer, lengths=[5, 10, 20], extra=200)
+    assert r.ok is ok and hint in r.message
+    assert "13.3" not in r.message and "6.7" not in r.message  # hints never give the number

@@ -138,12 +138,16 @@ def _loader_run(mode: str, wait: float, n: int = 6) -> Timeline:
                 out = heavy(load(i))
                 if mode == "blocking":
                     jax.block_until_ready(out)
+                elif mode == "float":
+                    float(out)  # reading the loss waits too: np.asarray(jax.Array)
             jax.block_until_ready(out)
     return t.result
 
 
 def test_overlap_prefetch_positive_blocking_about_zero(compute_seconds):
     blocking = _loader_run("blocking", compute_seconds)
+    reading = _loader_run("float", compute_seconds)
+    assert reading.overlap_share < 0.05, reading
     ahead = _loader_run("prefetch", compute_seconds)
     no_sync = _loader_run("no sync", compute_seconds)
     assert blocking.overlap_share < 0.05, blocking  # loading never runs while the device computes

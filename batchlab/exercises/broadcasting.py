@@ -24,7 +24,7 @@ def predict_shape(answer: Any) -> tuple[bool, str]:
     if answer == (8, 5, 3):
         return (
             True,
-            "Right: aligned from the right, (5, 1) becomes (1, 5, 1), and each 1 stretches.",
+            "Right: aligned from the right, a missing axis counts as 1, and each 1 stretches.",
         )
     if len(answer) != 3:
         return False, "The result has as many axes as the longest operand."
@@ -56,4 +56,56 @@ def residual(answer: Any) -> tuple[bool, str]:
         )
     if not np.allclose(out, pred[:, 0] - y):
         return False, "The shape is right but the values are not pred[i] - y[i]."
-    return True, "Right: both are (n,), so the difference is element by element."
+    return True, "Right: both operands have one shape, so the difference is element by element."
+
+
+CHOICES = ("error", "wrong answer", "right answer")
+
+
+def mse_as_written(n: int, seed: int = 3) -> tuple[str, float, float]:
+    """Runs ``mean((pred - labels) ** 2)`` for ``pred`` (n, 1) and ``labels`` (n,).
+
+    Returns ``(outcome, as_written, intended)``: outcome is one of ``CHOICES``.
+
+    Example:
+      >>> mse_as_written(6)[0], mse_as_written(1)[0]
+      ('wrong answer', 'right answer')
+    """
+    import jax.numpy as jnp
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"`n` must be a positive int (the number of items), got {n!r}.")
+    pred = jax.random.normal(jax.random.key(seed), (n, 1))
+    labels = jax.random.normal(jax.random.key(seed + 1), (n,))
+    intended = float(jnp.mean((pred[:, 0] - labels) ** 2))
+    try:
+        with jax.numpy_rank_promotion("allow"):
+            written = float(jnp.mean((pred - labels) ** 2))
+    except (TypeError, ValueError):
+        return "error", float("nan"), intended
+    same = abs(written - intended) <= 1e-6 * max(1.0, abs(intended))
+    return ("right answer" if same else "wrong answer"), written, intended
+
+
+@exercise(
+    "broadcasting.batch_of_one",
+    "Change n from 6 to 1 in the (n, 1) - (n,) MSE. What does the MSE as written give: "
+    "'error', 'wrong answer' or 'right answer'? Then say why, and what it means for a "
+    "test that uses a batch of one.",
+)
+def batch_of_one(answer: Any, *, n: int = 1) -> tuple[bool, str]:
+    """
+    Example:
+      >>> batch_of_one("right answer")[0], batch_of_one("error")[0]
+      (True, False)
+    """
+    if answer not in CHOICES:
+        return False, f"Answer with one of {CHOICES}."
+    truth = mse_as_written(n)[0]
+    if answer == truth:
+        return True, "Right. Now say why, and what a test with this batch size can catch."
+    return (
+        False,
+        f"Not this time. With n = {n}, what shape does pred - labels have, how many pairs "
+        "(i, j) does the mean average over, and how many of them are the pairs you meant?",
+    )

@@ -161,12 +161,12 @@ def long_item(answer: Any, *, lengths: Any, extra: int) -> tuple[bool, str]:
         return False, "Answer with a pair of numbers: (padded_factor, packed_factor)."
     if min(a_padded, a_packed) <= 0:
         return False, "Both factors are positive: flops never turn negative."
-    if not 1 / 1.5 <= a_padded / padded <= 1.5:
+    if not 0.5 <= a_padded / padded <= 2:
         return False, (
             "The padded factor is off: a padded batch is items x longest positions, and a mask "
             "computes every one. What does one long item do to the longest?"
         )
-    if not 1 / 1.5 <= a_packed / packed <= 1.5:
+    if not 0.5 <= a_packed / packed <= 2:
         return False, (
             "The packed factor is off: a packed batch is the sum of the lengths, nothing more. "
             "How much does one item add to that sum?"

@@ -49,14 +49,29 @@ class BudgetExplorer(Explorer):
         if budget not in budgets:
             raise ValueError(f"`budget`={budget} is not one of the slider's stops {budgets}.")
         self.fn, self.example_item, self.chunk_size = fn, example_item, chunk_size
+        #: planned bytes per batch size, per strategy, shared by every budget's search:
+        #: a batch size compiled for one budget is never compiled again
+        self.known: dict[str, dict[int, int]] = {"vmap": {}, "chunked": {}}
+        self.status_log: list[str] = []
 
         def compute(budget: int) -> dict[str, BatchSizeResult]:
-            return {
-                "vmap": max_batch_size(fn, example_item, budget_bytes=budget),
-                "chunked": max_batch_size(
-                    fn, example_item, budget_bytes=budget, strategy="chunked", chunk_size=chunk_size
-                ),
-            }
+            results = {}
+            for name, kw in (("vmap", {}), ("chunked", {"chunk_size": chunk_size})):
+                label = "vmap" if name == "vmap" else f"chunked lax.map, chunk {chunk_size}"
+                results[name] = max_batch_size(
+                    fn,
+                    example_item,
+                    budget_bytes=budget,
+                    strategy=name,
+                    known=self.known[name],
+                    on_compile=lambda b, label=label: self._busy(
+                        f"compiling batch {b} ({label}) for budget {format_bytes(budget)}\u2026",
+                        budget,
+                    ),
+                    **kw,
+                )
+            self._busy("measuring\u2026 done: drawing the curves", budget)
+            return results
 
         def control(value: int):
             import ipywidgets as w
@@ -73,17 +88,31 @@ class BudgetExplorer(Explorer):
             compute,
             {"budget": budget},
             controls={"budget": control},
-            draw=lambda ex: plot_budget_curves(list(ex.result.values())),
+            draw=lambda ex: plot_budget_curves(
+                list(ex.result.values()), known=[ex.known["vmap"], ex.known["chunked"]]
+            ),
             describe=_describe,
             title=title,
         )
         self.update()
 
+    #: the description below reports the compilations itself
+    reports_compiles = True
+
+    def _busy(self, text: str, budget: int) -> None:
+        """Shows what the search is doing right now (a compile is reported as a compile)."""
+        self.status_log.append(text)
+        self._set_status(text, state="busy", params={**self.params, "budget": budget})
+
 
 def _describe(results: dict[str, BatchSizeResult]) -> str:
     v, c = results["vmap"], results["chunked"]
+    new = v.compilations + c.compilations
+    planned = len(v.curve) + len(c.curve) - new
     return (
         f"budget {format_bytes(v.budget_bytes)}: vmap fits <b>{int(v)}</b> items, "
         f"chunked lax.map (chunk {c.chunk_size}) fits <b>{int(c)}</b> "
-        f"({v.compilations} + {c.compilations} compilations; compiled memory analysis)"
+        f"({new} new XLA compilation(s) of the batched function"
+        + (f", {planned} batch size(s) planned by an earlier budget" if planned else "")
+        + "; compiled memory analysis, nothing run)"
     )

@@ -1,0 +1,227 @@
+"""Replaying the real BFC allocator's own events (from a ``jax.profiler`` trace) through the model.
+
+On a GPU, XLA's ``BFCAllocator`` records one profiler event per allocation
+and per free (``AddTraceMe`` in ``bfc_allocator.cc``): ``MemoryAllocation``
+/ ``MemoryDeallocation`` with ``allocator_name``, ``addr``,
+``requested_bytes``, ``allocation_bytes``, ``bytes_allocated`` (bytes in
+use after the event), ``peak_bytes_in_use`` and ``fragmentation``. A trace
+written by ``jax.profiler.trace(dir, create_perfetto_trace=True)`` carries
+them as Chrome-trace JSON (``perfetto_trace.json.gz``).
+
+:func:`parse_bfc_events` reads those events (arguments as a JSON ``args``
+object, or encoded in the event name as ``Name#key=value,...#``);
+:func:`compare_with_model` turns them into a :class:`~batchlab.allocator.Trace`
+(ids are addresses), replays it on the model, and reports real against
+simulated bytes in use, peak, fragmentation and placement (the address of
+each allocation relative to the lowest one, against the model's offset).
+
+Only allocations made while the profiler ran are seen: start the trace
+before the workload allocates anything.
+
+Example:
+  >>> events = [
+  ...     BfcEvent(0, "alloc", 4096, 1000, 1024, 1024, 0.0, "GPU_0_bfc"),
+  ...     BfcEvent(1, "free", 4096, 1000, 1024, 0, 0.0, "GPU_0_bfc"),
+  ... ]
+  >>> c = compare_with_model(events, capacity=1 << 20)
+  >>> c.real_peak, c.simulated_peak, c.placement_agreement
+  (1024, 1024, 1.0)
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .._format import format_bytes, html_table, text_table
+from .bfc import BFCAllocator
+from .replay import Timeline, differences_text, replay
+from .trace import Event, Trace
+
+_NAMES = {"MemoryAllocation": "alloc", "MemoryDeallocation": "free"}
+
+
+class BfcEvent(NamedTuple):
+    """One event of the real allocator, as recorded by the profiler."""
+
+    ts: float
+    kind: str  # "alloc" or "free"
+    addr: int
+    requested_bytes: int
+    allocation_bytes: int
+    bytes_allocated: int  # bytes in use after the event (XLA's stats_.bytes_in_use)
+    fragmentation: float
+    allocator_name: str
+
+
+def _decode_name(name: str) -> tuple[str, dict]:
+    """``"MemoryAllocation#a=1,b=x#"`` -> ("MemoryAllocation", {"a": "1", "b": "x"})."""
+    if "#" not in name:
+        return name, {}
+    base, _, rest = name.partition("#")
+    args = {}
+    for part in rest.rstrip("#").split(","):
+        key, eq, value = part.partition("=")
+        if eq:
+            args[key.strip()] = value.strip()
+    return base, args
+
+
+def _load(source: Any) -> list[dict]:
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt") as f:
+            source = json.load(f)
+    if isinstance(source, dict):
+        source = source.get("traceEvents", [])
+    if not isinstance(source, list):
+        raise TypeError(
+            "`source` must be a path to a Chrome/perfetto trace JSON (.json or .json.gz), its "
+            f"parsed dict, or its list of events; got {type(source).__name__}."
+        )
+    return source
+
+
+def parse_bfc_events(source: Any, allocator_name: str | None = None) -> list[BfcEvent]:
+    """The BFC allocator's ``MemoryAllocation`` / ``MemoryDeallocation`` events, in time order.
+
+    Args:
+      source: a path to ``perfetto_trace.json.gz`` (or any Chrome-trace JSON),
+        the parsed JSON, or its ``traceEvents`` list.
+      allocator_name: keep only this allocator (e.g. ``"GPU_0_bfc"``); default:
+        the allocator with the most events.
+
+    Raises:
+      TypeError: ``source`` is not a trace.
+    """
+    found = []
+    for e in _load(source):
+        if not isinstance(e, dict):
+            continue
+        base, encoded = _decode_name(str(e.get("name", "")))
+        if base not in _NAMES:
+            continue
+        args = {**encoded, **(e.get("args") or {})}
+        try:
+            found.append(
+                BfcEvent(
+                    float(e.get("ts", 0.0)),
+                    _NAMES[base],
+                    int(args["addr"]),
+                    int(args.get("requested_bytes", 0)),
+                    int(args.get("allocation_bytes", 0)),
+                    int(args.get("bytes_allocated", 0)),
+                    float(args.get("fragmentation", 0.0)),
+                    str(args.get("allocator_name", "")),
+                )
+            )
+        except (KeyError, ValueError):
+            continue  # an event without an address cannot be replayed
+    if allocator_name is None and found:
+        names = [e.allocator_name for e in found]
+        allocator_name = max(set(names), key=names.count)
+    return sorted((e for e in found if e.allocator_name == allocator_name), key=lambda e: e.ts)
+
+
+@dataclass(frozen=True)
+class ReplayComparison:
+    """Real allocator events next to the model's replay of the same requests."""
+
+    allocator_name: str
+    events: int
+    skipped_frees: int  # frees of buffers allocated before the trace started
+    real_peak: int
+    simulated_peak: int
+    real_final_in_use: int
+    simulated_final_in_use: int
+    max_in_use_difference: int
+    real_max_fragmentation: float
+    simulated_max_fragmentation: float
+    placement_agreement: float  # share of allocations at the same relative address
+    timeline: Timeline
+    source: str = "jax.profiler trace (the BFC allocator's own events) vs the kit's BFC model"
+
+    def _rows(self):
+        return [
+            ("events replayed", f"{self.events} ({self.skipped_frees} frees of earlier buffers skipped)"),
+            ("peak bytes in use", f"real {format_bytes(self.real_peak)}, model {format_bytes(self.simulated_peak)}"),
+            ("bytes in use at the end", f"real {format_bytes(self.real_final_in_use)}, model {format_bytes(self.simulated_final_in_use)}"),
+            ("largest difference in bytes in use", format_bytes(self.max_in_use_difference)),
+            ("max fragmentation", f"real {self.real_max_fragmentation:.1%}, model {self.simulated_max_fragmentation:.1%}"),
+            ("same relative address", f"{self.placement_agreement:.1%} of allocations"),
+            ("model differs from XLA", differences_text(self.timeline.differences)),
+        ]
+
+    def __repr__(self) -> str:
+        return f"ReplayComparison({self.allocator_name}; source: {self.source})\n" + text_table(self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), header=("figure", "real vs model"), caption=self.source)
+
+
+def compare_with_model(
+    events: list[BfcEvent], *, capacity: int, preallocate: bool = True
+) -> ReplayComparison:
+    """Replays the real allocator's requests on the model and lines the two up.
+
+    Args:
+      events: from :func:`parse_bfc_events`.
+      capacity: the real allocator's limit (``memory_stats()["bytes_limit"]``).
+      preallocate: whether the real pool was preallocated (JAX's default).
+
+    Raises:
+      ValueError: no events.
+    """
+    if not events:
+        raise ValueError(
+            "`events` is empty: the trace holds no MemoryAllocation events; start "
+            "jax.profiler.trace before the workload allocates, on a GPU backend."
+        )
+    live: dict[int, int] = {}
+    trace_events, real_in_use, skipped, generation = [], [], 0, {}
+    for t, e in enumerate(events):
+        if e.kind == "alloc":
+            generation[e.addr] = generation.get(e.addr, 0) + 1
+            key = (e.addr, generation[e.addr])
+            live[e.addr] = e.requested_bytes
+            trace_events.append(Event(t, "alloc", key, e.requested_bytes, "real request"))
+        elif e.addr in live:
+            del live[e.addr]
+            trace_events.append(Event(t, "free", (e.addr, generation[e.addr])))
+        else:
+            skipped += 1
+            continue
+        real_in_use.append(e.bytes_allocated)
+    trace = Trace(tuple(trace_events), "profiled workload", "jax.profiler trace of the BFC allocator")
+    tl = replay(trace, BFCAllocator(capacity, preallocate=preallocate))
+    diffs = [abs(r - s) for r, s in zip(real_in_use, tl.held, strict=True)]
+    allocs = [e for e in events if e.kind == "alloc"]
+    base = min(e.addr for e in allocs) if allocs else 0
+    placed = {(b.id, b.offset) for b in tl.blocks}
+    real_placed = {((e.addr, i), e.addr - base) for i, e in _numbered(allocs)}
+    agreement = len(placed & real_placed) / max(len(allocs), 1)
+    return ReplayComparison(
+        events[0].allocator_name,
+        len(trace_events),
+        skipped,
+        max(real_in_use, default=0),
+        tl.peak_bytes_in_use,
+        real_in_use[-1] if real_in_use else 0,
+        tl.held[-1] if tl.held else 0,
+        max(diffs, default=0),
+        max((e.fragmentation for e in events), default=0.0),
+        tl.max_fragmentation,
+        agreement,
+        tl,
+    )
+
+
+def _numbered(allocs):
+    seen: dict[int, int] = {}
+    for e in allocs:
+        seen[e.addr] = seen.get(e.addr, 0) + 1
+        yield seen[e.addr], e
