@@ -9,6 +9,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export TQDM_DISABLE ?= 1
 
 .PHONY: setup lab test unit notebooks student lint benchmarks browser-test clean
+.PHONY: package-data unit-jax-low
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +47,24 @@ student: setup  ## workshop copies: student/ (solutions stubbed, outputs cleared
 
 browser-test: setup  ## the real-browser test alone (needs Debian's chromium)
 	$(BIN)/python -m pytest tests/test_browser.py -p no:nbval -o addopts="-ra"
+
+package-data:  ## copy the shipped dataset from data/ into the package (what every install carries)
+	mkdir -p batchlab/data/ragged
+	cp data/ragged/stdlib_functions.npz batchlab/data/ragged/
+	cp data/README.md batchlab/data/README.md
+
+# The lowest jax/jaxlib that pyproject.toml declares, in a venv of its own: unit tests and
+# doctests (notebooks and the browser are pinned to constraints.txt and not run here).
+JAX_LOW  ?= 0.10.0
+LOW_VENV ?= artifacts/venv-jax-$(JAX_LOW)
+LOW_SKIP  = --ignore=tests/test_browser.py --ignore=tests/test_wheel_install.py --ignore=tests/test_student_copies.py
+unit-jax-low:  ## unit tests + doctests on the lowest declared jax (JAX_LOW), in a second venv
+	test -x $(LOW_VENV)/bin/python || $(PYTHON) -m venv $(LOW_VENV)
+	sed -E 's/^(jax|jaxlib)==.*/\1==$(JAX_LOW)/' constraints.txt > $(LOW_VENV)/constraints.txt
+	$(LOW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOW_VENV)/bin/python -m pip install --quiet -c $(LOW_VENV)/constraints.txt -e '.[dev]'
+	$(LOW_VENV)/bin/python -c "import jax, jaxlib; assert jax.__version__ == jaxlib.__version__ == '$(JAX_LOW)', (jax.__version__, jaxlib.__version__)"
+	PATH=$(abspath $(LOW_VENV))/bin:$$PATH $(LOW_VENV)/bin/python -m pytest batchlab tests -p no:nbval -o addopts="--doctest-modules -ra -p no:cacheprovider" $(LOW_SKIP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache artifacts

@@ -9,6 +9,8 @@ COLORS = {
     "vmap": "tab:blue",
     "map": "tab:green",
     "chunked": "tab:orange",
+    "host": "tab:cyan",
+    "unrolled": "tab:brown",
     "manual": "tab:purple",
 }
 

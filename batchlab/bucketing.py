@@ -109,6 +109,13 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
     m, k_max = len(d), min(n_buckets, len(d))
     if m == 0:
         return np.ones(1, dtype=np.int64)
+    if m * m * k_max > 2 * 10**9:  # the DP is O(k * m^2): refuse what would take minutes
+        raise ValueError(
+            f"`lengths` has {m} distinct values: the exact search costs n_buckets x {m}^2 steps "
+            f"(minutes). Round the lengths first (e.g. np.ceil(lengths / 16) * 16, at most "
+            f"{int((2 * 10**9 / k_max) ** 0.5)} distinct values for n_buckets={k_max}) or use "
+            f"quantile_boundaries(lengths, n_buckets)."
+        )
     C = np.concatenate([[0], np.cumsum(c)]).astype(np.float64)
     best = np.full(m + 1, np.inf)
     best[0] = 0.0
@@ -240,6 +247,14 @@ class Buckets:
                 f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
                 f"pass one result per bucket, in order."
             )
+        for k, (o, b) in enumerate(zip(outputs, self.buckets)):
+            rows = np.shape(o)[0] if np.ndim(o) else 0
+            if rows < len(b.indices):
+                raise ValueError(
+                    f"`outputs[{k}]` has {rows} rows but bucket {k} holds {len(b.indices)} items "
+                    f"(padded shape {b.padded.values.shape}); each output needs one row per item "
+                    f"of its bucket, in the bucket's order."
+                )
         stacked = (
             np.concatenate(
                 [np.asarray(o)[: len(b.indices)] for o, b in zip(outputs, self.buckets)]

@@ -2,9 +2,11 @@
 
 :func:`compare` builds each strategy with :func:`batchlab.batch`, measures
 it with :func:`batchlab.measure` (compile time apart from steady run time,
-XLA's planned peak and temp memory, compilations), checks that it agrees
-with ``jax.vmap``, and optionally sweeps the batch size by taking the first
-``b`` items of the inputs.
+XLA's planned peak and temp memory, compilations) or, for the strategies
+that dispatch from Python (the eager loop, host chunks), as it runs
+(:mod:`batchlab._dispatch_measure`), counts dispatches, checks that it
+agrees with ``jax.vmap``, and optionally sweeps the batch size by taking
+the first ``b`` items of the inputs.
 """
 
 from __future__ import annotations
@@ -22,10 +24,15 @@ from ._checks import check_bool, check_callable, check_positive_float, check_pos
 from ._checks import check_positive_ints
 from ._compile import function_name
 from ._format import format_bytes, format_count, format_seconds, html_table
+from ._dispatch_measure import dispatched_memory, measure_dispatched
 from .measure import Measurement, measure
+from .memory import memory_estimate
 from .strategies import STRATEGIES, batch
 
-DEFAULT_STRATEGIES = ("loop", "vmap", "map", "chunked")
+# "unrolled": the "loop" strategy measured under jax.jit, where the Python loop unrolls
+COMPARED: tuple[str, ...] = (*STRATEGIES, "unrolled")
+DEFAULT_STRATEGIES = ("loop", "vmap", "map", "chunked", "host")
+DISPATCHED = ("loop", "host")  # run from Python, one dispatch per item or chunk
 SOURCES = (
     "run and compile: wall clock around jax.block_until_ready (batchlab.measure); "
     "memory: compiled memory analysis (XLA)"
@@ -42,10 +49,12 @@ class StrategyResult:
     measurement: Measurement | None
     agrees: bool | None = None
     error: str | None = None
+    dispatches: int | None = None  # calls into compiled programs per batch, counted by the strategy
 
     @property
     def label(self) -> str:
-        return f"{self.strategy} (chunk {self.chunk})" if self.chunk else self.strategy
+        name = {"loop": "loop (eager)", "unrolled": "loop unrolled under jit"}.get(self.strategy, self.strategy)
+        return f"{name} (chunk {self.chunk})" if self.chunk else name
 
     @property
     def run_seconds(self) -> float | None:
@@ -103,7 +112,7 @@ class Comparison:
 
     def _cells(self, r: StrategyResult) -> tuple:
         if r.measurement is None:
-            return (r.label, r.items, "-", "-", "-", "-", "-", "-", r.error or "")
+            return (r.label, r.items, "-", "-", "-", "-", "-", "-", "-", r.error or "")
         agrees = {True: "yes", False: "NO", None: "-"}[r.agrees]
         return (
             r.label,
@@ -111,6 +120,7 @@ class Comparison:
             format_bytes(r.temp_bytes),
             format_bytes(r.peak_bytes),
             r.compiles,
+            r.dispatches,
             agrees,
             format_seconds(r.run_seconds),
             format_seconds(r.compile_seconds),
@@ -123,6 +133,7 @@ class Comparison:
         "planned temp",
         "planned peak",
         "compiles",
+        "dispatches",
         "agrees with vmap",
         "run (median)",
         "compile",
@@ -140,7 +151,7 @@ class Comparison:
                 continue
             lines.append(
                 f"  {r.label:<{width}} {r.items:>6} items: temp {c[2]}, peak {c[3]}, {c[4]} compile(s), "
-                f"agrees with vmap: {c[5]}; run {c[6]}, compile {c[7]}, {c[8]}"
+                f"{c[5]} dispatch(es), agrees with vmap: {c[6]}; run {c[7]}, compile {c[8]}, {c[9]}"
             )
         return "\n".join(lines)
 
@@ -165,6 +176,49 @@ def _take(args: tuple, res: Any, b: int) -> tuple:
         for leaf, lf in zip(leaves, res.leaves, strict=False)
     ]
     return jax.tree_util.tree_unflatten(res.treedef, out)
+
+
+def _dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, in_axes: Any) -> Callable:
+    """``memory(out)`` for a Python-dispatched strategy: its largest program, widened to the call."""
+
+    def memory(out: Any):
+        if s == "host":
+            p = fn_s.plan(*sub)
+            steps = [m for m in (p.full_step, p.remainder_step) if m is not None]
+            flops = None if any(m.flops is None for m in steps) else (
+                (p.full_step.flops * p.full_chunks if p.full_step else 0)
+                + (p.remainder_step.flops if p.remainder_step else 0)
+            )
+            big = max(steps, key=lambda m: m.temp_bytes)
+            held = p.extra_bytes - p.temp_bytes
+            return dispatched_memory(
+                big, sub, out, held, flops,
+                "the largest step's temp + the chunks' input copy + chunk outputs held for the concatenation",
+            )
+        # loop: the per-item program, on item 0
+        res = resolve(fn, sub, in_axes)
+        item = jax.tree_util.tree_unflatten(res.treedef, [
+            leaf if lf.axis is None else jax.lax.index_in_dim(leaf, 0, lf.axis, keepdims=False)
+            for leaf, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
+        ])
+        step = memory_estimate(fn, *item)
+        flops = None if step.flops is None else step.flops * res.batch_size
+        return dispatched_memory(step, sub, out, _nbytes(out), flops, "the item program's temp + item outputs held for the stack")
+
+    return memory
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(int(getattr(x, "nbytes", 0)) for x in jax.tree_util.tree_leaves(tree))
+
+
+def _dispatches(fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> int:
+    """Calls into compiled programs per batch, as the strategy makes them."""
+    if s == "host":
+        return fn_s.plan(*sub).dispatches
+    mapped = sum(lf.axis is not None for lf in res.leaves)
+    moved = sum(lf.axis not in (None, 0) for lf in res.leaves)
+    return moved + b * (mapped + 1) + 1  # moveaxis, per item: a slice per input + the step; a stack
 
 
 def _agree(a: Any, b: Any) -> bool:
@@ -203,15 +257,18 @@ def compare(
     Args:
       fn: the per-item function.
       *args: a whole batch of inputs.
-      strategies: names from ``batchlab.strategies.STRATEGIES``.
-      batch_size: items per chunk for ``"chunked"`` (default: an eighth of
+      strategies: names from ``batchlab.strategies.STRATEGIES``, plus
+        ``"unrolled"`` (the loop under ``jax.jit``, where it unrolls). ``"loop"``
+        and ``"host"`` dispatch from Python and are timed as they run, with
+        their dispatches counted; the others are one compiled program.
+      batch_size: items per chunk for ``"chunked"`` and ``"host"`` (default: an eighth of
         the batch, at least 1).
       in_axes, out_axes: as in ``jax.vmap``.
       manual: the hand-batched version of ``fn`` (required for ``"manual"``,
         which is added to the strategies when given).
       batch_sizes: sweep these batch sizes (each at most the batch in ``args``).
       verify: compare each strategy's output with ``jax.vmap``'s.
-      loop_limit: skip ``"loop"`` above this many items (it unrolls under jit).
+      loop_limit: skip ``"unrolled"`` above this many items (its compile time grows with them).
       max_time, repeat: passed to :func:`batchlab.measure`.
 
     Returns:
@@ -242,8 +299,8 @@ def compare(
     if manual is not None and "manual" not in strategies:
         strategies.append("manual")
     for s in strategies:
-        if s not in STRATEGIES:
-            raise ValueError(f"`strategies` may hold {STRATEGIES}, got {s!r}.")
+        if s not in COMPARED:
+            raise ValueError(f"`strategies` may hold {COMPARED}, got {s!r}.")
     if "manual" in strategies and manual is None:
         raise ValueError(
             "strategy 'manual' needs the hand-batched function: pass manual=my_batched_fn."
@@ -268,8 +325,8 @@ def compare(
         sub = _take(args, res, b)
         outputs: dict[int, Any] = {}
         for s in strategies:
-            chunk = (batch_size or max(1, b // 8)) if s == "chunked" else None
-            if s == "loop" and b > loop_limit:
+            chunk = (batch_size or max(1, b // 8)) if s in ("chunked", "host") else None
+            if s == "unrolled" and b > loop_limit:
                 results.append(
                     StrategyResult(
                         s,
@@ -286,14 +343,24 @@ def compare(
             elif s == "vmap":
                 fn_s = reference
             else:
-                fn_s = batch(fn, strategy=s, batch_size=chunk, in_axes=in_axes, out_axes=out_axes)
+                fn_s = batch(
+                    fn, strategy="loop" if s == "unrolled" else s, batch_size=chunk,
+                    in_axes=in_axes, out_axes=out_axes,
+                )
             try:
-                m = measure(
-                    fn_s, *sub, max_time=max_time, repeat=repeat
-                )  # measured first: a cold compile
+                if s in DISPATCHED:
+                    m, out = measure_dispatched(
+                        fn_s, sub, _dispatched_plan(fn, fn_s, s, sub, in_axes), max_time=max_time,
+                        repeat=repeat,
+                    )
+                    dispatches = _dispatches(fn_s, s, sub, res, b)
+                else:
+                    m = measure(fn_s, *sub, max_time=max_time, repeat=repeat)  # a cold compile
+                    out = jax.jit(fn_s)(*sub) if verify else None  # shares measure's compile cache
+                    dispatches = 1
                 if verify:
-                    outputs[len(results)] = jax.jit(fn_s)(*sub)  # shares measure's compile cache
-                results.append(StrategyResult(s, b, chunk, m))
+                    outputs[len(results)] = out
+                results.append(StrategyResult(s, b, chunk, m, dispatches=dispatches))
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures
                 results.append(
                     StrategyResult(

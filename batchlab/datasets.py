@@ -79,7 +79,21 @@ class TokenDataset:
 
     def decode(self, i: int) -> list[str]:
         """The token texts of sequence ``i``."""
-        return self.vocab[self.ragged.item(i)].tolist()
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(
+                f"`i` must be the int index of a sequence, got {type(i).__name__} {i!r}."
+            )
+        if not 0 <= i < len(self):
+            raise ValueError(f"`i`={i} is not a sequence index; valid: 0..{len(self) - 1}.")
+        ids = np.asarray(self.ragged.item(i))
+        bad = (ids < 0) | (ids >= len(self.vocab))
+        if bad.any():
+            raise ValueError(
+                f"sequence {i} holds token id {int(ids[bad][0])}, outside the vocabulary "
+                f"0..{len(self.vocab) - 1} (a pad value such as -1 is not a token; numpy would "
+                f"read -1 as the last word). Remove pads before decoding."
+            )
+        return self.vocab[ids].tolist()
 
     def __repr__(self) -> str:
         lengths = self.lengths
@@ -210,9 +224,22 @@ def random_sequences(
       >>> r.flat.shape, r.lengths.tolist()
       ((5, 4), [3, 0, 2])
     """
-    lengths = np.asarray(lengths, dtype=np.int64)
+    from ._checks import check_dtype
+
+    raw = np.asarray(lengths)
+    if raw.size and raw.dtype.kind not in "iu":
+        raise TypeError(
+            f"`lengths` must be ints (item lengths), got {raw.dtype} {raw.tolist()!r:.60}; "
+            f"round them first, e.g. np.round(lengths).astype(int)."
+        )
+    lengths = raw.astype(np.int64)
     if lengths.ndim != 1 or np.any(lengths < 0):
         raise ValueError(f"`lengths` must be a 1-D list of non-negative ints, got {lengths!r:.80}.")
+    if isinstance(features, (int, np.integer)):
+        features = (features,)
+    if any(isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < 0 for f in features):
+        raise ValueError(f"`features` must be a tuple of non-negative ints, got {features!r}.")
+    dtype = check_dtype(dtype)
     flat = (
         np.random.default_rng(seed)
         .standard_normal((int(lengths.sum()), *tuple(features)))

@@ -33,6 +33,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ._checks import check_array_tree, check_callable
 from ._compile import function_name
@@ -92,6 +93,16 @@ def eager_update(x: jax.Array, index: Any = 0, value: Any = 1) -> EagerUpdate:
       (True, True, 1024)
     """
     x = _check_array(x, "x")
+    if (
+        isinstance(index, (int, np.integer))
+        and not isinstance(index, bool)
+        and x.ndim
+        and not -x.shape[0] <= index < x.shape[0]
+    ):
+        raise ValueError(
+            f"`index`={index} is outside `x`'s axis 0 (size {x.shape[0]}); JAX would drop "
+            f"the update silently (x.at[i].set ignores out-of-range i). Pass 0..{x.shape[0] - 1}."
+        )
     before = jnp.array(x, copy=True)
     y = x.at[index].set(value)
     y.block_until_ready()
@@ -153,6 +164,9 @@ def compiled_update(
     """
     check_callable(fn)
     check_array_tree(args, "args")
+    from ._checks import check_argnums
+
+    check_argnums(donate_argnums, len(args), "donate_argnums")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an unusable donation is reported by donate()
         compiled = jax.jit(fn, donate_argnums=donate_argnums).lower(*args).compile()
@@ -228,6 +242,9 @@ def donate(
       (1024, (('args[0]', True),), None)
     """
     check_callable(fn)
+    from ._checks import check_argnums
+
+    check_argnums(donate_argnums, len(args), "donate_argnums")
     nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
     for i in nums:
         if isinstance(i, bool) or not isinstance(i, int):

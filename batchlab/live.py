@@ -231,6 +231,14 @@ def live_memory(backend: str | None = None) -> LiveMemory:
       >>> live_memory().live_array_bytes - before
       4000
     """
+    if backend is not None:
+        try:
+            jax.devices(backend)
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise ValueError(
+                f"`backend`={backend!r} is not available here ({str(e).splitlines()[0]}); pass "
+                f"None or one of the platforms of jax.devices(), e.g. {jax.default_backend()!r}."
+            ) from None
     arrays = jax.live_arrays(backend) if backend else jax.live_arrays()
     total = 0
     count = 0

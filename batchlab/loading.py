@@ -25,6 +25,7 @@ missing, corrupt or of the wrong shape.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +116,14 @@ def make_dataset(
       >>> load_npy(d.item_path(2), shape=(3,), dtype="float32").shape
       (3,)
     """
+    if not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(
+            f"`directory` must be a folder path (str or Path), got {type(directory).__name__} "
+            f"{directory!r:.40}; e.g. tempfile.mkdtemp()."
+        )
     check_positive_int(n_items, "n_items")
+    if isinstance(item_shape, (int, np.integer)) or not hasattr(item_shape, "__iter__"):
+        raise TypeError(f"`item_shape` must be a tuple of sizes, e.g. ({item_shape!r},), got {item_shape!r}.")
     item_shape = tuple(int(s) for s in item_shape)
     if any(s < 0 for s in item_shape):
         raise ValueError(f"`item_shape` must hold sizes >= 0, got item_shape={item_shape}.")
@@ -154,6 +162,8 @@ def load_npy(
       >>> load_npy(p, shape=(2, 3), dtype="float64").sum()
       np.float64(0.0)
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`path` must be a file path (str or Path), got {type(path).__name__} {path!r:.40}.")
     path = Path(path)
     want = (
         f"{np.dtype(dtype).name if dtype is not None else 'any dtype'}"
@@ -260,6 +270,11 @@ def iter_batches(
       >>> [b.shape for b in iter_batches(d, 2, method="per_item", order="random")]
       [(2, 2), (2, 2), (1, 2)]
     """
+    if not isinstance(dataset, Dataset):
+        raise TypeError(
+            f"`dataset` must be a Dataset from make_dataset(...), got {type(dataset).__name__} "
+            f"{dataset!r:.40}."
+        )
     _check_choice(method, "method", METHODS)
     _check_choice(transfer, "transfer", TRANSFERS)
     batches = batch_indices(dataset.n_items, batch_size, order=order, seed=seed)

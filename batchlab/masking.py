@@ -54,6 +54,15 @@ Array = jax.Array
 
 def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
     """Checks shapes and dtypes (before any computation) and aligns the mask with ``x``."""
+    from ._checks import check_numeric_array
+
+    check_numeric_array(x, "x")
+    if mask is None:
+        raise TypeError(
+            "`mask` is None; pass the boolean mask of real positions (Padded.mask, or "
+            "positions < lengths[:, None])."
+        )
+    check_numeric_array(mask, "mask")
     x, mask = jnp.asarray(x), jnp.asarray(mask)
     if mask.dtype != jnp.bool_:
         raise TypeError(
@@ -74,9 +83,29 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
             f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}); the reduced axis must "
             f"be a masked one, e.g. axis=1 for a (batch, seq) mask."
         )
+    if mask.ndim < x.ndim and axis < 0:
+        raise ValueError(
+            f"`mask` has shape {mask.shape}, fewer dims than `x` {x.shape}: it covers x's leading "
+            f"axes {tuple(range(mask.ndim))}, so axis={axis} is ambiguous (it counts from the "
+            f"mask's end, not x's). Pass the reduced axis as a non-negative int of those axes "
+            f"(e.g. axis={mask.ndim - 1}), or a mask of x's full shape."
+        )
     axis = axis % mask.ndim
     mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
     return x, jnp.broadcast_to(mask, x.shape), axis
+
+
+def _check_empty(empty: Any, *, allow_none: bool) -> None:
+    import numbers
+
+    if (empty is None and allow_none) or (
+        isinstance(empty, numbers.Number) and not isinstance(empty, bool)
+    ) or isinstance(empty, (np.generic, jax.Array)):
+        return
+    raise TypeError(
+        f"`empty` (the result for a fully masked row) must be a number, e.g. empty=0.0 or "
+        f"empty=float('nan'), got {type(empty).__name__} {empty!r}."
+    )
 
 
 def _float(x: Array) -> Array:
@@ -128,6 +157,7 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Arr
       ...             jnp.array([[True, True, False], [False, False, False]]))
       Array([3., 0.], dtype=float32)
     """
+    _check_empty(empty, allow_none=False)
     x, mask, axis = _prepare(x, mask, axis)
     x = _float(x)
     count = jnp.sum(mask, axis=axis)
@@ -158,6 +188,7 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
       >>> masked_max(jnp.array([[3.0, 9.0], [-2.0, 9.0]]), jnp.array([[True, False], [True, False]]))
       Array([ 3., -2.], dtype=float32)
     """
+    _check_empty(empty, allow_none=True)
     x, mask, axis = _prepare(x, mask, axis)
     if jnp.issubdtype(x.dtype, jnp.inexact):
         lowest = jnp.asarray(-jnp.inf, x.dtype)

@@ -106,6 +106,15 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
       [0, 1, 2, 3]
     """
     size = check_positive_int(size, "size")
+    if device is not None and not isinstance(device, (jax.Device, jax.sharding.Sharding)):
+        raise TypeError(
+            f"`device` must be a jax.Device (e.g. jax.devices()[0]) or a Sharding, or None for the "
+            f"default device; got {type(device).__name__} {device!r:.40}."
+        )
+    if iterator is None or isinstance(iterator, (str, bytes)):
+        raise TypeError(
+            f"`iterator` must be an iterable of batches, got {type(iterator).__name__} {iterator!r:.40}."
+        )
     try:
         source = iter(iterator)
     except TypeError:

@@ -184,6 +184,15 @@ def shard_batch(
       >>> sb.n_items, sb.mask.shape == (sb.padded_items,), float((sb.values.sum(1) * sb.mask).sum())
       (5, True, 45.0)
     """
+    import numbers
+
+    if isinstance(pad_value, bool) or not isinstance(pad_value, (numbers.Number, np.generic)):
+        raise TypeError(
+            f"`pad_value` must be a number (the value of the padding rows), got "
+            f"{type(pad_value).__name__} {pad_value!r}; e.g. pad_value=0."
+        )
+    if not isinstance(axis_name, str):
+        raise TypeError(f"`axis_name` must be a string (a mesh axis name), got {axis_name!r}.")
     mesh = _check_mesh(mesh, axis_name)
     check_array_tree(x, "x")
     leaves, treedef = jax.tree_util.tree_flatten_with_path(x)
@@ -385,6 +394,10 @@ def measure_scaling(
     from .measure import measure
 
     check_callable(fn)
+    from ._checks import check_positive_int, check_positive_ints
+
+    check_positive_ints(device_counts, "device_counts")
+    check_positive_int(repeat, "repeat")
     devices = list(jax.devices() if devices is None else devices)
     n_proc = jax.process_count()
     for n in device_counts:

@@ -98,6 +98,16 @@ def _check_axis_options(strategy: str, axis_size: Any, axis_name: Any, spmd_axis
         raise ValueError("`axis_size` does not apply to strategy='manual' (fn sees the whole batch).")
 
 
+def _raise_out_axes(error: ValueError, out_axes: Any) -> None:
+    """JAX's own out-of-bounds ``out_axes`` error, with the argument named beside it."""
+    if out_axes != 0 and "out of bounds" in str(error):
+        raise ValueError(
+            f"`out_axes`={out_axes!r} is not an axis of fn's output with the batch axis added "
+            f"(JAX says: {str(error).splitlines()[0]}). An output of rank r takes out_axes in "
+            f"-(r+1)..r; e.g. out_axes=0 puts the batch first."
+        ) from error
+
+
 def _static_ranks(mapped: list, shared: list) -> tuple:
     return tuple(len(getattr(x, "shape", ())) for x in (*mapped, *shared))
 
@@ -176,12 +186,16 @@ def batch(
         key = (sp.key, _static_ranks(mapped, shared))
         if key not in programs:
             if out_axes != 0:  # JAX's own out_axes errors (None for a batched output, bounds, tree)
-                jax.eval_shape(
-                    lambda m, s: jax.vmap(lambda xs: sp.call(fn, xs, s), in_axes=(list(sp.axes),),
-                                          out_axes=out_axes)(m),
-                    mapped,
-                    shared,
-                )
+                try:
+                    jax.eval_shape(
+                        lambda m, s: jax.vmap(lambda xs: sp.call(fn, xs, s), in_axes=(list(sp.axes),),
+                                              out_axes=out_axes)(m),
+                        mapped,
+                        shared,
+                    )
+                except ValueError as e:
+                    _raise_out_axes(e, out_axes)
+                    raise
             if strategy == "loop":
                 program = eager_loop_program(fn, out_axes, sp)
             elif strategy == "host":
@@ -200,7 +214,11 @@ def batch(
             return fn(*args, **kwargs)
         program, _, _, mapped, shared = program_for(args, kwargs)  # BatchAxisError before tracing
         if program is None:
-            return vmapped(*args, **kwargs)
+            try:
+                return vmapped(*args, **kwargs)
+            except ValueError as e:
+                _raise_out_axes(e, out_axes)
+                raise
         return program(mapped, shared)
 
     def plan(*args: Any, **kwargs: Any) -> HostPlan:

@@ -173,14 +173,21 @@ def build_timeline(
         return [(s.start, s.end) for s in spans if pred(s)]
 
     on_host = [s for s in spans if s.lane in host_lanes]
-    waits = [(s.start, s.end) for s in on_host if s.kind == "wait"]
-    host = subtract([(s.start, s.end) for s in on_host if s.depth == 0], waits)
+    host, work = [], []  # per lane: one thread's wait does not stop another thread's work
+    for lane in host_lanes:
+        mine = [x for x in on_host if x.lane == lane]
+        busy = subtract(
+            [(x.start, x.end) for x in mine if x.depth == 0],
+            [(x.start, x.end) for x in mine if x.kind == "wait"],
+        )
+        host += busy
+        work += subtract(
+            busy, [(x.start, x.end) for x in mine if x.kind in ("dispatch", "compute")]
+        )
     if device_lanes:
         device = intervals(lambda s: s.lane in device_lanes and s.kind == "compute")
     else:
         device = intervals(lambda s: s.kind == "compute")
-    not_work = [(s.start, s.end) for s in on_host if s.kind in ("dispatch", "compute", "wait")]
-    work = subtract(host, not_work)
     merged_device = merge(device)
     gaps = [b[0] - a[1] for a, b in itertools.pairwise(merged_device)]
 

@@ -167,9 +167,7 @@ class BufferAssignment:
         """
         values = [v for a in self.allocations_of(*kinds) for v in a.values if v.start is not None]
         steps = {t for v in values for t in (v.start, v.end)}
-        return max(
-            (sum(v.size for v in values if v.start <= t <= v.end) for t in steps), default=0
-        )
+        return max((sum(v.size for v in values if v.start <= t <= v.end) for t in steps), default=0)
 
     def launch_allocations(self) -> list[tuple[str, str, int]]:
         """What the runtime allocates when this program is launched: ``(name, kind, bytes)``.
@@ -321,7 +319,9 @@ with open(out, "w") as f:
 """
 
 
-def _reports_in_subprocess(fn, jit_options, args, kwargs, xla_flags: str) -> tuple[tuple[str, str, str], str]:
+def _reports_in_subprocess(
+    fn, jit_options, args, kwargs, xla_flags: str
+) -> tuple[tuple[str, str, str], str]:
     """The same reports from a fresh Python process started with ``XLA_FLAGS=xla_flags``.
 
     Some XLA options (the XLA:CPU scheduler) are read once per process from
@@ -396,6 +396,10 @@ def buffer_assignment(
       1024
     """
     check_callable(fn)
+    from ._checks import check_argnums
+
+    check_argnums(static_argnums, len(args), "static_argnums")
+    check_argnums(donate_argnums, len(args), "donate_argnums")
     if xla_flags is not None and not isinstance(xla_flags, str):
         raise TypeError(
             f"`xla_flags` must be a string like '--xla_foo=false', got {type(xla_flags).__name__}."

@@ -1,22 +1,40 @@
-"""Real allocator figures on a GPU: the notebook-08 workloads under three allocator settings.
+"""Real allocator figures on a GPU beside the kit's model of XLA's BFC allocator (notebook 08).
 
-Each (setting, workload) runs in a fresh Python process, because JAX reads
-``XLA_PYTHON_CLIENT_PREALLOCATE`` and ``XLA_PYTHON_CLIENT_ALLOCATOR`` once,
-at start-up, and ``peak_bytes_in_use`` cannot be reset inside a process.
-Figures come from ``jax.Device.memory_stats()`` (the device allocator); on
-the CPU backend there are none, so the script says so and exits 0.
+Two parts, each (setting, workload) in a fresh Python process (JAX reads
+``XLA_PYTHON_CLIENT_PREALLOCATE`` / ``XLA_PYTHON_CLIENT_ALLOCATOR`` once, and
+``peak_bytes_in_use`` never resets inside a process):
 
-Run: ``python benchmarks/gpu_fragmentation.py`` (about 2 minutes on one GPU).
+1. **memory_stats()** after each workload of notebook 08, run for real
+   (``batchlab.allocator.xla_traces``: the per-item MLP block at each item's
+   length, ``vmap`` of it on padded batches, a training step with and
+   without donation), under the BFC pool, the grown pool and the platform
+   allocator; next to it, the model's peak for the XLA-derived trace of the
+   same workload.
+2. **Profiled replay**: one workload under ``jax.profiler.trace`` (perfetto
+   JSON); the BFC allocator's own per-allocation events (addresses,
+   requested and allocated bytes) are replayed through the model
+   (:mod:`batchlab.allocator.profile_replay`) and real vs simulated bytes in
+   use, peak, fragmentation and placement are printed side by side.
+
+On the CPU backend ``memory_stats()`` is ``None`` and there are no BFC
+events: the script says so and exits 0. ``--small`` runs the workloads at
+tiny sizes (what CI does on CPU, to keep this script working).
+
+Run: ``python benchmarks/gpu_fragmentation.py`` (a few minutes on one GPU).
 Writes ``benchmarks/results/gpu_fragmentation.txt``.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 SETTINGS = {
     "bfc, preallocated (default)": {},
@@ -29,106 +47,209 @@ KEYS = (
     "peak_bytes_in_use",
     "largest_free_block_bytes",
     "pool_bytes",
-    "bytes_reserved",
+    "bytes_limit",
     "num_allocs",
 )
+FULL = dict(
+    n_items=24, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512, steps=4
+)
+SMALL = dict(n_items=6, batch_size=2, d_model=64, d_hidden=128, max_len=128, len_step=32, steps=2)
 
 
-def child(workload: str) -> None:
-    """Runs one workload as real JAX programs and prints the device's memory_stats() as JSON."""
+def run_workload(workload: str, size: dict) -> list:
+    """Runs one notebook-08 workload as real JAX programs; returns what Python keeps."""
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
-    features, max_len, n_items = 1024, 256, 24
-    lengths = np.random.default_rng(0).integers(1, max_len + 1, size=n_items)
-    w = jnp.ones((features, features), jnp.float32) * 0.001
+    from batchlab.allocator import xla_traces as X
 
-    @jax.jit
-    def process(x, w):  # activations twice the input, a small result kept
-        h = jnp.tanh(x @ w)
-        return jnp.concatenate([h, x], axis=-1).sum(axis=-2)
-
+    d, h = size["d_model"], size["d_hidden"]
+    key = jax.random.PRNGKey(0)
+    w1 = jax.random.normal(key, (d, h), jnp.float32) * 0.01
+    w2 = jax.random.normal(key, (h, d), jnp.float32) * 0.01
+    lengths = X.item_lengths(size["n_items"], size["max_len"], size["len_step"])
     results = []
-    if workload == "per-item":  # every item its own shape
+    if workload == "per-item":
+        block = jax.jit(X.block)
         for n in lengths:
-            results.append(process(jnp.ones((1, int(n), features)), w))
-    elif workload == "batched":  # one fixed shape
-        for _ in range(0, n_items, 8):
-            results.append(process(jnp.ones((8, max_len, features)), w))
-    else:
-        donate = workload.endswith("donated")
-        step = jax.jit(
-            lambda p, x: p - 0.01 * (x.T @ jnp.tanh(x @ p)), donate_argnums=(0,) if donate else ()
-        )
-        params = jnp.ones((features * 4, features), jnp.float32) * 0.001
-        for _ in range(n_items):
-            params = step(params, jnp.ones((512, features * 4), jnp.float32))
+            results.append(block(jnp.ones((int(n), d), jnp.float32), w1, w2))
+    elif workload == "batched":
+        block = jax.jit(jax.vmap(X.block, in_axes=(0, None, None)))
+        b = size["batch_size"]
+        for _ in range(-(-size["n_items"] // b)):
+            results.append(block(jnp.ones((b, size["max_len"], d), jnp.float32), w1, w2))
+    elif workload in ("training", "training-donated"):
+        step = jax.jit(X.train_step, donate_argnums=(0,) if workload.endswith("donated") else ())
+        params = (w1, w2)
+        del w1, w2
+        for _ in range(size["steps"]):
+            params, loss = step(params, jnp.ones((size["max_len"], d), jnp.float32))
+            float(loss)
         results.append(params)
+    else:
+        raise ValueError(f"`workload` must be one of {WORKLOADS}, got {workload!r}.")
     jax.block_until_ready(results)
-    stats = jax.devices()[0].memory_stats() or {}
-    print(json.dumps({k: int(stats[k]) for k in KEYS if k in stats}))
+    return results
+
+
+def child(workload: str, size: dict, profile: bool) -> dict:
+    """In a fresh process: run, then memory_stats() (and the profiled replay when asked)."""
+    import jax
+
+    out: dict = {}
+    if profile:
+        from batchlab.allocator.profile_replay import compare_with_model, parse_bfc_events
+
+        with tempfile.TemporaryDirectory() as folder:
+            with jax.profiler.trace(folder, create_perfetto_trace=True):
+                run_workload(workload, size)
+            found = glob.glob(os.path.join(folder, "**", "perfetto_trace.json.gz"), recursive=True)
+            events = parse_bfc_events(found[0]) if found else []
+        stats = jax.devices()[0].memory_stats() or {}
+        if events and stats.get("bytes_limit"):
+            preallocate = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").lower() != "false"
+            c = compare_with_model(
+                events, capacity=int(stats["bytes_limit"]), preallocate=preallocate
+            )
+            out["replay"] = repr(c)
+        else:
+            out["replay"] = (
+                f"no BFC allocator events in the profile ({len(events)} found, backend {jax.default_backend()})"
+            )
+    else:
+        run_workload(workload, size)
+        stats = jax.devices()[0].memory_stats() or {}
+    out["stats"] = {k: int(stats[k]) for k in KEYS if k in stats}
+    return out
+
+
+MODEL = {  # setting -> (policy, preallocate) of the kit's model
+    "bfc, preallocated (default)": ("bfc", True),
+    "bfc, grow on demand": ("bfc", False),
+    "platform": ("platform", False),
+}
+
+
+def model_peak(
+    workload: str, size: dict, setting: str = "bfc, preallocated (default)"
+) -> tuple[int, float | None]:
+    """The model's live peak and device needed (x live peak) for the XLA-derived trace of the workload."""
+    from batchlab import allocator
+    from batchlab.allocator import xla_traces as X
+
+    dims = {k: size[k] for k in ("d_model", "d_hidden", "max_len", "len_step")}
+    if workload == "per-item":
+        t = X.per_item_trace(size["n_items"], **dims)
+    elif workload == "batched":
+        t = X.batched_trace(size["n_items"], batch_size=size["batch_size"], **dims)
+    else:
+        t = X.training_trace(
+            size["steps"],
+            donate=workload.endswith("donated"),
+            batch_tokens=size["max_len"],
+            d_model=size["d_model"],
+            d_hidden=size["d_hidden"],
+        )
+    policy, preallocate = MODEL[setting]
+    scan = allocator.capacity_scan(
+        t.trace, policy, preallocate=preallocate, headrooms=[1 + i / 100 for i in range(31)]
+    )
+    return t.trace.peak_rounded_bytes(), scan.overhead
 
 
 def fmt(n) -> str:
     return "n/a" if n is None else f"{n / 2**20:9.1f} MiB"
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     import jax
 
-    if jax.default_backend() == "cpu":
+    size = SMALL if "--small" in argv else FULL
+    if jax.default_backend() == "cpu" and "--small" not in argv:
         print(
-            "gpu_fragmentation: needs a GPU (jax.Device.memory_stats() is None on the CPU backend); "
-            "nothing measured. Run it on a GPU machine."
+            "gpu_fragmentation: needs a GPU (jax.Device.memory_stats() is None on the CPU backend and "
+            "there are no BFC allocator events); nothing measured. Run it on a GPU machine, or with "
+            "--small to check the script on CPU."
         )
         return 0
     rows, t0 = [], time.perf_counter()
     for setting, env in SETTINGS.items():
         for workload in WORKLOADS:
+            args = [sys.executable, os.path.abspath(__file__), "--child", workload] + (
+                ["--small"] if size is SMALL else []
+            )
             proc = subprocess.run(
-                [sys.executable, __file__, "--child", workload],
-                env={**os.environ, **env},
-                capture_output=True,
-                text=True,
-                timeout=120,
+                args, env={**os.environ, **env}, capture_output=True, text=True, timeout=300
             )
             try:
-                stats = json.loads(proc.stdout.strip().splitlines()[-1])
+                result = json.loads(proc.stdout.strip().splitlines()[-1])
             except (IndexError, json.JSONDecodeError):
-                stats = {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:80]}
-            rows.append((setting, workload, stats))
+                result = {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:100]}
+            rows.append((setting, workload, result))
     lines = [
-        f"device memory_stats() after each workload, one fresh process each ({jax.devices()[0].device_kind})",
-        f"{'setting':30s} {'workload':17s} " + " ".join(f"{k[:14]:>14s}" for k in KEYS) + "  frag",
+        f"device memory_stats() after each workload, one fresh process each ({jax.devices()[0].device_kind}, "
+        f"jax {jax.__version__}); model: XLA-derived trace on the kit's BFC model (XLA's constants)",
+        f"{'setting':30s} {'workload':17s} "
+        + " ".join(f"{k[:14]:>14s}" for k in KEYS)
+        + "   model peak  model needs",
     ]
-    for setting, workload, s in rows:
-        if "error" in s:
-            lines.append(f"{setting:30s} {workload:17s} failed: {s['error']}")
+    for setting, workload, r in rows:
+        if "error" in r:
+            lines.append(f"{setting:30s} {workload:17s} failed: {r['error']}")
             continue
-        free = (s.get("pool_bytes") or s.get("bytes_limit", 0)) - s.get("bytes_in_use", 0)
-        lfb = s.get("largest_free_block_bytes")
-        frag = f"{1 - min(lfb, free) / free:.1%}" if lfb is not None and free > 0 else "n/a"
+        s = r["stats"]
+        peak, need = model_peak(workload, size, setting)
         lines.append(
             f"{setting:30s} {workload:17s} "
             + " ".join(
                 f"{s[k]:>14d}" if k == "num_allocs" and k in s else f"{fmt(s.get(k)):>14s}"
                 for k in KEYS
             )
-            + f"  {frag}"
+            + f"  {fmt(peak)}  {need if need is None else f'{need:.2f}x'}"
         )
+    for env, label in (
+        (SETTINGS["bfc, preallocated (default)"], "preallocated"),
+        (SETTINGS["bfc, grow on demand"], "grown"),
+    ):
+        args = [sys.executable, os.path.abspath(__file__), "--child", "per-item", "--profile"] + (
+            ["--small"] if size is SMALL else []
+        )
+        proc = subprocess.run(
+            args, env={**os.environ, **env}, capture_output=True, text=True, timeout=300
+        )
+        try:
+            replay_text = json.loads(proc.stdout.strip().splitlines()[-1])["replay"]
+        except (IndexError, json.JSONDecodeError, KeyError):
+            replay_text = (
+                "profiled run failed: "
+                + (proc.stderr.strip().splitlines() or ["no output"])[-1][:100]
+            )
+        lines += [
+            "",
+            f"profiled per-item run, BFC {label}: real allocator events replayed on the model",
+            replay_text,
+        ]
     lines.append(f"(took {time.perf_counter() - t0:.0f} s)")
     print("\n".join(lines))
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(
-        os.path.join(os.path.dirname(__file__), "results", "gpu_fragmentation.txt"), "w"
-    ) as f:
-        f.write("\n".join(lines) + "\n")
+    if size is FULL:
+        os.makedirs(
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"), exist_ok=True
+        )
+        with open(
+            os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "results", "gpu_fragmentation.txt"
+            ),
+            "w",
+        ) as f:
+            f.write("\n".join(lines) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        child(sys.argv[2])
+    if len(sys.argv) >= 3 and sys.argv[1] == "--child":
+        result = child(
+            sys.argv[2], SMALL if "--small" in sys.argv else FULL, "--profile" in sys.argv
+        )
+        print(json.dumps(result))
     else:
-        sys.exit(main())
+        sys.exit(main(sys.argv[1:]))

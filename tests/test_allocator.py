@@ -291,3 +291,28 @@ def test_bad_workloads():
     tiny = A.Trace.from_events([(i, "alloc", i, 1) for i in range(16)])
     with pytest.raises(ValueError, match=r"does not fit"):
         A.capacity_needed(tiny, "bfc", alignment=4096)
+
+
+def test_exercise_growth_vs_pool_and_loop_scaling():
+    bigger = A.CapacityScan("t", "bfc", False, 100, (100, 120), (False, True))
+    pool = A.CapacityScan("t", "bfc", True, 100, (100, 120), (True, True))
+    assert exercises.check("fragmentation.growth_vs_pool", "larger", pool=pool, grown=bigger)
+    assert not exercises.check("fragmentation.growth_vs_pool", "same", pool=pool, grown=bigger)
+    assert exercises.check("fragmentation.growth_vs_pool", "same", pool=pool, grown=pool)
+    none = A.CapacityScan("t", "bfc", False, 100, (100,), (False,))
+    assert not exercises.check("fragmentation.growth_vs_pool", "larger", pool=pool, grown=none)
+    assert exercises.check("fragmentation.loop_scaling", 2.0)
+    assert not exercises.check("fragmentation.loop_scaling", 1.0)
+    assert not exercises.check("fragmentation.loop_scaling", 8.0)
+    assert not exercises.check("fragmentation.loop_scaling", "fast")
+
+
+def test_platform_in_the_explorer_ignores_preallocate():
+    from batchlab.widgets import AllocatorExplorer
+
+    ex = AllocatorExplorer(8, batch_sizes=(1, 4))
+    sim = ex.update(workload="per-item", policy="platform", preallocate=True)
+    assert (
+        not sim.timeline.preallocate
+        and sim.timeline.device_calls == sim.timeline.allocations + sim.timeline.frees
+    )

@@ -27,12 +27,27 @@ def test_constants_are_xlas():
 
 def test_rounding_to_256_bytes():
     a = A.BFCAllocator(GiB)
-    assert [a.allocate(i, n).size for i, n in enumerate([1, 256, 257, 1000])] == [256, 256, 512, 1024]
+    assert [a.allocate(i, n).size for i, n in enumerate([1, 256, 257, 1000])] == [
+        256,
+        256,
+        512,
+        1024,
+    ]
 
 
 @pytest.mark.parametrize(
     "size,bin_",
-    [(1, 0), (256, 0), (511, 0), (512, 1), (1023, 1), (1024, 2), (256 * MiB - 1, 19), (256 * MiB, 20), (64 * GiB, 20)],
+    [
+        (1, 0),
+        (256, 0),
+        (511, 0),
+        (512, 1),
+        (1023, 1),
+        (1024, 2),
+        (256 * MiB - 1, 19),
+        (256 * MiB, 20),
+        (64 * GiB, 20),
+    ],
 )
 def test_bins_are_log2_of_size_over_256_capped_at_20(size, bin_):
     assert bin_num_for_size(size) == bin_
@@ -40,7 +55,14 @@ def test_bins_are_log2_of_size_over_256_capped_at_20(size, bin_):
 
 def test_best_fit_smallest_chunk_then_lowest_address():
     a = A.BFCAllocator(GiB)
-    sizes = [("h1", 8 * MiB), ("p1", MiB), ("h2", 4 * MiB), ("p2", MiB), ("h3", 4 * MiB), ("p3", MiB)]
+    sizes = [
+        ("h1", 8 * MiB),
+        ("p1", MiB),
+        ("h2", 4 * MiB),
+        ("p2", MiB),
+        ("h3", 4 * MiB),
+        ("p3", MiB),
+    ]
     for name, size in sizes:
         a.allocate(name, size)
     for name in ("h1", "h2", "h3"):
@@ -76,7 +98,11 @@ def test_256_mib_chunk_is_split_for_a_64_mib_request():
     a.free("a")
     c = a.allocate("c", 64 * MiB)  # 256 >= 2 * 64: split
     assert c.size == 64 * MiB
-    assert layout(a)[:3] == [(0, 64 * MiB, USED), (64 * MiB, 192 * MiB, FREE), (256 * MiB, 256, USED)]
+    assert layout(a)[:3] == [
+        (0, 64 * MiB, USED),
+        (64 * MiB, 192 * MiB, FREE),
+        (256 * MiB, 256, USED),
+    ]
 
 
 def test_split_when_the_rest_is_at_least_128_mib_even_below_twice():
@@ -200,7 +226,11 @@ def test_fitting_is_not_monotone_so_it_is_scanned():
     assert scan.fits == (True, False, False, True)
     assert scan.smallest == 10 * MiB and not scan.monotone
     assert scan.failing_above_smallest == (11 * MiB, 12 * MiB)
-    assert scan.intervals() == [(10 * MiB, 10 * MiB, True), (11 * MiB, 12 * MiB, False), (13 * MiB, 13 * MiB, True)]
+    assert scan.intervals() == [
+        (10 * MiB, 10 * MiB, True),
+        (11 * MiB, 12 * MiB, False),
+        (13 * MiB, 13 * MiB, True),
+    ]
     assert "monotone: False" in repr(scan) and "<table" in scan._repr_html_()
     with pytest.raises(ValueError, match=r"`headrooms` must be"):
         A.capacity_scan(trace, headrooms=[0.5])

@@ -256,3 +256,11 @@ def test_batch_size_change_exercise(answer, ok, hint):
     batches_16 = bucket_batches([[1] * k for k in lengths], boundaries=[10, 40], batch_size=16)
     assert batches_16.filler_rows < batches_64.filler_rows and len(batches_16) > len(batches_64)
     assert r.ok is ok and hint in r.message
+
+
+def test_restore_checks_rows_per_bucket():
+    batches = bucket_batches([[1], [2, 3], [4]], boundaries=[1, 2], batch_size=2)
+    with pytest.raises(ValueError, match=r"`outputs\[0\]` has 1 rows but bucket 0 holds 2 items"):
+        batches.restore([np.zeros(1), np.zeros(2)])
+    # a bucket's filler rows are dropped: bucket 1 holds one item in a 2-row batch
+    assert batches.restore([np.array([10, 30]), np.array([20, 0])]).tolist() == [10, 20, 30]

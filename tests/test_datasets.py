@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import batchlab
 from batchlab import load_stdlib_functions, lognormal_lengths, random_sequences, zipf_lengths
-from batchlab.datasets import DATA_DIR, STDLIB_FILE
+from batchlab.datasets import DATA_DIR, SOURCE_DIR, STDLIB_FILE
+
+
+@pytest.mark.parametrize(
+    "package_copy, source",
+    [
+        (DATA_DIR / STDLIB_FILE, SOURCE_DIR / STDLIB_FILE),
+        (DATA_DIR.parent / "README.md", SOURCE_DIR.parent / "README.md"),
+    ],
+)
+def test_the_package_copy_equals_the_repository_data(package_copy, source):
+    """The wheel ships batchlab/data/; the repository's data/ is the source: byte for byte equal."""
+    assert package_copy.read_bytes() == source.read_bytes(), (
+        f"{package_copy} differs from {source}: run `make package-data` to copy data/ into the package"
+    )
+
+
+def test_the_loader_reads_the_package_copy():
+    assert DATA_DIR.is_relative_to(Path(batchlab.__file__).parent)
 
 
 def test_shipped_dataset_is_consistent():

@@ -167,9 +167,14 @@ def test_a_failing_process_stops_the_others(tmp_path):
 
 
 def test_timeout_kills_every_process(tmp_path):
-    with pytest.raises(TimeoutError, match=r"`timeout`=6 s; every process was killed"):
+    with pytest.raises(TimeoutError, match=r"`timeout`=15 s; every process was killed"):
         launch(
-            pid_then, processes=2, devices_per_process=1, args=("sleep", str(tmp_path)), timeout=6
+            # 15 s: long enough for both processes to start (and write their pids) on a busy machine
+            pid_then,
+            processes=2,
+            devices_per_process=1,
+            args=("sleep", str(tmp_path)),
+            timeout=15,
         )
     assert len(pids(tmp_path)) == 4
     assert_gone(pids(tmp_path))

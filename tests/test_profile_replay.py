@@ -42,7 +42,9 @@ def synthetic_profile(trace, capacity, *, encode_in_name=False, shift=0):
             event["name"], event["args"] = name, args
         out.append(event)
     out.append({"name": "unrelated", "ph": "X", "ts": 0.5})
-    out.append({"name": "MemoryAllocation", "ts": 9.0, "args": {"allocator_name": "host_bfc", "addr": 1}})
+    out.append(
+        {"name": "MemoryAllocation", "ts": 9.0, "args": {"allocator_name": "host_bfc", "addr": 1}}
+    )
     return {"traceEvents": out}
 
 

@@ -132,3 +132,12 @@ def test_eight_simulated_devices_in_a_subprocess():
         [sys.executable, "-c", MULTI_DEVICE], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0 and "MULTI-DEVICE OK" in done.stdout, done.stderr[-3000:]
+
+
+def test_one_process_has_no_per_process_layout():
+    sb = shard_batch(jnp.ones((3, 2)))
+    assert sb.n_processes == 1 and sb.process_items == () and sb.process_starts == ()
+    assert (
+        "processes" not in repr(sb) and "<td style='padding:2px 8px'>processes" in sb._repr_html_()
+    )
+    # several processes: tests/test_distributed.py (2 processes x 4 devices, uneven rows)

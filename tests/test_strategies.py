@@ -301,12 +301,15 @@ def test_host_plan_counts_and_memory():
     x = jnp.ones((1000, 64))
     p = batch(outer, strategy="host", batch_size=128).plan(x)
     assert (p.full_chunks, p.remainder, p.programs) == (7, 104, 2)
-    assert p.dispatches == 8 + 8 + 1  # 8 slices, 8 steps, 1 concatenation
+    assert p.dispatches == 1 + 8 + 1  # 1 split into chunks, 8 steps, 1 concatenation
     vmap_temp = batchlab.memory_estimate(batch(outer), x).temp_bytes
     assert p.temp_bytes <= vmap_temp / 4  # one chunk's (128, 64, 64) intermediate, not the batch's
-    assert p.held_bytes == 2 * 1000 * 64 * 4  # chunk outputs and the concatenated output
+    out = 1000 * 64 * 4
+    assert (p.input_copy_bytes, p.chunk_output_bytes, p.held_bytes) == (out, out, 3 * out)
+    assert p.extra_bytes == p.temp_bytes + 2 * out
     one = batch(outer, strategy="host", batch_size=2000).plan(x)
     assert (one.programs, one.dispatches, one.full_chunks, one.remainder) == (1, 1, 0, 1000)
+    assert one.extra_bytes == one.temp_bytes and one.held_bytes == out
     assert "dispatches per call" in repr(p) and "<table" in p._repr_html_()
     with pytest.raises(ValueError, match="`plan` describes strategy='host' only"):
         batch(outer).plan(x)

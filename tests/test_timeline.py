@@ -265,6 +265,32 @@ def test_synthetic_gpu_trace_streams_and_memory_curve(tmp_path):
     assert "6 MiB" in mem_ax.get_title()
 
 
+def test_overlap_is_per_thread_an_inline_op_does_not_hide_the_loader(tmp_path):
+    """XLA:CPU may run an op inline on the calling thread; the loader thread still overlaps it."""
+
+    def x(tid, name, ts, dur, **args):
+        return {"ph": "X", "pid": 1, "tid": tid, "name": name, "ts": ts, "dur": dur, "args": args}
+
+    events = [
+        {"ph": "M", "pid": 1, "tid": 1, "name": "thread_name", "args": {"name": "python"}},
+        {"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": {"name": "python"}},
+        x(1, "batchlab.trace", 0, 1000),
+        x(1, "PjitFunction(step)", 100, 500),
+        x(1, "fusion", 110, 480, hlo_op="fusion"),  # inline on the main thread
+        x(1, "CommonPjRtBuffer::Await", 600, 300),
+        x(2, "load batch 1", 200, 600),  # the loader thread, at the same time
+    ]
+    path = tmp_path / "perfetto_trace.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    r = build_timeline(path)
+    assert [lane.kind for lane in r.lanes] == ["python", "loader"]
+    assert r.device_busy == pytest.approx(480e-6)
+    assert r.host_work == pytest.approx(600e-6)  # the main thread only dispatched and waited
+    assert r.overlap == pytest.approx((590 - 200) * 1e-6)
+    assert r.host_busy == pytest.approx((800 - 100) * 1e-6)  # main 100..600, loader 200..800
+
+
 def test_interval_helpers_against_a_grid():
     rng = np.random.default_rng(0)
     grid = np.linspace(0, 10, 20001)

@@ -72,9 +72,9 @@ def fresh_python(wheel, tmp_path_factory) -> Path:
     # so this venv's editable batchlab stays invisible there
     ours = [sysconfig.get_path("purelib"), *site.getsitepackages()]
     (purelib / "_reuse_deps.pth").write_text("\n".join(dict.fromkeys(ours)) + "\n")
+    install = ["install", "--no-deps", "-q", "--no-index", str(wheel)]
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q"]
-        + ["--no-index", str(wheel)],
+        [sys.executable, "-m", "pip", "--python", str(python), *install],
         check=True,
         timeout=300,
         capture_output=True,

@@ -166,14 +166,18 @@ def test_hand_written_report_heap_peak_and_trace():
 def test_op_names_label_fusions_with_their_jaxpr_op(assignment):
     labels = [assignment.label(n) for n in assignment.sequence]
     assert any("(tanh)" in x for x in labels) and any("(sort)" in x for x in labels)
-    assert parse_op_names('  ROOT %f.1 = f32[] add(%a, %b), metadata={op_name="jit(g)/add"}') == {"f.1": "add"}
+    assert parse_op_names('  ROOT %f.1 = f32[] add(%a, %b), metadata={op_name="jit(g)/add"}') == {
+        "f.1": "add"
+    }
 
 
 def test_launch_allocations_are_outputs_and_one_temp(assignment):
     rows = assignment.launch_allocations()
     assert [k for _, k, _ in rows] == ["output", "temp"]
     assert rows[-1][2] == assignment.temp_bytes
-    donated = batchlab.buffer_assignment(lambda x: x.at[0].set(1.0), S((256,), jnp.float32), donate_argnums=0)
+    donated = batchlab.buffer_assignment(
+        lambda x: x.at[0].set(1.0), S((256,), jnp.float32), donate_argnums=0
+    )
     assert all(k != "output" or size < 1024 for _, k, size in donated.launch_allocations())
 
 

@@ -38,7 +38,9 @@ def test_replays_at_realistic_scale_are_cheap_and_fixed_shapes_reuse():
 def test_training_with_and_without_donation():
     plain = X.training_trace(3, donate=False, batch_tokens=128, d_model=64, d_hidden=256)
     donated = X.training_trace(3, donate=True, batch_tokens=128, d_model=64, d_hidden=256)
-    assert plain.call_allocations > donated.call_allocations  # new params are outputs only without donation
+    assert (
+        plain.call_allocations > donated.call_allocations
+    )  # new params are outputs only without donation
     for t in (plain, donated):
         assert A.capacity_scan(t.trace, headrooms=(2.0,)).fits == (True,)
 

@@ -3,8 +3,8 @@
 ``from batchlab import allocator``; then build a trace, pick a policy and
 replay::
 
-    trace = allocator.workloads.per_item(48)
-    timeline = allocator.replay(trace, allocator.BFCAllocator(64 << 20))
+    trace = allocator.xla_traces.per_item_trace(48)   # from XLA's buffer assignment
+    timeline = allocator.replay(trace.trace, allocator.BFCAllocator(16 << 30))
     allocator.plot_memory_map(timeline)
 
 Everything here is the kit's simulation: it places bytes in a pretend
@@ -14,7 +14,7 @@ assignment (:func:`batchlab.buffer_assignment`) and, on a GPU, from
 
 Example:
   >>> from batchlab import allocator
-  >>> tl = allocator.replay(allocator.workloads.batched(16, batch_size=4), allocator.BFCAllocator(64 << 20))
+  >>> tl = allocator.replay(allocator.workloads.batched(16, batch_size=4), allocator.BFCAllocator(1 << 30))
   >>> tl.allocations, len(tl.failures)
   (12, 0)
 """
@@ -28,11 +28,11 @@ from .base import Chunk as Chunk
 from .bfc import BFCAllocator as BFCAllocator
 from .bfc import bin_num_for_size as bin_num_for_size
 from .firstfit import FirstFitAllocator as FirstFitAllocator
+from .platform import PlatformAllocator as PlatformAllocator
 from .plots import plot_capacity_scan as plot_capacity_scan
 from .plots import plot_memory_map as plot_memory_map
 from .plots import plot_replay as plot_replay
 from .plots import plot_timeline as plot_timeline
-from .platform import PlatformAllocator as PlatformAllocator
 from .replay import Block as Block
 from .replay import CapacityScan as CapacityScan
 from .replay import Failure as Failure

@@ -106,7 +106,11 @@ class BFCAllocator(Allocator):
         for name, value, xla in (
             ("kMinAllocationSize (alignment)", self.alignment, K_MIN_ALLOCATION_SIZE),
             ("initial region (allow_growth)", self.initial_region, K_INITIAL_REGION),
-            ("max internal fragmentation", self.max_internal_fragmentation, K_MAX_INTERNAL_FRAGMENTATION),
+            (
+                "max internal fragmentation",
+                self.max_internal_fragmentation,
+                K_MAX_INTERNAL_FRAGMENTATION,
+            ),
         ):
             if value != xla:
                 rows.append((name, str(value), str(xla)))
@@ -130,10 +134,7 @@ class BFCAllocator(Allocator):
         return None
 
     def _should_split(self, chunk: Chunk, rounded: int) -> bool:
-        return (
-            chunk.size >= 2 * rounded
-            or chunk.size - rounded >= self.max_internal_fragmentation
-        )
+        return chunk.size >= 2 * rounded or chunk.size - rounded >= self.max_internal_fragmentation
 
     def _grow(self, rounded: int) -> int | None:
         if self.preallocate or self.chunks[-1].state != UNRESERVED:

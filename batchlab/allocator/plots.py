@@ -115,7 +115,12 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
         if timeline.failures:
             handles.append(
                 ax.plot(
-                    [], [], "x", color="red", ms=10, mew=3,
+                    [],
+                    [],
+                    "x",
+                    color="red",
+                    ms=10,
+                    mew=3,
                     label="failed allocation\n(no free chunk fits;\nfinal: nothing else frees)",
                 )[0]
             )
@@ -266,12 +271,29 @@ def plot_capacity_scan(scans, *, ax=None, title: str | None = None):
         peak = max(scan.peak_live_bytes, 1)
         ok = [c / peak for c, f in zip(scan.capacities, scan.fits, strict=True) if f]
         bad = [c / peak for c, f in zip(scan.capacities, scan.fits, strict=True) if not f]
-        ax.plot(ok, [row] * len(ok), "o", color="tab:green", ms=6, label="fits" if row == 0 else None)
-        ax.plot(bad, [row] * len(bad), "x", color="red", ms=7, mew=2,
-                label="fails (a request finds no free chunk)" if row == 0 else None)
+        ax.plot(
+            ok, [row] * len(ok), "o", color="tab:green", ms=6, label="fits" if row == 0 else None
+        )
+        ax.plot(
+            bad,
+            [row] * len(bad),
+            "x",
+            color="red",
+            ms=7,
+            mew=2,
+            label="fails (a request finds no free chunk)" if row == 0 else None,
+        )
         if scan.smallest is not None:
-            ax.plot([scan.smallest / peak], [row], "o", ms=14, mfc="none", mec="black", mew=1.5,
-                    label="smallest that fits" if row == 0 else None)
+            ax.plot(
+                [scan.smallest / peak],
+                [row],
+                "o",
+                ms=14,
+                mfc="none",
+                mec="black",
+                mew=1.5,
+                label="smallest that fits" if row == 0 else None,
+            )
     ax.set_yticks(range(len(scans)), [f"{s.trace_name}\n({s.policy})" for s in scans])
     ax.set_ylim(-0.6, len(scans) - 0.4)
     lo = min(min(s.capacities) / max(s.peak_live_bytes, 1) for s in scans)

@@ -147,17 +147,31 @@ class ReplayComparison:
 
     def _rows(self):
         return [
-            ("events replayed", f"{self.events} ({self.skipped_frees} frees of earlier buffers skipped)"),
-            ("peak bytes in use", f"real {format_bytes(self.real_peak)}, model {format_bytes(self.simulated_peak)}"),
-            ("bytes in use at the end", f"real {format_bytes(self.real_final_in_use)}, model {format_bytes(self.simulated_final_in_use)}"),
+            (
+                "events replayed",
+                f"{self.events} ({self.skipped_frees} frees of earlier buffers skipped)",
+            ),
+            (
+                "peak bytes in use",
+                f"real {format_bytes(self.real_peak)}, model {format_bytes(self.simulated_peak)}",
+            ),
+            (
+                "bytes in use at the end",
+                f"real {format_bytes(self.real_final_in_use)}, model {format_bytes(self.simulated_final_in_use)}",
+            ),
             ("largest difference in bytes in use", format_bytes(self.max_in_use_difference)),
-            ("max fragmentation", f"real {self.real_max_fragmentation:.1%}, model {self.simulated_max_fragmentation:.1%}"),
+            (
+                "max fragmentation",
+                f"real {self.real_max_fragmentation:.1%}, model {self.simulated_max_fragmentation:.1%}",
+            ),
             ("same relative address", f"{self.placement_agreement:.1%} of allocations"),
             ("model differs from XLA", differences_text(self.timeline.differences)),
         ]
 
     def __repr__(self) -> str:
-        return f"ReplayComparison({self.allocator_name}; source: {self.source})\n" + text_table(self._rows())
+        return f"ReplayComparison({self.allocator_name}; source: {self.source})\n" + text_table(
+            self._rows()
+        )
 
     def _repr_html_(self) -> str:
         return html_table(self._rows(), header=("figure", "real vs model"), caption=self.source)
@@ -196,7 +210,9 @@ def compare_with_model(
             skipped += 1
             continue
         real_in_use.append(e.bytes_allocated)
-    trace = Trace(tuple(trace_events), "profiled workload", "jax.profiler trace of the BFC allocator")
+    trace = Trace(
+        tuple(trace_events), "profiled workload", "jax.profiler trace of the BFC allocator"
+    )
     tl = replay(trace, BFCAllocator(capacity, preallocate=preallocate))
     diffs = [abs(r - s) for r, s in zip(real_in_use, tl.held, strict=True)]
     allocs = [e for e in events if e.kind == "alloc"]

@@ -72,7 +72,7 @@ def simulate(
     """Builds workload ``name``, replays it on a device of ``headroom`` x its live peak, and finds the device it needs.
 
     Example:
-      >>> s = simulate("batched", 16, batch_size=4)
+      >>> s = simulate("training-donated", 16, batch_size=4)
       >>> s.overhead, len(s.timeline.failures)
       (1.0, 0)
     """

@@ -81,7 +81,7 @@ class CallTraceBuilder(TraceBuilder):
     def call(self, plan, tag: Hashable, *, owner_prefix: str = "") -> list[Hashable]:
         """Launches one call of ``plan``: allocates outputs and temp, frees temp; returns output ids."""
         outputs = []
-        for i, (name, kind, size) in enumerate(plan.launch_allocations()):
+        for i, (_name, kind, size) in enumerate(plan.launch_allocations()):
             if size == 0:
                 continue
             id_ = (tag, kind, i)
@@ -194,7 +194,10 @@ def batched_trace(
     b.free("w1")
     b.free("w2")
     return XlaTrace(
-        b.build(f"batched (batch {batch_size})", SOURCE), {max_len: plan}, b.calls, b.call_allocations
+        b.build(f"batched (batch {batch_size})", SOURCE),
+        {max_len: plan},
+        b.calls,
+        b.call_allocations,
     )
 
 

@@ -52,6 +52,11 @@ def exercise(exercise_id: str, prompt: str) -> Callable[[Checker], Checker]:
 
 
 def _load(exercise_id: str) -> None:
+    if not isinstance(exercise_id, str):
+        raise TypeError(
+            f"`exercise_id` must be a string like 'tour.predict_bytes', got "
+            f"{type(exercise_id).__name__} {exercise_id!r}."
+        )
     topic = exercise_id.split(".", 1)[0]
     if exercise_id not in _REGISTRY:
         module = f"{__name__}.{topic}"

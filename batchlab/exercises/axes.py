@@ -22,9 +22,11 @@ def item_shape(answer: Any) -> tuple[bool, str]:
       >>> item_shape((6, 3))[0]
       False
     """
+    if isinstance(answer, (str, bytes)):  # "43" would read as (4, 3)
+        return False, "Answer with a shape, a tuple of ints like (2, 5), not a string."
     try:
         answer = tuple(int(d) for d in answer)
-    except TypeError:
+    except (TypeError, ValueError):
         return False, "Answer with a shape, a tuple of ints like (2, 5)."
     if answer == (4, 3):
         return (

@@ -51,7 +51,7 @@ def _largest_batch(
             )
     return (
         True,
-        "Right for every budget. Now count your compilations: max_batch_size needs about 2*log2(answer).",
+        "Right for every budget. Now count your compilations: how many did yours need, and how many did max_batch_size need above?",
     )
 
 
@@ -96,3 +96,47 @@ def _resume_equal(answer: Callable, *, a: Any, b: Any, different: Any) -> tuple[
             "Your function says two different runs are the same: are you comparing the outputs?",
         )
     return True, "Right: indices, outputs (exactly, same program) and failures must all match."
+
+
+@exercise(
+    "budget.features_effect",
+    "Double the item size D (features) and keep the budget: the largest vmap batch becomes how "
+    "many times the old one? (a ratio, e.g. 0.5 for half)",
+)
+def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
+    if not isinstance(answer, (int, float, np.integer, np.floating)) or answer <= 0:
+        return False, "Give a positive ratio: new largest batch / old largest batch."
+    if answer >= 1:
+        return False, "A larger item needs more memory per item: can more items fit the same budget?"
+    if abs(np.log2(answer / measured_ratio)) <= 0.6:
+        return True, (
+            "Right order: each item's D x D temporary grows with D squared, and it dominates the "
+            "argument and output (which grow with D), so the batch shrinks about fourfold."
+        )
+    if answer > measured_ratio:
+        return False, (
+            "Fewer items fit than that. Which buffer of one item is largest, and how does its size "
+            "depend on D?"
+        )
+    return False, "More items fit than that: look again at which buffer grows fastest with D."
+
+
+@exercise(
+    "faults.double_budget",
+    "Run the same dataset with twice the budget: the batch size run_batches settles on becomes "
+    "how many times the old one? (a ratio)",
+)
+def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
+    if not isinstance(answer, (int, float, np.integer, np.floating)) or answer <= 0:
+        return False, "Give a positive ratio: new batch size / old batch size."
+    if abs(np.log2(answer / measured_ratio)) <= 0.4:
+        return True, (
+            "Right: planned bytes grow in proportion to the batch (one D x D temporary per item), "
+            "so twice the budget holds about twice the items, and the run finds that size itself."
+        )
+    if answer < measured_ratio:
+        return False, "More than that fits. How do planned bytes grow with the batch size (06's curve)?"
+    return False, (
+        "Less than that fits: part of the plan does not grow with the budget, and the batch is a "
+        "whole number of items."
+    )

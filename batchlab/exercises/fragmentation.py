@@ -112,7 +112,13 @@ def _loop_scaling(answer, **context):
     except (TypeError, ValueError):
         return False, "Give a number, e.g. 1.0 if the time did not change."
     if 1.2 <= value <= 3.0:
-        return True, "About 2x: each eager update copies the whole array, so its time grows with the bytes."
+        return (
+            True,
+            "About 2x: each eager update copies the whole array, so its time grows with the bytes.",
+        )
     if value < 1.2:
-        return False, "Look at the eager curve at the largest sizes: what does every update do with x?"
+        return (
+            False,
+            "Look at the eager curve at the largest sizes: what does every update do with x?",
+        )
     return False, "More than the bytes grew? Check what one update copies."

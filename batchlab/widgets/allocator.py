@@ -11,8 +11,11 @@ from .explorer import Explorer
 class AllocatorExplorer(Explorer):
     """Drop-downs for the workload and the allocator; draws the memory map and fragmentation.
 
-    Everything shown is the kit's simulation (:mod:`batchlab.allocator`),
-    on a device ``headroom`` times the workload's live peak.
+    Everything shown is the kit's simulation (:mod:`batchlab.allocator`) of
+    *synthetic* traces, on a device ``headroom`` times the workload's live
+    peak. Policies: ``"bfc"`` (XLA's constants), ``"platform"``
+    (``XLA_PYTHON_CLIENT_ALLOCATOR=platform``: driver calls, no pool; the
+    preallocate box is ignored) and ``"first-fit"`` (a textbook contrast).
 
     Args:
       n_items: items every workload processes.
@@ -22,9 +25,9 @@ class AllocatorExplorer(Explorer):
 
     Example:
       >>> ex = AllocatorExplorer(16, batch_sizes=(1, 4))
-      >>> sim = ex.update(workload="batched", batch_size=4)
+      >>> sim = ex.update(workload="training-donated", batch_size=4)
       >>> sim.timeline.allocations, sim.overhead
-      (12, 1.0)
+      (13, 1.0)
     """
 
     def __init__(
@@ -36,7 +39,12 @@ class AllocatorExplorer(Explorer):
         title: str = "Allocator explorer (simulation)",
         **params,
     ) -> None:
-        batch_sizes = tuple(int(b) for b in batch_sizes)
+        from .._checks import check_positive_float, check_positive_int, check_positive_ints
+
+        check_positive_int(n_items, "n_items")
+        check_positive_float(headroom, "headroom")
+        batch_sizes = tuple(check_positive_ints(batch_sizes, "batch_sizes"))
+        self.choices = {"batch_size": batch_sizes}
         start = dict(workload="per-item", batch_size=batch_sizes[0], policy="bfc", preallocate=True)
         unknown = set(params) - set(start)
         if unknown:
@@ -51,7 +59,8 @@ class AllocatorExplorer(Explorer):
                 n_items,
                 batch_size=batch_size,
                 policy=policy,
-                preallocate=preallocate,
+                preallocate=preallocate
+                and policy != "platform",  # the platform allocator has no pool
                 headroom=headroom,
             )
 
@@ -103,12 +112,17 @@ class AllocatorExplorer(Explorer):
 
 
 def _describe(sim: Simulation) -> str:
+    import html
+
+    from ..allocator.replay import differences_text
+
     tl = sim.timeline
     return (
         f"{tl.allocations} allocations, {tl.device_calls} device calls; "
         f"<b>{len(tl.failures)}</b> failed ({tl.failures_despite_free} despite enough free memory); "
         f"max fragmentation <b>{tl.max_fragmentation:.0%}</b>; needs a device "
-        f"<b>{sim.overhead:.2f}x</b> its live peak [simulation]"
+        f"<b>{sim.overhead:.2f}x</b> its live peak [simulation, synthetic trace]; differs from XLA: "
+        f"{html.escape(differences_text(tl.differences))}"
     )
 
 
@@ -131,9 +145,11 @@ class InPlaceExplorer(Explorer):
         import jax
         import jax.numpy as jnp
 
+        from .._checks import check_positive_ints
         from ..inplace import compiled_update
 
-        sizes = tuple(int(s) for s in sizes)
+        sizes = tuple(check_positive_ints(sizes, "sizes"))
+        self.choices = {"size": sizes}
 
         def compute(update: str, size: int):
             x = jax.ShapeDtypeStruct((size,), jnp.float32)

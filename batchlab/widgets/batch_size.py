@@ -52,7 +52,10 @@ class BatchSizeExplorer(Explorer):
     ) -> None:
         check_callable(fn)
         check_callable(make_batch, "make_batch")
-        batch_sizes = [int(b) for b in batch_sizes]
+        from .._checks import check_positive_ints
+
+        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
+        self.choices = {"batch_size": tuple(batch_sizes)}
         if not batch_sizes or any(b < 1 for b in batch_sizes):
             raise ValueError(
                 f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."

@@ -135,6 +135,13 @@ class Explorer:
             raise TypeError(
                 f"update() got unknown parameter(s) {sorted(unknown)}; this explorer has {sorted(self.params)}."
             )
+        for name, value in changes.items():  # a setting the controls cannot show is refused
+            stops = getattr(self, "choices", {}).get(name)
+            if stops is not None and value not in stops:
+                raise ValueError(
+                    f"`{name}`={value!r} is not one of this explorer's settings {list(stops)}; "
+                    f"pick one of them (or build the explorer with it among the stops)."
+                )
         new = {**self.params, **changes}
         t0 = time.perf_counter()
         key = self._key(new)

@@ -219,6 +219,14 @@ class ScalingExplorer(Explorer):
         repeat: int = 5,
         title: str = "Scaling explorer",
     ) -> None:
+        from .._checks import check_callable, check_positive_ints
+
+        check_callable(fn)
+        check_callable(make_batch, "make_batch")
+        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
+        device_counts = check_positive_ints(device_counts, "device_counts")
+        self.choices = {"n_devices": tuple(device_counts), "batch_size": tuple(batch_sizes)}
+
         def compute(n_devices: int, batch_size: int) -> ScalingPoint:
             scaling = measure_scaling(
                 fn,

@@ -106,8 +106,13 @@ class PaddingExplorer(Explorer):
         title: str = "Padding explorer",
         **measure_options: Any,
     ):
+        from .._checks import check_positive_int, check_positive_ints
+
+        check_positive_int(vocab, "vocab")
+        check_positive_int(features, "features")
+        self.sizes = tuple(check_positive_ints(sizes, "sizes"))
+        self.choices = {"size": self.sizes}
         self.data = as_ragged(data)
-        self.sizes = tuple(int(s) for s in sizes)
         self.table = jax.random.normal(jax.random.key(seed), (vocab, features))
         self.reference = mean_pool_reference(self.data, self.table)
         self.measure_options = measure_options
@@ -274,9 +279,14 @@ class BucketExplorer(Explorer):
         title: str = "Bucket explorer",
         **measure_options: Any,
     ):
+        from .._checks import check_positive_int, check_positive_ints
+
+        check_positive_int(vocab, "vocab")
+        check_positive_int(features, "features")
+        self.bucket_counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
+        self.choices = {"n_buckets": self.bucket_counts}
         self.data = as_ragged(data)
         self.features = features
-        self.bucket_counts = tuple(int(k) for k in bucket_counts)
         self.table = jax.random.normal(jax.random.key(seed), (vocab, features))
         self.measure_options = measure_options
         super().__init__(

@@ -1,0 +1,104 @@
+"""Measuring a batched function that dispatches from Python (``"loop"``, ``"host"``).
+
+:func:`batchlab.measure` compiles ``fn`` as ONE program, which is right for
+``vmap``, ``map`` and ``chunked`` but would turn a Python loop into an
+unrolled program. A loop that dispatches one program per item or per chunk
+is measured as it runs: wall clock around ``jax.block_until_ready`` for the
+whole call, the first call (where its programs compile) apart from steady
+calls, compilations counted. Its memory is XLA's plan for the largest
+program it dispatches, plus what it holds between dispatches (every item's
+or chunk's output, waiting for the stack or concatenation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from .compiles import count_compiles
+from .live import live_memory
+from .measure import Measurement, _autorange, _sample, _stable
+from .memory import MemoryEstimate
+
+COMPILE_NOTE = (
+    "compile_seconds = first call minus the steady median: a Python-dispatched strategy "
+    "compiles its programs inside its first call"
+)
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(int(getattr(x, "nbytes", 0)) for x in jax.tree_util.tree_leaves(tree))
+
+
+def dispatched_memory(
+    step: MemoryEstimate, args: Any, out: Any, held: int, flops: float | None, how: str
+) -> MemoryEstimate:
+    """The plan of the largest dispatched program, widened to the whole call.
+
+    argument = the whole batch's inputs, output = the whole output, temp =
+    the step's temp plus ``held`` (outputs waiting for the stack/concat).
+    """
+    arg, outb = _nbytes(args), _nbytes(out)
+    temp = step.temp_bytes + held
+    names = {f.name for f in dataclasses.fields(step)}
+    planned, source = ("planned_bytes", "planned_from") if "planned_bytes" in names else ("peak_bytes", "peak_source")
+    return dataclasses.replace(
+        step,
+        argument_bytes=arg,
+        output_bytes=outb,
+        temp_bytes=temp,
+        alias_bytes=0,
+        xla_peak_bytes=None,
+        flops=flops,
+        name="dispatched",
+        **{planned: arg + outb + temp, source: f"inputs + output + {how}"},
+    )
+
+
+def measure_dispatched(
+    fn: Callable,
+    args: tuple,
+    memory: Callable[[Any], MemoryEstimate],
+    *,
+    max_time: float = 0.3,
+    repeat: int | None = None,
+    tolerance: float = 0.02,
+) -> tuple[Measurement, Any]:
+    """Times ``fn(*args)`` as it runs (no outer jit); ``memory(out)`` gives its plan."""
+    with count_compiles() as compiles:
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        first = time.perf_counter() - t0
+
+    def call() -> Any:
+        return fn(*args)
+
+    number = _autorange(call, 0.02)
+    samples: list[float] = []
+    if repeat is not None:
+        samples = [_sample(call, number) for _ in range(repeat)]
+    else:
+        start = time.perf_counter()
+        while len(samples) < 100:
+            samples.append(_sample(call, number))
+            if _stable(samples, tolerance) or (time.perf_counter() - start > max_time and len(samples) >= 5):
+                break
+    median = sorted(samples)[len(samples) // 2]
+    m = Measurement(
+        name=getattr(fn, "__name__", "fn"),
+        trace_lower_seconds=0.0,
+        compile_seconds=max(first - median, 0.0),
+        first_call_seconds=first,
+        times=tuple(samples),
+        number=number,
+        memory=memory(out),
+        live=live_memory(),
+        compiles=compiles.count,
+        notes=(COMPILE_NOTE,),
+        source="wall clock around jax.block_until_ready of the whole Python-dispatched call",
+    )
+    return m, out
