@@ -247,7 +247,7 @@ class Buckets:
                 f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
                 f"pass one result per bucket, in order."
             )
-        for k, (o, b) in enumerate(zip(outputs, self.buckets)):
+        for k, (o, b) in enumerate(zip(outputs, self.buckets, strict=True)):
             rows = np.shape(o)[0] if np.ndim(o) else 0
             if rows < len(b.indices):
                 raise ValueError(
@@ -257,7 +257,10 @@ class Buckets:
                 )
         stacked = (
             np.concatenate(
-                [np.asarray(o)[: len(b.indices)] for o, b in zip(outputs, self.buckets)]
+                [
+                    np.asarray(o)[: len(b.indices)]
+                    for o, b in zip(outputs, self.buckets, strict=True)
+                ]
             )
             if outputs
             else np.zeros(0)

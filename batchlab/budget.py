@@ -645,11 +645,11 @@ def scheduling_verdict(error: BaseException | None, seconds: float) -> tuple[str
 
 __all__ = [
     "SCHEDULING_HOLDS",
-    "scheduling_verdict",
     "BatchSizeResult",
     "Budget",
     "batched",
     "default_budget",
     "max_batch_size",
     "planned_bytes",
+    "scheduling_verdict",
 ]

@@ -44,6 +44,7 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
             signal=512,
             kernel=9,
             loop_items=32,
+            outer_dim=64,  # 03: the outer product per item, (D,) -> (D, D) intermediate
             max_time=0.1,
         ),
         "gpu": dict(
@@ -55,6 +56,7 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
             signal=4096,
             kernel=33,
             loop_items=64,
+            outer_dim=128,  # 03: the outer product per item
             max_time=0.3,
         ),
     },

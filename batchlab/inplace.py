@@ -244,7 +244,7 @@ def donate(
     check_callable(fn)
     from ._checks import check_argnums
 
-    check_argnums(donate_argnums, len(args), "donate_argnums")
+    check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
     nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
     for i in nums:
         if isinstance(i, bool) or not isinstance(i, int):

@@ -83,7 +83,7 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
             f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}); the reduced axis must "
             f"be a masked one, e.g. axis=1 for a (batch, seq) mask."
         )
-    if mask.ndim < x.ndim and axis < 0:
+    if mask.ndim == 1 < x.ndim and axis < 0:
         raise ValueError(
             f"`mask` has shape {mask.shape}, fewer dims than `x` {x.shape}: it covers x's leading "
             f"axes {tuple(range(mask.ndim))}, so axis={axis} is ambiguous (it counts from the "
@@ -194,7 +194,8 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
         lowest = jnp.asarray(-jnp.inf, x.dtype)
     else:
         lowest = jnp.asarray(jnp.iinfo(x.dtype).min if x.dtype != jnp.bool_ else False, x.dtype)
-    result = jnp.max(jnp.where(mask, x, lowest), axis=axis, initial=lowest)  # initial: a length-0 axis
+    # initial: a length-0 axis (a batch of only empty items) has no maximum otherwise
+    result = jnp.max(jnp.where(mask, x, lowest), axis=axis, initial=lowest)
     if empty is None:
         return result
     return jnp.where(jnp.any(mask, axis=axis), result, jnp.asarray(empty, x.dtype))

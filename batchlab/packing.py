@@ -182,7 +182,7 @@ def unpack(packed: Packed) -> list[np.ndarray]:
     """
     values, lengths = np.asarray(packed.values), np.asarray(packed.lengths)
     ends = np.cumsum(lengths)
-    return [values[e - k : e] for e, k in zip(ends, lengths)]
+    return [values[e - k : e] for e, k in zip(ends, lengths, strict=True)]
 
 
 def _segments(x: Any, packed: Packed) -> tuple[Array, Array, int]:

@@ -219,27 +219,52 @@ def plot_padding_report(report: PaddingReport, *, axes=None):
         color = STRATEGY_COLORS.get(row.strategy, "black")
         edges = np.concatenate([[lo * 0.9], row.boundaries])
         for k in range(len(row.boundaries)):
-            ax_l.barh(y, edges[k + 1] - edges[k], left=edges[k], height=0.62, color=color,
-                      alpha=0.35 if k % 2 else 0.75, edgecolor="white", linewidth=1.2)
-        ax_l.text(hi * 1.9, y, f"{row.ratio:.2f}x ragged, {row.shapes} shape{'s' * (row.shapes != 1)}",
-                  va="center", fontsize=11)
+            ax_l.barh(
+                y,
+                edges[k + 1] - edges[k],
+                left=edges[k],
+                height=0.62,
+                color=color,
+                alpha=0.35 if k % 2 else 0.75,
+                edgecolor="white",
+                linewidth=1.2,
+            )
+        ax_l.text(
+            hi * 1.9,
+            y,
+            f"{row.ratio:.2f}x ragged, {row.shapes} shape{'s' * (row.shapes != 1)}",
+            va="center",
+            fontsize=11,
+        )
     ax_l.set_yticks(range(len(rows)), [r.strategy for r in rows][::-1])
     ax_l.set_ylim(-0.6, len(rows) - 0.4)
     ax_l.set_xscale("log")
     ax_l.set_xlim(lo * 0.85, hi * 1.8)
-    ax_l.set_xlabel("sequence length (tokens, log scale); a bucket pads its items to its right edge")
+    ax_l.set_xlabel(
+        "sequence length (tokens, log scale); a bucket pads its items to its right edge"
+    )
     ax_l.legend(
-        handles=[Patch(color="0.3", alpha=0.75, label="bucket"),
-                 Patch(color="0.3", alpha=0.35, label="next bucket (shades alternate)")],
-        fontsize=10, loc="upper left", bbox_to_anchor=(1.0, -0.15), frameon=False,
+        handles=[
+            Patch(color="0.3", alpha=0.75, label="bucket"),
+            Patch(color="0.3", alpha=0.35, label="next bucket (shades alternate)"),
+        ],
+        fontsize=10,
+        loc="upper left",
+        bbox_to_anchor=(1.0, -0.15),
+        frameon=False,
     )
     ax_l.grid(True, axis="x", alpha=0.3, which="both")
     return fig
 
 
 def _length_histogram(ax, lengths, lo: int, hi: int) -> None:
-    ax.hist(lengths, bins=np.geomspace(lo * 0.9, hi * 1.05, 50), color="tab:blue", alpha=0.6,
-            label="items per length bin")
+    ax.hist(
+        lengths,
+        bins=np.geomspace(lo * 0.9, hi * 1.05, 50),
+        color="tab:blue",
+        alpha=0.6,
+        label="items per length bin",
+    )
     ax.set_xscale("log")
     ax.set_xlim(lo * 0.85, hi * 1.8)
     ax.set_ylabel("items")

@@ -32,7 +32,7 @@ from typing import Any
 import jax
 
 from ._axes_spec import BatchAxisError, _check_axis_types, _is_axis_leaf, resolve
-from ._batch_args import split
+from ._batch_args import _static_key, split
 from ._checks import check_callable, check_positive_int
 from ._compile import function_name
 from ._in_program import eager_loop_program, whole_batch_program
@@ -110,6 +110,12 @@ def _raise_out_axes(error: ValueError, out_axes: Any) -> None:
 
 def _static_ranks(mapped: list, shared: list) -> tuple:
     return tuple(len(getattr(x, "shape", ())) for x in (*mapped, *shared))
+
+
+def _shape_sig(x: Any) -> tuple:
+    """What a call's fast path keys on per leaf: type, shape and dtype (values: see statics)."""
+    shape = getattr(x, "shape", None)
+    return (type(x),) if shape is None else (type(x), tuple(shape), getattr(x, "dtype", None))
 
 
 def batch(

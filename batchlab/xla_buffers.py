@@ -398,8 +398,8 @@ def buffer_assignment(
     check_callable(fn)
     from ._checks import check_argnums
 
-    check_argnums(static_argnums, len(args), "static_argnums")
-    check_argnums(donate_argnums, len(args), "donate_argnums")
+    check_argnums(static_argnums, len(args) + len(kwargs), "static_argnums")
+    check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
     if xla_flags is not None and not isinstance(xla_flags, str):
         raise TypeError(
             f"`xla_flags` must be a string like '--xla_foo=false', got {type(xla_flags).__name__}."

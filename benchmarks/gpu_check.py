@@ -16,8 +16,13 @@ arguments. Then it exercises the other GPU-only paths once each:
   real OOM       run_batches on a batch far larger than the device: XLA's own
                  RESOURCE_EXHAUSTED must make it halve the batch and finish
 
-On a CPU-only machine it says so and exits 0 (the CPU paths of all of these
-are what CI tests).
+Planned bytes are a lower bound of what the device needs (BFC rounding to
+256 bytes and to the chunk found, unsplit chunks, cuBLAS/cuDNN workspace):
+the measured/planned column is that gap, expected >= 1.00.
+
+On a CPU-only machine it says so, runs what is not GPU-only (XLA's real
+RESOURCE_EXHAUSTED for a 256 TiB request, recognised by run_batches) and
+exits 0. Status: unrun on a GPU (no GPU was lent to the session that wrote it).
 
 Run: XLA_PYTHON_CLIENT_PREALLOCATE=false .venv/bin/python benchmarks/gpu_check.py
 """
@@ -62,6 +67,8 @@ def main() -> int:
             "nothing to compare. Run this on a GPU machine."
         )
         report.line(bl.device_memory_unavailable_reason())
+        address_space_oom(report)
+        report.save()
         return 0
     t_start = time.perf_counter()
     report.line(f"device: {jax.devices()[0]}")
@@ -74,13 +81,17 @@ def main() -> int:
         before = m.device_before.bytes_in_use if m.device_before else 0
         measured = m.device_peak_bytes - (before - m.memory.argument_bytes)
         report.line(
-            f"{name:28s} {bl.format_bytes(est.peak_bytes):>14s} "
-            f"{bl.format_bytes(measured):>14s} {measured / est.peak_bytes:>17.2f}"
+            f"{name:28s} {bl.format_bytes(est.planned_bytes):>14s} "
+            f"{bl.format_bytes(measured):>14s} {measured / est.planned_bytes:>17.2f}"
         )
     report.line(
-        f"sources: planned = compiled memory analysis ({est.peak_source}); "
-        f"measured = device memory stats (peak_bytes_in_use, fresh process each)"
+        f"sources: planned = compiled memory analysis ({est.planned_from}); "
+        f"measured = device memory stats (peak_bytes_in_use, fresh process each); "
+        f"measured/planned >= 1: planned bytes are a lower bound"
     )
+    live_paths(report)
+    real_oom(report)
+    address_space_oom(report)
     report.line(f"total time: {time.perf_counter() - t_start:.1f} s")
     report.save()
     return 0
@@ -100,6 +111,10 @@ def live_paths(report: Report) -> None:
     )
     budget = bl.default_budget()
     report.line(f"default_budget(): {bl.format_bytes(budget.bytes)} from {budget.source}")
+    report.line(
+        f"room (bytes_limit - bytes_in_use) {bl.format_bytes(stats.room_bytes)}; free inside the "
+        f"pool so far (pool_bytes - bytes_in_use) {bl.format_bytes(stats.free_in_pool_bytes)}"
+    )
     assert "device" in budget.source, (
         "on a GPU the default budget must come from free device memory"
     )
@@ -125,6 +140,28 @@ def real_oom(report: Report) -> None:
         f"batch sizes tried {sizes}, complete={result.complete}, "
         f"{len(result.indices)} of 256 outputs, {time.perf_counter() - t0:.1f} s"
     )
+
+
+def address_space_oom(report: Report) -> None:
+    """XLA's own RESOURCE_EXHAUSTED on every backend: a 256 TiB output, beyond any address space."""
+    from batchlab.budget import scheduling_verdict
+    from batchlab.runs import is_out_of_memory
+
+    x = jnp.ones(2**23, jnp.float32)
+    compiled = jax.jit(lambda x: jnp.outer(x, x)).lower(x).compile()
+    t0 = time.perf_counter()
+    err = None
+    try:
+        compiled(x).block_until_ready()
+    except jax.errors.JaxRuntimeError as e:
+        err = e
+    seconds = time.perf_counter() - t0
+    first = str(err).splitlines()[0] if err else "no error"
+    report.line(
+        f"256 TiB request: {type(err).__name__}: {first} after {bl.format_seconds(seconds)}; "
+        f"run_batches recognises it: {err is not None and is_out_of_memory(err)}"
+    )
+    report.line(f"seed 000 #3: {scheduling_verdict(err, seconds)[0]}")
 
 
 if __name__ == "__main__":

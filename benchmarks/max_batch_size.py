@@ -1,20 +1,29 @@
-"""max_batch_size: compilations used against the answer, and time against a naive linear search.
+"""What searching costs: max_batch_size's compilations, and run_batches' bisection runs.
 
-Both searches run side by side in one process on the same function and budgets; the figure
-that matters is the ratio (linear time / max_batch_size time) and whether the compilations stay
-within the promised 2 * floor(log2(answer)) + 2. Prints a table and writes it to
-benchmarks/results/max_batch_size.txt.
+1. max_batch_size (compile-only planning): the aimed search (method="interpolate", the default)
+   beside doubling-then-bisection (method="bisect", 2 * floor(log2(answer)) + 2 compilations)
+   and a naive linear search (one compilation per batch size), on the same function and budgets,
+   side by side in one process. Each compilation is the whole cost; times are wall clock.
+2. run_batches pinning bad items by bisection: k bad items in batches of B cost about
+   2 * k * log2(B) runs (each level runs both halves) plus one compilation per new batch size.
+   Runs are counted by wrapping the batched function; compilations with jax.monitoring.
+
+Prints both tables and writes them to benchmarks/results/max_batch_size.txt.
 
 Usage: .venv/bin/python benchmarks/max_batch_size.py
 """
 
 from __future__ import annotations
 
+import logging
+import math
+import os
 import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import batchlab
 from batchlab import text_table
@@ -23,6 +32,7 @@ from batchlab.budget import compilation_target, planned_bytes
 D = 64
 ITEM = jax.ShapeDtypeStruct((D,), jnp.float32)
 BUDGETS_KIB = (64, 256, 1024, 2048)
+LINEAR_UP_TO_KIB = 256  # the linear search compiles every size: skip it above this
 
 
 def widen(x):
@@ -40,49 +50,117 @@ def linear_search(fn, item, budget):
         b += 1
 
 
-def main() -> str:
+def search_costs() -> str:
     rows = []
     for kib in BUDGETS_KIB:
         budget = kib * 1024
-        with batchlab.count_compiles(match="widen") as c_fast:
-            t0 = time.perf_counter()
-            fast = batchlab.max_batch_size(widen, ITEM, budget_bytes=budget)
-            t_fast = time.perf_counter() - t0
-        with batchlab.count_compiles(match="widen") as c_lin:
-            t0 = time.perf_counter()
-            slow = linear_search(widen, ITEM, budget)
-            t_lin = time.perf_counter() - t0
-        assert int(fast) == slow, (int(fast), slow)
-        target = compilation_target(int(fast))
+        cells = []
+        answers = set()
+        for method in ("interpolate", "bisect"):
+            with batchlab.count_compiles(match="widen") as c:
+                t0 = time.perf_counter()
+                r = batchlab.max_batch_size(widen, ITEM, budget_bytes=budget, method=method)
+                seconds = time.perf_counter() - t0
+            answers.add(int(r))
+            cells += [c.count, batchlab.format_seconds(seconds)]
+        if kib <= LINEAR_UP_TO_KIB:
+            with batchlab.count_compiles(match="widen") as c_lin:
+                t0 = time.perf_counter()
+                answers.add(linear_search(widen, ITEM, budget))
+                cells += [c_lin.count, batchlab.format_seconds(time.perf_counter() - t0)]
+        else:
+            cells += ["-", "- (skipped: slow)"]
+        assert len(answers) == 1, (kib, answers)
+        answer = answers.pop()
         rows.append(
-            (
-                f"{kib} KiB",
-                int(fast),
-                c_fast.count,
-                target,
-                "yes" if c_fast.count <= target else "NO",
-                c_lin.count,
-                f"{t_lin / t_fast:.1f}x",
-            )
+            (f"{kib} KiB", answer, *cells[:2], *cells[2:4], compilation_target(answer), *cells[4:])
         )
     table = text_table(
         rows,
         header=(
             "budget",
             "answer",
-            "compiles (search)",
-            "target 2log2+2",
-            "within",
-            "compiles (linear)",
-            "linear time / search time",
+            "aimed: compiles",
+            "aimed: time",
+            "bisect: compiles",
+            "bisect: time",
+            "2log2+2",
+            "linear: compiles",
+            "linear: time",
         ),
     )
-    note = (
-        f"vmap of a per-item fn with a {D}x{D} float32 temporary; compile-only planning "
-        f"(XLA compiled memory analysis); compilations counted with jax.monitoring events; "
-        f"backend {jax.default_backend()}"
+    return table + (
+        f"\nvmap of a per-item fn with a {D}x{D} float32 temporary; compile-only planning "
+        f"(XLA compiled memory analysis); compilations counted with jax.monitoring events"
     )
-    return table + "\n" + note
+
+
+def bisection_costs() -> str:
+    def checked(x):
+        def validate(v):
+            if np.abs(v).max() > 100:
+                raise ValueError("corrupt item")
+
+        jax.debug.callback(validate, x)
+        return widen(x)
+
+    logging.getLogger("jax._src.debugging").setLevel(logging.CRITICAL)
+    rows = []
+    for batch, k in ((16, 1), (32, 1), (32, 2), (64, 2)):
+        xs = np.ones((2 * batch, D), np.float32) / D
+        bad = [1 + i * (2 * batch // k) for i in range(k)]  # one bad item in each of k batches
+        xs[bad] = 1e3
+        program = jax.jit(jax.vmap(checked))
+        calls = []
+
+        def counted(b, program=program, calls=calls):
+            calls.append(b.shape[0])
+            return program(b)
+
+        with batchlab.count_compiles() as c:
+            r = batchlab.run_batches(counted, xs, batch_size=batch, batched=True, progress=False)
+        assert r.failed_indices == bad, (r.failed_indices, bad)
+        model = 2 * k * math.log2(batch)
+        rows.append(
+            (
+                batch,
+                k,
+                len(xs),
+                len(calls),
+                f"{model:.0f}",
+                f"{len(calls) / model:.2f}",
+                c.count,
+                len(set(calls)),
+            )
+        )
+    table = text_table(
+        rows,
+        header=(
+            "B",
+            "k bad",
+            "items",
+            "runs",
+            "2k log2 B",
+            "runs / model",
+            "compiles",
+            "batch sizes",
+        ),
+    )
+    return table + (
+        "\nrun_batches with a jax.debug.callback check failing on k items, one per batch; runs "
+        "counted by wrapping the batched function (the first try of every batch included)"
+    )
+
+
+def main() -> str:
+    out = (
+        f"# max_batch_size -- jax {jax.__version__}, backend {jax.default_backend()}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n"
+        + search_costs()
+        + "\n\n"
+        + bisection_costs()
+    )
+    return out
 
 
 if __name__ == "__main__":

@@ -159,7 +159,9 @@ def layouts(rep: Report, data) -> None:
         "8 buckets": (jax.jit(bucket_pool), (arrays, table), buckets.restore),
         "packed": (jax.jit(bl.packed_mean_pool), (packed, table), np.asarray),
     }
-    rep.line(f"layouts: mean pooling of {len(subset)} functions ({subset.lengths.sum():,} tokens, 16 features)")
+    rep.line(
+        f"layouts: mean pooling of {len(subset)} functions ({subset.lengths.sum():,} tokens, 16 features)"
+    )
     medians = {}
     for name, (fn, args, finish) in runs.items():
         flops = fn.lower(*args).compile().cost_analysis()
@@ -167,16 +169,22 @@ def layouts(rep: Report, data) -> None:
         assert np.allclose(finish(fn(*args)), reference, rtol=1e-4, atol=1e-5), name
         med, lo, hi = _median_time(fn, *args)
         medians[name] = med
-        rep.line(f"  {name:10s} {flops / 1e6:6.2f} M flops  {med * 1e3:7.3f} ms ({lo * 1e3:.3f}..{hi * 1e3:.3f})  exact")
+        rep.line(
+            f"  {name:10s} {flops / 1e6:6.2f} M flops  {med * 1e3:7.3f} ms ({lo * 1e3:.3f}..{hi * 1e3:.3f})  exact"
+        )
     speedup = medians["pad to max"] / medians["packed"]
-    rep.line(f"  target packed >= 3x faster than pad-to-max: {'MET' if speedup >= 3 else 'NOT MET'} ({speedup:.1f}x)")
+    rep.line(
+        f"  target packed >= 3x faster than pad-to-max: {'MET' if speedup >= 3 else 'NOT MET'} ({speedup:.1f}x)"
+    )
 
 
 def epoch(rep: Report, data) -> None:
     lengths = data.lengths
     b8 = bl.optimal_boundaries(lengths, 8)
     pick = np.sort(np.random.default_rng(1).choice(len(data), 2048, replace=False))
-    subset = bl.Ragged.from_lengths(np.concatenate([data.ragged.item(i) for i in pick]), lengths[pick])
+    subset = bl.Ragged.from_lengths(
+        np.concatenate([data.ragged.item(i) for i in pick]), lengths[pick]
+    )
     table = jax.random.normal(jax.random.key(0), (len(data.vocab), 16))
     order = np.random.default_rng(2).permutation(len(subset))
 

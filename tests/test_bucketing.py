@@ -215,8 +215,16 @@ def test_bucket_batches_shuffles_batch_order():
         (dict(batch_size=2.5, n_buckets=2), TypeError, "`batch_size` must be a positive int"),
         (dict(batch_size=2), ValueError, "exactly one of `boundaries`"),
         (dict(n_buckets=2), ValueError, "exactly one of `batch_size`"),
-        (dict(batch_size=2, tokens_per_batch=8, n_buckets=2), ValueError, "exactly one of `batch_size`"),
-        (dict(tokens_per_batch=0, n_buckets=2), ValueError, "`tokens_per_batch` must be at least 1"),
+        (
+            dict(batch_size=2, tokens_per_batch=8, n_buckets=2),
+            ValueError,
+            "exactly one of `batch_size`",
+        ),
+        (
+            dict(tokens_per_batch=0, n_buckets=2),
+            ValueError,
+            "`tokens_per_batch` must be at least 1",
+        ),
         (dict(batch_size=2, boundaries=[1]), ValueError, "longest item has length 2"),
     ],
 )
@@ -239,8 +247,16 @@ def test_bucket_batches_token_budget():
     "answer, ok, hint",
     [
         ({"compiles": "same", "filler_rows": "fewer", "batches": "more"}, True, "one per bucket"),
-        ({"compiles": "more", "filler_rows": "fewer", "batches": "more"}, False, "What decides a compiled shape"),
-        ({"compiles": "same", "filler_rows": "more", "batches": "fewer"}, False, "ceil(items / batch_size)"),
+        (
+            {"compiles": "more", "filler_rows": "fewer", "batches": "more"},
+            False,
+            "What decides a compiled shape",
+        ),
+        (
+            {"compiles": "same", "filler_rows": "more", "batches": "fewer"},
+            False,
+            "ceil(items / batch_size)",
+        ),
         ("same", False, "Answer with a dict"),
     ],
 )

@@ -11,11 +11,13 @@ import pytest
 
 import batchlab
 from batchlab.budget import (
+    SCHEDULING_HOLDS,
     batched,
     compilation_target,
     default_budget,
     planned_bytes,
     plot_budget_curves,
+    scheduling_verdict,
     search,
 )
 from batchlab.live import DeviceMemory
@@ -225,7 +227,9 @@ def test_known_and_on_compile_types():
 
 
 def test_plot_marks_remainder_sizes_apart():
-    c = batchlab.max_batch_size(widen, ITEM, budget_bytes=256 * 1024, strategy="chunked", chunk_size=8)
+    c = batchlab.max_batch_size(
+        widen, ITEM, budget_bytes=256 * 1024, strategy="chunked", chunk_size=8
+    )
     fig = plot_budget_curves([c])
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert any("remainder planned apart" in label for label in labels)
@@ -257,8 +261,66 @@ def test_default_budget_is_limit_minus_in_use_not_pool():
 
 def test_room_and_free_in_pool():
     s = DeviceMemory(
-        device="fake", bytes_in_use=600, pool_bytes=1000, bytes_limit=4000, largest_free_block_bytes=100
+        device="fake",
+        bytes_in_use=600,
+        pool_bytes=1000,
+        bytes_limit=4000,
+        largest_free_block_bytes=100,
     )
     assert s.room_bytes == s.free_bytes == 3400
     assert s.free_in_pool_bytes == 400
     assert s.fragmentation == pytest.approx(0.75)  # measured inside the pool, where the blocks are
+
+
+# --- seed 000 #3 from a measurement; the real out-of-memory on CPU -----------------------------
+
+
+def _real_oom():
+    """XLA's own RESOURCE_EXHAUSTED: a 256 TiB output, beyond any address space."""
+    import time
+
+    x = jnp.ones(2**23, jnp.float32)
+    compiled = jax.jit(lambda x: jnp.outer(x, x)).lower(x).compile()
+    t0 = time.perf_counter()
+    try:
+        compiled(x).block_until_ready()
+    except jax.errors.JaxRuntimeError as e:
+        return e, time.perf_counter() - t0
+    return None, time.perf_counter() - t0
+
+
+def test_real_out_of_memory_is_raised_at_once_and_recognised():
+    from batchlab.runs import is_out_of_memory
+
+    err, seconds = _real_oom()
+    assert err is not None and "RESOURCE_EXHAUSTED" in str(err) and is_out_of_memory(err)
+    assert seconds < 5.0  # nothing waits for memory (measured ~1 ms; margin for a loaded CI)
+    verdict, number = scheduling_verdict(err, seconds)
+    assert verdict == SCHEDULING_HOLDS and "no wait for memory" in number
+
+
+def test_scheduling_verdict_follows_the_measurement():
+    assert scheduling_verdict(None, 0.01)[0].startswith("not measured")
+    slow = scheduling_verdict(jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: oom"), 3.0)
+    assert slow[0].startswith("not decided")
+    other = scheduling_verdict(ValueError("shape"), 0.01)
+    assert other[0].startswith("not decided") and "ValueError" in other[1]
+
+
+@pytest.mark.parametrize(
+    "exercise_id, right, wrong, hint",
+    [
+        ("budget.features_effect", 0.25, 2.0, "more memory per item"),
+        ("budget.features_effect", 0.25, 0.5, "Fewer items fit"),
+        ("faults.double_budget", 2.0, 1.0, "More than that fits"),
+        ("faults.double_budget", 2.0, 4.0, "Less than that fits"),
+    ],
+)
+def test_open_exercises_check_direction_and_order(exercise_id, right, wrong, hint):
+    from batchlab import exercises
+
+    measured = 0.25 if exercise_id == "budget.features_effect" else 2.07
+    assert exercises.check(exercise_id, right, measured_ratio=measured).ok
+    bad = exercises.check(exercise_id, wrong, measured_ratio=measured)
+    assert not bad.ok and hint in bad.message
+    assert "No answer yet" in exercises.check(exercise_id, ..., measured_ratio=measured).message

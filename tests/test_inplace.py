@@ -85,7 +85,7 @@ def test_errors():
         batchlab.donate(None, jnp.ones(3))
     with pytest.raises(TypeError, match=r"`args\[0\]` must be a jax.Array"):
         batchlab.donate(upd, [1.0, 2.0])
-    with pytest.raises(TypeError, match=r"`donate_argnums` must hold ints"):
+    with pytest.raises(TypeError, match=r"`donate_argnums` must (hold ints|be an int)"):
         batchlab.donate(upd, jnp.ones(3), donate_argnums="x")
     with pytest.raises(TypeError, match=r"JAX can only trace"):
         batchlab.compiled_update(upd, "x")

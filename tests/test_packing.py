@@ -60,7 +60,7 @@ def test_reductions_match_per_item_numpy(n, features, tail, maybe_jit):
         maybe_jit(packed_max)(p.values, p), _ref(seqs, lambda s: s.max(0), -np.inf, features)
     )
     sm = np.asarray(maybe_jit(packed_softmax)(p.values, p))
-    for s, item in zip(seqs, unpack(p._replace(values=sm))):
+    for s, item in zip(seqs, unpack(p._replace(values=sm)), strict=True):
         if len(s):
             e = np.exp(s - s.max(0))
             assert_close(item, (e / e.sum(0)).astype(np.float32))
@@ -144,7 +144,11 @@ def test_integer_values():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: pack([[1, 2], [3]], total_length=2), ValueError, r"hold 3 elements.*total_length >= 3"),
+        (
+            lambda: pack([[1, 2], [3]], total_length=2),
+            ValueError,
+            r"hold 3 elements.*total_length >= 3",
+        ),
         (lambda: pack([[1], [2]], max_items=1), ValueError, r"2 items but `max_items`=1"),
         (lambda: pack([[1]], total_length=2.0), TypeError, "`total_length` must be an int"),
         (lambda: pack([[1]], max_items=-1), ValueError, "`max_items` must be at least 0"),

@@ -107,7 +107,10 @@ def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
     if not isinstance(answer, (int, float, np.integer, np.floating)) or answer <= 0:
         return False, "Give a positive ratio: new largest batch / old largest batch."
     if answer >= 1:
-        return False, "A larger item needs more memory per item: can more items fit the same budget?"
+        return (
+            False,
+            "A larger item needs more memory per item: can more items fit the same budget?",
+        )
     if abs(np.log2(answer / measured_ratio)) <= 0.6:
         return True, (
             "Right order: each item's D x D temporary grows with D squared, and it dominates the "
@@ -135,7 +138,10 @@ def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
             "so twice the budget holds about twice the items, and the run finds that size itself."
         )
     if answer < measured_ratio:
-        return False, "More than that fits. How do planned bytes grow with the batch size (06's curve)?"
+        return (
+            False,
+            "More than that fits. How do planned bytes grow with the batch size (06's curve)?",
+        )
     return False, (
         "Less than that fits: part of the plan does not grow with the budget, and the batch is a "
         "whole number of items."

@@ -76,60 +76,64 @@ def padding_rows(answer: Any) -> tuple[bool, str]:
     return True, "Right: (-n) % d rows, at most d - 1, and the mask marks them False."
 
 
+
 DIRECTIONS = ("shrinks", "same", "grows")
 
 
-def _direction(new: float, old: float, tolerance: float = 0.1) -> str:
-    """``"grows"``, ``"same"`` or ``"shrinks"``: ``new`` against ``old``, within ``tolerance``.
+def _share_direction(new: float, old: float, margin: float = 0.1) -> str:
+    """``"grows"``, ``"same"`` or ``"shrinks"`` for a share in [0, 1], ``margin`` apart.
 
     Example:
-      >>> _direction(1.3, 1.9), _direction(1.95, 1.9), _direction(2.5, 1.9)
-      ('shrinks', 'same', 'grows')
+      >>> _share_direction(0.6, 0.0), _share_direction(0.05, 0.0), _share_direction(0.1, 0.7)
+      ('grows', 'same', 'shrinks')
     """
-    r = new / old
-    return "grows" if r > 1 + tolerance else "shrinks" if r < 1 - tolerance else "same"
+    d = new - old
+    return "grows" if d > margin else "shrinks" if d < -margin else "same"
 
 
 @exercise(
-    "loading.slow_loader",
-    "Make the loader three times slower than the compute (wait = 3 x compute per batch). "
-    "Against the loop that syncs every step, does the speed-up of the loop that does not sync, "
-    "and of prefetch (syncing every step), grow, stay the same or shrink? Answer "
-    "{'no_sync': ..., 'prefetch': ...} with 'grows', 'same' or 'shrinks', then say why.",
+    "loading.sync_less",
+    "Change the loop that reads the loss every step so that it reads it only every 4th step "
+    "(keep the other losses on the device; return all the losses as floats, in order). Does the "
+    "overlap share in its trace grow, stay the same or shrink? Answer "
+    "{'loop': your_function, 'overlap': 'grows' | 'same' | 'shrinks'}, then say why.",
 )
-def slow_loader(answer: Any, *, baseline: Any, measure_slow: Any) -> tuple[bool, str]:
-    """Measures the slow-loader setting (``measure_slow()``) against ``baseline`` (L = C).
+def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
+    """Traces ``answer['loop']()`` and compares its overlap share with ``reference`` (a Timeline).
 
     Example:
-      >>> from batchlab.prefetch_compare import PrefetchComparison
-      >>> at_c = PrefetchComparison(12, 2.0, 1.1, 1.1, 1.1, 2)      # L = C
-      >>> at_3c = PrefetchComparison(12, 4.0, 3.05, 3.05, 3.0, 2)   # L = 3C
-      >>> slow_loader({"no_sync": "shrinks", "prefetch": "shrinks"},
-      ...             baseline=at_c, measure_slow=lambda: at_3c)[0]
+      >>> import time, jax, jax.numpy as jnp
+      >>> from batchlab.timeline import timeline
+      >>> ref = timeline(jax.jit(lambda x: x + 1), jnp.ones(2), steps=2)
+      >>> sync_less({"loop": lambda: [1.0], "overlap": "same"}, reference=ref, losses=[1.0])[0]
       True
-      >>> slow_loader({"no_sync": "grows", "prefetch": "shrinks"},
-      ...             baseline=at_c, measure_slow=lambda: at_3c)[1][:18]
-      'Not yet (no_sync).'
+      >>> sync_less({"loop": lambda: [2.0], "overlap": "same"}, reference=ref, losses=[1.0])[1][:9]
+      'Your loop'
     """
-    if not isinstance(answer, dict) or not {"no_sync", "prefetch"} <= set(answer):
-        return False, "Answer with a dict {'no_sync': ..., 'prefetch': ...}."
-    bad = [k for k in ("no_sync", "prefetch") if answer[k] not in DIRECTIONS]
-    if bad:
-        return False, f"Each value must be one of {DIRECTIONS}; check {bad}."
-    slow = measure_slow()
-    truth = {
-        "no_sync": _direction(slow.async_speedup, baseline.async_speedup),
-        "prefetch": _direction(slow.speedup_when_syncing, baseline.speedup_when_syncing),
-    }
-    wrong = [k for k in truth if answer[k] != truth[k]]
-    if wrong:
+    from ..timeline_capture import trace
+
+    if not isinstance(answer, dict) or not {"loop", "overlap"} <= set(answer):
+        return False, "Answer with a dict {'loop': your_function, 'overlap': 'grows'/'same'/'shrinks'}."
+    if not callable(answer["loop"]):
+        return False, "answer['loop'] must be the function itself (no parentheses): it is called here."
+    if answer["overlap"] not in DIRECTIONS:
+        return False, f"answer['overlap'] must be one of {DIRECTIONS}, got {answer['overlap']!r}."
+    with trace(label="your loop") as t:
+        got = answer["loop"]()
+    want = [float(x) for x in losses]
+    if len(got) != len(want) or not np.allclose([float(x) for x in got], want, rtol=1e-4):
         return False, (
-            f"Not yet ({', '.join(wrong)}). Write the time of n batches for each loop with "
-            "L = 3C: the loop that waits pays n(L + C), the overlapped loops about n max(L, C). "
-            "Which of L and C sets the pace now, and how much of it can overlap hide?"
+            f"Your loop returned {len(got)} losses; the loop that syncs every step returns "
+            f"{len(want)}, and they should be the same numbers in the same order."
+        )
+    truth = _share_direction(t.result.overlap_share, reference.overlap_share)
+    if answer["overlap"] != truth:
+        return False, (
+            "Not yet. Look at the two timelines: while the main thread waits for a loss "
+            "(grey), can the next 'load batch' span run? And between two waits?"
         )
     # the praise names no direction and no number: stored outputs must not give it away
     return True, (
-        "Right, as measured in this run. Now say why from n(L + C) against n max(L, C): "
-        "overlap can hide at most the shorter of the two."
+        "Right, as traced in this run. Now say why, in terms of what the main thread does "
+        "while the device computes."
     )

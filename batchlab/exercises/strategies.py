@@ -62,3 +62,47 @@ def chunk_count(answer: Any) -> tuple[bool, str]:
     if answer == 15:
         return False, "15 full chunks cover 960 items: what happens to the rest?"
     return False, "Divide 1000 by 64: full chunks, then one more call for the remainder, if any."
+
+
+def _host_dispatches(items: int, chunk: int) -> int:
+    chunks = -(-items // chunk)
+    return 1 if chunks == 1 else chunks + 2  # a split, one step per chunk, a concatenation
+
+
+@exercise(
+    "strategies.host_chunk_size",
+    "Run strategy='host' on the MLP with a small and a large chunk; give (time ratio, temp ratio, "
+    "dispatch ratio), small chunk over large chunk, and explain each.",
+)
+def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tuple[bool, str]:
+    """
+    Example:
+      >>> host_chunk_size((9.0, 0.23, 66 / 4), items=512, chunks=(8, 256))[0]
+      True
+      >>> host_chunk_size((9.0, 0.23, 64 / 2), items=512, chunks=(8, 256))[1][:22]
+      'Count the dispatches a'
+    """
+    try:
+        time_ratio, temp_ratio, dispatch_ratio = (float(v) for v in answer)
+    except (TypeError, ValueError):
+        return False, "Give three numbers: (time ratio, temp ratio, dispatch ratio), small chunk over large."
+    small, large = chunks
+    expected = _host_dispatches(items, small) / _host_dispatches(items, large)
+    if abs(dispatch_ratio - expected) > 0.01 * expected:
+        return False, (
+            "Count the dispatches again: besides one step per chunk, the host loop makes one more call "
+            "before the steps and one after them. Use the `dispatches` column of bl.compare."
+        )
+    if not temp_ratio < 1:
+        return False, "Smaller chunks hold fewer intermediates at a time: did you divide small by large?"
+    if not time_ratio > 1:
+        return False, (
+            "On this MLP the small chunks should take longer: what does each dispatch cost next to the "
+            "work of 8 items? Measure again, small chunk over large chunk."
+        )
+    return True, (
+        f"Right: {dispatch_ratio:.1f}x the dispatches, each paying a fixed overhead larger than the work "
+        f"of a small chunk, so the run is slower; the step's temp shrinks with the chunk, but the "
+        f"whole call's temp ({temp_ratio:.2f}x, not {small / large:.2f}x) also holds a copy of the "
+        f"inputs and the chunk outputs, which do not shrink."
+    )

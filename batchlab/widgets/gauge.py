@@ -37,6 +37,11 @@ class GaugeReading:
     note: str
 
     @property
+    def planned_bytes(self) -> int | None:
+        """The planned bytes shown (``planned_peak_bytes`` is the field's old name)."""
+        return self.planned_peak_bytes
+
+    @property
     def live(self) -> bool:
         """True when the device's allocator reported live figures (GPU/TPU)."""
         return self.in_use_bytes is not None
@@ -133,7 +138,7 @@ class MemoryGauge:
     def read(self) -> GaugeReading:
         """Reads the figures now, shows them in the widget (if built) and returns them."""
         stats = device_memory(self.device)
-        planned = None if self.estimate is None else self.estimate.peak_bytes
+        planned = None if self.estimate is None else self.estimate.planned_bytes
         live = live_memory().live_array_bytes
         if stats is not None:
             reading = GaugeReading(

@@ -30,7 +30,6 @@ from ..padding_report import (
 )
 from .explorer import Explorer
 
-
 # ------------------------------------------------------------ padding (04)
 PAD_STRATEGIES = ("max", "multiple", "fixed", "pack")
 PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "pack": "tab:green"}
@@ -177,8 +176,14 @@ def _draw_padding(ex: PaddingExplorer):
         flat = np.repeat(np.arange(len(shown)) % 2, shown)
         grid = np.full(-(-len(flat) // width) * width, -1.0)
         grid[: len(flat)] = 0.55 + 0.45 * flat
-        ax_m.imshow(grid.reshape(-1, width), aspect="auto", cmap="Blues", interpolation="nearest",
-                    vmin=-0.3, vmax=1)
+        ax_m.imshow(
+            grid.reshape(-1, width),
+            aspect="auto",
+            cmap="Blues",
+            interpolation="nearest",
+            vmin=-0.3,
+            vmax=1,
+        )
         ax_m.set_title("packed: items back to back (shades alternate), no pads")
         ax_m.set_ylabel(f"row of {width} positions")
     else:
@@ -205,10 +210,25 @@ def _draw_padding(ex: PaddingExplorer):
         med = np.array([q.measurement.median for q in pts]) * 1e3
         lo = med - np.array([q.measurement.min for q in pts]) * 1e3
         hi = np.array([q.measurement.max for q in pts]) * 1e3 - med
-        ax_t.errorbar(x, med, yerr=[lo, hi], fmt="o-", color=PAD_COLORS[strategy], capsize=3,
-                      label=f"{strategy} (median, bar = min..max)")
-    ax_t.plot([p.padded_elements], [p.measurement.median * 1e3], "o", ms=14, mfc="none",
-              mec="black", mew=2, label="current setting")
+        ax_t.errorbar(
+            x,
+            med,
+            yerr=[lo, hi],
+            fmt="o-",
+            color=PAD_COLORS[strategy],
+            capsize=3,
+            label=f"{strategy} (median, bar = min..max)",
+        )
+    ax_t.plot(
+        [p.padded_elements],
+        [p.measurement.median * 1e3],
+        "o",
+        ms=14,
+        mfc="none",
+        mec="black",
+        mew=2,
+        label="current setting",
+    )
     ax_t.set_xscale("log")
     ax_t.set_yscale("log")
     _count_ticks(ax_t.xaxis)
@@ -348,8 +368,11 @@ def _draw_buckets(ex: BucketExplorer):
     for k in range(len(p.boundaries)):
         ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
     handles, _ = ax_h.get_legend_handles_labels()
-    ax_h.legend(handles=[*handles, Patch(color=color, alpha=0.3, label=f"{p.strategy} buckets")],
-                fontsize=9, loc="upper right")
+    ax_h.legend(
+        handles=[*handles, Patch(color=color, alpha=0.3, label=f"{p.strategy} buckets")],
+        fontsize=9,
+        loc="upper right",
+    )
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {p.compiles} compiles", fontsize=11)
     for strategy in BUCKET_STRATEGIES:
         pts = sorted((q for q in ex.measured if q.strategy == strategy), key=lambda q: q.n_buckets)
@@ -360,12 +383,33 @@ def _draw_buckets(ex: BucketExplorer):
         med = np.array([q.measurement.median for q in pts]) * 1e3
         lo_err = med - np.array([q.measurement.min for q in pts]) * 1e3
         hi_err = np.array([q.measurement.max for q in pts]) * 1e3 - med
-        ax_t.errorbar(k, med, yerr=[lo_err, hi_err], fmt="o-", color=c, capsize=3,
-                      label=f"{strategy}: run, all buckets (median, min..max)")
-        ax_t.plot(k, [q.compile_seconds * 1e3 for q in pts], "s--", color=c, alpha=0.6,
-                  label=f"{strategy}: compile, all buckets")
-    ax_t.plot([p.n_buckets], [p.measurement.median * 1e3], "o", ms=14, mfc="none", mec="black",
-              mew=2, label="current setting")
+        ax_t.errorbar(
+            k,
+            med,
+            yerr=[lo_err, hi_err],
+            fmt="o-",
+            color=c,
+            capsize=3,
+            label=f"{strategy}: run, all buckets (median, min..max)",
+        )
+        ax_t.plot(
+            k,
+            [q.compile_seconds * 1e3 for q in pts],
+            "s--",
+            color=c,
+            alpha=0.6,
+            label=f"{strategy}: compile, all buckets",
+        )
+    ax_t.plot(
+        [p.n_buckets],
+        [p.measurement.median * 1e3],
+        "o",
+        ms=14,
+        mfc="none",
+        mec="black",
+        mew=2,
+        label="current setting",
+    )
     ax_t.set_xscale("log", base=2)
     ax_t.set_xticks(ex.bucket_counts, [str(k) for k in ex.bucket_counts])
     ax_t.set_xlabel("buckets (= compilations; log scale)")
@@ -373,7 +417,7 @@ def _draw_buckets(ex: BucketExplorer):
     ax_t.set_yscale("log")
     ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
-    ax_t.legend(fontsize=8, loc="best")
+    ax_t.legend(fontsize=8, loc="lower left")
     return fig
 
 

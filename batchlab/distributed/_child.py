@@ -1,4 +1,4 @@
-"""The child side of :func:`batchlab.distributed.launch` (run with ``python -m``).
+"""The child side of :func:`batchlab.distributed.launch` (``python -m batchlab.distributed._child``).
 
 ``call PAYLOAD RESULT``: initialize, load the cloudpickled ``(job, args)``,
 call it and write its pickled return value to ``RESULT``.

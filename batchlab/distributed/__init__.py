@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._format import format_seconds
+from .._format import format_seconds
 
 ENV_COORDINATOR = "BATCHLAB_COORDINATOR"
 ENV_NUM_PROCESSES = "BATCHLAB_NUM_PROCESSES"
@@ -135,7 +135,8 @@ class Launch:
         state = "ok" if self.ok else ("timed out" if self.timed_out else "FAILED")
         codes = ", ".join(f"{p.process_id}: {p.stopped or p.returncode}" for p in self.processes)
         return (
-            f"Launch({len(self.processes)} processes x {self.devices_per_process} CPU devices on "
+            f"Launch({len(self.processes)} process{'es' * (len(self.processes) != 1)} x "
+            f"{self.devices_per_process} CPU devices on "
             f"{LOOPBACK}, {state} in {format_seconds(self.seconds)}; exit codes {{{codes}}})"
         )
 
@@ -163,7 +164,7 @@ def _child_env(
         }
     )
     # the launcher's own package must be importable in the children (also from a notebook)
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parent.parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
     return env
 
@@ -275,10 +276,10 @@ def launch(
                 err = (tmp_path / f"{i}.err").open("wb")
                 outs.append((out, err))
                 if callable(job):
-                    cmd = [sys.executable, "-m", "batchlab._distributed_child", "call"]
+                    cmd = [sys.executable, "-m", "batchlab.distributed._child", "call"]
                     cmd += [str(payload), str(tmp_path / f"{i}.result")]
                 else:
-                    cmd = [sys.executable, "-m", "batchlab._distributed_child", "script"]
+                    cmd = [sys.executable, "-m", "batchlab.distributed._child", "script"]
                     cmd += [str(Path(job).resolve()), *map(str, args)]
                 procs.append(
                     subprocess.Popen(
@@ -388,7 +389,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if run.timed_out:
         return 124
     return next((p.returncode or 1 for p in run.processes if not p.ok), 0)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
