@@ -99,12 +99,12 @@ def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) ->
         )
     values = list(values)
     if not values and not allow_empty:
-        raise ValueError(f"`{name}` is empty; give at least one positive int, e.g. [1, 2, 4].")
+        raise ValueError(f"`{name}` is empty; give a non-empty list of positive ints, e.g. [1, 2, 4].")
     for v in values:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
             raise TypeError(f"`{name}` must hold ints, got {type(v).__name__} {v!r} in {name}={values!r:.60}.")
         if v < 1:
-            raise ValueError(f"`{name}` must hold ints >= 1, got {v} in {name}={values!r:.60}.")
+            raise ValueError(f"`{name}` must hold positive ints (>= 1), got {v} in {name}={values!r:.60}.")
     return [int(v) for v in values]
 
 

@@ -9,12 +9,12 @@ transfer (per batch / per item), with or without a wait for every step
 machine can do at best: a memcpy (``np.copyto``) and a sequential file read, on
 more bytes than the last-level cache holds (so the figure is RAM and page
 cache bandwidth, not cache bandwidth; the label says which). Every figure
-is wall clock (``time.perf_counter``), median of passes.
+is wall clock (``time.perf_counter``), the best of several passes (as ``timeit``
+advises: other processes only ever add time, so the minimum is the least disturbed).
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -39,14 +39,21 @@ def format_rate(bytes_per_s: float) -> str:
 
 @dataclass(frozen=True)
 class Throughput:
-    """One way of loading, measured: items and bytes per second (median of ``runs`` passes)."""
+    """One way of loading, measured: items and bytes per second (best of ``runs`` passes)."""
 
     label: str
     items: int
     bytes: int
     seconds: float
     runs: int
-    source: str = "wall clock (time.perf_counter) around a full pass, median of passes"
+    source: str = "wall clock (time.perf_counter) around a full pass, best of passes"
+    slowest: float | None = None  # the slowest pass, for the spread a plot draws
+
+    @property
+    def slowest_bytes_per_s(self) -> float:
+        """bytes/s of the slowest pass (the low end of the spread)."""
+        s = self.slowest if self.slowest else self.seconds
+        return self.bytes / s if s > 0 else float("inf")
 
     @property
     def items_per_s(self) -> float:
@@ -63,13 +70,14 @@ class Throughput:
         )
 
 
-def _time_passes(run_once, repeat: int) -> float:
+def _time_passes(run_once, repeat: int) -> tuple[float, float]:
+    """(best, slowest) wall-clock seconds of ``repeat`` passes."""
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         run_once()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return min(times), max(times)
 
 
 def measure_loading(
@@ -96,7 +104,7 @@ def measure_loading(
         that reads the loss each step must. ``False`` (the loop to write): wait
         once, for the last result; JAX's asynchronous dispatch lets the next
         load run while the device computes.
-      repeat: number of passes; the median is kept.
+      repeat: number of passes; the best (shortest) is kept.
 
     Returns:
       A :class:`Throughput`.
@@ -137,9 +145,8 @@ def measure_loading(
     label = f"{method}, {order}, transfer per {transfer}, batch {batch_size}"
     label += f", prefetch {prefetch}" if prefetch else ""
     label += ", sync every step" if sync and step is not None else ""
-    return Throughput(
-        label, dataset.n_items, dataset.total_bytes, _time_passes(run_once, repeat), repeat
-    )
+    best, slowest = _time_passes(run_once, repeat)
+    return Throughput(label, dataset.n_items, dataset.total_bytes, best, repeat, slowest=slowest)
 
 
 def last_level_cache_bytes() -> int | None:
@@ -162,7 +169,7 @@ def last_level_cache_bytes() -> int | None:
 
 @dataclass(frozen=True)
 class Ceiling:
-    """What this machine does at best with bytes, measured once per run (median of passes)."""
+    """What this machine does at best with bytes, measured once per run (best of passes)."""
 
     memcpy: Throughput
     file_read: Throughput
@@ -183,7 +190,7 @@ class Ceiling:
     def _repr_html_(self) -> str:
         rows = [(t.label, format_rate(t.bytes_per_s)) for t in (self.memcpy, self.file_read)]
         return html_table(
-            rows, header=("ceiling", "bytes/s"), caption="Ceiling (wall clock, median of passes)"
+            rows, header=("ceiling", "bytes/s"), caption="Ceiling (wall clock, best of passes)"
         )
 
 
@@ -222,8 +229,8 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None 
                 pass
 
     try:
-        copy = _time_passes(lambda: np.copyto(dest, data), repeat)
-        read = _time_passes(read_file, repeat)
+        copy, _ = _time_passes(lambda: np.copyto(dest, data), repeat)
+        read, _ = _time_passes(read_file, repeat)
     finally:
         path.unlink(missing_ok=True)
     where = (

@@ -22,9 +22,9 @@ The figures, all from the trace (seconds within the traced code):
 * **dispatches** -- ``PjitFunction`` calls (one per jitted call or eager
   op), per item when ``items`` is given.
 
-The trace files stay where they were written (a temporary folder unless
-``log_dir`` is given); ``t.result.trace_path`` opens in Perfetto
-(ui.perfetto.dev) and the folder in XProf/TensorBoard.
+The trace files stay where they were written: a temporary folder (removed
+when Python exits) unless ``log_dir`` names one; ``t.result.trace_path``
+opens in Perfetto (ui.perfetto.dev) and the folder in XProf/TensorBoard.
 """
 
 from __future__ import annotations

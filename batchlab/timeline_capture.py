@@ -9,7 +9,9 @@ annotation (time zero of the result), stop the trace and parse the
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,13 +24,22 @@ from ._checks import check_callable, check_positive_int
 from .timeline import Timeline, build_timeline
 from .timeline_parse import WRAPPER, find_trace_file
 
+_TEMPORARY: list[str] = []  # folders the kit made; removed when Python exits
+
+
+@atexit.register
+def _remove_temporary_folders() -> None:
+    for folder in _TEMPORARY:
+        shutil.rmtree(folder, ignore_errors=True)
+
 
 class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.profiler.trace
     """Captures a profiler trace of the code inside; ``t.result`` is its :class:`Timeline`.
 
     Args:
       items: how many items the traced code processes (for dispatches per item).
-      log_dir: where JAX writes the trace (``None``: a new temporary folder).
+      log_dir: where JAX writes the trace (``None``: a new temporary folder, removed when
+        Python exits; name a folder to keep the trace for Perfetto or XProf).
       label: a name shown in the plot and table.
       python_tracer: also record every Python function call (many more events;
         off by default so the lanes show JAX's own spans and your annotations).
@@ -65,7 +76,11 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
         self.result: Timeline | None = None
 
     def __enter__(self) -> trace:
-        self._dir = str(self.log_dir or tempfile.mkdtemp(prefix="batchlab-trace-"))
+        if self.log_dir is None:
+            self._dir = tempfile.mkdtemp(prefix="batchlab-trace-")
+            _TEMPORARY.append(self._dir)
+        else:
+            self._dir = str(self.log_dir)
         options = jax.profiler.ProfileOptions()
         options.python_tracer_level = 1 if self.python_tracer else 0
         self._t0 = time.perf_counter()

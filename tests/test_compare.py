@@ -30,7 +30,7 @@ def manual_mlp(xs, w1, w2):
 def test_every_strategy_measured_and_agrees(inputs):
     c = compare(mlp, *inputs, in_axes=(0, None, None), manual=manual_mlp, batch_size=4, repeat=3)
     assert isinstance(c, Comparison)
-    assert c.strategies == ["loop", "vmap", "map", "chunked", "manual"]
+    assert c.strategies == ["loop", "vmap", "map", "chunked", "host", "manual"]
     for r in c.results:
         assert r.measurement is not None, r.error
         assert r.agrees is True
@@ -41,8 +41,15 @@ def test_every_strategy_measured_and_agrees(inputs):
     assert c.get("chunked").temp_bytes < c.get("vmap").temp_bytes / 4
     assert c.get("map").temp_bytes < c.get("vmap").temp_bytes
     assert c.get("chunked").label == "chunked (chunk 4)"
+    assert c.get("loop").label == "loop (eager)"
+    # dispatches: one program for the in-program strategies; per item / per chunk from Python
+    assert [c.get(s).dispatches for s in ("vmap", "map", "chunked", "manual")] == [1, 1, 1, 1]
+    assert c.get("loop").dispatches == 32 * 2 + 1  # a slice and a step per item, one stack
+    assert c.get("host").dispatches == 1 + 8 + 1  # one split, 8 chunks of 4, one concatenation
+    # host: one chunk's temp + its input copy and chunk outputs, still well under vmap's
+    assert c.get("host").temp_bytes < c.get("vmap").temp_bytes / 2
     text = repr(c)
-    assert "agrees with vmap: yes" in text and "items/s" in text
+    assert "agrees with vmap: yes" in text and "items/s" in text and "dispatch(es)" in text
     assert "<table" in c._repr_html_()
     assert c.plot().axes
 
@@ -67,9 +74,9 @@ def test_sweep_over_batch_sizes(inputs):
 
 def test_loop_limit_skips_instead_of_compiling_forever(inputs):
     c = compare(
-        mlp, *inputs, in_axes=(0, None, None), strategies=("loop", "vmap"), loop_limit=16, repeat=3
+        mlp, *inputs, in_axes=(0, None, None), strategies=("unrolled", "vmap"), loop_limit=16, repeat=3
     )
-    loop = c.get("loop")
+    loop = c.get("unrolled")
     assert loop.measurement is None and "unrolls" in loop.error and loop.run_seconds is None
     assert "skipped" in repr(c)
 
@@ -120,3 +127,21 @@ def test_strategy_explorer_errors(inputs):
         StrategyExplorer(mlp, *inputs, batch_sizes=[])
     with pytest.raises(ValueError, match="`chunk` must be at least 1"):
         StrategyExplorer(mlp, *inputs, batch_sizes=[8], chunk=0)
+
+
+def test_eager_loop_is_timed_as_it_runs_and_unrolled_under_jit(inputs):
+    c = compare(mlp, *inputs, in_axes=(0, None, None), strategies=("loop", "unrolled"), batch_sizes=[8], repeat=3)
+    eager, unrolled = c.get("loop"), c.get("unrolled")
+    assert eager.agrees and unrolled.agrees
+    assert unrolled.dispatches == 1 and eager.dispatches == 8 * 2 + 1
+    assert unrolled.label == "loop unrolled under jit"
+    # the eager loop's plan is one item's program plus the item outputs held for the stack
+    item_temp = bl_memory(mlp, inputs[0][0], inputs[1], inputs[2]).temp_bytes
+    assert eager.temp_bytes == item_temp + 8 * 8 * 4
+    assert "first call minus the steady median" in eager.measurement.notes[0]
+
+
+def bl_memory(*args):
+    from batchlab import memory_estimate
+
+    return memory_estimate(*args)

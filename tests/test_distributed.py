@@ -8,6 +8,7 @@ zombie of a parent that is itself gone).
 
 from __future__ import annotations
 
+import ipaddress
 import signal
 import subprocess
 import sys
@@ -37,6 +38,12 @@ def weights() -> np.ndarray:
 
 def model(batch, w):
     return jnp.tanh(batch @ w)
+
+
+def loopback(ip: str) -> bool:
+    """127.0.0.1, ::1 or the IPv4-mapped ::ffff:127.0.0.1."""
+    address = ipaddress.ip_address(ip)
+    return (getattr(address, "ipv4_mapped", None) or address).is_loopback
 
 
 def assert_gone(pids: list[int]) -> None:
@@ -90,8 +97,17 @@ def sharded_job(rows, features):
     except ValueError as e:
         errors["mesh"] = str(e)
     scaling = measure_scaling(lambda b, w: jnp.tanh(b @ w), mine, [2, 8], params=(w,), repeat=1)
+    import psutil
+
+    listening = {
+        (c.laddr.ip, c.laddr.port)
+        for c in psutil.Process().net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    }
     return dict(
         pid=os.getpid(),
+        listening=sorted(listening),
+        coordinator=os.environ["BATCHLAB_COORDINATOR"],
         processes=jax.process_count(),
         devices=jax.device_count(),
         local=jax.local_device_count(),
@@ -125,6 +141,12 @@ def test_two_processes_equal_one():
         assert "multiple of 2" in v["errors"]["count"]
         assert "different shapes or dtypes" in v["errors"]["layout"]
         assert "equal, contiguous block" in v["errors"]["mesh"]
+        # nothing listens on every interface (JAX's coordinator default is "[::]:port");
+        # the coordinator (process 0) listens on 127.0.0.1 only
+        assert not any(ip in ("0.0.0.0", "::") for ip, _ in v["listening"]), v["listening"]
+        port = int(v["coordinator"].rsplit(":", 1)[1])
+        on_port = [loopback(ip) for ip, p in v["listening"] if p == port]
+        assert on_port == ([True] if me == 0 else []), v["listening"]
     assert_gone([v["pid"] for v in run.values])
 
 

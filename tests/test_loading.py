@@ -225,3 +225,48 @@ def test_exercises_accept_solutions_and_hint_otherwise():
     assert not dropped and "remainder" in dropped.message
     assert exercises.check("loading.padding_rows", lambda n, d: -n % d)
     assert not exercises.check("loading.padding_rows", lambda n, d: d - n % d)
+
+
+def test_explorer_takes_the_runs_one_ceiling(dataset):
+    from batchlab.widgets import LoadingExplorer
+
+    c = measure_ceiling(dataset, repeat=1, min_bytes=1024)
+    ex = LoadingExplorer(dataset, [4], repeat=1, ceiling=c)
+    assert ex.ceiling is c and ex.update(sync=True).items == dataset.n_items
+    assert ex.plot() is not None
+    with pytest.raises(TypeError, match="`ceiling` must be a Ceiling"):
+        LoadingExplorer(dataset, [4], repeat=1, ceiling=2.5)
+
+
+def test_sync_less_exercise_traces_the_learners_loop():
+    import jax
+    import jax.numpy as jnp
+
+    from batchlab import timeline
+
+    ref = timeline(jax.jit(lambda x: x + 1), jnp.ones(2), steps=2)  # no host work: share 0
+    same = exercises.check(
+        "loading.sync_less",
+        {"loop": lambda: [1.0, 2.0], "overlap": "same"},
+        reference=ref,
+        losses=[1.0, 2.0],
+    )
+    assert same, same.message
+    grows = exercises.check(
+        "loading.sync_less",
+        {"loop": lambda: [1.0, 2.0], "overlap": "grows"},
+        reference=ref,
+        losses=[1.0, 2.0],
+    )
+    assert not grows and "Not yet" in grows.message
+    wrong = exercises.check(
+        "loading.sync_less",
+        {"loop": lambda: [1.0], "overlap": "same"},
+        reference=ref,
+        losses=[1.0, 2.0],
+    )
+    assert not wrong and "returned 1 losses" in wrong.message
+    not_fn = exercises.check(
+        "loading.sync_less", {"loop": [1.0], "overlap": "same"}, reference=ref, losses=[1.0]
+    )
+    assert not not_fn and "must be the function itself" in not_fn.message

@@ -183,3 +183,21 @@ def test_long_item_exercise(answer, ok, hint):
     r = exercises.check("ragged.long_item", answer, lengths=[5, 10, 20], extra=200)
     assert r.ok is ok and hint in r.message
     assert "13.3" not in r.message and "6.7" not in r.message  # hints never give the number
+
+
+def test_padding_explorer_pack_strategy_and_bad_strategy():
+    from batchlab import Ragged
+    from batchlab.widgets import PaddingExplorer
+
+    data = Ragged.from_lengths(np.arange(30) % 7, [1, 4, 0, 25])
+    ex = PaddingExplorer(data, vocab=7, features=3, sizes=(4, 8), repeat=3)
+    packed = ex.update(strategy="pack")
+    padded = ex.update(strategy="max")
+    assert packed.correct == padded.correct == 1.0
+    assert packed.padded_elements == 30 < padded.padded_elements == 4 * 25
+    assert packed.flops < padded.flops
+    with pytest.raises(
+        ValueError, match=r"`strategy` must be one of \['max', 'multiple', 'fixed', 'pack'\]"
+    ):
+        ex.update(strategy="nope")
+    assert ex.figure() is not None

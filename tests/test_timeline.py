@@ -347,3 +347,29 @@ def test_bad_files(tmp_path):
     bad.write_text('"not a trace"')
     with pytest.raises(ValueError, match="is not a Chrome/Perfetto trace"):
         read_events(bad)
+
+
+def test_plot_timelines_shares_one_time_axis():
+    from batchlab import plot_timelines
+
+    f = jax.jit(lambda x: x * 2)
+    short = timeline(f, jnp.ones(3), steps=1, label="short")
+    long = timeline(f, jnp.ones(3), steps=6, label="long")
+    fig = plot_timelines([short, long])
+    assert len(fig.axes) == 2 and fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
+    assert fig.axes[0].get_title(loc="left").startswith("short:")
+    with pytest.raises(ValueError, match="`timelines` is empty"):
+        plot_timelines([])
+
+
+def test_temporary_trace_folders_are_removed_at_exit(tmp_path):
+    from batchlab import timeline_capture
+
+    with trace() as t:
+        jnp.ones(2).block_until_ready()
+    folder = t.result.trace_path.split("/plugins/")[0]
+    assert folder in timeline_capture._TEMPORARY  # the kit made it: removed at exit
+    with trace(log_dir=tmp_path) as named:
+        jnp.ones(2).block_until_ready()
+    assert str(tmp_path) not in timeline_capture._TEMPORARY  # a named folder is the user's
+    assert named.result.trace_path.startswith(str(tmp_path))

@@ -81,6 +81,8 @@ def initialize(**kwargs: Any) -> None:
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(
         coordinator_address=os.environ[ENV_COORDINATOR],
+        # JAX's default binds the coordinator to every interface ("[::]:port"): loopback only
+        coordinator_bind_address=os.environ[ENV_COORDINATOR],
         num_processes=int(os.environ[ENV_NUM_PROCESSES]),
         process_id=int(os.environ[ENV_PROCESS_ID]),
         **kwargs,

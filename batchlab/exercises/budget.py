@@ -47,7 +47,7 @@ def _largest_batch(
             )
             return False, (
                 f"For a budget of {budget} bytes your answer {got} is {direction}. Compare "
-                f"max(peak_bytes, argument + output + temp - alias) with the budget."
+                f"the planned bytes (MemoryEstimate.planned_bytes) with the budget."
             )
     return (
         True,

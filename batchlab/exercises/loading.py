@@ -76,7 +76,6 @@ def padding_rows(answer: Any) -> tuple[bool, str]:
     return True, "Right: (-n) % d rows, at most d - 1, and the mask marks them False."
 
 
-
 DIRECTIONS = ("shrinks", "same", "grows")
 
 
@@ -113,9 +112,15 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
     from ..timeline_capture import trace
 
     if not isinstance(answer, dict) or not {"loop", "overlap"} <= set(answer):
-        return False, "Answer with a dict {'loop': your_function, 'overlap': 'grows'/'same'/'shrinks'}."
+        return (
+            False,
+            "Answer with a dict {'loop': your_function, 'overlap': 'grows'/'same'/'shrinks'}.",
+        )
     if not callable(answer["loop"]):
-        return False, "answer['loop'] must be the function itself (no parentheses): it is called here."
+        return (
+            False,
+            "answer['loop'] must be the function itself (no parentheses): it is called here.",
+        )
     if answer["overlap"] not in DIRECTIONS:
         return False, f"answer['overlap'] must be one of {DIRECTIONS}, got {answer['overlap']!r}."
     with trace(label="your loop") as t:

@@ -44,17 +44,27 @@ def plot_throughput(
     labels = list(results)
     fig, ax = _new_figure(1, width=10, height=2.6 + 0.45 * max(len(labels), 1))
     values = [results[k].bytes_per_s for k in labels]
+    low = [results[k].slowest_bytes_per_s for k in labels]
     colors = ["tab:red" if k == current else "tab:blue" for k in labels]
     ax.barh(range(len(labels)), values, color=colors)
+    ax.errorbar(
+        values,
+        range(len(labels)),
+        xerr=[[v - lo for v, lo in zip(values, low, strict=True)], [0] * len(labels)],
+        fmt="none",
+        ecolor="black",
+        capsize=4,
+        label="spread: slowest to best pass",
+    )
     ax.set_yticks(range(len(labels)), labels, fontsize=10)
     ax.invert_yaxis()
     top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
     for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
         ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"ceiling: {t.label}")
     ax.set_xscale("log")
-    ax.set_xlim(min([*values, top]) / 3, top * 3)
+    ax.set_xlim(min([*low, top]) / 3, top * 3)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
-    ax.set_xlabel("throughput, bytes/s (wall clock, median of passes)")
+    ax.set_xlabel("throughput, bytes/s (log scale; wall clock, bar: best pass)")
     ax.legend(
         loc="upper center",
         bbox_to_anchor=(0.5, -0.32 if len(labels) < 4 else -0.2),
@@ -63,7 +73,15 @@ def plot_throughput(
         frameon=False,
     )
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title("loading throughput against this machine's ceiling (red: current setting)")
+    import os
+
+    import jax
+
+    ax.set_title(
+        "loading throughput against this machine's ceiling (red: current setting)\n"
+        f"{jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}",
+        fontsize=12,
+    )
     return fig
 
 
@@ -76,7 +94,7 @@ class LoadingExplorer(Explorer):
       step: computation run on every batch (``None``: load only); with a
         step, ``prefetch=True`` overlaps loading with it, and ``sync=True``
         waits for every step (without it, asynchronous dispatch overlaps too).
-      repeat: passes per setting (median kept).
+      repeat: passes per setting (the best is kept).
       ceiling: the run's one :class:`batchlab.loading_speed.Ceiling` (``None``: measured
         here); pass the notebook's so that text and plot quote the same number.
 
