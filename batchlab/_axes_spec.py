@@ -137,7 +137,12 @@ def _ragged_list(arg: Any, name: str, axis: Any) -> None:
     Only a real mismatch raises: items that agree along the mapped axis (or a
     per-item spec such as ``(0, None)``) are an ordinary pytree, as in vmap.
     """
-    if not isinstance(arg, (list, tuple)) or len(arg) < 2 or not _is_axis_leaf(axis) or axis is None:
+    if (
+        not isinstance(arg, (list, tuple))
+        or len(arg) < 2
+        or not _is_axis_leaf(axis)
+        or axis is None
+    ):
         return
     lengths = []
     for item in arg:

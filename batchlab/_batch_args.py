@@ -92,6 +92,8 @@ def split(res: Resolved, args: tuple, kwargs: dict) -> tuple[Split, list, list]:
     key = (res.treedef, mapped, axes, shared, statics)
     # the program closes over `leaves`; shared and mapped ones are replaced by its inputs
     kept = tuple(lf if res.leaves[k].static else None for k, lf in enumerate(leaves))
-    return Split(res, kept, mapped, shared, key), [leaves[k] for k in mapped], [
-        leaves[k] for k in shared
-    ]
+    return (
+        Split(res, kept, mapped, shared, key),
+        [leaves[k] for k in mapped],
+        [leaves[k] for k in shared],
+    )

@@ -99,25 +99,35 @@ def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) ->
         )
     values = list(values)
     if not values and not allow_empty:
-        raise ValueError(f"`{name}` is empty; give a non-empty list of positive ints, e.g. [1, 2, 4].")
+        raise ValueError(
+            f"`{name}` is empty; give a non-empty list of positive ints, e.g. [1, 2, 4]."
+        )
     for v in values:
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise TypeError(f"`{name}` must hold ints, got {type(v).__name__} {v!r} in {name}={values!r:.60}.")
+            raise TypeError(
+                f"`{name}` must hold ints, got {type(v).__name__} {v!r} in {name}={values!r:.60}."
+            )
         if v < 1:
-            raise ValueError(f"`{name}` must hold positive ints (>= 1), got {v} in {name}={values!r:.60}.")
+            raise ValueError(
+                f"`{name}` must hold positive ints (>= 1), got {v} in {name}={values!r:.60}."
+            )
     return [int(v) for v in values]
 
 
 def check_numeric_array(value: Any, name: str) -> np.ndarray | jax.Array:
     """Raises ``TypeError`` unless ``value`` is (convertible to) a numeric or bool array."""
     if value is None or isinstance(value, (str, bytes)):
-        raise TypeError(f"`{name}` must be a numeric array, got {type(value).__name__} {value!r:.40}.")
+        raise TypeError(
+            f"`{name}` must be a numeric array, got {type(value).__name__} {value!r:.40}."
+        )
     if isinstance(value, jax.Array):
         return value
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError) as e:
-        raise TypeError(f"`{name}` must be a numeric array, got {type(value).__name__}: {e}.") from e
+        raise TypeError(
+            f"`{name}` must be a numeric array, got {type(value).__name__}: {e}."
+        ) from e
     if arr.dtype.kind not in "biufc" and arr.dtype.name != "bfloat16":
         raise TypeError(
             f"`{name}` must be a numeric array, got dtype {arr.dtype} from "
@@ -184,7 +194,7 @@ def check_fits_memory(n_bytes: int, name: str, what: str) -> None:
         import psutil
 
         available = psutil.virtual_memory().available
-    except Exception:  # noqa: BLE001 - no psutil: no check
+    except Exception:  # no psutil: no check
         return
     if n_bytes > available:
         raise ValueError(

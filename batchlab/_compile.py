@@ -49,11 +49,15 @@ def _normalize_static(static_argnums: int | Sequence[int], static_argnames: str 
         if not isinstance(value, (int, str)) and not hasattr(value, "__iter__"):
             raise TypeError(f"`{name}` must be one value or a tuple of them, got {value!r}.")
     if isinstance(static_argnums, str):
-        raise TypeError(f"`static_argnums` must hold ints (positions), got {static_argnums!r}; "
-                        f"for names use static_argnames=.")
+        raise TypeError(
+            f"`static_argnums` must hold ints (positions), got {static_argnums!r}; "
+            f"for names use static_argnames=."
+        )
     if isinstance(static_argnames, int):
-        raise TypeError(f"`static_argnames` must hold strings (names), got {static_argnames!r}; "
-                        f"for positions use static_argnums=.")
+        raise TypeError(
+            f"`static_argnames` must hold strings (names), got {static_argnames!r}; "
+            f"for positions use static_argnums=."
+        )
     nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     for n in nums:

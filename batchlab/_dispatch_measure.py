@@ -19,10 +19,11 @@ from typing import Any
 
 import jax
 
+from ._axes_spec import resolve
 from .compiles import count_compiles
 from .live import live_memory
 from .measure import Measurement, _autorange, _sample, _stable
-from .memory import MemoryEstimate
+from .memory import MemoryEstimate, memory_estimate
 
 COMPILE_NOTE = (
     "compile_seconds = first call minus the steady median: a Python-dispatched strategy "
@@ -45,7 +46,11 @@ def dispatched_memory(
     arg, outb = _nbytes(args), _nbytes(out)
     temp = step.temp_bytes + held
     names = {f.name for f in dataclasses.fields(step)}
-    planned, source = ("planned_bytes", "planned_from") if "planned_bytes" in names else ("peak_bytes", "peak_source")
+    planned, source = (
+        ("planned_bytes", "planned_from")
+        if "planned_bytes" in names
+        else ("peak_bytes", "peak_source")
+    )
     return dataclasses.replace(
         step,
         argument_bytes=arg,
@@ -85,7 +90,9 @@ def measure_dispatched(
         start = time.perf_counter()
         while len(samples) < 100:
             samples.append(_sample(call, number))
-            if _stable(samples, tolerance) or (time.perf_counter() - start > max_time and len(samples) >= 5):
+            if _stable(samples, tolerance) or (
+                time.perf_counter() - start > max_time and len(samples) >= 5
+            ):
                 break
     median = sorted(samples)[len(samples) // 2]
     m = Measurement(
@@ -102,3 +109,60 @@ def measure_dispatched(
         source="wall clock around jax.block_until_ready of the whole Python-dispatched call",
     )
     return m, out
+
+
+def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, in_axes: Any) -> Callable:
+    """``memory(out)`` for a Python-dispatched strategy: its largest program, widened to the call."""
+
+    def memory(out: Any):
+        if s == "host":
+            p = fn_s.plan(*sub)
+            steps = [m for m in (p.full_step, p.remainder_step) if m is not None]
+            flops = (
+                None
+                if any(m.flops is None for m in steps)
+                else (
+                    (p.full_step.flops * p.full_chunks if p.full_step else 0)
+                    + (p.remainder_step.flops if p.remainder_step else 0)
+                )
+            )
+            big = max(steps, key=lambda m: m.temp_bytes)
+            held = p.extra_bytes - p.temp_bytes
+            return dispatched_memory(
+                big,
+                sub,
+                out,
+                held,
+                flops,
+                "the largest step's temp + the chunks' input copy + chunk outputs held for the concatenation",
+            )
+        # loop: the per-item program, on item 0
+        res = resolve(fn, sub, in_axes)
+        item = jax.tree_util.tree_unflatten(
+            res.treedef,
+            [
+                leaf if lf.axis is None else jax.lax.index_in_dim(leaf, 0, lf.axis, keepdims=False)
+                for leaf, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
+            ],
+        )
+        step = memory_estimate(fn, *item)
+        flops = None if step.flops is None else step.flops * res.batch_size
+        return dispatched_memory(
+            step,
+            sub,
+            out,
+            _nbytes(out),
+            flops,
+            "the item program's temp + item outputs held for the stack",
+        )
+
+    return memory
+
+
+def count_dispatches(fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> int:
+    """Calls into compiled programs per batch, as the strategy makes them."""
+    if s == "host":
+        return fn_s.plan(*sub).dispatches
+    mapped = sum(lf.axis is not None for lf in res.leaves)
+    moved = sum(lf.axis not in (None, 0) for lf in res.leaves)
+    return moved + b * (mapped + 1) + 1  # moveaxis, per item: a slice per input + the step; a stack

@@ -51,7 +51,9 @@ def place_outputs(stacked: Any, out_axes: Any) -> Any:
             placed.append(y[0])
             continue
         if not -y.ndim <= ax < y.ndim:
-            raise ValueError(f"`out_axes` {ax} is out of bounds for an output of {y.ndim - 1} axes.")
+            raise ValueError(
+                f"`out_axes` {ax} is out of bounds for an output of {y.ndim - 1} axes."
+            )
         placed.append(jnp.moveaxis(y, 0, ax))
     return jax.tree_util.tree_unflatten(treedef, placed)
 
@@ -97,7 +99,9 @@ def eager_loop_program(fn: Callable, out_axes: Any, sp: Split) -> Callable[[list
     item_jit = jax.jit(lambda xs, shared: sp.call(fn, xs, shared))
 
     def program(mapped: list, shared: list) -> Any:
-        front = [x if ax == 0 else jnp.moveaxis(x, ax, 0) for x, ax in zip(mapped, sp.axes, strict=True)]
+        front = [
+            x if ax == 0 else jnp.moveaxis(x, ax, 0) for x, ax in zip(mapped, sp.axes, strict=True)
+        ]
         outs = [item_jit([x[i] for x in front], shared) for i in range(front[0].shape[0])]
         stacked = jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *outs)
         return place_outputs(stacked, out_axes)

@@ -3,14 +3,17 @@
 A batch of ``b`` items needs memory for its inputs, its outputs and the
 temporaries of the computation. XLA plans all of them when it compiles, so
 :func:`max_batch_size` asks the compiled memory analysis, never the device:
-inputs are ``jax.ShapeDtypeStruct`` (nothing is allocated), and a search
-that doubles, then bisects, needs about ``2 * log2(answer)`` compilations
-instead of one per candidate.
+inputs are ``jax.ShapeDtypeStruct`` (nothing is allocated). Each batch size
+tried is one compilation, so the search aims: planned bytes grow almost in
+a straight line with the batch, and the batch where the line through two
+measured points meets the budget is usually the answer (4 compilations from
+scratch; doubling then bisection needs ``2 * floor(log2(answer)) + 2``).
 
-The figure compared with the budget is :func:`planned_bytes`: the larger of
-XLA's ``peak_memory_in_bytes`` and ``argument + output + temp - alias``. On
-the CPU backend of jax 0.10 the XLA peak leaves the temporaries out, so the
-sum is the honest figure there.
+The figure compared with the budget is :func:`planned_bytes`
+(:attr:`MemoryEstimate.planned_bytes`): the larger of XLA's
+``peak_memory_in_bytes`` and ``argument + output + temp - alias``. On the
+CPU backend of jax 0.10 the XLA peak leaves the temporaries out, so the sum
+is the honest figure there. It is a lower bound of what a device needs.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ run of ``lambda b: b * 2``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -241,15 +242,15 @@ def _hash_value(h, value: Any, seen: set, depth: int, where: str) -> None:
     elif callable(value):
         _hash_callable(h, value, seen, depth + 1, where)
     else:
-        try:
-            import dataclasses
-
-            if dataclasses.is_dataclass(value):
-                _hash_value(h, vars(value), seen, depth, where)
-                return
-        except TypeError:
-            pass
-        raise Unfingerprintable(f"{where} is a {type(value).__name__}")
+        state = getattr(value, "__dict__", None)
+        if not isinstance(state, dict) or depth > 6:
+            raise Unfingerprintable(f"{where} is a {type(value).__name__}")
+        if id(value) in seen:
+            h.update(b"<cycle>")
+            return
+        seen.add(id(value))
+        h.update(f"object:{type(value).__module__}.{type(value).__qualname__};".encode())
+        _hash_value(h, state, seen, depth + 1, f"{where} attributes")
 
 
 def _hash_code(h, code: types.CodeType, seen: set, depth: int, where: str) -> None:
@@ -289,7 +290,7 @@ def _hash_callable(h, fn: Any, seen: set, depth: int, where: str) -> None:
         _hash_code(h, fn.__code__, seen, depth, f"{where}")
         _hash_value(h, fn.__defaults__, seen, depth, f"{where} defaults")
         _hash_value(h, fn.__kwdefaults__, seen, depth, f"{where} keyword defaults")
-        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
             try:
                 content = cell.cell_contents
             except ValueError:  # an empty cell (not yet assigned)
@@ -304,13 +305,15 @@ def _hash_callable(h, fn: Any, seen: set, depth: int, where: str) -> None:
         h.update(f"builtin:{module}.{name};".encode())
         return
     # a callable object: its class's __call__ and its attributes
-    call = getattr(type(fn), "__call__", None)
+    call = type(fn).__dict__.get("__call__") or getattr(type(fn), "__call__", None)  # noqa: B004
     h.update(f"object:{type(fn).__module__}.{type(fn).__qualname__};".encode())
     if isinstance(call, types.FunctionType):
         _hash_callable(h, call, seen, depth, f"{where}.__call__")
     state = getattr(fn, "__dict__", None)
     if state is None:
-        raise Unfingerprintable(f"{where} is a {type(fn).__name__} object without attributes to hash")
+        raise Unfingerprintable(
+            f"{where} is a {type(fn).__name__} object without attributes to hash"
+        )
     _hash_value(h, state, seen, depth, f"attributes of {where}")
 
 
@@ -346,7 +349,7 @@ def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
         return h.hexdigest()[:16]
 
     out = {"fn code": one(inner.__code__, "fn", code=True)}
-    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or ()):
+    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
         try:
             content = cell.cell_contents
         except ValueError:
@@ -392,7 +395,9 @@ def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
-        raise ValueError(f"`{name}` must be a file path, got the folder {str(path)!r}; pass e.g. {str(path / 'run.ckpt')!r}.")
+        raise ValueError(
+            f"`{name}` must be a file path, got the folder {str(path)!r}; pass e.g. {str(path / 'run.ckpt')!r}."
+        )
     if not folder.is_dir():
         raise ValueError(
             f"`{name}` folder {str(folder)!r} does not exist; create it first "
@@ -408,12 +413,12 @@ def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
             f"folder you can write, e.g. tempfile.mkdtemp()."
         ) from e
     if path.exists() and not os.access(path, os.W_OK):
-        raise ValueError(f"`{name}` file {str(path)!r} is read-only; make it writable or pass another path.")
+        raise ValueError(
+            f"`{name}` file {str(path)!r} is read-only; make it writable or pass another path."
+        )
     for orphan in folder.glob(f".{path.name}.*.tmp"):
-        try:
+        with contextlib.suppress(OSError):
             orphan.unlink()
-        except OSError:
-            pass
     return path
 
 
@@ -422,9 +427,17 @@ def _encode(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
     for name, a in arrays.items():
         if a.dtype.hasobject:
             raise ValueError(f"checkpoint array {name!r} must be a numeric array, got {a.dtype}.")
-    header = {**header, "arrays": [[k, a.dtype.str, list(a.shape), a.nbytes] for k, a in arrays.items()]}
+    header = {
+        **header,
+        "arrays": [[k, a.dtype.str, list(a.shape), a.nbytes] for k, a in arrays.items()],
+    }
     text = json.dumps(header, sort_keys=True, default=str).encode()
-    body = _RECORD + struct.pack("<Q", len(text)) + text + b"".join(a.tobytes() for a in arrays.values())
+    body = (
+        _RECORD
+        + struct.pack("<Q", len(text))
+        + text
+        + b"".join(a.tobytes() for a in arrays.values())
+    )
     return body + hashlib.sha256(body).digest()
 
 
@@ -480,7 +493,12 @@ class Journal:
         """Reads (and verifies) the journal at ``path``, or creates it with ``parts``' header."""
         path = check_writable(path)
         if not path.exists():
-            header = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint(parts), "parts": parts}
+            header = {
+                "format": FORMAT,
+                "version": VERSION,
+                "fingerprint": fingerprint(parts),
+                "parts": parts,
+            }
             blob = _MAGIC + _encode(header, {})
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             try:
@@ -496,13 +514,17 @@ class Journal:
             return cls(path, [], len(blob), 0)
         data = path.read_bytes()
         if not data.startswith(_MAGIC):
-            raise _corrupt(path, "not a batchlab run journal (an old .npz checkpoint, or another file)")
+            raise _corrupt(
+                path, "not a batchlab run journal (an old .npz checkpoint, or another file)"
+            )
         first = _decode(data, len(_MAGIC), path)
         if first is None:
             raise _corrupt(path, "its header is cut short")
         header, _, at = first
         if header.get("format") != FORMAT or header.get("version") != VERSION:
-            raise _corrupt(path, f"format {header.get('format')!r} version {header.get('version')!r}")
+            raise _corrupt(
+                path, f"format {header.get('format')!r} version {header.get('version')!r}"
+            )
         _check_parts(path, header, parts)
         records = []
         while True:
@@ -524,10 +546,8 @@ class Journal:
                 f.flush()
                 os.fsync(f.fileno())
             except BaseException:
-                try:
+                with contextlib.suppress(OSError):
                     f.truncate(self.size)
-                except OSError:
-                    pass
                 raise
         self.size += len(blob)
         self.records.append((header, arrays))
@@ -549,9 +569,9 @@ __all__ = [
     "CheckpointError",
     "Journal",
     "check_writable",
-    "fn_fingerprint",
     "digest",
     "fingerprint",
+    "fn_fingerprint",
     "load_checkpoint",
     "save_checkpoint",
 ]

@@ -20,13 +20,17 @@ import jax
 import numpy as np
 
 from ._axes_spec import resolve
-from ._checks import check_bool, check_callable, check_positive_float, check_positive_int
-from ._checks import check_positive_ints
+from ._checks import (
+    check_bool,
+    check_callable,
+    check_positive_float,
+    check_positive_int,
+    check_positive_ints,
+)
 from ._compile import function_name
+from ._dispatch_measure import count_dispatches, dispatched_plan, measure_dispatched
 from ._format import format_bytes, format_count, format_seconds, html_table
-from ._dispatch_measure import dispatched_memory, measure_dispatched
 from .measure import Measurement, measure
-from .memory import memory_estimate
 from .strategies import STRATEGIES, batch
 
 # "unrolled": the "loop" strategy measured under jax.jit, where the Python loop unrolls
@@ -53,7 +57,9 @@ class StrategyResult:
 
     @property
     def label(self) -> str:
-        name = {"loop": "loop (eager)", "unrolled": "loop unrolled under jit"}.get(self.strategy, self.strategy)
+        name = {"loop": "loop (eager)", "unrolled": "loop unrolled under jit"}.get(
+            self.strategy, self.strategy
+        )
         return f"{name} (chunk {self.chunk})" if self.chunk else name
 
     @property
@@ -176,49 +182,6 @@ def _take(args: tuple, res: Any, b: int) -> tuple:
         for leaf, lf in zip(leaves, res.leaves, strict=False)
     ]
     return jax.tree_util.tree_unflatten(res.treedef, out)
-
-
-def _dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, in_axes: Any) -> Callable:
-    """``memory(out)`` for a Python-dispatched strategy: its largest program, widened to the call."""
-
-    def memory(out: Any):
-        if s == "host":
-            p = fn_s.plan(*sub)
-            steps = [m for m in (p.full_step, p.remainder_step) if m is not None]
-            flops = None if any(m.flops is None for m in steps) else (
-                (p.full_step.flops * p.full_chunks if p.full_step else 0)
-                + (p.remainder_step.flops if p.remainder_step else 0)
-            )
-            big = max(steps, key=lambda m: m.temp_bytes)
-            held = p.extra_bytes - p.temp_bytes
-            return dispatched_memory(
-                big, sub, out, held, flops,
-                "the largest step's temp + the chunks' input copy + chunk outputs held for the concatenation",
-            )
-        # loop: the per-item program, on item 0
-        res = resolve(fn, sub, in_axes)
-        item = jax.tree_util.tree_unflatten(res.treedef, [
-            leaf if lf.axis is None else jax.lax.index_in_dim(leaf, 0, lf.axis, keepdims=False)
-            for leaf, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
-        ])
-        step = memory_estimate(fn, *item)
-        flops = None if step.flops is None else step.flops * res.batch_size
-        return dispatched_memory(step, sub, out, _nbytes(out), flops, "the item program's temp + item outputs held for the stack")
-
-    return memory
-
-
-def _nbytes(tree: Any) -> int:
-    return sum(int(getattr(x, "nbytes", 0)) for x in jax.tree_util.tree_leaves(tree))
-
-
-def _dispatches(fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> int:
-    """Calls into compiled programs per batch, as the strategy makes them."""
-    if s == "host":
-        return fn_s.plan(*sub).dispatches
-    mapped = sum(lf.axis is not None for lf in res.leaves)
-    moved = sum(lf.axis not in (None, 0) for lf in res.leaves)
-    return moved + b * (mapped + 1) + 1  # moveaxis, per item: a slice per input + the step; a stack
 
 
 def _agree(a: Any, b: Any) -> bool:
@@ -344,16 +307,22 @@ def compare(
                 fn_s = reference
             else:
                 fn_s = batch(
-                    fn, strategy="loop" if s == "unrolled" else s, batch_size=chunk,
-                    in_axes=in_axes, out_axes=out_axes,
+                    fn,
+                    strategy="loop" if s == "unrolled" else s,
+                    batch_size=chunk,
+                    in_axes=in_axes,
+                    out_axes=out_axes,
                 )
             try:
                 if s in DISPATCHED:
                     m, out = measure_dispatched(
-                        fn_s, sub, _dispatched_plan(fn, fn_s, s, sub, in_axes), max_time=max_time,
+                        fn_s,
+                        sub,
+                        dispatched_plan(fn, fn_s, s, sub, in_axes),
+                        max_time=max_time,
                         repeat=repeat,
                     )
-                    dispatches = _dispatches(fn_s, s, sub, res, b)
+                    dispatches = count_dispatches(fn_s, s, sub, res, b)
                 else:
                     m = measure(fn_s, *sub, max_time=max_time, repeat=repeat)  # a cold compile
                     out = jax.jit(fn_s)(*sub) if verify else None  # shares measure's compile cache

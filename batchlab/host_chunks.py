@@ -56,7 +56,10 @@ def _refuse_tracers(mapped: list, shared: list, labels: list[str]) -> None:
 
 def _concat(parts: list, axes: tuple) -> list:
     """Concatenates each output leaf's chunks along its batch axis (None: the first chunk's)."""
-    return [p[0] if ax is None else jnp.concatenate(p, axis=ax) for p, ax in zip(parts, axes, strict=True)]
+    return [
+        p[0] if ax is None else jnp.concatenate(p, axis=ax)
+        for p, ax in zip(parts, axes, strict=True)
+    ]
 
 
 _concat_jit = jax.jit(_concat, static_argnums=1)
@@ -64,7 +67,10 @@ _concat_jit = jax.jit(_concat, static_argnums=1)
 
 def _split(xs: list, ranges: tuple, axes: tuple) -> list:
     """Every chunk of every leaf, in ONE program: [[leaf slices of chunk 0], [chunk 1], ...]."""
-    return [[jax.lax.slice_in_dim(x, a, b, axis=ax) for x, ax in zip(xs, axes, strict=True)] for a, b in ranges]
+    return [
+        [jax.lax.slice_in_dim(x, a, b, axis=ax) for x, ax in zip(xs, axes, strict=True)]
+        for a, b in ranges
+    ]
 
 
 # One dispatch for all the slices: an eager slice per chunk costs a slow dispatch each (5x
@@ -76,10 +82,17 @@ _split_jit = jax.jit(_split, static_argnums=(1, 2))
 def split_chunks(mapped: list, ranges: list, axes: tuple) -> list:
     """Chunks of the mapped leaves: numpy leaves as views, jax leaves by one jitted split."""
     on_device = [i for i, x in enumerate(mapped) if not isinstance(x, np.ndarray)]
-    split = _split_jit([mapped[i] for i in on_device], tuple(ranges), tuple(axes[i] for i in on_device)) if on_device else []
+    split = (
+        _split_jit([mapped[i] for i in on_device], tuple(ranges), tuple(axes[i] for i in on_device))
+        if on_device
+        else []
+    )
     chunks = []
     for c, (a, b) in enumerate(ranges):
-        leaves = [x[(slice(None),) * ax + (slice(a, b),)] if isinstance(x, np.ndarray) else None for x, ax in zip(mapped, axes, strict=True)]
+        leaves = [
+            x[(slice(None),) * ax + (slice(a, b),)] if isinstance(x, np.ndarray) else None
+            for x, ax in zip(mapped, axes, strict=True)
+        ]
         for j, i in enumerate(on_device):
             leaves[i] = split[c][j]
         chunks.append(leaves)
@@ -170,7 +183,10 @@ class HostPlan:
     def _rows(self) -> list[tuple[str, str]]:
         return [
             ("items, chunk", f"{self.items} items in chunks of {self.chunk}"),
-            ("chunks", f"{self.full_chunks} full + {'1 remainder of ' + str(self.remainder) if self.remainder else 'no remainder'}"),
+            (
+                "chunks",
+                f"{self.full_chunks} full + {'1 remainder of ' + str(self.remainder) if self.remainder else 'no remainder'}",
+            ),
             ("programs compiled", str(self.programs)),
             ("dispatches per call", str(self.dispatches)),
             ("planned temp per step", format_bytes(self.temp_bytes)),
@@ -183,7 +199,9 @@ class HostPlan:
         return "HostPlan(" + "; ".join(f"{k}: {v}" for k, v in self._rows()) + ")"
 
     def _repr_html_(self) -> str:
-        return html_table(self._rows(), ("", "strategy='host'"), caption="compiled memory analysis (XLA) per step")
+        return html_table(
+            self._rows(), ("", "strategy='host'"), caption="compiled memory analysis (XLA) per step"
+        )
 
 
 def plan_call(program: Callable, sp: Split, mapped: list, shared: list, n: int, k: int) -> HostPlan:
@@ -193,7 +211,7 @@ def plan_call(program: Callable, sp: Split, mapped: list, shared: list, n: int, 
 
     def estimate(a: int, b: int) -> MemoryEstimate:
         chunk = [
-            jax.ShapeDtypeStruct(x.shape[:ax] + (b - a,) + x.shape[ax + 1 :], x.dtype)
+            jax.ShapeDtypeStruct((*x.shape[:ax], b - a, *x.shape[ax + 1 :]), x.dtype)
             for x, ax in zip(mapped, sp.axes, strict=True)
         ]
         compiled = program.step.lower(chunk, shared).compile()

@@ -123,7 +123,9 @@ def make_dataset(
         )
     check_positive_int(n_items, "n_items")
     if isinstance(item_shape, (int, np.integer)) or not hasattr(item_shape, "__iter__"):
-        raise TypeError(f"`item_shape` must be a tuple of sizes, e.g. ({item_shape!r},), got {item_shape!r}.")
+        raise TypeError(
+            f"`item_shape` must be a tuple of sizes, e.g. ({item_shape!r},), got {item_shape!r}."
+        )
     item_shape = tuple(int(s) for s in item_shape)
     if any(s < 0 for s in item_shape):
         raise ValueError(f"`item_shape` must hold sizes >= 0, got item_shape={item_shape}.")
@@ -163,7 +165,9 @@ def load_npy(
       np.float64(0.0)
     """
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"`path` must be a file path (str or Path), got {type(path).__name__} {path!r:.40}.")
+        raise TypeError(
+            f"`path` must be a file path (str or Path), got {type(path).__name__} {path!r:.40}."
+        )
     path = Path(path)
     want = (
         f"{np.dtype(dtype).name if dtype is not None else 'any dtype'}"

@@ -98,9 +98,11 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
 def _check_empty(empty: Any, *, allow_none: bool) -> None:
     import numbers
 
-    if (empty is None and allow_none) or (
-        isinstance(empty, numbers.Number) and not isinstance(empty, bool)
-    ) or isinstance(empty, (np.generic, jax.Array)):
+    if (
+        (empty is None and allow_none)
+        or (isinstance(empty, numbers.Number) and not isinstance(empty, bool))
+        or isinstance(empty, (np.generic, jax.Array))
+    ):
         return
     raise TypeError(
         f"`empty` (the result for a fully masked row) must be a number, e.g. empty=0.0 or "

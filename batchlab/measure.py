@@ -198,8 +198,15 @@ def _stable(samples: list[float], tolerance: float) -> bool:
 
 
 _OPTIONS = (
-    "repeat", "number", "warmup", "min_sample_time", "max_time", "tolerance", "isolated",
-    "static_argnums", "static_argnames",
+    "repeat",
+    "number",
+    "warmup",
+    "min_sample_time",
+    "max_time",
+    "tolerance",
+    "isolated",
+    "static_argnums",
+    "static_argnames",
 )
 
 
@@ -216,8 +223,10 @@ def _check_call(fn: Callable, args: tuple, kwargs: dict, static_argnums) -> None
         for key in kwargs:
             if not takes_any and key not in names:
                 close = difflib.get_close_matches(key, _OPTIONS, n=1)
-                hint = f"did you mean measure's option `{close[0]}=`?" if close else (
-                    f"`fn` takes {sorted(names) or 'no keyword arguments'}."
+                hint = (
+                    f"did you mean measure's option `{close[0]}=`?"
+                    if close
+                    else (f"`fn` takes {sorted(names) or 'no keyword arguments'}.")
                 )
                 raise TypeError(
                     f"`{key}` is neither an option of measure() nor an argument of `fn` "
@@ -292,7 +301,9 @@ def measure(
     check_positive_float(max_time, "max_time")
     check_positive_float(tolerance, "tolerance")
     if not isinstance(isolated, bool):
-        raise TypeError(f"`isolated` must be True or False, got {type(isolated).__name__} {isolated!r}.")
+        raise TypeError(
+            f"`isolated` must be True or False, got {type(isolated).__name__} {isolated!r}."
+        )
     _check_call(fn, args, kwargs, static_argnums)
     if isolated:
         from ._isolated import measure_in_subprocess

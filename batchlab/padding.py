@@ -246,8 +246,13 @@ def pad(
       array([[ 1.,  2., -1., -1.],
              [ 3., -1., -1., -1.]])
     """
-    from ._checks import check_bool, check_choice, check_dtype, check_fits_memory
-    from ._checks import check_lossless_cast
+    from ._checks import (
+        check_bool,
+        check_choice,
+        check_dtype,
+        check_fits_memory,
+        check_lossless_cast,
+    )
 
     check_bool(truncate, "truncate")
     check_choice(casting, "casting", ("same_value", "unsafe"))

@@ -267,7 +267,11 @@ class RunState:
         for header, arrays in records:
             leaves = [arrays[f"out_{k}"] for k in range(sum(k.startswith("out_") for k in arrays))]
             idx = arrays["indices"].tolist()
-            self.add([(idx, leaves, treedef)] if idx else [], [Failure(*f) for f in header["failures"]], header["retried"])
+            self.add(
+                [(idx, leaves, treedef)] if idx else [],
+                [Failure(*f) for f in header["failures"]],
+                header["retried"],
+            )
             self.batches.extend(BatchLog(*b) for b in header["batches"])
             st = header["state"]
             self.position, self.size, self.retries = st["position"], st["size"], st["retries"]

@@ -46,11 +46,24 @@ from ._checks import check_callable, check_positive_int
 from ._compile import function_name, is_jitted
 from ._run_items import Items
 from .budget import batch_spec, default_budget, planned_bytes, search
-from .checkpoint import CheckpointError, Journal, Unfingerprintable, check_writable, digest
-from .checkpoint import fn_fingerprint_parts
+from .checkpoint import (
+    CheckpointError,
+    Journal,
+    Unfingerprintable,
+    check_writable,
+    digest,
+    fn_fingerprint_parts,
+)
 from .memory import estimate_from_compiled
-from .run_result import BatchFnError, BatchItemError, BatchLog, BatchMemoryError, Failure
-from .run_result import RunResult, RunState
+from .run_result import (
+    BatchFnError,
+    BatchItemError,
+    BatchLog,
+    BatchMemoryError,
+    Failure,
+    RunResult,
+    RunState,
+)
 
 OOM_XLA = "out of memory (XLA RESOURCE_EXHAUSTED)"
 OOM_BUDGET = "over budget (planned bytes > budget_bytes)"
@@ -293,8 +306,12 @@ def run_batches(
     if budget_bytes is not None:
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
-    for name, flag in (("progress", progress), ("check_nan", check_nan), ("batched", batched),
-                       ("retry_failed", retry_failed)):
+    for name, flag in (
+        ("progress", progress),
+        ("check_nan", check_nan),
+        ("batched", batched),
+        ("retry_failed", retry_failed),
+    ):
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"`{name}` must be True or False, got {type(flag).__name__} {flag!r}.")
     if run_name is not None and not (isinstance(run_name, str) and run_name):
@@ -464,8 +481,13 @@ def _loop(
             status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
             state.add(found, failures, retried)
             state.batches.append(
-                BatchLog(idx[0] if retried else state.position, size, len(idx), status,
-                         time.perf_counter() - b0)
+                BatchLog(
+                    idx[0] if retried else state.position,
+                    size,
+                    len(idx),
+                    status,
+                    time.perf_counter() - b0,
+                )
             )
             state.position = end
             if idx:

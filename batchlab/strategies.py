@@ -31,8 +31,8 @@ from typing import Any
 
 import jax
 
-from ._axes_spec import BatchAxisError, _check_axis_types, _is_axis_leaf, resolve
-from ._batch_args import _static_key, split
+from ._axes_spec import BatchAxisError, _check_axis_types, resolve
+from ._batch_args import split
 from ._checks import check_callable, check_positive_int
 from ._compile import function_name
 from ._in_program import eager_loop_program, whole_batch_program
@@ -95,7 +95,9 @@ def _check_axis_options(strategy: str, axis_size: Any, axis_name: Any, spmd_axis
                 f"strategy={strategy!r}, ...)(xs).sum(0)."
             )
     if strategy == "manual" and axis_size is not None:
-        raise ValueError("`axis_size` does not apply to strategy='manual' (fn sees the whole batch).")
+        raise ValueError(
+            "`axis_size` does not apply to strategy='manual' (fn sees the whole batch)."
+        )
 
 
 def _raise_out_axes(error: ValueError, out_axes: Any) -> None:
@@ -178,7 +180,12 @@ def batch(
     _check_axis_options(strategy, axis_size, axis_name, spmd_axis_name)
     name = f"{strategy}({function_name(fn)})"
     vmapped = jax.vmap(
-        fn, in_axes, out_axes, axis_name=axis_name, axis_size=axis_size, spmd_axis_name=spmd_axis_name
+        fn,
+        in_axes,
+        out_axes,
+        axis_name=axis_name,
+        axis_size=axis_size,
+        spmd_axis_name=spmd_axis_name,
     )
     programs: dict[tuple, Callable] = {}
 
@@ -194,8 +201,11 @@ def batch(
             if out_axes != 0:  # JAX's own out_axes errors (None for a batched output, bounds, tree)
                 try:
                     jax.eval_shape(
-                        lambda m, s: jax.vmap(lambda xs: sp.call(fn, xs, s), in_axes=(list(sp.axes),),
-                                              out_axes=out_axes)(m),
+                        lambda m, s: jax.vmap(
+                            lambda xs: sp.call(fn, xs, s),
+                            in_axes=(list(sp.axes),),
+                            out_axes=out_axes,
+                        )(m),
                         mapped,
                         shared,
                     )
@@ -230,7 +240,9 @@ def batch(
     def plan(*args: Any, **kwargs: Any) -> HostPlan:
         """What ``"host"`` does for this call: chunks, programs, dispatches, XLA's plan per step."""
         if strategy != "host":
-            raise ValueError(f"`plan` describes strategy='host' only; this is strategy={strategy!r}.")
+            raise ValueError(
+                f"`plan` describes strategy='host' only; this is strategy={strategy!r}."
+            )
         program, sp, res, mapped, shared = program_for(args, kwargs)
         if program is None:
             raise ValueError("`plan` needs a non-empty mapped batch; this call maps no items.")

@@ -26,7 +26,7 @@ from batchlab import format_bytes, format_seconds, text_table
 from batchlab.checkpoint import save_checkpoint
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _report import Report  # noqa: E402
+from _report import Report
 
 ROW = 256  # float32 outputs per item: 1 KiB per item
 BATCH = 16
@@ -47,8 +47,15 @@ def journal(outputs: np.ndarray, folder: str) -> tuple[int, float, bool]:
     path = os.path.join(folder, "new.ckpt")
     items = np.arange(len(outputs))
     t0 = time.perf_counter()
-    r = batchlab.run_batches(lambda idx: outputs[np.asarray(idx)], items, batch_size=BATCH,
-                             batched=True, progress=False, checkpoint=path, run_name="bench")
+    r = batchlab.run_batches(
+        lambda idx: outputs[np.asarray(idx)],
+        items,
+        batch_size=BATCH,
+        batched=True,
+        progress=False,
+        checkpoint=path,
+        run_name="bench",
+    )
     seconds = time.perf_counter() - t0
     same = np.array_equal(r.outputs, outputs)
     return os.path.getsize(path), seconds, same  # append-only: the file is every byte written
@@ -66,13 +73,37 @@ def main() -> None:
             old_bytes, old_s = old_rewrite(outputs, folder)
             new_bytes, new_s, same = journal(outputs, folder)
         assert same, "the journal's run must return the outputs bit for bit"
-        rows.append((n_batches, format_bytes(outputs.nbytes), format_bytes(old_bytes),
-                     format_bytes(new_bytes), f"{old_bytes / new_bytes:.1f}x",
-                     format_seconds(old_s), format_seconds(new_s), f"{old_s / new_s:.1f}x"))
-    report.line(f"batches of {BATCH} items, {ROW * 4} B of output per item; "
-                f"bytes from file sizes, wall clock incl. fsync, folder {tempfile.gettempdir()}")
-    report.line(text_table(rows, ("batches", "outputs", "old: written", "journal: written",
-                                  "bytes ratio", "old: time", "journal: time", "time ratio")))
+        rows.append(
+            (
+                n_batches,
+                format_bytes(outputs.nbytes),
+                format_bytes(old_bytes),
+                format_bytes(new_bytes),
+                f"{old_bytes / new_bytes:.1f}x",
+                format_seconds(old_s),
+                format_seconds(new_s),
+                f"{old_s / new_s:.1f}x",
+            )
+        )
+    report.line(
+        f"batches of {BATCH} items, {ROW * 4} B of output per item; "
+        f"bytes from file sizes, wall clock incl. fsync, folder {tempfile.gettempdir()}"
+    )
+    report.line(
+        text_table(
+            rows,
+            (
+                "batches",
+                "outputs",
+                "old: written",
+                "journal: written",
+                "bytes ratio",
+                "old: time",
+                "journal: time",
+                "time ratio",
+            ),
+        )
+    )
     report.line("old writes grow with n^2 (every batch rewrites all); the journal with n.")
     if not quick:
         print("saved", report.save())

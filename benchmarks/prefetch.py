@@ -99,6 +99,9 @@ def main() -> int:
         "already overlaps)",
         f"A2. loop must sync every step: prefetch {a.speedup_when_syncing:.2f}x serial "
         f"(ideal {ideal:.2f}x, target >= {TARGET_SYNC}x): {'PASS' if pass_a2 else 'FAIL'}",
+        "   share of the hideable time n min(L, C) hidden (robust to a busy machine, which "
+        "slows C and shrinks the bare ratios): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in a.hidden_share(compute).items()),
         f"B. per-item np.load loader (CPU-bound Python, {load_b * 1e3:.2f} ms/batch), per pass:",
         f"   {four(b)}",
         f"   prefetch vs best serial {b.speedup:.2f}x, when syncing {b.speedup_when_syncing:.2f}x "

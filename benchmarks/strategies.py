@@ -47,7 +47,9 @@ def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict]:
     for _ in range(ROUNDS):
         for name, fn in fns.items():
             if getattr(fn, "strategy", None) == "host":  # dispatches from Python: timed as it runs
-                m, _ = measure_dispatched(fn, args, lambda out, fn=fn: fn.plan(*args).full_step, max_time=max_time)
+                m, _ = measure_dispatched(
+                    fn, args, lambda out, fn=fn: fn.plan(*args).full_step, max_time=max_time
+                )
             else:
                 m = bl.measure(fn, *args, max_time=max_time)
             first.setdefault(name, m)
@@ -120,7 +122,9 @@ def main() -> int:
         m, _ = best_of(fns, args, 0.3)
         plan = fns["host"].plan(*args)
         v_temp, v_time = m["vmap"].memory.temp_bytes, m["vmap"].median
-        r.line(f"2. {label}, {what}, chunks of {k} (vmap: {fmt_s(v_time)}, planned temp {fmt_b(v_temp)}):")
+        r.line(
+            f"2. {label}, {what}, chunks of {k} (vmap: {fmt_s(v_time)}, planned temp {fmt_b(v_temp)}):"
+        )
         for name in ("lax.map", "chunked", "host"):
             temp = m[name].memory.temp_bytes
             r.line(

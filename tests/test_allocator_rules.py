@@ -18,7 +18,7 @@ def layout(a):
 def test_constants_are_xlas():
     a = A.BFCAllocator(16 * GiB)
     assert a.alignment == 256 and a.max_internal_fragmentation == 128 * MiB
-    assert a.differences_from_xla() == []
+    assert a.differences_from_xla() == []  # preallocated: nothing differs
     b = A.BFCAllocator(16 * GiB, max_internal_fragmentation=MiB)
     assert b.differences_from_xla() == [
         ("max internal fragmentation", str(MiB), str(K_MAX_INTERNAL_FRAGMENTATION))
@@ -238,3 +238,16 @@ def test_fitting_is_not_monotone_so_it_is_scanned():
         A.capacity_scan([], headrooms=[1.0])
     with pytest.raises(ValueError, match=r"`capacities` is empty"):
         A.capacity_scan(trace, capacities=[])
+
+
+def test_grown_regions_merge_only_with_a_coalescing_sub_allocator():
+    a = A.BFCAllocator(GiB, preallocate=False, coalesce_regions=True)
+    a.allocate("a", 2 * MiB)
+    a.allocate("b", 4 * MiB)
+    a.free("a")
+    a.free("b")
+    assert [c.size for c in a.chunks if c.state == FREE] == [6 * MiB]
+    assert a.allocate("c", 5 * MiB).offset == 0  # one 6 MiB chunk now
+    rows = dict((k, v) for k, v, _ in a.differences_from_xla())
+    assert rows["grown regions merge"] == "yes"
+    assert "grown regions merge" not in dict((k, v) for k, v, _ in A.BFCAllocator(GiB).differences_from_xla())

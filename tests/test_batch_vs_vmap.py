@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +58,9 @@ ITEM_SHAPES = [(), (4,)]  # 4 is never a batch size, so a wrong axis shows
 
 @st.composite
 def arg_spec(draw):
-    kind = draw(st.sampled_from(["array", "array", "dict", "tuple", "pair", "shared", "int", "float"]))
+    kind = draw(
+        st.sampled_from(["array", "array", "dict", "tuple", "pair", "shared", "int", "float"])
+    )
     if kind in ("int", "float"):
         return (kind, (), None)
     if kind == "shared":
@@ -92,7 +93,11 @@ def case(draw):
 
 
 def _leaf(shape: tuple, n: int, axis: int | None, seed: int) -> np.ndarray:
-    full = shape if axis is None else (*shape[: axis % (len(shape) + 1)], n, *shape[axis % (len(shape) + 1) :])
+    full = (
+        shape
+        if axis is None
+        else (*shape[: axis % (len(shape) + 1)], n, *shape[axis % (len(shape) + 1) :])
+    )
     if axis is not None and not -len(shape) - 1 <= axis <= len(shape):
         full = (n, *shape)  # an out-of-range axis: any array; vmap and batch must both refuse
     size = int(np.prod(full)) if full else 1
@@ -119,16 +124,24 @@ def build_args(args: tuple, kw: Any, n: int) -> tuple[tuple, dict, tuple]:
             a, b = (_leaf(shape, n, ax, i + j) for j, ax in enumerate(axes))
             if kind == "dict":
                 values.append({"a": a, "b": b})
-                in_axes.append(spec if not isinstance(spec, tuple) else {"a": axes[0], "b": axes[1]})
+                in_axes.append(
+                    spec if not isinstance(spec, tuple) else {"a": axes[0], "b": axes[1]}
+                )
             else:
                 container = tuple if kind == "tuple" else Pair
                 values.append(container((a, b)) if kind == "tuple" else Pair(a, b))
-                in_axes.append(spec if not isinstance(spec, tuple) else container(axes) if kind == "tuple" else Pair(*axes))
+                in_axes.append(
+                    spec
+                    if not isinstance(spec, tuple)
+                    else container(axes)
+                    if kind == "tuple"
+                    else Pair(*axes)
+                )
     kwargs = {} if kw is None else {"k": _leaf(kw, n, 0, 9)}
     return tuple(values), kwargs, tuple(in_axes)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_fn(kinds: tuple, has_kw: bool, prims: tuple):
     """fn(*args, k=...) -> (x, s): x from the first array leaf, s a scalar from every leaf."""
 
@@ -155,9 +168,15 @@ def make_fn(kinds: tuple, has_kw: bool, prims: tuple):
     return fn
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def batched(fn, strategy: str, batch_size: int | None, in_axes_key: str, out_axes_key: str):
-    return batch(fn, strategy=strategy, batch_size=batch_size, in_axes=_AXES[in_axes_key], out_axes=_AXES[out_axes_key])
+    return batch(
+        fn,
+        strategy=strategy,
+        batch_size=batch_size,
+        in_axes=_AXES[in_axes_key],
+        out_axes=_AXES[out_axes_key],
+    )
 
 
 _AXES: dict[str, Any] = {}
@@ -180,9 +199,21 @@ def check_case(c: tuple, strategies=STRATEGIES) -> None:
     args, kw, prims, n, out_axes, chunks = c
     values, kwargs, in_axes = build_args(args, kw, n)
     fn = make_fn(tuple(a[0] for a in args), kw is not None, prims)
-    expected, vmap_error = _run(lambda *a, **k: jax.vmap(fn, in_axes, out_axes)(*a, **k), values, kwargs)
+    expected, vmap_error = _run(
+        lambda *a, **k: jax.vmap(fn, in_axes, out_axes)(*a, **k), values, kwargs
+    )
     for strategy in strategies:
-        _compare(fn, strategy, chunks.get(strategy), in_axes, out_axes, values, kwargs, expected, vmap_error)
+        _compare(
+            fn,
+            strategy,
+            chunks.get(strategy),
+            in_axes,
+            out_axes,
+            values,
+            kwargs,
+            expected,
+            vmap_error,
+        )
 
 
 def _compare(fn, strategy, batch_size, in_axes, out_axes, values, kwargs, expected, vmap_error):
@@ -198,7 +229,9 @@ def _compare(fn, strategy, batch_size, in_axes, out_axes, values, kwargs, expect
         return
     assert error is None, f"vmap returned, but {strategy} raised {error!r}"
     assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected)
-    for g, e in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected), strict=True):
+    for g, e in zip(
+        jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected), strict=True
+    ):
         g, e = np.asarray(g), np.asarray(e)
         assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, e.shape, g.dtype, e.dtype)
         np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-5)

@@ -138,3 +138,121 @@ def test_digest_and_fingerprint_are_stable():
         == fingerprint({"b": 2, "a": 1})
         != fingerprint({"a": 2, "b": 2})
     )
+
+
+def test_tampered_state_is_refused(tmp_path):
+    path = tmp_path / "ck.npz"
+    save_checkpoint(path, {"x": np.zeros(2)}, {"position": 4}, PARTS)
+    with np.load(path) as z:
+        manifest = json.loads(z["__manifest__"].tobytes())
+    manifest["state"]["position"] = 400  # the arrays' hashes still match: only the state changed
+    np.savez(
+        path, x=np.zeros(2), __manifest__=np.frombuffer(json.dumps(manifest).encode(), np.uint8)
+    )
+    with pytest.raises(CheckpointError, match=r"its state does not match its SHA-256"):
+        load_checkpoint(path, PARTS)
+
+
+# ------------------------------------------------------------------ journal
+from batchlab.checkpoint import (  # noqa: E402  # noqa: E402
+    _MAGIC,
+    _RECORD,
+    Journal,
+    check_writable,
+    fn_fingerprint,
+    fn_fingerprint_parts,
+)
+
+
+def test_journal_roundtrip_bit_for_bit(tmp_path):
+    path = tmp_path / "run.ckpt"
+    j = Journal.open(path, PARTS)
+    arrays = {
+        "indices": np.arange(3),
+        "out_0": np.random.default_rng(0).normal(size=(3, 2)),
+        "out_1": np.array([True, False, True]),
+    }
+    j.append({"position": 3}, arrays)
+    j.append({"position": 5}, {"indices": np.arange(3, 5)})
+    again = Journal.open(path, PARTS)
+    assert [h["position"] for h, _ in again.records] == [3, 5] and again.dropped_bytes == 0
+    for k, v in arrays.items():
+        got = again.records[0][1][k]
+        assert got.dtype == v.dtype and got.tobytes() == v.tobytes()
+    with pytest.raises(CheckpointError, match=r"different run .*batch_size: 4 there, 8 now"):
+        Journal.open(path, {**PARTS, "batch_size": 8})
+
+
+def test_journal_damage_is_refused(tmp_path):
+    path = tmp_path / "run.ckpt"
+    Journal.open(path, PARTS).append({"position": 1}, {"indices": np.arange(1)})
+    blob = path.read_bytes()
+    path.write_bytes(blob[: len(_MAGIC) + 6])
+    with pytest.raises(CheckpointError, match=r"its header is cut short"):
+        Journal.open(path, PARTS)
+    path.write_bytes(blob + b"JUNKJUNKJUNKJUNK")
+    with pytest.raises(CheckpointError, match=r"no record marker at byte"):
+        Journal.open(path, PARTS)
+    header_end = blob.index(_RECORD, len(_MAGIC) + 4)
+    bad = bytearray(blob)
+    bad[header_end + 12] = ord("!")  # the second record's JSON no longer parses
+    path.write_bytes(bytes(bad))
+    with pytest.raises(CheckpointError, match=r"unreadable record header|SHA-256"):
+        Journal.open(path, PARTS)
+    with pytest.raises(ValueError, match=r"must be a numeric array"):
+        Journal.open(tmp_path / "other.ckpt", PARTS).append({}, {"x": np.array([object()])})
+
+
+def test_check_writable(tmp_path, monkeypatch):
+    with pytest.raises(TypeError, match=r"`checkpoint` must be a file path"):
+        check_writable(3)
+    with pytest.raises(ValueError, match=r"must be a file path, got the folder"):
+        check_writable(tmp_path)
+    (tmp_path / "ro.ckpt").write_bytes(b"")
+    monkeypatch.setattr(os, "access", lambda *a: False)  # root ignores chmod; mock the check
+    with pytest.raises(ValueError, match=r"`checkpoint` file .* is read-only"):
+        check_writable(tmp_path / "ro.ckpt")
+
+
+def _make_closure(k):
+    return lambda x: x * k
+
+
+class _Obj:
+    def __init__(self, w):
+        self.w = w
+
+    def method(self, x):
+        return x * self.w
+
+
+def test_fn_fingerprint_sees_what_decides_the_output():
+    import functools
+
+    assert fn_fingerprint(_make_closure(2)) == fn_fingerprint(_make_closure(2))
+    assert fn_fingerprint(_make_closure(2)) != fn_fingerprint(_make_closure(np.float32(2)))
+    assert fn_fingerprint(_Obj(np.ones(3)).method) != fn_fingerprint(_Obj(np.zeros(3)).method)
+    nested_a = lambda x: (lambda y: y + 1)(x)  # noqa: E731
+    nested_b = lambda x: (lambda y: y + 2)(x)  # noqa: E731
+    assert fn_fingerprint(nested_a) != fn_fingerprint(nested_b)  # nested code constants
+    p = functools.partial(max, 3)
+    assert fn_fingerprint(p) != fn_fingerprint(functools.partial(max, 4))
+    assert list(fn_fingerprint_parts(_make_closure(2))) == ["fn code", "fn closure variable 'k'"]
+    gen = (i for i in range(3))
+    from batchlab.checkpoint import Unfingerprintable
+
+    with pytest.raises(Unfingerprintable, match=r"closure variable 'gen'"):
+        fn_fingerprint(lambda x: x + next(gen))
+
+
+def test_output_structure_is_stored_as_json():
+    import jax
+
+    from batchlab.run_result import treedef_from_json, treedef_to_json
+
+    tree = jax.tree_util.tree_structure({"a": (1, None, [2, 3]), "b": 4})
+    assert treedef_from_json(treedef_to_json(tree)) == tree
+    from collections import namedtuple
+
+    point = namedtuple("point", "x y")
+    assert treedef_to_json(jax.tree_util.tree_structure(point(1, 2))) is None  # retraced instead

@@ -74,7 +74,12 @@ def test_sweep_over_batch_sizes(inputs):
 
 def test_loop_limit_skips_instead_of_compiling_forever(inputs):
     c = compare(
-        mlp, *inputs, in_axes=(0, None, None), strategies=("unrolled", "vmap"), loop_limit=16, repeat=3
+        mlp,
+        *inputs,
+        in_axes=(0, None, None),
+        strategies=("unrolled", "vmap"),
+        loop_limit=16,
+        repeat=3,
     )
     loop = c.get("unrolled")
     assert loop.measurement is None and "unrolls" in loop.error and loop.run_seconds is None
@@ -130,7 +135,14 @@ def test_strategy_explorer_errors(inputs):
 
 
 def test_eager_loop_is_timed_as_it_runs_and_unrolled_under_jit(inputs):
-    c = compare(mlp, *inputs, in_axes=(0, None, None), strategies=("loop", "unrolled"), batch_sizes=[8], repeat=3)
+    c = compare(
+        mlp,
+        *inputs,
+        in_axes=(0, None, None),
+        strategies=("loop", "unrolled"),
+        batch_sizes=[8],
+        repeat=3,
+    )
     eager, unrolled = c.get("loop"), c.get("unrolled")
     assert eager.agrees and unrolled.agrees
     assert unrolled.dispatches == 1 and eager.dispatches == 8 * 2 + 1

@@ -39,7 +39,9 @@ def equal(a, b):
     """Bit for bit: same indices, same failures, same output bytes and dtype."""
     np.testing.assert_array_equal(a.indices, b.indices)
     assert a.failures == b.failures
-    for x, y in zip(jax.tree_util.tree_leaves(a.outputs), jax.tree_util.tree_leaves(b.outputs)):
+    for x, y in zip(
+        jax.tree_util.tree_leaves(a.outputs), jax.tree_util.tree_leaves(b.outputs), strict=True
+    ):
         assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
 
 
@@ -71,8 +73,17 @@ def grows(limit):
 def test_sigkill_at_random_points_then_resume_is_bit_identical(tmp_path):
     kills = 20
     proc = subprocess.run(
-        [sys.executable, str(HERE / "_faults" / "sigkill_driver.py"), str(tmp_path), str(kills), "7"],
-        capture_output=True, text=True, timeout=240, cwd=HERE.parent,
+        [
+            sys.executable,
+            str(HERE / "_faults" / "sigkill_driver.py"),
+            str(tmp_path),
+            str(kills),
+            "7",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=HERE.parent,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     fig = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -136,7 +147,9 @@ def test_ctrl_c_inside_the_compiled_program_is_not_bisected(tmp_path):
         return v
 
     def fn(x):
-        x = jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="sequential")
+        x = jax.pure_callback(
+            host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="sequential"
+        )
         return item_fn(x)
 
     logger = __import__("logging").getLogger("jax._src.callback")
@@ -163,7 +176,11 @@ def test_sigint_during_the_compiled_program_stops_after_that_batch():
         return v
 
     def fn(x):
-        return item_fn(jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="sequential"))
+        return item_fn(
+            jax.pure_callback(
+                host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="sequential"
+            )
+        )
 
     r = batchlab.run_batches(fn, xs, batch_size=5, progress=False)
     assert not r.complete and "Ctrl-C" in r.stop_reason and list(r.indices) == list(range(10))
@@ -174,8 +191,11 @@ def test_real_oom_at_run_time_finds_the_largest_size_that_fits():
     xs = data(50)
     r = batchlab.run_batches(grows(11), xs, batch_size=32, batched=True, progress=False)
     assert r.complete and max(r.batch_sizes) == 11 and r.batches[-1].size == 11  # not 8 (32/4)
-    assert all(b.status == "out of memory (XLA RESOURCE_EXHAUSTED)"
-               for b in r.batches if not b.status.startswith("ok"))
+    assert all(
+        b.status == "out of memory (XLA RESOURCE_EXHAUSTED)"
+        for b in r.batches
+        if not b.status.startswith("ok")
+    )
     # 32 -> 16 fail, 8 runs; then 12, 10 (runs), 11 (runs): bisection between success and failure
     assert [b.size for b in r.batches][:6] == [32, 16, 8, 12, 10, 11]
     equal(r, batchlab.run_batches(item_fn, xs, batch_size=11, progress=False))
@@ -183,8 +203,15 @@ def test_real_oom_at_run_time_finds_the_largest_size_that_fits():
 
 def test_real_oom_at_minimum_size_raises_with_the_result():
     with pytest.raises(BatchMemoryError, match=r"minimum batch size 2") as info:
-        batchlab.run_batches(grows(0), data(8), batch_size=4, batched=True, min_batch_size=2,
-                             on_error="raise", progress=False)
+        batchlab.run_batches(
+            grows(0),
+            data(8),
+            batch_size=4,
+            batched=True,
+            min_batch_size=2,
+            on_error="raise",
+            progress=False,
+        )
     assert info.value.result.indices.size == 0 and not info.value.result.complete
 
 
@@ -310,13 +337,15 @@ FOREIGN = {
     "lambdas differing in a constant": (lambda x: x.sum() * 2, lambda x: x.sum() * 3),
     "closures over different values": (closure(2.0), closure(3.0)),
     "partials with different arguments": (
-        functools.partial(times, k=2.0), functools.partial(times, k=3.0)
+        functools.partial(times, k=2.0),
+        functools.partial(times, k=3.0),
     ),
     "callable objects with different attributes": (Scaler(2.0), Scaler(3.0)),
     "other functions": (item_fn, lambda x: x.sum()),
     "defaults differing": (lambda x, k=2.0: x.sum() * k, lambda x, k=3.0: x.sum() * k),
     "jitted lambdas differing in a constant": (
-        jax.jit(lambda x: x.sum() * 2), jax.jit(lambda x: x.sum() * 3)
+        jax.jit(lambda x: x.sum() * 2),
+        jax.jit(lambda x: x.sum() * 3),
     ),
 }
 
@@ -348,7 +377,9 @@ def test_foreign_items_are_refused(tmp_path):
     path = tmp_path / "run.ckpt"
     batchlab.run_batches(item_fn, data(6), batch_size=2, checkpoint=path, progress=False)
     with pytest.raises(batchlab.CheckpointError, match=r"different run .*items"):
-        batchlab.run_batches(item_fn, data(6, seed=1), batch_size=2, checkpoint=path, progress=False)
+        batchlab.run_batches(
+            item_fn, data(6, seed=1), batch_size=2, checkpoint=path, progress=False
+        )
 
 
 def test_unfingerprintable_fn_asks_for_a_run_name(tmp_path):
@@ -359,9 +390,13 @@ def test_unfingerprintable_fn_asks_for_a_run_name(tmp_path):
             return x.sum()
 
     path = tmp_path / "run.ckpt"
-    with pytest.raises(batchlab.CheckpointError, match=r"cannot be fingerprinted .*lock.*run_name="):
+    with pytest.raises(
+        batchlab.CheckpointError, match=r"cannot be fingerprinted .*lock.*run_name="
+    ):
         batchlab.run_batches(fn, data(4), batch_size=2, checkpoint=path, progress=False)
-    r = batchlab.run_batches(fn, data(4), batch_size=2, checkpoint=path, run_name="v1", progress=False)
+    r = batchlab.run_batches(
+        fn, data(4), batch_size=2, checkpoint=path, run_name="v1", progress=False
+    )
     assert r.complete and not path.with_suffix(".tmp").exists()
 
 
@@ -406,5 +441,6 @@ def test_fn_failing_on_every_item_is_a_bug_in_fn():
 
 def test_batched_fn_losing_the_batch_axis_is_refused():
     with pytest.raises(BatchFnError, match=r"batched=True.*shape \(6,\) for a batch of 8"):
-        batchlab.run_batches(lambda b: b.sum(axis=1)[:6], data(8), batch_size=8, batched=True,
-                             progress=False)
+        batchlab.run_batches(
+            lambda b: b.sum(axis=1)[:6], data(8), batch_size=8, batched=True, progress=False
+        )

@@ -173,3 +173,23 @@ def test_isolated_error_in_child_is_the_kit_error():
 
     with pytest.raises(ValueError, match=r"isolated subprocess: ValueError: x must be positive"):
         bl.measure(refuses, jnp.ones(3), isolated=True)
+
+
+def test_number_is_capped_by_max_time():
+    """measure(number=10**9, max_time=0.5) must not run a billion calls inside one sample."""
+    import time
+
+    t0 = time.perf_counter()
+    m = bl.measure(lambda x: jnp.tanh(x) @ x, jnp.ones((64, 64)), number=10**9, max_time=0.5)
+    assert time.perf_counter() - t0 < 30
+    assert m.number < 10**9 and any("capped" in n for n in m.notes)
+
+
+def test_isolated_result_channel_rejects_foreign_values():
+    from batchlab._isolated import _build
+    from batchlab.measure import Measurement
+
+    with pytest.raises(ValueError, match=r"expected an object"):
+        _build(Measurement, [1, 2])
+    with pytest.raises(ValueError, match=r"holds non-numbers"):
+        _build(Measurement, {"times": [{"a": 1}]})

@@ -227,7 +227,11 @@ def test_faults_together_resume_equals_fault_free(tmp_path):
 
     fits = int(batchlab.max_batch_size(item_fn, xs[0], budget_bytes=2048))
     kw = dict(
-        batch_size=2 * fits, budget_bytes=2048, check_nan=True, batched=True, progress=False,
+        batch_size=2 * fits,
+        budget_bytes=2048,
+        check_nan=True,
+        batched=True,
+        progress=False,
         run_name="together",  # batch_fn reads a call counter: name the run
     )
     clean = batchlab.run_batches(batch_fn, xs, **kw)

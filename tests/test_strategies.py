@@ -53,7 +53,9 @@ def params(dtype=jnp.float32):
 def test_matches_vmap_across_batch_sizes(strategy, batch_size, n, maybe_jit):
     x = jax.random.normal(jax.random.key(0), (n, 4))
     p = params()
-    f = wrap(maybe_jit, strategy, batch(mlp, strategy=strategy, batch_size=batch_size, in_axes=(0, None)))
+    f = wrap(
+        maybe_jit, strategy, batch(mlp, strategy=strategy, batch_size=batch_size, in_axes=(0, None))
+    )
     assert_close(f(x, p), jax.vmap(mlp, (0, None))(x, p))
 
 
@@ -155,7 +157,7 @@ def test_errors():
     with pytest.raises(TypeError, match="must be a function"):
         batch(3)
     f = batch(mlp, strategy="chunked", batch_size=2)
-    with pytest.raises(BatchAxisError, match="is a keyword argument, which jax.vmap always maps"):
+    with pytest.raises(BatchAxisError, match=r"is a keyword argument, which jax.vmap always maps"):
         f(x=jnp.ones((3, 4)), p=params())
     with pytest.raises(
         BatchAxisError, match="`p\\['b'\\]` has 3 along axis 0 but the batch has 5 items"
@@ -194,7 +196,9 @@ def test_tuples_with_per_leaf_specs_are_not_ragged(strategy, batch_size):
     assert_close(got, jax.vmap(f, in_axes=((0, None),))(p))
     q = (jnp.ones((3, 5)), jnp.ones((4, 5)))
     g = lambda q: q[0].sum() + q[1].sum()  # noqa: E731
-    assert_close(batch(g, strategy=strategy, batch_size=batch_size, in_axes=1)(q), jax.vmap(g, 1)(q))
+    assert_close(
+        batch(g, strategy=strategy, batch_size=batch_size, in_axes=1)(q), jax.vmap(g, 1)(q)
+    )
 
 
 @pytest.mark.parametrize("strategy,batch_size", ALL)
@@ -203,7 +207,9 @@ def test_unmapped_python_and_numpy_values_reach_fn_untouched(strategy, batch_siz
     f = batch(lambda x, n: x[:n], strategy=strategy, batch_size=batch_size, in_axes=(0, None))
     assert_close(f(x, 2), x[:, :2])
     g = lambda x, idx, flag: jnp.stack([x[i] for i in idx.tolist()]) if flag else x  # noqa: E731
-    got = batch(g, strategy=strategy, batch_size=batch_size, in_axes=(0, None, None))(x, np.array([2, 0]), True)
+    got = batch(g, strategy=strategy, batch_size=batch_size, in_axes=(0, None, None))(
+        x, np.array([2, 0]), True
+    )
     assert_close(got, x[:, [2, 0]])
 
 
@@ -212,9 +218,14 @@ def test_non_array_unmapped_arguments(strategy, batch_size):
     x = jnp.arange(6.0).reshape(3, 2)
     f = lambda x, act, name, cfg: act(x) * len(name) * cfg["scale"]  # noqa: E731
     b = batch(f, strategy=strategy, batch_size=batch_size, in_axes=(0, None, None, None))
-    assert_close(b(x, jnp.sin, "abc", {"scale": 2}), jax.vmap(f, (0, None, None, None))(x, jnp.sin, "abc", {"scale": 2}))
-    with pytest.raises(TypeError, match="`name` is a str .* no axes to map"):
-        batch(f, strategy=strategy, batch_size=batch_size, in_axes=(0, None, 0, None))(x, jnp.sin, "abc", {"scale": 2})
+    assert_close(
+        b(x, jnp.sin, "abc", {"scale": 2}),
+        jax.vmap(f, (0, None, None, None))(x, jnp.sin, "abc", {"scale": 2}),
+    )
+    with pytest.raises(TypeError, match=r"`name` is a str .* no axes to map"):
+        batch(f, strategy=strategy, batch_size=batch_size, in_axes=(0, None, 0, None))(
+            x, jnp.sin, "abc", {"scale": 2}
+        )
 
 
 def test_static_values_key_the_compiled_program():
@@ -240,12 +251,16 @@ def test_axis_name_and_size_with_vmap():
 @pytest.mark.parametrize("strategy,batch_size", [(s, b) for s, b in ALL if s != "vmap"])
 @pytest.mark.parametrize("option", ["axis_name", "spmd_axis_name"])
 def test_collectives_are_refused_outside_vmap(strategy, batch_size, option):
-    with pytest.raises(ValueError, match=f"`{option}` names the batch axis for collectives.*one chunk"):
+    with pytest.raises(
+        ValueError, match=f"`{option}` names the batch axis for collectives.*one chunk"
+    ):
         batch(jnp.sin, strategy=strategy, batch_size=batch_size, **{option: "i"})
 
 
 def test_axis_spec_errors_are_raised_when_batch_is_called():
-    with pytest.raises(TypeError, match="`in_axes` must be an int, None, or a tuple.*got the dict"):
+    with pytest.raises(
+        TypeError, match=r"`in_axes` must be an int, None, or a tuple.*got the dict"
+    ):
         batch(mlp, in_axes={"x": 0})
     for strategy, batch_size in ALL:
         with pytest.raises(TypeError, match="`out_axes` may hold only ints"):
@@ -274,7 +289,9 @@ def test_docstring_says_batched_version():
         return 2 * x
 
     b = batch(scale, strategy="host", batch_size=4)
-    assert b.__doc__.startswith("Batched version of scale (batchlab.batch, strategy='host', batch_size=4)")
+    assert b.__doc__.startswith(
+        "Batched version of scale (batchlab.batch, strategy='host', batch_size=4)"
+    )
     assert "Doubles x." in b.__doc__ and b.__name__ == "host(scale)"
 
 
@@ -319,7 +336,10 @@ def test_host_plan_counts_and_memory():
 
 def test_host_refuses_an_outer_jit():
     f = batch(outer, strategy="host", batch_size=4)
-    with pytest.raises(TypeError, match="strategy='host' dispatches one compiled program per chunk.*strategy='chunked'"):
+    with pytest.raises(
+        TypeError,
+        match=r"strategy='host' dispatches one compiled program per chunk.*strategy='chunked'",
+    ):
         jax.jit(f)(jnp.ones((10, 3)))
 
 

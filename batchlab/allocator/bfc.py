@@ -27,8 +27,12 @@ module re-tells the non-partitioned path of that file, with its constants:
    ``min(limit, 2 MiB)``; a request larger than ``curr_region_allocation_bytes_``
    doubles it until it fits, otherwise the size doubles *after* the region
    is made; never more than ``limit - pool_bytes``. Regions are never given
-   back (``garbage_collection`` is off in XLA's GPU client) and chunks never
-   merge across regions (regions come from separate ``cudaMalloc`` calls).
+   back (``garbage_collection`` is off in XLA's GPU client). Chunks merge
+   across regions only when the sub-allocator ``SupportsCoalescing()`` (newer
+   XLA's ``DeviceMemAllocator`` can reserve one virtual range and map regions
+   into it back to back); with separate ``cudaMalloc`` regions they never do.
+   Which mode a given jaxlib uses is not verified here: ``coalesce_regions``
+   (default ``False``) picks it, and the choice is printed with grown results.
 7. **Failure** (``AllocateRawInternal``): best fit, then ``Extend``, then
    ``nullptr``. The caller's retry path (``AllocateRawInternalWithRetry``)
    waits up to 10 s for *another thread* to free memory; a single-stream
@@ -78,6 +82,7 @@ class BFCAllocator(Allocator):
         or regions grown on demand (``allow_growth=true``).
       initial_region: first region when growing (XLA: 2 MiB).
       max_internal_fragmentation: split whenever the rest is at least this (XLA: 128 MiB).
+      coalesce_regions: grown regions are contiguous and merge (a coalescing sub-allocator).
     """
 
     policy = "bfc"
@@ -90,8 +95,10 @@ class BFCAllocator(Allocator):
         preallocate: bool = True,
         initial_region: int = K_INITIAL_REGION,
         max_internal_fragmentation: int = K_MAX_INTERNAL_FRAGMENTATION,
+        coalesce_regions: bool = False,
     ) -> None:
         _check_int(initial_region, "initial_region", 1)
+        self.coalesce_regions = bool(coalesce_regions)
         self.max_internal_fragmentation = _check_int(
             max_internal_fragmentation, "max_internal_fragmentation", 0
         )
@@ -114,6 +121,14 @@ class BFCAllocator(Allocator):
         ):
             if value != xla:
                 rows.append((name, str(value), str(xla)))
+        if not self.preallocate:  # only grown pools have several regions
+            rows.append(
+                (
+                    "grown regions merge",
+                    "yes" if self.coalesce_regions else "no (separate cudaMalloc regions)",
+                    "only if the sub-allocator SupportsCoalescing() (a reserved VA range)",
+                )
+            )
         return rows
 
     def bin_of(self, size: int) -> int:
@@ -150,4 +165,12 @@ class BFCAllocator(Allocator):
         size = min(self.next_region, available)
         if not increased:
             self.next_region *= 2
-        return self._reserve(len(self.chunks) - 1, size)
+        index = self._reserve(len(self.chunks) - 1, size)
+        if self.coalesce_regions and index > 0:  # AddOrExtendAllocationRegion + TryToCoalesce
+            new, previous = self.chunks[index], self.chunks[index - 1]
+            new.region = previous.region
+            if previous.state == FREE:
+                previous.size += new.size
+                del self.chunks[index]
+                index -= 1
+        return index

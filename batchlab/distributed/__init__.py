@@ -64,7 +64,8 @@ def initialize(**kwargs: Any) -> None:
     Under :func:`launch` (its environment variables are set): simulated CPU
     devices (``jax_num_cpu_devices``), gloo CPU collectives and
     ``jax.distributed.initialize(coordinator_address="127.0.0.1:PORT",
-    num_processes=N, process_id=I)``. Elsewhere: ``jax.distributed.initialize(**kwargs)``,
+    num_processes=N, process_id=I)``, the coordinator bound to loopback only
+    (``coordinator_bind_address``; JAX's default is every interface). Elsewhere: ``jax.distributed.initialize(**kwargs)``,
     which detects SLURM, Open MPI and Cloud TPU by itself (or pass
     ``coordinator_address``, ``num_processes``, ``process_id``). Call it
     before anything else uses JAX; a second call does nothing.

@@ -85,7 +85,10 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
     try:
         time_ratio, temp_ratio, dispatch_ratio = (float(v) for v in answer)
     except (TypeError, ValueError):
-        return False, "Give three numbers: (time ratio, temp ratio, dispatch ratio), small chunk over large."
+        return (
+            False,
+            "Give three numbers: (time ratio, temp ratio, dispatch ratio), small chunk over large.",
+        )
     small, large = chunks
     expected = _host_dispatches(items, small) / _host_dispatches(items, large)
     if abs(dispatch_ratio - expected) > 0.01 * expected:
@@ -94,7 +97,10 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
             "before the steps and one after them. Use the `dispatches` column of bl.compare."
         )
     if not temp_ratio < 1:
-        return False, "Smaller chunks hold fewer intermediates at a time: did you divide small by large?"
+        return (
+            False,
+            "Smaller chunks hold fewer intermediates at a time: did you divide small by large?",
+        )
     if not time_ratio > 1:
         return False, (
             "On this MLP the small chunks should take longer: what does each dispatch cost next to the "

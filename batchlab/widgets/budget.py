@@ -48,6 +48,7 @@ class BudgetExplorer(Explorer):
         budget = budgets[len(budgets) // 2] if budget is None else budget
         if budget not in budgets:
             raise ValueError(f"`budget`={budget} is not one of the slider's stops {budgets}.")
+        self.choices = {"budget": tuple(budgets)}
         self.fn, self.example_item, self.chunk_size = fn, example_item, chunk_size
         #: planned bytes per batch size, per strategy, shared by every budget's search:
         #: a batch size compiled for one budget is never compiled again

@@ -118,6 +118,7 @@ class LoadingExplorer(Explorer):
         title: str = "Loading explorer",
     ) -> None:
         batch_sizes = [int(b) for b in batch_sizes]
+        self.choices = {"batch_size": tuple(batch_sizes)}
         if not batch_sizes or min(batch_sizes) < 1:
             raise ValueError(
                 f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."

@@ -80,7 +80,10 @@ class StrategyExplorer(Explorer):
     ) -> None:
         check_callable(fn)
         check_positive_int(chunk, "chunk")
-        self.batch_sizes = [int(b) for b in batch_sizes]
+        from .._checks import check_positive_ints
+
+        self.batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
+        self.choices = {"batch_size": tuple(self.batch_sizes)}
         if not self.batch_sizes:
             raise ValueError("`batch_sizes` must list at least one batch size.")
         options = [s for s in STRATEGIES if s != "manual" or manual is not None]

@@ -20,9 +20,9 @@ import sys
 import time
 
 import numpy as np
+from jax._src import xla_bridge
 
 import batchlab
-from jax._src import xla_bridge
 
 N, BATCH, WIDTH = 480, 4, 1024
 
@@ -54,8 +54,13 @@ def make_fn(log_path: str):
 
 def run(folder: str, fn, name: str):
     return batchlab.run_batches(
-        fn, items(), batch_size=BATCH, batched=True, progress=False,
-        checkpoint=os.path.join(folder, name), run_name="sigkill-test",
+        fn,
+        items(),
+        batch_size=BATCH,
+        batched=True,
+        progress=False,
+        checkpoint=os.path.join(folder, name),
+        run_name="sigkill-test",
     )
 
 
@@ -97,7 +102,7 @@ def main() -> None:
         complete &= final.complete
         same &= all(
             np.array_equal(a, b) and a.dtype == b.dtype
-            for a, b in zip(
+            for a, b in zip(  # noqa: B905
                 (final.indices, final.outputs["y"], final.outputs["s"]),
                 (clean.indices, clean.outputs["y"], clean.outputs["s"]),
             )
@@ -109,13 +114,23 @@ def main() -> None:
                 counts[int(i)] += 1
     n_runs = journal + 1
     orphans = [p for p in os.listdir(folder) if p.endswith(".tmp")]
-    print(json.dumps({
-        "kills": kills, "killed_while_running": landed, "runs_finished_before_a_kill": finished,
-        "journals": n_runs, "complete": bool(complete), "identical": bool(same),
-        "resumed_items": resumed, "missing": int((counts < n_runs).sum()),
-        "extra_computations": int(counts.sum() - n_runs * N),
-        "orphans": orphans, "delays": [round(d, 3) for d in delays],
-    }))
+    print(
+        json.dumps(
+            {
+                "kills": kills,
+                "killed_while_running": landed,
+                "runs_finished_before_a_kill": finished,
+                "journals": n_runs,
+                "complete": bool(complete),
+                "identical": bool(same),
+                "resumed_items": resumed,
+                "missing": int((counts < n_runs).sum()),
+                "extra_computations": int(counts.sum() - n_runs * N),
+                "orphans": orphans,
+                "delays": [round(d, 3) for d in delays],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":
