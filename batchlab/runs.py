@@ -391,7 +391,14 @@ def _initial_size(runner: _Runner, data: Items, batch_size, budget_bytes) -> int
     if data.n == 0:
         return 1
     budget = budget_bytes if budget_bytes is not None else default_budget().bytes
-    answer, _ = search(runner.jitted, data.spec_item, budget, data.n)
+    try:
+        answer, _ = search(runner.jitted, data.spec_item, budget, data.n)
+    except Exception as e:
+        if not is_out_of_memory(e):
+            raise
+        # XLA refused to compile a size while planning (TPU/GPU compile-time OOM): start from
+        # every item and let the run's own OOM handling halve and bisect from there
+        return data.n
     return answer
 
 

@@ -166,7 +166,7 @@ def _wrap(text: str, width: int = 130) -> str:
 
 
 def _labels(ax, t: Any, max_depth: int, row_h: float, wall_ms: float) -> None:
-    """Names inside the spans wide enough to hold them (at most 80 labels)."""
+    """Names inside the spans wide enough to hold them (at most 40 labels)."""
     width_px = ax.figure.get_figwidth() * 100 * 0.8  # at dpi 100; font sizes scale alike
     fits = []
     for s in t.spans:
@@ -177,7 +177,7 @@ def _labels(ax, t: Any, max_depth: int, row_h: float, wall_ms: float) -> None:
         if px > 5.8 * len(text) + 6:
             fits.append((px, s, text))
     fits.sort(key=lambda f: -f[0])
-    for _, s, text in fits[:80]:
+    for _, s, text in fits[:40]:
         y = s.lane - 0.4 + (s.depth + 0.46) * row_h
         ax.text(
             (s.start + s.duration / 2) * 1e3,

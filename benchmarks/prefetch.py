@@ -11,8 +11,8 @@ CPU, the GIL released) for as long as one compute step takes, then slices
 the batch from a memory-mapped file; the compute is a real jitted model.
 Targets:
   A1. prefetch against the *best* serial loop >= 0.9x: prefetching costs
-      nothing; the gain expected here is ~1.0x, because the serial loop that
-      does not sync already overlaps (reported, with the verdict);
+      nothing; the gain is small (1.0-1.35x measured on the 2-core CPU),
+      because the serial loop that does not sync already overlaps;
   A2. when the loop must sync every step: prefetch >= 1.6x the serial loop
       (ideal 2n/(n+1), ~1.9x here).
 Case B (reported, no target): a real per-item loader (one ``np.load`` per
@@ -95,7 +95,7 @@ def main() -> int:
         f"   {four(a)}",
         f"   asynchronous dispatch alone (serial no sync vs serial sync): {a.async_speedup:.2f}x",
         f"A1. prefetch vs the best serial loop: {a.speedup:.2f}x (target >= {TARGET_BEST}: "
-        f"{'PASS' if pass_a1 else 'FAIL'}; ~1.0 expected: the loop that does not sync "
+        f"{'PASS' if pass_a1 else 'FAIL'}; small: the loop that does not sync "
         "already overlaps)",
         f"A2. loop must sync every step: prefetch {a.speedup_when_syncing:.2f}x serial "
         f"(ideal {ideal:.2f}x, target >= {TARGET_SYNC}x): {'PASS' if pass_a2 else 'FAIL'}",

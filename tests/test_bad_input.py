@@ -1034,6 +1034,24 @@ case(
 )
 
 
+case(
+    "BudgetExplorer.update(budget off the slider)",
+    lambda: _widgets().BudgetExplorer(item_fn, ITEM, [2**14, 2**16]).update(budget=12345),
+    ValueError,
+    r"`budget`=12345 is not one of this explorer's settings",
+)
+case(
+    "StrategyExplorer.update(batch_size off the slider)",
+    lambda: (
+        _widgets()
+        .StrategyExplorer(item_fn, X, batch_sizes=[2, 4], strategies=("vmap",), max_time=0.01)
+        .update(batch_size=3)
+    ),
+    ValueError,
+    r"`batch_size`=3 is not one of this explorer's settings",
+)
+
+
 IDS = [c[0] for c in CASES]
 assert len(IDS) == len(set(IDS)), [i for i in IDS if IDS.count(i) > 1]
 

@@ -256,3 +256,39 @@ def test_output_structure_is_stored_as_json():
 
     point = namedtuple("point", "x y")
     assert treedef_to_json(jax.tree_util.tree_structure(point(1, 2))) is None  # retraced instead
+
+
+def test_journal_header_and_dtype_checks(tmp_path):
+    import struct
+
+    from batchlab.checkpoint import FORMAT, _encode
+
+    path = tmp_path / "run.ckpt"
+    path.write_bytes(_MAGIC + _encode({"format": FORMAT, "version": 99, "parts": {}}, {}))
+    with pytest.raises(CheckpointError, match=r"version 99"):
+        Journal.open(path, PARTS)
+    # a record whose header claims an object array: refused, never loaded with pickle
+    import hashlib
+    import json as _json
+
+    good = _MAGIC + _encode(
+        {"format": FORMAT, "version": 1, "fingerprint": fingerprint(PARTS), "parts": PARTS}, {}
+    )
+    text = _json.dumps({"arrays": [["x", "|O", [1], 8]]}).encode()
+    body = _RECORD + struct.pack("<Q", len(text)) + text + b"\0" * 8
+    path.write_bytes(good + body + hashlib.sha256(body).digest())
+    with pytest.raises(CheckpointError, match=r"array 'x' has an object dtype"):
+        Journal.open(path, PARTS)
+
+
+def test_callable_object_without_attributes_is_unfingerprintable():
+    from batchlab.checkpoint import Unfingerprintable
+
+    class Slotted:
+        __slots__ = ()
+
+        def __call__(self, x):
+            return x
+
+    with pytest.raises(Unfingerprintable, match=r"object without attributes to hash"):
+        fn_fingerprint(Slotted())

@@ -444,3 +444,16 @@ def test_batched_fn_losing_the_batch_axis_is_refused():
         batchlab.run_batches(
             lambda b: b.sum(axis=1)[:6], data(8), batch_size=8, batched=True, progress=False
         )
+
+
+def test_oom_at_compile_time_while_sizing_auto(monkeypatch):
+    original = jax.stages.Lowered.compile
+
+    def compile_(self, *a, **k):
+        if self.in_avals[0][0].shape[0] > 5:
+            raise real_oom()
+        return original(self, *a, **k)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", compile_)
+    r = batchlab.run_batches(item_fn, data(20), budget_bytes=2**30, progress=False)
+    assert r.complete and r.failures == () and max(r.batch_sizes) == 5

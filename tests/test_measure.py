@@ -193,3 +193,24 @@ def test_isolated_result_channel_rejects_foreign_values():
         _build(Measurement, [1, 2])
     with pytest.raises(ValueError, match=r"holds non-numbers"):
         _build(Measurement, {"times": [{"a": 1}]})
+
+
+def test_isolated_child_without_result_is_reported(monkeypatch):
+    import subprocess
+
+    real_run = subprocess.run
+
+    def crashed_child(cmd, **kw):  # the child dies before writing its result (e.g. killed)
+        return real_run([cmd[0], "-c", "import sys; sys.exit(3)"], **kw)
+
+    monkeypatch.setattr(subprocess, "run", crashed_child)
+    with pytest.raises(RuntimeError, match=r"exit status 3\) without a result"):
+        bl.measure(lambda x: x * 2, jnp.ones(3), isolated=True)
+
+
+def test_isolated_result_channel_rejects_objects():
+    from batchlab._isolated import _build
+    from batchlab.measure import Measurement
+
+    with pytest.raises(ValueError, match=r"not a plain value"):
+        _build(Measurement, {"name": object()})
