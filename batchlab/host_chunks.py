@@ -112,7 +112,12 @@ def chunk_step(fn: Callable, out_axes: Any, sp: Split) -> Callable:
 
 
 def bounds(n: int, k: int) -> list[tuple[int, int]]:
-    """The item ranges of the chunks: full chunks of ``k``, then the remainder."""
+    """The item ranges of the chunks: full chunks of ``k``, then the remainder.
+
+    Example:
+      >>> bounds(10, 4)
+      [(0, 4), (4, 8), (8, 10)]
+    """
     return [(a, min(a + k, n)) for a in range(0, n, k)]
 
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+# the interval helpers live in their own module; re-exported here for the timeline's users
+from .timeline_intervals import intersect_length, merge, subtract, union_length  # noqa: F401
 
 WRAPPER = "batchlab.trace"  # the kit's own annotation around the traced code
 _SKIP = ("ThreadpoolListener::", "end: ")
@@ -261,58 +262,3 @@ def memory_curve(events: list[dict[str, Any]], t0_us: float | None = None) -> Me
         largest.append(max(alive.values(), default=0))
     name = str((rows[0].get("args") or {}).get("allocator_name", "allocator"))
     return MemoryCurve(tuple(times), tuple(in_use), tuple(largest), name)
-
-
-def union_length(intervals: list[tuple[float, float]]) -> float:
-    """Total length covered by ``(start, end)`` intervals (overlaps counted once)."""
-    merged = merge(intervals)
-    return float(sum(b - a for a, b in merged))
-
-
-def merge(intervals, gap: float = 0.0) -> list[tuple[float, float]]:
-    """Sorted, disjoint union of ``(start, end)`` intervals (joining those ``gap`` or less apart)."""
-    if len(intervals) == 0:
-        return []
-    arr = np.asarray(intervals, dtype=float).reshape(-1, 2)
-    arr = arr[np.argsort(arr[:, 0], kind="stable")]
-    reach = np.maximum.accumulate(arr[:, 1])  # the furthest end seen so far
-    new = np.empty(len(arr), bool)
-    new[0] = True
-    new[1:] = arr[1:, 0] > reach[:-1] + gap
-    starts = arr[new, 0]
-    group_end = np.maximum.reduceat(arr[:, 1], np.flatnonzero(new))
-    return list(zip(starts.tolist(), group_end.tolist(), strict=True))
-
-
-def intersect_length(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Length of the intersection of two interval unions."""
-    a, b = merge(a), merge(b)
-    i = j = 0
-    total = 0.0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        total += max(0.0, hi - lo)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
-def subtract(
-    a: list[tuple[float, float]], b: list[tuple[float, float]]
-) -> list[tuple[float, float]]:
-    """The union of ``a`` minus the union of ``b``."""
-    out, b, j = [], merge(b), 0
-    for lo, hi in merge(a):
-        while j < len(b) and b[j][1] <= lo:
-            j += 1
-        cur, k = lo, j
-        while k < len(b) and b[k][0] < hi:
-            if b[k][0] > cur:
-                out.append((cur, b[k][0]))
-            cur = max(cur, b[k][1])
-            k += 1
-        if cur < hi:
-            out.append((cur, hi))
-    return out

@@ -175,18 +175,19 @@ def test_compare_prefetch_overlaps_sleeping_loader():
 
 def test_compare_prefetch_async_jax_step_needs_no_prefetch():
     """A jitted step dispatches asynchronously: the serial loop without a sync overlaps too."""
-    w = jnp.ones((384, 384)) / 384
+    n = 640  # ~1 GFLOP per step: about 10 ms or more, so thread start-up is small beside it
+    w = jnp.ones((n, n)) / n
     step = jax.jit(lambda b: jnp.tanh(jnp.tanh(b @ w) @ w).sum())
-    step(jnp.ones((384, 384))).block_until_ready()
+    step(jnp.ones((n, n))).block_until_ready()
     t0 = time.perf_counter()
     for _ in range(3):
-        step(jnp.ones((384, 384))).block_until_ready()
+        step(jnp.ones((n, n))).block_until_ready()
     wait = (time.perf_counter() - t0) / 3  # load time = compute time
 
     def batches():
-        for _ in range(6):
+        for _ in range(8):
             time.sleep(wait)
-            yield np.ones((384, 384), np.float32)
+            yield np.ones((n, n), np.float32)
 
     c = compare_prefetch(batches, step, repeat=2)
     hidden = c.hidden_share(wait)  # robust to a busy machine, unlike the bare speed-ups
