@@ -51,6 +51,8 @@ NOTEBOOKS = sorted(
 MAX_EXPLORERS = 2
 THROWAWAY = "artifacts/browser/explorers_demo.ipynb"
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+# notebooks whose collapsed solution and prediction reveal are also photographed
+SHOWCASE = ("00_tour", "05_bucketing_and_recompilation")
 CHROMIUM = os.environ.get("BATCHLAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -361,6 +363,48 @@ def _check_explorers(page, name: str, limit: int) -> int:
     return count
 
 
+_LEARNER_VIEW = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const cells = panel.content.widgets;
+  const solutions = [];
+  cells.forEach((c, i) => {
+    const meta = c.model.getMetadata ? c.model.getMetadata('jupyter') : null;
+    if (meta && meta.source_hidden) {
+      solutions.push({i, inputHidden: !!c.inputHidden,
+                      visible: (c.node.innerText || '').includes('BEGIN SOLUTION')});
+    }
+  });
+  const reveals = [];
+  cells.forEach((c, i) => {
+    if ((c.node.innerText || '').includes('your prediction')) reveals.push(i);
+  });
+  return {solutions, reveals};
+}"""
+
+
+def _shoot_cell(page, index: int, path: Path) -> None:
+    page.evaluate(
+        "(i) => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'center')", index
+    )
+    time.sleep(0.3)
+    node = page.evaluate_handle(
+        "(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node", index
+    ).as_element()
+    node.screenshot(path=str(path))
+
+
+def _check_learner_view(page, name: str) -> None:
+    """Solutions are collapsed (no solution text on screen); a prediction's reveal is shown."""
+    view = page.evaluate(_LEARNER_VIEW)
+    assert view["solutions"], f"{name}: no collapsed solution cell"
+    for cell in view["solutions"]:
+        assert cell["inputHidden"] and not cell["visible"], f"{name}: a solution is visible: {cell}"
+    assert view["reveals"], f"{name}: no prediction reveal on the page"
+    if name in SHOWCASE:
+        _shoot_cell(page, view["solutions"][0]["i"], SCREENSHOTS / f"{name}_solution_collapsed.png")
+        _shoot_cell(page, view["reveals"][0], SCREENSHOTS / f"{name}_prediction.png")
+
+
 def test_notebooks_and_explorers_in_chromium(page, lab):
     t0 = time.monotonic()
     fingerprints = {p: (ROOT / p).read_bytes() for p in NOTEBOOKS}
@@ -369,6 +413,7 @@ def test_notebooks_and_explorers_in_chromium(page, lab):
         for path in NOTEBOOKS:
             assert (ROOT / path).is_file(), f"{path} is listed in NOTEBOOKS but does not exist"
             _run_notebook(page, lab, path)
+            _check_learner_view(page, Path(path).stem)
             moved += _check_explorers(page, Path(path).stem, MAX_EXPLORERS)
             _shutdown_kernel(page)  # free the 2 CI cores for the next notebook
 

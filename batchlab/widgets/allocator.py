@@ -117,8 +117,11 @@ def _describe(sim: Simulation) -> str:
     from ..allocator.replay import differences_text
 
     tl = sim.timeline
+    name = sim.trace.name
+    if name == "per-item":  # one item per call: the batch-size slider changes nothing here
+        name += " (one item per call: the batch size does not change this workload)"
     return (
-        f"{tl.allocations} allocations, {tl.device_calls} device calls; "
+        f"<b>{html.escape(name)}</b>: {tl.allocations} allocations, {tl.device_calls} device calls; "
         f"<b>{len(tl.failures)}</b> failed ({tl.failures_despite_free} despite enough free memory); "
         f"max fragmentation <b>{tl.max_fragmentation:.0%}</b>; needs a device "
         f"<b>{sim.overhead:.2f}x</b> its live peak [simulation, synthetic trace]; differs from XLA: "
