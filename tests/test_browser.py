@@ -365,28 +365,41 @@ def _check_explorers(page, name: str, limit: int) -> int:
 
 _LEARNER_VIEW = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
-  const cells = panel.content.widgets;
-  const solutions = [];
-  cells.forEach((c, i) => {
+  const solutions = [], reveals = [];
+  panel.content.widgets.forEach((c, i) => {
     const meta = c.model.getMetadata ? c.model.getMetadata('jupyter') : null;
     if (meta && meta.source_hidden) {
-      solutions.push({i, inputHidden: !!c.inputHidden,
-                      visible: (c.node.innerText || '').includes('BEGIN SOLUTION')});
+      let inside = false;
+      const body = [];
+      for (const line of c.model.sharedModel.getSource().split('\\n').map(l => l.trim())) {
+        if (line === '# BEGIN SOLUTION') inside = true;
+        else if (line === '# END SOLUTION') inside = false;
+        else if (inside && line.length > 3 && !line.startsWith('#')) body.push(line);
+      }
+      solutions.push({i, body});
     }
-  });
-  const reveals = [];
-  cells.forEach((c, i) => {
-    if ((c.node.innerText || '').includes('your prediction')) reveals.push(i);
+    if (c.model.type === 'code' &&
+        JSON.stringify(c.model.outputs.toJSON()).includes('your prediction')) reveals.push(i);
   });
   return {solutions, reveals};
 }"""
 
+# what is on screen for one cell, once scrolled to (JupyterLab renders only visible cells)
+_CELL_ON_SCREEN = """(i) => {
+  const c = window.jupyterapp.shell.currentWidget.content.widgets[i];
+  return {inputHidden: !!c.inputHidden, text: c.node.innerText || ''};
+}"""
 
-def _shoot_cell(page, index: int, path: Path) -> None:
+
+def _scroll_to(page, index: int) -> None:
     page.evaluate(
         "(i) => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'center')", index
     )
-    time.sleep(0.3)
+    time.sleep(0.4)
+
+
+def _shoot_cell(page, index: int, path: Path) -> None:
+    _scroll_to(page, index)
     node = page.evaluate_handle(
         "(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node", index
     ).as_element()
@@ -394,12 +407,16 @@ def _shoot_cell(page, index: int, path: Path) -> None:
 
 
 def _check_learner_view(page, name: str) -> None:
-    """Solutions are collapsed (no solution text on screen); a prediction's reveal is shown."""
+    """Solutions are collapsed (no line of a solution on screen); a prediction's reveal is shown."""
     view = page.evaluate(_LEARNER_VIEW)
     assert view["solutions"], f"{name}: no collapsed solution cell"
     for cell in view["solutions"]:
-        assert cell["inputHidden"] and not cell["visible"], f"{name}: a solution is visible: {cell}"
-    assert view["reveals"], f"{name}: no prediction reveal on the page"
+        _scroll_to(page, cell["i"])
+        shown = page.evaluate(_CELL_ON_SCREEN, cell["i"])
+        # the collapsed placeholder may preview the first line ("# BEGIN SOLUTION"): fine
+        leaked = [line for line in cell["body"] if line in shown["text"]]
+        assert shown["inputHidden"] and not leaked, f"{name}: cell {cell['i']} shows {leaked}"
+    assert view["reveals"], f"{name}: no prediction reveal in the notebook"
     if name in SHOWCASE:
         _shoot_cell(page, view["solutions"][0]["i"], SCREENSHOTS / f"{name}_solution_collapsed.png")
         _shoot_cell(page, view["reveals"][0], SCREENSHOTS / f"{name}_prediction.png")
