@@ -334,7 +334,9 @@ def _check_explorers(page, name: str, limit: int) -> int:
     count = min(boxes.count(), limit)
     for i in range(count):
         box = boxes.nth(i)
-        if box.locator(".noUi-handle").count() == 0:
+        if box.locator(".noUi-handle").count() == 0:  # no slider: photograph it as it is
+            box.scroll_into_view_if_needed()
+            box.screenshot(path=str(SCREENSHOTS / f"{name}_explorer{i}.png"))
             continue
         before, after = _move_slider(page, box, busy_shot=f"{name}_explorer{i}_measuring.png")
         box.screenshot(path=str(SCREENSHOTS / f"{name}_explorer{i}.png"))
