@@ -188,7 +188,7 @@ def test_straight_line_needs_four_compilations():
     # 1, 2, then the aimed answer and its neighbour; XLA's plan is not exactly linear in every
     # jax version (0.10.0 needs one more aim), so allow one extra step
     assert int(r) > 50 and 4 <= r.compilations <= 5
-    assert compilation_target(int(r)) >= 3 * r.compilations
+    assert compilation_target(int(r)) >= 2 * r.compilations  # bisection: 12 here
 
 
 @pytest.mark.parametrize("strategy, chunk", [("vmap", None), ("chunked", 8)])
