@@ -57,6 +57,25 @@ class CheckpointError(ValueError):
     """A checkpoint that is corrupt, or that belongs to a different run."""
 
 
+
+def _atomic_write(path: Path, write) -> None:
+    """Writes ``path`` through a temp file in the same folder, fsynced, then renamed over it.
+
+    A kill mid-write leaves the old file intact (and a ``.tmp`` that the next start removes);
+    any error removes the temp file and is re-raised.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
 def _sha256(array: np.ndarray) -> str:
     h = hashlib.sha256()
     h.update(f"{array.dtype.str}{array.shape}".encode())
@@ -138,17 +157,7 @@ def save_checkpoint(
         "state_sha256": _state_hash(state),
     }
     blob = np.frombuffer(json.dumps(manifest, sort_keys=True, default=str).encode(), dtype=np.uint8)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays, **{_MANIFEST: blob})
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _atomic_write(path, lambda f: np.savez(f, **arrays, **{_MANIFEST: blob}))
 
 
 def _state_hash(state: dict[str, Any]) -> str:
@@ -500,17 +509,7 @@ class Journal:
                 "parts": parts,
             }
             blob = _MAGIC + _encode(header, {})
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(blob)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
+            _atomic_write(path, lambda f: f.write(blob))
             return cls(path, [], len(blob), 0)
         data = path.read_bytes()
         if not data.startswith(_MAGIC):
