@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ._checks import check_positive_int
+from ._checks import check_positive_float, check_positive_int
 from ._format import format_bytes, format_count, html_table
 from .loading import Dataset, iter_batches
 
@@ -70,14 +70,18 @@ class Throughput:
         )
 
 
-def _time_passes(run_once, repeat: int) -> tuple[float, float]:
-    """(best, slowest) wall-clock seconds of ``repeat`` passes."""
-    times = []
-    for _ in range(repeat):
+def _time_passes(run_once, repeat: int, max_time: float | None = None) -> tuple[float, float, int]:
+    """(best, slowest, passes) wall-clock seconds of up to ``repeat`` passes.
+
+    With ``max_time``, no new pass starts once the passes so far took that
+    long (at least one pass runs).
+    """
+    times: list[float] = []
+    while len(times) < repeat and not (max_time is not None and sum(times) >= max_time):
         t0 = time.perf_counter()
         run_once()
         times.append(time.perf_counter() - t0)
-    return min(times), max(times)
+    return min(times), max(times), len(times)
 
 
 def measure_loading(
@@ -92,6 +96,7 @@ def measure_loading(
     sync: bool = False,
     repeat: int = 3,
     seed: int = 0,
+    max_time: float | None = None,
 ) -> Throughput:
     """Times full passes over ``dataset`` loaded one way (and, optionally, computed on).
 
@@ -105,6 +110,9 @@ def measure_loading(
         once, for the last result; JAX's asynchronous dispatch lets the next
         load run while the device computes.
       repeat: number of passes; the best (shortest) is kept.
+      max_time: seconds of timed passes after which no new pass starts (at
+        least one runs; ``None``: always ``repeat``). ``Throughput.runs`` says
+        how many ran. For explorers, whose slow settings must still answer fast.
 
     Returns:
       A :class:`Throughput`.
@@ -120,6 +128,8 @@ def measure_loading(
     from .prefetch import prefetch as _prefetch
 
     check_positive_int(repeat, "repeat")
+    if max_time is not None:
+        check_positive_float(max_time, "max_time")
     if not isinstance(sync, bool):
         raise TypeError(f"`sync` must be True or False, got {type(sync).__name__} {sync!r}.")
     if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
@@ -145,8 +155,8 @@ def measure_loading(
     label = f"{method}, {order}, transfer per {transfer}, batch {batch_size}"
     label += f", prefetch {prefetch}" if prefetch else ""
     label += ", sync every step" if sync and step is not None else ""
-    best, slowest = _time_passes(run_once, repeat)
-    return Throughput(label, dataset.n_items, dataset.total_bytes, best, repeat, slowest=slowest)
+    best, slowest, passes = _time_passes(run_once, repeat, max_time)
+    return Throughput(label, dataset.n_items, dataset.total_bytes, best, passes, slowest=slowest)
 
 
 def last_level_cache_bytes() -> int | None:
@@ -229,8 +239,8 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None 
                 pass
 
     try:
-        copy, _ = _time_passes(lambda: np.copyto(dest, data), repeat)
-        read, _ = _time_passes(read_file, repeat)
+        copy, _, _ = _time_passes(lambda: np.copyto(dest, data), repeat)
+        read, _, _ = _time_passes(read_file, repeat)
     finally:
         path.unlink(missing_ok=True)
     where = (

@@ -263,6 +263,7 @@ def _length_histogram(ax, lengths, lo: int, hi: int) -> None:
         bins=np.geomspace(lo * 0.9, hi * 1.05, 50),
         color="tab:blue",
         alpha=0.6,
+        histtype="stepfilled",  # one patch, not one per bin: redraws in a fraction of the time
         label="items per length bin",
     )
     ax.set_xscale("log")

@@ -277,3 +277,12 @@ def test_sync_less_exercise_traces_the_learners_loop():
         "loading.sync_less", {"loop": [1.0], "overlap": "same"}, reference=ref, losses=[1.0]
     )
     assert not not_fn and "must be the function itself" in not_fn.message
+
+
+def test_max_time_stops_starting_passes_but_runs_at_least_one(dataset, monkeypatch):
+    full = measure_loading(dataset, 4, repeat=4)
+    assert full.runs == 4  # no budget: every pass runs
+    capped = measure_loading(dataset, 4, repeat=4, max_time=1e-9)
+    assert capped.runs == 1 and capped.seconds > 0  # the first pass is over budget: it is the only one
+    with pytest.raises(ValueError, match="max_time"):
+        measure_loading(dataset, 4, max_time=0)

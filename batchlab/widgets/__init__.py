@@ -20,7 +20,7 @@ from .axes import AxesExplorer as AxesExplorer  # 01
 from .axes import BroadcastExplorer as BroadcastExplorer  # 02
 from .strategies import StrategyExplorer as StrategyExplorer  # 03
 from .ragged import PaddingExplorer as PaddingExplorer  # 04
-from .ragged import BucketExplorer as BucketExplorer  # 05
+from .buckets import BucketExplorer as BucketExplorer  # 05
 from .budget import BudgetExplorer as BudgetExplorer  # 06
 from .allocator import AllocatorExplorer as AllocatorExplorer  # 08
 from .allocator import InPlaceExplorer as InPlaceExplorer  # 09

@@ -95,6 +95,9 @@ class LoadingExplorer(Explorer):
         step, ``prefetch=True`` overlaps loading with it, and ``sync=True``
         waits for every step (without it, asynchronous dispatch overlaps too).
       repeat: passes per setting (the best is kept).
+      max_time: seconds of timed passes per setting after which no new pass
+        starts (a slow setting, such as one file per item, runs fewer passes
+        so the explorer still answers at once; the result's ``runs`` says how many).
       ceiling: the run's one :class:`batchlab.loading_speed.Ceiling` (``None``: measured
         here); pass the notebook's so that text and plot quote the same number.
 
@@ -114,6 +117,7 @@ class LoadingExplorer(Explorer):
         *,
         step: Callable | None = None,
         repeat: int = 3,
+        max_time: float = 0.3,
         ceiling: Ceiling | None = None,
         title: str = "Loading explorer",
     ) -> None:
@@ -123,6 +127,9 @@ class LoadingExplorer(Explorer):
             raise ValueError(
                 f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."
             )
+        from .._checks import check_positive_float
+
+        check_positive_float(max_time, "max_time")
         self.dataset, self.step, self.repeat = dataset, step, repeat
         if ceiling is not None and not isinstance(ceiling, Ceiling):
             raise TypeError(
@@ -144,6 +151,7 @@ class LoadingExplorer(Explorer):
                 prefetch=2 if prefetch else 0,
                 sync=sync,
                 repeat=repeat,
+                max_time=max_time,
             )
 
         def checkbox(name: str):

@@ -1,7 +1,7 @@
-"""Explorers and plots for ragged data: padding strategies (04) and bucket counts (05).
+"""The padding explorer (04): strategies for ragged data, measured (bucket counts, 05: ``buckets.py``).
 
-Both explorers measure through the kit's core (``pad``/``bucketize``,
-``measure``, ``count_compiles``); the widgets only pick parameters and draw.
+It measures through the kit's core (``pad``, ``pack``, ``measure``); the
+widget only picks parameters and draws.
 The workload is token pooling: look up a ``features``-wide embedding for
 every token id and take the masked mean over the sequence, so the work is
 proportional to the padded elements.
@@ -16,18 +16,10 @@ import jax
 import numpy as np
 
 from .._format import format_bytes, format_seconds
-from ..bucketing import bucketize
-from ..compiles import count_compiles
 from ..masking import mean_pool, mean_pool_reference
 from ..measure import Measurement, measure
 from ..packing import pack, packed_mean_pool
 from ..padding import as_ragged, pad
-from ..padding_report import (
-    STRATEGY_COLORS,
-    PaddingReport,
-    plot_padding_report,
-    strategy_boundaries,
-)
 from .explorer import Explorer
 
 # ------------------------------------------------------------ padding (04)
@@ -237,187 +229,6 @@ def _draw_padding(ex: PaddingExplorer):
     ax_t.set_title(f"{p.correct:.0%} items correct; {timing_source()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
     ax_t.legend(fontsize=9, loc="upper left")
-    return fig
-
-
-# ------------------------------------------------------------ buckets (05)
-@dataclass(frozen=True)
-class BucketPoint:
-    """One bucketing setting: padding, compilations (count and seconds), run time of all buckets.
-
-    ``largest_bytes`` is the biggest gathered ``(items, boundary, features)``
-    float32 array of one bucket: what must stream through memory.
-    """
-
-    strategy: str
-    n_buckets: int
-    boundaries: tuple[int, ...]
-    shapes: int
-    compiles: int
-    compile_seconds: float
-    padded_elements: int
-    true_elements: int
-    largest_bytes: int
-    measurement: Measurement
-
-    @property
-    def ratio(self) -> float:
-        return self.padded_elements / self.true_elements
-
-    def __repr__(self) -> str:
-        return (
-            f"BucketPoint({self.strategy}, {self.n_buckets} buckets: {self.ratio:.2f}x ragged, "
-            f"{self.compiles} compiles ({format_seconds(self.compile_seconds)}), "
-            f"run {format_seconds(self.measurement.median)} for all buckets)"
-        )
-
-
-BUCKET_STRATEGIES = ("optimal", "quantile", "fixed")
-
-
-class BucketExplorer(Explorer):
-    """Bucket-count slider (+ strategy) -> padding, compilations, run time of the whole dataset.
-
-    Example:
-      >>> from batchlab import Ragged
-      >>> data = Ragged.from_lengths(np.arange(40) % 5, [3, 9, 1, 12, 15])
-      >>> ex = BucketExplorer(data, vocab=5, features=4, bucket_counts=(1, 2), repeat=3)
-      >>> pt = ex.update(n_buckets=2)
-      >>> pt.shapes, pt.compiles, pt.compile_seconds > 0
-      (2, 2, True)
-    """
-
-    def __init__(
-        self,
-        data: Any,
-        *,
-        vocab: int,
-        features: int = 16,
-        bucket_counts: tuple[int, ...] = (1, 2, 4, 8),
-        strategy: str = "optimal",
-        seed: int = 0,
-        title: str = "Bucket explorer",
-        **measure_options: Any,
-    ):
-        from .._checks import check_positive_int, check_positive_ints
-
-        check_positive_int(vocab, "vocab")
-        check_positive_int(features, "features")
-        self.bucket_counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
-        self.choices = {"n_buckets": self.bucket_counts}
-        self.data = as_ragged(data)
-        self.features = features
-        self.table = jax.random.normal(jax.random.key(seed), (vocab, features))
-        self.measure_options = measure_options
-        super().__init__(
-            self._compute_point,
-            {"strategy": strategy, "n_buckets": self.bucket_counts[0]},
-            controls={
-                "strategy": _dropdown(BUCKET_STRATEGIES, "boundaries"),
-                "n_buckets": _slider(self.bucket_counts, "buckets"),
-            },
-            draw=_draw_buckets,
-            describe=repr,
-            title=title,
-        )
-        self.update()
-
-    def _compute_point(self, strategy: str, n_buckets: int) -> BucketPoint:
-        b = strategy_boundaries(self.data.lengths, strategy, n_buckets=n_buckets)
-        buckets = bucketize(self.data, boundaries=b)
-        arrays = [(bk.padded.values, bk.padded.mask) for bk in buckets]
-
-        def pool_buckets(arrays, table):  # one program: every bucket, each at its own shape
-            return [mean_pool(v, m, table) for v, m in arrays]
-
-        fresh = jax.jit(lambda v, m, t: mean_pool(v, m, t))  # a new jit: its cache starts empty
-        with count_compiles(match="lambda") as c:
-            for v, m in arrays:
-                fresh(v, m, self.table)
-        meas = measure(pool_buckets, arrays, self.table, **self.measure_options)
-        largest = max((v.size for v, _ in arrays), default=0) * self.features * 4
-        return BucketPoint(
-            strategy,
-            n_buckets,
-            tuple(int(x) for x in b),
-            len(buckets),
-            c.count,
-            c.seconds,
-            buckets.padded_elements,
-            buckets.true_elements,
-            int(largest),
-            meas,
-        )
-
-    @property
-    def measured(self) -> list[BucketPoint]:
-        return list(self.cache.values())
-
-
-def _draw_buckets(ex: BucketExplorer):
-    from matplotlib.patches import Patch
-
-    from ..plots import _new_figure
-
-    fig, (ax_h, ax_t) = _new_figure(2, width=5.6, height=4.2)
-    p = ex.result
-    plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
-    color = STRATEGY_COLORS.get(p.strategy, "k")
-    lo = max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1
-    edges = [lo * 0.9, *p.boundaries]
-    for k in range(len(p.boundaries)):
-        ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
-    handles, _ = ax_h.get_legend_handles_labels()
-    ax_h.legend(
-        handles=[*handles, Patch(color=color, alpha=0.3, label=f"{p.strategy} buckets")],
-        fontsize=9,
-        loc="upper right",
-    )
-    ax_h.set_title(f"{p.ratio:.2f}x ragged, {p.compiles} compiles", fontsize=11)
-    for strategy in BUCKET_STRATEGIES:
-        pts = sorted((q for q in ex.measured if q.strategy == strategy), key=lambda q: q.n_buckets)
-        if not pts:
-            continue
-        c = STRATEGY_COLORS.get(strategy, "k")
-        k = [q.n_buckets for q in pts]
-        med = np.array([q.measurement.median for q in pts]) * 1e3
-        lo_err = med - np.array([q.measurement.min for q in pts]) * 1e3
-        hi_err = np.array([q.measurement.max for q in pts]) * 1e3 - med
-        ax_t.errorbar(
-            k,
-            med,
-            yerr=[lo_err, hi_err],
-            fmt="o-",
-            color=c,
-            capsize=3,
-            label=f"{strategy}: run, all buckets (median, min..max)",
-        )
-        ax_t.plot(
-            k,
-            [q.compile_seconds * 1e3 for q in pts],
-            "s--",
-            color=c,
-            alpha=0.6,
-            label=f"{strategy}: compile, all buckets",
-        )
-    ax_t.plot(
-        [p.n_buckets],
-        [p.measurement.median * 1e3],
-        "o",
-        ms=14,
-        mfc="none",
-        mec="black",
-        mew=2,
-        label="current setting",
-    )
-    ax_t.set_xscale("log", base=2)
-    ax_t.set_xticks(ex.bucket_counts, [str(k) for k in ex.bucket_counts])
-    ax_t.set_xlabel("buckets (= compilations; log scale)")
-    ax_t.set_ylabel("ms (log scale)")
-    ax_t.set_yscale("log")
-    ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
-    ax_t.grid(True, alpha=0.3, which="both")
-    ax_t.legend(fontsize=8, loc="lower left")
     return fig
 
 
