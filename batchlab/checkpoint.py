@@ -57,7 +57,6 @@ class CheckpointError(ValueError):
     """A checkpoint that is corrupt, or that belongs to a different run."""
 
 
-
 def _atomic_write(path: Path, write) -> None:
     """Writes ``path`` through a temp file in the same folder, fsynced, then renamed over it.
 
@@ -75,6 +74,7 @@ def _atomic_write(path: Path, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
 
 def _sha256(array: np.ndarray) -> str:
     h = hashlib.sha256()

@@ -110,7 +110,9 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
             layers_shape=(256, 128),
             update_size=1 << 16,
             # XLA-derived traces (issue 12): compiled only, never run, so real sizes everywhere
-            xla=dict(n_items=48, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512),
+            xla=dict(
+                n_items=48, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512
+            ),
             loop_sizes=(1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22),
         ),
         "gpu": dict(
@@ -119,7 +121,9 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
             headroom=1.1,
             layers_shape=(4096, 1024),
             update_size=1 << 24,
-            xla=dict(n_items=48, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512),
+            xla=dict(
+                n_items=48, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512
+            ),
             loop_sizes=(1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24),
         ),
     },

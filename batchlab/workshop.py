@@ -290,7 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {p.name}: {count} solution cell(s) collapsed")
         return 0
     if not args.out:
-        print(f"error: `--out` is required for {args.mode} copies, e.g. --out {args.mode}", file=sys.stderr)
+        print(
+            f"error: `--out` is required for {args.mode} copies, e.g. --out {args.mode}",
+            file=sys.stderr,
+        )
         return 2
     try:
         written = build(args.mode, args.out, args.notebooks or None)

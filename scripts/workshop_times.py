@@ -66,7 +66,9 @@ def main() -> None:
         f"model: {WORDS_PER_MINUTE} words/min, {MINUTES_PER_CODE_CELL} min per code cell, "
         f"{MINUTES_PER_PREDICTION} min per prediction, {MINUTES_PER_EXERCISE} min per exercise"
     )
-    print("| notebook | Run All (s) | words | code cells | predictions | exercises | class minutes |")
+    print(
+        "| notebook | Run All (s) | words | code cells | predictions | exercises | class minutes |"
+    )
     print("|---|---|---|---|---|---|---|")
     total = 0.0
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):

@@ -250,4 +250,6 @@ def test_grown_regions_merge_only_with_a_coalescing_sub_allocator():
     assert a.allocate("c", 5 * MiB).offset == 0  # one 6 MiB chunk now
     rows = dict((k, v) for k, v, _ in a.differences_from_xla())
     assert rows["grown regions merge"] == "yes"
-    assert "grown regions merge" not in dict((k, v) for k, v, _ in A.BFCAllocator(GiB).differences_from_xla())
+    assert "grown regions merge" not in dict(
+        (k, v) for k, v, _ in A.BFCAllocator(GiB).differences_from_xla()
+    )

@@ -34,7 +34,10 @@ def lab(tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     hostile = home / ".jupyter"
     hostile.mkdir()
-    bad = {"ServerApp": {"ip": "0.0.0.0", "allow_remote_access": True}, "IdentityProvider": {"token": ""}}
+    bad = {
+        "ServerApp": {"ip": "0.0.0.0", "allow_remote_access": True},
+        "IdentityProvider": {"token": ""},
+    }
     for name in ("jupyter_server_config.json", "jupyter_lab_config.json"):
         (hostile / name).write_text(json.dumps(bad))
     port, token = _free_port(), "batchlab-test-token"
@@ -49,9 +52,17 @@ def lab(tmp_path_factory):
     }
     log = open(home / "lab.log", "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        ["bash", str(ROOT / "scripts" / "lab.sh"), "--no-browser", f"--port={port}",
-         "--ServerApp.port_retries=0"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            "bash",
+            str(ROOT / "scripts" / "lab.sh"),
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.port_retries=0",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:

@@ -283,6 +283,8 @@ def test_max_time_stops_starting_passes_but_runs_at_least_one(dataset, monkeypat
     full = measure_loading(dataset, 4, repeat=4)
     assert full.runs == 4  # no budget: every pass runs
     capped = measure_loading(dataset, 4, repeat=4, max_time=1e-9)
-    assert capped.runs == 1 and capped.seconds > 0  # the first pass is over budget: it is the only one
+    assert (
+        capped.runs == 1 and capped.seconds > 0
+    )  # the first pass is over budget: it is the only one
     with pytest.raises(ValueError, match="max_time"):
         measure_loading(dataset, 4, max_time=0)

@@ -50,7 +50,11 @@ def test_html_escapes_the_guess():
         (dict(prediction_id="t.x", guess=True, measured=8), TypeError, "`guess` must be a number"),
         (dict(prediction_id="t.x", guess=8, measured="vmap"), TypeError, "one of the choices"),
         (dict(prediction_id="t.x", guess=float("nan"), measured=8), ValueError, "`guess` is NaN"),
-        (dict(prediction_id="t.x", guess=1, measured=float("nan")), ValueError, "`measured` is NaN"),
+        (
+            dict(prediction_id="t.x", guess=1, measured=float("nan")),
+            ValueError,
+            "`measured` is NaN",
+        ),
         (dict(prediction_id="t.x", guess=1, measured=[1]), TypeError, "`measured` must be"),
         (
             dict(prediction_id="t.x", guess="map", measured="vmap", choices=["vmap", "loop"]),

@@ -65,9 +65,7 @@ def test_no_solution_text_survives_in_the_student_copy(path):
         for line in _solution_lines(cell.source)
         # a line that also appears outside every solution block is not a solution
         if line in student_code
-        and not any(
-            line in c.source.split(BEGIN)[0] for c in nb.cells if c.cell_type == "code"
-        )
+        and not any(line in c.source.split(BEGIN)[0] for c in nb.cells if c.cell_type == "code")
     ]
     assert not leaked, f"{path.name}: solution text left in the student copy: {leaked[:3]}"
     assert all(not c.outputs for c in student.cells if c.cell_type == "code")

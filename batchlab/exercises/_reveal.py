@@ -155,9 +155,7 @@ def reveal(
       'right'
     """
     if not isinstance(prediction_id, str) or "." not in prediction_id:
-        raise ValueError(
-            f"`prediction_id` must look like 'topic.name', got {prediction_id!r}."
-        )
+        raise ValueError(f"`prediction_id` must look like 'topic.name', got {prediction_id!r}.")
     if guess is Ellipsis:  # the student stub
         guess = None
     if _is_number(measured):
