@@ -47,6 +47,7 @@ from .broadcasting import SilentBroadcastWarning as SilentBroadcastWarning
 from .broadcasting import check_broadcast as check_broadcast
 from .compare import Comparison as Comparison
 from .compare import compare as compare
+from .host_chunks import HostPlan as HostPlan
 from .strategies import batch as batch
 
 # ragged data: padding, masking, bucketing (04-05)

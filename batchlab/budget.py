@@ -32,7 +32,7 @@ from ._format import format_bytes, html_table, text_table
 from .live import device_memory
 from .memory import MemoryEstimate, estimate_from_compiled
 
-STRATEGIES = ("vmap", "map", "chunked")
+STRATEGIES = ("vmap", "map", "chunked", "host")
 CPU_FRACTION = 0.5
 _DEFAULT_UPPER = 2**31 - 1
 
@@ -94,11 +94,14 @@ def planned_bytes(estimate: MemoryEstimate) -> int:
 
 
 def batched(fn: Callable, strategy: str = "vmap", chunk_size: int | None = None) -> Callable:
-    """``fn(item)`` turned into ``f(batch)`` with ``jax.vmap`` or ``jax.lax.map``.
+    """``fn(item)`` turned into ``f(batch)`` with ``jax.vmap``, ``jax.lax.map`` or a host loop.
 
     ``"vmap"`` runs all items at once; ``"map"`` runs ``jax.lax.map`` with
     ``batch_size=chunk_size`` (one item at a time when ``None``);
-    ``"chunked"`` is the same but requires ``chunk_size``.
+    ``"chunked"`` is the same but requires ``chunk_size``; ``"host"`` is
+    :func:`batchlab.batch`'s host loop (one jitted ``vmap`` per chunk of
+    ``chunk_size``, dispatched from Python), which requires ``chunk_size``
+    and is planned with its :class:`batchlab.HostPlan`, not compiled whole.
     """
     check_callable(fn)
     if strategy not in STRATEGIES:
@@ -110,12 +113,31 @@ def batched(fn: Callable, strategy: str = "vmap", chunk_size: int | None = None)
                 "item at once); use strategy='chunked' to process chunk_size items at a time."
             )
         return jax.vmap(fn)
-    if strategy == "chunked" and chunk_size is None:
+    if strategy in ("chunked", "host") and chunk_size is None:
         raise ValueError(
-            "strategy='chunked' needs `chunk_size` (items per chunk), e.g. chunk_size=32."
+            f"strategy={strategy!r} needs `chunk_size` (items per chunk), e.g. chunk_size=32."
         )
     chunk = check_positive_int(chunk_size, "chunk_size", allow_none=True)
+    if strategy == "host":
+        from .strategies import batch
+
+        return batch(fn, strategy="host", batch_size=chunk)
     return lambda xs: jax.lax.map(fn, xs, batch_size=chunk)
+
+
+def batch_planner(f: Callable) -> Callable[[Any], int]:
+    """``plan(batch_spec) -> planned bytes`` for a function of a whole batch.
+
+    A ``strategy="host"`` function of :func:`batchlab.batch` dispatches from
+    Python and cannot be compiled as one program: its :class:`batchlab.HostPlan`
+    gives the figure (the largest step's temp, the chunks' input copy and
+    outputs held for the concatenation, next to the arguments and output).
+    Any other function is compiled (``jax.jit``) for the shapes, not run.
+    """
+    if getattr(f, "strategy", None) == "host" and hasattr(f, "plan"):
+        return lambda spec: int(f.plan(spec).planned_bytes)
+    jitted = f if hasattr(f, "lower") else jax.jit(f)
+    return lambda spec: planned_bytes(estimate_from_compiled(jitted.lower(spec).compile()))
 
 
 def batch_spec(example_item: Any, batch_size: int) -> Any:
@@ -245,8 +267,8 @@ def max_batch_size(
       fn: a function of ONE item, ``fn(item) -> output``.
       example_item: one item (a pytree of arrays or ``ShapeDtypeStruct``).
       budget_bytes: the budget; ``None`` uses :func:`default_budget`.
-      strategy: ``"vmap"``, ``"map"`` or ``"chunked"`` (see :func:`batched`).
-      chunk_size: items per chunk for ``"map"``/``"chunked"``.
+      strategy: ``"vmap"``, ``"map"``, ``"chunked"`` or ``"host"`` (see :func:`batched`).
+      chunk_size: items per chunk for ``"map"``/``"chunked"``/``"host"``.
       upper: the largest batch size worth trying (e.g. the dataset size).
       method: ``"interpolate"`` (default) or ``"bisect"`` (see :func:`search`).
       known: ``{batch: planned bytes}`` from earlier searches of the SAME
@@ -292,10 +314,15 @@ def max_batch_size(
         )
     if on_compile is not None:
         check_callable(on_compile, "on_compile")
-    multiple = chunk_size if strategy != "vmap" and chunk_size and chunk_size > 1 else None
+    # lax.map's curve is a saw-tooth (its remainder is planned apart); the host loop's total grows
+    # with the batch (arguments, copies and outputs do; its step temp is a full chunk's once a
+    # batch holds one), so it needs no extra probe
+    multiple = (
+        chunk_size if strategy in ("map", "chunked") and chunk_size and chunk_size > 1 else None
+    )
     stats: dict = {}
     answer, curve = search(
-        jax.jit(f),
+        f if strategy == "host" else jax.jit(f),
         example_item,
         budget.bytes,
         upper,
@@ -331,7 +358,7 @@ class _Plans:
     """
 
     def __init__(self, jitted, example_item, known, on_compile):
-        self.jitted, self.example_item = jitted, example_item
+        self.plan, self.example_item = batch_planner(jitted), example_item
         self.known = {} if known is None else known
         self.on_compile = on_compile
         self.visited: dict[int, int] = {}
@@ -341,8 +368,7 @@ class _Plans:
         if b not in self.known:
             if self.on_compile is not None:
                 self.on_compile(b)
-            compiled = self.jitted.lower(batch_spec(self.example_item, b)).compile()
-            self.known[b] = planned_bytes(estimate_from_compiled(compiled))
+            self.known[b] = self.plan(batch_spec(self.example_item, b))
             self.compiled += 1
         self.visited[b] = self.known[b]
         return self.known[b]
@@ -369,7 +395,9 @@ def search(
 ) -> tuple[int, dict[int, int]]:
     """The largest batch size whose planned bytes fit; returns ``(answer, {batch: planned bytes})``.
 
-    ``jitted`` takes a whole batch and has ``.lower`` (a ``jax.jit`` function).
+    ``jitted`` takes a whole batch: a ``jax.jit`` function, or a
+    ``strategy="host"`` function of :func:`batchlab.batch` (planned by its
+    :class:`batchlab.HostPlan`; see :func:`batch_planner`).
     The search always ends on a measured pair: ``answer`` fits and
     ``answer + 1`` does not (or ``answer == upper``).
 

@@ -22,8 +22,11 @@ There are three ways to run a batch in chunks of ``k`` items in JAX:
    the concatenated output for a moment, and it cannot run inside an outer
    ``jax.jit`` (it would unroll into way 2), so it refuses tracers.
 
-:func:`host_plan` says, for a call, how many chunks, programs and
-dispatches it makes and what XLA planned for each program.
+``batch(fn, strategy="host", batch_size=k).plan(*args)`` returns a
+:class:`HostPlan`: for one call (arrays or ``jax.ShapeDtypeStruct``), how
+many chunks, programs and dispatches it makes, what XLA planned for each
+program, and what the whole call holds (``planned_bytes``, the figure
+:func:`batchlab.max_batch_size` and :func:`batchlab.run_batches` budget with).
 """
 
 from __future__ import annotations
@@ -162,6 +165,19 @@ class HostPlan:
     remainder_step: MemoryEstimate | None
     input_copy_bytes: int
     chunk_output_bytes: int
+    argument_bytes: int = 0
+    output_bytes: int = 0
+
+    @property
+    def planned_bytes(self) -> int:
+        """What one call holds at most: its arguments, its output and :attr:`extra_bytes`.
+
+        The figure a memory budget is compared with, as
+        :attr:`batchlab.MemoryEstimate.planned_bytes` is for one program
+        (:func:`batchlab.max_batch_size` and :func:`batchlab.run_batches`
+        use it for ``strategy="host"``). A lower bound, as XLA's plans are.
+        """
+        return self.argument_bytes + self.output_bytes + self.extra_bytes
 
     @property
     def temp_bytes(self) -> int:
@@ -198,6 +214,10 @@ class HostPlan:
             ("copy of the inputs, in chunks", format_bytes(self.input_copy_bytes)),
             ("chunk outputs, until concatenated", format_bytes(self.chunk_output_bytes)),
             ("beyond vmap's plan (temp + copies + chunk outputs)", format_bytes(self.extra_bytes)),
+            (
+                "planned for the call (arguments + output + the above)",
+                format_bytes(self.planned_bytes),
+            ),
         ]
 
     def __repr__(self) -> str:
@@ -226,7 +246,7 @@ def plan_call(program: Callable, sp: Split, mapped: list, shared: list, n: int, 
     last = estimate(*chunks[-1]) if rest and full else None
     several = len(chunks) > 1
     slices = 1 if several and any(not isinstance(x, np.ndarray) for x in mapped) else 0
-    copies = sum(int(x.nbytes) for x in mapped if not isinstance(x, np.ndarray)) if slices else 0
+    copies = sum(_nbytes(x) for x in mapped if not isinstance(x, np.ndarray)) if slices else 0
     concat = 1 if several else 0
     chunk_outputs = first.output_bytes * full + (last.output_bytes if last is not None else 0)
     if not full:
@@ -242,4 +262,16 @@ def plan_call(program: Callable, sp: Split, mapped: list, shared: list, n: int, 
         remainder_step=last if last is not None else (None if full else first),
         input_copy_bytes=copies,
         chunk_output_bytes=chunk_outputs,
+        argument_bytes=sum(_nbytes(x) for x in [*mapped, *jax.tree_util.tree_leaves(shared)]),
+        output_bytes=chunk_outputs,  # the concatenation of the chunk outputs
     )
+
+
+def _nbytes(x: Any) -> int:
+    """Bytes of an array or a ``jax.ShapeDtypeStruct`` (plans work from shapes alone).
+
+    A Python value passed through unmapped (an int, a function) holds no device memory: 0.
+    """
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return int(np.prod(x.shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize
+    return 0

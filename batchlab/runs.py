@@ -45,7 +45,7 @@ import numpy as np
 from ._checks import check_callable, check_positive_int
 from ._compile import function_name, is_jitted
 from ._run_items import Items
-from .budget import batch_spec, default_budget, planned_bytes, search
+from .budget import batch_planner, batch_spec, default_budget, planned_bytes, search
 from .checkpoint import (
     CheckpointError,
     Journal,
@@ -123,7 +123,15 @@ class _Runner:
     def __init__(self, fn, items: Items, *, batched, budget_bytes, check_nan, min_batch_size):
         self.fn, self.items, self.batched = fn, items, batched
         self.budget, self.check_nan, self.min_batch_size = budget_bytes, check_nan, min_batch_size
-        self.jitted = (fn if is_jitted(fn) else jax.jit(fn)) if batched else jax.jit(jax.vmap(fn))
+        # a strategy="host" function of batchlab.batch dispatches from Python: it is called as
+        # given and planned by its HostPlan (a jax.jit around it would trace it and be refused)
+        self.host = batched and getattr(fn, "strategy", None) == "host" and hasattr(fn, "plan")
+        if self.host:
+            self.jitted = fn
+        else:
+            self.jitted = (
+                (fn if is_jitted(fn) else jax.jit(fn)) if batched else jax.jit(jax.vmap(fn))
+            )
         self.programs: dict[int, Any] = {}
         self.planned: dict[int, int] = {}
 
@@ -131,6 +139,9 @@ class _Runner:
         if size not in self.programs:
             if self.batched and self.budget is None:
                 self.programs[size] = self.fn  # a batched fn is called as given
+            elif self.host:
+                self.planned[size] = batch_planner(self.fn)(batch_spec(self.items.spec_item, size))
+                self.programs[size] = self.fn
             else:
                 compiled = self.jitted.lower(batch_spec(self.items.spec_item, size)).compile()
                 self.planned[size] = planned_bytes(estimate_from_compiled(compiled))

@@ -326,3 +326,27 @@ def test_open_exercises_check_direction_and_order(exercise_id, right, wrong, hin
     bad = exercises.check(exercise_id, wrong, measured_ratio=measured)
     assert not bad.ok and hint in bad.message
     assert "No answer yet" in exercises.check(exercise_id, ..., measured_ratio=measured).message
+
+
+# ---------------------------------------------------------------- strategy="host" (issue 15)
+def _outer(x):
+    return jnp.tanh(jnp.outer(x, x)) @ x  # a (D, D) temporary per item
+
+
+def test_max_batch_size_plans_the_host_loop_by_its_host_plan():
+    item = jax.ShapeDtypeStruct((32,), jnp.float32)
+    budget = 1 << 20
+    host = batchlab.max_batch_size(_outer, item, budget_bytes=budget, strategy="host", chunk_size=16)
+    vmap = batchlab.max_batch_size(_outer, item, budget_bytes=budget)
+    f = batchlab.batch(_outer, strategy="host", batch_size=16)
+    plan = lambda b: f.plan(jax.ShapeDtypeStruct((b, 32), jnp.float32)).planned_bytes  # noqa: E731
+    b = int(host)
+    assert plan(b) <= budget < plan(b + 1)  # the answer is exact for the host loop's own plan
+    assert dict(host.curve)[b] == plan(b)
+    # one chunk's (D, D) temporaries instead of the whole batch's: far more items fit
+    assert b > 4 * int(vmap)
+
+
+def test_host_strategy_needs_a_chunk_size():
+    with pytest.raises(ValueError, match="strategy='host' needs `chunk_size`"):
+        batchlab.max_batch_size(_outer, jax.ShapeDtypeStruct((8,), jnp.float32), strategy="host")

@@ -312,3 +312,24 @@ def test_result_repr_and_output_lookup():
     assert_close(r.output(4), reference(xs)[4])
     with pytest.raises(KeyError, match=r"item 3 has no output: output of item 3 contains NaN"):
         r.output(3)
+
+
+def test_run_batches_plans_a_host_loop_by_its_host_plan():
+    """A strategy="host" function is called as given; its HostPlan is what the budget checks."""
+
+    def outer(x):
+        return jnp.tanh(jnp.outer(x, x)) @ x
+
+    host = batchlab.batch(outer, strategy="host", batch_size=8)
+    xs = jax.random.normal(jax.random.key(0), (100, 32))
+    budget = host.plan(xs[:40]).planned_bytes  # 40 items fit, 41 do not
+    assert host.plan(xs[:41]).planned_bytes > budget
+    r = batchlab.run_batches(
+        host, xs, batched=True, batch_size=64, budget_bytes=budget, progress=False
+    )
+    assert r.complete and max(r.batch_sizes) == 40  # 64 was over budget by its plan: retried smaller
+    assert any(b.status.startswith("over budget") for b in r.batches if b.size == 64)
+    assert jnp.allclose(r.outputs, jax.vmap(outer)(xs), atol=1e-5)
+    # the default batch_size="auto" finds the same size from the host plan, before any batch runs
+    auto = batchlab.run_batches(host, xs, batched=True, budget_bytes=budget, progress=False)
+    assert auto.complete and [b.size for b in auto.batches][:2] == [40, 40]
