@@ -336,7 +336,9 @@ def _outer(x):
 def test_max_batch_size_plans_the_host_loop_by_its_host_plan():
     item = jax.ShapeDtypeStruct((32,), jnp.float32)
     budget = 1 << 20
-    host = batchlab.max_batch_size(_outer, item, budget_bytes=budget, strategy="host", chunk_size=16)
+    host = batchlab.max_batch_size(
+        _outer, item, budget_bytes=budget, strategy="host", chunk_size=16
+    )
     vmap = batchlab.max_batch_size(_outer, item, budget_bytes=budget)
     f = batchlab.batch(_outer, strategy="host", batch_size=16)
     plan = lambda b: f.plan(jax.ShapeDtypeStruct((b, 32), jnp.float32)).planned_bytes  # noqa: E731

@@ -327,7 +327,9 @@ def test_run_batches_plans_a_host_loop_by_its_host_plan():
     r = batchlab.run_batches(
         host, xs, batched=True, batch_size=64, budget_bytes=budget, progress=False
     )
-    assert r.complete and max(r.batch_sizes) == 40  # 64 was over budget by its plan: retried smaller
+    assert (
+        r.complete and max(r.batch_sizes) == 40
+    )  # 64 was over budget by its plan: retried smaller
     assert any(b.status.startswith("over budget") for b in r.batches if b.size == 64)
     assert jnp.allclose(r.outputs, jax.vmap(outer)(xs), atol=1e-5)
     # the default batch_size="auto" finds the same size from the host plan, before any batch runs
