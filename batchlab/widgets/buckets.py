@@ -244,7 +244,8 @@ def _draw_buckets(ex: BucketExplorer):
     ax_t.set_yscale("log")
     ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
-    ax_t.legend(fontsize=8, loc="lower left")
+    # below the panel: inside it would cover the run points at the low bucket counts
+    ax_t.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     return fig
 
 
