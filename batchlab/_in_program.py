@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.extend.core
 import jax.numpy as jnp
 
 from ._axes_spec import _is_axis_leaf
@@ -39,6 +40,21 @@ def out_axis_per_leaf(out: Any, out_axes: Any) -> tuple[list, list, Any]:
         flat += leaves
         per += [ax] * len(leaves)
     return flat, per, jax.tree_util.tree_structure(out)
+
+
+def check_jax_types(out: Any) -> Any:
+    """fn's output for one item: vmap's TypeError for a leaf that is not a JAX type.
+
+    Without it ``"map"`` and ``"loop"`` report the error as scan's or jit's, naming
+    batchlab's internals instead of the batched function.
+    """
+    for leaf in jax.tree_util.tree_leaves(out):
+        if not jax.extend.core.valid_jaxtype(leaf):
+            raise TypeError(
+                f"Output from batched function {leaf!r} with type {type(leaf)} is not a valid "
+                "JAX type (as jax.vmap raises): return arrays or numbers from fn."
+            )
+    return out
 
 
 def place_outputs(stacked: Any, out_axes: Any) -> Any:
@@ -83,7 +99,7 @@ def whole_batch_program(
         front = [jnp.moveaxis(jnp.asarray(x), ax, 0) for x, ax in zip(mapped, sp.axes, strict=True)]
 
         def item(xs: Any) -> Any:
-            return sp.call(fn, list(xs), shared)
+            return check_jax_types(sp.call(fn, list(xs), shared))
 
         if strategy == "map":
             stacked = jax.lax.map(item, front, batch_size=batch_size)
@@ -96,7 +112,7 @@ def whole_batch_program(
 
 def eager_loop_program(fn: Callable, out_axes: Any, sp: Split) -> Callable[[list, list], Any]:
     """``program(mapped, shared)`` for ``"loop"``: one jitted ``fn`` per item, then a stack."""
-    item_jit = jax.jit(lambda xs, shared: sp.call(fn, xs, shared))
+    item_jit = jax.jit(lambda xs, shared: check_jax_types(sp.call(fn, xs, shared)))
 
     def program(mapped: list, shared: list) -> Any:
         front = [

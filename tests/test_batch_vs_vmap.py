@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -265,3 +266,15 @@ def test_the_generator_covers_what_the_issue_lists():
     assert seen["kinds"] == {"array", "dict", "tuple", "pair", "shared", "int", "float"}
     assert {"ok", "ValueError"} <= seen["vmap_errors"]
     assert len(seen["out_axes"]) >= 8
+
+
+def test_an_output_that_is_not_a_jax_type_raises_vmaps_type_error_under_every_strategy():
+    """A string output: vmap's TypeError and message, not scan's or jit's (JAX's vmap tests)."""
+    xs = np.arange(5)
+    with pytest.raises(TypeError, match="Output from batched function") as want:
+        jax.vmap(lambda x: "hello")(xs)
+    for strategy in STRATEGIES:
+        for batch_size in CHUNKS.get(strategy, [None]):
+            with pytest.raises(TypeError, match=r"Output from batched function.*not a valid JAX"):
+                batch(lambda x: "hello", strategy=strategy, batch_size=batch_size)(xs)
+    assert "not a valid JAX type" in str(want.value)
