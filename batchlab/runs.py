@@ -43,7 +43,7 @@ import jax
 import numpy as np
 
 from ._checks import check_callable, check_positive_int
-from ._compile import function_name, is_jitted
+from ._compile import function_name
 from ._run_items import Items
 from .budget import batch_planner, batch_spec, default_budget, planned_bytes, search
 from .checkpoint import (
@@ -123,29 +123,25 @@ class _Runner:
     def __init__(self, fn, items: Items, *, batched, budget_bytes, check_nan, min_batch_size):
         self.fn, self.items, self.batched = fn, items, batched
         self.budget, self.check_nan, self.min_batch_size = budget_bytes, check_nan, min_batch_size
-        # a strategy="host" function of batchlab.batch dispatches from Python: it is called as
-        # given and planned by its HostPlan (a jax.jit around it would trace it and be refused)
-        self.host = batched and getattr(fn, "strategy", None) == "host" and hasattr(fn, "plan")
-        if self.host:
-            self.jitted = fn
-        else:
-            self.jitted = (
-                (fn if is_jitted(fn) else jax.jit(fn)) if batched else jax.jit(jax.vmap(fn))
-            )
+        # what the batch-size search and the budget check plan: a batched fn as given (one
+        # of batchlab.batch's strategy="host" is planned by its HostPlan, any other compiled
+        # for the shapes: budget.batch_planner), a per-item fn as jit(vmap(fn))
+        self.jitted = fn if batched else jax.jit(jax.vmap(fn))
+        self._plan = batch_planner(self.jitted) if batched else None
         self.programs: dict[int, Any] = {}
         self.planned: dict[int, int] = {}
 
     def program(self, size: int):
         if size not in self.programs:
-            if self.batched and self.budget is None:
-                self.programs[size] = self.fn  # a batched fn is called as given
-            elif self.host:
-                self.planned[size] = batch_planner(self.fn)(batch_spec(self.items.spec_item, size))
+            spec = batch_spec(self.items.spec_item, size)
+            if self.batched:  # called as given; planned only when there is a budget to check
+                if self.budget is not None:
+                    self.planned[size] = self._plan(spec)
                 self.programs[size] = self.fn
             else:
-                compiled = self.jitted.lower(batch_spec(self.items.spec_item, size)).compile()
+                compiled = self.jitted.lower(spec).compile()
                 self.planned[size] = planned_bytes(estimate_from_compiled(compiled))
-                self.programs[size] = self.fn if self.batched else compiled
+                self.programs[size] = compiled
         if self.budget is not None and self.planned[size] > self.budget:
             raise _OutOfMemory(
                 OOM_BUDGET,

@@ -75,6 +75,13 @@ def mlp(x, w1, w2):
     return jnp.tanh(x @ w1) @ w2
 
 
+def mlp_inputs(key, n: int, f: int, h: int) -> tuple:
+    """``n`` items of ``f`` features and the MLP's two weight matrices (``f -> h -> f``)."""
+    kx, k1, k2 = jax.random.split(key, 3)
+    x = jax.random.normal(kx, (n, f))
+    return x, jax.random.normal(k1, (f, h)) / f**0.5, jax.random.normal(k2, (h, f)) / h**0.5
+
+
 def outer(x):
     return jnp.tanh(jnp.outer(x, x)) @ x  # (D,) -> (D, D) intermediate -> (D,)
 
@@ -91,9 +98,7 @@ def main() -> int:
 
     # 1. chunked vs lax.map(batch_size=)
     n, k, f, h = (65536, 4096, 64, 1024) if GPU else (4096, 512, 16, 256)
-    x = jax.random.normal(keys[0], (n + k // 3, f))  # a remainder, so both handle one
-    w1 = jax.random.normal(keys[1], (f, h)) / f**0.5
-    w2 = jax.random.normal(keys[2], (h, f)) / h**0.5
+    x, w1, w2 = mlp_inputs(keys[0], n + k // 3, f, h)  # a remainder, so both handle one
     fns = {
         "chunked": bl.batch(mlp, strategy="chunked", batch_size=k, in_axes=(0, None, None)),
         "lax.map": bl.batch(mlp, strategy="map", batch_size=k, in_axes=(0, None, None)),
@@ -119,10 +124,7 @@ def main() -> int:
     # the MLP at a size where one would chunk (8 MiB of hidden activations on CPU), and the small
     # one where a chunk's work is near the cost of a dispatch (the case against the host loop)
     big_n, big_f, big_h = (65536, 256, 2048) if GPU else (4096, 64, 512)
-    kb = jax.random.split(keys[3], 3)
-    x_big = jax.random.normal(kb[0], (big_n, big_f))
-    w1_big = jax.random.normal(kb[1], (big_f, big_h)) / big_f**0.5
-    w2_big = jax.random.normal(kb[2], (big_h, big_f)) / big_h**0.5
+    x_big, w1_big, w2_big = mlp_inputs(keys[2], big_n, big_f, big_h)
     x_mlp = x[:n]
     cases = [
         ("outer product per item", outer, (x_outer,), 0, f"{n} items of {d}", True),

@@ -25,7 +25,6 @@ from ..compiles import count_compiles
 from ..masking import mean_pool
 from ..measure import Measurement
 from ..memory import MemoryEstimate, estimate_from_compiled
-from ..padding import as_ragged
 from ..padding_report import (
     STRATEGY_COLORS,
     PaddingReport,
@@ -33,7 +32,7 @@ from ..padding_report import (
     strategy_boundaries,
 )
 from .explorer import Explorer
-from .ragged import _dropdown, _slider, timing_source
+from .ragged import _dropdown, _slider, timing_source, token_workload
 
 #: the timing options a setting's run accepts (see :func:`batchlab.measure`)
 RUN_OPTIONS = ("max_time", "repeat", "tolerance")
@@ -102,15 +101,12 @@ class BucketExplorer(Explorer):
         **measure_options: Any,
     ):
         """``measure_options``: ``max_time``, ``repeat`` or ``tolerance`` for each setting's run."""
-        from .._checks import check_positive_int, check_positive_ints
+        from .._checks import check_positive_ints
 
-        check_positive_int(vocab, "vocab")
-        check_positive_int(features, "features")
+        self.data, self.table = token_workload(data, vocab, features, seed)
         self.bucket_counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
         self.choices = {"n_buckets": self.bucket_counts}
-        self.data = as_ragged(data)
         self.features = features
-        self.table = jax.random.normal(jax.random.key(seed), (vocab, features))
         unknown = sorted(set(measure_options) - set(RUN_OPTIONS))
         if unknown:
             raise TypeError(
@@ -136,10 +132,10 @@ class BucketExplorer(Explorer):
         buckets = bucketize(self.data, boundaries=b)
         arrays = [(bk.padded.values, bk.padded.mask) for bk in buckets]
 
-        def pool(values, mask, table):
-            return mean_pool(values, mask, table)
+        def pool(values, mask, table):  # a new function per setting: JAX caches traces and
+            return mean_pool(values, mask, table)  # programs per function, so nothing is reused
 
-        fresh = jax.jit(pool)  # a new jit per setting: its cache starts empty
+        fresh = jax.jit(pool)
 
         def run_buckets(arrays, table):  # an epoch's work: one jitted call per bucket
             return [fresh(v, m, table) for v, m in arrays]

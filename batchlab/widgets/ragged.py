@@ -27,6 +27,15 @@ PAD_STRATEGIES = ("max", "multiple", "fixed", "pack")
 PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "pack": "tab:green"}
 
 
+def token_workload(data: Any, vocab: int, features: int, seed: int) -> tuple[Any, jax.Array]:
+    """The pooling workload of 04 and 05, checked: ``(Ragged token ids, (vocab, features) table)``."""
+    from .._checks import check_positive_int
+
+    check_positive_int(vocab, "vocab")
+    check_positive_int(features, "features")
+    return as_ragged(data), jax.random.normal(jax.random.key(seed), (vocab, features))
+
+
 def timing_source() -> str:
     """Backend, CPU cores and jax version: the caption of every timing plot here."""
     import os
@@ -97,14 +106,11 @@ class PaddingExplorer(Explorer):
         title: str = "Padding explorer",
         **measure_options: Any,
     ):
-        from .._checks import check_positive_int, check_positive_ints
+        from .._checks import check_positive_ints
 
-        check_positive_int(vocab, "vocab")
-        check_positive_int(features, "features")
+        self.data, self.table = token_workload(data, vocab, features, seed)
         self.sizes = tuple(check_positive_ints(sizes, "sizes"))
         self.choices = {"size": self.sizes}
-        self.data = as_ragged(data)
-        self.table = jax.random.normal(jax.random.key(seed), (vocab, features))
         self.reference = mean_pool_reference(self.data, self.table)
         self.measure_options = measure_options
         super().__init__(
