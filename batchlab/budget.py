@@ -322,7 +322,7 @@ def max_batch_size(
     )
     stats: dict = {}
     answer, curve = search(
-        f if strategy == "host" else jax.jit(f),
+        f,  # search plans it through batch_planner: compiled, or a host loop by its HostPlan
         example_item,
         budget.bytes,
         upper,
