@@ -4,6 +4,9 @@ JAX compiles a function once per distinct set of input shapes, dtypes and
 static arguments. ``count_compiles`` listens to JAX's public monitoring
 events (``jax.monitoring``): every backend compile emits
 ``/jax/core/compile/backend_compile_duration`` with the function's name.
+Tracing to a jaxpr and lowering it to StableHLO, the work JAX does before it
+hands a new shape to XLA, emit their own duration events; they are summed
+apart (``trace_seconds``), never into ``seconds``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,11 @@ import jax
 from ._format import format_seconds
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+#: tracing to a jaxpr, then lowering the jaxpr to an MLIR module (JAX's dispatch.py names)
+TRACE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+)
 
 _lock = threading.Lock()
 _active: list[CompileCount] = []
@@ -31,12 +39,15 @@ class CompileCount:
       count: number of backend compilations.
       names: the compiled computations' names, in order (``"jit(f)"``).
       seconds: total backend compile time reported by JAX.
+      trace_seconds: total time JAX spent tracing and lowering (to StableHLO)
+        the matching functions before compiling them; a new shape pays both.
     """
 
     def __init__(self, match: str | None = None) -> None:
         self.match = match
         self.names: list[str] = []
         self.seconds = 0.0
+        self.trace_seconds = 0.0
         self.open = True
         #: called as ``on_compile(name, seconds)`` after each compilation is recorded
         self.on_compile: Callable[[str, float], None] | None = None
@@ -57,6 +68,10 @@ class CompileCount:
         if self.on_compile is not None:  # e.g. an explorer's live "compiled ..." status line
             self.on_compile(name, seconds)
 
+    def _record_trace(self, name: str, seconds: float) -> None:
+        if self.match is None or self.match in name:
+            self.trace_seconds += seconds
+
     def __repr__(self) -> str:
         state = "counting" if self.open else "closed"
         return f"CompileCount(count={self.count}, compile time={format_seconds(self.seconds)}, {state})"
@@ -66,12 +81,15 @@ class CompileCount:
 
 
 def _listener(event: str, duration: float, **kwargs) -> None:
-    if event != COMPILE_EVENT:
+    if event != COMPILE_EVENT and event not in TRACE_EVENTS:
         return
     name = str(kwargs.get("fun_name", "?"))
     with _lock:
         for counter in _active:
-            counter._record(name, duration)
+            if event == COMPILE_EVENT:
+                counter._record(name, duration)
+            else:
+                counter._record_trace(name, duration)
 
 
 def _install() -> None:

@@ -64,3 +64,25 @@ def test_a_revisit_measures_nothing(explorer):
 def test_an_unknown_timing_option_is_refused_before_any_work(data):
     with pytest.raises(TypeError, match=r"\['warmup'\].*max_time, repeat, tolerance"):
         BucketExplorer(data, vocab=20, features=8, bucket_counts=(1, 2), warmup=3)
+
+
+def test_a_new_setting_shows_its_plan_first_then_the_measurement(data):
+    ex = BucketExplorer(data, vocab=20, features=8, bucket_counts=(1, 2, 4), repeat=3)
+    _ = ex.widget  # with a front end, so the plan is really drawn
+    seen = []
+    draw = ex._draw
+
+    def spy(explorer):
+        seen.append(explorer.pending)
+        return draw(explorer)
+
+    ex._draw = spy
+    pt = ex.update(strategy="quantile", n_buckets=4)
+    plan = seen[0]  # drawn before anything was compiled: a plan, then the measured point
+    assert type(plan).__name__ == "BucketPlan" and seen[-1] is None and ex.pending is None
+    assert (plan.boundaries, plan.shapes, plan.ratio) == (pt.boundaries, pt.shapes, pt.ratio)
+    assert pt.compiles == plan.shapes  # the plan's "shapes to compile" is what was compiled
+    assert pt.trace_seconds > 0  # new shapes are traced and lowered before XLA compiles them
+    assert 0 < ex.last_first_answer_seconds < ex.last_update_seconds
+    ex.pending = plan
+    assert "compiling" in ex.figure().axes[0].get_title()

@@ -60,3 +60,17 @@ def test_compiles_in_other_threads_are_counted():
         t.start()
         t.join()
     assert c.count == 1
+
+
+def test_tracing_and_lowering_are_timed_apart_from_compiling():
+    f = jax.jit(lambda x: jnp.sin(x) * 2)
+    with bl.count_compiles(match="lambda") as new:
+        f(jnp.ones(7))
+    with bl.count_compiles(match="lambda") as again:
+        f(jnp.ones(7))
+    assert new.count == 1 and new.trace_seconds > 0 and new.seconds > 0
+    # a cached call neither traces nor compiles
+    assert again.count == 0 and again.trace_seconds == 0.0 and again.seconds == 0.0
+    with bl.count_compiles(match="no such function") as other:
+        f(jnp.ones(8))
+    assert other.trace_seconds == 0.0  # `match` filters the tracing events too

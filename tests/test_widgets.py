@@ -397,3 +397,28 @@ def test_status_reports_each_compile_live_then_the_result():
     ex.update(n=7)  # a revisit compiles nothing and says so
     assert not any("compiled" in t for s, t in seen if s == "busy")
     assert "from cache" in ex.status_text
+
+
+def test_a_preview_is_shown_while_a_new_setting_is_measured_and_only_then():
+    shown = []
+
+    def compute(n):
+        shown.append(ex.status_text)  # what the learner sees while the work runs
+        if n < 0:
+            raise ValueError("`n` must be >= 0")
+        return n * n
+
+    ex = Explorer(
+        compute,
+        {"n": 1},
+        preview=lambda n: {"plan": f"{n} rows"},
+        describe_preview=lambda plan: f"plan {plan['plan']}",
+    )
+    assert ex.update(n=3) == 9
+    assert "plan 3 rows" in shown[-1] and ex.pending is None
+    assert ex.last_first_answer_seconds <= ex.last_update_seconds
+    ex.update(n=3)  # a revisit has nothing to preview: its answer is the cached one
+    assert len(shown) == 1 and ex.last_first_answer_seconds == ex.last_update_seconds
+    with pytest.raises(ValueError):
+        ex.update(n=-1)
+    assert ex.pending is None and ex.result == 9  # a failed setting leaves no plan behind

@@ -7,6 +7,11 @@ of the same ``jax.jit`` function (its cache holds those programs), timed as
 it runs. No outer ``jit`` fuses the buckets into one program: an epoch does
 not run that way. A fresh ``jax.jit`` per setting starts with an empty
 cache, as in a new process, so each bucket shape compiles exactly once.
+
+A new setting is answered in two steps: its plan (boundaries, padding, how
+many shapes it will compile; nothing compiled or timed) is drawn at once,
+then the measurement replaces it. With 16 buckets the second step is mostly
+JAX tracing and XLA compiling 16 programs: that cost is what 05 teaches.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
-import numpy as np
 
 from .._dispatch_measure import measure_dispatched
 from .._format import format_seconds
@@ -26,13 +30,11 @@ from ..masking import mean_pool
 from ..measure import Measurement
 from ..memory import MemoryEstimate, estimate_from_compiled
 from ..padding_report import (
-    STRATEGY_COLORS,
-    PaddingReport,
-    plot_padding_report,
     strategy_boundaries,
 )
+from .bucket_plot import draw_buckets
 from .explorer import Explorer
-from .ragged import _dropdown, _slider, timing_source, token_workload
+from .ragged import _dropdown, _slider, token_workload
 
 #: the timing options a setting's run accepts (see :func:`batchlab.measure`)
 RUN_OPTIONS = ("max_time", "repeat", "tolerance")
@@ -43,11 +45,40 @@ RUN_NOTE = (
 
 
 @dataclass(frozen=True)
+class BucketPlan:
+    """What a bucketing setting will cost before anything is compiled or run.
+
+    ``shapes`` is the number of distinct bucket shapes: the compilations a
+    fresh ``jit`` will need (the measurement then counts them).
+    """
+
+    strategy: str
+    n_buckets: int
+    boundaries: tuple[int, ...]
+    shapes: int
+    padded_elements: int
+    true_elements: int
+    largest_bytes: int
+
+    @property
+    def ratio(self) -> float:
+        return self.padded_elements / self.true_elements
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.n_buckets} {self.strategy} buckets: {self.ratio:.2f}x ragged, "
+            f"{self.shapes} shapes to compile"
+        )
+
+
+@dataclass(frozen=True)
 class BucketPoint:
     """One bucketing setting: padding, compilations (count and seconds), run time of all buckets.
 
     ``largest_bytes`` is the biggest gathered ``(items, boundary, features)``
     float32 array of one bucket: what must stream through memory.
+    ``trace_seconds``: JAX tracing and lowering the new shapes (before XLA's
+    ``compile_seconds``); a new shape pays both.
     """
 
     strategy: str
@@ -60,6 +91,7 @@ class BucketPoint:
     true_elements: int
     largest_bytes: int
     measurement: Measurement
+    trace_seconds: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -68,7 +100,8 @@ class BucketPoint:
     def __repr__(self) -> str:
         return (
             f"BucketPoint({self.strategy}, {self.n_buckets} buckets: {self.ratio:.2f}x ragged, "
-            f"{self.compiles} compiles ({format_seconds(self.compile_seconds)}), "
+            f"{self.compiles} compiles ({format_seconds(self.compile_seconds)}, "
+            f"+{format_seconds(self.trace_seconds)} tracing), "
             f"run {format_seconds(self.measurement.median)} for all buckets)"
         )
 
@@ -121,15 +154,37 @@ class BucketExplorer(Explorer):
                 "strategy": _dropdown(BUCKET_STRATEGIES, "boundaries"),
                 "n_buckets": _slider(self.bucket_counts, "buckets"),
             },
-            draw=_draw_buckets,
+            draw=draw_buckets,
             describe=repr,
             title=title,
+            preview=self._plan,
+            describe_preview=repr,
         )
         self.update()
 
+    def _bucketed(self, strategy: str, n_buckets: int):
+        key = (strategy, n_buckets)
+        if getattr(self, "_last_bucketed", (None,))[0] != key:  # the preview's work is reused
+            b = strategy_boundaries(self.data.lengths, strategy, n_buckets=n_buckets)
+            self._last_bucketed = (key, b, bucketize(self.data, boundaries=b))
+        return self._last_bucketed[1:]
+
+    def _plan(self, strategy: str, n_buckets: int) -> BucketPlan:
+        b, buckets = self._bucketed(strategy, n_buckets)
+        largest = max((bk.padded.values.size for bk in buckets), default=0) * self.features * 4
+        return BucketPlan(
+            strategy,
+            n_buckets,
+            tuple(int(x) for x in b),
+            len(buckets),
+            buckets.padded_elements,
+            buckets.true_elements,
+            int(largest),
+        )
+
     def _compute_point(self, strategy: str, n_buckets: int) -> BucketPoint:
-        b = strategy_boundaries(self.data.lengths, strategy, n_buckets=n_buckets)
-        buckets = bucketize(self.data, boundaries=b)
+        plan = self._plan(strategy, n_buckets)
+        _, buckets = self._bucketed(strategy, n_buckets)
         arrays = [(bk.padded.values, bk.padded.mask) for bk in buckets]
 
         def pool(values, mask, table):  # a new function per setting: JAX caches traces and
@@ -158,91 +213,23 @@ class BucketExplorer(Explorer):
             compile_seconds=c.seconds,
             notes=(RUN_NOTE,),
         )
-        largest = max((v.size for v, _ in arrays), default=0) * self.features * 4
         return BucketPoint(
-            strategy,
-            n_buckets,
-            tuple(int(x) for x in b),
-            len(buckets),
+            plan.strategy,
+            plan.n_buckets,
+            plan.boundaries,
+            plan.shapes,
             c.count,
             c.seconds,
-            buckets.padded_elements,
-            buckets.true_elements,
-            int(largest),
+            plan.padded_elements,
+            plan.true_elements,
+            plan.largest_bytes,
             meas,
+            c.trace_seconds,
         )
 
     @property
     def measured(self) -> list[BucketPoint]:
         return list(self.cache.values())
-
-
-def _draw_buckets(ex: BucketExplorer):
-    from matplotlib.patches import Patch
-
-    from ..plots import _new_figure
-
-    fig, (ax_h, ax_t) = _new_figure(2, width=5.6, height=4.2)
-    p = ex.result
-    plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
-    color = STRATEGY_COLORS.get(p.strategy, "k")
-    lo = max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1
-    edges = [lo * 0.9, *p.boundaries]
-    for k in range(len(p.boundaries)):
-        ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
-    handles, _ = ax_h.get_legend_handles_labels()
-    ax_h.legend(
-        handles=[*handles, Patch(color=color, alpha=0.3, label=f"{p.strategy} buckets")],
-        fontsize=9,
-        loc="upper right",
-    )
-    ax_h.set_title(f"{p.ratio:.2f}x ragged, {p.compiles} compiles", fontsize=11)
-    for strategy in BUCKET_STRATEGIES:
-        pts = sorted((q for q in ex.measured if q.strategy == strategy), key=lambda q: q.n_buckets)
-        if not pts:
-            continue
-        c = STRATEGY_COLORS.get(strategy, "k")
-        k = [q.n_buckets for q in pts]
-        med = np.array([q.measurement.median for q in pts]) * 1e3
-        lo_err = med - np.array([q.measurement.min for q in pts]) * 1e3
-        hi_err = np.array([q.measurement.max for q in pts]) * 1e3 - med
-        ax_t.errorbar(
-            k,
-            med,
-            yerr=[lo_err, hi_err],
-            fmt="o-",
-            color=c,
-            capsize=3,
-            label=f"{strategy}: run, all buckets (median, min..max)",
-        )
-        ax_t.plot(
-            k,
-            [q.compile_seconds * 1e3 for q in pts],
-            "s--",
-            color=c,
-            alpha=0.6,
-            label=f"{strategy}: compile, all buckets",
-        )
-    ax_t.plot(
-        [p.n_buckets],
-        [p.measurement.median * 1e3],
-        "o",
-        ms=14,
-        mfc="none",
-        mec="black",
-        mew=2,
-        label="current setting",
-    )
-    ax_t.set_xscale("log", base=2)
-    ax_t.set_xticks(ex.bucket_counts, [str(k) for k in ex.bucket_counts])
-    ax_t.set_xlabel("buckets (= compilations; log scale)")
-    ax_t.set_ylabel("ms (log scale)")
-    ax_t.set_yscale("log")
-    ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
-    ax_t.grid(True, alpha=0.3, which="both")
-    # below the panel: inside it would cover the run points at the low bucket counts
-    ax_t.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    return fig
 
 
 def _summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:

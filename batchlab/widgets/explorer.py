@@ -17,6 +17,9 @@ entry point works where ipywidgets is not installed. In the browser:
 * a "measuring..." state is shown while work runs (status line, dimmed plot);
 * XLA compilations during an update are counted (``count_compiles``) and
   reported as compilations, never folded into run time;
+* an explorer whose new settings must compile first may give a ``preview``:
+  what a setting's plan says before anything runs (e.g. how many shapes it
+  will compile), shown and drawn at once, then replaced by the measurement;
 * settings already measured come from ``explorer.cache``, and their plots
   from a PNG cache, so a revisit costs a redraw at most;
 * an error (a bad axis choice, an out-of-memory) appears in the widget as the
@@ -66,6 +69,10 @@ class Explorer:
       draw: ``draw(explorer) -> matplotlib Figure`` or ``None`` for no plot.
       describe: ``describe(result) -> str`` one-line HTML summary.
       title: shown above the controls.
+      preview: ``preview(**params) -> plan``, cheap (nothing compiled or
+        timed): shown for a new setting while ``compute`` runs. ``draw`` sees
+        it as ``explorer.pending`` (``None`` otherwise) and must draw it.
+      describe_preview: ``describe_preview(plan) -> str`` for the status line.
 
     Example:
       >>> ex = Explorer(lambda n: n * n, {"n": 3}, describe=lambda r: f"square {r}")
@@ -87,8 +94,12 @@ class Explorer:
         draw: Callable[[Explorer], Any] | None = None,
         describe: Callable[[Any], str] | None = None,
         title: str = "",
+        preview: Callable[..., Any] | None = None,
+        describe_preview: Callable[[Any], str] | None = None,
     ) -> None:
         self._compute = check_callable(compute, "compute")
+        self._preview = None if preview is None else check_callable(preview, "preview")
+        self._describe_preview = describe_preview or (lambda plan: html.escape(repr(plan)))
         if not isinstance(params, dict):
             raise TypeError(
                 f"`params` must be a dict of starting values, got {type(params).__name__} {params!r:.60}."
@@ -111,6 +122,10 @@ class Explorer:
         self.last_from_cache = False
         self.last_compiles: int = 0
         self.last_compile_seconds: float = 0.0
+        self.last_trace_seconds: float = 0.0
+        #: seconds from update() to the first answer on screen: the preview when there is one
+        self.last_first_answer_seconds: float | None = None
+        self.pending: Any = None
         self.status_text = ""
         self.control_widgets: dict[str, Any] = {}
         self._listeners: list[Callable[[Explorer], None]] = []
@@ -147,32 +162,33 @@ class Explorer:
         key = self._key(new)
         cached = key in self.cache
         what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
-        if not cached:
-            self._set_status(
-                f"compiling and measuring {what} (a new setting: XLA compiles first if its "
-                "shapes are new)...",
-                state="busy",
-                params=new,
-            )
+        self.last_first_answer_seconds = None
         try:
             if cached:
                 result, self.last_compiles, self.last_compile_seconds = self.cache[key], 0, 0.0
+                self.last_trace_seconds = 0.0
             else:
+                lead = self._show_preview(new, what, t0)
                 with count_compiles() as compiles:
-                    compiles.on_compile = self._compiled_status(what, compiles, new)
+                    compiles.on_compile = self._compiled_status(lead, compiles, new)
                     result = self._compute(**new)
                 self.cache[key] = result
                 self._version += 1
                 self.last_compiles, self.last_compile_seconds = compiles.count, compiles.seconds
+                self.last_trace_seconds = compiles.trace_seconds
         except Exception as e:
+            self.pending = None
             self.error = error_message(e)
             self._set_status(self.error, state="error", params=new)
             self._sync_controls()  # back to the last setting that worked
             raise
         self.params, self.result, self.error, self.last_from_cache = new, result, None, cached
+        self.pending = None
         self._sync_controls()
         draw_error = self._redraw()
         self.last_update_seconds = time.perf_counter() - t0
+        if self.last_first_answer_seconds is None:
+            self.last_first_answer_seconds = self.last_update_seconds
         if draw_error:
             self.error = draw_error
             self._set_status(draw_error, state="error", params=new)
@@ -182,12 +198,35 @@ class Explorer:
             listener(self)
         return result
 
-    def _compiled_status(self, what: str, compiles: Any, params: dict[str, Any]):
+    def _show_preview(self, params: dict[str, Any], what: str, t0: float) -> str:
+        """Status (and, with a ``preview``, the plan's plot) for a new setting; returns the lead text."""
+        if self._preview is None:
+            self._set_status(
+                f"compiling and measuring {what} (a new setting: XLA compiles first if its "
+                "shapes are new)...",
+                state="busy",
+                params=params,
+            )
+            return what
+        self.pending = self._preview(**params)
+        lead = f"{what}: {self._describe_preview(self.pending)}"
+        self._set_status(f"{lead}; compiling and measuring...", state="busy", params=params)
+        if self._ui is not None and self._draw is not None:
+            from ..plots import figure_to_png
+
+            with contextlib.suppress(Exception):  # a preview that cannot draw keeps the old plot
+                fig = self._draw(self)
+                if fig is not None:
+                    self._image.value = figure_to_png(fig, dpi=80, tight=False)
+        self.last_first_answer_seconds = time.perf_counter() - t0
+        return lead
+
+    def _compiled_status(self, lead: str, compiles: Any, params: dict[str, Any]):
         """A live status line as each XLA compilation of a new setting finishes."""
 
         def report(name: str, seconds: float) -> None:
             self._set_status(
-                f"{what}: compiled {name} ({format_seconds(seconds)}; "
+                f"{lead}: compiled {name} ({format_seconds(seconds)}; "
                 f"{compiles.count} compilation(s) so far, not run time); measuring...",
                 state="busy",
                 params=params,

@@ -1,0 +1,107 @@
+"""Drawing the bucket explorer (05): where the buckets fall, and run against compile time.
+
+A setting being measured is drawn from its plan (``explorer.pending``, a
+:class:`~batchlab.widgets.buckets.BucketPlan`): its buckets on the
+histogram, and a marker where its point will appear.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..padding_report import STRATEGY_COLORS, PaddingReport, plot_padding_report
+from .ragged import timing_source
+
+
+def draw_buckets(ex):
+    from matplotlib.patches import Patch
+
+    from ..plots import _new_figure
+    from .buckets import BUCKET_STRATEGIES, BucketPlan
+
+    # fixed margins and no minor ticks: a layout engine and log-scale minor ticks cost
+    # 0.3-0.5 s per redraw on a 2-core CPU, and every new setting is drawn twice
+    fig, (ax_h, ax_t) = _new_figure(2, width=5.6, height=4.2, layout="none")
+    fig.subplots_adjust(left=0.07, right=0.985, top=0.92, bottom=0.34, wspace=0.2)
+    p = ex.pending if ex.pending is not None else ex.result  # a plan while it is measured
+    measuring = isinstance(p, BucketPlan)
+    plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
+    color = STRATEGY_COLORS.get(p.strategy, "k")
+    lo = max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1
+    edges = [lo * 0.9, *p.boundaries]
+    for k in range(len(p.boundaries)):
+        ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
+    handles, _ = ax_h.get_legend_handles_labels()
+    ax_h.legend(
+        handles=[*handles, Patch(color=color, alpha=0.3, label=f"{p.strategy} buckets")],
+        fontsize=9,
+        loc="upper right",
+    )
+    ax_h.set_title(
+        f"{p.ratio:.2f}x ragged, "
+        + (f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"),
+        fontsize=11,
+    )
+    for strategy in BUCKET_STRATEGIES:
+        pts = sorted((q for q in ex.measured if q.strategy == strategy), key=lambda q: q.n_buckets)
+        if not pts:
+            continue
+        c = STRATEGY_COLORS.get(strategy, "k")
+        k = [q.n_buckets for q in pts]
+        med = np.array([q.measurement.median for q in pts]) * 1e3
+        lo_err = med - np.array([q.measurement.min for q in pts]) * 1e3
+        hi_err = np.array([q.measurement.max for q in pts]) * 1e3 - med
+        ax_t.errorbar(
+            k,
+            med,
+            yerr=[lo_err, hi_err],
+            fmt="o-",
+            color=c,
+            capsize=3,
+            label=f"{strategy}: run (median, min..max)",
+        )
+        ax_t.plot(
+            k,
+            [q.compile_seconds * 1e3 for q in pts],
+            "s--",
+            color=c,
+            alpha=0.6,
+            label=f"{strategy}: compile",
+        )
+    if measuring:  # nothing measured yet for this setting: say so where its point will be
+        ax_t.axvline(
+            p.n_buckets, color="black", ls=":", lw=1.5, label="current setting (measuring)"
+        )
+        ax_t.text(
+            p.n_buckets,
+            0.5,
+            f" compiling {p.shapes} shapes,\n then measuring...",
+            transform=ax_t.get_xaxis_transform(),
+            fontsize=10,
+            ha="left"
+            if p.n_buckets <= np.sqrt(min(ex.bucket_counts) * max(ex.bucket_counts))
+            else "right",
+        )
+    else:
+        ax_t.plot(
+            [p.n_buckets],
+            [p.measurement.median * 1e3],
+            "o",
+            ms=14,
+            mfc="none",
+            mec="black",
+            mew=2,
+            label="current setting",
+        )
+    ax_t.set_xscale("log", base=2)
+    ax_t.set_xticks(ex.bucket_counts, [str(k) for k in ex.bucket_counts])
+    ax_t.set_xlabel("buckets (= compilations), log scale")
+    ax_t.set_ylabel("ms (log scale)")
+    ax_t.set_yscale("log")
+    ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
+    for ax in (ax_h, ax_t):
+        ax.minorticks_off()
+    ax_t.grid(True, alpha=0.3)
+    # below the panel: inside it would cover the run points at the low bucket counts
+    ax_t.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    return fig
