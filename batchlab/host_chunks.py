@@ -15,8 +15,12 @@ There are three ways to run a batch in chunks of ``k`` items in JAX:
        outs = [step(xs[i:i + k]) for i in range(0, len(xs), k)]
        out = jnp.concatenate(outs)
 
-   Each chunk is a top-level program, so it runs at ``vmap`` speed, and the
-   temp memory is one chunk's. Its costs: one dispatch per chunk (plus one
+   Each chunk is a top-level program, so its dot runs as fast as in ``vmap``
+   (not slowed down as in a loop body), and the temp memory is one chunk's.
+   On a multi-core CPU every chunk program starts XLA's parallel work anew:
+   ``benchmarks/strategies.py`` measures a memory-heavy MLP at 1.2-1.5x
+   ``vmap``'s time in chunks of N/8 (a plain-JAX host loop the same; 1.0-1.1x
+   on one core). Its costs: one dispatch per chunk (plus one
    slice per mapped input per chunk and one concatenation), two programs
    compiled (full chunks and the remainder), the chunk outputs held beside
    the concatenated output for a moment, and it cannot run inside an outer
@@ -85,6 +89,8 @@ _split_jit = jax.jit(_split, static_argnums=(1, 2))
 def split_chunks(mapped: list, ranges: list, axes: tuple) -> list:
     """Chunks of the mapped leaves: numpy leaves as views, jax leaves by one jitted split."""
     on_device = [i for i, x in enumerate(mapped) if not isinstance(x, np.ndarray)]
+    if len(on_device) == len(mapped):  # every leaf on the device: the split is the answer
+        return _split_jit(mapped, tuple(ranges), tuple(axes))
     split = (
         _split_jit([mapped[i] for i in on_device], tuple(ranges), tuple(axes[i] for i in on_device))
         if on_device
@@ -128,16 +134,26 @@ def host_program(fn: Callable, k: int, out_axes: Any, sp: Split) -> Callable:
     """``program(mapped, shared)``: the host loop over chunks of ``k`` items."""
     step = chunk_step(fn, out_axes, sp)
     labels = [sp.res.leaves[i].label for i in (*sp.mapped, *sp.shared)]
+    # what only depends on the batch size or the output's structure is worked out once: this
+    # Python runs while the first chunks compute, so on a 2-core CPU it slows them down
+    ranges: dict[int, list] = {}
+    out_layout: dict[Any, tuple] = {}
 
     def program(mapped: list, shared: list) -> Any:
         _refuse_tracers(mapped, shared, labels)
         n = mapped[0].shape[sp.axes[0]]
         if n <= k:
             return step(mapped, shared)  # one chunk: no slices, no concatenation
-        outs = [step(chunk, shared) for chunk in split_chunks(mapped, bounds(n, k), sp.axes)]
-        flat, per, treedef = out_axis_per_leaf(outs[0], out_axes)
-        parts = [[jax.tree_util.tree_leaves(o)[j] for o in outs] for j in range(len(flat))]
-        return jax.tree_util.tree_unflatten(treedef, _concat_jit(parts, tuple(per)))
+        if n not in ranges:
+            ranges[n] = bounds(n, k)
+        outs = [step(chunk, shared) for chunk in split_chunks(mapped, ranges[n], sp.axes)]
+        leaves, treedef = jax.tree_util.tree_flatten(outs[0])
+        if treedef not in out_layout:
+            out_layout[treedef] = tuple(out_axis_per_leaf(outs[0], out_axes)[1])
+        per = out_layout[treedef]
+        columns = [leaves, *(jax.tree_util.tree_leaves(o) for o in outs[1:])]
+        parts = [list(chunk_leaves) for chunk_leaves in zip(*columns, strict=True)]
+        return jax.tree_util.tree_unflatten(treedef, _concat_jit(parts, per))
 
     program.step = step  # type: ignore[attr-defined]
     return program

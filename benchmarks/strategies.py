@@ -13,6 +13,12 @@
    and reported without a target: a small MLP whose chunk's work is close to
    the cost of one dispatch (also measured), where the host loop cannot keep
    vmap's speed and the in-program loop is the way to chunk.
+   Beside ``host``, the same design written in plain JAX (``plain host``:
+   one jitted split, one jitted ``vmap`` per chunk, one jitted concatenate),
+   the strongest honest alternative of that design; and, for the targets, the
+   ratio on one core with XLA:CPU computing on one thread (a child process,
+   ``--one-thread``): if chunking loses only there, the loss is XLA:CPU's
+   start-up of its parallel work in every chunk program, not dispatch.
 3. ``vmap`` against ``loop`` on a small per-item function: the speedup and
    the share of the first call spent compiling.
 
@@ -26,6 +32,8 @@ plan. Run: .venv/bin/python benchmarks/strategies.py
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,9 +62,12 @@ def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict, dict]:
     fastest: dict = {}
     for _ in range(ROUNDS):
         for name, fn in fns.items():
-            if getattr(fn, "strategy", None) == "host":  # dispatches from Python: timed as it runs
+            host = getattr(fn, "host_plan", None) or (
+                fn if getattr(fn, "strategy", None) == "host" else None
+            )
+            if host is not None:  # dispatches from Python: timed as it runs
                 m, _ = measure_dispatched(
-                    fn, args, lambda out, fn=fn: fn.plan(*args).full_step, max_time=max_time
+                    fn, args, lambda out, h=host: h.plan(*args).full_step, max_time=max_time
                 )
             else:
                 m = bl.measure(fn, *args, max_time=max_time)
@@ -82,6 +93,19 @@ def mlp_inputs(key, n: int, f: int, h: int) -> tuple:
     return x, jax.random.normal(k1, (f, h)) / f**0.5, jax.random.normal(k2, (h, f)) / h**0.5
 
 
+def plain_host_loop(fn, in_axes, k: int, host):
+    """The host loop in plain JAX, as a practitioner would write it (memory plan: ``host``'s)."""
+    step = jax.jit(jax.vmap(fn, in_axes=in_axes))
+    split = jax.jit(lambda x: [x[a : a + k] for a in range(0, x.shape[0], k)])  # one dispatch
+    concat = jax.jit(lambda parts: jnp.concatenate(parts))
+
+    def run(x, *rest):
+        return concat([step(c, *rest) for c in split(x)])
+
+    run.host_plan = host
+    return run
+
+
 def outer(x):
     return jnp.tanh(jnp.outer(x, x)) @ x  # (D,) -> (D, D) intermediate -> (D,)
 
@@ -90,11 +114,72 @@ def small(x):
     return jnp.sin(x) * x.sum()
 
 
+def target_cases(keys) -> list[tuple]:
+    """(label, fn, args, in_axes, what) of the two target cases: memory-heavy per-item work."""
+    n, d = (16384, 128) if GPU else (1024, 64)
+    # the MLP at a size where one would chunk (8 MiB of hidden activations on CPU)
+    big_n, big_f, big_h = (65536, 256, 2048) if GPU else (4096, 64, 512)
+    return [
+        (
+            "outer product per item",
+            outer,
+            (jax.random.normal(keys[3], (n, d)),),
+            0,
+            f"{n} items of {d}",
+        ),
+        (
+            "MLP hidden activations",
+            mlp,
+            mlp_inputs(keys[2], big_n, big_f, big_h),
+            (0, None, None),
+            f"{big_n} items, {big_f} -> hidden {big_h}",
+        ),
+    ]
+
+
+def one_thread_ratios() -> dict[str, float]:
+    """host / vmap (fastest samples) for the target cases with XLA:CPU on one thread (a child)."""
+    if GPU:
+        return {}
+    env = {
+        **os.environ,
+        "XLA_FLAGS": (
+            os.environ.get("XLA_FLAGS", "")
+            + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        ),
+    }
+    out = subprocess.run(
+        [sys.executable, __file__, "--one-thread"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+        # one core for the whole process (Python's thread too), so nothing runs in parallel
+        preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}),
+    ).stdout
+    return {
+        line.split(": ")[0][len("ONE-THREAD ") :]: float(line.split(": ")[1])
+        for line in out.splitlines()
+        if line.startswith("ONE-THREAD ")
+    }
+
+
 def main() -> int:
     r = Report("strategies")
     fmt_s, fmt_b = bl.format_seconds, bl.format_bytes
     ok = True
     keys = jax.random.split(jax.random.key(0), 4)
+    if "--one-thread" in sys.argv:  # the child: host / vmap for the target cases, nothing else
+        for label, fn, args, axes, _ in target_cases(keys):
+            k = args[0].shape[0] // 8
+            fns = {
+                "vmap": bl.batch(fn, in_axes=axes),
+                "host": bl.batch(fn, strategy="host", batch_size=k, in_axes=axes),
+            }
+            _, _, fast = best_of(fns, args, 0.3)
+            print(f"ONE-THREAD {label}: {fast['host'] / fast['vmap']:.3f}")
+        return 0
 
     # 1. chunked vs lax.map(batch_size=)
     n, k, f, h = (65536, 4096, 64, 1024) if GPU else (4096, 512, 16, 256)
@@ -119,23 +204,12 @@ def main() -> int:
 
     # 2. chunked at N/8 vs vmap on memory-heavy functions: an outer product per item (the
     #    issue's case), and an MLP whose (N, hidden) activations are the temporaries
-    n, d = (16384, 128) if GPU else (1024, 64)
-    x_outer = jax.random.normal(keys[3], (n, d))
-    # the MLP at a size where one would chunk (8 MiB of hidden activations on CPU), and the small
-    # one where a chunk's work is near the cost of a dispatch (the case against the host loop)
-    big_n, big_f, big_h = (65536, 256, 2048) if GPU else (4096, 64, 512)
-    x_big, w1_big, w2_big = mlp_inputs(keys[2], big_n, big_f, big_h)
+    n = (16384, 128)[0] if GPU else 1024
+    x_outer = target_cases(keys)[0][2][0]
+    one_thread = one_thread_ratios()
+    # the small MLP: a chunk's work is near the cost of a dispatch (the case against the host loop)
     x_mlp = x[:n]
-    cases = [
-        ("outer product per item", outer, (x_outer,), 0, f"{n} items of {d}", True),
-        (
-            "MLP hidden activations",
-            mlp,
-            (x_big, w1_big, w2_big),
-            (0, None, None),
-            f"{big_n} items, {big_f} -> hidden {big_h}",
-            True,
-        ),
+    cases = [(*case, True) for case in target_cases(keys)] + [
         (
             "MLP, small (dispatch-bound: reported, not a target)",
             mlp,
@@ -157,13 +231,14 @@ def main() -> int:
             "chunked": bl.batch(fn, strategy="chunked", batch_size=k, in_axes=axes),
             "host": bl.batch(fn, strategy="host", batch_size=k, in_axes=axes),
         }
+        fns["plain host"] = plain_host_loop(fn, axes, k, fns["host"])
         m, _, fast = best_of(fns, args, 0.3)
         plan = fns["host"].plan(*args)
         v_temp, v_time = m["vmap"].memory.temp_bytes, m["vmap"].median
         r.line(
             f"2. {label}, {what}, chunks of {k} (vmap: {fmt_s(v_time)}, planned temp {fmt_b(v_temp)}):"
         )
-        for name in ("lax.map", "chunked", "host"):
+        for name in ("lax.map", "chunked", "host", "plain host"):
             temp = m[name].memory.temp_bytes
             r.line(
                 f"   {name:8s} run {fmt_s(m[name].median)} = {m[name].median / v_time:.2f}x vmap "
@@ -194,6 +269,13 @@ def main() -> int:
         if target:
             r.line(f"   host target: {line}")
             ok &= slow <= 1.5 and step <= 0.25
+            if label in one_thread:
+                r.line(
+                    f"   against it: the plain-JAX host loop {fast['plain host'] / fast['vmap']:.2f}x "
+                    f"vmap (kit's host / plain: {fast['host'] / fast['plain host']:.2f}); on one core, one "
+                    f"XLA:CPU thread (a child process) host is "
+                    f"{one_thread[label]:.2f}x vmap"
+                )
         else:
             best = min(("lax.map", "chunked", "host"), key=lambda s: fast[s])
             r.line(
