@@ -113,6 +113,7 @@ class BucketExplorer(Explorer):
     """Bucket-count slider (+ strategy) -> padding, compilations, run time of the whole dataset.
 
     Example:
+      >>> import numpy as np
       >>> from batchlab import Ragged
       >>> data = Ragged.from_lengths(np.arange(40) % 5, [3, 9, 1, 12, 15])
       >>> ex = BucketExplorer(data, vocab=5, features=4, bucket_counts=(1, 2), repeat=3)

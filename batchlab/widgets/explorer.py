@@ -72,7 +72,7 @@ class Explorer:
       preview: ``preview(**params) -> plan``, cheap (nothing compiled or
         timed): shown for a new setting while ``compute`` runs. ``draw`` sees
         it as ``explorer.pending`` (``None`` otherwise) and must draw it.
-      describe_preview: ``describe_preview(plan) -> str`` for the status line.
+      describe_preview: ``describe_preview(plan) -> str``, plain text for the status line.
 
     Example:
       >>> ex = Explorer(lambda n: n * n, {"n": 3}, describe=lambda r: f"square {r}")
@@ -99,7 +99,7 @@ class Explorer:
     ) -> None:
         self._compute = check_callable(compute, "compute")
         self._preview = None if preview is None else check_callable(preview, "preview")
-        self._describe_preview = describe_preview or (lambda plan: html.escape(repr(plan)))
+        self._describe_preview = describe_preview or repr  # plain text: the status line escapes it
         if not isinstance(params, dict):
             raise TypeError(
                 f"`params` must be a dict of starting values, got {type(params).__name__} {params!r:.60}."
