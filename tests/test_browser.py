@@ -291,18 +291,24 @@ def _move_slider(
     handle.focus()
     handle.press(key)
     deadline = time.monotonic() + MOVE_TIMEOUT_S
-    after = before
+    after, busy_text, preview_seen, shot = before, "", False, False
     while time.monotonic() < deadline:
         after = box.evaluate(_STATUS)
-        if after["state"] == "busy" and busy_shot:
-            box.screenshot(path=str(SCREENSHOTS / busy_shot))  # the visible "measuring..." state
-            busy_shot = None
+        if after["state"] == "busy":
+            busy_text = busy_text or after["text"]
+            # an explorer with a preview redraws while still busy: its plan, before the measurement
+            new_plot = after["image"] is not None and after["image"] != before["image"]
+            if busy_shot and (not shot or (new_plot and not preview_seen)):
+                # the visible "measuring..." state (again once the plan is drawn)
+                box.screenshot(path=str(SCREENSHOTS / busy_shot))
+                shot = True
+            preview_seen = preview_seen or new_plot
         if after["state"] in ("done", "error") and after["params"] != before["params"]:
             break
         if after["state"] == "error":
             break
         time.sleep(0.05)
-    return before, after
+    return before, {**after, "busy_text": busy_text, "preview_seen": preview_seen}
 
 
 def _readout_matches(after: dict) -> bool:
@@ -353,6 +359,8 @@ def _check_explorers(page, name: str, limit: int) -> int:
         assert after["image"] == before["image"] is None or after["image"] != before["image"], (
             "the plot did not change"
         )
+        if "shapes to compile" in after["busy_text"]:  # 05: the plan is drawn before it is measured
+            assert after["preview_seen"], f"{name} explorer {i}: no plan drawn while measuring"
         if "planned peak" in after["text"] and "batch size" in after["text"]:
             grew = (
                 json.loads(after["params"])["batch_size"]

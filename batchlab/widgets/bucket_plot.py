@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..padding_report import STRATEGY_COLORS, PaddingReport, plot_padding_report
-from .ragged import timing_source
+from .ragged import ring_current, run_times_ms, timing_source
 
 
 def draw_buckets(ex):
@@ -48,9 +48,7 @@ def draw_buckets(ex):
             continue
         c = STRATEGY_COLORS.get(strategy, "k")
         k = [q.n_buckets for q in pts]
-        med = np.array([q.measurement.median for q in pts]) * 1e3
-        lo_err = med - np.array([q.measurement.min for q in pts]) * 1e3
-        hi_err = np.array([q.measurement.max for q in pts]) * 1e3 - med
+        med, lo_err, hi_err = run_times_ms(pts)
         ax_t.errorbar(
             k,
             med,
@@ -83,16 +81,7 @@ def draw_buckets(ex):
             else "right",
         )
     else:
-        ax_t.plot(
-            [p.n_buckets],
-            [p.measurement.median * 1e3],
-            "o",
-            ms=14,
-            mfc="none",
-            mec="black",
-            mew=2,
-            label="current setting",
-        )
+        ring_current(ax_t, p.n_buckets, p.measurement.median)
     ax_t.set_xscale("log", base=2)
     ax_t.set_xticks(ex.bucket_counts, [str(k) for k in ex.bucket_counts])
     ax_t.set_xlabel("buckets (= compilations), log scale")

@@ -43,6 +43,21 @@ def timing_source() -> str:
     return f"{jax.default_backend()}, {os.cpu_count()} CPU cores, jax {jax.__version__}"
 
 
+def run_times_ms(points) -> tuple:
+    """(median, median - min, max - median) in ms of the points' measurements: an errorbar's data."""
+    med = np.array([q.measurement.median for q in points]) * 1e3
+    lo = med - np.array([q.measurement.min for q in points]) * 1e3
+    hi = np.array([q.measurement.max for q in points]) * 1e3 - med
+    return med, lo, hi
+
+
+def ring_current(ax, x: float, seconds: float) -> None:
+    """The black ring around the current setting's run-time point (ms)."""
+    ax.plot(
+        [x], [seconds * 1e3], "o", ms=14, mfc="none", mec="black", mew=2, label="current setting"
+    )
+
+
 @dataclass(frozen=True)
 class PaddingPoint:
     """One padding setting, measured: cost of pads, run time, memory and correctness.
@@ -205,9 +220,7 @@ def _draw_padding(ex: PaddingExplorer):
         if not pts:
             continue
         x = np.array([q.padded_elements for q in pts], float)
-        med = np.array([q.measurement.median for q in pts]) * 1e3
-        lo = med - np.array([q.measurement.min for q in pts]) * 1e3
-        hi = np.array([q.measurement.max for q in pts]) * 1e3 - med
+        med, lo, hi = run_times_ms(pts)
         ax_t.errorbar(
             x,
             med,
@@ -217,16 +230,7 @@ def _draw_padding(ex: PaddingExplorer):
             capsize=3,
             label=f"{strategy} (median, bar = min..max)",
         )
-    ax_t.plot(
-        [p.padded_elements],
-        [p.measurement.median * 1e3],
-        "o",
-        ms=14,
-        mfc="none",
-        mec="black",
-        mew=2,
-        label="current setting",
-    )
+    ring_current(ax_t, p.padded_elements, p.measurement.median)
     ax_t.set_xscale("log")
     ax_t.set_yscale("log")
     _count_ticks(ax_t.xaxis)
