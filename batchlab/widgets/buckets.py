@@ -44,8 +44,19 @@ RUN_NOTE = (
 )
 
 
+class _Padding:
+    """``ratio``: padded positions over the ragged minimum (both counted, never timed)."""
+
+    padded_elements: int
+    true_elements: int
+
+    @property
+    def ratio(self) -> float:
+        return self.padded_elements / self.true_elements
+
+
 @dataclass(frozen=True)
-class BucketPlan:
+class BucketPlan(_Padding):
     """What a bucketing setting will cost before anything is compiled or run.
 
     ``shapes`` is the number of distinct bucket shapes: the compilations a
@@ -60,10 +71,6 @@ class BucketPlan:
     true_elements: int
     largest_bytes: int
 
-    @property
-    def ratio(self) -> float:
-        return self.padded_elements / self.true_elements
-
     def __repr__(self) -> str:
         return (
             f"{self.n_buckets} {self.strategy} buckets: {self.ratio:.2f}x ragged, "
@@ -72,7 +79,7 @@ class BucketPlan:
 
 
 @dataclass(frozen=True)
-class BucketPoint:
+class BucketPoint(_Padding):
     """One bucketing setting: padding, compilations (count and seconds), run time of all buckets.
 
     ``largest_bytes`` is the biggest gathered ``(items, boundary, features)``
@@ -92,10 +99,6 @@ class BucketPoint:
     largest_bytes: int
     measurement: Measurement
     trace_seconds: float = 0.0
-
-    @property
-    def ratio(self) -> float:
-        return self.padded_elements / self.true_elements
 
     def __repr__(self) -> str:
         return (
@@ -148,6 +151,9 @@ class BucketExplorer(Explorer):
                 f"{', '.join(RUN_OPTIONS)} (as in batchlab.measure)."
             )
         self.run_options = measure_options
+        self._last_bucketed: tuple = (
+            None,
+        )  # (setting, boundaries, buckets): the preview's, reused
         super().__init__(
             self._compute_point,
             {"strategy": strategy, "n_buckets": self.bucket_counts[0]},
@@ -165,7 +171,7 @@ class BucketExplorer(Explorer):
 
     def _bucketed(self, strategy: str, n_buckets: int):
         key = (strategy, n_buckets)
-        if getattr(self, "_last_bucketed", (None,))[0] != key:  # the preview's work is reused
+        if self._last_bucketed[0] != key:
             b = strategy_boundaries(self.data.lengths, strategy, n_buckets=n_buckets)
             self._last_bucketed = (key, b, bucketize(self.data, boundaries=b))
         return self._last_bucketed[1:]
