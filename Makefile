@@ -9,7 +9,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export TQDM_DISABLE ?= 1
 
 .PHONY: setup lab test unit notebooks student lint benchmarks browser-test clean
-.PHONY: package-data unit-jax-low
+.PHONY: unit-jax-low
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,16 +42,11 @@ benchmarks: setup
 	for f in benchmarks/*.py; do case $$f in *gpu_check*) ;; *) $(BIN)/python $$f || exit 1;; esac; done
 
 student: setup  ## workshop copies: student/ (solutions stubbed, outputs cleared) and instructor/
-	$(BIN)/python -m batchlab.workshop student --out student
-	$(BIN)/python -m batchlab.workshop instructor --out instructor
+	$(BIN)/python scripts/workshop.py student --out student
+	$(BIN)/python scripts/workshop.py instructor --out instructor
 
 browser-test: setup  ## the real-browser test alone (needs Debian's chromium)
 	$(BIN)/python -m pytest tests/test_browser.py -p no:nbval -o addopts="-ra"
-
-package-data:  ## copy the shipped dataset from data/ into the package (what every install carries)
-	mkdir -p batchlab/data/ragged
-	cp data/ragged/stdlib_functions.npz batchlab/data/ragged/
-	cp data/README.md batchlab/data/README.md
 
 # The lowest jax/jaxlib that pyproject.toml declares, in a venv of its own: unit tests and
 # doctests (notebooks and the browser are pinned to constraints.txt and not run here).

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from batchlab.measuring.system import environment
+
 
 def main() -> None:
-    from .environment import environment
-
     print(environment())
 
 

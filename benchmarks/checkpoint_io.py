@@ -4,8 +4,8 @@ Before (batchlab <= this change), ``run_batches(..., checkpoint=...)`` rewrote o
 holding every finished output after every batch: batch k writes k batches' bytes, so a run of
 n batches writes about n^2 / 2 batches' worth. The journal appends each batch's record once
 (plus a SHA-256 and an fsync), n batches' worth in all. Both are measured here side by side in
-one process, on the same outputs: the old path by calling ``save_checkpoint`` with the
-cumulative arrays exactly as the old loop did, the new one by a real ``run_batches`` run (its
+one process, on the same outputs: the old path written out here (``np.savez`` of the
+cumulative arrays, fsync, rename) exactly as the old loop did, the new one by a real ``run_batches`` run (its
 fn returns precomputed rows, so the figures are I/O, not compute). Bytes are counted from the
 files' sizes; times are wall clock (time.perf_counter), fsync included in both.
 
@@ -23,7 +23,6 @@ import numpy as np
 
 import batchlab
 from batchlab import format_bytes, format_seconds, text_table
-from batchlab.checkpoint import save_checkpoint
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _report import Report
@@ -37,7 +36,12 @@ def old_rewrite(outputs: np.ndarray, folder: str) -> tuple[int, float]:
     path, written, t0 = os.path.join(folder, "old.npz"), 0, time.perf_counter()
     for end in range(BATCH, len(outputs) + 1, BATCH):
         arrays = {"indices": np.arange(end), "out_0": outputs[:end]}
-        save_checkpoint(path, arrays, {"position": end}, {"fn": "f"})
+        tmp = path + ".tmp"  # the old loop's atomic write: np.savez to a temp file, fsync, rename
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
         written += os.path.getsize(path)
     return written, time.perf_counter() - t0
 

@@ -1,6 +1,6 @@
 """GPU check: does the compiled plan predict what the device allocator really peaks at?
 
-For a few functions, compares `memory_estimate(...).peak_bytes` (XLA's
+For a few functions, compares `memory_estimate(...).planned_bytes` (XLA's
 compiled memory analysis, nothing run) with the device's measured peak
 (`memory_stats()['peak_bytes_in_use']`), each function measured in a fresh
 process (`measure(..., isolated=True)`) because the device peak counter is
@@ -66,7 +66,7 @@ def main() -> int:
             "No GPU/TPU here: device memory stats are unavailable on the CPU backend, so there is "
             "nothing to compare. Run this on a GPU machine."
         )
-        report.line(bl.device_memory_unavailable_reason())
+        report.line(bl.measuring.device_memory_unavailable_reason())
         address_space_oom(report)
         report.save()
         return 0
@@ -144,8 +144,8 @@ def real_oom(report: Report) -> None:
 
 def address_space_oom(report: Report) -> None:
     """XLA's own RESOURCE_EXHAUSTED on every backend: a 256 TiB output, beyond any address space."""
-    from batchlab.budget import scheduling_verdict
-    from batchlab.runs import is_out_of_memory
+    from batchlab.runs.budget import scheduling_verdict
+    from batchlab.runs.errors import is_out_of_memory
 
     x = jnp.ones(2**23, jnp.float32)
     compiled = jax.jit(lambda x: jnp.outer(x, x)).lower(x).compile()

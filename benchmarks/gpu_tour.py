@@ -72,8 +72,10 @@ def main() -> int:
         return jax.lax.map(lambda x: score_item(x, w, v), xs)
 
     loop = bl.measure(score_loop, *make_batch(n_loop), max_time=S.max_time)
-    sweep = bl.sweep(scores, make_batch, [S.batch_sizes[0], S.batch_sizes[-1]], max_time=S.max_time)
-    cost = bl.per_item_cost(sweep, loop, n_loop)
+    sweep = bl.measuring.sweep(
+        scores, make_batch, [S.batch_sizes[0], S.batch_sizes[-1]], max_time=S.max_time
+    )
+    cost = bl.measuring.per_item_cost(sweep, loop, n_loop)
     report.line(repr(cost))
     report.line(
         f"speed-up {cost.speedup:.1f}x = fixed per-call cost {cost.fixed_cost_factor:.1f}x "

@@ -27,7 +27,7 @@ import numpy as np
 
 import batchlab
 from batchlab import text_table
-from batchlab.budget import compilation_target, planned_bytes
+from batchlab.runs.budget import compilation_target, planned_bytes
 
 D = 64
 ITEM = jax.ShapeDtypeStruct((D,), jnp.float32)

@@ -73,7 +73,7 @@ def python_bucketize(seqs, boundaries):
 
 def main() -> None:
     rep = Report("padding")
-    lengths = bl.lognormal_lengths(N, median=32, sigma=0.8, max_length=512, seed=0)
+    lengths = bl.ragged.lognormal_lengths(N, median=32, sigma=0.8, max_length=512, seed=0)
     ragged = bl.Ragged.from_lengths(np.arange(lengths.sum(), dtype=np.int32) % 30000, lengths)
     seqs = [ragged.item(i) for i in range(N)]
     rep.line(
@@ -146,18 +146,22 @@ def layouts(rep: Report, data) -> None:
         np.concatenate([data.ragged.item(i) for i in pick]), data.lengths[pick]
     )
     table = jax.random.normal(jax.random.key(0), (len(data.vocab), 16))
-    reference = bl.mean_pool_reference(subset, table)
+    reference = bl.ragged.mean_pool_reference(subset, table)
     padded, packed = bl.pad(subset), bl.pack(subset)
     buckets = bl.bucketize(subset, n_buckets=8)
     arrays = [(b.padded.values, b.padded.mask) for b in buckets]
 
     def bucket_pool(arrays, t):
-        return [bl.mean_pool(v, m, t) for v, m in arrays]
+        return [bl.ragged.mean_pool(v, m, t) for v, m in arrays]
 
     runs = {
-        "pad to max": (jax.jit(bl.mean_pool), (padded.values, padded.mask, table), np.asarray),
+        "pad to max": (
+            jax.jit(bl.ragged.mean_pool),
+            (padded.values, padded.mask, table),
+            np.asarray,
+        ),
         "8 buckets": (jax.jit(bucket_pool), (arrays, table), buckets.restore),
-        "packed": (jax.jit(bl.packed_mean_pool), (packed, table), np.asarray),
+        "packed": (jax.jit(bl.ragged.packed_mean_pool), (packed, table), np.asarray),
     }
     rep.line(
         f"layouts: mean pooling of {len(subset)} functions ({subset.lengths.sum():,} tokens, 16 features)"
@@ -190,7 +194,7 @@ def epoch(rep: Report, data) -> None:
 
     def fresh():
         def pool(v, m, t):
-            return bl.mean_pool(v, m, t)
+            return bl.ragged.mean_pool(v, m, t)
 
         return jax.jit(pool)
 

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import Report
 
 import batchlab as bl
-from batchlab._dispatch_measure import measure_dispatched
+from batchlab.batching.dispatch import measure_dispatched
 
 ROUNDS = 5
 GPU = jax.default_backend() != "cpu"
@@ -175,7 +175,7 @@ def main() -> int:
             k = args[0].shape[0] // 8
             fns = {
                 "vmap": bl.batch(fn, in_axes=axes),
-                "host": bl.batch(fn, strategy="host", batch_size=k, in_axes=axes),
+                "host": bl.batch(fn, strategy="host", chunk_size=k, in_axes=axes),
             }
             _, _, fast = best_of(fns, args, 0.3)
             print(f"ONE-THREAD {label}: {fast['host'] / fast['vmap']:.3f}")
@@ -185,8 +185,8 @@ def main() -> int:
     n, k, f, h = (65536, 4096, 64, 1024) if GPU else (4096, 512, 16, 256)
     x, w1, w2 = mlp_inputs(keys[0], n + k // 3, f, h)  # a remainder, so both handle one
     fns = {
-        "chunked": bl.batch(mlp, strategy="chunked", batch_size=k, in_axes=(0, None, None)),
-        "lax.map": bl.batch(mlp, strategy="map", batch_size=k, in_axes=(0, None, None)),
+        "chunked": bl.batch(mlp, strategy="chunked", chunk_size=k, in_axes=(0, None, None)),
+        "lax.map": bl.batch(mlp, strategy="map", chunk_size=k, in_axes=(0, None, None)),
     }
     m, _, fast = best_of(fns, (x, w1, w2), 0.3)
     ratio = fast["chunked"] / fast["lax.map"]
@@ -227,9 +227,9 @@ def main() -> int:
         k = args[0].shape[0] // 8
         fns = {
             "vmap": bl.batch(fn, in_axes=axes),
-            "lax.map": bl.batch(fn, strategy="map", batch_size=k, in_axes=axes),
-            "chunked": bl.batch(fn, strategy="chunked", batch_size=k, in_axes=axes),
-            "host": bl.batch(fn, strategy="host", batch_size=k, in_axes=axes),
+            "lax.map": bl.batch(fn, strategy="map", chunk_size=k, in_axes=axes),
+            "chunked": bl.batch(fn, strategy="chunked", chunk_size=k, in_axes=axes),
+            "host": bl.batch(fn, strategy="host", chunk_size=k, in_axes=axes),
         }
         fns["plain host"] = plain_host_loop(fn, axes, k, fns["host"])
         m, _, fast = best_of(fns, args, 0.3)
@@ -285,7 +285,7 @@ def main() -> int:
             )
     # where the outer product's time goes: the same vmap on ONE chunk, outside any loop
     one = bl.measure(bl.batch(outer), x_outer[: n // 8], max_time=0.3)
-    in_loop = bl.measure(bl.batch(outer, strategy="map", batch_size=n // 8), x_outer, max_time=0.3)
+    in_loop = bl.measure(bl.batch(outer, strategy="map", chunk_size=n // 8), x_outer, max_time=0.3)
     r.line(
         f"   outer product: vmap over one chunk of {n // 8} alone {fmt_s(one.median)} (x8 = "
         f"{fmt_s(8 * one.median)}); the same 8 chunks in lax.map(batch_size) {fmt_s(in_loop.median)}: "

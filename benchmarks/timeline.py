@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import Report
 
 import batchlab as bl
-from batchlab.plots import figure_to_png
-from batchlab.timeline import build_timeline
+from batchlab._util.plotting import figure_to_png
+from batchlab.timeline.model import build_timeline
 
 TARGET_SECONDS = 1.0
 EVENTS = 10_000

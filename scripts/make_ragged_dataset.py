@@ -1,4 +1,4 @@
-"""Regenerate data/ragged/stdlib_functions.npz: real ragged sequences for batchlab.
+"""Regenerate batchlab/ragged/data/stdlib_functions.npz: real ragged sequences for batchlab.
 
 Every function (and method) defined at the top level of a module or class in
 the CPython standard library's top-level ``*.py`` files becomes one sequence
@@ -8,7 +8,7 @@ is what makes padding and bucketing interesting.
 
 Usage::
 
-    .venv/bin/python scripts/make_ragged_dataset.py            # writes data/ragged/
+    .venv/bin/python scripts/make_ragged_dataset.py            # writes batchlab/ragged/data/
     .venv/bin/python scripts/make_ragged_dataset.py --check    # compare with the shipped file
 
 The shipped file was made from CPython 3.11.7 (its ``Lib/*.py``, PSF License
@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "data" / "ragged" / "stdlib_functions.npz"
+OUT = ROOT / "batchlab" / "ragged" / "data" / "stdlib_functions.npz"
 SOURCE_VERSION = "3.11.7"
 SPECIALS = ["<pad>", "<unk>", "<NEWLINE>", "<INDENT>", "<DEDENT>", "<NUMBER>", "<STRING>"]
 _KIND = {

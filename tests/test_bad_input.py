@@ -21,7 +21,7 @@ import pytest
 
 import batchlab
 import batchlab.exercises as exercises
-import batchlab.loading as loading
+import batchlab.loading.files as loading
 
 X = np.ones((4, 3), np.float32)
 ITEM = np.ones(3, np.float32)
@@ -75,18 +75,21 @@ INT_ARGS = {
     ),
     "compare": (
         lambda **k: batchlab.compare(item_fn, X, **k),
-        ["batch_size", "repeat", "loop_limit"],
+        ["chunk_size", "repeat", "loop_limit"],
     ),
-    "batch": (lambda **k: batchlab.batch(item_fn, strategy="chunked", **k)(X), ["batch_size"]),
+    "batch": (lambda **k: batchlab.batch(item_fn, strategy="chunked", **k)(X), ["chunk_size"]),
     "prefetch": (lambda **k: list(batchlab.prefetch(iter([X]), **k)), ["size"]),
-    "lognormal_lengths": (lambda **k: batchlab.lognormal_lengths(**k), ["n"]),
-    "zipf_lengths": (lambda **k: batchlab.zipf_lengths(**k), ["n"]),
+    "lognormal_lengths": (lambda **k: batchlab.ragged.lognormal_lengths(**k), ["n"]),
+    "zipf_lengths": (lambda **k: batchlab.ragged.zipf_lengths(**k), ["n"]),
     "optimal_boundaries": (lambda **k: batchlab.optimal_boundaries(LENGTHS, **k), ["n_buckets"]),
-    "quantile_boundaries": (lambda **k: batchlab.quantile_boundaries(LENGTHS, **k), ["n_buckets"]),
+    "quantile_boundaries": (
+        lambda **k: batchlab.ragged.quantile_boundaries(LENGTHS, **k),
+        ["n_buckets"],
+    ),
     "bucketize": (lambda **k: batchlab.bucketize(SEQS, **k), ["n_buckets"]),
     "pad/length": (lambda **k: batchlab.pad(SEQS, **k), ["length", "multiple_of"]),
     "pack": (lambda **k: batchlab.pack(SEQS, **k), ["total_length"]),
-    "timeline": (lambda **k: batchlab.timeline(double, X, **k), ["steps"]),
+    "timeline": (lambda **k: batchlab.timeline.timeline(double, X, **k), ["steps"]),
     "batch_indices": (lambda **k: loading.batch_indices(10, **k), ["batch_size"]),
 }
 INT_DEFAULTS = {"lognormal_lengths": {}, "zipf_lengths": {}, "optimal_boundaries": {}}
@@ -132,12 +135,12 @@ FN_ARGS = {
     "compare": lambda f: batchlab.compare(f, X),
     "batch": lambda f: batchlab.batch(f),
     "explain_axes": lambda f: batchlab.explain_axes(f, X),
-    "sweep": lambda f: batchlab.sweep(f, make, [1]),
-    "sweep/make_args": lambda f: batchlab.sweep(double, f, [1]),
+    "sweep": lambda f: batchlab.measuring.sweep(f, make, [1]),
+    "sweep/make_args": lambda f: batchlab.measuring.sweep(double, f, [1]),
     "donate": lambda f: batchlab.donate(f, X),
     "compiled_update": lambda f: batchlab.compiled_update(f, X),
     "buffer_assignment": lambda f: batchlab.buffer_assignment(f, X),
-    "timeline": lambda f: batchlab.timeline(f, X),
+    "timeline": lambda f: batchlab.timeline.timeline(f, X),
     "measure_scaling": lambda f: batchlab.measure_scaling(f, X, [1]),
 }
 for fname, call in FN_ARGS.items():
@@ -160,10 +163,10 @@ CHOICES = {
         lambda v: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, method=v),
         "method",
     ),
-    "padding_report(strategy)": (lambda v: batchlab.padding_report(LENGTHS, v), "strategy"),
+    "padding_report(rule)": (lambda v: batchlab.padding_report(LENGTHS, v), "rule"),
     "sizes(topic)": (lambda v: batchlab.sizes(v), "topic"),
     "sizes(profile)": (lambda v: batchlab.sizes("tour", profile=v), "profile"),
-    "timeline(sync)": (lambda v: batchlab.timeline(double, X, sync=v), "sync"),
+    "timeline(sync)": (lambda v: batchlab.timeline.timeline(double, X, sync=v), "sync"),
     "batch_indices(order)": (lambda v: loading.batch_indices(10, 2, order=v), "order"),
 }
 for cid, (call, name) in CHOICES.items():
@@ -276,16 +279,28 @@ case(
     TypeError,
     r"`match`",
 )
-case("sweep(values=5)", lambda: batchlab.sweep(double, make, 5), TypeError, r"`values`")
-case("sweep(values='abc')", lambda: batchlab.sweep(double, make, "abc"), TypeError, r"`values`")
-case("sweep(values=[])", lambda: batchlab.sweep(double, make, []), ValueError, r"`values`")
+case("sweep(values=5)", lambda: batchlab.measuring.sweep(double, make, 5), TypeError, r"`values`")
+case(
+    "sweep(values='abc')",
+    lambda: batchlab.measuring.sweep(double, make, "abc"),
+    TypeError,
+    r"`values`",
+)
+case(
+    "sweep(values=[])", lambda: batchlab.measuring.sweep(double, make, []), ValueError, r"`values`"
+)
 case(
     "sweep(parameter=5)",
-    lambda: batchlab.sweep(double, make, [1], parameter=5),
+    lambda: batchlab.measuring.sweep(double, make, [1], parameter=5),
     TypeError,
     r"`parameter`",
 )
-case("sweep(repaet=3)", lambda: batchlab.sweep(double, make, [1], repaet=3), TypeError, r"`repaet`")
+case(
+    "sweep(repaet=3)",
+    lambda: batchlab.measuring.sweep(double, make, [1], repaet=3),
+    TypeError,
+    r"`repaet`",
+)
 case(
     "device_memory(device='gpu7')",
     lambda: batchlab.device_memory("gpu7"),
@@ -294,7 +309,7 @@ case(
 )
 case(
     "live_memory(backend='tpu9')",
-    lambda: batchlab.live_memory("tpu9"),
+    lambda: batchlab.measuring.live_memory("tpu9"),
     (TypeError, ValueError),
     r"`backend`",
 )
@@ -424,7 +439,7 @@ case("unpad('abc')", lambda: batchlab.unpad("abc"), TypeError, r"`padded`")
 case(
     "unpad(lengths inconsistent)",
     lambda: batchlab.unpad(
-        batchlab.Padded(np.ones((2, 3)), np.ones((2, 3), bool), np.array([1, 2]))
+        batchlab.ragged.Padded(np.ones((2, 3)), np.ones((2, 3), bool), np.array([1, 2]))
     ),
     ValueError,
     r"`lengths`",
@@ -432,7 +447,7 @@ case(
 case(
     "unpad(int mask)",
     lambda: batchlab.unpad(
-        batchlab.Padded(np.ones((2, 3)), np.ones((2, 3), np.int32), np.array([3, 3]))
+        batchlab.ragged.Padded(np.ones((2, 3)), np.ones((2, 3), np.int32), np.array([3, 3]))
     ),
     (TypeError, ValueError),
     r"`mask`",
@@ -440,7 +455,7 @@ case(
 case(
     "unpad(mask shape)",
     lambda: batchlab.unpad(
-        batchlab.Padded(np.ones((2, 3)), np.ones((2, 4), bool), np.array([4, 4]))
+        batchlab.ragged.Padded(np.ones((2, 3)), np.ones((2, 4), bool), np.array([4, 4]))
     ),
     ValueError,
     r"`mask`",
@@ -448,14 +463,14 @@ case(
 case(
     "unpad(lengths > length)",
     lambda: batchlab.unpad(
-        batchlab.Padded(np.ones((2, 3)), np.ones((2, 3), bool), np.array([3, 5]))
+        batchlab.ragged.Padded(np.ones((2, 3)), np.ones((2, 3), bool), np.array([3, 5]))
     ),
     ValueError,
     r"`lengths`",
 )
 M44, X44 = np.ones((4, 4), bool), np.ones((4, 4), np.float32)
 for red in ("masked_sum", "masked_mean", "masked_max", "masked_softmax", "masked_logsumexp"):
-    fn_ = getattr(batchlab, red)
+    fn_ = getattr(batchlab.ragged, red)
     case(
         f"{red}(mask fewer dims)",
         functools.partial(fn_, X44, np.ones(4, bool)),
@@ -534,13 +549,13 @@ case(
 )
 case(
     "quantile_boundaries(lengths=[[1]])",
-    lambda: batchlab.quantile_boundaries(np.array([[1, 2]]), 2),
+    lambda: batchlab.ragged.quantile_boundaries(np.array([[1, 2]]), 2),
     ValueError,
     r"`lengths`",
 )
 case(
     "power_of_two_boundaries([-1])",
-    lambda: batchlab.power_of_two_boundaries(np.array([-1, 4])),
+    lambda: batchlab.ragged.power_of_two_boundaries(np.array([-1, 4])),
     ValueError,
     r"`lengths`",
 )
@@ -571,36 +586,46 @@ case(
     ValueError,
     r"`outputs`",
 )
-case("random_sequences([2.5])", lambda: batchlab.random_sequences([2.5]), TypeError, r"`lengths`")
-case("random_sequences([-1])", lambda: batchlab.random_sequences([-1]), ValueError, r"`lengths`")
+case(
+    "random_sequences([2.5])",
+    lambda: batchlab.ragged.random_sequences([2.5]),
+    TypeError,
+    r"`lengths`",
+)
+case(
+    "random_sequences([-1])",
+    lambda: batchlab.ragged.random_sequences([-1]),
+    ValueError,
+    r"`lengths`",
+)
 case(
     "random_sequences(features=(-1,))",
-    lambda: batchlab.random_sequences([2], features=(-1,)),
+    lambda: batchlab.ragged.random_sequences([2], features=(-1,)),
     ValueError,
     r"`features`",
 )
 case(
     "random_sequences(dtype='x')",
-    lambda: batchlab.random_sequences([2], dtype="notadtype"),
+    lambda: batchlab.ragged.random_sequences([2], dtype="notadtype"),
     TypeError,
     r"`dtype`",
 )
 case(
     "lognormal_lengths(median=-1)",
-    lambda: batchlab.lognormal_lengths(4, median=-1),
+    lambda: batchlab.ragged.lognormal_lengths(4, median=-1),
     ValueError,
     r"`median`",
 )
 case(
     "lognormal_lengths(sigma=-1)",
-    lambda: batchlab.lognormal_lengths(4, sigma=-1),
+    lambda: batchlab.ragged.lognormal_lengths(4, sigma=-1),
     ValueError,
     r"`sigma`",
 )
-case("zipf_lengths(a=0.5)", lambda: batchlab.zipf_lengths(4, a=0.5), ValueError, r"`a`")
+case("zipf_lengths(a=0.5)", lambda: batchlab.ragged.zipf_lengths(4, a=0.5), ValueError, r"`a`")
 case(
     "zipf_lengths(max_length=0)",
-    lambda: batchlab.zipf_lengths(4, max_length=0),
+    lambda: batchlab.ragged.zipf_lengths(4, max_length=0),
     ValueError,
     r"`max_length`",
 )
@@ -690,13 +715,13 @@ case(
     lambda: batchlab.run_batches(
         lambda b: b.sum(axis=1)[:3], X, batch_size=4, batched=True, progress=False
     ),
-    batchlab.BatchFnError,
+    batchlab.runs.BatchFnError,
     r"`fn` \(batched=True\)",
 )
 case(
     "run_batches(fn fails on every item)",
     lambda: batchlab.run_batches(lambda x: x @ jnp.ones(7), X, batch_size=4, progress=False),
-    batchlab.BatchFnError,
+    batchlab.runs.BatchFnError,
     r"`fn` fails on every item",
 )
 case(
@@ -856,11 +881,16 @@ case(
 case("launch(job=5)", lambda: batchlab.launch(5), TypeError, r"`job`")
 case(
     "timeline(sync=5)",
-    lambda: batchlab.timeline(double, X, sync=5),
+    lambda: batchlab.timeline.timeline(double, X, sync=5),
     (TypeError, ValueError),
     r"`sync`",
 )
-case("timeline(items=0)", lambda: batchlab.timeline(double, X, items=0), ValueError, r"`items`")
+case(
+    "timeline(items=0)",
+    lambda: batchlab.timeline.timeline(double, X, items=0),
+    ValueError,
+    r"`items`",
+)
 case("explain_compiles(calls=5)", lambda: batchlab.explain_compiles(5), TypeError, r"`calls`")
 
 # ------------------------------------------------------------ exercises
@@ -1071,9 +1101,9 @@ def test_exercise_string_answer_is_not_a_shape():
 
 
 def test_token_id_minus_one_is_not_the_last_word():
-    from batchlab.padding import Ragged
+    from batchlab.ragged.padding import Ragged
 
-    data = batchlab.TokenDataset(
+    data = batchlab.ragged.TokenDataset(
         Ragged.from_lengths(np.array([1, 2, -1]), np.array([3])),
         np.array(["<pad>", "a", "b"]),
         np.array(["f"]),

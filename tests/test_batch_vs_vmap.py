@@ -174,7 +174,7 @@ def batched(fn, strategy: str, batch_size: int | None, in_axes_key: str, out_axe
     return batch(
         fn,
         strategy=strategy,
-        batch_size=batch_size,
+        chunk_size=batch_size,
         in_axes=_AXES[in_axes_key],
         out_axes=_AXES[out_axes_key],
     )
@@ -276,5 +276,5 @@ def test_an_output_that_is_not_a_jax_type_raises_vmaps_type_error_under_every_st
     for strategy in STRATEGIES:
         for batch_size in CHUNKS.get(strategy, [None]):
             with pytest.raises(TypeError, match=r"Output from batched function.*not a valid JAX"):
-                batch(lambda x: "hello", strategy=strategy, batch_size=batch_size)(xs)
+                batch(lambda x: "hello", strategy=strategy, chunk_size=batch_size)(xs)
     assert "not a valid JAX type" in str(want.value)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from batchlab import BroadcastError, SilentBroadcastWarning, check_broadcast
-from batchlab.broadcasting import aligned, plot_outer_trap
+from batchlab.batching.broadcasting import aligned, plot_outer_trap
 
 
 @pytest.mark.parametrize(

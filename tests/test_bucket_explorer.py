@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from batchlab import Ragged
-from batchlab.bucketing import bucketize
-from batchlab.padding_report import strategy_boundaries
+from batchlab.ragged.bucketing import bucketize
+from batchlab.ragged.report import rule_boundaries
 from batchlab.widgets import BucketExplorer
 
 
@@ -26,7 +26,7 @@ def explorer(data) -> BucketExplorer:
 
 @pytest.mark.parametrize("strategy, n_buckets", [("optimal", 4), ("quantile", 2), ("fixed", 4)])
 def test_one_compilation_per_bucket_shape_and_none_in_the_run(explorer, strategy, n_buckets):
-    pt = explorer.update(strategy=strategy, n_buckets=n_buckets)
+    pt = explorer.update(rule=strategy, n_buckets=n_buckets)
     # every compilation of the setting's program is counted, the run's first call included:
     # anything compiled twice would make compiles > shapes
     assert pt.compiles == pt.shapes == len(pt.boundaries)
@@ -36,8 +36,8 @@ def test_one_compilation_per_bucket_shape_and_none_in_the_run(explorer, strategy
 
 
 def test_the_plan_adds_up_over_the_buckets(data, explorer):
-    pt = explorer.update(strategy="optimal", n_buckets=4)
-    buckets = bucketize(data, boundaries=strategy_boundaries(data.lengths, "optimal", n_buckets=4))
+    pt = explorer.update(rule="optimal", n_buckets=4)
+    buckets = bucketize(data, boundaries=rule_boundaries(data.lengths, "optimal", n_buckets=4))
     # as JAX holds them on the device (int32 ids without jax_enable_x64)
     ids = sum(
         jnp.asarray(bk.padded.values).nbytes + jnp.asarray(bk.padded.mask).nbytes for bk in buckets
@@ -52,10 +52,10 @@ def test_the_plan_adds_up_over_the_buckets(data, explorer):
 
 
 def test_a_revisit_measures_nothing(explorer):
-    explorer.update(strategy="optimal", n_buckets=2)
-    explorer.update(strategy="optimal", n_buckets=1)
+    explorer.update(rule="optimal", n_buckets=2)
+    explorer.update(rule="optimal", n_buckets=1)
     before = len(explorer.cache)
-    explorer.update(strategy="optimal", n_buckets=2)
+    explorer.update(rule="optimal", n_buckets=2)
     assert (
         explorer.last_from_cache and explorer.last_compiles == 0 and len(explorer.cache) == before
     )
@@ -77,7 +77,7 @@ def test_a_new_setting_shows_its_plan_first_then_the_measurement(data):
         return draw(explorer)
 
     ex._draw = spy
-    pt = ex.update(strategy="quantile", n_buckets=4)
+    pt = ex.update(rule="quantile", n_buckets=4)
     plan = seen[0]  # drawn before anything was compiled: a plan, then the measured point
     assert type(plan).__name__ == "BucketPlan" and seen[-1] is None and ex.pending is None
     assert (plan.boundaries, plan.shapes, plan.ratio) == (pt.boundaries, pt.shapes, pt.ratio)

@@ -18,10 +18,9 @@ from batchlab import (
     masked_sum,
     optimal_boundaries,
     padding_report,
-    power_of_two_boundaries,
-    quantile_boundaries,
 )
-from batchlab.bucketing import equal_width_boundaries, padded_elements
+from batchlab.ragged import power_of_two_boundaries, quantile_boundaries
+from batchlab.ragged.boundaries import equal_width_boundaries, padded_elements
 
 
 def brute_force(lengths, k):
@@ -106,7 +105,7 @@ def test_compilations_equal_non_empty_buckets(maybe_jit):
 def test_report_on_shipped_data():
     lengths = load_stdlib_functions().lengths
     r = padding_report(lengths, n_buckets=8)
-    assert [row.strategy for row in r.rows] == ["max", "fixed", "pow2", "quantile", "optimal"]
+    assert [row.rule for row in r.rows] == ["max", "fixed", "pow2", "quantile", "optimal"]
     assert r["max"].shapes == 1 and r["optimal"].shapes == 8
     assert r["optimal"].padded_elements == min(
         row.padded_elements for row in r.rows if row.shapes <= 8
@@ -140,9 +139,9 @@ def test_report_fixed_boundaries():
         ),
         (lambda: bucketize([[1]], n_buckets=0), ValueError, "`n_buckets` must be at least 1"),
         (lambda: bucketize([[1]], n_buckets=2, value=0.5), ValueError, "cannot be stored"),
-        (lambda: padding_report([1, 2], "median"), ValueError, "`strategy` must be one of"),
+        (lambda: padding_report([1, 2], "median"), ValueError, "`rule` must be one of"),
         (lambda: padding_report([[1, 2]]), ValueError, "`lengths` must be a 1-D array"),
-        (lambda: padding_report([1, 2])["nope"], KeyError, "no strategy 'nope'"),
+        (lambda: padding_report([1, 2])["nope"], KeyError, "no rule 'nope'"),
         (
             lambda: bucketize([[1], [2, 3]], n_buckets=2).restore([1]),
             ValueError,

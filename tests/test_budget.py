@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 
 import batchlab
-from batchlab.budget import (
-    SCHEDULING_HOLDS,
-    batched,
-    compilation_target,
-    default_budget,
-    planned_bytes,
-    plot_budget_curves,
-    scheduling_verdict,
-    search,
-)
-from batchlab.live import DeviceMemory
+from batchlab.batching import batch
+from batchlab.exercises.verdicts import SCHEDULING_HOLDS, scheduling_verdict
+from batchlab.measuring.live import DeviceMemory
+from batchlab.runs import compilation_target, default_budget, planned_bytes, plot_budget_curves
+from batchlab.runs.search import search
+
+
+def batched(fn, strategy="vmap", chunk_size=None):
+    """``fn(item)`` batched the way ``max_batch_size`` plans it: ``batchlab.batch``."""
+    return batch(fn, strategy=strategy, chunk_size=chunk_size)
+
 
 D = 64
 
@@ -135,12 +135,12 @@ def test_result_repr_and_plot():
         (
             dict(budget_bytes=100, chunk_size=4),
             ValueError,
-            "`chunk_size`=4 has no meaning with strategy='vmap'",
+            "`chunk_size` only applies to strategy='chunked'",
         ),
         (
             dict(budget_bytes=100, strategy="chunked"),
             ValueError,
-            "strategy='chunked' needs `chunk_size`",
+            "`chunk_size` is required for strategy='chunked'",
         ),
         (
             dict(budget_bytes=100, strategy="map", chunk_size=0),
@@ -292,7 +292,7 @@ def _real_oom():
 
 
 def test_real_out_of_memory_is_raised_at_once_and_recognised():
-    from batchlab.runs import is_out_of_memory
+    from batchlab.runs.errors import is_out_of_memory
 
     err, seconds = _real_oom()
     assert err is not None and "RESOURCE_EXHAUSTED" in str(err) and is_out_of_memory(err)
@@ -340,7 +340,7 @@ def test_max_batch_size_plans_the_host_loop_by_its_host_plan():
         _outer, item, budget_bytes=budget, strategy="host", chunk_size=16
     )
     vmap = batchlab.max_batch_size(_outer, item, budget_bytes=budget)
-    f = batchlab.batch(_outer, strategy="host", batch_size=16)
+    f = batchlab.batch(_outer, strategy="host", chunk_size=16)
     plan = lambda b: f.plan(jax.ShapeDtypeStruct((b, 32), jnp.float32)).planned_bytes  # noqa: E731
     b = int(host)
     assert plan(b) <= budget < plan(b + 1)  # the answer is exact for the host loop's own plan
@@ -350,5 +350,5 @@ def test_max_batch_size_plans_the_host_loop_by_its_host_plan():
 
 
 def test_host_strategy_needs_a_chunk_size():
-    with pytest.raises(ValueError, match="strategy='host' needs `chunk_size`"):
+    with pytest.raises(ValueError, match="`chunk_size` is required for strategy='host'"):
         batchlab.max_batch_size(_outer, jax.ShapeDtypeStruct((8,), jnp.float32), strategy="host")

@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from batchlab import BatchAxisError, Comparison, compare
+from batchlab import BatchAxisError, compare
+from batchlab.batching import Comparison
 
 
 def mlp(x, w1, w2):
@@ -28,7 +29,7 @@ def manual_mlp(xs, w1, w2):
 
 
 def test_every_strategy_measured_and_agrees(inputs):
-    c = compare(mlp, *inputs, in_axes=(0, None, None), manual=manual_mlp, batch_size=4, repeat=3)
+    c = compare(mlp, *inputs, in_axes=(0, None, None), manual=manual_mlp, chunk_size=4, repeat=3)
     assert isinstance(c, Comparison)
     assert c.strategies == ["loop", "vmap", "map", "chunked", "host", "manual"]
     for r in c.results:
@@ -60,7 +61,7 @@ def test_sweep_over_batch_sizes(inputs):
         *inputs,
         in_axes=(0, None, None),
         strategies=("vmap", "chunked"),
-        batch_size=4,
+        chunk_size=4,
         batch_sizes=[4, 16, 32],
         repeat=3,
     )

@@ -8,22 +8,18 @@ import numpy as np
 import pytest
 
 import batchlab
-from batchlab import load_stdlib_functions, lognormal_lengths, random_sequences, zipf_lengths
-from batchlab.datasets import DATA_DIR, SOURCE_DIR, STDLIB_FILE
+from batchlab import load_stdlib_functions
+from batchlab.ragged import lognormal_lengths, random_sequences, zipf_lengths
+from batchlab.ragged.datasets import DATA_DIR, STDLIB_FILE
 
 
-@pytest.mark.parametrize(
-    "package_copy, source",
-    [
-        (DATA_DIR / STDLIB_FILE, SOURCE_DIR / STDLIB_FILE),
-        (DATA_DIR.parent / "README.md", SOURCE_DIR.parent / "README.md"),
-    ],
-)
-def test_the_package_copy_equals_the_repository_data(package_copy, source):
-    """The wheel ships batchlab/data/; the repository's data/ is the source: byte for byte equal."""
-    assert package_copy.read_bytes() == source.read_bytes(), (
-        f"{package_copy} differs from {source}: run `make package-data` to copy data/ into the package"
-    )
+def test_the_dataset_is_stored_once():
+    """The package copy is the only one: no second copy under data/ or elsewhere in the repository."""
+    root = Path(batchlab.__file__).resolve().parent.parent
+    copies = [
+        p for p in root.rglob(STDLIB_FILE) if ".venv" not in p.parts and "build" not in p.parts
+    ]
+    assert copies == [DATA_DIR / STDLIB_FILE], copies
 
 
 def test_the_loader_reads_the_package_copy():

@@ -22,7 +22,7 @@ import numpy as np
 import psutil
 import pytest
 
-from batchlab.distributed import LOOPBACK, free_port, launch, main
+from batchlab.scaling.distributed import LOOPBACK, free_port, launch, main
 
 ROWS = (13, 8)  # uneven: process 0 feeds 13 rows, process 1 feeds 8
 FEATURES = 6
@@ -69,7 +69,7 @@ def sharded_job(rows, features):
     import numpy as np
 
     from batchlab import measure_scaling, memory_estimate, shard_batch
-    from batchlab.sharding import replicate
+    from batchlab.scaling.sharding import replicate
 
     me = jax.process_index()
     full = np.sin(np.arange(sum(rows) * features, dtype=np.float32)).reshape(-1, features)
@@ -210,7 +210,7 @@ def test_success_ends_leftover_children(tmp_path):
 
 SCRIPT = textwrap.dedent("""
     import os, sys, time
-    from batchlab.distributed import initialize
+    from batchlab.scaling.distributed import initialize
     initialize()  # a no-op here (the launcher did it); on a cluster: jax.distributed.initialize()
     import jax
     with open(os.path.join(sys.argv[1], str(jax.process_index())), "w") as f:
@@ -251,7 +251,7 @@ def test_ctrl_c_stops_every_process(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "batchlab.distributed",
+        "batchlab.scaling.distributed",
         "--processes",
         "2",
         "--devices-per-process",
@@ -306,7 +306,7 @@ def test_command_line_rejects_a_missing_script(capsys):
 
 
 def test_initialize_outside_the_launcher_calls_jax(monkeypatch):
-    from batchlab import distributed
+    from batchlab.scaling import distributed
 
     calls = []
     monkeypatch.delenv(distributed.ENV_NUM_PROCESSES, raising=False)

@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 import batchlab
-from batchlab.checkpoint import Journal
-from batchlab.runs import BatchFnError, BatchMemoryError
+from batchlab.runs.checkpoint import Journal
+from batchlab.runs.results import BatchFnError, BatchMemoryError
 
 HERE = Path(__file__).parent
 BIG = 2**23  # jnp.outer of 2**23 float32s: a 256 TiB buffer, RESOURCE_EXHAUSTED at once
@@ -304,7 +304,7 @@ def test_disk_full_mid_run_keeps_the_result_and_the_checkpoint(monkeypatch, tmp_
 
 
 def _parts_of(path):
-    from batchlab.checkpoint import _MAGIC, _decode
+    from batchlab.runs.checkpoint import _MAGIC, _decode
 
     return _decode(path.read_bytes(), len(_MAGIC), path)[0]["parts"]
 
@@ -400,11 +400,9 @@ def test_unfingerprintable_fn_asks_for_a_run_name(tmp_path):
     assert r.complete and not path.with_suffix(".tmp").exists()
 
 
-def test_old_npz_checkpoint_is_refused(tmp_path):
-    from batchlab.checkpoint import save_checkpoint
-
+def test_an_npz_file_is_refused_as_a_checkpoint(tmp_path):
     path = tmp_path / "run.npz"
-    save_checkpoint(path, {"x": np.arange(3)}, {}, {"fn": "f"})
+    np.savez(path, x=np.arange(3))
     with pytest.raises(batchlab.CheckpointError, match=r"not a batchlab run journal"):
         batchlab.run_batches(item_fn, data(4), checkpoint=path, progress=False)
 

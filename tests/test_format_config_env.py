@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import batchlab as bl
-from batchlab._format import format_bytes, format_count, format_seconds, html_table, text_table
+from batchlab._util.format import format_bytes, format_count, format_seconds, html_table, text_table
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tests for batchlab.loading: same data every way, no drops, errors that name the file."""
+"""Tests for batchlab.loading.files: same data every way, no drops, errors that name the file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from conftest import assert_close
 
 from batchlab import exercises
-from batchlab.loading import (
+from batchlab.loading.files import (
     METHODS,
     ORDERS,
     TRANSFERS,
@@ -19,7 +19,7 @@ from batchlab.loading import (
     load_npy,
     make_dataset,
 )
-from batchlab.loading_speed import measure_ceiling, measure_loading
+from batchlab.loading.speed import measure_ceiling, measure_loading
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +166,7 @@ def test_measure_loading_counts_items_and_bytes(dataset, maybe_jit, prefetch):
 
 
 def test_ceiling_measures_beyond_the_cache_by_default(dataset, monkeypatch):
-    import batchlab.loading_speed as ls
+    import batchlab.loading.speed as ls
 
     monkeypatch.setattr(ls, "last_level_cache_bytes", lambda: 1 << 20)  # a 1 MiB cache
     c = measure_ceiling(dataset, repeat=1)
@@ -177,7 +177,7 @@ def test_ceiling_measures_beyond_the_cache_by_default(dataset, monkeypatch):
 
 
 def test_ceiling_labels_cache_bandwidth_when_it_fits(dataset, monkeypatch):
-    import batchlab.loading_speed as ls
+    import batchlab.loading.speed as ls
 
     monkeypatch.setattr(ls, "last_level_cache_bytes", lambda: 1 << 20)
     c = measure_ceiling(dataset, repeat=1, min_bytes=1024)
@@ -188,7 +188,7 @@ def test_ceiling_labels_cache_bandwidth_when_it_fits(dataset, monkeypatch):
 
 
 def test_last_level_cache_is_a_size_or_unknown():
-    from batchlab.loading_speed import last_level_cache_bytes
+    from batchlab.loading.speed import last_level_cache_bytes
 
     size = last_level_cache_bytes()
     assert size is None or size >= 1 << 10
@@ -249,7 +249,7 @@ def test_sync_less_exercise_traces_the_learners_loop():
     import jax
     import jax.numpy as jnp
 
-    from batchlab import timeline
+    from batchlab.timeline import timeline
 
     ref = timeline(jax.jit(lambda x: x + 1), jnp.ones(2), steps=2)  # no host work: share 0
     same = exercises.check(

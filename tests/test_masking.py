@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from conftest import assert_close
 
-from batchlab import masked_logsumexp, masked_max, masked_mean, masked_softmax, masked_sum, pad
+from batchlab import masked_max, masked_mean, masked_softmax, masked_sum, pad
+from batchlab.ragged import masked_logsumexp
 
 
 def ragged_batch(n, features=(), dtype=np.float32, seed=0, garbage=1e4):
@@ -135,8 +136,8 @@ def test_errors(mask, axis, error, match):
 
 @pytest.mark.parametrize("lengths", [[3, 0, 5, 1], [1], [7, 7], [0, 0]])
 def test_mean_pool_matches_the_per_item_reference(lengths):
-    from batchlab import mean_pool, mean_pool_reference
-    from batchlab.padding import as_ragged
+    from batchlab.ragged import mean_pool, mean_pool_reference
+    from batchlab.ragged.padding import as_ragged
 
     rng = np.random.default_rng(0)
     table = rng.normal(size=(11, 4)).astype(np.float32)

@@ -53,16 +53,18 @@ class _FakeClock:
 def test_autorange_picks_the_smallest_number_whose_run_lasts_min_sample_time(monkeypatch):
     import importlib
 
-    measure_module = importlib.import_module("batchlab.measure")  # the module, not bl.measure
+    measure_module = importlib.import_module(
+        "batchlab.measuring.timing"
+    )  # the module of bl.measure
 
     clock = _FakeClock(0.001)  # every call takes 1 ms, on a machine with no noise at all
     monkeypatch.setattr(measure_module.time, "perf_counter", clock)
     monkeypatch.setattr(measure_module.jax, "block_until_ready", lambda x: x)
     # 1, 2, 5 calls last 1, 2, 5 ms; 10 calls are the first run to reach 10 ms
-    assert measure_module._autorange(clock.call, 0.01, max_time=10.0) == 10
-    assert measure_module._autorange(clock.call, 0.0005, max_time=10.0) == 1
+    assert measure_module.autorange(clock.call, 0.01, max_time=10.0) == 10
+    assert measure_module.autorange(clock.call, 0.0005, max_time=10.0) == 1
     # five samples must fit max_time: no run is tried past max_time / 5
-    assert measure_module._autorange(clock.call, 1.0, max_time=0.05) < 20
+    assert measure_module.autorange(clock.call, 1.0, max_time=0.05) < 20
 
 
 def test_autorange_reaches_min_sample_time():
@@ -216,8 +218,8 @@ def test_number_is_capped_by_max_time():
 
 
 def test_isolated_result_channel_rejects_foreign_values():
-    from batchlab._isolated import _build
-    from batchlab.measure import Measurement
+    from batchlab.measuring.isolated import _build
+    from batchlab.measuring.timing import Measurement
 
     with pytest.raises(ValueError, match=r"expected an object"):
         _build(Measurement, [1, 2])
@@ -239,8 +241,8 @@ def test_isolated_child_without_result_is_reported(monkeypatch):
 
 
 def test_isolated_result_channel_rejects_objects():
-    from batchlab._isolated import _build
-    from batchlab.measure import Measurement
+    from batchlab.measuring.isolated import _build
+    from batchlab.measuring.timing import Measurement
 
     with pytest.raises(ValueError, match=r"not a plain value"):
         _build(Measurement, {"name": object()})

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import batchlab as bl
-from batchlab.live import DeviceMemory
-from batchlab.memory import PEAK_FROM_XLA, PEAK_NO_XLA, PEAK_SUM_ABOVE_XLA
+from batchlab.measuring.live import DeviceMemory
+from batchlab.measuring.memory import PEAK_FROM_XLA, PEAK_NO_XLA, PEAK_SUM_ABOVE_XLA
 
 
 @pytest.mark.parametrize(
@@ -33,13 +33,16 @@ def test_reduction_output_and_matmul_figures():
     assert est.backend == jax.default_backend()
 
 
-def test_peak_source_is_named():
+def test_planned_from_is_named():
     est = bl.memory_estimate(lambda a: jnp.tanh(a) * 2, jnp.ones(1000))
-    assert est.peak_source in (PEAK_FROM_XLA, PEAK_NO_XLA, PEAK_SUM_ABOVE_XLA)
-    if est.peak_source != PEAK_FROM_XLA:
-        assert est.peak_bytes == est.total_bytes
+    assert est.planned_from in (PEAK_FROM_XLA, PEAK_NO_XLA, PEAK_SUM_ABOVE_XLA)
+    if est.planned_from != PEAK_FROM_XLA:
+        assert (
+            est.planned_bytes
+            == est.argument_bytes + est.output_bytes + est.temp_bytes - est.alias_bytes
+        )
     else:
-        assert est.peak_bytes == est.xla_peak_bytes
+        assert est.planned_bytes == est.xla_peak_bytes
 
 
 def test_peak_covers_arguments_and_temps():
@@ -51,8 +54,8 @@ def test_peak_covers_arguments_and_temps():
         jax.ShapeDtypeStruct((128, 128), jnp.float32),
     )
     assert est.temp_bytes >= 1024 * 128 * 4
-    assert est.peak_bytes >= est.argument_bytes + est.temp_bytes
-    assert est.peak_bytes > 0
+    assert est.planned_bytes >= est.argument_bytes + est.temp_bytes
+    assert est.planned_bytes > 0
     assert est.source == "compiled memory analysis (XLA)"
 
 
@@ -63,7 +66,7 @@ def test_temp_grows_with_batch():
     small = bl.memory_estimate(f, jax.ShapeDtypeStruct((32, 16), jnp.float32))
     large = bl.memory_estimate(f, jax.ShapeDtypeStruct((256, 16), jnp.float32))
     assert large.argument_bytes == 8 * small.argument_bytes
-    assert large.peak_bytes > small.peak_bytes
+    assert large.planned_bytes > small.planned_bytes
 
 
 def test_pytrees_static_and_keyword_arguments():
@@ -140,7 +143,7 @@ def test_bad_static_specs():
 
 def test_device_memory_on_this_backend():
     stats = bl.device_memory()
-    reason = bl.device_memory_unavailable_reason()
+    reason = bl.measuring.device_memory_unavailable_reason()
     if jax.default_backend() == "cpu":
         assert stats is None
         assert "memory_stats() is None on cpu" in reason
@@ -171,9 +174,9 @@ def test_fragmentation_figure():
 
 
 def test_live_memory_counts_new_arrays():
-    before = bl.live_memory()
+    before = bl.measuring.live_memory()
     keep = jnp.zeros((1000,), jnp.float32) + 1
-    after = bl.live_memory()
+    after = bl.measuring.live_memory()
     assert after.live_array_bytes - before.live_array_bytes >= 4000
     assert after.host_rss_bytes is None or after.host_rss_bytes > 0
     assert "live arrays" in repr(after)

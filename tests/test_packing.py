@@ -8,24 +8,18 @@ import numpy as np
 import pytest
 from conftest import assert_close
 
-from batchlab import (
-    count_compiles,
-    masked_max,
-    masked_mean,
-    masked_softmax,
-    masked_sum,
+from batchlab import count_compiles, masked_max, masked_mean, masked_softmax, masked_sum, pack, pad
+from batchlab.ragged import (
     mean_pool,
     mean_pool_reference,
-    pack,
     packed_max,
     packed_mean,
     packed_mean_pool,
     packed_softmax,
     packed_sum,
-    pad,
     unpack,
 )
-from batchlab.padding import as_ragged
+from batchlab.ragged.padding import as_ragged
 
 
 def ragged(n, features=(), seed=0):

@@ -7,7 +7,7 @@ import pytest
 from conftest import assert_close
 
 from batchlab import pad
-from batchlab.padding import Padded, Ragged, as_ragged, unpad
+from batchlab.ragged.padding import Padded, Ragged, as_ragged, unpad
 
 
 def ragged_lists(n, max_len=9, features=(), dtype=np.float32, seed=0):

@@ -6,9 +6,10 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from batchlab import measure, per_item_cost, sweep
-from batchlab.per_item import machine_label
-from batchlab.plots import figure_to_png
+from batchlab import measure
+from batchlab._util.plotting import figure_to_png
+from batchlab.measuring import per_item_cost, sweep
+from batchlab.measuring.per_item import machine_label
 from batchlab.widgets import BatchSizeExplorer
 
 
@@ -72,9 +73,9 @@ def test_without_a_loop_only_the_sweep(measured):
 
 def test_bad_inputs(measured):
     s, loop = measured
-    with pytest.raises(TypeError, match=r"`sweep` must be a batchlab\.Sweep"):
+    with pytest.raises(TypeError, match=r"`sweep` must be a batchlab\.measuring\.Sweep"):
         per_item_cost([1, 2], loop, 4)
-    with pytest.raises(TypeError, match=r"`loop` must be a batchlab\.Measurement"):
+    with pytest.raises(TypeError, match=r"`loop` must be a batchlab\.measuring\.Measurement"):
         per_item_cost(s, 0.5, 4)
     with pytest.raises(ValueError, match="`loop_items` must be a positive int"):
         per_item_cost(s, loop, 0)
@@ -94,7 +95,7 @@ def test_batch_size_explorer_draws_the_loop_baseline(measured):
     ex.update(batch_size=8)
     assert ex.per_item().loop_items == 64
     assert len(ex.figure().axes) == 2
-    with pytest.raises(TypeError, match=r"`loop` must be a batchlab\.Measurement"):
+    with pytest.raises(TypeError, match=r"`loop` must be a batchlab\.measuring\.Measurement"):
         BatchSizeExplorer(item, make, [1], loop="fast", loop_items=4)
     with pytest.raises(ValueError, match="`loop_items` must be a positive int"):
         BatchSizeExplorer(item, make, [1], loop=loop, loop_items=None)

@@ -13,7 +13,7 @@ import pytest
 from conftest import assert_close
 
 from batchlab import prefetch
-from batchlab.prefetch import compare_prefetch, prefetch_threads
+from batchlab.loading import compare_prefetch, prefetch_threads
 
 
 def _wait_no_threads(timeout: float = 5.0) -> list:
@@ -225,7 +225,7 @@ def test_compare_prefetch_bad_args():
 
 
 def test_hidden_share_reads_compute_from_the_syncing_pass():
-    from batchlab import PrefetchComparison
+    from batchlab.loading import PrefetchComparison
 
     # 10 batches, L = 0.1 s, C = 0.1 s: sync 2.0 s; a perfect overlap takes 1.0 s
     c = PrefetchComparison(10, 2.0, 1.0, 1.5, 2.0, 2)

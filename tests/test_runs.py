@@ -13,7 +13,8 @@ import pytest
 from conftest import assert_close
 
 import batchlab
-from batchlab.runs import BatchItemError, BatchMemoryError, is_out_of_memory, short_message
+from batchlab.runs.errors import is_out_of_memory, short_message
+from batchlab.runs.results import BatchItemError, BatchMemoryError
 
 OOM_MESSAGE = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4.00GiB."
 
@@ -320,7 +321,7 @@ def test_run_batches_plans_a_host_loop_by_its_host_plan():
     def outer(x):
         return jnp.tanh(jnp.outer(x, x)) @ x
 
-    host = batchlab.batch(outer, strategy="host", batch_size=8)
+    host = batchlab.batch(outer, strategy="host", chunk_size=8)
     xs = jax.random.normal(jax.random.key(0), (100, 32))
     budget = host.plan(xs[:40]).planned_bytes  # 40 items fit, 41 do not
     assert host.plan(xs[:41]).planned_bytes > budget

@@ -1,4 +1,4 @@
-"""Tests for batchlab.sharding: same result as one device, uneven batches padded and masked.
+"""Tests for batchlab.scaling.sharding: same result as one device, uneven batches padded and masked.
 
 The test process's JAX backend already started with one CPU device, so the
 multi-device checks run in a fresh subprocess that simulates 8 devices
@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 from conftest import assert_close
 
-from batchlab import ShardedBatch, measure_scaling, shard_batch
-from batchlab.sharding import replicate
+from batchlab import measure_scaling, shard_batch
+from batchlab.scaling import ShardedBatch
+from batchlab.scaling.sharding import replicate
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 8])

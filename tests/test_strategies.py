@@ -54,7 +54,7 @@ def test_matches_vmap_across_batch_sizes(strategy, batch_size, n, maybe_jit):
     x = jax.random.normal(jax.random.key(0), (n, 4))
     p = params()
     f = wrap(
-        maybe_jit, strategy, batch(mlp, strategy=strategy, batch_size=batch_size, in_axes=(0, None))
+        maybe_jit, strategy, batch(mlp, strategy=strategy, chunk_size=batch_size, in_axes=(0, None))
     )
     assert_close(f(x, p), jax.vmap(mlp, (0, None))(x, p))
 
@@ -64,13 +64,13 @@ def test_matches_vmap_across_batch_sizes(strategy, batch_size, n, maybe_jit):
 def test_dtypes(strategy, batch_size, dtype):
     x = (jnp.arange(35).reshape(7, 5) % 4).astype(dtype)
     f = lambda v: v * 2 + v.sum()  # noqa: E731
-    assert_close(batch(f, strategy=strategy, batch_size=batch_size)(x), jax.vmap(f)(x))
+    assert_close(batch(f, strategy=strategy, chunk_size=batch_size)(x), jax.vmap(f)(x))
 
 
 @pytest.mark.parametrize("strategy,batch_size", ALL)
 def test_empty_batch(strategy, batch_size):
     x = jnp.ones((0, 4))
-    out = batch(mlp, strategy=strategy, batch_size=batch_size, in_axes=(0, None))(x, params())
+    out = batch(mlp, strategy=strategy, chunk_size=batch_size, in_axes=(0, None))(x, params())
     assert out.shape == (0, 3)
 
 
@@ -105,7 +105,7 @@ def test_pytrees_and_axes(strategy, batch_size, in_axes, out_axes, maybe_jit):
     got = wrap(
         maybe_jit,
         strategy,
-        batch(fn, strategy=strategy, batch_size=batch_size, in_axes=in_axes, out_axes=out_axes),
+        batch(fn, strategy=strategy, chunk_size=batch_size, in_axes=in_axes, out_axes=out_axes),
     )(*args)
     assert_close(got, expected)
 
@@ -118,7 +118,7 @@ def test_manual_is_used_as_written():
 
 
 def test_chunked_does_not_recompile_per_call():
-    f = batch(lambda v: v * 2, strategy="chunked", batch_size=4)
+    f = batch(lambda v: v * 2, strategy="chunked", chunk_size=4)
     x = jnp.ones((10, 3))
     f(x)
     with count_compiles(match="chunked") as c:
@@ -133,7 +133,7 @@ def test_chunked_remainder_is_not_padded_to_a_full_batch():
     w = jnp.ones((8, 256))
     x = jnp.ones((1000, 8))
     chunked = batchlab.memory_estimate(
-        batch(fn, strategy="chunked", batch_size=125, in_axes=(0, None)), x, w
+        batch(fn, strategy="chunked", chunk_size=125, in_axes=(0, None)), x, w
     )
     full = batchlab.memory_estimate(batch(fn, in_axes=(0, None)), x, w)
     assert chunked.temp_bytes < full.temp_bytes / 4
@@ -142,21 +142,21 @@ def test_chunked_remainder_is_not_padded_to_a_full_batch():
 def test_errors():
     with pytest.raises(ValueError, match="`strategy` must be one of"):
         batch(mlp, strategy="pmap")
-    with pytest.raises(ValueError, match="`batch_size` is required for strategy='chunked'"):
+    with pytest.raises(ValueError, match="`chunk_size` is required for strategy='chunked'"):
         batch(mlp, strategy="chunked")
-    with pytest.raises(ValueError, match="`batch_size` must be at least 1"):
-        batch(mlp, strategy="chunked", batch_size=0)
-    with pytest.raises(TypeError, match="`batch_size` must be a positive int"):
-        batch(mlp, strategy="chunked", batch_size=2.5)
-    with pytest.raises(ValueError, match="`batch_size` is required for strategy='host'"):
+    with pytest.raises(ValueError, match="`chunk_size` must be at least 1"):
+        batch(mlp, strategy="chunked", chunk_size=0)
+    with pytest.raises(TypeError, match="`chunk_size` must be a positive int"):
+        batch(mlp, strategy="chunked", chunk_size=2.5)
+    with pytest.raises(ValueError, match="`chunk_size` is required for strategy='host'"):
         batch(mlp, strategy="host")
-    with pytest.raises(ValueError, match="`batch_size` only applies to"):
-        batch(mlp, strategy="vmap", batch_size=4)
+    with pytest.raises(ValueError, match="`chunk_size` only applies to"):
+        batch(mlp, strategy="vmap", chunk_size=4)
     with pytest.raises(ValueError, match="in_axes/out_axes do not apply"):
         batch(mlp, strategy="manual", in_axes=(0, None))
     with pytest.raises(TypeError, match="must be a function"):
         batch(3)
-    f = batch(mlp, strategy="chunked", batch_size=2)
+    f = batch(mlp, strategy="chunked", chunk_size=2)
     with pytest.raises(BatchAxisError, match=r"is a keyword argument, which jax.vmap always maps"):
         f(x=jnp.ones((3, 4)), p=params())
     with pytest.raises(
@@ -167,14 +167,14 @@ def test_errors():
 
 @pytest.mark.parametrize("strategy,batch_size", ALL)
 def test_out_axes_none_for_batched_output_is_vmaps_error(strategy, batch_size):
-    f = batch(lambda x: x * 2, strategy=strategy, batch_size=batch_size, out_axes=None)
+    f = batch(lambda x: x * 2, strategy=strategy, chunk_size=batch_size, out_axes=None)
     with pytest.raises(ValueError, match="got axis spec None but output was batched"):
         f(jnp.ones((3, 2)))
 
 
 def test_numpy_inputs():
     x = np.arange(12.0, dtype=np.float32).reshape(6, 2)
-    assert_close(batch(jnp.sum, strategy="chunked", batch_size=4)(x), x.sum(1))
+    assert_close(batch(jnp.sum, strategy="chunked", chunk_size=4)(x), x.sum(1))
 
 
 # ---- issue 15: a drop-in for jax.vmap ---------------------------------------------------------
@@ -184,7 +184,7 @@ def test_numpy_inputs():
 def test_keyword_arguments_are_mapped_on_axis_0(strategy, batch_size):
     x, y = jnp.arange(10.0).reshape(5, 2), jnp.ones((5, 2))
     f = lambda x, y: x * y.sum()  # noqa: E731
-    got = batch(f, strategy=strategy, batch_size=batch_size)(x, y=y)
+    got = batch(f, strategy=strategy, chunk_size=batch_size)(x, y=y)
     assert_close(got, jax.vmap(f)(x, y=y))
 
 
@@ -192,22 +192,22 @@ def test_keyword_arguments_are_mapped_on_axis_0(strategy, batch_size):
 def test_tuples_with_per_leaf_specs_are_not_ragged(strategy, batch_size):
     p = (jnp.arange(15.0).reshape(5, 3), jnp.ones(3))
     f = lambda p: p[0] * p[1]  # noqa: E731
-    got = batch(f, strategy=strategy, batch_size=batch_size, in_axes=((0, None),))(p)
+    got = batch(f, strategy=strategy, chunk_size=batch_size, in_axes=((0, None),))(p)
     assert_close(got, jax.vmap(f, in_axes=((0, None),))(p))
     q = (jnp.ones((3, 5)), jnp.ones((4, 5)))
     g = lambda q: q[0].sum() + q[1].sum()  # noqa: E731
     assert_close(
-        batch(g, strategy=strategy, batch_size=batch_size, in_axes=1)(q), jax.vmap(g, 1)(q)
+        batch(g, strategy=strategy, chunk_size=batch_size, in_axes=1)(q), jax.vmap(g, 1)(q)
     )
 
 
 @pytest.mark.parametrize("strategy,batch_size", ALL)
 def test_unmapped_python_and_numpy_values_reach_fn_untouched(strategy, batch_size):
     x = jnp.arange(12.0).reshape(4, 3)
-    f = batch(lambda x, n: x[:n], strategy=strategy, batch_size=batch_size, in_axes=(0, None))
+    f = batch(lambda x, n: x[:n], strategy=strategy, chunk_size=batch_size, in_axes=(0, None))
     assert_close(f(x, 2), x[:, :2])
     g = lambda x, idx, flag: jnp.stack([x[i] for i in idx.tolist()]) if flag else x  # noqa: E731
-    got = batch(g, strategy=strategy, batch_size=batch_size, in_axes=(0, None, None))(
+    got = batch(g, strategy=strategy, chunk_size=batch_size, in_axes=(0, None, None))(
         x, np.array([2, 0]), True
     )
     assert_close(got, x[:, [2, 0]])
@@ -217,19 +217,19 @@ def test_unmapped_python_and_numpy_values_reach_fn_untouched(strategy, batch_siz
 def test_non_array_unmapped_arguments(strategy, batch_size):
     x = jnp.arange(6.0).reshape(3, 2)
     f = lambda x, act, name, cfg: act(x) * len(name) * cfg["scale"]  # noqa: E731
-    b = batch(f, strategy=strategy, batch_size=batch_size, in_axes=(0, None, None, None))
+    b = batch(f, strategy=strategy, chunk_size=batch_size, in_axes=(0, None, None, None))
     assert_close(
         b(x, jnp.sin, "abc", {"scale": 2}),
         jax.vmap(f, (0, None, None, None))(x, jnp.sin, "abc", {"scale": 2}),
     )
     with pytest.raises(TypeError, match=r"`name` is a str .* no axes to map"):
-        batch(f, strategy=strategy, batch_size=batch_size, in_axes=(0, None, 0, None))(
+        batch(f, strategy=strategy, chunk_size=batch_size, in_axes=(0, None, 0, None))(
             x, jnp.sin, "abc", {"scale": 2}
         )
 
 
 def test_static_values_key_the_compiled_program():
-    f = batch(lambda x, n: x[:n], strategy="chunked", batch_size=2, in_axes=(0, None))
+    f = batch(lambda x, n: x[:n], strategy="chunked", chunk_size=2, in_axes=(0, None))
     x = jnp.ones((5, 4))
     f(x, 1), f(x, 3)
     with count_compiles() as c:
@@ -254,7 +254,7 @@ def test_collectives_are_refused_outside_vmap(strategy, batch_size, option):
     with pytest.raises(
         ValueError, match=f"`{option}` names the batch axis for collectives.*one chunk"
     ):
-        batch(jnp.sin, strategy=strategy, batch_size=batch_size, **{option: "i"})
+        batch(jnp.sin, strategy=strategy, chunk_size=batch_size, **{option: "i"})
 
 
 def test_axis_spec_errors_are_raised_when_batch_is_called():
@@ -264,9 +264,9 @@ def test_axis_spec_errors_are_raised_when_batch_is_called():
         batch(mlp, in_axes={"x": 0})
     for strategy, batch_size in ALL:
         with pytest.raises(TypeError, match="`out_axes` may hold only ints"):
-            batch(mlp, strategy=strategy, batch_size=batch_size, out_axes="a")
+            batch(mlp, strategy=strategy, chunk_size=batch_size, out_axes="a")
         with pytest.raises(TypeError, match="`in_axes` may hold only ints"):
-            batch(mlp, strategy=strategy, batch_size=batch_size, in_axes=(0.5, None))
+            batch(mlp, strategy=strategy, chunk_size=batch_size, in_axes=(0.5, None))
     with pytest.raises(TypeError, match="`axis_size` must be a positive int"):
         batch(mlp, axis_size=2.0)
     with pytest.raises(ValueError, match="`axis_size` does not apply to strategy='manual'"):
@@ -278,9 +278,9 @@ def test_bad_out_axes_give_vmaps_errors(strategy, batch_size):
     f = lambda x: (x, x.sum())  # noqa: E731
     x = jnp.ones((5, 3))
     with pytest.raises(ValueError, match="out of bounds"):
-        batch(f, strategy=strategy, batch_size=batch_size, out_axes=(3, 0))(x)
+        batch(f, strategy=strategy, chunk_size=batch_size, out_axes=(3, 0))(x)
     with pytest.raises(ValueError, match="tree prefix"):
-        batch(f, strategy=strategy, batch_size=batch_size, out_axes=(0, 0, 0))(x)
+        batch(f, strategy=strategy, chunk_size=batch_size, out_axes=(0, 0, 0))(x)
 
 
 def test_docstring_says_batched_version():
@@ -288,9 +288,9 @@ def test_docstring_says_batched_version():
         """Doubles x."""
         return 2 * x
 
-    b = batch(scale, strategy="host", batch_size=4)
+    b = batch(scale, strategy="host", chunk_size=4)
     assert b.__doc__.startswith(
-        "Batched version of scale (batchlab.batch, strategy='host', batch_size=4)"
+        "Batched version of scale (batchlab.batch, strategy='host', chunk_size=4)"
     )
     assert "Doubles x." in b.__doc__ and b.__name__ == "host(scale)"
 
@@ -303,7 +303,7 @@ def outer(x):
 
 
 def test_host_compiles_one_program_for_full_chunks_and_one_for_the_remainder():
-    f = batch(outer, strategy="host", batch_size=8)
+    f = batch(outer, strategy="host", chunk_size=8)
     x = jax.random.normal(jax.random.key(3), (35, 16))
     with count_compiles(match="step") as c:
         out = f(x)
@@ -316,7 +316,7 @@ def test_host_compiles_one_program_for_full_chunks_and_one_for_the_remainder():
 
 def test_host_plan_counts_and_memory():
     x = jnp.ones((1000, 64))
-    p = batch(outer, strategy="host", batch_size=128).plan(x)
+    p = batch(outer, strategy="host", chunk_size=128).plan(x)
     assert (p.full_chunks, p.remainder, p.programs) == (7, 104, 2)
     assert p.dispatches == 1 + 8 + 1  # 1 split into chunks, 8 steps, 1 concatenation
     vmap_temp = batchlab.memory_estimate(batch(outer), x).temp_bytes
@@ -324,18 +324,18 @@ def test_host_plan_counts_and_memory():
     out = 1000 * 64 * 4
     assert (p.input_copy_bytes, p.chunk_output_bytes, p.held_bytes) == (out, out, 3 * out)
     assert p.extra_bytes == p.temp_bytes + 2 * out
-    one = batch(outer, strategy="host", batch_size=2000).plan(x)
+    one = batch(outer, strategy="host", chunk_size=2000).plan(x)
     assert (one.programs, one.dispatches, one.full_chunks, one.remainder) == (1, 1, 0, 1000)
     assert one.extra_bytes == one.temp_bytes and one.held_bytes == out
     assert "dispatches per call" in repr(p) and "<table" in p._repr_html_()
     with pytest.raises(ValueError, match="`plan` describes strategy='host' only"):
         batch(outer).plan(x)
     with pytest.raises(ValueError, match="`plan` needs a non-empty mapped batch"):
-        batch(outer, strategy="host", batch_size=2).plan(jnp.ones((0, 3)))
+        batch(outer, strategy="host", chunk_size=2).plan(jnp.ones((0, 3)))
 
 
 def test_host_refuses_an_outer_jit():
-    f = batch(outer, strategy="host", batch_size=4)
+    f = batch(outer, strategy="host", chunk_size=4)
     with pytest.raises(
         TypeError,
         match=r"strategy='host' dispatches one compiled program per chunk.*strategy='chunked'",

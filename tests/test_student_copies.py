@@ -8,13 +8,15 @@ resolve as in class.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from batchlab import workshop
-from batchlab.workshop import BEGIN, END
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+import workshop
+from workshop import BEGIN, END
 
 NOTEBOOKS = sorted(
     (Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")
@@ -49,7 +51,7 @@ def test_solutions_are_collapsed_in_the_notebooks_make_lab_opens(path):
     for cell in solution_cells:
         meta = cell.metadata.get("jupyter", {})
         assert meta.get("source_hidden") and meta.get("outputs_hidden"), (
-            f"{path.name}: a solution cell is visible; run `python -m batchlab.workshop collapse`"
+            f"{path.name}: a solution cell is visible; run `python scripts/workshop.py collapse`"
         )
 
 

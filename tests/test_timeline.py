@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 import batchlab
-from batchlab import Timeline, timeline, trace
-from batchlab.timeline import build_timeline
-from batchlab.timeline_parse import (
+from batchlab import trace
+from batchlab.timeline import Timeline, timeline
+from batchlab.timeline.model import build_timeline
+from batchlab.timeline.parse import (
     find_trace_file,
     intersect_length,
     merge,
@@ -350,7 +351,7 @@ def test_bad_files(tmp_path):
 
 
 def test_plot_timelines_shares_one_time_axis():
-    from batchlab import plot_timelines
+    from batchlab.plots import plot_timelines
 
     f = jax.jit(lambda x: x * 2)
     short = timeline(f, jnp.ones(3), steps=1, label="short")
@@ -363,7 +364,7 @@ def test_plot_timelines_shares_one_time_axis():
 
 
 def test_temporary_trace_folders_are_removed_at_exit(tmp_path):
-    from batchlab import timeline_capture
+    from batchlab.timeline import capture as timeline_capture
 
     with trace() as t:
         jnp.ones(2).block_until_ready()

@@ -25,8 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DATA_NOTEBOOKS = ["04_padding_and_masking.ipynb", "05_bucketing_and_recompilation.ipynb"]
 PROBE = (
-    "import sys, batchlab, batchlab.datasets\n"
-    "print(sys.executable, batchlab.__file__, batchlab.datasets.DATA_DIR, sep='\\n')"
+    "import sys, batchlab, batchlab.ragged.datasets\n"
+    "print(sys.executable, batchlab.__file__, batchlab.ragged.datasets.DATA_DIR, sep='\\n')"
 )
 
 
@@ -51,8 +51,8 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_the_wheel_carries_the_dataset_and_its_license(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    assert "batchlab/data/ragged/stdlib_functions.npz" in names
-    assert "batchlab/data/README.md" in names and "batchlab/py.typed" in names
+    assert "batchlab/ragged/data/stdlib_functions.npz" in names
+    assert "batchlab/ragged/data/README.md" in names and "batchlab/py.typed" in names
 
 
 @pytest.fixture(scope="module")

@@ -272,12 +272,6 @@ def test_powers_of_two(low, high, expected):
         (lambda: controls.batch_size_slider([]), "`stops` must be a non-empty"),
         (lambda: controls.int_slider(5, 1, description="n"), "`high` must be >= `low`"),
         (lambda: controls.choice([], description="c"), "`options` must not be empty"),
-        (lambda: controls.in_axes_selector(["x", "w"], [2]), "one entry per argument"),
-        (
-            lambda: controls.strategy_checkboxes(["vmap"])(("loop",)),
-            r"unknown strategies \['loop'\]",
-        ),
-        (lambda: controls.in_axes_selector(["x"], [2])((0, 1)), "needs one entry per argument"),
     ],
 )
 def test_control_errors(call, match):
@@ -288,43 +282,13 @@ def test_control_errors(call, match):
 def test_every_control_measures_on_release():
     factories = {
         "batch": (controls.batch_size_slider([1, 2, 4]), 2),
-        "length": (controls.length_slider(1, 64), 8),
-        "padding": (controls.padding_strategy(), "bucket"),
-        "out_axes": (controls.out_axes_selector(2), 1),
+        "n": (controls.int_slider(1, 64, description="n"), 8),
+        "rule": (controls.stops_slider((1, 2, 4), "buckets"), 2),
     }
     for factory, value in factories.values():
         w = factory(value)
         assert w.value == value
         assert getattr(w, "continuous_update", False) is False
-
-
-def test_in_axes_selector_value_is_the_tuple_without_half_updates():
-    seen = []
-    ex = Explorer(
-        lambda in_axes: seen.append(in_axes) or in_axes,
-        {"in_axes": (0, None)},
-        controls={"in_axes": controls.in_axes_selector(["x", "w"], [2, 2])},
-    )
-    ex.update()
-    group = ex.widget.children[1].children[0]
-    assert group.value == (0, None)
-    parts = [c for c in group.children if hasattr(c, "options")]
-    assert list(parts[0].options) == [("0", 0), ("1", 1), ("None", None)]
-    parts[1].value = 1  # one dropdown changed in the browser
-    assert ex.params["in_axes"] == (0, 1)
-    ex.update(in_axes=(1, None))  # both at once from Python: no half-updated setting measured
-    assert seen == [(0, None), (0, 1), (1, None)]
-    assert [p.value for p in parts] == [1, None]
-
-
-def test_strategy_checkboxes():
-    w = controls.strategy_checkboxes(["vmap", "loop", "map"])(("vmap",))
-    boxes = w.children[1:]
-    assert w.value == ("vmap",)
-    boxes[2].value = True
-    assert w.value == ("vmap", "map")
-    w.value = ("loop",)
-    assert [b.value for b in boxes] == [False, True, False]
 
 
 # ------------------------------------------------------------------ gauge
@@ -349,7 +313,7 @@ def test_gauge_follows_an_explorer():
     gauge = MemoryGauge(explorer=ex)
     small = gauge.reading.planned_peak_bytes
     ex.update(batch_size=64)
-    assert gauge.reading.planned_peak_bytes == ex.result.memory.peak_bytes > small
+    assert gauge.reading.planned_peak_bytes == ex.result.memory.planned_bytes > small
     assert "planned peak" in repr(gauge.reading)
     assert "compiled memory analysis" in gauge.reading._repr_html_()
 
@@ -361,7 +325,7 @@ def test_gauge_follows_an_explorer():
         (
             lambda: MemoryGauge().plan(123),
             TypeError,
-            "`estimate` must be a batchlab.MemoryEstimate",
+            "`estimate` must be a batchlab.measuring.MemoryEstimate",
         ),
         (
             lambda: MemoryGauge(explorer=object()),

@@ -41,7 +41,7 @@ class Chunk:
         return self.offset + self.size
 
 
-def _check_int(value, name: str, minimum: int) -> int:
+def check_int(value, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(
             f"`{name}` must be an int number of bytes, got {type(value).__name__} {value!r}."
@@ -65,8 +65,8 @@ class Allocator:
     policy = "base"
 
     def __init__(self, capacity: int, *, alignment: int = 256, preallocate: bool = True) -> None:
-        self.alignment = _check_int(alignment, "alignment", 1)
-        self.capacity = _check_int(capacity, "capacity", self.alignment)
+        self.alignment = check_int(alignment, "alignment", 1)
+        self.capacity = check_int(capacity, "capacity", self.alignment)
         self.capacity -= self.capacity % self.alignment
         self.preallocate = bool(preallocate)
         self.chunks: list[Chunk] = [Chunk(0, self.capacity, UNRESERVED)]
@@ -114,7 +114,7 @@ class Allocator:
         """Serves one request; returns its chunk, or None when it cannot be placed."""
         if id in self.live:
             raise ValueError(f"`id`={id!r} is already allocated; free it first or use a new id.")
-        rounded = self.round_up(_check_int(size, "size", 0))
+        rounded = self.round_up(check_int(size, "size", 0))
         index = self._find(rounded)
         if index is None:
             index = self._grow(rounded)

@@ -56,7 +56,7 @@ Example:
 
 from __future__ import annotations
 
-from .base import FREE, UNRESERVED, Allocator, Chunk, _check_int
+from batchlab.allocator.base import FREE, UNRESERVED, Allocator, Chunk, check_int
 
 MiB = 1 << 20
 K_MIN_ALLOCATION_SIZE = 256  # kMinAllocationSize = 1 << kMinAllocationBits (8)
@@ -97,9 +97,9 @@ class BFCAllocator(Allocator):
         max_internal_fragmentation: int = K_MAX_INTERNAL_FRAGMENTATION,
         coalesce_regions: bool = False,
     ) -> None:
-        _check_int(initial_region, "initial_region", 1)
+        check_int(initial_region, "initial_region", 1)
         self.coalesce_regions = bool(coalesce_regions)
-        self.max_internal_fragmentation = _check_int(
+        self.max_internal_fragmentation = check_int(
             max_internal_fragmentation, "max_internal_fragmentation", 0
         )
         self.initial_region = initial_region

@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from .base import FREE, UNRESERVED, Allocator
+from batchlab.allocator.base import FREE, UNRESERVED, Allocator
 
 
 class FirstFitAllocator(Allocator):

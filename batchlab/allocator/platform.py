@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from .base import USED, Allocator, Chunk, _check_int
+from batchlab.allocator.base import USED, Allocator, Chunk, check_int
 
 
 class PlatformAllocator(Allocator):
@@ -52,7 +52,7 @@ class PlatformAllocator(Allocator):
     def allocate(self, id: Hashable, size: int, owner: str = "") -> Chunk | None:
         if id in self.live:
             raise ValueError(f"`id`={id!r} is already allocated; free it first or use a new id.")
-        rounded = self.round_up(_check_int(size, "size", 0))
+        rounded = self.round_up(check_int(size, "size", 0))
         if self.held + rounded > self.capacity:
             return None
         chunk = Chunk(-1, rounded, USED, id=id, owner=owner, requested=size)

@@ -14,64 +14,8 @@ Plots draw a :class:`~batchlab.allocator.Timeline`; they compute nothing.
 
 from __future__ import annotations
 
-from .._format import format_bytes
-from ..plots import short_bytes
-from .replay import Timeline
-
-OWNER_COLORS = {
-    "input": "tab:blue",
-    "activations": "tab:orange",
-    "result": "tab:green",
-    "params": "tab:purple",
-    "grads": "tab:red",
-    "parameter": "tab:blue",
-    "output": "tab:green",
-    "temp": "tab:orange",
-    "constant": "tab:gray",
-    "weights": "tab:purple",
-    "input (one item)": "tab:blue",
-    "input (padded batch)": "tab:blue",
-    "input (batch)": "tab:blue",
-    "result output": "tab:green",
-    "temp (one block per call)": "tab:orange",
-    "new params / loss output": "tab:red",
-    "": "tab:cyan",
-}
-_EXTRA = ("tab:brown", "tab:pink", "tab:olive", "tab:cyan")
-
-
-def owner_color(owner: str) -> str:
-    """A fixed colour per owner name, so pictures of different runs compare."""
-    return OWNER_COLORS.get(owner, _EXTRA[sum(map(ord, owner)) % len(_EXTRA)])
-
-
-def _pow2_locator():
-    """Ticks at multiples of a power-of-two number of bytes (4-8 ticks per axis)."""
-    import math
-
-    from matplotlib.ticker import Locator
-
-    class Pow2Locator(Locator):
-        def __call__(self):
-            lo, hi = sorted(self.axis.get_view_interval())
-            return self.tick_values(lo, hi)
-
-        def tick_values(self, lo, hi):
-            span = max(hi - lo, 1.0)
-            step = 2.0 ** math.floor(math.log2(span / 4))
-            first = math.ceil(lo / step) * step
-            n = int((hi - first) // step) + 1
-            return [first + i * step for i in range(max(n, 0))]
-
-    return Pow2Locator()
-
-
-def _bytes_axis(axis) -> None:
-    """Binary byte labels at ticks that are multiples of a power of two bytes."""
-    from matplotlib.ticker import FuncFormatter
-
-    axis.set_major_locator(_pow2_locator())
-    axis.set_major_formatter(FuncFormatter(short_bytes))
+from batchlab._util.plotting import bytes_axis, new_figure, owner_color
+from batchlab.allocator.replayer import Timeline
 
 
 def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, legend: bool = True):
@@ -79,10 +23,8 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Patch, Rectangle
 
-    from ..plots import _new_figure
-
     if ax is None:
-        fig, ax = _new_figure(1, width=11, height=4.2)
+        fig, ax = new_figure(1, width=11, height=4.2)
     fig = ax.figure
     end = (timeline.times[-1] + 1) if timeline.times else 1
     for offset, size, start in timeline.regions:  # the pool: reserved but not yet used
@@ -100,7 +42,7 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
         ax.plot([f.time], [timeline.capacity * 0.97], "x", color="red", ms=10, mew=3, zorder=3)
     ax.set_xlim(0, end)
     ax.set_ylim(0, timeline.capacity)
-    _bytes_axis(ax.yaxis)
+    bytes_axis(ax.yaxis)
     ax.set_xlabel("time (allocator event)")
     ax.set_ylabel("address")
     ax.set_title(
@@ -134,10 +76,8 @@ def plot_timeline(timeline: Timeline, *, axes=None):
     """Bytes (in use, reserved, largest free block) and fragmentation over time."""
     from matplotlib.ticker import PercentFormatter
 
-    from ..plots import _new_figure
-
     if axes is None:
-        fig, axes = _new_figure(2, width=5.5, height=3.4)
+        fig, axes = new_figure(2, width=5.5, height=3.4)
     ax_b, ax_f = axes
     fig = ax_b.figure
     t = timeline.times
@@ -152,7 +92,7 @@ def plot_timeline(timeline: Timeline, *, axes=None):
         ls="--",
         label="largest free block",
     )
-    _bytes_axis(ax_b.yaxis)
+    bytes_axis(ax_b.yaxis)
     ax_b.set_ylim(0, timeline.capacity * 1.05)
     ax_b.set_title("bytes [simulation]")
     ax_b.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
@@ -179,93 +119,11 @@ def plot_replay(timeline: Timeline):
     return fig
 
 
-def plot_buffer_assignment(assignment, *, ax=None, kinds=("parameter", "output", "temp")):
-    """XLA's plan as a picture: one band per allocation (height = its bytes),
-    one box per value at XLA's offset, from its first to its last instruction.
-
-    Boxes at the same height in one band, one after the other, are bytes XLA
-    reuses within the call. Everything drawn comes from XLA's reports.
-    """
-    from matplotlib.patches import Rectangle
-
-    from ..plots import _new_figure
-
-    if ax is None:
-        fig, ax = _new_figure(1, width=11, height=4.6)
-    fig = ax.figure
-    allocations = [
-        a for a in assignment.allocations_of(*kinds) if any(v.start is not None for v in a.values)
-    ]
-    steps = max(len(assignment.sequence), 1)
-    gap = max((a.size for a in allocations), default=1) * 0.08
-    base, ticks, labels, palette = (
-        0.0,
-        [],
-        [],
-        (
-            "tab:blue",
-            "tab:orange",
-            "tab:green",
-            "tab:red",
-            "tab:purple",
-            "tab:brown",
-            "tab:pink",
-            "tab:olive",
-        ),
-    )
-    n = 0
-    for a in allocations:
-        ax.add_patch(Rectangle((0, base), steps, a.size, color="0.93", lw=0, zorder=0))
-        for v in a.values:
-            if v.start is None:
-                continue
-            width = max(v.end - v.start, 0.4)
-            ax.add_patch(
-                Rectangle(
-                    (v.start, base + v.offset),
-                    width,
-                    v.size,
-                    facecolor=palette[n % len(palette)],
-                    edgecolor="white",
-                    lw=1.5,
-                    alpha=0.9,
-                    zorder=2,
-                )
-            )
-            if width >= 1 and v.size >= 0.25 * a.size and v.size >= 0.1 * gap / 0.08:
-                ax.text(
-                    v.start + width / 2,
-                    base + v.offset + v.size / 2,
-                    v.name.replace("{}", "")[:14],
-                    ha="center",
-                    va="center",
-                    fontsize=9,
-                    color="white",
-                    zorder=3,
-                    clip_on=True,
-                    rotation=0 if width >= 0.12 * steps else 90,
-                )
-            n += 1
-        ticks.append(base + a.size / 2)
-        labels.append(f"{a.kind}\n{format_bytes(a.size)}")
-        base += a.size + gap
-    ax.set_xlim(0, steps)
-    ax.set_ylim(0, max(base - gap, 1))
-    ax.set_yticks(ticks, labels)
-    ax.set_xlabel("step in XLA's instruction order")
-    ax.set_title(
-        f"XLA buffer assignment of {assignment.name} on {assignment.backend} "
-        f"[from XLA: boxes sharing a band share bytes]"
-    )
-    return fig
-
-
 def plot_capacity_scan(scans, *, ax=None, title: str | None = None):
     """Fits (green dot) or fails (red cross) for every device size scanned, one row per scan."""
-    from ..plots import _new_figure
 
     if ax is None:
-        fig, ax = _new_figure(1, width=11, height=1.2 + 0.7 * len(scans))
+        fig, ax = new_figure(1, width=11, height=1.2 + 0.7 * len(scans))
     fig = ax.figure
     for row, scan in enumerate(scans):
         peak = max(scan.peak_live_bytes, 1)

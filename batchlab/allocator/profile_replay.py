@@ -36,10 +36,10 @@ import os
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .._format import format_bytes, html_table, text_table
-from .bfc import BFCAllocator
-from .replay import Timeline, differences_text, replay
-from .trace import Event, Trace
+from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab.allocator.bfc import BFCAllocator
+from batchlab.allocator.replayer import Timeline, differences_text, replay
+from batchlab.allocator.trace import Event, Trace
 
 _NAMES = {"MemoryAllocation": "alloc", "MemoryDeallocation": "free"}
 

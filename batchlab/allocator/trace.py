@@ -1,7 +1,7 @@
 """Allocation traces: what a program asks of its allocator, in order.
 
 A :class:`Trace` is a sequence of ``alloc``/``free`` :class:`Event` s;
-:class:`TraceBuilder` writes one step by step. :func:`batchlab.allocator.replay`
+:class:`TraceBuilder` writes one step by step. :func:`batchlab.allocator.replayer`
 (``replay.py``) feeds a trace to a simulated allocator.
 
 Traces come from :mod:`batchlab.allocator.workloads` (synthetic) or from
@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .._format import format_bytes
+from batchlab._util.format import format_bytes
 
 
 class Event(NamedTuple):

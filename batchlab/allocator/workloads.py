@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_positive_int
-from .trace import Trace, TraceBuilder
+from batchlab._util.checks import check_positive_int
+from batchlab.allocator.trace import Trace, TraceBuilder
 
 KiB = 1 << 10
 MiB = 1 << 20

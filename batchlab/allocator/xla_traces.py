@@ -32,15 +32,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_positive_int
-from .trace import Trace, TraceBuilder
+from batchlab._util.checks import check_positive_int
+from batchlab.allocator.trace import Event, Trace, TraceBuilder
+from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
 
 SOURCE = "XLA buffer assignment of the real programs (launch order: outputs + temp), caller's order"
 
@@ -63,8 +64,6 @@ def compiler_options() -> dict:
 
 
 def _plan(fn, *specs, donate_argnums=()):
-    from ..xla_buffers import buffer_assignment
-
     return buffer_assignment(
         fn, *specs, donate_argnums=donate_argnums, compiler_options=compiler_options()
     )
@@ -125,7 +124,7 @@ def item_lengths(n_items: int, max_len: int, len_step: int, seed: int = 0) -> np
     return rng.integers(1, max_len // len_step + 1, size=int(n_items)) * len_step
 
 
-def _weights(d_model, d_hidden, dtype):
+def weight_specs(d_model, d_hidden, dtype):
     return (
         jax.ShapeDtypeStruct((d_model, d_hidden), dtype),
         jax.ShapeDtypeStruct((d_hidden, d_model), dtype),
@@ -144,7 +143,7 @@ def per_item_trace(
 ) -> XlaTrace:
     """One call of :func:`block` per item, at the item's own length; results kept to the end."""
     lengths = item_lengths(n_items, max_len, len_step, seed)
-    w1, w2 = _weights(d_model, d_hidden, dtype)
+    w1, w2 = weight_specs(d_model, d_hidden, dtype)
     plans = {}
     b = CallTraceBuilder()
     b.alloc("w1", w1.size * w1.dtype.itemsize, "weights")
@@ -178,7 +177,7 @@ def batched_trace(
     """``jax.vmap(block)`` on batches of ``batch_size`` items padded to ``max_len``."""
     check_positive_int(batch_size, "batch_size")
     item_lengths(n_items, max_len, len_step, seed)  # same checks as per_item_trace
-    w1, w2 = _weights(d_model, d_hidden, dtype)
+    w1, w2 = weight_specs(d_model, d_hidden, dtype)
     x = jax.ShapeDtypeStruct((batch_size, max_len, d_model), dtype)
     plan = _plan(jax.vmap(block, in_axes=(0, None, None)), x, w1, w2)
     b = CallTraceBuilder()
@@ -229,7 +228,7 @@ def training_trace(
     outputs alias the parameters: no allocation).
     """
     check_positive_int(steps, "steps")
-    w1, w2 = _weights(d_model, d_hidden, dtype)
+    w1, w2 = weight_specs(d_model, d_hidden, dtype)
     x = jax.ShapeDtypeStruct((batch_tokens, d_model), dtype)
     plan = _plan(train_step, (w1, w2), x, donate_argnums=(0,) if donate else ())
     b = CallTraceBuilder()
@@ -252,3 +251,29 @@ def training_trace(
         b.free(p)
     name = "training (donated)" if donate else "training"
     return XlaTrace(b.build(name, SOURCE), {"step": plan}, b.calls, b.call_allocations)
+
+
+def trace_from_buffers(
+    assignment: BufferAssignment, kinds: Sequence[str] = ("parameter", "output", "temp")
+) -> Trace:
+    """Each value of the given allocation kinds as an alloc/free pair at its live range.
+
+    Time is XLA's instruction order. At each step the values defined
+    there are allocated **before** the values whose last use is there
+    are freed: an instruction needs its operands and its output at once,
+    so a dynamic allocator replaying this trace needs at least
+    :meth:`heap_peak` bytes, as XLA's plan does. The trace is the kit's
+    reading of XLA's report, for the kit's simulated allocators.
+    """
+    events = []
+    for a in assignment.allocations_of(*kinds):
+        for v in a.values:
+            if v.start is not None and v.size > 0:
+                events.append((v.start, 0, Event(v.start, "alloc", v.name, v.size, a.kind)))
+                events.append((v.end, 1, Event(v.end, "free", v.name)))
+    events.sort(key=lambda e: (e[0], e[1]))
+    return Trace(
+        tuple(e[2] for e in events),
+        f"XLA values of {assignment.name}",
+        "XLA live ranges (xla_dump_to), replayed by the kit's simulation",
+    )

@@ -12,7 +12,7 @@ A wrong answer gets a hint that points at the concept, computed from the
 learner's own answer where possible; the expected value is never printed.
 
 In notebooks, a solution sits between ``# BEGIN SOLUTION`` and
-``# END SOLUTION`` lines; ``python -m batchlab.workshop`` builds student
+``# END SOLUTION`` lines; ``python scripts/workshop.py`` builds student
 copies with those lines replaced by a stub.
 """
 
@@ -26,8 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._reveal import Reveal as Reveal
-from ._reveal import reveal as reveal
+from batchlab.exercises._reveal import Reveal as Reveal
+from batchlab.exercises._reveal import reveal as reveal
+from batchlab.exercises.verdicts import SCHEDULING_HOLDS as SCHEDULING_HOLDS
+from batchlab.exercises.verdicts import scheduling_verdict as scheduling_verdict
 
 Checker = Callable[..., "tuple[bool, str]"]
 

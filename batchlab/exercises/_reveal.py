@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._format import format_bytes, format_count, format_seconds
+from batchlab._util.format import format_bytes, format_count, format_seconds
 
 _UNITS_FORMATTED = {"bytes": format_bytes, "seconds": format_seconds}
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from ..axes import BatchAxisError, explain_axes
-from . import exercise
+from batchlab.batching.axes import BatchAxisError, explain_axes
+from batchlab.exercises import exercise
 
 
 @exercise(

@@ -7,7 +7,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from . import exercise
+from batchlab.exercises import exercise
 
 
 @exercise("broadcasting.predict_shape", "What shape do (8, 1, 3) and (5, 1) broadcast to?")

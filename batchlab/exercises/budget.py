@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..budget import max_batch_size
-from . import exercise
+from batchlab.exercises import exercise
+from batchlab.runs.budget import max_batch_size
 
 
 @exercise(

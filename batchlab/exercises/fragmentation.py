@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from . import exercise
+from batchlab.allocator import BFCAllocator
+from batchlab.exercises import exercise
+from batchlab.measuring.memory import memory_estimate
 
 
 @exercise(
@@ -11,8 +13,6 @@ from . import exercise
     "free b, then allocate d=600 B. At which offset does d land?",
 )
 def _hand_trace(answer, **context):
-    from ..allocator import BFCAllocator
-
     a = BFCAllocator(4096)
     for name in "abc":
         a.allocate(name, 1000)
@@ -35,8 +35,6 @@ def _hand_trace(answer, **context):
 )
 def _donation_alias(answer, *, step, params, grads, **context):
     import jax
-
-    from ..memory import memory_estimate
 
     try:
         est = memory_estimate(jax.jit(step, donate_argnums=answer), params, grads)

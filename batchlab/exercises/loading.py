@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from . import exercise
+from batchlab.exercises import exercise
+from batchlab.timeline.capture import trace
 
 
 @exercise(
@@ -107,8 +108,6 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
       >>> sync_less({"loop": lambda: [2.0], "overlap": "same"}, reference=ref, losses=[1.0])[1][:9]
       'Your loop'
     """
-    from ..timeline_capture import trace
-
     if not isinstance(answer, dict) or not {"loop", "overlap"} <= set(answer):
         return (
             False,

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from . import exercise
+from batchlab.exercises import exercise
+from batchlab.ragged.boundaries import optimal_boundaries, padded_elements
 
 
 @exercise(
@@ -117,8 +118,6 @@ def predict_compiles(answer: Any, *, lengths: Any, boundaries: Any) -> tuple[boo
     "`lengths` whose padded size is within 5% of the best possible with 3 buckets.",
 )
 def three_boundaries(answer: Any, *, lengths: Any) -> tuple[bool, str]:
-    from ..bucketing import optimal_boundaries, padded_elements
-
     lengths = np.asarray(lengths)
     try:
         b = [int(v) for v in answer]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import exercise
+from batchlab.exercises import exercise
 
 _DIRECTIONS = ("rises", "falls", "stays")
 

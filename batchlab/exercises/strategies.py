@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import exercise
+from batchlab.exercises import exercise
 
 
 def _pairwise(x, ys):

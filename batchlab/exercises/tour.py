@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import exercise
+from batchlab.exercises import exercise
+from batchlab.measuring.memory import memory_estimate
 
 DIRECTIONS = ("shrinks", "same", "grows")
 
@@ -26,8 +27,6 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
       >>> predict_bytes({"argument": 48, "output": 32}, fn=f, args=args)[1][:38]
       'Not all figures match the compiled pla'
     """
-    from ..memory import memory_estimate
-
     if not isinstance(answer, dict) or not {"argument", "output"} <= set(answer):
         return (
             False,
@@ -94,8 +93,6 @@ def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple
     """
     import jax
     import numpy as np
-
-    from ..memory import memory_estimate
 
     if not isinstance(answer, dict) or not {"argument", "temp"} <= set(answer):
         return (

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from ..allocator.replay import POLICIES
-from ..allocator.simulate import Simulation, simulate
-from ..allocator.workloads import WORKLOADS
-from .explorer import Explorer
+from batchlab._util.checks import check_positive_float, check_positive_int, check_positive_ints
+from batchlab._util.plotting import bytes_axis, new_figure
+from batchlab.allocator.replayer import POLICIES, differences_text
+from batchlab.allocator.simulation import Simulation, simulate
+from batchlab.allocator.workloads import WORKLOADS
+from batchlab.measuring.inplace import compiled_update
+from batchlab.widgets.explorer import Explorer
 
 
 class AllocatorExplorer(Explorer):
@@ -39,8 +42,6 @@ class AllocatorExplorer(Explorer):
         title: str = "Allocator explorer (simulation)",
         **params,
     ) -> None:
-        from .._checks import check_positive_float, check_positive_int, check_positive_ints
-
         check_positive_int(n_items, "n_items")
         check_positive_float(headroom, "headroom")
         batch_sizes = tuple(check_positive_ints(batch_sizes, "batch_sizes"))
@@ -114,8 +115,6 @@ class AllocatorExplorer(Explorer):
 def _describe(sim: Simulation) -> str:
     import html
 
-    from ..allocator.replay import differences_text
-
     tl = sim.timeline
     name = sim.trace.name
     if name == "per-item":  # one item per call: the batch-size slider changes nothing here
@@ -147,9 +146,6 @@ class InPlaceExplorer(Explorer):
     ) -> None:
         import jax
         import jax.numpy as jnp
-
-        from .._checks import check_positive_ints
-        from ..inplace import compiled_update
 
         sizes = tuple(check_positive_ints(sizes, "sizes"))
         self.choices = {"size": sizes}
@@ -194,14 +190,11 @@ class InPlaceExplorer(Explorer):
 
 
 def _draw_update(ex):
-    from ..allocator.plots import _bytes_axis
-    from ..plots import _new_figure
-
     m = ex.result.memory
-    fig, ax = _new_figure(1, width=7, height=3.4)
+    fig, ax = new_figure(1, width=7, height=3.4)
     names = ["argument", "output", "temp", "alias"]
     values = [m.argument_bytes, m.output_bytes, m.temp_bytes, m.alias_bytes]
     ax.bar(names, values, color=["tab:blue", "tab:green", "tab:orange", "tab:purple"])
-    _bytes_axis(ax.yaxis)
+    bytes_axis(ax.yaxis)
     ax.set_title(f"x is {ex.params['update']}: {ex.result.copies} copy [compiled analysis, XLA]")
     return fig

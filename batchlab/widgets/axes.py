@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._axes_spec import param_names
-from .._checks import check_callable
-from .._format import html_table
-from ..axes import AxesExplanation, BatchAxisError, explain_axes
-from .explorer import Explorer
+from batchlab._util.checks import check_callable
+from batchlab._util.format import html_table
+from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
+from batchlab.batching.axes_spec import param_names
+from batchlab.batching.broadcasting import BroadcastError, SilentBroadcastWarning, check_broadcast
+from batchlab.widgets.explorer import Explorer
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,6 @@ class BroadcastExplorer(Explorer):
         self, a: str = "(4,)", b: str = "(4, 3)", *, title: str = "Broadcasting explorer"
     ) -> None:
         import warnings as _warnings
-
-        from ..broadcasting import BroadcastError, SilentBroadcastWarning, check_broadcast
 
         def compute(a: str, b: str) -> BroadcastOutcome:
             shapes = (_parse_shape(a, "a"), _parse_shape(b, "b"))

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._checks import check_callable
-from .._format import format_bytes, format_seconds
-from ..measure import Measurement, measure
-from ..per_item import PerItemCost, per_item_cost
-from ..sweep import Sweep, SweepPoint
-from .controls import batch_size_slider
-from .explorer import Explorer
+from batchlab._util.checks import check_callable, check_positive_ints
+from batchlab._util.format import format_bytes, format_seconds
+from batchlab.measuring.measurement import Measurement
+from batchlab.measuring.per_item import PerItemCost, per_item_cost
+from batchlab.measuring.sweeps import Sweep, SweepPoint
+from batchlab.measuring.timing import measure
+from batchlab.widgets.controls import batch_size_slider
+from batchlab.widgets.explorer import Explorer
 
 
 class BatchSizeExplorer(Explorer):
@@ -22,9 +23,9 @@ class BatchSizeExplorer(Explorer):
       make_batch: ``make_batch(batch_size) -> args`` builds its inputs.
       batch_sizes: the slider's stops (e.g. powers of two).
       batch_size: the starting value (default: the first stop).
-      loop: optional :class:`batchlab.Measurement` of one ``jax.lax.map`` call
+      loop: optional :class:`batchlab.measuring.Measurement` of one ``jax.lax.map`` call
         over ``loop_items`` items (the same work, one item at a time), drawn
-        as the per-item line a batch must beat (see :mod:`batchlab.per_item`).
+        as the per-item line a batch must beat (see :mod:`batchlab.measuring.per_item`).
       loop_items: the number of items in that call.
       **measure_options: passed to :func:`batchlab.measure`.
 
@@ -52,8 +53,6 @@ class BatchSizeExplorer(Explorer):
     ) -> None:
         check_callable(fn)
         check_callable(make_batch, "make_batch")
-        from .._checks import check_positive_ints
-
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.choices = {"batch_size": tuple(batch_sizes)}
         if not batch_sizes or any(b < 1 for b in batch_sizes):
@@ -67,7 +66,7 @@ class BatchSizeExplorer(Explorer):
             )
         if loop is not None and not isinstance(loop, Measurement):
             raise TypeError(
-                f"`loop` must be a batchlab.Measurement (from bl.measure), got {type(loop).__name__}."
+                f"`loop` must be a batchlab.measuring.Measurement (from bl.measure), got {type(loop).__name__}."
             )
         if loop is not None and (
             isinstance(loop_items, bool) or not isinstance(loop_items, int) or loop_items < 1
@@ -103,11 +102,11 @@ class BatchSizeExplorer(Explorer):
         return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
 
     def per_item(self) -> PerItemCost:
-        """Every measured batch size (and the ``loop`` baseline, if given) as a :class:`batchlab.per_item.PerItemCost`."""
+        """Every measured batch size (and the ``loop`` baseline, if given) as a :class:`batchlab.measuring.per_item.PerItemCost`."""
         return per_item_cost(self.as_sweep(), self.loop, self.loop_items)
 
     def as_sweep(self) -> Sweep:
-        """Every measured batch size as a :class:`batchlab.Sweep` (for tables and plots)."""
+        """Every measured batch size as a :class:`batchlab.measuring.Sweep` (for tables and plots)."""
         s = Sweep(name=getattr(self.fn, "__name__", "fn"), parameter="batch_size")
         s.points = [SweepPoint(b, m) for b, m in sorted(self.measured.items())]
         return s
@@ -123,5 +122,5 @@ def _describe_measurement(m: Measurement, batch_size: int) -> str:
     return (
         f"batch size <b>{batch_size}</b>: "
         f"run <b>{format_seconds(m.median)}</b> per batch (wall clock, median of {m.runs}); "
-        f"planned peak <b>{format_bytes(m.memory.peak_bytes)}</b> (compiled memory analysis); {compile_note}"
+        f"planned peak <b>{format_bytes(m.memory.planned_bytes)}</b> (compiled memory analysis); {compile_note}"
     )

@@ -1,7 +1,7 @@
 """Drawing the bucket explorer (05): where the buckets fall, and run against compile time.
 
 A setting being measured is drawn from its plan (``explorer.pending``, a
-:class:`~batchlab.widgets.buckets.BucketPlan`): its buckets on the
+:class:`~batchlab.ragged.BucketPlan`): its buckets on the
 histogram, and a marker where its point will appear.
 """
 
@@ -9,31 +9,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..padding_report import STRATEGY_COLORS, PaddingReport, plot_padding_report
-from .ragged import ring_current, run_times_ms, timing_source
+from batchlab._util.plotting import new_figure
+from batchlab.ragged.report import RULE_COLORS, PaddingReport, plot_padding_report
+from batchlab.ragged.timing import BOUNDARY_RULES, BucketPlan
+from batchlab.widgets.ragged import ring_current, run_times_ms, timing_source
 
 
 def draw_buckets(ex):
     from matplotlib.patches import Patch
 
-    from ..plots import _new_figure
-    from .buckets import BUCKET_STRATEGIES, BucketPlan
-
-    # fixed margins and no minor ticks: a layout engine and log-scale minor ticks cost
     # 0.3-0.5 s per redraw on a 2-core CPU, and every new setting is drawn twice
-    fig, (ax_h, ax_t) = _new_figure(2, width=5.6, height=4.2, layout="none")
+    fig, (ax_h, ax_t) = new_figure(2, width=5.6, height=4.2, layout="none")
     fig.subplots_adjust(left=0.07, right=0.985, top=0.92, bottom=0.34, wspace=0.2)
     p = ex.pending if ex.pending is not None else ex.result  # a plan while it is measured
     measuring = isinstance(p, BucketPlan)
     plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
-    color = STRATEGY_COLORS.get(p.strategy, "k")
+    color = RULE_COLORS.get(p.rule, "k")
     lo = max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1
     edges = [lo * 0.9, *p.boundaries]
     for k in range(len(p.boundaries)):
         ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
     handles, _ = ax_h.get_legend_handles_labels()
     ax_h.legend(
-        handles=[*handles, Patch(color=color, alpha=0.3, label=f"{p.strategy} buckets")],
+        handles=[*handles, Patch(color=color, alpha=0.3, label=f"{p.rule} buckets")],
         fontsize=9,
         loc="upper right",
     )
@@ -42,11 +40,11 @@ def draw_buckets(ex):
         + (f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"),
         fontsize=11,
     )
-    for strategy in BUCKET_STRATEGIES:
-        pts = sorted((q for q in ex.measured if q.strategy == strategy), key=lambda q: q.n_buckets)
+    for rule in BOUNDARY_RULES:
+        pts = sorted((q for q in ex.measured if q.rule == rule), key=lambda q: q.n_buckets)
         if not pts:
             continue
-        c = STRATEGY_COLORS.get(strategy, "k")
+        c = RULE_COLORS.get(rule, "k")
         k = [q.n_buckets for q in pts]
         med, lo_err, hi_err = run_times_ms(pts)
         ax_t.errorbar(
@@ -56,7 +54,7 @@ def draw_buckets(ex):
             fmt="o-",
             color=c,
             capsize=3,
-            label=f"{strategy}: run (median, min..max)",
+            label=f"{rule}: run (median, min..max)",
         )
         ax_t.plot(
             k,
@@ -64,7 +62,7 @@ def draw_buckets(ex):
             "s--",
             color=c,
             alpha=0.6,
-            label=f"{strategy}: compile",
+            label=f"{rule}: compile",
         )
     if measuring:  # nothing measured yet for this setting: say so where its point will be
         ax_t.axvline(

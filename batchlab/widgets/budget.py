@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._checks import check_callable, check_positive_int
-from .._format import format_bytes
-from ..budget import BatchSizeResult, max_batch_size, plot_budget_curves
-from .explorer import Explorer
+from batchlab._util.checks import check_callable, check_positive_int
+from batchlab._util.format import format_bytes
+from batchlab.runs.budget import BatchSizeResult, max_batch_size
+from batchlab.runs.budget_plot import plot_budget_curves
+from batchlab.widgets.explorer import Explorer
 
 
 class BudgetExplorer(Explorer):

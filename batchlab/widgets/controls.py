@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -101,30 +100,6 @@ def int_slider(low: int, high: int, *, step: int = 1, description: str) -> Contr
     return make
 
 
-def length_slider(
-    low: int, high: int, *, step: int = 1, description: str = "length"
-) -> ControlFactory:
-    """A length control for padding: the padded length or the maximum sequence length."""
-    return int_slider(low, high, step=step, description=description)
-
-
-PADDING_STRATEGIES = ("pad to max", "pad to multiple", "bucket", "no padding")
-
-
-def padding_strategy(
-    options: Sequence[str] = PADDING_STRATEGIES, *, description: str = "padding"
-) -> ControlFactory:
-    """Toggle buttons choosing a padding strategy (names as the ragged-data notebooks use them)."""
-    options = _check_options(options, "options")
-
-    def make(value: str):
-        import ipywidgets as w
-
-        return w.ToggleButtons(options=options, value=value, description=description, style=_STYLE)
-
-    return make
-
-
 def choice(options: Sequence[Any], *, description: str) -> ControlFactory:
     """A dropdown over ``options`` (any values; shown with ``str``)."""
     options = _check_options(options, "options")
@@ -143,66 +118,31 @@ def choice(options: Sequence[Any], *, description: str) -> ControlFactory:
     return make
 
 
-def axis_choices(ndim: int, *, allow_none: bool = True) -> list[int | None]:
-    """The values an ``in_axes``/``out_axes`` entry may take for a rank-``ndim`` array.
+def labelled_dropdown(options: tuple[str, ...], label: str) -> ControlFactory:
+    """A plain dropdown of names (the explorers' strategy and boundary-rule pickers)."""
 
-    Example:
-      >>> axis_choices(2)
-      [0, 1, None]
-    """
-    return list(range(max(int(ndim), 0))) + ([None] if allow_none else [])
-
-
-def in_axes_selector(
-    arg_names: Sequence[str], ndims: Sequence[int], *, description: str = "in_axes"
-) -> ControlFactory:
-    """One axis dropdown per argument; the control's value is the ``in_axes`` tuple.
-
-    ``None`` means "shared by every item (not mapped)", as in ``jax.vmap``.
-
-    Raises:
-      ValueError: ``arg_names`` and ``ndims`` differ in length.
-    """
-    arg_names, ndims = list(arg_names), [int(n) for n in ndims]
-    if len(arg_names) != len(ndims) or not arg_names:
-        raise ValueError(
-            f"`arg_names` and `ndims` need one entry per argument, got {arg_names!r} and {ndims!r}."
-        )
-    choices = [axis_choices(n) for n in ndims]
-    return lambda value: _Group.build(
-        [
-            choice(c, description=f"{description}[{n}]")
-            for n, c in zip(arg_names, choices, strict=False)
-        ],
-        value,
-        description,
-    )
-
-
-def out_axes_selector(ndim: int, *, description: str = "out_axes") -> ControlFactory:
-    """A dropdown for ``out_axes``: where the batch axis goes in the output (rank ``ndim`` with it)."""
-    return choice(list(range(max(int(ndim), 1))), description=description)
-
-
-def strategy_checkboxes(
-    strategies: Sequence[str], *, description: str = "strategies"
-) -> ControlFactory:
-    """One checkbox per strategy; the control's value is the tuple of ticked names, in order."""
-    strategies = _check_options(strategies, "strategies")
-
-    def make(value: Sequence[str]):
+    def make(value: str):
         import ipywidgets as w
 
-        unknown = set(value) - set(strategies)
-        if unknown:
-            raise ValueError(
-                f"`value` has unknown strategies {sorted(unknown)}; choose from {strategies}."
-            )
-        boxes = [
-            w.Checkbox(value=s in value, description=s, indent=False, layout=w.Layout(width="auto"))
-            for s in strategies
-        ]
-        return _Group.build_checkboxes(boxes, strategies, description)
+        return w.Dropdown(options=list(options), value=value, description=label)
+
+    return make
+
+
+def stops_slider(stops: tuple[int, ...], label: str) -> ControlFactory:
+    """A slider over exactly these values, measured on release."""
+
+    def make(value: int):
+        import ipywidgets as w
+
+        return w.SelectionSlider(
+            options=list(stops),
+            value=value,
+            description=label,
+            continuous_update=False,
+            style={"description_width": "initial"},
+            layout=w.Layout(width="360px"),
+        )
 
     return make
 
@@ -212,84 +152,3 @@ def _check_options(options: Sequence[Any], name: str) -> list[Any]:
     if not options:
         raise ValueError(f"`{name}` must not be empty.")
     return options
-
-
-@functools.lru_cache(maxsize=1)
-def _group_class():
-    import ipywidgets as w
-    import traitlets
-
-    class ControlGroup(w.HBox):
-        """An HBox of sub-controls with one combined ``value`` (a tuple)."""
-
-        value = traitlets.Tuple()
-
-    return ControlGroup
-
-
-class _Group:
-    """Builds a group of sub-controls whose combined ``value`` is a tuple trait."""
-
-    @staticmethod
-    def _link(group, parts, read, write):
-        """Keeps ``group.value`` and the parts in step, without half-updated intermediate values."""
-        busy = [False]
-
-        def from_parts(_):
-            if not busy[0]:
-                group.value = read()
-
-        def to_parts(change):
-            busy[0] = True
-            try:
-                write(change["new"])
-            finally:
-                busy[0] = False
-
-        for p in parts:
-            p.observe(from_parts, names="value")
-        group.observe(to_parts, names="value")
-
-    @staticmethod
-    def _box(children, description: str):
-        import ipywidgets as w
-
-        box = _group_class()(
-            [w.Label(description + ":"), *children],
-            layout=w.Layout(flex_flow="row wrap", align_items="center"),
-        )
-        box.add_class("batchlab-control-group")
-        return box
-
-    @classmethod
-    def build(cls, factories: list[ControlFactory], value: Sequence[Any], description: str):
-        value = tuple(value)
-        if len(value) != len(factories):
-            raise ValueError(f"`value` {value!r} needs one entry per argument ({len(factories)}).")
-        parts = [f(v) for f, v in zip(factories, value, strict=False)]
-        box = cls._box(parts, description)
-        box.value = value
-
-        def write(new):
-            for p, v in zip(parts, new, strict=False):
-                p.value = v
-
-        cls._link(box, parts, lambda: tuple(p.value for p in parts), write)
-        return box
-
-    @classmethod
-    def build_checkboxes(cls, boxes, names: list[str], description: str):
-        group = cls._box(boxes, description)
-        group.value = tuple(n for n, b in zip(names, boxes, strict=False) if b.value)
-
-        def write(new):
-            for n, b in zip(names, boxes, strict=False):
-                b.value = n in new
-
-        cls._link(
-            group,
-            boxes,
-            lambda: tuple(n for n, b in zip(names, boxes, strict=False) if b.value),
-            write,
-        )
-        return group

@@ -35,9 +35,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._checks import check_callable
-from .._format import format_seconds
-from ..compiles import count_compiles
+from batchlab._util.checks import check_callable
+from batchlab._util.format import format_seconds
+from batchlab._util.plotting import figure_to_png
+from batchlab.measuring.compiles import count_compiles
 
 _STYLE = (
     "<style>.batchlab-busy .batchlab-plot{opacity:.35;transition:opacity .15s}"
@@ -212,8 +213,6 @@ class Explorer:
         lead = f"{what}: {self._describe_preview(self.pending)}"
         self._set_status(f"{lead}; compiling and measuring...", state="busy", params=params)
         if self._ui is not None and self._draw is not None:
-            from ..plots import figure_to_png
-
             with contextlib.suppress(Exception):  # a preview that cannot draw keeps the old plot
                 fig = self._draw(self)
                 if fig is not None:
@@ -360,8 +359,6 @@ class Explorer:
         key = (self._key(self.params), self._version)
         png = self._png.get(key)
         if png is None:
-            from ..plots import figure_to_png
-
             try:
                 fig = self._draw(self)
             except Exception as e:

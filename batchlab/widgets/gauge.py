@@ -19,9 +19,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from .._format import format_bytes, html_table
-from ..live import device_memory, live_memory
-from ..memory import MemoryEstimate
+from batchlab._util.format import format_bytes, html_table
+from batchlab.measuring.live import device_memory, live_memory
+from batchlab.measuring.memory import MemoryEstimate
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class MemoryGauge:
       device: a ``jax.Device`` or an index into ``jax.devices()`` (default: the first).
       explorer: an explorer to follow: after each of its updates, the gauge
         takes the planned peak of its result (``result.memory``, a
-        :class:`batchlab.MemoryEstimate`, when present) and refreshes.
+        :class:`batchlab.measuring.MemoryEstimate`, when present) and refreshes.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -114,7 +114,7 @@ class MemoryGauge:
         """Shows ``estimate``'s planned peak beside the live figures (``None`` clears it)."""
         if estimate is not None and not isinstance(estimate, MemoryEstimate):
             raise TypeError(
-                f"`estimate` must be a batchlab.MemoryEstimate (from memory_estimate or "
+                f"`estimate` must be a batchlab.measuring.MemoryEstimate (from memory_estimate or "
                 f"measure(...).memory), got {type(estimate).__name__}."
             )
         self.estimate = estimate

@@ -11,11 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._format import format_bytes, format_count, format_seconds
-from ..loading import METHODS, ORDERS, TRANSFERS, Dataset
-from ..loading_speed import Ceiling, Throughput, format_rate, measure_ceiling, measure_loading
-from ..sharding import ScalingPoint, measure_scaling
-from .explorer import Explorer
+from batchlab._util.checks import check_callable, check_positive_float, check_positive_ints
+from batchlab._util.format import format_bytes, format_count, format_seconds
+from batchlab._util.plotting import new_figure
+from batchlab.loading.files import METHODS, ORDERS, TRANSFERS, Dataset
+from batchlab.loading.speed import (
+    Ceiling,
+    Throughput,
+    format_rate,
+    measure_ceiling,
+    measure_loading,
+)
+from batchlab.scaling.speedup import ScalingPoint, measure_scaling
+from batchlab.widgets.explorer import Explorer
 
 
 def _dropdown(name: str, options: Sequence[Any]):
@@ -39,10 +47,8 @@ def plot_throughput(
     """Horizontal bars: bytes/s of every measured setting; dashed lines: the ceiling."""
     from matplotlib.ticker import FuncFormatter
 
-    from ..plots import _new_figure
-
     labels = list(results)
-    fig, ax = _new_figure(1, width=10, height=2.6 + 0.45 * max(len(labels), 1))
+    fig, ax = new_figure(1, width=10, height=2.6 + 0.45 * max(len(labels), 1))
     values = [results[k].bytes_per_s for k in labels]
     low = [results[k].slowest_bytes_per_s for k in labels]
     colors = ["tab:red" if k == current else "tab:blue" for k in labels]
@@ -86,7 +92,7 @@ def plot_throughput(
 
 
 class LoadingExplorer(Explorer):
-    """Access-pattern explorer: each setting -> one :func:`batchlab.loading_speed.measure_loading`.
+    """Access-pattern explorer: each setting -> one :func:`batchlab.loading.speed.measure_loading`.
 
     Args:
       dataset: a :class:`batchlab.loading.Dataset`.
@@ -98,12 +104,12 @@ class LoadingExplorer(Explorer):
       max_time: seconds of timed passes per setting after which no new pass
         starts (a slow setting, such as one file per item, runs fewer passes
         so the explorer still answers at once; the result's ``runs`` says how many).
-      ceiling: the run's one :class:`batchlab.loading_speed.Ceiling` (``None``: measured
+      ceiling: the run's one :class:`batchlab.loading.speed.Ceiling` (``None``: measured
         here); pass the notebook's so that text and plot quote the same number.
 
     Example:
       >>> import tempfile
-      >>> from batchlab.loading import make_dataset
+      >>> from batchlab.loading.files import make_dataset
       >>> ex = LoadingExplorer(make_dataset(tempfile.mkdtemp(), 16, (4,)), [4, 8], repeat=1)
       >>> r = ex.update(method="per_item", order="random")
       >>> r.items, ex.share_of_ceiling(r) > 0
@@ -127,13 +133,11 @@ class LoadingExplorer(Explorer):
             raise ValueError(
                 f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."
             )
-        from .._checks import check_positive_float
-
         check_positive_float(max_time, "max_time")
         self.dataset, self.step, self.repeat = dataset, step, repeat
         if ceiling is not None and not isinstance(ceiling, Ceiling):
             raise TypeError(
-                f"`ceiling` must be a Ceiling from batchlab.loading_speed.measure_ceiling(...) or "
+                f"`ceiling` must be a Ceiling from batchlab.loading.speed.measure_ceiling(...) or "
                 f"None, got {type(ceiling).__name__}."
             )
         self.ceiling = ceiling or measure_ceiling(dataset, repeat=max(repeat, 3))
@@ -246,8 +250,6 @@ class ScalingExplorer(Explorer):
         repeat: int = 5,
         title: str = "Scaling explorer",
     ) -> None:
-        from .._checks import check_callable, check_positive_ints
-
         check_callable(fn)
         check_callable(make_batch, "make_batch")
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
@@ -287,9 +289,7 @@ class ScalingExplorer(Explorer):
         )
 
     def _plot(self, ex: Explorer):
-        from ..plots import _new_figure
-
-        fig, (ax_m, ax_t) = _new_figure(2, width=5.0, height=3.6)
+        fig, (ax_m, ax_t) = new_figure(2, width=5.0, height=3.6)
         pts = self.points(self.params["batch_size"])
         n = [p.n_devices for p in pts]
         peak = max([p.peak_bytes for p in pts] + [1])

@@ -15,25 +15,21 @@ from typing import Any
 import jax
 import numpy as np
 
-from .._format import format_bytes, format_seconds
-from ..masking import mean_pool, mean_pool_reference
-from ..measure import Measurement, measure
-from ..packing import pack, packed_mean_pool
-from ..padding import as_ragged, pad
-from .explorer import Explorer
+from batchlab._util.checks import check_positive_ints
+from batchlab._util.format import format_bytes, format_seconds
+from batchlab._util.plotting import new_figure
+from batchlab.measuring.measurement import Measurement
+from batchlab.measuring.timing import measure
+from batchlab.ragged.masking import mean_pool, mean_pool_reference
+from batchlab.ragged.packing import pack, packed_mean_pool
+from batchlab.ragged.padding import pad
+from batchlab.ragged.timing import token_workload
+from batchlab.widgets.controls import labelled_dropdown, stops_slider
+from batchlab.widgets.explorer import Explorer
 
 # ------------------------------------------------------------ padding (04)
 PAD_STRATEGIES = ("max", "multiple", "fixed", "pack")
 PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "pack": "tab:green"}
-
-
-def token_workload(data: Any, vocab: int, features: int, seed: int) -> tuple[Any, jax.Array]:
-    """The pooling workload of 04 and 05, checked: ``(Ragged token ids, (vocab, features) table)``."""
-    from .._checks import check_positive_int
-
-    check_positive_int(vocab, "vocab")
-    check_positive_int(features, "features")
-    return as_ragged(data), jax.random.normal(jax.random.key(seed), (vocab, features))
 
 
 def timing_source() -> str:
@@ -85,7 +81,7 @@ class PaddingPoint:
             f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, padding {self.waste:.1%}, "
             f"{self.truncated} items cut, {self.correct:.0%} items correct{flops}, "
             f"run {format_seconds(self.measurement.median)}, planned peak "
-            f"{format_bytes(self.measurement.memory.peak_bytes)})"
+            f"{format_bytes(self.measurement.memory.planned_bytes)})"
         )
 
 
@@ -121,8 +117,6 @@ class PaddingExplorer(Explorer):
         title: str = "Padding explorer",
         **measure_options: Any,
     ):
-        from .._checks import check_positive_ints
-
         self.data, self.table = token_workload(data, vocab, features, seed)
         self.sizes = tuple(check_positive_ints(sizes, "sizes"))
         self.choices = {"size": self.sizes}
@@ -132,8 +126,8 @@ class PaddingExplorer(Explorer):
             self._compute_point,
             {"strategy": strategy, "size": self.sizes[0]},
             controls={
-                "strategy": _dropdown(PAD_STRATEGIES, "strategy"),
-                "size": _slider(self.sizes, "length / multiple"),
+                "strategy": labelled_dropdown(PAD_STRATEGIES, "strategy"),
+                "size": stops_slider(self.sizes, "length / multiple"),
             },
             draw=_draw_padding,
             describe=repr,
@@ -179,9 +173,7 @@ class PaddingExplorer(Explorer):
 
 
 def _draw_padding(ex: PaddingExplorer):
-    from ..plots import _new_figure
-
-    fig, (ax_m, ax_t) = _new_figure(2, width=5.6, height=4.2)
+    fig, (ax_m, ax_t) = new_figure(2, width=5.6, height=4.2)
     p = ex.result
     shown = np.sort(ex.data.lengths[:64])[::-1]
     if p.strategy == "pack":  # the same 64 items back to back, wrapped at the longest's width
@@ -249,28 +241,3 @@ def _count_ticks(axis) -> None:
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     axis.set_minor_formatter(NullFormatter())
-
-
-def _dropdown(options: tuple[str, ...], label: str):
-    def make(value: str):
-        import ipywidgets as w
-
-        return w.Dropdown(options=list(options), value=value, description=label)
-
-    return make
-
-
-def _slider(stops: tuple[int, ...], label: str):
-    def make(value: int):
-        import ipywidgets as w
-
-        return w.SelectionSlider(
-            options=list(stops),
-            value=value,
-            description=label,
-            continuous_update=False,
-            style={"description_width": "initial"},
-            layout=w.Layout(width="360px"),
-        )
-
-    return make

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._checks import check_callable, check_positive_int
-from .._format import format_bytes, format_seconds
-from ..compare import Comparison, StrategyResult, compare
-from ..strategies import STRATEGIES
-from .explorer import Explorer
+from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
+from batchlab._util.format import format_bytes, format_seconds
+from batchlab.batching.comparison import Comparison, StrategyResult, compare
+from batchlab.batching.comparison_plot import plot_comparison
+from batchlab.batching.strategies import STRATEGIES
+from batchlab.widgets.explorer import Explorer
 
 
 def _checkboxes(options: Sequence[str]):
@@ -80,8 +81,6 @@ class StrategyExplorer(Explorer):
     ) -> None:
         check_callable(fn)
         check_positive_int(chunk, "chunk")
-        from .._checks import check_positive_ints
-
         self.batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.choices = {"batch_size": tuple(self.batch_sizes)}
         if not self.batch_sizes:
@@ -103,7 +102,7 @@ class StrategyExplorer(Explorer):
                     fn,
                     *args,
                     strategies=todo,
-                    batch_size=chunk,
+                    chunk_size=chunk,
                     in_axes=in_axes,
                     manual=manual if "manual" in todo else None,
                     batch_sizes=[batch_size],
@@ -159,8 +158,6 @@ class StrategyExplorer(Explorer):
         )
 
     def _plot(self, _ex: Explorer):
-        from .._compare_plot import plot_comparison
-
         c = self.as_comparison()
         if len(c.batch_sizes) < 2:
             return plot_comparison(c)

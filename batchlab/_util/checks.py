@@ -1,0 +1,203 @@
+"""Input checks that run before anything is traced.
+
+Errors name the argument in backticks, show what was received and say how
+to fix it (the style of equinox and chex). Bad values raise ``ValueError``,
+bad types ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+ARRAY_TYPES = (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct)
+
+
+def check_callable(fn: Any, name: str = "fn") -> Callable:
+    """Raises ``TypeError`` unless ``fn`` is callable."""
+    if not callable(fn):
+        raise TypeError(
+            f"`{name}` must be a function (callable), got {type(fn).__name__} {fn!r:.60}. "
+            f"Pass the function itself, e.g. measure(my_fn, x), not its result measure(my_fn(x))."
+        )
+    return fn
+
+
+def _describe(leaf: Any) -> str:
+    text = repr(leaf)
+    return f"{type(leaf).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
+
+
+def check_array_tree(tree: Any, name: str = "args") -> None:
+    """Raises ``TypeError`` if any leaf of ``tree`` is not an array or a number.
+
+    Leaves may be ``jax.Array``, ``numpy.ndarray``, numpy scalars, Python
+    numbers, or ``jax.ShapeDtypeStruct`` (shape-only, for compile-only
+    analysis). Anything else (a string, a list of ragged lists, ``None``
+    where an array is expected) would fail deep inside tracing, so it is
+    caught here with the path to the bad leaf.
+    """
+    leaves, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: x is None)
+    for path, leaf in leaves:
+        if leaf is None:
+            continue  # None is an empty pytree node: fine for JAX
+        if isinstance(leaf, (*ARRAY_TYPES, numbers.Number)):
+            continue
+        where = f"{name}{jax.tree_util.keystr(path)}"
+        raise TypeError(
+            f"`{where}` is a {_describe(leaf)}; JAX can only trace arrays, numbers and "
+            f"pytrees (tuples, lists, dicts) of them. Convert it with jnp.asarray(...), or, "
+            f"if it is a configuration value, mark it static: static_argnums=(i,) or "
+            f"static_argnames=('name',)."
+        )
+
+
+def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
+    """Returns ``value`` if it is a positive int (or ``None`` when allowed)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"`{name}` must be a positive int, got {type(value).__name__} {value!r}.")
+    if value < 1:
+        raise ValueError(f"`{name}` must be at least 1, got {name}={value}.")
+    return int(value)
+
+
+def check_positive_float(value: Any, name: str) -> float:
+    """Returns ``value`` as a float if it is a positive real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a number, got {type(value).__name__} {value!r}.")
+    if not value > 0:
+        raise ValueError(f"`{name}` must be positive, got {name}={value}.")
+    return float(value)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Returns ``value`` if it is True or False (numpy bools too); a string "yes" is a TypeError."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be True or False, got {type(value).__name__} {value!r}.")
+    return bool(value)
+
+
+def check_choice(value: Any, name: str, choices: Any) -> Any:
+    """Returns ``value`` if it is one of ``choices`` (strings), else a ValueError listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"`{name}` must be one of {list(choices)}, got {name}={value!r}.")
+    return value
+
+
+def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) -> list[int]:
+    """A sequence of positive ints (e.g. batch sizes): 2.7 is a TypeError, 0 a ValueError."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(
+            f"`{name}` must be a list of positive ints (e.g. [1, 2, 4]), got "
+            f"{type(values).__name__} {values!r:.40}; for one value pass [{values!r:.20}]."
+        )
+    values = list(values)
+    if not values and not allow_empty:
+        raise ValueError(
+            f"`{name}` is empty; give a non-empty list of positive ints, e.g. [1, 2, 4]."
+        )
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(
+                f"`{name}` must hold ints, got {type(v).__name__} {v!r} in {name}={values!r:.60}."
+            )
+        if v < 1:
+            raise ValueError(
+                f"`{name}` must hold positive ints (>= 1), got {v} in {name}={values!r:.60}."
+            )
+    return [int(v) for v in values]
+
+
+def check_numeric_array(value: Any, name: str) -> np.ndarray | jax.Array:
+    """Raises ``TypeError`` unless ``value`` is (convertible to) a numeric or bool array."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(
+            f"`{name}` must be a numeric array, got {type(value).__name__} {value!r:.40}."
+        )
+    if isinstance(value, jax.Array):
+        return value
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise TypeError(
+            f"`{name}` must be a numeric array, got {type(value).__name__}: {e}."
+        ) from e
+    if arr.dtype.kind not in "biufc" and arr.dtype.name != "bfloat16":
+        raise TypeError(
+            f"`{name}` must be a numeric array, got dtype {arr.dtype} from "
+            f"{type(value).__name__} {value!r:.40}."
+        )
+    return value
+
+
+def check_argnums(argnums: Any, n_args: int, name: str) -> tuple[int, ...]:
+    """``donate_argnums`` / ``static_argnums``: ints naming given positional arguments."""
+    nums = (argnums,) if isinstance(argnums, numbers.Integral) else argnums
+    if isinstance(nums, (str, bytes)) or not hasattr(nums, "__iter__"):
+        raise TypeError(f"`{name}` must be an int or a tuple of ints, got {argnums!r}.")
+    nums = tuple(nums)
+    for n in nums:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"`{name}` must hold ints, got {n!r}.")
+        if not -n_args <= n < n_args:
+            raise ValueError(
+                f"`{name}` names argument {n} but only {n_args} positional argument(s) were "
+                f"given (valid: 0..{n_args - 1})."
+            )
+    return nums
+
+
+def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype | None:
+    """``None`` or something numpy reads as a dtype; ``"notadtype"`` is a TypeError naming it."""
+    if dtype is None:
+        return None
+    try:
+        return np.dtype(dtype)
+    except TypeError as e:
+        raise TypeError(
+            f"`{name}` must be a dtype (e.g. np.float32, 'int32'), got {dtype!r}: {e}."
+        ) from None
+
+
+def check_lossless_cast(arrays: Any, dtype: np.dtype, name: str = "dtype") -> None:
+    """Raises ``ValueError`` if casting any of ``arrays`` to ``dtype`` would change a value.
+
+    1.0 -> int 1 is fine; 1.5 -> int and 300 -> uint8 are refused (numpy would truncate
+    and wrap silently), naming ``casting="unsafe"`` as the way to ask for it.
+    """
+    for i, a in enumerate(arrays):
+        src = np.asarray(a)
+        if src.size == 0 or src.dtype.kind not in "biufc":
+            continue
+        with np.errstate(all="ignore"):
+            cast = src.astype(dtype)
+            back = cast.astype(src.dtype)
+        same = np.array_equal(back, src, equal_nan=src.dtype.kind in "fc")
+        if not same:
+            j = int(np.flatnonzero((back != src).ravel())[0])
+            raise ValueError(
+                f"`{name}`={np.dtype(dtype).name} would change values: item {i} holds "
+                f"{src.ravel()[j].item()!r} ({src.dtype}), stored as {cast.ravel()[j].item()!r}. Pass a dtype "
+                f"that holds the data, or casting='unsafe' to truncate/wrap as numpy's astype does."
+            )
+
+
+def check_fits_memory(n_bytes: int, name: str, what: str) -> None:
+    """Raises ``ValueError`` when an array of ``n_bytes`` would not fit the host's available memory."""
+    try:
+        import psutil
+
+        available = psutil.virtual_memory().available
+    except Exception:  # no psutil: no check
+        return
+    if n_bytes > available:
+        raise ValueError(
+            f"`{name}` asks for {what}: {n_bytes / 2**30:.1f} GiB, more than the "
+            f"{available / 2**30:.1f} GiB of memory available; pick a smaller `{name}`."
+        )

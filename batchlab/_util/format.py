@@ -1,0 +1,127 @@
+"""Human units and small HTML tables shared by every result type.
+
+Every figure the kit shows goes through these helpers, so bytes always read
+as B/KiB/MiB/GiB and durations as ns/µs/ms/s, in the terminal and in
+notebooks alike.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+
+BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def format_bytes(n: float | None) -> str:
+    """Formats a byte count in binary units.
+
+    Args:
+      n: a number of bytes, or ``None`` for a figure the backend cannot give.
+
+    Returns:
+      ``"1.50 KiB"``-style text; ``"n/a"`` for ``None``.
+
+    Example:
+      >>> format_bytes(1536)
+      '1.50 KiB'
+      >>> format_bytes(12)
+      '12 B'
+      >>> format_bytes(None)
+      'n/a'
+    """
+    if n is None:
+        return "n/a"
+    n = float(n)
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    if n < 1024:
+        return f"{sign}{n:.0f} B"
+    exp = min(int(math.log(n, 1024)), len(BYTE_UNITS) - 1)
+    value = n / 1024**exp
+    if value >= 1023.995 and exp < len(BYTE_UNITS) - 1:  # rounding would print 1024.00
+        exp, value = exp + 1, value / 1024
+    return f"{sign}{value:.2f} {BYTE_UNITS[exp]}"
+
+
+def format_seconds(t: float | None) -> str:
+    """Formats a duration with three significant digits.
+
+    Example:
+      >>> format_seconds(0.00123)
+      '1.23 ms'
+      >>> format_seconds(2.5e-7)
+      '250 ns'
+      >>> format_seconds(3.0)
+      '3.00 s'
+    """
+    if t is None:
+        return "n/a"
+    t = float(t)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(t) >= scale or unit == "ns":
+            value = t / scale
+            digits = 2 if abs(value) < 10 else (1 if abs(value) < 100 else 0)
+            return f"{value:.{digits}f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def format_count(n: float | None) -> str:
+    """Formats a large count (flops, items/s) with k/M/G/T suffixes.
+
+    Example:
+      >>> format_count(1234567)
+      '1.23 M'
+      >>> format_count(12)
+      '12'
+    """
+    if n is None:
+        return "n/a"
+    n = float(n)
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f}" if n == int(n) else f"{n:.3g}"
+
+
+def text_table(rows: Sequence[Sequence[object]], header: Sequence[str] | None = None) -> str:
+    """Left-aligned plain-text table (what ``__repr__`` prints)."""
+    cells = [[str(c) for c in r] for r in ([header] if header else []) + [list(r) for r in rows]]
+    if not cells:
+        return ""
+    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(max(map(len, cells)))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in cells]
+    if header:
+        lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def html_table(
+    rows: Iterable[Sequence[object]],
+    header: Sequence[str] | None = None,
+    caption: str | None = None,
+) -> str:
+    """A small, escaped HTML table for ``_repr_html_``."""
+    out = ['<table style="border-collapse:collapse;font-family:monospace">']
+    if caption:
+        out.append(
+            f'<caption style="text-align:left;font-weight:bold">{html.escape(caption)}</caption>'
+        )
+    if header:
+        out.append(
+            "<tr>"
+            + "".join(
+                f"<th style='text-align:left;padding:2px 8px'>{html.escape(str(h))}</th>"
+                for h in header
+            )
+            + "</tr>"
+        )
+    for r in rows:
+        out.append(
+            "<tr>"
+            + "".join(f"<td style='padding:2px 8px'>{html.escape(str(c))}</td>" for c in r)
+            + "</tr>"
+        )
+    out.append("</table>")
+    return "".join(out)

@@ -1,0 +1,415 @@
+"""Replaying a trace through a simulated allocator, and what it records.
+
+:func:`replay` feeds a :class:`~batchlab.allocator.trace.Trace` to one
+allocator and records a :class:`Timeline`: after every event the bytes in
+use, reserved, the largest free block, external fragmentation
+(``1 - largest free block / total free``), and every failed allocation --
+in particular those that failed *although enough memory was free in
+total*, the signature of fragmentation. :func:`capacity_scan` replays a
+trace on many device sizes and reports every size on which it never fails:
+that set is **not** an interval (a bigger device can fail where a smaller
+one fits, because best fit and splitting place blocks differently), so it
+is scanned, never bisected. :func:`capacity_needed` is its smallest member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab.allocator.base import Allocator
+from batchlab.allocator.bfc import BFCAllocator
+from batchlab.allocator.firstfit import FirstFitAllocator
+from batchlab.allocator.platform import PlatformAllocator
+from batchlab.allocator.trace import Trace
+
+POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
+
+
+def make_allocator(policy: str, capacity: int, *, preallocate: bool = True, **options) -> Allocator:
+    """A fresh allocator by name: ``"bfc"`` (XLA's), ``"platform"`` or ``"first-fit"`` (a contrast)."""
+    if policy not in POLICIES:
+        raise ValueError(f"`policy` must be one of {sorted(POLICIES)}, got {policy!r}.")
+    return POLICIES[policy](capacity, preallocate=preallocate, **options)
+
+
+class Failure(NamedTuple):
+    """A request the allocator could not place."""
+
+    time: int
+    id: Hashable
+    size: int
+    free_total: int
+    largest_free: int
+
+    @property
+    def despite_free(self) -> bool:
+        """True when enough bytes were free in total, just not in one piece."""
+        return self.free_total >= self.size
+
+
+class Block(NamedTuple):
+    """Where one allocation lived: ``[offset, offset + size)`` from ``start`` to ``end``."""
+
+    id: Hashable
+    owner: str
+    offset: int
+    size: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """What one allocator did with one trace, sampled after every event."""
+
+    trace_name: str
+    policy: str
+    preallocate: bool
+    capacity: int
+    times: tuple[int, ...]
+    in_use: tuple[int, ...]
+    held: tuple[int, ...]
+    reserved: tuple[int, ...]
+    free_total: tuple[int, ...]
+    largest_free: tuple[int, ...]
+    largest_free_block: tuple[int, ...]  # XLA's largest_free_block_bytes (inside the pool)
+    fragmentation: tuple[float, ...]  # XLA's GetFragmentation (free pool bytes only)
+    blocks: tuple[Block, ...]
+    regions: tuple[tuple[int, int, int], ...]  # (offset, size, time reserved)
+    failures: tuple[Failure, ...]
+    allocations: int
+    frees: int
+    device_calls: int
+    differences: tuple[tuple[str, str, str], ...] = ()  # (parameter, here, XLA) where not XLA's
+    source: str = field(default="the kit's allocator simulation (batchlab.allocator)")
+
+    @property
+    def peak_in_use(self) -> int:
+        """Peak of the bytes asked for (requests before rounding)."""
+        return max(self.in_use, default=0)
+
+    @property
+    def peak_bytes_in_use(self) -> int:
+        """XLA's ``peak_bytes_in_use``: peak of the bytes of chunks handed out."""
+        return max(self.held, default=0)
+
+    @property
+    def peak_reserved(self) -> int:
+        return max(self.reserved, default=0)
+
+    @property
+    def max_fragmentation(self) -> float:
+        return max(self.fragmentation, default=0.0)
+
+    @property
+    def failures_despite_free(self) -> int:
+        """Failed requests for which enough memory was free in total."""
+        return sum(f.despite_free for f in self.failures)
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [
+            ("allocations / frees", f"{self.allocations} / {self.frees}"),
+            ("device calls", str(self.device_calls)),
+            ("peak in use", format_bytes(self.peak_in_use)),
+            ("peak held (in use + rounding)", format_bytes(max(self.held, default=0))),
+            ("peak reserved", format_bytes(self.peak_reserved)),
+            ("max fragmentation", f"{self.max_fragmentation:.1%}"),
+            (
+                "failed allocations",
+                f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)",
+            ),
+            ("differs from XLA", differences_text(self.differences)),
+        ]
+
+    def __repr__(self) -> str:
+        title = (
+            f"Timeline({self.trace_name} on {self.policy}, preallocate={self.preallocate}, "
+            f"capacity {format_bytes(self.capacity)}; source: {self.source})"
+        )
+        return title + "\n" + text_table(self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            self._rows(),
+            header=("figure", "value"),
+            caption=f"{self.trace_name} on {self.policy} (preallocate={self.preallocate}): {self.source}",
+        )
+
+
+def differences_text(differences) -> str:
+    """One line for the page: every parameter that is not XLA's, or 'nothing'."""
+    if not differences:
+        return "nothing (XLA's constants and order)"
+    return "; ".join(f"{name}: {here} (XLA: {xla})" for name, here, xla in differences)
+
+
+@dataclass(frozen=True)
+class CapacityScan:
+    """Which device sizes a trace fits on, by replaying it on every one (no bisection)."""
+
+    trace_name: str
+    policy: str
+    preallocate: bool
+    peak_live_bytes: int  # live peak with requests rounded to 256 B (the floor)
+    capacities: tuple[int, ...]
+    fits: tuple[bool, ...]
+    differences: tuple[tuple[str, str, str], ...] = ()
+    source: str = "the kit's allocator simulation (batchlab.allocator), one replay per capacity"
+
+    @property
+    def fitting(self) -> tuple[int, ...]:
+        return tuple(c for c, ok in zip(self.capacities, self.fits, strict=True) if ok)
+
+    @property
+    def smallest(self) -> int | None:
+        """The smallest capacity scanned that fits (None: none did)."""
+        return min(self.fitting, default=None)
+
+    @property
+    def overhead(self) -> float | None:
+        """``smallest / peak live bytes`` (1.0: the allocator wasted nothing at the peak)."""
+        return None if self.smallest is None else self.smallest / max(self.peak_live_bytes, 1)
+
+    @property
+    def failing_above_smallest(self) -> tuple[int, ...]:
+        """Capacities larger than :attr:`smallest` that fail: non-empty means 'not monotone'."""
+        s = self.smallest
+        return (
+            ()
+            if s is None
+            else tuple(
+                c for c, ok in zip(self.capacities, self.fits, strict=True) if c > s and not ok
+            )
+        )
+
+    @property
+    def monotone(self) -> bool:
+        return not self.failing_above_smallest
+
+    def intervals(self) -> list[tuple[int, int, bool]]:
+        """Runs of consecutive scanned capacities with the same outcome: (first, last, fits)."""
+        runs: list[tuple[int, int, bool]] = []
+        for c, ok in zip(self.capacities, self.fits, strict=True):
+            if runs and runs[-1][2] == ok:
+                runs[-1] = (runs[-1][0], c, ok)
+            else:
+                runs.append((c, c, ok))
+        return runs
+
+    def _rows(self):
+        peak = max(self.peak_live_bytes, 1)
+        return [
+            (
+                f"{format_bytes(lo)} .. {format_bytes(hi)}",
+                f"{lo / peak:.2f}x .. {hi / peak:.2f}x",
+                "fits" if ok else "fails",
+            )
+            for lo, hi, ok in self.intervals()
+        ]
+
+    def __repr__(self) -> str:
+        head = (
+            f"CapacityScan({self.trace_name} on {self.policy} (preallocate={self.preallocate}): "
+            f"{len(self.capacities)} capacities, smallest fitting "
+            f"{format_bytes(self.smallest) if self.smallest else 'none'}"
+            + (f" = {self.overhead:.2f}x the live peak" if self.smallest else "")
+            + f", monotone: {self.monotone}; differs from XLA: {differences_text(self.differences)}; "
+            f"source: {self.source})"
+        )
+        return head + "\n" + text_table(self._rows(), header=("capacity", "x live peak", "outcome"))
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            self._rows(),
+            header=("capacity", "x live peak", "outcome"),
+            caption=f"{self.trace_name} on {self.policy}: {self.source}; differs from XLA: "
+            f"{differences_text(self.differences)}",
+        )
+
+
+def capacity_scan(
+    trace: Trace,
+    policy: str = "bfc",
+    *,
+    preallocate: bool = True,
+    headrooms=None,
+    capacities=None,
+    **options,
+) -> CapacityScan:
+    """Replays ``trace`` on every capacity and records which fit (no bisection: fitting is not monotone).
+
+    Args:
+      trace: the events.
+      policy: ``"bfc"``, ``"platform"`` or ``"first-fit"``.
+      preallocate: as in the allocators.
+      headrooms: capacities as multiples of the live peak, requests rounded to 256 bytes
+        (default 1.00, 1.01, ..., 2.00).
+      capacities: explicit capacities in bytes instead of ``headrooms``.
+      **options: allocator options (every one that is not XLA's is reported).
+
+    Example:
+      >>> from batchlab.allocator import workloads
+      >>> t = workloads.batched(16, batch_size=4)
+      >>> scan = capacity_scan(t, headrooms=(1.0, 1.5))
+      >>> scan.fits, scan.overhead  # unsplit chunks cost room at exactly the live peak
+      ((False, True), 1.5)
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"`trace` must be a batchlab.allocator.Trace, got {type(trace).__name__}.")
+    peak = max(trace.peak_rounded_bytes(), 1)
+    if capacities is None:
+        if headrooms is None:
+            headrooms = [1 + i / 100 for i in range(101)]
+        headrooms = [float(h) for h in headrooms]
+        if not headrooms or min(headrooms) < 1:
+            raise ValueError(
+                f"`headrooms` must be multiples of the live peak, each at least 1, got {headrooms}."
+            )
+        capacities = [max(256, -(-int(peak * h) // 256) * 256) for h in headrooms]
+    capacities = sorted({int(c) for c in capacities})
+    if not capacities:
+        raise ValueError("`capacities` is empty; give at least one capacity in bytes.")
+    fits, differences = [], ()
+    for capacity in capacities:
+        allocator = make_allocator(policy, capacity, preallocate=preallocate, **options)
+        differences = tuple(allocator.differences_from_xla())
+        fits.append(not replay(trace, allocator).failures)
+    return CapacityScan(
+        trace.name,
+        policy,
+        preallocate,
+        peak,
+        tuple(capacities),
+        tuple(fits),
+        differences,
+    )
+
+
+def capacity_needed(
+    trace: Trace, policy: str = "bfc", *, preallocate: bool = True, **options
+) -> int:
+    """The smallest capacity of a scan of 1.00x..2.00x the live peak (step 0.01) on which ``trace`` fits.
+
+    Scanned, not bisected: a bigger device can fail where a smaller one
+    fits (:func:`capacity_scan` shows the whole set).
+
+    Raises:
+      ValueError: the trace fits on none of them.
+
+    Example:
+      >>> from batchlab.allocator import workloads
+      >>> t = workloads.training(4, donate=True)
+      >>> capacity_needed(t) == t.peak_rounded_bytes()  # the same buffers every step: no holes
+      True
+    """
+    scan = capacity_scan(trace, policy, preallocate=preallocate, **options)
+    if scan.smallest is None:
+        raise ValueError(
+            f"`trace` {trace.name!r} does not fit even on 2x its live peak with {policy}; "
+            "check the allocator options (alignment), or use capacity_scan with larger headrooms."
+        )
+    return scan.smallest
+
+
+def replay(trace: Trace, allocator: Allocator) -> Timeline:
+    """Feeds every event of ``trace`` to ``allocator`` and records what happened.
+
+    A failed allocation is recorded and its later ``free`` skipped, as a
+    program that caught the out-of-memory error would.
+
+    Args:
+      trace: the events.
+      allocator: a fresh allocator (no live allocations).
+
+    Returns:
+      A :class:`Timeline`.
+
+    Raises:
+      TypeError: ``trace`` or ``allocator`` has the wrong type.
+      ValueError: the allocator already holds allocations.
+
+    Example:
+      >>> t = Trace.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])
+      >>> tl = replay(t, BFCAllocator(4096))
+      >>> tl.in_use, tl.largest_free
+      ((1000, 4000, 3000), (3072, 0, 1024))
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"`trace` must be a batchlab.allocator.Trace, got {type(trace).__name__}.")
+    if not isinstance(allocator, Allocator):
+        raise TypeError(
+            f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "
+            f"got {type(allocator).__name__}; make one with make_allocator(policy, capacity)."
+        )
+    if allocator.live or allocator.device_calls > (1 if allocator.preallocate else 0):
+        raise ValueError(
+            f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one."
+        )
+    rows: dict[str, list] = {
+        k: []
+        for k in (
+            "times",
+            "in_use",
+            "held",
+            "reserved",
+            "free_total",
+            "largest_free",
+            "largest_free_block",
+            "fragmentation",
+        )
+    }
+    open_blocks: dict[Hashable, list] = {}
+    blocks, failures, regions_seen, region_rows = [], [], 0, []
+    allocations = frees = 0
+    failed: set = set()
+    for e in trace.events:
+        if e.kind == "alloc":
+            chunk = allocator.allocate(e.id, e.size, e.owner)
+            if chunk is None:
+                rounded = allocator.round_up(e.size)
+                failures.append(
+                    Failure(e.time, e.id, rounded, allocator.free_total, allocator.largest_free)
+                )
+                failed.add(e.id)
+            else:
+                allocations += 1
+                open_blocks[e.id] = [e.id, e.owner, chunk.offset, chunk.size, e.time]
+        elif e.id in failed:
+            failed.discard(e.id)
+        else:
+            allocator.free(e.id)
+            frees += 1
+            blocks.append(Block(*open_blocks.pop(e.id), e.time))
+        for offset, size in allocator.regions[regions_seen:]:
+            region_rows.append((offset, size, e.time))
+        regions_seen = len(allocator.regions)
+        for key, value in (
+            ("times", e.time),
+            ("in_use", allocator.in_use),
+            ("held", allocator.held),
+            ("reserved", allocator.reserved),
+            ("free_total", allocator.free_total),
+            ("largest_free", allocator.largest_free),
+            ("largest_free_block", allocator.largest_free_block),
+            ("fragmentation", allocator.fragmentation),
+        ):
+            rows[key].append(value)
+    end = trace.events[-1].time + 1 if trace.events else 0
+    blocks += [Block(*b, end) for b in open_blocks.values()]
+    return Timeline(
+        trace.name,
+        allocator.policy,
+        allocator.preallocate,
+        allocator.capacity,
+        **{k: tuple(v) for k, v in rows.items()},
+        blocks=tuple(blocks),
+        regions=tuple(region_rows),
+        failures=tuple(failures),
+        allocations=allocations,
+        frees=frees,
+        device_calls=allocator.device_calls,
+        differences=tuple(allocator.differences_from_xla()),
+    )

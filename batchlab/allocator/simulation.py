@@ -1,0 +1,92 @@
+"""One call from a workload name to a replayed timeline: what the explorer and notebook 08 use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from batchlab._util.checks import check_positive_float
+from batchlab._util.format import format_bytes, html_table
+from batchlab.allocator.plots import plot_replay
+from batchlab.allocator.replayer import (
+    Timeline,
+    capacity_needed,
+    differences_text,
+    make_allocator,
+    replay,
+)
+from batchlab.allocator.trace import Trace
+from batchlab.allocator.workloads import workload
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A workload replayed on a device ``headroom`` times its live peak, and the device it really needs."""
+
+    trace: Trace
+    timeline: Timeline
+    capacity_needed: int
+    source: str = "the kit's allocator simulation (batchlab.allocator)"
+
+    @property
+    def overhead(self) -> float:
+        """``capacity_needed / peak live bytes``: 1.0 means fragmentation cost nothing."""
+        return self.capacity_needed / max(self.trace.peak_rounded_bytes(), 1)
+
+    def _rows(self):
+        tl = self.timeline
+        return [
+            ("workload", self.trace.name),
+            ("policy", f"{tl.policy} (preallocate={tl.preallocate})"),
+            ("allocations", str(tl.allocations)),
+            ("device calls", str(tl.device_calls)),
+            ("live peak", format_bytes(self.trace.peak_live_bytes)),
+            ("device simulated", format_bytes(tl.capacity)),
+            (
+                "failed allocations",
+                f"{len(tl.failures)} ({tl.failures_despite_free} despite enough free)",
+            ),
+            ("max fragmentation", f"{tl.max_fragmentation:.1%}"),
+            ("device needed / live peak (scan, step 0.01)", f"{self.overhead:.2f}"),
+            ("differs from XLA", differences_text(tl.differences)),
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            "Simulation("
+            + ", ".join(f"{k}: {v}" for k, v in self._rows())
+            + f"; source: {self.source})"
+        )
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), header=("figure", "value"), caption=self.source)
+
+    def plot(self):
+        return plot_replay(self.timeline)
+
+
+def simulate(
+    name: str,
+    n_items: int = 48,
+    *,
+    batch_size: int = 8,
+    policy: str = "bfc",
+    preallocate: bool = True,
+    headroom: float = 1.1,
+    **options,
+) -> Simulation:
+    """Builds workload ``name``, replays it on a device of ``headroom`` x its live peak, and finds the device it needs.
+
+    Example:
+      >>> s = simulate("training-donated", 16, batch_size=4)
+      >>> s.overhead, len(s.timeline.failures)
+      (1.0, 0)
+    """
+    check_positive_float(headroom, "headroom")
+    if headroom < 1:
+        raise ValueError(
+            f"`headroom` must be at least 1 (the device must hold the live peak), got {headroom}."
+        )
+    trace = workload(name, n_items, batch_size=batch_size, **options)
+    capacity = int(trace.peak_rounded_bytes() * headroom) // 256 * 256 + 256
+    timeline = replay(trace, make_allocator(policy, capacity, preallocate=preallocate))
+    return Simulation(trace, timeline, capacity_needed(trace, policy, preallocate=preallocate))

@@ -1,0 +1,36 @@
+"""Ways to batch a per-item function (01-03): one dispatcher, its axes, shapes and comparison.
+
+``batch(fn, strategy=...)`` is the one dispatcher (a *strategy* is a way to
+batch: ``"loop"``, ``"vmap"``, ``"map"``, ``"chunked"`` = ``jax.lax.map(fn, xs,
+batch_size=chunk_size)``, ``"host"``, ``"manual"``); ``compare`` measures them
+side by side; ``explain_axes`` and ``check_broadcast`` read shapes before
+anything runs.
+"""
+
+from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
+from batchlab.batching.broadcasting import (
+    BroadcastError,
+    SilentBroadcastWarning,
+    aligned,
+    check_broadcast,
+    plot_outer_trap,
+)
+from batchlab.batching.comparison import Comparison, compare
+from batchlab.batching.host_chunks import HostPlan
+from batchlab.batching.strategies import STRATEGIES, batch
+
+__all__ = [
+    "STRATEGIES",
+    "AxesExplanation",
+    "BatchAxisError",
+    "BroadcastError",
+    "Comparison",
+    "HostPlan",
+    "SilentBroadcastWarning",
+    "aligned",
+    "batch",
+    "check_broadcast",
+    "compare",
+    "explain_axes",
+    "plot_outer_trap",
+]

@@ -1,0 +1,285 @@
+"""What ``vmap`` will do with your arguments, explained before anything runs.
+
+``jax.vmap(fn, in_axes, out_axes)`` removes the mapped axis of every
+mapped argument, calls ``fn`` once per item (conceptually), and inserts
+the batch axis into every output at ``out_axes``. :func:`explain_axes`
+shows exactly that, per argument and by parameter name, using abstract
+evaluation (``jax.eval_shape``): shapes and dtypes only, the computation
+never runs. A spec that does not fit the data raises :class:`BatchAxisError`
+with the argument, the axis, the sizes found and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+
+from batchlab._util.checks import check_callable
+from batchlab._util.format import html_table, text_table
+from batchlab.batching.axes_spec import (
+    BatchAxisError,
+    Leaf,
+    Resolved,
+    check_axis_types,
+    is_axis_leaf,
+    resolve,
+)
+
+SOURCE = "abstract evaluation (jax.eval_shape): shapes only, nothing ran"
+
+
+@dataclass(frozen=True)
+class OutputAxis:
+    """One output leaf: the shape one item produces, where the batch axis goes, the result."""
+
+    label: str
+    item_shape: tuple[int, ...]
+    dtype: Any
+    axis: int | None
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class AxesExplanation:
+    """What ``jax.vmap(fn, in_axes, out_axes)`` does with these arguments.
+
+    ``inputs`` has one row per array leaf (labelled by parameter name and
+    path), ``outputs`` one row per output leaf. Nothing was run.
+    """
+
+    batch_size: int
+    inputs: tuple[Leaf, ...]
+    outputs: tuple[OutputAxis, ...]
+    in_axes: tuple
+    out_axes: Any
+    source: str = SOURCE
+
+    def _in_rows(self) -> list[tuple]:
+        return [
+            (
+                lf.label,
+                str(lf.shape),
+                "not mapped (shared)" if lf.axis is None else f"axis {lf.axis}",
+                "-" if lf.axis is None else str(lf.size),
+                str(lf.item_shape),
+            )
+            for lf in self.inputs
+        ]
+
+    def _out_rows(self) -> list[tuple]:
+        return [
+            (
+                o.label,
+                str(o.item_shape),
+                "none (not batched)" if o.axis is None else f"axis {o.axis}",
+                str(o.shape),
+            )
+            for o in self.outputs
+        ]
+
+    _in_header = ("argument", "shape", "mapped", "batch", "per-item shape fn sees")
+    _out_header = ("output", "per-item shape", "batch axis", "batched shape")
+
+    def __repr__(self) -> str:
+        return (
+            f"AxesExplanation(batch of {self.batch_size} items; in_axes={self.in_axes!r}, "
+            f"out_axes={self.out_axes!r}; {self.source})\n"
+            + text_table(self._in_rows(), self._in_header)
+            + "\n\n"
+            + text_table(self._out_rows(), self._out_header)
+        )
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            self._in_rows(),
+            self._in_header,
+            caption=f"inputs: batch of {self.batch_size} items ({self.source})",
+        ) + html_table(self._out_rows(), self._out_header, caption="outputs")
+
+    def plot(self, *, ax=None):
+        """Draws every shape as a row of boxes, the mapped axis highlighted."""
+        return plot_axes(self, ax=ax)
+
+
+def _item_struct(lf: Leaf) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(lf.item_shape, lf.dtype)
+
+
+def _item_args(res: Resolved) -> tuple:
+    return jax.tree_util.tree_unflatten(res.treedef, [_item_struct(lf) for lf in res.leaves])
+
+
+def _batched_args(res: Resolved) -> tuple:
+    return jax.tree_util.tree_unflatten(
+        res.treedef, [jax.ShapeDtypeStruct(lf.shape, lf.dtype) for lf in res.leaves]
+    )
+
+
+def _out_labels(out: Any) -> list[str]:
+    return [
+        "out" + jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(out)[0]
+    ]
+
+
+def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[OutputAxis, ...]:
+    """Checks ``out_axes`` against the per-item outputs (abstract evaluation only)."""
+    check_axis_types(out_axes, "out_axes")
+    out = jax.eval_shape(fn, *_item_args(res))
+    spec_def = jax.tree_util.tree_structure(out_axes, is_leaf=is_axis_leaf)
+    try:
+        subtrees = spec_def.flatten_up_to(out)
+    except (ValueError, TypeError):
+        raise BatchAxisError(
+            f"`out_axes`={out_axes!r} does not match what fn returns ({jax.tree_util.tree_structure(out)}, "
+            f"{len(jax.tree_util.tree_leaves(out))} output array(s)): there is no output for some "
+            f"of its entries. Give one axis for all outputs (e.g. out_axes=0) or a tree shaped "
+            f"like the output."
+        ) from None
+    axes: list[Any] = []
+    for ax, sub in zip(
+        jax.tree_util.tree_leaves(out_axes, is_leaf=is_axis_leaf), subtrees, strict=False
+    ):
+        axes += [ax] * len(jax.tree_util.tree_leaves(sub))
+    leaves = jax.tree_util.tree_leaves(out)
+    labels = _out_labels(out)
+    rows = []
+    for k, (label, leaf, ax) in enumerate(zip(labels, leaves, axes, strict=False)):
+        rank = len(leaf.shape) + 1  # the batched output has one more axis
+        if ax is None:
+            flat = [None if j == k else 0 for j in range(len(leaves))]
+            try:
+                jax.eval_shape(
+                    jax.vmap(
+                        fn,
+                        res.in_axes,
+                        jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out), flat),
+                    ),
+                    *_batched_args(res),
+                )
+            except ValueError:
+                raise BatchAxisError(
+                    f"out_axes gives None (no batch axis) for `{label}`, but `{label}` depends on the "
+                    f"mapped inputs: every item gives a different {tuple(leaf.shape)} value, so it has "
+                    f"a batch axis. Use an axis for it (e.g. 0); None is only for outputs that are the "
+                    f"same for every item."
+                ) from None
+            rows.append(OutputAxis(label, tuple(leaf.shape), leaf.dtype, None, tuple(leaf.shape)))
+            continue
+        if not -rank <= ax < rank:
+            raise BatchAxisError(
+                f"out_axes asks to put the batch axis at {ax} of `{label}`, but one item's `{label}` has "
+                f"shape {tuple(leaf.shape)}, so the batched output has {rank} axes; valid positions "
+                f"are {-rank}..{rank - 1}."
+            )
+        ax = ax % rank
+        shape = (*tuple(leaf.shape[:ax]), res.batch_size, *tuple(leaf.shape[ax:]))
+        rows.append(OutputAxis(label, tuple(leaf.shape), leaf.dtype, ax, shape))
+    return tuple(rows)
+
+
+def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) -> AxesExplanation:
+    """Explains what ``jax.vmap(fn, in_axes, out_axes)(*args)`` does, without running it.
+
+    For each argument (by parameter name; pytree leaves by path): which axis
+    is mapped, the batch size found, and the per-item shape ``fn`` sees;
+    for each output: the per-item shape and the batched shape. Shapes come
+    from abstract evaluation (``jax.eval_shape``), so ``args`` may be
+    ``jax.ShapeDtypeStruct`` and the computation never runs.
+
+    Args:
+      fn: the per-item function.
+      *args: its positional arguments (arrays, numbers, pytrees of them).
+      in_axes: as in ``jax.vmap``: an int, None, or a tuple with one entry
+        per argument, each an int (negative counts from the end), None
+        (shared by all items) or a pytree of those matching the argument.
+      out_axes: as in ``jax.vmap``: where each output gets its batch axis.
+
+    Returns:
+      An :class:`AxesExplanation`.
+
+    Raises:
+      BatchAxisError: inconsistent batch sizes, an axis out of range, an
+        ``in_axes``/``out_axes`` tree that does not match, ``out_axes=None``
+        for an output that has a batch axis, no mapped argument, or a Python
+        list of arrays of different lengths.
+      TypeError: ``fn`` not callable, a non-array argument, a non-int axis.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> def predict(x, w):
+      ...     return x @ w
+      >>> e = explain_axes(predict, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=(0, None))
+      >>> e.batch_size, e.inputs[0].item_shape, e.outputs[0].shape
+      (5, (3,), (5, 2))
+    """
+    check_callable(fn)
+    res = resolve(fn, args, in_axes)
+    outputs = resolve_out_axes(fn, res, out_axes)
+    return AxesExplanation(res.batch_size, res.leaves, outputs, res.in_axes, out_axes)
+
+
+def _boxes(ax, x: float, y: float, shape: tuple, mapped: int | None) -> float:
+    """Draws ``shape`` as boxes from ``x``; the mapped axis in orange. Returns the end x."""
+    from matplotlib.patches import Rectangle
+
+    if not shape:
+        ax.text(x, y, "scalar ()", va="center", fontsize=11, color="0.3")
+        return x + 1.4
+    for k, size in enumerate(shape):
+        color = "#f5a623" if k == mapped else "#cfe2f3"
+        ax.add_patch(Rectangle((x, y - 0.35), 0.9, 0.7, facecolor=color, edgecolor="0.2"))
+        ax.text(x + 0.45, y, str(size), ha="center", va="center", fontsize=11)
+        x += 1.0
+    return x
+
+
+def plot_axes(e: AxesExplanation, *, ax=None):
+    """Every input and output shape as boxes: batched shape -> per item -> batched output."""
+    from matplotlib.figure import Figure
+
+    rows = [("in", lf.label, lf.shape, lf.axis, lf.item_shape) for lf in e.inputs]
+    rows += [("out", o.label, o.shape, o.axis, o.item_shape) for o in e.outputs]
+    width = max(max(len(r[2]) for r in rows), 3) + 1.5
+    if ax is None:
+        fig = Figure(figsize=(7 + 0.6 * width, 0.75 * len(rows) + 1.3), layout="constrained")
+        ax = fig.subplots()
+    fig = ax.figure
+    ax.clear()
+    label_w = 0.23 * max(len(r[1]) for r in rows) + 1.0
+    for i, (kind, label, shape, mapped, item) in enumerate(rows):
+        y = -i - (0.5 if kind == "out" else 0)
+        ax.text(
+            0,
+            y,
+            ("" if kind == "in" else "→ ") + label,
+            va="center",
+            fontsize=12,
+            family="monospace",
+            fontweight="bold",
+        )
+        _boxes(ax, label_w, y, shape, mapped)
+        x = label_w + width + 0.6
+        ax.annotate(
+            "",
+            (x + 0.2, y),
+            (x - 0.7, y),
+            arrowprops=dict(arrowstyle="<-" if kind == "out" else "->"),
+        )
+        _boxes(ax, x + 0.5, y, item, None)
+    n_in = len(e.inputs)
+    ax.axhline(-n_in + 0.25, color="0.6", lw=0.8, ls="--")
+    ax.set_xlim(-0.2, label_w + 2 * width + 2)
+    ax.set_ylim(-len(rows) - 0.2, 1.0)
+    ax.text(label_w, 0.65, f"batched (orange: batch axis, {e.batch_size} items)", fontsize=11)
+    ax.text(label_w + width + 1.1, 0.65, "one item (what fn sees)", fontsize=11)
+    ax.set_axis_off()
+    ax.set_title(
+        f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}", fontsize=12, loc="left"
+    )
+    return fig
+
+
+__all__ = ["AxesExplanation", "BatchAxisError", "OutputAxis", "explain_axes"]

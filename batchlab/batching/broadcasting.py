@@ -1,0 +1,253 @@
+"""Broadcasting, checked: the result shape, a conflict drawn, and the silent traps.
+
+NumPy/JAX broadcasting aligns shapes **from the right**; two sizes on the
+same aligned axis must be equal or one of them 1; a missing leading axis
+counts as 1. :func:`check_broadcast` returns the result shape, or raises
+:class:`BroadcastError` with the shapes aligned and the conflicting axes
+marked. It also warns (:class:`SilentBroadcastWarning`) about shapes that
+*do* broadcast but almost certainly by mistake:
+
+* ``(n,)`` with ``(n, 1)`` gives an ``(n, n)`` outer product: each operand
+  has the size ``n`` on a different axis, and one got there only through an
+  implicit leading axis (``pred - y`` with ``pred`` of shape ``(n, 1)``);
+* a ``(batch,)`` mask against ``(batch, seq)`` values lines up with the
+  *last* axis (seq), not the batch; when ``batch == seq`` nothing fails.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+
+class BroadcastError(ValueError):
+    """Shapes that cannot broadcast; the message aligns them and marks the conflict."""
+
+
+class SilentBroadcastWarning(UserWarning):
+    """Shapes that broadcast, but in a way that is almost always a mistake."""
+
+
+def _shape_of(x: Any, name: str) -> tuple[int, ...]:
+    if isinstance(x, (tuple, list)) and all(
+        isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in x
+    ):
+        if any(d < 0 for d in x):
+            raise ValueError(f"`{name}` is a shape with a negative size: {tuple(x)}.")
+        return tuple(int(d) for d in x)
+    if hasattr(x, "shape"):
+        return tuple(int(d) for d in x.shape)
+    if isinstance(x, numbers.Number):
+        return ()
+    raise TypeError(
+        f"`{name}` must be an array, a number or a shape (a tuple of ints), got "
+        f"{type(x).__name__} {x!r:.60}."
+    )
+
+
+def _aligned(
+    shapes: list[tuple[int, ...]], names: list[str], conflicts: set[int], rank: int
+) -> str:
+    """Shapes right-aligned in columns; ``^`` under conflicting axes (negative axis numbers)."""
+    cells = [[""] * (rank - len(s)) + [str(d) for d in s] for s in shapes]
+    width = max([len(c) for row in cells for c in row] + [2])
+    name_w = max(len(n) for n in [*names, "axis"]) + 2
+    lines = [
+        f"  {n + ':':<{name_w}}" + " ".join(c.rjust(width) for c in row)
+        for n, row in zip(names, cells, strict=False)
+    ]
+    marks = " ".join(("^" if (a - rank) in conflicts else "").rjust(width) for a in range(rank))
+    axes = " ".join(str(a - rank).rjust(width) for a in range(rank))
+    if conflicts:
+        lines.append(f"  {'':<{name_w}}" + marks)
+    lines.append(f"  {'axis':<{name_w}}" + axes)
+    return "\n".join(lines)
+
+
+def _left_hint(shapes: list[tuple[int, ...]], names: list[str]) -> str:
+    """If a lower-rank shape matches the leading axes of another, suggest trailing None axes."""
+    for i, a in enumerate(shapes):
+        for j, b in enumerate(shapes):
+            if i != j and 0 < len(a) < len(b) and b[: len(a)] == a:
+                extra = len(b) - len(a)
+                index = ", ".join([":"] * len(a) + ["None"] * extra)
+                return (
+                    f" `{names[i]}` {a} matches the LEADING axes of `{names[j]}` {b}; if it holds one "
+                    f"value per row (e.g. a mask over the batch), give it trailing axes: "
+                    f"{names[i]}[{index}] has shape {a + (1,) * extra}."
+                )
+    return ""
+
+
+def _traps(shapes: list[tuple[int, ...]], names: list[str], result: tuple[int, ...]) -> list[str]:
+    rank = len(result)
+    padded = [(1,) * (rank - len(s)) + s for s in shapes]
+    found = []
+    for i, a in enumerate(padded):
+        for j, b in enumerate(padded):
+            if i >= j:
+                continue
+            for p in range(rank):
+                for q in range(rank):
+                    n = a[p]
+                    if p == q or n <= 1 or b[p] != 1 or b[q] != n or a[q] != 1:
+                        continue
+                    implicit = p < rank - len(shapes[j]) or q < rank - len(shapes[i])
+                    if implicit:
+                        found.append(
+                            f"`{names[i]}` {shapes[i]} and `{names[j]}` {shapes[j]} broadcast to {result}: "
+                            f"both have the size {n}, but on different axes, so every element of one is "
+                            f"combined with every element of the other (an outer product). If you meant "
+                            f"them element by element, give them the same shape first "
+                            f"(e.g. .reshape(-1) or [:, None] on one of them)."
+                        )
+    for i, a in enumerate(shapes):
+        for j, b in enumerate(shapes):
+            r = len(a)
+            if i != j and 0 < r < len(b) and b[:r] == a and b[-r:] == a:
+                index = ", ".join([":"] * r + ["None"] * (len(b) - r))
+                found.append(
+                    f"`{names[i]}` {a} matches both the leading and the trailing axes of `{names[j]}` {b}. "
+                    f"Broadcasting aligns from the right, so it is applied along the LAST axes. If it "
+                    f"holds one value per row (e.g. a mask over the batch), this is silently wrong: "
+                    f"use {names[i]}[{index}]."
+                )
+    return list(dict.fromkeys(found))
+
+
+def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> tuple[int, ...]:
+    """The shape that broadcasting these operands gives, or an error that shows why not.
+
+    Shapes are aligned from the right; on each axis the sizes must be equal
+    or 1 (a missing leading axis counts as 1). Shapes that broadcast by
+    probable mistake raise a :class:`SilentBroadcastWarning` (an outer
+    product from ``(n,)`` and ``(n, 1)``; a ``(batch,)`` mask that lines up
+    with the last axis of ``(batch, seq)`` because ``batch == seq``).
+
+    Args:
+      *arrays_or_shapes: arrays (anything with ``.shape``), numbers, or
+        shapes given as tuples of ints.
+      names: one name per operand for the messages (default ``a``, ``b``, ...).
+
+    Returns:
+      The broadcast shape, a tuple of ints (as ``jnp.broadcast_shapes``).
+
+    Raises:
+      BroadcastError: the shapes do not broadcast; the message aligns them,
+        marks the conflicting axes with ``^`` and suggests a fix.
+      TypeError: an operand that is not an array, number or shape.
+      ValueError: ``names`` of the wrong length.
+
+    Example:
+      >>> check_broadcast((8, 1, 3), (5, 1))
+      (8, 5, 3)
+      >>> check_broadcast((4, 3), (4,))
+      Traceback (most recent call last):
+      ...
+      batchlab.batching.broadcasting.BroadcastError: shapes (4, 3) and (4,) do not broadcast...
+    """
+    n = len(arrays_or_shapes)
+    if names is None:
+        names = [chr(ord("a") + k) if k < 26 else f"arg{k}" for k in range(n)]
+    names = list(names)
+    if len(names) != n:
+        raise ValueError(f"`names` has {len(names)} entries but {n} operands were given.")
+    shapes = [_shape_of(x, name) for x, name in zip(arrays_or_shapes, names, strict=False)]
+    rank = max((len(s) for s in shapes), default=0)
+    result, conflicts = [], set()
+    for axis in range(-rank, 0):
+        sizes = {s[axis] for s in shapes if len(s) >= -axis} - {1}
+        if len(sizes) > 1:
+            conflicts.add(axis)
+        result.append(max(sizes) if sizes else 1)
+    if conflicts:
+        details = "; ".join(
+            "axis {}: {}".format(
+                ax,
+                ", ".join(
+                    f"`{nm}` has {s[ax]}"
+                    for nm, s in zip(names, shapes, strict=False)
+                    if len(s) >= -ax and s[ax] != 1
+                ),
+            )
+            for ax in sorted(conflicts)
+        )
+        listing = " and ".join(str(s) for s in shapes)
+        raise BroadcastError(
+            f"shapes {listing} do not broadcast. Aligned from the right, sizes on one axis must "
+            f"be equal or 1:\n{_aligned(shapes, names, conflicts, rank)}\n{details} (different sizes, none of them 1)."
+            + _left_hint(shapes, names)
+        )
+    result_t = tuple(result)
+    for message in _traps(shapes, names, result_t):
+        warnings.warn(message, SilentBroadcastWarning, stacklevel=2)
+    return result_t
+
+
+def aligned(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> str:
+    """The operands' shapes right-aligned as broadcasting sees them (for notebooks).
+
+    Example:
+      >>> print(aligned((8, 1, 3), (5, 1), names=["x", "y"]))
+        x:      8  1  3
+        y:         5  1
+        axis   -3 -2 -1
+    """
+    names = list(names or [chr(ord("a") + k) for k in range(len(arrays_or_shapes))])
+    shapes = [_shape_of(x, nm) for x, nm in zip(arrays_or_shapes, names, strict=False)]
+    return _aligned(shapes, names, set(), max((len(s) for s in shapes), default=0))
+
+
+def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels", ax: Any = None):
+    """Shows an accidental ``(n, n)`` broadcast next to the ``(n,)`` values that were meant.
+
+    The intended values sit on the diagonal of the outer product; every
+    off-diagonal cell is an element that should never have been computed.
+    """
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    result, intended = np.asarray(result), np.asarray(intended)
+    if ax is None:
+        fig = Figure(figsize=(7.6, 4.4), layout="constrained")
+        ax, ax_i = fig.subplots(1, 2, width_ratios=[result.shape[1], 1.6])
+    else:
+        fig, ax_i = ax.figure, None
+    vmax = float(np.abs(result).max()) or 1.0
+    image = ax.imshow(result, cmap="RdBu", vmin=-vmax, vmax=vmax)
+    for k in range(min(result.shape)):
+        ax.add_patch(
+            Rectangle(
+                (k - 0.5, k - 0.5),
+                1,
+                1,
+                fill=False,
+                edgecolor="black",
+                lw=2.5,
+                label="the values meant (diagonal)" if k == 0 else None,
+            )
+        )
+    ax.set_title(f"{title}: shape {result.shape}")
+    ax.set_xlabel("axis 1 (j)")
+    ax.set_ylabel("axis 0 (i)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=10, frameon=False)
+    axes = [ax]
+    if ax_i is not None:
+        ax_i.imshow(intended.reshape(-1, 1), cmap="RdBu", vmin=-vmax, vmax=vmax)
+        ax_i.set_title(f"intended\nshape {intended.shape}")
+        ax_i.set_xticks([])
+        axes.append(ax_i)
+    fig.colorbar(image, ax=axes, label="value (same colour scale)", shrink=0.85)
+    return fig
+
+
+__all__ = [
+    "BroadcastError",
+    "SilentBroadcastWarning",
+    "aligned",
+    "check_broadcast",
+    "plot_outer_trap",
+]

@@ -1,0 +1,164 @@
+"""Measuring a batched function that dispatches from Python (``"loop"``, ``"host"``).
+
+:func:`batchlab.measure` compiles ``fn`` as ONE program, which is right for
+``vmap``, ``map`` and ``chunked`` but would turn a Python loop into an
+unrolled program. A loop that dispatches one program per item or per chunk
+is measured as it runs: wall clock around ``jax.block_until_ready`` for the
+whole call, the first call (where its programs compile) apart from steady
+calls, compilations counted. Its memory is XLA's plan for the largest
+program it dispatches, plus what it holds between dispatches (every item's
+or chunk's output, waiting for the stack or concatenation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from batchlab.batching.axes_spec import resolve
+from batchlab.measuring.compiles import count_compiles
+from batchlab.measuring.live import live_memory
+from batchlab.measuring.measurement import Measurement
+from batchlab.measuring.memory import MemoryEstimate, memory_estimate
+from batchlab.measuring.timing import autorange, sample, stable
+
+COMPILE_NOTE = (
+    "compile_seconds = first call minus the steady median: a Python-dispatched strategy "
+    "compiles its programs inside its first call"
+)
+
+
+def _nbytes(tree: Any) -> int:
+    return sum(int(getattr(x, "nbytes", 0)) for x in jax.tree_util.tree_leaves(tree))
+
+
+def dispatched_memory(
+    step: MemoryEstimate, args: Any, out: Any, held: int, flops: float | None, how: str
+) -> MemoryEstimate:
+    """The plan of the largest dispatched program, widened to the whole call.
+
+    argument = the whole batch's inputs, output = the whole output, temp =
+    the step's temp plus ``held`` (outputs waiting for the stack/concat).
+    """
+    arg, outb = _nbytes(args), _nbytes(out)
+    temp = step.temp_bytes + held
+    return dataclasses.replace(
+        step,
+        argument_bytes=arg,
+        output_bytes=outb,
+        temp_bytes=temp,
+        alias_bytes=0,
+        xla_peak_bytes=None,
+        flops=flops,
+        name="dispatched",
+        planned_bytes=arg + outb + temp,
+        planned_from=f"inputs + output + {how}",
+    )
+
+
+def measure_dispatched(
+    fn: Callable,
+    args: tuple,
+    memory: Callable[[Any], MemoryEstimate],
+    *,
+    max_time: float = 0.3,
+    repeat: int | None = None,
+    tolerance: float = 0.02,
+) -> tuple[Measurement, Any]:
+    """Times ``fn(*args)`` as it runs (no outer jit); ``memory(out)`` gives its plan."""
+    with count_compiles() as compiles:
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        first = time.perf_counter() - t0
+
+    def call() -> Any:
+        return fn(*args)
+
+    number = autorange(call, 0.02)
+    samples: list[float] = []
+    if repeat is not None:
+        samples = [sample(call, number) for _ in range(repeat)]
+    else:
+        start = time.perf_counter()
+        while len(samples) < 100:
+            samples.append(sample(call, number))
+            if stable(samples, tolerance) or (
+                time.perf_counter() - start > max_time and len(samples) >= 5
+            ):
+                break
+    median = sorted(samples)[len(samples) // 2]
+    m = Measurement(
+        name=getattr(fn, "__name__", "fn"),
+        trace_lower_seconds=0.0,
+        compile_seconds=max(first - median, 0.0),
+        first_call_seconds=first,
+        times=tuple(samples),
+        number=number,
+        memory=memory(out),
+        live=live_memory(),
+        compiles=compiles.count,
+        notes=(COMPILE_NOTE,),
+        source="wall clock around jax.block_until_ready of the whole Python-dispatched call",
+    )
+    return m, out
+
+
+def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, in_axes: Any) -> Callable:
+    """``memory(out)`` for a Python-dispatched strategy: its largest program, widened to the call."""
+
+    def memory(out: Any):
+        if s == "host":
+            p = fn_s.plan(*sub)
+            steps = [m for m in (p.full_step, p.remainder_step) if m is not None]
+            flops = (
+                None
+                if any(m.flops is None for m in steps)
+                else (
+                    (p.full_step.flops * p.full_chunks if p.full_step else 0)
+                    + (p.remainder_step.flops if p.remainder_step else 0)
+                )
+            )
+            big = max(steps, key=lambda m: m.temp_bytes)
+            held = p.extra_bytes - p.temp_bytes
+            return dispatched_memory(
+                big,
+                sub,
+                out,
+                held,
+                flops,
+                "the largest step's temp + the chunks' input copy + chunk outputs held for the concatenation",
+            )
+        # loop: the per-item program, on item 0
+        res = resolve(fn, sub, in_axes)
+        item = jax.tree_util.tree_unflatten(
+            res.treedef,
+            [
+                leaf if lf.axis is None else jax.lax.index_in_dim(leaf, 0, lf.axis, keepdims=False)
+                for leaf, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
+            ],
+        )
+        step = memory_estimate(fn, *item)
+        flops = None if step.flops is None else step.flops * res.batch_size
+        return dispatched_memory(
+            step,
+            sub,
+            out,
+            _nbytes(out),
+            flops,
+            "the item program's temp + item outputs held for the stack",
+        )
+
+    return memory
+
+
+def count_dispatches(fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> int:
+    """Calls into compiled programs per batch, as the strategy makes them."""
+    if s == "host":
+        return fn_s.plan(*sub).dispatches
+    mapped = sum(lf.axis is not None for lf in res.leaves)
+    moved = sum(lf.axis not in (None, 0) for lf in res.leaves)
+    return moved + b * (mapped + 1) + 1  # moveaxis, per item: a slice per input + the step; a stack

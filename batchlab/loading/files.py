@@ -1,0 +1,309 @@
+"""Loading batches from disk: per item, in bulk, memory-mapped -- next to the machine's ceiling.
+
+Seed 004 (pitfall 4) says inefficient loading hurts and that bulk loading
+and good access patterns help. This module lets a notebook measure it:
+
+* **method** -- ``"per_item"`` opens one ``.npy`` file per item;
+  ``"bulk"`` reads one ``.npy`` whole and slices it; ``"mmap"``
+  memory-maps that file and slices it per batch (only touched pages load).
+* **order** -- ``"contiguous"`` batches are neighbouring rows;
+  ``"random"`` batches gather rows from all over the file.
+* **transfer** -- ``"batch"``: one ``jax.device_put`` per batch;
+  ``"item"``: one ``device_put`` per item, then ``jnp.stack`` on the
+  device. ``jnp.stack`` is itself a jitted function in this JAX: the
+  profiler trace shows one dispatch (``PjitFunction(stack)``) per batch,
+  not one per item, so the per-item cost is the transfers.
+
+Each batch is built inside ``jax.profiler.TraceAnnotation("load batch i")``,
+so a :func:`batchlab.trace` timeline shows loading beside compute.
+
+How fast each combination is, next to this machine's ceiling, is measured
+in :mod:`batchlab.loading.speed`. Loaders never unpickle
+(``allow_pickle=False``) and name the file and what was expected when one is
+missing, corrupt or of the wrong shape.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from batchlab._util.checks import check_positive_int
+from batchlab._util.format import format_bytes
+
+METHODS = ("per_item", "bulk", "mmap")
+ORDERS = ("contiguous", "random")
+TRANSFERS = ("batch", "item")
+
+
+def _check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ValueError(f"`{name}` must be one of {list(choices)}, got {name}={value!r}.")
+    return value
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """The same items stored two ways: one ``.npy`` per item, and one bulk ``.npy``.
+
+    ``directory`` holds ``bulk.npy`` (shape ``(n_items, *item_shape)``) and
+    ``items/000000.npy`` ... (shape ``item_shape`` each).
+    """
+
+    directory: Path
+    n_items: int
+    item_shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def item_bytes(self) -> int:
+        return int(np.prod(self.item_shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+    @property
+    def total_bytes(self) -> int:
+        return self.n_items * self.item_bytes
+
+    @property
+    def bulk_path(self) -> Path:
+        return self.directory / "bulk.npy"
+
+    def item_path(self, i: int) -> Path:
+        return self.directory / "items" / f"{i:06d}.npy"
+
+    def __repr__(self) -> str:  # no absolute path: notebooks store this output
+        return (
+            f"Dataset({self.n_items} items of {self.dtype}{list(self.item_shape)}, "
+            f"{format_bytes(self.item_bytes)} each, {format_bytes(self.total_bytes)} in all; "
+            f"{self.n_items} per-item .npy files + one bulk .npy)"
+        )
+
+
+def make_dataset(
+    directory: str | Path,
+    n_items: int,
+    item_shape: Sequence[int],
+    *,
+    dtype: str = "float32",
+    seed: int = 0,
+) -> Dataset:
+    """Writes ``n_items`` random items as per-item files and as one bulk file.
+
+    Args:
+      directory: where to write (created if missing); use a temporary directory.
+      n_items: number of items (rows).
+      item_shape: shape of one item, e.g. ``(256,)``.
+      dtype: numpy dtype name.
+      seed: seed of the ``numpy.random.default_rng`` that draws the values.
+
+    Returns:
+      A :class:`Dataset`.
+
+    Raises:
+      ValueError: ``n_items`` below 1 or a negative ``item_shape`` entry.
+
+    Example:
+      >>> import tempfile
+      >>> d = make_dataset(tempfile.mkdtemp(), 4, (3,))
+      >>> d
+      Dataset(4 items of float32[3], 12 B each, 48 B in all; 4 per-item .npy files + one bulk .npy)
+      >>> load_npy(d.item_path(2), shape=(3,), dtype="float32").shape
+      (3,)
+    """
+    if not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(
+            f"`directory` must be a folder path (str or Path), got {type(directory).__name__} "
+            f"{directory!r:.40}; e.g. tempfile.mkdtemp()."
+        )
+    check_positive_int(n_items, "n_items")
+    if isinstance(item_shape, (int, np.integer)) or not hasattr(item_shape, "__iter__"):
+        raise TypeError(
+            f"`item_shape` must be a tuple of sizes, e.g. ({item_shape!r},), got {item_shape!r}."
+        )
+    item_shape = tuple(int(s) for s in item_shape)
+    if any(s < 0 for s in item_shape):
+        raise ValueError(f"`item_shape` must hold sizes >= 0, got item_shape={item_shape}.")
+    directory = Path(directory)
+    (directory / "items").mkdir(parents=True, exist_ok=True)
+    data = np.random.default_rng(seed).standard_normal((n_items, *item_shape)).astype(dtype)
+    dataset = Dataset(directory, n_items, item_shape, np.dtype(dtype).name)
+    np.save(dataset.bulk_path, data, allow_pickle=False)
+    for i in range(n_items):
+        np.save(dataset.item_path(i), data[i], allow_pickle=False)
+    return dataset
+
+
+def load_npy(
+    path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any = None, mmap: bool = False
+) -> np.ndarray:
+    """Loads one ``.npy`` file safely: no pickles, and the shape and dtype checked.
+
+    Args:
+      path: the file.
+      shape: the expected shape (``None``: any).
+      dtype: the expected dtype (``None``: any).
+      mmap: memory-map read-only instead of reading the whole file.
+
+    Returns:
+      The array (a read-only ``np.memmap`` when ``mmap``).
+
+    Raises:
+      FileNotFoundError: the file does not exist.
+      ValueError: the file holds a pickle or object array, is not a valid
+        ``.npy`` file (corrupt, truncated), or its shape or dtype differ.
+
+    Example:
+      >>> import tempfile, os
+      >>> p = os.path.join(tempfile.mkdtemp(), "x.npy"); np.save(p, np.zeros((2, 3)))
+      >>> load_npy(p, shape=(2, 3), dtype="float64").sum()
+      np.float64(0.0)
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            f"`path` must be a file path (str or Path), got {type(path).__name__} {path!r:.40}."
+        )
+    path = Path(path)
+    want = (
+        f"{np.dtype(dtype).name if dtype is not None else 'any dtype'}"
+        f"{list(shape) if shape is not None else ' of any shape'}"
+    )
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"`path` {path} does not exist (or is not a file); expected a .npy file holding {want}. "
+            "Check the directory, or regenerate the data with batchlab.loading.make_dataset(...)."
+        )
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic[:1] == b"\x80" or magic[:2] == b"PK":
+        kind = "a pickle" if magic[:1] == b"\x80" else "an .npz archive (a zip of arrays)"
+        raise ValueError(
+            f"`path` {path} is {kind}, not a .npy file; expected {want}. batchlab reads "
+            "plain .npy files only and never unpickles. Save with np.save(path, array)."
+        )
+    if magic != b"\x93NUMPY":
+        raise ValueError(
+            f"`path` {path} is not a valid .npy file (it does not start with the .npy "
+            f"magic bytes, got {magic!r}); expected {want}. Is it corrupt, or another format? "
+            "Regenerate it with np.save(path, array)."
+        )
+    try:
+        array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
+    except ValueError as e:
+        if "pickle" in str(e) or "Object arrays" in str(e):
+            raise ValueError(
+                f"`path` {path} holds pickled Python objects (an object array); batchlab refuses "
+                "pickles (allow_pickle=False) because unpickling can run arbitrary code. Save plain "
+                f"arrays instead: np.save(path, np.asarray(x, dtype=...)). Expected {want}."
+            ) from e
+        raise ValueError(
+            f"`path` {path} is not a valid .npy file ({e}); expected {want}. "
+            "Regenerate it with np.save(path, array)."
+        ) from e
+    except (OSError, EOFError) as e:
+        raise ValueError(
+            f"`path` {path} is corrupt or truncated ({e}); expected a .npy file "
+            f"holding {want}. Regenerate it with np.save(path, array)."
+        ) from e
+    if shape is not None and tuple(array.shape) != tuple(shape):
+        raise ValueError(
+            f"`path` {path} holds an array of shape {list(array.shape)}, expected "
+            f"{want}. Was it written for a different dataset?"
+        )
+    if dtype is not None and array.dtype != np.dtype(dtype):
+        raise ValueError(
+            f"`path` {path} holds dtype {array.dtype.name}, expected {want}. "
+            "Convert when saving: np.save(path, x.astype(dtype))."
+        )
+    return array
+
+
+def batch_indices(
+    n_items: int, batch_size: int, *, order: str = "contiguous", seed: int = 0
+) -> list[np.ndarray]:
+    """Item indices of every batch; the last batch keeps the remainder (nothing dropped).
+
+    Example:
+      >>> [b.tolist() for b in batch_indices(5, 2)]
+      [[0, 1], [2, 3], [4]]
+    """
+    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
+        raise ValueError(f"`n_items` must be an int >= 0, got n_items={n_items!r}.")
+    check_positive_int(batch_size, "batch_size")
+    _check_choice(order, "order", ORDERS)
+    index = np.arange(n_items)
+    if order == "random":
+        index = np.random.default_rng(seed).permutation(n_items)
+    return [index[i : i + batch_size] for i in range(0, n_items, batch_size)]
+
+
+def iter_batches(
+    dataset: Dataset,
+    batch_size: int,
+    *,
+    method: str = "bulk",
+    order: str = "contiguous",
+    transfer: str = "batch",
+    seed: int = 0,
+    device: Any = None,
+) -> Iterator[jax.Array]:
+    """Yields the dataset as device batches, loaded one way; the remainder is the last batch.
+
+    Args:
+      dataset: a :class:`Dataset`.
+      batch_size: items per batch.
+      method: ``"per_item"``, ``"bulk"`` or ``"mmap"`` (see the module docstring).
+      order: ``"contiguous"`` or ``"random"`` (a fixed permutation from ``seed``).
+      transfer: ``"batch"`` (one ``device_put`` per batch) or ``"item"`` (one per item,
+        then one ``jnp.stack``).
+      seed: the permutation's seed for ``order="random"``.
+      device: target of ``jax.device_put`` (``None``: the default device).
+
+    Raises:
+      ValueError: an unknown ``method``/``order``/``transfer``; a file is missing,
+        corrupt or mismatched (from :func:`load_npy`).
+
+    Example:
+      >>> import tempfile
+      >>> d = make_dataset(tempfile.mkdtemp(), 5, (2,))
+      >>> [b.shape for b in iter_batches(d, 2, method="per_item", order="random")]
+      [(2, 2), (2, 2), (1, 2)]
+    """
+    if not isinstance(dataset, Dataset):
+        raise TypeError(
+            f"`dataset` must be a Dataset from make_dataset(...), got {type(dataset).__name__} "
+            f"{dataset!r:.40}."
+        )
+    _check_choice(method, "method", METHODS)
+    _check_choice(transfer, "transfer", TRANSFERS)
+    batches = batch_indices(dataset.n_items, batch_size, order=order, seed=seed)
+    expect = dict(shape=(dataset.n_items, *dataset.item_shape), dtype=dataset.dtype)
+    if method == "bulk":
+        source = load_npy(dataset.bulk_path, **expect)
+    elif method == "mmap":
+        source = load_npy(dataset.bulk_path, mmap=True, **expect)
+    for number, idx in enumerate(batches):
+        with jax.profiler.TraceAnnotation(f"load batch {number}"):
+            if method == "per_item":
+                rows = [
+                    load_npy(
+                        dataset.item_path(int(i)), shape=dataset.item_shape, dtype=dataset.dtype
+                    )
+                    for i in idx
+                ]
+            elif order == "contiguous":
+                rows = source[int(idx[0]) : int(idx[-1]) + 1]  # a slice: no gather
+            else:
+                rows = source[idx]  # a gather from all over the array/file
+            if transfer == "batch":
+                out = jax.device_put(
+                    np.stack(rows) if isinstance(rows, list) else np.asarray(rows), device
+                )
+            else:
+                out = jnp.stack([jax.device_put(np.asarray(r), device) for r in rows])
+        yield out

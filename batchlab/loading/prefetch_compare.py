@@ -1,0 +1,177 @@
+"""Serial loops against :func:`batchlab.prefetch`: the same pass, four ways, side by side.
+
+Two questions, two axes: does the loop wait for every step (``sync``:
+``jax.block_until_ready(step(b))``, as a loop that logs the loss each
+step must), and are the batches loaded ahead in a background thread
+(``prefetch``)? The strongest serial loop is the one that does not wait:
+JAX's dispatch is asynchronous, so the next batch loads while the device
+computes this one. :attr:`PrefetchComparison.speedup` is prefetch against
+the *best* serial loop; :attr:`PrefetchComparison.speedup_when_syncing`
+is prefetch against the serial loop when both must wait every step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+
+from batchlab._util.checks import check_callable, check_positive_int
+from batchlab._util.format import format_seconds, html_table
+from batchlab.loading.prefetching import prefetch
+
+PIPELINES = (
+    "serial, sync every step",
+    "serial, no sync",
+    "prefetch, sync every step",
+    "prefetch, no sync",
+)
+
+
+@dataclass(frozen=True)
+class PrefetchComparison:
+    """Seconds per pass of the same batches: serial or prefetched, waiting every step or not."""
+
+    batches: int
+    serial_sync: float
+    serial_async: float
+    prefetch_sync: float
+    prefetch_async: float
+    size: int
+    source: str = (
+        "wall clock (time.perf_counter) of full passes, best of repeat, interleaved in one run"
+    )
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        vals = (self.serial_sync, self.serial_async, self.prefetch_sync, self.prefetch_async)
+        return dict(zip(PIPELINES, vals, strict=True))
+
+    @property
+    def best_serial(self) -> float:
+        return min(self.serial_sync, self.serial_async)
+
+    @property
+    def best_prefetch(self) -> float:
+        return min(self.prefetch_sync, self.prefetch_async)
+
+    @property
+    def speedup(self) -> float:
+        """best serial loop / best prefetch loop: what prefetch adds to a loop written well."""
+        return self.best_serial / self.best_prefetch
+
+    @property
+    def speedup_when_syncing(self) -> float:
+        """serial / prefetch when both wait every step (up to 2x when L = C)."""
+        return self.serial_sync / self.prefetch_sync
+
+    @property
+    def async_speedup(self) -> float:
+        """serial waiting every step / serial not waiting: what asynchronous dispatch gives."""
+        return self.serial_sync / self.serial_async
+
+    def hidden_share(self, load_seconds: float) -> dict[str, float]:
+        """How much of the hideable time each pipeline hid, given the loader's time per batch.
+
+        The loop that syncs every step takes ``n (L + C)``; overlap can hide at
+        most ``n min(L, C)`` of it. With ``L`` known (``load_seconds``) and ``C``
+        read from the syncing pass (``C = serial_sync / n - L``, so a machine
+        that slows the compute slows this estimate alike), each pipeline's
+        share is ``(serial_sync - its time) / (n min(L, C))``: 1.0 hides it all,
+        0 nothing. Robust to a busy machine, unlike a bare speed-up.
+
+        Example:
+          >>> c = PrefetchComparison(10, 2.0, 1.1, 1.05, 1.0, 2)
+          >>> {k: round(v, 2) for k, v in c.hidden_share(0.1).items()}
+          {'serial, no sync': 0.9, 'prefetch, sync every step': 0.95, 'prefetch, no sync': 1.0}
+        """
+        n = self.batches
+        compute = max(self.serial_sync / n - load_seconds, 0.0)
+        most = n * min(load_seconds, compute)
+        return {
+            name: (self.serial_sync - t) / most if most > 0 else 0.0
+            for name, t in self.seconds.items()
+            if name != PIPELINES[0]
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"PrefetchComparison({self.batches} batches: "
+            + ", ".join(f"{k} {format_seconds(v)}" for k, v in self.seconds.items())
+            + f"; prefetch vs best serial {self.speedup:.2f}x, when syncing "
+            f"{self.speedup_when_syncing:.2f}x)"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = [(k, format_seconds(v)) for k, v in self.seconds.items()]
+        rows += [
+            ("prefetch vs the best serial loop", f"{self.speedup:.2f}x"),
+            ("prefetch vs serial, both syncing every step", f"{self.speedup_when_syncing:.2f}x"),
+        ]
+        return html_table(rows, header=("pipeline", "seconds per pass"), caption=self.source)
+
+
+def compare_prefetch(
+    make_batches: Callable[[], Iterable[Any]],
+    step: Callable[[Any], Any],
+    *,
+    size: int = 2,
+    repeat: int = 3,
+) -> PrefetchComparison:
+    """Times ``for b in batches: step(b)`` four ways: serial/prefetch x sync every step/not.
+
+    "sync" loops call ``jax.block_until_ready(step(b))`` every step; the
+    others keep the last result and wait for it once at the end (JAX
+    dispatches asynchronously, so the next load overlaps this compute).
+    Serial loops put each batch on the device with ``jax.device_put``, as
+    :func:`batchlab.prefetch` does in its thread. The four alternate, pass
+    after pass, so a machine that gets busier slows all alike, and each
+    keeps its best pass (other processes only ever add time).
+
+    Args:
+      make_batches: ``make_batches()`` returns a fresh iterable of batches.
+      step: the computation on one batch.
+      size: prefetch queue size.
+      repeat: passes of each pipeline; the best of each is compared.
+
+    Raises:
+      TypeError: ``make_batches`` or ``step`` is not callable; ValueError: ``size``/``repeat`` < 1.
+
+    Example:
+      >>> import time, numpy as np
+      >>> def batches():
+      ...     for i in range(6):
+      ...         time.sleep(0.02); yield np.ones(2)
+      >>> c = compare_prefetch(batches, lambda b: time.sleep(0.02) or b, repeat=2)
+      >>> c.batches, c.speedup_when_syncing > 1.2  # ideal 2n/(n+1) = 1.7
+      (6, True)
+    """
+    check_callable(make_batches, "make_batches")
+    check_callable(step, "step")
+    size = check_positive_int(size, "size")
+    repeat = check_positive_int(repeat, "repeat")
+
+    def run(batches: Iterable[Any], sync: bool) -> int:
+        n, out = 0, None
+        for b in batches:
+            out = step(b)
+            if sync:
+                jax.block_until_ready(out)
+            n += 1
+        jax.block_until_ready(out)
+        return n
+
+    n = run(make_batches(), True)  # warm-up: compiles `step`
+    times: dict[str, list[float]] = {k: [] for k in PIPELINES}
+    for _ in range(repeat):
+        for name in PIPELINES:
+            ahead, sync = name.startswith("prefetch"), name.endswith("every step")
+            t0 = time.perf_counter()
+            source = make_batches()
+            run(prefetch(source, size=size) if ahead else (jax.device_put(b) for b in source), sync)
+            times[name].append(time.perf_counter() - t0)
+    best = [min(times[k]) for k in PIPELINES]
+    return PrefetchComparison(n, *best, size=size)

@@ -1,0 +1,177 @@
+"""Load the next batches in a background thread while the current one computes.
+
+A serial loop that waits for every step (``block_until_ready``, or
+reading the loss with ``float(loss)``) alternates: load batch ``i`` (the
+device waits), compute on it (the loader waits): ``n (L + C)`` for ``n``
+batches with load time ``L`` and compute time ``C``. JAX dispatches
+asynchronously, so a loop that does *not* wait already overlaps: the call
+returns at once and the next load runs while the device computes, about
+``n max(L, C)``. Prefetching (the next batches loaded in a background
+thread) reaches the same ``n max(L, C)`` even when the loop must wait
+every step; it adds nothing over a non-waiting loop when the loader runs
+on the same thread anyway. NumPy file reads, ``time.sleep`` and XLA's
+computations release Python's GIL, so the threads truly overlap; a loader
+that computes in Python holds the GIL and overlaps far less.
+
+:func:`prefetch` keeps the order of the batches, re-raises a loader's
+exception in the consumer at the batch where it happened, and stops its
+thread when the consumer stops early (``break``, an exception, or
+``close()``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import jax
+
+from batchlab._util.checks import check_positive_int
+
+THREAD_PREFIX = "batchlab-prefetch"
+_ids = itertools.count()
+_DONE = object()
+
+
+class _Failure:
+    def __init__(self, error: BaseException, index: int) -> None:
+        self.error, self.index = error, index
+
+
+def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
+    """Puts ``item`` unless the consumer stopped; never blocks forever."""
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _produce(source: Iterator, q: queue.Queue, stop: threading.Event, device: Any) -> None:
+    index = 0
+    try:
+        while not stop.is_set():
+            # a named span in the profiler trace: batchlab.trace() shows it on this thread's lane
+            with jax.profiler.TraceAnnotation(f"prefetch batch {index}"):
+                try:
+                    item = next(source)
+                except StopIteration:
+                    break
+                item = jax.device_put(item, device)
+            if not _put(q, stop, item):
+                return
+            index += 1
+        else:
+            return  # the consumer stopped
+    except BaseException as e:
+        _put(q, stop, _Failure(e, index))
+        return
+    _put(q, stop, _DONE)
+
+
+def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iterator[Any]:
+    """Loads and transfers up to ``size`` batches ahead in a background thread.
+
+    Each item from ``iterator`` (an array or a pytree of arrays) is moved to
+    the device with ``jax.device_put(item, device)`` in the background
+    thread, while the consumer computes on the previous one.
+
+    Args:
+      iterator: any iterable of batches (a generator that loads from disk, ...).
+      size: how many batches may wait, loaded, in the queue (at least 1).
+        Each waiting batch holds device memory: 2 is enough to overlap.
+      device: a ``jax.Device`` or a ``Sharding`` (e.g. from
+        :func:`batchlab.shard_batch`'s ``sharding``); ``None``: the default device.
+
+    Returns:
+      An iterator over the same batches, in the same order, on the device.
+      If the loader raises, the consumer gets that exception (with a note)
+      after the batches that came before it. Closing the iterator (or
+      leaving a ``for`` loop early) stops the thread after at most the
+      batch it was loading.
+
+    Raises:
+      TypeError: ``iterator`` is not iterable, or ``size`` is not an int.
+      ValueError: ``size`` below 1.
+
+    Example:
+      >>> import numpy as np
+      >>> batches = (np.full(3, i) for i in range(4))
+      >>> [int(b[0]) for b in prefetch(batches, size=2)]
+      [0, 1, 2, 3]
+    """
+    size = check_positive_int(size, "size")
+    if device is not None and not isinstance(device, (jax.Device, jax.sharding.Sharding)):
+        raise TypeError(
+            f"`device` must be a jax.Device (e.g. jax.devices()[0]) or a Sharding, or None for the "
+            f"default device; got {type(device).__name__} {device!r:.40}."
+        )
+    if iterator is None or isinstance(iterator, (str, bytes)):
+        raise TypeError(
+            f"`iterator` must be an iterable of batches, got {type(iterator).__name__} {iterator!r:.40}."
+        )
+    try:
+        source = iter(iterator)
+    except TypeError:
+        raise TypeError(
+            f"`iterator` must be iterable (a generator, a list of batches, ...), got "
+            f"{type(iterator).__name__} {iterator!r:.60}. Pass the batches, e.g. "
+            "prefetch(iter_batches(...)), not a single batch."
+        ) from None
+    return _consume(source, size, device)
+
+
+def _consume(source: Iterator, size: int, device: Any) -> Iterator[Any]:
+    q: queue.Queue = queue.Queue(maxsize=size)
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=_produce,
+        args=(source, q, stop, device),
+        name=f"{THREAD_PREFIX}-{next(_ids)}",
+        daemon=True,
+    )
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Failure):
+                error = item.error
+                if hasattr(error, "add_note"):
+                    error.add_note(
+                        f"(raised by the loader in prefetch's background thread, "
+                        f"after {item.index} batch(es) were delivered)"
+                    )
+                raise error
+            yield item
+    finally:
+        stop.set()
+        while True:  # unblock a producer waiting on a full queue
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                break
+        thread.join(timeout=10.0)
+        if not thread.is_alive() and hasattr(source, "close"):
+            source.close()  # run the loader's own cleanup (open files, ...)
+
+
+def prefetch_threads() -> list[threading.Thread]:
+    """The prefetch threads alive now (tests use it to check none is left hanging).
+
+    Example:
+      >>> it = prefetch(iter(range(100)), size=1)
+      >>> _ = next(it); it.close()
+      >>> prefetch_threads()
+      []
+    """
+    return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
+
+
+# compare_prefetch lives in its own module (serial blocking / non-blocking / prefetch, side by side)

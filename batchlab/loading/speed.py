@@ -1,0 +1,268 @@
+"""Loading speed, measured: items/s and bytes/s next to this machine's ceiling.
+
+Seed 004 (pitfall 4) says inefficient loading hurts and that bulk loading
+and good access patterns help. :func:`measure_loading` times full passes
+over a :class:`batchlab.loading.Dataset` for one combination of method
+(per item / bulk / memory-mapped), order (contiguous / random) and
+transfer (per batch / per item), with or without a wait for every step
+(``sync``), and :func:`measure_ceiling` measures once per run what the
+machine can do at best: a memcpy (``np.copyto``) and a sequential file read, on
+more bytes than the last-level cache holds (so the figure is RAM and page
+cache bandwidth, not cache bandwidth; the label says which). Every figure
+is wall clock (``time.perf_counter``), the best of several passes (as ``timeit``
+advises: other processes only ever add time, so the minimum is the least disturbed).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from batchlab._util.checks import check_positive_float, check_positive_int
+from batchlab._util.format import format_bytes, format_count, html_table
+from batchlab.loading.files import Dataset, iter_batches
+from batchlab.loading.prefetching import prefetch as _prefetch
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """Bytes per second in decimal units, as disk and network figures are quoted.
+
+    Example:
+      >>> format_rate(2.5e9)
+      '2.50 GB/s'
+    """
+    return f"{format_count(bytes_per_s)}B/s"
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """One way of loading, measured: items and bytes per second (best of ``runs`` passes)."""
+
+    label: str
+    items: int
+    bytes: int
+    seconds: float
+    runs: int
+    source: str = "wall clock (time.perf_counter) around a full pass, best of passes"
+    slowest: float | None = None  # the slowest pass, for the spread a plot draws
+
+    @property
+    def slowest_bytes_per_s(self) -> float:
+        """bytes/s of the slowest pass (the low end of the spread)."""
+        s = self.slowest if self.slowest else self.seconds
+        return self.bytes / s if s > 0 else float("inf")
+
+    @property
+    def items_per_s(self) -> float:
+        return self.items / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes / self.seconds if self.seconds > 0 else float("inf")
+
+    def __repr__(self) -> str:
+        return (
+            f"Throughput({self.label}: {format_count(self.items_per_s)} items/s, "
+            f"{format_rate(self.bytes_per_s)})"
+        )
+
+
+def _time_passes(run_once, repeat: int, max_time: float | None = None) -> tuple[float, float, int]:
+    """(best, slowest, passes) wall-clock seconds of up to ``repeat`` passes.
+
+    With ``max_time``, no new pass starts once the passes so far took that
+    long (at least one pass runs).
+    """
+    times: list[float] = []
+    while len(times) < repeat and not (max_time is not None and sum(times) >= max_time):
+        t0 = time.perf_counter()
+        run_once()
+        times.append(time.perf_counter() - t0)
+    return min(times), max(times), len(times)
+
+
+def measure_loading(
+    dataset: Dataset,
+    batch_size: int,
+    *,
+    method: str = "bulk",
+    order: str = "contiguous",
+    transfer: str = "batch",
+    step: Any = None,
+    prefetch: int = 0,
+    sync: bool = False,
+    repeat: int = 3,
+    seed: int = 0,
+    max_time: float | None = None,
+) -> Throughput:
+    """Times full passes over ``dataset`` loaded one way (and, optionally, computed on).
+
+    Args:
+      dataset, batch_size, method, order, transfer, seed: as in :func:`iter_batches`.
+      step: ``step(batch)`` run on every batch (``None``: load only).
+      prefetch: batches loaded ahead in a background thread (0: none), see
+        :func:`batchlab.prefetch`.
+      sync: wait for every step's result (``jax.block_until_ready``), as a loop
+        that reads the loss each step must. ``False`` (the loop to write): wait
+        once, for the last result; JAX's asynchronous dispatch lets the next
+        load run while the device computes.
+      repeat: number of passes; the best (shortest) is kept.
+      max_time: seconds of timed passes after which no new pass starts (at
+        least one runs; ``None``: always ``repeat``). ``Throughput.runs`` says
+        how many ran. For explorers, whose slow settings must still answer fast.
+
+    Returns:
+      A :class:`Throughput`.
+
+    Example:
+      >>> import tempfile
+      >>> from batchlab.loading.files import make_dataset
+      >>> d = make_dataset(tempfile.mkdtemp(), 8, (4,))
+      >>> t = measure_loading(d, 4, method="mmap", repeat=1)
+      >>> t.items, t.bytes, t.items_per_s > 0
+      (8, 128, True)
+    """
+    check_positive_int(repeat, "repeat")
+    if max_time is not None:
+        check_positive_float(max_time, "max_time")
+    if not isinstance(sync, bool):
+        raise TypeError(f"`sync` must be True or False, got {type(sync).__name__} {sync!r}.")
+    if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
+        raise ValueError(
+            f"`prefetch` must be an int >= 0 (batches ahead), got prefetch={prefetch!r}."
+        )
+    work = step if step is not None else (lambda b: b)
+
+    def run_once() -> None:
+        batches = iter_batches(
+            dataset, batch_size, method=method, order=order, transfer=transfer, seed=seed
+        )
+        if prefetch:
+            batches = _prefetch(batches, size=prefetch)
+        out = None
+        for b in batches:
+            out = work(b)
+            if sync:
+                jax.block_until_ready(out)
+        jax.block_until_ready(out)
+
+    run_once()  # warm-up: compiles `step`, fills the page cache
+    label = f"{method}, {order}, transfer per {transfer}, batch {batch_size}"
+    label += f", prefetch {prefetch}" if prefetch else ""
+    label += ", sync every step" if sync and step is not None else ""
+    best, slowest, passes = _time_passes(run_once, repeat, max_time)
+    return Throughput(label, dataset.n_items, dataset.total_bytes, best, passes, slowest=slowest)
+
+
+def last_level_cache_bytes() -> int | None:
+    """Size of the CPU's largest cache (Linux sysfs), ``None`` where the OS does not say."""
+    import glob
+
+    sizes = []
+    for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
+        try:
+            with open(path) as f:
+                text = f.read().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """What this machine does at best with bytes, measured once per run (best of passes)."""
+
+    memcpy: Throughput
+    file_read: Throughput
+    bytes: int
+    cache_bytes: int | None
+
+    @property
+    def beyond_cache(self) -> bool:
+        """True when the measured bytes exceed the last-level cache (RAM, not cache bandwidth)."""
+        return self.cache_bytes is not None and self.bytes > self.cache_bytes
+
+    def __repr__(self) -> str:
+        return (
+            f"Ceiling({self.memcpy.label}: {format_rate(self.memcpy.bytes_per_s)}; "
+            f"{self.file_read.label}: {format_rate(self.file_read.bytes_per_s)})"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = [(t.label, format_rate(t.bytes_per_s)) for t in (self.memcpy, self.file_read)]
+        return html_table(
+            rows, header=("ceiling", "bytes/s"), caption="Ceiling (wall clock, best of passes)"
+        )
+
+
+def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None = None) -> Ceiling:
+    """Measures the ceiling: a memcpy and a sequential file read of more bytes than the cache.
+
+    The bytes measured are the larger of the dataset and ``min_bytes``
+    (default: 4x the last-level cache, 128 MiB where the OS does not say),
+    so the copy runs at RAM speed, not cache speed; a dataset that fits in
+    the cache loads faster than this "ceiling" when it is read again and
+    again, and the label says which regime was measured. The file read goes
+    through the page cache (the file was just written): memory, not disk.
+
+    Example:
+      >>> import tempfile
+      >>> from batchlab.loading.files import make_dataset
+      >>> c = measure_ceiling(make_dataset(tempfile.mkdtemp(), 8, (4,)), repeat=1, min_bytes=256)
+      >>> c.bytes, c.memcpy.bytes, c.file_read.items
+      (256, 256, 16)
+    """
+    check_positive_int(repeat, "repeat")
+    check_positive_int(min_bytes, "min_bytes", allow_none=True)
+    cache = last_level_cache_bytes()
+    target = min_bytes if min_bytes is not None else 4 * (cache or (32 << 20))
+    item = max(dataset.item_bytes, 1)
+    nbytes = max(dataset.total_bytes, -(-target // item) * item)
+    data = np.ones(nbytes, dtype=np.uint8)
+    dest = np.zeros_like(data)  # written once first: the timed copies pay no page faults
+    path = dataset.directory / "ceiling.bin"
+    data.tofile(path)
+    buffer = bytearray(min(nbytes, 1 << 22))
+
+    def read_file() -> None:
+        with open(path, "rb", buffering=0) as f:
+            while f.readinto(buffer):
+                pass
+
+    try:
+        copy, _, _ = _time_passes(lambda: np.copyto(dest, data), repeat)
+        read, _, _ = _time_passes(read_file, repeat)
+    finally:
+        path.unlink(missing_ok=True)
+    where = (
+        "size of the cache unknown"
+        if cache is None
+        else (
+            f"> the {format_bytes(cache)} cache: RAM"
+            if nbytes > cache
+            else f"fits in the {format_bytes(cache)} cache: cache bandwidth"
+        )
+    )
+    n = nbytes // item
+    return Ceiling(
+        Throughput(
+            f"memcpy (np.copyto) of {format_bytes(nbytes)} ({where})", n, nbytes, copy, repeat
+        ),
+        Throughput(
+            f"sequential read of a {format_bytes(nbytes)} file (page cache)",
+            n,
+            nbytes,
+            read,
+            repeat,
+        ),
+        nbytes,
+        cache,
+    )

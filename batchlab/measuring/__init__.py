@@ -1,0 +1,64 @@
+"""Where every number comes from (00_tour, 08, 09): time, planned memory, live memory, compiles.
+
+``measure`` times a function (compile apart, steady state around
+``jax.block_until_ready``); ``memory_estimate`` reads XLA's compiled plan;
+``device_memory`` / ``live_memory`` what the device and the process hold;
+``count_compiles`` / ``explain_compiles`` what JAX compiled and why;
+``buffer_assignment`` how XLA packs values into buffers; ``compiled_update``,
+``donate``, ``eager_update`` what "in place" means for immutable arrays.
+"""
+
+from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
+from batchlab.measuring.compiles import CompileCount, count_compiles
+from batchlab.measuring.inplace import (
+    CompiledUpdate,
+    Donation,
+    EagerUpdate,
+    compiled_update,
+    donate,
+    eager_update,
+)
+from batchlab.measuring.jit_cache import CompileReasons, explain_compiles
+from batchlab.measuring.live import (
+    DeviceMemory,
+    LiveMemory,
+    device_memory,
+    device_memory_unavailable_reason,
+    live_memory,
+)
+from batchlab.measuring.measurement import Measurement
+from batchlab.measuring.memory import MemoryEstimate, memory_estimate
+from batchlab.measuring.per_item import PerItemCost, per_item_cost
+from batchlab.measuring.sweeps import Sweep, sweep
+from batchlab.measuring.system import Environment, environment
+from batchlab.measuring.timing import measure
+
+__all__ = [
+    "BufferAssignment",
+    "CompileCount",
+    "CompileReasons",
+    "CompiledUpdate",
+    "DeviceMemory",
+    "Donation",
+    "EagerUpdate",
+    "Environment",
+    "LiveMemory",
+    "Measurement",
+    "MemoryEstimate",
+    "PerItemCost",
+    "Sweep",
+    "buffer_assignment",
+    "compiled_update",
+    "count_compiles",
+    "device_memory",
+    "device_memory_unavailable_reason",
+    "donate",
+    "eager_update",
+    "environment",
+    "explain_compiles",
+    "live_memory",
+    "measure",
+    "memory_estimate",
+    "per_item_cost",
+    "sweep",
+]

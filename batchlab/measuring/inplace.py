@@ -1,0 +1,275 @@
+"""What "in place" means in JAX, measured.
+
+JAX arrays are immutable: nothing in JAX's API writes into an existing
+array. What looks like an in-place update is one of three things, each
+visible in a number:
+
+* ``x.at[i].set(v)`` **outside** ``jit`` builds a new array: a second
+  buffer of ``x.nbytes`` (:func:`eager_update`).
+* The same update **inside** ``jit`` compiles to a ``dynamic-update-slice``
+  that XLA performs in the buffer it already has -- if that buffer may be
+  overwritten. An intermediate may; a function argument may not, so XLA
+  first *copies* the argument (:func:`compiled_update` counts the copy
+  instructions in the optimized program).
+* ``jax.jit(f, donate_argnums=...)`` hands the argument's buffer to XLA:
+  the output reuses it (``alias_bytes`` in the compiled memory analysis),
+  the copy disappears, and the donated array is deleted after the call
+  (:func:`donate`). A donation XLA cannot use (no output of the same shape
+  and dtype) raises a warning instead, and an argument passed by keyword
+  to a function whose parameter names jit cannot see is not donated at all.
+
+Sources: XLA's compiled memory analysis and optimized HLO text (no run),
+and ``jax.Array`` state after a real call (deleted or not; whether two
+arrays share one buffer, compared without showing addresses).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from batchlab._util.checks import check_argnums, check_array_tree, check_callable
+from batchlab._util.compile import function_name
+from batchlab._util.format import format_bytes, html_table
+from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
+
+_COPY = re.compile(r"=\s*\S+\s+copy\(")
+
+
+def _table(obj, rows, caption):
+    return html_table(rows, header=("figure", "value"), caption=caption)
+
+
+@dataclass(frozen=True)
+class EagerUpdate:
+    """``y = x.at[index].set(value)`` run outside ``jit``."""
+
+    nbytes: int
+    new_buffer: bool  # y lives in a different buffer than x
+    original_unchanged: bool  # x still holds its old value
+    source: str = "jax.Array buffers after the call (buffer pointers compared, not shown)"
+
+    def _rows(self):
+        return [
+            ("bytes of x", format_bytes(self.nbytes)),
+            ("result in a new buffer", str(self.new_buffer)),
+            ("x unchanged", str(self.original_unchanged)),
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            "EagerUpdate("
+            + ", ".join(f"{k}: {v}" for k, v in self._rows())
+            + f"; source: {self.source})"
+        )
+
+    def _repr_html_(self) -> str:
+        return _table(self, self._rows(), f"x.at[...].set(...) outside jit ({self.source})")
+
+
+def _check_array(x: Any, name: str) -> jax.Array:
+    if not isinstance(x, jax.Array):
+        raise TypeError(
+            f"`{name}` must be a jax.Array (it is run, not only compiled), got "
+            f"{type(x).__name__}; convert it with jnp.asarray(...)."
+        )
+    return x
+
+
+def eager_update(x: jax.Array, index: Any = 0, value: Any = 1) -> EagerUpdate:
+    """Runs ``x.at[index].set(value)`` outside ``jit`` and reports whether it copied.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> r = eager_update(jnp.zeros(256, jnp.float32))
+      >>> r.new_buffer, r.original_unchanged, r.nbytes
+      (True, True, 1024)
+    """
+    x = _check_array(x, "x")
+    if (
+        isinstance(index, (int, np.integer))
+        and not isinstance(index, bool)
+        and x.ndim
+        and not -x.shape[0] <= index < x.shape[0]
+    ):
+        raise ValueError(
+            f"`index`={index} is outside `x`'s axis 0 (size {x.shape[0]}); JAX would drop "
+            f"the update silently (x.at[i].set ignores out-of-range i). Pass 0..{x.shape[0] - 1}."
+        )
+    before = jnp.array(x, copy=True)
+    y = x.at[index].set(value)
+    y.block_until_ready()
+    try:
+        new = x.unsafe_buffer_pointer() != y.unsafe_buffer_pointer()
+    except Exception:  # sharded arrays have no single pointer
+        new = True
+    unchanged = bool(jnp.array_equal(x, before))
+    return EagerUpdate(int(x.nbytes), bool(new), unchanged)
+
+
+@dataclass(frozen=True)
+class CompiledUpdate:
+    """XLA's compiled program for one function: its memory plan and how many copies it makes."""
+
+    name: str
+    copies: int
+    memory: MemoryEstimate
+    source: str = "optimized HLO (copy instructions) and compiled memory analysis (XLA)"
+
+    @property
+    def in_place(self) -> bool:
+        """No copy instruction: updates are written into a buffer XLA already has."""
+        return self.copies == 0
+
+    def _rows(self):
+        m = self.memory
+        return [
+            ("copy instructions", str(self.copies)),
+            ("argument", format_bytes(m.argument_bytes)),
+            ("output", format_bytes(m.output_bytes)),
+            ("temp", format_bytes(m.temp_bytes)),
+            ("alias (output reusing a donated input)", format_bytes(m.alias_bytes)),
+            ("peak", format_bytes(m.planned_bytes)),
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"CompiledUpdate({self.name}: "
+            + ", ".join(f"{k}={v}" for k, v in self._rows())
+            + f"; source: {self.source})"
+        )
+
+    def _repr_html_(self) -> str:
+        return _table(self, self._rows(), f"{self.name} compiled ({self.source})")
+
+
+def compiled_update(
+    fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = ()
+) -> CompiledUpdate:
+    """Compiles ``fn(*args)`` (nothing runs) and counts XLA's ``copy`` instructions.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> x = jax.ShapeDtypeStruct((256,), jnp.float32)
+      >>> upd = lambda x: x.at[0].set(1.0)
+      >>> compiled_update(upd, x).copies, compiled_update(upd, x, donate_argnums=0).copies
+      (1, 0)
+    """
+    check_callable(fn)
+    check_array_tree(args, "args")
+    check_argnums(donate_argnums, len(args), "donate_argnums")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an unusable donation is reported by donate()
+        compiled = jax.jit(fn, donate_argnums=donate_argnums).lower(*args).compile()
+    copies = sum(1 for line in compiled.as_text().splitlines() if _COPY.search(line))
+    return CompiledUpdate(
+        function_name(fn), copies, estimate_from_compiled(compiled, function_name(fn))
+    )
+
+
+@dataclass(frozen=True)
+class Donation:
+    """One call of a function with donated arguments, and what became of them."""
+
+    name: str
+    alias_bytes: int  # output bytes XLA placed in donated buffers (compiled memory analysis)
+    deleted: tuple[tuple[str, bool], ...]  # (argument, deleted after the call) for every argument
+    donated_bytes: int  # bytes of the arguments that were deleted (their buffers were taken)
+    warning: str | None  # JAX's warning when a donation could not be used
+    source: str = (
+        "compiled memory analysis (alias bytes) and jax.Array.is_deleted() after a real call"
+    )
+
+    @property
+    def any_deleted(self) -> bool:
+        return any(d for _, d in self.deleted)
+
+    def _rows(self):
+        return [
+            ("alias bytes", format_bytes(self.alias_bytes)),
+            ("arguments deleted", ", ".join(f"{k}: {d}" for k, d in self.deleted)),
+            ("bytes of deleted arguments", format_bytes(self.donated_bytes)),
+            ("warning", (self.warning or "none").splitlines()[0]),
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"Donation({self.name}: "
+            + ", ".join(f"{k}={v}" for k, v in self._rows())
+            + f"; source: {self.source})"
+        )
+
+    def _repr_html_(self) -> str:
+        return _table(self, self._rows(), f"donating to {self.name} ({self.source})")
+
+
+def donate(
+    fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = 0, **kwargs: Any
+) -> Donation:
+    """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays and reports the donation.
+
+    Arrays in ``kwargs`` are donated only when jit can match their names to
+    ``donate_argnums`` through ``fn``'s signature; pass them that way to see
+    the keyword pitfall. Your own arrays are never consumed: the call gets
+    copies, and ``deleted`` says which copies were taken.
+
+    Args:
+      fn: the function (not jitted: ``donate`` jits it with the donation).
+      *args: positional arrays.
+      donate_argnums: positions to donate, as in ``jax.jit``.
+      **kwargs: keyword arrays.
+
+    Returns:
+      A :class:`Donation`.
+
+    Raises:
+      TypeError: ``fn`` is not callable, an argument is not a ``jax.Array``,
+        or ``donate_argnums`` holds something other than ints.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> d = donate(lambda x: x.at[0].set(1.0), jnp.zeros(256, jnp.float32))
+      >>> d.alias_bytes, d.deleted, d.warning
+      (1024, (('args[0]', True),), None)
+    """
+    check_callable(fn)
+    check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
+    nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    for i in nums:
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"`donate_argnums` must hold ints, got {i!r}.")
+    named = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())
+    for name, value in named:
+        _check_array(value, name)
+    args = tuple(jnp.array(a, copy=True) for a in args)
+    kwargs = {k: jnp.array(v, copy=True) for k, v in kwargs.items()}
+    jitted = jax.jit(fn, donate_argnums=nums)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = jitted.lower(*args, **kwargs).compile()
+        jax.block_until_ready(jitted(*args, **kwargs))
+    messages = [
+        str(w.message) for w in caught if "donated buffers were not usable" in str(w.message)
+    ]
+    copies = list(args) + list(kwargs.values())
+    deleted = tuple(
+        (name, bool(c.is_deleted())) for (name, _), c in zip(named, copies, strict=True)
+    )
+    donated = sum(int(c.nbytes) for c in copies if c.is_deleted())
+    return Donation(
+        function_name(fn),
+        int(compiled.memory_analysis().alias_size_in_bytes),
+        deleted,
+        donated,
+        messages[0] if messages else None,
+    )
+
+
+__all__ = ["CompiledUpdate", "Donation", "EagerUpdate", "compiled_update", "donate", "eager_update"]

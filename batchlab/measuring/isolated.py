@@ -1,0 +1,110 @@
+"""``measure(..., isolated=True)``: one measurement in a fresh Python process.
+
+The device's ``peak_bytes_in_use`` (and the host's peak RSS) can only grow
+within a process, so an exact peak for one function needs a process of its
+own. The function and its inputs travel by cloudpickle on the child's stdin
+(parent to child: the parent trusts its own payload). The result comes back
+as **JSON** in a temporary file opened only for it (mode 0600), and is
+rebuilt field by field into a :class:`~batchlab.measure.Measurement`:
+nothing the child (or ``fn``) writes is ever unpickled, so printed text
+cannot run code in the notebook kernel. The child's stdout and stderr are
+passed through to the caller's ``sys.stdout`` / ``sys.stderr`` (a
+``print`` in ``fn`` shows in the notebook). The child inherits the parent's
+environment, so allocator settings (``XLA_PYTHON_CLIENT_*``) apply to it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from batchlab.measuring.live import DeviceMemory, LiveMemory
+from batchlab.measuring.measurement import Measurement
+from batchlab.measuring.memory import MemoryEstimate
+
+_ERRORS = {"TypeError": TypeError, "ValueError": ValueError, "MemoryError": MemoryError}
+
+
+def to_json(result: Any) -> str:
+    """A Measurement as JSON (dataclasses of numbers and strings only)."""
+    return json.dumps(dataclasses.asdict(result))
+
+
+def _build(cls, data: Any):
+    """Rebuilds dataclass ``cls`` from JSON data, accepting only its own fields and plain values."""
+    if not isinstance(data, dict):
+        raise ValueError(f"isolated result: expected an object for {cls.__name__}")
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        value = data[f.name]
+        if isinstance(value, list):
+            if not all(isinstance(v, (int, float, str)) for v in value):
+                raise ValueError(f"isolated result: {cls.__name__}.{f.name} holds non-numbers")
+            value = tuple(value)
+        elif isinstance(value, dict):
+            value = _build(_nested()[f.name], value)
+        elif value is not None and not isinstance(value, (bool, int, float, str)):
+            raise ValueError(f"isolated result: {cls.__name__}.{f.name} is not a plain value")
+        kwargs[f.name] = value
+    return cls(**kwargs)
+
+
+def _nested() -> dict:
+    return {
+        "memory": MemoryEstimate,
+        "live": LiveMemory,
+        "device_before": DeviceMemory,
+        "device_after": DeviceMemory,
+    }
+
+
+def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]):
+    """Runs :func:`batchlab.measure` in a child process and returns its result."""
+    import cloudpickle
+    import jax
+    import numpy as np
+
+    # Send host copies: a device buffer cannot cross processes.
+    host_args = jax.tree_util.tree_map(
+        lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs)
+    )
+    payload = cloudpickle.dumps((fn, host_args, options))
+    fd, result_path = tempfile.mkstemp(prefix="batchlab-isolated-", suffix=".json")
+    os.close(fd)  # mkstemp made it 0600: only this user can write it
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "batchlab.measuring.isolated_child", result_path],
+            input=payload,
+            capture_output=True,
+            env=os.environ.copy(),
+            timeout=600,
+        )
+        # fn's prints belong to the user: pass them through
+        if proc.stdout:
+            sys.stdout.write(proc.stdout.decode(errors="replace"))
+        with open(result_path, encoding="utf-8") as f:
+            text = f.read()
+    finally:
+        os.unlink(result_path)
+    if not text:
+        if proc.stderr:
+            sys.stderr.write(proc.stderr.decode(errors="replace"))
+        raise RuntimeError(
+            f"The isolated measurement's subprocess ended (exit status {proc.returncode}) without "
+            "a result; its stderr is shown above."
+        )
+    reply = json.loads(text)
+    if "error" in reply:
+        error = reply["error"]
+        cls = _ERRORS.get(error.get("type"), RuntimeError)
+        raise cls(f"in the isolated subprocess: {error.get('type')}: {error.get('message')}")
+    if proc.stderr:
+        sys.stderr.write(proc.stderr.decode(errors="replace"))
+    return _build(Measurement, reply)

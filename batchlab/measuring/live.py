@@ -1,0 +1,255 @@
+"""Live memory: what the device allocator and the host report right now.
+
+* :func:`device_memory` -- the allocator's counters from
+  ``jax.Device.memory_stats()`` (GPU/TPU). ``None`` on the CPU backend, with
+  the reason from :func:`device_memory_unavailable_reason`: a figure a
+  backend cannot give is absent, never faked.
+* :func:`live_memory` -- bytes held by live JAX arrays (``jax.live_arrays()``)
+  and the host process's resident set size. Available everywhere; on CPU
+  these are the only live figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+
+from batchlab._util.format import format_bytes, html_table
+
+# Live device memory (GPU/TPU allocator counters)
+
+_DEVICE_KEYS = (
+    "bytes_in_use",
+    "peak_bytes_in_use",
+    "bytes_limit",
+    "largest_free_block_bytes",
+    "pool_bytes",
+    "num_allocs",
+    "bytes_reserved",
+    "largest_alloc_size",
+)
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Normalized ``jax.Device.memory_stats()``; absent keys are ``None``.
+
+    ``peak_bytes_in_use`` is process-wide and cannot be reset: it is the
+    highest figure since the process started, not since your last call.
+    """
+
+    device: str
+    bytes_in_use: int | None = None
+    peak_bytes_in_use: int | None = None
+    bytes_limit: int | None = None
+    largest_free_block_bytes: int | None = None
+    pool_bytes: int | None = None
+    num_allocs: int | None = None
+    bytes_reserved: int | None = None
+    largest_alloc_size: int | None = None
+    source: str = "device memory stats (jax.Device.memory_stats())"
+
+    @property
+    def room_bytes(self) -> int | None:
+        """What the allocator can still hand out: ``bytes_limit - bytes_in_use``.
+
+        XLA's GPU allocator (BFC) grows its pool up to ``bytes_limit`` when
+        memory is not preallocated (``XLA_PYTHON_CLIENT_PREALLOCATE=false``),
+        so the room is measured against the limit, not against
+        ``pool_bytes`` (the part reserved so far). Without a limit (some
+        plugins), the pool is the only capacity known.
+        """
+        capacity = self.bytes_limit or self.pool_bytes
+        if capacity is None or self.bytes_in_use is None:
+            return None
+        return max(capacity - self.bytes_in_use, 0)
+
+    @property
+    def free_bytes(self) -> int | None:
+        """Old name of :attr:`room_bytes` (kept so existing code keeps working)."""
+        return self.room_bytes
+
+    @property
+    def free_in_pool_bytes(self) -> int | None:
+        """Free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``.
+
+        The largest free block lies in this part, so fragmentation is
+        measured against it. Without ``pool_bytes`` (the pool is the whole
+        limit, e.g. preallocated), ``bytes_limit - bytes_in_use``.
+        """
+        capacity = self.pool_bytes or self.bytes_limit
+        if capacity is None or self.bytes_in_use is None:
+            return None
+        return max(capacity - self.bytes_in_use, 0)
+
+    @property
+    def fragmentation(self) -> float | None:
+        """Share of the pool's free memory that lies outside the largest free block.
+
+        ``1 - largest_free_block / free_in_pool``: 0 when all free memory of
+        the pool is one block, close to 1 when it is scattered in small
+        pieces. ``None`` when the backend does not report the largest free
+        block.
+        """
+        free = self.free_in_pool_bytes
+        if free is None or self.largest_free_block_bytes is None:
+            return None
+        if free == 0:
+            return 0.0
+        return max(0.0, 1.0 - min(self.largest_free_block_bytes, free) / free)
+
+    def _rows(self) -> list[tuple[str, str]]:
+        rows = []
+        for key in _DEVICE_KEYS:
+            value = getattr(self, key)
+            if value is not None:
+                rows.append((key, str(value) if key == "num_allocs" else format_bytes(value)))
+        if self.fragmentation is not None:
+            rows.append(("fragmentation", f"{self.fragmentation:.1%}"))
+        return rows
+
+    def __repr__(self) -> str:
+        return (
+            f"DeviceMemory({self.device}: " + ", ".join(f"{k}={v}" for k, v in self._rows()) + ")"
+        )
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            self._rows(), header=("figure", "value"), caption=f"{self.device}: {self.source}"
+        )
+
+
+def _pick_device(device: Any) -> jax.Device:
+    if device is None:
+        return jax.devices()[0]
+    if isinstance(device, int) and not isinstance(device, bool):
+        devices = jax.devices()
+        if not 0 <= device < len(devices):
+            raise ValueError(
+                f"`device`={device} is out of range: this process sees {len(devices)} device(s)."
+            )
+        return devices[device]
+    if not hasattr(device, "memory_stats"):
+        raise TypeError(
+            f"`device` must be a jax.Device, an index into jax.devices() or None, got {device!r}."
+        )
+    return device
+
+
+def device_memory(device: Any = None) -> DeviceMemory | None:
+    """The allocator's live figures for one device, or ``None`` on CPU.
+
+    Args:
+      device: a ``jax.Device``, an index into ``jax.devices()``, or ``None``
+        for the first device.
+
+    Returns:
+      A :class:`DeviceMemory`, or ``None`` where the backend keeps no
+      statistics (the CPU backend); :func:`device_memory_unavailable_reason`
+      says why.
+
+    Example:
+      >>> import jax
+      >>> stats = device_memory()
+      >>> (stats is None) == (jax.default_backend() == "cpu")
+      True
+    """
+    dev = _pick_device(device)
+    try:
+        stats = dev.memory_stats()
+    except Exception:  # some plugins raise instead of returning None
+        stats = None
+    if not stats:
+        return None
+    fields = {k: int(stats[k]) for k in _DEVICE_KEYS if k in stats}
+    return DeviceMemory(device=str(dev), **fields)
+
+
+def device_memory_unavailable_reason(device: Any = None) -> str | None:
+    """Why :func:`device_memory` returns ``None`` here, or ``None`` if it does not."""
+    dev = _pick_device(device)
+    if device_memory(dev) is not None:
+        return None
+    return (
+        f"memory_stats() is None on {dev.platform}: this backend keeps no allocator "
+        f"statistics; use live_memory() (live JAX arrays, host RSS) instead"
+    )
+
+
+# --------------------------------------------------------------------------
+# Live figures on every backend
+
+
+@dataclass(frozen=True)
+class LiveMemory:
+    """Bytes held by live JAX arrays, and the host process's resident memory."""
+
+    live_array_bytes: int
+    live_array_count: int
+    host_rss_bytes: int | None
+    source: str = "jax.live_arrays() (array bytes) and host process RSS (psutil)"
+
+    def __repr__(self) -> str:
+        return (
+            f"LiveMemory(live arrays: {self.live_array_count} holding "
+            f"{format_bytes(self.live_array_bytes)}; host process RSS: "
+            f"{format_bytes(self.host_rss_bytes)})"
+        )
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            [
+                (
+                    "live JAX arrays",
+                    f"{self.live_array_count} holding {format_bytes(self.live_array_bytes)}",
+                ),
+                ("host process resident memory", format_bytes(self.host_rss_bytes)),
+            ],
+            header=("figure", "value"),
+            caption=self.source,
+        )
+
+
+def host_rss_bytes() -> int | None:
+    """Resident set size of this process (psutil), or ``None`` if unavailable."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        return None
+    return int(psutil.Process().memory_info().rss)
+
+
+def live_memory(backend: str | None = None) -> LiveMemory:
+    """Bytes of every live JAX array, and the host process's RSS.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> before = live_memory().live_array_bytes
+      >>> x = jnp.zeros(1000, jnp.float32)
+      >>> live_memory().live_array_bytes - before
+      4000
+    """
+    if backend is not None:
+        try:
+            jax.devices(backend)
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise ValueError(
+                f"`backend`={backend!r} is not available here ({str(e).splitlines()[0]}); pass "
+                f"None or one of the platforms of jax.devices(), e.g. {jax.default_backend()!r}."
+            ) from None
+    arrays = jax.live_arrays(backend) if backend else jax.live_arrays()
+    total = 0
+    count = 0
+    for a in arrays:
+        try:
+            if a.is_deleted():
+                continue
+            total += int(a.nbytes)
+            count += 1
+        except Exception:  # an array deleted concurrently
+            continue
+    return LiveMemory(
+        live_array_bytes=total, live_array_count=count, host_rss_bytes=host_rss_bytes()
+    )

@@ -1,0 +1,199 @@
+"""Planned memory: XLA's compiled memory analysis of one function.
+
+The kit has three honest sources of memory figures, never mixed silently:
+
+* :func:`memory_estimate` (this module) -- XLA's *compiled memory analysis*
+  of one function for one set of input shapes. Nothing runs. Available on
+  every backend (CPU included).
+* :func:`batchlab.device_memory` (``live.py``) -- the allocator's live
+  counters from ``jax.Device.memory_stats()``; GPU/TPU only.
+* :func:`batchlab.measuring.live_memory` (``live.py``) -- bytes held by live JAX
+  arrays and the host process's resident set size; every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+
+from batchlab._util.compile import compile_fn
+from batchlab._util.format import format_bytes, format_count, html_table
+
+PEAK_FROM_XLA = "XLA peak_memory_in_bytes"
+PEAK_SUM_ABOVE_XLA = (
+    "argument + output + temp - alias: XLA's peak_memory_in_bytes is lower, it leaves out "
+    "the temp allocation on this backend (see xla_peak_bytes)"
+)
+PEAK_NO_XLA = "argument + output + temp - alias (this jax has no peak_memory_in_bytes)"
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """XLA's compiled memory plan for one function and one set of input shapes.
+
+    All sizes are bytes on the device (``host_*`` buffers are not counted).
+    ``alias_bytes`` are output bytes that reuse (donated) input buffers.
+
+    Two names for the planned figure, and only two:
+
+    * ``planned_bytes`` -- what one call occupies by XLA's plan, the figure
+      a memory budget is compared with: the larger of XLA's own
+      ``peak_memory_in_bytes`` and ``argument + output + temp - alias``.
+      XLA allocates the temp buffer as one block for the whole execution,
+      next to the live arguments and the outputs, so that sum is what one
+      call holds at once. ``planned_from`` says which of the two it is.
+    * ``xla_peak_bytes`` -- XLA's raw ``peak_memory_in_bytes``, kept to
+      show where it differs. Measured on the CPU backend of jax 0.10 it
+      leaves the temp block out (a batched ``tanh(x @ w)`` with 1 MiB of
+      arguments and 1 MiB of temps reports 1.25 MiB), so there the sum is
+      the planned figure.
+
+    Planned bytes are a **lower bound** of what a device needs for the
+    call: a GPU's BFC allocator rounds every buffer up (to 256 bytes, and
+    to the chunk it finds), may leave a chunk unsplit, and libraries
+    (cuBLAS, cuDNN) take workspace outside XLA's plan. The gap is measured
+    by ``benchmarks/gpu_check.py`` on a GPU (unrun here: no GPU lent).
+    """
+
+    argument_bytes: int
+    output_bytes: int
+    temp_bytes: int
+    alias_bytes: int
+    generated_code_bytes: int
+    planned_bytes: int
+    planned_from: str
+    xla_peak_bytes: int | None
+    flops: float | None
+    bytes_accessed: float | None
+    backend: str
+    name: str = "fn"
+    source: str = "compiled memory analysis (XLA)"
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [
+            ("argument", format_bytes(self.argument_bytes)),
+            ("output", format_bytes(self.output_bytes)),
+            ("temp", format_bytes(self.temp_bytes)),
+            ("alias", format_bytes(self.alias_bytes)),
+            ("planned", format_bytes(self.planned_bytes)),
+            ("flops", format_count(self.flops)),
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"MemoryEstimate({self.name} on {self.backend}: "
+            + ", ".join(f"{k}={v}" for k, v in self._rows())
+            + f"; source: {self.source}; planned from: {self.planned_from})"
+        )
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            [*self._rows(), ("planned from", self.planned_from)],
+            header=("figure", "value"),
+            caption=f"MemoryEstimate of {self.name} on {self.backend} ({self.source})",
+        )
+
+
+def _cost(executable) -> tuple[float | None, float | None]:
+    try:
+        cost = executable.cost_analysis()
+    except Exception:  # some backends do not implement it
+        return None, None
+    if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
+        cost = cost[0] if cost else None
+    if not cost:
+        return None, None
+    flops = cost.get("flops")
+    accessed = cost.get("bytes accessed")
+    return (
+        float(flops) if flops is not None and flops >= 0 else None,
+        float(accessed) if accessed is not None and accessed >= 0 else None,
+    )
+
+
+def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
+    """Builds a :class:`MemoryEstimate` from a ``jax.stages.Compiled``."""
+    stats = executable.memory_analysis()
+    if stats is None:
+        raise RuntimeError(
+            f"The {jax.default_backend()} backend returned no compiled memory analysis; "
+            "memory_estimate needs XLA's CompiledMemoryStats."
+        )
+    arg = int(stats.argument_size_in_bytes)
+    out = int(stats.output_size_in_bytes)
+    tmp = int(stats.temp_size_in_bytes)
+    alias = int(stats.alias_size_in_bytes)
+    xla_peak = getattr(stats, "peak_memory_in_bytes", None)
+    xla_peak = int(xla_peak) if xla_peak is not None and int(xla_peak) > 0 else None
+    total = arg + out + tmp - alias
+    if xla_peak is None:
+        peak, source = total, PEAK_NO_XLA
+    elif xla_peak >= total:
+        peak, source = xla_peak, PEAK_FROM_XLA
+    else:
+        peak, source = total, PEAK_SUM_ABOVE_XLA
+    flops, accessed = _cost(executable)
+    try:
+        backend = executable.input_shardings[0][0]._device_assignment[0].platform
+    except Exception:
+        backend = jax.default_backend()
+    return MemoryEstimate(
+        argument_bytes=arg,
+        output_bytes=out,
+        temp_bytes=tmp,
+        alias_bytes=alias,
+        generated_code_bytes=int(stats.generated_code_size_in_bytes),
+        planned_bytes=peak,
+        planned_from=source,
+        xla_peak_bytes=xla_peak,
+        flops=flops,
+        bytes_accessed=accessed,
+        backend=backend if isinstance(backend, str) else jax.default_backend(),
+        name=name,
+    )
+
+
+def memory_estimate(
+    fn: Callable,
+    *args: Any,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    **kwargs: Any,
+) -> MemoryEstimate:
+    """XLA's planned memory for ``fn(*args, **kwargs)``: compiles, runs nothing.
+
+    ``planned_bytes`` is the larger of XLA's own ``peak_memory_in_bytes``
+    and ``argument + output + temp - alias`` (see :class:`MemoryEstimate`);
+    ``planned_from`` says which. Arguments may be ``jax.ShapeDtypeStruct``,
+    so a batch far larger than the device can be planned without being
+    allocated.
+
+    Args:
+      fn: the function, plain or already ``jax.jit``-wrapped.
+      *args: its positional arguments (arrays, numbers or pytrees of them).
+      static_argnums: positions of arguments that are configuration, not data.
+      static_argnames: names of keyword arguments that are configuration.
+      **kwargs: its keyword arguments.
+
+    Returns:
+      A :class:`MemoryEstimate`.
+
+    Raises:
+      TypeError: ``fn`` is not callable, or an argument is not an array.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> est = memory_estimate(lambda x: x * 2, jax.ShapeDtypeStruct((1024,), jnp.float32))
+      >>> est.argument_bytes, est.output_bytes
+      (4096, 4096)
+    """
+    compiled = compile_fn(
+        fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
+    )
+    return estimate_from_compiled(compiled.executable, compiled.name)
+
+
+__all__ = ["MemoryEstimate", "estimate_from_compiled", "memory_estimate"]

@@ -1,0 +1,264 @@
+"""Runtime, measured the way XLA programs must be measured.
+
+JAX dispatches work asynchronously: a call returns before the device has
+finished. So a timing is only honest around ``jax.block_until_ready`` on
+every output leaf, and the first call (trace + compile) must be kept apart
+from steady-state calls. :func:`measure` does both, repeats until the
+timing is stable, and attaches the memory figures each backend can give.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+
+from batchlab._util.checks import check_callable, check_positive_float, check_positive_int
+from batchlab._util.compile import compile_fn
+from batchlab.measuring.compiles import count_compiles
+from batchlab.measuring.isolated import measure_in_subprocess
+from batchlab.measuring.live import device_memory, live_memory
+from batchlab.measuring.measurement import PEAK_NOTE, Measurement
+from batchlab.measuring.memory import estimate_from_compiled
+
+
+def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float = 2.0) -> int:
+    """Smallest number of calls (1, 2, 5, 10, 20, ...) whose run lasts ``min_sample_time``.
+
+    Never more calls than fit in ``max_time / 5`` (five samples must fit the budget).
+    """
+    number, start = 1, time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            jax.block_until_ready(call())
+        if time.perf_counter() - t0 >= min_sample_time or number >= 10**6:
+            return number
+        if time.perf_counter() - start > max_time / 5:
+            return number
+        for factor in (2, 2.5, 2):
+            number = int(number * factor)
+            t0 = time.perf_counter()
+            for _ in range(number):
+                jax.block_until_ready(call())
+            if time.perf_counter() - t0 >= min_sample_time:
+                return number
+
+
+def sample(call: Callable[[], Any], number: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(number):
+        jax.block_until_ready(call())
+    return (time.perf_counter() - t0) / number
+
+
+def stable(samples: list[float], tolerance: float) -> bool:
+    """Stable when adding the latest 3 samples moved the median by < tolerance."""
+    if len(samples) < 5:
+        return False
+    before = statistics.median(samples[:-3])
+    after = statistics.median(samples)
+    return abs(after - before) <= tolerance * after
+
+
+_OPTIONS = (
+    "repeat",
+    "number",
+    "warmup",
+    "min_sample_time",
+    "max_time",
+    "tolerance",
+    "isolated",
+    "static_argnums",
+    "static_argnames",
+)
+
+
+def _check_call(fn: Callable, args: tuple, kwargs: dict, static_argnums) -> None:
+    """Catches a misspelled option (passed on to ``fn``) and a top-level ``None`` argument."""
+    try:
+        sig = inspect.signature(getattr(fn, "__wrapped__", fn))
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None:
+        params = sig.parameters.values()
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+        names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        for key in kwargs:
+            if not takes_any and key not in names:
+                close = difflib.get_close_matches(key, _OPTIONS, n=1)
+                hint = (
+                    f"did you mean measure's option `{close[0]}=`?"
+                    if close
+                    else (f"`fn` takes {sorted(names) or 'no keyword arguments'}.")
+                )
+                raise TypeError(
+                    f"`{key}` is neither an option of measure() nor an argument of `fn` "
+                    f"(keywords measure() does not know are passed on to fn); {hint}"
+                )
+    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums or ())
+    for i, a in enumerate(args):
+        if a is None and i not in static and i - len(args) not in static:
+            raise TypeError(
+                f"`args[{i}]` is None: measure(fn, *args) needs the arrays fn is called with. "
+                f"Pass an array (e.g. jnp.ones((8, 128))); if None is a configuration value, "
+                f"mark it static: static_argnums=({i},)."
+            )
+
+
+def measure(
+    fn: Callable,
+    *args: Any,
+    repeat: int | None = None,
+    number: int | None = None,
+    warmup: int = 1,
+    min_sample_time: float = 0.02,
+    max_time: float = 2.0,
+    tolerance: float = 0.02,
+    isolated: bool = False,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    **kwargs: Any,
+) -> Measurement:
+    """Compiles ``fn`` once, then times steady-state calls.
+
+    1. Traces, lowers and compiles, timing each stage (``compile_seconds``).
+    2. Runs ``warmup`` calls, the first timed alone (``first_call_seconds``).
+    3. Picks ``number`` calls per sample so one sample lasts at least
+       ``min_sample_time`` (timeit's autorange), then takes samples until
+       the median is stable to ``tolerance`` or ``max_time`` is spent
+       (at least 5 samples); ``repeat=`` fixes the number of samples instead.
+    Every call is followed by ``jax.block_until_ready`` on all output leaves.
+
+    Args:
+      fn: the function, plain or already ``jax.jit``-wrapped.
+      *args: its positional arguments.
+      repeat: exact number of timing samples (``None``: until stable).
+      number: calls per sample (``None``: autorange).
+      warmup: calls before timing starts (at least 1).
+      min_sample_time: seconds one sample should last when autoranging.
+      max_time: time budget in seconds for the samples when ``repeat`` is None.
+      tolerance: relative change of the median that counts as stable.
+      isolated: measure in a fresh Python process, so the device peak (or,
+        on CPU, the host peak RSS) belongs to this function alone.
+      static_argnums, static_argnames: configuration arguments, as in ``jax.jit``.
+      **kwargs: keyword arguments of ``fn``.
+
+    Returns:
+      A :class:`Measurement`.
+
+    Raises:
+      TypeError: ``fn`` is not callable, or an argument is not an array.
+      ValueError: ``repeat``, ``number`` or ``warmup`` below 1; ``fn`` donates its inputs.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> m = measure(lambda x: (x @ x).sum(), jnp.ones((64, 64)), repeat=5)
+      >>> m.runs, m.compiles, m.memory.argument_bytes
+      (5, 1, 16384)
+    """
+    check_callable(fn)
+    repeat = check_positive_int(repeat, "repeat", allow_none=True)
+    number = check_positive_int(number, "number", allow_none=True)
+    warmup = check_positive_int(warmup, "warmup")
+    check_positive_float(min_sample_time, "min_sample_time")
+    check_positive_float(max_time, "max_time")
+    check_positive_float(tolerance, "tolerance")
+    if not isinstance(isolated, bool):
+        raise TypeError(
+            f"`isolated` must be True or False, got {type(isolated).__name__} {isolated!r}."
+        )
+    _check_call(fn, args, kwargs, static_argnums)
+    if isolated:
+        options = dict(
+            repeat=repeat,
+            number=number,
+            warmup=warmup,
+            min_sample_time=min_sample_time,
+            max_time=max_time,
+            tolerance=tolerance,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+        )
+        return measure_in_subprocess(fn, args, kwargs, options)
+
+    device_before = device_memory()
+    with count_compiles() as compiles:
+        try:
+            compiled = compile_fn(
+                fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
+            )
+        except TypeError as e:
+            if "not a valid JAX type" not in str(e):
+                raise
+            raise TypeError(
+                "`fn` returned a value that is not an array (JAX can only return arrays, numbers "
+                "and pytrees of them): " + str(e).splitlines()[0] + ". Return the array itself; "
+                "keep strings and other Python values outside the measured function."
+            ) from None
+        donated = getattr(compiled.executable, "donate_argnums", ())
+        if donated:
+            raise ValueError(
+                f"`fn` donates argument(s) {tuple(donated)}: measure() calls it many times on the same "
+                "inputs, but a donated input is deleted by the first call. Measure a version without "
+                "donate_argnums, and use memory_estimate() to see what donation saves (alias_bytes)."
+            )
+        estimate = estimate_from_compiled(compiled.executable, compiled.name)
+        call = compiled.call
+        t0 = time.perf_counter()
+        jax.block_until_ready(call())
+        first = time.perf_counter() - t0
+    for _ in range(warmup - 1):
+        jax.block_until_ready(call())
+
+    capped = None
+    if number is None:
+        number = autorange(call, min_sample_time, max_time)
+    elif repeat is None and first * number > max_time / 5:
+        # `max_time` bounds the whole timing: at least 5 samples must fit in it
+        capped, number = number, max(1, int(max_time / 5 / max(first, 1e-9)))
+    samples: list[float] = []
+    if repeat is not None:
+        samples = [sample(call, number) for _ in range(repeat)]
+    else:
+        start = time.perf_counter()
+        while len(samples) < 100:
+            samples.append(sample(call, number))
+            if stable(samples, tolerance):
+                break
+            if time.perf_counter() - start > max_time and len(samples) >= 5:
+                break
+
+    device_after = device_memory()
+    notes = []
+    if capped is not None:
+        notes.append(
+            f"number={capped} calls per sample would exceed max_time={max_time} s; "
+            f"capped at {number} (one call took {first:.3g} s)"
+        )
+    if device_after is not None:
+        notes.append(PEAK_NOTE)
+    else:
+        notes.append(
+            f"{jax.default_backend()} backend: no device memory stats; live figures are JAX "
+            "array bytes and host RSS"
+        )
+    return Measurement(
+        name=compiled.name,
+        trace_lower_seconds=compiled.trace_lower_seconds,
+        compile_seconds=compiled.compile_seconds,
+        first_call_seconds=first,
+        times=tuple(samples),
+        number=number,
+        memory=estimate,
+        live=live_memory(),
+        compiles=compiles.count,
+        device_before=device_before,
+        device_after=device_after,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,95 @@
+"""Items of different lengths (04-05): pad, pack, mask, bucket, and what each costs.
+
+``pad`` / ``unpad`` make one shape with a mask; ``pack`` puts items back to
+back with segment ids (no pads computed); the ``masked_*`` and ``packed_*``
+reductions exclude the pads; ``bucketize`` / ``bucket_batches`` cap the
+shapes to compile; ``padding_report`` counts the padding each boundary rule
+gives; ``plan_buckets`` / ``measure_buckets`` measure a bucketed epoch;
+``load_stdlib_functions`` is the shipped dataset (``data/``).
+"""
+
+from batchlab.ragged.boundaries import (
+    optimal_boundaries,
+    power_of_two_boundaries,
+    quantile_boundaries,
+)
+from batchlab.ragged.bucketing import Bucket, Buckets, bucket_batches, bucketize
+from batchlab.ragged.datasets import (
+    TokenDataset,
+    load_stdlib_functions,
+    lognormal_lengths,
+    random_sequences,
+    zipf_lengths,
+)
+from batchlab.ragged.masking import (
+    masked_logsumexp,
+    masked_max,
+    masked_mean,
+    masked_softmax,
+    masked_sum,
+    mean_pool,
+    mean_pool_reference,
+)
+from batchlab.ragged.packing import (
+    Packed,
+    pack,
+    packed_max,
+    packed_mean,
+    packed_mean_pool,
+    packed_softmax,
+    packed_sum,
+    unpack,
+)
+from batchlab.ragged.padding import Padded, Ragged, pad, unpad
+from batchlab.ragged.report import PaddingReport, padding_report, plot_tradeoff
+from batchlab.ragged.timing import (
+    BOUNDARY_RULES,
+    BucketPlan,
+    BucketPoint,
+    measure_buckets,
+    plan_buckets,
+    token_workload,
+)
+
+__all__ = [
+    "BOUNDARY_RULES",
+    "Bucket",
+    "BucketPlan",
+    "BucketPoint",
+    "Buckets",
+    "Packed",
+    "Padded",
+    "PaddingReport",
+    "Ragged",
+    "TokenDataset",
+    "bucket_batches",
+    "bucketize",
+    "load_stdlib_functions",
+    "lognormal_lengths",
+    "masked_logsumexp",
+    "masked_max",
+    "masked_mean",
+    "masked_softmax",
+    "masked_sum",
+    "mean_pool",
+    "mean_pool_reference",
+    "measure_buckets",
+    "optimal_boundaries",
+    "pack",
+    "packed_max",
+    "packed_mean",
+    "packed_mean_pool",
+    "packed_softmax",
+    "packed_sum",
+    "pad",
+    "padding_report",
+    "plan_buckets",
+    "plot_tradeoff",
+    "power_of_two_boundaries",
+    "quantile_boundaries",
+    "random_sequences",
+    "token_workload",
+    "unpack",
+    "unpad",
+    "zipf_lengths",
+]

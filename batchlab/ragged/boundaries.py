@@ -1,0 +1,153 @@
+"""Where bucket boundaries go: the boundary rules and the padding they cost.
+
+A *boundary rule* places bucket boundaries for a list of lengths:
+:func:`optimal_boundaries` (fewest padded positions for ``n_buckets``, by
+dynamic programming), :func:`quantile_boundaries`, :func:`power_of_two_boundaries`,
+:func:`equal_width_boundaries`. :func:`padded_elements` counts what a set of
+boundaries pads every item to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from batchlab._util.checks import check_positive_int
+from batchlab.ragged.padding import Ragged
+
+
+def lengths_of(lengths: Any) -> np.ndarray:
+    if isinstance(lengths, Ragged):
+        return lengths.lengths
+    arr = np.asarray(lengths)
+    if (
+        arr.ndim != 1
+        or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer))
+        or np.any(arr < 0)
+    ):
+        raise ValueError(
+            f"`lengths` must be a 1-D array of non-negative ints, got "
+            f"{arr.dtype}{list(arr.shape)}; pass e.g. data.lengths or [len(s) for s in seqs]."
+        )
+    return arr.astype(np.int64)
+
+
+def check_boundaries(boundaries: Any, lengths: np.ndarray) -> np.ndarray:
+    """Returns ``boundaries`` as sorted int64 after checking they cover every length."""
+    b = np.asarray(boundaries)
+    if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer):
+        raise TypeError(
+            f"`boundaries` must be a non-empty list of ints (bucket upper lengths), got {boundaries!r:.80}."
+        )
+    if np.any(np.diff(b) <= 0) or b[0] < 1:
+        raise ValueError(
+            f"`boundaries` must be positive and strictly increasing, got {b.tolist()}."
+        )
+    if len(lengths) and lengths.max() > b[-1]:
+        raise ValueError(
+            f"the longest item has length {int(lengths.max())} but the last boundary is {int(b[-1])}; "
+            f"add a boundary >= {int(lengths.max())} (or pad with truncate=True first)."
+        )
+    return b.astype(np.int64)
+
+
+def padded_elements(lengths: Any, boundaries: Any) -> int:
+    """Total padded size when every item is padded to its bucket's boundary."""
+    lengths = lengths_of(lengths)
+    b = check_boundaries(boundaries, lengths)
+    return int(b[np.searchsorted(b, lengths)].sum()) if len(lengths) else 0
+
+
+def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
+    """The at most ``n_buckets`` boundaries that minimize the total padded size (exact).
+
+    Dynamic programming over the sorted distinct lengths ``d`` with counts
+    ``c``: ``best[k][j] = min_i best[k-1][i] + d[j-1] * (c[i] + ... + c[j-1])``.
+    Every boundary is one of the lengths (a boundary between two lengths
+    could be lowered for free).
+
+    Args:
+      lengths: ``(items,)`` non-negative ints.
+      n_buckets: the number of buckets (= compiled shapes) allowed.
+
+    Returns:
+      Sorted boundaries; fewer than ``n_buckets`` if there are fewer distinct lengths.
+
+    Raises:
+      ValueError: bad lengths; TypeError/ValueError: ``n_buckets`` not a positive int.
+
+    Example:
+      >>> optimal_boundaries([1, 2, 2, 7, 8, 8, 8], 2).tolist()
+      [2, 8]
+    """
+    lengths, n_buckets = lengths_of(lengths), check_positive_int(n_buckets, "n_buckets")
+    d, c = np.unique(np.maximum(lengths, 1), return_counts=True)
+    m, k_max = len(d), min(n_buckets, len(d))
+    if m == 0:
+        return np.ones(1, dtype=np.int64)
+    if m * m * k_max > 2 * 10**9:  # the DP is O(k * m^2): refuse what would take minutes
+        raise ValueError(
+            f"`lengths` has {m} distinct values: the exact search costs n_buckets x {m}^2 steps "
+            f"(minutes). Round the lengths first (e.g. np.ceil(lengths / 16) * 16, at most "
+            f"{int((2 * 10**9 / k_max) ** 0.5)} distinct values for n_buckets={k_max}) or use "
+            f"quantile_boundaries(lengths, n_buckets)."
+        )
+    C = np.concatenate([[0], np.cumsum(c)]).astype(np.float64)
+    best = np.full(m + 1, np.inf)
+    best[0] = 0.0
+    choice = np.zeros((k_max + 1, m + 1), dtype=np.int64)
+    for k in range(1, k_max + 1):
+        new = np.full(m + 1, np.inf)
+        for j in range(k, m + 1):
+            # last bucket holds distinct lengths i..j-1, padded to d[j-1]
+            cost = best[:j] + d[j - 1] * (C[j] - C[:j])
+            i = int(np.argmin(cost))
+            new[j], choice[k, j] = cost[i], i
+        best = new
+    bounds, j = [], m
+    for k in range(k_max, 0, -1):
+        bounds.append(d[j - 1])
+        j = choice[k, j]
+    return np.array(bounds[::-1], dtype=np.int64)
+
+
+def quantile_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
+    """Boundaries at the ``1/n, 2/n, ..., 1`` quantiles of the lengths (equal item counts).
+
+    Example:
+      >>> quantile_boundaries([1, 2, 3, 4, 5, 6, 7, 100], 2).tolist()
+      [4, 100]
+    """
+    lengths, n_buckets = lengths_of(lengths), check_positive_int(n_buckets, "n_buckets")
+    if not len(lengths):
+        return np.ones(1, dtype=np.int64)
+    q = np.quantile(
+        np.maximum(lengths, 1), np.arange(1, n_buckets + 1) / n_buckets, method="inverted_cdf"
+    )
+    return np.unique(q.astype(np.int64))
+
+
+def power_of_two_boundaries(lengths: Any) -> np.ndarray:
+    """Boundaries 1, 2, 4, ... up to the first power of two >= the longest length.
+
+    Example:
+      >>> power_of_two_boundaries([3, 5, 17]).tolist()
+      [4, 8, 16, 32]
+    """
+    lengths = lengths_of(lengths)
+    lo = max(int(lengths.min()) if len(lengths) else 1, 1)
+    hi = max(int(lengths.max()) if len(lengths) else 1, 1)
+    return 2 ** np.arange(int(np.ceil(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1, dtype=np.int64)
+
+
+def equal_width_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
+    """``n_buckets`` evenly spaced boundaries up to the longest length ("fixed" buckets).
+
+    Example:
+      >>> equal_width_boundaries([1, 50, 100], 4).tolist()
+      [25, 50, 75, 100]
+    """
+    lengths, n_buckets = lengths_of(lengths), check_positive_int(n_buckets, "n_buckets")
+    hi = max(int(lengths.max()) if len(lengths) else 1, 1)
+    return np.unique(np.ceil(np.arange(1, n_buckets + 1) * hi / n_buckets).astype(np.int64))

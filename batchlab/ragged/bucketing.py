@@ -1,0 +1,330 @@
+"""Bucketing by length: less padding than pad-to-max, fewer shapes than no padding.
+
+Padding everything to the longest item wastes compute on pads; feeding each
+item at its own length makes ``jit`` compile once per distinct length.
+Buckets sit in between: items are grouped by length and each group is
+padded to its bucket's *boundary*, so there is one compiled shape per
+non-empty bucket and the padding is bounded by the gap to the boundary.
+
+Where to put the boundaries? For a given length distribution and ``k``
+buckets, the total padded size is ``sum over buckets of boundary x items``.
+:func:`optimal_boundaries` minimizes it exactly by dynamic programming over
+the ``m`` sorted distinct lengths (``O(k m^2)``, milliseconds for thousands
+of distinct lengths); quantile and power-of-two boundaries are the common
+heuristics it is compared with (see :func:`batchlab.padding_report`).
+
+Buckets cap compilations only when the *batch* dimension is fixed too: a
+bucket that holds 37 items in one batch and 41 in the next is two shapes.
+:func:`bucket_batches` forms fixed-shape batches per bucket (``batch_size``
+items each, the last one filled up with fully masked rows), so a whole
+epoch compiles at most once per bucket.
+
+Example:
+  >>> lengths = [3, 3, 4, 9, 10, 30]
+  >>> optimal_boundaries(lengths, 3).tolist()
+  [4, 10, 30]
+  >>> padded_elements(lengths, [4, 10, 30]), padded_elements(lengths, [30])
+  (62, 180)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from batchlab._util.checks import check_positive_int
+from batchlab._util.format import html_table, text_table
+from batchlab.ragged.boundaries import (
+    check_boundaries,
+    optimal_boundaries,
+)
+from batchlab.ragged.padding import Padded, Ragged, as_ragged, check_value, scatter_rows
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One bucket (or one batch of a bucket): its items padded to ``boundary``, and their
+    positions in the input.
+
+    ``padded`` may have more rows than ``indices``: :func:`bucket_batches`
+    fills a bucket's last batch up to ``batch_size`` with fully masked rows
+    (length 0), which belong to no input item.
+    """
+
+    boundary: int
+    indices: np.ndarray
+    padded: Padded
+
+    @property
+    def filler_rows(self) -> int:
+        """Rows of ``padded`` that hold no input item (fully masked)."""
+        return int(self.padded.values.shape[0]) - len(self.indices)
+
+    def __repr__(self) -> str:
+        filler = f", filler rows={self.filler_rows}" if self.filler_rows else ""
+        return f"Bucket(boundary={self.boundary}, items={len(self.indices)}{filler}, padding={self.padded.waste:.1%})"
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """The non-empty buckets (or fixed-shape batches) of the data; ``restore`` puts
+    per-bucket results back in input order."""
+
+    buckets: tuple[Bucket, ...]
+    boundaries: np.ndarray
+    n_items: int
+
+    def __iter__(self) -> Iterator[Bucket]:
+        return iter(self.buckets)
+
+    def __len__(self) -> int:
+        return len(self.buckets)
+
+    @property
+    def true_elements(self) -> int:
+        return sum(b.padded.true_elements for b in self.buckets)
+
+    @property
+    def padded_elements(self) -> int:
+        return sum(b.padded.padded_elements for b in self.buckets)
+
+    @property
+    def waste(self) -> float:
+        return 1 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+
+    @property
+    def shapes(self) -> int:
+        """Distinct array shapes among the buckets: what ``jit`` compiles for, at most."""
+        return len({b.padded.values.shape for b in self.buckets})
+
+    @property
+    def filler_rows(self) -> int:
+        """Fully masked rows added to fill the last batch of each bucket."""
+        return sum(b.filler_rows for b in self.buckets)
+
+    def restore(self, outputs: list[Any]) -> np.ndarray:
+        """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order.
+
+        Rows beyond a bucket's items (the filler rows of :func:`bucket_batches`) are dropped.
+        """
+        if len(outputs) != len(self.buckets):
+            raise ValueError(
+                f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
+                f"pass one result per bucket, in order."
+            )
+        for k, (o, b) in enumerate(zip(outputs, self.buckets, strict=True)):
+            rows = np.shape(o)[0] if np.ndim(o) else 0
+            if rows < len(b.indices):
+                raise ValueError(
+                    f"`outputs[{k}]` has {rows} rows but bucket {k} holds {len(b.indices)} items "
+                    f"(padded shape {b.padded.values.shape}); each output needs one row per item "
+                    f"of its bucket, in the bucket's order."
+                )
+        stacked = (
+            np.concatenate(
+                [
+                    np.asarray(o)[: len(b.indices)]
+                    for o, b in zip(outputs, self.buckets, strict=True)
+                ]
+            )
+            if outputs
+            else np.zeros(0)
+        )
+        order = (
+            np.concatenate([b.indices for b in self.buckets])
+            if self.buckets
+            else np.zeros(0, np.int64)
+        )
+        result = np.empty_like(stacked)
+        result[order] = stacked
+        return result
+
+    def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
+        """``fn(padded)`` on every bucket, results back in input order (one compile per shape under jit)."""
+        return self.restore([fn(b.padded) for b in self.buckets])
+
+    def _rows(self) -> list[tuple]:
+        rows = []
+        for boundary in sorted({b.boundary for b in self.buckets}):
+            group = [b for b in self.buckets if b.boundary == boundary]
+            rows.append(
+                (
+                    boundary,
+                    len(group),
+                    " ".join(sorted({str(b.padded.values.shape[0]) for b in group}, key=int)),
+                    sum(len(b.indices) for b in group),
+                    f"{_waste(group):.1%}",
+                )
+            )
+        return rows
+
+    _HEADER = ("boundary", "batches", "rows per batch", "items", "padding")
+
+    def _caption(self) -> str:
+        return (
+            f"{self.n_items} items in {len(self)} batches of {self.shapes} shapes, "
+            f"padding {self.waste:.1%}"
+        )
+
+    def __repr__(self) -> str:
+        return f"Buckets({self._caption()})\n" + text_table(self._rows(), self._HEADER)
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), self._HEADER, caption=self._caption())
+
+
+def _waste(group: list[Bucket]) -> float:
+    padded = sum(b.padded.padded_elements for b in group)
+    return 1 - sum(b.padded.true_elements for b in group) / padded if padded else 0.0
+
+
+def bucketize(
+    seqs: Any,
+    *,
+    boundaries: Any = None,
+    n_buckets: int | None = None,
+    value: Any = 0,
+    dtype: Any = None,
+) -> Buckets:
+    """Groups items by length and pads each group to its bucket boundary.
+
+    Args:
+      seqs: a list of 1-D sequences or ``(len, *features)`` items, or a :class:`Ragged`.
+      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
+      n_buckets: instead of ``boundaries``: use :func:`optimal_boundaries` with this many buckets.
+      value: the pad value.
+      dtype: result dtype (default: the items' own).
+
+    Returns:
+      :class:`Buckets`: the non-empty buckets in increasing boundary order,
+      each with its items' original ``indices``.
+
+    Raises:
+      ValueError: both or neither of ``boundaries`` and ``n_buckets``; an item
+        longer than the last boundary. TypeError: bad ``boundaries``.
+
+    Example:
+      >>> bs = bucketize([[1, 2, 3], [4], [5, 6]], boundaries=[2, 4])
+      >>> [(b.boundary, b.indices.tolist()) for b in bs]
+      [(2, [1, 2]), (4, [0])]
+      >>> bs.restore([b.padded.lengths for b in bs]).tolist()   # back in input order
+      [3, 1, 2]
+    """
+    ragged, b, groups = _assign(seqs, boundaries, n_buckets, value, dtype)
+    lengths = ragged.lengths
+    buckets = []
+    for k, idx in groups:
+        padded = scatter_rows(ragged.flat, ragged.offsets[idx], lengths[idx], int(b[k]), value)
+        buckets.append(Bucket(int(b[k]), idx, padded))
+    return Buckets(tuple(buckets), b, len(lengths))
+
+
+def _assign(
+    seqs: Any, boundaries: Any, n_buckets: int | None, value: Any, dtype: Any
+) -> tuple[Ragged, np.ndarray, list[tuple[int, np.ndarray]]]:
+    """Checks the arguments; returns the data, the boundaries and (bucket, item indices) per non-empty bucket."""
+    if (boundaries is None) == (n_buckets is None):
+        raise ValueError(
+            "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
+            f"got boundaries={boundaries!r:.40} and n_buckets={n_buckets!r}."
+        )
+    ragged = as_ragged(seqs, dtype=dtype)
+    lengths = ragged.lengths
+    b = (
+        optimal_boundaries(lengths, n_buckets)
+        if n_buckets is not None
+        else check_boundaries(boundaries, lengths)
+    )
+    check_value(value, ragged.flat.dtype)
+    which = np.searchsorted(b, lengths)
+    order = np.argsort(which, kind="stable")
+    splits = np.searchsorted(which[order], np.arange(1, len(b)))
+    return ragged, b, [(k, idx) for k, idx in enumerate(np.split(order, splits)) if len(idx)]
+
+
+def bucket_batches(
+    seqs: Any,
+    *,
+    batch_size: int | None = None,
+    tokens_per_batch: int | None = None,
+    boundaries: Any = None,
+    n_buckets: int | None = None,
+    seed: int | None = None,
+    value: Any = 0,
+    dtype: Any = None,
+) -> Buckets:
+    """Fixed-shape batches per bucket: every batch of a bucket is ``(rows, boundary)``.
+
+    :func:`bucketize` pads each bucket to its boundary but keeps however many
+    items fall into it, so the same bucket is a new shape (a new compile) in
+    every batch of data. Here every bucket is cut into batches of exactly
+    ``rows`` rows; its last batch is filled up with fully masked rows
+    (length 0, belonging to no item), so an epoch has at most one shape per
+    bucket and ``jit`` compiles at most once per bucket, however many batches.
+
+    ``rows`` is ``batch_size`` for every bucket, or, with ``tokens_per_batch``,
+    ``max(1, tokens_per_batch // boundary)`` per bucket (a token budget, as
+    ``tf.data``'s ``bucket_batch_sizes`` or fairseq's ``max_tokens``): short
+    buckets get many rows, long ones few, so every batch holds about the same
+    number of positions and the long buckets' last batches waste few filler rows.
+
+    Args:
+      seqs: a list of 1-D sequences or ``(len, *features)`` items, or a :class:`Ragged`.
+      batch_size: rows per batch, the same for every bucket.
+      tokens_per_batch: instead of ``batch_size``: positions per batch; rows per
+        bucket ``max(1, tokens_per_batch // boundary)``.
+      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
+      n_buckets: instead of ``boundaries``: use :func:`optimal_boundaries` with this many buckets.
+      seed: shuffle the items within each bucket and the order of the batches
+        (an epoch, as a training loop sees it); ``None`` keeps input order.
+      value: the pad value.
+      dtype: result dtype (default: the items' own).
+
+    Returns:
+      :class:`Buckets` with one entry per batch; ``restore`` drops the filler
+      rows and puts results back in input order; ``shapes`` counts distinct shapes.
+
+    Raises:
+      ValueError: both or neither of ``boundaries`` and ``n_buckets``, or of
+        ``batch_size`` and ``tokens_per_batch``; an item longer than the last
+        boundary; a size < 1.
+      TypeError: a size not an int; bad ``boundaries``.
+
+    Example:
+      >>> bs = bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]], boundaries=[1, 4], batch_size=2)
+      >>> [(b.boundary, b.indices.tolist(), b.padded.values.shape) for b in bs]
+      [(1, [0, 2], (2, 1)), (1, [3], (2, 1)), (4, [1, 4], (2, 4))]
+      >>> bs.shapes, bs.filler_rows, bs.restore([b.padded.lengths for b in bs]).tolist()
+      (2, 1, [1, 2, 1, 1, 3])
+      >>> [b.padded.values.shape for b in bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]],
+      ...                                                 boundaries=[1, 4], tokens_per_batch=4)]
+      [(4, 1), (1, 4), (1, 4)]
+    """
+    if (batch_size is None) == (tokens_per_batch is None):
+        raise ValueError(
+            "pass exactly one of `batch_size` (rows per batch, e.g. 64) or `tokens_per_batch` "
+            f"(positions per batch, e.g. 8192), got batch_size={batch_size!r} and "
+            f"tokens_per_batch={tokens_per_batch!r}."
+        )
+    batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
+    tokens_per_batch = check_positive_int(tokens_per_batch, "tokens_per_batch", allow_none=True)
+    ragged, b, groups = _assign(seqs, boundaries, n_buckets, value, dtype)
+    rng = None if seed is None else np.random.default_rng(seed)
+    lengths = ragged.lengths
+    batches = []
+    for k, idx in groups:
+        idx = idx if rng is None else rng.permutation(idx)
+        rows = batch_size or max(1, tokens_per_batch // int(b[k]))
+        for start in range(0, len(idx), rows):
+            chunk = idx[start : start + rows]
+            filler = rows - len(chunk)
+            starts = np.concatenate([ragged.offsets[chunk], np.zeros(filler, np.int64)])
+            kept = np.concatenate([lengths[chunk], np.zeros(filler, np.int64)])
+            padded = scatter_rows(ragged.flat, starts, kept, int(b[k]), value)
+            batches.append(Bucket(int(b[k]), chunk, padded))
+    if rng is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return Buckets(tuple(batches), b, len(lengths))

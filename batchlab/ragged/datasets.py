@@ -1,0 +1,243 @@
+"""Ragged data to experiment with: a real shipped dataset and synthetic length generators.
+
+The shipped dataset, ``batchlab/ragged/data/stdlib_functions.npz``, holds one
+sequence of token ids per function in CPython 3.11.7's standard library
+(``Lib/*.py``, PSF License 2.0), tokenized with Python's own ``tokenize``
+module. Its lengths have a real long tail: median 44 tokens, longest 1601.
+``data/README.md`` says how it was made; ``scripts/make_ragged_dataset.py``
+regenerates it.
+
+The repository's top-level ``data/`` is the source; the package carries an
+identical copy (``batchlab/data/``: the file and its README with the
+license) that every install ships, editable or not (``pip install .``,
+``pip install git+...``, a wheel), found with ``importlib.resources``, so
+the loader never depends on where the repository is. A test checks that
+both copies are byte for byte the same.
+
+The synthetic generators give lengths with a chosen shape (log-normal,
+Zipf) for controlled experiments; seeded, so every run draws the same data.
+
+Example:
+  >>> data = load_stdlib_functions()
+  >>> len(data), int(data.lengths.max())
+  (6811, 1601)
+  >>> data.decode(0)[:6]
+  ['def', '__init__', '(', 'self', ',', '<unk>']
+"""
+
+from __future__ import annotations
+
+import zipfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from batchlab._util.checks import check_dtype, check_positive_float, check_positive_int
+from batchlab.ragged.padding import Ragged
+
+#: the dataset's one copy, inside the package (present in every install)
+DATA_DIR = Path(str(resources.files("batchlab.ragged") / "data"))
+STDLIB_FILE = "stdlib_functions.npz"
+_KEYS = ("tokens", "offsets", "vocab", "names", "source")
+_REGENERATE = (
+    "regenerate it with: python scripts/make_ragged_dataset.py (from the repository root; it "
+    "writes batchlab/ragged/data/), or reinstall batchlab"
+)
+
+
+@dataclass(frozen=True)
+class TokenDataset:
+    """Ragged token-id sequences with their vocabulary and item names.
+
+    Attributes:
+      ragged: the sequences, back to back (:class:`~batchlab.ragged.padding.Ragged`).
+      vocab: ``vocab[id]`` is the token text; id 0 is ``<pad>``.
+      names: one name per sequence (``module.Class.function``).
+      source: where the data comes from, and its license.
+    """
+
+    ragged: Ragged
+    vocab: np.ndarray
+    names: np.ndarray
+    source: str
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self.ragged.lengths
+
+    def __len__(self) -> int:
+        return len(self.ragged)
+
+    def sequences(self, n: int | None = None) -> list[np.ndarray]:
+        """The first ``n`` (default all) sequences as a list of arrays (views)."""
+        return [self.ragged.item(i) for i in range(len(self) if n is None else min(n, len(self)))]
+
+    def decode(self, i: int) -> list[str]:
+        """The token texts of sequence ``i``."""
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(
+                f"`i` must be the int index of a sequence, got {type(i).__name__} {i!r}."
+            )
+        if not 0 <= i < len(self):
+            raise ValueError(f"`i`={i} is not a sequence index; valid: 0..{len(self) - 1}.")
+        ids = np.asarray(self.ragged.item(i))
+        bad = (ids < 0) | (ids >= len(self.vocab))
+        if bad.any():
+            raise ValueError(
+                f"sequence {i} holds token id {int(ids[bad][0])}, outside the vocabulary "
+                f"0..{len(self.vocab) - 1} (a pad value such as -1 is not a token; numpy would "
+                f"read -1 as the last word). Remove pads before decoding."
+            )
+        return self.vocab[ids].tolist()
+
+    def __repr__(self) -> str:
+        lengths = self.lengths
+        return (
+            f"TokenDataset({len(self)} sequences, {lengths.sum():,} tokens, vocab {len(self.vocab)}, "
+            f"lengths median {int(np.median(lengths))} max {lengths.max()}; {self.source})"
+        )
+
+
+def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
+    """Loads the shipped dataset: one token-id sequence per stdlib function.
+
+    Args:
+      path: the ``.npz`` file; default: the copy shipped inside the package
+        (``batchlab/ragged/data/stdlib_functions.npz``, its one copy).
+
+    Returns:
+      A :class:`TokenDataset` (loaded with ``allow_pickle=False``; checked).
+
+    Raises:
+      FileNotFoundError: the file is missing (the message says how to
+        regenerate it).
+      ValueError: the file is corrupt or inconsistent (same advice).
+    """
+    path = Path(path) if path is not None else DATA_DIR / STDLIB_FILE
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"The ragged dataset {path.name!r} is missing (looked in {path.parent.name}/); "
+            f"{_REGENERATE}."
+        )
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            missing = [k for k in _KEYS if k not in f.files]
+            arrays = {k: f[k] for k in _KEYS if k in f.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(
+            f"The ragged dataset {path.name!r} is corrupt ({type(e).__name__}: {e}); {_REGENERATE}."
+        ) from None
+    if missing:
+        raise ValueError(f"The ragged dataset {path.name!r} lacks arrays {missing}; {_REGENERATE}.")
+    tokens, offsets, vocab = arrays["tokens"], arrays["offsets"], arrays["vocab"]
+    problem = None
+    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(tokens):
+        problem = "its offsets do not cover the tokens"
+    elif np.any(np.diff(offsets) < 0):
+        problem = "its offsets decrease"
+    elif len(arrays["names"]) != len(offsets) - 1:
+        problem = "it has a different number of names and sequences"
+    elif len(tokens) and int(tokens.max()) >= len(vocab):
+        problem = "a token id is outside the vocabulary"
+    if problem:
+        raise ValueError(
+            f"The ragged dataset {path.name!r} is inconsistent: {problem}; {_REGENERATE}."
+        )
+    return TokenDataset(Ragged(tokens, offsets), vocab, arrays["names"], str(arrays["source"]))
+
+
+def lognormal_lengths(
+    n: int,
+    *,
+    median: float = 32.0,
+    sigma: float = 1.0,
+    max_length: int | None = None,
+    seed: int = 0,
+) -> np.ndarray:
+    """``n`` lengths drawn from a log-normal distribution (most short, a long tail).
+
+    Args:
+      n: how many lengths.
+      median: the median length (``exp(mu)``).
+      sigma: spread of ``log(length)``; 0.5 is narrow, 1.5 a very long tail.
+      max_length: clip lengths to at most this (``None``: no clip).
+      seed: numpy random seed.
+
+    Returns:
+      int64 lengths, each at least 1.
+
+    Raises:
+      TypeError, ValueError: non-positive ``n``, ``median``, ``sigma`` or ``max_length``.
+
+    Example:
+      >>> lognormal_lengths(5, median=10, seed=0).tolist()
+      [11, 9, 19, 11, 6]
+    """
+    n = check_positive_int(n, "n")
+    median, sigma = check_positive_float(median, "median"), check_positive_float(sigma, "sigma")
+    max_length = check_positive_int(max_length, "max_length", allow_none=True)
+    draws = np.random.default_rng(seed).lognormal(np.log(median), sigma, n)
+    lengths = np.maximum(np.rint(draws), 1).astype(np.int64)
+    return np.minimum(lengths, max_length) if max_length else lengths
+
+
+def zipf_lengths(n: int, *, a: float = 1.5, max_length: int = 1024, seed: int = 0) -> np.ndarray:
+    """``n`` lengths from a Zipf law (``P(k) ~ k**-a``), clipped to ``max_length``.
+
+    Args:
+      n: how many lengths.
+      a: the exponent, > 1; smaller means a heavier tail.
+      max_length: clip lengths to at most this.
+      seed: numpy random seed.
+
+    Returns:
+      int64 lengths in ``[1, max_length]``.
+
+    Raises:
+      ValueError: ``a <= 1``; TypeError/ValueError for bad ``n``, ``max_length``.
+
+    Example:
+      >>> zipf_lengths(6, a=2.0, seed=0).tolist()
+      [2, 1, 2, 5, 7, 3]
+    """
+    n = check_positive_int(n, "n")
+    max_length = check_positive_int(max_length, "max_length")
+    a = check_positive_float(a, "a")
+    if a <= 1:
+        raise ValueError(f"`a` must be greater than 1 for a Zipf law, got a={a}; try a=1.5.")
+    return np.minimum(np.random.default_rng(seed).zipf(a, n), max_length).astype(np.int64)
+
+
+def random_sequences(
+    lengths: Any, *, features: tuple[int, ...] = (), dtype: Any = np.float32, seed: int = 0
+) -> Ragged:
+    """Random normal items with the given lengths, as :class:`~batchlab.ragged.padding.Ragged`.
+
+    Example:
+      >>> r = random_sequences([3, 0, 2], features=(4,))
+      >>> r.flat.shape, r.lengths.tolist()
+      ((5, 4), [3, 0, 2])
+    """
+    raw = np.asarray(lengths)
+    if raw.size and raw.dtype.kind not in "iu":
+        raise TypeError(
+            f"`lengths` must be ints (item lengths), got {raw.dtype} {raw.tolist()!r:.60}; "
+            f"round them first, e.g. np.round(lengths).astype(int)."
+        )
+    lengths = raw.astype(np.int64)
+    if lengths.ndim != 1 or np.any(lengths < 0):
+        raise ValueError(f"`lengths` must be a 1-D list of non-negative ints, got {lengths!r:.80}.")
+    if isinstance(features, (int, np.integer)):
+        features = (features,)
+    if any(isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < 0 for f in features):
+        raise ValueError(f"`features` must be a tuple of non-negative ints, got {features!r}.")
+    dtype = check_dtype(dtype)
+    flat = (
+        np.random.default_rng(seed)
+        .standard_normal((int(lengths.sum()), *tuple(features)))
+        .astype(dtype)
+    )
+    return Ragged.from_lengths(flat, lengths)

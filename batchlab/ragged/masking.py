@@ -1,0 +1,300 @@
+"""Reductions over padded data that ignore the padding.
+
+A plain ``x.mean(axis=1)`` over a padded batch averages the pad values in:
+wrong for every item shorter than the batch. The masked reductions here
+give, for every item, exactly what the reduction over its unpadded data
+gives, inside ``jit`` and ``vmap``, with gradients that are zero at pad
+positions and never NaN.
+
+An item with no data at all (a fully masked row, e.g. an empty sequence)
+has one documented result in the whole kit (these reductions, ``mean_pool``,
+the packed reductions of :mod:`batchlab.ragged.packing`, the exercises and the
+notebooks), the same under every transformation and never NaN. It is what
+``jax.ops.segment_sum`` / ``segment_max`` give an empty segment, so padded
+and packed results agree item for item:
+
+=====================  =====================================================
+``masked_sum``         ``0`` (the empty sum)
+``masked_mean``        ``0`` (``sum / max(count, 1)``; numpy's ``np.mean([])``
+                       is NaN with a warning, and a NaN poisons a whole
+                       batch's loss and gradient)
+``masked_max``         ``-inf``, the identity of max (the dtype's minimum
+                       for integers), as ``jax.ops.segment_max``
+``masked_logsumexp``   ``-inf`` (log of the empty sum)
+``masked_softmax``     all zeros (no support: the row sums to 0, not 1)
+=====================  =====================================================
+
+Pass ``empty=`` to ``masked_mean`` or ``masked_max`` to choose another value
+(e.g. ``empty=-jnp.inf`` to make an empty mean stand out).
+
+The mask is boolean with the shape of ``x``, or of its leading axes
+(``(batch, seq)`` for ``x`` of shape ``(batch, seq, features)``); it is never
+broadcast silently from other shapes.
+
+Example:
+  >>> import jax.numpy as jnp
+  >>> x = jnp.array([[1.0, 2.0, 99.0], [5.0, 99.0, 99.0], [99.0, 99.0, 99.0]])
+  >>> mask = jnp.array([[True, True, False], [True, False, False], [False] * 3])
+  >>> masked_mean(x, mask, axis=1)
+  Array([1.5, 5. , 0. ], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from batchlab._util.checks import check_numeric_array
+from batchlab.ragged.padding import Ragged
+
+Array = jax.Array
+
+
+def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
+    """Checks shapes and dtypes (before any computation) and aligns the mask with ``x``."""
+    check_numeric_array(x, "x")
+    if mask is None:
+        raise TypeError(
+            "`mask` is None; pass the boolean mask of real positions (Padded.mask, or "
+            "positions < lengths[:, None])."
+        )
+    check_numeric_array(mask, "mask")
+    x, mask = jnp.asarray(x), jnp.asarray(mask)
+    if mask.dtype != jnp.bool_:
+        raise TypeError(
+            f"`mask` must be boolean, got dtype {mask.dtype}; build it with a comparison "
+            f"(e.g. positions < lengths[:, None]) or convert with mask.astype(bool)."
+        )
+    if mask.ndim > x.ndim or x.shape[: mask.ndim] != mask.shape:
+        raise ValueError(
+            f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape "
+            f"or its leading axes (e.g. (batch, seq) for x of shape (batch, seq, features))."
+        )
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(
+            f"`axis` must be one int (the sequence axis), got {type(axis).__name__} {axis!r}."
+        )
+    if not -mask.ndim <= axis < mask.ndim:
+        raise ValueError(
+            f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}); the reduced axis must "
+            f"be a masked one, e.g. axis=1 for a (batch, seq) mask."
+        )
+    if mask.ndim == 1 < x.ndim and axis < 0:
+        raise ValueError(
+            f"`mask` has shape {mask.shape}, fewer dims than `x` {x.shape}: it covers x's leading "
+            f"axes {tuple(range(mask.ndim))}, so axis={axis} is ambiguous (it counts from the "
+            f"mask's end, not x's). Pass the reduced axis as a non-negative int of those axes "
+            f"(e.g. axis={mask.ndim - 1}), or a mask of x's full shape."
+        )
+    axis = axis % mask.ndim
+    mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
+    return x, jnp.broadcast_to(mask, x.shape), axis
+
+
+def _check_empty(empty: Any, *, allow_none: bool) -> None:
+    import numbers
+
+    if (
+        (empty is None and allow_none)
+        or (isinstance(empty, numbers.Number) and not isinstance(empty, bool))
+        or isinstance(empty, (np.generic, jax.Array))
+    ):
+        return
+    raise TypeError(
+        f"`empty` (the result for a fully masked row) must be a number, e.g. empty=0.0 or "
+        f"empty=float('nan'), got {type(empty).__name__} {empty!r}."
+    )
+
+
+def _float(x: Array) -> Array:
+    return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
+
+
+def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
+    """Sum over ``axis`` of the positions where ``mask`` is ``True``.
+
+    Args:
+      x: ``(..., seq, ...)`` values; pad positions may hold anything, even NaN.
+      mask: boolean, shape of ``x`` or of its leading axes.
+      axis: the sequence axis (one of the mask's axes).
+
+    Returns:
+      ``x``'s shape without ``axis``; ``0`` for a fully masked row.
+
+    Raises:
+      TypeError: non-boolean mask or non-int axis.
+      ValueError: mask shape does not match ``x``; ``axis`` outside the mask.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> masked_sum(jnp.array([[1, 2, 3]]), jnp.array([[True, False, True]]))
+      Array([4], dtype=int32)
+    """
+    x, mask, axis = _prepare(x, mask, axis)
+    return jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
+
+
+def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Array:
+    """Mean over ``axis`` of the unmasked positions: ``sum(x * mask) / sum(mask)``.
+
+    Args:
+      x: values (integers are promoted to float).
+      mask: boolean, shape of ``x`` or of its leading axes.
+      axis: the sequence axis.
+      empty: the result for a fully masked row (default ``0.0``, the kit's convention).
+
+    Returns:
+      ``x``'s shape without ``axis``.
+
+    Raises:
+      TypeError, ValueError: as :func:`masked_sum`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> masked_mean(jnp.array([[2.0, 4.0, 100.0], [0.0, 0.0, 0.0]]),
+      ...             jnp.array([[True, True, False], [False, False, False]]))
+      Array([3., 0.], dtype=float32)
+    """
+    _check_empty(empty, allow_none=False)
+    x, mask, axis = _prepare(x, mask, axis)
+    x = _float(x)
+    count = jnp.sum(mask, axis=axis)
+    total = jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
+    # the double `where`: never divide by 0, so no NaN in the value or the gradient
+    safe = total / jnp.maximum(count, 1).astype(x.dtype)
+    return jnp.where(count > 0, safe, jnp.asarray(empty, x.dtype))
+
+
+def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array:
+    """Maximum over ``axis`` of the unmasked positions.
+
+    Args:
+      x: values.
+      mask: boolean, shape of ``x`` or of its leading axes.
+      axis: the sequence axis.
+      empty: the result for a fully masked row; default ``-inf`` (floats)
+        or the dtype's minimum (integers).
+
+    Returns:
+      ``x``'s shape without ``axis``, ``x``'s dtype.
+
+    Raises:
+      TypeError, ValueError: as :func:`masked_sum`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> masked_max(jnp.array([[3.0, 9.0], [-2.0, 9.0]]), jnp.array([[True, False], [True, False]]))
+      Array([ 3., -2.], dtype=float32)
+    """
+    _check_empty(empty, allow_none=True)
+    x, mask, axis = _prepare(x, mask, axis)
+    if jnp.issubdtype(x.dtype, jnp.inexact):
+        lowest = jnp.asarray(-jnp.inf, x.dtype)
+    else:
+        lowest = jnp.asarray(jnp.iinfo(x.dtype).min if x.dtype != jnp.bool_ else False, x.dtype)
+    # initial: a length-0 axis (a batch of only empty items) has no maximum otherwise
+    result = jnp.max(jnp.where(mask, x, lowest), axis=axis, initial=lowest)
+    if empty is None:
+        return result
+    return jnp.where(jnp.any(mask, axis=axis), result, jnp.asarray(empty, x.dtype))
+
+
+def _shifted_exp(x: Array, mask: Array, axis: int) -> tuple[Array, Array]:
+    """``exp(x - m)`` at unmasked positions (0 elsewhere) and the finite shift ``m``."""
+    m = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True, initial=-jnp.inf)
+    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros((), x.dtype)))
+    z = jnp.where(mask, x - m, jnp.zeros((), x.dtype))  # pads never reach exp: no inf, no NaN
+    return jnp.where(mask, jnp.exp(z), jnp.zeros((), x.dtype)), m
+
+
+def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
+    """Softmax over ``axis`` among unmasked positions; pads get probability 0.
+
+    Args:
+      x: logits (integers are promoted to float).
+      mask: boolean, shape of ``x`` or of its leading axes.
+      axis: the sequence axis.
+
+    Returns:
+      ``x``'s shape; each row sums to 1 over its unmasked positions, and a
+      fully masked row is all zeros.
+
+    Raises:
+      TypeError, ValueError: as :func:`masked_sum`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> masked_softmax(jnp.array([[0.0, 0.0, 5.0], [1.0, 2.0, 3.0]]),
+      ...                jnp.array([[True, True, False], [False] * 3]))
+      Array([[0.5, 0.5, 0. ],
+             [0. , 0. , 0. ]], dtype=float32)
+    """
+    x, mask, axis = _prepare(x, mask, axis)
+    e, _ = _shifted_exp(_float(x), mask, axis)
+    total = jnp.sum(e, axis=axis, keepdims=True)
+    return e / jnp.where(total > 0, total, jnp.ones((), e.dtype))
+
+
+def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
+    """``log(sum(exp(x)))`` over the unmasked positions, computed stably.
+
+    Args:
+      x: values (integers are promoted to float).
+      mask: boolean, shape of ``x`` or of its leading axes.
+      axis: the sequence axis.
+
+    Returns:
+      ``x``'s shape without ``axis``; ``-inf`` for a fully masked row.
+
+    Raises:
+      TypeError, ValueError: as :func:`masked_sum`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> masked_logsumexp(jnp.array([[0.0, 0.0, 50.0]]), jnp.array([[True, True, False]]))
+      Array([0.6931472], dtype=float32)
+    """
+    x, mask, axis = _prepare(x, mask, axis)
+    e, m = _shifted_exp(_float(x), mask, axis)
+    total = jnp.sum(e, axis=axis)
+    m = jnp.squeeze(m, axis=axis)
+    return jnp.where(total > 0, m + jnp.log(jnp.where(total > 0, total, 1)), -jnp.inf)
+
+
+def mean_pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array:
+    """Embeds every token id and averages over the real tokens: ``(items, features)``.
+
+    The workload of notebooks 04 and 05: ``values`` ``(items, length)`` token
+    ids, ``mask`` marking the real ones, ``table`` ``(vocab, features)``. An
+    item with no tokens pools to zeros (the kit's empty-item convention).
+    Every pad position is still gathered and added: the mask selects, it
+    does not skip (see :func:`batchlab.ragged.packed_mean_pool` for the way that does).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> table = jnp.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+      >>> mean_pool(jnp.array([[1, 2], [2, 0]]), jnp.array([[True, True], [True, False]]), table)
+      Array([[2., 3.],
+             [3., 4.]], dtype=float32)
+    """
+    return masked_mean(table[values], mask, axis=1)
+
+
+def mean_pool_reference(ragged: Ragged, table: np.ndarray) -> np.ndarray:
+    """Per-item numpy reference for :func:`mean_pool` (no padding anywhere)."""
+    table = np.asarray(table)
+    return (
+        np.stack(
+            [
+                table[ragged.item(i)].mean(0)
+                if ragged.lengths[i]
+                else np.zeros(table.shape[1], table.dtype)
+                for i in range(len(ragged))
+            ]
+        )
+        if len(ragged)
+        else np.zeros((0, table.shape[1]), table.dtype)
+    )

@@ -1,0 +1,277 @@
+"""Packing ragged items back to back: segment reductions that compute no pads.
+
+A mask does not skip work: ``masked_mean`` over a padded batch is a
+``where`` followed by a full-size sum, so every pad position is still
+loaded and added (notebook 04 counts the flops). *Packing* is the way that
+does skip them: write all items one after another into one 1-D array (plus
+a short tail up to a fixed ``total_length``), keep for every position the
+index of the item it belongs to (its *segment id*) and reduce with
+``jax.ops.segment_sum`` / ``segment_max``. The work is proportional to the
+total true length, not to ``items x longest``.
+
+Fixed shapes, one compile: ``values`` has shape ``(total_length, ...)`` and
+``lengths`` has ``max_items`` entries, so every batch packed with the same
+``total_length`` and ``max_items`` has the same shapes and ``jit`` compiles
+once. The tail positions get segment id ``max_items``, which is outside
+``[0, max_items)``, so ``jax.ops.segment_*`` drops them.
+
+An item with no data (an empty segment, or an unused slot up to
+``max_items``) follows the kit's one convention for empty items (see
+:mod:`batchlab.ragged.masking`): sum ``0``, mean ``0``, max ``-inf`` (the dtype's
+minimum for integers), softmax has no positions at all. These are exactly
+what ``jax.ops.segment_*`` gives for an empty segment.
+
+Example:
+  >>> p = pack([[1, 2, 3], [4], []], total_length=6)
+  >>> p.values.tolist(), p.segment_ids.tolist(), p.lengths.tolist()
+  ([1, 2, 3, 4, 0, 0], [0, 0, 0, 1, 3, 3], [3, 1, 0])
+  >>> packed_sum(p.values, p).tolist()
+  [6, 4, 0]
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab.ragged.padding import as_ragged, check_value
+
+Array = jax.Array
+
+
+class Packed(NamedTuple):
+    """Items back to back: ``values[segment_ids == i]`` is item ``i``.
+
+    Attributes:
+      values: ``(total_length, *features)``; positions after the last item
+        hold the pad value.
+      segment_ids: ``(total_length,)`` int32, the item each position belongs
+        to, non-decreasing; ``max_items`` (out of range) on the tail.
+      lengths: ``(max_items,)`` int32, the true length of every item (0 for
+        unused slots).
+
+    A ``NamedTuple``, so it is a JAX pytree: pass it to ``jit`` as is. The
+    number of segments is ``lengths.shape[0]``, static under ``jit``.
+    """
+
+    values: np.ndarray
+    segment_ids: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def num_segments(self) -> int:
+        return int(self.lengths.shape[0])
+
+    @property
+    def padded_elements(self) -> int:
+        """Positions computed on: ``total_length``."""
+        return int(self.segment_ids.shape[0])
+
+    @property
+    def true_elements(self) -> int:
+        return int(np.sum(self.lengths))
+
+    @property
+    def waste(self) -> float:
+        """Fraction of positions in the tail (0 when ``total_length`` = the sum of lengths)."""
+        return 1.0 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+
+    def _rows(self) -> list[tuple[str, str]]:
+        v = self.values
+        return [
+            ("values", f"{v.dtype}{list(v.shape)} ({format_bytes(v.nbytes)})"),
+            ("segments", f"{self.num_segments} ({int(np.sum(self.lengths > 0))} non-empty)"),
+            ("true elements", f"{self.true_elements:,}"),
+            ("padded elements", f"{self.padded_elements:,}"),
+            ("padding", f"{self.waste:.1%} of positions (the tail)"),
+        ]
+
+    def __repr__(self) -> str:
+        return "Packed\n" + text_table(self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), caption="Packed batch (values + segment ids)")
+
+
+def _size(v: Any, name: str) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"`{name}` must be an int, got {type(v).__name__} {v!r}.")
+    if v < 0:
+        raise ValueError(f"`{name}` must be at least 0, got {name}={v}.")
+    return int(v)
+
+
+def pack(
+    seqs: Any,
+    *,
+    total_length: int | None = None,
+    max_items: int | None = None,
+    value: Any = 0,
+    dtype: Any = None,
+) -> Packed:
+    """Packs ragged items back to back into one array, with segment ids and lengths.
+
+    Args:
+      seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a
+        :class:`~batchlab.Ragged`.
+      total_length: the packed length; default: the total true length (no
+        tail). Fix it (e.g. to the largest batch's total) so that every
+        batch has the same shape and ``jit`` compiles once.
+      max_items: the number of segments; default: the number of items. Fix it
+        with ``total_length`` for one compiled shape across batches.
+      value: the value of the tail positions (must fit ``dtype``).
+      dtype: the result dtype; default: the items' own.
+
+    Returns:
+      :class:`Packed` ``(values, segment_ids, lengths)`` as numpy arrays.
+
+    Raises:
+      ValueError: the items do not fit ``total_length`` or ``max_items``; a
+        pad value the dtype cannot hold; items with different feature shapes.
+      TypeError: ``seqs`` is not a list of sequences; sizes not ints.
+
+    Example:
+      >>> p = pack([[1.0, 2.0], [3.0]], total_length=4, max_items=3)
+      >>> p.segment_ids.tolist(), p.lengths.tolist()
+      ([0, 0, 1, 3], [2, 1, 0])
+    """
+    total_length = _size(total_length, "total_length")
+    max_items = _size(max_items, "max_items")
+    ragged = as_ragged(seqs, dtype=dtype)
+    lengths, n = ragged.lengths, len(ragged)
+    true = int(lengths.sum())
+    if total_length is None:
+        total_length = true
+    if total_length < true:
+        raise ValueError(
+            f"the items hold {true:,} elements but `total_length`={total_length:,}; pass "
+            f"total_length >= {true} (packing never cuts data), or pack fewer items."
+        )
+    if max_items is None:
+        max_items = n
+    if max_items < n:
+        raise ValueError(
+            f"there are {n} items but `max_items`={max_items}; pass max_items >= {n}, or pack "
+            f"fewer items per batch."
+        )
+    check_value(value, ragged.flat.dtype)
+    flat = ragged.flat[ragged.offsets[0] : ragged.offsets[0] + true]
+    shape = (total_length, *flat.shape[1:])
+    values = np.zeros(shape, flat.dtype) if value == 0 else np.full(shape, value, flat.dtype)
+    values[:true] = flat
+    ids = np.full(total_length, max_items, np.int32)
+    ids[:true] = np.repeat(np.arange(n, dtype=np.int32), lengths)
+    all_lengths = np.zeros(max_items, np.int32)
+    all_lengths[:n] = lengths
+    return Packed(values, ids, all_lengths)
+
+
+def unpack(packed: Packed) -> list[np.ndarray]:
+    """The items of a :class:`Packed` batch (inverse of :func:`pack`, unused slots included).
+
+    Example:
+      >>> [s.tolist() for s in unpack(pack([[1, 2], [], [3]], total_length=5))]
+      [[1, 2], [], [3]]
+    """
+    values, lengths = np.asarray(packed.values), np.asarray(packed.lengths)
+    ends = np.cumsum(lengths)
+    return [values[e - k : e] for e, k in zip(ends, lengths, strict=True)]
+
+
+def _segments(x: Any, packed: Packed) -> tuple[Array, Array, int]:
+    x, ids = jnp.asarray(x), jnp.asarray(packed.segment_ids)
+    if x.ndim == 0 or x.shape[0] != ids.shape[0]:
+        raise ValueError(
+            f"`x` has shape {x.shape} but the packed batch has {ids.shape[0]} positions; pass "
+            f"per-position values of shape ({ids.shape[0]}, ...), e.g. table[packed.values]."
+        )
+    return x, ids, packed.num_segments
+
+
+def packed_sum(x: Any, packed: Packed) -> Array:
+    """Per-item sum of packed values: ``(max_items, *features)``; ``0`` for an empty item.
+
+    Args:
+      x: ``(total_length, *features)`` per-position values (e.g. ``packed.values``
+        or ``table[packed.values]``).
+      packed: the :class:`Packed` batch whose segment ids ``x`` follows.
+
+    Raises:
+      ValueError: ``x`` does not have one row per packed position.
+
+    Example:
+      >>> p = pack([[1.0, 2.0], [5.0]])
+      >>> packed_sum(p.values, p).tolist()
+      [3.0, 5.0]
+    """
+    x, ids, n = _segments(x, packed)
+    return jax.ops.segment_sum(x, ids, num_segments=n, indices_are_sorted=True)
+
+
+def packed_mean(x: Any, packed: Packed) -> Array:
+    """Per-item mean of packed values; ``0`` for an empty item (never NaN).
+
+    Example:
+      >>> p = pack([[1.0, 2.0], [], [5.0]])
+      >>> packed_mean(p.values, p).tolist()
+      [1.5, 0.0, 5.0]
+    """
+    x, ids, n = _segments(x, packed)
+    x = x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
+    total = jax.ops.segment_sum(x, ids, num_segments=n, indices_are_sorted=True)
+    count = jnp.maximum(jnp.asarray(packed.lengths), 1).astype(x.dtype)
+    return total / count.reshape(count.shape + (1,) * (x.ndim - 1))
+
+
+def packed_max(x: Any, packed: Packed) -> Array:
+    """Per-item maximum; ``-inf`` (floats) or the dtype's minimum (ints) for an empty item.
+
+    Example:
+      >>> p = pack([[1.0, 7.0], [], [-5.0]])
+      >>> packed_max(p.values, p).tolist()
+      [7.0, -inf, -5.0]
+    """
+    x, ids, n = _segments(x, packed)
+    return jax.ops.segment_max(x, ids, num_segments=n, indices_are_sorted=True)
+
+
+def packed_softmax(x: Any, packed: Packed) -> Array:
+    """Softmax of every item's positions, in place: ``(total_length, *features)``; 0 on the tail.
+
+    Example:
+      >>> p = pack([[0.0, 0.0], [3.0]], total_length=4)
+      >>> packed_softmax(p.values, p).tolist()
+      [0.5, 0.5, 1.0, 0.0]
+    """
+    x, ids, n = _segments(x, packed)
+    x = x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
+    m = jax.ops.segment_max(x, ids, num_segments=n, indices_are_sorted=True)
+    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros((), x.dtype)))
+    real = (ids < n).reshape(ids.shape + (1,) * (x.ndim - 1))
+    safe_ids = jnp.minimum(ids, max(n - 1, 0))
+    shift = m[safe_ids] if n else jnp.zeros_like(x)
+    e = jnp.where(real, jnp.exp(jnp.where(real, x - shift, 0)), 0)
+    total = jax.ops.segment_sum(e, ids, num_segments=n, indices_are_sorted=True)
+    denom = total[safe_ids] if n else jnp.ones_like(x)
+    return e / jnp.where(real & (denom > 0), denom, 1)
+
+
+def packed_mean_pool(packed: Packed, table: Array) -> Array:
+    """Embeds every packed token id and averages per item: ``(max_items, features)``.
+
+    The packed twin of :func:`batchlab.ragged.mean_pool` (notebooks 04 and 05); an
+    empty item pools to zeros, as there.
+
+    Example:
+      >>> table = jnp.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+      >>> packed_mean_pool(pack([[1, 2], [2]]), table).tolist()
+      [[2.0, 3.0], [3.0, 4.0]]
+    """
+    return packed_mean(jnp.asarray(table)[packed.values], packed)

@@ -1,0 +1,348 @@
+"""Padding ragged sequences to one array, with a mask and the true lengths.
+
+``jax.vmap`` and ``jit`` need every item of a batch to have the same shape.
+Sequences of different lengths (sentences, functions, time series) are
+therefore *padded*: written into a ``(batch, length, ...)`` array filled with
+a pad value, with a boolean ``mask`` that says which positions hold data.
+
+Padding happens on the host, in numpy, before anything is traced: the
+padded length decides the compiled shape, so it must be a concrete number.
+Everything here is vectorized (one scatter for the whole batch, no Python
+loop over elements).
+
+Example:
+  >>> p = pad([[1, 2, 3], [4]])
+  >>> p.values
+  array([[1, 2, 3],
+         [4, 0, 0]])
+  >>> p.mask.sum(axis=1), p.lengths
+  (array([3, 1]), array([3, 1], dtype=int32))
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from batchlab._util.checks import (
+    check_bool,
+    check_choice,
+    check_dtype,
+    check_fits_memory,
+    check_lossless_cast,
+)
+from batchlab._util.format import format_bytes, html_table, text_table
+
+
+@dataclass(frozen=True)
+class Ragged:
+    """Ragged data stored without padding: all items back to back, plus offsets.
+
+    Item ``i`` is ``flat[offsets[i]:offsets[i + 1]]``. This is the ragged
+    minimum: ``len(flat)`` elements, nothing wasted. :func:`pad` and
+    :func:`bucketize` accept it directly (no per-item conversion).
+
+    Example:
+      >>> r = Ragged.from_lengths([1, 2, 3, 4], [3, 0, 1])
+      >>> len(r), r.lengths.tolist(), r.item(2).tolist()
+      (3, [3, 0, 1], [4])
+    """
+
+    flat: np.ndarray
+    offsets: np.ndarray
+
+    @classmethod
+    def from_lengths(cls, flat: Any, lengths: Any) -> Ragged:
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return cls(np.asarray(flat), offsets)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def item(self, i: int) -> np.ndarray:
+        """Item ``i`` as an array (a view, no copy)."""
+        return self.flat[self.offsets[i] : self.offsets[i + 1]]
+
+    def __repr__(self) -> str:
+        n, lengths = len(self), self.lengths
+        shown = f"max {lengths.max()}, total {lengths.sum()}" if n else "no items"
+        return f"Ragged({n} items of {self.flat.dtype}, lengths {shown})"
+
+
+class Padded(NamedTuple):
+    """A padded batch: ``values[i, :lengths[i]]`` is item ``i``; ``mask`` marks real data.
+
+    Attributes:
+      values: ``(batch, length, *features)`` array; pad positions hold the pad value.
+      mask: ``(batch, length)`` bool, ``True`` where ``values`` holds data.
+      lengths: ``(batch,)`` int32, the true length of every item.
+
+    A ``NamedTuple``, so it unpacks (``values, mask, lengths = pad(...)``) and
+    is a JAX pytree (pass it to ``jit``/``vmap`` as is).
+    """
+
+    values: np.ndarray
+    mask: np.ndarray
+    lengths: np.ndarray
+
+    @property
+    def padded_elements(self) -> int:
+        """Positions computed on: ``batch * length``."""
+        return int(self.mask.size)
+
+    @property
+    def true_elements(self) -> int:
+        """Positions holding data: ``sum(lengths)``."""
+        return int(np.sum(self.lengths))
+
+    @property
+    def waste(self) -> float:
+        """Fraction of positions that are padding (0 = none; 0.9 = 90% wasted)."""
+        return 1.0 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [
+            (
+                "values",
+                f"{self.values.dtype}{list(self.values.shape)} ({format_bytes(self.values.nbytes)})",
+            ),
+            ("items", str(len(self.lengths))),
+            ("true elements", f"{self.true_elements:,}"),
+            ("padded elements", f"{self.padded_elements:,}"),
+            ("padding", f"{self.waste:.1%} of positions"),
+        ]
+
+    def __repr__(self) -> str:
+        return "Padded\n" + text_table(self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(self._rows(), caption="Padded batch (pad + mask)")
+
+
+def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
+    """Any list of 1-D sequences or ``(len, *features)`` items -> :class:`Ragged`.
+
+    Raises:
+      TypeError: ``seqs`` is a string, a dict, or not a sequence.
+      ValueError: items disagree in their trailing (feature) shape.
+    """
+    if isinstance(seqs, Ragged):
+        return seqs if dtype is None else Ragged(seqs.flat.astype(dtype, copy=False), seqs.offsets)
+    if isinstance(seqs, (str, bytes, dict)) or not hasattr(seqs, "__len__"):
+        raise TypeError(
+            f"`{name}` must be a list of sequences (e.g. [[1, 2], [3]]), "
+            f"got {type(seqs).__name__} {seqs!r:.60}."
+        )
+    if isinstance(seqs, np.ndarray) and seqs.dtype != object:
+        if seqs.ndim < 2:
+            raise TypeError(
+                f"`{name}` is a {seqs.ndim}-D array {seqs.shape}; pass a list of sequences "
+                f"(wrap one sequence as [seq])."
+            )
+        seqs = list(seqs)
+    items = [np.asarray(s, dtype=dtype) for s in seqs]
+    if any(s.ndim == 0 for s in items):
+        i, s = next((i, s) for i, s in enumerate(items) if s.ndim == 0)
+        raise TypeError(
+            f"`{name}[{i}]` is a scalar {s!r}; every item must be a sequence "
+            f"(write [x] for a length-1 item)."
+        )
+    if not items:
+        return Ragged(np.zeros(0, dtype=dtype or np.float64), np.zeros(1, dtype=np.int64))
+    # empty items ([]) take the others' dtype and feature shape
+    full = [s for s in items if s.size] or items
+    feature, dtype = full[0].shape[1:], dtype or np.result_type(*{s.dtype for s in full})
+    if len(full) < len(items):
+        items = [s if s.size else s.reshape((0, *feature)) for s in items]
+    if len({s.shape[1:] for s in items}) > 1:
+        i = next(i for i, s in enumerate(items) if s.shape[1:] != feature)
+        raise ValueError(
+            f"`{name}[{i}]` has shape {items[i].shape} but other items have (len, *{feature}); "
+            f"items may differ only in length (axis 0), features must match."
+        )
+    lengths = np.fromiter((len(s) for s in items), dtype=np.int64, count=len(items))
+    return Ragged.from_lengths(np.concatenate(items, dtype=dtype, casting="unsafe"), lengths)
+
+
+def check_value(value: Any, dtype: np.dtype) -> None:
+    try:
+        cast = np.asarray(value).astype(dtype)
+        ok = bool(cast == value) or bool(np.isnan(cast) and np.isnan(value))
+    except (TypeError, ValueError):
+        cast, ok = "an error", False
+    if not ok:
+        raise ValueError(
+            f"`value`={value!r} cannot be stored in a {dtype} array (it would become {cast}); "
+            f"pick a pad value of that dtype, e.g. value=0."
+        )
+
+
+def padded_length(
+    lengths: np.ndarray, *, length: int | None = None, multiple_of: int | None = None
+) -> int:
+    """The padded length :func:`pad` would use: ``length``, or the longest rounded up to ``multiple_of``."""
+    longest = int(lengths.max()) if len(lengths) else 0
+    if length is not None:
+        return length
+    if multiple_of is not None:
+        return max(multiple_of, math.ceil(longest / multiple_of) * multiple_of)
+    return longest
+
+
+def _positive(v: Any, name: str, minimum: int) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"`{name}` must be an int, got {type(v).__name__} {v!r}.")
+    if v < minimum:
+        raise ValueError(f"`{name}` must be at least {minimum}, got {name}={v}.")
+    return int(v)
+
+
+def pad(
+    seqs: Any,
+    *,
+    length: int | None = None,
+    multiple_of: int | None = None,
+    value: Any = 0,
+    dtype: Any = None,
+    truncate: bool = False,
+    casting: str = "same_value",
+) -> Padded:
+    """Pads ragged items into one array, with a boolean mask and the true lengths.
+
+    The padded length is the longest item's (default), a fixed ``length``,
+    or the longest rounded up to a multiple of ``multiple_of`` (fewer
+    distinct shapes, hence fewer compilations). Data is never cut unless
+    ``truncate=True``; then a warning says how many items were cut.
+
+    Args:
+      seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a
+        :class:`Ragged`.
+      length: pad (or, with ``truncate``, cut) every item to this length.
+      multiple_of: round the longest length up to a multiple of this.
+      value: the pad value (must fit ``dtype``).
+      dtype: the result dtype; default: the items' common dtype (kept).
+      truncate: allow ``length`` shorter than the longest item.
+      casting: ``"same_value"`` (default) refuses a ``dtype`` that would change
+        a value (1.5 -> int, 300 -> uint8); ``"unsafe"`` casts as numpy's astype.
+
+    Returns:
+      :class:`Padded` ``(values, mask, lengths)`` as numpy arrays, with
+      ``values`` of shape ``(batch, length, *features)``. An empty list gives
+      a ``(0, length or 0)`` batch.
+
+    Raises:
+      ValueError: items would be cut without ``truncate=True``; both
+        ``length`` and ``multiple_of``; a pad value the dtype cannot hold;
+        items with different feature shapes.
+      TypeError: ``seqs`` is not a list of sequences; ``length`` not an int.
+
+    Example:
+      >>> pad([[1.0, 2.0], [3.0]], multiple_of=4, value=-1).values
+      array([[ 1.,  2., -1., -1.],
+             [ 3., -1., -1., -1.]])
+    """
+
+    check_bool(truncate, "truncate")
+    check_choice(casting, "casting", ("same_value", "unsafe"))
+    dtype = check_dtype(dtype)
+    if dtype is not None and casting == "same_value":
+        if isinstance(seqs, Ragged):
+            check_lossless_cast([seqs.flat], dtype)
+        elif isinstance(seqs, (list, tuple)):
+            check_lossless_cast(seqs, dtype)
+    length = _positive(length, "length", 0)
+    multiple_of = _positive(multiple_of, "multiple_of", 1)
+    if length is not None and multiple_of is not None:
+        raise ValueError(f"pass either `length`={length} or `multiple_of`={multiple_of}, not both.")
+    ragged = as_ragged(seqs, dtype=dtype)
+    flat, lengths = ragged.flat, ragged.lengths
+    target = padded_length(lengths, length=length, multiple_of=multiple_of)
+    if len(lengths) and target < lengths.max():
+        cut = lengths > target
+        if not truncate:
+            first = int(np.argmax(cut))
+            raise ValueError(
+                f"`length`={target} would cut {int(cut.sum())} of {len(lengths)} items (the longest has "
+                f"{int(lengths.max())}, e.g. seqs[{first}] has {int(lengths[first])}); pass truncate=True "
+                f"to cut them, or a larger `length`."
+            )
+        warnings.warn(
+            f"pad: truncated {int(cut.sum())} of {len(lengths)} items to length {target} "
+            f"({int((lengths - target)[cut].sum())} elements dropped).",
+            stacklevel=2,
+        )
+    check_value(value, flat.dtype)
+    n_bytes = len(lengths) * target * int(np.prod(flat.shape[1:], dtype=np.int64)) * flat.itemsize
+    check_fits_memory(n_bytes, "length", f"{len(lengths)} items x length {target}")
+    return scatter_rows(flat, ragged.offsets[:-1], lengths, target, value)
+
+
+def scatter_rows(
+    flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, target: int, value: Any
+) -> Padded:
+    """Writes items ``flat[starts[i]:starts[i]+lengths[i]]`` (cut to ``target``) into one padded array."""
+    n = len(lengths)
+    kept = np.minimum(lengths, target)
+    shape = (n, target, *flat.shape[1:])
+    # np.zeros gets zeroed pages lazily from the OS: much faster than writing a fill value
+    values = np.zeros(shape, flat.dtype) if value == 0 else np.full(shape, value, dtype=flat.dtype)
+    mask = np.arange(target)[None, :] < kept[:, None]
+    total = int(kept.sum())
+    if total:
+        # mask is True in row-major order exactly where the items go, so one boolean
+        # assignment writes them all; only the source indices need computing (no loop).
+        out_starts = np.cumsum(kept) - kept
+        if np.array_equal(kept, lengths) and np.array_equal(starts - starts[0], out_starts):
+            values[mask] = flat[starts[0] : starts[0] + total]  # contiguous: no gather
+        else:
+            values[mask] = flat[np.repeat(starts - out_starts, kept) + np.arange(total)]
+    return Padded(values, mask, kept.astype(np.int32))
+
+
+def unpad(padded: Padded) -> list[np.ndarray]:
+    """The items of a :class:`Padded` batch, without padding (inverse of :func:`pad`).
+
+    Example:
+      >>> [s.tolist() for s in unpad(pad([[1, 2, 3], [], [4]]))]
+      [[1, 2, 3], [], [4]]
+    """
+    if not isinstance(padded, tuple) or len(padded) != 3:
+        raise TypeError(
+            f"`padded` must be a Padded (values, mask, lengths) as pad() returns, got "
+            f"{type(padded).__name__} {padded!r:.40}."
+        )
+    values, mask, lengths = (np.asarray(a) for a in padded)
+    if mask.dtype != bool:
+        raise TypeError(
+            f"`mask` of `padded` must be a bool array (True = real element), got {mask.dtype}; "
+            f"an int mask would be read as indices. Use mask.astype(bool)."
+        )
+    if values.shape[: mask.ndim] != mask.shape or mask.ndim != 2:
+        raise ValueError(
+            f"`mask` of `padded` has shape {mask.shape} but `values` has {values.shape}: the mask "
+            f"must be (batch, length), the leading axes of `values`."
+        )
+    if lengths.shape != mask.shape[:1] or not np.array_equal(lengths, mask.sum(axis=1)):
+        raise ValueError(
+            f"`lengths` of `padded` ({lengths.tolist()[:8]}) must equal the mask's row sums "
+            f"({mask.sum(axis=1).tolist()[:8]}) and each mask row must be True then False; rebuild "
+            f"it with pad()."
+        )
+    if mask.size and not np.array_equal(mask, np.arange(mask.shape[1]) < lengths[:, None]):
+        raise ValueError(
+            "`mask` of `padded` must be True for the first `lengths` positions of each row and "
+            "False after them; rebuild it with pad()."
+        )
+    return np.split(values[mask], np.cumsum(lengths)[:-1]) if len(lengths) else []

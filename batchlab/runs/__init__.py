@@ -1,0 +1,43 @@
+"""Memory limits and faults (06-07): budgets, the largest batch that fits, long runs that resume.
+
+``max_batch_size`` searches XLA's compiled plans for the largest batch under a
+budget (``default_budget``); ``run_batches`` runs a dataset in batches,
+shrinking a batch that runs out of memory, bisecting to a bad item, and
+journalling finished batches to a checkpoint so a killed run resumes.
+"""
+
+from batchlab.runs.budget import STRATEGIES, BatchSizeResult, Budget, default_budget, max_batch_size
+from batchlab.runs.budget_plot import plot_budget_curves
+from batchlab.runs.checkpoint import CheckpointError
+from batchlab.runs.errors import is_out_of_memory
+from batchlab.runs.planning import planned_bytes
+from batchlab.runs.results import (
+    BatchFnError,
+    BatchItemError,
+    BatchLog,
+    BatchMemoryError,
+    Failure,
+    RunResult,
+)
+from batchlab.runs.runner import run_batches
+from batchlab.runs.search import compilation_target
+
+__all__ = [
+    "STRATEGIES",
+    "BatchFnError",
+    "BatchItemError",
+    "BatchLog",
+    "BatchMemoryError",
+    "BatchSizeResult",
+    "Budget",
+    "CheckpointError",
+    "Failure",
+    "RunResult",
+    "compilation_target",
+    "default_budget",
+    "is_out_of_memory",
+    "max_batch_size",
+    "planned_bytes",
+    "plot_budget_curves",
+    "run_batches",
+]

@@ -1,0 +1,131 @@
+"""One batch attempt of :func:`batchlab.run_batches`: compile (or plan) for a size, run, bisect.
+
+:class:`BatchRunner` holds the compiled program per batch size and XLA's
+planned bytes for it, refuses a batch whose plan is over the budget (a
+budget, never reported as a real out-of-memory), runs a batch, and on an
+error bisects it to the items that fail.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import numpy as np
+
+from batchlab.measuring.memory import estimate_from_compiled
+from batchlab.runs.errors import (
+    OOM_BUDGET,
+    OOM_XLA,
+    FnBug,
+    OutOfMemory,
+    is_interrupt,
+    is_out_of_memory,
+    short_message,
+)
+from batchlab.runs.items import Items
+from batchlab.runs.planning import batch_planner, batch_spec, planned_bytes
+from batchlab.runs.results import Failure
+
+
+class BatchRunner:
+    """One call of :func:`run_batches`: compiled programs per batch size, and the run's state."""
+
+    def __init__(self, fn, items: Items, *, batched, budget_bytes, check_nan, min_batch_size):
+        self.fn, self.items, self.batched = fn, items, batched
+        self.budget, self.check_nan, self.min_batch_size = budget_bytes, check_nan, min_batch_size
+        # what the batch-size search and the budget check plan: a batched fn as given (one
+        # of batchlab.batch's strategy="host" is planned by its HostPlan, any other compiled
+        # for the shapes: budget.batch_planner), a per-item fn as jit(vmap(fn))
+        self.jitted = fn if batched else jax.jit(jax.vmap(fn))
+        self._plan = batch_planner(self.jitted) if batched else None
+        self.programs: dict[int, Any] = {}
+        self.planned: dict[int, int] = {}
+
+    def program(self, size: int):
+        if size not in self.programs:
+            spec = batch_spec(self.items.spec_item, size)
+            if self.batched:  # called as given; planned only when there is a budget to check
+                if self.budget is not None:
+                    self.planned[size] = self._plan(spec)
+                self.programs[size] = self.fn
+            else:
+                compiled = self.jitted.lower(spec).compile()
+                self.planned[size] = planned_bytes(estimate_from_compiled(compiled))
+                self.programs[size] = compiled
+        if self.budget is not None and self.planned[size] > self.budget:
+            raise OutOfMemory(
+                OOM_BUDGET,
+                f"batch of {size} plans {self.planned[size]} bytes > budget_bytes={self.budget}",
+            )
+        return self.programs[size]
+
+    def run(self, idx: list[int], size: int) -> tuple[list[np.ndarray], Any]:
+        """Output leaves and structure for ``idx`` (padded to ``size``: one compile per size).
+
+        Compiling, stacking and running are all inside the error handling: an
+        out-of-memory at compile time is memory, as at run time.
+        """
+        padded = idx + [idx[-1]] * (size - len(idx))
+        try:
+            program = self.program(size)
+            out = jax.block_until_ready(program(self.items.take(padded)))
+            leaves = jax.tree_util.tree_leaves(out)
+            if self.batched:
+                for leaf in leaves:
+                    if np.ndim(leaf) == 0 or np.shape(leaf)[0] != size:
+                        raise FnBug(
+                            f"`fn` (batched=True) returned an output of shape {np.shape(leaf)} for a "
+                            f"batch of {size} items: every output must keep the batch as its leading "
+                            f"axis (size {size}). Return one row per item, or pass a function of one "
+                            f"item with batched=False."
+                        )
+            rows = [np.asarray(leaf)[: len(idx)] for leaf in leaves]
+        except (OutOfMemory, FnBug):
+            raise
+        except BaseException as e:
+            if is_interrupt(e):
+                raise KeyboardInterrupt from e
+            if is_out_of_memory(e):
+                raise OutOfMemory(OOM_XLA, short_message(e)) from e
+            raise
+        return rows, jax.tree_util.tree_structure(out)
+
+    def bisect(self, idx: list[int], error: Exception, found: list, failures: list) -> None:
+        """Splits a failing batch until each error is pinned on one item."""
+        if len(idx) == 1:
+            failures.append(Failure(idx[0], "error in fn", short_message(error)))
+            return
+        half = math.ceil(len(idx) / 2)
+        for part in (idx[:half], idx[half:]):
+            try:
+                found.append((part, *self.run(part, half)))
+            except (OutOfMemory, FnBug):
+                raise
+            except Exception as e:
+                self.bisect(part, e, found, failures)
+
+    def attempt(self, idx: list[int], size: int, nothing_ran_yet: bool) -> tuple[list, list]:
+        """Runs one batch; on an error, bisects it. Raises FnBug when fn fails on everything."""
+        try:
+            return [(idx, *self.run(idx, size))], []
+        except (OutOfMemory, FnBug):
+            raise
+        except Exception as e:
+            found, failures = [], []
+            self.bisect(idx, e, found, failures)
+            message = short_message(e)
+            if (
+                nothing_ran_yet
+                and not found
+                and len(idx) >= 2
+                and all(f.message == message for f in failures)
+            ):
+                raise FnBug(
+                    f"`fn` fails on every item the same way, alone and as a batch of {len(idx)} "
+                    f"({message}): this is a bug in `fn` (or in how it is called), not bad data. "
+                    f"Fix `fn` (try it on one item: fn(items[0])); with batched=True it takes a "
+                    f"whole batch."
+                ) from e
+            return found, failures

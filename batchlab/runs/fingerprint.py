@@ -1,0 +1,219 @@
+"""What a checkpoint belongs to: fingerprints of functions, data and settings.
+
+:func:`fn_fingerprint` identifies a function by what decides its output: its
+bytecode and constants, nested code, default arguments, closure values, the
+globals it reads, ``functools.partial`` arguments and callable objects'
+attributes (arrays by their bytes), so ``lambda b: b * 3`` never resumes a
+run of ``lambda b: b * 2``. :func:`digest` hashes a pytree of arrays;
+:func:`fingerprint` the JSON-able parts of a run.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import types
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def _sha256(array: np.ndarray) -> str:
+    h = hashlib.sha256()
+    h.update(f"{array.dtype.str}{array.shape}".encode())
+    h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()
+
+
+def digest(tree: Any) -> str:
+    """SHA-256 of a pytree's structure and of every leaf's dtype, shape and bytes.
+
+    Example:
+      >>> import numpy as np
+      >>> digest([np.zeros(3)]) == digest([np.zeros(3)]) != digest([np.ones(3)])
+      True
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    h = hashlib.sha256(str(treedef).encode())
+    for leaf in leaves:
+        h.update(_sha256(np.asarray(leaf)).encode())
+    return h.hexdigest()
+
+
+def fingerprint(parts: dict[str, Any]) -> str:
+    """A short, stable hash of JSON-able ``parts`` (what a checkpoint belongs to)."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+
+
+class Unfingerprintable(Exception):
+    """``fn`` holds a value whose content cannot be hashed (it names the value)."""
+
+
+def _hash_value(h, value: Any, seen: set, depth: int, where: str) -> None:
+    if isinstance(value, _PLAIN):
+        h.update(f"{type(value).__name__}:{value!r};".encode())
+    elif isinstance(value, (np.ndarray, np.generic, jax.Array)):
+        h.update(_sha256(np.asarray(value)).encode())
+    elif isinstance(value, (tuple, list, frozenset, set)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        h.update(f"{type(value).__name__}[{len(items)}]".encode())
+        for i, v in enumerate(items):
+            _hash_value(h, v, seen, depth, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        h.update(f"dict[{len(value)}]".encode())
+        for k in sorted(value, key=repr):
+            _hash_value(h, k, seen, depth, where)
+            _hash_value(h, value[k], seen, depth, f"{where}[{k!r}]")
+    elif isinstance(value, types.ModuleType):
+        h.update(f"module:{value.__name__};".encode())
+    elif isinstance(value, type):
+        h.update(f"class:{value.__module__}.{value.__qualname__};".encode())
+    elif isinstance(value, types.CodeType):
+        _hash_code(h, value, seen, depth, where)
+    elif callable(value):
+        _hash_callable(h, value, seen, depth + 1, where)
+    else:
+        state = getattr(value, "__dict__", None)
+        if not isinstance(state, dict) or depth > 6:
+            raise Unfingerprintable(f"{where} is a {type(value).__name__}")
+        if id(value) in seen:
+            h.update(b"<cycle>")
+            return
+        seen.add(id(value))
+        h.update(f"object:{type(value).__module__}.{type(value).__qualname__};".encode())
+        _hash_value(h, state, seen, depth + 1, f"{where} attributes")
+
+
+def _hash_code(h, code: types.CodeType, seen: set, depth: int, where: str) -> None:
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        _hash_value(h, const, seen, depth, f"{where} constant")
+
+
+def _hash_callable(h, fn: Any, seen: set, depth: int, where: str) -> None:
+    if id(fn) in seen:
+        h.update(b"<recursion>")
+        return
+    seen.add(id(fn))
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    if depth > 6 or module.split(".")[0] in ("jax", "jaxlib", "numpy", "builtins", "math", "scipy"):
+        h.update(f"lib:{module}.{name};".encode())  # a library function: its name is its identity
+        return
+    if isinstance(fn, functools.partial):
+        h.update(b"partial")
+        _hash_callable(h, fn.func, seen, depth, where)
+        _hash_value(h, fn.args, seen, depth, f"{where} partial args")
+        _hash_value(h, fn.keywords, seen, depth, f"{where} partial keywords")
+        return
+    wrapped = getattr(fn, "__wrapped__", None)
+    if wrapped is not None and wrapped is not fn:  # jax.jit, functools.wraps
+        h.update(f"wrapper:{type(fn).__name__};".encode())
+        _hash_callable(h, wrapped, seen, depth, where)
+        return
+    if isinstance(fn, types.MethodType):
+        _hash_callable(h, fn.__func__, seen, depth, where)
+        _hash_value(h, fn.__self__, seen, depth, f"{where}.__self__")
+        return
+    if isinstance(fn, types.FunctionType):
+        h.update(f"fn:{name};".encode())
+        _hash_code(h, fn.__code__, seen, depth, f"{where}")
+        _hash_value(h, fn.__defaults__, seen, depth, f"{where} defaults")
+        _hash_value(h, fn.__kwdefaults__, seen, depth, f"{where} keyword defaults")
+        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
+            try:
+                content = cell.cell_contents
+            except ValueError:  # an empty cell (not yet assigned)
+                content = None
+            _hash_value(h, content, seen, depth, f"closure variable {var!r} of {name}")
+        names = _global_names(fn.__code__)
+        for var in sorted(names):
+            if var in fn.__globals__:
+                _hash_value(h, fn.__globals__[var], seen, depth, f"global {var!r} read by {name}")
+        return
+    if isinstance(fn, types.BuiltinFunctionType):
+        h.update(f"builtin:{module}.{name};".encode())
+        return
+    # a callable object: its class's __call__ and its attributes
+    call = type(fn).__dict__.get("__call__") or getattr(type(fn), "__call__", None)  # noqa: B004
+    h.update(f"object:{type(fn).__module__}.{type(fn).__qualname__};".encode())
+    if isinstance(call, types.FunctionType):
+        _hash_callable(h, call, seen, depth, f"{where}.__call__")
+    state = getattr(fn, "__dict__", None)
+    if state is None:
+        raise Unfingerprintable(
+            f"{where} is a {type(fn).__name__} object without attributes to hash"
+        )
+    _hash_value(h, state, seen, depth, f"attributes of {where}")
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
+    """:func:`fn_fingerprint` split by source, so a mismatch can say what changed.
+
+    For a plain function: ``"fn code"`` (bytecode, constants, nested code,
+    defaults) and one entry per closure variable and global it reads; for
+    other callables (partials, callable objects) one ``"fn"`` entry.
+    """
+    inner = fn
+    while getattr(inner, "__wrapped__", None) is not None and inner.__wrapped__ is not inner:
+        inner = inner.__wrapped__
+    if not isinstance(inner, types.FunctionType):
+        return {"fn": fn_fingerprint(fn)}
+    seen = {id(inner)}
+
+    def one(value, where, code=False):
+        h = hashlib.sha256()
+        if code:
+            _hash_code(h, value, seen, 1, where)
+            _hash_value(h, (inner.__defaults__, inner.__kwdefaults__), seen, 1, f"{where} defaults")
+        else:
+            _hash_value(h, value, seen, 1, where)
+        return h.hexdigest()[:16]
+
+    out = {"fn code": one(inner.__code__, "fn", code=True)}
+    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
+        try:
+            content = cell.cell_contents
+        except ValueError:
+            content = None
+        out[f"fn closure variable {var!r}"] = one(content, f"closure variable {var!r}")
+    for var in sorted(_global_names(inner.__code__)):
+        if var in inner.__globals__:
+            out[f"fn global {var!r}"] = one(inner.__globals__[var], f"global {var!r}")
+    return out
+
+
+def fn_fingerprint(fn: Any) -> str:
+    """A SHA-256 (16 hex digits) of what decides ``fn``'s output.
+
+    Raises:
+      Unfingerprintable: ``fn`` reads a value that cannot be hashed (an
+        open file, a generator, an object without ``__dict__``).
+
+    Example:
+      >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 2)
+      True
+      >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 3)
+      False
+    """
+    h = hashlib.sha256()
+    _hash_callable(h, fn, set(), 0, "fn")
+    return h.hexdigest()[:16]
+
+
+__all__ = ["Unfingerprintable", "digest", "fingerprint", "fn_fingerprint", "fn_fingerprint_parts"]

@@ -1,0 +1,315 @@
+"""What a batch run returns: good outputs in input order, failures by index, and a log.
+
+:class:`RunResult` is built by :func:`batchlab.run_batches`; the mutable
+:class:`RunState` behind it is what a checkpoint saves and restores.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from batchlab._util.format import format_count, format_seconds, html_table, text_table
+
+
+class Failure(NamedTuple):
+    """One item that produced no output: its index, the kind of fault and the message."""
+
+    index: int
+    kind: str
+    message: str
+
+
+class BatchLog(NamedTuple):
+    """One attempt at a batch: first item, batch size, items in it, outcome, wall time."""
+
+    start: int
+    size: int
+    items: int
+    status: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The outcome of :func:`batchlab.run_batches`.
+
+    Attributes:
+      outputs: ``fn``'s outputs for the good items, stacked in input order
+        (a pytree like ``fn``'s output with a leading item axis), or ``None``.
+      indices: the item index of each output row.
+      failures: the items without output, with the reason.
+      complete: every item was attempted (none left by a stop).
+      stop_reason: why the run stopped early, or ``None``.
+      batches: every batch attempt, retries included.
+      retries: batches retried at a smaller size after a memory limit (the size
+        is bisected between the last size that ran and the smallest that failed).
+      seconds: wall-clock time of this call (throughput is per call).
+    """
+
+    n_items: int
+    outputs: Any
+    indices: np.ndarray
+    failures: tuple[Failure, ...]
+    complete: bool
+    stop_reason: str | None
+    batches: tuple[BatchLog, ...]
+    retries: int
+    seconds: float
+    resumed_items: int = 0
+    budget_bytes: int | None = None
+    source: str = "wall clock (time.perf_counter) per batch, outputs as returned by fn"
+
+    @property
+    def failed_indices(self) -> list[int]:
+        return [f.index for f in self.failures]
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """The distinct batch sizes of the batches that finished."""
+        return sorted(
+            {
+                b.size
+                for b in self.batches
+                if not b.status.startswith(("out of memory", "over budget"))
+            }
+        )
+
+    @property
+    def throughput(self) -> float | None:
+        """Items finished per second in this call (resumed items not counted)."""
+        done = len(self.indices) + len(self.failures) - self.resumed_items
+        return done / self.seconds if self.seconds > 0 else None
+
+    def output(self, index: int) -> Any:
+        """The output of item ``index`` (``KeyError`` if it has none)."""
+        where = np.flatnonzero(self.indices == index)
+        if where.size == 0:
+            reason = next((f.message for f in self.failures if f.index == index), "not run yet")
+            raise KeyError(f"item {index} has no output: {reason}")
+        return jax.tree_util.tree_map(lambda a: a[where[0]], self.outputs)
+
+    def _rows(self) -> list[tuple[str, str]]:
+        state = "complete" if self.complete else f"INCOMPLETE: {self.stop_reason}"
+        rows = [
+            (
+                "items",
+                f"{len(self.indices)} of {self.n_items} with output, {len(self.failures)} failed; {state}",
+            ),
+            (
+                "batches",
+                f"{len(self.batches)} attempts; sizes used {self.batch_sizes}; "
+                f"{self.retries} retried at a smaller size after a memory limit",
+            ),
+        ]
+        if self.resumed_items:
+            rows.append(("resumed", f"{self.resumed_items} items came from the checkpoint"))
+        for f in self.failures[:10]:
+            rows.append((f"failed item {f.index}", f"{f.kind}: {f.message}"))
+        if len(self.failures) > 10:
+            rows.append(("...", f"{len(self.failures) - 10} more failures"))
+        rate = self.throughput
+        rows.append(
+            (
+                "throughput",
+                "n/a"
+                if rate is None
+                else f"{format_count(rate)} items/s in {format_seconds(self.seconds)}",
+            )
+        )
+        return rows
+
+    def __repr__(self) -> str:
+        return "RunResult\n" + text_table(self._rows())
+
+    def _repr_html_(self) -> str:
+        return html_table(
+            self._rows(), header=("figure", "value"), caption=f"RunResult ({self.source})"
+        )
+
+
+def treedef_to_json(treedef: Any) -> Any:
+    """fn's output structure as JSON (dicts, lists, tuples, None, leaves), or None if it has other nodes."""
+    if treedef is None:
+        return None
+    skeleton = jax.tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves)))
+
+    def enc(x):
+        if isinstance(x, int):
+            return {"leaf": x}
+        if x is None:
+            return {"none": True}
+        if type(x) is dict:
+            return {"dict": [[k, enc(v)] for k, v in x.items()]}
+        if type(x) in (list, tuple):
+            return {type(x).__name__: [enc(v) for v in x]}
+        raise TypeError(type(x).__name__)
+
+    try:
+        out = enc(skeleton)
+        json.dumps(out)
+        return out
+    except TypeError:
+        return None
+
+
+def treedef_from_json(data: Any) -> Any:
+    def dec(x):
+        if "leaf" in x:
+            return _Leaf()
+        if "none" in x:
+            return None
+        if "dict" in x:
+            return {k: dec(v) for k, v in x["dict"]}
+        if "list" in x:
+            return [dec(v) for v in x["list"]]
+        return tuple(dec(v) for v in x["tuple"])
+
+    return jax.tree_util.tree_structure(dec(data))
+
+
+class _Leaf:
+    """A placeholder leaf (not a pytree node)."""
+
+
+@dataclass
+class RunState:
+    """The mutable progress of a run: what a checkpoint journal stores, one record per batch.
+
+    ``ok_size`` is the size of the last batch that ran, ``fail_size`` the
+    smallest size that ran out of memory above it: the next size tried is
+    between them (bisection, as :func:`batchlab.max_batch_size` does).
+    """
+
+    n_items: int
+    position: int = 0
+    size: int = 0
+    chunks: list = field(default_factory=list)  # [(indices, leaves)]
+    treedef: Any = None
+    failures: list = field(default_factory=list)
+    batches: list = field(default_factory=list)
+    retries: int = 0
+    stop_reason: str | None = None
+    resumed_items: int = 0
+    ok_size: int = 0
+    fail_size: int | None = None
+    saved_batches: int = 0
+    retry: list = field(default_factory=list)  # failed items to run again on resume
+
+    def add(self, found: list, failures: list, retried: list | None = None) -> None:
+        if retried:
+            gone = set(retried)
+            self.failures = [f for f in self.failures if f.index not in gone]
+        for idx, leaves, treedef in found:
+            self.chunks.append((list(idx), leaves))
+            self.treedef = treedef
+        self.failures.extend(failures)
+
+    def result(self, seconds: float, budget_bytes: int | None) -> RunResult:
+        chunks = sorted((c for c in self.chunks if c[0]), key=lambda c: c[0][0])
+        indices = np.asarray([i for idx, _ in chunks for i in idx], dtype=np.int64)
+        outputs = None
+        if chunks and self.treedef is not None:
+            leaves = [np.concatenate([c[1][k] for c in chunks]) for k in range(len(chunks[0][1]))]
+            order = np.argsort(indices, kind="stable")  # retried items land in input order
+            indices = indices[order]
+            leaves = [leaf[order] for leaf in leaves]
+            outputs = jax.tree_util.tree_unflatten(self.treedef, leaves)
+        complete = self.stop_reason is None and self.position >= self.n_items and not self.retry
+        return RunResult(
+            self.n_items,
+            outputs,
+            indices,
+            tuple(sorted(self.failures)),
+            complete,
+            self.stop_reason,
+            tuple(self.batches),
+            self.retries,
+            seconds,
+            self.resumed_items,
+            budget_bytes,
+        )
+
+    # ----------------------------------------------------------- checkpoint
+    def record(self, found: list, failures: list, retried: list) -> tuple[dict, dict]:
+        """The journal record of one finished batch: its outputs and the run's small state."""
+        idx = [i for part, _, _ in found for i in part]
+        arrays = {"indices": np.asarray(idx, dtype=np.int64)}
+        if found:
+            for k in range(len(found[0][1])):
+                arrays[f"out_{k}"] = np.concatenate([leaves[k] for _, leaves, _ in found])
+        header = {
+            "state": {
+                "position": self.position,
+                "size": self.size,
+                "retries": self.retries,
+                "ok_size": self.ok_size,
+                "fail_size": self.fail_size,
+            },
+            "failures": [list(f) for f in failures],
+            "retried": list(retried),
+            "batches": [list(b) for b in self.batches[self.saved_batches :]],
+            "treedef": treedef_to_json(found[0][2]) if found else None,
+        }
+        self.saved_batches = len(self.batches)
+        return header, arrays
+
+    def restore(self, records: list, treedef: Any, *, retry_failed: bool) -> None:
+        """Folds journal records back into this state (the outputs bit for bit)."""
+        for header, _ in records:
+            if header.get("treedef") is not None:
+                treedef = treedef_from_json(header["treedef"])  # as fn returned it, no retrace
+                break
+        for header, arrays in records:
+            leaves = [arrays[f"out_{k}"] for k in range(sum(k.startswith("out_") for k in arrays))]
+            idx = arrays["indices"].tolist()
+            self.add(
+                [(idx, leaves, treedef)] if idx else [],
+                [Failure(*f) for f in header["failures"]],
+                header["retried"],
+            )
+            self.batches.extend(BatchLog(*b) for b in header["batches"])
+            st = header["state"]
+            self.position, self.size, self.retries = st["position"], st["size"], st["retries"]
+            self.ok_size, self.fail_size = st["ok_size"], st["fail_size"]
+        self.saved_batches = len(self.batches)
+        self.resumed_items = sum(len(c[0]) for c in self.chunks) + len(self.failures)
+        if retry_failed:
+            self.retry = sorted(f.index for f in self.failures if f.kind == "error in fn")
+
+
+class BatchItemError(ValueError):
+    """A bad item stopped a run with ``on_error="raise"``; ``.result`` keeps what finished."""
+
+    def __init__(self, result: RunResult, failure: Failure) -> None:
+        super().__init__(
+            f"item {failure.index} failed ({failure.kind}): {failure.message}. The {len(result.indices)} "
+            f"finished outputs are in this error's `.result`; pass on_error='skip' to record bad items and go on."
+        )
+        self.result, self.failure = result, failure
+
+
+class BatchFnError(ValueError):
+    """``fn`` itself is broken (it fails the same way on every item, or returns the wrong shape).
+
+    ``.result`` keeps what finished; the original error is ``__cause__``.
+    """
+
+    def __init__(self, result: RunResult, message: str) -> None:
+        super().__init__(f"{message} The {len(result.indices)} finished outputs are in `.result`.")
+        self.result = result
+
+
+class BatchMemoryError(MemoryError):
+    """Out of memory even at the minimum batch size; ``.result`` keeps what finished."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(
+            f"{result.stop_reason}. Lower `min_batch_size`, raise `budget_bytes`, or make one item "
+            f"smaller (e.g. process it in chunks). The {len(result.indices)} finished outputs are in `.result`."
+        )
+        self.result = result

@@ -1,0 +1,384 @@
+"""Run a whole dataset in batches without losing finished work.
+
+:func:`run_batches` splits the items into batches and runs ``fn`` on each,
+and keeps going when things go wrong:
+
+* **out of memory** (XLA ``RESOURCE_EXHAUSTED`` in a ``JaxRuntimeError``,
+  raised at compile time or at run time, a host ``MemoryError``, or a
+  planned peak above ``budget_bytes``, which reproduces the behaviour on CPU
+  and is labelled as a budget, never as a real OOM): retry the same items
+  at a smaller size. Before any batch has run the size halves; after that it
+  is bisected between the last size that ran and the smallest that failed,
+  so the run settles on the largest size that fits in that interval (each
+  probe that fails costs one attempt: about log2(batch_size) in all), down
+  to ``min_batch_size``;
+* **bad items** (a shape or dtype unlike the others, an error raised by
+  ``fn``, NaN/inf outputs when ``check_nan=True``): recorded by index with
+  a message, found by bisection when ``fn`` raises for a whole batch;
+* **a broken fn** (the same error on every item, or a batched ``fn`` whose
+  outputs do not keep the batch axis) raises :class:`BatchFnError`: a bug in
+  ``fn`` is not bad data;
+* **Ctrl-C** (a SIGINT, or a ``KeyboardInterrupt`` raised inside ``fn`` or
+  inside the compiled program, where it surfaces as a ``JaxRuntimeError``):
+  stop, return what is finished, marked incomplete;
+* **checkpoint**: each finished batch is appended to a fingerprinted journal
+  (:class:`batchlab.runs.checkpoint.Journal`); rerunning with the same path
+  resumes, giving the result an uninterrupted run gives, bit for bit.
+  Items that failed with an error are run again on resume
+  (``retry_failed=False`` keeps their failures).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from batchlab._util.checks import check_callable, check_positive_int
+from batchlab._util.compile import function_name
+from batchlab.runs.attempt import BatchRunner
+from batchlab.runs.budget import default_budget
+from batchlab.runs.checkpoint import CheckpointError, Journal, check_writable
+from batchlab.runs.errors import (
+    FnBug,
+    OutOfMemory,
+    is_out_of_memory,
+)
+from batchlab.runs.fingerprint import Unfingerprintable, digest, fn_fingerprint_parts
+from batchlab.runs.items import Items
+from batchlab.runs.planning import batch_spec
+from batchlab.runs.results import (
+    BatchFnError,
+    BatchItemError,
+    BatchLog,
+    BatchMemoryError,
+    Failure,
+    RunResult,
+    RunState,
+)
+from batchlab.runs.search import search
+
+
+class _InterruptFlag:
+    """SIGINT sets a flag (stop after this batch); a second Ctrl-C interrupts at once."""
+
+    def __init__(self) -> None:
+        self.set, self._old = False, None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.set:
+            raise KeyboardInterrupt
+        self.set = True
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+        return False
+
+
+def run_batches(
+    fn: Callable,
+    items: Any,
+    *,
+    batch_size: int | str = "auto",
+    budget_bytes: int | None = None,
+    on_error: str = "skip",
+    checkpoint: str | os.PathLike | None = None,
+    progress: bool = True,
+    check_nan: bool = False,
+    batched: bool = False,
+    min_batch_size: int = 1,
+    retry_failed: bool = True,
+    run_name: str | None = None,
+) -> RunResult:
+    """Runs ``fn`` over every item in batches, surviving memory limits, bad items and Ctrl-C.
+
+    Args:
+      fn: by default a function of ONE item (run with ``jax.jit(jax.vmap(fn))``);
+        with ``batched=True``, a function of a whole batch (leading axis).
+      items: a ``list`` of items (pytrees of arrays), or an array / pytree
+        of arrays whose leading axis is the item axis.
+      batch_size: items per batch, or ``"auto"``: the largest batch whose
+        planned bytes fit the budget (:func:`batchlab.max_batch_size`).
+      budget_bytes: planned bytes a batch may use; a batch over it is
+        retried smaller like a real OOM. ``None``: no planned check (``"auto"``
+        then sizes batches for :func:`batchlab.runs.budget.default_budget`).
+      on_error: ``"skip"`` records a bad item and goes on; ``"raise"``
+        stops with :class:`BatchItemError` (its ``.result`` keeps what finished).
+      checkpoint: a file path (its folder must exist and be writable); each
+        finished batch is appended there and a rerun resumes from it.
+      progress: show a tqdm progress bar (``TQDM_DISABLE=1`` turns it off).
+      check_nan: treat items whose output holds NaN or inf as bad.
+      batched: ``fn`` takes a whole batch.
+      min_batch_size: the smallest batch tried after memory errors.
+      retry_failed: on resume, run the items that failed with an error again.
+      run_name: names the run in the checkpoint instead of ``fn``'s
+        fingerprint (needed when ``fn`` reads something that cannot be
+        hashed, or mutable state such as a call counter); the same name means
+        "the same function": you vouch for it.
+
+    Returns:
+      A :class:`RunResult`: outputs of the good items in input order,
+      their indices, failures, the batch log and throughput.
+
+    Raises:
+      TypeError / ValueError: bad arguments (checked before anything runs).
+      BatchItemError: a bad item with ``on_error="raise"``.
+      BatchFnError: ``fn`` fails the same way on every item, or (batched) does
+        not keep the batch axis.
+      BatchMemoryError: out of memory at ``min_batch_size`` with ``on_error="raise"``.
+      batchlab.runs.checkpoint.CheckpointError: a corrupt or mismatched checkpoint,
+        or a ``fn`` that cannot be fingerprinted (pass ``run_name``).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> r = run_batches(lambda x: x.sum(), jnp.ones((10, 3)), batch_size=4, progress=False)
+      >>> r.outputs.tolist(), r.complete, [b.size for b in r.batches]
+      ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 4])
+    """
+    check_callable(fn)
+    if not isinstance(on_error, str) or on_error not in ("skip", "raise"):
+        raise ValueError(f"`on_error` must be 'skip' or 'raise', got {on_error!r}.")
+    if batch_size != "auto":
+        batch_size = check_positive_int(batch_size, "batch_size")
+    if budget_bytes is not None:
+        budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
+    min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
+    for name, flag in (
+        ("progress", progress),
+        ("check_nan", check_nan),
+        ("batched", batched),
+        ("retry_failed", retry_failed),
+    ):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"`{name}` must be True or False, got {type(flag).__name__} {flag!r}.")
+    if run_name is not None and not (isinstance(run_name, str) and run_name):
+        raise TypeError(f"`run_name` must be a non-empty string or None, got {run_name!r}.")
+    if checkpoint is not None:
+        check_writable(checkpoint)  # before any work: a bad path fails now, not after batch 1
+    data = Items(items)
+    runner = BatchRunner(
+        fn,
+        data,
+        batched=batched,
+        budget_bytes=budget_bytes,
+        check_nan=check_nan,
+        min_batch_size=min_batch_size,
+    )
+    state = RunState(data.n)
+    journal = None
+    if checkpoint is not None:
+        parts = {
+            "fn": function_name(fn),
+            **_fn_parts(fn, run_name),
+            "items": digest(items)[:16],
+            "n_items": data.n,
+            "batch_size": batch_size,
+            "budget_bytes": budget_bytes,
+            "on_error": on_error,
+            "check_nan": check_nan,
+            "batched": batched,
+            "min_batch_size": min_batch_size,
+        }
+        journal = Journal.open(checkpoint, parts)
+    if journal is not None and journal.records:
+        known = any(h.get("treedef") is not None for h, _ in journal.records)
+        treedef = None if known else _output_treedef(runner, data)  # no retrace when stored
+        state.restore(journal.records, treedef, retry_failed=retry_failed)
+    else:
+        state.size = _initial_size(runner, data, batch_size, budget_bytes)
+        if data.n and state.size == 0:
+            state.stop_reason = f"not even one item fits budget_bytes={budget_bytes} (planned)"
+            return state.result(0.0, budget_bytes)
+    return _loop(
+        runner,
+        data,
+        state,
+        on_error=on_error,
+        journal=journal,
+        progress=progress,
+        budget_bytes=budget_bytes,
+    )
+
+
+def _fn_parts(fn: Callable, run_name: str | None) -> dict[str, str]:
+    if run_name is not None:
+        return {"run_name": run_name}
+    try:
+        return fn_fingerprint_parts(fn)
+    except Unfingerprintable as e:
+        raise CheckpointError(
+            f"`fn` cannot be fingerprinted for the checkpoint ({e}), so a resume could not tell "
+            f"whether it is the same function. Name the run instead: run_batches(..., "
+            f"checkpoint=..., run_name='my-run-v1'), and change the name when fn changes."
+        ) from e
+
+
+def _output_treedef(runner: BatchRunner, data: Items):
+    """The structure of fn's output, to rebuild outputs read from a checkpoint."""
+    try:
+        spec = batch_spec(data.spec_item, 1) if runner.batched else data.spec_item
+        return jax.tree_util.tree_structure(jax.eval_shape(runner.fn, spec))
+    except Exception:
+        return jax.tree_util.tree_structure(0)
+
+
+def _initial_size(runner: BatchRunner, data: Items, batch_size, budget_bytes) -> int:
+    if batch_size != "auto":
+        return min(batch_size, max(data.n, 1))
+    if data.n == 0:
+        return 1
+    budget = budget_bytes if budget_bytes is not None else default_budget().bytes
+    try:
+        answer, _ = search(runner.jitted, data.spec_item, budget, data.n)
+    except Exception as e:
+        if not is_out_of_memory(e):
+            raise
+        # XLA refused to compile a size while planning (TPU/GPU compile-time OOM): start from
+        # every item and let the run's own OOM handling halve and bisect from there
+        return data.n
+    return answer
+
+
+def _after_oom(state: RunState, size: int, minimum: int) -> int:
+    """The next size after ``size`` ran out of memory (halve, or bisect above the last success)."""
+    if size <= state.ok_size:  # memory got tighter than when ok_size ran: forget it
+        state.ok_size = 0
+    state.fail_size = size if state.fail_size is None else min(state.fail_size, size)
+    nxt = (state.ok_size + size) // 2 if state.ok_size else size // 2
+    return max(nxt, minimum, state.ok_size)
+
+
+def _after_success(state: RunState, size: int) -> int:
+    """The next size after a batch of ``size`` ran: probe halfway to the smallest failure."""
+    state.ok_size = size
+    if state.fail_size is not None and state.fail_size <= size:
+        state.fail_size = None
+    if state.fail_size is not None and state.fail_size - size > 1:
+        return (size + state.fail_size) // 2
+    return size
+
+
+def _loop(
+    runner: BatchRunner,
+    data: Items,
+    state: RunState,
+    *,
+    on_error,
+    journal,
+    progress,
+    budget_bytes,
+) -> RunResult:
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    now = lambda: state.result(time.perf_counter() - t0, budget_bytes)  # noqa: E731
+    # tqdm.notebook ignores TQDM_DISABLE (tqdm 4.67), so honour it here for notebooks too
+    quiet = os.environ.get("TQDM_DISABLE", "").lower() not in ("", "0", "false")
+    bar = tqdm(
+        total=data.n,
+        initial=state.position,
+        unit="item",
+        desc="run_batches",
+        disable=not progress or quiet,
+    )
+    with _InterruptFlag() as flag, bar:
+        while state.position < data.n or state.retry:
+            if flag.set:
+                state.stop_reason = "interrupted (Ctrl-C): stopped after the last finished batch"
+                break
+            size, idx_start = state.size, state.position
+            if state.retry:  # items that failed before a resume: run them again first
+                idx, skipped, end = state.retry[:size], [], state.position
+            else:
+                idx, skipped, end = data.window(state.position, size)
+            failures = [Failure(i, "bad item", data.bad[i]) for i in skipped]
+            found = []
+            b0 = time.perf_counter()
+            if idx:
+                try:
+                    found, errors = runner.attempt(idx, size, not state.chunks)
+                    failures += errors
+                except OutOfMemory as e:
+                    state.batches.append(
+                        BatchLog(idx[0], size, len(idx), e.kind, time.perf_counter() - b0)
+                    )
+                    if size <= runner.min_batch_size:
+                        state.stop_reason = f"{e.kind} even at the minimum batch size {size}: {e}"
+                        if on_error == "raise":
+                            raise BatchMemoryError(now()) from e
+                        break
+                    state.size = _after_oom(state, size, runner.min_batch_size)
+                    state.retries += 1
+                    continue
+                except KeyboardInterrupt:
+                    state.stop_reason = (
+                        "interrupted (KeyboardInterrupt) during a batch; that batch is not kept"
+                    )
+                    break
+                except FnBug as e:
+                    raise BatchFnError(now(), str(e)) from (e.__cause__ or e)
+                if runner.check_nan:
+                    found, nan_failures = _split_nan(found)
+                    failures += nan_failures
+            retried = state.retry[: len(idx)] if state.retry else []
+            state.retry = state.retry[len(idx) :]
+            status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
+            state.add(found, failures, retried)
+            state.batches.append(
+                BatchLog(
+                    idx[0] if retried else state.position,
+                    size,
+                    len(idx),
+                    status,
+                    time.perf_counter() - b0,
+                )
+            )
+            state.position = end
+            if idx:
+                state.size = _after_success(state, size)
+            if journal is not None:
+                try:
+                    journal.append(*state.record(found, failures, retried))
+                except OSError as e:
+                    state.stop_reason = (
+                        f"checkpoint write failed ({e.strerror or e}); the checkpoint keeps the "
+                        f"batches before this one, and this result holds everything computed"
+                    )
+                    break
+            bar.update(end - idx_start)
+            if failures and on_error == "raise":
+                raise BatchItemError(now(), sorted(failures)[0])
+    return now()
+
+
+def _split_nan(found):
+    """Moves items whose outputs hold NaN or inf from ``found`` to failures."""
+    kept, failures = [], []
+    for idx, leaves, tree in found:
+        bad = np.zeros(len(idx), bool)
+        for leaf in leaves:
+            if np.issubdtype(leaf.dtype, np.inexact):
+                bad |= ~np.isfinite(leaf.reshape(len(idx), -1)).all(axis=1)
+        for i in np.flatnonzero(bad):
+            failures.append(
+                Failure(idx[i], "NaN/inf output", f"output of item {idx[i]} contains NaN or inf")
+            )
+        keep = np.flatnonzero(~bad)
+        if keep.size:
+            kept.append(([idx[i] for i in keep], [leaf[keep] for leaf in leaves], tree))
+    return kept, failures
+
+
+__all__ = ["run_batches"]

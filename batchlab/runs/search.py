@@ -1,0 +1,215 @@
+"""The search for the largest batch whose planned bytes fit a budget (:func:`search`).
+
+Each batch size tried is one compilation, so the search aims: planned bytes
+grow almost in a straight line with the batch, and the batch where the line
+through two measured points meets the budget is usually the answer (4
+compilations from scratch; doubling then bisection needs
+``2 * floor(log2(answer)) + 2``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from batchlab.runs.planning import batch_planner, batch_spec
+
+METHODS = ("interpolate", "bisect")
+_GROW = 64  # the furthest one extrapolated step may jump: 64 x the last fitting batch
+
+
+class _Plans:
+    """Planned bytes per batch size of one jitted function, compiled once each.
+
+    ``known`` may be shared between searches of the same function, item and
+    strategy (an explorer keeps one per strategy): a batch size compiled
+    for one budget is never compiled again for another.
+    """
+
+    def __init__(self, jitted, example_item, known, on_compile):
+        self.plan, self.example_item = batch_planner(jitted), example_item
+        self.known = {} if known is None else known
+        self.on_compile = on_compile
+        self.visited: dict[int, int] = {}
+        self.compiled = 0
+
+    def __call__(self, b: int) -> int:
+        if b not in self.known:
+            if self.on_compile is not None:
+                self.on_compile(b)
+            self.known[b] = self.plan(batch_spec(self.example_item, b))
+            self.compiled += 1
+        self.visited[b] = self.known[b]
+        return self.known[b]
+
+
+def _line(x0: int, y0: int, x1: int, y1: int, budget: int) -> int | None:
+    """Where the line through (x0, y0), (x1, y1) reaches ``budget`` (floor), or None if flat."""
+    if x1 == x0 or y1 <= y0:
+        return None
+    return x0 + math.floor((budget - y0) * (x1 - x0) / (y1 - y0))
+
+
+def search(
+    jitted: Callable,
+    example_item: Any,
+    budget_bytes: int,
+    upper: int,
+    multiple: int | None = None,
+    *,
+    method: str = "interpolate",
+    known: dict[int, int] | None = None,
+    on_compile: Callable[[int], None] | None = None,
+    stats: dict | None = None,
+) -> tuple[int, dict[int, int]]:
+    """The largest batch size whose planned bytes fit; returns ``(answer, {batch: planned bytes})``.
+
+    ``jitted`` takes a whole batch: a ``jax.jit`` function, or a
+    ``strategy="host"`` function of :func:`batchlab.batch` (planned by its
+    :class:`batchlab.batching.HostPlan`; see :func:`batch_planner`).
+    The search always ends on a measured pair: ``answer`` fits and
+    ``answer + 1`` does not (or ``answer == upper``).
+
+    ``method="bisect"``: double from 1 until a batch does not fit, then
+    bisect (``2 * floor(log2(answer)) + 2`` compilations).
+    ``method="interpolate"`` (default): planned bytes grow almost in a
+    straight line with the batch, so each step aims where the line through
+    the last two measured points meets the budget (extrapolating while no
+    batch has failed, interpolating between the last fit and the first miss
+    after), and checks the neighbour of a guess that fits. On a straight
+    line that is 4 compilations whatever the answer; a bisection step
+    follows every step that did not halve the bracket, so a curve that is
+    far from straight costs at most about 3 compilations per halving.
+
+    ``known``: planned bytes already measured for this function (read and
+    extended; e.g. by an explorer across budgets): the search starts from
+    the bracket they give, and sizes in it are not compiled again.
+    ``multiple``: the chunk of a ``lax.map``; the next multiple of it above
+    the answer is probed too, and the search goes on from there if it fits.
+    ``on_compile(batch)`` is called before each new compilation.
+    ``stats``: a dict that receives ``compiled`` (new compilations).
+    """
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    plan = _Plans(jitted, example_item, known, on_compile)
+    fits = lambda b: plan(b) <= budget_bytes  # noqa: E731
+    answer = _search(plan, fits, budget_bytes, upper, multiple, method)
+    if stats is not None:
+        stats["compiled"] = plan.compiled
+    return answer, plan.visited
+
+
+def _search(plan, fits, budget, upper, multiple, method) -> int:
+    if not multiple:
+        return _largest(plan, budget, upper, method, 1)
+    # lax.map plans a remainder (batch % chunk) apart: a batch just above a
+    # multiple of the chunk plans MORE than the next multiple (a saw-tooth
+    # curve). Search the multiples (a straight line), then the block of
+    # remainders above the last multiple that fits.
+    m = multiple
+    q = _largest(plan, budget, upper // m, method, m)
+    if q == 0:
+        return _largest(plan, budget, min(upper, m - 1), method, 1)
+    lo, top = q * m, min(q * m + m - 1, upper)
+    if lo == top or not fits(lo + 1):
+        return lo
+    if fits(top):
+        return top
+    return _refine(plan, fits, budget, lo + 1, top, method)[0]
+
+
+class _Scaled:
+    """``plan`` seen in units of ``step`` batch items (the multiples of a chunk)."""
+
+    def __init__(self, plan, step):
+        self.plan, self.step = plan, step
+        self.known = {b // step: p for b, p in plan.known.items() if b % step == 0}
+
+    def __call__(self, u: int) -> int:
+        return self.plan(u * self.step)
+
+
+def _largest(plan, budget, upper, method, step) -> int:
+    """The largest ``u <= upper`` with ``plan(u * step) <= budget`` (0 if none), neighbours measured."""
+    if upper < 1:
+        return 0
+    plan = _Scaled(plan, step) if step > 1 else plan
+    fits = lambda u: plan(u) <= budget  # noqa: E731
+    known = {u: p for u, p in plan.known.items() if 1 <= u <= upper}
+    fitting = sorted(u for u, p in known.items() if p <= budget)
+    prev = None  # the fitting point before lo, for extrapolation
+    if method == "interpolate" and fitting:  # warm start from earlier searches
+        lo = fitting[-1]
+        plan(lo)
+        if len(fitting) > 1:
+            prev = fitting[-2]
+            plan(prev)
+        misses = [u for u, p in known.items() if u > lo and p > budget]
+        hi = min(misses) if misses else None
+        if hi is not None:
+            plan(hi)
+    else:
+        if not fits(1):
+            return 0
+        lo, hi = 1, None
+    lo, hi, prev = _expand(plan, fits, budget, upper, lo, hi, prev, method)
+    if hi is None:  # lo == upper
+        return lo
+    return _refine(plan, fits, budget, lo, hi, method)[0]
+
+
+def _expand(plan, fits, budget, upper, lo, hi, prev, method):
+    """Grows ``lo`` (fits) until a batch ``hi`` does not fit, or ``lo == upper``."""
+    while hi is None:
+        if lo >= upper:
+            return upper, None, prev
+        guess = None
+        if method == "interpolate":
+            if prev is None:
+                guess = 2 * lo
+            else:
+                guess = _line(prev, plan(prev), lo, plan(lo), budget)
+                guess = _GROW * lo if guess is None else min(guess, _GROW * lo)
+        nxt = min(max(guess or 2 * lo, lo + 1), upper)
+        if method == "bisect":
+            nxt = min(2 * lo, upper)
+        if not fits(nxt):
+            hi = nxt
+        elif method == "interpolate" and guess is not None and nxt < upper and nxt < 2 * lo:
+            # aimed close to the answer: the neighbour usually settles it
+            if fits(nxt + 1):
+                prev, lo = lo, nxt + 1
+            else:
+                return nxt, nxt + 1, lo
+        else:
+            prev, lo = lo, nxt
+    return lo, hi, prev
+
+
+def _refine(plan, fits, budget, lo, hi, method):
+    """Shrinks the bracket (``lo`` fits, ``hi`` does not) to neighbours."""
+    bisect_next = method == "bisect"
+    while hi - lo > 1:
+        width = hi - lo
+        if bisect_next:
+            g = (lo + hi) // 2
+        else:
+            g = _line(lo, plan(lo), hi, plan(hi), budget)
+            g = (lo + hi) // 2 if g is None else min(max(g, lo + 1), hi - 1)
+        if fits(g):
+            lo = g
+            if not bisect_next and lo + 1 < hi:
+                if fits(lo + 1):
+                    lo += 1
+                else:
+                    hi = lo + 1
+        else:
+            hi = g
+        bisect_next = method == "bisect" or (not bisect_next and hi - lo > width // 2)
+    return lo, hi
+
+
+def compilation_target(answer: int) -> int:
+    """What doubling then bisection needs: ``2 * floor(log2(answer)) + 2`` compilations."""
+    return 2 * math.floor(math.log2(answer)) + 2 if answer >= 1 else 1

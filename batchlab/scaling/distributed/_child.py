@@ -1,0 +1,59 @@
+"""The child side of :func:`batchlab.scaling.distributed.launch` (``python -m batchlab.scaling.distributed._child``).
+
+``call PAYLOAD RESULT``: initialize, load the cloudpickled ``(job, args)``,
+call it and write its pickled return value to ``RESULT``.
+``script PATH ARGS...``: initialize, then run the script as ``__main__``
+(a script's own :func:`~batchlab.scaling.distributed.initialize` call is then a no-op).
+A failure exits at once with a non-zero code and the traceback on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+
+def main(argv: list[str]) -> None:
+    from batchlab.scaling.distributed import initialize
+
+    mode, *rest = argv
+    initialize()  # before the job is unpickled: its arrays may need the backend
+    if mode == "call":
+        import cloudpickle
+
+        payload, result = rest
+        job, args = cloudpickle.loads(Path(payload).read_bytes())
+        value = job(*args)
+        Path(result).write_bytes(pickle.dumps(value))
+    elif mode == "script":
+        path, *args = rest
+        sys.argv = [path, *args]
+        sys.path.insert(0, str(Path(path).parent))
+        runpy.run_path(path, run_name="__main__")
+    else:
+        raise SystemExit(f"unknown mode {mode!r}; use 'call' or 'script'")
+
+
+def _exit_now(code: int) -> None:
+    """Leaves at once: a normal exit would wait in JAX's shutdown barrier for the other
+    processes (up to 5 minutes), so the launcher would not see this failure."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            if isinstance(e.code, str):
+                print(e.code, file=sys.stderr)
+            _exit_now(e.code if isinstance(e.code, int) else 1)
+    except BaseException:
+        traceback.print_exc()
+        _exit_now(1)

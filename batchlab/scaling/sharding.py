@@ -1,0 +1,306 @@
+"""Split one batch across devices with JAX's own SPMD engine (data parallelism).
+
+When one device is not enough, the batch axis is laid out over a mesh of
+devices: ``jax.make_mesh((n,), ("batch",))``, a
+``NamedSharding(mesh, PartitionSpec("batch"))`` that puts rows
+``[i * B/n, (i+1) * B/n)`` on device ``i``, and ``jax.jit``, which
+compiles ONE program for the whole mesh (SPMD: single program, multiple
+data), partitions it, and runs the same partitioned program on every
+device, each on its own shard, with the communication a reduction over the
+batch needs inserted by the partitioner. Each device holds ``B/n`` rows,
+so the compiled per-device memory falls with ``n`` (XLA's memory analysis
+of the partitioned program is per device).
+
+A batch that ``n`` does not divide cannot be laid out evenly. It is never
+silently dropped: :func:`shard_batch` pads it to the next multiple of
+``n`` and returns a mask that is ``False`` on the padding rows; reductions
+use the mask, per-item results are cut back with :meth:`ShardedBatch.unpad`.
+
+Several processes (hosts): after ``jax.distributed.initialize()`` in every
+process (:func:`batchlab.scaling.distributed.initialize`), ``jax.devices()`` lists
+every process's devices and one mesh spans them. Each process then passes
+only ITS rows to :func:`shard_batch`, which builds the global array with
+``jax.make_array_from_process_local_data``; every process pads its rows to
+the same count, so uneven per-process counts are padded and masked too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from batchlab._util.checks import (
+    check_array_tree,
+)
+from batchlab._util.format import html_table
+
+
+@dataclass(frozen=True)
+class ShardedBatch:
+    """A batch laid out along ``axis_name`` of ``mesh``, padded to a multiple of the device count.
+
+    ``values`` (a pytree of arrays, like the input) and ``mask`` (bool,
+    ``(padded_items,)``) are sharded the same way; ``mask[i]`` is ``True``
+    for the ``n_items`` real items.
+    """
+
+    values: Any
+    mask: jax.Array
+    n_items: int
+    sharding: NamedSharding
+    #: several processes: the real rows each process fed, and the global row where they start
+    process_items: tuple[int, ...] = ()
+    process_starts: tuple[int, ...] = ()
+
+    @property
+    def n_processes(self) -> int:
+        return max(1, len(self.process_items))
+
+    @property
+    def n_devices(self) -> int:
+        return int(self.sharding.mesh.shape[self.sharding.spec[0]])
+
+    @property
+    def padded_items(self) -> int:
+        return int(self.mask.shape[0])
+
+    @property
+    def n_padding(self) -> int:
+        return self.padded_items - self.n_items
+
+    @property
+    def items_per_device(self) -> int:
+        return self.padded_items // self.n_devices
+
+    def unpad(self, result: Any) -> Any:
+        """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real ones.
+
+        ``n_items`` rows cannot be split evenly over the devices, so padded
+        results are first gathered whole onto every device (``PartitionSpec()``).
+        """
+        if self.n_padding == 0:
+            return result
+        whole = NamedSharding(self.sharding.mesh, PartitionSpec())
+        if self.process_items:  # each process's padding sits after its own rows
+            keep = np.concatenate(
+                [
+                    s + np.arange(n)
+                    for s, n in zip(self.process_starts, self.process_items, strict=True)
+                ]
+            )
+            gather = jax.jit(lambda r: r, out_shardings=whole)  # every row to every process
+            return jax.tree_util.tree_map(lambda r: gather(r)[keep], result)
+
+        def cut(r: Any) -> Any:
+            if isinstance(r, jax.Array):
+                r = jax.device_put(r, whole)
+            return r[: self.n_items]
+
+        return jax.tree_util.tree_map(cut, result)
+
+    def __repr__(self) -> str:
+        where = f"{self.n_devices} device(s)"
+        if self.process_items:
+            where += f" of {self.n_processes} processes (rows fed {list(self.process_items)})"
+        return (
+            f"ShardedBatch({self.n_items} items + {self.n_padding} padding over {where}, "
+            f"{self.items_per_device} rows per device, spec {self.sharding.spec})"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = [
+            ("items", self.n_items),
+            ("padding rows (mask False)", self.n_padding),
+            ("devices", self.n_devices),
+            ("processes", self.n_processes),
+            ("rows per device", self.items_per_device),
+            ("PartitionSpec", str(self.sharding.spec)),
+        ]
+        return html_table(rows, header=("figure", "value"), caption="ShardedBatch")
+
+
+def _check_mesh(mesh: Any, axis_name: str) -> Mesh:
+    if not isinstance(axis_name, str):
+        raise TypeError(f"`axis_name` must be a str naming a mesh axis, got {axis_name!r}.")
+    if mesh is None:
+        return jax.make_mesh((jax.device_count(),), (axis_name,))
+    if not isinstance(mesh, Mesh):
+        raise TypeError(
+            f"`mesh` must be a jax.sharding.Mesh (e.g. jax.make_mesh((n,), ('batch',))) "
+            f"or None, got {type(mesh).__name__}."
+        )
+    if axis_name not in mesh.axis_names:
+        raise ValueError(
+            f"`axis_name`={axis_name!r} is not an axis of the mesh, whose axes are "
+            f"{tuple(mesh.axis_names)}; pass axis_name={mesh.axis_names[0]!r} or build the "
+            f"mesh with that name."
+        )
+    return mesh
+
+
+def shard_batch(
+    x: Any, mesh: Mesh | None = None, axis_name: str = "batch", *, pad_value: float = 0
+) -> ShardedBatch:
+    """Lays the leading (batch) axis of ``x`` out over the devices of ``mesh``.
+
+    Pads the batch to the next multiple of ``n = mesh.shape[axis_name]``
+    with ``pad_value`` and builds a mask, then places every leaf with
+    ``jax.device_put(leaf, NamedSharding(mesh, PartitionSpec(axis_name)))``:
+    device ``i`` holds rows ``[i * B/n, (i + 1) * B/n)``; other axes are whole.
+
+    When the mesh spans several processes (after ``jax.distributed.initialize``),
+    every process calls this with only its own rows (any count, also 0);
+    the global batch is their concatenation in mesh order (process order
+    for ``jax.make_mesh``). The processes exchange their row counts
+    (``multihost_utils.process_allgather``), each pads its rows to the same
+    count (a multiple of its device count), and every leaf becomes one global
+    array through ``jax.make_array_from_process_local_data``. Padding then sits
+    after each process's rows; ``mask`` and :meth:`ShardedBatch.unpad` know where.
+
+    Args:
+      x: an array ``[batch, ...]`` or a pytree of arrays sharing the batch size
+        (several processes: this process's rows).
+      mesh: a ``jax.sharding.Mesh``; ``None``: all devices on one axis named ``axis_name``.
+      axis_name: the mesh axis the batch is split over.
+      pad_value: the value of the padding rows (the mask excludes them).
+
+    Returns:
+      A :class:`ShardedBatch` (values, mask, n_items, sharding).
+
+    Raises:
+      TypeError: ``mesh`` is not a Mesh, ``axis_name`` not a str, a leaf not an array.
+      ValueError: ``axis_name`` not in the mesh; a leaf without a batch axis;
+        leaves with different batch sizes; several processes: the processes'
+        leaves differ in shape or dtype beyond the batch axis, or the mesh does
+        not give every process a contiguous block of the batch axis.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> sb = shard_batch(jnp.arange(10.0).reshape(5, 2))
+      >>> sb.n_items, sb.mask.shape == (sb.padded_items,), float((sb.values.sum(1) * sb.mask).sum())
+      (5, True, 45.0)
+    """
+    import numbers
+
+    if isinstance(pad_value, bool) or not isinstance(pad_value, (numbers.Number, np.generic)):
+        raise TypeError(
+            f"`pad_value` must be a number (the value of the padding rows), got "
+            f"{type(pad_value).__name__} {pad_value!r}; e.g. pad_value=0."
+        )
+    if not isinstance(axis_name, str):
+        raise TypeError(f"`axis_name` must be a string (a mesh axis name), got {axis_name!r}.")
+    mesh = _check_mesh(mesh, axis_name)
+    check_array_tree(x, "x")
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(x)
+    if not leaves:
+        raise ValueError("`x` holds no arrays; pass an array [batch, ...] or a pytree of them.")
+    sizes = {}
+    for path, leaf in leaves:
+        where = "x" + jax.tree_util.keystr(path)
+        if np.ndim(leaf) == 0:
+            raise ValueError(
+                f"`{where}` is a scalar; every leaf needs a leading batch axis. A value "
+                "shared by all items is a parameter: pass it to your function separately."
+            )
+        sizes[where] = int(np.shape(leaf)[0])
+    if len(set(sizes.values())) > 1:
+        raise ValueError(
+            f"the leaves of `x` have different batch sizes {sizes}; every leaf must have "
+            "the same leading (batch) axis."
+        )
+    n_items = next(iter(sizes.values()))
+    if any(d.process_index != jax.process_index() for d in mesh.devices.flat):
+        return _shard_process_local(leaves, treedef, n_items, mesh, axis_name, pad_value)
+    n_devices = int(mesh.shape[axis_name])
+    padded = -(-n_items // n_devices) * n_devices
+    sharding = NamedSharding(mesh, PartitionSpec(axis_name))
+
+    def place(leaf: Any) -> jax.Array:
+        leaf = np.asarray(leaf) if isinstance(leaf, np.ndarray) or np.isscalar(leaf) else leaf
+        widths = [(0, padded - n_items)] + [(0, 0)] * (np.ndim(leaf) - 1)
+        pad = np.pad if isinstance(leaf, np.ndarray) else jnp.pad
+        return jax.device_put(pad(leaf, widths, constant_values=pad_value), sharding)
+
+    values = jax.tree_util.tree_unflatten(treedef, [place(leaf) for _, leaf in leaves])
+    mask = jax.device_put(np.arange(padded) < n_items, sharding)
+    return ShardedBatch(values, mask, n_items, sharding)
+
+
+def _process_blocks(sharding: NamedSharding, n_devices: int) -> dict[int, list[int]]:
+    """Which blocks of the batch axis (one per mesh position) each process's devices hold."""
+    blocks: dict[int, set[int]] = {}
+    for device, index in sharding.devices_indices_map((n_devices,)).items():
+        blocks.setdefault(device.process_index, set()).add(index[0].start)
+    ordered = {p: sorted(b) for p, b in sorted(blocks.items(), key=lambda kv: min(kv[1]))}
+    sizes = {len(b) for b in ordered.values()}
+    contiguous = all(b == list(range(b[0], b[0] + len(b))) for b in ordered.values())
+    if len(ordered) != jax.process_count() or len(sizes) != 1 or not contiguous:
+        raise ValueError(
+            f"the mesh must give each of the {jax.process_count()} processes an equal, contiguous "
+            f"block of the `axis_name` axis; its processes hold blocks {ordered}. Build it from all "
+            "devices in process order, e.g. jax.make_mesh((jax.device_count(),), ('batch',))."
+        )
+    return ordered
+
+
+def _shard_process_local(
+    leaves: list, treedef: Any, n_local: int, mesh: Mesh, axis_name: str, pad_value: float
+) -> ShardedBatch:
+    """:func:`shard_batch` over a mesh spanning several processes; ``leaves`` are this process's rows."""
+    import zlib
+
+    from jax.experimental import multihost_utils
+
+    sharding = NamedSharding(mesh, PartitionSpec(axis_name))
+    n_devices = int(mesh.shape[axis_name])
+    blocks = _process_blocks(sharding, n_devices)
+    hosts = [np.asarray(leaf) for _, leaf in leaves]
+    layout = repr([(h.shape[1:], h.dtype.str) for h in hosts]).encode()
+    table = np.asarray(
+        multihost_utils.process_allgather(np.array([n_local, zlib.crc32(layout)], np.int64))
+    ).reshape(jax.process_count(), 2)
+    if len(set(table[:, 1].tolist())) > 1:
+        raise ValueError(
+            "the processes passed leaves of different shapes or dtypes beyond the batch axis (this "
+            f"process: {layout.decode()}); every process must feed rows of the same layout."
+        )
+    per_block = max(1, -(-int(table[:, 0].max()) // len(blocks[jax.process_index()])))
+    local_rows = per_block * len(blocks[jax.process_index()])
+
+    def place(host: np.ndarray, fill: Any = pad_value) -> jax.Array:
+        widths = [(0, local_rows - n_local)] + [(0, 0)] * (host.ndim - 1)
+        local = np.pad(host, widths, constant_values=fill)
+        return jax.make_array_from_process_local_data(
+            sharding, local, (n_devices * per_block, *host.shape[1:])
+        )
+
+    values = jax.tree_util.tree_unflatten(treedef, [place(h) for h in hosts])
+    mask = place(np.ones(n_local, bool), fill=False)
+    return ShardedBatch(
+        values,
+        mask,
+        int(table[:, 0].sum()),
+        sharding,
+        process_items=tuple(int(n) for n in table[:, 0]),
+        process_starts=tuple(blocks[p][0] * per_block for p in range(jax.process_count())),
+    )
+
+
+def replicate(tree: Any, mesh: Mesh) -> Any:
+    """Places parameters shared by every item whole on every device of ``mesh`` (``PartitionSpec()``).
+
+    Several processes: every process passes the same values; an array already
+    replicated over another multi-process mesh is re-placed from its local copy.
+    """
+
+    def local(a: Any) -> Any:
+        if isinstance(a, jax.Array) and not a.is_fully_addressable and a.is_fully_replicated:
+            return np.asarray(a)
+        return a
+
+    return jax.device_put(jax.tree_util.tree_map(local, tree), NamedSharding(mesh, PartitionSpec()))

@@ -1,0 +1,187 @@
+"""One program over growing device counts (11): what sharding the batch buys, measured.
+
+:func:`measure_scaling` runs the same jitted function on meshes of 1, 2, 4, ...
+devices (a batch sharded over ``"batch"``, shared arguments replicated) and
+records the wall-clock time and XLA's planned bytes per device at each count.
+Simulated CPU devices share this machine's cores: their times are not those
+of separate devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from batchlab._util.checks import (
+    check_callable,
+    check_positive_int,
+    check_positive_ints,
+)
+from batchlab._util.format import format_bytes, format_seconds, html_table, text_table
+from batchlab.measuring.timing import measure
+from batchlab.scaling.sharding import replicate, shard_batch
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    """One device count: per-device compiled memory, run time, and whether the result matched."""
+
+    n_devices: int
+    rows_per_device: int
+    argument_bytes: int
+    temp_bytes: int
+    peak_bytes: int
+    seconds: float
+    matches_single_device: bool
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """``fn`` on one batch sharded over 1, 2, 4, ... devices (see :func:`measure_scaling`)."""
+
+    n_items: int
+    points: tuple[ScalingPoint, ...]
+    source: str = (
+        "per-device memory: compiled memory analysis of the partitioned program (XLA); "
+        "run time: wall clock around jax.block_until_ready (batchlab.measure)"
+    )
+
+    def rows(self) -> list[tuple]:
+        return [
+            (
+                p.n_devices,
+                p.rows_per_device,
+                format_bytes(p.argument_bytes),
+                format_bytes(p.temp_bytes),
+                format_bytes(p.peak_bytes),
+                p.matches_single_device,
+                format_seconds(p.seconds),
+            )
+            for p in self.points
+        ]
+
+    # run time last, under a wide header: sanitized timings never shift the other columns
+    _HEADER = (
+        "devices",
+        "rows/device",
+        "argument/device",
+        "temp/device",
+        "peak/device",
+        "equals 1 device",
+        "run time (wall clock)",
+    )
+
+    def __repr__(self) -> str:
+        return f"Scaling of a batch of {self.n_items}:\n" + text_table(self.rows(), self._HEADER)
+
+    def _repr_html_(self) -> str:
+        return html_table(self.rows(), header=self._HEADER, caption=self.source)
+
+
+def measure_scaling(
+    fn: Callable,
+    x: Any,
+    device_counts: Sequence[int],
+    *,
+    params: tuple = (),
+    devices: Sequence[Any] | None = None,
+    repeat: int = 5,
+) -> Scaling:
+    """Runs ``fn(batch, *params)`` sharded over each device count; compares with one device.
+
+    Args:
+      fn: per-item computation on a batch: output has the batch as leading axis.
+      x: the batch (array ``[batch, ...]`` or pytree).
+      device_counts: e.g. ``(1, 2, 4, 8)``; each at most ``len(devices)``.
+      params: arguments shared by every item (replicated on every device).
+      devices: the devices to use (``None``: ``jax.devices()``).
+      repeat: timing samples per device count.
+
+    Raises:
+      ValueError: a device count above the number of devices, or below 1.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> s = measure_scaling(lambda b: jnp.tanh(b) * 2, jnp.ones((6, 4)), [1], repeat=1)
+      >>> s.points[0].n_devices, s.points[0].matches_single_device
+      (1, True)
+    """
+    check_callable(fn)
+    check_positive_ints(device_counts, "device_counts")
+    check_positive_int(repeat, "repeat")
+    devices = list(jax.devices() if devices is None else devices)
+    n_proc = jax.process_count()
+    for n in device_counts:
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(devices):
+            raise ValueError(
+                f"`device_counts` holds {n!r}, but there are {len(devices)} device(s); use "
+                f"counts from 1 to {len(devices)} (on CPU, simulate more with "
+                "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts)."
+            )
+        if n % n_proc:
+            raise ValueError(
+                f"`device_counts` holds {n}, which the {n_proc} processes cannot share evenly; "
+                f"with several processes every count must be a multiple of {n_proc} (each "
+                "process feeds its rows to its share of the devices)."
+            )
+    # one device, no padding; several processes: every process's rows gathered first
+    whole = _gather_rows(x) if n_proc > 1 else x
+    reference = jax.device_get(jax.jit(fn)(whole, *params))
+    points = []
+    for n in device_counts:
+        mesh = jax.make_mesh((n,), ("batch",), devices=_take_devices(devices, n, n_proc))
+        sb = shard_batch(x, mesh)
+        shared = replicate(params, mesh)
+        m = measure(fn, sb.values, *shared, repeat=repeat)
+        out = jax.device_get(sb.unpad(jax.jit(fn)(sb.values, *shared)))
+        leaves = zip(
+            jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(reference), strict=False
+        )
+        same = all(np.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in leaves)
+        points.append(
+            ScalingPoint(
+                n,
+                sb.items_per_device,
+                m.memory.argument_bytes,
+                m.memory.temp_bytes,
+                m.memory.planned_bytes,
+                m.median,
+                bool(same),
+            )
+        )
+    n_items = int(np.shape(jax.tree_util.tree_leaves(whole)[0])[0])
+    return Scaling(n_items, tuple(points))
+
+
+def _take_devices(devices: list, n: int, n_proc: int) -> list:
+    """The first ``n`` devices; several processes: the first ``n / n_proc`` of each, in process order."""
+    if n_proc == 1:
+        return devices[:n]
+    by_process: dict[int, list] = {}
+    for d in devices:
+        by_process.setdefault(d.process_index, []).append(d)
+    return [d for p in sorted(by_process) for d in by_process[p][: n // n_proc]]
+
+
+def _gather_rows(x: Any) -> Any:
+    """Every process's rows of ``x``, concatenated in process order, on every process (host arrays)."""
+    from jax.experimental import multihost_utils
+
+    counts = np.asarray(multihost_utils.process_allgather(np.int64(_leading(x)))).reshape(-1)
+    most = int(counts.max())
+
+    def gather(leaf: Any) -> np.ndarray:
+        host = np.asarray(leaf)
+        padded = np.pad(host, [(0, most - host.shape[0])] + [(0, 0)] * (host.ndim - 1))
+        every = np.asarray(multihost_utils.process_allgather(padded, tiled=True))
+        return np.concatenate([every[i * most : i * most + c] for i, c in enumerate(counts)])
+
+    return jax.tree_util.tree_map(gather, x)
+
+
+def _leading(x: Any) -> int:
+    return int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])

@@ -1,0 +1,170 @@
+"""Capturing a profiler trace: ``with batchlab.trace() as t:`` and ``batchlab.timeline.timeline(fn, ...)``.
+
+Both start ``jax.profiler.start_trace(log_dir, create_perfetto_trace=True)``
+(the Python tracer off unless asked: the lanes then hold JAX's own spans and
+your ``TraceAnnotation`` s), wrap the code in the kit's ``batchlab.trace``
+annotation (time zero of the result), stop the trace and parse the
+``perfetto_trace.json.gz`` JAX wrote into a :class:`batchlab.timeline.Timeline`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from batchlab._util.checks import check_callable, check_positive_int
+from batchlab.timeline.model import Timeline, build_timeline
+from batchlab.timeline.parse import WRAPPER, find_trace_file
+
+_TEMPORARY: list[str] = []  # folders the kit made; removed when Python exits
+
+
+@atexit.register
+def _remove_temporary_folders() -> None:
+    for folder in _TEMPORARY:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.profiler.trace
+    """Captures a profiler trace of the code inside; ``t.result`` is its :class:`Timeline`.
+
+    Args:
+      items: how many items the traced code processes (for dispatches per item).
+      log_dir: where JAX writes the trace (``None``: a new temporary folder, removed when
+        Python exits; name a folder to keep the trace for Perfetto or XProf).
+      label: a name shown in the plot and table.
+      python_tracer: also record every Python function call (many more events;
+        off by default so the lanes show JAX's own spans and your annotations).
+
+    Raises:
+      RuntimeError: another profiler trace is already running.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> f = jax.jit(lambda x: x * 2)
+      >>> x = f(jnp.ones(3))
+      >>> with trace(items=3) as t:
+      ...     y = [f(x) for _ in range(3)][-1].block_until_ready()
+      >>> t.result.dispatches, t.result.dispatches_per_item
+      (3, 1.0)
+    """
+
+    def __init__(
+        self,
+        *,
+        items: int | None = None,
+        log_dir: str | Path | None = None,
+        label: str = "",
+        python_tracer: bool = False,
+    ) -> None:
+        self.items = check_positive_int(items, "items", allow_none=True)
+        if log_dir is not None and not isinstance(log_dir, (str, os.PathLike)):
+            raise TypeError(
+                f"`log_dir` must be a folder path (str or Path) or None, got "
+                f"{type(log_dir).__name__} {log_dir!r:.40}."
+            )
+        self.log_dir = log_dir
+        self.label, self.python_tracer = str(label), bool(python_tracer)
+        self.result: Timeline | None = None
+
+    def __enter__(self) -> trace:
+        if self.log_dir is None:
+            self._dir = tempfile.mkdtemp(prefix="batchlab-trace-")
+            _TEMPORARY.append(self._dir)
+        else:
+            self._dir = str(self.log_dir)
+        options = jax.profiler.ProfileOptions()
+        options.python_tracer_level = 1 if self.python_tracer else 0
+        self._t0 = time.perf_counter()
+        try:
+            jax.profiler.start_trace(
+                self._dir, create_perfetto_trace=True, profiler_options=options
+            )
+        except RuntimeError as e:
+            raise RuntimeError(
+                f"could not start a profiler trace ({e}). Only one trace runs at a time: finish "
+                "the other `with batchlab.trace()` / jax.profiler.trace block first."
+            ) from e
+        self._annotation = jax.profiler.TraceAnnotation(WRAPPER)
+        self._annotation.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self._annotation.__exit__(None, None, None)
+        jax.profiler.stop_trace()
+        capture = time.perf_counter() - self._t0
+        if exc[0] is None:
+            self.result = build_timeline(
+                find_trace_file(self._dir),
+                items=self.items,
+                label=self.label,
+                capture_seconds=capture,
+            )
+        return False
+
+    def __getattr__(self, name: str) -> Any:  # t.plot(), t.overlap, ... after the block
+        if name.startswith("_") or self.__dict__.get("result") is None:
+            raise AttributeError(name)
+        return getattr(self.result, name)
+
+    def _repr_html_(self) -> str:
+        return self.result._repr_html_() if self.result else "<i>trace still running</i>"
+
+
+def timeline(
+    fn: Callable,
+    *args: Any,
+    steps: int = 3,
+    items: int | None = None,
+    sync: str = "end",
+    warmup: bool = True,
+    log_dir: str | Path | None = None,
+    label: str = "",
+) -> Timeline:
+    """Traces ``steps`` calls of ``fn(*args)`` and returns their :class:`Timeline`.
+
+    Each call runs inside ``TraceAnnotation("step i")``. The first call
+    (``warmup=True``) runs untraced, so compilation stays out of the picture.
+
+    Args:
+      fn: the function; it may be jitted, a Python loop, anything.
+      *args: its arguments.
+      steps: traced calls.
+      items: items each call processes (dispatches per item = dispatches / (steps * items)).
+      sync: ``"end"`` waits for the last result only; ``"each"`` blocks every call.
+      warmup: run once untraced first.
+      log_dir, label: as in :class:`trace`.
+
+    Raises:
+      TypeError: ``fn`` is not callable; ValueError: ``steps`` < 1 or an unknown ``sync``.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> t = timeline(jax.jit(lambda x: x + 1), jnp.ones(4), steps=4, items=4)
+      >>> t.dispatches, t.dispatches_per_item
+      (4, 0.25)
+    """
+    check_callable(fn, "fn")
+    steps = check_positive_int(steps, "steps")
+    items = check_positive_int(items, "items", allow_none=True)
+    if sync not in ("end", "each"):
+        raise ValueError(f"`sync` must be 'end' or 'each', got sync={sync!r}.")
+    if warmup:
+        jax.block_until_ready(fn(*args))
+    out = None
+    with trace(items=steps * items if items else None, log_dir=log_dir, label=label) as t:
+        for i in range(steps):
+            with jax.profiler.TraceAnnotation(f"step {i}"):
+                out = fn(*args)
+                if sync == "each":
+                    jax.block_until_ready(out)
+        jax.block_until_ready(out)
+    return t.result

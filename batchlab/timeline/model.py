@@ -1,0 +1,229 @@
+"""What ran when: JAX's own profiler trace of a cell, parsed and drawn inside the notebook.
+
+``with batchlab.trace() as t: ...`` captures
+``jax.profiler.trace(log_dir, create_perfetto_trace=True)`` around the code
+inside, reads the Perfetto JSON that JAX wrote (see
+:mod:`batchlab.timeline.parse`) and leaves a :class:`Timeline` in
+``t.result``: lanes (the Python thread's dispatches and waits, each loader
+thread, XLA's runtime threads or the GPU streams), spans and summary
+figures. :func:`timeline` traces ``steps`` calls of a function.
+
+The figures, all from the trace (seconds within the traced code):
+
+* **host busy** -- time a Python thread was inside a traced span and not
+  waiting for the device (dispatching, loading, annotated work);
+* **device busy** -- time XLA ops ran (spans with an ``hlo_op``; on a GPU,
+  the device streams);
+* **host work** -- host busy minus dispatching and ops run inline (loading,
+  your own code); **overlap** -- host work *while* the device computed: what
+  asynchronous dispatch and prefetching buy; **overlap share** -- overlap
+  over the smaller of host work and device busy (1.0: all of it hidden);
+* **idle** -- time nothing traced happened; **largest device gap**;
+* **dispatches** -- ``PjitFunction`` calls (one per jitted call or eager
+  op), per item when ``items`` is given.
+
+The trace files stay where they were written: a temporary folder (removed
+when Python exits) unless ``log_dir`` names one; ``t.result.trace_path``
+opens in Perfetto (ui.perfetto.dev) and the folder in XProf/TensorBoard.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jax
+
+from batchlab._util.format import format_seconds, html_table
+from batchlab.timeline.parse import (
+    Lane,
+    MemoryCurve,
+    Span,
+    intersect_length,
+    memory_curve,
+    merge,
+    parse_events,
+    read_events,
+    subtract,
+    union_length,
+)
+from batchlab.timeline.plot import plot_timeline
+
+NO_MEMORY_CPU = (
+    "no allocator events: XLA:CPU records none (its buffers come from malloc); on a GPU the "
+    "BFC allocator's MemoryAllocation events give the curve (unrun on GPU in this kit's CI)"
+)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A parsed profiler trace: lanes, spans and what they add up to. Times in seconds."""
+
+    lanes: tuple[Lane, ...]
+    spans: tuple[Span, ...]
+    wall: float
+    host_busy: float
+    host_work: float  # host busy minus dispatching and ops run inline: loading, your code
+    device_busy: float
+    overlap: float
+    idle: float
+    largest_device_gap: float
+    dispatches: int
+    transfers: int
+    compile_seconds: float
+    items: int | None
+    events: int
+    trace_path: str
+    backend: str
+    cores: int
+    jax_version: str
+    memory: MemoryCurve | None = None
+    memory_note: str = ""
+    capture_seconds: float = 0.0
+    parse_seconds: float = 0.0
+    label: str = ""
+    source: str = field(
+        default="jax.profiler.trace(create_perfetto_trace=True), Perfetto JSON parsed by batchlab"
+    )
+
+    @property
+    def dispatches_per_item(self) -> float | None:
+        return self.dispatches / self.items if self.items else None
+
+    @property
+    def overlap_share(self) -> float:
+        """overlap / the most that could overlap (the smaller of host work and device busy).
+
+        1.0: all the shorter of the two ran while the other did; 0: none of it.
+        """
+        most = min(self.host_work, self.device_busy)
+        return self.overlap / most if most > 0 else 0.0
+
+    def lane(self, kind: str) -> list[Lane]:
+        """The lanes of one kind ("python", "loader", "runtime", "device", "compiler")."""
+        return [lane for lane in self.lanes if lane.kind == kind]
+
+    def seconds_in(self, kind: str) -> float:
+        """Host time inside spans of one kind ("transfer", "dispatch", "wait", ...), overlaps once."""
+        host = {lane.index for lane in self.lanes if lane.kind in ("python", "loader")}
+        return union_length(
+            [(s.start, s.end) for s in self.spans if s.lane in host and s.kind == kind]
+        )
+
+    def find(self, name: str) -> list[Span]:
+        """Spans whose name starts with ``name`` (e.g. ``"load batch"``)."""
+        return [s for s in self.spans if s.name.startswith(name)]
+
+    def plot(self, *, ax=None, max_depth: int = 3, title: str | None = None):
+        """One row per lane, time in ms; see :func:`batchlab.timeline.plot.plot_timeline`."""
+        return plot_timeline(self, ax=ax, max_depth=max_depth, title=title)
+
+    def rows(self) -> list[tuple[str, str]]:
+        per_item = self.dispatches_per_item
+        return [
+            ("traced wall time", format_seconds(self.wall)),
+            ("host busy (Python threads, not waiting)", format_seconds(self.host_busy)),
+            ("device busy (XLA ops)", format_seconds(self.device_busy)),
+            ("host work (not dispatching, not waiting)", format_seconds(self.host_work)),
+            ("overlap (host work while the device computes)", format_seconds(self.overlap)),
+            ("overlap share (of the most that could overlap)", f"{self.overlap_share:.0%}"),
+            ("idle (nothing traced)", format_seconds(self.idle)),
+            ("largest device gap", format_seconds(self.largest_device_gap)),
+            ("dispatches (PjitFunction calls)", str(self.dispatches)),
+            ("dispatches per item", "-" if per_item is None else f"{per_item:.3g}"),
+            ("host-to-device transfers", str(self.transfers)),
+            ("compile (on the Python thread)", format_seconds(self.compile_seconds)),
+            ("lanes", ", ".join(lane.name for lane in self.lanes)),
+            (
+                "memory curve",
+                self.memory_note
+                if self.memory is None
+                else f"{len(self.memory.times)} allocator events",
+            ),
+        ]
+
+    def __repr__(self) -> str:
+        return (
+            f"Timeline({self.label + ': ' if self.label else ''}{len(self.lanes)} lanes, "
+            f"{len(self.spans)} spans in {format_seconds(self.wall)}; host busy "
+            f"{format_seconds(self.host_busy)}, device busy {format_seconds(self.device_busy)}, "
+            f"overlap {format_seconds(self.overlap)}, {self.dispatches} dispatches)"
+        )
+
+    def _repr_html_(self) -> str:
+        caption = f"{self.label + ' - ' if self.label else ''}profiler trace ({self.backend})"
+        return html_table(self.rows(), header=("figure", "value"), caption=caption)
+
+
+def build_timeline(
+    path: str | Path, *, items: int | None = None, label: str = "", capture_seconds: float = 0.0
+) -> Timeline:
+    """Parses a ``perfetto_trace.json.gz`` into a :class:`Timeline`."""
+    t0 = time.perf_counter()
+    events = read_events(path)
+    lanes, spans, wall = parse_events(events)
+    host_lanes = {lane.index for lane in lanes if lane.kind in ("python", "loader")}
+    device_lanes = {lane.index for lane in lanes if lane.kind == "device"}
+
+    def intervals(pred) -> list[tuple[float, float]]:
+        return [(s.start, s.end) for s in spans if pred(s)]
+
+    on_host = [s for s in spans if s.lane in host_lanes]
+    host, work = [], []  # per lane: one thread's wait does not stop another thread's work
+    for lane in host_lanes:
+        mine = [x for x in on_host if x.lane == lane]
+        busy = subtract(
+            [(x.start, x.end) for x in mine if x.depth == 0],
+            [(x.start, x.end) for x in mine if x.kind == "wait"],
+        )
+        host += busy
+        work += subtract(
+            busy, [(x.start, x.end) for x in mine if x.kind in ("dispatch", "compute")]
+        )
+    if device_lanes:
+        device = intervals(lambda s: s.lane in device_lanes and s.kind == "compute")
+    else:
+        device = intervals(lambda s: s.kind == "compute")
+    merged_device = merge(device)
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(merged_device)]
+
+    def outermost(kind: str) -> int:
+        return sum(
+            1 for s in on_host if s.kind == kind and (s.parent < 0 or spans[s.parent].kind != kind)
+        )
+
+    compile_spans = intervals(lambda s: s.lane in host_lanes and s.kind == "compile")
+    memory = memory_curve(events)
+    backend = jax.default_backend()
+    if memory is None:
+        note = NO_MEMORY_CPU if backend == "cpu" else "the trace holds no allocator events"
+    else:
+        note = f"from {memory.source}"
+    return Timeline(
+        lanes=lanes,
+        spans=spans,
+        wall=wall,
+        host_busy=union_length(host),
+        host_work=union_length(work),
+        device_busy=union_length(device),
+        overlap=intersect_length(work, device),
+        idle=max(0.0, wall - union_length(host + device)),
+        largest_device_gap=max(gaps, default=0.0),
+        dispatches=outermost("dispatch"),
+        transfers=outermost("transfer"),
+        compile_seconds=union_length(compile_spans),
+        items=items,
+        events=len(events),
+        trace_path=str(path),
+        backend=backend,
+        cores=os.cpu_count() or 1,
+        jax_version=jax.__version__,
+        memory=memory,
+        memory_note=note,
+        capture_seconds=capture_seconds,
+        parse_seconds=time.perf_counter() - t0,
+        label=label,
+    )

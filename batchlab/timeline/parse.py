@@ -1,0 +1,264 @@
+"""Reads the Perfetto JSON that ``jax.profiler.trace(..., create_perfetto_trace=True)`` writes.
+
+The file is gzip-compressed Chrome trace-event JSON (``{"traceEvents":
+[...]}``): metadata events (``"ph": "M"``) name processes and threads,
+complete events (``"ph": "X"``) carry ``ts``/``dur`` in microseconds,
+``name`` and ``args``. Python's ``gzip`` and ``json`` read it; no binary
+parsing, no extra package. This module turns the events into lanes (one
+per thread or device stream) and spans (start, duration, nesting depth,
+kind), and GPU allocator events into a memory curve.
+
+What the names mean (from the CPU trace of this JAX, and XLA's sources for GPU):
+
+* ``PjitFunction(f)`` -- the Python-side dispatch of one jitted call (or
+  one eager op: every ``jnp`` op outside ``jit`` is a small jitted call);
+* ``...Await`` / ``BlockHostUntilReady`` / ``np.asarray(jax.Array)`` (what
+  ``float(x)`` and ``np.asarray(x)`` run) -- the host waiting for the device;
+* spans whose ``args`` hold ``hlo_op`` -- XLA's ops running (on XLA:CPU on
+  the runtime's worker threads, or inline on the calling thread when small);
+* ``/device:GPU:N`` processes -- the device streams (kernels, memcpy);
+* ``MemoryAllocation`` / ``MemoryDeallocation`` with ``bytes_allocated``,
+  ``allocation_bytes``, ``addr`` -- the allocator's events (GPU).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# the interval helpers live in their own module; re-exported here for the timeline's users
+from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length  # noqa: F401
+
+WRAPPER = "batchlab.trace"  # the kit's own annotation around the traced code
+_SKIP = ("ThreadpoolListener::", "end: ")
+_WAIT = re.compile(
+    r"Await|BlockHostUntilReady|block_until_ready|^Wait for |Synchronize"
+    r"|^np\.asarray\(jax\.Array\)|copy_to_host"  # reading a result on the host waits for it
+)
+_TRANSFER = re.compile(r"^(DevicePut|batched_device_put|BatchedCopyToDevice|Memcpy|memcpy)")
+_COMPILE = re.compile(r"^(backend_compile|lower_sharding_computation|jit_compile|compile)")
+_COMPILER_THREAD = re.compile(r"Compiler|codegen|compile", re.I)
+_RUNTIME_THREAD = re.compile(r"XLAEigen|PjRtCpuClient|XLACpu|intra_op|inter_op", re.I)
+MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One row of the timeline: a thread or a device stream."""
+
+    index: int
+    name: str  # what the plot shows, e.g. "python (main)", "loader thread 1", "XLA worker 2"
+    kind: str  # "python", "loader", "runtime", "device", "compiler"
+    thread: str  # the thread or stream name in the trace
+
+
+@dataclass(frozen=True)
+class Span:
+    """One traced interval. Times in seconds from the start of the traced code."""
+
+    lane: int
+    name: str
+    start: float
+    duration: float
+    depth: int  # 0: outermost on its lane
+    parent: int  # index of the enclosing span in Timeline.spans, -1 if none
+    kind: str  # "dispatch", "wait", "compute", "transfer", "compile", "annotation", "runtime"
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+
+@dataclass(frozen=True)
+class MemoryCurve:
+    """Allocator events over time: bytes in use and the largest allocation outstanding."""
+
+    times: tuple[float, ...]  # seconds from the start of the traced code
+    bytes_in_use: tuple[int, ...]  # the allocator's own running total (``bytes_allocated``)
+    largest_outstanding: tuple[int, ...]  # largest allocation alive after each event
+    allocator: str
+    source: str = "allocator TraceMe events (MemoryAllocation / MemoryDeallocation)"
+
+    @property
+    def peak_bytes(self) -> int:
+        return max(self.bytes_in_use, default=0)
+
+
+def find_trace_file(log_dir: str | Path) -> Path:
+    """The newest ``perfetto_trace.json.gz`` under ``log_dir`` (JAX writes it in a dated folder)."""
+    found = sorted(Path(log_dir).rglob("perfetto_trace.json.gz"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise FileNotFoundError(
+            f"`log_dir` {log_dir} holds no perfetto_trace.json.gz; was the trace captured with "
+            "jax.profiler.trace(log_dir, create_perfetto_trace=True)?"
+        )
+    return found[-1]
+
+
+def read_events(path: str | Path) -> list[dict[str, Any]]:
+    """The trace events of a ``.json.gz`` (or plain ``.json``) Perfetto/Chrome trace file."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise ValueError(
+            f"`path` {path.name} is not a Chrome/Perfetto trace: expected a JSON object with a "
+            f"'traceEvents' list (or a list of events), got {type(data).__name__}."
+        )
+    return events
+
+
+def _span_kind(name: str, args: dict, lane_kind: str, parent_kind: str | None) -> str:
+    kind = _own_kind(name, args, lane_kind)
+    if kind == "annotation" and parent_kind not in (None, "annotation"):
+        return "runtime"  # a JAX-internal step inside a dispatch, e.g. "Handle inputs"
+    return kind
+
+
+def _own_kind(name: str, args: dict, lane_kind: str) -> str:
+    if lane_kind == "device":
+        return "transfer" if _TRANSFER.search(name) else "compute"
+    if "hlo_op" in args:
+        return "compute"
+    if name.startswith("PjitFunction("):
+        return "dispatch"
+    if _WAIT.search(name):
+        return "wait" if lane_kind in ("python", "loader") else "runtime"
+    if _TRANSFER.search(name):
+        return "transfer"
+    if _COMPILE.search(name) or lane_kind == "compiler":
+        return "compile"
+    if "::" in name or (name[:1].islower() and "_" in name) or lane_kind == "runtime":
+        return "runtime"
+    return "annotation"
+
+
+def _lane_kind(process: str, thread: str) -> str:
+    if "/device:" in process:
+        return "device"
+    if thread.startswith("python") or thread == "MainThread":
+        return "python"
+    if _COMPILER_THREAD.search(thread):
+        return "compiler"
+    return "runtime"
+
+
+def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[Span, ...], float]:
+    """Lanes and nested spans of the events inside the kit's wrapper annotation.
+
+    Time zero is the start of the ``batchlab.trace`` span (the traced code);
+    spans outside it (the profiler starting and stopping) are dropped. A
+    trace without that span keeps every event and starts at the first one.
+
+    Returns:
+      ``(lanes, spans, wall_seconds)``; spans sorted by lane, then start.
+    """
+    process, thread = {}, {}
+    for e in events:
+        if e.get("ph") == "M":
+            if e.get("name") == "process_name":
+                process[e.get("pid")] = str(e.get("args", {}).get("name", ""))
+            elif e.get("name") == "thread_name":
+                thread[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
+    complete = [e for e in events if e.get("ph") == "X" and "dur" in e and "ts" in e]
+    wrapper = [e for e in complete if e.get("name") == WRAPPER]
+    if wrapper:
+        t0, t1 = float(wrapper[0]["ts"]), float(wrapper[0]["ts"]) + float(wrapper[0]["dur"])
+        main_key = (wrapper[0].get("pid"), wrapper[0].get("tid"))
+    else:
+        t0 = min((float(e["ts"]) for e in complete), default=0.0)
+        t1 = max((float(e["ts"]) + float(e["dur"]) for e in complete), default=0.0)
+        main_key = None
+    by_lane: dict[tuple, list[dict]] = {}
+    for e in complete:
+        name = str(e.get("name", ""))
+        if name == WRAPPER or name.startswith(_SKIP) or name in MEMORY_EVENTS:
+            continue
+        ts = float(e["ts"])
+        if ts < t0 or ts > t1:
+            continue
+        by_lane.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+    keys = sorted(by_lane, key=lambda k: (_order(k, main_key, process, thread), str(k)))
+    lanes, spans = [], []
+    counters: dict[str, int] = {}
+    for key in keys:
+        pname, tname = process.get(key[0], ""), thread.get(key, str(key[1]))
+        kind = _lane_kind(pname, tname)
+        if kind == "python" and key != main_key and main_key is not None:
+            kind = "loader"
+        lane = Lane(
+            len(lanes), _lane_name(kind, pname, tname, key == main_key, counters), kind, tname
+        )
+        lanes.append(lane)
+        rows = sorted(by_lane[key], key=lambda e: (float(e["ts"]), -float(e["dur"])))
+        stack: list[int] = []  # indices into spans of the open parents
+        for e in rows:
+            start = (float(e["ts"]) - t0) * 1e-6
+            dur = min(float(e["dur"]) * 1e-6, (t1 - float(e["ts"])) * 1e-6)
+            while stack and spans[stack[-1]].end < start + dur - 1e-9:
+                stack.pop()  # ended before this one ends: not its parent
+            name, parent = str(e.get("name", "")), stack[-1] if stack else -1
+            parent_kind = spans[parent].kind if stack else None
+            span_kind = _span_kind(name, e.get("args") or {}, kind, parent_kind)
+            spans.append(Span(lane.index, name, start, dur, len(stack), parent, span_kind))
+            stack.append(len(spans) - 1)
+    return tuple(lanes), tuple(spans), max(t1 - t0, 0.0) * 1e-6
+
+
+def _order(key, main_key, process, thread) -> int:
+    kind = _lane_kind(process.get(key[0], ""), thread.get(key, ""))
+    if key == main_key:
+        return 0
+    return {"python": 1, "loader": 1, "device": 2, "runtime": 3, "compiler": 4}[kind]
+
+
+def _lane_name(kind: str, process: str, thread: str, main: bool, counters: dict) -> str:
+    counters[kind] = counters.get(kind, 0) + 1
+    n = counters[kind]
+    if kind == "python":
+        return "python (main)" if main else f"python thread {n}"
+    if kind == "loader":
+        return f"loader thread {n}"
+    if kind == "device":
+        return f"{process.split('/')[-1]} {thread}"[:40]
+    if kind == "compiler":
+        return f"compiler thread {n}"
+    return f"XLA runtime thread {n}"
+
+
+def memory_curve(events: list[dict[str, Any]], t0_us: float | None = None) -> MemoryCurve | None:
+    """The allocator's bytes in use over time, or ``None`` when the trace has no allocator events.
+
+    Reads ``MemoryAllocation`` / ``MemoryDeallocation`` events (what XLA's
+    BFC allocator records on GPU): ``bytes_allocated`` is the allocator's
+    own total after the event; ``allocation_bytes`` and ``addr`` pair each
+    allocation with its free, which gives the largest allocation alive.
+    """
+    rows = [e for e in events if e.get("name") in MEMORY_EVENTS and "ts" in e]
+    if not rows:
+        return None
+    rows.sort(key=lambda e: float(e["ts"]))
+    if t0_us is None:
+        wrapper = [e for e in events if e.get("name") == WRAPPER and "ts" in e]
+        t0_us = float(wrapper[0]["ts"]) if wrapper else float(rows[0]["ts"])
+    alive: dict[str, int] = {}
+    times, in_use, largest = [], [], []
+    for e in rows:
+        args = e.get("args") or {}
+        size = int(float(args.get("allocation_bytes", 0)))
+        addr = str(args.get("addr", ""))
+        if e["name"] == "MemoryAllocation":
+            alive[addr] = size
+        else:
+            alive.pop(addr, None)
+        times.append((float(e["ts"]) - t0_us) * 1e-6)
+        in_use.append(int(float(args.get("bytes_allocated", sum(alive.values())))))
+        largest.append(max(alive.values(), default=0))
+    name = str((rows[0].get("args") or {}).get("allocator_name", "allocator"))
+    return MemoryCurve(tuple(times), tuple(in_use), tuple(largest), name)

@@ -1,0 +1,225 @@
+"""Draws a :class:`batchlab.timeline.Timeline`: one row per lane, time in ms.
+
+Spans are coloured by kind (dispatch, XLA op, wait, transfer, compile,
+your annotations, runtime internals); nested spans sit below their parent
+inside the lane. A span narrower than a pixel is drawn a pixel wide so
+that it stays visible (its width is then not to scale); labels appear
+where they fit. With allocator events (GPU), a second panel draws bytes in
+use and the largest allocation outstanding; without them the caption says
+why the curve is absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from batchlab._util.plotting import short_bytes
+from batchlab.timeline.parse import merge
+
+COLORS = {
+    "annotation": ("tab:green", "your annotations (TraceAnnotation)"),
+    "dispatch": ("tab:orange", "dispatch (PjitFunction)"),
+    "compute": ("tab:blue", "XLA op running"),
+    "wait": ("0.55", "host waiting for the device (or reading a result)"),
+    "transfer": ("tab:purple", "host-to-device transfer"),
+    "compile": ("tab:red", "compilation"),
+    "runtime": ("0.82", "runtime internals"),
+}
+
+
+def plot_timeline(timeline: Any, *, ax=None, max_depth: int = 3, title: str | None = None):
+    """The timeline figure (a ``matplotlib.figure.Figure``).
+
+    Args:
+      timeline: a :class:`batchlab.timeline.Timeline`.
+      ax: an axes to draw the lanes into (``None``: a new figure, with the memory panel
+        when the trace has allocator events).
+      max_depth: nesting levels drawn per lane (deeper spans are left out of the picture,
+        not out of the figures).
+      title: replaces the default title (label, backend, cores, jax version, overlap).
+    """
+    t = timeline
+    n = max(len(t.lanes), 1)
+    memory_panel, own = ax is None and t.memory is not None, ax is None
+    if own:
+        fig = _figure(12, 1.9 + 0.55 * n + (2.2 if memory_panel else 0))
+        if memory_panel:
+            ax, ax_mem = fig.subplots(2, 1, height_ratios=[0.55 * n + 0.6, 2.0], sharex=True)
+        else:
+            ax = fig.subplots(1, 1)
+        _legend(fig, {s.kind for s in t.spans if s.depth < max_depth}, t)
+    kinds = _draw_lanes(ax, t, max_depth, t.wall)
+    if not own:
+        _legend(ax, kinds, t)
+    if not memory_panel:
+        ax.set_xlabel("time since the traced code started (ms)")
+    ax.set_title(
+        title or f"{t.label + ': ' if t.label else ''}what ran when ({_setup(t)}) -- {_figures(t)}",
+        fontsize=12,
+    )
+    if memory_panel:
+        _memory(ax_mem, t.memory)
+    return ax.figure
+
+
+def plot_timelines(timelines: Sequence[Any], *, max_depth: int = 3):
+    """Several timelines stacked on one time axis (same ms scale), e.g. three loops compared.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from batchlab.timeline import timeline
+      >>> f = jax.jit(lambda x: x * 2)
+      >>> a = timeline(f, jnp.ones(3), steps=2, label="two calls")
+      >>> b = timeline(f, jnp.ones(3), steps=4, label="four calls")
+      >>> len(plot_timelines([a, b]).axes)
+      2
+    """
+    timelines = list(timelines)
+    if not timelines:
+        raise ValueError("`timelines` is empty: pass one or more Timeline results.")
+    heights = [0.55 * max(len(t.lanes), 1) + 0.7 for t in timelines]
+    fig = _figure(12, sum(heights) + 1.6)
+    axes = fig.subplots(len(timelines), 1, sharex=True, height_ratios=heights, squeeze=False)[:, 0]
+    wall = max(t.wall for t in timelines)
+    kinds: set[str] = set()
+    for ax, t in zip(axes, timelines, strict=True):
+        kinds |= _draw_lanes(ax, t, max_depth, wall)
+        ax.set_title(f"{t.label or 'timeline'}: {_figures(t)}", fontsize=12, loc="left")
+    axes[-1].set_xlabel("time since the traced code started (ms)")
+    fig.suptitle(f"what ran when, same time scale ({_setup(timelines[0])})", fontsize=12)
+    _legend(fig, kinds, timelines[0])
+    return fig
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _setup(t: Any) -> str:
+    return f"one run; {t.backend}, {t.cores} cores, jax {t.jax_version}"
+
+
+def _figures(t: Any) -> str:
+    return (
+        f"overlap {t.overlap * 1e3:.1f} ms of {t.device_busy * 1e3:.1f} ms device busy, "
+        f"{t.dispatches} dispatches"
+    )
+
+
+def _draw_lanes(ax, t: Any, max_depth: int, wall: float) -> set[str]:
+    """Draws ``t``'s lanes into ``ax`` over ``[0, wall]`` seconds; returns the kinds drawn."""
+    n = max(len(t.lanes), 1)
+    wall_ms = max(wall * 1e3, 1e-6)
+    min_w = wall_ms / 1500  # about one pixel at the default width
+    row_h = 0.8 / max_depth
+    groups: dict[tuple[int, int, str], list[tuple[float, float]]] = {}
+    for s in t.spans:
+        if s.depth < max_depth:
+            groups.setdefault((s.lane, s.depth, s.kind), []).append(
+                (s.start * 1e3, s.start * 1e3 + max(s.duration * 1e3, min_w))
+            )
+    order = {k: i for i, k in enumerate(COLORS)}
+    for (lane, depth, kind), bars in sorted(groups.items(), key=lambda g: order[g[0][2]]):
+        y = lane - 0.4 + depth * row_h  # the y axis points down: depth 0 on top
+        # spans under a pixel apart are drawn as one bar: the same picture, far fewer shapes
+        joined = [(a, b - a) for a, b in merge(bars, gap=min_w)]
+        ax.broken_barh(joined, (y, row_h * 0.92), facecolors=COLORS[kind][0], linewidth=0)
+    _labels(ax, t, max_depth, row_h, wall_ms)
+    ax.set_yticks(list(range(n)), [lane.name for lane in t.lanes] or ["(no spans)"], fontsize=11)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xlim(0, wall_ms)
+    ax.grid(True, axis="x", alpha=0.3)
+    return {kind for (_, _, kind) in groups}
+
+
+def _legend(target, kinds: set[str], t: Any) -> None:
+    """One legend entry per kind drawn; on a figure, below the panels, with the memory note."""
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=c, label=lbl) for k, (c, lbl) in COLORS.items() if k in kinds]
+    if not handles:
+        return
+    if hasattr(target, "subplots"):  # a Figure
+        note = None if t.memory is not None else _wrap(f"memory curve absent: {t.memory_note}")
+        legend = target.legend(
+            handles=handles,
+            loc="outside lower center",
+            fontsize=10,
+            ncol=min(4, len(handles)),
+            frameon=False,
+            title=note,
+            title_fontsize=9,
+        )
+        legend.get_title().set_color("0.3")
+    else:
+        target.legend(handles=handles, fontsize=9, loc="upper right")
+
+
+def _wrap(text: str, width: int = 130) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def _labels(ax, t: Any, max_depth: int, row_h: float, wall_ms: float) -> None:
+    """Names inside the spans wide enough to hold them (at most 40 labels)."""
+    width_px = ax.figure.get_figwidth() * 100 * 0.8  # at dpi 100; font sizes scale alike
+    fits = []
+    for s in t.spans:
+        if s.depth >= min(max_depth, 2):
+            continue
+        px = s.duration * 1e3 / wall_ms * width_px
+        text = s.name if len(s.name) <= 28 else s.name[:26] + ".."
+        if px > 5.8 * len(text) + 6:
+            fits.append((px, s, text))
+    fits.sort(key=lambda f: -f[0])
+    for _, s, text in fits[:40]:
+        y = s.lane - 0.4 + (s.depth + 0.46) * row_h
+        ax.text(
+            (s.start + s.duration / 2) * 1e3,
+            y,
+            text,
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="black",
+            clip_on=True,
+        )
+
+
+def _memory(ax, memory: Any) -> None:
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    times = [x * 1e3 for x in memory.times]
+    ax.step(
+        times,
+        memory.bytes_in_use,
+        where="post",
+        color="tab:blue",
+        lw=2,
+        label=f"bytes in use ({memory.allocator})",
+    )
+    ax.step(
+        times,
+        memory.largest_outstanding,
+        where="post",
+        color="tab:orange",
+        lw=1.5,
+        ls="--",
+        label="largest allocation outstanding",
+    )
+    top = max(memory.peak_bytes, 1)
+    step = 1 << max(0, (top // 4).bit_length() - 1)  # ticks at multiples of a power of two
+    ax.yaxis.set_major_locator(FixedLocator([k * step for k in range(0, top // step + 2)]))
+    ax.yaxis.set_major_formatter(FuncFormatter(short_bytes))
+    ax.set_ylim(0, (top // step + 1) * step)
+    ax.set_ylabel("device memory")
+    ax.set_xlabel("time since the traced code started (ms)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize=10)
+    ax.set_title(
+        f"allocator events over time (peak {short_bytes(top)}; {memory.source})", fontsize=11
+    )

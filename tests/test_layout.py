@@ -1,0 +1,189 @@
+"""The house keeps its rooms: no import circles, imports at the top, small modules, a small face.
+
+import-linter (``lint-imports``, configured in pyproject.toml) checks that rooms import
+downward only; these tests check what it does not: circles inside a room, function-level
+imports of the kit, private names used across modules, module size, the public face, and
+that notebooks import only public names.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import batchlab
+
+PACKAGE = Path(batchlab.__file__).resolve().parent
+ROOT = PACKAGE.parent
+MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
+#: child-process entry points: they import the kit after the process is set up
+CHILD_ENTRIES = {"scaling/distributed/_child.py"}
+MAX_LINES = 420
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def kit_imports(path: Path) -> list[tuple[ast.ImportFrom | ast.Import, bool]]:
+    """(node, at module level) for every import of a batchlab module in ``path``."""
+    tree = ast.parse(path.read_text())
+    top = set(map(id, tree.body))
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and (node.level or (node.module or "").startswith("batchlab"))
+        ) or (
+            isinstance(node, ast.Import) and any(a.name.startswith("batchlab") for a in node.names)
+        ):
+            found.append((node, id(node) in top))
+    return found
+
+
+def imported_modules(node) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    assert node.level == 0, f"relative import of {node.module}: use the absolute batchlab path"
+    mods = []
+    for a in node.names:  # `from batchlab.x import y` may import the submodule x.y
+        sub = f"{node.module}.{a.name}"
+        is_module = (ROOT / (sub.replace(".", "/") + ".py")).exists() or (
+            ROOT / sub.replace(".", "/") / "__init__.py"
+        ).exists()
+        mods.append(sub if is_module else node.module)
+    return mods
+
+
+def test_imports_are_absolute_and_at_the_top():
+    late = []
+    for path in MODULES:
+        rel = str(path.relative_to(PACKAGE))
+        for node, at_top in kit_imports(path):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{rel}:{node.lineno}: relative import"
+            if not at_top and rel not in CHILD_ENTRIES:
+                late.append(f"{rel}:{node.lineno}")
+    assert not late, f"function-level imports of the kit (a hidden circle): {late}"
+
+
+def test_no_import_circles_between_modules():
+    graph: dict[str, set[str]] = {}
+    for path in MODULES:
+        me = module_name(path)
+        deps = set()
+        for node, at_top in kit_imports(path):
+            if at_top:
+                deps.update(m for m in imported_modules(node) if m != me)
+        # a package's modules import their package's __init__ implicitly: not an edge
+        graph[me] = {d for d in deps if not me.startswith(d + ".") and d != "batchlab"}
+    seen, stack, circles = set(), [], []
+
+    def visit(m):
+        if m in stack:
+            circles.append([*stack[stack.index(m) :], m])
+            return
+        if m in seen:
+            return
+        seen.add(m)
+        stack.append(m)
+        for d in sorted(graph.get(m, ())):
+            visit(d)
+        stack.pop()
+
+    for m in sorted(graph):
+        visit(m)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_rooms_never_import_the_package_face():
+    """``from batchlab import x`` inside the package runs the face's imports: a circle in waiting."""
+    offenders = []
+    for path in MODULES:
+        if path.parent == PACKAGE:  # the face itself, plots.py and __main__.py sit on top
+            continue
+        for node, _ in kit_imports(path):
+            if isinstance(node, ast.ImportFrom) and node.module == "batchlab":
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not offenders, offenders
+
+
+def test_no_private_name_is_imported_from_another_module():
+    offenders = []
+    for path in MODULES:
+        for node, _ in kit_imports(path):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            own_package = (
+                module_name(path).rsplit(".", 1)[0]
+                if path.name != "__init__.py"
+                else module_name(path)
+            )
+            for a in node.names:
+                private = a.name.startswith("_") and not a.name.startswith("__")
+                # a room's private module (exercises/_reveal) may be used inside its own room
+                if (private and not (node.module or "").startswith(own_package)) or (
+                    private and not (ROOT / node.module.replace(".", "/") / f"{a.name}.py").exists()
+                ):
+                    offenders.append(f"{path.relative_to(PACKAGE)}: {a.name} from {node.module}")
+    assert not offenders, offenders
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_are_small_enough_to_read_in_one_sitting(path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_LINES, (
+        f"{path.relative_to(PACKAGE)} has {n} lines: split the second concept out"
+    )
+
+
+def test_no_submodule_is_shadowed_by_a_name_of_its_package():
+    """``import batchlab.x`` must give the module x, never a function that hides it."""
+    shadowed = []
+    for path in MODULES:
+        if path.name == "__init__.py":
+            continue
+        package = __import__(module_name(path.parent / "__init__.py"), fromlist=["_"])
+        attr = getattr(package, path.stem, None)
+        if attr is not None and not hasattr(attr, "__file__"):
+            shadowed.append(module_name(path))
+    assert not shadowed, shadowed
+
+
+def test_the_public_face_is_small_and_every_name_exists():
+    assert len(batchlab.__all__) <= 50
+    assert len(set(batchlab.__all__)) == len(batchlab.__all__)
+    for name in batchlab.__all__:
+        assert hasattr(batchlab, name), name
+    for room in ("measuring", "batching", "ragged", "runs", "timeline", "loading", "scaling"):
+        module = getattr(batchlab, room)
+        for name in module.__all__:
+            assert hasattr(module, name), f"batchlab.{room}.{name}"
+
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ALLOWED = re.compile(r"^\s*(import batchlab( as bl)?|from batchlab(\.widgets)? import .*)\s*$")
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebooks_import_only_public_names(nb):
+    bad = []
+    for cell in json.loads(nb.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        for line in "".join(cell["source"]).splitlines():
+            if re.match(r"^\s*(from|import) batchlab", line) and not ALLOWED.match(line):
+                bad.append(line.strip())
+            if re.search(r"\b(bl|batchlab)\.(\w+\.)*_[a-z]\w*", line):
+                bad.append(line.strip())
+            m = re.match(r"^\s*from batchlab import (.*)$", line)
+            if m and "(" not in m.group(1):
+                for name in (n.strip().split(" as ")[0] for n in m.group(1).split(",")):
+                    if name not in (*batchlab.__all__, "exercises", "widgets", "plots"):
+                        bad.append(f"{name} (not in batchlab.__all__)")
+    assert not bad, bad
