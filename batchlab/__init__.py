@@ -3,7 +3,8 @@
 The public face: the names below, one block per notebook, in teaching order.
 Each block's room (a folder) holds the rest of its concept, public too:
 ``batchlab.measuring``, ``batching``, ``ragged``, ``runs``, ``allocator``,
-``timeline``, ``loading``, ``scaling``; notebooks also use
+``timeline``, ``loading``, ``scaling``; every verdict is a claim object
+(``batchlab.claims``, the floor above ``_util``); notebooks also use
 ``batchlab.widgets``, ``batchlab.plots`` and ``batchlab.exercises``. The flow
 is one way: a function and data -> a strategy (``batching``, ``ragged``) ->
 compiled -> measured (``measuring``) -> shown (``widgets``, ``plots``).
@@ -15,6 +16,7 @@ __version__ = "0.1.0"
 
 from batchlab import allocator as allocator
 from batchlab import batching as batching
+from batchlab import claims as claims
 from batchlab import loading as loading
 from batchlab import measuring as measuring
 from batchlab import ragged as ragged
@@ -86,6 +88,8 @@ __all__ = [
     "html_table",
     "sizes",
     "text_table",
+    # every verdict: a claim object (batchlab.claims)
+    "claims",
     # 00
     "buffer_assignment",
     "count_compiles",

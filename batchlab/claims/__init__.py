@@ -1,0 +1,57 @@
+"""Claims as experiments: every verdict scoped, decided by a rule, and controlled.
+
+A :class:`Claim` is a statement in plain words, its :class:`Scope` (backend,
+device kind, JAX version, sizes, dtype), the evidence measured in the cell
+(:class:`Number` for deterministic figures, :class:`Samples` for repeated
+timings), a rule with exactly three outcomes (*holds*, *does not hold*,
+*inconclusive here*), and a :class:`Control` for every stated cause. A cause
+without a control is refused. :func:`table` renders any list of claims.
+
+Rules: :func:`ratio_above` / :func:`ratio_below` (spread-aware for timings),
+:func:`equals` (exact), :func:`compare` (counts), :func:`all_of`.
+
+The eleven source claims have names (:data:`NAMES`, :func:`source_claims`).
+"""
+
+from __future__ import annotations
+
+from batchlab.claims.claim import Claim, ClaimsTable, Control, table
+from batchlab.claims.evidence import Number, Samples, Scope
+from batchlab.claims.rules import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    OUTCOMES,
+    Decision,
+    all_of,
+    compare,
+    equals,
+    ratio_above,
+    ratio_below,
+)
+from batchlab.claims.sources import NAMES, SOURCE_CLAIMS, SourceClaim, source_claim, source_claims
+
+__all__ = [
+    "FAILS",
+    "HOLDS",
+    "INCONCLUSIVE",
+    "NAMES",
+    "OUTCOMES",
+    "SOURCE_CLAIMS",
+    "Claim",
+    "ClaimsTable",
+    "Control",
+    "Decision",
+    "Number",
+    "Samples",
+    "Scope",
+    "SourceClaim",
+    "all_of",
+    "compare",
+    "equals",
+    "ratio_above",
+    "ratio_below",
+    "source_claim",
+    "source_claims",
+    "table",
+]

@@ -1,0 +1,211 @@
+"""What a claim rests on: named numbers measured in the cell, and the scope they hold in.
+
+A :class:`Number` is one deterministic figure (a count, bytes, a shape, a
+flag) with the code that produced it; :class:`Samples` are repeated timings
+of one thing. Both name their source, so a verdict table can say where every
+deciding number came from. :class:`Scope` says where the numbers hold: the
+backend, device kind and JAX version are read from the running machine, the
+sizes and dtype are given by the caller.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from batchlab._util.format import format_bytes, format_seconds
+
+#: units a Number or Samples may carry; "B" prints bytes exactly, "s" as a duration
+UNITS = ("", "B", "s", "x", "%")
+
+
+def check_name(name: Any, what: str) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"`{what}` must be a non-empty string naming the figure, got {name!r}.")
+    return name
+
+
+def check_unit(unit: Any) -> str:
+    if unit not in UNITS:
+        raise ValueError(f"`unit` must be one of {UNITS}, got {unit!r}.")
+    return unit
+
+
+def format_value(value: Any, unit: str = "") -> str:
+    """A figure as a table shows it: exact bytes and counts, durations in human units."""
+    if value is None:
+        return "not measurable here"
+    if isinstance(value, bool):
+        return str(value)
+    if unit == "s":
+        return format_seconds(value)
+    if isinstance(value, numbers.Integral):
+        text = f"{int(value):,}"
+        return (
+            f"{text} B ({format_bytes(value)})"
+            if unit == "B" and value >= 1024
+            else (f"{text} B" if unit == "B" else f"{text}{unit}")
+        )
+    if isinstance(value, numbers.Real):
+        return f"{float(value):.4g}{unit}"
+    if isinstance(value, (np.ndarray, jax.Array)):
+        return np.array2string(np.asarray(value), threshold=8)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Number:
+    """One deterministic figure measured in the cell, with the code that measured it.
+
+    Args:
+      name: how the claim's rule refers to it ("compilations").
+      value: the figure (int, float, bool, str, tuple, array), or ``None`` when
+        this backend cannot give it (a rule then answers *inconclusive here*).
+      source: the plain JAX code or report it comes from.
+      unit: one of ``UNITS``.
+
+    Example:
+      >>> Number("compilations", 2, "jax.monitoring compile events")
+      Number(compilations = 2; jax.monitoring compile events)
+    """
+
+    name: str
+    value: Any
+    source: str
+    unit: str = ""
+
+    def __post_init__(self):
+        check_name(self.name, "name")
+        check_name(self.source, "source")
+        check_unit(self.unit)
+
+    @property
+    def timed(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"Number({self.name} = {format_value(self.value, self.unit)}; {self.source})"
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Repeated timings of one thing (seconds, or seconds per item): never a single number.
+
+    A rule reads the fastest sample as the estimate (load only adds time) and
+    the range from fastest to slowest as the spread.
+
+    Args:
+      name: how the claim's rule refers to it ("batch 1, per item").
+      values: at least two positive, finite samples, in seconds.
+      source: the plain JAX code that was timed.
+
+    Raises:
+      ValueError: fewer than two samples, or a sample that is not positive and finite.
+
+    Example:
+      >>> s = Samples("call", [2e-3, 1e-3, 3e-3], "timeit.repeat(jax.block_until_ready(f(x)))")
+      >>> s.fastest, s.slowest
+      (0.001, 0.003)
+    """
+
+    name: str
+    values: tuple[float, ...]
+    source: str
+    unit: str = "s"
+
+    def __post_init__(self):
+        check_name(self.name, "name")
+        check_name(self.source, "source")
+        check_unit(self.unit)
+        try:
+            values = tuple(float(v) for v in self.values)
+        except TypeError:
+            raise TypeError(
+                f"`values` of {self.name!r} must be a sequence of numbers (timing samples), "
+                f"got {type(self.values).__name__}."
+            ) from None
+        if len(values) < 2 or not all(math.isfinite(v) and v > 0 for v in values):
+            raise ValueError(
+                f"`values` of {self.name!r} must hold at least two positive, finite timing "
+                f"samples (a spread needs repeats), got {values!r}."
+            )
+        object.__setattr__(self, "values", values)
+
+    @property
+    def timed(self) -> bool:
+        return True
+
+    @property
+    def fastest(self) -> float:
+        return min(self.values)
+
+    @property
+    def slowest(self) -> float:
+        return max(self.values)
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.values))
+
+    def __repr__(self) -> str:
+        return (
+            f"Samples({self.name}: fastest {format_value(self.fastest, self.unit)}, "
+            f"slowest {format_value(self.slowest, self.unit)}, {len(self.values)} samples; "
+            f"{self.source})"
+        )
+
+
+Evidence = Number | Samples
+
+
+def _device_kind() -> str:
+    return jax.devices()[0].device_kind
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a claim's numbers hold: machine facts read at construction, sizes from the caller.
+
+    Args:
+      sizes: the sizes the numbers were measured at, e.g. ``{"B": (1, 1024), "F": 256}``.
+      dtype: the dtype of the data, e.g. ``"float32"`` (``None`` when none applies).
+      backend, device_kind, jax_version: read from the running machine unless given.
+
+    Example:
+      >>> s = Scope(sizes={"B": 64}, dtype="float32")
+      >>> s.backend == jax.default_backend(), s.sizes
+      (True, {'B': 64})
+    """
+
+    sizes: Mapping[str, Any] = field(default_factory=dict)
+    dtype: str | None = None
+    backend: str = field(default_factory=jax.default_backend)
+    device_kind: str = field(default_factory=_device_kind)
+    jax_version: str = jax.__version__
+
+    def __post_init__(self):
+        if not isinstance(self.sizes, Mapping):
+            raise TypeError(
+                f"`sizes` must be a mapping from a size's name to its value, e.g. "
+                f"{{'B': 64}}, got {type(self.sizes).__name__}."
+            )
+        object.__setattr__(self, "sizes", dict(self.sizes))
+        if self.dtype is not None:
+            object.__setattr__(self, "dtype", str(np.dtype(self.dtype)))
+
+    def __str__(self) -> str:
+        sizes = ", ".join(f"{k}={_size_text(v)}" for k, v in self.sizes.items())
+        parts = [f"{self.backend} ({self.device_kind})", f"jax {self.jax_version}"]
+        return "; ".join(parts + [p for p in (sizes, self.dtype) if p])
+
+
+def _size_text(v: Any) -> str:
+    if isinstance(v, Sequence) and not isinstance(v, str):
+        return "..".join(str(x) for x in (v[0], v[-1])) if len(v) > 2 else "/".join(map(str, v))
+    return str(v)
