@@ -205,3 +205,34 @@ def test_ragged_list_fails_in_jax_too():
         jax.vmap(lambda xs: xs[0].sum())(xs)
     with pytest.raises(BatchAxisError, match="different lengths"):
         explain_axes(lambda xs: xs[0].sum(), xs)
+
+
+def _loss(x, y, w):
+    return (x @ w - y) ** 2
+
+
+def test_labels_one_short_are_not_told_to_be_shared():
+    """in_axes None for labels one item short runs silently and returns (5, 4): never suggest it."""
+    x, y, w = jnp.ones((5, 3)), jnp.ones((4,)), jnp.ones(3)
+    assert jax.vmap(_loss, in_axes=(0, None, None))(x, y, w).shape == (5, 4)  # the trap itself
+    with pytest.raises(BatchAxisError) as err:
+        explain_axes(_loss, x, y, w, in_axes=(0, 0, None))
+    msg = str(err.value)
+    assert "If `y` is shared by all items" not in msg
+    assert "Do not pass `y` whole: in_axes=(0, None, None) raises nothing" in msg
+    assert "the batched output (5, 4) instead of (5,), silently" in msg
+    assert "1 is missing: give it 5" in msg
+
+
+def test_an_argument_that_fits_neither_way_is_told_so():
+    with pytest.raises(
+        BatchAxisError, match=r"Passing `b` whole \(in_axes=\(0, None\)\) does not fit"
+    ):
+        explain_axes(lambda a, b: a + b, jnp.ones((5, 3)), jnp.ones((4, 2)), in_axes=(0, 0))
+
+
+def test_a_shared_weight_is_still_told_to_be_shared():
+    with pytest.raises(
+        BatchAxisError, match=r"If `w` is shared by all items, use in_axes=\(0, None\)"
+    ):
+        explain_axes(predict, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=0)

@@ -125,6 +125,63 @@ class Resolved:
     kw_names: tuple[str, ...] = ()
 
 
+def _item_outputs(fn, every, n_pos, kw_names, leaves, whole: int | None) -> list | None:
+    """Per-item output shapes by abstract evaluation, argument ``whole`` passed unmapped.
+
+    ``None`` when ``fn`` fails on those shapes. Only called to word an error.
+    """
+    values = jax.tree_util.tree_leaves(tuple(every))
+    structs = [
+        value
+        if lf.static
+        else jax.ShapeDtypeStruct(lf.shape if lf.arg == whole else lf.item_shape, lf.dtype)
+        for lf, value in zip(leaves, values, strict=True)
+    ]
+    tree = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(tuple(every)), structs)
+    try:
+        out = jax.eval_shape(
+            lambda *a: fn(*a[:n_pos], **dict(zip(kw_names, a[n_pos:], strict=True))), *tree
+        )
+    except Exception:
+        return None
+    return [tuple(o.shape) for o in jax.tree_util.tree_leaves(out)]
+
+
+def _shapes_text(shapes: list, batch: int | None = None) -> str:
+    shown = [(batch, *s) if batch is not None else s for s in shapes]
+    return str(shown[0]) if len(shown) == 1 else ", ".join(map(str, shown))
+
+
+def shared_hint(fn, every, n_pos, kw_names, leaves, lf: Leaf, spec: tuple, batch: int) -> str:
+    """The fix for a leaf whose size is not the batch's, checked before it is suggested.
+
+    Passing the argument whole (in_axes None) is suggested only when ``fn``
+    cannot take it mapped; when it can take it both ways and ``None`` changes
+    each item's output shape (labels one item short: every item gets all the
+    labels), ``None`` would run silently and give a wrong shape, so the hint
+    says so instead of suggesting it.
+    """
+    mapped = _item_outputs(fn, every, n_pos, kw_names, leaves, None)
+    whole = _item_outputs(fn, every, n_pos, kw_names, leaves, lf.arg)
+    use = suggest(spec, lf.arg)
+    if whole is None:
+        return (
+            f"Passing `{lf.label}` whole ({use}) does not fit fn either: give `{lf.label}` {batch} "
+            f"items along axis {lf.axis}, or "
+        )
+    if mapped is None or mapped == whole:
+        return f"If `{lf.label}` is shared by all items, use {use}; otherwise "
+    n = abs(batch - lf.size)
+    return (
+        f"Do not pass `{lf.label}` whole: {use} raises nothing but hands every item all "
+        f"{lf.size} entries of `{lf.label}`, so each item's output becomes {_shapes_text(whole)} "
+        f"instead of {_shapes_text(mapped)} and the batched output {_shapes_text(whole, batch)} "
+        f"instead of {_shapes_text(mapped, batch)}, silently. If its entries are one per item, "
+        f"{n} {'is' if n == 1 else 'are'} {'missing' if lf.size < batch else 'extra'}: give it "
+        f"{batch} (or keep only the items it has entries for); otherwise "
+    )
+
+
 def _shape_dtype(leaf: Any) -> tuple[tuple[int, ...], Any]:
     if isinstance(leaf, numbers.Number):
         return (), np.result_type(type(leaf))
@@ -258,7 +315,7 @@ def resolve(
             if axis_size is not None:
                 found = f"axis_size={axis_size}, " + found
             fix = (
-                f"If `{lf.label}` is shared by all items, use {suggest(spec, lf.arg)}; otherwise "
+                shared_hint(fn, every, len(args), kw_names, leaves, lf, spec, batch)
                 if lf.arg < len(spec)
                 else f"`{lf.label}` is a keyword argument, which jax.vmap always maps on axis 0; "
                 f"if it is shared by all items, pass it positionally with in_axes None; otherwise "
