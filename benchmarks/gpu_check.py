@@ -161,7 +161,7 @@ def address_space_oom(report: Report) -> None:
         f"256 TiB request: {type(err).__name__}: {first} after {bl.format_seconds(seconds)}; "
         f"run_batches recognises it: {err is not None and is_out_of_memory(err)}"
     )
-    report.line(f"seed 000 #3: {scheduling_verdict(err, seconds)[0]}")
+    report.line(f"batches wait for free memory: {scheduling_verdict(err, seconds)[0]}")
 
 
 if __name__ == "__main__":

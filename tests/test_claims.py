@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import numpy as np
 import pytest
@@ -315,3 +317,10 @@ def test_the_eleven_source_claims_have_unique_names():
     assert cl.source_claim("a batch needs one shape").notebooks == ("01", "04")
     assert "a batch needs one shape" in repr(cl.source_claims())
     assert "<table" in cl.source_claims()._repr_html_()
+
+
+def test_the_readme_lists_every_source_claim_by_name():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## The claims, by name", 1)[1].split("\n## ", 1)[0]
+    for c in cl.SOURCE_CLAIMS:
+        assert f"| {c.name} | {', '.join(c.notebooks)} |" in section, c.name

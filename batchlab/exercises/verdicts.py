@@ -1,4 +1,4 @@
-"""Verdict text shared by notebooks 06, 07 and 08 (seed 000's scheduling claim)."""
+"""Verdict text shared by notebooks 06, 07 and 08 (the source claim "batches wait for free memory")."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ SCHEDULING_HOLDS = (
 
 
 def scheduling_verdict(error: BaseException | None, seconds: float) -> tuple[str, str]:
-    """Seed 000 #3 ("batches are scheduled when resources are available"), from one measurement.
+    """The source claim "batches wait for free memory", from one measurement.
 
     ``error`` is what a call asking for more memory than the device has
     raised (``None`` if it ran), ``seconds`` how long the call took to
