@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -114,7 +116,7 @@ def test_manual_is_used_as_written():
     x = jnp.ones((6, 4))
     manual = batch(lambda xs, p: jnp.tanh(xs @ p["w"]) + p["b"][None], strategy="manual")
     assert_close(manual(x, params()), jax.vmap(mlp, (0, None))(x, params()))
-    assert manual.strategy == "manual" and manual.__name__ == "manual(<lambda>)"
+    assert manual.strategy == "manual" and manual.__name__ == "<lambda>"
 
 
 def test_chunked_does_not_recompile_per_call():
@@ -283,16 +285,93 @@ def test_bad_out_axes_give_vmaps_errors(strategy, batch_size):
         batch(f, strategy=strategy, chunk_size=batch_size, out_axes=(0, 0, 0))(x)
 
 
-def test_docstring_says_batched_version():
+EVERY = [
+    ("loop", None),
+    ("vmap", None),
+    ("map", None),
+    ("chunked", 2),
+    ("host", 2),
+    ("manual", None),
+]
+
+
+@pytest.mark.parametrize("strategy,chunk_size", EVERY)
+def test_vmap_preserves_docstr_under_every_strategy(strategy, chunk_size):
+    """JAX's own test_vmap_preserves_docstr (tests/api_test.py), with batch in place of vmap."""
+
+    def superfun(a):
+        """Does things with stuff."""
+
+    b = batch(superfun, strategy=strategy, chunk_size=chunk_size)
+    pattern = "\n".join(
+        ["Vectorized version of superfun.*", "", "Original documentation:", "", superfun.__doc__]
+    )
+    assert re.search(pattern, jax.vmap(superfun).__doc__)  # what JAX itself checks
+    assert re.search(pattern, b.__doc__), b.__doc__
+    assert f"strategy={strategy!r}" in b.__doc__.splitlines()[0]
+
+
+@pytest.mark.parametrize("strategy,chunk_size", EVERY)
+def test_keeps_name_qualname_module_and_wrapped_as_vmap_does(strategy, chunk_size):
     def scale(x):
-        """Doubles x."""
         return 2 * x
 
-    b = batch(scale, strategy="host", chunk_size=4)
-    assert b.__doc__.startswith(
-        "Batched version of scale (batchlab.batch, strategy='host', chunk_size=4)"
-    )
-    assert "Doubles x." in b.__doc__ and b.__name__ == "host(scale)"
+    b, v = batch(scale, strategy=strategy, chunk_size=chunk_size), jax.vmap(scale)
+    for attr in ("__name__", "__qualname__", "__module__"):
+        assert getattr(b, attr) == getattr(v, attr) == getattr(scale, attr), attr
+    assert b.__wrapped__ is v.__wrapped__ is scale
+    assert b.fn is scale and b.strategy == strategy and b.chunk_size == chunk_size
+    assert "Original documentation" not in b.__doc__  # as vmap: no doc, no section
+
+
+# ---- one call convention: every strategy runs compiled code --------------------------------
+
+
+def three_ops(x, w):
+    return jnp.tanh(x @ w).sum(-1) * 2.0  # dot, tanh, reduce, multiply: many eager dispatches
+
+
+@pytest.mark.parametrize("strategy,chunk_size", EVERY)
+def test_every_strategy_compiles_on_the_first_call_and_never_again(strategy, chunk_size):
+    """The convention (batch's docstring): a call runs jitted programs, none op by op.
+
+    A fresh ``batch`` on fresh shapes compiles exactly what the strategy dispatches:
+    ONE program for vmap, map, chunked and manual (an eager ``jax.vmap`` would compile one
+    per primitive), the per-item program (+ the stack) for loop, the chunk programs (+ the
+    split and the concatenation) for host; a second call with the same shapes compiles
+    nothing, under every strategy.
+    """
+    n = 7 + EVERY.index((strategy, chunk_size))  # shapes no other test compiled
+    x, w = jnp.ones((n, 5)), jnp.ones((5, n + 1))
+    if strategy == "manual":
+        b = batch(lambda xs, w: jnp.tanh(xs @ w).sum(-1) * 2.0, strategy="manual")
+    else:
+        b = batch(three_ops, strategy=strategy, chunk_size=chunk_size, in_axes=(0, None))
+    with count_compiles() as first:
+        out = jax.block_until_ready(b(x, w))
+    with count_compiles() as again:
+        jax.block_until_ready(b(x, w))
+    assert_close(out, jax.vmap(three_ops, (0, None))(x, w))
+    assert again.count == 0, again.names
+    if strategy in ("vmap", "map", "chunked", "manual"):
+        assert first.count == 1, first.names  # one program for the whole batch
+    elif strategy == "host":
+        plan = b.plan(x, w)
+        assert plan.programs == 2 and first.count <= plan.programs + 2, first.names
+    else:
+        assert first.count >= 1 and first.count <= 3, first.names  # the item step, the stack
+
+
+def test_batch_is_jit_of_vmap_not_an_eager_vmap():
+    x, w = jnp.ones((13, 11)), jnp.ones((11, 2))  # shapes no other test uses
+    with count_compiles() as eager:  # what the convention rules out: one program per primitive
+        jax.block_until_ready(jax.vmap(three_ops, (0, None))(x, w))
+    assert eager.count > 1, eager.names
+    f = batch(three_ops, in_axes=(0, None))
+    # one jitted program: its jaxpr under make_jaxpr is one pjit call
+    eqns = jax.make_jaxpr(f)(x, w).eqns
+    assert [e.primitive.name for e in eqns] in (["pjit"], ["jit"]), eqns
+    assert_close(f(x, w), jax.jit(jax.vmap(three_ops, (0, None)))(x, w))
 
 
 # ---- the host strategy ------------------------------------------------------------------------

@@ -1,13 +1,14 @@
-"""The strategies that run a batch as ONE call: an eager item loop, ``lax.map``, chunked.
+"""The strategies that run a batch as ONE call: ``vmap``, ``lax.map``, chunked, an item loop.
 
-``"map"`` and ``"chunked"`` are one jitted XLA program for the whole batch
-(one dispatch): ``jax.lax.map`` runs a sequential loop *inside* XLA; with
-``batch_size=chunk_size`` (``"chunked"``) it runs ``vmap`` over chunks inside
-that loop, plus one ``vmap`` over the remainder. ``"loop"`` is the loop people write, eager: one
-dispatch of a jitted ``fn`` per item, then a stack; under an outer
-``jax.jit`` the same Python loop *unrolls* into one copy of ``fn`` per item.
-Mapped axes are moved to the front, the strategy maps over axis 0, and each
-output's batch axis is moved to its ``out_axes``, exactly as ``jax.vmap``.
+``"vmap"`` is ``jax.jit(jax.vmap(fn))``. ``"map"`` and ``"chunked"`` are one
+jitted XLA program for the whole batch (one dispatch): ``jax.lax.map`` runs a
+sequential loop *inside* XLA; with ``batch_size=chunk_size`` (``"chunked"``)
+it runs ``vmap`` over chunks inside that loop, plus one ``vmap`` over the
+remainder. ``"loop"`` is the loop people write: one dispatch of a jitted
+``fn`` per item, then a stack; under an outer ``jax.jit`` the same Python
+loop *unrolls* into one copy of ``fn`` per item. Mapped axes are moved to the
+front, the strategy maps over axis 0, and each output's batch axis is moved
+to its ``out_axes``, exactly as ``jax.vmap``.
 """
 
 from __future__ import annotations
@@ -91,6 +92,37 @@ def whole_batch_program(
 
         stacked = jax.lax.map(item, front, batch_size=chunk_size)
         return place_outputs(stacked, out_axes)
+
+    return jax.jit(program)
+
+
+def vmap_program(
+    fn: Callable,
+    out_axes: Any,
+    sp: Split,
+    *,
+    axis_size: int | None = None,
+    axis_name: Any = None,
+    spmd_axis_name: Any = None,
+) -> Callable[[list, list], Any]:
+    """``program(mapped, shared)`` for ``"vmap"``: ``jax.jit(jax.vmap(fn))``, one program.
+
+    Static leaves are closed over (as for every strategy), so a Python int or a
+    function reaches ``fn`` untouched, exactly as under ``jax.vmap``.
+    """
+
+    def program(mapped: list, shared: list) -> Any:
+        def item(xs: Any) -> Any:
+            return sp.call(fn, list(xs), shared)
+
+        return jax.vmap(
+            item,
+            in_axes=(list(sp.axes),),
+            out_axes=out_axes,
+            axis_size=axis_size,
+            axis_name=axis_name,
+            spmd_axis_name=spmd_axis_name,
+        )(mapped)
 
     return jax.jit(program)
 

@@ -14,7 +14,17 @@
   (one program for the full chunks, one for the remainder), concatenated
   (:mod:`batchlab.batching.host_chunks`). vmap's speed, one chunk's temp memory, one
   dispatch per chunk; refuses to run inside ``jax.jit``.
-* ``"manual"``: ``fn`` is already written for a whole batch; used as-is.
+* ``"manual"``: ``fn`` is already written for a whole batch; used as written,
+  jitted.
+
+One call convention for all six: the returned function runs compiled code on
+every call, never JAX's op-by-op dispatch. ``vmap``, ``map``, ``chunked`` and
+``manual`` are each ONE jitted program per call (compiled on the first call
+for a set of shapes and static values, then cached); ``loop`` and ``host``
+dispatch jitted programs from Python (one per item, one per chunk): that
+dispatch is the strategy. So timing ``batched(*args)`` after a first call
+times the strategy, the same way for each; under an outer ``jax.jit`` every
+strategy but ``host`` (which refuses) traces into the caller's program.
 
 As in ``jax.vmap``: keyword arguments are mapped along axis 0; unmapped
 values that are not JAX arrays (Python numbers, numpy arrays, functions,
@@ -30,13 +40,14 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 
 from batchlab._util.checks import check_callable, check_positive_int
 from batchlab._util.compile import function_name
 from batchlab.batching.axes_spec import BatchAxisError, check_axis_types, resolve
 from batchlab.batching.batch_args import split, static_key
 from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
-from batchlab.batching.in_program import eager_loop_program, whole_batch_program
+from batchlab.batching.in_program import eager_loop_program, vmap_program, whole_batch_program
 
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
 _CHUNKED = ("chunked", "host")
@@ -154,7 +165,18 @@ def batch(
         a collective under another strategy would see one chunk, not the batch.
 
     Returns:
-      ``batched(*args, **kwargs)``, checking the batch axes before tracing. It
+      ``batched(*args, **kwargs)``, checking the batch axes before tracing.
+      Every strategy returns it compiled (one convention, so that timing it
+      compares strategies, not dispatch modes): ``"vmap"``, ``"map"``,
+      ``"chunked"`` and ``"manual"`` run ONE jitted program per call, compiled
+      on the first call for each set of shapes and static values and cached;
+      ``"loop"`` and ``"host"`` dispatch jitted programs from Python (per item,
+      per chunk). ``batch(fn)`` is therefore ``jax.jit(jax.vmap(fn))``, not an
+      eager ``jax.vmap(fn)``: time a call after the first one (or use
+      :func:`batchlab.measure`, which separates compilation). As with
+      ``jax.vmap``, it keeps ``fn``'s ``__name__``, ``__qualname__``,
+      ``__module__`` and ``__wrapped__``, and its ``__doc__`` starts
+      "Vectorized version of <name>", then ``fn``'s own documentation. It
       carries ``.fn``, ``.strategy`` and ``.chunk_size``; with ``"host"``,
       ``.plan(*args)`` returns a :class:`~batchlab.batching.host_chunks.HostPlan`.
 
@@ -178,27 +200,23 @@ def batch(
     _check_axes(in_axes, out_axes)
     chunk_size = _check_strategy(strategy, chunk_size, in_axes, out_axes)
     _check_axis_options(strategy, axis_size, axis_name, spmd_axis_name)
-    name = f"{strategy}({function_name(fn)})"
-    vmapped = jax.vmap(
-        fn,
-        in_axes,
-        out_axes,
-        axis_name=axis_name,
-        axis_size=axis_size,
-        spmd_axis_name=spmd_axis_name,
-    )
+    name = function_name(fn)
     programs: dict[tuple, Callable] = {}
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
         res = resolve(fn, args, in_axes, kwargs, allow_static=True, axis_size=axis_size)
-        if strategy == "vmap" or res.batch_size == 0:
-            return None, None, res, [], []
-        if not any(lf.axis is not None for lf in res.leaves):
-            return None, None, res, [], []
         sp, mapped, shared = split(res, args, kwargs)
-        key = (sp.key, _static_ranks(mapped, shared))
+        # an empty batch, or no mapped argument (axis_size): vmap's program under every strategy
+        whole = (
+            strategy == "vmap"
+            or res.batch_size == 0
+            or not any(lf.axis is not None for lf in res.leaves)
+        )
+        key = (sp.key, _static_ranks(mapped, shared), whole)
         if key not in programs:
-            if out_axes != 0:  # JAX's own out_axes errors (None for a batched output, bounds, tree)
+            if (
+                out_axes != 0 and not whole
+            ):  # JAX's own out_axes errors (None for a batched output, bounds, tree)
                 try:
                     jax.eval_shape(
                         lambda m, s: jax.vmap(
@@ -212,7 +230,16 @@ def batch(
                 except ValueError as e:
                     _raise_out_axes(e, out_axes)
                     raise
-            if strategy == "loop":
+            if whole:
+                program = vmap_program(
+                    fn,
+                    out_axes,
+                    sp,
+                    axis_size=axis_size,
+                    axis_name=axis_name,
+                    spmd_axis_name=spmd_axis_name,
+                )
+            elif strategy == "loop":
                 program = eager_loop_program(fn, out_axes, sp)
             elif strategy == "host":
                 program = host_program(fn, chunk_size, out_axes, sp)
@@ -229,31 +256,53 @@ def batch(
     # (the host strategy on the MLP benchmark: 6.2x vmap's time with it on every call, 1.5x without).
     seen: dict[tuple, tuple] = {}
 
+    manual_programs: dict[tuple, Callable] = {}
+
+    def run_manual(args: tuple, kwargs: dict) -> Any:
+        """``fn`` as written, jitted: array leaves traced, other leaves static (as vmap's unmapped)."""
+        flat, tdef = jax.tree_util.tree_flatten((args, kwargs))
+        traced = tuple(i for i, x in enumerate(flat) if isinstance(x, (jax.Array, np.ndarray)))
+        statics = tuple((i, static_key(x)) for i, x in enumerate(flat) if i not in traced)
+        key = (tdef, traced, statics)
+        if key not in manual_programs:
+            kept = list(flat)
+
+            def program(arrays: list) -> Any:
+                leaves = list(kept)
+                for i, x in zip(traced, arrays, strict=True):
+                    leaves[i] = x
+                a, kw = jax.tree_util.tree_unflatten(tdef, leaves)
+                return fn(*a, **kw)
+
+            for i in traced:
+                kept[i] = None  # the program holds the static leaves only
+            if len(manual_programs) >= _CACHE_SIZE:
+                manual_programs.pop(next(iter(manual_programs)))
+            manual_programs[key] = jax.jit(program)
+        return manual_programs[key]([flat[i] for i in traced])
+
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
         if strategy == "manual":
-            return fn(*args, **kwargs)
+            return run_manual(args, kwargs)
         flat, tdef = jax.tree_util.tree_flatten((*args, *kwargs.values()))
         sig = (tdef, tuple(kwargs), tuple(_shape_sig(x) for x in flat))
         hit = seen.get(sig)
         if hit is None or any(static_key(flat[i]) != key for i, key in hit[3]):
             program, sp, _, _, _ = program_for(args, kwargs)  # BatchAxisError before tracing
-            statics = ()
-            if sp is not None:
-                statics = tuple(
-                    (i, static_key(flat[i])) for i, lf in enumerate(sp.res.leaves) if lf.static
-                )
+            statics = tuple(
+                (i, static_key(flat[i])) for i, lf in enumerate(sp.res.leaves) if lf.static
+            )
             if len(seen) >= _CACHE_SIZE:
                 seen.pop(next(iter(seen)))
-            seen[sig] = hit = (program, sp.mapped if sp else (), sp.shared if sp else (), statics)
+            seen[sig] = hit = (program, sp.mapped, sp.shared, statics)
         program, mapped_idx, shared_idx, _ = hit
-        if program is None:
-            try:
-                return vmapped(*args, **kwargs)
-            except ValueError as e:
+        try:
+            return program([flat[i] for i in mapped_idx], [flat[i] for i in shared_idx])
+        except ValueError as e:
+            if strategy == "vmap":
                 _raise_out_axes(e, out_axes)
-                raise
-        return program([flat[i] for i in mapped_idx], [flat[i] for i in shared_idx])
+            raise
 
     def plan(*args: Any, **kwargs: Any) -> HostPlan:
         """What ``"host"`` does for this call: chunks, programs, dispatches, XLA's plan per step."""
@@ -262,18 +311,23 @@ def batch(
                 f"`plan` describes strategy='host' only; this is strategy={strategy!r}."
             )
         program, sp, res, mapped, shared = program_for(args, kwargs)
-        if program is None:
+        if res.batch_size == 0 or not mapped:
             raise ValueError("`plan` needs a non-empty mapped batch; this call maps no items.")
         return plan_call(program, sp, mapped, shared, res.batch_size, chunk_size)
 
-    batched.__name__ = batched.__qualname__ = name
+    # as jax.vmap (jax._src.util.wraps): fn's name, qualname, module and __wrapped__ (set by
+    # functools.wraps above), a docstring that starts "Vectorized version of <name>"
+    batched.__name__ = getattr(fn, "__name__", name)
+    batched.__qualname__ = getattr(fn, "__qualname__", batched.__name__)
+    how = f"strategy={strategy!r}" + (f", chunk_size={chunk_size}" if chunk_size else "")
     batched.__doc__ = (
-        f"Batched version of {function_name(fn)} (batchlab.batch, strategy={strategy!r}"
-        f"{f', chunk_size={chunk_size}' if chunk_size else ''}): takes the arguments of "
-        f"{function_name(fn)} with an extra batch axis (in_axes={in_axes!r}; keyword arguments on "
-        f"axis 0) and returns its outputs with the batch axis at out_axes={out_axes!r}, as "
-        f"jax.vmap(fn, in_axes, out_axes) would.\n\nOriginal documentation:\n\n{fn.__doc__ or ''}"
+        f"Vectorized version of {name}. Takes similar arguments as {name} but with additional "
+        f"array axes over which {name} is mapped (batchlab.batch, {how}, in_axes={in_axes!r}, "
+        f"out_axes={out_axes!r}; compiled: see batchlab.batch)."
     )
+    doc = getattr(fn, "__doc__", None)
+    if doc:
+        batched.__doc__ += f"\n\nOriginal documentation:\n\n{doc}"
     batched.fn, batched.strategy, batched.chunk_size = fn, strategy, chunk_size  # type: ignore[attr-defined]
     batched.plan = plan  # type: ignore[attr-defined]
     return batched
