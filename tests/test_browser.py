@@ -237,6 +237,13 @@ _WAIT_DONE = """() => {
 }"""
 
 
+_RUN_ALL = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  panel.content.widgets.forEach(c => { if (c.model.type === 'code') c.model.executionCount = null; });
+  window.jupyterapp.commands.execute('notebook:run-all-cells');
+}"""
+
+
 def _run_notebook(page, lab, path: str) -> dict:
     base, token = lab
     name = Path(path).stem
@@ -249,10 +256,12 @@ def _run_notebook(page, lab, path: str) -> dict:
         "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
         timeout=90_000,
     )
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    # Wait on state, never on time: the stored execution counts are cleared first, so a cell
+    # counts as pending until this run has executed it (a stored count would look finished
+    # before the kernel even started, the busier the machine the likelier).
+    page.evaluate(_RUN_ALL)
     deadline = time.monotonic() + RUN_TIMEOUT_S
     state = None
-    time.sleep(1.0)
     while time.monotonic() < deadline:
         state = page.evaluate(_WAIT_DONE)
         if state and state["errors"]:
@@ -281,7 +290,13 @@ _STATUS = """(box) => {
 def _move_slider(
     page, box, *, key: str | None = None, busy_shot: str | None = None
 ) -> tuple[dict, dict]:
-    """Moves the first slider of an explorer one step (right, or left at the end); returns the state before/after."""
+    """Moves the first slider of an explorer one step (right, or left at the end); returns the state before/after.
+
+    Waits on the explorer's state, never on time: "done" with the new setting, or "error"
+    once its controls are back on the last setting that worked (the explorer shows the error
+    first and moves the controls back after it, so a read between the two sees the failed
+    value on the slider).
+    """
     box.scroll_into_view_if_needed()
     before = box.evaluate(_STATUS)
     handle = box.locator(".noUi-handle").first
@@ -303,10 +318,14 @@ def _move_slider(
                 box.screenshot(path=str(SCREENSHOTS / busy_shot))
                 shot = True
             preview_seen = preview_seen or new_plot
-        if after["state"] in ("done", "error") and after["params"] != before["params"]:
+        if after["state"] == "done" and after["params"] != before["params"]:
             break
-        if after["state"] == "error":
-            break
+        if (
+            after["state"] == "error"
+            and after["params"] != before["params"]
+            and after["readouts"][:1] == before["readouts"][:1]
+        ):
+            break  # the error is shown and the controls are back where they were
         time.sleep(0.05)
     return before, {**after, "busy_text": busy_text, "preview_seen": preview_seen}
 

@@ -86,15 +86,16 @@ def test_spans_nest_inside_their_parents():
             assert p.start <= s.start + 1e-9 and s.end <= p.end + 1e-9
 
 
-def test_a_known_sleep_is_measured_within_20_percent():
+def test_a_known_sleep_is_held_by_its_span():
     with trace() as t, jax.profiler.TraceAnnotation("sleep"):
         t0 = time.perf_counter()
         time.sleep(0.05)
         slept = time.perf_counter() - t0
     (span,) = t.result.find("sleep")
     assert span.kind == "annotation"
-    assert abs(span.duration - slept) < 0.2 * slept
-    assert span.duration > 0.05 * 0.98
+    # the span holds the sleep (two clocks: 2% slack); a busy machine only makes it longer
+    assert span.duration > 0.98 * slept and span.duration > 0.05 * 0.98
+    assert span.duration < 0.05 + 5.0  # seconds, not a unit error; a tight bound is load's to break
 
 
 @pytest.mark.parametrize("calls", [1, 4, 16])
@@ -145,17 +146,53 @@ def _loader_run(mode: str, wait: float, n: int = 6) -> Timeline:
     return t.result
 
 
+def _gated_prefetch_run(n: int = 5) -> Timeline:
+    """Prefetch where the overlap is forced by causality, not by timing.
+
+    The loader's load of batch i+1 starts, then waits until the main thread has computed
+    batch i; the main thread computes batch i only once that load has started. So each
+    compute of batch 0..n-2 lies inside an open load span on the loader's lane, on any
+    machine, however busy. A loader that did not run ahead (a serial loop) would never start
+    load i+1 while batch i is held: the waits below would time out and the test fail.
+    """
+    started = [threading.Event() for _ in range(n)]
+    computed = [threading.Event() for _ in range(n)]
+    ahead: list[bool] = []
+
+    def source():
+        for i in range(n):
+            with jax.profiler.TraceAnnotation(f"load batch {i}"):
+                started[i].set()
+                if i > 0:
+                    ahead.append(computed[i - 1].wait(60))
+                yield np.ones((448, 448), np.float32)
+
+    with trace(label="prefetch, gated") as t:
+        for i, b in enumerate(batchlab.prefetch(source(), size=2)):
+            if i + 1 < n:
+                assert started[i + 1].wait(60), f"prefetch did not start loading batch {i + 1}"
+            jax.block_until_ready(heavy(b))
+            computed[i].set()
+    assert ahead == [True] * (n - 1)
+    return t.result
+
+
 def test_overlap_prefetch_positive_blocking_about_zero(compute_seconds):
+    # Deterministic evidence only (load changes how long things take, not what waits for
+    # what); the overlap shares a quiet machine reaches are in benchmarks/timeline_overlap.py.
     blocking = _loader_run("blocking", compute_seconds)
     reading = _loader_run("float", compute_seconds)
+    # a loop that waits for every step cannot load while the device computes: by causality
     assert reading.overlap_share < 0.05, reading
-    ahead = _loader_run("prefetch", compute_seconds)
-    no_sync = _loader_run("no sync", compute_seconds)
-    assert blocking.overlap_share < 0.05, blocking  # loading never runs while the device computes
-    assert ahead.overlap_share > 0.3, ahead  # ideal: about 1 (every load hidden)
-    assert no_sync.overlap_share > 0.3, no_sync  # asynchronous dispatch alone overlaps too
-    assert len(ahead.lane("loader")) == 1 and not blocking.lane("loader")
+    assert blocking.overlap_share < 0.05, blocking
+    assert not blocking.lane("loader") and not reading.lane("loader")
+    ahead = _gated_prefetch_run()
+    # every compute but the last lies inside an open load span: the timeline must see it
+    assert len(ahead.lane("loader")) == 1
+    assert ahead.overlap_share > 0.5, ahead  # ideal (and causally forced) about 4/5 or more
     assert ahead.overlap <= min(ahead.device_busy, ahead.host_busy) + 1e-9
+    loader = ahead.lane("loader")[0].index
+    assert [s.lane for s in ahead.find("load batch")] == [loader] * 5
 
 
 def test_timeline_writes_where_told_and_draws(tmp_path):
