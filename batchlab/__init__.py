@@ -23,6 +23,7 @@ from batchlab import ragged as ragged
 from batchlab import runs as runs
 from batchlab import scaling as scaling
 from batchlab import timeline as timeline
+from batchlab import plots as plots  # every drawing a notebook calls (matplotlib only)
 
 # every notebook: sizes per machine profile, human units
 from batchlab._util.config import sizes

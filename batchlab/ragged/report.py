@@ -71,9 +71,7 @@ class PaddingReport:
         for r in self.rows:
             if r.rule == rule:
                 return r
-        raise KeyError(
-            f"no rule {rule!r} in this report; it has {[r.rule for r in self.rows]}."
-        )
+        raise KeyError(f"no rule {rule!r} in this report; it has {[r.rule for r in self.rows]}.")
 
     def _rows(self) -> list[tuple]:
         return [
@@ -171,18 +169,12 @@ def padding_report(
         raise TypeError(
             f"`rule` must be a name or a tuple of names from {list(RULES)}, got {rule!r}."
         )
-    names = (
-        RULES
-        if rule is None
-        else ((rule,) if isinstance(rule, str) else tuple(rule))
-    )
+    names = RULES if rule is None else ((rule,) if isinstance(rule, str) else tuple(rule))
     rows = []
     for name in names:
         b = rule_boundaries(lengths, name, n_buckets=n_buckets, boundaries=boundaries)
         used = np.unique(np.searchsorted(b, lengths)).size
-        rows.append(
-            RuleCost(name, b, padded_elements(lengths, b), int(lengths.sum()), int(used))
-        )
+        rows.append(RuleCost(name, b, padded_elements(lengths, b), int(lengths.sum()), int(used)))
     return PaddingReport(lengths, tuple(rows))
 
 
