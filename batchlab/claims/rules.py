@@ -39,7 +39,9 @@ def _get(evidence: Mapping[str, Evidence], name: str) -> Evidence:
 
 
 def _ratio_text(r: float) -> str:
-    return f"{r:.3g}x"
+    """``12.3x``-style, never in exponent notation (the notebooks' sanitizer reads it)."""
+    digits = 0 if r >= 100 else 1 if r >= 10 else 2
+    return f"{r:.{digits}f}x"
 
 
 def _span(ev: Evidence) -> tuple[float, float, float] | None:

@@ -1,9 +1,10 @@
 """What a bigger batch buys per item: fixed per-call cost shared, and vectorized work.
 
-A call of a jitted function at batch size ``B`` costs a fixed amount however
-little it computes (Python dispatch, argument handling, launching the XLA
+A call of a jitted function at batch size ``B`` pays a cost that does not
+grow with its items (Python dispatch, argument handling, launching the XLA
 executable and waiting for it, on CPU waking the worker threads) plus the
-work for ``B`` items. Two baselines split the per-item speed-up of a big
+work for ``B`` items. How large that per-call cost is depends on the program,
+the backend and the machine: it is measured, never a constant. Two baselines split the per-item speed-up of a big
 batch into its two causes:
 
 * the **same item work with the fixed cost paid once**: ``jax.lax.map`` of
@@ -207,7 +208,7 @@ def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any =
     ncols = 2 if sweep is not None else 1
     if axes is None:
         # tight layout: cheaper than constrained on every explorer redraw
-        fig = Figure(figsize=(5.6 * ncols, 4.3), layout="tight")
+        fig = Figure(figsize=(5.6 * ncols, 5.6), layout="tight")
         axes = fig.subplots(1, ncols, squeeze=False)[0]
     else:
         axes = list(axes) if isinstance(axes, (list, tuple)) else [axes]
@@ -303,8 +304,9 @@ def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any =
                 )
     for ax in panels:
         ax.minorticks_off()  # log-axis minor ticks: clutter, and most of a redraw's time
-        # a fixed corner: loc="best" searches for a free spot on every redraw
-        ax.legend(fontsize=9.5, loc="upper right" if ax is ax_t else "upper left")
+        # below the panel: inside it the legend covered the small batches' points
+        # (a fixed place, too: loc="best" searches for a free spot on every redraw)
+        ax.legend(fontsize=9.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
     fig.suptitle(f"{machine_label()}; {cost.source}", fontsize=10.5)
     return fig
 
