@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 from pathlib import Path
 
@@ -187,3 +188,33 @@ def test_notebooks_import_only_public_names(nb):
                     if name not in (*batchlab.__all__, "exercises", "widgets", "plots"):
                         bad.append(f"{name} (not in batchlab.__all__)")
     assert not bad, bad
+
+
+
+def test_import_linter_contracts_are_kept():
+    """The layers of pyproject.toml's [tool.importlinter]: a room imports only rooms below it."""
+    from importlinter.cli import lint_imports  # a dev dependency: missing it fails, never skips
+
+    here = os.getcwd()
+    os.chdir(ROOT)  # the contract lives in the repository's pyproject.toml
+    try:
+        assert lint_imports(no_cache=True, no_logo=True) == 0
+    finally:
+        os.chdir(here)
+
+
+def test_the_layers_contract_can_fail(tmp_path):
+    """The same checker with two floors swapped (measuring above batching) reports a broken contract."""
+    from importlinter.cli import lint_imports
+
+    config = tmp_path / "swapped.toml"
+    config.write_text(
+        "[tool.importlinter]\nroot_package = 'batchlab'\n\n[[tool.importlinter.contracts]]\n"
+        "name = 'swapped'\ntype = 'layers'\nlayers = ['batchlab.measuring', 'batchlab.batching']\n"
+    )
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        assert lint_imports(config_filename=str(config), no_cache=True, no_logo=True) != 0
+    finally:
+        os.chdir(here)
