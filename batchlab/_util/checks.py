@@ -7,7 +7,9 @@ bad types ``TypeError``.
 
 from __future__ import annotations
 
+import difflib
 import numbers
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +17,11 @@ import jax
 import numpy as np
 
 ARRAY_TYPES = (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct)
+#: dtype names offered when one is misspelled
+DTYPE_NAMES = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+)  # fmt: skip
 
 
 def check_callable(fn: Any, name: str = "fn") -> Callable:
@@ -160,9 +167,39 @@ def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype | None:
     try:
         return np.dtype(dtype)
     except TypeError as e:
+        close = (
+            difflib.get_close_matches(dtype.lower(), DTYPE_NAMES, n=1)
+            if isinstance(dtype, str)
+            else []
+        )
+        hint = f" Did you mean {close[0]!r}?" if close else ""
         raise TypeError(
-            f"`{name}` must be a dtype (e.g. np.float32, 'int32'), got {dtype!r}: {e}."
+            f"`{name}` must be a dtype (e.g. np.float32, 'int32'), got {dtype!r}: {e}.{hint}"
         ) from None
+
+
+def check_numeric_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
+    """A dtype of numbers (bool, int, float, complex, bfloat16): strings and objects are refused.
+
+    An object dtype cannot be saved with ``allow_pickle=False`` and strings cannot be
+    traced by JAX, so both are a ``TypeError`` naming the argument, before any work.
+    """
+    dt = check_dtype(dtype, name)
+    if dt is None:
+        raise TypeError(f"`{name}` must be a dtype (e.g. 'float32'), got None.")
+    plain_void = dt.kind == "V" and (dt.names is not None or dt.name.startswith("void"))
+    if dt.kind == "O":
+        raise TypeError(
+            f"`{name}`={dtype!r} is the object dtype: arrays of Python objects can only be saved "
+            f"as pickles, and batchlab saves and loads with allow_pickle=False (unpickling can run "
+            f"code). Pass a numeric dtype, e.g. {name}='float32'."
+        )
+    if dt.kind in "USMm" or plain_void:
+        raise TypeError(
+            f"`{name}`={dtype!r} ({dt}) is not a numeric dtype; JAX computes on numbers only. "
+            f"Pass e.g. {name}='float32' or {name}='int32'."
+        )
+    return dt
 
 
 def check_lossless_cast(arrays: Any, dtype: np.dtype, name: str = "dtype") -> None:
@@ -194,8 +231,11 @@ def check_fits_memory(n_bytes: int, name: str, what: str) -> None:
         import psutil
 
         available = psutil.virtual_memory().available
-    except Exception:  # no psutil: no check
-        return
+    except Exception:  # no psutil: the machine's physical memory bounds it
+        try:
+            available = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):  # not POSIX: no check
+            return
     if n_bytes > available:
         raise ValueError(
             f"`{name}` asks for {what}: {n_bytes / 2**30:.1f} GiB, more than the "

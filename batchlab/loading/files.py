@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.checks import check_positive_int
+from batchlab._util.checks import check_dtype, check_numeric_dtype, check_positive_int
 from batchlab._util.format import format_bytes
 
 METHODS = ("per_item", "bulk", "mmap")
@@ -106,7 +106,10 @@ def make_dataset(
       A :class:`Dataset`.
 
     Raises:
-      ValueError: ``n_items`` below 1 or a negative ``item_shape`` entry.
+      ValueError: ``n_items`` below 1, a negative ``item_shape`` entry, or a
+        ``directory`` that is a file.
+      TypeError: a ``dtype`` numpy does not know, or one that is not numeric
+        (an object dtype cannot be saved with ``allow_pickle=False``).
 
     Example:
       >>> import tempfile
@@ -129,10 +132,23 @@ def make_dataset(
     item_shape = tuple(int(s) for s in item_shape)
     if any(s < 0 for s in item_shape):
         raise ValueError(f"`item_shape` must hold sizes >= 0, got item_shape={item_shape}.")
+    dtype = check_numeric_dtype(dtype)
+    if dtype.kind not in "biufc":  # bfloat16, float8: .npy stores them as raw void bytes
+        raise TypeError(
+            f"`dtype`={dtype.name} cannot round-trip through a .npy file (numpy saves it as raw "
+            f"{np.dtype(f'V{dtype.itemsize}')} bytes, read back as another dtype). Store the "
+            f"data as float32 or float16, and cast on the device: batch.astype(jnp.{dtype.name})."
+        )
     directory = Path(directory)
+    for folder in (directory, directory / "items"):
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(
+                f"`directory` {directory} cannot hold the dataset: {folder} is a file, not a "
+                f"folder. Pass a folder path (e.g. tempfile.mkdtemp()), or move that file away."
+            )
     (directory / "items").mkdir(parents=True, exist_ok=True)
     data = np.random.default_rng(seed).standard_normal((n_items, *item_shape)).astype(dtype)
-    dataset = Dataset(directory, n_items, item_shape, np.dtype(dtype).name)
+    dataset = Dataset(directory, n_items, item_shape, dtype.name)
     np.save(dataset.bulk_path, data, allow_pickle=False)
     for i in range(n_items):
         np.save(dataset.item_path(i), data[i], allow_pickle=False)
@@ -155,6 +171,7 @@ def load_npy(
 
     Raises:
       FileNotFoundError: the file does not exist.
+      TypeError: a ``dtype`` numpy does not know.
       ValueError: the file holds a pickle or object array, is not a valid
         ``.npy`` file (corrupt, truncated), or its shape or dtype differ.
 
@@ -168,6 +185,7 @@ def load_npy(
         raise TypeError(
             f"`path` must be a file path (str or Path), got {type(path).__name__} {path!r:.40}."
         )
+    dtype = check_dtype(dtype)
     path = Path(path)
     want = (
         f"{np.dtype(dtype).name if dtype is not None else 'any dtype'}"
@@ -281,6 +299,11 @@ def iter_batches(
         )
     _check_choice(method, "method", METHODS)
     _check_choice(transfer, "transfer", TRANSFERS)
+    if dataset.directory.exists() and not dataset.directory.is_dir():
+        raise ValueError(
+            f"`dataset`'s directory {dataset.directory} is a file, not a folder; build the "
+            f"dataset with make_dataset(folder, ...) and pass what it returns."
+        )
     batches = batch_indices(dataset.n_items, batch_size, order=order, seed=seed)
     expect = dict(shape=(dataset.n_items, *dataset.item_shape), dtype=dataset.dtype)
     if method == "bulk":

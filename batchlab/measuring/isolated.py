@@ -11,6 +11,13 @@ cannot run code in the notebook kernel. The child's stdout and stderr are
 passed through to the caller's ``sys.stdout`` / ``sys.stderr`` (a
 ``print`` in ``fn`` shows in the notebook). The child inherits the parent's
 environment, so allocator settings (``XLA_PYTHON_CLIENT_*``) apply to it too.
+
+A ``jax.jit``-wrapped ``fn`` does not survive pickling whole (the copy can be
+called but not lowered), so its Python function travels with jit's own
+options (static and donated arguments, ``keep_unused``, compiler options)
+and the child wraps it again. Everything is pickled before the child starts:
+a ``fn`` or argument that cannot be pickled (a lock, an open file) is a
+``TypeError`` naming it, and nothing has run.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import sys
 import tempfile
 from typing import Any
 
+from batchlab._util.compile import is_jitted
 from batchlab.measuring.live import DeviceMemory, LiveMemory
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate
@@ -65,17 +73,77 @@ def _nested() -> dict:
     }
 
 
+def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
+    """``(function, jit options)`` to send: a jitted ``fn`` as its Python function plus its options.
+
+    ``None`` options: ``fn`` is not jitted and travels as it is.
+    """
+    if not is_jitted(fn):
+        return fn, None
+    plain, info = getattr(fn, "__wrapped__", None), getattr(fn, "_jit_info", None)
+    if plain is None or info is None:
+        raise TypeError(
+            f"`fn` is a jax.jit-wrapped {type(fn).__name__} whose Python function this JAX does not "
+            "expose, so it cannot be sent to a fresh process. Pass the function before jax.jit, "
+            "with its static arguments as measure(f, ..., static_argnums=...), isolated=True."
+        )
+    unspecified = [type(leaf).__name__ == "UnspecifiedValue" for leaf in info.out_shardings_leaves]
+    if info.user_specified_in_shardings or not all(unspecified) or info.device or info.backend:
+        raise TypeError(
+            "`fn` is jax.jit-wrapped with in_shardings/out_shardings, a device or a backend; "
+            "isolated=True re-wraps its function in a fresh process and does not carry those. "
+            "Measure it with isolated=False, or pass the function before jax.jit."
+        )
+    options = dict(
+        static_argnums=info.static_argnums,
+        static_argnames=info.static_argnames,
+        donate_argnums=info.donate_argnums,
+        donate_argnames=info.donate_argnames,
+        keep_unused=info.keep_unused,
+        inline=info.inline,
+    )
+    if info.compiler_options_kvs:
+        options["compiler_options"] = dict(info.compiler_options_kvs)
+    return plain, options
+
+
+def _pickle(cloudpickle: Any, fn: Any, jit_options: Any, host_args: Any, options: dict) -> bytes:
+    """The child's payload; a part that cannot be pickled is a TypeError naming it, before any work."""
+    try:
+        return cloudpickle.dumps((fn, jit_options, host_args, options))
+    except Exception as e:  # pickling raises TypeError, PicklingError, AttributeError, ...
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    where = "`fn`"
+    (args, kwargs), parts = host_args, [(None, fn)]
+    parts += [(f"`args[{i}]`", a) for i, a in enumerate(args)]
+    parts += [(f"`kwargs[{k!r}]`", v) for k, v in kwargs.items()]
+    for name, part in parts:
+        try:
+            cloudpickle.dumps(part)
+        except Exception:
+            where = name or where
+            break
+    raise TypeError(
+        f"{where} cannot be sent to the fresh process of isolated=True: cloudpickle cannot "
+        f"pickle it ({reason}). The function, everything it refers to (globals, closed-over "
+        "objects) and its arguments must be picklable; move the object that is not (a lock, an "
+        "open file, a generator, a client) out of the function or its arguments, or measure "
+        "with isolated=False. Nothing has run."
+    ) from None
+
+
 def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]):
     """Runs :func:`batchlab.measure` in a child process and returns its result."""
     import cloudpickle
     import jax
     import numpy as np
 
+    plain, jit_options = portable(fn)
     # Send host copies: a device buffer cannot cross processes.
     host_args = jax.tree_util.tree_map(
         lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs)
     )
-    payload = cloudpickle.dumps((fn, host_args, options))
+    payload = _pickle(cloudpickle, plain, jit_options, host_args, options)
     fd, result_path = tempfile.mkstemp(prefix="batchlab-isolated-", suffix=".json")
     os.close(fd)  # mkstemp made it 0600: only this user can write it
     try:

@@ -1,6 +1,7 @@
 """The child side of ``measure(..., isolated=True)``: ``python -m batchlab.measuring.isolated_child PATH``.
 
-Reads a cloudpickled (fn, (args, kwargs), options) from stdin, measures it
+Reads a cloudpickled (fn, jit options, (args, kwargs), options) from stdin
+(a jitted fn arrives as its function and jit's options and is wrapped again), measures it
 in this fresh process and writes the Measurement as JSON to ``PATH`` (a file
 the parent opened only for the result), with the process's peak resident
 memory attached. stdout stays free for ``fn``'s own prints.
@@ -17,13 +18,31 @@ from batchlab.measuring.isolated import to_json
 from batchlab.measuring.timing import measure
 
 
+def _send_error(result_path: str, kind: str, message: str) -> None:
+    with open(result_path, "w", encoding="utf-8") as f:
+        json.dump({"error": {"type": kind, "message": message}}, f)
+
+
 def main() -> None:
     import cloudpickle
 
     result_path = sys.argv[1]
-    fn, (args, kwargs), options = cloudpickle.loads(sys.stdin.buffer.read())
     import jax
     import numpy as np
+
+    try:
+        fn, jit_options, (args, kwargs), options = cloudpickle.loads(sys.stdin.buffer.read())
+    except Exception as e:  # e.g. a module fn needs is not importable here
+        _send_error(
+            result_path,
+            "TypeError",
+            f"`fn` or its arguments could not be rebuilt in the fresh process "
+            f"({type(e).__name__}: {e}); define fn in an importable module or in the notebook "
+            f"itself, or measure with isolated=False.",
+        )
+        return
+    if jit_options is not None:  # a jitted fn travels as its function and jit's options
+        fn = jax.jit(fn, **jit_options)
 
     # timing excludes host-to-device copies and device_before counts them.
     args, kwargs = jax.tree_util.tree_map(
@@ -34,8 +53,7 @@ def main() -> None:
     try:
         result = measure(fn, *args, **options, **kwargs)
     except Exception as e:  # sent back as text, re-raised in the parent
-        with open(result_path, "w", encoding="utf-8") as f:
-            json.dump({"error": {"type": type(e).__name__, "message": str(e)}}, f)
+        _send_error(result_path, type(e).__name__, str(e))
         return
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     scale = 1 if sys.platform == "darwin" else 1024

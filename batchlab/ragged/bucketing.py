@@ -20,6 +20,7 @@ items each, the last one filled up with fully masked rows), so a whole
 epoch compiles at most once per bucket.
 
 Example:
+  >>> from batchlab.ragged.boundaries import padded_elements
   >>> lengths = [3, 3, 4, 9, 10, 30]
   >>> optimal_boundaries(lengths, 3).tolist()
   [4, 10, 30]
@@ -108,20 +109,58 @@ class Buckets:
     def restore(self, outputs: list[Any]) -> np.ndarray:
         """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order.
 
-        Rows beyond a bucket's items (the filler rows of :func:`bucket_batches`) are dropped.
+        Each ``outputs[k]`` has one row per row of bucket ``k``'s padded batch
+        (or one per item: the filler rows already dropped), and every row has
+        one shape in all buckets. The filler rows of :func:`bucket_batches`
+        are dropped. Anything else is refused, never cut to size: per-position
+        results (``rows * boundary`` of them) or one value per bucket are not
+        per-item outputs.
+
+        Raises:
+          TypeError: ``outputs`` is not a list or tuple.
+          ValueError: a different number of outputs than buckets; an output whose
+            row count is neither the bucket's rows nor its items; rows whose shape
+            differs between buckets.
         """
+        if not isinstance(outputs, (list, tuple)):
+            raise TypeError(
+                f"`outputs` must be a list with one result per bucket, got "
+                f"{type(outputs).__name__}; e.g. [fn(b.padded) for b in buckets]."
+            )
         if len(outputs) != len(self.buckets):
             raise ValueError(
                 f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
                 f"pass one result per bucket, in order."
             )
+        row_shape = None
         for k, (o, b) in enumerate(zip(outputs, self.buckets, strict=True)):
-            rows = np.shape(o)[0] if np.ndim(o) else 0
-            if rows < len(b.indices):
+            shape = np.shape(o)
+            rows = shape[0] if shape else 0
+            items, padded_rows = len(b.indices), b.padded.values.shape[0]
+            if rows not in (items, padded_rows):
+                per_position = shape and rows in (padded_rows * b.boundary, b.padded.true_elements)
                 raise ValueError(
-                    f"`outputs[{k}]` has {rows} rows but bucket {k} holds {len(b.indices)} items "
-                    f"(padded shape {b.padded.values.shape}); each output needs one row per item "
-                    f"of its bucket, in the bucket's order."
+                    f"`outputs[{k}]` has {rows} rows but bucket {k} holds {items} items (output "
+                    f"shape {shape}, padded shape {b.padded.values.shape}); each output needs one row per "
+                    f"item of its bucket, in the bucket's order"
+                    + (
+                        ": this looks like one row per position (rows x boundary, or the real "
+                        "positions only); reduce over the "
+                        "sequence axis first (e.g. masked_mean(out, b.padded.mask, axis=1))."
+                        if per_position
+                        else (
+                            " (a per-bucket scalar is not a per-item output)." if not shape else "."
+                        )
+                    )
+                )
+            if row_shape is None:
+                row_shape = shape[1:]
+            elif shape[1:] != row_shape:
+                raise ValueError(
+                    f"`outputs[{k}]` has rows of shape {shape[1:]} but `outputs[0]` has {row_shape}; "
+                    f"per-item results must have one shape in every bucket (a padded row's length "
+                    f"differs between buckets: reduce over the sequence axis, e.g. with masked_mean, "
+                    f"or keep the outputs per bucket)."
                 )
         stacked = (
             np.concatenate(

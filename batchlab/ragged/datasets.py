@@ -27,6 +27,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import os
 import zipfile
 from dataclasses import dataclass
 from importlib import resources
@@ -35,7 +37,12 @@ from typing import Any
 
 import numpy as np
 
-from batchlab._util.checks import check_dtype, check_positive_float, check_positive_int
+from batchlab._util.checks import (
+    check_dtype,
+    check_fits_memory,
+    check_positive_float,
+    check_positive_int,
+)
 from batchlab.ragged.padding import Ragged
 
 #: the dataset's one copy, inside the package (present in every install)
@@ -114,8 +121,15 @@ def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
     Raises:
       FileNotFoundError: the file is missing (the message says how to
         regenerate it).
-      ValueError: the file is corrupt or inconsistent (same advice).
+      ValueError: the file is corrupt or inconsistent, or its token ids are
+        not integers (same advice).
+      TypeError: ``path`` is not a path.
     """
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            f"`path` must be the .npz file's path (str or Path), got {type(path).__name__} "
+            f"{path!r:.40}; or leave path=None for the copy shipped with batchlab."
+        )
     path = Path(path) if path is not None else DATA_DIR / STDLIB_FILE
     if not path.is_file():
         raise FileNotFoundError(
@@ -133,14 +147,24 @@ def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
     if missing:
         raise ValueError(f"The ragged dataset {path.name!r} lacks arrays {missing}; {_REGENERATE}.")
     tokens, offsets, vocab = arrays["tokens"], arrays["offsets"], arrays["vocab"]
+    for key in ("tokens", "offsets"):
+        if arrays[key].dtype.kind not in "iu":
+            raise ValueError(
+                f"`path` {path.name!r} holds {key} of dtype {arrays[key].dtype}; {key} must be "
+                f"integers (token ids index the vocabulary and an embedding table; a float id "
+                f"such as 3.7 is no token). If the file is your own, save "
+                f"{key}=np.asarray({key}).astype(np.int32); otherwise {_REGENERATE}."
+            )
     problem = None
-    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(tokens):
+    if tokens.ndim != 1:
+        problem = f"its tokens have shape {tokens.shape}, not one flat sequence"
+    elif offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(tokens):
         problem = "its offsets do not cover the tokens"
     elif np.any(np.diff(offsets) < 0):
         problem = "its offsets decrease"
     elif len(arrays["names"]) != len(offsets) - 1:
         problem = "it has a different number of names and sequences"
-    elif len(tokens) and int(tokens.max()) >= len(vocab):
+    elif len(tokens) and (int(tokens.max()) >= len(vocab) or int(tokens.min()) < 0):
         problem = "a token id is outside the vocabulary"
     if problem:
         raise ValueError(
@@ -170,7 +194,8 @@ def lognormal_lengths(
       int64 lengths, each at least 1.
 
     Raises:
-      TypeError, ValueError: non-positive ``n``, ``median``, ``sigma`` or ``max_length``.
+      TypeError, ValueError: non-positive ``n``, ``median``, ``sigma`` or ``max_length``;
+        ValueError: ``n`` lengths would not fit in the memory available.
 
     Example:
       >>> lognormal_lengths(5, median=10, seed=0).tolist()
@@ -179,7 +204,16 @@ def lognormal_lengths(
     n = check_positive_int(n, "n")
     median, sigma = check_positive_float(median, "median"), check_positive_float(sigma, "sigma")
     max_length = check_positive_int(max_length, "max_length", allow_none=True)
+    # float64 draws, their rounding, and the int64 lengths live at once: 24 bytes per item
+    check_fits_memory(24 * n, "n", f"{n:,} lengths (float64 draws and int64 lengths)")
     draws = np.random.default_rng(seed).lognormal(np.log(median), sigma, n)
+    if max_length:
+        draws = np.minimum(draws, max_length)
+    elif not np.all(draws < 2**62):  # inf (or a length past int64) would wrap to a negative int
+        raise ValueError(
+            f"`sigma`={sigma} with median={median} drew a length of {draws.max():.3g}, past what "
+            f"int64 holds; pass max_length= (e.g. max_length=4096) or a smaller sigma."
+        )
     lengths = np.maximum(np.rint(draws), 1).astype(np.int64)
     return np.minimum(lengths, max_length) if max_length else lengths
 
@@ -208,6 +242,7 @@ def zipf_lengths(n: int, *, a: float = 1.5, max_length: int = 1024, seed: int = 
     a = check_positive_float(a, "a")
     if a <= 1:
         raise ValueError(f"`a` must be greater than 1 for a Zipf law, got a={a}; try a=1.5.")
+    check_fits_memory(16 * n, "n", f"{n:,} lengths (int64 draws and lengths)")
     return np.minimum(np.random.default_rng(seed).zipf(a, n), max_length).astype(np.int64)
 
 
@@ -235,6 +270,12 @@ def random_sequences(
     if any(isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < 0 for f in features):
         raise ValueError(f"`features` must be a tuple of non-negative ints, got {features!r}.")
     dtype = check_dtype(dtype)
+    elements = int(lengths.sum()) * math.prod(features)
+    check_fits_memory(
+        elements * (8 + (dtype or np.dtype(np.float32)).itemsize),
+        "lengths",
+        f"{elements:,} random values (float64 draws, then {dtype or 'float32'})",
+    )
     flat = (
         np.random.default_rng(seed)
         .standard_normal((int(lengths.sum()), *tuple(features)))

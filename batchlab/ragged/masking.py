@@ -28,8 +28,11 @@ Pass ``empty=`` to ``masked_mean`` or ``masked_max`` to choose another value
 (e.g. ``empty=-jnp.inf`` to make an empty mean stand out).
 
 The mask is boolean with the shape of ``x``, or of its leading axes
-(``(batch, seq)`` for ``x`` of shape ``(batch, seq, features)``); it is never
-broadcast silently from other shapes.
+(``(batch, seq)`` for ``x`` of shape ``(batch, seq, features)``), where any
+axis may have size 1 and is then shared along that axis, as attention masks
+are: ``(batch, 1, length)`` for ``x`` of shape ``(batch, heads, length)``.
+Any other shape is refused, never broadcast silently (a ``(batch,)`` mask is
+not right-aligned against ``(batch, seq)`` as numpy would).
 
 Example:
   >>> import jax.numpy as jnp
@@ -68,10 +71,14 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
             f"`mask` must be boolean, got dtype {mask.dtype}; build it with a comparison "
             f"(e.g. positions < lengths[:, None]) or convert with mask.astype(bool)."
         )
-    if mask.ndim > x.ndim or x.shape[: mask.ndim] != mask.shape:
+    if mask.ndim > x.ndim or any(
+        m not in (1, n) for m, n in zip(mask.shape, x.shape[: mask.ndim], strict=True)
+    ):
         raise ValueError(
             f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape "
-            f"or its leading axes (e.g. (batch, seq) for x of shape (batch, seq, features))."
+            f"or its leading axes (e.g. (batch, seq) for x of shape (batch, seq, features)), "
+            f"with size 1 on an axis it shares (e.g. (batch, 1, seq) for x of shape "
+            f"(batch, heads, seq))."
         )
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise TypeError(
@@ -109,6 +116,30 @@ def _check_empty(empty: Any, *, allow_none: bool) -> None:
     )
 
 
+def _check_empty_fits(empty: Any, dtype: Any) -> None:
+    """``masked_max`` returns ``x``'s dtype: an integer ``x`` cannot hold ``-inf``, NaN or 1.5."""
+    if jnp.issubdtype(dtype, jnp.inexact):
+        return
+    value = np.asarray(empty)
+    if dtype == jnp.bool_:
+        low, high = 0, 1
+    else:
+        low, high = int(jnp.iinfo(dtype).min), int(jnp.iinfo(dtype).max)
+    with np.errstate(invalid="ignore"):
+        whole = value.dtype.kind in "biu" or (
+            value.dtype.kind == "f"
+            and bool(np.all(np.isfinite(value) & (value == np.round(value))))
+        )
+    if whole and value.size and low <= value.min() and value.max() <= high:
+        return
+    raise ValueError(
+        f"`empty`={empty!r} cannot be stored in x's dtype {np.dtype(dtype).name} (masked_max "
+        f"returns x's dtype; {np.dtype(dtype).name} holds whole numbers {low}..{high}). For an "
+        f"integer `x` leave empty=None (the dtype's minimum, {low}) or pass an int such as "
+        f"empty=-1; for -inf or NaN convert first: masked_max(x.astype(float), mask, empty=...)."
+    )
+
+
 def _float(x: Array) -> Array:
     return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
 
@@ -118,7 +149,7 @@ def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
 
     Args:
       x: ``(..., seq, ...)`` values; pad positions may hold anything, even NaN.
-      mask: boolean, shape of ``x`` or of its leading axes.
+      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
       axis: the sequence axis (one of the mask's axes).
 
     Returns:
@@ -142,7 +173,7 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Arr
 
     Args:
       x: values (integers are promoted to float).
-      mask: boolean, shape of ``x`` or of its leading axes.
+      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
       axis: the sequence axis.
       empty: the result for a fully masked row (default ``0.0``, the kit's convention).
 
@@ -173,7 +204,7 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
 
     Args:
       x: values.
-      mask: boolean, shape of ``x`` or of its leading axes.
+      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
       axis: the sequence axis.
       empty: the result for a fully masked row; default ``-inf`` (floats)
         or the dtype's minimum (integers).
@@ -182,7 +213,8 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
       ``x``'s shape without ``axis``, ``x``'s dtype.
 
     Raises:
-      TypeError, ValueError: as :func:`masked_sum`.
+      TypeError, ValueError: as :func:`masked_sum`; ValueError: an ``empty``
+        that ``x``'s integer dtype cannot hold (``-inf``, NaN, 1.5, out of range).
 
     Example:
       >>> import jax.numpy as jnp
@@ -191,6 +223,8 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
     """
     _check_empty(empty, allow_none=True)
     x, mask, axis = _prepare(x, mask, axis)
+    if empty is not None:
+        _check_empty_fits(empty, x.dtype)
     if jnp.issubdtype(x.dtype, jnp.inexact):
         lowest = jnp.asarray(-jnp.inf, x.dtype)
     else:
@@ -215,7 +249,7 @@ def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
 
     Args:
       x: logits (integers are promoted to float).
-      mask: boolean, shape of ``x`` or of its leading axes.
+      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
       axis: the sequence axis.
 
     Returns:
@@ -243,7 +277,7 @@ def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
 
     Args:
       x: values (integers are promoted to float).
-      mask: boolean, shape of ``x`` or of its leading axes.
+      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
       axis: the sequence axis.
 
     Returns:

@@ -149,12 +149,26 @@ class BroadcastOutcome:
 def _parse_shape(text: str, name: str) -> tuple[int, ...]:
     import ast
 
+    if not isinstance(text, str):
+        as_text = (
+            str(tuple(text))
+            if isinstance(text, (tuple, list))
+            else f"({text},)"
+            if isinstance(text, int) and not isinstance(text, bool)
+            else "(4, 1)"
+        )
+        raise TypeError(
+            f"`{name}` is the text of a shape box, got {type(text).__name__} {text!r:.40}; "
+            f"write the shape as a string: update({name}={as_text!r})."
+        )
     try:
         value = ast.literal_eval(text.strip() or "()")
     except (ValueError, SyntaxError):
         raise ValueError(f"`{name}` must be a shape like (4, 1), got {text!r}.") from None
     value = (value,) if isinstance(value, int) else value
-    if not isinstance(value, tuple) or not all(isinstance(d, int) and d >= 0 for d in value):
+    if not isinstance(value, tuple) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value
+    ):
         raise ValueError(f"`{name}` must be a shape like (4, 1), got {text!r}.")
     return value
 

@@ -1,0 +1,314 @@
+"""Reliability (issue 24, outside runs/): raw errors from below the kit become the kit's own,
+raised before any work, and silent wrong results fail loudly or give the right numbers.
+
+Also: ``measure(isolated=True)`` of a jitted function (issue 26) and masked reductions with
+masks that broadcast, as attention masks do (issue 25), against a float64 numpy reference.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import tolerance
+
+import batchlab
+from batchlab import exercises, loading
+from batchlab.exercises import check, exercise
+from batchlab.ragged import (
+    lognormal_lengths,
+    masked_logsumexp,
+    masked_max,
+    masked_mean,
+    masked_softmax,
+    masked_sum,
+    random_sequences,
+    zipf_lengths,
+)
+from batchlab.ragged.datasets import DATA_DIR, STDLIB_FILE
+from batchlab.widgets import BroadcastExplorer
+
+# ------------------------------------------------------------- raw errors from below the kit
+
+
+@pytest.mark.parametrize(
+    ("value", "suggested"), [(5, r"'\(5,\)'"), ((5, 1), r"'\(5, 1\)'"), (None, r"'\(4, 1\)'")]
+)
+def test_explorer_update_with_a_non_text_shape_names_it(value, suggested):
+    ex = BroadcastExplorer("(5,)", "(5, 1)")
+    with pytest.raises(
+        TypeError, match=rf"`a` is the text of a shape box, got .*update\(a={suggested}\)"
+    ):
+        ex.update(a=value)
+    assert ex.params["a"] == "(5,)"  # the last good setting is kept
+    with pytest.raises(ValueError, match=r"`b` must be a shape like \(4, 1\)"):
+        ex.update(b="(True,)")
+
+
+def test_loader_dtype_numpy_does_not_know(tmp_path):
+    with pytest.raises(
+        TypeError, match=r"`dtype` must be a dtype .*'flaot32'.*Did you mean 'float32'\?"
+    ):
+        loading.make_dataset(tmp_path / "d", 2, (3,), dtype="flaot32")
+    assert not (tmp_path / "d").exists()  # refused before any work
+    np.save(tmp_path / "x.npy", np.zeros(3))
+    with pytest.raises(TypeError, match=r"`dtype` must be a dtype .*got 'nope'"):
+        loading.load_npy(tmp_path / "x.npy", dtype="nope")
+
+
+@pytest.mark.parametrize(
+    ("dtype", "match"),
+    [
+        (object, r"`dtype`=.* is the object dtype: .*allow_pickle=False"),
+        ("U5", r"`dtype`='U5' \(<U5\) is not a numeric dtype"),
+        ("bfloat16", r"`dtype`=bfloat16 cannot round-trip through a .npy file"),
+    ],
+)
+def test_loader_refuses_dtypes_it_cannot_save_before_any_work(tmp_path, dtype, match):
+    with pytest.raises(TypeError, match=match):
+        loading.make_dataset(tmp_path / "d", 2, (3,), dtype=dtype)
+    assert not (tmp_path / "d").exists()
+
+
+def test_dataset_folder_that_is_a_file(tmp_path):
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    with pytest.raises(ValueError, match=r"`directory` .*afile is a file, not a folder"):
+        loading.make_dataset(a_file, 2, (3,))
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "items").write_text("")
+    with pytest.raises(ValueError, match=r"items is a file, not a folder"):
+        loading.make_dataset(tmp_path / "d", 2, (3,))
+    assert sorted(os.listdir(tmp_path / "d")) == ["items"]  # nothing written
+    dataset = loading.Dataset(a_file, 2, (3,), "float32")
+    with pytest.raises(ValueError, match=r"`dataset`'s directory .* is a file, not a folder"):
+        next(loading.iter_batches(dataset, 2))
+
+
+def test_masked_max_of_ints_with_an_empty_row():
+    x = jnp.array([[1, 2], [3, 4]], jnp.int32)
+    mask = jnp.array([[True, False], [False, False]])
+    assert masked_max(x, mask).tolist() == [1, jnp.iinfo(jnp.int32).min]
+    assert masked_max(x, mask, empty=-1).tolist() == [1, -1]
+    assert masked_max(x, mask, empty=3.0).tolist() == [1, 3]
+    for empty in (-jnp.inf, float("nan"), 1.5, 2**40):
+        with pytest.raises(ValueError, match=r"`empty`=.* cannot be stored in x's dtype int32"):
+            masked_max(x, mask, empty=empty)
+    with pytest.raises(ValueError, match=r"`empty`=2 cannot be stored in x's dtype bool"):
+        masked_max(x > 1, mask, empty=2)
+    assert masked_max(x.astype(jnp.float32), mask, empty=-jnp.inf).tolist() == [1.0, -np.inf]
+
+
+def _unpicklable_fn():
+    lock = threading.Lock()
+
+    def fn(x):
+        assert lock is not None
+        return x * 2
+
+    return fn
+
+
+def test_isolated_measure_of_something_unpicklable_names_it_before_running():
+    with pytest.raises(TypeError, match=r"`fn` cannot be sent to the fresh process .*_thread.lock"):
+        batchlab.measure(_unpicklable_fn(), jnp.ones(4), isolated=True, repeat=1)
+    with pytest.raises(TypeError, match=r"`args\[1\]` cannot be sent .*Nothing has run"):
+        batchlab.measure(
+            lambda x, lock: x * 2, jnp.ones(4), threading.Lock(), static_argnums=1, isolated=True
+        )
+
+
+def test_isolated_measure_of_a_jitted_function():
+    """Issue 26: a jitted fn is sent as its function and jit's options (static args kept)."""
+    m = batchlab.measure(jax.jit(lambda x: (x * 2).sum()), jnp.ones(4), isolated=True, repeat=2)
+    assert m.isolated and m.runs == 2 and m.memory.argument_bytes == 16
+    g = jax.jit(lambda x, n: (x * n).sum(), static_argnums=1)
+    assert batchlab.measure(g, jnp.ones(4), 3, isolated=True, repeat=1).isolated
+    donating = jax.jit(lambda x: x * 2, donate_argnums=0)
+    with pytest.raises(ValueError, match=r"`fn` donates argument\(s\) \(0,\)"):
+        batchlab.measure(donating, jnp.ones(4), isolated=True, repeat=1)
+
+
+def test_huge_length_samplers_refuse_before_trying():
+    with pytest.raises(ValueError, match=r"`n` asks for 10,000,000,000,000 lengths .* GiB"):
+        lognormal_lengths(10**13)
+    with pytest.raises(ValueError, match=r"`n` asks for 10,000,000,000,000 lengths"):
+        zipf_lengths(10**13)
+    with pytest.raises(ValueError, match=r"`lengths` asks for 1,000,000,000,000 random values"):
+        random_sequences([10**12])
+    with pytest.raises(
+        ValueError, match=r"`sigma`=1000.0 .*past what int64 holds; pass max_length="
+    ):
+        lognormal_lengths(5, sigma=1000.0)
+    assert lognormal_lengths(5, sigma=1000.0, max_length=64).max() <= 64
+    assert lognormal_lengths(5, median=10, seed=0).tolist() == [11, 9, 19, 11, 6]
+
+
+# ------------------------------------------------------------------------- silent results
+
+
+def test_restore_refuses_per_position_rows():
+    seqs = [[1, 2, 3], [4], [5, 6]]
+    bs = batchlab.bucketize(seqs, boundaries=[2, 4])
+    assert bs.restore([b.padded.lengths for b in bs]).tolist() == [3, 1, 2]
+    per_position = [b.padded.values.reshape(-1) for b in bs]
+    with pytest.raises(ValueError, match=r"`outputs\[0\]` has 4 rows .*one row per position"):
+        bs.restore(per_position)
+    real_positions = [b.padded.values[b.padded.mask] for b in bs]
+    with pytest.raises(ValueError, match=r"`outputs\[0\]` has 3 rows .*one row per position"):
+        bs.restore(real_positions)
+    with pytest.raises(
+        ValueError, match=r"`outputs\[1\]` has rows of shape \(4,\) but `outputs\[0\]`"
+    ):
+        bs.restore([b.padded.values for b in bs])
+    with pytest.raises(ValueError, match=r"has 0 rows .*a per-bucket scalar is not a per-item"):
+        bs.restore([b.padded.values.sum() for b in bs])
+    with pytest.raises(TypeError, match=r"`outputs` must be a list .*got generator"):
+        bs.restore(b.padded.lengths for b in bs)
+    # fixed-shape batches: filler rows in the output (or already dropped) are both fine
+    bb = batchlab.bucket_batches(
+        [[1], [2, 3], [4], [5], [6, 7, 8]], boundaries=[1, 4], batch_size=2
+    )
+    assert bb.restore([b.padded.lengths for b in bb]).tolist() == [1, 2, 1, 1, 3]
+    kept = [b.padded.lengths[: len(b.indices)] for b in bb]
+    assert bb.restore(kept).tolist() == [1, 2, 1, 1, 3]
+
+
+def test_float_token_ids_are_refused_by_the_dataset_loader(tmp_path):
+    with np.load(DATA_DIR / STDLIB_FILE, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays["tokens"] = arrays["tokens"].astype(np.float64)
+    np.savez(tmp_path / "floats.npz", **arrays)
+    with pytest.raises(ValueError, match=r"`path` 'floats.npz' holds tokens of dtype float64"):
+        batchlab.load_stdlib_functions(tmp_path / "floats.npz")
+    arrays["tokens"] = arrays["tokens"].astype(np.int64)
+    arrays["tokens"][0] = -1
+    np.savez(tmp_path / "negative.npz", **arrays)
+    with pytest.raises(ValueError, match=r"a token id is outside the vocabulary"):
+        batchlab.load_stdlib_functions(tmp_path / "negative.npz")
+    with pytest.raises(TypeError, match=r"`path` must be the .npz file's path"):
+        batchlab.load_stdlib_functions(5)
+
+
+@exercise("reliability.mean", "Write mean(x, mask).")
+def _mean_checker(answer, *, x, mask):
+    got = answer(x, mask)
+    expected = jnp.sum(jnp.where(mask, x, 0)) / jnp.sum(mask)
+    return bool(jnp.allclose(got, expected)), "checked"
+
+
+@exercise("reliability.bytes", "How many bytes does fn's argument take?")
+def _bytes_checker(answer, *, fn, args):
+    planned = batchlab.memory_estimate(fn, *args).argument_bytes
+    return int(answer) == planned, "checked"
+
+
+@exercise("reliability.spread", "n + 1?")
+def _spread_checker(answer, **context):
+    return context["n"] + 1 == answer, "checked"
+
+
+@exercise("reliability.buggy", "Anything.")
+def _buggy_checker(answer, *, x):
+    table = {}
+    return table["missing"], "never"
+
+
+X, MASK = jnp.array([1.0, 2.0, 100.0]), jnp.array([True, True, False])
+
+
+def test_check_tells_the_learners_error_from_the_notebooks():
+    # the learner's: their function raised, or their value broke the checker
+    r = check("reliability.mean", lambda x, m: 1 / 0, x=X, mask=MASK)
+    assert not r.ok and r.message == (
+        "Your answer raised ZeroDivisionError: division by zero "
+        "(the check called it with x=float32[3], mask=bool[3])"
+    )
+    r = check("reliability.bytes", "twelve", fn=lambda x: x, args=(X,))
+    assert not r.ok and r.message.startswith("Your answer raised ValueError: invalid literal")
+    r = check("reliability.mean", lambda x, m: "abc", x=X, mask=MASK)  # a value from the answer
+    assert not r.ok and r.message.startswith("Your answer raised TypeError")
+    assert check("reliability.bytes", 12, fn=lambda x: x, args=(X,)).ok
+    # the notebook's: the checker failed on the context alone
+    with pytest.raises(
+        TypeError,
+        match=r"could not use the notebook's context, so your answer was not checked .*"
+        r"fn=function <lambda>, args=NoneType None raised TypeError.*`fn`, `args`",
+    ):
+        check("reliability.bytes", 12, fn=lambda x: x, args=None)
+    with pytest.raises(TypeError, match=r"working with n=str 'abc' raised TypeError.*as `n`"):
+        check("reliability.spread", 1, n="abc")
+    # neither: the checker's own bug
+    with pytest.raises(RuntimeError, match=r"failed inside the exercise's own checker.*KeyError"):
+        check("reliability.buggy", 1, x=1)
+    assert "reliability.mean" in exercises.all_exercises()
+
+
+# --------------------------------------------------- masks that broadcast (issue 25)
+
+
+def _reference(x, mask, axis, reduction):
+    """float64 per-row numpy reference; empty rows follow the kit's convention."""
+    x64 = np.moveaxis(np.asarray(x, np.float64), axis, -1)
+    m = np.moveaxis(np.broadcast_to(mask, x.shape), axis, -1)
+    out = np.zeros(x64.shape if reduction == "softmax" else x64.shape[:-1])
+    for idx in np.ndindex(*x64.shape[:-1]):
+        row = x64[idx][m[idx]]
+        if reduction == "sum":
+            out[idx] = row.sum()
+        elif reduction == "mean":
+            out[idx] = row.mean() if row.size else 0.0
+        elif reduction == "max":
+            out[idx] = row.max() if row.size else -np.inf
+        elif reduction == "logsumexp":
+            out[idx] = np.log(np.exp(row).sum()) if row.size else -np.inf
+        else:
+            e = np.where(m[idx], np.exp(x64[idx] - (row.max() if row.size else 0)), 0.0)
+            out[idx] = e / e.sum() if row.size else e
+    return np.moveaxis(out, -1, axis) if reduction == "softmax" else out
+
+
+REDUCTIONS = {
+    "sum": masked_sum,
+    "mean": masked_mean,
+    "max": masked_max,
+    "logsumexp": masked_logsumexp,
+    "softmax": masked_softmax,
+}
+
+
+@pytest.mark.parametrize("reduction", sorted(REDUCTIONS))
+@pytest.mark.parametrize(
+    ("x_shape", "mask_shape", "axis"),
+    [
+        ((3, 4, 5), (3, 1, 5), 2),  # attention: (batch, 1, length) for (batch, heads, length)
+        ((3, 4, 5), (3, 4, 5), 2),  # the full shape, as before
+        ((2, 3, 4, 5), (2, 1, 1, 5), 3),  # (batch, 1, 1, keys) for (batch, heads, queries, keys)
+        ((3, 5, 2), (3, 5), 1),  # leading axes, as before
+        ((3, 5, 2), (3, 1), 1),  # leading axes, shared along the sequence: all-or-nothing rows
+    ],
+)
+def test_masks_that_broadcast_match_a_float64_reference(
+    reduction, x_shape, mask_shape, axis, maybe_jit
+):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    mask = rng.random(mask_shape) < 0.6
+    mask[0] = False  # an empty row (every row of item 0)
+    padded_mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
+    fn = maybe_jit(lambda x, m: REDUCTIONS[reduction](x, m, axis=axis))
+    got = np.asarray(fn(jnp.asarray(x), jnp.asarray(mask)))
+    want = _reference(x, padded_mask, axis, reduction)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, **tolerance(np.float32))
+
+
+@pytest.mark.parametrize("mask_shape", [(3, 2, 5), (2, 1, 5), (3, 4, 5, 1)])
+def test_masks_that_do_not_broadcast_are_refused(mask_shape):
+    x = jnp.ones((3, 4, 5))
+    with pytest.raises(ValueError, match=r"`mask` has shape .*size 1 on an axis it shares"):
+        masked_mean(x, jnp.ones(mask_shape, bool), axis=2)
