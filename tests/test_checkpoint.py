@@ -40,8 +40,11 @@ def test_journal_roundtrip_bit_for_bit(tmp_path):
     for k, v in arrays.items():
         got = again.records[0][1][k]
         assert got.dtype == v.dtype and got.tobytes() == v.tobytes()
-    with pytest.raises(CheckpointError, match=r"different run .*batch_size: 4 there, 8 now"):
-        Journal.open(path, {**PARTS, "batch_size": 8})
+    # batch settings are stored, not fingerprinted: another batch size reopens the same journal
+    other = Journal.open(path, {**PARTS, "batch_size": 8})
+    assert other.settings["batch_size"] == 4 and len(other.records) == 2
+    with pytest.raises(CheckpointError, match=r"different run \(items: 'abc' there, 'xyz' now\)"):
+        Journal.open(path, {**PARTS, "items": "xyz"})
 
 
 def test_journal_damage_is_refused(tmp_path):
@@ -49,7 +52,7 @@ def test_journal_damage_is_refused(tmp_path):
     Journal.open(path, PARTS).append({"position": 1}, {"indices": np.arange(1)})
     blob = path.read_bytes()
     path.write_bytes(blob[: len(_MAGIC) + 6])
-    with pytest.raises(CheckpointError, match=r"its header is cut short"):
+    with pytest.raises(CheckpointError, match=r"corrupt .*cut short inside its header"):
         Journal.open(path, PARTS)
     path.write_bytes(blob + b"JUNKJUNKJUNKJUNK")
     with pytest.raises(CheckpointError, match=r"no record marker at byte"):

@@ -130,7 +130,9 @@ def test_ctrl_c_inside_fn_stops_and_resume_is_bit_identical(tmp_path):
     kw = dict(batch_size=4, batched=True, progress=False)
     clean = batchlab.run_batches(jax.vmap(item_fn), xs, **kw)
     path = tmp_path / "run.ckpt"
-    first = batchlab.run_batches(fn, xs, checkpoint=path, run_name="c", **kw)
+    with pytest.raises(batchlab.runs.RunInterrupted, match=r"8 of 20 items finished") as info:
+        batchlab.run_batches(fn, xs, checkpoint=path, run_name="c", **kw)
+    first = info.value.result
     assert not first.complete and "KeyboardInterrupt" in first.stop_reason
     assert first.failures == () and list(first.indices) == list(range(8))
     equal(batchlab.run_batches(fn, xs, checkpoint=path, run_name="c", **kw), clean)
@@ -157,7 +159,9 @@ def test_ctrl_c_inside_the_compiled_program_is_not_bisected(tmp_path):
     try:
         path = tmp_path / "run.ckpt"
         kw = dict(batch_size=4, progress=False, checkpoint=path, run_name="p")
-        first = batchlab.run_batches(fn, xs, **kw)
+        with pytest.raises(KeyboardInterrupt) as info:
+            batchlab.run_batches(fn, xs, **kw)
+        first = info.value.result
         assert not first.complete and "KeyboardInterrupt" in first.stop_reason
         assert first.failures == ()  # not bisected into "failed items"
         resumed = batchlab.run_batches(fn, xs, **kw)
@@ -182,7 +186,9 @@ def test_sigint_during_the_compiled_program_stops_after_that_batch():
             )
         )
 
-    r = batchlab.run_batches(fn, xs, batch_size=5, progress=False)
+    with pytest.raises(KeyboardInterrupt, match=r"stopped by Ctrl-C") as info:
+        batchlab.run_batches(fn, xs, batch_size=5, progress=False)
+    r = info.value.result
     assert not r.complete and "Ctrl-C" in r.stop_reason and list(r.indices) == list(range(10))
 
 
@@ -367,7 +373,11 @@ def test_a_global_the_fn_reads_is_part_of_its_fingerprint(tmp_path):
     batchlab.run_batches(scale_by_k, data(4), batch_size=2, checkpoint=path, progress=False)
     K = 3.0
     try:
-        with pytest.raises(batchlab.CheckpointError, match=r"fn global 'K'"):
+        with pytest.raises(
+            batchlab.CheckpointError,
+            match=r"fn's global 'K' was 2.0 when the checkpoint was written and is 3.0 now.*"
+            r"run_name='my-run-v1'.*start over",
+        ):
             batchlab.run_batches(scale_by_k, data(4), batch_size=2, checkpoint=path, progress=False)
     finally:
         K = 2.0

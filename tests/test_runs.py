@@ -185,7 +185,12 @@ def test_keyboard_interrupt_inside_a_batch_then_resume(tmp_path):
 
     path = str(tmp_path / "run.ckpt")
     kw = dict(batch_size=4, batched=True, checkpoint=path, progress=False, run_name="ki")
-    r = batchlab.run_batches(interrupted_once, xs, **kw)  # run_name: fn reads a call counter
+    with pytest.raises(
+        KeyboardInterrupt, match=r"8 of 30 items finished.*rerun the same call"
+    ) as info:
+        batchlab.run_batches(interrupted_once, xs, **kw)  # run_name: fn reads a call counter
+    r = info.value.result
+    assert isinstance(info.value, batchlab.runs.RunInterrupted)
     assert not r.complete and "KeyboardInterrupt" in r.stop_reason
     check_good(r, xs, range(8))
     resumed = batchlab.run_batches(interrupted_once, xs, **kw)
@@ -207,7 +212,11 @@ def test_ctrl_c_stops_after_the_current_batch(tmp_path):
             os.kill(os.getpid(), signal.SIGINT)
         return jax.vmap(item_fn)(batch)
 
-    r = batchlab.run_batches(send_sigint, xs, batch_size=5, batched=True, progress=False)
+    with pytest.raises(
+        KeyboardInterrupt, match=r"10 of 20 items finished.*pass checkpoint="
+    ) as info:
+        batchlab.run_batches(send_sigint, xs, batch_size=5, batched=True, progress=False)
+    r = info.value.result
     assert not r.complete and "Ctrl-C" in r.stop_reason
     check_good(r, xs, range(10))  # the batch running when Ctrl-C came is kept
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
@@ -240,7 +249,9 @@ def test_faults_together_resume_equals_fault_free(tmp_path):
     assert clean.batch_sizes == [fits]
     path = str(tmp_path / "ck.ckpt")
     trigger.update(at=2, calls=0)
-    first = batchlab.run_batches(batch_fn, xs, checkpoint=path, **kw)
+    with pytest.raises(KeyboardInterrupt) as info:
+        batchlab.run_batches(batch_fn, xs, checkpoint=path, **kw)
+    first = info.value.result
     done = sum(b.items for b in first.batches if b.status.startswith("ok"))
     assert not first.complete and "Ctrl-C" in first.stop_reason and done == 2 * fits
     resumed = batchlab.run_batches(batch_fn, xs, checkpoint=path, **kw)
@@ -260,10 +271,14 @@ def test_checkpoint_mismatch_is_refused(tmp_path):
         batchlab.run_batches(
             item_fn, data(6, seed=1), batch_size=2, checkpoint=path, progress=False
         )
-    with pytest.raises(
-        batchlab.CheckpointError, match=r"different run .*batch_size: 2 there, 3 now"
-    ):
-        batchlab.run_batches(item_fn, data(6), batch_size=3, checkpoint=path, progress=False)
+    with pytest.raises(batchlab.CheckpointError, match=r"different run .*check_nan: False there"):
+        batchlab.run_batches(
+            item_fn, data(6), batch_size=2, check_nan=True, checkpoint=path, progress=False
+        )
+    other_size = batchlab.run_batches(
+        item_fn, data(6), batch_size=3, checkpoint=path, progress=False
+    )
+    assert other_size.resumed_items == 6 and other_size.resumed_at_other_size  # not refused
 
 
 @pytest.mark.parametrize(
@@ -296,6 +311,7 @@ def test_error_helpers():
     assert is_out_of_memory(jax.errors.JaxRuntimeError(OOM_MESSAGE))
     assert is_out_of_memory(MemoryError())
     assert not is_out_of_memory(jax.errors.JaxRuntimeError("INTERNAL: something else"))
+    assert short_message(RuntimeError("-----\nEqxError: the text\n-----")) == "EqxError: the text"
     assert (
         short_message(ValueError("bad\n  detail\nValueError: the real cause"))
         == "ValueError: the real cause"

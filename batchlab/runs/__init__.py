@@ -1,9 +1,13 @@
 """Memory limits and faults (06-07): budgets, the largest batch that fits, long runs that resume.
 
 ``max_batch_size`` searches XLA's compiled plans for the largest batch under a
-budget (``default_budget``); ``run_batches`` runs a dataset in batches,
-shrinking a batch that runs out of memory, bisecting to a bad item, and
-journalling finished batches to a checkpoint so a killed run resumes.
+budget (``default_budget``), closed-over weights and shared (``in_axes=None``)
+arguments planned as arguments; ``run_batches`` runs a dataset in batches,
+shrinking a batch that runs out of memory (every form XLA raises), bisecting
+to a bad item, logging every call (``BatchLog``), and journalling finished
+items to a checkpoint so a killed or interrupted run resumes, at any batch
+size. Ctrl-C raises ``RunInterrupted`` (a ``KeyboardInterrupt``) carrying the
+partial ``RunResult``.
 """
 
 from batchlab.runs.budget import STRATEGIES, BatchSizeResult, Budget, default_budget, max_batch_size
@@ -17,6 +21,7 @@ from batchlab.runs.results import (
     BatchLog,
     BatchMemoryError,
     Failure,
+    RunInterrupted,
     RunResult,
 )
 from batchlab.runs.runner import run_batches
@@ -32,6 +37,7 @@ __all__ = [
     "Budget",
     "CheckpointError",
     "Failure",
+    "RunInterrupted",
     "RunResult",
     "compilation_target",
     "default_budget",

@@ -1,32 +1,35 @@
 """One batch attempt of :func:`batchlab.run_batches`: compile (or plan) for a size, run, bisect.
 
 :class:`BatchRunner` holds the compiled program per batch size and XLA's
-planned bytes for it, refuses a batch whose plan is over the budget (a
-budget, never reported as a real out-of-memory), runs a batch, and on an
-error bisects it to the items that fail.
+planned bytes for it (closed-over arrays planned as arguments:
+:func:`batchlab.runs.planning.compile_program`), refuses a batch whose plan
+is over the budget (a budget, never reported as a real out-of-memory), runs a
+batch, and on an error bisects it to the items that fail. Every call it makes
+is logged (:class:`batchlab.runs.results.BatchLog`), the halves of a
+bisection included.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import jax
 import numpy as np
 
-from batchlab.measuring.memory import estimate_from_compiled
 from batchlab.runs.errors import (
     OOM_BUDGET,
-    OOM_XLA,
     FnBug,
     OutOfMemory,
     is_interrupt,
     is_out_of_memory,
+    oom_kind,
     short_message,
 )
 from batchlab.runs.items import Items
-from batchlab.runs.planning import batch_planner, batch_spec, planned_bytes
-from batchlab.runs.results import Failure
+from batchlab.runs.planning import batch_planner, batch_spec, compile_program, unjit
+from batchlab.runs.results import BatchLog, Failure
 
 
 class BatchRunner:
@@ -37,8 +40,9 @@ class BatchRunner:
         self.budget, self.check_nan, self.min_batch_size = budget_bytes, check_nan, min_batch_size
         # what the batch-size search and the budget check plan: a batched fn as given (one
         # of batchlab.batch's strategy="host" is planned by its HostPlan, any other compiled
-        # for the shapes: budget.batch_planner), a per-item fn as jit(vmap(fn))
-        self.jitted = fn if batched else jax.jit(jax.vmap(fn))
+        # for the shapes: budget.batch_planner), a per-item fn as jit(vmap(fn)) (a jit of the
+        # item's fn inside it is inlined by XLA: planned unwrapped, its closed-over arrays hoisted)
+        self.jitted = fn if batched else jax.vmap(unjit(fn))
         self._plan = batch_planner(self.jitted) if batched else None
         self.programs: dict[int, Any] = {}
         self.planned: dict[int, int] = {}
@@ -51,9 +55,9 @@ class BatchRunner:
                     self.planned[size] = self._plan(spec)
                 self.programs[size] = self.fn
             else:
-                compiled = self.jitted.lower(spec).compile()
-                self.planned[size] = planned_bytes(estimate_from_compiled(compiled))
-                self.programs[size] = compiled
+                program = compile_program(self.jitted, spec)
+                self.planned[size] = program.planned
+                self.programs[size] = program
         if self.budget is not None and self.planned[size] > self.budget:
             raise OutOfMemory(
                 OOM_BUDGET,
@@ -88,33 +92,58 @@ class BatchRunner:
             if is_interrupt(e):
                 raise KeyboardInterrupt from e
             if is_out_of_memory(e):
-                raise OutOfMemory(OOM_XLA, short_message(e)) from e
+                raise OutOfMemory(oom_kind(e), short_message(e)) from e
             raise
         return rows, jax.tree_util.tree_structure(out)
 
-    def bisect(self, idx: list[int], error: Exception, found: list, failures: list) -> None:
-        """Splits a failing batch until each error is pinned on one item."""
+    def bisect(self, idx, error, found, failures, log, depth=1) -> None:
+        """Splits a failing batch until each error is pinned on one item; logs every half run."""
         if len(idx) == 1:
-            failures.append(Failure(idx[0], "error in fn", short_message(error)))
+            failures.append(Failure(idx[0], "error in fn", short_message(error), str(error)))
             return
         half = math.ceil(len(idx) / 2)
         for part in (idx[:half], idx[half:]):
+            t0 = time.perf_counter()
             try:
                 found.append((part, *self.run(part, half)))
-            except (OutOfMemory, FnBug):
+                log.append(
+                    BatchLog(part[0], half, len(part), "ok", time.perf_counter() - t0, depth)
+                )
+            except OutOfMemory as e:
+                log.append(
+                    BatchLog(part[0], half, len(part), e.kind, time.perf_counter() - t0, depth)
+                )
+                raise
+            except FnBug:
                 raise
             except Exception as e:
-                self.bisect(part, e, found, failures)
+                status = "error in fn" if len(part) == 1 else "error in fn, bisected"
+                log.append(
+                    BatchLog(part[0], half, len(part), status, time.perf_counter() - t0, depth)
+                )
+                self.bisect(part, e, found, failures, log, depth + 1)
 
-    def attempt(self, idx: list[int], size: int, nothing_ran_yet: bool) -> tuple[list, list]:
-        """Runs one batch; on an error, bisects it. Raises FnBug when fn fails on everything."""
+    def attempt(self, idx: list[int], size: int, nothing_ran_yet: bool) -> tuple[list, list, list]:
+        """Runs one batch; on an error, bisects it. Raises FnBug when fn fails on everything.
+
+        Returns ``(found, failures, halves)``: ``halves`` is the log of the
+        bisection's calls (empty when the batch ran); an :class:`OutOfMemory`
+        raised during a bisection carries it as ``.halves``.
+        """
         try:
-            return [(idx, *self.run(idx, size))], []
-        except (OutOfMemory, FnBug):
+            return [(idx, *self.run(idx, size))], [], []
+        except OutOfMemory as e:
+            e.halves = []
+            raise
+        except FnBug:
             raise
         except Exception as e:
-            found, failures = [], []
-            self.bisect(idx, e, found, failures)
+            found, failures, log = [], [], []
+            try:
+                self.bisect(idx, e, found, failures, log)
+            except OutOfMemory as oom:
+                oom.halves = log
+                raise
             message = short_message(e)
             if (
                 nothing_ran_yet
@@ -128,4 +157,4 @@ class BatchRunner:
                     f"Fix `fn` (try it on one item: fn(items[0])); with batched=True it takes a "
                     f"whole batch."
                 ) from e
-            return found, failures
+            return found, failures, log

@@ -33,6 +33,7 @@ from batchlab._util.format import format_bytes, html_table, text_table
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
 from batchlab.runs.budget_plot import plot_budget_curves
+from batchlab.runs.planning import unjit
 from batchlab.runs.search import METHODS, search
 
 STRATEGIES = ("vmap", "map", "chunked", "host")
@@ -168,6 +169,34 @@ class BatchSizeResult:
         return plot_budget_curves([self], axes=axes)
 
 
+def check_in_axes(in_axes: Any, example_item: Any) -> None:
+    """``in_axes`` is 0, or a tuple of 0/None matching the tuple ``example_item``, one 0 at least."""
+    if isinstance(in_axes, int) and not isinstance(in_axes, bool) and in_axes == 0:
+        return
+    if not isinstance(in_axes, tuple) or not all(
+        a is None or (isinstance(a, int) and not isinstance(a, bool) and a == 0) for a in in_axes
+    ):
+        raise ValueError(
+            f"`in_axes` must be 0 or a tuple of 0 (batched) and None (shared), one per argument, "
+            f"got in_axes={in_axes!r}; e.g. in_axes=(0, None) for fn(x, weights)."
+        )
+    if not isinstance(example_item, tuple) or len(example_item) != len(in_axes):
+        got = (
+            f"a tuple of {len(example_item)}"
+            if isinstance(example_item, tuple)
+            else type(example_item).__name__
+        )
+        raise ValueError(
+            f"with in_axes={in_axes!r}, `example_item` must be the tuple of fn's {len(in_axes)} "
+            f"arguments for one item, got {got}; e.g. example_item=(x_item, weights)."
+        )
+    if 0 not in in_axes:
+        raise ValueError(
+            f"`in_axes` must batch at least one argument (a 0), got in_axes={in_axes!r}: with every "
+            f"argument shared there is no batch to size."
+        )
+
+
 def max_batch_size(
     fn: Callable,
     example_item: Any,
@@ -179,6 +208,7 @@ def max_batch_size(
     method: str = "interpolate",
     known: dict[int, int] | None = None,
     on_compile: Callable[[int], None] | None = None,
+    in_axes: int | tuple = 0,
 ) -> BatchSizeResult:
     """The largest batch whose planned memory fits ``budget_bytes``.
 
@@ -209,6 +239,10 @@ def max_batch_size(
         compiled twice (the budget explorer keeps one per strategy).
       on_compile: ``on_compile(batch)`` is called before each compilation
         (an explorer shows "compiling batch 512...").
+      in_axes: ``0`` (``fn`` takes one item), or as in ``jax.vmap`` a tuple
+        of ``0`` (batched) and ``None`` (shared by every item, e.g. the
+        weights) per argument; ``example_item`` is then the tuple of ``fn``'s
+        arguments for one item, and a shared argument is planned once, whole.
 
     Returns:
       A :class:`BatchSizeResult`; ``int(result)`` is the answer, 0 when
@@ -217,8 +251,8 @@ def max_batch_size(
     Raises:
       TypeError: ``fn`` or ``on_compile`` is not callable, ``budget_bytes``
         is not an int, or ``known`` is not a dict.
-      ValueError: ``budget_bytes`` or ``upper`` below 1, a bad strategy or
-        a bad ``method``.
+      ValueError: ``budget_bytes`` or ``upper`` below 1, a bad strategy,
+        a bad ``method``, or ``in_axes`` not matching ``example_item``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -228,11 +262,19 @@ def max_batch_size(
       (32, True)
       >>> int(max_batch_size(lambda x: 2 * x, item, budget_bytes=64 * 1024, method="bisect"))
       32
+
+      Closed-over weights and shared arguments plan alike (both are arguments):
+
+      >>> W = jax.ShapeDtypeStruct((256, 256), jnp.float32)  # 256 KiB, shared by every item
+      >>> int(max_batch_size(lambda x, w: x @ w, (item, W), in_axes=(0, None),
+      ...                    budget_bytes=512 * 1024))
+      128
     """
     check_array_tree(example_item, "example_item")
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
-    f = batch(fn, strategy=strategy, chunk_size=chunk_size)
+    check_in_axes(in_axes, example_item)
+    f = batch(unjit(fn), strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
     if budget_bytes is None:
         budget = default_budget()
     else:
@@ -264,6 +306,7 @@ def max_batch_size(
         known=known,
         on_compile=on_compile,
         stats=stats,
+        in_axes=in_axes,
     )
     return BatchSizeResult(
         answer,

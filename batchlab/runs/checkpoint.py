@@ -10,8 +10,18 @@ with n, not n² (``benchmarks/checkpoint_io.py``). A record cut short by a kill
 is the batch in flight: it is dropped (and cut off the file) on resume; a
 complete record whose hash differs is damage and refused. Arrays are stored
 as raw bytes with a JSON header (no pickle): reading a checkpoint cannot run
-code. A journal from another run raises :class:`CheckpointError` naming what
-differs, instead of being reused.
+code. A journal from another run raises :class:`CheckpointError` saying what
+differs in words (which global, its value then and now) and both ways on:
+resume deliberately with ``run_name=`` when ``fn`` still computes the same
+outputs, start over when it does not. A file cut short is reported as
+damaged, never as another run's.
+
+What a checkpoint belongs to (``parts``: ``fn``, the items, the settings that
+change outputs) is fingerprinted; how the run is cut into batches
+(``settings``: ``batch_size``, ``budget_bytes``, ``min_batch_size``, ...) is
+stored beside it but not fingerprinted: finished items are the unit of
+progress, so a run resumes at another batch size (a smaller machine) without
+recomputing any of them.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import struct
 import tempfile
 from pathlib import Path
@@ -27,10 +38,13 @@ from typing import Any
 
 import numpy as np
 
+from batchlab._util.format import format_bytes
 from batchlab.runs.fingerprint import fingerprint
 
 FORMAT = "batchlab-checkpoint"
 VERSION = 1
+# how a run is cut into batches: stored, not fingerprinted (a resume may change them)
+SETTINGS = ("batch_size", "budget_bytes", "min_batch_size", "multiple_of", "tolerance")
 
 
 class CheckpointError(ValueError):
@@ -105,6 +119,22 @@ def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
     return path
 
 
+def check_room(path: str | os.PathLike, needed_bytes: int, name: str = "checkpoint") -> None:
+    """Raises ``ValueError`` when ``path``'s folder has less free space than ``needed_bytes``."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # cannot tell: the first save will say so if it fails
+    if needed_bytes > free:
+        raise ValueError(
+            f"`{name}` folder {str(folder)!r} has {format_bytes(free)} free, but this run's outputs "
+            f"need about {format_bytes(needed_bytes)} there; free some space or pass a `{name}` path "
+            f"on a disk with room (nothing has run)."
+        )
+
+
 def _encode(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
     arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
     for name, a in arrays.items():
@@ -170,35 +200,69 @@ class Journal:
 
     def __init__(self, path: Path, records: list, size: int, dropped: int) -> None:
         self.path, self.records, self.size, self.dropped_bytes = path, records, size, dropped
+        self.settings: dict[str, Any] = {}
+        self.vouched = False  # resumed under run_name= over a journal written by a fingerprinted fn
 
     @classmethod
-    def open(cls, path: str | os.PathLike, parts: dict[str, Any]) -> Journal:
-        """Reads (and verifies) the journal at ``path``, or creates it with ``parts``' header."""
+    def open(
+        cls,
+        path: str | os.PathLike,
+        parts: dict[str, Any],
+        *,
+        settings: dict[str, Any] | None = None,
+        described: dict[str, str] | None = None,
+    ) -> Journal:
+        """Reads (and verifies) the journal at ``path``, or creates it with ``parts``' header.
+
+        ``parts`` decide whether the journal belongs to this run (fingerprinted);
+        ``settings`` are stored and read back (``journal.settings``), never
+        compared; ``described`` puts ``fn``'s parts in words for a refusal.
+        A ``"run_name"`` in ``parts`` vouches for ``fn``: a journal written by
+        a fingerprinted ``fn`` is resumed under it (``journal.vouched``).
+        """
         path = check_writable(path)
+        settings = dict(settings or {})
         if not path.exists():
             header = {
                 "format": FORMAT,
                 "version": VERSION,
                 "fingerprint": fingerprint(parts),
                 "parts": parts,
+                "settings": settings,
+                "described": dict(described or {}),
             }
             blob = _MAGIC + _encode(header, {})
-            _atomic_write(path, lambda f: f.write(blob))
-            return cls(path, [], len(blob), 0)
+            try:
+                _atomic_write(path, lambda f: f.write(blob))
+            except OSError as e:
+                raise CheckpointError(
+                    f"`checkpoint` file {str(path)!r} could not be created ({e.strerror or e}); "
+                    f"nothing has run. Free space in its folder or pass another `checkpoint` path."
+                ) from e
+            journal = cls(path, [], len(blob), 0)
+            journal.settings = settings
+            return journal
         data = path.read_bytes()
         if not data.startswith(_MAGIC):
+            if _MAGIC.startswith(data):
+                raise _corrupt(path, f"it is cut short: {len(data)} bytes, not even its header")
             raise _corrupt(
                 path, "not a batchlab run journal (an old .npz checkpoint, or another file)"
             )
         first = _decode(data, len(_MAGIC), path)
         if first is None:
-            raise _corrupt(path, "its header is cut short")
+            raise _corrupt(path, "it is cut short inside its header")
         header, _, at = first
         if header.get("format") != FORMAT or header.get("version") != VERSION:
             raise _corrupt(
                 path, f"format {header.get('format')!r} version {header.get('version')!r}"
             )
-        _check_parts(path, header, parts)
+        theirs = dict(header.get("parts", {}))
+        stored = {
+            k: theirs.pop(k) for k in SETTINGS if k in theirs
+        }  # where older journals kept them
+        ours = {k: v for k, v in parts.items() if k not in SETTINGS}
+        vouched = check_parts(path, theirs, ours, header.get("described") or {}, described or {})
         records = []
         while True:
             rec = _decode(data, at, path)
@@ -206,7 +270,10 @@ class Journal:
                 break
             records.append(rec[:2])
             at = rec[2]
-        return cls(path, records, at, len(data) - at)
+        journal = cls(path, records, at, len(data) - at)
+        journal.settings = {**stored, **(header.get("settings") or {})}
+        journal.vouched = vouched
+        return journal
 
     def append(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Appends one record and fsyncs; on a write error the file is cut back to its last record."""
@@ -226,15 +293,89 @@ class Journal:
         self.records.append((header, arrays))
 
 
-def _check_parts(path: Path, manifest: dict[str, Any], parts: dict[str, Any]) -> None:
-    if manifest.get("fingerprint") != fingerprint(parts):
-        theirs = manifest.get("parts", {})
-        differ = sorted(k for k in set(theirs) | set(parts) if theirs.get(k) != parts.get(k))
-        detail = "; ".join(f"{k}: {theirs.get(k)!r} there, {parts.get(k)!r} now" for k in differ)
-        raise CheckpointError(
-            f"`checkpoint` file {str(path)!r} was written by a different run ({detail or 'fingerprint differs'}); "
-            f"it is not reused. Delete it or pass another `checkpoint` path to start over."
+def _is_fn_key(key: str) -> bool:
+    return key == "run_name" or key == "fn" or key.startswith("fn ")
+
+
+def _in_words(key: str, old: Any, new: Any, was: dict, now: dict) -> str:
+    """One difference, in words: which part, then and now (printable values as they are)."""
+    old_text, new_text = was.get(key), now.get(key)
+    if key.startswith("fn global ") or key.startswith("fn closure variable "):
+        what = "fn's " + key[3:]
+        if old is None:
+            return f"{what} is new (it was not read when the checkpoint was written)"
+        if new is None:
+            return f"{what} is no longer read"
+        if old_text and new_text and old_text != new_text:
+            return f"{what} was {old_text} when the checkpoint was written and is {new_text} now"
+        about = f" ({new_text})" if new_text else ""
+        return f"{what}{about} changed (its content differs, or what it reads does)"
+    if key == "fn code":
+        return "fn's code changed (its bytecode, constants or defaults)"
+    if key == "fn":
+        return "fn is another function or object" + (
+            f" ({old_text} there, {new_text} now)" if old_text and new_text else ""
         )
+    if key == "run_name":
+        return f"run_name was {old!r} when the checkpoint was written and is {new!r} now"
+    return f"{key}: {old!r} there, {new!r} now"
 
 
-__all__ = ["CheckpointError", "Journal", "check_writable"]
+def check_parts(
+    path: Path,
+    theirs: dict[str, Any],
+    parts: dict[str, Any],
+    was: dict[str, str] | None = None,
+    now: dict[str, str] | None = None,
+) -> bool:
+    """Raises :class:`CheckpointError` unless ``theirs`` (the journal's) and ``parts`` agree.
+
+    Returns True when ``parts`` names the run (``run_name``) over a journal
+    written by a fingerprinted ``fn``: the caller vouches, ``fn``'s parts are
+    not compared.
+    """
+    was, now = was or {}, now or {}
+    vouched = "run_name" in parts and "run_name" not in theirs
+    keys = set(theirs) | set(parts)
+    if vouched:
+        keys = {k for k in keys if not _is_fn_key(k)}
+    data_keys = sorted(k for k in keys if not _is_fn_key(k) and theirs.get(k) != parts.get(k))
+    if data_keys:
+        detail = "; ".join(f"{k}: {theirs.get(k)!r} there, {parts.get(k)!r} now" for k in data_keys)
+        raise CheckpointError(
+            f"`checkpoint` file {str(path)!r} was written by a different run ({detail}); it is not "
+            f"reused. Delete it or pass another `checkpoint` path to start over, or pass the same "
+            f"items and settings to resume it."
+        )
+    fn_keys = sorted(k for k in keys if _is_fn_key(k) and theirs.get(k) != parts.get(k))
+    if not fn_keys:
+        return vouched
+    if "run_name" in theirs and "run_name" not in parts:
+        raise CheckpointError(
+            f"`checkpoint` file {str(path)!r} was written under run_name={theirs['run_name']!r}; "
+            f"pass run_name={theirs['run_name']!r} to resume it, or delete it (or pass another "
+            f"`checkpoint` path) to start over."
+        )
+    if "run_name" in theirs:  # both named, differently
+        raise CheckpointError(
+            f"`checkpoint` file {str(path)!r} was written by a different run (run_name "
+            f"{theirs['run_name']!r} there, {parts['run_name']!r} now); it is not reused. Pass "
+            f"run_name={theirs['run_name']!r} to resume it, or delete it (or pass another "
+            f"`checkpoint` path) to start over."
+        )
+    changes = [
+        _in_words(k, theirs.get(k), parts.get(k), was, now)
+        for k in fn_keys
+        if not (k == "fn" and theirs.get(k) == parts.get(k))
+    ]
+    raise CheckpointError(
+        f"`checkpoint` file {str(path)!r} was written by a different run of fn, as far as "
+        f"its fingerprint tells: {'; '.join(changes)}. It is not reused as it is. If `fn` still computes the same "
+        f"outputs (the change is a counter, a log path, a setting that does not touch the "
+        f"results), resume the finished work deliberately: run_batches(..., checkpoint="
+        f"{str(path)!r}, run_name='my-run-v1'). If its outputs differ now, start over: delete the "
+        f"file or pass another `checkpoint` path."
+    )
+
+
+__all__ = ["SETTINGS", "CheckpointError", "Journal", "check_parts", "check_room", "check_writable"]

@@ -3,6 +3,12 @@
 :func:`is_out_of_memory` and :func:`is_interrupt` read JAX's own errors
 (``JaxRuntimeError`` texts); :class:`OutOfMemory` and :class:`FnBug` carry a
 classified failure from one batch attempt to the run loop.
+
+XLA:CPU reports one failing allocation in several ways, depending on what ran
+before and which library allocated: ``RESOURCE_EXHAUSTED: Out of memory ...``,
+``INTERNAL: Error dispatching computation: Out of memory allocating N bytes``
+and ``INTERNAL: YNNPACK operation failed`` (its matrix kernels, whose own
+allocation failed). All of them, and a host ``MemoryError``, are memory.
 """
 
 from __future__ import annotations
@@ -12,7 +18,23 @@ import re
 import jax
 
 OOM_XLA = "out of memory (XLA RESOURCE_EXHAUSTED)"
+OOM_XLA_INTERNAL = "out of memory (XLA INTERNAL: out of memory)"
+OOM_HOST = "out of memory (host MemoryError)"
 OOM_BUDGET = "over budget (planned bytes > budget_bytes)"
+
+# the texts of XLA's out-of-memory errors (each seen from XLA:CPU for an allocation it could not
+# make); an INTERNAL error is memory only when it says so
+OOM_PATTERNS = (
+    r"\bRESOURCE_EXHAUSTED\b",
+    r"\bOut of memory\b",
+    r"\bYNNPACK operation failed\b",
+    r"\bfailed to allocate\b",
+)
+_OOM = re.compile("|".join(OOM_PATTERNS), re.IGNORECASE)
+# a callback's Python error is reported inside an INTERNAL error: its text is the callback's
+# traceback, which may quote anything (a MemoryError there is memory, a message that mentions
+# "out of memory" is the user's words)
+_CALLBACK = re.compile(r"CpuCallback error|pure_callback failed|io_callback failed")
 
 
 class OutOfMemory(Exception):
@@ -22,18 +44,39 @@ class OutOfMemory(Exception):
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """True for XLA's ``RESOURCE_EXHAUSTED`` runtime error and for host ``MemoryError``.
+    """True for every out-of-memory error XLA raises, and for host ``MemoryError``.
+
+    XLA's forms: ``RESOURCE_EXHAUSTED``, ``INTERNAL: Error dispatching
+    computation: Out of memory allocating ... bytes``, and ``INTERNAL: YNNPACK
+    operation failed`` (all raised by XLA:CPU for the same allocation,
+    depending on what ran before). An error raised by a Python callback is
+    memory only when the callback raised ``MemoryError``.
 
     Example:
       >>> import jax
       >>> is_out_of_memory(jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory"))
+      True
+      >>> is_out_of_memory(jax.errors.JaxRuntimeError(
+      ...     "INTERNAL: Error dispatching computation: Out of memory allocating 4294967296 bytes."))
       True
       >>> is_out_of_memory(ValueError("shape"))
       False
     """
     if isinstance(error, MemoryError):
         return True
-    return isinstance(error, jax.errors.JaxRuntimeError) and "RESOURCE_EXHAUSTED" in str(error)
+    if not isinstance(error, jax.errors.JaxRuntimeError):
+        return False
+    text = str(error)
+    if _CALLBACK.search(text):
+        return bool(re.search(r"^\s*MemoryError\b", text, re.M))
+    return bool(_OOM.search(text))
+
+
+def oom_kind(error: BaseException) -> str:
+    """The outcome logged for an out-of-memory error: which form it came in."""
+    if isinstance(error, MemoryError) or not isinstance(error, jax.errors.JaxRuntimeError):
+        return OOM_HOST
+    return OOM_XLA if "RESOURCE_EXHAUSTED" in str(error) else OOM_XLA_INTERNAL
 
 
 def is_interrupt(error: BaseException) -> bool:
@@ -54,13 +97,47 @@ def is_interrupt(error: BaseException) -> bool:
     )
 
 
+_DECORATION = re.compile(r"^[\W_]*$")  # a line of dashes, stars, equals: no words
+_ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception|Interrupt|Exit|Warning)\b\s*:")
+_LIMIT = 1000
+
+
 def short_message(error: BaseException) -> str:
-    """One line naming the error: the last line of a multi-line message (e.g. a callback's)."""
-    lines = [ln.strip() for ln in str(error).strip().splitlines() if ln.strip()]
-    if not lines:
+    """The message naming the error, in full: its ``Name: text`` line(s), not the decoration.
+
+    A multi-line message (a callback's traceback, ``equinox.error_if``'s text
+    framed by lines of dashes) is read for its last ``SomeError: ...`` line
+    and the lines that continue it up to a blank line; a plain message is
+    ``TypeName: message``. Lines of punctuation only are never the message.
+
+    Example:
+      >>> short_message(ValueError("bad\\n  detail\\nValueError: the real cause"))
+      'ValueError: the real cause'
+      >>> short_message(RuntimeError("------\\nE: boom\\n------"))
+      'RuntimeError: E: boom'
+    """
+    raw = str(error).strip().splitlines()
+    lines = [ln.rstrip() for ln in raw]
+    words = [ln.strip() for ln in lines if ln.strip() and not _DECORATION.match(ln.strip())]
+    if not words:
         return type(error).__name__
-    text = lines[-1] if len(lines) > 1 else f"{type(error).__name__}: {lines[0]}"
-    return text if len(text) <= 200 else text[:197] + "..."
+    if len(words) == 1:
+        named = _ERROR_LINE.match(words[0])
+        return _cut(words[0] if named else f"{type(error).__name__}: {words[0]}")
+    starts = [i for i, ln in enumerate(lines) if _ERROR_LINE.match(ln.strip())]
+    if not starts:
+        return _cut(f"{type(error).__name__}: {' '.join(words)}")
+    i = starts[-1]
+    text = [lines[i].strip()]
+    for ln in lines[i + 1 :]:
+        if not ln.strip() or _DECORATION.match(ln.strip()):
+            break
+        text.append(ln.strip())
+    return _cut(" ".join(text))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
 
 
 class FnBug(Exception):

@@ -4,7 +4,12 @@
 bytecode and constants, nested code, default arguments, closure values, the
 globals it reads, ``functools.partial`` arguments and callable objects'
 attributes (arrays by their bytes), so ``lambda b: b * 3`` never resumes a
-run of ``lambda b: b * 2``. :func:`digest` hashes a pytree of arrays;
+run of ``lambda b: b * 2``. A registered pytree node that is not a container
+(an ``equinox.Module``, a flax ``struct``) is hashed as one pytree: its type,
+its static fields (the treedef's node data) and every leaf, arrays by their
+bytes; a model's weights decide its output, so they decide its fingerprint.
+:func:`fn_descriptions` puts the same parts in words (``2.0``, ``function
+helper reading SCALE=3``), so a refusal can say what changed. :func:`digest` hashes a pytree of arrays;
 :func:`fingerprint` the JSON-able parts of a run.
 """
 
@@ -49,6 +54,39 @@ def fingerprint(parts: dict[str, Any]) -> str:
 
 
 _PLAIN = (type(None), bool, int, float, complex, str, bytes)
+# callables from these packages are named, not hashed (their code is the library's); a pytree
+# node from them (an equinox layer) is still hashed by its leaves and static fields
+_LIBRARIES = ("jax", "jaxlib", "numpy", "builtins", "math", "scipy", "equinox", "optax", "flax")
+
+
+def _is_pytree_node(value: Any) -> bool:
+    """A registered pytree node other than the containers hashed item by item."""
+    if isinstance(value, (tuple, list, dict, type(None), type)):
+        return False
+    try:
+        return not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(value))
+    except Exception:
+        return False
+
+
+def _hash_pytree(h, value: Any, seen: set, depth: int, where: str) -> None:
+    """One pytree node: its type, static node data, then each child (arrays by bytes)."""
+    children, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: x is not value)
+    kind = type(value)
+    h.update(f"pytree:{kind.__module__}.{kind.__qualname__}[{len(children)}];".encode())
+    node = treedef.node_data()
+    if node is not None:
+        _hash_value(h, node[1], seen, depth + 1, f"{where} static fields")
+    for i, child in enumerate(children):
+        _hash_value(h, child, seen, depth + 1, f"{where} leaf {i}")
+    call = getattr(kind, "__call__", None)  # noqa: B004
+    if isinstance(call, types.FunctionType) and not _is_library(call):
+        _hash_callable(h, call, seen, depth + 1, f"{where}.__call__")
+
+
+def _is_library(fn: Any) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    return module.split(".")[0] in _LIBRARIES
 
 
 class Unfingerprintable(Exception):
@@ -60,6 +98,14 @@ def _hash_value(h, value: Any, seen: set, depth: int, where: str) -> None:
         h.update(f"{type(value).__name__}:{value!r};".encode())
     elif isinstance(value, (np.ndarray, np.generic, jax.Array)):
         h.update(_sha256(np.asarray(value)).encode())
+    elif type(value) is object:  # a bare sentinel (a default meaning "not given")
+        h.update(b"sentinel;")
+    elif depth <= 12 and _is_pytree_node(value):
+        if id(value) in seen:
+            h.update(b"<cycle>")
+            return
+        seen.add(id(value))
+        _hash_pytree(h, value, seen, depth, where)
     elif isinstance(value, (tuple, list, frozenset, set)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
         h.update(f"{type(value).__name__}[{len(items)}]".encode())
@@ -104,7 +150,10 @@ def _hash_callable(h, fn: Any, seen: set, depth: int, where: str) -> None:
     seen.add(id(fn))
     module = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
-    if depth > 6 or module.split(".")[0] in ("jax", "jaxlib", "numpy", "builtins", "math", "scipy"):
+    if depth <= 12 and _is_pytree_node(fn):  # an equinox module as fn: weights and static fields
+        _hash_pytree(h, fn, seen, depth, where)
+        return
+    if depth > 6 or _is_library(fn):
         h.update(f"lib:{module}.{name};".encode())  # a library function: its name is its identity
         return
     if isinstance(fn, functools.partial):
@@ -198,6 +247,61 @@ def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
     return out
 
 
+def describe(value: Any, depth: int = 0) -> str:
+    """A value in a few words for a refusal: its repr when short and plain, else its kind.
+
+    Example:
+      >>> describe(2.0), describe("run.log"), describe(np.zeros((3, 2), np.float32))
+      ('2.0', "'run.log'", 'a float32 array of shape (3, 2)')
+    """
+    if isinstance(value, _PLAIN):
+        text = repr(value)
+        return text if len(text) <= 80 else f"a {type(value).__name__} of {len(value)} characters"
+    if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+        return f"a {np.dtype(value.dtype).name} array of shape {tuple(np.shape(value))}"
+    if isinstance(value, (tuple, list)) and len(value) <= 4 and depth < 2:
+        inner = ", ".join(describe(v, depth + 1) for v in value)
+        text = (
+            f"({inner}{',' if len(value) == 1 else ''})"
+            if isinstance(value, tuple)
+            else f"[{inner}]"
+        )
+        if len(text) <= 120:
+            return text
+    if isinstance(value, types.FunctionType) and depth < 2:
+        name = value.__qualname__
+        reads = [
+            f"{var}={describe(value.__globals__[var], 2)}"
+            for var in sorted(_global_names(value.__code__))
+            if var in value.__globals__ and isinstance(value.__globals__[var], _PLAIN)
+        ]
+        return f"function {name}" + (f" reading {', '.join(reads)}" if reads else "")
+    kind = type(value)
+    if _is_pytree_node(value):
+        n = len(jax.tree_util.tree_leaves(value))
+        return f"a {kind.__qualname__} ({kind.__module__.split('.')[0]} pytree, {n} leaves)"
+    return f"a {kind.__qualname__} object"
+
+
+def fn_descriptions(fn: Any) -> dict[str, str]:
+    """The parts of :func:`fn_fingerprint_parts`, in words (:func:`describe`); code stays unnamed."""
+    inner = fn
+    while getattr(inner, "__wrapped__", None) is not None and inner.__wrapped__ is not inner:
+        inner = inner.__wrapped__
+    if not isinstance(inner, types.FunctionType):
+        return {"fn": describe(fn)}
+    out = {}
+    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
+        try:
+            out[f"fn closure variable {var!r}"] = describe(cell.cell_contents)
+        except ValueError:
+            out[f"fn closure variable {var!r}"] = "None"
+    for var in sorted(_global_names(inner.__code__)):
+        if var in inner.__globals__:
+            out[f"fn global {var!r}"] = describe(inner.__globals__[var])
+    return out
+
+
 def fn_fingerprint(fn: Any) -> str:
     """A SHA-256 (16 hex digits) of what decides ``fn``'s output.
 
@@ -216,4 +320,12 @@ def fn_fingerprint(fn: Any) -> str:
     return h.hexdigest()[:16]
 
 
-__all__ = ["Unfingerprintable", "digest", "fingerprint", "fn_fingerprint", "fn_fingerprint_parts"]
+__all__ = [
+    "Unfingerprintable",
+    "describe",
+    "digest",
+    "fingerprint",
+    "fn_descriptions",
+    "fn_fingerprint",
+    "fn_fingerprint_parts",
+]

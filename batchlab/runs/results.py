@@ -17,21 +17,44 @@ from batchlab._util.format import format_count, format_seconds, html_table, text
 
 
 class Failure(NamedTuple):
-    """One item that produced no output: its index, the kind of fault and the message."""
+    """One item that produced no output: its index, the kind of fault and the message.
+
+    ``message`` is the error's own ``Name: text`` (its decoration and the
+    traceback around it left out, see :func:`batchlab.runs.errors.short_message`);
+    ``detail`` is the error's whole text, as raised.
+    """
 
     index: int
     kind: str
     message: str
+    detail: str = ""
 
 
 class BatchLog(NamedTuple):
-    """One attempt at a batch: first item, batch size, items in it, outcome, wall time."""
+    """One call of the batch program: first item, batch size, items in it, outcome, wall time.
+
+    ``depth`` 0 is a batch; a batch that raised is bisected, and each half it
+    ran is logged after it with ``depth`` 1, 2, ... (halvings below the
+    batch). Outcomes: ``"ok"``, ``"ok, N bad item(s)"``, ``"error in fn,
+    bisected"`` (the call raised; its halves follow), ``"error in fn"`` (one
+    item, pinned), ``"out of memory (...)"``, ``"over budget (...)"``.
+    """
 
     start: int
     size: int
     items: int
     status: str
     seconds: float
+    depth: int = 0
+
+    @property
+    def ran(self) -> bool:
+        """True when this call returned outputs."""
+        return self.status.startswith("ok")
+
+    @property
+    def out_of_memory(self) -> bool:
+        return self.status.startswith(("out of memory", "over budget"))
 
 
 @dataclass(frozen=True)
@@ -45,10 +68,16 @@ class RunResult:
       failures: the items without output, with the reason.
       complete: every item was attempted (none left by a stop).
       stop_reason: why the run stopped early, or ``None``.
-      batches: every batch attempt, retries included.
+      batches: every call of the batch program (:class:`BatchLog`), memory
+        retries and the halves of a bisection included, with its outcome.
       retries: batches retried at a smaller size after a memory limit (the size
         is bisected between the last size that ran and the smallest that failed).
       seconds: wall-clock time of this call (throughput is per call).
+      checkpoint_error: why a save to the checkpoint failed (the run stopped
+        there; this result holds every computed item), or ``None``.
+      resumed_at_other_size: the checkpoint was written with other settings
+        (``batch_size``, ``budget_bytes``, ...); its finished items were kept
+        and the rest ran with this call's.
     """
 
     n_items: int
@@ -63,6 +92,8 @@ class RunResult:
     resumed_items: int = 0
     budget_bytes: int | None = None
     source: str = "wall clock (time.perf_counter) per batch, outputs as returned by fn"
+    checkpoint_error: str | None = None
+    resumed_at_other_size: bool = False
 
     @property
     def failed_indices(self) -> list[int]:
@@ -71,13 +102,7 @@ class RunResult:
     @property
     def batch_sizes(self) -> list[int]:
         """The distinct batch sizes of the batches that finished."""
-        return sorted(
-            {
-                b.size
-                for b in self.batches
-                if not b.status.startswith(("out of memory", "over budget"))
-            }
-        )
+        return sorted({b.size for b in self.batches if b.depth == 0 and not b.out_of_memory})
 
     @property
     def throughput(self) -> float | None:
@@ -107,7 +132,10 @@ class RunResult:
             ),
         ]
         if self.resumed_items:
-            rows.append(("resumed", f"{self.resumed_items} items came from the checkpoint"))
+            other = " (written at other batch settings)" if self.resumed_at_other_size else ""
+            rows.append(("resumed", f"{self.resumed_items} items came from the checkpoint{other}"))
+        if self.checkpoint_error:
+            rows.append(("CHECKPOINT NOT SAVED", self.checkpoint_error))
         for f in self.failures[:10]:
             rows.append((f"failed item {f.index}", f"{f.kind}: {f.message}"))
         if len(self.failures) > 10:
@@ -199,6 +227,8 @@ class RunState:
     fail_size: int | None = None
     saved_batches: int = 0
     retry: list = field(default_factory=list)  # failed items to run again on resume
+    checkpoint_error: str | None = None
+    other_size: bool = False
 
     def add(self, found: list, failures: list, retried: list | None = None) -> None:
         if retried:
@@ -232,6 +262,8 @@ class RunState:
             seconds,
             self.resumed_items,
             budget_bytes,
+            checkpoint_error=self.checkpoint_error,
+            resumed_at_other_size=self.other_size,
         )
 
     # ----------------------------------------------------------- checkpoint
@@ -258,8 +290,14 @@ class RunState:
         self.saved_batches = len(self.batches)
         return header, arrays
 
-    def restore(self, records: list, treedef: Any, *, retry_failed: bool) -> None:
-        """Folds journal records back into this state (the outputs bit for bit)."""
+    def restore(
+        self, records: list, treedef: Any, *, retry_failed: bool, sizes: bool = True
+    ) -> None:
+        """Folds journal records back into this state (the outputs bit for bit).
+
+        ``sizes=False``: keep the finished items but not the batch size the
+        journal was at (the run resumes with other settings).
+        """
         for header, _ in records:
             if header.get("treedef") is not None:
                 treedef = treedef_from_json(header["treedef"])  # as fn returned it, no retrace
@@ -274,8 +312,9 @@ class RunState:
             )
             self.batches.extend(BatchLog(*b) for b in header["batches"])
             st = header["state"]
-            self.position, self.size, self.retries = st["position"], st["size"], st["retries"]
-            self.ok_size, self.fail_size = st["ok_size"], st["fail_size"]
+            self.position, self.retries = st["position"], st["retries"]
+            if sizes:
+                self.size, self.ok_size, self.fail_size = st["size"], st["ok_size"], st["fail_size"]
         self.saved_batches = len(self.batches)
         self.resumed_items = sum(len(c[0]) for c in self.chunks) + len(self.failures)
         if retry_failed:
@@ -301,6 +340,33 @@ class BatchFnError(ValueError):
 
     def __init__(self, result: RunResult, message: str) -> None:
         super().__init__(f"{message} The {len(result.indices)} finished outputs are in `.result`.")
+        self.result = result
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`batchlab.run_batches`; ``.result`` keeps what finished.
+
+    It is a ``KeyboardInterrupt``: a script stops there (its next line never
+    runs on partial results), a notebook cell shows it as interrupted. The
+    finished batches are already in the checkpoint (when there is one);
+    ``except KeyboardInterrupt as e: e.result`` (or, after the fact in
+    IPython, ``sys.last_value.result``) gives them without one.
+    """
+
+    def __init__(self, result: RunResult, checkpoint: str | None = None) -> None:
+        done = len(result.indices) + len(result.failures)
+        if checkpoint is not None and result.checkpoint_error is None:
+            after = f"they are saved in {checkpoint!r}: rerun the same call to resume"
+        elif checkpoint is not None:
+            after = (
+                f"the checkpoint {checkpoint!r} is missing some of them ({result.checkpoint_error})"
+            )
+        else:
+            after = "pass checkpoint=path to keep finished work for a rerun"
+        super().__init__(
+            f"run_batches stopped by Ctrl-C ({result.stop_reason}); {done} of {result.n_items} items "
+            f"finished, in this exception's `.result`; {after}."
+        )
         self.result = result
 
 

@@ -3,15 +3,17 @@
 :func:`run_batches` splits the items into batches and runs ``fn`` on each,
 and keeps going when things go wrong:
 
-* **out of memory** (XLA ``RESOURCE_EXHAUSTED`` in a ``JaxRuntimeError``,
-  raised at compile time or at run time, a host ``MemoryError``, or a
-  planned peak above ``budget_bytes``, which reproduces the behaviour on CPU
-  and is labelled as a budget, never as a real OOM): retry the same items
-  at a smaller size. Before any batch has run the size halves; after that it
-  is bisected between the last size that ran and the smallest that failed,
-  so the run settles on the largest size that fits in that interval (each
-  probe that fails costs one attempt: about log2(batch_size) in all), down
-  to ``min_batch_size``;
+* **out of memory** (every form XLA raises in a ``JaxRuntimeError``:
+  ``RESOURCE_EXHAUSTED``, ``INTERNAL: ... Out of memory allocating``,
+  ``INTERNAL: YNNPACK operation failed``; at compile time or at run time; a
+  host ``MemoryError``; or a planned peak above ``budget_bytes``, which
+  reproduces the behaviour on CPU and is labelled as a budget, never as a
+  real OOM): retry the same items at a smaller size. Before any batch has run
+  the size halves; after that it is bisected between the last size that ran
+  and the smallest that failed, so the run settles on the largest size that
+  fits in that interval (each probe that fails costs one attempt: about
+  log2(batch_size) in all), down to ``min_batch_size``; ``multiple_of`` and
+  ``tolerance`` stop it sooner (:mod:`batchlab.runs.sizing`);
 * **bad items** (a shape or dtype unlike the others, an error raised by
   ``fn``, NaN/inf outputs when ``check_nan=True``): recorded by index with
   a message, found by bisection when ``fn`` raises for a whole batch;
@@ -20,12 +22,26 @@ and keeps going when things go wrong:
   ``fn`` is not bad data;
 * **Ctrl-C** (a SIGINT, or a ``KeyboardInterrupt`` raised inside ``fn`` or
   inside the compiled program, where it surfaces as a ``JaxRuntimeError``):
-  stop, return what is finished, marked incomplete;
+  one convention for scripts and notebooks: the batch running when SIGINT
+  came is finished and saved, then :class:`~batchlab.runs.results.RunInterrupted`
+  (a ``KeyboardInterrupt``) is raised with the partial :class:`RunResult` as
+  ``.result``. A script stops there instead of going on with partial
+  results; a notebook cell shows "interrupted" and ``except KeyboardInterrupt
+  as e: e.result`` keeps the finished outputs. A **second Ctrl-C** while the
+  first is handled stops at once: the batch in flight is dropped (a save in
+  progress is cut back to the last whole record), and the checkpoint resumes
+  as after one Ctrl-C;
 * **checkpoint**: each finished batch is appended to a fingerprinted journal
   (:class:`batchlab.runs.checkpoint.Journal`); rerunning with the same path
   resumes, giving the result an uninterrupted run gives, bit for bit.
-  Items that failed with an error are run again on resume
-  (``retry_failed=False`` keeps their failures).
+  Finished items are the unit of progress: a resume with another
+  ``batch_size`` (or budget) keeps every finished item and runs the rest at
+  the new size. Items that failed with an error are run again on resume
+  (``retry_failed=False`` keeps their failures). A save that fails (a full
+  disk) stops the run: the result says so (``checkpoint_error``) and a
+  warning says it on screen. Everything that can be checked (the folder, the
+  header write, the disk room for the outputs, the fingerprint) is checked
+  before any batch runs.
 """
 
 from __future__ import annotations
@@ -34,35 +50,31 @@ import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-import jax
 import numpy as np
 
 from batchlab._util.checks import check_callable, check_positive_int
-from batchlab._util.compile import function_name
 from batchlab.runs.attempt import BatchRunner
 from batchlab.runs.budget import default_budget
-from batchlab.runs.checkpoint import CheckpointError, Journal, check_writable
-from batchlab.runs.errors import (
-    FnBug,
-    OutOfMemory,
-    is_out_of_memory,
-)
-from batchlab.runs.fingerprint import Unfingerprintable, digest, fn_fingerprint_parts
+from batchlab.runs.checkpoint import Journal, check_writable
+from batchlab.runs.errors import FnBug, OutOfMemory, is_out_of_memory
 from batchlab.runs.items import Items
-from batchlab.runs.planning import batch_spec
 from batchlab.runs.results import (
     BatchFnError,
     BatchItemError,
     BatchLog,
     BatchMemoryError,
     Failure,
+    RunInterrupted,
     RunResult,
     RunState,
 )
+from batchlab.runs.resume import open_journal, output_treedef, same_settings
 from batchlab.runs.search import search
+from batchlab.runs.sizing import Sizer, check_sizing
 
 
 class _InterruptFlag:
@@ -101,6 +113,8 @@ def run_batches(
     min_batch_size: int = 1,
     retry_failed: bool = True,
     run_name: str | None = None,
+    multiple_of: int = 1,
+    tolerance: float = 0.0,
 ) -> RunResult:
     """Runs ``fn`` over every item in batches, surviving memory limits, bad items and Ctrl-C.
 
@@ -117,7 +131,8 @@ def run_batches(
       on_error: ``"skip"`` records a bad item and goes on; ``"raise"``
         stops with :class:`BatchItemError` (its ``.result`` keeps what finished).
       checkpoint: a file path (its folder must exist and be writable); each
-        finished batch is appended there and a rerun resumes from it.
+        finished batch is appended there and a rerun resumes from it, at this
+        call's ``batch_size`` (finished items are kept, never recomputed).
       progress: show a tqdm progress bar (``TQDM_DISABLE=1`` turns it off).
       check_nan: treat items whose output holds NaN or inf as bad.
       batched: ``fn`` takes a whole batch.
@@ -126,11 +141,17 @@ def run_batches(
       run_name: names the run in the checkpoint instead of ``fn``'s
         fingerprint (needed when ``fn`` reads something that cannot be
         hashed, or mutable state such as a call counter); the same name means
-        "the same function": you vouch for it.
+        "the same function": you vouch for it. Given on a checkpoint written
+        without one, it resumes that checkpoint deliberately (``fn`` is not
+        compared; the items and settings still are).
+      multiple_of: sizes tried after a memory error are multiples of it
+        (while at least ``multiple_of``); see :mod:`batchlab.runs.sizing`.
+      tolerance: stop bisecting the batch size once the last size that ran
+        is within this fraction of the smallest that failed (0: exact).
 
     Returns:
       A :class:`RunResult`: outputs of the good items in input order,
-      their indices, failures, the batch log and throughput.
+      their indices, failures, every call in the batch log, and throughput.
 
     Raises:
       TypeError / ValueError: bad arguments (checked before anything runs).
@@ -138,8 +159,10 @@ def run_batches(
       BatchFnError: ``fn`` fails the same way on every item, or (batched) does
         not keep the batch axis.
       BatchMemoryError: out of memory at ``min_batch_size`` with ``on_error="raise"``.
+      RunInterrupted: Ctrl-C (a ``KeyboardInterrupt``; ``.result`` keeps what finished).
       batchlab.runs.checkpoint.CheckpointError: a corrupt or mismatched checkpoint,
-        or a ``fn`` that cannot be fingerprinted (pass ``run_name``).
+        one that cannot be created, or a ``fn`` that cannot be fingerprinted
+        (pass ``run_name``).
 
     Example:
       >>> import jax.numpy as jnp
@@ -155,6 +178,7 @@ def run_batches(
     if budget_bytes is not None:
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
+    multiple_of, tolerance = check_sizing(multiple_of, tolerance)
     for name, flag in (
         ("progress", progress),
         ("check_nan", check_nan),
@@ -176,35 +200,36 @@ def run_batches(
         check_nan=check_nan,
         min_batch_size=min_batch_size,
     )
+    sizer = Sizer(min_batch_size, multiple_of, tolerance)
+    settings = {
+        "batch_size": batch_size,
+        "budget_bytes": budget_bytes,
+        "min_batch_size": min_batch_size,
+        "multiple_of": multiple_of,
+        "tolerance": tolerance,
+    }
     state = RunState(data.n)
     journal = None
     if checkpoint is not None:
-        parts = {
-            "fn": function_name(fn),
-            **_fn_parts(fn, run_name),
-            "items": digest(items)[:16],
-            "n_items": data.n,
-            "batch_size": batch_size,
-            "budget_bytes": budget_bytes,
-            "on_error": on_error,
-            "check_nan": check_nan,
-            "batched": batched,
-            "min_batch_size": min_batch_size,
-        }
-        journal = Journal.open(checkpoint, parts)
+        journal = open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_error)
     if journal is not None and journal.records:
         known = any(h.get("treedef") is not None for h, _ in journal.records)
-        treedef = None if known else _output_treedef(runner, data)  # no retrace when stored
-        state.restore(journal.records, treedef, retry_failed=retry_failed)
+        treedef = None if known else output_treedef(runner, data)  # no retrace when stored
+        same = same_settings(journal.settings, settings)
+        state.restore(journal.records, treedef, retry_failed=retry_failed, sizes=same)
+        if not same:  # another batch size or budget: the finished items stay, the rest re-sized
+            state.other_size = True
+            state.size = _initial_size(runner, data, batch_size, budget_bytes, sizer)
     else:
-        state.size = _initial_size(runner, data, batch_size, budget_bytes)
-        if data.n and state.size == 0:
-            state.stop_reason = f"not even one item fits budget_bytes={budget_bytes} (planned)"
-            return state.result(0.0, budget_bytes)
+        state.size = _initial_size(runner, data, batch_size, budget_bytes, sizer)
+    if data.n and state.size == 0:
+        state.stop_reason = f"not even one item fits budget_bytes={budget_bytes} (planned)"
+        return state.result(0.0, budget_bytes)
     return _loop(
         runner,
         data,
         state,
+        sizer,
         on_error=on_error,
         journal=journal,
         progress=progress,
@@ -212,29 +237,7 @@ def run_batches(
     )
 
 
-def _fn_parts(fn: Callable, run_name: str | None) -> dict[str, str]:
-    if run_name is not None:
-        return {"run_name": run_name}
-    try:
-        return fn_fingerprint_parts(fn)
-    except Unfingerprintable as e:
-        raise CheckpointError(
-            f"`fn` cannot be fingerprinted for the checkpoint ({e}), so a resume could not tell "
-            f"whether it is the same function. Name the run instead: run_batches(..., "
-            f"checkpoint=..., run_name='my-run-v1'), and change the name when fn changes."
-        ) from e
-
-
-def _output_treedef(runner: BatchRunner, data: Items):
-    """The structure of fn's output, to rebuild outputs read from a checkpoint."""
-    try:
-        spec = batch_spec(data.spec_item, 1) if runner.batched else data.spec_item
-        return jax.tree_util.tree_structure(jax.eval_shape(runner.fn, spec))
-    except Exception:
-        return jax.tree_util.tree_structure(0)
-
-
-def _initial_size(runner: BatchRunner, data: Items, batch_size, budget_bytes) -> int:
+def _initial_size(runner: BatchRunner, data: Items, batch_size, budget_bytes, sizer: Sizer) -> int:
     if batch_size != "auto":
         return min(batch_size, max(data.n, 1))
     if data.n == 0:
@@ -248,32 +251,14 @@ def _initial_size(runner: BatchRunner, data: Items, batch_size, budget_bytes) ->
         # XLA refused to compile a size while planning (TPU/GPU compile-time OOM): start from
         # every item and let the run's own OOM handling halve and bisect from there
         return data.n
-    return answer
-
-
-def _after_oom(state: RunState, size: int, minimum: int) -> int:
-    """The next size after ``size`` ran out of memory (halve, or bisect above the last success)."""
-    if size <= state.ok_size:  # memory got tighter than when ok_size ran: forget it
-        state.ok_size = 0
-    state.fail_size = size if state.fail_size is None else min(state.fail_size, size)
-    nxt = (state.ok_size + size) // 2 if state.ok_size else size // 2
-    return max(nxt, minimum, state.ok_size)
-
-
-def _after_success(state: RunState, size: int) -> int:
-    """The next size after a batch of ``size`` ran: probe halfway to the smallest failure."""
-    state.ok_size = size
-    if state.fail_size is not None and state.fail_size <= size:
-        state.fail_size = None
-    if state.fail_size is not None and state.fail_size - size > 1:
-        return (size + state.fail_size) // 2
-    return size
+    return sizer.round(answer)
 
 
 def _loop(
     runner: BatchRunner,
     data: Items,
     state: RunState,
+    sizer: Sizer,
     *,
     on_error,
     journal,
@@ -293,10 +278,12 @@ def _loop(
         desc="run_batches",
         disable=not progress or quiet,
     )
+    interrupted = False
     with _InterruptFlag() as flag, bar:
         while state.position < data.n or state.retry:
             if flag.set:
                 state.stop_reason = "interrupted (Ctrl-C): stopped after the last finished batch"
+                interrupted = True
                 break
             size, idx_start = state.size, state.position
             if state.retry:  # items that failed before a resume: run them again first
@@ -304,28 +291,32 @@ def _loop(
             else:
                 idx, skipped, end = data.window(state.position, size)
             failures = [Failure(i, "bad item", data.bad[i]) for i in skipped]
-            found = []
+            found, halves = [], []
             b0 = time.perf_counter()
             if idx:
                 try:
-                    found, errors = runner.attempt(idx, size, not state.chunks)
+                    found, errors, halves = runner.attempt(idx, size, not state.chunks)
                     failures += errors
                 except OutOfMemory as e:
+                    halves = getattr(e, "halves", [])
+                    status = "error in fn, bisected" if halves else e.kind
                     state.batches.append(
-                        BatchLog(idx[0], size, len(idx), e.kind, time.perf_counter() - b0)
+                        BatchLog(idx[0], size, len(idx), status, time.perf_counter() - b0)
                     )
+                    state.batches.extend(halves)
                     if size <= runner.min_batch_size:
                         state.stop_reason = f"{e.kind} even at the minimum batch size {size}: {e}"
                         if on_error == "raise":
                             raise BatchMemoryError(now()) from e
                         break
-                    state.size = _after_oom(state, size, runner.min_batch_size)
+                    state.size = sizer.after_oom(state, size)
                     state.retries += 1
                     continue
                 except KeyboardInterrupt:
                     state.stop_reason = (
                         "interrupted (KeyboardInterrupt) during a batch; that batch is not kept"
                     )
+                    interrupted = True
                     break
                 except FnBug as e:
                     raise BatchFnError(now(), str(e)) from (e.__cause__ or e)
@@ -335,6 +326,8 @@ def _loop(
             retried = state.retry[: len(idx)] if state.retry else []
             state.retry = state.retry[len(idx) :]
             status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
+            if halves:
+                status = "error in fn, bisected"
             state.add(found, failures, retried)
             state.batches.append(
                 BatchLog(
@@ -345,22 +338,43 @@ def _loop(
                     time.perf_counter() - b0,
                 )
             )
+            state.batches.extend(halves)
             state.position = end
             if idx:
-                state.size = _after_success(state, size)
-            if journal is not None:
-                try:
-                    journal.append(*state.record(found, failures, retried))
-                except OSError as e:
-                    state.stop_reason = (
-                        f"checkpoint write failed ({e.strerror or e}); the checkpoint keeps the "
-                        f"batches before this one, and this result holds everything computed"
-                    )
-                    break
+                state.size = sizer.after_success(state, size)
+            if journal is not None and not _save(journal, state, found, failures, retried):
+                break
             bar.update(end - idx_start)
             if failures and on_error == "raise":
                 raise BatchItemError(now(), sorted(failures)[0])
-    return now()
+    result = now()
+    if interrupted:
+        raise RunInterrupted(result, None if journal is None else str(journal.path))
+    return result
+
+
+def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
+    """Appends one finished batch; on a failed write, says so in the result and on screen."""
+    try:
+        journal.append(*state.record(found, failures, retried))
+        return True
+    except OSError as e:
+        state.checkpoint_error = (
+            f"the save of the batch at item {state.batches[-1].start} failed "
+            f"({e.strerror or e}); {str(journal.path)!r} keeps only the "
+            f"{len(journal.records)} batch(es) saved before it"
+        )
+        state.stop_reason = (
+            f"checkpoint write failed ({e.strerror or e}); the checkpoint keeps the batches before "
+            f"this one, and this result holds everything computed"
+        )
+        warnings.warn(
+            f"run_batches stopped: {state.checkpoint_error}. The result holds every item computed; "
+            f"free space (or pass another `checkpoint` path) and rerun to resume.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return False
 
 
 def _split_nan(found):

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from batchlab.runs.planning import batch_planner, batch_spec
+from batchlab.runs.planning import batch_args, batch_planner
 
 METHODS = ("interpolate", "bisect")
 _GROW = 64  # the furthest one extrapolated step may jump: 64 x the last fitting batch
@@ -27,8 +27,8 @@ class _Plans:
     for one budget is never compiled again for another.
     """
 
-    def __init__(self, jitted, example_item, known, on_compile):
-        self.plan, self.example_item = batch_planner(jitted), example_item
+    def __init__(self, jitted, example_item, known, on_compile, in_axes=0):
+        self.plan, self.example_item, self.in_axes = batch_planner(jitted), example_item, in_axes
         self.known = {} if known is None else known
         self.on_compile = on_compile
         self.visited: dict[int, int] = {}
@@ -38,7 +38,7 @@ class _Plans:
         if b not in self.known:
             if self.on_compile is not None:
                 self.on_compile(b)
-            self.known[b] = self.plan(batch_spec(self.example_item, b))
+            self.known[b] = self.plan(*batch_args(self.example_item, b, self.in_axes))
             self.compiled += 1
         self.visited[b] = self.known[b]
         return self.known[b]
@@ -62,6 +62,7 @@ def search(
     known: dict[int, int] | None = None,
     on_compile: Callable[[int], None] | None = None,
     stats: dict | None = None,
+    in_axes: Any = 0,
 ) -> tuple[int, dict[int, int]]:
     """The largest batch size whose planned bytes fit; returns ``(answer, {batch: planned bytes})``.
 
@@ -89,10 +90,12 @@ def search(
     the answer is probed too, and the search goes on from there if it fits.
     ``on_compile(batch)`` is called before each new compilation.
     ``stats``: a dict that receives ``compiled`` (new compilations).
+    ``in_axes``: 0, or a tuple of 0 (batched) and None (shared) per argument
+    of ``example_item`` (then a tuple of arguments; see :func:`batch_args`).
     """
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
-    plan = _Plans(jitted, example_item, known, on_compile)
+    plan = _Plans(jitted, example_item, known, on_compile, in_axes)
     fits = lambda b: plan(b) <= budget_bytes  # noqa: E731
     answer = _search(plan, fits, budget_bytes, upper, multiple, method)
     if stats is not None:
