@@ -133,6 +133,40 @@ def test_isolated_measure_of_a_jitted_function():
         batchlab.measure(donating, jnp.ones(4), isolated=True, repeat=1)
 
 
+def test_isolated_measure_refuses_what_it_cannot_carry(tmp_path, monkeypatch):
+    sharded = jax.jit(
+        lambda x: x * 2, out_shardings=jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    )
+    with pytest.raises(TypeError, match=r"`fn` is jax.jit-wrapped with in_shardings/out_shardings"):
+        batchlab.measure(sharded, jnp.ones(4), isolated=True, repeat=1)
+
+    class LooksJitted:  # has .lower and .trace, but no function to send
+        lower = trace = None
+
+        def __call__(self, x):
+            return x
+
+    with pytest.raises(
+        TypeError, match=r"`fn` is a jax.jit-wrapped LooksJitted whose Python function"
+    ):
+        batchlab.measure(LooksJitted(), jnp.ones(4), isolated=True, repeat=1)
+    # a module only the parent can import: pickled by reference, not rebuilt in the child
+    (tmp_path / "only_here_mod.py").write_text("def double(x):\n    return x * 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import only_here_mod
+
+    with pytest.raises(TypeError, match=r"`fn` or its arguments could not be rebuilt in the fresh"):
+        batchlab.measure(only_here_mod.double, jnp.ones(4), isolated=True, repeat=1)
+
+
+def test_numeric_dtype_check():
+    from batchlab._util.checks import check_numeric_dtype
+
+    assert check_numeric_dtype("int8") == np.int8
+    with pytest.raises(TypeError, match=r"`dtype` must be a dtype \(e.g. 'float32'\), got None"):
+        check_numeric_dtype(None)
+
+
 def test_huge_length_samplers_refuse_before_trying():
     with pytest.raises(ValueError, match=r"`n` asks for 10,000,000,000,000 lengths .* GiB"):
         lognormal_lengths(10**13)

@@ -145,7 +145,9 @@ def measure(
       max_time: time budget in seconds for the samples when ``repeat`` is None.
       tolerance: relative change of the median that counts as stable.
       isolated: measure in a fresh Python process, so the device peak (or,
-        on CPU, the host peak RSS) belongs to this function alone.
+        on CPU, the host peak RSS) belongs to this function alone. A jitted
+        ``fn`` is sent as its function and jit's options (static and donated
+        arguments) and wrapped again there.
       static_argnums, static_argnames: configuration arguments, as in ``jax.jit``.
       **kwargs: keyword arguments of ``fn``.
 
@@ -153,7 +155,9 @@ def measure(
       A :class:`Measurement`.
 
     Raises:
-      TypeError: ``fn`` is not callable, or an argument is not an array.
+      TypeError: ``fn`` is not callable, or an argument is not an array; with
+        ``isolated=True``, ``fn`` or an argument cannot be pickled (said before
+        the child process starts), or a jitted ``fn`` carries shardings.
       ValueError: ``repeat``, ``number`` or ``warmup`` below 1; ``fn`` donates its inputs.
 
     Example:
