@@ -300,7 +300,7 @@ def test_one_table_renders_any_claims_as_text_and_html():
     t = cl.table([fixed_cost_claim(), counted])
     text = repr(t)
     assert "verdict: holds (wall clock)" in text and "verdict: holds\n" in text
-    assert "because each call pays a fixed cost (control: the per-call cost" in text
+    assert "because each call pays a fixed cost; control: the per-call cost" in text
     assert "sources: batch 1: timeit of batch 1; batch 64: timeit of batch 64" in text
     assert "scope: cpu (cpu); jax 0.0; B=4; float32" in text
     html = t._repr_html_()

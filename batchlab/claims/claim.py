@@ -208,7 +208,7 @@ class Claim:
             both = {**read, **{e.name: e for e in control.evidence}}
             out.append(
                 (
-                    f"  because {cause} (control: {control.removes})",
+                    f"  because {cause}; control: {control.removes}",
                     verdict_text(d),
                     d.deciding,
                     _sources(control.rule, both),
