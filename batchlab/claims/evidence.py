@@ -206,6 +206,8 @@ class Scope:
 
 
 def _size_text(v: Any) -> str:
+    """A size as a scope prints it: a sorted sweep as ``lo..hi``, other sequences as a tuple."""
     if isinstance(v, Sequence) and not isinstance(v, str):
-        return "..".join(str(x) for x in (v[0], v[-1])) if len(v) > 2 else "/".join(map(str, v))
+        v = tuple(v)
+        return f"{v[0]}..{v[-1]}" if len(v) > 2 and list(v) == sorted(v) else str(v)
     return str(v)
