@@ -1,6 +1,8 @@
 # batchlab: two commands on a fresh machine with Python 3.11 and make.
 #   make lab    set up .venv and open the notebooks in JupyterLab
 #   make test   set up .venv and run every test (unit, doctests, nbval)
+# CI (.ci/run) adds `make unit-jax-low` (the lowest jax) and `make test-jax-new` (Python 3.12 +
+# the newest jax).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -9,7 +11,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export TQDM_DISABLE ?= 1
 
 .PHONY: setup lab test unit notebooks student lint benchmarks browser-test clean
-.PHONY: unit-jax-low
+.PHONY: unit-jax-low test-jax-new
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,8 +27,9 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 lab: setup  ## JupyterLab on notebooks/ (opens 00_tour), localhost + token, settings from jupyter/
 	VENV=$(VENV) bash scripts/lab.sh
 
+# PYTEST_ARGS: extra arguments (.ci/run leaves the student copies' Run All to test-jax-new)
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 unit: setup  ## unit tests and doctests only (no notebooks)
 	$(BIN)/python -m pytest batchlab tests -p no:nbval -o addopts="--doctest-modules -ra"
@@ -60,6 +63,45 @@ unit-jax-low:  ## unit tests + doctests on the lowest declared jax (JAX_LOW), in
 	$(LOW_VENV)/bin/python -m pip install --quiet -c $(LOW_VENV)/constraints.txt -e '.[dev]'
 	$(LOW_VENV)/bin/python -c "import jax, jaxlib; assert jax.__version__ == jaxlib.__version__ == '$(JAX_LOW)', (jax.__version__, jaxlib.__version__)"
 	PATH=$(abspath $(LOW_VENV))/bin:$$PATH $(LOW_VENV)/bin/python -m pytest batchlab tests -p no:nbval -o addopts="--doctest-modules -ra -p no:cacheprovider" $(LOW_SKIP)
+
+# Python 3.12 + the newest jax the declared range admits (constraints-newest.txt; every other
+# pin from constraints.txt), in a venv of its own: unit tests, doctests, every student copy to
+# its last cell, and every notebook to the end: nbval on the notebooks whose stored outputs
+# (made on the pinned jax) hold on the newest too, plain execution (--nbval-lax: every cell
+# runs, an error fails, outputs are not compared) on those whose outputs name the version
+# or print JAX's own text (jaxprs, XLA's buffer reports) that the newer jax writes differently.
+# The interpreter comes from pyenv (the newest 3.12.x there) unless PY312 names one; nothing is
+# downloaded but packages from PyPI.
+# pyenv's root: `pyenv root`, else $$PYENV_ROOT, else ~/.pyenv (pyenv's default)
+PYENV_ROOT_DIR := $(or $(shell pyenv root 2>/dev/null),$(PYENV_ROOT),$(wildcard $(HOME)/.pyenv))
+PY312    ?= $(lastword $(sort $(wildcard $(PYENV_ROOT_DIR)/versions/3.12.*/bin/python3.12)))
+NEW_VENV ?= artifacts/venv-py3.12-jax-new
+NEW_STAMP = $(NEW_VENV)/.batchlab-installed
+NEW_LAX  ?= notebooks/03_vmap_vs_manual_batching.ipynb
+NEW_STRICT = $(filter-out $(NEW_LAX),$(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb)))
+NEW_SKIP  = --ignore=tests/test_browser.py --ignore=tests/test_wheel_install.py
+NEW_RUN   = PATH=$(abspath $(NEW_VENV))/bin:$$PATH $(NEW_VENV)/bin/python -m pytest -p no:cacheprovider
+$(NEW_STAMP): pyproject.toml constraints.txt constraints-newest.txt
+	@if [ -z "$(PY312)" ] || [ ! -x "$(PY312)" ]; then \
+	  if command -v pyenv >/dev/null 2>&1; then where="pyenv root $$(pyenv root) has: $$(ls $$(pyenv root)/versions 2>/dev/null | tr '\n' ' ')"; \
+	  elif [ -n "$(PYENV_ROOT_DIR)" ]; then where="$(PYENV_ROOT_DIR)/versions has no 3.12.x"; \
+	  else where="pyenv is not installed (no 'pyenv' on PATH, no PYENV_ROOT, no ~/.pyenv)"; fi; \
+	  echo "make test-jax-new: no Python 3.12 interpreter ($${where:-?}; PY312='$(PY312)')." >&2; \
+	  echo "  Install one with pyenv (pyenv install 3.12) or pass PY312=/path/to/python3.12." >&2; \
+	  exit 1; fi
+	@$(PY312) -c "import sys; assert sys.version_info[:2] == (3, 12), sys.version" || \
+	  { echo "make test-jax-new: PY312=$(PY312) is not a Python 3.12" >&2; exit 1; }
+	test -x $(NEW_VENV)/bin/python || $(PY312) -m venv $(NEW_VENV)
+	{ grep -vE '^(jax|jaxlib)==' constraints.txt; grep -E '^(jax|jaxlib)==' constraints-newest.txt; } > $(NEW_VENV)/constraints.txt
+	$(NEW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(NEW_VENV)/bin/python -m pip install --quiet -c $(NEW_VENV)/constraints.txt -e '.[dev]'
+	touch $(NEW_STAMP)
+
+test-jax-new: $(NEW_STAMP)  ## Python 3.12 + the newest jax: unit, doctests, student copies, every notebook
+	$(NEW_VENV)/bin/python -c "import sys, jax, jaxlib; want = [l.split('==')[1].strip() for l in open('constraints-newest.txt') if l.startswith('jax==')][0]; assert sys.version_info[:2] == (3, 12) and jax.__version__ == jaxlib.__version__ == want, (sys.version, jax.__version__, jaxlib.__version__, want); print('test-jax-new: Python', sys.version.split()[0], '+ jax', jax.__version__)"
+	$(NEW_RUN) batchlab tests -p no:nbval -o addopts="--doctest-modules -ra" $(NEW_SKIP)
+	$(NEW_RUN) $(NEW_STRICT) -o addopts="-ra" --nbval --nbval-sanitize-with=notebooks/sanitize.cfg --nbval-cell-timeout=300
+	$(NEW_RUN) $(NEW_LAX) -o addopts="-ra" --nbval-lax --nbval-cell-timeout=300
 
 clean:
 	rm -rf $(VENV) .pytest_cache artifacts

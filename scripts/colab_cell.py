@@ -3,9 +3,12 @@
 For every notebook given, this inserts (or updates) two things:
 
 * a first code cell (id ``colab-install``, after the title, its source collapsed) that
-  installs the kit only when it is not installed (``%pip install`` from the repository;
-  pip keeps a JAX the runtime already has when it is inside the kit's declared range, and
-  prints what it installed). Colab's widget manager is turned on by ``batchlab.widgets``.
+  installs the kit only when it is not installed (``%pip install
+  --upgrade-strategy only-if-needed`` from the repository, no JAX pin: pip keeps a JAX
+  the runtime already has when it is inside the kit's declared range, read here from
+  pyproject.toml, and replaces one outside it), then prints the versions of batchlab,
+  jax and jaxlib it ended with and whether it kept the preinstalled JAX. Colab's widget
+  manager is turned on by ``batchlab.widgets``.
   A notebook whose first cells must run before JAX starts (tagged
   ``before-jax-starts``, e.g. notebook 11's device count) keeps them first:
   the install cell comes before the first code cell without that tag.
@@ -26,6 +29,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -36,17 +40,34 @@ CELL_ID = "colab-install"
 TAG = "colab-install"
 BEFORE_JAX = "before-jax-starts"
 BADGE_IMAGE = "https://colab.research.google.com/assets/colab-badge.svg"
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def install_source(repo: str, branch: str) -> str:
+def declared_jax_range(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The kit's declared jax range, as pyproject.toml's dependencies write it (e.g. ``>=0.10,<0.13``)."""
+    m = re.search(r'^\s*"jax([<>=!~][^"]*)",?\s*$', pyproject.read_text(), re.MULTILINE)
+    if m is None:
+        raise SystemExit(f"{pyproject}: no 'jax' dependency with a version range found")
+    return m.group(1)
+
+
+def install_source(repo: str, branch: str, jax_range: str | None = None) -> str:
+    """The cell: pip keeps a preinstalled JAX inside the range (only-if-needed, no jax pin)."""
     url = f"git+https://github.com/{repo}.git@{branch}"
+    jax_range = jax_range or declared_jax_range()
     return "\n".join(
         [
             "# Hosted notebooks (Colab): install the kit when it is missing. Where it is installed: nothing.",
+            "import importlib.metadata as md",
             "import importlib.util",
             "",
-            'if importlib.util.find_spec("batchlab") is None:  # pip keeps a JAX that is already in range',
-            f'    %pip install "batchlab @ {url}"',
+            'if importlib.util.find_spec("batchlab") is None:',
+            '    had = md.version("jax") if importlib.util.find_spec("jax") else None',
+            f"    # the kit declares jax{jax_range}: pip keeps a preinstalled JAX inside it, replaces one outside",
+            f'    %pip install -q --upgrade-strategy only-if-needed "batchlab @ {url}"',
+            '    now = md.version("jax")',
+            '    how = "kept the preinstalled one" if had == now else f"replaced jax {had}, outside the range: restart the runtime if asked" if had else "newly installed"',
+            "    print(f\"installed batchlab {md.version('batchlab')}; jax {now}, jaxlib {md.version('jaxlib')} ({how})\")",
         ]
     )
 

@@ -79,3 +79,78 @@ def test_the_cell_runs_and_prints_its_stored_output(tmp_path):
     ).execute()
     outputs = nb.cells[0].outputs
     assert outputs == []
+
+
+def _run_install_branch(tmp_path, versions_before: dict, versions_after: dict) -> tuple[str, str]:
+    """Runs the install cell's install branch in a real kernel, pip and versions faked.
+
+    A setup cell makes ``find_spec("batchlab")`` answer None (the kit "missing"), replaces
+    the ``%pip`` magic with one that records its command line, and serves package versions
+    from ``versions_before`` until that fake pip ran, from ``versions_after`` after it.
+    Returns (what the cell printed, the recorded pip command line).
+    """
+    from nbclient import NotebookClient
+
+    setup = "\n".join(
+        [
+            "import importlib.metadata as md, importlib.util",
+            "_find, _ran = importlib.util.find_spec, []",
+            "importlib.util.find_spec = lambda name, *a: None if name == 'batchlab' else _find(name, *a)",
+            f"_before, _after = {versions_before!r}, {versions_after!r}",
+            "md.version = lambda p: (_after if _ran else _before)[p]",
+            "get_ipython().register_magic_function(lambda line: _ran.append(line), 'line', 'pip')",
+        ]
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(setup),
+        colab_cell._install_cell(colab_cell.PLACEHOLDER_REPO, "main"),
+        nbformat.v4.new_code_cell("print(_ran[0])"),
+    ]
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    said = "".join(o.get("text", "") for o in nb.cells[1].outputs).strip()
+    command = "".join(o.get("text", "") for o in nb.cells[2].outputs).strip()
+    return said, command
+
+
+def test_the_install_keeps_a_preinstalled_jax_in_range_and_says_what_it_installed(tmp_path):
+    kept = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1", "batchlab": "0.1.0"}
+    said, command = _run_install_branch(tmp_path, kept, kept)
+    assert (
+        said
+        == "installed batchlab 0.1.0; jax 0.12.0.1, jaxlib 0.12.0.1 (kept the preinstalled one)"
+    )
+    # the pip line itself keeps what is in range: no jax pin, no upgrade of what satisfies
+    assert "--upgrade-strategy only-if-needed" in command and "batchlab @ git+https://" in command
+    args = command.split()
+    assert not {"-U", "--upgrade", "--force-reinstall", "--ignore-installed"} & set(args)
+    assert not any(a.strip('"').startswith(("jax", "jaxlib")) for a in args), command
+
+
+def test_the_install_says_when_it_replaced_a_jax_outside_the_range(tmp_path):
+    before = {"jax": "0.13.0", "jaxlib": "0.13.0"}
+    after = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1", "batchlab": "0.1.0"}
+    said, _ = _run_install_branch(tmp_path, before, after)
+    assert said.startswith(
+        "installed batchlab 0.1.0; jax 0.12.0.1, jaxlib 0.12.0.1 (replaced jax 0.13.0"
+    )
+    assert "restart the runtime" in said
+
+
+def test_the_cell_names_the_range_pyproject_declares_and_it_admits_the_newest_tested_jax():
+    from packaging.specifiers import SpecifierSet
+
+    declared = colab_cell.declared_jax_range()
+    source = colab_cell.install_source(colab_cell.PLACEHOLDER_REPO, "main")
+    assert f"jax{declared}" in source
+    spec = SpecifierSet(declared)
+    pins = [  # the pinned job's and the newest job's jax and jaxlib
+        line.split("==")[1].strip()
+        for name in ("constraints.txt", "constraints-newest.txt")
+        for line in (ROOT / name).read_text().splitlines()
+        if line.startswith(("jax==", "jaxlib=="))
+    ]
+    assert len(pins) == 4 and all(spec.contains(v) for v in pins), (declared, pins)
+    assert "0.10.0" in spec  # the lowest, tested by `make unit-jax-low`
