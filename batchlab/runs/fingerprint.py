@@ -15,6 +15,7 @@ helper reading SCALE=3``), so a refusal can say what changed. :func:`digest` has
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -155,6 +156,12 @@ def _hash_callable(h, fn: Any, seen: set, depth: int, where: str) -> None:
         return
     if depth > 6 or _is_library(fn):
         h.update(f"lib:{module}.{name};".encode())  # a library function: its name is its identity
+        if isinstance(fn, types.FunctionType) and depth <= 6:
+            # ...but a closure a library built (optax.adam(1e-3)'s update) holds its settings
+            for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
+                with contextlib.suppress(ValueError):
+                    _hash_value(h, cell.cell_contents, seen, depth + 1, f"{where} closure {var!r}")
+            _hash_value(h, fn.__defaults__, seen, depth + 1, f"{where} defaults")
         return
     if isinstance(fn, functools.partial):
         h.update(b"partial")

@@ -1,0 +1,187 @@
+"""Every out-of-memory form XLA:CPU raises, every call logged, a size search that stops (issue 26)."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import batchlab
+from batchlab.runs.errors import is_out_of_memory, oom_kind, short_message
+
+# XLA:CPU's texts for one allocation it cannot make (jax 0.10.2). The first two were raised on
+# this machine under an address-space limit (RLIMIT_AS); the third is quoted from issue 26
+# (seen when other programs ran before); the fourth is what XLA gives for a 256 TiB buffer.
+REAL_OOM_TEXTS = [
+    "INTERNAL: YNNPACK operation failed: error",
+    "RESOURCE_EXHAUSTED: Out of memory allocating 67108864 bytes.",
+    "INTERNAL: Error dispatching computation: Out of memory allocating 4294967296 bytes.",
+    "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 281474976710656 bytes.",
+]
+NOT_OOM_TEXTS = [
+    "INTERNAL: something else",
+    "INVALID_ARGUMENT: shapes do not match",
+    # a Python callback's own error quoting the words: the user's message, not memory
+    "INTERNAL: CpuCallback error calling callback: Traceback\nValueError: out of memory in the sensor",
+]
+
+
+def item_fn(x):
+    return jnp.tanh(x).sum() * 2.0
+
+
+def data(n, d=5, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32)
+
+
+@pytest.mark.parametrize("text", REAL_OOM_TEXTS)
+def test_every_xla_oom_form_is_memory(text):
+    assert is_out_of_memory(jax.errors.JaxRuntimeError(text))
+
+
+@pytest.mark.parametrize("text", NOT_OOM_TEXTS)
+def test_other_errors_are_not_memory(text):
+    assert not is_out_of_memory(jax.errors.JaxRuntimeError(text))
+
+
+def test_a_real_xla_oom_and_a_callback_memory_error():
+    big = jnp.ones(2**23, jnp.float32)
+    with pytest.raises(jax.errors.JaxRuntimeError) as info:
+        jax.jit(lambda v: jnp.outer(v, v))(big).block_until_ready()  # 256 TiB
+    assert is_out_of_memory(info.value) and oom_kind(info.value).startswith("out of memory (XLA")
+    callback = jax.errors.JaxRuntimeError("INTERNAL: CpuCallback error: Traceback\nMemoryError: x")
+    assert is_out_of_memory(callback)
+    assert oom_kind(MemoryError()) == "out of memory (host MemoryError)"
+
+
+@pytest.mark.parametrize("text", REAL_OOM_TEXTS[:3])
+def test_the_issue_case_shrinks_and_logs_every_call(text):
+    """Issue 26: a fn failing above 100 items with an INTERNAL OOM was bisected as bad items,
+    never shrunk, and logged as 35 calls with batch_sizes == [400], retries == 0, all 'ok'."""
+    calls = []
+
+    def fn(batch):
+        calls.append(batch.shape[0])
+        if batch.shape[0] > 100:
+            raise jax.errors.JaxRuntimeError(text)
+        return jax.vmap(item_fn)(batch)
+
+    r = batchlab.run_batches(fn, data(400), batch_size=400, batched=True, progress=False)
+    assert r.complete and r.failures == ()
+    assert max(r.batch_sizes) == 100 and 400 not in r.batch_sizes
+    assert len(r.batches) == len(calls)  # every call is in the log, with its outcome
+    failed = [b for b in r.batches if b.out_of_memory]
+    assert r.retries == len(failed) == sum(c > 100 for c in calls) >= 2
+    assert all(b.status.startswith("out of memory (XLA") for b in failed)
+    assert all(b.ran for b in r.batches if not b.out_of_memory)
+
+
+def test_bisection_halves_are_logged_with_their_depth():
+    xs = data(16)
+    xs[5, 0] = 1e6
+    calls = []
+
+    def picky(batch):
+        calls.append(batch.shape[0])
+        if (np.asarray(batch)[:, 0] == 1e6).any():
+            raise ValueError("item out of range")
+        return jax.vmap(item_fn)(batch)
+
+    r = batchlab.run_batches(picky, xs, batch_size=8, batched=True, progress=False)
+    assert r.failed_indices == [5] and len(r.batches) == len(calls)
+    assert [(b.size, b.depth, b.status) for b in r.batches] == [
+        (8, 0, "error in fn, bisected"),  # items 0-7
+        (4, 1, "ok"),  # 0-3
+        (4, 1, "error in fn, bisected"),  # 4-7
+        (2, 2, "error in fn, bisected"),  # 4-5
+        (1, 3, "ok"),  # 4
+        (1, 3, "error in fn"),  # 5: pinned
+        (2, 2, "ok"),  # 6-7
+        (8, 0, "ok"),  # 8-15
+    ]
+    assert r.batch_sizes == [8] and r.retries == 0
+
+
+def grows(limit):
+    def fn(batch):
+        if batch.shape[0] > limit:
+            raise jax.errors.JaxRuntimeError(REAL_OOM_TEXTS[0])
+        return jax.vmap(item_fn)(batch)
+
+    return fn
+
+
+def test_multiple_of_tries_only_multiples():
+    r = batchlab.run_batches(
+        grows(37), data(300), batch_size=128, batched=True, multiple_of=8, progress=False
+    )
+    assert r.complete and max(r.batch_sizes) == 32
+    tried = [b.size for b in r.batches]
+    assert all(s % 8 == 0 for s in tried) and set(tried) == {128, 64, 32, 48, 40}
+    exact = batchlab.run_batches(grows(37), data(300), batch_size=128, batched=True, progress=False)
+    assert max(exact.batch_sizes) == 37 and len(set(b.size for b in exact.batches)) > len(
+        set(tried)
+    )
+
+
+def test_tolerance_stops_the_search_early():
+    xs = data(12000, d=2)
+    exact = batchlab.run_batches(grows(700), xs, batch_size=1024, batched=True, progress=False)
+    rough = batchlab.run_batches(
+        grows(700), xs, batch_size=1024, batched=True, tolerance=0.1, progress=False
+    )
+    assert max(exact.batch_sizes) == 700
+    smallest_failure = min(b.size for b in rough.batches if b.out_of_memory)
+    assert 0.9 * smallest_failure <= max(rough.batch_sizes) <= 700 < smallest_failure
+    assert len({b.size for b in rough.batches}) < len({b.size for b in exact.batches})
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(multiple_of=0), ValueError, r"`multiple_of` must be at least 1"),
+        (dict(multiple_of=2.5), TypeError, r"`multiple_of` must be a positive int"),
+        (dict(tolerance=1.0), ValueError, r"`tolerance` must be in \[0, 1\).*tolerance=0.1"),
+        (dict(tolerance=-0.1), ValueError, r"`tolerance` must be in \[0, 1\)"),
+        (dict(tolerance="10%"), TypeError, r"`tolerance` must be a number in \[0, 1\)"),
+    ],
+)
+def test_bad_sizing_arguments(kwargs, error, match):
+    calls = []
+    with pytest.raises(error, match=match):
+        batchlab.run_batches(lambda b: calls.append(1) or b, data(4), batched=True, **kwargs)
+    assert calls == []  # refused before any work
+
+
+def test_equinox_error_if_message_is_kept_whole():
+    """eqx.error_if's text is framed by dashes; the failure keeps the words, and the whole text."""
+
+    def fn(x):
+        x = eqx.error_if(x, x[0] > 100, "value above 100: a corrupt sensor reading")
+        return item_fn(x)
+
+    xs = data(8)
+    xs[3, 0] = 1e3
+    import logging
+
+    logger = logging.getLogger("jax._src.callback")
+    level, logger.level = logger.level, 50
+    try:
+        r = batchlab.run_batches(fn, xs, batch_size=4, progress=False)
+    finally:
+        logger.level = level
+    assert r.failed_indices == [3]
+    failure = r.failures[0]
+    assert "value above 100: a corrupt sensor reading" in failure.message
+    assert failure.message.strip("-").strip() != ""
+    assert "value above 100" in failure.detail and len(failure.detail) > len(failure.message)
+    assert "value above 100" in repr(r)
+
+
+def test_short_message_skips_decoration_and_keeps_continuations():
+    text = "Traceback:\n  File x\nMyError: first line\n  second line\n\n-----\nHint: use filter_jit\n-----"
+    assert short_message(RuntimeError(text)) == "MyError: first line second line"
+    assert short_message(RuntimeError("-----")) == "RuntimeError"
+    assert len(short_message(ValueError("x" * 5000))) == 1000

@@ -1,0 +1,295 @@
+"""Resumes that keep every finished item: another batch size, a changed global, refusals in
+words, damaged files, failed saves, and Ctrl-C in a script (issues 24 and 26)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import batchlab
+from batchlab.runs.checkpoint import _MAGIC
+
+SCALE = 2.0
+LOG_PATH = "run-1.log"  # what a script takes from sys.argv: it does not change the outputs
+
+
+def item_fn(x):
+    return jnp.tanh(x).sum() * SCALE
+
+
+def logged_fn(x):
+    _ = LOG_PATH  # read, but not used in the computation
+    return jnp.tanh(x).sum() * 2.0
+
+
+def data(n, d=5, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d)).astype(np.float32)
+
+
+def counting(fn, seen):
+    """A batched fn that records every item index it computes (item value -> index)."""
+
+    def batched(batch):
+        if isinstance(batch, np.ndarray):  # a real call, not planning's trace
+            seen.extend(np.asarray(batch)[:, -1].astype(int).tolist())
+        return jax.vmap(fn)(batch[:, :-1])
+
+    return batched
+
+
+def indexed(n):
+    xs = data(n)
+    return np.concatenate([xs, np.arange(n, dtype=np.float32)[:, None]], axis=1)
+
+
+def interrupt_after(fn, calls):
+    def batched(batch):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return fn(batch)
+
+    return batched
+
+
+@pytest.mark.parametrize("first, second", [(8, 3), (3, 8), (8, "auto")])
+def test_resume_at_another_batch_size_recomputes_nothing(tmp_path, first, second):
+    xs, path = indexed(30), tmp_path / "run.ckpt"
+    clean = batchlab.run_batches(
+        counting(item_fn, []), xs, batch_size=5, batched=True, progress=False
+    )
+    seen, calls = [], []
+    kw = dict(batched=True, progress=False, checkpoint=path, run_name="sizes")
+    with pytest.raises(KeyboardInterrupt):
+        batchlab.run_batches(
+            interrupt_after(counting(item_fn, seen), calls), xs, batch_size=first, **kw
+        )
+    done = sorted(seen)
+    assert done == list(range(2 * first))
+    seen.clear()
+    budget = 2**20 if second == "auto" else None
+    resumed = batchlab.run_batches(
+        counting(item_fn, seen), xs, batch_size=second, budget_bytes=budget, **kw
+    )
+    assert resumed.complete and resumed.resumed_items == 2 * first and resumed.resumed_at_other_size
+    # no finished item computed again (a last, short batch repeats its last item as padding)
+    assert min(seen) == 2 * first and sorted(set(seen)) == list(range(2 * first, 30))
+    np.testing.assert_array_equal(resumed.indices, clean.indices)
+    np.testing.assert_allclose(resumed.outputs, clean.outputs, rtol=1e-6)
+    assert "other batch settings" in repr(resumed)
+
+
+CALLS: list = []  # a global call counter the batched fn reads (its fingerprint changes with it)
+SEEN: list = []
+
+
+def logged_batch(batch):
+    _ = LOG_PATH  # read from sys.argv in a script; the outputs do not depend on it
+    if len(CALLS) == 2 and STOP["on"]:
+        raise KeyboardInterrupt  # a kill after two saved batches
+    CALLS.append(1)
+    SEEN.extend(np.asarray(batch)[:, -1].astype(int).tolist())
+    return jax.vmap(logged_fn)(batch[:, :-1])
+
+
+STOP = {"on": True}
+
+
+def test_changed_global_message_then_resume_as_it_says_loses_nothing(tmp_path):
+    global LOG_PATH
+    xs, path = indexed(24), tmp_path / "run.ckpt"
+    kw = dict(batch_size=4, batched=True, checkpoint=path, progress=False)
+    CALLS.clear(), SEEN.clear()
+    STOP["on"] = True
+    with pytest.raises(KeyboardInterrupt):
+        batchlab.run_batches(logged_batch, xs, **kw)
+    assert sorted(SEEN) == list(range(8))
+    LOG_PATH = "run-2.log"  # the next session takes another log path from sys.argv
+    STOP["on"] = False
+    try:
+        with pytest.raises(batchlab.CheckpointError) as info:
+            batchlab.run_batches(logged_batch, xs, **kw)
+        message = str(info.value)
+        assert (
+            "fn's global 'LOG_PATH' was 'run-1.log' when the checkpoint was written and is "
+            "'run-2.log' now" in message
+        )
+        assert "fn's global 'CALLS'" in message and "fn's global 'SEEN'" in message
+        assert "run_name='my-run-v1'" in message and "start over" in message
+        SEEN.clear()
+        resumed = batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
+        assert resumed.complete and resumed.resumed_items == 8
+        assert sorted(SEEN) == list(range(8, 24))  # every finished item kept, none recomputed
+        clean = batchlab.run_batches(logged_fn, xs[:, :-1], batch_size=4, progress=False)
+        np.testing.assert_array_equal(resumed.outputs, clean.outputs)
+        again = batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
+        assert again.resumed_items == 24  # the same name resumes again
+    finally:
+        LOG_PATH = "run-1.log"
+
+
+def test_run_name_refusals_say_how_to_resume(tmp_path):
+    path = tmp_path / "run.ckpt"
+    batchlab.run_batches(
+        item_fn, data(4), batch_size=2, checkpoint=path, run_name="a", progress=False
+    )
+    with pytest.raises(
+        batchlab.CheckpointError, match=r"run_name 'a' there, 'b' now.*run_name='a'"
+    ):
+        batchlab.run_batches(
+            item_fn, data(4), batch_size=2, checkpoint=path, run_name="b", progress=False
+        )
+    with pytest.raises(
+        batchlab.CheckpointError, match=r"written under run_name='a'; pass run_name='a'"
+    ):
+        batchlab.run_batches(item_fn, data(4), batch_size=2, checkpoint=path, progress=False)
+
+
+def test_run_name_still_checks_the_items(tmp_path):
+    path = tmp_path / "run.ckpt"
+    batchlab.run_batches(item_fn, data(4), batch_size=2, checkpoint=path, progress=False)
+    with pytest.raises(
+        batchlab.CheckpointError, match=r"different run \(items: .*pass the same items"
+    ):
+        batchlab.run_batches(
+            item_fn, data(4, seed=1), batch_size=2, checkpoint=path, run_name="x", progress=False
+        )
+
+
+@pytest.mark.parametrize("keep", [0, 5, len(_MAGIC) - 1, len(_MAGIC) + 3])
+def test_a_truncated_checkpoint_is_damaged_not_another_run(tmp_path, keep):
+    path = tmp_path / "run.ckpt"
+    batchlab.run_batches(item_fn, data(4), batch_size=2, checkpoint=path, progress=False)
+    path.write_bytes(path.read_bytes()[:keep])
+    with pytest.raises(batchlab.CheckpointError, match=r"corrupt .*cut short") as info:
+        batchlab.run_batches(item_fn, data(4), batch_size=2, checkpoint=path, progress=False)
+    assert "different run" not in str(info.value)
+
+
+def test_a_checkpoint_that_cannot_be_created_fails_before_any_work(monkeypatch, tmp_path):
+    calls = []
+    real = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(
+        batchlab.CheckpointError, match=r"could not be created \(No space left.*nothing has run"
+    ):
+        batchlab.run_batches(
+            lambda b: calls.append(1) or b, data(4), batched=True, checkpoint=tmp_path / "c.ckpt"
+        )
+    monkeypatch.setattr(os, "fsync", real)
+    assert calls == [] and not (tmp_path / "c.ckpt").exists()
+
+
+def test_no_room_for_the_outputs_fails_before_any_work(monkeypatch, tmp_path):
+    import shutil
+
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage._replace(free=100))
+
+    def fn(x):
+        return x * 2  # 20 bytes out per item: 200 bytes for 10 items, 100 free
+
+    with pytest.raises(
+        ValueError, match=r"has 100 B free, but this run's outputs need about 200 B"
+    ):
+        batchlab.run_batches(
+            fn, data(10), batch_size=2, checkpoint=tmp_path / "c.ckpt", progress=False
+        )
+    assert not (tmp_path / "c.ckpt").exists()  # refused before the header, before any batch
+
+
+def test_a_failed_first_save_is_said_in_the_result_and_on_screen(monkeypatch, tmp_path):
+    path, real, n = tmp_path / "run.ckpt", os.fsync, {"calls": 0}
+
+    def fsync(fd):
+        n["calls"] += 1
+        if n["calls"] == 2:  # the header went through; the first batch's save does not
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.warns(
+        RuntimeWarning, match=r"run_batches stopped: the save of the batch at item 0"
+    ):
+        r = batchlab.run_batches(item_fn, data(8), batch_size=4, checkpoint=path, progress=False)
+    monkeypatch.setattr(os, "fsync", real)
+    assert not r.complete and "keeps only the 0 batch(es)" in r.checkpoint_error
+    assert list(r.indices) == [0, 1, 2, 3] and "CHECKPOINT NOT SAVED" in repr(r)
+    resumed = batchlab.run_batches(item_fn, data(8), batch_size=4, checkpoint=path, progress=False)
+    assert resumed.complete and resumed.resumed_items == 0 and resumed.checkpoint_error is None
+
+
+def test_a_second_ctrl_c_stops_at_once_and_resume_is_identical(tmp_path):
+    xs, path, calls = data(20), tmp_path / "run.ckpt", []
+
+    def fn(batch):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # the first: stop after this batch
+            os.kill(os.getpid(), signal.SIGINT)  # the second: stop now
+        return jax.vmap(item_fn)(batch)
+
+    kw = dict(batch_size=4, batched=True, checkpoint=path, run_name="twice", progress=False)
+    with pytest.raises(KeyboardInterrupt) as info:
+        batchlab.run_batches(fn, xs, **kw)
+    assert list(info.value.result.indices) == [0, 1, 2, 3]  # the batch in flight is dropped
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    resumed = batchlab.run_batches(fn, xs, **kw)
+    assert resumed.resumed_items == 4 and resumed.complete
+    clean = batchlab.run_batches(item_fn, xs, batch_size=4, progress=False)
+    np.testing.assert_array_equal(resumed.outputs, clean.outputs)
+
+
+SCRIPT = """
+import os, signal, sys
+import jax, jax.numpy as jnp, numpy as np
+import batchlab
+
+calls = []
+
+def fn(batch):
+    calls.append(1)
+    if len(calls) == 2 and sys.argv[2] == "interrupt":
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the terminal
+    return jax.vmap(lambda x: jnp.tanh(x).sum())(batch)
+
+xs = np.arange(60, dtype=np.float32).reshape(20, 3) / 60
+r = batchlab.run_batches(fn, xs, batch_size=4, batched=True, checkpoint=sys.argv[1],
+                         run_name="script", progress=False)
+print("NEXT LINE RAN", r.complete, r.resumed_items)
+"""
+
+
+def test_ctrl_c_in_a_script_stops_it_with_its_work_saved(tmp_path):
+    script, path = tmp_path / "job.py", tmp_path / "run.ckpt"
+    script.write_text(textwrap.dedent(SCRIPT))
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    run = lambda mode: subprocess.run(  # noqa: E731
+        [sys.executable, str(script), str(path), mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+    )
+    first = run("interrupt")
+    assert first.returncode != 0 and "NEXT LINE RAN" not in first.stdout
+    assert "RunInterrupted: run_batches stopped by Ctrl-C" in first.stderr
+    assert "8 of 20 items finished" in first.stderr
+    second = run("resume")
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "NEXT LINE RAN True 8" in second.stdout
