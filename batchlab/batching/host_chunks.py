@@ -4,8 +4,10 @@ There are three ways to run a batch in chunks of ``k`` items in JAX:
 
 1. **in-program loop** (``"map"`` / ``"chunked"``): ``jax.lax.map`` over
    chunks inside one XLA program. One dispatch; temp memory of one chunk.
-   On XLA:CPU a dot inside a loop body can run several times slower than
-   the same dot at the top level of a program.
+   On XLA:CPU a dot inside a loop body can run slower than the same dot
+   at the top level of a program; by how much is XLA's, so the JAX version
+   decides (03's outer product: lax.map 6.5-15x the host loop's time on
+   jax 0.10.2, 0.4-3.3x on 0.12.0.1: ``benchmarks/jax_versions.py``).
 2. **in-program unrolled**: a Python loop under ``jax.jit`` unrolls into one
    copy of the chunk's work per chunk; compile time grows with the chunks.
 3. **host loop** (``"host"``, this module): a Python loop calls ONE jitted
