@@ -14,6 +14,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from batchlab import advisor as advisor
 from batchlab import allocator as allocator
 from batchlab import batching as batching
 from batchlab import claims as claims
@@ -81,6 +82,9 @@ from batchlab.loading import compare_prefetch, prefetch
 # 11 scaling out
 from batchlab.scaling import launch, measure_scaling, shard_batch
 
+# 12 the user's own function: strategy, chunk and batch size, measured here, explained
+from batchlab.advisor import advise  # its result: batchlab.advisor.Advice
+
 __all__ = [
     # every notebook
     "format_bytes",
@@ -142,4 +146,6 @@ __all__ = [
     "launch",
     "measure_scaling",
     "shard_batch",
+    # 12
+    "advise",
 ]

@@ -279,3 +279,23 @@ def test_restore_checks_rows_per_bucket():
         batches.restore([np.zeros(1), np.zeros(2)])
     # a bucket's filler rows are dropped: bucket 1 holds one item in a 2-row batch
     assert batches.restore([np.array([10, 30]), np.array([20, 0])]).tolist() == [10, 20, 30]
+
+
+def test_bucket_batches_reports_real_padding_beside_the_ideal():
+    """Issue 25: filler rows are padding too; the report says so beside padding_report's figure."""
+    import batchlab as bl
+
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(1, 200, 500)
+    seqs = [np.ones(n, np.int32) for n in lengths]
+    b8 = bl.optimal_boundaries(lengths, 8)
+    bs = bl.bucket_batches(seqs, boundaries=b8, batch_size=64)
+    report = bl.padding_report(lengths, n_buckets=8)
+    assert bs.ideal_elements == report["optimal"].padded_elements
+    assert bs.padded_elements == bs.ideal_elements + bs.filler_elements
+    assert bs.filler_elements == sum(b.boundary * b.filler_rows for b in bs)
+    assert bs.ratio > bs.ideal_ratio == pytest.approx(report["optimal"].ratio)
+    assert f"{bs.ratio:.2f}x really computed" in bs._repr_html_()
+    assert f"{bs.ideal_ratio:.2f}x the boundaries' ideal" in bs.padding_text()
+    no_filler = bl.bucketize(seqs, boundaries=b8)
+    assert no_filler.ideal_elements == no_filler.padded_elements

@@ -106,6 +106,38 @@ class Buckets:
         """Fully masked rows added to fill the last batch of each bucket."""
         return sum(b.filler_rows for b in self.buckets)
 
+    @property
+    def ideal_elements(self) -> int:
+        """The boundaries' ideal: every item padded to its bucket's boundary, no filler rows.
+
+        What :func:`batchlab.padding_report` counts for the same boundaries.
+        """
+        return sum(b.boundary * len(b.indices) for b in self.buckets)
+
+    @property
+    def filler_elements(self) -> int:
+        """Positions of the filler rows (``boundary`` each): the gap between real and ideal."""
+        return sum(b.boundary * b.filler_rows for b in self.buckets)
+
+    @property
+    def ratio(self) -> float:
+        """Padded positions really computed (filler rows included) / the ragged minimum."""
+        return self.padded_elements / self.true_elements if self.true_elements else 1.0
+
+    @property
+    def ideal_ratio(self) -> float:
+        """The boundaries' ideal padded positions / the ragged minimum (``padding_report``'s figure)."""
+        return self.ideal_elements / self.true_elements if self.true_elements else 1.0
+
+    def padding_text(self) -> str:
+        """Real padding beside the boundaries' ideal, both counted from the batches."""
+        return (
+            f"padded/ragged {self.ratio:.2f}x really computed ({self.padded_elements:,} positions, "
+            f"{self.filler_rows} filler rows = {self.filler_elements:,} positions) against "
+            f"{self.ideal_ratio:.2f}x the boundaries' ideal ({self.ideal_elements:,}; "
+            f"padding_report's figure)"
+        )
+
     def restore(self, outputs: list[Any]) -> np.ndarray:
         """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order.
 
@@ -212,7 +244,9 @@ class Buckets:
         return f"Buckets({self._caption()})\n" + text_table(self._rows(), self._HEADER)
 
     def _repr_html_(self) -> str:
-        return html_table(self._rows(), self._HEADER, caption=self._caption())
+        return html_table(
+            self._rows(), self._HEADER, caption=f"{self._caption()}; {self.padding_text()}"
+        )
 
 
 def _waste(group: list[Bucket]) -> float:
