@@ -104,16 +104,19 @@ def test_recommendation_against_brute_force():
         (c for c in measured if c.peak_bytes <= a.budget.bytes), key=lambda c: c.per_item.fastest
     )
     assert a.recommended == fastest.label or {a.recommended, fastest.label} <= set(a.within_noise)
-    # against an independent plain-JAX measurement: one item per lax.map step is the slowest,
-    # by far, in both; the advisor never recommends it and its claim says so
+    # against an independent plain-JAX measurement of the same candidates: the same rule applied
+    # to the brute-force samples picks their fastest, or names it within noise (timings are never
+    # compared across the two runs: load moves them; the plans are, exactly)
     brute = _brute_force(small, jnp.asarray(xs), 256)
-    slowest_brute = max(brute, key=lambda k: brute[k].fastest)
-    assert slowest_brute == "lax.map chunk 1"
-    assert a.recommended != "lax.map chunk 1" and "lax.map chunk 1" not in a.within_noise
-    claim = next(c for c in a.claims if c.statement.endswith("than lax.map chunk 1 here"))
-    assert claim.outcome == "holds"
-    best_brute = min(brute, key=lambda k: brute[k].fastest)
-    assert best_brute != "lax.map chunk 1"
+    plans = {c.label: c.planned_bytes for c in a.candidates}
+    assert plans["vmap"] == bl.memory_estimate(jax.vmap(small), xs).planned_bytes
+    plain = [
+        CandidateResult(k, "chunked", None, len(xs), v, plans[k], None, "not observed", "")
+        for k, v in brute.items()
+    ]
+    d = decide(small, tuple(plain), Budget(2**30, "given"), "dense", len(xs), [], 0.0)
+    quickest = min(brute, key=lambda k: brute[k].fastest)
+    assert d.recommended == quickest or quickest in d.within_noise
 
 
 def _result(label, fastest, slowest, peak, strategy="chunked"):
