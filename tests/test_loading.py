@@ -221,8 +221,10 @@ def test_iter_batches_annotates_each_batch_for_the_profiler(dataset):
 
 
 def test_exercises_accept_solutions_and_hint_otherwise():
-    good = lambda n, L, C, p: n * (max(L, C) if p else L + C)  # noqa: E731
+    good = lambda n, L, C, p: L + (n - 1) * max(L, C) + C if p else n * (L + C)  # noqa: E731
     assert exercises.check("loading.pipeline_time", good)
+    no_start_up = lambda n, L, C, p: n * (max(L, C) if p else L + C)  # noqa: E731
+    assert "start-up" in exercises.check("loading.pipeline_time", no_start_up).message
     wrong = exercises.check("loading.pipeline_time", lambda n, L, C, p: n * (L + C))
     assert not wrong and "same time" in wrong.message
     assert exercises.check("loading.all_batches", lambda n, b: batch_indices(n, b))

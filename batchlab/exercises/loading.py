@@ -12,12 +12,12 @@ from batchlab.timeline.capture import trace
 
 @exercise(
     "loading.pipeline_time",
-    "Write pipeline_seconds(n, load, compute, prefetch) -> seconds for n batches, each taking "
-    "`load` s to load and `compute` s to compute, run serially or with prefetch (ignore the "
-    "first batch's start-up).",
+    "Write pipeline_seconds(n, load, compute, prefetch) -> the exact seconds for n batches, each "
+    "taking `load` s to load and `compute` s to compute, run serially or with prefetch, counting "
+    "the start-up (nothing computes before the first load ends, nothing loads after the last).",
 )
 def pipeline_time(answer: Any) -> tuple[bool, str]:
-    cases = [(10, 1.0, 1.0), (10, 2.0, 0.5), (10, 0.25, 3.0), (1, 1.0, 1.0)]
+    cases = [(10, 1.0, 1.0), (10, 2.0, 0.5), (10, 0.25, 3.0), (1, 1.0, 1.0), (12, 0.5, 0.5)]
     for n, load, compute in cases:
         serial = float(answer(n, load, compute, False))
         if not np.isclose(serial, n * (load + compute), rtol=1e-6):
@@ -26,13 +26,24 @@ def pipeline_time(answer: Any) -> tuple[bool, str]:
                 f"batch waits for its load and then its compute. You gave {serial:g}."
             )
         ahead = float(answer(n, load, compute, True))
-        if not np.isclose(ahead, n * max(load, compute), rtol=1e-6):
+        want = load + (n - 1) * max(load, compute) + compute
+        if np.isclose(ahead, n * max(load, compute), rtol=1e-6) and not np.isclose(ahead, want):
             return False, (
-                f"With prefetch, load={load}, compute={compute}: the two run at the same time, "
-                f"so which one sets the pace? You gave {ahead:g}."
+                f"With prefetch, load={load}, compute={compute}: the pace is right, but count the "
+                f"start-up: the first compute waits for the first load, and the last compute "
+                f"runs after the last load. You gave {ahead:g}."
+            )
+        if not np.isclose(ahead, want, rtol=1e-6):
+            return False, (
+                f"With prefetch, load={load}, compute={compute}: the two run at the same time "
+                f"(which one sets the pace?), except before the first compute and after the "
+                f"last load. You gave {ahead:g}."
             )
     # the praise repeats no formula: stored notebook outputs must not give the answer away
-    return True, "Right for every case. Which loops measured above reach the overlapped time?"
+    return True, (
+        "Right for every case. Now compare the largest speed-up for 12 batches with what the "
+        "loops above measured."
+    )
 
 
 @exercise(
