@@ -14,6 +14,7 @@ Plots draw a :class:`~batchlab.allocator.Timeline`; they compute nothing.
 
 from __future__ import annotations
 
+from batchlab._util.format import format_bytes
 from batchlab._util.plotting import bytes_axis, new_figure, owner_color
 from batchlab.allocator.replayer import Timeline
 
@@ -63,7 +64,7 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
                     color="red",
                     ms=10,
                     mew=3,
-                    label="failed allocation\n(no free chunk fits;\nfinal: nothing else frees)",
+                    label="failed allocation\n(no free chunk fits; final\nin this one-stream model)",
                 )[0]
             )
         ax.legend(
@@ -108,15 +109,65 @@ def plot_timeline(timeline: Timeline, *, axes=None):
     return fig
 
 
-def plot_replay(timeline: Timeline):
-    """Memory map on top, bytes and fragmentation below: one figure per replay."""
+def plot_replay(timeline: Timeline, *, zoom: tuple[int, int] | None = None):
+    """Memory map on top, bytes and fragmentation below: one figure per replay.
+
+    ``zoom=(low, high)``: an address window drawn again beside the map, at
+    its own scale, so blocks far smaller than the device (a 16 KiB result
+    on a 1 GiB map) can be seen; the window is outlined on the full map.
+    """
     from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
 
     fig = Figure(figsize=(11, 7.2), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.25, 1])
-    plot_memory_map(timeline, ax=top.subplots())
+    if zoom is None:
+        plot_memory_map(timeline, ax=top.subplots())
+    else:
+        low, high = (int(z) for z in zoom)
+        if not 0 <= low < high:
+            raise ValueError(
+                f"`zoom` must be (low, high) addresses with 0 <= low < high, got {zoom!r}."
+            )
+        ax_map, ax_zoom = top.subplots(1, 2, width_ratios=[2.2, 1])
+        plot_memory_map(timeline, ax=ax_map, legend=False)
+        end = ax_map.get_xlim()[1]
+        ax_map.add_patch(
+            Rectangle(
+                (0, low),
+                end,
+                max(high - low, timeline.capacity // 150),
+                fill=False,
+                ec="black",
+                ls="--",
+                lw=1.2,
+                zorder=4,
+            )
+        )
+        plot_memory_map(
+            timeline,
+            ax=ax_zoom,
+            title=f"zoom: {format_bytes(high - low)} of addresses\n(dashed box on the left)",
+        )
+        from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+        ax_zoom.set_ylim(low, high)
+        step = 1 << max(10, (high - low).bit_length() - 3)  # about 4 to 8 ticks, whole KiB or more
+        ax_zoom.yaxis.set_major_locator(MultipleLocator(step, offset=low))
+        ax_zoom.yaxis.set_major_formatter(
+            FuncFormatter(lambda v, _: "+" + format_bytes(round(v - low)))
+        )
+        ax_zoom.set_ylabel(f"address - {format_bytes(low)}")
     plot_timeline(timeline, axes=bottom.subplots(1, 2))
     return fig
+
+
+def _scan_label(scan) -> str:
+    """A scan's row label: the trace, the policy and, for BFC, pool or grown regions."""
+    how = scan.policy
+    if scan.policy == "bfc":
+        how += ", pool" if scan.preallocate else ", grown on demand"
+    return f"{scan.trace_name}\n({how})"
 
 
 def plot_capacity_scan(scans, *, ax=None, title: str | None = None):
@@ -152,7 +203,7 @@ def plot_capacity_scan(scans, *, ax=None, title: str | None = None):
                 mew=1.5,
                 label="smallest that fits" if row == 0 else None,
             )
-    ax.set_yticks(range(len(scans)), [f"{s.trace_name}\n({s.policy})" for s in scans])
+    ax.set_yticks(range(len(scans)), [_scan_label(s) for s in scans])
     ax.set_ylim(-0.6, len(scans) - 0.4)
     lo = min(min(s.capacities) / max(s.peak_live_bytes, 1) for s in scans)
     hi = max(max(s.capacities) / max(s.peak_live_bytes, 1) for s in scans)

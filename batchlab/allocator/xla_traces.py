@@ -63,10 +63,16 @@ def compiler_options() -> dict:
     return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else {}
 
 
+_PLANS: dict = {}  # (fn, specs, donate_argnums, backend) -> plan: a trace built twice compiles once
+
+
 def _plan(fn, *specs, donate_argnums=()):
-    return buffer_assignment(
-        fn, *specs, donate_argnums=donate_argnums, compiler_options=compiler_options()
-    )
+    key = (fn, specs, tuple(donate_argnums), jax.default_backend())
+    if key not in _PLANS:
+        _PLANS[key] = buffer_assignment(
+            fn, *specs, donate_argnums=donate_argnums, compiler_options=compiler_options()
+        )
+    return _PLANS[key]
 
 
 class CallTraceBuilder(TraceBuilder):
@@ -140,8 +146,15 @@ def per_item_trace(
     len_step: int = 512,
     dtype=jnp.float32,
     seed: int = 0,
+    keep_results: bool = True,
 ) -> XlaTrace:
-    """One call of :func:`block` per item, at the item's own length; results kept to the end."""
+    """One call of :func:`block` per item, at the item's own length.
+
+    ``keep_results=True``: every result stays on the device until the loop
+    ends (``results.append(out)``); ``False``: each result goes to the host
+    right after its call (``results.append(jax.device_get(out))``), so its
+    device buffer is freed at once.
+    """
     lengths = item_lengths(n_items, max_len, len_step, seed)
     w1, w2 = weight_specs(d_model, d_hidden, dtype)
     plans = {}
@@ -154,13 +167,19 @@ def per_item_trace(
         if n not in plans:
             plans[n] = _plan(block, x, w1, w2)
         b.alloc(("x", i), x.size * x.dtype.itemsize, "input (one item)")
-        results += b.call(plans[n], ("call", i), owner_prefix="result ")
+        outs = b.call(plans[n], ("call", i), owner_prefix="result ")
         b.free(("x", i))  # the Python loop drops the item
+        if keep_results:
+            results += outs
+        else:  # jax.device_get(out): the result lives on the host, its device buffer is freed
+            for r in outs:
+                b.free(r)
     for r in results:
         b.free(r)
     b.free("w1")
     b.free("w2")
-    return XlaTrace(b.build("per-item", SOURCE), plans, b.calls, b.call_allocations)
+    name = "per-item" if keep_results else "per-item, results to host"
+    return XlaTrace(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
 
 
 def batched_trace(
@@ -215,7 +234,7 @@ def training_trace(
     steps: int,
     *,
     donate: bool,
-    batch_tokens: int = 4096,
+    batch_tokens: int | Sequence[int] = 4096,
     d_model: int = 4096,
     d_hidden: int = 16384,
     dtype=jnp.float32,
@@ -226,17 +245,33 @@ def training_trace(
     die when Python rebinds ``params`` (after the call returns); with
     donation XLA writes the new parameters into the old buffers (the
     outputs alias the parameters: no allocation).
+
+    ``batch_tokens``: one size for every step (one program), or one per step
+    (``len(batch_tokens) == steps``; one program per distinct size).
     """
     check_positive_int(steps, "steps")
+    if isinstance(batch_tokens, Sequence):
+        tokens = [int(t) for t in batch_tokens]
+        if len(tokens) != steps:
+            raise ValueError(
+                f"`batch_tokens` gives {len(tokens)} sizes for {steps} steps; give one per step."
+            )
+    else:
+        tokens = [batch_tokens] * steps
+    for t in tokens:
+        check_positive_int(t, "batch_tokens")
     w1, w2 = weight_specs(d_model, d_hidden, dtype)
-    x = jax.ShapeDtypeStruct((batch_tokens, d_model), dtype)
-    plan = _plan(train_step, (w1, w2), x, donate_argnums=(0,) if donate else ())
+    plans = {}
+    for t in dict.fromkeys(tokens):
+        x = jax.ShapeDtypeStruct((t, d_model), dtype)
+        plans[t] = _plan(train_step, (w1, w2), x, donate_argnums=(0,) if donate else ())
     b = CallTraceBuilder()
     params = ["w1.0", "w2.0"]
     b.alloc("w1.0", w1.size * w1.dtype.itemsize, "params")
     b.alloc("w2.0", w2.size * w2.dtype.itemsize, "params")
-    for s in range(steps):
-        b.alloc(("x", s), x.size * x.dtype.itemsize, "input (batch)")
+    for s, t in enumerate(tokens):
+        plan = plans[t]
+        b.alloc(("x", s), t * d_model * jnp.dtype(dtype).itemsize, "input (batch)")
         outs = b.call(plan, ("step", s), owner_prefix="new params / loss ")
         b.free(("x", s))
         big = [o for o in outs if plan.launch_allocations()[o[2]][2] > 1024]
@@ -250,7 +285,10 @@ def training_trace(
     for p in params:
         b.free(p)
     name = "training (donated)" if donate else "training"
-    return XlaTrace(b.build(name, SOURCE), {"step": plan}, b.calls, b.call_allocations)
+    if len(plans) > 1:
+        name = name.replace("training", "training, varying batches")
+    keyed = {"step": plans[tokens[0]]} if len(plans) == 1 else plans
+    return XlaTrace(b.build(name, SOURCE), keyed, b.calls, b.call_allocations)
 
 
 def trace_from_buffers(
