@@ -30,30 +30,46 @@ def _hand_trace(answer, **context):
 
 @exercise(
     "fragmentation.donation_alias",
-    "Donate the parameters of `sgd_step(params, grads)` so that XLA reuses their buffer: "
-    "give the donate_argnums that make alias_bytes equal the parameters' size.",
+    "Donate the parameters of a step so that XLA reuses their buffer: give the donate_argnums "
+    "that make alias_bytes equal the parameters' size, and donate nothing the output cannot reuse.",
 )
-def _donation_alias(answer, *, step, params, grads, **context):
+def _donation_alias(answer, *, step, params=None, grads=None, args=None, params_index=0, **context):
+    """``step(params, grads)`` (``params=``, ``grads=``), or ``step(*args)`` with the parameters at
+    position ``params_index``."""
     import jax
 
+    if args is None:
+        args, params_index = (params, grads), 0
+    target = args[params_index]
     try:
-        est = memory_estimate(jax.jit(step, donate_argnums=answer), params, grads)
+        est = memory_estimate(jax.jit(step, donate_argnums=answer), *args)
     except Exception as e:  # bad argnums
         return (
             False,
             f"jax.jit rejected it: {type(e).__name__}. donate_argnums are positions, like (0,).",
         )
-    if est.alias_bytes == params.nbytes:
+    given = {answer} if isinstance(answer, int) else set(answer)
+    if est.alias_bytes == target.nbytes and given == {params_index}:
         return (
             True,
             f"alias_bytes = {est.alias_bytes} = params.nbytes: the update is written in place.",
+        )
+    if est.alias_bytes == target.nbytes:
+        extra = sorted(given - {params_index})
+        return (
+            False,
+            f"The parameters' bytes alias, but you also donated position(s) {extra}, which the "
+            f"output cannot reuse: JAX warns and keeps them. Donate only the parameters.",
         )
     if est.alias_bytes:
         return (
             False,
             "Some bytes alias, but not the parameters'. Which argument is overwritten by the output?",
         )
-    return False, "alias_bytes is 0: nothing was donated that the output can reuse."
+    return (
+        False,
+        "alias_bytes is 0: nothing was donated that the output can reuse. Count positions from 0.",
+    )
 
 
 @exercise(
