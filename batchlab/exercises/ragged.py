@@ -26,8 +26,8 @@ def wasted_fraction(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     if abs(value - expected) < 1e-3:
         return (
             True,
-            "Right: pads = batch x longest - sum(lengths), and a mask computes every one of them "
-            "like a token (it selects, it does not skip).",
+            "Right: pads = batch x longest - sum(lengths), and a `jnp.where` mask computes every one "
+            "of them like a token on XLA (it selects, it does not skip).",
         )
     if abs(value - (1 - expected)) < 1e-3:
         return (
