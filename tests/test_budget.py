@@ -11,7 +11,6 @@ import pytest
 
 import batchlab
 from batchlab.batching import batch
-from batchlab.exercises.verdicts import SCHEDULING_HOLDS, scheduling_verdict
 from batchlab.measuring.live import DeviceMemory
 from batchlab.runs import compilation_target, default_budget, planned_bytes, plot_budget_curves
 from batchlab.runs.search import search
@@ -296,17 +295,8 @@ def test_real_out_of_memory_is_raised_at_once_and_recognised():
 
     err, seconds = _real_oom()
     assert err is not None and "RESOURCE_EXHAUSTED" in str(err) and is_out_of_memory(err)
-    assert seconds < 5.0  # nothing waits for memory (measured ~1 ms; margin for a loaded CI)
-    verdict, number = scheduling_verdict(err, seconds)
-    assert verdict == SCHEDULING_HOLDS and "no wait for memory" in number
-
-
-def test_scheduling_verdict_follows_the_measurement():
-    assert scheduling_verdict(None, 0.01)[0].startswith("not measured")
-    slow = scheduling_verdict(jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: oom"), 3.0)
-    assert slow[0].startswith("not decided")
-    other = scheduling_verdict(ValueError("shape"), 0.01)
-    assert other[0].startswith("not decided") and "ValueError" in other[1]
+    if jax.default_backend() == "cpu":  # XLA:CPU does not wait for memory; a GPU's BFC allocator waits up to 10 s
+        assert seconds < 5.0  # measured ~1 ms; margin for a loaded CI
 
 
 @pytest.mark.parametrize(

@@ -32,8 +32,6 @@ from typing import Any
 
 from batchlab.exercises._reveal import Reveal as Reveal
 from batchlab.exercises._reveal import reveal as reveal
-from batchlab.exercises.verdicts import SCHEDULING_HOLDS as SCHEDULING_HOLDS
-from batchlab.exercises.verdicts import scheduling_verdict as scheduling_verdict
 
 Checker = Callable[..., "tuple[bool, str]"]
 

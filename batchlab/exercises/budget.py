@@ -12,20 +12,43 @@ from batchlab.runs.budget import max_batch_size
 
 
 @exercise(
-    "budget.argument_bytes",
-    "How many bytes of input does a batch of `batch` items of shape (features,) float32 take?",
+    "budget.chunk_effect",
+    "Double the chunk of a chunked lax.map and keep the budget: how many items fit now? (an int)",
 )
-def _argument_bytes(answer: Any, *, batch: int, features: int) -> tuple[bool, str]:
-    expected = batch * features * 4
-    if not isinstance(answer, (int, np.integer)):
-        return False, "Give a whole number of bytes (an int)."
-    if answer == expected:
-        return True, "Right: items x values per item x 4 bytes per float32; XLA's plan agrees."
-    if answer == batch * features:
-        return False, "That counts values, not bytes: how many bytes does one float32 take?"
-    if answer == features * 4:
-        return False, "That is one item; the batch holds `batch` of them."
-    return False, "Multiply the number of items, the values per item and the bytes per value."
+def _chunk_effect(
+    answer: Any, *, measured: int, vmap_answer: int, chunk8_answer: int
+) -> tuple[bool, str]:
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) or answer < 0:
+        return False, "Give a whole number of items (an int)."
+    if answer == measured:
+        if measured == vmap_answer:
+            why = (
+                "one chunk's temporaries (chunk x D x D x 4 bytes) alone no longer fit the budget, so "
+                "no batch of a chunk or more fits; a batch smaller than one chunk never enters the "
+                "scan: lax.map runs it as one vmap (the remainder), so the vmap answer still fits."
+            )
+        else:
+            why = "planned bytes of the chunked program decide it, as max_batch_size measured."
+        return True, f"Right: {why}"
+    if answer >= chunk8_answer:
+        return False, (
+            "Fewer fit. A bigger chunk means bigger temporaries for every step of the scan: how "
+            "many bytes do one chunk's D x D matrices take, against the budget?"
+        )
+    if answer == 0:
+        return False, (
+            "Some items still fit. What does lax.map do with a batch smaller than one chunk? "
+            "(It is the remainder.)"
+        )
+    if answer > measured:
+        return False, (
+            "Fewer fit than that. Does one whole chunk's temporaries fit the budget at all? If "
+            "not, which batches never need a whole chunk?"
+        )
+    return False, (
+        "More fit than that. A batch smaller than one chunk runs as a plain vmap: how many "
+        "items did vmap fit in this budget?"
+    )
 
 
 @exercise(
