@@ -260,6 +260,14 @@ def test_default_budget_is_limit_minus_in_use_not_pool():
     assert pool_only.bytes == 400 and "pool_bytes - bytes_in_use" in pool_only.source
 
 
+def test_a_full_device_gives_no_room_never_the_hosts_memory():
+    """A GPU with 0 bytes left is a budget of 0 (0 is falsy: it used to fall back to host RAM)."""
+    full = default_budget(
+        _FakeDevice({"bytes_in_use": 4000, "pool_bytes": 4000, "bytes_limit": 4000})
+    )
+    assert full.bytes == 0 and "memory_stats" in full.source
+
+
 def test_room_and_free_in_pool():
     s = DeviceMemory(
         device="fake",
@@ -273,7 +281,7 @@ def test_room_and_free_in_pool():
     assert s.fragmentation == pytest.approx(0.75)  # measured inside the pool, where the blocks are
 
 
-# --- seed 000 #3 from a measurement; the real out-of-memory on CPU -----------------------------
+# --- 'batches wait for free memory' from a measurement; the real out-of-memory on CPU -----------------------------
 
 
 def _real_oom():
@@ -295,7 +303,9 @@ def test_real_out_of_memory_is_raised_at_once_and_recognised():
 
     err, seconds = _real_oom()
     assert err is not None and "RESOURCE_EXHAUSTED" in str(err) and is_out_of_memory(err)
-    if jax.default_backend() == "cpu":  # XLA:CPU does not wait for memory; a GPU's BFC allocator waits up to 10 s
+    if (
+        jax.default_backend() == "cpu"
+    ):  # XLA:CPU does not wait for memory; a GPU's BFC allocator waits up to 10 s
         assert seconds < 5.0  # measured ~1 ms; margin for a loaded CI
 
 

@@ -53,9 +53,13 @@ class MemoryEstimate:
 
     Planned bytes are a **lower bound** of what a device needs for the
     call: a GPU's BFC allocator rounds every buffer up (to 256 bytes, and
-    to the chunk it finds), may leave a chunk unsplit, and libraries
-    (cuBLAS, cuDNN) take workspace outside XLA's plan. The gap is measured
-    by ``benchmarks/gpu_check.py`` on a GPU (unrun here: no GPU lent).
+    to the chunk it finds) and may leave a chunk unsplit; on XLA:CPU the
+    runtime holds buffers of its own outside the plan (YNNPACK's copies of
+    weights, measured: peak RSS 1.5-3.2x the plan, ``batchlab.advise``
+    measures it per function). Library workspace (cuBLAS, cuDNN) is not
+    outside the plan: XLA allocates it as custom-call scratch inside it
+    (from XLA's source). The GPU gap is measured by ``benchmarks/gpu_check.py``
+    (unrun here: no GPU lent).
     """
 
     argument_bytes: int

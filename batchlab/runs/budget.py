@@ -59,8 +59,9 @@ def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Bud
     ``pool_bytes - bytes_in_use``: when memory is not preallocated
     (``XLA_PYTHON_CLIENT_PREALLOCATE=false``) the pool grows on demand up to
     ``bytes_limit``. Planned bytes are a lower bound of what the device
-    really needs (the allocator rounds and may leave chunks unsplit;
-    libraries take workspace outside XLA's plan), so leave a margin.
+    really needs (the allocator rounds and may leave chunks unsplit; on
+    XLA:CPU the runtime keeps buffers outside the plan), so leave a margin.
+    A device with no room left gives a budget of 0 bytes, never the host's.
 
     On CPU, where the device keeps no statistics: ``fraction`` of the host
     memory available now (psutil).
@@ -73,7 +74,7 @@ def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Bud
     if check_positive_float(fraction, "fraction") > 1:
         raise ValueError(f"`fraction` is a share of memory in (0, 1], got fraction={fraction}.")
     stats = device_memory(device)
-    if stats is not None and stats.room_bytes:
+    if stats is not None and stats.room_bytes is not None:  # 0 is an answer: no room left
         what = "bytes_limit" if stats.bytes_limit else "pool_bytes"
         return Budget(
             int(stats.room_bytes),
