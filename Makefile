@@ -63,22 +63,25 @@ JAX_FREE = --ignore=tests/test_bad_input.py --ignore=tests/test_layout.py \
 # doctests (notebooks and the browser are pinned to constraints.txt and not run here).
 JAX_LOW  ?= 0.10.0
 LOW_VENV ?= artifacts/venv-jax-$(JAX_LOW)
+# Long sweeps of the kit's own logic, JAX-facing only through calls that other tests in the same
+# job make too: the launcher's process-failure cases (test_two_processes_equal_one keeps
+# jax.distributed), the budget search's compile economy (the planned bytes stay checked), the
+# SIGKILL/resume sweep (the checkpoint journal). Job 1 (`make test`) runs them; jobs 2 and 3 not.
+KIT_SWEEPS = --deselect=tests/test_distributed.py::test_a_failing_process_stops_the_others \
+             --deselect=tests/test_distributed.py::test_timeout_kills_every_process \
+             --deselect=tests/test_distributed.py::test_success_ends_leftover_children \
+             --deselect=tests/test_distributed.py::test_ctrl_c_stops_every_process \
+             --deselect=tests/test_distributed.py::test_command_line \
+             --deselect=tests/test_budget.py::test_interpolation_agrees_with_bisection_and_compiles_less \
+             --deselect=tests/test_budget.py::test_known_plans_are_reused_and_answers_unchanged \
+             --deselect=tests/test_faults.py::test_sigkill_at_random_points_then_resume_is_bit_identical
 # Cheaper than the full suite, still the point of the job (does the kit work on the oldest JAX
-# it admits): every doctest and unit test that exercises JAX, except the long sweeps of the
-# kit's own logic that job 1 (0.10.2) and job 3 (newest) run in full: the 300 generated programs
-# of test_batch_vs_vmap (test_strategies checks every strategy against jax.vmap here), the
-# launcher's process-failure cases (test_two_processes_equal_one keeps jax.distributed), the
-# budget search's compile economy (the planned bytes stay checked), the SIGKILL/resume sweep.
-LOW_SKIP  = --ignore=tests/test_browser.py --ignore=tests/test_wheel_install.py --ignore=tests/test_student_copies.py $(JAX_FREE) \
-            --deselect=tests/test_batch_vs_vmap.py::test_batch_behaves_like_vmap \
-            --deselect=tests/test_distributed.py::test_a_failing_process_stops_the_others \
-            --deselect=tests/test_distributed.py::test_timeout_kills_every_process \
-            --deselect=tests/test_distributed.py::test_success_ends_leftover_children \
-            --deselect=tests/test_distributed.py::test_ctrl_c_stops_every_process \
-            --deselect=tests/test_distributed.py::test_command_line \
-            --deselect=tests/test_budget.py::test_interpolation_agrees_with_bisection_and_compiles_less \
-            --deselect=tests/test_budget.py::test_known_plans_are_reused_and_answers_unchanged \
-            --deselect=tests/test_faults.py::test_sigkill_at_random_points_then_resume_is_bit_identical
+# it admits): every doctest and unit test that exercises JAX, less JAX_FREE and KIT_SWEEPS,
+# and less the 300 generated programs of test_batch_vs_vmap (test_strategies checks every
+# strategy against jax.vmap here; the generated sweep runs on 0.10.2 and on the newest jax).
+LOW_SKIP  = --ignore=tests/test_browser.py --ignore=tests/test_wheel_install.py \
+            --ignore=tests/test_student_copies.py $(JAX_FREE) $(KIT_SWEEPS) \
+            --deselect=tests/test_batch_vs_vmap.py::test_batch_behaves_like_vmap
 unit-jax-low:  ## unit tests + doctests on the lowest declared jax (JAX_LOW), in a second venv
 	test -x $(LOW_VENV)/bin/python || $(PYTHON) -m venv $(LOW_VENV)
 	sed -E 's/^(jax|jaxlib)==.*/\1==$(JAX_LOW)/' constraints.txt > $(LOW_VENV)/constraints.txt
@@ -104,10 +107,11 @@ NEW_STAMP = $(NEW_VENV)/.batchlab-installed
 # error (one period apart), 03 jaxpr op counts and timing verdicts; the others match as stored
 NEW_LAX  ?= notebooks/00_tour.ipynb notebooks/01_vmap_and_axes.ipynb notebooks/03_vmap_vs_manual_batching.ipynb
 NEW_STRICT = $(filter-out $(NEW_LAX),$(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb)))
-# run in job 1 only (.ci/run): the browser, the wheel install, and the student copies' Run All
-# (in CI the browser test runs every student copy), all independent of the JAX version
+# run in job 1 only (.ci/run): the browser, the wheel install, the student copies' Run All (in
+# CI the browser test runs every student copy), JAX_FREE and KIT_SWEEPS
 NEW_SKIP  = --ignore=tests/test_browser.py --ignore=tests/test_wheel_install.py \
-            --deselect=tests/test_student_copies.py::test_student_copy_runs_all_to_the_last_cell $(JAX_FREE)
+            --deselect=tests/test_student_copies.py::test_student_copy_runs_all_to_the_last_cell \
+            $(JAX_FREE) $(KIT_SWEEPS)
 NEW_RUN   = PATH=$(abspath $(NEW_VENV))/bin:$$PATH $(NEW_VENV)/bin/python -m pytest -p no:cacheprovider
 $(NEW_STAMP): pyproject.toml constraints.txt constraints-newest.txt
 	@if [ -z "$(PY312)" ] || [ ! -x "$(PY312)" ]; then \
