@@ -190,7 +190,6 @@ def test_notebooks_import_only_public_names(nb):
     assert not bad, bad
 
 
-
 def test_import_linter_contracts_are_kept():
     """The layers of pyproject.toml's [tool.importlinter]: a room imports only rooms below it."""
     from importlinter.cli import lint_imports  # a dev dependency: missing it fails, never skips
