@@ -324,3 +324,216 @@ def test_the_readme_lists_every_source_claim_by_name():
     section = readme.split("## The claims, by name", 1)[1].split("\n## ", 1)[0]
     for c in cl.SOURCE_CLAIMS:
         assert f"| {c.name} | {', '.join(c.notebooks)} |" in section, c.name
+
+
+# --- the probe: a claim's own rule, run on variants of its own evidence -------------------------
+
+
+class AlwaysHolds:
+    """A rule that answers the same for all evidence: it cannot fail."""
+
+    reads = ("n",)
+
+    def __call__(self, evidence):
+        return cl.Decision(HOLDS, "fixed text")
+
+
+def test_the_probe_catches_a_constant_rule():
+    p = cl.probe_rule(AlwaysHolds(), [Number("n", 1, "count")])
+    assert not p.shown and p.missing == (FAILS, INCONCLUSIVE)
+    assert "a rule the probe does not know" in repr(p) and "NOT shown able to fail" in repr(p)
+    claim = Claim("n is one", [Number("n", 1, "count")], AlwaysHolds(), scope=SCOPE)
+    assert cl.probe(claim).missing == {"rule": (FAILS, INCONCLUSIVE)}
+    with pytest.raises(ValueError, match=r"refuses the claim 'n is one'.*'does not hold'.*Fix:"):
+        cl.table([claim])
+
+
+def test_a_rule_that_ignores_its_evidence_is_caught_even_when_it_varies_by_name():
+    """Reading the right names is not enough: the outcome must follow the values."""
+
+    class ByName:
+        reads = ("a", "b")
+
+        def __call__(self, evidence):
+            return cl.Decision(FAILS if "a" in evidence else HOLDS, "by name")
+
+    assert cl.probe_rule(ByName(), [Number("a", 1, "x"), Number("b", 2, "y")]).missing == (
+        HOLDS,
+        INCONCLUSIVE,
+    )
+
+
+def test_a_rule_that_raises_on_a_variant_reaches_nothing_there():
+    class Picky:
+        reads = ("n",)
+
+        def __call__(self, evidence):
+            if evidence["n"].value != 1:
+                raise RuntimeError("only one")
+            return cl.Decision(HOLDS, "one")
+
+    p = cl.probe_rule(Picky(), [Number("n", 1, "count")])
+    assert not p.shown and not p.errors  # unknown: no variants tried, none raised
+    p = cl.probe_rule(cl.all_of(cl.equals("n", 1), Picky()), [Number("n", 1, "count")])
+    assert (p.reached[HOLDS] is not None) and not p.shown
+
+
+PROBED_RULES = {
+    "ratio_above, samples": (
+        cl.ratio_above("slow", "fast", 4),
+        [samples("slow", 10, 12), samples("fast", 1, 1.2)],
+    ),
+    "ratio_below, samples": (
+        cl.ratio_below("a", "b", 1.2),
+        [samples("a", 1, 1.05), samples("b", 1, 1.02)],
+    ),
+    "ratio_above, numbers": (
+        cl.ratio_above("pads", "real", 4),
+        [Number("pads", 800, "count"), Number("real", 100, "count")],
+    ),
+    "ratio_below, number over samples": (
+        cl.ratio_below("flops", "t", 0.2),
+        [Number("flops", 3, "cost_analysis"), samples("t", 1, 1.5)],
+    ),
+    "ratio, number not measurable here": (
+        cl.ratio_above("gpu", "cpu", 2),
+        [Number("gpu", None, "memory_stats()"), Number("cpu", 0, "count")],
+    ),
+    "equals int": (cl.equals("n", 2), [Number("n", 2, "count_compiles")]),
+    "equals bool": (cl.equals("raised", True), [Number("raised", True, "try/except")]),
+    "equals tuple": (cl.equals("shape", (5,)), [Number("shape", (5, 4), "y.shape")]),
+    "equals str": (cl.equals("lines", "b, c"), [Number("lines", "b, c", "exec")]),
+    "equals float": (cl.equals("x", 0.5), [Number("x", 0.5, "f(x)")]),
+    "equals array": (cl.equals("ids", np.arange(3)), [Number("ids", np.arange(3), "pack")]),
+    "equals None measured": (cl.equals("waits", 0), [Number("waits", None, "GPU only")]),
+    "compare by name": (
+        cl.compare("temp", "<", "values"),
+        [Number("temp", 64, "plan", "B"), Number("values", 128, "plan", "B")],
+    ),
+    "compare with a number": (cl.compare("count", ">", 0), [Number("count", 5, "len")]),
+    "compare floats": (cl.compare("off by", "<", 1e-5), [Number("off by", 0.0, "max abs")]),
+    "compare ==": (cl.compare("a", "==", "b"), [Number("a", 7, "x"), Number("b", 7, "y")]),
+    "compare != on shapes": (
+        cl.compare("a", "!=", "b"),
+        [Number("a", (4, 2), "x.shape"), Number("b", (4, 2), "y.shape")],
+    ),
+    "compare, right not measurable": (
+        cl.compare("a", ">=", "b"),
+        [Number("a", 3, "x"), Number("b", None, "GPU only")],
+    ),
+    "all_of": (
+        cl.all_of(cl.equals("a", 1), cl.compare("b", "<", "c"), cl.ratio_above("t", "u", 2)),
+        [
+            Number("a", 1, "x"),
+            Number("b", 9, "y"),
+            Number("c", 3, "z"),
+            samples("t", 1, 1.1),
+            samples("u", 1, 1.1),
+        ],
+    ),
+    "nested all_of sharing a figure": (
+        cl.all_of(
+            cl.compare("a", ">", 0), cl.all_of(cl.compare("a", "<", 10), cl.equals("f", False))
+        ),
+        [Number("a", 5, "x"), Number("f", False, "y")],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROBED_RULES))
+def test_the_probe_shows_each_rule_kind_reaching_all_three_outcomes(name):
+    rule, evidence = PROBED_RULES[name]
+    p = cl.probe_rule(rule, evidence)
+    assert p.shown, repr(p)
+    measured = {e.name: e for e in evidence}
+    for outcome in cl.OUTCOMES:
+        r = p.reached[outcome]
+        assert r.outcome == outcome and r.deciding
+        changed = {e.name: e for e in r.changed}
+        assert changed.keys() <= measured.keys()  # same names
+        for n, e in changed.items():  # same kinds: a Number stays a Number, Samples stay Samples
+            assert type(e) is type(measured[n]) and (e.source, e.unit) == (
+                measured[n].source,
+                measured[n].unit,
+            )
+        variant = {**measured, **changed}
+        assert rule(variant).outcome == outcome  # the real rule, again, on that evidence
+
+
+def test_all_of_fails_by_one_part_with_the_others_holding():
+    rule, _ = PROBED_RULES["all_of"]
+    evidence = [  # every part holds as measured
+        Number("a", 1, "x"),
+        Number("b", 1, "y"),
+        Number("c", 3, "z"),
+        samples("t", 5, 5.5),
+        samples("u", 1, 1.1),
+    ]
+    p = cl.probe_rule(rule, evidence)
+    assert p.reached[HOLDS].changed == ()
+    variant = {**{e.name: e for e in evidence}, **{e.name: e for e in p.reached[FAILS].changed}}
+    parts = [part(variant).outcome for part in rule.parts]
+    assert parts.count(FAILS) == 1 and parts.count(HOLDS) == 2, parts
+    assert "the others holding" in p.reached[FAILS].label
+
+
+def test_all_of_whose_parts_contradict_cannot_hold():
+    rule = cl.all_of(cl.equals("n", 1), cl.equals("n", 2))
+    assert cl.probe_rule(rule, [Number("n", 1, "x")]).missing == (HOLDS,)
+
+
+def test_samples_stay_samples_and_their_spread_straddles_the_threshold():
+    p = cl.probe_rule(
+        cl.ratio_above("slow", "fast", 4), [samples("slow", 10, 12), samples("fast", 1, 1.2)]
+    )
+    (straddle,) = p.reached[INCONCLUSIVE].changed
+    assert isinstance(straddle, Samples) and len(straddle.values) == 5
+    assert straddle.fastest / 1.2 <= 4 < straddle.slowest / 1.0
+    assert "wall clock" in p.reached[INCONCLUSIVE].deciding
+
+
+def test_samples_without_a_spread_get_one_on_the_other_side():
+    p = cl.probe_rule(
+        cl.ratio_above("n", "t", 2),
+        [Number("n", 10, "count"), Samples("t", [1.0, 1.0], "timeit")],
+    )
+    assert p.shown
+    widened = {e.name: e for e in p.reached[INCONCLUSIVE].changed}["t"]
+    assert isinstance(widened, Samples) and widened.slowest > widened.fastest
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [cl.equals("n", 3), cl.compare("n", "<", 5), cl.ratio_above("n", "m", 2)],
+    ids=["equals", "compare", "ratio"],
+)
+def test_a_number_not_measurable_here_is_inconclusive(rule):
+    evidence = [Number("n", 3, "count"), Number("m", 1, "count")]
+    r = cl.probe_rule(rule, evidence).reached[INCONCLUSIVE]
+    assert any(isinstance(e, Number) and e.value is None for e in r.changed), r
+
+
+def test_a_claim_probe_covers_its_controls_and_reads_well():
+    p = cl.probe(fixed_cost_claim())
+    assert p.shown and [r.what for r in p.rules] == [
+        "rule",
+        "control (the per-call cost: the same items in one lax.map call)",
+    ]
+    text = repr(p)
+    assert text.startswith("Probe of 'a bigger batch costs less per item':")
+    assert text.count("shown able to fail: every outcome reached") == 2
+    with pytest.raises(TypeError, match=r"`claim` must be a bl\.claims\.Claim"):
+        cl.probe("a claim")
+
+
+def test_the_table_refuses_a_control_that_cannot_fail():
+    claim = fixed_cost_claim(control_rule=type("Fixed", (AlwaysHolds,), {"reads": ("lax.map",)})())
+    with pytest.raises(ValueError, match=r"its control \(the per-call cost.*never came out"):
+        cl.table([claim])
+
+
+def test_the_probe_leaves_the_rendered_table_unchanged():
+    claims = [fixed_cost_claim()]
+    direct = cl.ClaimsTable(tuple(claims), "Claims and verdicts")
+    assert repr(cl.table(claims)) == repr(direct)
+    assert cl.table(claims)._repr_html_() == direct._repr_html_()

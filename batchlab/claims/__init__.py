@@ -9,6 +9,8 @@ without a control is refused. :func:`table` renders any list of claims.
 
 Rules: :func:`ratio_above` / :func:`ratio_below` (spread-aware for timings),
 :func:`equals` (exact), :func:`compare` (counts), :func:`all_of`.
+:func:`probe` runs a claim's real rule on variants of its own evidence and shows
+whether it reaches every outcome; :func:`table` refuses a claim that does not.
 
 The eleven source claims have names (:data:`NAMES`, :func:`source_claims`).
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from batchlab.claims.claim import Claim, ClaimsTable, Control, table
 from batchlab.claims.evidence import Number, Samples, Scope
+from batchlab.claims.probing import Probe, Reached, RuleProbe, probe, probe_rule
 from batchlab.claims.rules import (
     FAILS,
     HOLDS,
@@ -43,12 +46,17 @@ __all__ = [
     "Control",
     "Decision",
     "Number",
+    "Probe",
+    "Reached",
+    "RuleProbe",
     "Samples",
     "Scope",
     "SourceClaim",
     "all_of",
     "compare",
     "equals",
+    "probe",
+    "probe_rule",
     "ratio_above",
     "ratio_below",
     "source_claim",

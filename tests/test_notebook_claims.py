@@ -1,0 +1,303 @@
+"""Every claim of every notebook, read statically (ast over the code cells, nothing executed).
+
+(a) every ``Claim(...)`` a notebook builds ends up in a ``bl.claims.table([...])`` of that
+    notebook, so the table's probe checks it whenever the notebook runs (nbval in CI);
+(b) every rule (a claim's, a control's) written with literals only is evaluated with the
+    ``bl.claims`` names, given synthetic evidence for the figures it reads, and probed: it
+    must reach *holds*, *does not hold* and *inconclusive here*. A rule that reads notebook
+    variables (an f-string name, ``S.batch``, ``speed_rule``) is skipped here with that
+    reason: the table probes it on the real evidence at run time;
+(c) a claim that states a cause (``because=``) has ``controls=``;
+(d) every markdown cell is at most 180 words: ``len(text.split())`` after removing fenced
+    code blocks and HTML comments (neither is prose a learner reads as text).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+import batchlab as bl
+from batchlab import claims as cl
+
+NOTEBOOKS = sorted(
+    (Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")
+)
+MAX_WORDS = 180
+#: markdown cells over the limit in notebooks this change may not edit (owner: another engineer)
+OWNED_ELSEWHERE = {"12": "notebook 12's owner (the advisor notebook, written in parallel)"}
+NAMESPACE = {"bl": bl, **{n: getattr(cl, n) for n in cl.__all__}}
+#: builtins a literal rule may apply to literals (``tuple(sorted((5, 40)))``); nothing else
+SAFE_BUILTINS = {f.__name__: f for f in (int, float, str, len, tuple, sorted, min, max)}
+
+
+def cells(nb: Path, kind: str) -> list[tuple[int, str]]:
+    data = json.loads(nb.read_text())
+    return [
+        (i, "".join(c["source"])) for i, c in enumerate(data["cells"]) if c["cell_type"] == kind
+    ]
+
+
+def code_trees(nb: Path) -> list[tuple[int, ast.Module]]:
+    """Each code cell as an ast; IPython lines (``%pip``, ``!ls``) become ``pass``."""
+    out = []
+    for i, src in cells(nb, "code"):
+        out.append((i, ast.parse(re.sub(r"(?m)^(\s*)[%!].*$", r"\1pass", src))))
+    return out
+
+
+def called(node: ast.AST, *names: str) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) in names
+
+
+class Built(NamedTuple):
+    """One ``Claim(...)`` or ``Control(...)`` call of a notebook."""
+
+    nb: str
+    cell: int
+    kind: str  # "Claim" or "Control"
+    call: ast.Call
+    holder: str | None  # the variable it is assigned to, or the list variable holding it
+    in_table: bool  # written inside a bl.claims.table(...) call
+
+    @property
+    def rule(self) -> ast.expr | None:
+        if len(self.call.args) > 2:
+            return self.call.args[2]
+        return next((k.value for k in self.call.keywords if k.arg == "rule"), None)
+
+    @property
+    def keywords(self) -> set[str | None]:
+        return {k.arg for k in self.call.keywords}
+
+    @property
+    def id(self) -> str:
+        first = self.call.args[0] if self.call.args else None
+        if isinstance(first, ast.Constant):
+            text = first.value
+        else:
+            text = ast.unparse(first)[2:] if isinstance(first, ast.JoinedStr) else self.holder
+        return f"{self.nb}:cell{self.cell}:{self.kind}:{str(text)[:40]}"
+
+
+def built(nb: Path) -> Iterator[Built]:
+    for i, tree in code_trees(nb):
+        parent = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+        for node in ast.walk(tree):
+            if not called(node, "Claim", "Control"):
+                continue
+            holder, in_table, up = None, False, parent.get(node)
+            while up is not None and not isinstance(up, ast.stmt):
+                in_table = in_table or called(up, "table")
+                up = parent.get(up)
+            if isinstance(up, ast.Assign) and isinstance(up.targets[0], ast.Name):
+                holder = up.targets[0].id
+            yield Built(
+                nb.name[:2],
+                i,
+                node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id,
+                node,
+                holder,
+                in_table,
+            )
+
+
+def tabled_names(nb: Path) -> set[str]:
+    """Variables passed to a ``table(...)`` call: the argument itself, or its list's items,
+    and the items of a list variable passed (``verdicts = [a, b]; table(verdicts)``)."""
+
+    def names(node: ast.expr) -> set[str]:
+        items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
+        items = [i.value if isinstance(i, ast.Starred) else i for i in items]
+        return {i.id for i in items if isinstance(i, ast.Name)}
+
+    passed, lists = set(), {}
+    for _, tree in code_trees(nb):
+        for node in ast.walk(tree):
+            if called(node, "table") and node.args:
+                passed |= names(node.args[0])
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        lists.setdefault(t.id, set()).update(names(node.value))
+    todo = list(passed)
+    while todo:
+        for item in lists.get(todo.pop(), ()):
+            if item not in passed:
+                passed.add(item)
+                todo.append(item)
+    return passed
+
+
+ALL = [b for nb in NOTEBOOKS for b in built(nb)]
+CLAIMS = [b for b in ALL if b.kind == "Claim"]
+
+
+def test_the_notebooks_build_claims():
+    assert len(NOTEBOOKS) >= 12 and len(CLAIMS) >= 80, (len(NOTEBOOKS), len(CLAIMS))
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name[:2])
+def test_every_claim_ends_up_in_a_claims_table(nb):
+    tabled = tabled_names(nb)
+    loose = [
+        b.id for b in built(nb) if b.kind == "Claim" and not b.in_table and b.holder not in tabled
+    ]
+    assert not loose, (
+        f"claims never passed to bl.claims.table (so never probed at run time): {loose}"
+    )
+
+
+@pytest.mark.parametrize("b", CLAIMS, ids=lambda b: b.id)
+def test_a_stated_cause_has_a_control(b):
+    if "because" in b.keywords:
+        assert "controls" in b.keywords, f"{b.id} states a cause without controls="
+
+
+# --- (b) every literal rule reaches every outcome --------------------------------------------
+
+
+def evidence_kinds(nb: Path) -> dict[str, str]:
+    """``Number("name", ...)`` / ``Samples("name", ...)`` with a literal name: name -> kind."""
+    kinds = {}
+    for _, tree in code_trees(nb):
+        for node in ast.walk(tree):
+            if (
+                called(node, "Number", "Samples")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                kinds[node.args[0].value] = (
+                    node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+                )
+    return kinds
+
+
+def synthetic(rule, kinds: dict[str, str], out: dict | None = None) -> dict:
+    """Evidence for every figure ``rule`` reads: the kind the notebook gives it, a plain value."""
+    out = {} if out is None else out
+
+    def put(name, default_kind, value):
+        if name in out:
+            return
+        kind = kinds.get(name, default_kind)
+        out[name] = (
+            cl.Samples(name, (1.0, 1.1, 1.2), "synthetic samples")
+            if kind == "Samples"
+            else cl.Number(name, value, "synthetic figure")
+        )
+
+    if isinstance(rule, cl.rules.AllOf):
+        for part in rule.parts:
+            synthetic(part, kinds, out)
+    elif isinstance(rule, cl.rules.Ratio):
+        for name in rule.reads:
+            put(name, "Samples", 1.0)
+    elif isinstance(rule, cl.rules.Equals):
+        put(rule.name, "Number", rule.expected)
+    else:
+        for name in rule.reads:
+            put(name, "Number", 1)
+    return out
+
+
+def static_rule(b: Built):
+    """The rule evaluated from its literals alone, or the reason it cannot be."""
+    if b.rule is None:
+        return None, "no rule argument written at the call (e.g. passed in **kwargs)"
+    try:
+        code = compile(ast.Expression(b.rule), b.id, "eval")
+        return eval(code, {"__builtins__": SAFE_BUILTINS}, NAMESPACE), None
+    except NameError as e:
+        return (
+            None,
+            f"{b.id}: the rule reads a notebook variable ({e}); probed at run time by bl.claims.table",
+        )
+
+
+RULED = [b for b in ALL if b.rule is not None]
+
+
+@pytest.mark.parametrize("b", RULED, ids=lambda b: b.id)
+def test_every_literal_rule_reaches_every_outcome(b):
+    rule, why = static_rule(b)
+    if rule is None:
+        pytest.skip(why)
+    nb = next(p for p in NOTEBOOKS if p.name.startswith(b.nb))
+    p = cl.probe_rule(rule, synthetic(rule, evidence_kinds(nb)), b.id)
+    assert p.shown, f"{b.id}: not shown able to fail\n{p!r}"
+
+
+def test_most_rules_are_probed_statically():
+    evaluable = [b for b in RULED if static_rule(b)[0] is not None]
+    assert len(evaluable) >= 0.7 * len(RULED), (len(evaluable), len(RULED))
+
+
+# --- (d) short markdown cells --------------------------------------------------------------------
+
+
+def words(text: str) -> int:
+    text = re.sub(r"(?s)<!--.*?-->", "", text)
+    text = re.sub(r"(?ms)^\s*```.*?^\s*```", "", text)
+    return len(text.split())
+
+
+def long_cells(nb: Path) -> list[tuple[int, int]]:
+    return [(i, n) for i, src in cells(nb, "markdown") if (n := words(src)) > MAX_WORDS]
+
+
+@pytest.mark.parametrize(
+    "nb",
+    [
+        pytest.param(
+            nb,
+            marks=pytest.mark.xfail(
+                strict=True, reason=f"over {MAX_WORDS} words; owner: {OWNED_ELSEWHERE[nb.name[:2]]}"
+            ),
+        )
+        if nb.name[:2] in OWNED_ELSEWHERE
+        else nb
+        for nb in NOTEBOOKS
+    ],
+    ids=lambda p: p.name[:2],
+)
+def test_markdown_cells_are_short(nb):
+    assert not long_cells(nb), f"{nb.name}: (cell, words) over {MAX_WORDS}: {long_cells(nb)}"
+
+
+def test_the_static_checks_can_fail(tmp_path):
+    """A loose claim, a literal rule that cannot fail, and a long cell are each caught."""
+    code = (
+        "%pip install x\n"
+        "a = bl.claims.Claim('a', [bl.claims.Number('n', 1, 's')], bl.claims.equals('n', 1))\n"
+        "b = bl.claims.Claim('b', [bl.claims.Number('n', 1, 's')], bl.claims.compare('n', '<', 'n'))\n"
+        "kept = [b]\n"
+        "bl.claims.table(kept)\n"
+    )
+    cell = {"cell_type": "code", "source": code, "metadata": {}, "outputs": []}
+    prose = {
+        "cell_type": "markdown",
+        "source": "word " * 181 + "<!-- x -->\n```\ncode\n```",
+        "metadata": {},
+    }
+    nb = tmp_path / "99_x.ipynb"
+    nb.write_text(
+        json.dumps({"cells": [cell, prose], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+    found = list(built(nb))
+    assert [b.holder for b in found] == ["a", "b"] and tabled_names(nb) == {"kept", "b"}
+    assert [b.id for b in found if not b.in_table and b.holder not in tabled_names(nb)] == [
+        "99:cell0:Claim:a"
+    ]
+    rule, _ = static_rule(found[1])
+    assert cl.probe_rule(rule, synthetic(rule, evidence_kinds(nb))).missing == (cl.HOLDS,)
+    assert long_cells(nb) == [(1, 181)]
