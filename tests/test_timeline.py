@@ -400,6 +400,22 @@ def test_plot_timelines_shares_one_time_axis():
         plot_timelines([])
 
 
+def test_plot_timelines_own_time_axis_per_panel():
+    from batchlab.plots import plot_timelines
+
+    f = jax.jit(lambda x: x * 2)
+    short = timeline(f, jnp.ones(3), steps=1, label="short")
+    long = timeline(f, jnp.ones(3), steps=6, label="long")
+    fig = plot_timelines([short, long], share_time=False)
+    (a, b) = fig.axes
+    assert a.get_xlim() == pytest.approx((0, short.wall * 1e3))
+    assert b.get_xlim() == pytest.approx((0, long.wall * 1e3))
+    assert "own time scale" in fig.get_suptitle() and "own scale" in a.get_xlabel()
+    assert "same time scale" in plot_timelines([short, long]).get_suptitle()
+    with pytest.raises(TypeError, match="`share_time` must be True or False"):
+        plot_timelines([short], share_time="no")
+
+
 def test_temporary_trace_folders_are_removed_at_exit(tmp_path):
     from batchlab.timeline import capture as timeline_capture
 

@@ -17,7 +17,7 @@ def _pairwise(x, ys):
 
 @exercise(
     "strategies.manual_pairwise",
-    "Write pairwise_batched(xs, ys) for xs (n, d) and ys (m, d) returning the "
+    "Write pairwise_all(xs, ys) for xs (n, d) and ys (m, d) returning the "
     "(n, m) distances, without vmap (broadcasting only).",
 )
 def manual_pairwise(answer: Any) -> tuple[bool, str]:
@@ -45,23 +45,35 @@ def manual_pairwise(answer: Any) -> tuple[bool, str]:
 
 @exercise(
     "strategies.chunk_count",
-    "With 1000 items and strategy='chunked', batch_size=64: how many vmap calls "
-    "run (full chunks plus the remainder)?",
+    "Call bl.batch(f, strategy='chunked', chunk_size=64) once on 1000 items. That one program "
+    "runs vmap(f) on one chunk of 64 items per iteration of a lax.map loop, then vmap(f) once on "
+    "the items no full chunk holds. How many times does vmap(f) run in that call (loop iterations "
+    "plus the remainder run)? Give an int.",
 )
 def chunk_count(answer: Any) -> tuple[bool, str]:
     """
     Example:
-      >>> chunk_count(16)[0], chunk_count(15)[0]
-      (True, False)
+      >>> chunk_count(16)[0], chunk_count(15)[0], chunk_count(1)[0]
+      (True, False, False)
     """
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
+        return False, f"Give a whole number (an int), got {type(answer).__name__}."
     if answer == 16:
-        return (
-            True,
-            "Right: 15 full chunks of 64 (960 items) in a sequential loop, then one vmap over the last 40.",
+        return True, (
+            "Right: the loop runs the full chunks, then one more vmap(f) takes the leftover items; "
+            "all of it inside one compiled program, so still one dispatch from Python."
         )
     if answer == 15:
-        return False, "15 full chunks cover 960 items: what happens to the rest?"
-    return False, "Divide 1000 by 64: full chunks, then one more call for the remainder, if any."
+        return False, "That counts the full chunks only: what runs the items they leave over?"
+    if answer == 1:
+        return False, (
+            "1 is the number of dispatches (one program is called once); count how many times "
+            "vmap(f) runs inside it."
+        )
+    return False, (
+        "Divide 1000 by 64: the whole part is the loop's iterations; then count one more run if "
+        "anything is left over. Check it with jax.make_jaxpr: the scan's `length`, plus one."
+    )
 
 
 def _host_dispatches(items: int, chunk: int) -> int:

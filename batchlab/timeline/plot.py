@@ -63,8 +63,13 @@ def plot_timeline(timeline: Any, *, ax=None, max_depth: int = 3, title: str | No
     return ax.figure
 
 
-def plot_timelines(timelines: Sequence[Any], *, max_depth: int = 3):
-    """Several timelines stacked on one time axis (same ms scale), e.g. three loops compared.
+def plot_timelines(timelines: Sequence[Any], *, max_depth: int = 3, share_time: bool = True):
+    """Several timelines stacked, e.g. three loops compared.
+
+    With ``share_time=True`` (the default) every panel spans the same milliseconds, so
+    lengths compare across panels; with ``share_time=False`` each panel spans its own
+    run (its length is in its title), so a run of 2 ms next to one of 100 ms still shows
+    what ran when. The figure's title says which.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -72,22 +77,32 @@ def plot_timelines(timelines: Sequence[Any], *, max_depth: int = 3):
       >>> f = jax.jit(lambda x: x * 2)
       >>> a = timeline(f, jnp.ones(3), steps=2, label="two calls")
       >>> b = timeline(f, jnp.ones(3), steps=4, label="four calls")
-      >>> len(plot_timelines([a, b]).axes)
-      2
+      >>> len(plot_timelines([a, b]).axes), len(plot_timelines([a, b], share_time=False).axes)
+      (2, 2)
     """
     timelines = list(timelines)
     if not timelines:
         raise ValueError("`timelines` is empty: pass one or more Timeline results.")
-    heights = [0.55 * max(len(t.lanes), 1) + 0.7 for t in timelines]
+    if not isinstance(share_time, bool):
+        raise TypeError(f"`share_time` must be True or False, got {share_time!r}.")
+    extra = 0.0 if share_time else 0.35  # an x label under every panel
+    heights = [0.55 * max(len(t.lanes), 1) + 0.7 + extra for t in timelines]
     fig = _figure(12, sum(heights) + 1.6)
-    axes = fig.subplots(len(timelines), 1, sharex=True, height_ratios=heights, squeeze=False)[:, 0]
+    axes = fig.subplots(len(timelines), 1, sharex=share_time, height_ratios=heights, squeeze=False)[
+        :, 0
+    ]
     wall = max(t.wall for t in timelines)
     kinds: set[str] = set()
     for ax, t in zip(axes, timelines, strict=True):
-        kinds |= _draw_lanes(ax, t, max_depth, wall)
-        ax.set_title(f"{t.label or 'timeline'}: {_figures(t)}", fontsize=12, loc="left")
-    axes[-1].set_xlabel("time since the traced code started (ms)")
-    fig.suptitle(f"what ran when, same time scale ({_setup(timelines[0])})", fontsize=12)
+        kinds |= _draw_lanes(ax, t, max_depth, wall if share_time else t.wall)
+        length = "" if share_time else f"{t.wall * 1e3:.3g} ms shown; "
+        ax.set_title(f"{t.label or 'timeline'}: {length}{_figures(t)}", fontsize=12, loc="left")
+        if not share_time:
+            ax.set_xlabel("ms since this run started (this panel's own scale)", fontsize=10)
+    if share_time:
+        axes[-1].set_xlabel("time since the traced code started (ms)")
+    scale = "same time scale" if share_time else "each panel on its own time scale"
+    fig.suptitle(f"what ran when, {scale} ({_setup(timelines[0])})", fontsize=12)
     _legend(fig, kinds, timelines[0])
     return fig
 
