@@ -522,6 +522,9 @@ def test_a_claim_probe_covers_its_controls_and_reads_well():
     text = repr(p)
     assert text.startswith("Probe of 'a bigger batch costs less per item':")
     assert text.count("shown able to fail: every outcome reached") == 2
+    html = p._repr_html_()
+    assert html.count("<tr>") == 7 and "shown able to fail" in html and "NOT reached" not in html
+    assert "NOT reached" in cl.probe(Claim("n", [Number("n", 1, "c")], AlwaysHolds()))._repr_html_()
     with pytest.raises(TypeError, match=r"`claim` must be a bl\.claims\.Claim"):
         cl.probe("a claim")
 

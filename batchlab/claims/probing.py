@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from batchlab._util.format import html_table
 from batchlab.claims.evidence import Evidence, Number, Samples
 from batchlab.claims.rules import (
     FAILS,
@@ -366,6 +367,16 @@ class Probe:
         lines = [f"Probe of {self.statement!r}:"]
         lines += ["  " + line for p in self.rules for line in p.lines()]
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = [
+            (p.what, o, *((r.label, repr(r)) if (r := p.reached[o]) else ("NOT reached", "")))
+            for p in self.rules
+            for o in OUTCOMES
+        ]
+        shown = "shown able to fail" if self.shown else "NOT shown able to fail"
+        head = ("rule", "outcome", "reached by", "evidence and decision")
+        return html_table(rows, head, caption=f"Probe of {self.statement!r}: {shown}")
 
 
 def probe(claim: Any) -> Probe:
