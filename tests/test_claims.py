@@ -412,6 +412,10 @@ PROBED_RULES = {
     ),
     "compare with a number": (cl.compare("count", ">", 0), [Number("count", 5, "len")]),
     "compare floats": (cl.compare("off by", "<", 1e-5), [Number("off by", 0.0, "max abs")]),
+    "compare with a 0-d array": (
+        cl.compare("sum", "<", "limit"),
+        [Number("sum", np.float32(2.0), "jnp.sum"), Number("limit", np.asarray(3.0), "x")],
+    ),
     "compare ==": (cl.compare("a", "==", "b"), [Number("a", 7, "x"), Number("b", 7, "y")]),
     "compare != on shapes": (
         cl.compare("a", "!=", "b"),

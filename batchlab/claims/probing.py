@@ -185,6 +185,8 @@ def compare_variants(rule: Compare, ev: Mapping[str, Evidence]) -> list[Variant]
     r = right.value if named else rule.right
     if r is None:
         r = left.value if left.value is not None else 1
+    if hasattr(r, "shape") and np.ndim(r) == 0:  # a 0-d array (jnp.sum(...)): its Python number
+        r = np.asarray(r).item()
     if _is_number(r):
         step = max(abs(r) // 2, 1) if isinstance(r, numbers.Integral) else (abs(r) / 2 or 1.0)
         moves = [("onto", r), ("above", r + step), ("below", r - step)]
