@@ -26,6 +26,7 @@ from batchlab.widgets.allocator import AllocatorExplorer as AllocatorExplorer  #
 from batchlab.widgets.allocator import InPlaceExplorer as InPlaceExplorer  # 09
 from batchlab.widgets.loading import LoadingExplorer as LoadingExplorer  # 10
 from batchlab.widgets.loading import ScalingExplorer as ScalingExplorer  # 11
+from batchlab.widgets.advisor import AdvisorExplorer as AdvisorExplorer  # 12
 
 
 def _enable_colab_widgets() -> None:
