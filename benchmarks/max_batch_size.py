@@ -7,10 +7,16 @@
 2. run_batches pinning bad items by bisection: k bad items in batches of B cost about
    2 * k * log2(B) runs (each level runs both halves) plus one compilation per new batch size.
    Runs are counted by wrapping the batched function; compilations with jax.monitoring.
+3. Does a planned batch hold in practice (Linux CPU)? An MLP with closed-over weights and an
+   elementwise fn, vmap and lax.map chunks, 64 MiB budget: the raw plan's answer and the
+   answer with margin="calibrated" (observed / planned peak measured in a fresh process),
+   each run in a fresh process under RLIMIT_AS = its measured baseline + the budget, and
+   four times the calibrated batch as a control (the limit must bite).
 
-Prints both tables and writes them to benchmarks/results/max_batch_size.txt.
+Prints the tables and writes 1-2 to benchmarks/results/max_batch_size.txt, 3 to
+benchmarks/results/max_batch_size_limits-<jax version>.txt.
 
-Usage: .venv/bin/python benchmarks/max_batch_size.py
+Usage: .venv/bin/python benchmarks/max_batch_size.py [--limits-only]
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -26,8 +33,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import batchlab
-from batchlab import text_table
-from batchlab.runs.budget import compilation_target, planned_bytes
+from batchlab import format_bytes, text_table
+from batchlab.runs.planning import planned_bytes
+from batchlab.runs.search import compilation_target
+from batchlab.runs.calibration import run_under_limit
 
 D = 64
 ITEM = jax.ShapeDtypeStruct((D,), jnp.float32)
@@ -152,6 +161,82 @@ def bisection_costs() -> str:
     )
 
 
+W1 = np.ones((256, 512), np.float32) / 100
+W2 = np.ones((512, 256), np.float32) / 100
+LIMIT_BUDGET = 64 * 2**20
+
+
+def mlp(x):
+    return jnp.tanh(jnp.tanh(x @ W1) @ W2).sum()
+
+
+def elementwise(x):
+    return jnp.tanh(x * 2.0) + 1.0
+
+
+def limits() -> str:
+    item = jax.ShapeDtypeStruct((256,), jnp.float32)
+    budget = LIMIT_BUDGET
+
+    def outcome(fn, b, s, k):
+        r = run_under_limit(fn, item, b, budget, strategy=s, chunk_size=k)
+        return "ran" if r.ran else f"failed: {(r.error or r.source)[:48]}"
+
+    rows = []
+    for fn in (mlp, elementwise):
+        for s, k in (("vmap", None), ("chunked", 256)):
+            raw = batchlab.max_batch_size(fn, item, budget_bytes=budget, strategy=s, chunk_size=k)
+            t0 = time.perf_counter()
+            cal = batchlab.max_batch_size(
+                fn, item, budget_bytes=budget, strategy=s, chunk_size=k, margin="calibrated"
+            )
+            seconds = time.perf_counter() - t0
+            points = ", ".join(
+                f"{b}: {format_bytes(p)} -> {format_bytes(o)} ({o / p:.2f}x)"
+                for b, p, o in cal.calibration.points
+            )
+            rows.append(
+                (
+                    fn.__name__,
+                    s + (f" {k}" if k else ""),
+                    int(raw),
+                    format_bytes(raw.planned_bytes),
+                    outcome(fn, int(raw), s, k),
+                    points,
+                    f"{cal.margin:.2f}x",
+                    int(cal),
+                    outcome(fn, int(cal), s, k),
+                    outcome(fn, 4 * int(cal), s, k),
+                    batchlab.format_seconds(seconds),
+                )
+            )
+    table = text_table(
+        rows,
+        header=(
+            "fn",
+            "strategy",
+            "raw batch",
+            "raw plan",
+            "raw under limit",
+            "calibration: batch: planned -> observed",
+            "margin",
+            "calibrated batch",
+            "calibrated under limit",
+            "4x calibrated (control)",
+            "calibrating",
+        ),
+    )
+    return (
+        f"# plans under an address-space limit -- jax {jax.__version__}, backend "
+        f"{jax.default_backend()}, {os.cpu_count()} cores, budget {format_bytes(budget)}\n"
+        + table
+        + "\nlimit: RLIMIT_AS = VmSize of a fresh process after one warm-up call at that size "
+        "(compiled, freed, malloc_trim) + the budget; the batch is made on the device under it "
+        "(jnp.zeros). observed: host peak RSS growth of the call (VmHWM reset) + closed-over "
+        "arrays, fresh process; margin = max(1, observed / planned at the two sizes)"
+    )
+
+
 def main() -> str:
     out = (
         f"# max_batch_size -- jax {jax.__version__}, backend {jax.default_backend()}, "
@@ -164,7 +249,12 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    out = main()
-    print(out)
-    path = Path(__file__).parent / "results" / "max_batch_size.txt"
-    path.write_text(out + "\n")
+    results = Path(__file__).parent / "results"
+    if "--limits-only" not in sys.argv:
+        out = main()
+        print(out)
+        (results / "max_batch_size.txt").write_text(out + "\n")
+    if sys.platform.startswith("linux") and jax.default_backend() == "cpu":
+        out = limits()
+        print(out)
+        (results / f"max_batch_size_limits-{jax.__version__}.txt").write_text(out + "\n")

@@ -750,6 +750,24 @@ case(
     TypeError,
     r"`on_compile`",
 )
+case(
+    "max_batch_size(margin=0.5)",
+    lambda: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, margin=0.5),
+    ValueError,
+    r"`margin` must be a finite ratio >= 1",
+)
+case(
+    "max_batch_size(margin='auto')",
+    lambda: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, margin="auto"),
+    ValueError,
+    r"`margin` must be a ratio >= 1 or 'calibrated'",
+)
+case(
+    "max_batch_size(margin=True)",
+    lambda: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, margin=True),
+    TypeError,
+    r"`margin` must be a number >= 1",
+)
 
 # ----------------------------------------- in place, buffers (08-09)
 case(

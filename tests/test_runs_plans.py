@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import batchlab
+from batchlab.runs import calibration
+from batchlab.runs.errors import is_out_of_memory
 from batchlab.runs.planning import batch_planner, batch_spec, compile_program
 
 D = 64
@@ -117,3 +121,129 @@ def test_run_batches_budget_counts_closed_over_weights():
     )
     assert over.batches[0].status.startswith("over budget") and max(over.batch_sizes) <= fits
     np.testing.assert_allclose(r.outputs, jax.vmap(closed)(xs), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------- a calibrated margin (issues 25 and 26), measured
+LINUX_CPU = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or jax.default_backend() != "cpu",
+    reason="the observed host peak and the address-space limit are Linux CPU figures",
+)
+BUDGET = 64 * 2**20
+MLP_ITEM = jax.ShapeDtypeStruct((256,), jnp.float32)
+W1 = np.ones((256, 512), np.float32) / 100
+W2 = np.ones((512, 256), np.float32) / 100
+
+
+def mlp(x):  # closed-over weights; XLA:CPU plans ~1 KiB per item (the input), runs ~3x that
+    return jnp.tanh(jnp.tanh(x @ W1) @ W2).sum()
+
+
+def elementwise(x):  # in, out and nothing else: the plan is what runs
+    return jnp.tanh(x * 2.0) + 1.0
+
+
+def test_a_given_margin_divides_the_budget():
+    plain = batchlab.max_batch_size(with_w, (ITEM, W_SPEC), in_axes=(0, None), budget_bytes=2**20)
+    r = batchlab.max_batch_size(
+        with_w, (ITEM, W_SPEC), in_axes=(0, None), budget_bytes=2**20, margin=2
+    )
+    half = batchlab.max_batch_size(with_w, (ITEM, W_SPEC), in_axes=(0, None), budget_bytes=2**19)
+    assert int(r) == int(half) < int(plain) and r.planned_bytes <= r.planned_budget_bytes == 2**19
+    assert (r.margin, r.margin_source, r.calibration) == (2.0, "given", None)
+    assert "budget / margin = 512.00 KiB" in repr(r)
+    assert plain.margin is None and plain.planned_budget_bytes == 2**20
+    assert "margin" not in repr(plain)  # the default result reads as before
+
+
+def _fake_children(factor, calls):
+    """run_jobs that 'observes' factor x the plan of each job's batch (no process started)."""
+
+    def run_jobs(jobs, timeout):
+        calls.append([j[0] for j in jobs])
+        out = {}
+        for label, _, job, args, _ in jobs:
+            f = batchlab.batch(job.fn, strategy=job.strategy, chunk_size=job.chunk_size)
+            p = batch_planner(f)(*args)
+            out[label] = {"bytes": None if factor is None else int(factor * p), "source": "fake"}
+        return out
+
+    return run_jobs
+
+
+@pytest.mark.parametrize("factor, expected", [(2.0, 2.0), (0.8, 1.0), (None, 1.0)])
+def test_calibrated_margin_is_the_observed_ratio_never_below_one(monkeypatch, factor, expected):
+    calls = []
+    monkeypatch.setattr(calibration, "run_jobs", _fake_children(factor, calls))
+    monkeypatch.setattr(calibration, "CACHE", {})
+    raw = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=2**20)
+    r = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=2**20, margin="calibrated")
+    assert r.margin == pytest.approx(expected)
+    assert [b for b, _, _ in r.calibration.points] == [int(raw) // 4, int(raw)]
+    assert calls == [[str(int(raw) // 4), str(int(raw))]]  # one process for both sizes
+    assert r.margin_source.startswith("calibrated: ")
+    assert ("nothing observed" in r.margin_source) == (factor is None)
+    by_hand = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=int(2**20 / r.margin))
+    assert int(r) == int(by_hand) and r.planned_bytes <= r.planned_budget_bytes
+    again = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=2**20, margin="calibrated")
+    assert len(calls) == 1 and again.calibration == r.calibration  # cached per fn and shapes
+
+
+def test_nothing_fits_is_not_calibrated(monkeypatch):
+    monkeypatch.setattr(calibration, "run_jobs", _fake_children(2.0, calls := []))
+    r = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=16, margin="calibrated")
+    assert int(r) == 0 and r.margin == 1.0 and "not even one item" in r.margin_source
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    "margin, error, match",
+    [
+        (0.5, ValueError, r"`margin` must be a finite ratio >= 1.*got margin=0.5"),
+        (float("inf"), ValueError, r"`margin` must be a finite ratio >= 1"),
+        ("auto", ValueError, r"`margin` must be a ratio >= 1 or 'calibrated'.*'auto'"),
+        (True, TypeError, r"`margin` must be a number >= 1 or 'calibrated', got bool"),
+        ([2], TypeError, r"`margin` must be a number >= 1 or 'calibrated', got list"),
+    ],
+)
+def test_bad_margin_is_refused_before_any_work(monkeypatch, margin, error, match):
+    monkeypatch.setattr(calibration, "run_jobs", lambda *a: pytest.fail("a child ran"))
+    with pytest.raises(error, match=match):
+        batchlab.max_batch_size(
+            elementwise, ITEM, budget_bytes=2**20, margin=margin, on_compile=pytest.fail
+        )
+
+
+@LINUX_CPU
+def test_the_margin_follows_the_evidence():
+    """Measured in fresh processes: ~1.0x for an elementwise fn, 2.8-3.9x for the MLP."""
+    flat = calibration.calibrate(elementwise, MLP_ITEM, (2048, 8192))
+    heavy = calibration.calibrate(mlp, MLP_ITEM, (2048, 8192))
+    assert all(o is not None for _, _, o in flat.points + heavy.points)
+    assert flat.ratio < 1.1 < 2.0 < heavy.ratio, (flat, heavy)
+
+
+@LINUX_CPU
+def test_the_raw_plan_of_vmap_does_not_run_under_the_limit():
+    """The measured truth: XLA:CPU plans the MLP's input only; a batch of that size needs ~3x."""
+    raw = batchlab.max_batch_size(mlp, MLP_ITEM, budget_bytes=BUDGET)
+    run = calibration.run_under_limit(mlp, MLP_ITEM, int(raw), BUDGET)
+    assert run.ran is False and run.baseline_bytes > 0, run
+    assert is_out_of_memory(jax.errors.JaxRuntimeError(run.error.split(": ", 1)[1])), run
+
+
+@LINUX_CPU
+@pytest.mark.parametrize("strategy, chunk", [("vmap", None), ("chunked", 256)])
+def test_the_calibrated_batch_runs_under_the_limit(strategy, chunk):
+    """A fresh process: address space limited to its measured baseline + the budget."""
+    r = batchlab.max_batch_size(
+        mlp, MLP_ITEM, budget_bytes=BUDGET, strategy=strategy, chunk_size=chunk, margin="calibrated"
+    )
+    assert r.margin >= 1.0 and r.calibration is not None
+    ok = calibration.run_under_limit(
+        mlp, MLP_ITEM, int(r), BUDGET, strategy=strategy, chunk_size=chunk
+    )
+    assert ok.ran is True, (r, ok)
+    control = calibration.run_under_limit(  # the limit bites: four times the batch does not run
+        mlp, MLP_ITEM, 4 * int(r), BUDGET, strategy=strategy, chunk_size=chunk
+    )
+    assert control.ran is False, control

@@ -13,7 +13,10 @@ The figure compared with the budget is :func:`planned_bytes`
 (:attr:`MemoryEstimate.planned_bytes`): the larger of XLA's
 ``peak_memory_in_bytes`` and ``argument + output + temp - alias``. On the
 CPU backend of jax 0.10 the XLA peak leaves the temporaries out, so the sum
-is the honest figure there. It is a lower bound of what a device needs.
+is the honest figure there. It is a lower bound of what a device needs:
+``margin=`` divides the budget by a ratio, given or measured here
+(``"calibrated"``, :mod:`batchlab.runs.calibration`), and the result says
+which figure the plan was compared with.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from batchlab._util.format import format_bytes, html_table, text_table
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
 from batchlab.runs.budget_plot import plot_budget_curves
+from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes, check_margin
 from batchlab.runs.planning import unjit
 from batchlab.runs.search import METHODS, search
 
@@ -106,6 +110,18 @@ class BatchSizeResult:
     source: str = "compiled memory analysis (XLA), nothing executed"
     compiled: int | None = None
     method: str = "interpolate"
+    margin: float | None = None
+    margin_source: str | None = None
+    calibration: Calibration | None = None
+
+    @property
+    def planned_budget_bytes(self) -> int:
+        """The figure the plan was compared with: the budget, divided by ``margin`` if one was asked."""
+        return (
+            self.budget_bytes
+            if self.margin is None
+            else max(1, int(self.budget_bytes / self.margin))
+        )
 
     @property
     def compilations(self) -> int:
@@ -142,6 +158,17 @@ class BatchSizeResult:
             ),
             ("planned bytes there", format_bytes(self.planned_bytes)),
             ("budget", f"{format_bytes(self.budget_bytes)} ({self.budget_source})"),
+            *(
+                []
+                if self.margin is None
+                else [
+                    ("margin", f"{self.margin:.2f}x ({self.margin_source})"),
+                    (
+                        "plan compared with",
+                        f"budget / margin = {format_bytes(self.planned_budget_bytes)}",
+                    ),
+                ]
+            ),
             ("strategy", strategy),
             (
                 "compilations",
@@ -210,6 +237,7 @@ def max_batch_size(
     known: dict[int, int] | None = None,
     on_compile: Callable[[int], None] | None = None,
     in_axes: int | tuple = 0,
+    margin: float | str | None = None,
 ) -> BatchSizeResult:
     """The largest batch whose planned memory fits ``budget_bytes``.
 
@@ -244,6 +272,15 @@ def max_batch_size(
         of ``0`` (batched) and ``None`` (shared by every item, e.g. the
         weights) per argument; ``example_item`` is then the tuple of ``fn``'s
         arguments for one item, and a shared argument is planned once, whole.
+      margin: ``None`` (default): the plan is compared with the whole budget
+        (a lower bound of the real need). A number >= 1: with ``budget /
+        margin``. ``"calibrated"``: the plan-to-real ratio measured here
+        (:func:`batchlab.runs.calibration.calibrate`: the batch run for real
+        in a fresh process at a quarter of the raw answer and at the raw
+        answer, its observed peak divided by its plan, the larger ratio,
+        never below 1; cached per function and shapes). The result says the
+        ratio (``margin``), its source (``margin_source``) and the figure the
+        plan was compared with (``planned_budget_bytes``).
 
     Returns:
       A :class:`BatchSizeResult`; ``int(result)`` is the answer, 0 when
@@ -253,7 +290,8 @@ def max_batch_size(
       TypeError: ``fn`` or ``on_compile`` is not callable, ``budget_bytes``
         is not an int, or ``known`` is not a dict.
       ValueError: ``budget_bytes`` or ``upper`` below 1, a bad strategy,
-        a bad ``method``, or ``in_axes`` not matching ``example_item``.
+        a bad ``method``, ``in_axes`` not matching ``example_item``, or a
+        ``margin`` below 1 or other than a number or ``"calibrated"``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -275,6 +313,7 @@ def max_batch_size(
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
     check_in_axes(in_axes, example_item)
+    margin = check_margin(margin)
     f = batch(unjit(fn), strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
     if budget_bytes is None:
         budget = default_budget()
@@ -296,19 +335,55 @@ def max_batch_size(
     multiple = (
         chunk_size if strategy in ("map", "chunked") and chunk_size and chunk_size > 1 else None
     )
-    stats: dict = {}
-    answer, curve = search(
-        f,  # search plans it through batch_planner: compiled, or a host loop by its HostPlan
-        example_item,
-        budget.bytes,
-        upper,
-        multiple,
-        method=method,
-        known=known,
-        on_compile=on_compile,
-        stats=stats,
-        in_axes=in_axes,
-    )
+    known = {} if known is None else known  # a calibrated search plans twice: share the points
+    compiled = 0
+
+    def largest(limit: int) -> tuple[int, dict]:
+        nonlocal compiled
+        stats: dict = {}
+        found = search(
+            f,  # planned through batch_planner: compiled, or a host loop by its HostPlan
+            example_item,
+            limit,
+            upper,
+            multiple,
+            method=method,
+            known=known,
+            on_compile=on_compile,
+            stats=stats,
+            in_axes=in_axes,
+        )
+        compiled += stats["compiled"]
+        return found
+
+    calibration, source = None, None
+    if margin == "calibrated":
+        answer, curve = largest(budget.bytes)
+        ratio = 1.0
+        if answer == 0:
+            source = "not calibrated: not even one item fits the plan"
+        else:
+            sizes = calibration_sizes(answer, known)
+            calibration = calibrate(
+                unjit(fn),
+                example_item,
+                sizes,
+                strategy=strategy,
+                chunk_size=chunk_size,
+                in_axes=in_axes,
+                known=known,
+            )
+            ratio, source = calibration.ratio, f"calibrated: {calibration.source}"
+        if ratio > 1:
+            first = curve
+            answer, curve = largest(max(1, int(budget.bytes / ratio)))
+            curve = {**first, **curve}
+        margin = ratio
+    elif margin is not None:
+        source = "given"
+        answer, curve = largest(max(1, int(budget.bytes / margin)))
+    else:
+        answer, curve = largest(budget.bytes)
     return BatchSizeResult(
         answer,
         budget.bytes,
@@ -317,8 +392,18 @@ def max_batch_size(
         chunk_size,
         tuple(sorted(curve.items())),
         upper,
-        compiled=stats["compiled"],
+        **(
+            {
+                "source": "compiled memory analysis (XLA); the margin's batches run in a fresh process"
+            }
+            if calibration is not None
+            else {}
+        ),
+        compiled=compiled,
         method=method,
+        margin=margin,
+        margin_source=source,
+        calibration=calibration,
     )
 
 
