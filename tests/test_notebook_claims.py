@@ -30,8 +30,9 @@ NOTEBOOKS = sorted(
     (Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")
 )
 MAX_WORDS = 180
-#: markdown cells over the limit in notebooks this change may not edit (owner: another engineer)
-OWNED_ELSEWHERE = {"12": "notebook 12's owner (the advisor notebook, written in parallel)"}
+#: notebook -> its owner, for a notebook over the limit that this test's author may not edit
+#: (an xfail(strict) names the owner); empty: every notebook is within the limit
+OWNED_ELSEWHERE: dict[str, str] = {}
 NAMESPACE = {"bl": bl, **{n: getattr(cl, n) for n in cl.__all__}}
 #: builtins a literal rule may apply to literals (``tuple(sorted((5, 40)))``); nothing else
 SAFE_BUILTINS = {f.__name__: f for f in (int, float, str, len, tuple, sorted, min, max)}
