@@ -146,7 +146,7 @@ def test_not_an_advice_and_an_advice_without_chunks():
         progress=False,
         max_seconds=30,
     )
-    with pytest.raises(ValueError, match=r"`advice` has no measured lax.map candidate.*\['vmap'\]"):
+    with pytest.raises(ValueError, match=r"`advice` has no lax.map candidate.*\['vmap'\]"):
         AdvisorExplorer(a)
 
 
@@ -157,3 +157,20 @@ def test_update_refuses_a_setting_the_sliders_cannot_show(advice):
     with pytest.raises(ValueError, match=r"`budget`=7 is not one of this explorer's settings"):
         ex.update(budget=7)
     assert ex.params["budget"] == BUDGET  # the last good setting is kept
+
+
+def test_a_chunk_size_left_unmeasured_is_offered_and_says_so(advice):
+    import dataclasses
+
+    left = dataclasses.replace(
+        advice["lax.map chunk 16"], per_item=None, error="not measured: max_seconds reached"
+    )
+    partial = dataclasses.replace(
+        advice, candidates=tuple(left if c.label == left.label else c for c in advice.candidates)
+    )
+    ex = AdvisorExplorer(partial, chunk_size=16)
+    s = ex.result
+    assert ex.choices["chunk_size"] == (4, 16) and s.chunk is left
+    assert s.time_ratio is None and s.memory_ratio is not None and not s.chunk_fits
+    assert "lax.map chunk 16" not in s.fits and "not measured" in repr(s)
+    assert "selected: lax.map chunk 16" not in ex.figure().axes[0].get_legend_handles_labels()[1]

@@ -171,7 +171,7 @@ class AdvisorExplorer(Explorer):
 
     Raises:
       TypeError: ``advice`` is not an Advice; a budget or chunk size is not an int.
-      ValueError: the advice has no measured ``lax.map`` candidate; a start value is not a stop.
+      ValueError: the advice has no ``lax.map`` candidate; a start value is not a stop.
 
     Example:
       >>> import jax.numpy as jnp, batchlab as bl
@@ -197,16 +197,13 @@ class AdvisorExplorer(Explorer):
                 f"`advice` must be what bl.advise returned (a bl.advisor.Advice), got "
                 f"{type(advice).__name__}."
             )
-        chunks = sorted(
-            c.chunk_size
-            for c in advice.candidates
-            if c.strategy == "chunked" and c.per_item is not None
-        )
+        # every chunk size the advisor tried; one max_seconds left untimed reads "not measured"
+        chunks = sorted(c.chunk_size for c in advice.candidates if c.strategy == "chunked")
         if not chunks:
             raise ValueError(
-                "`advice` has no measured lax.map candidate to select a chunk size from; call "
-                "bl.advise with strategies including 'chunked' (dense input) and a large "
-                f"enough max_seconds. Its candidates: {[c.label for c in advice.candidates]}."
+                "`advice` has no lax.map candidate to select a chunk size from; call bl.advise "
+                "on dense input with strategies including 'chunked'. Its candidates: "
+                f"{[c.label for c in advice.candidates]}."
             )
         if budgets is None:
             budgets = default_budgets(advice)
