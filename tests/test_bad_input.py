@@ -768,6 +768,26 @@ case(
     TypeError,
     r"`margin` must be a number >= 1",
 )
+case(
+    "run_batches(margin=0.5)",
+    lambda: batchlab.run_batches(item_fn, X, budget_bytes=2**20, margin=0.5, progress=False),
+    ValueError,
+    r"`margin` must be a finite ratio >= 1",
+)
+case(
+    "run_batches(margin=2, fixed batch_size, no budget)",
+    lambda: batchlab.run_batches(item_fn, X, batch_size=2, margin=2, progress=False),
+    ValueError,
+    r"`margin`=2.0 divides a budget, but this run has none",
+)
+case(
+    "run_batches(margin='calibrated', batched=True)",
+    lambda: batchlab.run_batches(
+        lambda b: b * 2, X, batched=True, margin="calibrated", progress=False
+    ),
+    ValueError,
+    r"`margin`='calibrated' measures a function of ONE item",
+)
 
 # ----------------------------------------- in place, buffers (08-09)
 case(
@@ -908,6 +928,25 @@ case(
     lambda: batchlab.timeline.timeline(double, X, items=0),
     ValueError,
     r"`items`",
+)
+case(
+    "plot_timelines(share_time='no')",
+    lambda: batchlab.plots.plot_timelines([batchlab.timeline.timeline(double, X)], share_time="no"),
+    TypeError,
+    r"`share_time` must be True or False",
+)
+case("claims.probe(claim=5)", lambda: batchlab.claims.probe(5), TypeError, r"`claim` must be a")
+case(
+    "claims.probe_rule(evidence=5)",
+    lambda: batchlab.claims.probe_rule(batchlab.claims.equals("n", 1), 5),
+    TypeError,
+    r"`evidence` must be a list of bl.claims.Number",
+)
+case(
+    "claims.probe_rule(rule=5)",
+    lambda: batchlab.claims.probe_rule(5, []),
+    TypeError,
+    r"`rule` must be a rule",
 )
 case("explain_compiles(calls=5)", lambda: batchlab.explain_compiles(5), TypeError, r"`calls`")
 

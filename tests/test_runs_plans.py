@@ -195,6 +195,33 @@ def test_nothing_fits_is_not_calibrated(monkeypatch):
     assert calls == []
 
 
+def test_run_batches_plans_against_the_budget_divided_by_a_given_margin():
+    xs = np.ones((5000, D), np.float32)
+    plain = batchlab.run_batches(closed, xs, budget_bytes=2**20, progress=False)
+    r = batchlab.run_batches(closed, xs, budget_bytes=2**20, margin=2, progress=False)
+    half = batchlab.max_batch_size(closed, ITEM, budget_bytes=2**19)
+    assert r.batches[0].size == int(half) < plain.batches[0].size
+    assert (r.budget_bytes, r.margin, r.margin_source) == (2**19, 2.0, "given")
+    assert "planned budget  512.00 KiB = budget / margin 2.00x (given)" in repr(r)
+    assert (plain.budget_bytes, plain.margin) == (2**20, None) and "margin" not in repr(plain)
+    assert r.complete and np.allclose(r.outputs, plain.outputs)
+
+
+def test_run_batches_calibrated_margin_is_max_batch_size_s(monkeypatch):
+    monkeypatch.setattr(calibration, "run_jobs", _fake_children(2.0, calls := []))
+    monkeypatch.setattr(calibration, "CACHE", {})
+    xs = np.ones((5000, D), np.float32)
+    r = batchlab.run_batches(
+        elementwise, xs, budget_bytes=2**20, margin="calibrated", progress=False
+    )
+    assert r.margin == pytest.approx(2.0) and r.margin_source.startswith("calibrated: ")
+    assert r.budget_bytes == int(2**20 / r.margin) and len(calls) == 1
+    assert r.batches[0].size == int(
+        batchlab.max_batch_size(elementwise, ITEM, budget_bytes=r.budget_bytes)
+    )
+    assert r.complete
+
+
 @pytest.mark.parametrize(
     "margin, error, match",
     [

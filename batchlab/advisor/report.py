@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from batchlab._util.format import format_bytes, format_seconds, html_table, text_table
 from batchlab.advisor.plot import plot_candidates
-from batchlab.claims.claim import Claim, ClaimsTable
+from batchlab.claims.claim import Claim, ClaimsTable, table
 from batchlab.claims.evidence import Samples, Scope
 from batchlab.runs.budget import Budget
 
@@ -146,7 +146,7 @@ class Advice:
     @property
     def why(self) -> ClaimsTable:
         """The claims behind the choice, as one table (``bl.claims.table``)."""
-        return ClaimsTable(self.claims, f"Why {self.recommended}")
+        return table(self.claims, title=f"Why {self.recommended}")  # probed: each can fail
 
     def summary(self) -> str:
         if self.best is None:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from batchlab._util.format import format_count, format_seconds, html_table, text_table
+from batchlab._util.format import format_bytes, format_count, format_seconds, html_table, text_table
 
 
 class Failure(NamedTuple):
@@ -78,6 +78,10 @@ class RunResult:
       resumed_at_other_size: the checkpoint was written with other settings
         (``batch_size``, ``budget_bytes``, ...); its finished items were kept
         and the rest ran with this call's.
+      budget_bytes: the planned bytes batches were sized for and checked against
+        (with a ``margin``: the budget divided by it), or ``None``.
+      margin, margin_source: the ratio the budget was divided by and where it
+        came from (``"given"``, or the calibration), or ``None``.
     """
 
     n_items: int
@@ -94,6 +98,8 @@ class RunResult:
     source: str = "wall clock (time.perf_counter) per batch, outputs as returned by fn"
     checkpoint_error: str | None = None
     resumed_at_other_size: bool = False
+    margin: float | None = None
+    margin_source: str | None = None
 
     @property
     def failed_indices(self) -> list[int]:
@@ -131,6 +137,14 @@ class RunResult:
                 f"{self.retries} retried at a smaller size after a memory limit",
             ),
         ]
+        if self.margin is not None:
+            rows.append(
+                (
+                    "planned budget",
+                    f"{format_bytes(self.budget_bytes)} = budget / margin {self.margin:.2f}x "
+                    f"({self.margin_source})",
+                )
+            )
         if self.resumed_items:
             other = " (written at other batch settings)" if self.resumed_at_other_size else ""
             rows.append(("resumed", f"{self.resumed_items} items came from the checkpoint{other}"))
@@ -229,6 +243,8 @@ class RunState:
     retry: list = field(default_factory=list)  # failed items to run again on resume
     checkpoint_error: str | None = None
     other_size: bool = False
+    margin: float | None = None
+    margin_source: str | None = None
 
     def add(self, found: list, failures: list, retried: list | None = None) -> None:
         if retried:
@@ -264,6 +280,8 @@ class RunState:
             budget_bytes,
             checkpoint_error=self.checkpoint_error,
             resumed_at_other_size=self.other_size,
+            margin=self.margin,
+            margin_source=self.margin_source,
         )
 
     # ----------------------------------------------------------- checkpoint

@@ -62,6 +62,7 @@ from batchlab.runs.budget import default_budget
 from batchlab.runs.checkpoint import Journal, check_writable
 from batchlab.runs.errors import FnBug, OutOfMemory, is_out_of_memory
 from batchlab.runs.items import Items
+from batchlab.runs.margins import check_run_margin, planned_budget
 from batchlab.runs.results import (
     BatchFnError,
     BatchItemError,
@@ -115,6 +116,7 @@ def run_batches(
     run_name: str | None = None,
     multiple_of: int = 1,
     tolerance: float = 0.0,
+    margin: float | str | None = None,
 ) -> RunResult:
     """Runs ``fn`` over every item in batches, surviving memory limits, bad items and Ctrl-C.
 
@@ -148,6 +150,13 @@ def run_batches(
         (while at least ``multiple_of``); see :mod:`batchlab.runs.sizing`.
       tolerance: stop bisecting the batch size once the last size that ran
         is within this fraction of the smallest that failed (0: exact).
+      margin: ``None`` (default): batches are planned against ``budget_bytes``.
+        A ratio ``>= 1``: against ``budget_bytes / margin`` (the default budget's
+        when ``budget_bytes`` is None), for sizing and for the planned check alike.
+        ``"calibrated"``: the ratio is measured here, in a fresh process, as
+        :func:`batchlab.max_batch_size` does (XLA's plan is a lower bound on
+        XLA:CPU). The result's ``budget_bytes``, ``margin`` and ``margin_source``
+        say which figure was used.
 
     Returns:
       A :class:`RunResult`: outputs of the good items in input order,
@@ -179,6 +188,13 @@ def run_batches(
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
     multiple_of, tolerance = check_sizing(multiple_of, tolerance)
+    if not isinstance(batched, (bool, np.bool_)):
+        raise TypeError(
+            f"`batched` must be True or False, got {type(batched).__name__} {batched!r}."
+        )
+    margin = check_run_margin(
+        margin, batch_size=batch_size, budget_bytes=budget_bytes, batched=bool(batched)
+    )
     for name, flag in (
         ("progress", progress),
         ("check_nan", check_nan),
@@ -192,6 +208,8 @@ def run_batches(
     if checkpoint is not None:
         check_writable(checkpoint)  # before any work: a bad path fails now, not after batch 1
     data = Items(items)
+    planned = planned_budget(fn, data.spec_item if data.n else None, margin, budget_bytes)
+    budget_bytes = planned.planned_bytes
     runner = BatchRunner(
         fn,
         data,
@@ -208,7 +226,7 @@ def run_batches(
         "multiple_of": multiple_of,
         "tolerance": tolerance,
     }
-    state = RunState(data.n)
+    state = RunState(data.n, margin=planned.margin, margin_source=planned.margin_source)
     journal = None
     if checkpoint is not None:
         journal = open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_error)
