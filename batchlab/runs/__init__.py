@@ -7,11 +7,14 @@ shrinking a batch that runs out of memory (every form XLA raises), bisecting
 to a bad item, logging every call (``BatchLog``), and journalling finished
 items to a checkpoint so a killed or interrupted run resumes, at any batch
 size. Ctrl-C raises ``RunInterrupted`` (a ``KeyboardInterrupt``) carrying the
-partial ``RunResult``.
+partial ``RunResult``. ``margin="calibrated"`` (both) plans against the budget divided
+by the plan-to-real ratio ``calibrate`` measures in a fresh process; ``run_under_limit``
+runs one batch in a fresh process under an address-space limit of its baseline + a budget.
 """
 
 from batchlab.runs.budget import STRATEGIES, BatchSizeResult, Budget, default_budget, max_batch_size
 from batchlab.runs.budget_plot import plot_budget_curves
+from batchlab.runs.calibration import Calibration, LimitRun, calibrate, run_under_limit
 from batchlab.runs.checkpoint import CheckpointError
 from batchlab.runs.errors import is_out_of_memory
 from batchlab.runs.planning import planned_bytes
@@ -35,10 +38,13 @@ __all__ = [
     "BatchMemoryError",
     "BatchSizeResult",
     "Budget",
+    "Calibration",
     "CheckpointError",
     "Failure",
+    "LimitRun",
     "RunInterrupted",
     "RunResult",
+    "calibrate",
     "compilation_target",
     "default_budget",
     "is_out_of_memory",
@@ -46,4 +52,5 @@ __all__ = [
     "planned_bytes",
     "plot_budget_curves",
     "run_batches",
+    "run_under_limit",
 ]
