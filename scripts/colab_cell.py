@@ -3,7 +3,8 @@
 For every notebook given, this inserts (or updates) two things:
 
 * a first code cell (id ``colab-install``, after the title, its source collapsed) that
-  installs the kit only when it is not installed (``%pip install
+  installs the kit (with its ``examples`` extra: equinox and optax, which notebook 12
+  runs) only when it is not installed (``%pip install
   --upgrade-strategy only-if-needed`` from the repository, no JAX pin: pip keeps a JAX
   the runtime already has when it is inside the kit's declared range, read here from
   pyproject.toml, and replaces one outside it), then prints the versions of batchlab,
@@ -64,7 +65,7 @@ def install_source(repo: str, branch: str, jax_range: str | None = None) -> str:
             'if importlib.util.find_spec("batchlab") is None:',
             '    had = md.version("jax") if importlib.util.find_spec("jax") else None',
             f"    # the kit declares jax{jax_range}: pip keeps a preinstalled JAX inside it, replaces one outside",
-            f'    %pip install -q --upgrade-strategy only-if-needed "batchlab @ {url}"',
+            f'    %pip install -q --upgrade-strategy only-if-needed "batchlab[examples] @ {url}"',
             '    now = md.version("jax")',
             '    how = "kept the preinstalled one" if had == now else f"replaced jax {had}, outside the range: restart the runtime if asked" if had else "newly installed"',
             "    print(f\"installed batchlab {md.version('batchlab')}; jax {now}, jaxlib {md.version('jaxlib')} ({how})\")",
