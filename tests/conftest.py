@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import signal
+
 import jax
 import numpy as np
 import pytest
+
+# A process a non-interactive shell starts in the background (`make test &`, a CI lane, nohup)
+# has SIGINT ignored, and Python then installs no KeyboardInterrupt handler: Ctrl-C tests
+# (run_batches, the launcher) would see nothing. Give the tests the handler a terminal run has;
+# children started from here get SIGINT at its default again (a handler is reset on exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # A mask of shape (batch,) against values (batch, seq) would silently
 # broadcast; make rank promotion an error in the kit's own tests.

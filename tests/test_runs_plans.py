@@ -240,22 +240,43 @@ def test_bad_margin_is_refused_before_any_work(monkeypatch, margin, error, match
         )
 
 
+# The MLP needs its input (1 KiB), two hidden activations (2 KiB + 1 KiB) and its output per
+# item. Measured: jax 0.10.0 plans them (~4.1 KiB per item: observed/planned 1.02-1.07x, the raw
+# plan's batch runs under the limit); 0.10.2 and 0.12.0.1 plan the input only (~1.0 KiB per item:
+# 2.96x and 3.96x, the raw plan's batch fails). Which one a jax does is read from its plan, so
+# these tests hold on every version and fail if the margin or the limit stops following it.
+HIDDEN_PER_ITEM = (512 + 256) * 4
+
+
+def plan_covers_the_hidden(planned_bytes: int, items: int) -> bool:
+    return planned_bytes / items >= 256 * 4 + HIDDEN_PER_ITEM
+
+
 @LINUX_CPU
 def test_the_margin_follows_the_evidence():
-    """Measured in fresh processes: ~1.0x for an elementwise fn, 2.8-3.9x for the MLP."""
+    """Measured in fresh processes: ~1.0x for an elementwise fn; the MLP's by its plan."""
     flat = calibration.calibrate(elementwise, MLP_ITEM, (2048, 8192))
     heavy = calibration.calibrate(mlp, MLP_ITEM, (2048, 8192))
     assert all(o is not None for _, _, o in flat.points + heavy.points)
-    assert flat.ratio < 1.1 < 2.0 < heavy.ratio, (flat, heavy)
+    assert flat.ratio < 1.1, flat
+    b, planned, _ = heavy.points[-1]
+    if plan_covers_the_hidden(planned, b):  # the plan holds the activations: nothing to add
+        assert heavy.ratio < 1.2, heavy
+    else:  # they run outside the plan: the margin must say so
+        assert heavy.ratio > 2.0, heavy
 
 
 @LINUX_CPU
-def test_the_raw_plan_of_vmap_does_not_run_under_the_limit():
-    """The measured truth: XLA:CPU plans the MLP's input only; a batch of that size needs ~3x."""
+def test_the_raw_plan_runs_under_the_limit_exactly_when_it_covers_the_intermediates():
+    """The measured truth: on a jax whose plan misses the MLP's activations, its batch fails."""
     raw = batchlab.max_batch_size(mlp, MLP_ITEM, budget_bytes=BUDGET)
     run = calibration.run_under_limit(mlp, MLP_ITEM, int(raw), BUDGET)
-    assert run.ran is False and run.baseline_bytes > 0, run
-    assert is_out_of_memory(jax.errors.JaxRuntimeError(run.error.split(": ", 1)[1])), run
+    assert run.baseline_bytes > 0, run
+    if plan_covers_the_hidden(raw.planned_bytes, int(raw)):
+        assert run.ran is True, (raw, run)
+    else:
+        assert run.ran is False, (raw, run)
+        assert is_out_of_memory(jax.errors.JaxRuntimeError(run.error.split(": ", 1)[1])), run
 
 
 @LINUX_CPU
