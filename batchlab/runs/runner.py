@@ -188,13 +188,6 @@ def run_batches(
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
     multiple_of, tolerance = check_sizing(multiple_of, tolerance)
-    if not isinstance(batched, (bool, np.bool_)):
-        raise TypeError(
-            f"`batched` must be True or False, got {type(batched).__name__} {batched!r}."
-        )
-    margin = check_run_margin(
-        margin, batch_size=batch_size, budget_bytes=budget_bytes, batched=bool(batched)
-    )
     for name, flag in (
         ("progress", progress),
         ("check_nan", check_nan),
@@ -203,6 +196,9 @@ def run_batches(
     ):
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"`{name}` must be True or False, got {type(flag).__name__} {flag!r}.")
+    margin = check_run_margin(
+        margin, batch_size=batch_size, budget_bytes=budget_bytes, batched=bool(batched)
+    )
     if run_name is not None and not (isinstance(run_name, str) and run_name):
         raise TypeError(f"`run_name` must be a non-empty string or None, got {run_name!r}.")
     if checkpoint is not None:

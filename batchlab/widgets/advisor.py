@@ -23,7 +23,7 @@ from batchlab.advisor.choice import decide, margin
 from batchlab.advisor.plot import plot_candidates
 from batchlab.advisor.report import Advice, CandidateResult
 from batchlab.runs.budget import Budget
-from batchlab.widgets.controls import stops_slider
+from batchlab.widgets.controls import budget_slider, stops_slider
 from batchlab.widgets.explorer import Explorer
 
 
@@ -227,16 +227,7 @@ class AdvisorExplorer(Explorer):
         self.advice = advice
         self.choices = {"budget": tuple(budgets), "chunk_size": tuple(chunks)}
 
-        def budget_control(value: int):
-            import ipywidgets as w
-
-            return w.SelectionSlider(
-                options=[(format_bytes(b), b) for b in budgets],
-                value=value,
-                description="budget",
-                continuous_update=False,
-                layout=w.Layout(width="420px"),
-            )
+        budget_control = budget_slider(budgets)
 
         super().__init__(
             lambda budget, chunk_size: setting(advice, budget, chunk_size),

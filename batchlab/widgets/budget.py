@@ -9,6 +9,7 @@ from batchlab._util.checks import check_callable, check_positive_int
 from batchlab._util.format import format_bytes
 from batchlab.runs.budget import BatchSizeResult, max_batch_size
 from batchlab.runs.budget_plot import plot_budget_curves
+from batchlab.widgets.controls import budget_slider
 from batchlab.widgets.explorer import Explorer
 
 
@@ -75,16 +76,7 @@ class BudgetExplorer(Explorer):
             self._busy("measuring\u2026 done: drawing the curves", budget)
             return results
 
-        def control(value: int):
-            import ipywidgets as w
-
-            return w.SelectionSlider(
-                options=[(format_bytes(b), b) for b in budgets],
-                value=value,
-                description="budget",
-                continuous_update=False,
-                layout=w.Layout(width="420px"),
-            )
+        control = budget_slider(budgets)
 
         super().__init__(
             compute,

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from batchlab._util.format import format_bytes
+
 ControlFactory = Callable[[Any], Any]
 
 _STYLE = {"description_width": "initial"}
@@ -142,6 +144,23 @@ def stops_slider(stops: tuple[int, ...], label: str) -> ControlFactory:
             continuous_update=False,
             style={"description_width": "initial"},
             layout=w.Layout(width="360px"),
+        )
+
+    return make
+
+
+def budget_slider(budgets: Sequence[int]) -> ControlFactory:
+    """A slider over these budgets (bytes), labelled in binary units, measured on release."""
+
+    def make(value: int):
+        import ipywidgets as w
+
+        return w.SelectionSlider(
+            options=[(format_bytes(b), b) for b in budgets],
+            value=value,
+            description="budget",
+            continuous_update=False,
+            layout=w.Layout(width="420px"),
         )
 
     return make
