@@ -36,7 +36,7 @@ RATIO_ABOVE_CASES = [  # numerator range, denominator range, threshold 4
 @pytest.mark.parametrize(("num", "den", "want"), RATIO_ABOVE_CASES)
 def test_ratio_above_reaches_each_outcome(num, den, want):
     d = cl.ratio_above("slow", "fast", 4)(ev(samples("slow", *num), samples("fast", *den)))
-    assert d.outcome == want and d.timed and "(wall clock)" in d.deciding
+    assert d.outcome == want and d.timed and "unpaired: fastest; range" in d.deciding
 
 
 @pytest.mark.parametrize(
@@ -493,7 +493,7 @@ def test_samples_stay_samples_and_their_spread_straddles_the_threshold():
     (straddle,) = p.reached[INCONCLUSIVE].changed
     assert isinstance(straddle, Samples) and len(straddle.values) == 5
     assert straddle.fastest / 1.2 <= 4 < straddle.slowest / 1.0
-    assert "wall clock" in p.reached[INCONCLUSIVE].deciding
+    assert "unpaired" in p.reached[INCONCLUSIVE].deciding
 
 
 def test_samples_without_a_spread_get_one_on_the_other_side():

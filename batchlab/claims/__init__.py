@@ -12,6 +12,11 @@ Rules: :func:`ratio_above` / :func:`ratio_below` (spread-aware for timings),
 :func:`probe` runs a claim's real rule on variants of its own evidence and shows
 whether it reaches every outcome; :func:`table` refuses a claim that does not.
 
+A notebook records its verdicts in a :class:`Record`: a :class:`Finding` is
+a contrast (the same rule on the case and on a case where the rival is true,
+and it stands only when they read opposite ways); a :class:`Check` is a fact
+with no contrast, listed apart. Its repr is the notebook's claims table.
+
 The eleven source claims have names (:data:`NAMES`, :func:`source_claims`).
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 from batchlab.claims.claim import Claim, ClaimsTable, Control, table
 from batchlab.claims.evidence import Number, Samples, Scope
 from batchlab.claims.probing import Probe, Reached, RuleProbe, probe, probe_rule
+from batchlab.claims.record import Check, Finding, Record
 from batchlab.claims.rules import (
     FAILS,
     HOLDS,
@@ -41,13 +47,16 @@ __all__ = [
     "NAMES",
     "OUTCOMES",
     "SOURCE_CLAIMS",
+    "Check",
     "Claim",
     "ClaimsTable",
     "Control",
     "Decision",
+    "Finding",
     "Number",
     "Probe",
     "Reached",
+    "Record",
     "RuleProbe",
     "Samples",
     "Scope",

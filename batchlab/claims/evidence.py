@@ -97,13 +97,17 @@ class Number:
 class Samples:
     """Repeated timings of one thing (seconds, or seconds per item): never a single number.
 
-    A rule reads the fastest sample as the estimate (load only adds time) and
-    the range from fastest to slowest as the spread.
+    Samples from one :func:`batchlab.measuring.interleaved` call share a
+    ``paired`` token: sample ``i`` of each was taken in the same round, so a
+    rule decides on the per-round ratios. Unpaired samples (taken one thing
+    after another) are read by their fastest sample and their whole range.
 
     Args:
       name: how the claim's rule refers to it ("batch 1, per item").
       values: at least two positive, finite samples, in seconds.
       source: the plain JAX code that was timed.
+      unit: ``"s"``.
+      paired: the round-pairing token of an interleaved run (``None``: unpaired).
 
     Raises:
       ValueError: fewer than two samples, or a sample that is not positive and finite.
@@ -118,6 +122,7 @@ class Samples:
     values: tuple[float, ...]
     source: str
     unit: str = "s"
+    paired: str | None = None
 
     def __post_init__(self):
         check_name(self.name, "name")
@@ -152,6 +157,23 @@ class Samples:
     @property
     def median(self) -> float:
         return float(np.median(self.values))
+
+    def per(self, items: int, name: str | None = None) -> Samples:
+        """The same samples divided by ``items`` (seconds per item), still paired.
+
+        Example:
+          >>> Samples("batch", [4e-3, 8e-3], "f(xs)").per(4).values
+          (0.001, 0.002)
+        """
+        if not isinstance(items, numbers.Integral) or isinstance(items, bool) or items < 1:
+            raise ValueError(f"`items` must be a positive whole number, got {items!r}.")
+        return Samples(
+            name or self.name,
+            tuple(v / items for v in self.values),
+            f"{self.source}, per item ({items} items)",
+            self.unit,
+            self.paired,
+        )
 
     def __repr__(self) -> str:
         return (

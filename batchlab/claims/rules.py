@@ -1,15 +1,17 @@
 """Rules: from a claim's evidence to one of three outcomes.
 
 Every rule answers *holds*, *does not hold* or *inconclusive here*, and says
-which numbers decided it. Timing samples are compared by their spread: when
-the range a ratio can take (fastest against slowest) straddles the threshold,
-the answer is *inconclusive here*, never an exception. Deterministic evidence
+which numbers decided it. Timings are compared by their interval: paired
+samples (an interleaved run) by the median of the per-round ratios and its
+distribution-free interval, unpaired ones by the whole range; an interval
+that straddles the threshold reads *inconclusive here*, never an exception. Deterministic evidence
 is compared exactly; a figure this backend cannot give (``None``) is
 inconclusive.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 from collections.abc import Mapping
@@ -45,7 +47,7 @@ def _ratio_text(r: float) -> str:
 
 
 def _span(ev: Evidence) -> tuple[float, float, float] | None:
-    """(estimate, low, high) of one side: the fastest sample and the range; a number is exact."""
+    """(estimate, low, high) of one unpaired side: the fastest sample and the range."""
     if isinstance(ev, Samples):
         return ev.fastest, ev.fastest, ev.slowest
     if ev.value is None:
@@ -54,15 +56,58 @@ def _span(ev: Evidence) -> tuple[float, float, float] | None:
     return v, v, v
 
 
+#: the least coverage of a median interval; 6 rounds are the fewest that reach it
+COVERAGE = 0.95
+
+
+def median_interval(ratios: list[float]) -> tuple[float, float, float] | None:
+    """(median, low, high): a distribution-free interval for the median of ``ratios``.
+
+    The order statistics ``r_(k)`` and ``r_(n+1-k)`` bracket the median with
+    probability ``1 - 2 P(Bin(n, 1/2) < k)`` whatever the distribution (the
+    sign test's interval); ``k`` is the largest whose coverage is at least
+    :data:`COVERAGE`. ``None`` below 6 ratios, where no such ``k`` exists.
+
+    Example:
+      >>> median_interval([1.0, 1.1, 0.9, 1.2, 1.0, 5.0, 1.05])
+      (1.05, 0.9, 5.0)
+    """
+    n, r = len(ratios), sorted(ratios)
+    tail, k = 0.0, 0  # tail = P(Bin(n, 1/2) <= k - 1)
+    while True:
+        nxt = tail + math.comb(n, k) / 2**n
+        if 1 - 2 * nxt < COVERAGE:
+            break
+        tail, k = nxt, k + 1
+    if k == 0:
+        return None
+    return float(np.median(r)), r[k - 1], r[n - k]
+
+
+def _paired(num: Evidence, den: Evidence) -> list[float] | None:
+    """Per-round ratios when both sides are paired samples of one run (or one side is exact)."""
+    if isinstance(num, Samples) and isinstance(den, Samples):
+        if num.paired is None or num.paired != den.paired:
+            return None
+        return [a / b for a, b in zip(num.values, den.values, strict=True)]
+    if isinstance(num, Samples) and num.paired and den.value:
+        return [a / float(den.value) for a in num.values]
+    if isinstance(den, Samples) and den.paired and num.value is not None:
+        return [float(num.value) / b for b in den.values]
+    return None
+
+
 @dataclass(frozen=True)
 class Ratio:
-    """``numerator / denominator`` above (or below) a threshold, spread-aware.
+    """``numerator / denominator`` above (or below) a threshold, decided on what the samples allow.
 
-    The estimate is the ratio of the fastest samples. The ratio can be as
-    low as fastest/slowest and as high as slowest/fastest; the rule holds
-    only when that whole range is on the claimed side of the threshold,
-    does not hold when it is all on the other side, and is inconclusive
-    when the range straddles the threshold.
+    Paired samples (one :func:`batchlab.measuring.interleaved` run): the
+    per-round ratios, their median and its distribution-free interval
+    (:func:`median_interval`). Unpaired samples: the ratio of the fastest
+    samples, with the range fastest/slowest to slowest/fastest. Either way
+    the rule holds only when the whole interval is on the claimed side of the
+    threshold, does not hold when it is all on the other side, and is
+    *inconclusive here* when it straddles the threshold.
     """
 
     numerator: str
@@ -81,22 +126,30 @@ class Ratio:
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         num, den = _get(evidence, self.numerator), _get(evidence, self.denominator)
         timed = num.timed or den.timed
-        a, b = _span(num), _span(den)
         side = ">" if self.above else "<"
-        if a is None or b is None:
-            return Decision(
-                INCONCLUSIVE, f"{self.numerator} / {self.denominator}: not measurable here", timed
-            )
-        if b[1] <= 0:
-            return Decision(INCONCLUSIVE, f"{self.denominator} is {b[1]}: no ratio", timed)
-        est, lo, hi = a[0] / b[0], a[1] / b[2], a[2] / b[1]
-        clock = " (wall clock)" if timed else ""
-        text = f"{self.numerator} / {self.denominator} = {_ratio_text(est)}{clock}"
-        if timed:
-            text += (
-                f" (fastest samples; range {_ratio_text(lo)}{clock} to {_ratio_text(hi)}{clock})"
-            )
-        text += f"; claimed {side} {self.threshold:g}x"
+        name = f"{self.numerator} / {self.denominator}"
+        claimed = f"; claimed {side} {self.threshold:g}x"
+        ratios = _paired(num, den)
+        if ratios is not None:
+            interval = median_interval(ratios)
+            if interval is None:
+                return Decision(
+                    INCONCLUSIVE, f"{name}: {len(ratios)} paired rounds, 6 needed{claimed}", timed
+                )
+            est, lo, hi = interval
+            spread = f"{len(ratios)} paired rounds, median {_ratio_text(est)}"
+            text = f"{name} = {_ratio_text(lo)} to {_ratio_text(hi)} ({spread}){claimed}"
+        else:
+            a, b = _span(num), _span(den)
+            if a is None or b is None:
+                return Decision(INCONCLUSIVE, f"{name}: not measurable here", timed)
+            if b[1] <= 0:
+                return Decision(INCONCLUSIVE, f"{self.denominator} is {b[1]}: no ratio", timed)
+            est, lo, hi = a[0] / b[0], a[1] / b[2], a[2] / b[1]
+            text = f"{name} = {_ratio_text(est)}"
+            if timed:
+                text += f" (unpaired: fastest; range {_ratio_text(lo)} to {_ratio_text(hi)})"
+            text += claimed
         if self.above:
             outcome = (
                 HOLDS if lo > self.threshold else FAILS if hi <= self.threshold else INCONCLUSIVE

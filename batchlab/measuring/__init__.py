@@ -3,7 +3,8 @@
 ``measure`` times a function (compile apart, steady state around
 ``jax.block_until_ready``); ``memory_estimate`` reads XLA's compiled plan;
 ``device_memory`` / ``live_memory`` what the device and the process hold;
-``count_compiles`` / ``explain_compiles`` what JAX compiled and why;
+``interleaved`` times candidates round-robin, paired by round (the one
+sampler every timed comparison uses); ``count_compiles`` / ``explain_compiles`` what JAX compiled and why;
 ``buffer_assignment`` how XLA packs values into buffers; ``compiled_update``,
 ``donate``, ``eager_update`` what "in place" means for immutable arrays.
 """
@@ -18,6 +19,7 @@ from batchlab.measuring.inplace import (
     donate,
     eager_update,
 )
+from batchlab.measuring.interleaved import interleaved
 from batchlab.measuring.jit_cache import CompileReasons, explain_compiles
 from batchlab.measuring.live import (
     DeviceMemory,
@@ -56,6 +58,7 @@ __all__ = [
     "eager_update",
     "environment",
     "explain_compiles",
+    "interleaved",
     "live_memory",
     "measure",
     "memory_estimate",

@@ -1,0 +1,135 @@
+"""Timing that load cannot fool: every candidate in every round, decided on per-round ratios.
+
+A machine shared with other work (a classroom, CI) speeds up and slows down
+while we time. Timing one candidate after another lets a load burst land on
+one of them only, and the comparison reads whatever the burst did. So
+:func:`interleaved` times candidates **round-robin**: each round calls every
+candidate once, in a rotated order, each call blocked until ready; a burst
+then slows every candidate of that round alike, and the per-round ratio
+``a[i] / b[i]`` cancels it. The claims' ratio rules decide on those ratios
+(their median and a distribution-free interval).
+
+This is the one sampler of the kit: every timed comparison goes through it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+
+from batchlab._util.checks import check_positive_float, check_positive_int
+from batchlab.claims.evidence import Samples
+
+SOURCE = "interleaved wall clock around jax.block_until_ready, paired by round"
+_pairing = itertools.count()
+
+
+def _calls_per_sample(call: Callable[[], Any], min_sample_time: float) -> int:
+    """Calls in one sample so that it lasts ``min_sample_time`` (1, 2, 5, 10, 20, ...)."""
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            jax.block_until_ready(call())
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_sample_time or number >= 10**5:
+            return number
+        number = max(
+            number + 1, min(10 * number, int(number * min_sample_time / max(elapsed, 1e-9)) + 1)
+        )
+
+
+def interleaved(
+    candidates: Mapping[str, Callable[[], Any]],
+    *,
+    rounds: int = 15,
+    passes: int = 3,
+    warmup: int = 1,
+    max_seconds: float = 5.0,
+    min_sample_time: float = 0.002,
+    source: str = SOURCE,
+) -> dict[str, Samples]:
+    """Times zero-argument callables round-robin; the samples of one call are paired by round.
+
+    1. Each candidate is called ``warmup`` times (it compiles there) and its
+       calls per sample are chosen so that one sample lasts ``min_sample_time``
+       (a sample is the mean of those calls).
+    2. Then ``rounds`` rounds. A round makes ``passes`` passes over the
+       candidates, the order rotated by one each pass, and keeps each
+       candidate's fastest sample of the round (load only adds time); every
+       call is followed by ``jax.block_until_ready``.
+    3. Sampling stops early, after a whole round, when ``max_seconds`` is spent;
+       a rule then sees fewer rounds (and says *inconclusive here* below six).
+
+    Args:
+      candidates: ``{label: callable}``, two or more; each callable takes no
+        argument (close over the data: ``lambda: f(x)``).
+      rounds: samples per candidate (at least 2; 15 gives a 96% interval).
+      passes: passes per round; a candidate's sample is its fastest pass.
+      warmup: calls before timing (at least 1: the first call compiles).
+      max_seconds: time cap for the rounds, in seconds.
+      min_sample_time: seconds one sample should last.
+      source: what the figures are, as a claims table names it.
+
+    Returns:
+      ``{label: Samples}`` in seconds per call, all with one shared ``paired``
+      token, so ``ratio_above(a, b, ...)`` decides on the per-round ratios.
+
+    Raises:
+      TypeError: ``candidates`` is not a mapping of labels to callables.
+      ValueError: fewer than two candidates; ``rounds`` below 2; a bad number.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> x = jnp.ones((64, 64))
+      >>> t = interleaved({"matmul": lambda: x @ x, "add": lambda: x + x}, rounds=6)
+      >>> len(t["matmul"].values), t["matmul"].paired == t["add"].paired
+      (6, True)
+    """
+    if not isinstance(candidates, Mapping) or not all(
+        isinstance(k, str) and callable(v) for k, v in candidates.items()
+    ):
+        raise TypeError(
+            "`candidates` must be a dict of label -> zero-argument callable, e.g. "
+            "{'vmap': lambda: f_vmap(xs), 'loop': lambda: f_loop(xs)}."
+        )
+    if len(candidates) < 2:
+        raise ValueError(
+            f"`candidates` has {len(candidates)} entry; interleaving compares two or more. "
+            "Time one function with bl.measure(fn, *args)."
+        )
+    rounds = check_positive_int(rounds, "rounds")
+    if rounds < 2:
+        raise ValueError(f"`rounds` must be at least 2 (a spread needs repeats), got {rounds}.")
+    passes = check_positive_int(passes, "passes")
+    warmup = check_positive_int(warmup, "warmup")
+    check_positive_float(max_seconds, "max_seconds")
+    check_positive_float(min_sample_time, "min_sample_time")
+
+    labels = list(candidates)
+    for label in labels:
+        for _ in range(warmup):
+            jax.block_until_ready(candidates[label]())
+    number = {label: _calls_per_sample(candidates[label], min_sample_time) for label in labels}
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    start, turn = time.perf_counter(), 0
+    for r in range(rounds):
+        best = dict.fromkeys(labels, float("inf"))
+        for _ in range(passes):
+            for label in labels[turn:] + labels[:turn]:
+                call, n = candidates[label], number[label]
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    jax.block_until_ready(call())
+                best[label] = min(best[label], (time.perf_counter() - t0) / n)
+            turn = (turn + 1) % len(labels)
+        for label in labels:
+            times[label].append(best[label])
+        if r >= 1 and time.perf_counter() - start > max_seconds:
+            break
+    token = f"interleaved-{next(_pairing)}"
+    return {label: Samples(label, times[label], source, paired=token) for label in labels}
