@@ -19,7 +19,7 @@ from batchlab.measuring.inplace import (
     donate,
     eager_update,
 )
-from batchlab.measuring.interleaved import interleaved
+from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.jit_cache import CompileReasons, explain_compiles
 from batchlab.measuring.live import (
     DeviceMemory,
