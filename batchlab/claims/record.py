@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchlab._util.format import html_table
-from batchlab.claims.claim import Claim
+from batchlab.claims.claim import Claim, verdict_text
 from batchlab.claims.evidence import Evidence, Scope
 from batchlab.claims.rules import FAILS, HOLDS, INCONCLUSIVE
 
@@ -60,12 +60,18 @@ class Finding:
     def statement(self) -> str:
         return self.claim.statement
 
+    @property
+    def verdict(self) -> str:
+        """The outcome, marked "(wall clock)" when timings decided it."""
+        timed = self.claim.decision.timed or self.contrast.decision.timed
+        return self.outcome + (" (wall clock)" if timed else "")
+
     def line(self) -> str:
         c = self.contrast.decision
         tail = "" if self.discriminates else " (no contrast: not evidence here)"
         return (
-            f"{self.outcome}: {self.claim.decision.deciding}; "
-            f"contrast (rival true): {c.outcome}, {c.deciding}{tail}"
+            f"{self.verdict}: {self.claim.decision.deciding}; "
+            f"contrast (rival true): {verdict_text(c)}, {c.deciding}{tail}"
         )
 
     def __repr__(self) -> str:
@@ -86,8 +92,12 @@ class Check:
     def statement(self) -> str:
         return self.claim.statement
 
+    @property
+    def verdict(self) -> str:
+        return verdict_text(self.claim.decision)
+
     def line(self) -> str:
-        return f"check, {self.outcome}: {self.claim.decision.deciding}"
+        return f"check, {self.verdict}: {self.claim.decision.deciding}"
 
     def __repr__(self) -> str:
         return self.line()
@@ -168,7 +178,7 @@ class Record:
             for e in entries:
                 src = e.claim.source
                 name = e.statement + (f" [{src}]" if src else "")
-                rows.append((kind, name, e.outcome))
+                rows.append((kind, name, e.verdict))
         return rows
 
     def __repr__(self) -> str:
