@@ -133,7 +133,7 @@ $(NEW_STAMP): pyproject.toml constraints.txt constraints-newest.txt
 	@$(PY312) -c "import sys; assert sys.version_info[:2] == (3, 12), sys.version" || \
 	  { echo "make test-jax-new: PY312=$(PY312) is not a Python 3.12" >&2; exit 1; }
 	test -x $(NEW_VENV)/bin/python || $(PY312) -m venv $(NEW_VENV)
-	{ grep -vE '^(jax|jaxlib)==' constraints.txt; grep -E '^(jax|jaxlib)==' constraints-newest.txt; } > $(NEW_VENV)/constraints.txt
+	{ grep -vE '^(jax|jaxlib|flax)==' constraints.txt; grep -E '^(jax|jaxlib|flax)==' constraints-newest.txt; } > $(NEW_VENV)/constraints.txt
 	$(NEW_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(NEW_VENV)/bin/python -m pip install --quiet -c $(NEW_VENV)/constraints.txt -e '.[dev]'
 	touch $(NEW_STAMP)
