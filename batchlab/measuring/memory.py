@@ -141,7 +141,7 @@ def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
         peak, source = total, PEAK_SUM_ABOVE_XLA
     flops, accessed = _cost(executable)
     try:
-        backend = executable.input_shardings[0][0]._device_assignment[0].platform
+        backend = next(iter(executable.input_shardings[0][0].device_set)).platform
     except Exception:
         backend = jax.default_backend()
     return MemoryEstimate(
