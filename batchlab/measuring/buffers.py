@@ -40,7 +40,7 @@ import jax
 from batchlab._util.checks import check_argnums, check_array_tree, check_callable
 from batchlab._util.child import run_child
 from batchlab._util.compile import function_name, is_jitted
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.measuring.buffers_plot import plot_buffer_assignment
 from batchlab.measuring.xla_reports import XlaAllocation, XlaValue, parse_op_names, parse_reports
 
@@ -48,7 +48,7 @@ SOURCE = "XLA buffer assignment and live-range reports (xla_dump_to)"
 
 
 @dataclass(frozen=True)
-class BufferAssignment:
+class BufferAssignment(Rows):
     """XLA's memory plan for one compiled function (every figure from XLA's reports)."""
 
     name: str
@@ -137,23 +137,13 @@ class BufferAssignment:
             )
         return rows
 
-    def __repr__(self) -> str:
-        head = (
-            f"BufferAssignment({self.name} on {self.backend}: {len(self.sequence)} instructions, "
-            f"temp {format_bytes(self.temp_bytes)} holding {format_bytes(self.temp_value_bytes)} of values; "
-            f"source: {self.source})"
-        )
-        return (
-            head
-            + "\n"
-            + text_table(self._rows(), header=("alloc", "kind", "size", "values", "names"))
-        )
+    _header = ("allocation", "kind", "size", "values", "names")
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            header=("allocation", "kind", "size", "values", "names"),
-            caption=f"XLA buffer assignment of {self.name} on {self.backend} ({self.source})",
+    def _title(self) -> str:
+        return (
+            f"{self.name} on {self.backend}: {len(self.sequence)} instructions, temp "
+            f"{format_bytes(self.temp_bytes)} holding {format_bytes(self.temp_value_bytes)} of "
+            f"values; source: {self.source}"
         )
 
     def plot(self, *, ax=None, kinds: Sequence[str] = ("parameter", "output", "temp")):

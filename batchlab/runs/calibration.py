@@ -27,7 +27,7 @@ import numpy as np
 
 from batchlab._util.child import TIMEOUT as CHILD_TIMEOUT
 from batchlab._util.child import run_child
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
 from batchlab.runs.planning import batch_args, batch_planner, compile_program, unjit
@@ -168,18 +168,11 @@ class Calibration(NamedTuple):
             for (b, p, o), r in zip(self.points, self.ratios, strict=True)
         ]
 
-    def __repr__(self) -> str:
-        head = ("batch", "planned", "observed", "observed / planned")
-        return f"Calibration: margin {self.ratio:.2f}x ({self.source})\n" + text_table(
-            self._rows(), header=head
-        )
+    _header = ("batch", "planned", "observed", "observed / planned")
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            header=("batch", "planned", "observed", "observed / planned"),
-            caption=f"calibrated margin {self.ratio:.2f}x ({self.source})",
-        )
+    def _title(self) -> str:
+        return f"margin {self.ratio:.2f}x ({self.source})"
 
 
 def _key(fn: Any, example_item: Any, strategy: str, chunk_size, in_axes, sizes) -> tuple:
