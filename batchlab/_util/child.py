@@ -1,7 +1,8 @@
 """Every fresh Python process the kit starts: one helper, one environment, one timeout policy.
 
 ``run_child(task, payload)`` starts ``python -m batchlab._util.child RESULT_PATH``. The
-parent writes ``task`` (a kit function, pickled by reference) and ``payload`` (cloudpickle:
+parent writes ``task`` (a kit function, pickled by reference, or its ``"module:name"``)
+and ``payload`` (cloudpickle:
 the user's function travels by value) on the child's stdin; the child calls
 ``task(payload)`` and writes the returned dict as **JSON** to ``RESULT_PATH``, a file
 opened only for it (mode 0600). Nothing the child writes is ever unpickled, so printed text
@@ -17,6 +18,7 @@ processes of its own.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pickle
@@ -87,6 +89,9 @@ def main(path: str) -> None:
     stdin = sys.stdin.buffer
     try:
         task = pickle.load(stdin)
+        if isinstance(task, str):  # "module:name"
+            module, name = task.split(":")
+            task = getattr(importlib.import_module(module), name)
         payload = cloudpickle.load(stdin)
     except Exception as e:  # e.g. a module the function needs is not importable here
         reply = _error(e, loading=True)

@@ -136,9 +136,7 @@ def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]
         lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs)
     )
     payload = _pickle(cloudpickle, plain, jit_options, host_args, options)
-    from batchlab.measuring.isolated_child import measure_here
-
-    child = run_child(measure_here, payload)
+    child = run_child("batchlab.measuring.isolated_child:measure_here", payload)
     reply = child.reply
     if reply is None:
         if child.stderr:

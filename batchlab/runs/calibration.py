@@ -30,6 +30,7 @@ from batchlab._util.child import run_child
 from batchlab._util.format import Rows, format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
+from batchlab.runs.observed import run_here
 from batchlab.runs.planning import batch_args, batch_planner, compile_program, unjit
 
 #: calibrations already measured: ``{key: (fn, Calibration)}`` (fn kept: ids are reused)
@@ -78,8 +79,6 @@ def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
     that dies (killed by the limit, say) or runs out of time answers every job with
     ``bytes``/``ran`` ``None`` and the reason in ``source``.
     """
-    from batchlab.runs.observed import run_here
-
     labels = [job[0] for job in jobs]
     child = run_child(run_here, cloudpickle.dumps(jobs), timeout=timeout)
     reply = child.reply
