@@ -102,3 +102,12 @@ def test_donation_lowers_the_plan_of_a_real_update():
         on_argument.memory.planned_bytes - on_donated.memory.planned_bytes
         >= on_donated.memory.alias_bytes
     )
+
+
+def test_which_figure_the_plan_came_from():
+    from batchlab.measuring.memory import PEAK_FROM_XLA, PEAK_NO_XLA
+
+    tie = estimate_from_compiled(_fake(1000, 1000, 24, 1000, peak=1024))
+    assert tie.planned_bytes == 1024 and tie.planned_from == PEAK_FROM_XLA  # a tie: XLA's own
+    zero = estimate_from_compiled(_fake(1000, 1000, 24, 0, peak=0))  # 0: XLA gave no peak
+    assert zero.xla_peak_bytes is None and zero.planned_from == PEAK_NO_XLA
