@@ -19,7 +19,6 @@ from batchlab.measuring.inplace import (
     donate,
     eager_update,
 )
-from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.jit_cache import CompileReasons, explain_compiles
 from batchlab.measuring.live import (
     DeviceMemory,
@@ -30,6 +29,7 @@ from batchlab.measuring.live import (
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, memory_estimate
 from batchlab.measuring.per_item import per_item_cost
+from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.sweeps import Sweep, sweep
 from batchlab.measuring.system import environment
 from batchlab.measuring.timing import measure
