@@ -10,7 +10,7 @@ STAMP   = $(VENV)/.batchlab-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 export TQDM_DISABLE ?= 1
 
-.PHONY: setup lab test unit notebooks student lint benchmarks browser-test clean
+.PHONY: setup lab test unit notebooks student lint benchmarks browser-test clean mutants
 .PHONY: unit-jax-low test-jax-new setup-other-jax
 
 $(STAMP): pyproject.toml constraints.txt
@@ -48,6 +48,12 @@ benchmarks: setup
 student: setup  ## workshop copies: student/ (solutions stubbed, outputs cleared) and instructor/
 	$(BIN)/python scripts/workshop.py student --out student
 	$(BIN)/python scripts/workshop.py instructor --out instructor
+
+# mutation testing ([tool.mutmut] in pyproject.toml: the plan formula, masking and packing, the
+# budget search); the score and every survivor are kept in benchmarks/results/mutants.md
+mutants: setup  ## mutmut over the core; results in mutants/ (`mutmut results`, `mutmut show NAME`)
+	env -u PYTHONPATH $(BIN)/mutmut run --max-children 2
+	$(BIN)/mutmut results
 
 browser-test: setup  ## the real-browser test alone (needs Debian's chromium)
 	$(BIN)/python -m pytest tests/test_browser.py -p no:nbval -o addopts="-ra"
@@ -147,4 +153,4 @@ test-jax-new: $(NEW_STAMP)  ## Python 3.12 + the newest jax: unit tests, doctest
 setup-other-jax: $(LOW_STAMP) $(NEW_STAMP)  ## the venvs of unit-jax-low and test-jax-new, nothing run
 
 clean:
-	rm -rf $(VENV) .pytest_cache artifacts
+	rm -rf $(VENV) .pytest_cache artifacts mutants

@@ -79,7 +79,7 @@ def test_donated_parameter_is_live_out():
 def test_jitted_function_and_reprs(assignment):
     ba = batchlab.buffer_assignment(jax.jit(lambda x: x * 2), jnp.ones(8))
     assert ba.allocations_of("parameter")[0].size == 32
-    assert "BufferAssignment(" in repr(assignment) and "<table" in assignment._repr_html_()
+    assert "BufferAssignment: " in repr(assignment) and "<table" in assignment._repr_html_()
     assert len(assignment.plot().axes) == 1
 
 

@@ -27,7 +27,7 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
         "cpu": dict(features=256, batch_sizes=(1, 4, 16, 64, 256, 1024), max_time=0.25),
         "gpu": dict(features=2048, batch_sizes=(1, 16, 256, 1024, 4096, 16384), max_time=0.5),
     },
-    # strategies (issue 3)
+    # strategies
     # 01/02 axes and broadcasting: shapes only, tiny everywhere
     "axes": {
         "cpu": dict(batch=5, features=3, outputs=2, seq=7),
@@ -60,7 +60,7 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
             max_time=0.3,
         ),
     },
-    # ragged data (issue 4)
+    # ragged data
     "ragged": {
         "cpu": dict(
             n_items=256,
@@ -81,7 +81,7 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
             recompile_items=64,
         ),
     },
-    # memory limits and faults (issue 5)
+    # memory limits and faults
     # 06: per-item fn with a features x features temporary; budgets for the slider (KiB)
     "budget": {
         "cpu": dict(
@@ -101,7 +101,7 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
             items=20000, features=1024, batch_size=4096, budget_kib=2**19, bad=(7, 100, 101, 19999)
         ),
     },
-    # fragmentation (issue 6): simulated workloads (cheap everywhere) and XLA/in-place examples
+    # fragmentation: simulated workloads (cheap everywhere) and XLA/in-place examples
     "fragmentation": {
         "cpu": dict(
             n_items=48,
@@ -109,7 +109,7 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
             headroom=1.1,
             layers_shape=(256, 128),
             update_size=1 << 16,
-            # XLA-derived traces (issue 12): compiled only, never run, so real sizes everywhere
+            # XLA-derived traces: compiled only, never run, so real sizes everywhere
             xla=dict(
                 n_items=48, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512
             ),
@@ -127,7 +127,7 @@ TOPICS: dict[str, dict[str, dict[str, Any]]] = {
             loop_sizes=(1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24),
         ),
     },
-    # loading and scaling (issue 7)
+    # loading and scaling
     "loading": {
         "cpu": dict(
             n_items=2048, features=256, batch_sizes=(16, 64, 256), repeat=3, overlap_batches=12

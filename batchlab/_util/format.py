@@ -125,3 +125,40 @@ def html_table(
         )
     out.append("</table>")
     return "".join(out)
+
+
+class Rows:
+    """Text and HTML reprs from one rows method (human units in every cell).
+
+    A class defines ``_rows()`` (rows of cells) and ``_title()``; ``_header`` names the
+    columns. ``repr`` is the title, then the rows as a text table; with ``_inline`` (two
+    columns) it is one line, ``Name(title: label=value, ...)``. ``_repr_html_`` is the same
+    rows as an HTML table, the title its caption. For a ``NamedTuple`` (which takes no
+    mixin) assign ``__repr__ = Rows.__repr__`` and ``_repr_html_ = Rows._repr_html_``.
+    """
+
+    _header: tuple[str, ...] = ("figure", "value")
+    _inline: bool = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__repr__" not in cls.__dict__:  # set before @dataclass adds a repr of its own
+            cls.__repr__ = Rows.__repr__
+
+    def _title(self) -> str:
+        return type(self).__name__
+
+    def _rows(self) -> list[tuple]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        rows = self._rows()
+        if getattr(self, "_inline", False):
+            cells = ", ".join(f"{k}={v}" for k, v in rows)
+            return f"{type(self).__name__}({self._title()}: {cells})"
+        header = getattr(self, "_header", Rows._header)
+        return f"{type(self).__name__}: {self._title()}\n" + text_table(rows, header=header)
+
+    def _repr_html_(self) -> str:
+        header = getattr(self, "_header", Rows._header)
+        return html_table(self._rows(), header=header, caption=self._title())

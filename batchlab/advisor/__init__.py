@@ -11,7 +11,6 @@ with the measured plan-to-real ratio applied (``Advice.ratio_used``; pass
 """
 
 from batchlab.advisor.advising import STRATEGIES, advise, clear_cache
-from batchlab.advisor.candidates import Candidate
 from batchlab.advisor.choice import margin
 from batchlab.advisor.plot import plot_candidates
 from batchlab.advisor.report import Advice, CandidateResult
@@ -19,7 +18,6 @@ from batchlab.advisor.report import Advice, CandidateResult
 __all__ = [
     "STRATEGIES",
     "Advice",
-    "Candidate",
     "CandidateResult",
     "advise",
     "clear_cache",

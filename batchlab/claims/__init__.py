@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from batchlab.claims.claim import Claim, ClaimsTable, Control, table
 from batchlab.claims.evidence import Number, Samples, Scope
-from batchlab.claims.probing import Probe, Reached, RuleProbe, probe, probe_rule
-from batchlab.claims.record import Check, Finding, Record
+from batchlab.claims.probing import Probe, probe, probe_rule
+from batchlab.claims.record import Check, Record
 from batchlab.claims.rules import (
     FAILS,
     HOLDS,
@@ -38,7 +38,7 @@ from batchlab.claims.rules import (
     ratio_above,
     ratio_below,
 )
-from batchlab.claims.sources import NAMES, SOURCE_CLAIMS, SourceClaim, source_claim, source_claims
+from batchlab.claims.sources import NAMES, SOURCE_CLAIMS, source_claim, source_claims
 
 __all__ = [
     "FAILS",
@@ -52,15 +52,11 @@ __all__ = [
     "ClaimsTable",
     "Control",
     "Decision",
-    "Finding",
     "Number",
     "Probe",
-    "Reached",
     "Record",
-    "RuleProbe",
     "Samples",
     "Scope",
-    "SourceClaim",
     "all_of",
     "compare",
     "equals",

@@ -18,20 +18,15 @@ copies with those lines replaced by a stub.
 
 from __future__ import annotations
 
-import ast
 import html
 import importlib
 import inspect
-import linecache
 import pkgutil
-import re
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from batchlab.exercises._reveal import Reveal as Reveal
-from batchlab.exercises._reveal import reveal as reveal
+from batchlab.exercises._reveal import Reveal, reveal
 
 Checker = Callable[..., "tuple[bool, str]"]
 
@@ -108,20 +103,15 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
       A :class:`CheckResult`; truthy when correct. Never raises for a wrong
       answer: errors inside the learner's code become hints.
 
-    An error inside the check is told apart by where it arose: in the
-    learner's function, or in an expression of the checker that uses the
-    answer (or a value computed from it), it is a hint ("Your answer raised
-    ..."); in an expression that uses only the notebook's context, it is the
-    notebook's error, raised with the context arguments named; in neither,
-    it is the checker's own bug.
+    An error while checking is never raised at the learner: it is a hint,
+    ``"Your answer raised ..."``, with the inputs the check used named (a
+    wrong context reads there too: re-running the cells that define them
+    is the fix).
 
     Raises:
       KeyError: unknown ``exercise_id`` (the message lists the known ones).
       TypeError: ``context`` lacks an input the exercise needs (a notebook bug,
         not a wrong answer; the message names what to pass).
-      TypeError, ValueError: the context is wrong (the checker failed on it,
-        not on the answer; the message names the context arguments).
-      RuntimeError: the checker itself failed (a bug in the exercise).
 
     Example:
       >>> @exercise("demo.square", "Write f(x) = x squared.")
@@ -147,42 +137,12 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
     try:
         ok, message = checker(answer, **context)
     except Exception as e:
-        culprit, names = _culprit(e, checker, answer)
         first = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        spread = _var_keyword(checker)
-        names = [n for n in names if n not in spread] + (
-            sorted(context) if spread & set(names) else []
-        )
-        given = ", ".join(
-            f"{n}={_describe(context[n])}" if n in context else f"{n} (not passed)" for n in names
-        )
-        if culprit == "answer":  # the learner's function (or value) failed: that is a hint too
-            called = f" (the check called it with {given})" if given and callable(answer) else ""
-            return CheckResult(exercise_id, False, f"Your answer raised {first}{called}")
-        if culprit == "context":
-            cls = TypeError if isinstance(e, TypeError) else ValueError
-            raise cls(
-                f"check({exercise_id!r}, ...) could not use the notebook's context, so your answer "
-                f"was not checked (this is not about your answer): working with {given} raised "
-                f"{first.rstrip('.')}. Check what the notebook passes as "
-                f"{', '.join(f'`{n}`' for n in names)}: re-run the cells that define "
-                f"{' and '.join(names)} (in order, unchanged), then this check."
-            ) from e
-        raise RuntimeError(
-            f"check({exercise_id!r}, ...) failed inside the exercise's own checker, not in your "
-            f"answer or the notebook's context: {first.rstrip('.')}. This is a bug in batchlab.exercises "
-            f"(topic {exercise_id.split('.', 1)[0]!r}); please report it with this message."
-        ) from e
+        given = ", ".join(f"{n}={_describe(v)}" for n, v in context.items())
+        how = "the check called it with" if callable(answer) else "checked with"
+        called = f" ({how} {given})" if given else ""
+        return CheckResult(exercise_id, False, f"Your answer raised {first}{called}")
     return CheckResult(exercise_id, bool(ok), message)
-
-
-def _var_keyword(checker: Checker) -> set[str]:
-    """The name of the checker's ``**context`` parameter, if it has one."""
-    try:
-        parameters = inspect.signature(checker).parameters.values()
-    except (TypeError, ValueError):
-        return set()
-    return {p.name for p in parameters if p.kind is p.VAR_KEYWORD}
 
 
 def _describe(value: Any) -> str:
@@ -196,100 +156,6 @@ def _describe(value: Any) -> str:
         return f"function {getattr(value, '__name__', type(value).__name__)}"
     text = repr(value)
     return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
-
-
-def _culprit(error: BaseException, checker: Checker, answer: Any) -> tuple[str, list[str]]:
-    """Whose failure ``error`` is: ``"answer"``, ``"context"`` (with the names) or ``"checker"``.
-
-    The learner's: the traceback runs through the answer's own code, or the checker's failing
-    expression uses the answer (or a variable computed from it). The notebook's: that
-    expression uses only context arguments (or variables computed from them). The
-    checker's: neither. When it cannot tell (no source, no frame), the learner's, as before.
-    """
-    code = getattr(inspect.unwrap(checker), "__code__", None)
-    try:
-        params = list(inspect.signature(checker).parameters)
-        source = textwrap.dedent(inspect.getsource(inspect.unwrap(checker)))
-        tree = ast.parse(source)
-    except (TypeError, ValueError, OSError, SyntaxError):
-        return "answer", []
-    answer_codes = {
-        getattr(f, "__code__", None)
-        for f in (answer, getattr(answer, "__wrapped__", None), vars(type(answer)).get("__call__"))
-    } - {None}
-    failing, in_answer = None, False
-    tb = error.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code in answer_codes:
-            in_answer = True
-            break
-        if tb.tb_frame.f_code is code:
-            failing = tb
-        tb = tb.tb_next
-    used = _names_at(failing, code) if failing is not None and params else None
-    if used is None:
-        return "answer", []
-    taint = _taint(tree, params[0], set(params[1:]))
-    context = [n for n in params[1:] if n in used or n in _sources(taint, used)]
-    if in_answer or params[0] in used:  # the answer was called (or used) right there
-        return "answer", context
-    if any("answer" in taint.get(n, ()) for n in used):  # a value computed from the answer
-        return "answer", []
-    return ("context", context) if context else ("checker", [])
-
-
-def _names_at(tb: Any, code: Any) -> set[str] | None:
-    """The names in the checker's expression that was running when ``tb`` was raised."""
-    positions = list(code.co_positions())
-    index = tb.tb_lasti // 2
-    if not 0 <= index < len(positions) or None in positions[index]:
-        return None
-    lineno, end_lineno, col, end_col = positions[index]
-    lines = linecache.getlines(code.co_filename)[lineno - 1 : end_lineno]
-    if not lines:
-        return None
-    lines[-1] = lines[-1][:end_col]
-    lines[0] = lines[0][col:]
-    text = "".join(lines)
-    try:
-        return {
-            n.id for n in ast.walk(ast.parse(text.strip(), mode="eval")) if isinstance(n, ast.Name)
-        }
-    except SyntaxError:
-        return set(re.findall(r"\b[A-Za-z_]\w*\b", text))
-
-
-def _taint(tree: ast.AST, answer: str, context: set[str]) -> dict[str, set[str]]:
-    """Which of ``answer`` and the context names every local variable is computed from."""
-    taint: dict[str, set[str]] = {answer: {"answer"}, **{n: {n} for n in context}}
-    flows = []  # (targets, sources) of every assignment-like statement
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            flows.append((targets, node.value))
-        elif isinstance(node, (ast.For, ast.comprehension)):
-            flows.append(([node.target], node.iter))
-        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-            flows.append(([node.optional_vars], node.context_expr))
-    changed = True
-    while changed:
-        changed = False
-        for targets, value in flows:
-            if value is None:
-                continue
-            came = set().union(
-                *(taint.get(n.id, set()) for n in ast.walk(value) if isinstance(n, ast.Name))
-            )
-            for target in targets:
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name) and not came <= taint.setdefault(n.id, set()):
-                        taint[n.id] |= came
-                        changed = True
-    return taint
-
-
-def _sources(taint: dict[str, set[str]], used: set[str]) -> set[str]:
-    return set().union(*(taint.get(n, set()) for n in used)) - {"answer"}
 
 
 def _unanswered(answer: Any) -> bool:
@@ -344,3 +210,6 @@ def all_exercises() -> list[str]:
     for topic in _topics():
         _load(f"{topic}.")
     return sorted(_REGISTRY)
+
+
+__all__ = ["CheckResult", "Reveal", "all_exercises", "check", "exercise", "prompt", "reveal"]

@@ -21,8 +21,6 @@ from batchlab.loading.prefetch_compare import PrefetchComparison, compare_prefet
 from batchlab.loading.prefetching import prefetch, prefetch_threads
 from batchlab.loading.speed import (
     Ceiling,
-    Throughput,
-    format_rate,
     last_level_cache_bytes,
     measure_ceiling,
     measure_loading,
@@ -35,10 +33,8 @@ __all__ = [
     "Ceiling",
     "Dataset",
     "PrefetchComparison",
-    "Throughput",
     "batch_indices",
     "compare_prefetch",
-    "format_rate",
     "iter_batches",
     "last_level_cache_bytes",
     "load_npy",

@@ -10,7 +10,7 @@ sampler every timed comparison uses); ``count_compiles`` / ``explain_compiles`` 
 """
 
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
-from batchlab.measuring.compiles import CompileCount, count_compiles
+from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.inplace import (
     CompiledUpdate,
     Donation,
@@ -19,35 +19,30 @@ from batchlab.measuring.inplace import (
     donate,
     eager_update,
 )
-from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.jit_cache import CompileReasons, explain_compiles
 from batchlab.measuring.live import (
     DeviceMemory,
-    LiveMemory,
     device_memory,
     device_memory_unavailable_reason,
     live_memory,
 )
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, memory_estimate
-from batchlab.measuring.per_item import PerItemCost, per_item_cost
+from batchlab.measuring.per_item import per_item_cost
+from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.sweeps import Sweep, sweep
-from batchlab.measuring.system import Environment, environment
+from batchlab.measuring.system import environment
 from batchlab.measuring.timing import measure
 
 __all__ = [
     "BufferAssignment",
-    "CompileCount",
     "CompileReasons",
     "CompiledUpdate",
     "DeviceMemory",
     "Donation",
     "EagerUpdate",
-    "Environment",
-    "LiveMemory",
     "Measurement",
     "MemoryEstimate",
-    "PerItemCost",
     "Sweep",
     "buffer_assignment",
     "compiled_update",

@@ -38,8 +38,9 @@ from typing import Any
 import jax
 
 from batchlab._util.checks import check_argnums, check_array_tree, check_callable
+from batchlab._util.child import run_child
 from batchlab._util.compile import function_name, is_jitted
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.measuring.buffers_plot import plot_buffer_assignment
 from batchlab.measuring.xla_reports import XlaAllocation, XlaValue, parse_op_names, parse_reports
 
@@ -47,7 +48,7 @@ SOURCE = "XLA buffer assignment and live-range reports (xla_dump_to)"
 
 
 @dataclass(frozen=True)
-class BufferAssignment:
+class BufferAssignment(Rows):
     """XLA's memory plan for one compiled function (every figure from XLA's reports)."""
 
     name: str
@@ -136,23 +137,13 @@ class BufferAssignment:
             )
         return rows
 
-    def __repr__(self) -> str:
-        head = (
-            f"BufferAssignment({self.name} on {self.backend}: {len(self.sequence)} instructions, "
-            f"temp {format_bytes(self.temp_bytes)} holding {format_bytes(self.temp_value_bytes)} of values; "
-            f"source: {self.source})"
-        )
-        return (
-            head
-            + "\n"
-            + text_table(self._rows(), header=("alloc", "kind", "size", "values", "names"))
-        )
+    _header = ("allocation", "kind", "size", "values", "names")
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            header=("allocation", "kind", "size", "values", "names"),
-            caption=f"XLA buffer assignment of {self.name} on {self.backend} ({self.source})",
+    def _title(self) -> str:
+        return (
+            f"{self.name} on {self.backend}: {len(self.sequence)} instructions, temp "
+            f"{format_bytes(self.temp_bytes)} holding {format_bytes(self.temp_value_bytes)} of "
+            f"values; source: {self.source}"
         )
 
     def plot(self, *, ax=None, kinds: Sequence[str] = ("parameter", "output", "temp")):
@@ -188,15 +179,11 @@ def _reports(lowered, compiler_options: dict) -> tuple[str, str, str]:
     return buffer_text, live_text, compiled.as_text()
 
 
-_CHILD = """
-import json, sys, cloudpickle
-fn, jit_options, args, kwargs, out = cloudpickle.loads(sys.stdin.buffer.read())
-import jax
-from batchlab.measuring.buffers import _reports
-texts = _reports(jax.jit(fn, **jit_options).lower(*args, **kwargs), {})
-with open(out, "w") as f:
-    json.dump({"texts": texts, "backend": jax.default_backend()}, f)
-"""
+def _reports_here(payload: Any) -> dict:
+    """The child side of :func:`_reports_in_subprocess` (run by the kit's one child helper)."""
+    fn, jit_options, args, kwargs = payload
+    texts = _reports(jax.jit(fn, **jit_options).lower(*args, **kwargs), {})
+    return {"texts": texts, "backend": jax.default_backend()}
 
 
 def _reports_in_subprocess(
@@ -205,34 +192,18 @@ def _reports_in_subprocess(
     """The same reports from a fresh Python process started with ``XLA_FLAGS=xla_flags``.
 
     Some XLA options (the XLA:CPU scheduler) are read once per process from
-    ``XLA_FLAGS``, not per compilation. The child gets the function by
-    cloudpickle and returns the three report texts as JSON (nothing it
-    writes is unpickled).
+    ``XLA_FLAGS``, not per compilation. The child
+    (:func:`batchlab._util.child.run_child`) gets the function by cloudpickle and
+    returns the three report texts as JSON (nothing it writes is unpickled).
     """
-    import json
-    import subprocess
-    import sys
-
-    import cloudpickle
-
-    env = {**os.environ, "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()}
-    with tempfile.TemporaryDirectory(prefix="batchlab-xla-") as folder:
-        out = os.path.join(folder, "reports.json")
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD],
-            input=cloudpickle.dumps((fn, jit_options, args, kwargs, out)),
-            env=env,
-            capture_output=True,
-            timeout=300,
+    flags = (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()
+    child = run_child(_reports_here, (fn, jit_options, args, kwargs), env={"XLA_FLAGS": flags})
+    data = child.reply
+    if data is None or "error" in data:
+        why = child.why if data is None else f"{data['error']['type']}: {data['error']['message']}"
+        raise RuntimeError(
+            f"compiling in a fresh process with XLA_FLAGS={xla_flags!r} failed: {why}"
         )
-        if proc.returncode != 0 or not os.path.exists(out):
-            tail = proc.stderr.decode(errors="replace").strip().splitlines()[-3:]
-            raise RuntimeError(
-                f"compiling in a fresh process with XLA_FLAGS={xla_flags!r} failed: "
-                + " | ".join(tail)
-            )
-        with open(out) as f:
-            data = json.load(f)
     return tuple(data["texts"]), data["backend"]
 
 

@@ -37,18 +37,14 @@ import numpy as np
 
 from batchlab._util.checks import check_argnums, check_array_tree, check_callable
 from batchlab._util.compile import function_name
-from batchlab._util.format import format_bytes, html_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 
 _COPY = re.compile(r"=\s*\S+\s+copy\(")
 
 
-def _table(obj, rows, caption):
-    return html_table(rows, header=("figure", "value"), caption=caption)
-
-
 @dataclass(frozen=True)
-class EagerUpdate:
+class EagerUpdate(Rows):
     """``y = x.at[index].set(value)`` run outside ``jit``."""
 
     nbytes: int
@@ -63,15 +59,10 @@ class EagerUpdate:
             ("x unchanged", str(self.original_unchanged)),
         ]
 
-    def __repr__(self) -> str:
-        return (
-            "EagerUpdate("
-            + ", ".join(f"{k}: {v}" for k, v in self._rows())
-            + f"; source: {self.source})"
-        )
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        return _table(self, self._rows(), f"x.at[...].set(...) outside jit ({self.source})")
+    def _title(self) -> str:
+        return f"x.at[...].set(...) outside jit, {self.source}"
 
 
 def _check_array(x: Any, name: str) -> jax.Array:
@@ -115,7 +106,7 @@ def eager_update(x: jax.Array, index: Any = 0, value: Any = 1) -> EagerUpdate:
 
 
 @dataclass(frozen=True)
-class CompiledUpdate:
+class CompiledUpdate(Rows):
     """XLA's compiled program for one function: its memory plan and how many copies it makes."""
 
     name: str
@@ -139,15 +130,10 @@ class CompiledUpdate:
             ("peak", format_bytes(m.planned_bytes)),
         ]
 
-    def __repr__(self) -> str:
-        return (
-            f"CompiledUpdate({self.name}: "
-            + ", ".join(f"{k}={v}" for k, v in self._rows())
-            + f"; source: {self.source})"
-        )
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        return _table(self, self._rows(), f"{self.name} compiled ({self.source})")
+    def _title(self) -> str:
+        return f"{self.name} compiled, {self.source}"
 
 
 def compiled_update(
@@ -175,7 +161,7 @@ def compiled_update(
 
 
 @dataclass(frozen=True)
-class Donation:
+class Donation(Rows):
     """One call of a function with donated arguments, and what became of them."""
 
     name: str
@@ -199,15 +185,10 @@ class Donation:
             ("warning", (self.warning or "none").splitlines()[0]),
         ]
 
-    def __repr__(self) -> str:
-        return (
-            f"Donation({self.name}: "
-            + ", ".join(f"{k}={v}" for k, v in self._rows())
-            + f"; source: {self.source})"
-        )
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        return _table(self, self._rows(), f"donating to {self.name} ({self.source})")
+    def _title(self) -> str:
+        return f"donating to {self.name}, {self.source}"
 
 
 def donate(

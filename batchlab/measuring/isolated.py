@@ -2,15 +2,15 @@
 
 The device's ``peak_bytes_in_use`` (and the host's peak RSS) can only grow
 within a process, so an exact peak for one function needs a process of its
-own. The function and its inputs travel by cloudpickle on the child's stdin
-(parent to child: the parent trusts its own payload). The result comes back
-as **JSON** in a temporary file opened only for it (mode 0600), and is
-rebuilt field by field into a :class:`~batchlab.measure.Measurement`:
-nothing the child (or ``fn``) writes is ever unpickled, so printed text
-cannot run code in the notebook kernel. The child's stdout and stderr are
-passed through to the caller's ``sys.stdout`` / ``sys.stderr`` (a
-``print`` in ``fn`` shows in the notebook). The child inherits the parent's
-environment, so allocator settings (``XLA_PYTHON_CLIENT_*``) apply to it too.
+own: the kit's one child-process helper (:func:`batchlab._util.child.run_child`)
+starts it. The function and its inputs travel by cloudpickle on the child's
+stdin (parent to child: the parent trusts its own payload). The result comes
+back as **JSON** and is rebuilt field by field into a
+:class:`~batchlab.measure.Measurement`: nothing the child (or ``fn``) writes is
+ever unpickled. The child's stdout and stderr are passed through to the
+caller's ``sys.stdout`` / ``sys.stderr`` (a ``print`` in ``fn`` shows in the
+notebook). The child inherits the parent's environment, so allocator settings
+(``XLA_PYTHON_CLIENT_*``) apply to it too.
 
 A ``jax.jit``-wrapped ``fn`` does not survive pickling whole (the copy can be
 called but not lowered), so its Python function travels with jit's own
@@ -23,24 +23,16 @@ a ``fn`` or argument that cannot be pickled (a lock, an open file) is a
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-import subprocess
 import sys
-import tempfile
 from typing import Any
 
+from batchlab._util.child import TIMEOUT, run_child
 from batchlab._util.compile import is_jitted
 from batchlab.measuring.live import DeviceMemory, LiveMemory
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate
 
 _ERRORS = {"TypeError": TypeError, "ValueError": ValueError, "MemoryError": MemoryError}
-
-
-def to_json(result: Any) -> str:
-    """A Measurement as JSON (dataclasses of numbers and strings only)."""
-    return json.dumps(dataclasses.asdict(result))
 
 
 def _build(cls, data: Any):
@@ -144,35 +136,27 @@ def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]
         lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs)
     )
     payload = _pickle(cloudpickle, plain, jit_options, host_args, options)
-    fd, result_path = tempfile.mkstemp(prefix="batchlab-isolated-", suffix=".json")
-    os.close(fd)  # mkstemp made it 0600: only this user can write it
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "batchlab.measuring.isolated_child", result_path],
-            input=payload,
-            capture_output=True,
-            env=os.environ.copy(),
-            timeout=600,
-        )
-        # fn's prints belong to the user: pass them through
-        if proc.stdout:
-            sys.stdout.write(proc.stdout.decode(errors="replace"))
-        with open(result_path, encoding="utf-8") as f:
-            text = f.read()
-    finally:
-        os.unlink(result_path)
-    if not text:
-        if proc.stderr:
-            sys.stderr.write(proc.stderr.decode(errors="replace"))
+    child = run_child("batchlab.measuring.isolated_child:measure_here", payload)
+    reply = child.reply
+    if reply is None:
+        if child.stderr:
+            sys.stderr.write(child.stderr)
         raise RuntimeError(
-            f"The isolated measurement's subprocess ended (exit status {proc.returncode}) without "
-            "a result; its stderr is shown above."
+            f"The isolated measurement's subprocess ended (exit status {child.returncode}) "
+            "without a result; its stderr is shown above."
+            if child.returncode is not None
+            else f"The isolated measurement's subprocess ran out of time ({TIMEOUT:.0f} s)."
         )
-    reply = json.loads(text)
     if "error" in reply:
         error = reply["error"]
+        if error.get("loading"):
+            raise TypeError(
+                f"in the isolated subprocess: `fn` or its arguments could not be rebuilt in the "
+                f"fresh process ({error.get('type')}: {error.get('message')}); define fn in an "
+                "importable module or in the notebook itself, or measure with isolated=False."
+            )
         cls = _ERRORS.get(error.get("type"), RuntimeError)
         raise cls(f"in the isolated subprocess: {error.get('type')}: {error.get('message')}")
-    if proc.stderr:
-        sys.stderr.write(proc.stderr.decode(errors="replace"))
+    if child.stderr:
+        sys.stderr.write(child.stderr)
     return _build(Measurement, reply)

@@ -23,7 +23,7 @@ from typing import Any
 
 import jax
 
-from batchlab._util.format import html_table, text_table
+from batchlab._util.format import Rows
 from batchlab.measuring.compiles import count_compiles
 
 SOURCE = "count_compiles (jax.monitoring) and JAX's own jax_explain_cache_misses log"
@@ -40,7 +40,7 @@ class CompileReason:
 
 
 @dataclass(frozen=True)
-class CompileReasons:
+class CompileReasons(Rows):
     """Every call of :func:`explain_compiles`, in order."""
 
     rows: tuple[CompileReason, ...]
@@ -57,11 +57,8 @@ class CompileReasons:
 
     _header = ("call", "compilations", "JAX's reason (jax_explain_cache_misses)")
 
-    def __repr__(self) -> str:
-        return f"CompileReasons(source: {self.source})\n" + text_table(self._rows(), self._header)
-
-    def _repr_html_(self) -> str:
-        return html_table(self._rows(), self._header, caption=f"source: {self.source}")
+    def _title(self) -> str:
+        return f"source: {self.source}"
 
 
 def _shown(row: CompileReason) -> str:

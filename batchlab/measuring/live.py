@@ -16,7 +16,7 @@ from typing import Any
 
 import jax
 
-from batchlab._util.format import format_bytes, html_table
+from batchlab._util.format import Rows, format_bytes
 
 # Live device memory (GPU/TPU allocator counters)
 
@@ -33,7 +33,7 @@ _DEVICE_KEYS = (
 
 
 @dataclass(frozen=True)
-class DeviceMemory:
+class DeviceMemory(Rows):
     """Normalized ``jax.Device.memory_stats()``; absent keys are ``None``.
 
     ``peak_bytes_in_use`` is process-wide and cannot be reset: it is the
@@ -110,15 +110,10 @@ class DeviceMemory:
             rows.append(("fragmentation", f"{self.fragmentation:.1%}"))
         return rows
 
-    def __repr__(self) -> str:
-        return (
-            f"DeviceMemory({self.device}: " + ", ".join(f"{k}={v}" for k, v in self._rows()) + ")"
-        )
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(), header=("figure", "value"), caption=f"{self.device}: {self.source}"
-        )
+    def _title(self) -> str:
+        return f"{self.device}, {self.source}"
 
 
 def _pick_device(device: Any) -> jax.Device:
@@ -183,7 +178,7 @@ def device_memory_unavailable_reason(device: Any = None) -> str | None:
 
 
 @dataclass(frozen=True)
-class LiveMemory:
+class LiveMemory(Rows):
     """Bytes held by live JAX arrays, and the host process's resident memory."""
 
     live_array_bytes: int
@@ -191,25 +186,19 @@ class LiveMemory:
     host_rss_bytes: int | None
     source: str = "jax.live_arrays() (array bytes) and host process RSS (psutil)"
 
-    def __repr__(self) -> str:
-        return (
-            f"LiveMemory(live arrays: {self.live_array_count} holding "
-            f"{format_bytes(self.live_array_bytes)}; host process RSS: "
-            f"{format_bytes(self.host_rss_bytes)})"
-        )
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            [
-                (
-                    "live JAX arrays",
-                    f"{self.live_array_count} holding {format_bytes(self.live_array_bytes)}",
-                ),
-                ("host process resident memory", format_bytes(self.host_rss_bytes)),
-            ],
-            header=("figure", "value"),
-            caption=self.source,
-        )
+    def _title(self) -> str:
+        return self.source
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [
+            (
+                "live arrays",
+                f"{self.live_array_count} holding {format_bytes(self.live_array_bytes)}",
+            ),
+            ("host process RSS", format_bytes(self.host_rss_bytes)),
+        ]
 
 
 def host_rss_bytes() -> int | None:

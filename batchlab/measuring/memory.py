@@ -20,7 +20,7 @@ from typing import Any
 import jax
 
 from batchlab._util.compile import compile_fn
-from batchlab._util.format import format_bytes, format_count, html_table
+from batchlab._util.format import Rows, format_bytes, format_count
 
 PEAK_FROM_XLA = "XLA peak_memory_in_bytes"
 PEAK_SUM_ABOVE_XLA = (
@@ -31,7 +31,7 @@ PEAK_NO_XLA = "argument + output + temp - alias (this jax has no peak_memory_in_
 
 
 @dataclass(frozen=True)
-class MemoryEstimate:
+class MemoryEstimate(Rows):
     """XLA's compiled memory plan for one function and one set of input shapes.
 
     All sizes are bytes on the device (``host_*`` buffers are not counted).
@@ -84,21 +84,13 @@ class MemoryEstimate:
             ("alias", format_bytes(self.alias_bytes)),
             ("planned", format_bytes(self.planned_bytes)),
             ("flops", format_count(self.flops)),
+            ("planned from", self.planned_from),
         ]
 
-    def __repr__(self) -> str:
-        return (
-            f"MemoryEstimate({self.name} on {self.backend}: "
-            + ", ".join(f"{k}={v}" for k, v in self._rows())
-            + f"; source: {self.source}; planned from: {self.planned_from})"
-        )
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            [*self._rows(), ("planned from", self.planned_from)],
-            header=("figure", "value"),
-            caption=f"MemoryEstimate of {self.name} on {self.backend} ({self.source})",
-        )
+    def _title(self) -> str:
+        return f"{self.name} on {self.backend}, {self.source}"
 
 
 def _cost(executable) -> tuple[float | None, float | None]:
@@ -141,7 +133,7 @@ def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
         peak, source = total, PEAK_SUM_ABOVE_XLA
     flops, accessed = _cost(executable)
     try:
-        backend = executable.input_shardings[0][0]._device_assignment[0].platform
+        backend = next(iter(executable.input_shardings[0][0].device_set)).platform
     except Exception:
         backend = jax.default_backend()
     return MemoryEstimate(

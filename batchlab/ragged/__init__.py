@@ -43,16 +43,11 @@ from batchlab.ragged.packing import (
 from batchlab.ragged.padding import Padded, Ragged, pad, unpad
 from batchlab.ragged.report import PaddingReport, padding_report, plot_tradeoff
 from batchlab.ragged.timing import (
-    BOUNDARY_RULES,
     BucketPlan,
     BucketPoint,
-    measure_buckets,
-    plan_buckets,
-    token_workload,
 )
 
 __all__ = [
-    "BOUNDARY_RULES",
     "Bucket",
     "BucketPlan",
     "BucketPoint",
@@ -73,7 +68,6 @@ __all__ = [
     "masked_sum",
     "mean_pool",
     "mean_pool_reference",
-    "measure_buckets",
     "optimal_boundaries",
     "pack",
     "packed_max",
@@ -83,12 +77,10 @@ __all__ = [
     "packed_sum",
     "pad",
     "padding_report",
-    "plan_buckets",
     "plot_tradeoff",
     "power_of_two_boundaries",
     "quantile_boundaries",
     "random_sequences",
-    "token_workload",
     "unpack",
     "unpad",
     "zipf_lengths",

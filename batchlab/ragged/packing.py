@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.ragged.padding import as_ragged, check_value
 
 Array = jax.Array
@@ -91,11 +91,10 @@ class Packed(NamedTuple):
             ("padding", f"{self.waste:.1%} of positions (the tail)"),
         ]
 
-    def __repr__(self) -> str:
-        return "Packed\n" + text_table(self._rows())
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
 
-    def _repr_html_(self) -> str:
-        return html_table(self._rows(), caption="Packed batch (values + segment ids)")
+    def _title(self) -> str:
+        return "a packed batch (values + segment ids)"
 
 
 def _size(v: Any, name: str) -> int | None:

@@ -36,7 +36,7 @@ from batchlab._util.checks import (
     check_fits_memory,
     check_lossless_cast,
 )
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 
 
 @dataclass(frozen=True)
@@ -122,11 +122,10 @@ class Padded(NamedTuple):
             ("padding", f"{self.waste:.1%} of positions"),
         ]
 
-    def __repr__(self) -> str:
-        return "Padded\n" + text_table(self._rows())
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
 
-    def _repr_html_(self) -> str:
-        return html_table(self._rows(), caption="Padded batch (pad + mask)")
+    def _title(self) -> str:
+        return "a padded batch (pad + mask)"
 
 
 def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:

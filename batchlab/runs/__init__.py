@@ -14,16 +14,14 @@ runs one batch in a fresh process under an address-space limit of its baseline +
 
 from batchlab.runs.budget import STRATEGIES, BatchSizeResult, Budget, default_budget, max_batch_size
 from batchlab.runs.budget_plot import plot_budget_curves
-from batchlab.runs.calibration import Calibration, LimitRun, calibrate, run_under_limit
+from batchlab.runs.calibration import calibrate, run_under_limit
 from batchlab.runs.checkpoint import CheckpointError
 from batchlab.runs.errors import is_out_of_memory
 from batchlab.runs.planning import planned_bytes
 from batchlab.runs.results import (
     BatchFnError,
     BatchItemError,
-    BatchLog,
     BatchMemoryError,
-    Failure,
     RunInterrupted,
     RunResult,
 )
@@ -34,14 +32,10 @@ __all__ = [
     "STRATEGIES",
     "BatchFnError",
     "BatchItemError",
-    "BatchLog",
     "BatchMemoryError",
     "BatchSizeResult",
     "Budget",
-    "Calibration",
     "CheckpointError",
-    "Failure",
-    "LimitRun",
     "RunInterrupted",
     "RunResult",
     "calibrate",

@@ -32,7 +32,7 @@ from batchlab._util.checks import (
     check_positive_float,
     check_positive_int,
 )
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
 from batchlab.runs.budget_plot import plot_budget_curves
@@ -184,13 +184,10 @@ class BatchSizeResult:
             rows.append(("warning", "planned bytes are not monotone in the batch size"))
         return rows
 
-    def __repr__(self) -> str:
-        return f"BatchSizeResult ({self.source})\n" + text_table(self._rows())
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(), header=("figure", "value"), caption=f"max_batch_size ({self.source})"
-        )
+    def _title(self) -> str:
+        return f"max_batch_size ({self.source})"
 
     def plot(self, *, axes=None):
         """Planned bytes against batch size, with the budget and the answer marked."""

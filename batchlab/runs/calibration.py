@@ -18,11 +18,6 @@ is limited to its measured baseline plus the budget (Linux, ``RLIMIT_AS``).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -30,14 +25,17 @@ import cloudpickle
 import jax
 import numpy as np
 
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.child import TIMEOUT as CHILD_TIMEOUT
+from batchlab._util.child import run_child
+from batchlab._util.format import Rows, format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
+from batchlab.runs.observed import run_here
 from batchlab.runs.planning import batch_args, batch_planner, compile_program, unjit
 
 #: calibrations already measured: ``{key: (fn, Calibration)}`` (fn kept: ids are reused)
 CACHE: dict[tuple, tuple[Any, Calibration]] = {}
-TIMEOUT = 300.0
+TIMEOUT = CHILD_TIMEOUT  # the kit's one timeout policy (batchlab._util.child)
 #: the largest plan a calibration runs for real (a larger answer is calibrated at a fraction of it)
 MAX_CALIBRATION_BYTES = 1 << 30
 MARGIN_CHOICES = ("calibrated",)
@@ -77,39 +75,26 @@ def calibration_sizes(answer: int, planned: dict[int, int]) -> tuple[int, ...]:
 def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
     """``{label: reply}`` for ``(label, kind, run, args, budget)`` jobs run in ONE fresh process.
 
-    A process that dies (killed by the limit, say) or runs out of time answers every
-    job with ``bytes``/``ran`` ``None`` and the reason in ``source``.
+    The process is the kit's one child helper (:func:`batchlab._util.child.run_child`). One
+    that dies (killed by the limit, say) or runs out of time answers every job with
+    ``bytes``/``ran`` ``None`` and the reason in ``source``.
     """
-    payload = cloudpickle.dumps(jobs)
-    fd, path = tempfile.mkstemp(prefix="batchlab-observed-", suffix=".json")
-    os.close(fd)
     labels = [job[0] for job in jobs]
-    try:
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "batchlab.runs.observed", path],
-                input=payload,
-                capture_output=True,
-                # the parent's import path: a fn defined in the user's module pickles by reference
-                env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
-                timeout=max(timeout, 1.0),
-            )
-        except subprocess.TimeoutExpired:
-            return {
-                k: {"bytes": None, "ran": None, "source": "not observed: out of time"}
-                for k in labels
-            }
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    finally:
-        os.unlink(path)
-    if not text:
-        why = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
-        died = f"the process died (exit status {proc.returncode}: {why[0][:160]})"
-        return {k: {"bytes": None, "ran": False, "error": died, "source": died} for k in labels}
-    reply = json.loads(text)
-    if "error" in reply and not isinstance(reply["error"], dict):
-        return {k: {"bytes": None, "ran": None, "source": reply["error"]} for k in labels}
+    child = run_child(run_here, cloudpickle.dumps(jobs), timeout=timeout)
+    reply = child.reply
+    if reply is None and child.returncode is None:
+        return {
+            k: {"bytes": None, "ran": None, "source": "not observed: out of time"} for k in labels
+        }
+    if reply is None:
+        return {
+            k: {"bytes": None, "ran": False, "error": child.why, "source": child.why}
+            for k in labels
+        }
+    if "error" in reply and isinstance(reply["error"], dict):
+        e = reply["error"]
+        why = f"could not rebuild the jobs here ({e.get('type')}: {e.get('message')})"
+        return {k: {"bytes": None, "ran": None, "source": why} for k in labels}
     return reply
 
 
@@ -182,18 +167,11 @@ class Calibration(NamedTuple):
             for (b, p, o), r in zip(self.points, self.ratios, strict=True)
         ]
 
-    def __repr__(self) -> str:
-        head = ("batch", "planned", "observed", "observed / planned")
-        return f"Calibration: margin {self.ratio:.2f}x ({self.source})\n" + text_table(
-            self._rows(), header=head
-        )
+    _header = ("batch", "planned", "observed", "observed / planned")
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            header=("batch", "planned", "observed", "observed / planned"),
-            caption=f"calibrated margin {self.ratio:.2f}x ({self.source})",
-        )
+    def _title(self) -> str:
+        return f"margin {self.ratio:.2f}x ({self.source})"
 
 
 def _key(fn: Any, example_item: Any, strategy: str, chunk_size, in_axes, sizes) -> tuple:

@@ -1,6 +1,6 @@
-"""The child side of observed peaks and limited runs: ``python -m batchlab.runs.observed PATH``.
+"""The child side of observed peaks and limited runs, run by :func:`batchlab._util.child.run_child`.
 
-Reads a cloudpickled list of jobs ``(label, kind, run, args, budget)`` from stdin, where
+:func:`run_here` gets a list of jobs ``(label, kind, run, args, budget)``, where
 ``run(*args)`` runs one whole batch. A leaf of ``args`` is a host numpy array (placed on the
 device with ``jax.device_put``: one buffer; ``jnp.array(x, copy=True)`` makes a second,
 transient one on jax 0.12) or a ``jax.ShapeDtypeStruct`` (made on the device as zeros: the
@@ -18,7 +18,8 @@ with one warm-up call (it compiles every program it needs), then everything is f
   runs under it: ``ran``, or the error it raised. A run that kills the process outright
   (LLVM, an abort) is reported by the parent from the exit status.
 
-Writes JSON to ``PATH`` (nothing the child writes is unpickled by the parent).
+Returns ``{label: reply}`` as plain values (sent as JSON: nothing the child writes is
+unpickled by the parent).
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-import json
-import sys
 from typing import Any
 
 
@@ -133,31 +132,19 @@ def limit_one(run: Any, args: Any, budget: int) -> dict:
     }
 
 
-def main() -> None:
-    import cloudpickle
-
-    path = sys.argv[1]
-    try:
-        jobs = cloudpickle.loads(sys.stdin.buffer.read())
-    except Exception as e:  # e.g. a module fn needs is not importable here
-        result = {"error": f"could not rebuild the jobs here ({type(e).__name__}: {e})"}
-    else:
-        result = {}
-        for label, kind, run, args, budget in jobs:
-            try:
-                result[label] = (
-                    limit_one(run, args, budget) if kind == "limit" else observe_one(run, args)
-                )
-            except Exception as e:  # one job's failure (e.g. out of memory) is its figure
-                result[label] = {
-                    "bytes": None,
-                    "ran": None,
-                    "source": f"failed: {type(e).__name__}: {str(e)[:200]}",
-                }
-            trim()
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(result, f)
-
-
-if __name__ == "__main__":
-    main()
+def run_here(jobs: list) -> dict:
+    """``{label: reply}`` for every job, one after the other in this process."""
+    result = {}
+    for label, kind, run, args, budget in jobs:
+        try:
+            result[label] = (
+                limit_one(run, args, budget) if kind == "limit" else observe_one(run, args)
+            )
+        except Exception as e:  # one job's failure (e.g. out of memory) is its figure
+            result[label] = {
+                "bytes": None,
+                "ran": None,
+                "source": f"failed: {type(e).__name__}: {str(e)[:200]}",
+            }
+        trim()
+    return result

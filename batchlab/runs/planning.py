@@ -5,16 +5,11 @@ The figure a budget is compared with is :func:`planned_bytes`
 ``peak_memory_in_bytes`` and ``argument + output + temp - alias``. It is a
 lower bound of what a device needs.
 
-A function of one item usually closes over the model's weights. Traced, those
-arrays are the jaxpr's constants, and XLA plans a constant apart from the
-arguments and temporaries (XLA:CPU's peak holds it, the sum does not), so the
-plan of ``x -> tanh(x @ W)`` would depend on whether ``W`` was closed over or
-passed. :func:`compile_program` hoists the constants into arguments before
-lowering: the plan of a function with closed-over arrays is the plan with them
-as arguments, and the program that runs takes them as arguments too (on the
-device once, passed by reference). Constants of a ``jax.jit`` nested below
-the top (inside a ``lax.map`` body, say) stay embedded; a per-item function
-that is itself jitted is planned unwrapped (:func:`unjit`).
+A function of one item usually closes over the model's weights: the plan is
+:func:`batchlab._util.compile.compile_fn`'s, the one plan path of the kit
+(:func:`batchlab.memory_estimate` uses it too), which plans closed-over
+arrays as arguments. A per-item function that is itself jitted is planned
+unwrapped (:func:`unjit`).
 """
 
 from __future__ import annotations
@@ -25,6 +20,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from batchlab._util.compile import compile_fn
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 
 
@@ -66,50 +62,16 @@ def unjit(fn: Callable) -> Callable:
     return fn
 
 
-def _is_const(c: Any) -> bool:
-    return hasattr(c, "shape") and hasattr(c, "dtype") and np.ndim(c) > 0
-
-
-def _unwrap_jit(closed):
-    """The body of a jaxpr that is one ``jit`` of all its inputs (a jitted function's trace)."""
-    while not closed.consts and len(closed.jaxpr.eqns) == 1:
-        eqn = closed.jaxpr.eqns[0]
-        inner = eqn.params.get("jaxpr")
-        if eqn.primitive.name not in ("jit", "pjit") or not hasattr(inner, "consts"):
-            break
-        if list(eqn.invars) != list(closed.jaxpr.invars) or list(eqn.outvars) != list(
-            closed.jaxpr.outvars
-        ):
-            break
-        closed = inner
-    return closed
-
-
 def compile_program(f: Callable, *specs: Any) -> Program:
-    """``jax.jit(f)`` compiled for ``specs``, its closed-over arrays hoisted into an argument.
+    """``jax.jit(f)`` compiled for ``specs`` by the kit's one plan path (:func:`compile_fn`).
 
-    Without closed-over arrays it is ``jax.jit(f).lower(*specs).compile()``
+    Closed-over arrays are hoisted into a first argument and planned as
+    arguments; without them it is ``jax.jit(f).lower(*specs).compile()``
     (``f`` itself when it is jitted), unchanged.
     """
-    closed, out_shape = jax.make_jaxpr(f, return_shape=True)(*specs)
-    closed = _unwrap_jit(closed)
-    consts = tuple(closed.consts)
-    if not consts or not any(_is_const(c) for c in consts):
-        jitted = f if hasattr(f, "lower") else jax.jit(f)
-        compiled = jitted.lower(*specs).compile()
-        return Program(compiled, (), estimate_from_compiled(compiled))
-    jaxpr, out_tree = closed.jaxpr, jax.tree_util.tree_structure(out_shape)
-
-    def hoisted(consts, *args):
-        outs = jax.core.eval_jaxpr(jaxpr, list(consts), *jax.tree_util.tree_leaves(args))
-        return jax.tree_util.tree_unflatten(out_tree, outs)
-
-    name = getattr(unjit(f), "__name__", "fn")
-    hoisted.__name__ = hoisted.__qualname__ = name if isinstance(name, str) else "fn"
-    const_specs = tuple(jax.ShapeDtypeStruct(np.shape(c), c.dtype) for c in consts)
-    compiled = jax.jit(hoisted).lower(const_specs, *specs).compile()
-    on_device = tuple(jax.device_put(c) if _is_const(c) else c for c in consts)
-    return Program(compiled, on_device, estimate_from_compiled(compiled), hoisted=True)
+    c = compile_fn(f, specs, {})
+    estimate = estimate_from_compiled(c.executable, c.name)
+    return Program(c.executable, c.consts, estimate, hoisted=c.hoisted)
 
 
 def batch_planner(f: Callable) -> Callable[..., int]:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from batchlab._util.format import format_bytes, format_count, format_seconds, html_table, text_table
+from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
 
 
 class Failure(NamedTuple):
@@ -165,13 +165,10 @@ class RunResult:
         )
         return rows
 
-    def __repr__(self) -> str:
-        return "RunResult\n" + text_table(self._rows())
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(), header=("figure", "value"), caption=f"RunResult ({self.source})"
-        )
+    def _title(self) -> str:
+        return self.source
 
 
 def treedef_to_json(treedef: Any) -> Any:

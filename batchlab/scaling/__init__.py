@@ -9,12 +9,11 @@ runs a function in N local processes joined by ``jax.distributed``
 
 from batchlab.scaling.distributed import Launch, launch
 from batchlab.scaling.sharding import ShardedBatch, replicate, shard_batch
-from batchlab.scaling.speedup import Scaling, ScalingPoint, measure_scaling
+from batchlab.scaling.speedup import Scaling, measure_scaling
 
 __all__ = [
     "Launch",
     "Scaling",
-    "ScalingPoint",
     "ShardedBatch",
     "launch",
     "measure_scaling",

@@ -21,7 +21,7 @@ from batchlab._util.checks import (
     check_positive_int,
     check_positive_ints,
 )
-from batchlab._util.format import format_bytes, format_seconds, html_table, text_table
+from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.timing import measure
 from batchlab.scaling.sharding import replicate, shard_batch
 
@@ -75,11 +75,14 @@ class Scaling:
         "run time (wall clock)",
     )
 
-    def __repr__(self) -> str:
-        return f"Scaling of a batch of {self.n_items}:\n" + text_table(self.rows(), self._HEADER)
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
+    _header = _HEADER
 
-    def _repr_html_(self) -> str:
-        return html_table(self.rows(), header=self._HEADER, caption=self.source)
+    def _rows(self) -> list:
+        return self.rows()
+
+    def _title(self) -> str:
+        return f"a batch of {self.n_items}; {self.source}"
 
 
 def measure_scaling(

@@ -9,24 +9,44 @@ each widget call without a browser. See ``explorer.py`` for the pattern.
 from __future__ import annotations
 
 # the pattern, shared controls and the memory gauge
-from batchlab.widgets import controls as controls
-from batchlab.widgets.explorer import Explorer as Explorer
-from batchlab.widgets.gauge import GaugeReading as GaugeReading
-from batchlab.widgets.gauge import MemoryGauge as MemoryGauge
+from batchlab.widgets import controls
+from batchlab.widgets.explorer import Explorer
+from batchlab.widgets.gauge import GaugeReading
+from batchlab.widgets.gauge import MemoryGauge
 
 # one explorer per notebook, in teaching order
-from batchlab.widgets.batch_size import BatchSizeExplorer as BatchSizeExplorer  # 00
-from batchlab.widgets.axes import AxesExplorer as AxesExplorer  # 01
-from batchlab.widgets.axes import BroadcastExplorer as BroadcastExplorer  # 02
-from batchlab.widgets.strategies import StrategyExplorer as StrategyExplorer  # 03
-from batchlab.widgets.ragged import PaddingExplorer as PaddingExplorer  # 04
-from batchlab.widgets.buckets import BucketExplorer as BucketExplorer  # 05
-from batchlab.widgets.budget import BudgetExplorer as BudgetExplorer  # 06
-from batchlab.widgets.allocator import AllocatorExplorer as AllocatorExplorer  # 08
-from batchlab.widgets.allocator import InPlaceExplorer as InPlaceExplorer  # 09
-from batchlab.widgets.loading import LoadingExplorer as LoadingExplorer  # 10
-from batchlab.widgets.loading import ScalingExplorer as ScalingExplorer  # 11
-from batchlab.widgets.advisor import AdvisorExplorer as AdvisorExplorer  # 12
+from batchlab.widgets.batch_size import BatchSizeExplorer  # 00
+from batchlab.widgets.axes import AxesExplorer  # 01
+from batchlab.widgets.axes import BroadcastExplorer  # 02
+from batchlab.widgets.strategies import StrategyExplorer  # 03
+from batchlab.widgets.ragged import PaddingExplorer  # 04
+from batchlab.widgets.buckets import BucketExplorer  # 05
+from batchlab.widgets.budget import BudgetExplorer  # 06
+from batchlab.widgets.allocator import AllocatorExplorer  # 08
+from batchlab.widgets.allocator import InPlaceExplorer  # 09
+from batchlab.widgets.loading import LoadingExplorer  # 10
+from batchlab.widgets.loading import ScalingExplorer  # 11
+from batchlab.widgets.advisor import AdvisorExplorer  # 12
+
+
+__all__ = [
+    "AdvisorExplorer",
+    "AllocatorExplorer",
+    "AxesExplorer",
+    "BatchSizeExplorer",
+    "BroadcastExplorer",
+    "BucketExplorer",
+    "BudgetExplorer",
+    "Explorer",
+    "GaugeReading",
+    "InPlaceExplorer",
+    "LoadingExplorer",
+    "MemoryGauge",
+    "PaddingExplorer",
+    "ScalingExplorer",
+    "StrategyExplorer",
+    "controls",
+]
 
 
 def _enable_colab_widgets() -> None:
