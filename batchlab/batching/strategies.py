@@ -49,7 +49,16 @@ from batchlab.batching.batch_args import split, static_key
 from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
 from batchlab.batching.in_program import eager_loop_program, vmap_program, whole_batch_program
 
+#: every strategy ``batch`` takes; the kit's other lists are named parts of this one
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
+#: what ``compare`` measures: the strategies plus "unrolled" (the loop under ``jax.jit``)
+COMPARED: tuple[str, ...] = (*STRATEGIES, "unrolled")
+#: run from Python, one dispatch per item or chunk (timed as they run)
+DISPATCHED: tuple[str, ...] = ("loop", "host")
+#: with a memory plan for the whole batch (``max_batch_size``, ``run_batches``)
+PLANNED: tuple[str, ...] = ("vmap", "map", "chunked", "host")
+#: what ``advise`` chooses between
+ADVISED: tuple[str, ...] = ("vmap", "chunked", "host")
 _CHUNKED = ("chunked", "host")
 _CACHE_SIZE = 64
 
@@ -333,4 +342,4 @@ def batch(
     return batched
 
 
-__all__ = ["STRATEGIES", "BatchAxisError", "batch"]
+__all__ = ["ADVISED", "COMPARED", "DISPATCHED", "PLANNED", "STRATEGIES", "BatchAxisError", "batch"]
