@@ -74,6 +74,10 @@ ONE_THING = {
         "each search's first run, compilations included (a repeat hits the cache); its finding "
         "is the compile count, the seconds are shown beside it"
     ),
+    ("benchmarks/strategies.py", "compile_times"): (
+        "each candidate's cold compile: a repeat hits the cache, so compiles are not interleaved"
+    ),
+    ("benchmarks/timeline.py", "parse_and_draw"): "the two phases of one display (parse, draw)",
     ("benchmarks/prefetch.py", "main"): (
         "sizes the workload (one layer's time, then the step's, the loader's); the comparison "
         "is compare_prefetch's"
@@ -226,6 +230,7 @@ class Timed(NamedTuple):
     loops: tuple  # the variables of the loops around it
     arms: tuple  # the if-arms around it
     line: int
+    span: bool = False  # a clock span (not a timer's call)
 
 
 def timed_things(fn: ast.AST) -> list[Timed]:
@@ -239,11 +244,42 @@ def timed_things(fn: ast.AST) -> list[Timed]:
                         what, tests = _timed(body[i + 1 : j + 1])
                         if what:
                             found.append(
-                                Timed(frozenset(what), frozenset(tests), loops, arms, stmt.lineno)
+                                Timed(
+                                    frozenset(what),
+                                    frozenset(tests),
+                                    loops,
+                                    arms,
+                                    stmt.lineno,
+                                    True,
+                                )
                             )
                         break
             found += _timer_calls(stmt, loops, arms)
     return found
+
+
+def _built(fn: ast.AST) -> dict[str, frozenset[str]]:
+    """Local name -> the names it is built from (``call = lambda: c.run(*args)``: c, args)."""
+    built: dict[str, frozenset[str]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in _names(target):
+                    built[name] = built.get(name, frozenset()) | _names(node.value)
+        elif isinstance(node, ast.FunctionDef) and node is not fn:
+            built[node.name] = frozenset().union(*(_names(b) for b in node.body))
+    return built
+
+
+def _expand(names: set[str], built: dict[str, frozenset[str]]) -> set[str]:
+    """``names`` and, transitively, what they were built from."""
+    out, todo = set(names), list(names)
+    while todo:
+        for n in built.get(todo.pop(), ()):
+            if n not in out:
+                out.add(n)
+                todo.append(n)
+    return out
 
 
 def _aliases(fn: ast.AST) -> dict[str, frozenset[str]]:
@@ -278,17 +314,31 @@ def _exclusive(a: Timed, b: Timed) -> bool:
 
 def sequential_comparisons(source: str) -> list[str]:
     """``function:line: why`` for every function of ``source`` that compares timings in sequence."""
+    own = {k: v for k, v in timing_helpers(source).items() if k not in TIMERS}
+    own.pop("interleaved", None)
+    TIMERS.update(own)  # this file's own timing helpers (private ones count here only)
+    try:
+        return _sequential(source)
+    finally:
+        for k in own:
+            TIMERS.pop(k)
+
+
+def _sequential(source: str) -> list[str]:
     found = []
     for fn in ast.walk(ast.parse(source)):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         things = [t._replace(what=_unalias(t.what, _aliases(fn))) for t in timed_things(fn)]
-        # a timer inside a span times what the span times: keep the widest of nested ones
+        built = _built(fn)
+        roots = [_expand({n for w in t.what for n in _names(ast.parse(w))}, built) for t in things]
+        # one thing under two names (a timer inside a span, `call` built from `fn`): one contains
+        # the other once each is expanded to what it was built from
         pairs = [
             (a, b)
             for i, a in enumerate(things)
-            for b in things[i + 1 :]
-            if not (a.what <= b.what or b.what <= a.what) and not _exclusive(a, b)
+            for j, b in enumerate(things[i + 1 :], i + 1)
+            if not (roots[i] <= roots[j] or roots[j] <= roots[i]) and not _exclusive(a, b)
         ]
         if pairs:
             a, b = pairs[0]
@@ -311,32 +361,39 @@ def _files() -> list[Path]:
 
 
 def timing_helpers(source: str) -> dict[str, int]:
-    """``{name: index of the timed parameter}``: functions whose clock span calls a parameter."""
+    """``{name: index of the timed parameter}``: functions that time a call of a parameter.
+
+    A timed call depends on a parameter directly (``fn()``) or through a local
+    name built from it (``call = lambda: c.run(*args)``).
+    """
     found = {}
     for fn in ast.walk(ast.parse(source)):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-            timed = set().union(*(t.what for t in timed_things(fn)))
-            hits = [i for i, p in enumerate(params) if p in timed]
-            if hits:
-                found[fn.name] = hits[0]
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        built = _built(fn)
+        spans = [t for t in timed_things(fn) if t.span]
+        timed = {n for t in spans for w in t.what for n in _names(ast.parse(w))}
+        timed = _expand(timed, built)
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        hits = [i for i, p in enumerate(params) if p in timed and p not in ("self", "cls")]
+        if hits:
+            found[fn.name] = hits[0]
     return found
 
 
 def test_no_sequential_timing_comparison_in_the_package():
-    for path in _files():
-        TIMERS.update(timing_helpers(path.read_text()))
-    TIMERS.pop("interleaved", None)
+    public = {}
+    for path in _files():  # a private helper (`_time`) counts in its own file only
+        public.update({k: v for k, v in timing_helpers(path.read_text()).items() if k[0] != "_"})
+    public.pop("interleaved", None)
+    TIMERS.update(public)
     bad, still_pending = [], []
     for path in _files():
         rel = str(path.relative_to(ROOT))
         if rel == SAMPLER:
             continue
-        hits = [
-            h
-            for h in sequential_comparisons(path.read_text())
-            if (rel, h.split(":")[0]) not in ONE_THING
-        ]
+        found = sequential_comparisons(path.read_text())
+        hits = [h for h in found if (rel, h.split(":")[0]) not in ONE_THING]
         if rel in PENDING:
             still_pending += [rel] if hits else []
             continue
@@ -373,6 +430,23 @@ def by_name(candidates, x):
 
 def two_measures(f, g, x):
     return measure(f, x).median / bl.measure(g, x).median
+
+def _time_one(c):
+    call = lambda: c.run()
+    samples, start = [], time.perf_counter()
+    while time.perf_counter() - start < 0.1:
+        samples.append(sample(call, 1))
+    return samples
+
+def helper_per_candidate(candidates):
+    return {c.label: _time_one(c) for c in candidates}
+
+def switches(run, make):
+    for name in ("serial", "prefetch"):
+        ahead = name.startswith("prefetch")
+        t0 = time.perf_counter()
+        run(prefetch(make()) if ahead else make())
+        print(name, time.perf_counter() - t0)
 """
 
 ALLOWED = """
@@ -396,10 +470,33 @@ def a_runs_batches(fn, batches):
 
 def compared_interleaved(f, g, x):
     return interleaved({"f": lambda: f(x), "g": lambda: g(x)})
+
+def compiled_then_run(fn, x):
+    compiled = compile_fn(fn, x)
+    call = compiled.call
+    t0 = time.perf_counter()
+    jax.block_until_ready(call())
+    return time.perf_counter() - t0, [sample(call, 1) for _ in range(5)], measure(fn, x)
+
+def one_or_the_other(dispatched, f, g, x):
+    if dispatched:
+        t0 = time.perf_counter()
+        jax.block_until_ready(f(x))
+    else:
+        t0 = time.perf_counter()
+        jax.block_until_ready(g(x))
+    return time.perf_counter() - t0
 """
 
 
 def test_the_walk_catches_planted_sequential_comparisons():
     hits = sequential_comparisons(textwrap.dedent(PLANTED))
-    assert [h.split(":")[0] for h in hits] == ["sequential", "in_a_loop", "by_name", "two_measures"]
+    assert [h.split(":")[0] for h in hits] == [
+        "sequential",
+        "in_a_loop",
+        "by_name",
+        "two_measures",
+        "helper_per_candidate",
+        "switches",
+    ]
     assert sequential_comparisons(textwrap.dedent(ALLOWED)) == []
