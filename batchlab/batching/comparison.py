@@ -233,19 +233,18 @@ def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int)
     """Compiles ``fn_s`` for ``sub`` (the timing of one thing: its compile or first call)."""
     with count_compiles() as compiles:
         if s in DISPATCHED:  # it compiles its programs inside its first call
-            t0 = time.perf_counter()
-            out = jax.block_until_ready(fn_s(*sub))
-            first = time.perf_counter() - t0
-            memory, trace_lower, compile_s = dispatched_plan(fn, fn_s, s, sub, res)(out), 0.0, first
-            call = lambda: fn_s(*sub)  # noqa: E731
+            call, trace_lower, compile_s = (lambda: fn_s(*sub)), 0.0, 0.0
         else:
             compiled = compile_fn(fn_s, sub, {})
-            memory = estimate_from_compiled(compiled.executable, compiled.name)
-            trace_lower, compile_s = compiled.trace_lower_seconds, compiled.compile_seconds
-            t0 = time.perf_counter()
-            out = jax.block_until_ready(compiled.call())
-            first = time.perf_counter() - t0
-            call = compiled.call
+            call, trace_lower = compiled.call, compiled.trace_lower_seconds
+            compile_s = compiled.compile_seconds
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(call())
+        first = time.perf_counter() - t0
+    if s in DISPATCHED:
+        memory = dispatched_plan(fn, fn_s, s, sub, res)(out)
+    else:
+        memory = estimate_from_compiled(compiled.executable, compiled.name)
     dispatches = count_dispatches(fn_s, s, sub, res, b) if s in DISPATCHED else 1
     return _Prepared(call, out, memory, compiles.count, trace_lower, compile_s, first, dispatches)
 

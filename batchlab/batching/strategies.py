@@ -29,8 +29,10 @@ strategy but ``host`` (which refuses) traces into the caller's program.
 As in ``jax.vmap``: keyword arguments are mapped along axis 0; unmapped
 values that are not JAX arrays (Python numbers, numpy arrays, functions,
 strings) reach ``fn`` untouched; ``in_axes``/``out_axes`` may be negative,
-None, or prefix trees. :mod:`batchlab.batching.in_program` holds the one-call
-strategies.
+None, or prefix trees. Read :func:`strategy_program` first: each strategy
+is one line of JAX beside its name, and one hop away
+(:mod:`batchlab.batching.in_program` holds the one-call strategies,
+:mod:`batchlab.batching.host_chunks` the host loop).
 """
 
 from __future__ import annotations
