@@ -8,6 +8,8 @@ from pathlib import Path
 
 import jax
 
+import batchlab as bl
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -31,3 +33,23 @@ class Report:
         path = RESULTS / f"{self.name}.txt"
         path.write_text("\n".join(self.lines) + "\n")
         return path
+
+
+def timed(candidates: dict, *, rounds: int = 6, passes: int = 1, one_call: bool = False) -> dict:
+    """``{label: Samples}``: the candidates round-robin (``bl.measuring.interleaved``), paired.
+
+    ``one_call``: one call per sample (a call that is long already: a whole pass).
+    """
+    return bl.measuring.interleaved(
+        candidates,
+        rounds=rounds,
+        passes=passes,
+        max_seconds=600.0,
+        **({"min_sample_time": 1e-9} if one_call else {}),
+    )
+
+
+def verdict(rule, samples: dict) -> str:
+    """``holds: a / b = ... (n paired rounds, median ...)``: a ratio rule decided on paired rounds."""
+    d = rule(samples)
+    return f"{d.outcome}: {d.deciding}"

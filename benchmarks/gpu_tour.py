@@ -71,11 +71,19 @@ def main() -> int:
     def score_loop(xs, w, v):
         return jax.lax.map(lambda x: score_item(x, w, v), xs)
 
-    loop = bl.measure(score_loop, *make_batch(n_loop), max_time=S.max_time)
     sweep = bl.measuring.sweep(
         scores, make_batch, [S.batch_sizes[0], S.batch_sizes[-1]], max_time=S.max_time
     )
-    cost = bl.measuring.per_item_cost(sweep, loop, n_loop)
+    looped, batched = jax.jit(score_loop), jax.jit(scores)
+    loop_args = make_batch(n_loop)
+
+    def call_at(b):
+        args = make_batch(b)
+        return lambda: batched(*args)
+
+    cost = bl.measuring.per_item_cost(  # the three calls timed interleaved, ratios paired
+        sweep, None, n_loop, call_at=call_at, loop_call=lambda: looped(*loop_args)
+    )
     report.line(repr(cost))
     report.line(
         f"speed-up {cost.speedup:.1f}x = fixed per-call cost {cost.fixed_cost_factor:.1f}x "

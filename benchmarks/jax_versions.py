@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -31,17 +30,16 @@ import batchlab as bl
 ROUNDS = 15
 
 
-def fastest(fns: dict, args: dict) -> dict[str, float]:
-    """Fastest of ROUNDS calls each, the sides interleaved call by call."""
-    for name, f in fns.items():
-        jax.block_until_ready(f(*args[name]))
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(ROUNDS):
-        for name, f in fns.items():
-            t0 = time.perf_counter()
-            jax.block_until_ready(f(*args[name]))
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return best
+def timed(fns: dict, args: dict) -> dict:
+    """``{name: Samples}``: the sides interleaved round by round (bl.measuring.interleaved)."""
+    return bl.measuring.interleaved(
+        {name: (lambda f=f, a=args[name]: f(*a)) for name, f in fns.items()}, rounds=ROUNDS
+    )
+
+
+def verdict(rule, t: dict) -> str:
+    d = rule(t)
+    return f"{d.outcome}: {d.deciding}"
 
 
 def main() -> int:
@@ -52,7 +50,7 @@ def main() -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     report.line(
         f"{os.cpu_count()} cores, load average (1 min) {load:.2f}; "
-        f"fastest of {ROUNDS} interleaved calls each"
+        f"{ROUNDS} interleaved rounds, decided on the per-round ratios"
     )
 
     vecs = jax.random.normal(keys[6], (n, s.outer_dim))
@@ -65,15 +63,13 @@ def main() -> int:
         "lax.map": bl.batch(outer, strategy="map"),
         "host": bl.batch(outer, strategy="host", chunk_size=chunk),
     }
-    t = fastest(ways, dict.fromkeys(ways, (vecs,)))
-    v1, v2 = t["lax.map"] / t["host"], t["host"] / t["vmap"]
+    t = timed(ways, dict.fromkeys(ways, (vecs,)))
+    v1 = verdict(bl.claims.ratio_above("lax.map", "host", 2.0), t)
+    v2 = verdict(bl.claims.ratio_below("host", "vmap", 3.0), t)
+    report.line(f"V1. outer product, {n} items, chunks of {chunk}: 03's lax.map > 2x host {v1}")
     report.line(
-        f"V1. outer product, {n} items, chunks of {chunk}: lax.map / host = {v1:.2f}x "
-        f"(03 claims >= 2x: {'holds' if v1 >= 2 else 'does not hold'})"
-    )
-    report.line(
-        f"V2. host / vmap = {v2:.2f}x (03 claims < 3x: {'holds' if v2 < 3 else 'does not hold'}); "
-        + ", ".join(f"{k} {bl.format_seconds(v)}" for k, v in t.items())
+        f"V2. 03's host < 3x vmap {v2}; fastest: "
+        + ", ".join(f"{k} {bl.format_seconds(v.fastest)}" for k, v in t.items())
     )
 
     signals = jax.random.normal(keys[5], (n, s.signal))
@@ -88,12 +84,9 @@ def main() -> int:
         return sum(k[j] * signals[:, j : j + length] for j in range(kernel.shape[0]))
 
     convs = {"vmap(jnp.convolve)": bl.batch(conv, in_axes=(0, None)), "hand": jax.jit(conv_hand)}
-    t = fastest(convs, dict.fromkeys(convs, (signals, kernel)))
-    v3 = t["vmap(jnp.convolve)"] / t["hand"]
-    report.line(
-        f"V3. vmap(jnp.convolve) / hand-batched = {v3:.1f}x "
-        f"(03 claims >= 5x: {'holds' if v3 >= 5 else 'does not hold'})"
-    )
+    t = timed(convs, dict.fromkeys(convs, (signals, kernel)))
+    v3 = verdict(bl.claims.ratio_above("vmap(jnp.convolve)", "hand", 5.0), t)
+    report.line(f"V3. 03's vmap(jnp.convolve) > 5x hand-batched {v3}")
     report.save()
     return 0
 

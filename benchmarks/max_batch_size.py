@@ -34,9 +34,9 @@ import numpy as np
 
 import batchlab
 from batchlab import format_bytes, text_table
+from batchlab.runs.calibration import run_under_limit
 from batchlab.runs.planning import planned_bytes
 from batchlab.runs.search import compilation_target
-from batchlab.runs.calibration import run_under_limit
 
 D = 64
 ITEM = jax.ShapeDtypeStruct((D,), jnp.float32)

@@ -22,12 +22,10 @@
 3. ``vmap`` against ``loop`` on a small per-item function: the speedup and
    the share of the first call spent compiling.
 
-Each pair is measured in alternating rounds (``batchlab.measure``); a
-target is judged on the ratio of the **fastest samples** of each side over
-all rounds (a burst of load on a shared machine only ever adds time, and
-hits the host loop's many short dispatches harder than one long call), and
-the ratio of the best medians is printed beside it. Memory is XLA's compiled
-plan. Run: .venv/bin/python benchmarks/strategies.py
+The candidates of a case are timed together by ``bl.measuring.interleaved``
+(round-robin, paired by round) and a target is decided by the kit's ratio
+rules on the per-round ratios (median and a sign-test interval; *inconclusive
+here* when it straddles the target). Memory is XLA's compiled plan. Run: .venv/bin/python benchmarks/strategies.py
 """
 
 from __future__ import annotations
@@ -39,43 +37,43 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import Report
+from _report import verdict as decided
 
 import batchlab as bl
-from batchlab.batching.dispatch import measure_dispatched
 
-ROUNDS = 5
+ROUNDS = 15
 GPU = jax.default_backend() != "cpu"
 
 
-def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict, dict]:
-    """Measures each function ROUNDS times, alternating; keeps the run with the lowest median.
+def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict]:
+    """XLA's plan of each function, then all of them timed round-robin (paired by round).
 
-    Also returns each function's first measurement (the only one whose
-    compile time is a cold compile: later rounds hit JAX's cache) and its
-    fastest sample over all rounds.
+    Returns ``(memory, samples)``: ``memory[name]`` the plan (a function that
+    dispatches from Python: its largest step's), ``samples[name]`` seconds per call.
     """
-    best: dict = {}
-    first: dict = {}
-    fastest: dict = {}
-    for _ in range(ROUNDS):
-        for name, fn in fns.items():
-            host = getattr(fn, "host_plan", None) or (
-                fn if getattr(fn, "strategy", None) == "host" else None
-            )
-            if host is not None:  # dispatches from Python: timed as it runs
-                m, _ = measure_dispatched(
-                    fn, args, lambda out, h=host: h.plan(*args).full_step, max_time=max_time
-                )
-            else:
-                m = bl.measure(fn, *args, max_time=max_time)
-            first.setdefault(name, m)
-            fastest[name] = min(fastest.get(name, float("inf")), m.min)
-            if name not in best or m.median < best[name].median:
-                best[name] = m
-    return best, first, fastest
+    memory = {}
+    for name, fn in fns.items():
+        host = getattr(fn, "host_plan", None) or (
+            fn if getattr(fn, "strategy", None) == "host" else None
+        )
+        memory[name] = (
+            host.plan(*args).full_step if host is not None else bl.memory_estimate(fn, *args)
+        )
+    calls = {name: (lambda fn=fn: fn(*args)) for name, fn in fns.items()}
+    return memory, bl.measuring.interleaved(calls, rounds=ROUNDS, max_seconds=max_time * len(fns))
+
+
+def compile_times(fns: dict, args: tuple) -> dict:
+    """Each function's cold compile (bl.measure's first measurement: later ones hit the cache)."""
+    return {name: bl.measure(fn, *args, repeat=2) for name, fn in fns.items()}
+
+
+def median(s) -> float:
+    return float(np.median(s.values))
 
 
 def verdict(ok: bool) -> str:
@@ -177,8 +175,9 @@ def main() -> int:
                 "vmap": bl.batch(fn, in_axes=axes),
                 "host": bl.batch(fn, strategy="host", chunk_size=k, in_axes=axes),
             }
-            _, _, fast = best_of(fns, args, 0.3)
-            print(f"ONE-THREAD {label}: {fast['host'] / fast['vmap']:.3f}")
+            _, t = best_of(fns, args, 0.3)
+            ratios = [h / v for h, v in zip(t["host"].values, t["vmap"].values, strict=True)]
+            print(f"ONE-THREAD {label}: {float(np.median(ratios)):.3f}")
         return 0
 
     # 1. chunked vs lax.map(batch_size=)
@@ -188,19 +187,19 @@ def main() -> int:
         "chunked": bl.batch(mlp, strategy="chunked", chunk_size=k, in_axes=(0, None, None)),
         "lax.map": bl.batch(mlp, strategy="map", chunk_size=k, in_axes=(0, None, None)),
     }
-    m, _, fast = best_of(fns, (x, w1, w2), 0.3)
-    ratio = fast["chunked"] / fast["lax.map"]
-    temp_ok = m["chunked"].memory.temp_bytes <= m["lax.map"].memory.temp_bytes
+    m, t = best_of(fns, (x, w1, w2), 0.3)
+    rule = bl.claims.ratio_below("chunked", "lax.map", 1.10)
+    temp_ok = m["chunked"].temp_bytes <= m["lax.map"].temp_bytes
     r.line(
-        f"1. MLP {x.shape[0]} items, chunks of {k}: chunked {fmt_s(m['chunked'].median)} vs lax.map(batch_size) "
-        f"{fmt_s(m['lax.map'].median)} (medians: {m['chunked'].median / m['lax.map'].median:.3f}); fastest "
-        f"samples -> ratio {ratio:.3f} (target <= 1.10: {verdict(ratio <= 1.10)})"
+        f"1. MLP {x.shape[0]} items, chunks of {k}: chunked {fmt_s(median(t['chunked']))} vs "
+        f"lax.map(batch_size) {fmt_s(median(t['lax.map']))} (medians); target chunked / lax.map "
+        f"< 1.10: {decided(rule, t)}"
     )
     r.line(
-        f"   planned temp: chunked {fmt_b(m['chunked'].memory.temp_bytes)} vs lax.map "
-        f"{fmt_b(m['lax.map'].memory.temp_bytes)} (target: no higher: {verdict(temp_ok)})"
+        f"   planned temp: chunked {fmt_b(m['chunked'].temp_bytes)} vs lax.map "
+        f"{fmt_b(m['lax.map'].temp_bytes)} (target: no higher: {verdict(temp_ok)})"
     )
-    ok &= ratio <= 1.10 and temp_ok
+    ok &= rule(t).outcome != "does not hold" and temp_ok
 
     # 2. chunked at N/8 vs vmap on memory-heavy functions: an outer product per item (the
     #    issue's case), and an MLP whose (N, hidden) activations are the temporaries
@@ -220,9 +219,7 @@ def main() -> int:
         ),
     ]
     noop = jax.jit(lambda a: a + 1)
-    dispatch = bl.measure(
-        noop, x_outer[:1], max_time=0.3
-    ).median  # one jitted call, next to no work
+    dispatch = bl.measure(noop, x_outer[:1], max_time=0.3).median  # one call, next to no work
     for label, fn, args, axes, what, target in cases:
         k = args[0].shape[0] // 8
         fns = {
@@ -232,20 +229,20 @@ def main() -> int:
             "host": bl.batch(fn, strategy="host", chunk_size=k, in_axes=axes),
         }
         fns["plain host"] = plain_host_loop(fn, axes, k, fns["host"])
-        m, _, fast = best_of(fns, args, 0.3)
+        m, t = best_of(fns, args, 0.3)
+        fast = {name: median(t[name]) for name in fns}  # ratios below: medians of one paired run
         plan = fns["host"].plan(*args)
-        v_temp, v_time = m["vmap"].memory.temp_bytes, m["vmap"].median
+        v_temp, v_time = m["vmap"].temp_bytes, median(t["vmap"])
         r.line(
             f"2. {label}, {what}, chunks of {k} (vmap: {fmt_s(v_time)}, planned temp {fmt_b(v_temp)}):"
         )
         for name in ("lax.map", "chunked", "host", "plain host"):
-            temp = m[name].memory.temp_bytes
+            temp = m[name].temp_bytes
             r.line(
-                f"   {name:8s} run {fmt_s(m[name].median)} = {m[name].median / v_time:.2f}x vmap "
-                f"(fastest samples {fast[name] / fast['vmap']:.2f}x); "
-                f"planned temp {fmt_b(temp)} = {temp / v_temp:.3f} of vmap's"
+                f"   {name:8s} run {fmt_s(fast[name])} = {fast[name] / v_time:.2f}x vmap "
+                f"(medians); planned temp {fmt_b(temp)} = {temp / v_temp:.3f} of vmap's"
             )
-        slow = fast["host"] / fast["vmap"]  # fastest samples: load only adds time
+        host_rule = bl.claims.ratio_below("host", "vmap", 1.5)
         step = plan.temp_bytes / v_temp
         held = plan.extra_bytes / v_temp
         r.line(
@@ -260,7 +257,7 @@ def main() -> int:
             f"work is about {fmt_s(v_time / 8)}"
         )
         line = (
-            f"run <= 1.5x vmap, fastest samples ({slow:.2f}x: {verdict(slow <= 1.5)}), planned step temp <= 0.25 of "
+            f"run < 1.5x vmap ({decided(host_rule, t)}), planned step temp <= 0.25 of "
             f"vmap's ({step:.3f}: {verdict(step <= 0.25)})"
         )
         # not a target: the input copy and the chunk outputs scale with the inputs and outputs, not
@@ -268,7 +265,7 @@ def main() -> int:
         # intermediates are much wider than in + out (the outer product; not a 4x-wide MLP)
         if target:
             r.line(f"   host target: {line}")
-            ok &= slow <= 1.5 and step <= 0.25
+            ok &= host_rule(t).outcome != "does not hold" and step <= 0.25
             if label in one_thread:
                 r.line(
                     f"   against it: the plain-JAX host loop {fast['plain host'] / fast['vmap']:.2f}x "
@@ -281,26 +278,31 @@ def main() -> int:
             r.line(
                 f"   host (not a target): {line}; with a chunk's work this close to a dispatch's cost "
                 f"the in-program loop is the way to chunk: fastest here {best} "
-                f"({fast[best] / fast['vmap']:.2f}x vmap, fastest samples)"
+                f"({fast[best] / fast['vmap']:.2f}x vmap, medians)"
             )
     # where the outer product's time goes: the same vmap on ONE chunk, outside any loop
-    one = bl.measure(bl.batch(outer), x_outer[: n // 8], max_time=0.3)
-    in_loop = bl.measure(bl.batch(outer, strategy="map", chunk_size=n // 8), x_outer, max_time=0.3)
+    alone, looped = bl.batch(outer), bl.batch(outer, strategy="map", chunk_size=n // 8)
+    t = bl.measuring.interleaved(
+        {"alone": lambda: alone(x_outer[: n // 8]), "in loop": lambda: looped(x_outer)},
+        rounds=ROUNDS,
+    )
+    one, in_loop = median(t["alone"]), median(t["in loop"])
     r.line(
-        f"   outer product: vmap over one chunk of {n // 8} alone {fmt_s(one.median)} (x8 = "
-        f"{fmt_s(8 * one.median)}); the same 8 chunks in lax.map(batch_size) {fmt_s(in_loop.median)}: "
-        f"the backend runs this dot {in_loop.median / (8 * one.median):.1f}x slower inside a loop body"
+        f"   outer product: vmap over one chunk of {n // 8} alone {fmt_s(one)} (x8 = "
+        f"{fmt_s(8 * one)}); the same 8 chunks in lax.map(batch_size) {fmt_s(in_loop)}: "
+        f"the backend runs this dot {in_loop / (8 * one):.1f}x slower inside a loop body (medians)"
     )
 
     # 3. vmap vs loop on a small per-item function
     n = 64
     x = jax.random.normal(keys[0], (n, 32))
-    m, cold, _ = best_of(
-        {"loop": bl.batch(small, strategy="loop"), "vmap": bl.batch(small)}, (x,), 0.3
-    )
+    pair = {"loop": jax.jit(bl.batch(small, strategy="loop")), "vmap": bl.batch(small)}
+    cold = compile_times(pair, (x,))
+    _, t = best_of(pair, (x,), 0.3)
     r.line(
-        f"3. small per-item function, {n} items: loop (unrolled under jit) {fmt_s(m['loop'].median)} vs vmap "
-        f"{fmt_s(m['vmap'].median)} -> vmap {m['loop'].median / m['vmap'].median:.1f}x faster per call"
+        f"3. small per-item function, {n} items: loop (unrolled under jit) {fmt_s(median(t['loop']))} "
+        f"vs vmap {fmt_s(median(t['vmap']))}; vmap > 2x faster per call: "
+        + decided(bl.claims.ratio_above("loop", "vmap", 2.0), t)
     )
     for name in ("loop", "vmap"):
         mm = cold[name]
@@ -309,7 +311,7 @@ def main() -> int:
             f"   {name}: trace+lower {fmt_s(mm.trace_lower_seconds)}, compile {fmt_s(mm.compile_seconds)}, "
             f"first run {fmt_s(mm.first_call_seconds)} -> compiling is "
             f"{(mm.trace_lower_seconds + mm.compile_seconds) / first:.1%} of the first call; "
-            f"= {(mm.trace_lower_seconds + mm.compile_seconds) / mm.median:.0f} steady runs"
+            f"= {(mm.trace_lower_seconds + mm.compile_seconds) / median(t[name]):.0f} steady runs"
         )
     r.line(f"overall: {verdict(ok)}")
     r.save()

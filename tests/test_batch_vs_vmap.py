@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from batchlab import batch
+from batchlab import batch, batching
 
 EXAMPLES = 300
 PROFILE = settings(
@@ -36,7 +36,8 @@ PROFILE = settings(
     suppress_health_check=list(HealthCheck),
 )
 
-STRATEGIES = ("loop", "vmap", "map", "chunked", "host")
+#: every strategy that maps a per-item function ("manual" is the user's own batched code)
+STRATEGIES = tuple(s for s in batching.STRATEGIES if s != "manual")
 CHUNKS = {"map": [None, 2], "chunked": [1, 3, 8], "host": [1, 3, 8]}  # 8: larger than every batch
 
 

@@ -158,3 +158,25 @@ def bl_memory(*args):
     from batchlab import memory_estimate
 
     return memory_estimate(*args)
+
+
+def test_strategies_are_timed_interleaved_and_paired_per_batch_size(inputs):
+    from batchlab.claims import ratio_above
+
+    c = compare(
+        mlp,
+        *inputs,
+        in_axes=(0, None, None),
+        strategies=("vmap", "map"),
+        batch_sizes=[8, 32],
+        repeat=6,
+        max_time=0.05,
+    )
+    at32 = c.samples()
+    assert set(at32) == {"vmap", "map"}
+    assert at32["vmap"].paired is not None and at32["vmap"].paired == at32["map"].paired
+    assert c.samples(8)["vmap"].paired != at32["vmap"].paired  # one interleaved run per size
+    assert c.get("map").run_seconds == c.get("map").measurement.median
+    assert "paired rounds" in ratio_above("map", "vmap", 1000.0)(at32).deciding
+    one = compare(mlp, *inputs, in_axes=(0, None, None), strategies=("vmap",), repeat=3)
+    assert one.get("vmap").samples.paired is None and len(one.get("vmap").samples.values) >= 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from batchlab import measure
@@ -99,3 +100,35 @@ def test_batch_size_explorer_draws_the_loop_baseline(measured):
         BatchSizeExplorer(item, make, [1], loop="fast", loop_items=4)
     with pytest.raises(ValueError, match="`loop_items` must be a positive int"):
         BatchSizeExplorer(item, make, [1], loop=loop, loop_items=None)
+
+
+def test_ratios_timed_interleaved_when_given_the_calls(measured):
+    s, loop = measured
+    batched = jax.jit(jax.vmap(item, in_axes=(0, None)))
+    looped = jax.jit(lambda xs, w: jax.lax.map(lambda x: item(x, w), xs))
+    cost = per_item_cost(
+        s,
+        loop,
+        64,
+        call_at=lambda b: lambda: batched(*make(b)),
+        loop_call=lambda: looped(*make(64)),
+        rounds=6,
+        max_seconds=1.0,
+    )
+    assert cost.paired and set(cost.samples) == {"batch 1", "batch 64", "loop"}
+    assert len({v.paired for v in cost.samples.values()}) == 1
+    assert cost.samples["batch 64"].name == "batch 64, per item"
+    # medians of per-round ratios: the factors multiply to about the speed-up
+    assert cost.fixed_cost_factor * cost.vectorized_factor == pytest.approx(cost.speedup, rel=0.5)
+    assert "paired rounds" in repr(cost)
+    assert not per_item_cost(s, loop, 64).paired
+    alone = per_item_cost(
+        s,
+        None,
+        64,
+        call_at=lambda b: lambda: batched(*make(b)),
+        loop_call=lambda: looped(*make(64)),
+        rounds=6,
+        max_seconds=1.0,
+    )
+    assert alone.loop_median == pytest.approx(float(np.median(alone.samples["loop"].values)))

@@ -39,6 +39,19 @@ class _ByContent:
         return isinstance(other, _ByContent) and self.key == other.key
 
 
+#: compiled programs kept per batched function (the oldest is dropped first)
+CACHE_SIZE = 64
+
+
+def remember(cache: dict, key: Any, make: Any) -> Any:
+    """``cache[key]``, made by ``make()`` the first time; the oldest entry goes past CACHE_SIZE."""
+    if key not in cache:
+        if len(cache) >= CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[key] = make()
+    return cache[key]
+
+
 def static_key(leaf: Any) -> Any:
     if isinstance(leaf, (np.ndarray, np.generic)):
         return ("numpy", _ByContent(np.asarray(leaf)))

@@ -1,17 +1,18 @@
 """Batching strategies side by side on the same inputs, measured, never assumed.
 
-:func:`compare` builds each strategy with :func:`batchlab.batch`, measures
-it with :func:`batchlab.measure` (compile time apart from steady run time,
-XLA's planned peak and temp memory, compilations) or, for the strategies
-that dispatch from Python (the eager loop, host chunks), as it runs
-(:mod:`batchlab.batching.dispatch`), counts dispatches, checks that it
-agrees with ``jax.vmap``, and optionally sweeps the batch size by taking
-the first ``b`` items of the inputs.
+:func:`compare` builds each strategy with :func:`batchlab.batch`, compiles
+it (compile time, XLA's planned peak and temp memory, compilations; a
+strategy that dispatches from Python compiles in its first call), checks that
+it agrees with ``jax.vmap``, counts its dispatches, then times all of them
+together with :func:`batchlab.measuring.interleaved` (round-robin, paired by
+round), one batch size at a time. A ratio of two strategies at one batch size
+is decided on the per-round ratios (``Comparison.samples()``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,22 +27,28 @@ from batchlab._util.checks import (
     check_positive_int,
     check_positive_ints,
 )
-from batchlab._util.compile import function_name
+from batchlab._util.compile import compile_fn, function_name
 from batchlab._util.format import format_bytes, format_count, format_seconds, html_table
 from batchlab.batching.axes_spec import resolve
 from batchlab.batching.comparison_plot import plot_comparison
-from batchlab.batching.dispatch import count_dispatches, dispatched_plan, measure_dispatched
-from batchlab.batching.strategies import STRATEGIES, batch
+from batchlab.batching.dispatch import COMPILE_NOTE, count_dispatches, dispatched_plan
+from batchlab.batching.strategies import COMPARED, DISPATCHED, batch
+from batchlab.claims.evidence import Samples
+from batchlab.measuring.compiles import count_compiles
+from batchlab.measuring.live import live_memory
 from batchlab.measuring.measurement import Measurement
-from batchlab.measuring.timing import measure
+from batchlab.measuring.memory import estimate_from_compiled
+from batchlab.measuring.sampler import interleaved
+from batchlab.measuring.timing import autorange, sample
 
-# "unrolled": the "loop" strategy measured under jax.jit, where the Python loop unrolls
-COMPARED: tuple[str, ...] = (*STRATEGIES, "unrolled")
 DEFAULT_STRATEGIES = ("loop", "vmap", "map", "chunked", "host")
-DISPATCHED = ("loop", "host")  # run from Python, one dispatch per item or chunk
 SOURCES = (
-    "run and compile: wall clock around jax.block_until_ready (batchlab.measure); "
-    "memory: compiled memory analysis (XLA)"
+    "run: bl.measuring.interleaved (round-robin, paired by round), wall clock around "
+    "jax.block_until_ready; compile: wall clock; memory: compiled memory analysis (XLA)"
+)
+SAMPLE_NOTE = (
+    "times: one sample per interleaved round, each the fastest of its passes; a sample is the "
+    "mean of as many calls as last min_sample_time (number is given as 1)"
 )
 
 
@@ -56,6 +63,9 @@ class StrategyResult:
     agrees: bool | None = None
     error: str | None = None
     dispatches: int | None = None  # calls into compiled programs per batch, counted by the strategy
+    samples: Samples | None = (
+        None  # seconds per batch, paired by round with its batch size's others
+    )
 
     @property
     def label(self) -> str:
@@ -106,6 +116,15 @@ class Comparison:
     @property
     def batch_sizes(self) -> list[int]:
         return sorted({r.items for r in self.results})
+
+    def samples(self, items: int | None = None) -> dict[str, Samples]:
+        """``{strategy: Samples}`` at ``items`` (default: the largest batch), paired by round.
+
+        Pass it to a ratio rule (``bl.claims.ratio_above("host", "vmap", 1.5)``) or to
+        ``record.finding(case=...)``: the rule decides on the per-round ratios.
+        """
+        items = max(self.batch_sizes) if items is None else items
+        return {r.strategy: r.samples for r in self.results if r.items == items and r.samples}
 
     def get(self, strategy: str, items: int | None = None) -> StrategyResult:
         """The result of ``strategy`` at ``items`` (default: the largest batch)."""
@@ -196,6 +215,48 @@ def _agree(a: Any, b: Any) -> bool:
     return True
 
 
+@dataclass
+class _Prepared:
+    """One strategy compiled and called once: what the rounds then time."""
+
+    call: Callable[[], Any]
+    out: Any
+    memory: Any
+    compiles: int
+    trace_lower: float
+    compile: float
+    first: float
+    dispatches: int
+
+
+def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> _Prepared:
+    """Compiles ``fn_s`` for ``sub`` (the timing of one thing: its compile or first call)."""
+    with count_compiles() as compiles:
+        if s in DISPATCHED:  # it compiles its programs inside its first call
+            call, trace_lower, compile_s = (lambda: fn_s(*sub)), 0.0, 0.0
+        else:
+            compiled = compile_fn(fn_s, sub, {})
+            call, trace_lower = compiled.call, compiled.trace_lower_seconds
+            compile_s = compiled.compile_seconds
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(call())
+        first = time.perf_counter() - t0
+    if s in DISPATCHED:
+        memory = dispatched_plan(fn, fn_s, s, sub, res)(out)
+    else:
+        memory = estimate_from_compiled(compiled.executable, compiled.name)
+    dispatches = count_dispatches(fn_s, s, sub, res, b) if s in DISPATCHED else 1
+    return _Prepared(call, out, memory, compiles.count, trace_lower, compile_s, first, dispatches)
+
+
+def _time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[float]:
+    """One candidate (nothing to pair it with): up to ``rounds`` samples in ``max_time``."""
+    number, start, values = autorange(call, 0.002), time.perf_counter(), []
+    while len(values) < rounds and (len(values) < 2 or time.perf_counter() - start < max_time):
+        values.append(sample(call, number))
+    return values
+
+
 def compare(
     fn: Callable,
     *args: Any,
@@ -210,17 +271,19 @@ def compare(
     max_time: float = 0.3,
     repeat: int | None = None,
 ) -> Comparison:
-    """Measures each batching strategy on the same inputs.
+    """Measures each batching strategy on the same inputs, timed interleaved.
 
-    For every strategy (and every batch size of ``batch_sizes``: the first
-    ``b`` items of ``args``) it reports compile time, steady run time,
-    throughput, XLA's planned temp and peak memory, compilations, and
-    whether the result agrees with ``jax.vmap``.
+    For every batch size of ``batch_sizes`` (the first ``b`` items of
+    ``args``) it compiles every strategy (compile time, XLA's planned temp and
+    peak memory, compilations), checks it against ``jax.vmap``, then times all
+    of them round-robin with :func:`batchlab.measuring.interleaved`, so a load
+    burst slows every strategy of a round alike. ``Comparison.samples(items)``
+    gives the paired samples a ratio rule decides on.
 
     Args:
       fn: the per-item function.
       *args: a whole batch of inputs.
-      strategies: names from ``batchlab.batching.strategies.STRATEGIES``, plus
+      strategies: names from ``batchlab.batching.STRATEGIES``, plus
         ``"unrolled"`` (the loop under ``jax.jit``, where it unrolls). ``"loop"``
         and ``"host"`` dispatch from Python and are timed as they run, with
         their dispatches counted; the others are one compiled program.
@@ -232,7 +295,9 @@ def compare(
       batch_sizes: sweep these batch sizes (each at most the batch in ``args``).
       verify: compare each strategy's output with ``jax.vmap``'s.
       loop_limit: skip ``"unrolled"`` above this many items (its compile time grows with them).
-      max_time, repeat: passed to :func:`batchlab.measure`.
+      max_time: seconds of timing per strategy and batch size (the rounds stop at
+        ``max_time`` times the number of strategies).
+      repeat: interleaved rounds (default 15; below 6 a ratio reads *inconclusive here*).
 
     Returns:
       A :class:`Comparison` (a table; ``.plot()`` draws it).
@@ -245,8 +310,8 @@ def compare(
     Example:
       >>> import jax.numpy as jnp
       >>> c = compare(lambda x: x * 2, jnp.ones((16, 4)), strategies=("vmap", "chunked"), repeat=3)
-      >>> [(r.label, r.agrees) for r in c.results]
-      [('vmap', True), ('chunked (chunk 2)', True)]
+      >>> [(r.label, r.agrees, len(r.samples.values)) for r in c.results]
+      [('vmap', True, 3), ('chunked (chunk 2)', True, 3)]
     """
     check_callable(fn)
     if isinstance(strategies, str):
@@ -281,65 +346,70 @@ def compare(
             )
     if chunk_size is not None:
         check_positive_int(chunk_size, "chunk_size")
+    rounds = max(2, repeat or 15)
 
     reference = batch(fn, strategy="vmap", in_axes=in_axes, out_axes=out_axes)
     results = []
     for b in sizes:
         sub = _take(args, res, b)
-        outputs: dict[int, Any] = {}
+        res_b = resolve(fn, sub, in_axes)
+        done: dict[str, tuple[int, _Prepared]] = {}
         for s in strategies:
             chunk = (chunk_size or max(1, b // 8)) if s in ("chunked", "host") else None
             if s == "unrolled" and b > loop_limit:
-                results.append(
-                    StrategyResult(
-                        s,
-                        b,
-                        chunk,
-                        None,
-                        error=f"skipped: a loop of {b} items unrolls "
-                        f"under jit (loop_limit={loop_limit})",
-                    )
-                )
+                why = f"skipped: a loop of {b} items unrolls under jit (loop_limit={loop_limit})"
+                results.append(StrategyResult(s, b, chunk, None, error=why))
                 continue
             if s == "manual":
                 fn_s = manual
             elif s == "vmap":
                 fn_s = reference
             else:
+                kind = "loop" if s == "unrolled" else s
                 fn_s = batch(
-                    fn,
-                    strategy="loop" if s == "unrolled" else s,
-                    chunk_size=chunk,
-                    in_axes=in_axes,
-                    out_axes=out_axes,
+                    fn, strategy=kind, chunk_size=chunk, in_axes=in_axes, out_axes=out_axes
                 )
             try:
-                if s in DISPATCHED:
-                    m, out = measure_dispatched(
-                        fn_s,
-                        sub,
-                        dispatched_plan(fn, fn_s, s, sub, in_axes),
-                        max_time=max_time,
-                        repeat=repeat,
-                    )
-                    dispatches = count_dispatches(fn_s, s, sub, res, b)
-                else:
-                    m = measure(fn_s, *sub, max_time=max_time, repeat=repeat)  # a cold compile
-                    out = jax.jit(fn_s)(*sub) if verify else None  # shares measure's compile cache
-                    dispatches = 1
-                if verify:
-                    outputs[len(results)] = out
-                results.append(StrategyResult(s, b, chunk, m, dispatches=dispatches))
+                done[s] = (len(results), _prepare(fn, fn_s, s, sub, res_b, b))
+                results.append(StrategyResult(s, b, chunk, None))
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures
-                results.append(
-                    StrategyResult(
-                        s, b, chunk, None, error=f"{type(e).__name__}: {str(e).splitlines()[0]}"
-                    )
-                )
-        if verify and outputs:
-            expected = jax.jit(reference)(*sub)
-            for k, out in outputs.items():
-                results[k] = dataclasses.replace(results[k], agrees=_agree(out, expected))
+                error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+                results.append(StrategyResult(s, b, chunk, None, error=error))
+        if not done:
+            continue
+        calls = {s: p.call for s, (_, p) in done.items()}
+        if len(calls) >= 2:
+            timed = interleaved(calls, rounds=rounds, max_seconds=max_time * len(calls))
+        else:
+            (s,) = calls
+            timed = {s: Samples(s, _time_alone(calls[s], rounds, max_time), SOURCES)}
+        expected = jax.jit(reference)(*sub) if verify else None
+        for s, (k, p) in done.items():
+            times = timed[s].values
+            notes = (COMPILE_NOTE, SAMPLE_NOTE) if s in DISPATCHED else (SAMPLE_NOTE,)
+            compile_s = (
+                max(p.first - sorted(times)[len(times) // 2], 0.0) if s in DISPATCHED else p.compile
+            )
+            m = Measurement(
+                name=function_name(fn),
+                trace_lower_seconds=p.trace_lower,
+                compile_seconds=compile_s,
+                first_call_seconds=p.first,
+                times=tuple(times),
+                number=1,
+                memory=p.memory,
+                live=live_memory(),
+                compiles=p.compiles,
+                notes=notes,
+                source=SOURCES,
+            )
+            results[k] = dataclasses.replace(
+                results[k],
+                measurement=m,
+                dispatches=p.dispatches,
+                samples=timed[s],
+                agrees=_agree(p.out, expected) if verify else None,
+            )
     return Comparison(function_name(fn), tuple(results))
 
 

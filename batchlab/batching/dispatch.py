@@ -1,13 +1,12 @@
-"""Measuring a batched function that dispatches from Python (``"loop"``, ``"host"``).
+"""The plan of a batched function that dispatches from Python (``"loop"``, ``"host"``).
 
-:func:`batchlab.measure` compiles ``fn`` as ONE program, which is right for
-``vmap``, ``map`` and ``chunked`` but would turn a Python loop into an
-unrolled program. A loop that dispatches one program per item or per chunk
-is measured as it runs: wall clock around ``jax.block_until_ready`` for the
-whole call, the first call (where its programs compile) apart from steady
-calls, compilations counted. Its memory is XLA's plan for the largest
+Compiling ``fn`` as ONE program is right for ``vmap``, ``map`` and
+``chunked`` but would turn a Python loop into an unrolled program. A loop
+that dispatches one program per item or per chunk is timed as it runs (its
+first call compiles its programs); its memory is XLA's plan for the largest
 program it dispatches, plus what it holds between dispatches (every item's
 or chunk's output, waiting for the stack or concatenation).
+:func:`measure_dispatched` times one such function alone (``ragged`` uses it).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from typing import Any
 
 import jax
 
-from batchlab.batching.axes_spec import resolve
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.measurement import Measurement
@@ -107,7 +105,7 @@ def measure_dispatched(
     return m, out
 
 
-def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, in_axes: Any) -> Callable:
+def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) -> Callable:
     """``memory(out)`` for a Python-dispatched strategy: its largest program, widened to the call."""
 
     def memory(out: Any):
@@ -133,7 +131,6 @@ def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, in_axes: A
                 "the largest step's temp + the chunks' input copy + chunk outputs held for the concatenation",
             )
         # loop: the per-item program, on item 0
-        res = resolve(fn, sub, in_axes)
         item = jax.tree_util.tree_unflatten(
             res.treedef,
             [

@@ -1,6 +1,6 @@
 """The strategies that run a batch as ONE call: ``vmap``, ``lax.map``, chunked, an item loop.
 
-``"vmap"`` is ``jax.jit(jax.vmap(fn))``. ``"map"`` and ``"chunked"`` are one
+``"vmap"`` is ``jax.jit(jax.vmap(fn))``; ``"manual"`` is ``jax.jit(fn)``. ``"map"`` and ``"chunked"`` are one
 jitted XLA program for the whole batch (one dispatch): ``jax.lax.map`` runs a
 sequential loop *inside* XLA; with ``batch_size=chunk_size`` (``"chunked"``)
 it runs ``vmap`` over chunks inside that loop, plus one ``vmap`` over the
@@ -19,9 +19,10 @@ from typing import Any
 import jax
 import jax.extend.core
 import jax.numpy as jnp
+import numpy as np
 
 from batchlab.batching.axes_spec import is_axis_leaf
-from batchlab.batching.batch_args import Split
+from batchlab.batching.batch_args import Split, remember, static_key
 
 
 def out_axis_per_leaf(out: Any, out_axes: Any) -> tuple[list, list, Any]:
@@ -141,3 +142,32 @@ def eager_loop_program(fn: Callable, out_axes: Any, sp: Split) -> Callable[[list
 
     program.step = item_jit  # type: ignore[attr-defined]
     return program
+
+
+def manual_program(fn: Callable) -> Callable:
+    """``"manual"``: ``fn`` as written, jitted; array leaves traced, other leaves static.
+
+    As vmap's unmapped values: a Python int or a function reaches ``fn``
+    untouched; one program is compiled per set of static values.
+    """
+    programs: dict = {}
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        flat, tdef = jax.tree_util.tree_flatten((args, kwargs))
+        traced = tuple(i for i, x in enumerate(flat) if isinstance(x, (jax.Array, np.ndarray)))
+        statics = tuple((i, static_key(x)) for i, x in enumerate(flat) if i not in traced)
+        kept = [None if i in traced else x for i, x in enumerate(flat)]  # the static leaves
+
+        def make() -> Callable:
+            def program(arrays: list) -> Any:
+                leaves = list(kept)
+                for i, x in zip(traced, arrays, strict=True):
+                    leaves[i] = x
+                a, kw = jax.tree_util.tree_unflatten(tdef, leaves)
+                return fn(*a, **kw)
+
+            return jax.jit(program)
+
+        return remember(programs, (tdef, traced, statics), make)([flat[i] for i in traced])
+
+    return run

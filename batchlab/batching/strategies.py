@@ -29,8 +29,10 @@ strategy but ``host`` (which refuses) traces into the caller's program.
 As in ``jax.vmap``: keyword arguments are mapped along axis 0; unmapped
 values that are not JAX arrays (Python numbers, numpy arrays, functions,
 strings) reach ``fn`` untouched; ``in_axes``/``out_axes`` may be negative,
-None, or prefix trees. :mod:`batchlab.batching.in_program` holds the one-call
-strategies.
+None, or prefix trees. Read :func:`strategy_program` first: each strategy
+is one line of JAX beside its name, and one hop away
+(:mod:`batchlab.batching.in_program` holds the one-call strategies,
+:mod:`batchlab.batching.host_chunks` the host loop).
 """
 
 from __future__ import annotations
@@ -40,18 +42,30 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 
 from batchlab._util.checks import check_callable, check_positive_int
 from batchlab._util.compile import function_name
 from batchlab.batching.axes_spec import BatchAxisError, check_axis_types, resolve
-from batchlab.batching.batch_args import split, static_key
+from batchlab.batching.batch_args import Split, remember, split, static_key
 from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
-from batchlab.batching.in_program import eager_loop_program, vmap_program, whole_batch_program
+from batchlab.batching.in_program import (
+    eager_loop_program,
+    manual_program,
+    vmap_program,
+    whole_batch_program,
+)
 
+#: every strategy ``batch`` takes; the kit's other lists are named parts of this one
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
+#: what ``compare`` measures: the strategies plus "unrolled" (the loop under ``jax.jit``)
+COMPARED: tuple[str, ...] = (*STRATEGIES, "unrolled")
+#: run from Python, one dispatch per item or chunk (timed as they run)
+DISPATCHED: tuple[str, ...] = ("loop", "host")
+#: with a memory plan for the whole batch (``max_batch_size``, ``run_batches``)
+PLANNED: tuple[str, ...] = ("vmap", "map", "chunked", "host")
+#: what ``advise`` chooses between
+ADVISED: tuple[str, ...] = ("vmap", "chunked", "host")
 _CHUNKED = ("chunked", "host")
-_CACHE_SIZE = 64
 
 
 def _check_axes(in_axes: Any, out_axes: Any) -> None:
@@ -121,6 +135,21 @@ def _raise_out_axes(error: ValueError, out_axes: Any) -> None:
         ) from error
 
 
+def _check_out_axes(fn: Callable, sp: Split, mapped: list, shared: list, out_axes: Any) -> None:
+    """JAX's own out_axes errors (None for a batched output, bounds, tree), before any strategy."""
+    try:
+        jax.eval_shape(
+            lambda m, s: jax.vmap(
+                lambda xs: sp.call(fn, xs, s), in_axes=(list(sp.axes),), out_axes=out_axes
+            )(m),
+            mapped,
+            shared,
+        )
+    except ValueError as e:
+        _raise_out_axes(e, out_axes)
+        raise
+
+
 def _static_ranks(mapped: list, shared: list) -> tuple:
     return tuple(len(getattr(x, "shape", ())) for x in (*mapped, *shared))
 
@@ -129,6 +158,28 @@ def _shape_sig(x: Any) -> tuple:
     """What a call's fast path keys on per leaf: type, shape and dtype (values: see statics)."""
     shape = getattr(x, "shape", None)
     return (type(x),) if shape is None else (type(x), tuple(shape), getattr(x, "dtype", None))
+
+
+def strategy_program(
+    fn: Callable,
+    strategy: str,
+    chunk_size: int | None,
+    out_axes: Any,
+    sp: Split,
+    **vmap_options: Any,
+) -> Callable[[list, list], Any]:
+    """``program(mapped, shared)``: the strategy, for one call's kind of arguments.
+
+    ``vmap_options`` (axis_size, axis_name, spmd_axis_name) go to ``jax.vmap``.
+    """
+    if strategy == "vmap":
+        return vmap_program(fn, out_axes, sp, **vmap_options)  # jax.vmap(fn)
+    if strategy == "loop":
+        return eager_loop_program(fn, out_axes, sp)  # [jax.jit(fn)(x) for x in xs], stacked
+    if strategy == "host":
+        return host_program(fn, chunk_size, out_axes, sp)  # jax.jit(jax.vmap(fn)) per chunk
+    # "map", "chunked": jax.lax.map(fn, xs, batch_size=chunk_size), one program
+    return whole_batch_program(fn, chunk_size, out_axes, sp)
 
 
 def batch(
@@ -201,90 +252,34 @@ def batch(
     chunk_size = _check_strategy(strategy, chunk_size, in_axes, out_axes)
     _check_axis_options(strategy, axis_size, axis_name, spmd_axis_name)
     name = function_name(fn)
-    programs: dict[tuple, Callable] = {}
+    programs: dict[tuple, tuple] = {}  # per kind of call (tree, axes, static values, ranks)
+    vmap_options = dict(axis_size=axis_size, axis_name=axis_name, spmd_axis_name=spmd_axis_name)
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
         res = resolve(fn, args, in_axes, kwargs, allow_static=True, axis_size=axis_size)
         sp, mapped, shared = split(res, args, kwargs)
         # an empty batch, or no mapped argument (axis_size): vmap's program under every strategy
-        whole = (
-            strategy == "vmap"
-            or res.batch_size == 0
-            or not any(lf.axis is not None for lf in res.leaves)
-        )
-        key = (sp.key, _static_ranks(mapped, shared), whole)
-        if key not in programs:
-            if (
-                out_axes != 0 and not whole
-            ):  # JAX's own out_axes errors (None for a batched output, bounds, tree)
-                try:
-                    jax.eval_shape(
-                        lambda m, s: jax.vmap(
-                            lambda xs: sp.call(fn, xs, s),
-                            in_axes=(list(sp.axes),),
-                            out_axes=out_axes,
-                        )(m),
-                        mapped,
-                        shared,
-                    )
-                except ValueError as e:
-                    _raise_out_axes(e, out_axes)
-                    raise
-            if whole:
-                program = vmap_program(
-                    fn,
-                    out_axes,
-                    sp,
-                    axis_size=axis_size,
-                    axis_name=axis_name,
-                    spmd_axis_name=spmd_axis_name,
-                )
-            elif strategy == "loop":
-                program = eager_loop_program(fn, out_axes, sp)
-            elif strategy == "host":
-                program = host_program(fn, chunk_size, out_axes, sp)
-            else:
-                program = whole_batch_program(fn, chunk_size, out_axes, sp)
-            if len(programs) >= _CACHE_SIZE:
-                programs.pop(next(iter(programs)))
-            programs[key] = (program, sp)
-        program, sp = programs[key]
+        whole = res.batch_size == 0 or not any(lf.axis is not None for lf in res.leaves)
+        kind = "vmap" if whole else strategy
+
+        def make() -> tuple:
+            if out_axes != 0 and kind != "vmap":
+                _check_out_axes(fn, sp, mapped, shared, out_axes)
+            return strategy_program(fn, kind, chunk_size, out_axes, sp, **vmap_options), sp
+
+        program, sp = remember(programs, (sp.key, _static_ranks(mapped, shared), whole), make)
         return program, sp, res, mapped, shared
 
     # A call whose leaves have the types, shapes and static values of an earlier call skips
     # resolve() (the axis checks): a Python-dispatched strategy pays this wrapper on every call
     # (the host strategy on the MLP benchmark: 6.2x vmap's time with it on every call, 1.5x without).
     seen: dict[tuple, tuple] = {}
-
-    manual_programs: dict[tuple, Callable] = {}
-
-    def run_manual(args: tuple, kwargs: dict) -> Any:
-        """``fn`` as written, jitted: array leaves traced, other leaves static (as vmap's unmapped)."""
-        flat, tdef = jax.tree_util.tree_flatten((args, kwargs))
-        traced = tuple(i for i, x in enumerate(flat) if isinstance(x, (jax.Array, np.ndarray)))
-        statics = tuple((i, static_key(x)) for i, x in enumerate(flat) if i not in traced)
-        key = (tdef, traced, statics)
-        if key not in manual_programs:
-            kept = list(flat)
-
-            def program(arrays: list) -> Any:
-                leaves = list(kept)
-                for i, x in zip(traced, arrays, strict=True):
-                    leaves[i] = x
-                a, kw = jax.tree_util.tree_unflatten(tdef, leaves)
-                return fn(*a, **kw)
-
-            for i in traced:
-                kept[i] = None  # the program holds the static leaves only
-            if len(manual_programs) >= _CACHE_SIZE:
-                manual_programs.pop(next(iter(manual_programs)))
-            manual_programs[key] = jax.jit(program)
-        return manual_programs[key]([flat[i] for i in traced])
+    manual = manual_program(fn) if strategy == "manual" else None
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
-        if strategy == "manual":
-            return run_manual(args, kwargs)
+        if manual is not None:
+            return manual(*args, **kwargs)
         flat, tdef = jax.tree_util.tree_flatten((*args, *kwargs.values()))
         sig = (tdef, tuple(kwargs), tuple(_shape_sig(x) for x in flat))
         hit = seen.get(sig)
@@ -293,9 +288,8 @@ def batch(
             statics = tuple(
                 (i, static_key(flat[i])) for i, lf in enumerate(sp.res.leaves) if lf.static
             )
-            if len(seen) >= _CACHE_SIZE:
-                seen.pop(next(iter(seen)))
-            seen[sig] = hit = (program, sp.mapped, sp.shared, statics)
+            seen.pop(sig, None)
+            hit = remember(seen, sig, lambda: (program, sp.mapped, sp.shared, statics))
         program, mapped_idx, shared_idx, _ = hit
         try:
             return program([flat[i] for i in mapped_idx], [flat[i] for i in shared_idx])
@@ -333,4 +327,4 @@ def batch(
     return batched
 
 
-__all__ = ["STRATEGIES", "BatchAxisError", "batch"]
+__all__ = ["ADVISED", "COMPARED", "DISPATCHED", "PLANNED", "STRATEGIES", "BatchAxisError", "batch"]

@@ -12,9 +12,8 @@ is prefetch against the serial loop when both must wait every step.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -22,6 +21,7 @@ import jax
 from batchlab._util.checks import check_callable, check_positive_int
 from batchlab._util.format import format_seconds, html_table
 from batchlab.loading.prefetching import prefetch
+from batchlab.measuring.sampler import interleaved
 
 PIPELINES = (
     "serial, sync every step",
@@ -41,9 +41,9 @@ class PrefetchComparison:
     prefetch_sync: float
     prefetch_async: float
     size: int
-    source: str = (
-        "wall clock (time.perf_counter) of full passes, best of repeat, interleaved in one run"
-    )
+    source: str = "full passes timed by bl.measuring.interleaved (round-robin), best pass of each"
+    #: ``{pipeline: Samples}`` of seconds per pass, paired by round (for the ratio rules)
+    samples: dict | None = field(default=None, compare=False, repr=False)
 
     @property
     def seconds(self) -> dict[str, float]:
@@ -119,7 +119,7 @@ def compare_prefetch(
     step: Callable[[Any], Any],
     *,
     size: int = 2,
-    repeat: int = 3,
+    repeat: int = 6,
 ) -> PrefetchComparison:
     """Times ``for b in batches: step(b)`` four ways: serial/prefetch x sync every step/not.
 
@@ -127,15 +127,19 @@ def compare_prefetch(
     others keep the last result and wait for it once at the end (JAX
     dispatches asynchronously, so the next load overlaps this compute).
     Serial loops put each batch on the device with ``jax.device_put``, as
-    :func:`batchlab.prefetch` does in its thread. The four alternate, pass
-    after pass, so a machine that gets busier slows all alike, and each
-    keeps its best pass (other processes only ever add time).
+    :func:`batchlab.prefetch` does in its thread. The four are timed by
+    :func:`batchlab.measuring.interleaved`, one pass of each per round in a
+    rotated order, so a machine that gets busier slows all alike; each keeps
+    its best pass (other processes only ever add time), and ``.samples``
+    holds every pass, paired by round, for a ratio rule:
+    ``bl.claims.ratio_above("serial, no sync", "prefetch, no sync", 1.2)(c.samples)``.
 
     Args:
       make_batches: ``make_batches()`` returns a fresh iterable of batches.
       step: the computation on one batch.
       size: prefetch queue size.
-      repeat: passes of each pipeline; the best of each is compared.
+      repeat: rounds (one pass of each pipeline per round; at least 2, and 6
+        for a ratio rule to decide).
 
     Raises:
       TypeError: ``make_batches`` or ``step`` is not callable; ValueError: ``size``/``repeat`` < 1.
@@ -171,14 +175,20 @@ def compare_prefetch(
         jax.block_until_ready(out)
         return n
 
-    n = run(make_batches(), True)  # warm-up: compiles `step`
-    times: dict[str, list[float]] = {k: [] for k in PIPELINES}
-    for _ in range(repeat):
-        for name in PIPELINES:
-            ahead, sync = name.startswith("prefetch"), name.endswith("every step")
-            t0 = time.perf_counter()
-            source = make_batches()
-            run(prefetch(source, size=size) if ahead else (jax.device_put(b) for b in source), sync)
-            times[name].append(time.perf_counter() - t0)
-    best = [min(times[k]) for k in PIPELINES]
-    return PrefetchComparison(n, *best, size=size)
+    n = run(make_batches(), True)  # compiles `step`, counts the batches
+
+    def pipeline(name: str) -> Callable[[], int]:
+        ahead, sync = name.startswith("prefetch"), name.endswith("every step")
+        if ahead:
+            return lambda: run(prefetch(make_batches(), size=size), sync)
+        return lambda: run((jax.device_put(b) for b in make_batches()), sync)
+
+    timed = interleaved(
+        {name: pipeline(name) for name in PIPELINES},
+        rounds=max(2, repeat),
+        passes=1,
+        max_seconds=3600.0,
+        min_sample_time=1e-9,  # one pass per sample: a pass is what is compared
+    )
+    best = [timed[k].fastest for k in PIPELINES]
+    return PrefetchComparison(n, *best, size=size, samples=timed)

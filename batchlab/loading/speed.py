@@ -8,7 +8,8 @@ transfer (per batch / per item), with or without a wait for every step
 (``sync``), and :func:`measure_ceiling` measures once per run what the
 machine can do at best: a memcpy (``np.copyto``) and a sequential file read, on
 more bytes than the last-level cache holds (so the figure is RAM and page
-cache bandwidth, not cache bandwidth; the label says which). Every figure
+cache bandwidth, not cache bandwidth; the label says which; the two are
+timed by :func:`batchlab.measuring.interleaved`). Every figure
 is wall clock (``time.perf_counter``), the best of several passes (as ``timeit``
 advises: other processes only ever add time, so the minimum is the least disturbed).
 """
@@ -26,6 +27,7 @@ from batchlab._util.checks import check_positive_float, check_positive_int
 from batchlab._util.format import format_bytes, format_count, html_table
 from batchlab.loading.files import Dataset, iter_batches
 from batchlab.loading.prefetching import prefetch as _prefetch
+from batchlab.measuring.sampler import interleaved
 
 
 def format_rate(bytes_per_s: float) -> str:
@@ -237,9 +239,15 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None 
             while f.readinto(buffer):
                 pass
 
-    try:
-        copy, _, _ = _time_passes(lambda: np.copyto(dest, data), repeat)
-        read, _, _ = _time_passes(read_file, repeat)
+    try:  # the two ceilings interleaved, one pass each per round, so a burst slows both alike
+        timed = interleaved(
+            {"memcpy": lambda: np.copyto(dest, data), "read": read_file},
+            rounds=max(2, repeat),
+            passes=1,
+            max_seconds=3600.0,
+            min_sample_time=1e-9,
+        )
+        copy, read = timed["memcpy"].fastest, timed["read"].fastest
     finally:
         path.unlink(missing_ok=True)
     where = (

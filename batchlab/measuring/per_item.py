@@ -15,22 +15,30 @@ batch into its two causes:
   that comes from doing the items together (a matrix-matrix product
   instead of many matrix-vector ones).
 
-The two factors multiply to the whole speed-up. All figures are wall clock
-from :func:`batchlab.measure` (median, and min..max of its samples); the
-ratios use each measurement's fastest sample, since load on a shared machine
-only ever adds time (the table shows medians).
+The two factors multiply to the whole speed-up. The table and the curve are
+wall clock from the sweep's :func:`batchlab.measure` points (median, and
+min..max). The three ratios compare calls, so given ``call_at`` (and
+``loop_call``) :func:`per_item_cost` times the smallest batch, the largest
+and the loop together with :func:`batchlab.measuring.interleaved` and each
+ratio is the median of the per-round ratios (``.samples`` for the ratio
+rules); without them a ratio compares the points' fastest samples, measured
+apart, and says so (``paired`` is False).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import numpy as np
 
 from batchlab._util.format import BYTE_UNITS, format_seconds, text_table
 from batchlab._util.plotting import log2_axis, short_seconds
+from batchlab.claims.evidence import Samples
+from batchlab.measuring.sampler import interleaved
 
 SOURCE = "wall clock around jax.block_until_ready (batchlab.measure)"
 
@@ -53,6 +61,17 @@ class PerItemCost:
     loop_min: float | None = None
     loop_max: float | None = None
     source: str = SOURCE
+    #: seconds per item, paired by round: ``"batch B"`` (smallest, largest) and ``"loop"``
+    samples: dict[str, Samples] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def paired(self) -> bool:
+        """True when the ratios are medians of per-round ratios of one interleaved run."""
+        return self.samples is not None
+
+    def _ratio(self, num: str, den: str) -> float:
+        a, b = self.samples[num].values, self.samples[den].values
+        return float(np.median([x / y for x, y in zip(a, b, strict=True)]))
 
     @property
     def per_item(self) -> tuple[float, ...]:
@@ -74,25 +93,31 @@ class PerItemCost:
         """Fastest vmap sample per item at each batch size (what the ratios below use)."""
         return tuple(t / b for t, b in zip(self.mins, self.batch_sizes, strict=True))
 
-    # The ratios compare each measurement's FASTEST sample: load on a shared machine only ever
-    # adds time, and the two sides of a ratio are measured at different moments, so a burst
-    # during one of them moves a ratio of medians but hardly a ratio of minimums.
+    # Paired: the median of the per-round ratios. Unpaired (the sweep's points, measured apart):
+    # the ratio of the fastest samples, which a load burst during one side moves least.
     @property
     def speedup(self) -> float:
-        """Per-item time at the smallest batch over the per-item time at the largest (fastest samples)."""
+        """Per-item time at the smallest batch over the per-item time at the largest."""
         self._need()
+        small, large = (f"batch {b}" for b in (self.batch_sizes[0], self.batch_sizes[-1]))
+        if self.paired:
+            return self._ratio(small, large)
         return self.fastest_per_item[0] / self.fastest_per_item[-1]
 
     @property
     def fixed_cost_factor(self) -> float:
-        """A call at the smallest batch against the same work per item in one lax.map call (fastest samples)."""
+        """A call at the smallest batch against the same work per item in one lax.map call."""
         self._need(loop=True)
+        if self.paired and "loop" in self.samples:
+            return self._ratio(f"batch {self.batch_sizes[0]}", "loop")
         return self.fastest_per_item[0] / self.loop_min
 
     @property
     def vectorized_factor(self) -> float:
-        """lax.map per item against vmap per item at the largest batch (fastest samples)."""
+        """lax.map per item against vmap per item at the largest batch."""
         self._need(loop=True)
+        if self.paired and "loop" in self.samples:
+            return self._ratio("loop", f"batch {self.batch_sizes[-1]}")
         return self.loop_min / self.fastest_per_item[-1]
 
     def _rows(self) -> list[tuple[str, ...]]:
@@ -111,7 +136,8 @@ class PerItemCost:
         return rows
 
     def __repr__(self) -> str:
-        return f"PerItemCost(source: {self.source})\n" + text_table(
+        how = "ratios: paired rounds" if self.paired else "ratios: fastest samples, measured apart"
+        return f"PerItemCost(source: {self.source}; {how})\n" + text_table(
             self._rows(), ("call", "per call (median)", "per item")
         )
 
@@ -124,8 +150,23 @@ def _is_measurement(m: Any) -> bool:
     return hasattr(m, "times") and hasattr(m, "median") and hasattr(m, "min")
 
 
-def per_item_cost(sweep: Any, loop: Any = None, loop_items: int | None = None) -> PerItemCost:
+def per_item_cost(
+    sweep: Any,
+    loop: Any = None,
+    loop_items: int | None = None,
+    *,
+    call_at: Callable[[int], Callable[[], Any]] | None = None,
+    loop_call: Callable[[], Any] | None = None,
+    rounds: int = 15,
+    max_seconds: float = 5.0,
+) -> PerItemCost:
     """Puts a vmap batch-size sweep beside a ``lax.map`` loop over ``loop_items`` items.
+
+    With ``call_at`` the ratios are timed interleaved: ``call_at(b)`` returns a
+    zero-argument call of the batched function at batch size ``b``, and
+    ``loop_call`` one of the loop; the smallest batch, the largest and the loop
+    are timed round-robin (:func:`batchlab.measuring.interleaved`) and
+    ``.samples`` holds their per-item samples, paired by round.
 
     Args:
       sweep: a :class:`batchlab.measuring.Sweep` over batch sizes (e.g. ``explorer.as_sweep()``).
@@ -133,6 +174,10 @@ def per_item_cost(sweep: Any, loop: Any = None, loop_items: int | None = None) -
         ``loop_items`` items one at a time (``jax.lax.map`` of the item
         function); ``None`` for none (then only the sweep is drawn).
       loop_items: how many items that call processed.
+      call_at: ``b -> zero-argument callable`` of the batched function at batch size ``b``.
+      loop_call: a zero-argument call of the loop (with ``call_at`` and ``loop_items``);
+        without ``loop``, its interleaved samples give the loop's row.
+      rounds, max_seconds: passed to :func:`batchlab.measuring.interleaved`.
 
     Returns:
       A :class:`PerItemCost`.
@@ -150,7 +195,7 @@ def per_item_cost(sweep: Any, loop: Any = None, loop_items: int | None = None) -
         raise TypeError(
             f"`loop` must be a batchlab.measuring.Measurement (from bl.measure), got {type(loop).__name__}."
         )
-    if loop is not None and (
+    if (loop is not None or loop_call is not None) and (
         isinstance(loop_items, bool) or not isinstance(loop_items, int) or loop_items < 1
     ):
         raise ValueError(
@@ -162,12 +207,36 @@ def per_item_cost(sweep: Any, loop: Any = None, loop_items: int | None = None) -
             "`sweep` has no measured batch size; measure at least one "
             "(e.g. explorer.update(batch_size=...))."
         )
+    samples = None
+    if call_at is not None:
+        sizes = sorted({int(points[0].value), int(points[-1].value)})
+        calls = {f"batch {b}": call_at(b) for b in sizes}
+        if loop_call is not None:
+            calls["loop"] = loop_call
+        if len(calls) >= 2:
+            timed = interleaved(calls, rounds=rounds, max_seconds=max_seconds)
+            n = {**{f"batch {b}": b for b in sizes}, "loop": loop_items or 1}
+            samples = {k: v.per(n[k], f"{k}, per item") for k, v in timed.items()}
+    if loop is None and samples is not None and "loop" in samples:
+        per = samples["loop"].values
+        return PerItemCost(
+            tuple(int(p.value) for p in points),
+            tuple(p.measurement.median for p in points),
+            tuple(p.measurement.min for p in points),
+            tuple(p.measurement.max for p in points),
+            loop_items,
+            float(np.median(per)),
+            min(per),
+            max(per),
+            samples=samples,
+        )
     if loop is None:
         return PerItemCost(
             tuple(int(p.value) for p in points),
             tuple(p.measurement.median for p in points),
             tuple(p.measurement.min for p in points),
             tuple(p.measurement.max for p in points),
+            samples=samples,
         )
     return PerItemCost(
         tuple(int(p.value) for p in points),
@@ -178,6 +247,7 @@ def per_item_cost(sweep: Any, loop: Any = None, loop_items: int | None = None) -
         loop.median / loop_items,
         loop.min / loop_items,
         loop.max / loop_items,
+        samples=samples,
     )
 
 

@@ -42,8 +42,11 @@ def _checkboxes(options: Sequence[str]):
 class StrategyExplorer(Explorer):
     """Measures the ticked strategies at the chosen batch size; plots every point measured so far.
 
-    Each (strategy, batch size) is measured once with :func:`batchlab.compare`
-    and kept, so moving the slider back or ticking a box again costs nothing.
+    The ticked strategies at a batch size are measured together by one
+    :func:`batchlab.compare` (timed interleaved, paired by round) and kept, so
+    moving the slider back costs nothing; ticking a new box re-times the
+    ticked set together (a result is never set beside one timed at another
+    moment).
 
     Args:
       fn: the per-item function.
@@ -96,7 +99,12 @@ class StrategyExplorer(Explorer):
         self.name = getattr(fn, "__name__", "fn")
 
         def compute(batch_size: int, strategies: tuple) -> Comparison:
-            todo = [s for s in strategies if (s, batch_size) not in self.points]
+            shown = [self.points.get((s, batch_size)) for s in strategies]
+            runs = {r.samples.paired if r and r.samples else None for r in shown}
+            if len(strategies) > 1 and (len(runs) != 1 or None in runs):
+                todo = list(strategies)  # compared together: one interleaved run, paired
+            else:
+                todo = [s for s, r in zip(strategies, shown, strict=True) if r is None]
             if todo:
                 c = compare(
                     fn,
