@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import numpy as np
 
 from batchlab._util.checks import check_positive_int
@@ -214,7 +215,22 @@ class Buckets:
         return result
 
     def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
-        """``fn(padded)`` on every bucket, results back in input order (one compile per shape under jit)."""
+        """``fn(padded)`` on every bucket, results back in input order (one compile per shape under jit).
+
+        A row count alone cannot tell per-item rows from per-position ones (a
+        bucket of 3 items padded to 3 positions), so ``fn`` is also traced
+        (``jax.eval_shape``; called, if it cannot be traced) on each shape with
+        one more row: a per-item output grows by one row.
+
+        Raises:
+          ValueError: ``fn``'s output does not follow the rows of the batch, or
+            anything :meth:`restore` refuses.
+        """
+        checked = set()
+        for k, b in enumerate(self.buckets):
+            if b.padded.values.shape not in checked:
+                checked.add(b.padded.values.shape)
+                _check_rows_follow(fn, b.padded, k)
         return self.restore([fn(b.padded) for b in self.buckets])
 
     def _rows(self) -> list[tuple]:
@@ -246,6 +262,23 @@ class Buckets:
     def _repr_html_(self) -> str:
         return html_table(
             self._rows(), self._HEADER, caption=f"{self._caption()}; {self.padding_text()}"
+        )
+
+
+def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
+    """Refuses an ``fn`` whose output's leading axis is not the batch's rows (one row added)."""
+    grown = Padded(*(np.concatenate([a, np.zeros_like(a[:1])]) for a in padded))
+    try:
+        out = jax.eval_shape(fn, grown)
+    except Exception:
+        out = fn(grown)
+    shape, rows = np.shape(jax.tree_util.tree_leaves(out)[0]), len(padded.lengths)
+    if shape[:1] != (rows + 1,):
+        raise ValueError(
+            f"`fn` returned shape {shape} for {rows + 1} rows (bucket {k} padded with one more "
+            f"row): its leading axis does not follow the batch's rows, so it is not one output "
+            f"per item (e.g. a sum over the items, one value per position). Reduce over the "
+            f"sequence axis instead, e.g. masked_sum(p.values, p.mask, axis=1)."
         )
 
 
