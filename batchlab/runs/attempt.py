@@ -66,11 +66,13 @@ class BatchRunner:
         return self.programs[size]
 
     def run(self, idx: list[int], size: int) -> tuple[list[np.ndarray], Any]:
-        """Output leaves and structure for ``idx`` (padded to ``size``: one compile per size).
+        """Output leaves and structure for ``idx``, padded to ``size`` (the halves of a bisection
+        share one compile); a batched ``fn`` (the user's own code) gets exactly ``idx``.
 
         Compiling, stacking and running are all inside the error handling: an
         out-of-memory at compile time is memory, as at run time.
         """
+        size = len(idx) if self.batched else size
         padded = idx + [idx[-1]] * (size - len(idx))
         try:
             program = self.program(size)

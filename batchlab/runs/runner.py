@@ -177,7 +177,7 @@ def run_batches(
       >>> import jax.numpy as jnp
       >>> r = run_batches(lambda x: x.sum(), jnp.ones((10, 3)), batch_size=4, progress=False)
       >>> r.outputs.tolist(), r.complete, [b.size for b in r.batches]
-      ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 4])
+      ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 2])
     """
     check_callable(fn)
     if not isinstance(on_error, str) or on_error not in ("skip", "raise"):
@@ -307,6 +307,7 @@ def _loop(
             failures = [Failure(i, "bad item", data.bad[i]) for i in skipped]
             found, halves = [], []
             b0 = time.perf_counter()
+            full, size = size, min(size, len(idx)) or size  # a short batch runs at its own size
             if idx:
                 try:
                     found, errors, halves = runner.attempt(idx, size, not state.chunks)
@@ -354,7 +355,7 @@ def _loop(
             )
             state.batches.extend(halves)
             state.position = end
-            if idx:
+            if idx and size == full:  # a short batch (the last, or retried items) sizes nothing
                 state.size = sizer.after_success(state, size)
             if journal is not None and not _save(journal, state, found, failures, retried):
                 break
