@@ -27,7 +27,8 @@ and keeps going when things go wrong:
   (a ``KeyboardInterrupt``) is raised with the partial :class:`RunResult` as
   ``.result``. A script stops there instead of going on with partial
   results; a notebook cell shows "interrupted" and ``except KeyboardInterrupt
-  as e: e.result`` keeps the finished outputs. A **second Ctrl-C** while the
+  as e: e.result`` keeps the finished outputs; a script it ends exits with status 130, as
+  after any Ctrl-C. A **second Ctrl-C** while the
   first is handled stops at once: the batch in flight is dropped (a save in
   progress is cut back to the last whole record), and the checkpoint resumes
   as after one Ctrl-C;
@@ -46,8 +47,11 @@ and keeps going when things go wrong:
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -364,8 +368,37 @@ def _loop(
                 raise BatchItemError(now(), sorted(failures)[0])
     result = now()
     if interrupted:
+        _exit_as_interrupted()
         raise RunInterrupted(result, None if journal is None else str(journal.path))
     return result
+
+
+def _exit_as_interrupted() -> None:
+    """A script that RunInterrupted ends exits as Ctrl-C ends Python (status 130), not 1.
+
+    CPython exits by SIGINT only for an uncaught exception of type exactly
+    ``KeyboardInterrupt``; a subclass ends in status 1, which shells and
+    ``make`` read as a crash. Where the default ``sys.excepthook`` would
+    print it (a plain script: not IPython, not pytest, not a hook of the
+    user's), the hook prints it as before, runs the ``atexit`` handlers, and
+    ends the process by the default SIGINT action, as CPython does.
+    """
+    if sys.excepthook is not sys.__excepthook__ or os.name != "posix":
+        return
+
+    def hook(kind, value, tb):
+        sys.__excepthook__(kind, value, tb)
+        if not isinstance(value, RunInterrupted):
+            return
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        os._exit(130)  # only if the signal did not end the process
+
+    sys.excepthook = hook
 
 
 def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
