@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from batchlab._util.format import format_bytes
-from batchlab.runs.fingerprint import fingerprint
+from batchlab.runs.fingerprint import fingerprint, weights_changed
 
 FORMAT = "batchlab-checkpoint"
 VERSION = 1
@@ -306,6 +306,10 @@ def _in_words(key: str, old: Any, new: Any, was: dict, now: dict) -> str:
             return f"{what} is new (it was not read when the checkpoint was written)"
         if new is None:
             return f"{what} is no longer read"
+        weights = weights_changed(old_text, new_text) if old_text and new_text else None
+        if weights:
+            kind = new_text.split(" leaves: ")[0] + " leaves)"
+            return f"{what} ({kind}) has other weights than when the checkpoint was written: {weights}"
         if old_text and new_text and old_text != new_text:
             return f"{what} was {old_text} when the checkpoint was written and is {new_text} now"
         about = f" ({new_text})" if new_text else ""

@@ -64,10 +64,11 @@ def _is_pytree_node(value: Any) -> bool:
     """A registered pytree node other than the containers hashed item by item."""
     if isinstance(value, (tuple, list, dict, type(None), type)):
         return False
-    try:
-        return not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(value))
+    try:  # a node without children (flax nnx's PytreeState) is a node, not a leaf
+        leaves = jax.tree_util.tree_leaves(value)
     except Exception:
         return False
+    return not (len(leaves) == 1 and leaves[0] is value)
 
 
 def _hash_pytree(h, value: Any, seen: set, depth: int, where: str) -> None:
@@ -284,10 +285,55 @@ def describe(value: Any, depth: int = 0) -> str:
         ]
         return f"function {name}" + (f" reading {', '.join(reads)}" if reads else "")
     kind = type(value)
-    if _is_pytree_node(value):
-        n = len(jax.tree_util.tree_leaves(value))
-        return f"a {kind.__qualname__} ({kind.__module__.split('.')[0]} pytree, {n} leaves)"
+    if _is_pytree_node(value):  # a model: each weight by path, dtype, shape and a short hash
+        leaves = jax.tree_util.tree_flatten_with_path(value)[0]
+        weights = "; ".join(
+            f"{jax.tree_util.keystr(path)} {_weight(leaf)}" for path, leaf in leaves[:_WEIGHTS]
+        )
+        more = f"; {len(leaves) - _WEIGHTS} more" if len(leaves) > _WEIGHTS else ""
+        return (
+            f"a {kind.__qualname__} ({kind.__module__.split('.')[0]} pytree, {len(leaves)} "
+            f"leaves: {weights}{more})"
+        )
     return f"a {kind.__qualname__} object"
+
+
+_WEIGHTS = 64  # the leaves of a model named in a refusal's words, at most
+
+
+def _weight(leaf: Any) -> str:
+    if isinstance(leaf, (np.ndarray, np.generic, jax.Array)):
+        shape = ",".join(map(str, np.shape(leaf)))
+        return f"{np.dtype(leaf.dtype).name}[{shape}] #{_sha256(np.asarray(leaf))[:8]}"
+    return repr(leaf)[:40]
+
+
+def weights_changed(was: str, now: str) -> str | None:
+    """Which leaves of a model differ between two :func:`describe` texts (None if not models).
+
+    Example:
+      >>> a = "a Linear (flax pytree, 2 leaves: .b float32[2] #00; .w float32[3,2] #11)"
+      >>> weights_changed(a, a.replace("#11", "#22"))
+      '.w float32[3,2] has other values'
+    """
+    def leaves(text):
+        head, sep, body = text.partition(" leaves: ")
+        if not sep or not body.endswith(")"):
+            return None
+        return dict(item.split(" ", 1) for item in body[:-1].split("; ") if " " in item)
+
+    old, new = leaves(was), leaves(now)
+    if old is None or new is None:
+        return None
+    changes = []
+    for path in [p for p in old if p in new and old[p] != new[p]]:
+        a, b = old[path].split(" #")[0], new[path].split(" #")[0]
+        changes.append(f"{path} {a} has other values" if a == b else f"{path} was {a}, is {b}")
+    changes += [f"{p} is new" for p in new if p not in old and p != "more"]
+    changes += [f"{p} is gone" for p in old if p not in new and p != "more"]
+    if not changes:
+        return None
+    return "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
 
 
 def fn_descriptions(fn: Any) -> dict[str, str]:
@@ -335,4 +381,5 @@ __all__ = [
     "fn_descriptions",
     "fn_fingerprint",
     "fn_fingerprint_parts",
+    "weights_changed",
 ]
