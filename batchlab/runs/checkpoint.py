@@ -341,8 +341,8 @@ def check_parts(
     was, now = was or {}, now or {}
     vouched = "run_name" in parts and "run_name" not in theirs
     keys = set(theirs) | set(parts)
-    if vouched:
-        keys = {k for k in keys if not _is_fn_key(k)}
+    if vouched or ("run_name" in parts and theirs.get("run_name") == parts["run_name"]):
+        keys = {k for k in keys if not _is_fn_key(k)}  # the name vouches: fn's name is not compared
     data_keys = sorted(k for k in keys if not _is_fn_key(k) and theirs.get(k) != parts.get(k))
     if data_keys:
         detail = "; ".join(f"{k}: {theirs.get(k)!r} there, {parts.get(k)!r} now" for k in data_keys)
