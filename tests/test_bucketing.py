@@ -328,7 +328,9 @@ def test_map_refuses_per_position_rows_that_match_the_item_count(wrap):
     seqs = [[1], [1, 2], [1, 2, 3], [4, 5, 6], [7, 8, 9]]
     bs = bl.bucketize(seqs, boundaries=[2, 3])
     assert bs.map(wrap(lambda p: p.values.sum(1))).tolist() == [1, 3, 6, 15, 24]
-    with pytest.raises(ValueError, match=r"`fn` returned shape \(2,\) for 3 rows .*not one output per item"):
+    with pytest.raises(
+        ValueError, match=r"`fn` returned shape \(2,\) for 3 rows .*not one output per item"
+    ):
         bs.map(wrap(lambda p: p.values.sum(0)))
     with pytest.raises(ValueError, match=r"leading axis does not follow the batch's rows"):
         bs.map(lambda p: np.asarray(p.values).sum(0))  # numpy: not traceable, called instead

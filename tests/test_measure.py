@@ -212,8 +212,11 @@ def test_number_beyond_max_time_is_refused():
     import time
 
     t0 = time.perf_counter()
-    with pytest.raises(ValueError, match=r"`number`=1000000000 calls per sample take about .*"
-                       r"`max_time`=0.5 s must hold 5 samples; pass number<=\d+"):
+    with pytest.raises(
+        ValueError,
+        match=r"`number`=1000000000 calls per sample take about .*"
+        r"`max_time`=0.5 s must hold 5 samples; pass number<=\d+",
+    ):
         bl.measure(lambda x: jnp.tanh(x) @ x, jnp.ones((64, 64)), number=10**9, max_time=0.5)
     assert time.perf_counter() - t0 < 30
     m = bl.measure(lambda x: x * 2, jnp.ones(3), number=3, max_time=0.5)  # fits: runs as asked

@@ -156,5 +156,7 @@ def test_a_flax_nnx_module_is_fingerprinted_like_an_equinox_one(tmp_path):
     ):
         batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)
     model = nnx.Linear(D, 4, rngs=nnx.Rngs(0))
-    with pytest.raises(batchlab.CheckpointError, match=r"\.bias\.value was float32\[3\], is float32\[4\]"):
+    with pytest.raises(
+        batchlab.CheckpointError, match=r"\.bias\.value was float32\[3\], is float32\[4\]"
+    ):
         batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)

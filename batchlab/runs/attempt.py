@@ -33,7 +33,6 @@ from batchlab.runs.items import Items
 from batchlab.runs.planning import batch_planner, batch_spec, compile_program, unjit
 from batchlab.runs.results import BatchLog, Failure
 
-
 # JAX logs every exception raised in a pure_callback / io_callback with its traceback (to
 # stderr); a bisection meets it once per half. The same text is in the JaxRuntimeError it
 # raises, kept whole in the failure's `detail`.

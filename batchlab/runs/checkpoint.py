@@ -309,7 +309,9 @@ def _in_words(key: str, old: Any, new: Any, was: dict, now: dict) -> str:
         weights = weights_changed(old_text, new_text) if old_text and new_text else None
         if weights:
             kind = new_text.split(" leaves: ")[0] + " leaves)"
-            return f"{what} ({kind}) has other weights than when the checkpoint was written: {weights}"
+            return (
+                f"{what} ({kind}) has other weights than when the checkpoint was written: {weights}"
+            )
         if old_text and new_text and old_text != new_text:
             return f"{what} was {old_text} when the checkpoint was written and is {new_text} now"
         about = f" ({new_text})" if new_text else ""

@@ -316,8 +316,9 @@ def weights_changed(was: str, now: str) -> str | None:
       >>> weights_changed(a, a.replace("#11", "#22"))
       '.w float32[3,2] has other values'
     """
+
     def leaves(text):
-        head, sep, body = text.partition(" leaves: ")
+        _, sep, body = text.partition(" leaves: ")
         if not sep or not body.endswith(")"):
             return None
         return dict(item.split(" ", 1) for item in body[:-1].split("; ") if " " in item)

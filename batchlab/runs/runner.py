@@ -47,12 +47,7 @@ and keeps going when things go wrong:
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
-import signal
-import sys
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -64,7 +59,13 @@ from batchlab._util.checks import check_callable, check_positive_int
 from batchlab.runs.attempt import BatchRunner
 from batchlab.runs.budget import default_budget
 from batchlab.runs.checkpoint import Journal, check_writable
-from batchlab.runs.errors import FnBug, OutOfMemory, is_out_of_memory
+from batchlab.runs.errors import (
+    FnBug,
+    InterruptFlag,
+    OutOfMemory,
+    exit_as_interrupted,
+    is_out_of_memory,
+)
 from batchlab.runs.items import Items
 from batchlab.runs.margins import check_run_margin, planned_budget
 from batchlab.runs.results import (
@@ -80,28 +81,6 @@ from batchlab.runs.results import (
 from batchlab.runs.resume import open_journal, output_treedef, same_settings
 from batchlab.runs.search import search
 from batchlab.runs.sizing import Sizer, check_sizing
-
-
-class _InterruptFlag:
-    """SIGINT sets a flag (stop after this batch); a second Ctrl-C interrupts at once."""
-
-    def __init__(self) -> None:
-        self.set, self._old = False, None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.set:
-            raise KeyboardInterrupt
-        self.set = True
-
-    def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
-        return False
 
 
 def run_batches(
@@ -297,7 +276,7 @@ def _loop(
         disable=not progress or quiet,
     )
     interrupted = False
-    with _InterruptFlag() as flag, bar:
+    with InterruptFlag() as flag, bar:
         while state.position < data.n or state.retry:
             if flag.set:
                 state.stop_reason = "interrupted (Ctrl-C): stopped after the last finished batch"
@@ -368,37 +347,9 @@ def _loop(
                 raise BatchItemError(now(), sorted(failures)[0])
     result = now()
     if interrupted:
-        _exit_as_interrupted()
+        exit_as_interrupted()
         raise RunInterrupted(result, None if journal is None else str(journal.path))
     return result
-
-
-def _exit_as_interrupted() -> None:
-    """A script that RunInterrupted ends exits as Ctrl-C ends Python (status 130), not 1.
-
-    CPython exits by SIGINT only for an uncaught exception of type exactly
-    ``KeyboardInterrupt``; a subclass ends in status 1, which shells and
-    ``make`` read as a crash. Where the default ``sys.excepthook`` would
-    print it (a plain script: not IPython, not pytest, not a hook of the
-    user's), the hook prints it as before, runs the ``atexit`` handlers, and
-    ends the process by the default SIGINT action, as CPython does.
-    """
-    if sys.excepthook is not sys.__excepthook__ or os.name != "posix":
-        return
-
-    def hook(kind, value, tb):
-        sys.__excepthook__(kind, value, tb)
-        if not isinstance(value, RunInterrupted):
-            return
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-        os._exit(130)  # only if the signal did not end the process
-
-    sys.excepthook = hook
 
 
 def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
