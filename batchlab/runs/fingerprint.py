@@ -219,6 +219,25 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
+def _reads(fn: Any) -> tuple[Any, list[tuple[str, Any]]]:
+    """The plain function inside ``fn``'s wrappers (or None) and what it reads, by part name."""
+    inner = fn
+    while getattr(inner, "__wrapped__", None) is not None and inner.__wrapped__ is not inner:
+        inner = inner.__wrapped__
+    if not isinstance(inner, types.FunctionType):
+        return None, []
+    reads = []
+    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
+        try:
+            reads.append((f"fn closure variable {var!r}", cell.cell_contents))
+        except ValueError:  # an empty cell (not yet assigned)
+            reads.append((f"fn closure variable {var!r}", None))
+    for var in sorted(_global_names(inner.__code__)):
+        if var in inner.__globals__:
+            reads.append((f"fn global {var!r}", inner.__globals__[var]))
+    return inner, reads
+
+
 def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
     """:func:`fn_fingerprint` split by source, so a mismatch can say what changed.
 
@@ -226,32 +245,18 @@ def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
     defaults) and one entry per closure variable and global it reads; for
     other callables (partials, callable objects) one ``"fn"`` entry.
     """
-    inner = fn
-    while getattr(inner, "__wrapped__", None) is not None and inner.__wrapped__ is not inner:
-        inner = inner.__wrapped__
-    if not isinstance(inner, types.FunctionType):
+    inner, reads = _reads(fn)
+    if inner is None:
         return {"fn": fn_fingerprint(fn)}
     seen = {id(inner)}
-
-    def one(value, where, code=False):
+    h = hashlib.sha256()
+    _hash_code(h, inner.__code__, seen, 1, "fn")
+    _hash_value(h, (inner.__defaults__, inner.__kwdefaults__), seen, 1, "fn defaults")
+    out = {"fn code": h.hexdigest()[:16]}
+    for key, value in reads:
         h = hashlib.sha256()
-        if code:
-            _hash_code(h, value, seen, 1, where)
-            _hash_value(h, (inner.__defaults__, inner.__kwdefaults__), seen, 1, f"{where} defaults")
-        else:
-            _hash_value(h, value, seen, 1, where)
-        return h.hexdigest()[:16]
-
-    out = {"fn code": one(inner.__code__, "fn", code=True)}
-    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
-        try:
-            content = cell.cell_contents
-        except ValueError:
-            content = None
-        out[f"fn closure variable {var!r}"] = one(content, f"closure variable {var!r}")
-    for var in sorted(_global_names(inner.__code__)):
-        if var in inner.__globals__:
-            out[f"fn global {var!r}"] = one(inner.__globals__[var], f"global {var!r}")
+        _hash_value(h, value, seen, 1, key[3:])
+        out[key] = h.hexdigest()[:16]
     return out
 
 
@@ -339,21 +344,8 @@ def weights_changed(was: str, now: str) -> str | None:
 
 def fn_descriptions(fn: Any) -> dict[str, str]:
     """The parts of :func:`fn_fingerprint_parts`, in words (:func:`describe`); code stays unnamed."""
-    inner = fn
-    while getattr(inner, "__wrapped__", None) is not None and inner.__wrapped__ is not inner:
-        inner = inner.__wrapped__
-    if not isinstance(inner, types.FunctionType):
-        return {"fn": describe(fn)}
-    out = {}
-    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
-        try:
-            out[f"fn closure variable {var!r}"] = describe(cell.cell_contents)
-        except ValueError:
-            out[f"fn closure variable {var!r}"] = "None"
-    for var in sorted(_global_names(inner.__code__)):
-        if var in inner.__globals__:
-            out[f"fn global {var!r}"] = describe(inner.__globals__[var])
-    return out
+    inner, reads = _reads(fn)
+    return {"fn": describe(fn)} if inner is None else {k: describe(v) for k, v in reads}
 
 
 def fn_fingerprint(fn: Any) -> str:
