@@ -1,48 +1,28 @@
 """Run a whole dataset in batches without losing finished work.
 
-:func:`run_batches` splits the items into batches and runs ``fn`` on each,
-and keeps going when things go wrong:
+:func:`run_batches` runs ``fn`` on batches of the items and keeps going when
+things go wrong (README, "Runs that survive faults", says the same in prose):
 
-* **out of memory** (every form XLA raises in a ``JaxRuntimeError``:
-  ``RESOURCE_EXHAUSTED``, ``INTERNAL: ... Out of memory allocating``,
-  ``INTERNAL: YNNPACK operation failed``; at compile time or at run time; a
-  host ``MemoryError``; or a planned peak above ``budget_bytes``, which
-  reproduces the behaviour on CPU and is labelled as a budget, never as a
-  real OOM): retry the same items at a smaller size. Before any batch has run
-  the size halves; after that it is bisected between the last size that ran
-  and the smallest that failed, so the run settles on the largest size that
-  fits in that interval (each probe that fails costs one attempt: about
-  log2(batch_size) in all), down to ``min_batch_size``; ``multiple_of`` and
-  ``tolerance`` stop it sooner (:mod:`batchlab.runs.sizing`);
+* **out of memory** (every form XLA raises, :mod:`batchlab.runs.errors`; a
+  host ``MemoryError``; or a plan above ``budget_bytes``, logged as a budget):
+  the same items are retried smaller, halving until one batch runs, then
+  bisecting between the last size that ran and the smallest that failed
+  (:mod:`batchlab.runs.sizing`); a short batch (the last) runs at its own size;
 * **bad items** (a shape or dtype unlike the others, an error raised by
-  ``fn``, NaN/inf outputs when ``check_nan=True``): recorded by index with
-  a message, found by bisection when ``fn`` raises for a whole batch;
-* **a broken fn** (the same error on every item, or a batched ``fn`` whose
-  outputs do not keep the batch axis) raises :class:`BatchFnError`: a bug in
-  ``fn`` is not bad data;
-* **Ctrl-C** (a SIGINT, or a ``KeyboardInterrupt`` raised inside ``fn`` or
-  inside the compiled program, where it surfaces as a ``JaxRuntimeError``):
-  one convention for scripts and notebooks: the batch running when SIGINT
-  came is finished and saved, then :class:`~batchlab.runs.results.RunInterrupted`
-  (a ``KeyboardInterrupt``) is raised with the partial :class:`RunResult` as
-  ``.result``. A script stops there instead of going on with partial
-  results; a notebook cell shows "interrupted" and ``except KeyboardInterrupt
-  as e: e.result`` keeps the finished outputs; a script it ends exits with status 130, as
-  after any Ctrl-C. A **second Ctrl-C** while the
-  first is handled stops at once: the batch in flight is dropped (a save in
-  progress is cut back to the last whole record), and the checkpoint resumes
-  as after one Ctrl-C;
+  ``fn``, NaN/inf with ``check_nan=True``): recorded by index, found by
+  bisection when ``fn`` raises for a whole batch; **a broken fn** (the same
+  error on every item) raises :class:`BatchFnError`;
+* **Ctrl-C** (also a ``KeyboardInterrupt`` inside ``fn`` or the compiled
+  program): the batch in flight finishes and is saved, then
+  :class:`~batchlab.runs.results.RunInterrupted` (a ``KeyboardInterrupt``)
+  carries the partial result as ``.result``; a script exits with status 130.
+  A second Ctrl-C stops at once, dropping the batch in flight;
 * **checkpoint**: each finished batch is appended to a fingerprinted journal
-  (:class:`batchlab.runs.checkpoint.Journal`); rerunning with the same path
-  resumes, giving the result an uninterrupted run gives, bit for bit.
-  Finished items are the unit of progress: a resume with another
-  ``batch_size`` (or budget) keeps every finished item and runs the rest at
-  the new size. Items that failed with an error are run again on resume
-  (``retry_failed=False`` keeps their failures). A save that fails (a full
-  disk) stops the run: the result says so (``checkpoint_error``) and a
-  warning says it on screen. Everything that can be checked (the folder, the
-  header write, the disk room for the outputs, the fingerprint) is checked
-  before any batch runs.
+  (:class:`batchlab.runs.checkpoint.Journal`); the same call resumes it, bit
+  for bit, or at another ``batch_size`` keeping every finished item. Failed
+  items run again on resume (``retry_failed=False`` keeps them). A failed
+  save stops the run (``checkpoint_error``, and a warning); everything
+  checkable is checked before any batch runs.
 """
 
 from __future__ import annotations
