@@ -259,7 +259,8 @@ def test_sigint_during_the_compiled_program_stops_after_that_batch():
 def test_real_oom_at_run_time_finds_the_largest_size_that_fits():
     xs = data(50)
     r = batchlab.run_batches(grows(11), xs, batch_size=32, batched=True, progress=False)
-    assert r.complete and max(r.batch_sizes) == 11 and r.batches[-1].size == 11  # not 8 (32/4)
+    assert r.complete and max(r.batch_sizes) == 11 and r.batches[-2].size == 11  # not 8 (32/4)
+    assert r.batches[-1].size == r.batches[-1].items == 10  # the remainder, at its own size
     assert all(
         b.status == "out of memory (XLA RESOURCE_EXHAUSTED)"
         for b in r.batches
