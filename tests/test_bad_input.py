@@ -586,6 +586,26 @@ case(
     ValueError,
     r"`outputs`",
 )
+case(  # issue 34: returned [2, 2, 12, 15, 18] where the per-item sums are [1, 3, 6, 15, 24]
+    "Buckets.map(per-position rows)",
+    lambda: batchlab.bucketize(
+        [[1], [1, 2], [1, 2, 3], [4, 5, 6], [7, 8, 9]], boundaries=[2, 3]
+    ).map(lambda p: p.values.sum(0)),
+    ValueError,
+    r"`fn` returned shape \(2,\) for 3 rows",
+)
+case(  # issue 34: ran 136 calls per sample without a word
+    "measure(number=10**9, max_time=0.5)",
+    lambda: batchlab.measure(double, X, number=10**9, max_time=0.5),
+    ValueError,
+    r"`number`=1000000000 calls per sample .* `max_time`=0.5 s",
+)
+case(
+    "padding_report(batch_size=0)",
+    lambda: batchlab.padding_report(LENGTHS, batch_size=0),
+    ValueError,
+    r"`batch_size`",
+)
 case(
     "random_sequences([2.5])",
     lambda: batchlab.ragged.random_sequences([2.5]),

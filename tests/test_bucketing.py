@@ -299,3 +299,40 @@ def test_bucket_batches_reports_real_padding_beside_the_ideal():
     assert f"{bs.ideal_ratio:.2f}x the boundaries' ideal" in bs.padding_text()
     no_filler = bl.bucketize(seqs, boundaries=b8)
     assert no_filler.ideal_elements == no_filler.padded_elements
+
+
+@pytest.mark.parametrize("batch_size", [1, 16, 64, 1000])
+def test_padding_report_with_batch_size_counts_what_bucket_batches_pads(batch_size):
+    """Issue 34: padding_report(batch_size=) counts the filler rows bucket_batches really pads."""
+    import batchlab as bl
+
+    lengths = np.random.default_rng(3).integers(1, 200, 500)
+    seqs = [np.ones(n, np.int32) for n in lengths]
+    report = bl.padding_report(lengths, n_buckets=8, batch_size=batch_size)
+    for rule in report.rows:
+        bs = bl.bucket_batches(seqs, boundaries=rule.boundaries, batch_size=batch_size)
+        assert rule.padded_elements == bs.padded_elements, (rule.rule, batch_size)
+        assert rule.shapes == bs.shapes
+    one_batch = bl.padding_report(lengths, "optimal", n_buckets=8)["optimal"]
+    assert report["optimal"].padded_elements >= one_batch.padded_elements
+    with pytest.raises(ValueError, match=r"`batch_size` must be"):
+        bl.padding_report(lengths, batch_size=0)
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, jax.jit], ids=["plain", "jit"])
+def test_map_refuses_per_position_rows_that_match_the_item_count(wrap):
+    """Issue 34: a sum over the items (one value per position) is not one output per item,
+    even when the bucket's rows equal its boundary."""
+    import batchlab as bl
+
+    seqs = [[1], [1, 2], [1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    bs = bl.bucketize(seqs, boundaries=[2, 3])
+    assert bs.map(wrap(lambda p: p.values.sum(1))).tolist() == [1, 3, 6, 15, 24]
+    with pytest.raises(
+        ValueError, match=r"`fn` returned shape \(2,\) for 3 rows .*not one output per item"
+    ):
+        bs.map(wrap(lambda p: p.values.sum(0)))
+    with pytest.raises(ValueError, match=r"leading axis does not follow the batch's rows"):
+        bs.map(lambda p: np.asarray(p.values).sum(0))  # numpy: not traceable, called instead
+    batches = bl.bucket_batches(seqs, boundaries=[2, 3], batch_size=2)
+    assert batches.map(lambda p: np.asarray(p.values).sum(1)).tolist() == [1, 3, 6, 15, 24]

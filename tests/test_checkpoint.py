@@ -156,3 +156,41 @@ def test_callable_object_without_attributes_is_unfingerprintable():
 
     with pytest.raises(Unfingerprintable, match=r"object without attributes to hash"):
         fn_fingerprint(Slotted())
+
+
+def test_the_same_run_name_resumes_under_another_function_name(tmp_path):
+    """A named run was refused when fn's name changed ("run_name 'x' there, 'x' now")."""
+    import batchlab
+
+    xs, path = np.ones((8, 3), np.float32), tmp_path / "run.ckpt"
+
+    def device(b):
+        return b * 2
+
+    batchlab.run_batches(
+        device, xs[:4], batch_size=4, batched=True, checkpoint=path, run_name="x", progress=False
+    )
+    with pytest.raises(batchlab.CheckpointError, match=r"items"):
+        batchlab.run_batches(
+            lambda b: b * 2,
+            xs,
+            batch_size=4,
+            batched=True,
+            checkpoint=path,
+            run_name="x",
+            progress=False,
+        )
+    path.unlink()
+    first = batchlab.run_batches(
+        device, xs, batch_size=4, batched=True, checkpoint=path, run_name="x", progress=False
+    )
+    again = batchlab.run_batches(
+        lambda b: b * 2,
+        xs,
+        batch_size=4,
+        batched=True,
+        checkpoint=path,
+        run_name="x",
+        progress=False,
+    )
+    assert again.resumed_items == 8 and np.array_equal(again.outputs, first.outputs)

@@ -69,9 +69,10 @@ def grows(limit):
     return fn
 
 
-# ----------------------------------------------------------------- SIGKILL
-def test_sigkill_at_random_points_then_resume_is_bit_identical(tmp_path):
-    kills = 20
+# ------------------------------------------------------------- SIGKILL, SIGABRT
+@pytest.mark.parametrize("sig, kills", [("KILL", 20), ("ABRT", 10)])
+def test_sigkill_at_random_points_then_resume_is_bit_identical(tmp_path, sig, kills):
+    """SIGKILL (the OOM killer) and SIGABRT (LLVM aborting in a compile) at random points."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -79,6 +80,7 @@ def test_sigkill_at_random_points_then_resume_is_bit_identical(tmp_path):
             str(tmp_path),
             str(kills),
             "7",
+            sig,
         ],
         capture_output=True,
         text=True,
@@ -91,6 +93,67 @@ def test_sigkill_at_random_points_then_resume_is_bit_identical(tmp_path):
     assert fig["missing"] == 0 and fig["orphans"] == []
     assert 0 <= fig["extra_computations"] <= kills * 4  # at most the batch in flight per kill
     assert sum(fig["resumed_items"]) > 0  # the kills came after real progress, not only at start-up
+
+
+ABORT_SCRIPT = """
+import os, resource, sys
+import jax, jax.numpy as jnp, numpy as np
+import batchlab
+import batchlab.runs.attempt as attempt
+
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+calls = []
+
+def host(batch):  # memory gets tight after two batches: a batch above 4 items is out of memory
+    calls.append(len(batch))
+    if len(calls) > 2 and len(batch) > 4:
+        raise MemoryError(f"no room for {len(batch)} items")
+    return np.tanh(batch).sum(axis=1)
+
+def fn(x):
+    out = jax.ShapeDtypeStruct((), x.dtype)
+    return jax.pure_callback(host, out, x, vmap_method="broadcast_all")
+
+real = attempt.compile_program
+
+def compile_or_abort(f, *specs):  # the stand-in: LLVM aborts compiling the retry size
+    if sys.argv[2] == "abort" and jax.tree_util.tree_leaves(specs)[0].shape[0] < 8:
+        os.abort()
+    return real(f, *specs)
+
+attempt.compile_program = compile_or_abort
+xs = np.random.default_rng(0).normal(size=(40, 5)).astype(np.float32)
+r = batchlab.run_batches(fn, xs, batch_size=8, checkpoint=sys.argv[1], progress=False)
+np.save(sys.argv[1] + ".out.npy", r.outputs)
+print("DONE", r.complete, r.resumed_items, r.retries, r.batch_sizes)
+"""
+
+
+def test_an_abort_while_compiling_a_retry_size_loses_nothing(tmp_path):
+    """Issue 34: under a tight address-space limit LLVM aborts the process while XLA compiles
+    the smaller size a memory error asked for (status 134). The stand-in aborts at that very
+    point (compile_program for the retry size: a real LLVM abort cannot be had on demand);
+    the rerun resumes the checkpoint: the finished batches are kept, the rest runs."""
+    script, path = tmp_path / "job.py", tmp_path / "run.ckpt"
+    script.write_text(ABORT_SCRIPT)
+    run = lambda mode, p: subprocess.run(  # noqa: E731
+        [sys.executable, str(script), str(p), mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        cwd=HERE.parent,
+    )
+    first = run("abort", path)
+    assert first.returncode == -signal.SIGABRT, (first.returncode, first.stderr[-2000:])
+    assert path.exists() and "DONE" not in first.stdout
+    second = run("resume", path)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "DONE True 16 " in second.stdout  # the two batches of 8 before the abort kept
+    clean = run("resume", tmp_path / "clean.ckpt")
+    assert "DONE True 0 " in clean.stdout, clean.stderr[-2000:]
+    resumed, uninterrupted = (np.load(f"{p}.out.npy") for p in (path, tmp_path / "clean.ckpt"))
+    assert resumed.tobytes() == uninterrupted.tobytes()
 
 
 def test_orphan_temp_files_are_cleaned_on_the_next_start(tmp_path):
@@ -196,7 +259,8 @@ def test_sigint_during_the_compiled_program_stops_after_that_batch():
 def test_real_oom_at_run_time_finds_the_largest_size_that_fits():
     xs = data(50)
     r = batchlab.run_batches(grows(11), xs, batch_size=32, batched=True, progress=False)
-    assert r.complete and max(r.batch_sizes) == 11 and r.batches[-1].size == 11  # not 8 (32/4)
+    assert r.complete and max(r.batch_sizes) == 11 and r.batches[-2].size == 11  # not 8 (32/4)
+    assert r.batches[-1].size == r.batches[-1].items == 10  # the remainder, at its own size
     assert all(
         b.status == "out of memory (XLA RESOURCE_EXHAUSTED)"
         for b in r.batches

@@ -207,14 +207,20 @@ def test_isolated_error_in_child_is_the_kit_error():
         bl.measure(refuses, jnp.ones(3), isolated=True)
 
 
-def test_number_is_capped_by_max_time():
-    """measure(number=10**9, max_time=0.5) must not run a billion calls inside one sample."""
+def test_number_beyond_max_time_is_refused():
+    """measure(number=10**9, max_time=0.5) is refused in words, never run as fewer calls."""
     import time
 
     t0 = time.perf_counter()
-    m = bl.measure(lambda x: jnp.tanh(x) @ x, jnp.ones((64, 64)), number=10**9, max_time=0.5)
+    with pytest.raises(
+        ValueError,
+        match=r"`number`=1000000000 calls per sample take about .*"
+        r"`max_time`=0.5 s must hold 5 samples; pass number<=\d+",
+    ):
+        bl.measure(lambda x: jnp.tanh(x) @ x, jnp.ones((64, 64)), number=10**9, max_time=0.5)
     assert time.perf_counter() - t0 < 30
-    assert m.number < 10**9 and any("capped" in n for n in m.notes)
+    m = bl.measure(lambda x: x * 2, jnp.ones(3), number=3, max_time=0.5)  # fits: runs as asked
+    assert m.number == 3
 
 
 def test_isolated_result_channel_rejects_foreign_values():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import signal
@@ -69,7 +70,9 @@ def test_auto_batch_size_follows_budget():
     xs = data(64, d=32)
     r = batchlab.run_batches(item_fn, xs, budget_bytes=4096, progress=False)
     planned = batchlab.max_batch_size(item_fn, xs[0], budget_bytes=4096, upper=64)
-    assert r.batch_sizes == [int(planned)] and r.retries == 0
+    # every full batch at the planned size; the short last one at its own size (64 % planned)
+    assert r.batch_sizes == sorted({int(planned), 64 % int(planned)}) and r.retries == 0
+    assert r.batches[-1].size == r.batches[-1].items == 64 % int(planned)
     check_good(r, xs)
 
 
@@ -352,3 +355,26 @@ def test_run_batches_plans_a_host_loop_by_its_host_plan():
     # the default batch_size="auto" finds the same size from the host plan, before any batch runs
     auto = batchlab.run_batches(host, xs, batched=True, budget_bytes=budget, progress=False)
     assert auto.complete and [b.size for b in auto.batches][:2] == [40, 40]
+
+
+def test_bisecting_a_callback_error_prints_nothing_and_keeps_the_traceback(capfd):
+    """Issue 34: JAX logs each pure_callback failure with its traceback (~700 lines for one
+    bisection); the run prints none of it, the failure's `.detail` keeps JAX's text."""
+
+    def host(x):
+        if np.any(np.asarray(x) == 5.0):
+            raise ValueError("item 5 is bad")
+        return np.asarray(x) * 2
+
+    def fn(x):
+        out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return jax.pure_callback(host, out, x, vmap_method="sequential")
+
+    xs = np.arange(16, dtype=np.float32).reshape(16, 1)
+    r = batchlab.run_batches(fn, xs, batch_size=8, progress=False)
+    printed = capfd.readouterr()
+    assert len((printed.out + printed.err).splitlines()) <= 3, printed.err[:2000]
+    assert r.failed_indices == [5] and r.failures[0].message == "ValueError: item 5 is bad"
+    assert "pure_callback" in r.failures[0].detail and "item 5 is bad" in r.failures[0].detail
+    assert sum(b.depth > 0 for b in r.batches) >= 6  # it did bisect: every half ran quietly
+    assert not logging.getLogger("jax._src.callback").filters  # JAX's logger as it was

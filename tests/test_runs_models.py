@@ -73,7 +73,10 @@ def test_an_equinox_model_fn_resumes_without_run_name(tmp_path):
     MODEL = mlp(1)  # other weights: other outputs, refused, the global named
     try:
         with pytest.raises(
-            batchlab.CheckpointError, match=r"fn's global 'MODEL' \(a MLP \(equinox pytree"
+            batchlab.CheckpointError,
+            match=r"fn's global 'MODEL' \(a MLP \(equinox pytree, 8 leaves\)\) has other weights "
+            r"than when the checkpoint was written: \.layers\[0\]\.weight float32\[32,\d+\] has "
+            r"other values",
         ):
             batchlab.run_batches(model_fn, xs[:8], batch_size=4, checkpoint=path, progress=False)
     finally:
@@ -127,3 +130,33 @@ def test_an_optax_transform_is_part_of_the_fingerprint(tmp_path):
         batchlab.run_batches(
             per_item_step(optax.adam(1e-2)), xs, batch_size=3, checkpoint=path, progress=False
         )
+
+
+def test_a_flax_nnx_module_is_fingerprinted_like_an_equinox_one(tmp_path):
+    """Issue 34: a closed-over nnx module was refused ("PytreeState": a node without children
+    read as an unhashable leaf) unless run_name was given; now it resumes, and other weights are
+    refused in words: which leaf, and whether its values or its shape changed."""
+    nnx = pytest.importorskip("flax.nnx")
+    xs, path = data(8), tmp_path / "run.ckpt"
+    model = nnx.Linear(D, 3, rngs=nnx.Rngs(0))
+
+    def fn(x):
+        return model(x).sum()
+
+    first = batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)
+    model = nnx.Linear(D, 3, rngs=nnx.Rngs(0))  # another object, the same weights: resumes
+    again = batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)
+    assert again.resumed_items == 8 and np.array_equal(again.outputs, first.outputs)
+    model = nnx.Linear(D, 3, rngs=nnx.Rngs(1))
+    with pytest.raises(
+        batchlab.CheckpointError,
+        match=r"fn's closure variable 'model' \(a Linear \(flax pytree, 2 leaves\)\) has other "
+        r"weights than when the checkpoint was written: \.kernel\.value float32\[16,3\] has other "
+        r"values\.",
+    ):
+        batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)
+    model = nnx.Linear(D, 4, rngs=nnx.Rngs(0))
+    with pytest.raises(
+        batchlab.CheckpointError, match=r"\.bias\.value was float32\[3\], is float32\[4\]"
+    ):
+        batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)

@@ -118,8 +118,9 @@ def test_multiple_of_tries_only_multiples():
         grows(37), data(300), batch_size=128, batched=True, multiple_of=8, progress=False
     )
     assert r.complete and max(r.batch_sizes) == 32
-    tried = [b.size for b in r.batches]
+    tried = [b.size for b in r.batches[:-1]]  # the last: the short remainder at its own size
     assert all(s % 8 == 0 for s in tried) and set(tried) == {128, 64, 32, 48, 40}
+    assert r.batches[-1].size == r.batches[-1].items < 32
     exact = batchlab.run_batches(grows(37), data(300), batch_size=128, batched=True, progress=False)
     assert max(exact.batch_sizes) == 37 and len(set(b.size for b in exact.batches)) > len(
         set(tried)
@@ -185,3 +186,32 @@ def test_short_message_skips_decoration_and_keeps_continuations():
     assert short_message(RuntimeError(text)) == "MyError: first line second line"
     assert short_message(RuntimeError("-----")) == "RuntimeError"
     assert len(short_message(ValueError("x" * 5000))) == 1000
+
+
+def test_short_last_batch_runs_at_its_own_size_and_a_batched_fn_gets_no_filler():
+    """Issue 34: the remainder ran padded up to the current batch size (7,032 items as a batch of
+    14,765: out of memory); a batched fn saw filler rows (copies of the last item)."""
+    seen = []
+
+    def fn(batch):
+        seen.append(np.asarray(batch[:, 0]).tolist())
+        return grows(37)(batch)
+
+    xs = data(300)
+    xs[:, 0] = np.arange(300.0)  # each item tagged by its index
+    r = batchlab.run_batches(fn, xs, batch_size=37, batched=True, progress=False)
+    assert r.complete and r.retries == 0 and r.batch_sizes == [300 % 37, 37]
+    assert [b.size for b in r.batches] == [37] * 8 + [300 % 37]
+    assert all(len(s) == len(set(s)) for s in seen), "a batched fn got filler rows"
+    assert sorted(i for s in seen for i in s) == list(range(300))
+    # a per-item fn too: the remainder plans (and runs) at its own size, below the last failure
+    r = batchlab.run_batches(item_fn, data(10), batch_size=4, progress=False)
+    assert [(b.size, b.items) for b in r.batches] == [(4, 4), (4, 4), (2, 2)]
+
+
+def test_remainder_after_a_memory_error_stays_below_the_failed_size():
+    r = batchlab.run_batches(grows(37), data(100), batch_size=64, batched=True, progress=False)
+    ran = [b for b in r.batches if b.ran]
+    failed = min(b.size for b in r.batches if b.out_of_memory)
+    assert r.complete and all(b.size < failed and b.size == b.items for b in ran[-1:])
+    assert sum(b.items for b in ran) == 100

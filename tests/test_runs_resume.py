@@ -293,3 +293,51 @@ def test_ctrl_c_in_a_script_stops_it_with_its_work_saved(tmp_path):
     second = run("resume")
     assert second.returncode == 0, second.stderr[-2000:]
     assert "NEXT LINE RAN True 8" in second.stdout
+
+
+SLOW_SCRIPT = """
+import os, sys, time
+import jax, jax.numpy as jnp, numpy as np
+import batchlab
+
+def fn(batch):
+    print("batch", os.getpid(), flush=True)
+    time.sleep(0.2)
+    return jax.vmap(lambda x: jnp.tanh(x).sum())(batch)
+
+xs = np.arange(60, dtype=np.float32).reshape(20, 3) / 60
+r = batchlab.run_batches(fn, xs, batch_size=4, batched=True, checkpoint=sys.argv[1],
+                         run_name="script", progress=False)
+print("NEXT LINE RAN", r.complete, r.resumed_items)
+"""
+
+
+def test_a_script_stopped_by_a_real_sigint_exits_with_status_130(tmp_path):
+    """Issue 34: a Ctrl-C'd script exited 1 (CPython exits by SIGINT only for a plain
+    KeyboardInterrupt; RunInterrupted is a subclass); now a shell reads 130."""
+    script, path = tmp_path / "job.py", tmp_path / "run.ckpt"
+    script.write_text(SLOW_SCRIPT)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    shell = subprocess.Popen(  # the script in a shell, as make or a CI step runs it
+        ["sh", "-c", f'"{sys.executable}" "{script}" "{path}"; echo "status $?"'],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+    )
+    first = shell.stdout.readline().split()  # fn runs: the run's SIGINT handler is in place
+    assert first[0] == "batch", first
+    os.kill(int(first[1]), signal.SIGINT)  # a real SIGINT to the script, as Ctrl-C sends it
+    out, err = shell.communicate(timeout=120)
+    assert "status 130" in out, (out, err[-2000:])
+    assert "NEXT LINE RAN" not in out and "RunInterrupted: run_batches stopped by Ctrl-C" in err
+    again = subprocess.run(
+        [sys.executable, str(script), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert again.returncode == 0 and "NEXT LINE RAN True" in again.stdout, again.stderr[-2000:]

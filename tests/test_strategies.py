@@ -417,7 +417,9 @@ def test_host_refuses_an_outer_jit():
     f = batch(outer, strategy="host", chunk_size=4)
     with pytest.raises(
         TypeError,
-        match=r"strategy='host' dispatches one compiled program per chunk.*strategy='chunked'",
+        match=r"strategy='host' dispatches one compiled program per chunk.*use strategy='chunked' "
+        r"with the same chunk_size \(the same chunks, as one lax.map inside the program\) or "
+        r"strategy='vmap'\.",
     ):
         jax.jit(f)(jnp.ones((10, 3)))
 

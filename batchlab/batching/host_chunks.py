@@ -58,8 +58,8 @@ def _refuse_tracers(mapped: list, shared: list, labels: list[str]) -> None:
                 f"strategy='host' dispatches one compiled program per chunk from Python, so it "
                 f"cannot run while JAX traces it (`{label}` is a {type(x).__name__}: the batched "
                 f"function was called inside jax.jit, grad, vmap or scan). Call it outside the "
-                f"transformation, or use strategy='chunked' (the same chunks inside one program) "
-                f"or strategy='chunked' with chunk_size=."
+                f"transformation, or use strategy='chunked' with the same chunk_size (the same "
+                f"chunks, as one lax.map inside the program) or strategy='vmap'."
             )
 
 

@@ -20,6 +20,7 @@ import jax
 
 from batchlab._util.checks import check_callable, check_positive_float, check_positive_int
 from batchlab._util.compile import compile_fn
+from batchlab._util.format import format_seconds
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.isolated import measure_in_subprocess
 from batchlab.measuring.live import device_memory, live_memory
@@ -158,7 +159,8 @@ def measure(
       TypeError: ``fn`` is not callable, or an argument is not an array; with
         ``isolated=True``, ``fn`` or an argument cannot be pickled (said before
         the child process starts), or a jitted ``fn`` carries shardings.
-      ValueError: ``repeat``, ``number`` or ``warmup`` below 1; ``fn`` donates its inputs.
+      ValueError: ``repeat``, ``number`` or ``warmup`` below 1; ``fn`` donates its inputs;
+        ``number`` calls per sample do not fit ``max_time`` five times (``repeat`` None).
 
     Example:
       >>> import jax.numpy as jnp
@@ -220,12 +222,16 @@ def measure(
     for _ in range(warmup - 1):
         jax.block_until_ready(call())
 
-    capped = None
     if number is None:
         number = autorange(call, min_sample_time, max_time)
     elif repeat is None and first * number > max_time / 5:
-        # `max_time` bounds the whole timing: at least 5 samples must fit in it
-        capped, number = number, max(1, int(max_time / 5 / max(first, 1e-9)))
+        # `max_time` bounds the whole timing: at least 5 samples must fit in it; said, never cut
+        fits = max(1, int(max_time / 5 / max(first, 1e-9)))
+        raise ValueError(
+            f"`number`={number} calls per sample take about {format_seconds(first * number)} (one "
+            f"call took {format_seconds(first)}), but `max_time`={max_time} s must hold 5 samples; "
+            f"pass number<={fits}, a larger max_time, or number=None (autorange)."
+        )
     samples: list[float] = []
     if repeat is not None:
         samples = [sample(call, number) for _ in range(repeat)]
@@ -240,11 +246,6 @@ def measure(
 
     device_after = device_memory()
     notes = []
-    if capped is not None:
-        notes.append(
-            f"number={capped} calls per sample would exceed max_time={max_time} s; "
-            f"capped at {number} (one call took {first:.3g} s)"
-        )
     if device_after is not None:
         notes.append(PEAK_NOTE)
     else:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import numpy as np
 
 from batchlab._util.checks import check_positive_int
@@ -171,19 +172,17 @@ class Buckets:
             items, padded_rows = len(b.indices), b.padded.values.shape[0]
             if rows not in (items, padded_rows):
                 per_position = shape and rows in (padded_rows * b.boundary, b.padded.true_elements)
+                hint = (
+                    ": this looks like one row per position (rows x boundary, or the real positions "
+                    "only); reduce over the sequence axis first (e.g. masked_mean(out, "
+                    "b.padded.mask, axis=1))."
+                    if per_position
+                    else (" (a per-bucket scalar is not a per-item output)." if not shape else ".")
+                )
                 raise ValueError(
                     f"`outputs[{k}]` has {rows} rows but bucket {k} holds {items} items (output "
-                    f"shape {shape}, padded shape {b.padded.values.shape}); each output needs one row per "
-                    f"item of its bucket, in the bucket's order"
-                    + (
-                        ": this looks like one row per position (rows x boundary, or the real "
-                        "positions only); reduce over the "
-                        "sequence axis first (e.g. masked_mean(out, b.padded.mask, axis=1))."
-                        if per_position
-                        else (
-                            " (a per-bucket scalar is not a per-item output)." if not shape else "."
-                        )
-                    )
+                    f"shape {shape}, padded shape {b.padded.values.shape}); each output needs one "
+                    f"row per item of its bucket, in the bucket's order{hint}"
                 )
             if row_shape is None:
                 row_shape = shape[1:]
@@ -194,27 +193,27 @@ class Buckets:
                     f"differs between buckets: reduce over the sequence axis, e.g. with masked_mean, "
                     f"or keep the outputs per bucket)."
                 )
-        stacked = (
-            np.concatenate(
-                [
-                    np.asarray(o)[: len(b.indices)]
-                    for o, b in zip(outputs, self.buckets, strict=True)
-                ]
-            )
-            if outputs
-            else np.zeros(0)
-        )
-        order = (
-            np.concatenate([b.indices for b in self.buckets])
-            if self.buckets
-            else np.zeros(0, np.int64)
-        )
+        pairs = list(zip(outputs, self.buckets, strict=True))
+        stacked = np.concatenate([np.asarray(o)[: len(b.indices)] for o, b in pairs] or [[]])
+        order = np.concatenate([b.indices for b in self.buckets] or [np.zeros(0, np.int64)])
         result = np.empty_like(stacked)
         result[order] = stacked
         return result
 
     def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
-        """``fn(padded)`` on every bucket, results back in input order (one compile per shape under jit)."""
+        """``fn(padded)`` on every bucket, results back in input order (one compile per shape under jit).
+
+        Row counts cannot tell per-item rows from per-position ones (3 items
+        padded to 3), so ``fn`` is also traced (``jax.eval_shape``, or called)
+        once per shape with one more row: a per-item output grows by one row.
+
+        Raises:
+          ValueError: ``fn``'s output does not follow the batch's rows, or
+            anything :meth:`restore` refuses.
+        """
+        first = {b.padded.values.shape: k for k, b in reversed(list(enumerate(self.buckets)))}
+        for k in sorted(first.values()):  # each shape once, at its first bucket
+            _check_rows_follow(fn, self.buckets[k].padded, k)
         return self.restore([fn(b.padded) for b in self.buckets])
 
     def _rows(self) -> list[tuple]:
@@ -246,6 +245,23 @@ class Buckets:
     def _repr_html_(self) -> str:
         return html_table(
             self._rows(), self._HEADER, caption=f"{self._caption()}; {self.padding_text()}"
+        )
+
+
+def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
+    """Refuses an ``fn`` whose output's leading axis is not the batch's rows (one row added)."""
+    grown = Padded(*(np.concatenate([a, np.zeros_like(a[:1])]) for a in padded))
+    try:
+        out = jax.eval_shape(fn, grown)
+    except Exception:
+        out = fn(grown)
+    shape, rows = np.shape(jax.tree_util.tree_leaves(out)[0]), len(padded.lengths)
+    if shape[:1] != (rows + 1,):
+        raise ValueError(
+            f"`fn` returned shape {shape} for {rows + 1} rows (bucket {k} padded with one more "
+            f"row): its leading axis does not follow the batch's rows, so it is not one output "
+            f"per item (e.g. a sum over the items, one value per position). Reduce over the "
+            f"sequence axis instead, e.g. masked_sum(p.values, p.mask, axis=1)."
         )
 
 

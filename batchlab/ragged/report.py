@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from batchlab._util.checks import check_positive_int
 from batchlab._util.format import html_table, text_table
 from batchlab._util.plotting import new_figure
 from batchlab.ragged.boundaries import (
@@ -132,14 +133,17 @@ def padding_report(
     *,
     n_buckets: int = 8,
     boundaries: Any = None,
+    batch_size: int | None = None,
 ) -> PaddingReport:
     """Counts padded elements, wasted compute and compiled shapes for padding rules.
 
     Every figure is counted from the lengths (no timing): padded elements are
-    ``sum(boundary of the item's bucket)``, wasted compute is the padded
-    fraction (for work linear in the length), and shapes is the number of
-    non-empty buckets, which is how many times ``jit`` compiles when each
-    bucket is one batch.
+    ``sum(boundary of the item's bucket)`` when each bucket is one batch, or,
+    with ``batch_size``, what :func:`batchlab.bucket_batches` pads:
+    ``ceil(items / batch_size) * batch_size * boundary`` per bucket (its last
+    batch's filler rows included); wasted compute is the padded fraction (for
+    work linear in the length), and shapes is the number of non-empty buckets,
+    which is how many times ``jit`` compiles.
 
     Args:
       lengths: ``(items,)`` true lengths (or a :class:`Ragged`).
@@ -147,6 +151,8 @@ def padding_report(
         ``quantile``, ``optimal``; ``None`` for all.
       n_buckets: buckets for ``fixed`` (equal width), ``quantile`` and ``optimal``.
       boundaries: explicit boundaries for ``fixed``.
+      batch_size: rows per batch as in :func:`batchlab.bucket_batches`; ``None``:
+        each bucket is one batch of its own items.
 
     Returns:
       A :class:`PaddingReport` (table; ``.plot()`` draws the histogram).
@@ -158,6 +164,8 @@ def padding_report(
       >>> r = padding_report([2, 3, 3, 8], ("max", "optimal"), n_buckets=2)
       >>> r["max"].padded_elements, r["optimal"].padded_elements, r["optimal"].shapes
       (32, 17, 2)
+      >>> padding_report([2, 3, 3, 8], "optimal", n_buckets=2, batch_size=2)["optimal"].padded_elements
+      28
     """
     lengths = lengths_of(lengths)
     if lengths.size and int(lengths.max()) > (2**62) // max(lengths.size, 1):
@@ -169,12 +177,16 @@ def padding_report(
         raise TypeError(
             f"`rule` must be a name or a tuple of names from {list(RULES)}, got {rule!r}."
         )
+    batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
     names = RULES if rule is None else ((rule,) if isinstance(rule, str) else tuple(rule))
     rows = []
     for name in names:
         b = rule_boundaries(lengths, name, n_buckets=n_buckets, boundaries=boundaries)
-        used = np.unique(np.searchsorted(b, lengths)).size
-        rows.append(RuleCost(name, b, padded_elements(lengths, b), int(lengths.sum()), int(used)))
+        counts = np.bincount(np.searchsorted(b, lengths), minlength=len(b))
+        if batch_size is not None:  # every batch is batch_size rows: the last one filled up
+            counts = -(-counts // batch_size) * batch_size
+        padded = int(np.dot(counts, b.astype(np.int64)))
+        rows.append(RuleCost(name, b, padded, int(lengths.sum()), int(np.count_nonzero(counts))))
     return PaddingReport(lengths, tuple(rows))
 
 

@@ -11,6 +11,8 @@ bisection included.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import time
 from typing import Any
@@ -30,6 +32,21 @@ from batchlab.runs.errors import (
 from batchlab.runs.items import Items
 from batchlab.runs.planning import batch_planner, batch_spec, compile_program, unjit
 from batchlab.runs.results import BatchLog, Failure
+
+# JAX logs every exception raised in a pure_callback / io_callback with its traceback (to
+# stderr); a bisection meets it once per half. The same text is in the JaxRuntimeError it
+# raises, kept whole in the failure's `detail`.
+_CALLBACK_LOG = logging.getLogger("jax._src.callback")
+
+
+@contextlib.contextmanager
+def _quiet_callbacks():
+    drop = logging.Filter("nothing")  # a filter naming another logger drops every record
+    _CALLBACK_LOG.addFilter(drop)
+    try:
+        yield
+    finally:
+        _CALLBACK_LOG.removeFilter(drop)
 
 
 class BatchRunner:
@@ -66,15 +83,18 @@ class BatchRunner:
         return self.programs[size]
 
     def run(self, idx: list[int], size: int) -> tuple[list[np.ndarray], Any]:
-        """Output leaves and structure for ``idx`` (padded to ``size``: one compile per size).
+        """Output leaves and structure for ``idx``, padded to ``size`` (the halves of a bisection
+        share one compile); a batched ``fn`` (the user's own code) gets exactly ``idx``.
 
         Compiling, stacking and running are all inside the error handling: an
         out-of-memory at compile time is memory, as at run time.
         """
+        size = len(idx) if self.batched else size
         padded = idx + [idx[-1]] * (size - len(idx))
         try:
             program = self.program(size)
-            out = jax.block_until_ready(program(self.items.take(padded)))
+            with _quiet_callbacks():
+                out = jax.block_until_ready(program(self.items.take(padded)))
             leaves = jax.tree_util.tree_leaves(out)
             if self.batched:
                 for leaf in leaves:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from batchlab._util.format import format_bytes
-from batchlab.runs.fingerprint import fingerprint
+from batchlab.runs.fingerprint import fingerprint, weights_changed
 
 FORMAT = "batchlab-checkpoint"
 VERSION = 1
@@ -306,6 +306,12 @@ def _in_words(key: str, old: Any, new: Any, was: dict, now: dict) -> str:
             return f"{what} is new (it was not read when the checkpoint was written)"
         if new is None:
             return f"{what} is no longer read"
+        weights = weights_changed(old_text, new_text) if old_text and new_text else None
+        if weights:
+            kind = new_text.split(" leaves: ")[0] + " leaves)"
+            return (
+                f"{what} ({kind}) has other weights than when the checkpoint was written: {weights}"
+            )
         if old_text and new_text and old_text != new_text:
             return f"{what} was {old_text} when the checkpoint was written and is {new_text} now"
         about = f" ({new_text})" if new_text else ""
@@ -337,8 +343,8 @@ def check_parts(
     was, now = was or {}, now or {}
     vouched = "run_name" in parts and "run_name" not in theirs
     keys = set(theirs) | set(parts)
-    if vouched:
-        keys = {k for k in keys if not _is_fn_key(k)}
+    if vouched or ("run_name" in parts and theirs.get("run_name") == parts["run_name"]):
+        keys = {k for k in keys if not _is_fn_key(k)}  # the name vouches: fn's name is not compared
     data_keys = sorted(k for k in keys if not _is_fn_key(k) and theirs.get(k) != parts.get(k))
     if data_keys:
         detail = "; ".join(f"{k}: {theirs.get(k)!r} there, {parts.get(k)!r} now" for k in data_keys)

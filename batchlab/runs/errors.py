@@ -13,9 +13,17 @@ allocation failed). All of them, and a host ``MemoryError``, are memory.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import re
+import signal
+import sys
+import threading
 
 import jax
+
+from batchlab.runs.results import RunInterrupted
 
 OOM_XLA = "out of memory (XLA RESOURCE_EXHAUSTED)"
 OOM_XLA_INTERNAL = "out of memory (XLA INTERNAL: out of memory)"
@@ -142,3 +150,53 @@ def _cut(text: str) -> str:
 
 class FnBug(Exception):
     pass
+
+
+class InterruptFlag:
+    """SIGINT sets a flag (stop after this batch); a second Ctrl-C interrupts at once."""
+
+    def __init__(self) -> None:
+        self.set, self._old = False, None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.set:
+            raise KeyboardInterrupt
+        self.set = True
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+        return False
+
+
+def exit_as_interrupted() -> None:
+    """A script that RunInterrupted ends exits as Ctrl-C ends Python (status 130), not 1.
+
+    CPython exits by SIGINT only for an uncaught exception of type exactly
+    ``KeyboardInterrupt``; a subclass ends in status 1, which shells and
+    ``make`` read as a crash. Where the default ``sys.excepthook`` would
+    print it (a plain script: not IPython, not pytest, not a hook of the
+    user's), the hook prints it as before, runs the ``atexit`` handlers, and
+    ends the process by the default SIGINT action, as CPython does.
+    """
+    if sys.excepthook is not sys.__excepthook__ or os.name != "posix":
+        return
+
+    def hook(kind, value, tb):
+        sys.__excepthook__(kind, value, tb)
+        if not isinstance(value, RunInterrupted):
+            return
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        os._exit(130)  # only if the signal did not end the process
+
+    sys.excepthook = hook

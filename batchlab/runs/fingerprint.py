@@ -64,10 +64,11 @@ def _is_pytree_node(value: Any) -> bool:
     """A registered pytree node other than the containers hashed item by item."""
     if isinstance(value, (tuple, list, dict, type(None), type)):
         return False
-    try:
-        return not jax.tree_util.treedef_is_leaf(jax.tree_util.tree_structure(value))
+    try:  # a node without children (flax nnx's PytreeState) is a node, not a leaf
+        leaves = jax.tree_util.tree_leaves(value)
     except Exception:
         return False
+    return not (len(leaves) == 1 and leaves[0] is value)
 
 
 def _hash_pytree(h, value: Any, seen: set, depth: int, where: str) -> None:
@@ -218,6 +219,25 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
+def _reads(fn: Any) -> tuple[Any, list[tuple[str, Any]]]:
+    """The plain function inside ``fn``'s wrappers (or None) and what it reads, by part name."""
+    inner = fn
+    while getattr(inner, "__wrapped__", None) is not None and inner.__wrapped__ is not inner:
+        inner = inner.__wrapped__
+    if not isinstance(inner, types.FunctionType):
+        return None, []
+    reads = []
+    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
+        try:
+            reads.append((f"fn closure variable {var!r}", cell.cell_contents))
+        except ValueError:  # an empty cell (not yet assigned)
+            reads.append((f"fn closure variable {var!r}", None))
+    for var in sorted(_global_names(inner.__code__)):
+        if var in inner.__globals__:
+            reads.append((f"fn global {var!r}", inner.__globals__[var]))
+    return inner, reads
+
+
 def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
     """:func:`fn_fingerprint` split by source, so a mismatch can say what changed.
 
@@ -225,32 +245,18 @@ def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
     defaults) and one entry per closure variable and global it reads; for
     other callables (partials, callable objects) one ``"fn"`` entry.
     """
-    inner = fn
-    while getattr(inner, "__wrapped__", None) is not None and inner.__wrapped__ is not inner:
-        inner = inner.__wrapped__
-    if not isinstance(inner, types.FunctionType):
+    inner, reads = _reads(fn)
+    if inner is None:
         return {"fn": fn_fingerprint(fn)}
     seen = {id(inner)}
-
-    def one(value, where, code=False):
+    h = hashlib.sha256()
+    _hash_code(h, inner.__code__, seen, 1, "fn")
+    _hash_value(h, (inner.__defaults__, inner.__kwdefaults__), seen, 1, "fn defaults")
+    out = {"fn code": h.hexdigest()[:16]}
+    for key, value in reads:
         h = hashlib.sha256()
-        if code:
-            _hash_code(h, value, seen, 1, where)
-            _hash_value(h, (inner.__defaults__, inner.__kwdefaults__), seen, 1, f"{where} defaults")
-        else:
-            _hash_value(h, value, seen, 1, where)
-        return h.hexdigest()[:16]
-
-    out = {"fn code": one(inner.__code__, "fn", code=True)}
-    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
-        try:
-            content = cell.cell_contents
-        except ValueError:
-            content = None
-        out[f"fn closure variable {var!r}"] = one(content, f"closure variable {var!r}")
-    for var in sorted(_global_names(inner.__code__)):
-        if var in inner.__globals__:
-            out[f"fn global {var!r}"] = one(inner.__globals__[var], f"global {var!r}")
+        _hash_value(h, value, seen, 1, key[3:])
+        out[key] = h.hexdigest()[:16]
     return out
 
 
@@ -284,29 +290,62 @@ def describe(value: Any, depth: int = 0) -> str:
         ]
         return f"function {name}" + (f" reading {', '.join(reads)}" if reads else "")
     kind = type(value)
-    if _is_pytree_node(value):
-        n = len(jax.tree_util.tree_leaves(value))
-        return f"a {kind.__qualname__} ({kind.__module__.split('.')[0]} pytree, {n} leaves)"
+    if _is_pytree_node(value):  # a model: each weight by path, dtype, shape and a short hash
+        leaves = jax.tree_util.tree_flatten_with_path(value)[0]
+        weights = "; ".join(
+            f"{jax.tree_util.keystr(path)} {_weight(leaf)}" for path, leaf in leaves[:_WEIGHTS]
+        )
+        more = f"; {len(leaves) - _WEIGHTS} more" if len(leaves) > _WEIGHTS else ""
+        return (
+            f"a {kind.__qualname__} ({kind.__module__.split('.')[0]} pytree, {len(leaves)} "
+            f"leaves: {weights}{more})"
+        )
     return f"a {kind.__qualname__} object"
+
+
+_WEIGHTS = 64  # the leaves of a model named in a refusal's words, at most
+
+
+def _weight(leaf: Any) -> str:
+    if isinstance(leaf, (np.ndarray, np.generic, jax.Array)):
+        shape = ",".join(map(str, np.shape(leaf)))
+        return f"{np.dtype(leaf.dtype).name}[{shape}] #{_sha256(np.asarray(leaf))[:8]}"
+    return repr(leaf)[:40]
+
+
+def weights_changed(was: str, now: str) -> str | None:
+    """Which leaves of a model differ between two :func:`describe` texts (None if not models).
+
+    Example:
+      >>> a = "a Linear (flax pytree, 2 leaves: .b float32[2] #00; .w float32[3,2] #11)"
+      >>> weights_changed(a, a.replace("#11", "#22"))
+      '.w float32[3,2] has other values'
+    """
+
+    def leaves(text):
+        _, sep, body = text.partition(" leaves: ")
+        if not sep or not body.endswith(")"):
+            return None
+        return dict(item.split(" ", 1) for item in body[:-1].split("; ") if " " in item)
+
+    old, new = leaves(was), leaves(now)
+    if old is None or new is None:
+        return None
+    changes = []
+    for path in [p for p in old if p in new and old[p] != new[p]]:
+        a, b = old[path].split(" #")[0], new[path].split(" #")[0]
+        changes.append(f"{path} {a} has other values" if a == b else f"{path} was {a}, is {b}")
+    changes += [f"{p} is new" for p in new if p not in old and p != "more"]
+    changes += [f"{p} is gone" for p in old if p not in new and p != "more"]
+    if not changes:
+        return None
+    return "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
 
 
 def fn_descriptions(fn: Any) -> dict[str, str]:
     """The parts of :func:`fn_fingerprint_parts`, in words (:func:`describe`); code stays unnamed."""
-    inner = fn
-    while getattr(inner, "__wrapped__", None) is not None and inner.__wrapped__ is not inner:
-        inner = inner.__wrapped__
-    if not isinstance(inner, types.FunctionType):
-        return {"fn": describe(fn)}
-    out = {}
-    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
-        try:
-            out[f"fn closure variable {var!r}"] = describe(cell.cell_contents)
-        except ValueError:
-            out[f"fn closure variable {var!r}"] = "None"
-    for var in sorted(_global_names(inner.__code__)):
-        if var in inner.__globals__:
-            out[f"fn global {var!r}"] = describe(inner.__globals__[var])
-    return out
+    inner, reads = _reads(fn)
+    return {"fn": describe(fn)} if inner is None else {k: describe(v) for k, v in reads}
 
 
 def fn_fingerprint(fn: Any) -> str:
@@ -335,4 +374,5 @@ __all__ = [
     "fn_descriptions",
     "fn_fingerprint",
     "fn_fingerprint_parts",
+    "weights_changed",
 ]

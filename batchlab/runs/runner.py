@@ -1,54 +1,33 @@
 """Run a whole dataset in batches without losing finished work.
 
-:func:`run_batches` splits the items into batches and runs ``fn`` on each,
-and keeps going when things go wrong:
+:func:`run_batches` runs ``fn`` on batches of the items and keeps going when
+things go wrong (README, "Runs that survive faults", says the same in prose):
 
-* **out of memory** (every form XLA raises in a ``JaxRuntimeError``:
-  ``RESOURCE_EXHAUSTED``, ``INTERNAL: ... Out of memory allocating``,
-  ``INTERNAL: YNNPACK operation failed``; at compile time or at run time; a
-  host ``MemoryError``; or a planned peak above ``budget_bytes``, which
-  reproduces the behaviour on CPU and is labelled as a budget, never as a
-  real OOM): retry the same items at a smaller size. Before any batch has run
-  the size halves; after that it is bisected between the last size that ran
-  and the smallest that failed, so the run settles on the largest size that
-  fits in that interval (each probe that fails costs one attempt: about
-  log2(batch_size) in all), down to ``min_batch_size``; ``multiple_of`` and
-  ``tolerance`` stop it sooner (:mod:`batchlab.runs.sizing`);
+* **out of memory** (every form XLA raises, :mod:`batchlab.runs.errors`; a
+  host ``MemoryError``; or a plan above ``budget_bytes``, logged as a budget):
+  the same items are retried smaller, halving until one batch runs, then
+  bisecting between the last size that ran and the smallest that failed
+  (:mod:`batchlab.runs.sizing`); a short batch (the last) runs at its own size;
 * **bad items** (a shape or dtype unlike the others, an error raised by
-  ``fn``, NaN/inf outputs when ``check_nan=True``): recorded by index with
-  a message, found by bisection when ``fn`` raises for a whole batch;
-* **a broken fn** (the same error on every item, or a batched ``fn`` whose
-  outputs do not keep the batch axis) raises :class:`BatchFnError`: a bug in
-  ``fn`` is not bad data;
-* **Ctrl-C** (a SIGINT, or a ``KeyboardInterrupt`` raised inside ``fn`` or
-  inside the compiled program, where it surfaces as a ``JaxRuntimeError``):
-  one convention for scripts and notebooks: the batch running when SIGINT
-  came is finished and saved, then :class:`~batchlab.runs.results.RunInterrupted`
-  (a ``KeyboardInterrupt``) is raised with the partial :class:`RunResult` as
-  ``.result``. A script stops there instead of going on with partial
-  results; a notebook cell shows "interrupted" and ``except KeyboardInterrupt
-  as e: e.result`` keeps the finished outputs. A **second Ctrl-C** while the
-  first is handled stops at once: the batch in flight is dropped (a save in
-  progress is cut back to the last whole record), and the checkpoint resumes
-  as after one Ctrl-C;
+  ``fn``, NaN/inf with ``check_nan=True``): recorded by index, found by
+  bisection when ``fn`` raises for a whole batch; **a broken fn** (the same
+  error on every item) raises :class:`BatchFnError`;
+* **Ctrl-C** (also a ``KeyboardInterrupt`` inside ``fn`` or the compiled
+  program): the batch in flight finishes and is saved, then
+  :class:`~batchlab.runs.results.RunInterrupted` (a ``KeyboardInterrupt``)
+  carries the partial result as ``.result``; a script exits with status 130.
+  A second Ctrl-C stops at once, dropping the batch in flight;
 * **checkpoint**: each finished batch is appended to a fingerprinted journal
-  (:class:`batchlab.runs.checkpoint.Journal`); rerunning with the same path
-  resumes, giving the result an uninterrupted run gives, bit for bit.
-  Finished items are the unit of progress: a resume with another
-  ``batch_size`` (or budget) keeps every finished item and runs the rest at
-  the new size. Items that failed with an error are run again on resume
-  (``retry_failed=False`` keeps their failures). A save that fails (a full
-  disk) stops the run: the result says so (``checkpoint_error``) and a
-  warning says it on screen. Everything that can be checked (the folder, the
-  header write, the disk room for the outputs, the fingerprint) is checked
-  before any batch runs.
+  (:class:`batchlab.runs.checkpoint.Journal`); the same call resumes it, bit
+  for bit, or at another ``batch_size`` keeping every finished item. Failed
+  items run again on resume (``retry_failed=False`` keeps them). A failed
+  save stops the run (``checkpoint_error``, and a warning); everything
+  checkable is checked before any batch runs.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -60,7 +39,13 @@ from batchlab._util.checks import check_callable, check_positive_int
 from batchlab.runs.attempt import BatchRunner
 from batchlab.runs.budget import default_budget
 from batchlab.runs.checkpoint import Journal, check_writable
-from batchlab.runs.errors import FnBug, OutOfMemory, is_out_of_memory
+from batchlab.runs.errors import (
+    FnBug,
+    InterruptFlag,
+    OutOfMemory,
+    exit_as_interrupted,
+    is_out_of_memory,
+)
 from batchlab.runs.items import Items
 from batchlab.runs.margins import check_run_margin, planned_budget
 from batchlab.runs.results import (
@@ -76,28 +61,6 @@ from batchlab.runs.results import (
 from batchlab.runs.resume import open_journal, output_treedef, same_settings
 from batchlab.runs.search import search
 from batchlab.runs.sizing import Sizer, check_sizing
-
-
-class _InterruptFlag:
-    """SIGINT sets a flag (stop after this batch); a second Ctrl-C interrupts at once."""
-
-    def __init__(self) -> None:
-        self.set, self._old = False, None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.set:
-            raise KeyboardInterrupt
-        self.set = True
-
-    def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
-        return False
 
 
 def run_batches(
@@ -177,7 +140,7 @@ def run_batches(
       >>> import jax.numpy as jnp
       >>> r = run_batches(lambda x: x.sum(), jnp.ones((10, 3)), batch_size=4, progress=False)
       >>> r.outputs.tolist(), r.complete, [b.size for b in r.batches]
-      ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 4])
+      ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 2])
     """
     check_callable(fn)
     if not isinstance(on_error, str) or on_error not in ("skip", "raise"):
@@ -293,7 +256,7 @@ def _loop(
         disable=not progress or quiet,
     )
     interrupted = False
-    with _InterruptFlag() as flag, bar:
+    with InterruptFlag() as flag, bar:
         while state.position < data.n or state.retry:
             if flag.set:
                 state.stop_reason = "interrupted (Ctrl-C): stopped after the last finished batch"
@@ -307,6 +270,7 @@ def _loop(
             failures = [Failure(i, "bad item", data.bad[i]) for i in skipped]
             found, halves = [], []
             b0 = time.perf_counter()
+            full, size = size, min(size, len(idx)) or size  # a short batch runs at its own size
             if idx:
                 try:
                     found, errors, halves = runner.attempt(idx, size, not state.chunks)
@@ -354,7 +318,7 @@ def _loop(
             )
             state.batches.extend(halves)
             state.position = end
-            if idx:
+            if idx and size == full:  # a short batch (the last, or retried items) sizes nothing
                 state.size = sizer.after_success(state, size)
             if journal is not None and not _save(journal, state, found, failures, retried):
                 break
@@ -363,6 +327,7 @@ def _loop(
                 raise BatchItemError(now(), sorted(failures)[0])
     result = now()
     if interrupted:
+        exit_as_interrupted()
         raise RunInterrupted(result, None if journal is None else str(journal.path))
     return result
 

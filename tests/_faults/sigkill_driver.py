@@ -1,6 +1,8 @@
-"""Driver for the SIGKILL fault test: fork a worker, kill it at a random moment, repeat.
+"""Driver for the SIGKILL / SIGABRT fault tests: fork a worker, kill it at a random moment, repeat.
 
-Run as ``python sigkill_driver.py FOLDER KILLS SEED``. The driver imports
+Run as ``python sigkill_driver.py FOLDER KILLS SEED [KILL|ABRT]``: SIGABRT is how a process
+ends when LLVM aborts inside XLA's compile ("Unable to allocate section memory" under a tight
+address-space limit), SIGKILL how the OOM killer ends it. The driver imports
 batchlab without starting a JAX backend, so each ``os.fork()`` child starts
 its own CPU backend safely. Each child resumes the checkpoint journal, says
 "ready" on a pipe at its first fn call (backend up, journal open), and is sent SIGKILL after a
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import signal
 import sys
 import time
@@ -66,6 +69,7 @@ def run(folder: str, fn, name: str):
 
 def main() -> None:
     folder, kills, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    sig = getattr(signal, "SIG" + (sys.argv[4] if len(sys.argv) > 4 else "KILL"))
     assert not xla_bridge._backends, "the backend must not start before fork"
     rng = random.Random(seed)
     log = os.path.join(folder, "computed.log")
@@ -76,6 +80,7 @@ def main() -> None:
         pid = os.fork()
         if pid == 0:  # the worker: resume and run until killed
             try:
+                resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort leaves no core file
                 os.close(ready_r)
                 READY[:] = [ready_w, False]
                 run(folder, fn, f"run{journal}.ckpt")
@@ -87,7 +92,7 @@ def main() -> None:
         delay = rng.uniform(0.0, 0.15)
         delays.append(delay)
         time.sleep(delay)
-        os.kill(pid, signal.SIGKILL)
+        os.kill(pid, sig)
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):
             landed += 1  # it was still running: a real kill
