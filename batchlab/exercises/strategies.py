@@ -109,7 +109,10 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
             "Smaller chunks hold fewer intermediates at a time: did you divide small by large?",
         )
     if not time_ratio > 0:
-        return False, "The time ratio is small chunk's seconds over large chunk's: a positive number."
+        return (
+            False,
+            "The time ratio is small chunk's seconds over large chunk's: a positive number.",
+        )
     # the time ratio is not judged: a timing never decides a check (a busy machine can flip it)
     return True, (
         f"Right: {dispatch_ratio:.1f}x the dispatches, each paying a fixed overhead that, on small "

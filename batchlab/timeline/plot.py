@@ -147,7 +147,9 @@ def _draw_lanes(ax, t: Any, max_depth: int, wall: float) -> set[str]:
     edges = [0.0] + [x for span in busy for x in span] + [wall_ms]
     gaps = [(a, b) for a, b in zip(edges[::2], edges[1::2]) if b - a > wall_ms / 100]
     for a, b in gaps:  # idle: nothing traced in any lane
-        ax.axvspan(a, b, facecolor=COLORS["idle"][0], hatch="//", edgecolor="0.75", linewidth=0, zorder=0)
+        ax.axvspan(
+            a, b, facecolor=COLORS["idle"][0], hatch="//", edgecolor="0.75", linewidth=0, zorder=0
+        )
     if gaps:
         groups[(0, 0, "idle")] = []
     _labels(ax, t, max_depth, row_h, wall_ms)

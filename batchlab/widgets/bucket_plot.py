@@ -95,5 +95,7 @@ def draw_buckets(ex):
     # below the panel: inside it would cover the run points at the low bucket counts
     h1, l1 = ax_t.get_legend_handles_labels()
     h2, l2 = ax_c.get_legend_handles_labels()
-    ax_t.legend(h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    ax_t.legend(
+        h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2
+    )
     return fig
