@@ -71,7 +71,12 @@ def test_host_chunk_size_hints():
         "strategies.host_chunk_size", (9.0, 0.23, 32.0), items=512, chunks=(8, 256)
     )
     assert not bad.ok and bad.message.startswith("Count the dispatches")
+    # a timing never decides a check: a ratio below 1 (a busy machine) is accepted
     slow = exercises.check(
         "strategies.host_chunk_size", (0.5, 0.23, 66 / 4), items=512, chunks=(8, 256)
     )
-    assert not slow.ok and "small chunks should take longer" in slow.message
+    assert slow.ok
+    nonsense = exercises.check(
+        "strategies.host_chunk_size", (0.0, 0.23, 66 / 4), items=512, chunks=(8, 256)
+    )
+    assert not nonsense.ok and "positive number" in nonsense.message

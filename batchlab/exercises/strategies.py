@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from batchlab.exercises import exercise
-
-
-def _pairwise(x, ys):
-    return jnp.sqrt(((x[None, :] - ys) ** 2).sum(-1))
 
 
 @exercise(
@@ -26,10 +21,10 @@ def manual_pairwise(answer: Any) -> tuple[bool, str]:
       >>> manual_pairwise(lambda xs, ys: jnp.sqrt(((xs[:, None, :] - ys[None]) ** 2).sum(-1)))[0]
       True
     """
-    k1, k2 = jax.random.split(jax.random.key(7))
-    xs, ys = jax.random.normal(k1, (5, 3)), jax.random.normal(k2, (4, 3))
-    expected = np.asarray(jax.vmap(_pairwise, (0, None))(xs, ys))
-    out = np.asarray(answer(xs, ys))
+    rng = np.random.default_rng(7)
+    xs, ys = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(4, 3)).astype(np.float32)
+    expected = np.sqrt(((xs[:, None, :] - ys[None]) ** 2).sum(-1))  # what vmap of one row gives
+    out = np.asarray(answer(jnp.asarray(xs), jnp.asarray(ys)))
     if out.shape != expected.shape:
         return (
             False,
@@ -113,14 +108,15 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
             False,
             "Smaller chunks hold fewer intermediates at a time: did you divide small by large?",
         )
-    if not time_ratio > 1:
-        return False, (
-            "On this MLP the small chunks should take longer: what does each dispatch cost next to the "
-            "work of 8 items? Measure again, small chunk over large chunk."
+    if not time_ratio > 0:
+        return (
+            False,
+            "The time ratio is small chunk's seconds over large chunk's: a positive number.",
         )
+    # the time ratio is not judged: a timing never decides a check (a busy machine can flip it)
     return True, (
-        f"Right: {dispatch_ratio:.1f}x the dispatches, each paying a fixed overhead larger than the work "
-        f"of a small chunk, so the run is slower; the step's temp shrinks with the chunk, but the "
+        f"Right: {dispatch_ratio:.1f}x the dispatches, each paying a fixed overhead that, on small "
+        f"items, outweighs a chunk's work (compare your time ratio); the step's temp shrinks with the chunk, but the "
         f"whole call's temp ({temp_ratio:.2f}x, not {small / large:.2f}x) also holds a copy of the "
         f"inputs and the chunk outputs, which do not shrink."
     )

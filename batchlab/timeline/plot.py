@@ -25,6 +25,7 @@ COLORS = {
     "transfer": ("tab:purple", "host-to-device transfer"),
     "compile": ("tab:red", "compilation"),
     "runtime": ("0.82", "runtime internals"),
+    "idle": ("0.96", "idle: nothing traced (hatched)"),
 }
 
 
@@ -114,13 +115,13 @@ def _figure(width: float, height: float):
 
 
 def _setup(t: Any) -> str:
-    return f"one run; {t.backend}, {t.cores} cores, jax {t.jax_version}"
+    return f"one warmed trace; {t.backend}, {t.cores} cores, jax {t.jax_version}"
 
 
 def _figures(t: Any) -> str:
     return (
         f"overlap {t.overlap * 1e3:.1f} ms of {t.device_busy * 1e3:.1f} ms device busy, "
-        f"{t.dispatches} dispatches"
+        f"idle {t.idle * 1e3:.1f} ms, {t.dispatches} dispatches"
     )
 
 
@@ -142,6 +143,15 @@ def _draw_lanes(ax, t: Any, max_depth: int, wall: float) -> set[str]:
         # spans under a pixel apart are drawn as one bar: the same picture, far fewer shapes
         joined = [(a, b - a) for a, b in merge(bars, gap=min_w)]
         ax.broken_barh(joined, (y, row_h * 0.92), facecolors=COLORS[kind][0], linewidth=0)
+    busy = merge([(s.start * 1e3, (s.start + s.duration) * 1e3) for s in t.spans], gap=min_w)
+    edges = [0.0] + [x for span in busy for x in span] + [wall_ms]
+    gaps = [(a, b) for a, b in zip(edges[::2], edges[1::2]) if b - a > wall_ms / 100]
+    for a, b in gaps:  # idle: nothing traced in any lane
+        ax.axvspan(
+            a, b, facecolor=COLORS["idle"][0], hatch="//", edgecolor="0.75", linewidth=0, zorder=0
+        )
+    if gaps:
+        groups[(0, 0, "idle")] = []
     _labels(ax, t, max_depth, row_h, wall_ms)
     ax.set_yticks(list(range(n)), [lane.name for lane in t.lanes] or ["(no spans)"], fontsize=11)
     ax.set_ylim(n - 0.5, -0.5)
@@ -154,7 +164,11 @@ def _legend(target, kinds: set[str], t: Any) -> None:
     """One legend entry per kind drawn; on a figure, below the panels, with the memory note."""
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=c, label=lbl) for k, (c, lbl) in COLORS.items() if k in kinds]
+    handles = [
+        Patch(facecolor=c, label=lbl, hatch="//" if k == "idle" else None, edgecolor="0.75")
+        for k, (c, lbl) in COLORS.items()
+        if k in kinds
+    ]
     if not handles:
         return
     if hasattr(target, "subplots"):  # a Figure

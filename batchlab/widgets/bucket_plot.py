@@ -20,7 +20,7 @@ def draw_buckets(ex):
 
     # 0.3-0.5 s per redraw on a 2-core CPU, and every new setting is drawn twice
     fig, (ax_h, ax_t) = new_figure(2, width=5.6, height=4.2, layout="none")
-    fig.subplots_adjust(left=0.07, right=0.985, top=0.92, bottom=0.34, wspace=0.2)
+    fig.subplots_adjust(left=0.07, right=0.93, top=0.92, bottom=0.34, wspace=0.32)
     p = ex.pending if ex.pending is not None else ex.result  # a plan while it is measured
     measuring = isinstance(p, BucketPlan)
     plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
@@ -40,6 +40,7 @@ def draw_buckets(ex):
         + (f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"),
         fontsize=11,
     )
+    ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
     for rule in BOUNDARY_RULES:
         pts = sorted((q for q in ex.measured if q.rule == rule), key=lambda q: q.n_buckets)
         if not pts:
@@ -54,15 +55,15 @@ def draw_buckets(ex):
             fmt="o-",
             color=c,
             capsize=3,
-            label=f"{rule}: run (median, min..max)",
+            label=f"{rule}: run, one epoch (median, min..max)",
         )
-        ax_t.plot(
+        ax_c.plot(
             k,
-            [q.compile_seconds * 1e3 for q in pts],
+            [q.compile_seconds for q in pts],
             "s--",
             color=c,
             alpha=0.6,
-            label=f"{rule}: compile",
+            label=f"{rule}: compile, all buckets (right axis)",
         )
     if measuring:  # nothing measured yet for this setting: say so where its point will be
         ax_t.axvline(
@@ -80,15 +81,21 @@ def draw_buckets(ex):
         )
     else:
         ring_current(ax_t, p.n_buckets, p.measurement.median)
-    ax_t.set_xscale("log", base=2)
-    ax_t.set_xticks(ex.bucket_counts, [str(k) for k in ex.bucket_counts])
-    ax_t.set_xlabel("buckets (= compilations), log scale")
-    ax_t.set_ylabel("ms (log scale)")
-    ax_t.set_yscale("log")
+    shown = sorted({q.n_buckets for q in ex.measured} | {p.n_buckets})
+    ax_t.set_xticks(shown, [str(k) for k in shown])  # ticks where points are
+    ax_t.set_xlim(0, max(shown) + 1)
+    ax_t.set_xlabel("buckets (= compilations)")
+    ax_t.set_ylabel("run, ms per epoch (circles)")
+    ax_c.set_ylabel("compile, s (squares, dashed)")
+    ax_t.set_ylim(bottom=0)
+    ax_c.set_ylim(bottom=0)
     ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
-    for ax in (ax_h, ax_t):
-        ax.minorticks_off()
+    ax_h.minorticks_off()
     ax_t.grid(True, alpha=0.3)
     # below the panel: inside it would cover the run points at the low bucket counts
-    ax_t.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    h1, l1 = ax_t.get_legend_handles_labels()
+    h2, l2 = ax_c.get_legend_handles_labels()
+    ax_t.legend(
+        h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2
+    )
     return fig

@@ -226,18 +226,19 @@ def _draw_padding(ex: PaddingExplorer):
     ax_t.set_xscale("log")
     ax_t.set_yscale("log")
     _count_ticks(ax_t.xaxis)
+    _count_ticks(ax_t.yaxis, "{:g}")
     ax_t.set_xlabel("positions computed (log scale)")
     ax_t.set_ylabel("run time, ms (log scale)")
     ax_t.set_title(f"{p.correct:.0%} items correct; {timing_source()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
-    ax_t.legend(fontsize=9, loc="upper left")
+    ax_t.legend(fontsize=9, loc="lower right")  # pack sits at the left, its bars reach up
     return fig
 
 
-def _count_ticks(axis) -> None:
-    """Plain counts on a log axis ("20,000"), no crowded minor labels."""
+def _count_ticks(axis, fmt: str = "{:,.0f}") -> None:
+    """Plain numbers on a log axis ("20,000", "0.5"), no "2x10^0" and no crowded minor labels."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt.format(v)))
     axis.set_minor_formatter(NullFormatter())
