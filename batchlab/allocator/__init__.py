@@ -1,10 +1,10 @@
 """A readable simulation of the allocator policies that matter for JAX on GPUs.
 
-``from batchlab import allocator``; then build a trace, pick a policy and
+``from batchlab import allocator``; then build the events, pick a policy and
 replay::
 
-    trace = allocator.xla_traces.per_item_trace(48)   # from XLA's buffer assignment
-    timeline = allocator.replay(trace.trace, allocator.BFCAllocator(16 << 30))
+    w = allocator.xla_workloads.per_item_workload(48)   # from XLA's buffer assignment
+    timeline = allocator.replay(w.events, allocator.BFCAllocator(16 << 30))
     allocator.plot_memory_map(timeline)
 
 Everything here is the kit's simulation: it places bytes in a pretend
@@ -22,9 +22,9 @@ Example:
 from __future__ import annotations
 
 from batchlab.allocator import workloads as workloads
-from batchlab.allocator import xla_traces as xla_traces
+from batchlab.allocator import xla_workloads as xla_workloads
 from batchlab.allocator.base import Allocator as Allocator
-from batchlab.allocator.base import Chunk as Chunk
+from batchlab.allocator.base import Piece as Piece
 from batchlab.allocator.bfc import BFCAllocator as BFCAllocator
 from batchlab.allocator.bfc import bin_num_for_size as bin_num_for_size
 from batchlab.allocator.firstfit import FirstFitAllocator as FirstFitAllocator
@@ -44,9 +44,9 @@ from batchlab.allocator.replayer import make_allocator as make_allocator
 from batchlab.allocator.replayer import replay as replay
 from batchlab.allocator.simulation import Simulation as Simulation
 from batchlab.allocator.simulation import simulate as simulate
-from batchlab.allocator.trace import Event as Event
-from batchlab.allocator.trace import Trace as Trace
-from batchlab.allocator.trace import TraceBuilder as TraceBuilder
+from batchlab.allocator.events import Event as Event
+from batchlab.allocator.events import Events as Events
+from batchlab.allocator.events import EventsBuilder as EventsBuilder
 from batchlab.allocator.workloads import WORKLOADS as WORKLOADS
 from batchlab.allocator.workloads import workload as workload
-from batchlab.allocator.xla_traces import trace_from_buffers as trace_from_buffers
+from batchlab.allocator.xla_workloads import events_from_buffers as events_from_buffers
