@@ -27,6 +27,9 @@ from batchlab.allocator.base import Allocator as Allocator
 from batchlab.allocator.base import Piece as Piece
 from batchlab.allocator.bfc import BFCAllocator as BFCAllocator
 from batchlab.allocator.bfc import bin_num_for_size as bin_num_for_size
+from batchlab.allocator.events import Event as Event
+from batchlab.allocator.events import Events as Events
+from batchlab.allocator.events import EventsBuilder as EventsBuilder
 from batchlab.allocator.firstfit import FirstFitAllocator as FirstFitAllocator
 from batchlab.allocator.platform import PlatformAllocator as PlatformAllocator
 from batchlab.allocator.plots import plot_capacity_scan as plot_capacity_scan
@@ -44,9 +47,6 @@ from batchlab.allocator.replayer import make_allocator as make_allocator
 from batchlab.allocator.replayer import replay as replay
 from batchlab.allocator.simulation import Simulation as Simulation
 from batchlab.allocator.simulation import simulate as simulate
-from batchlab.allocator.events import Event as Event
-from batchlab.allocator.events import Events as Events
-from batchlab.allocator.events import EventsBuilder as EventsBuilder
 from batchlab.allocator.workloads import WORKLOADS as WORKLOADS
 from batchlab.allocator.workloads import workload as workload
 from batchlab.allocator.xla_workloads import events_from_buffers as events_from_buffers

@@ -38,8 +38,8 @@ from typing import Any, NamedTuple
 
 from batchlab._util.format import format_bytes, html_table, text_table
 from batchlab.allocator.bfc import BFCAllocator
-from batchlab.allocator.replayer import Timeline, differences_text, replay
 from batchlab.allocator.events import Event, Events
+from batchlab.allocator.replayer import Timeline, differences_text, replay
 
 _NAMES = {"MemoryAllocation": "alloc", "MemoryDeallocation": "free"}
 

@@ -1,4 +1,4 @@
-"""Replaying a events through a simulated allocator, and what it records.
+"""Replaying an event list through a simulated allocator, and what it records.
 
 :func:`replay` feeds a :class:`~batchlab.allocator.events.Events` to one
 allocator and records a :class:`Timeline`: after every event the bytes in
@@ -21,9 +21,9 @@ from typing import NamedTuple
 from batchlab._util.format import format_bytes, html_table, text_table
 from batchlab.allocator.base import Allocator
 from batchlab.allocator.bfc import BFCAllocator
+from batchlab.allocator.events import Events
 from batchlab.allocator.firstfit import FirstFitAllocator
 from batchlab.allocator.platform import PlatformAllocator
-from batchlab.allocator.events import Events
 
 POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
@@ -148,7 +148,7 @@ def differences_text(differences) -> str:
 
 @dataclass(frozen=True)
 class CapacityScan:
-    """Which device sizes a events fits on, by replaying it on every one (no bisection)."""
+    """Which device sizes an event list fits on, by replaying it on every one (no bisection)."""
 
     events_name: str
     policy: str
@@ -258,7 +258,9 @@ def capacity_scan(
       ((False, True), 1.5)
     """
     if not isinstance(events, Events):
-        raise TypeError(f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}.")
+        raise TypeError(
+            f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}."
+        )
     peak = max(events.peak_rounded_bytes(), 1)
     if capacities is None:
         if headrooms is None:
@@ -297,7 +299,7 @@ def capacity_needed(
     fits (:func:`capacity_scan` shows the whole set).
 
     Raises:
-      ValueError: the events fits on none of them.
+      ValueError: the event list fits on none of them.
 
     Example:
       >>> from batchlab.allocator import workloads
@@ -338,7 +340,9 @@ def replay(events: Events, allocator: Allocator) -> Timeline:
       ((1000, 4000, 3000), (3072, 0, 1024))
     """
     if not isinstance(events, Events):
-        raise TypeError(f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}.")
+        raise TypeError(
+            f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}."
+        )
     if not isinstance(allocator, Allocator):
         raise TypeError(
             f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "

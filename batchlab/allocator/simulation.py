@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from batchlab._util.checks import check_positive_float
 from batchlab._util.format import format_bytes, html_table
+from batchlab.allocator.events import Events
 from batchlab.allocator.plots import plot_replay
 from batchlab.allocator.replayer import (
     Timeline,
@@ -14,7 +15,6 @@ from batchlab.allocator.replayer import (
     make_allocator,
     replay,
 )
-from batchlab.allocator.events import Events
 from batchlab.allocator.workloads import workload
 
 

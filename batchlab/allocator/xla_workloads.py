@@ -63,7 +63,7 @@ def compiler_options() -> dict:
     return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else {}
 
 
-_PLANS: dict = {}  # (fn, specs, donate_argnums, backend) -> plan: a events built twice compiles once
+_PLANS: dict = {}  # (fn, specs, donate_argnums, backend) -> plan: an event list built twice compiles once
 
 
 def _plan(fn, *specs, donate_argnums=()):
@@ -300,7 +300,7 @@ def events_from_buffers(
     there are allocated **before** the values whose last use is there
     are freed: an instruction needs its operands and its output at once,
     so a dynamic allocator replaying this events needs at least
-    :meth:`heap_peak` bytes, as XLA's plan does. The events is the kit's
+    :meth:`heap_peak` bytes, as XLA's plan does. The event list is the kit's
     reading of XLA's report, for the kit's simulated allocators.
     """
     events = []
