@@ -5,7 +5,7 @@ Two parts, each (setting, workload) in a fresh Python process (JAX reads
 ``peak_bytes_in_use`` never resets inside a process):
 
 1. **memory_stats()** after each workload of notebook 08, run for real
-   (``batchlab.allocator.xla_traces``: the per-item MLP block at each item's
+   (``batchlab.allocator.xla_workloads``: the per-item MLP block at each item's
    length, ``vmap`` of it on padded batches, a training step with and
    without donation), under the BFC pool, the grown pool and the platform
    allocator; next to it, the model's peak for the XLA-derived trace of the
@@ -61,7 +61,7 @@ def run_workload(workload: str, size: dict) -> list:
     import jax
     import jax.numpy as jnp
 
-    from batchlab.allocator import xla_traces as X
+    from batchlab.allocator import xla_workloads as X
 
     d, h = size["d_model"], size["d_hidden"]
     key = jax.random.PRNGKey(0)
@@ -135,15 +135,15 @@ def model_peak(
 ) -> tuple[int, float | None]:
     """The model's live peak and device needed (x live peak) for the XLA-derived trace of the workload."""
     from batchlab import allocator
-    from batchlab.allocator import xla_traces as X
+    from batchlab.allocator import xla_workloads as X
 
     dims = {k: size[k] for k in ("d_model", "d_hidden", "max_len", "len_step")}
     if workload == "per-item":
-        t = X.per_item_trace(size["n_items"], **dims)
+        t = X.per_item_workload(size["n_items"], **dims)
     elif workload == "batched":
-        t = X.batched_trace(size["n_items"], batch_size=size["batch_size"], **dims)
+        t = X.batched_workload(size["n_items"], batch_size=size["batch_size"], **dims)
     else:
-        t = X.training_trace(
+        t = X.training_workload(
             size["steps"],
             donate=workload.endswith("donated"),
             batch_tokens=size["max_len"],
@@ -152,9 +152,9 @@ def model_peak(
         )
     policy, preallocate = MODEL[setting]
     scan = allocator.capacity_scan(
-        t.trace, policy, preallocate=preallocate, headrooms=[1 + i / 100 for i in range(31)]
+        t.events, policy, preallocate=preallocate, headrooms=[1 + i / 100 for i in range(31)]
     )
-    return t.trace.peak_rounded_bytes(), scan.overhead
+    return t.events.peak_rounded_bytes(), scan.overhead
 
 
 def fmt(n) -> str:

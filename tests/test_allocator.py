@@ -71,7 +71,7 @@ def test_bfc_coalesces_neighbours_on_free():
 
 
 def test_failure_despite_enough_free_memory():
-    trace = A.Trace.from_events(
+    trace = A.Events.from_events(
         [
             (0, "alloc", "a", 1024),
             (1, "alloc", "b", 1024),
@@ -129,9 +129,9 @@ def test_exercise_hand_trace():
 
 
 # ---------------------------------------------------------------- random traces
-def random_trace(seed: int, n: int = 300, max_size: int = 200_000) -> A.Trace:
+def random_trace(seed: int, n: int = 300, max_size: int = 200_000) -> A.Events:
     rng = np.random.default_rng(seed)
-    b, live, k = A.TraceBuilder(), [], 0
+    b, live, k = A.EventsBuilder(), [], 0
     for _ in range(n):
         if live and rng.random() < 0.45:
             b.free(live.pop(int(rng.integers(len(live)))))
@@ -217,7 +217,7 @@ def test_plots_and_reprs():
     sim = A.simulate("bucketed", 24, batch_size=4)
     assert "Simulation(" in repr(sim) and "<table" in sim._repr_html_()
     assert "Timeline(" in repr(sim.timeline) and "<table" in sim.timeline._repr_html_()
-    assert "Trace(" in repr(sim.trace)
+    assert "Events(" in repr(sim.events)
     assert len(sim.plot().axes) == 3
     assert len(A.plot_memory_map(sim.timeline).axes) == 1
 
@@ -251,12 +251,12 @@ def test_exercise_fixed_shape():
 )
 def test_bad_traces(events, match):
     with pytest.raises(ValueError, match=match):
-        A.Trace.from_events(events)
+        A.Events.from_events(events)
 
 
 def test_bad_allocators_and_calls():
     with pytest.raises(TypeError, match=r"events"):
-        A.Trace([A.Event(0, "alloc", "a", 8)])
+        A.Events([A.Event(0, "alloc", "a", 8)])
     with pytest.raises(TypeError, match=r"`capacity` must be an int"):
         A.BFCAllocator(4096.0)
     with pytest.raises(ValueError, match=r"`capacity` must be at least"):
@@ -271,7 +271,7 @@ def test_bad_allocators_and_calls():
         a.free("y")
     with pytest.raises(ValueError, match=r"fresh one"):
         A.replay(A.workloads.per_item(2), a)
-    with pytest.raises(TypeError, match=r"`trace` must be"):
+    with pytest.raises(TypeError, match=r"`events` must be"):
         A.replay([], A.BFCAllocator(4096))
     with pytest.raises(TypeError, match=r"`allocator` must be"):
         A.replay(A.workloads.per_item(2), "bfc")
@@ -288,7 +288,7 @@ def test_bad_workloads():
         A.workload("random", 8)
     with pytest.raises(ValueError, match=r"`headroom` must be at least 1"):
         A.simulate("batched", 8, headroom=0.5)
-    tiny = A.Trace.from_events([(i, "alloc", i, 1) for i in range(16)])
+    tiny = A.Events.from_events([(i, "alloc", i, 1) for i in range(16)])
     with pytest.raises(ValueError, match=r"does not fit"):
         A.capacity_needed(tiny, "bfc", alignment=4096)
 

@@ -180,7 +180,7 @@ def test_preallocated_pool_is_one_region_and_one_device_call():
 
 
 def test_failed_allocation_is_final_in_a_single_stream_replay():
-    trace = A.Trace.from_events(
+    trace = A.Events.from_events(
         [(0, "alloc", "a", 3 * MiB), (1, "alloc", "b", 2 * MiB), (2, "free", "b"), (3, "free", "a")]
     )
     tl = A.replay(trace, A.BFCAllocator(4 * MiB))
@@ -221,7 +221,7 @@ def test_fitting_is_not_monotone_so_it_is_scanned():
     # 11-12 MiB: the tail (4-5 MiB) is split for c; d takes the 2-3 MiB tail rest,
     #   e takes a's whole 4 MiB hole (not split), f finds no 3 MiB: fails.
     # 13 MiB: d goes to the lower of two 4 MiB chunks; e and f fit: fits again.
-    trace = A.Trace.from_events(NON_MONOTONE)
+    trace = A.Events.from_events(NON_MONOTONE)
     scan = A.capacity_scan(trace, capacities=[10 * MiB, 11 * MiB, 12 * MiB, 13 * MiB])
     assert scan.fits == (True, False, False, True)
     assert scan.smallest == 10 * MiB and not scan.monotone
@@ -234,7 +234,7 @@ def test_fitting_is_not_monotone_so_it_is_scanned():
     assert "monotone: False" in repr(scan) and "<table" in scan._repr_html_()
     with pytest.raises(ValueError, match=r"`headrooms` must be"):
         A.capacity_scan(trace, headrooms=[0.5])
-    with pytest.raises(TypeError, match=r"`trace` must be"):
+    with pytest.raises(TypeError, match=r"`events` must be"):
         A.capacity_scan([], headrooms=[1.0])
     with pytest.raises(ValueError, match=r"`capacities` is empty"):
         A.capacity_scan(trace, capacities=[])

@@ -8,7 +8,7 @@ import pytest
 
 import batchlab
 from batchlab import allocator as A
-from batchlab.allocator import trace_from_buffers
+from batchlab.allocator import events_from_buffers
 from batchlab.measuring.xla_reports import parse_op_names, parse_reports
 
 S = jax.ShapeDtypeStruct
@@ -54,7 +54,7 @@ def test_values_sharing_bytes_are_never_live_together(assignment):
 
 
 def test_trace_replays_through_the_simulation(assignment):
-    trace = trace_from_buffers(assignment)
+    trace = events_from_buffers(assignment)
     assert trace.n_allocs == len(
         [
             v
@@ -130,8 +130,8 @@ def test_errors(monkeypatch):
 
 
 # ---------------------------------------------------------------- issue 12 additions
-def test_trace_from_buffers_allocates_before_it_frees_so_replay_needs_xlas_plan(assignment):
-    trace = trace_from_buffers(assignment, kinds=("temp",))
+def test_events_from_buffers_allocates_before_it_frees_so_replay_needs_xlas_plan(assignment):
+    trace = events_from_buffers(assignment, kinds=("temp",))
     # at a step where one value dies and the next is born, both are live: the replay
     # peak is never below XLA's own heap peak for the same values
     assert trace.peak_live_bytes == assignment.heap_peak(("temp",)) >= assignment.temp_bytes
@@ -158,9 +158,9 @@ def test_hand_written_report_heap_peak_and_trace():
     allocations, sequence = parse_reports(buffers, ranges)
     ba = batchlab.measuring.BufferAssignment("hand", tuple(allocations), tuple(sequence), "cpu")
     assert ba.heap_peak() == 128  # a and b at step 1, b and c at step 2
-    events = [(e.time, e.kind, e.id) for e in trace_from_buffers(ba).events]
+    events = [(e.time, e.kind, e.id) for e in events_from_buffers(ba).events]
     assert events[:3] == [(0, "alloc", "a"), (1, "alloc", "b"), (1, "free", "a")]
-    assert trace_from_buffers(ba).peak_live_bytes == 128
+    assert events_from_buffers(ba).peak_live_bytes == 128
     assert ba.launch_allocations() == [("temp", "temp", 128)]
 
 

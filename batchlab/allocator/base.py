@@ -1,7 +1,7 @@
 """The address space every simulated allocator manages: a list of chunks.
 
 A simulated device has ``capacity`` bytes, addresses ``[0, capacity)``.
-The allocator keeps a list of :class:`Chunk` sorted by address that always
+The allocator keeps a list of :class:`Piece` sorted by address that always
 covers the whole device, each chunk in one of three states:
 
 * ``"used"``       -- handed out for one live allocation;
@@ -25,7 +25,7 @@ USED, FREE, UNRESERVED = "used", "free", "unreserved"
 
 
 @dataclass
-class Chunk:
+class Piece:
     """One contiguous piece of the simulated address space."""
 
     offset: int
@@ -69,8 +69,8 @@ class Allocator:
         self.capacity = check_int(capacity, "capacity", self.alignment)
         self.capacity -= self.capacity % self.alignment
         self.preallocate = bool(preallocate)
-        self.chunks: list[Chunk] = [Chunk(0, self.capacity, UNRESERVED)]
-        self.live: dict[Hashable, Chunk] = {}
+        self.chunks: list[Piece] = [Piece(0, self.capacity, UNRESERVED)]
+        self.live: dict[Hashable, Piece] = {}
         self.device_calls = 0
         self.regions: list[tuple[int, int]] = []  # (offset, size) of each pool region
         if self.preallocate:
@@ -81,7 +81,7 @@ class Allocator:
         """Index of the chunk that serves a request of ``rounded`` bytes, or None."""
         raise NotImplementedError
 
-    def _should_split(self, chunk: Chunk, rounded: int) -> bool:
+    def _should_split(self, chunk: Piece, rounded: int) -> bool:
         return chunk.size > rounded
 
     def _grow(self, rounded: int) -> int | None:
@@ -104,13 +104,13 @@ class Allocator:
         chunk = self.chunks[index]
         assert chunk.state == UNRESERVED and chunk.size >= size
         if chunk.size > size:
-            self.chunks.insert(index + 1, Chunk(chunk.offset + size, chunk.size - size, UNRESERVED))
+            self.chunks.insert(index + 1, Piece(chunk.offset + size, chunk.size - size, UNRESERVED))
         chunk.size, chunk.state, chunk.region = size, FREE, len(self.regions)
         self.regions.append((chunk.offset, size))
         self.device_calls += 1
         return index
 
-    def allocate(self, id: Hashable, size: int, owner: str = "") -> Chunk | None:
+    def allocate(self, id: Hashable, size: int, owner: str = "") -> Piece | None:
         """Serves one request; returns its chunk, or None when it cannot be placed."""
         if id in self.live:
             raise ValueError(f"`id`={id!r} is already allocated; free it first or use a new id.")
@@ -122,7 +122,7 @@ class Allocator:
             return None
         chunk = self.chunks[index]
         if self._should_split(chunk, rounded):
-            rest = Chunk(chunk.offset + rounded, chunk.size - rounded, chunk.state, chunk.region)
+            rest = Piece(chunk.offset + rounded, chunk.size - rounded, chunk.state, chunk.region)
             self.chunks.insert(index + 1, rest)
             chunk.size = rounded
         if chunk.state == UNRESERVED:  # no pool: every allocation is a device call

@@ -56,7 +56,7 @@ Example:
 
 from __future__ import annotations
 
-from batchlab.allocator.base import FREE, UNRESERVED, Allocator, Chunk, check_int
+from batchlab.allocator.base import FREE, UNRESERVED, Allocator, Piece, check_int
 
 MiB = 1 << 20
 K_MIN_ALLOCATION_SIZE = 256  # kMinAllocationSize = 1 << kMinAllocationBits (8)
@@ -148,7 +148,7 @@ class BFCAllocator(Allocator):
                     return index
         return None
 
-    def _should_split(self, chunk: Chunk, rounded: int) -> bool:
+    def _should_split(self, chunk: Piece, rounded: int) -> bool:
         return chunk.size >= 2 * rounded or chunk.size - rounded >= self.max_internal_fragmentation
 
     def _grow(self, rounded: int) -> int | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from batchlab.allocator.base import USED, Allocator, Chunk, check_int
+from batchlab.allocator.base import USED, Allocator, Piece, check_int
 
 
 class PlatformAllocator(Allocator):
@@ -49,13 +49,13 @@ class PlatformAllocator(Allocator):
             ("placement", "not modelled: fits while held bytes fit", "the driver's (not public)"),
         ]
 
-    def allocate(self, id: Hashable, size: int, owner: str = "") -> Chunk | None:
+    def allocate(self, id: Hashable, size: int, owner: str = "") -> Piece | None:
         if id in self.live:
             raise ValueError(f"`id`={id!r} is already allocated; free it first or use a new id.")
         rounded = self.round_up(check_int(size, "size", 0))
         if self.held + rounded > self.capacity:
             return None
-        chunk = Chunk(-1, rounded, USED, id=id, owner=owner, requested=size)
+        chunk = Piece(-1, rounded, USED, id=id, owner=owner, requested=size)
         self.live[id] = chunk
         self.device_calls += 1
         return chunk

@@ -48,7 +48,7 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
     ax.set_ylabel("address")
     ax.set_title(
         title
-        or f"memory map: {timeline.trace_name} on {timeline.policy} "
+        or f"memory map: {timeline.events_name} on {timeline.policy} "
         f"(preallocate={timeline.preallocate}) [simulation]"
     )
     if legend:
@@ -163,11 +163,11 @@ def plot_replay(timeline: Timeline, *, zoom: tuple[int, int] | None = None):
 
 
 def _scan_label(scan) -> str:
-    """A scan's row label: the trace, the policy and, for BFC, pool or grown regions."""
+    """A scan's row label: the events, the policy and, for BFC, pool or grown regions."""
     how = scan.policy
     if scan.policy == "bfc":
         how += ", pool" if scan.preallocate else ", grown on demand"
-    return f"{scan.trace_name}\n({how})"
+    return f"{scan.events_name}\n({how})"
 
 
 def plot_capacity_scan(scans, *, ax=None, title: str | None = None):

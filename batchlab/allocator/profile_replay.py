@@ -10,7 +10,7 @@ them as Chrome-trace JSON (``perfetto_trace.json.gz``).
 
 :func:`parse_bfc_events` reads those events (arguments as a JSON ``args``
 object, or encoded in the event name as ``Name#key=value,...#``);
-:func:`compare_with_model` turns them into a :class:`~batchlab.allocator.Trace`
+:func:`compare_with_model` turns them into a :class:`~batchlab.allocator.Events`
 (ids are addresses), replays it on the model, and reports real against
 simulated bytes in use, peak, fragmentation and placement (the address of
 each allocation relative to the lowest one, against the model's offset).
@@ -38,8 +38,8 @@ from typing import Any, NamedTuple
 
 from batchlab._util.format import format_bytes, html_table, text_table
 from batchlab.allocator.bfc import BFCAllocator
+from batchlab.allocator.events import Event, Events
 from batchlab.allocator.replayer import Timeline, differences_text, replay
-from batchlab.allocator.trace import Event, Trace
 
 _NAMES = {"MemoryAllocation": "alloc", "MemoryDeallocation": "free"}
 
@@ -210,7 +210,7 @@ def compare_with_model(
             skipped += 1
             continue
         real_in_use.append(e.bytes_allocated)
-    trace = Trace(
+    trace = Events(
         tuple(trace_events), "profiled workload", "jax.profiler trace of the BFC allocator"
     )
     tl = replay(trace, BFCAllocator(capacity, preallocate=preallocate))

@@ -1,12 +1,12 @@
-"""Replaying a trace through a simulated allocator, and what it records.
+"""Replaying an event list through a simulated allocator, and what it records.
 
-:func:`replay` feeds a :class:`~batchlab.allocator.trace.Trace` to one
+:func:`replay` feeds a :class:`~batchlab.allocator.events.Events` to one
 allocator and records a :class:`Timeline`: after every event the bytes in
 use, reserved, the largest free block, external fragmentation
 (``1 - largest free block / total free``), and every failed allocation --
 in particular those that failed *although enough memory was free in
 total*, the signature of fragmentation. :func:`capacity_scan` replays a
-trace on many device sizes and reports every size on which it never fails:
+events on many device sizes and reports every size on which it never fails:
 that set is **not** an interval (a bigger device can fail where a smaller
 one fits, because best fit and splitting place blocks differently), so it
 is scanned, never bisected. :func:`capacity_needed` is its smallest member.
@@ -21,9 +21,9 @@ from typing import NamedTuple
 from batchlab._util.format import format_bytes, html_table, text_table
 from batchlab.allocator.base import Allocator
 from batchlab.allocator.bfc import BFCAllocator
+from batchlab.allocator.events import Events
 from batchlab.allocator.firstfit import FirstFitAllocator
 from batchlab.allocator.platform import PlatformAllocator
-from batchlab.allocator.trace import Trace
 
 POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
@@ -63,9 +63,9 @@ class Block(NamedTuple):
 
 @dataclass(frozen=True)
 class Timeline:
-    """What one allocator did with one trace, sampled after every event."""
+    """What one allocator did with one events, sampled after every event."""
 
-    trace_name: str
+    events_name: str
     policy: str
     preallocate: bool
     capacity: int
@@ -126,7 +126,7 @@ class Timeline:
 
     def __repr__(self) -> str:
         title = (
-            f"Timeline({self.trace_name} on {self.policy}, preallocate={self.preallocate}, "
+            f"Timeline({self.events_name} on {self.policy}, preallocate={self.preallocate}, "
             f"capacity {format_bytes(self.capacity)}; source: {self.source})"
         )
         return title + "\n" + text_table(self._rows())
@@ -135,7 +135,7 @@ class Timeline:
         return html_table(
             self._rows(),
             header=("figure", "value"),
-            caption=f"{self.trace_name} on {self.policy} (preallocate={self.preallocate}): {self.source}",
+            caption=f"{self.events_name} on {self.policy} (preallocate={self.preallocate}): {self.source}",
         )
 
 
@@ -148,9 +148,9 @@ def differences_text(differences) -> str:
 
 @dataclass(frozen=True)
 class CapacityScan:
-    """Which device sizes a trace fits on, by replaying it on every one (no bisection)."""
+    """Which device sizes an event list fits on, by replaying it on every one (no bisection)."""
 
-    trace_name: str
+    events_name: str
     policy: str
     preallocate: bool
     peak_live_bytes: int  # live peak with requests rounded to 256 B (the floor)
@@ -212,7 +212,7 @@ class CapacityScan:
 
     def __repr__(self) -> str:
         head = (
-            f"CapacityScan({self.trace_name} on {self.policy} (preallocate={self.preallocate}): "
+            f"CapacityScan({self.events_name} on {self.policy} (preallocate={self.preallocate}): "
             f"{len(self.capacities)} capacities, smallest fitting "
             f"{format_bytes(self.smallest) if self.smallest else 'none'}"
             + (f" = {self.overhead:.2f}x the live peak" if self.smallest else "")
@@ -225,13 +225,13 @@ class CapacityScan:
         return html_table(
             self._rows(),
             header=("capacity", "x live peak", "outcome"),
-            caption=f"{self.trace_name} on {self.policy}: {self.source}; differs from XLA: "
+            caption=f"{self.events_name} on {self.policy}: {self.source}; differs from XLA: "
             f"{differences_text(self.differences)}",
         )
 
 
 def capacity_scan(
-    trace: Trace,
+    events: Events,
     policy: str = "bfc",
     *,
     preallocate: bool = True,
@@ -239,10 +239,10 @@ def capacity_scan(
     capacities=None,
     **options,
 ) -> CapacityScan:
-    """Replays ``trace`` on every capacity and records which fit (no bisection: fitting is not monotone).
+    """Replays ``events`` on every capacity and records which fit (no bisection: fitting is not monotone).
 
     Args:
-      trace: the events.
+      events: the events.
       policy: ``"bfc"``, ``"platform"`` or ``"first-fit"``.
       preallocate: as in the allocators.
       headrooms: capacities as multiples of the live peak, requests rounded to 256 bytes
@@ -257,9 +257,11 @@ def capacity_scan(
       >>> scan.fits, scan.overhead  # unsplit chunks cost room at exactly the live peak
       ((False, True), 1.5)
     """
-    if not isinstance(trace, Trace):
-        raise TypeError(f"`trace` must be a batchlab.allocator.Trace, got {type(trace).__name__}.")
-    peak = max(trace.peak_rounded_bytes(), 1)
+    if not isinstance(events, Events):
+        raise TypeError(
+            f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}."
+        )
+    peak = max(events.peak_rounded_bytes(), 1)
     if capacities is None:
         if headrooms is None:
             headrooms = [1 + i / 100 for i in range(101)]
@@ -276,9 +278,9 @@ def capacity_scan(
     for capacity in capacities:
         allocator = make_allocator(policy, capacity, preallocate=preallocate, **options)
         differences = tuple(allocator.differences_from_xla())
-        fits.append(not replay(trace, allocator).failures)
+        fits.append(not replay(events, allocator).failures)
     return CapacityScan(
-        trace.name,
+        events.name,
         policy,
         preallocate,
         peak,
@@ -289,15 +291,15 @@ def capacity_scan(
 
 
 def capacity_needed(
-    trace: Trace, policy: str = "bfc", *, preallocate: bool = True, **options
+    events: Events, policy: str = "bfc", *, preallocate: bool = True, **options
 ) -> int:
-    """The smallest capacity of a scan of 1.00x..2.00x the live peak (step 0.01) on which ``trace`` fits.
+    """The smallest capacity of a scan of 1.00x..2.00x the live peak (step 0.01) on which ``events`` fits.
 
     Scanned, not bisected: a bigger device can fail where a smaller one
     fits (:func:`capacity_scan` shows the whole set).
 
     Raises:
-      ValueError: the trace fits on none of them.
+      ValueError: the event list fits on none of them.
 
     Example:
       >>> from batchlab.allocator import workloads
@@ -305,40 +307,42 @@ def capacity_needed(
       >>> capacity_needed(t) == t.peak_rounded_bytes()  # the same buffers every step: no holes
       True
     """
-    scan = capacity_scan(trace, policy, preallocate=preallocate, **options)
+    scan = capacity_scan(events, policy, preallocate=preallocate, **options)
     if scan.smallest is None:
         raise ValueError(
-            f"`trace` {trace.name!r} does not fit even on 2x its live peak with {policy}; "
+            f"`events` {events.name!r} does not fit even on 2x its live peak with {policy}; "
             "check the allocator options (alignment), or use capacity_scan with larger headrooms."
         )
     return scan.smallest
 
 
-def replay(trace: Trace, allocator: Allocator) -> Timeline:
-    """Feeds every event of ``trace`` to ``allocator`` and records what happened.
+def replay(events: Events, allocator: Allocator) -> Timeline:
+    """Feeds every event of ``events`` to ``allocator`` and records what happened.
 
     A failed allocation is recorded and its later ``free`` skipped, as a
     program that caught the out-of-memory error would.
 
     Args:
-      trace: the events.
+      events: the events.
       allocator: a fresh allocator (no live allocations).
 
     Returns:
       A :class:`Timeline`.
 
     Raises:
-      TypeError: ``trace`` or ``allocator`` has the wrong type.
+      TypeError: ``events`` or ``allocator`` has the wrong type.
       ValueError: the allocator already holds allocations.
 
     Example:
-      >>> t = Trace.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])
+      >>> t = Events.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])
       >>> tl = replay(t, BFCAllocator(4096))
       >>> tl.in_use, tl.largest_free
       ((1000, 4000, 3000), (3072, 0, 1024))
     """
-    if not isinstance(trace, Trace):
-        raise TypeError(f"`trace` must be a batchlab.allocator.Trace, got {type(trace).__name__}.")
+    if not isinstance(events, Events):
+        raise TypeError(
+            f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}."
+        )
     if not isinstance(allocator, Allocator):
         raise TypeError(
             f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "
@@ -365,7 +369,7 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
     blocks, failures, regions_seen, region_rows = [], [], 0, []
     allocations = frees = 0
     failed: set = set()
-    for e in trace.events:
+    for e in events.events:
         if e.kind == "alloc":
             chunk = allocator.allocate(e.id, e.size, e.owner)
             if chunk is None:
@@ -397,10 +401,10 @@ def replay(trace: Trace, allocator: Allocator) -> Timeline:
             ("fragmentation", allocator.fragmentation),
         ):
             rows[key].append(value)
-    end = trace.events[-1].time + 1 if trace.events else 0
+    end = events.events[-1].time + 1 if events.events else 0
     blocks += [Block(*b, end) for b in open_blocks.values()]
     return Timeline(
-        trace.name,
+        events.name,
         allocator.policy,
         allocator.preallocate,
         allocator.capacity,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from batchlab._util.checks import check_positive_float
 from batchlab._util.format import format_bytes, html_table
+from batchlab.allocator.events import Events
 from batchlab.allocator.plots import plot_replay
 from batchlab.allocator.replayer import (
     Timeline,
@@ -14,7 +15,6 @@ from batchlab.allocator.replayer import (
     make_allocator,
     replay,
 )
-from batchlab.allocator.trace import Trace
 from batchlab.allocator.workloads import workload
 
 
@@ -22,7 +22,7 @@ from batchlab.allocator.workloads import workload
 class Simulation:
     """A workload replayed on a device ``headroom`` times its live peak, and the device it really needs."""
 
-    trace: Trace
+    events: Events
     timeline: Timeline
     capacity_needed: int
     source: str = "the kit's allocator simulation (batchlab.allocator)"
@@ -30,16 +30,16 @@ class Simulation:
     @property
     def overhead(self) -> float:
         """``capacity_needed / peak live bytes``: 1.0 means fragmentation cost nothing."""
-        return self.capacity_needed / max(self.trace.peak_rounded_bytes(), 1)
+        return self.capacity_needed / max(self.events.peak_rounded_bytes(), 1)
 
     def _rows(self):
         tl = self.timeline
         return [
-            ("workload", self.trace.name),
+            ("workload", self.events.name),
             ("policy", f"{tl.policy} (preallocate={tl.preallocate})"),
             ("allocations", str(tl.allocations)),
             ("device calls", str(tl.device_calls)),
-            ("live peak", format_bytes(self.trace.peak_live_bytes)),
+            ("live peak", format_bytes(self.events.peak_live_bytes)),
             ("device simulated", format_bytes(tl.capacity)),
             (
                 "failed allocations",
@@ -86,7 +86,7 @@ def simulate(
         raise ValueError(
             f"`headroom` must be at least 1 (the device must hold the live peak), got {headroom}."
         )
-    trace = workload(name, n_items, batch_size=batch_size, **options)
-    capacity = int(trace.peak_rounded_bytes() * headroom) // 256 * 256 + 256
-    timeline = replay(trace, make_allocator(policy, capacity, preallocate=preallocate))
-    return Simulation(trace, timeline, capacity_needed(trace, policy, preallocate=preallocate))
+    events = workload(name, n_items, batch_size=batch_size, **options)
+    capacity = int(events.peak_rounded_bytes() * headroom) // 256 * 256 + 256
+    timeline = replay(events, make_allocator(policy, capacity, preallocate=preallocate))
+    return Simulation(events, timeline, capacity_needed(events, policy, preallocate=preallocate))

@@ -1,4 +1,4 @@
-"""Synthetic allocation traces that mirror the claims of seed 000.
+"""Synthetic allocation event lists that mirror the claims of seed 000.
 
 Every workload processes the same ``n_items`` items of random length
 (1..``max_len`` rows of ``row_bytes`` each, drawn with a fixed ``seed``).
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from batchlab._util.checks import check_positive_int
-from batchlab.allocator.trace import Trace, TraceBuilder
+from batchlab.allocator.events import Events, EventsBuilder
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -44,10 +44,10 @@ def item_lengths(n_items: int, max_len: int = 64, seed: int = 0) -> np.ndarray:
 
 def _groups_trace(
     name: str, groups: list[tuple[int, int]], row_bytes: int, in_flight: int
-) -> Trace:
+) -> Events:
     """groups: (items, padded length) -> input, activations (2x), result (1 row per item)."""
     check_positive_int(in_flight, "in_flight")
-    b, loaded = TraceBuilder(), 0
+    b, loaded = EventsBuilder(), 0
     for i, (items, length) in enumerate(groups):
         while loaded < min(len(groups), i + in_flight):
             b.alloc(f"in{loaded}", groups[loaded][0] * groups[loaded][1] * row_bytes, "input")
@@ -63,7 +63,7 @@ def _groups_trace(
 
 def per_item(
     n_items: int, *, max_len: int = 64, row_bytes: int = MiB, seed: int = 0, in_flight: int = 1
-) -> Trace:
+) -> Events:
     """One item at a time: every group has its own size."""
     lengths = item_lengths(n_items, max_len, seed)
     return _groups_trace("per-item", [(1, int(n)) for n in lengths], row_bytes, in_flight)
@@ -77,7 +77,7 @@ def batched(
     row_bytes: int = MiB,
     seed: int = 0,
     in_flight: int = 1,
-) -> Trace:
+) -> Events:
     """``batch_size`` items per group, all padded to ``max_len``: one fixed shape."""
     check_positive_int(batch_size, "batch_size")
     item_lengths(n_items, max_len, seed)  # same checks as the others
@@ -96,7 +96,7 @@ def bucketed(
     row_bytes: int = MiB,
     seed: int = 0,
     in_flight: int = 1,
-) -> Trace:
+) -> Events:
     """Items sorted into length buckets; each group padded to its bucket's bound only."""
     check_positive_int(batch_size, "batch_size")
     bounds = sorted(int(x) for x in buckets)
@@ -121,7 +121,7 @@ def training(
     params_bytes: int = 1 << 30,
     batch_bytes: int = 256 << 20,
     activation_bytes: int = 768 << 20,
-) -> Trace:
+) -> Events:
     """A training loop: each step reads a batch, makes activations and gradients, writes new parameters.
 
     Without donation, new parameters are a new buffer and the old ones are
@@ -134,7 +134,7 @@ def training(
       3
     """
     check_positive_int(steps, "steps")
-    b = TraceBuilder()
+    b = EventsBuilder()
     b.alloc("params0", params_bytes, "params")
     current = "params0"
     for s in range(steps):
@@ -152,7 +152,7 @@ def training(
     return b.build("training (donated)" if donate else "training")
 
 
-def workload(name: str, n_items: int, *, batch_size: int = 8, **options) -> Trace:
+def workload(name: str, n_items: int, *, batch_size: int = 8, **options) -> Events:
     """One of :data:`WORKLOADS` by name (what the explorer's drop-down calls)."""
     if name == "per-item":
         return per_item(n_items, **options)

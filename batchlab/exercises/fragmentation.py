@@ -90,7 +90,7 @@ def _fixed_shape(answer, **context):
 
 @exercise(
     "fragmentation.growth_vs_pool",
-    "Scan the batched XLA trace again with preallocate=False (regions grown on demand, "
+    "Scan the batched XLA events again with preallocate=False (regions grown on demand, "
     "XLA_PYTHON_CLIENT_PREALLOCATE=false). Does it need a 'larger', 'smaller' or the 'same' "
     "device, as a multiple of its live peak, as the preallocated pool? Why?",
 )

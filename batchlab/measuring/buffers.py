@@ -18,7 +18,7 @@ one compilation) and parses two of the reports XLA writes:
   value's live range in it.
 
 Everything in :class:`BufferAssignment` comes from those XLA reports. Only
-:func:`batchlab.allocator.trace_from_buffers` adds the kit's interpretation: each value
+:func:`batchlab.allocator.events_from_buffers` adds the kit's interpretation: each value
 becomes an alloc/free pair, so the same program can be replayed through the
 kit's *simulated* allocators (what a dynamic allocator would do without
 XLA's static packing). (The compiled memory analysis also carries a

@@ -15,7 +15,7 @@ class AllocatorExplorer(Explorer):
     """Drop-downs for the workload and the allocator; draws the memory map and fragmentation.
 
     Everything shown is the kit's simulation (:mod:`batchlab.allocator`) of
-    *synthetic* traces, on a device ``headroom`` times the workload's live
+    *synthetic* event lists, on a device ``headroom`` times the workload's live
     peak. Policies: ``"bfc"`` (XLA's constants), ``"platform"``
     (``XLA_PYTHON_CLIENT_ALLOCATOR=platform``: driver calls, no pool; the
     preallocate box is ignored) and ``"first-fit"`` (a textbook contrast).
@@ -116,14 +116,14 @@ def _describe(sim: Simulation) -> str:
     import html
 
     tl = sim.timeline
-    name = sim.trace.name
+    name = sim.events.name
     if name == "per-item":  # one item per call: the batch-size slider changes nothing here
         name += " (one item per call: the batch size does not change this workload)"
     return (
         f"<b>{html.escape(name)}</b>: {tl.allocations} allocations, {tl.device_calls} device calls; "
         f"<b>{len(tl.failures)}</b> failed ({tl.failures_despite_free} despite enough free memory); "
         f"max fragmentation <b>{tl.max_fragmentation:.0%}</b>; needs a device "
-        f"<b>{sim.overhead:.2f}x</b> its live peak [simulation, synthetic trace]; differs from XLA: "
+        f"<b>{sim.overhead:.2f}x</b> its live peak [simulation, synthetic events]; differs from XLA: "
         f"{html.escape(differences_text(tl.differences))}"
     )
 

@@ -1,18 +1,18 @@
-"""Allocation traces from XLA's buffer assignment of real programs (batchlab.allocator.xla_traces)."""
+"""Allocation traces from XLA's buffer assignment of real programs (batchlab.allocator.xla_workloads)."""
 
 from __future__ import annotations
 
 import pytest
 
 from batchlab import allocator as A
-from batchlab.allocator import xla_traces as X
+from batchlab.allocator import xla_workloads as X
 
 SMALL = dict(d_model=64, d_hidden=256, max_len=256, len_step=64)
 
 
 def test_per_item_and_batched_count_what_calls_allocate():
-    per_item = X.per_item_trace(12, **SMALL)
-    batched = X.batched_trace(12, batch_size=4, **SMALL)
+    per_item = X.per_item_workload(12, **SMALL)
+    batched = X.batched_workload(12, batch_size=4, **SMALL)
     assert per_item.calls == 12 and batched.calls == 3
     per_call = {len(p.launch_allocations()) for p in per_item.plans.values()}
     (plan,) = batched.plans.values()
@@ -22,7 +22,7 @@ def test_per_item_and_batched_count_what_calls_allocate():
 
 
 def test_temp_is_freed_at_the_end_of_each_call_and_inputs_after():
-    t = X.batched_trace(4, batch_size=2, **SMALL).trace
+    t = X.batched_workload(4, batch_size=2, **SMALL).events
     kinds = [(e.kind, e.owner or "") for e in t.events][:6]
     assert kinds[:2] == [("alloc", "weights"), ("alloc", "weights")]
     assert kinds[2][1].startswith("input") and kinds[3][1].startswith("result")
@@ -30,19 +30,19 @@ def test_temp_is_freed_at_the_end_of_each_call_and_inputs_after():
 
 
 def test_replays_at_realistic_scale_are_cheap_and_fixed_shapes_reuse():
-    batched = X.batched_trace(16, batch_size=4, **SMALL).trace
+    batched = X.batched_workload(16, batch_size=4, **SMALL).events
     scan = A.capacity_scan(batched, headrooms=(1.0, 1.01, 1.5))
     assert scan.smallest is not None and scan.overhead <= 1.01
 
 
 def test_training_with_and_without_donation():
-    plain = X.training_trace(3, donate=False, batch_tokens=128, d_model=64, d_hidden=256)
-    donated = X.training_trace(3, donate=True, batch_tokens=128, d_model=64, d_hidden=256)
+    plain = X.training_workload(3, donate=False, batch_tokens=128, d_model=64, d_hidden=256)
+    donated = X.training_workload(3, donate=True, batch_tokens=128, d_model=64, d_hidden=256)
     assert (
         plain.call_allocations > donated.call_allocations
     )  # new params are outputs only without donation
     for t in (plain, donated):
-        assert A.capacity_scan(t.trace, headrooms=(2.0,)).fits == (True,)
+        assert A.capacity_scan(t.events, headrooms=(2.0,)).fits == (True,)
 
 
 def test_bad_arguments():
@@ -51,6 +51,6 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match=r"`n_items`"):
         X.item_lengths(-1, 128, 64)
     with pytest.raises(ValueError, match=r"`batch_size`"):
-        X.batched_trace(4, batch_size=0, **SMALL)
+        X.batched_workload(4, batch_size=0, **SMALL)
     with pytest.raises(ValueError, match=r"`steps`"):
-        X.training_trace(0, donate=False)
+        X.training_workload(0, donate=False)

@@ -1,4 +1,4 @@
-"""Allocation traces built from XLA's own buffer assignment of real programs.
+"""Allocation event lists built from XLA's own buffer assignment of real programs.
 
 What a jitted call asks of the device allocator, in XLA's launch order:
 its **arguments are already live**; at launch the runtime allocates the
@@ -7,25 +7,25 @@ block** (the buffer assignment's temp allocation), runs, and frees the temp
 block when the call ends. Everything else (an input transferred to the
 device, a result kept by Python, old parameters dropped when a loop rebinds
 them) is the caller's program, written here as the Python a practitioner
-would write. :class:`CallTraceBuilder` records both.
+would write. :class:`CallEventsBuilder` records both.
 
 The three workloads of notebook 08 run the same per-item function on the
 same items (random lengths, fixed seed):
 
-* :func:`per_item_trace` -- one call per item, each of its own length (one
+* :func:`per_item_workload` -- one call per item, each of its own length (one
   program per distinct length);
-* :func:`batched_trace` -- ``batch_size`` items per call, padded to the
+* :func:`batched_workload` -- ``batch_size`` items per call, padded to the
   longest length (one program);
-* :func:`training_trace` -- a training step ``params, batch -> params,
+* :func:`training_workload` -- a training step ``params, batch -> params,
   loss``, with or without ``donate_argnums=0``.
 
 Sizes: buffer bytes are XLA's, for the backend that compiled them (XLA:CPU
 in CI; a GPU's fusions differ, its buffers sizes mostly do not). The
-allocator replaying the trace is the kit's model of XLA's BFC allocator.
+allocator replaying the events is the kit's model of XLA's BFC allocator.
 
 Example:
   >>> import jax.numpy as jnp
-  >>> t = per_item_trace(4, d_model=64, d_hidden=128, max_len=64, len_step=32)
+  >>> t = per_item_workload(4, d_model=64, d_hidden=128, max_len=64, len_step=32)
   >>> t.n_allocs > 4, t.source.startswith("XLA buffer assignment")
   (True, True)
 """
@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.checks import check_positive_int
-from batchlab.allocator.trace import Event, Trace, TraceBuilder
+from batchlab.allocator.events import Event, Events, EventsBuilder
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
 
 SOURCE = "XLA buffer assignment of the real programs (launch order: outputs + temp), caller's order"
@@ -59,11 +59,11 @@ CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
 
 
 def compiler_options() -> dict:
-    """The per-compilation options the traces use on this backend (empty off CPU)."""
+    """The per-compilation options the event lists use on this backend (empty off CPU)."""
     return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else {}
 
 
-_PLANS: dict = {}  # (fn, specs, donate_argnums, backend) -> plan: a trace built twice compiles once
+_PLANS: dict = {}  # (fn, specs, donate_argnums, backend) -> plan: an event list built twice compiles once
 
 
 def _plan(fn, *specs, donate_argnums=()):
@@ -75,8 +75,8 @@ def _plan(fn, *specs, donate_argnums=()):
     return _PLANS[key]
 
 
-class CallTraceBuilder(TraceBuilder):
-    """A :class:`TraceBuilder` that also knows how a jitted call allocates."""
+class CallEventsBuilder(EventsBuilder):
+    """A :class:`EventsBuilder` that also knows how a jitted call allocates."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -103,16 +103,16 @@ class CallTraceBuilder(TraceBuilder):
 
 
 @dataclass(frozen=True)
-class XlaTrace:
-    """A trace and the XLA plans it came from (for the page: counts and sizes)."""
+class XlaWorkload:
+    """A events and the XLA plans it came from (for the page: counts and sizes)."""
 
-    trace: Trace
+    events: Events
     plans: dict
     calls: int
     call_allocations: int
 
-    def __getattr__(self, name):  # behave like the Trace for replays
-        return getattr(self.trace, name)
+    def __getattr__(self, name):  # behave like the Events for replays
+        return getattr(self.events, name)
 
 
 def item_lengths(n_items: int, max_len: int, len_step: int, seed: int = 0) -> np.ndarray:
@@ -137,7 +137,7 @@ def weight_specs(d_model, d_hidden, dtype):
     )
 
 
-def per_item_trace(
+def per_item_workload(
     n_items: int,
     *,
     d_model: int = 4096,
@@ -147,7 +147,7 @@ def per_item_trace(
     dtype=jnp.float32,
     seed: int = 0,
     keep_results: bool = True,
-) -> XlaTrace:
+) -> XlaWorkload:
     """One call of :func:`block` per item, at the item's own length.
 
     ``keep_results=True``: every result stays on the device until the loop
@@ -158,7 +158,7 @@ def per_item_trace(
     lengths = item_lengths(n_items, max_len, len_step, seed)
     w1, w2 = weight_specs(d_model, d_hidden, dtype)
     plans = {}
-    b = CallTraceBuilder()
+    b = CallEventsBuilder()
     b.alloc("w1", w1.size * w1.dtype.itemsize, "weights")
     b.alloc("w2", w2.size * w2.dtype.itemsize, "weights")
     results = []
@@ -179,10 +179,10 @@ def per_item_trace(
     b.free("w1")
     b.free("w2")
     name = "per-item" if keep_results else "per-item, results to host"
-    return XlaTrace(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
+    return XlaWorkload(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
 
 
-def batched_trace(
+def batched_workload(
     n_items: int,
     *,
     batch_size: int,
@@ -192,14 +192,14 @@ def batched_trace(
     len_step: int = 512,
     dtype=jnp.float32,
     seed: int = 0,
-) -> XlaTrace:
+) -> XlaWorkload:
     """``jax.vmap(block)`` on batches of ``batch_size`` items padded to ``max_len``."""
     check_positive_int(batch_size, "batch_size")
-    item_lengths(n_items, max_len, len_step, seed)  # same checks as per_item_trace
+    item_lengths(n_items, max_len, len_step, seed)  # same checks as per_item_workload
     w1, w2 = weight_specs(d_model, d_hidden, dtype)
     x = jax.ShapeDtypeStruct((batch_size, max_len, d_model), dtype)
     plan = _plan(jax.vmap(block, in_axes=(0, None, None)), x, w1, w2)
-    b = CallTraceBuilder()
+    b = CallEventsBuilder()
     b.alloc("w1", w1.size * w1.dtype.itemsize, "weights")
     b.alloc("w2", w2.size * w2.dtype.itemsize, "weights")
     results = []
@@ -211,7 +211,7 @@ def batched_trace(
         b.free(r)
     b.free("w1")
     b.free("w2")
-    return XlaTrace(
+    return XlaWorkload(
         b.build(f"batched (batch {batch_size})", SOURCE),
         {max_len: plan},
         b.calls,
@@ -230,7 +230,7 @@ def train_step(params, x):
     return jax.tree.map(lambda p, g: p - 1e-3 * g, params, grads), loss
 
 
-def training_trace(
+def training_workload(
     steps: int,
     *,
     donate: bool,
@@ -238,7 +238,7 @@ def training_trace(
     d_model: int = 4096,
     d_hidden: int = 16384,
     dtype=jnp.float32,
-) -> XlaTrace:
+) -> XlaWorkload:
     """``params, loss = step(params, batch)`` in a Python loop, with or without ``donate_argnums=0``.
 
     Without donation the new parameters are new outputs and the old ones
@@ -265,7 +265,7 @@ def training_trace(
     for t in dict.fromkeys(tokens):
         x = jax.ShapeDtypeStruct((t, d_model), dtype)
         plans[t] = _plan(train_step, (w1, w2), x, donate_argnums=(0,) if donate else ())
-    b = CallTraceBuilder()
+    b = CallEventsBuilder()
     params = ["w1.0", "w2.0"]
     b.alloc("w1.0", w1.size * w1.dtype.itemsize, "params")
     b.alloc("w2.0", w2.size * w2.dtype.itemsize, "params")
@@ -288,19 +288,19 @@ def training_trace(
     if len(plans) > 1:
         name = name.replace("training", "training, varying batches")
     keyed = {"step": plans[tokens[0]]} if len(plans) == 1 else plans
-    return XlaTrace(b.build(name, SOURCE), keyed, b.calls, b.call_allocations)
+    return XlaWorkload(b.build(name, SOURCE), keyed, b.calls, b.call_allocations)
 
 
-def trace_from_buffers(
+def events_from_buffers(
     assignment: BufferAssignment, kinds: Sequence[str] = ("parameter", "output", "temp")
-) -> Trace:
+) -> Events:
     """Each value of the given allocation kinds as an alloc/free pair at its live range.
 
     Time is XLA's instruction order. At each step the values defined
     there are allocated **before** the values whose last use is there
     are freed: an instruction needs its operands and its output at once,
-    so a dynamic allocator replaying this trace needs at least
-    :meth:`heap_peak` bytes, as XLA's plan does. The trace is the kit's
+    so a dynamic allocator replaying this events needs at least
+    :meth:`heap_peak` bytes, as XLA's plan does. The event list is the kit's
     reading of XLA's report, for the kit's simulated allocators.
     """
     events = []
@@ -310,7 +310,7 @@ def trace_from_buffers(
                 events.append((v.start, 0, Event(v.start, "alloc", v.name, v.size, a.kind)))
                 events.append((v.end, 1, Event(v.end, "free", v.name)))
     events.sort(key=lambda e: (e[0], e[1]))
-    return Trace(
+    return Events(
         tuple(e[2] for e in events),
         f"XLA values of {assignment.name}",
         "XLA live ranges (xla_dump_to), replayed by the kit's simulation",

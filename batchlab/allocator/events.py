@@ -1,7 +1,7 @@
 """Allocation traces: what a program asks of its allocator, in order.
 
-A :class:`Trace` is a sequence of ``alloc``/``free`` :class:`Event` s;
-:class:`TraceBuilder` writes one step by step. :func:`batchlab.allocator.replayer`
+A :class:`Events` is a sequence of ``alloc``/``free`` :class:`Event` s;
+:class:`EventsBuilder` writes one step by step. :func:`batchlab.allocator.replayer`
 (``replay.py``) feeds a trace to a simulated allocator.
 
 Traces come from :mod:`batchlab.allocator.workloads` (synthetic) or from
@@ -29,10 +29,10 @@ class Event(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Trace:
+class Events:
     """A checked sequence of events: every free matches an earlier alloc.
 
-    Build one with :class:`TraceBuilder` or :meth:`from_events`.
+    Build one with :class:`EventsBuilder` or :meth:`from_events`.
     """
 
     events: tuple[Event, ...]
@@ -43,7 +43,7 @@ class Trace:
         if not isinstance(self.events, tuple):
             raise TypeError(
                 f"`events` must be a tuple of Event, got {type(self.events).__name__}; "
-                "use Trace.from_events(...) or TraceBuilder."
+                "use Events.from_events(...) or EventsBuilder."
             )
         live: set = set()
         last = None
@@ -76,7 +76,7 @@ class Trace:
         events: Iterable[Event | tuple],
         name: str = "trace",
         source: str = "hand-written events",
-    ) -> Trace:
+    ) -> Events:
         return cls(tuple(Event(*e) for e in events), name, source)
 
     @property
@@ -114,16 +114,16 @@ class Trace:
 
     def __repr__(self) -> str:
         return (
-            f"Trace({self.name}: {len(self.events)} events, {self.n_allocs} allocations, "
+            f"Events({self.name}: {len(self.events)} events, {self.n_allocs} allocations, "
             f"peak live {format_bytes(self.peak_live_bytes)}; source: {self.source})"
         )
 
 
-class TraceBuilder:
+class EventsBuilder:
     """Records events with one tick of time each.
 
     Example:
-      >>> b = TraceBuilder()
+      >>> b = EventsBuilder()
       >>> b.alloc("x", 1024, "input"); b.alloc("y", 512); b.free("x")
       >>> t = b.build("tiny"); (t.n_allocs, t.peak_live_bytes)
       (2, 1536)
@@ -140,5 +140,5 @@ class TraceBuilder:
 
     def build(
         self, name: str = "trace", source: str = "synthetic workload (batchlab.allocator.workloads)"
-    ) -> Trace:
-        return Trace(tuple(self.events), name, source)
+    ) -> Events:
+        return Events(tuple(self.events), name, source)
