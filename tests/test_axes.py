@@ -312,7 +312,7 @@ def _cases(draw):
             item = tuple(draw(dim) for _ in range(rank))
             axis = draw(st.sampled_from([None, *range(rank + 1)]))
             intended.append(axis)
-            shapes.append(item if axis is None else item[:axis] + (b,) + item[axis:])
+            shapes.append(item if axis is None else (*item[:axis], b, *item[axis:]))
         if all(a is None for a in intended):
             intended[0], shapes[0] = 0, (b, *shapes[0])
         fn = _ELEMENTWISE[n - 1]
@@ -384,7 +384,7 @@ def test_every_diagnosis_agrees_with_jax_vmap(case):
     batch = (
         int(re.search(r"the batch has (\d+) items", kit_error or "").group(1) or 0) if m else None
     )
-    sizes = [a.shape[ax] for a, ax in zip(args, spec) if ax is not None]
+    sizes = [a.shape[ax] for a, ax in zip(args, spec, strict=False) if ax is not None]
     clear = all(sizes.count(b) > sizes.count(n) for n in sizes if n != b)  # else a tie: either way
     decided = kind == "wrong axis" or (kind == "shared mapped" and fn is _matmul)
     if decided and clear:
