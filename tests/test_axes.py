@@ -236,3 +236,191 @@ def test_a_shared_weight_is_still_told_to_be_shared():
         BatchAxisError, match=r"If `w` is shared by all items, use in_axes=\(0, None\)"
     ):
         explain_axes(predict, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=0)
+
+
+# --- every diagnosis the kit prints, against what jax.vmap really does (hypothesis) ----------
+
+from hypothesis import HealthCheck, event, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _vmap_shapes(fn, args, in_axes):
+    """What jax.vmap really gives (output shapes), or JAX's own error message."""
+    try:
+        out = jax.eval_shape(jax.vmap(fn, in_axes=in_axes), *args)
+    except (ValueError, TypeError) as e:
+        return None, f"{type(e).__name__}: {e}"
+    return [tuple(o.shape) for o in jax.tree_util.tree_leaves(out)], None
+
+
+def _kit(fn, args, in_axes):
+    try:
+        e = explain_axes(fn, *args, in_axes=in_axes)
+    except BatchAxisError as err:
+        return None, str(err)
+    except TypeError as err:  # fn's own error on the per-item shapes
+        return None, f"TypeError: {err}"
+    return [o.shape for o in e.outputs], None
+
+
+def _suggestions(msg):
+    """Every ``in_axes=(...)`` the message offers as a fix, and the per-item output it states."""
+    import ast
+    import re
+
+    offered = re.findall(r"map it, in_axes=(\([^)]*\)): each item sees .* returns (\(.*?\))\.", msg)
+    offered += [(s, None) for s in re.findall(r"shared by all items, use in_axes=(\([^)]*\))", msg)]
+    return [
+        (ast.literal_eval(s), None if out is None else ast.literal_eval(out)) for s, out in offered
+    ]
+
+
+def _twice(*xs):
+    return [x * 2 for x in xs]
+
+
+#: element-wise functions of 1, 2, 3 named parameters (JAX names varargs its own way)
+_ELEMENTWISE = [lambda a: _twice(a), lambda a, b: _twice(a, b), lambda a, b, c: _twice(a, b, c)]
+
+
+def _matmul(x, w):
+    return x @ w
+
+
+@st.composite
+def _cases(draw):
+    """A batch of ``b`` items, an intended in_axes, then one perturbation of it.
+
+    Sizes other than the batch's are drawn from sizes != b, so the intended
+    axis is the only one with b entries.
+    """
+    b = draw(st.integers(2, 6))
+    dim = st.sampled_from([d for d in range(2, 8) if d != b])
+    family = draw(st.sampled_from(["elementwise", "matmul"]))
+    if family == "matmul":
+        f = draw(dim)
+        o = draw(
+            st.sampled_from([d for d in range(2, 8) if d not in (b, f)])
+        )  # f == o: w fits mapped
+        shapes, intended = [(b, f), (f, o)], [0, None]
+        fn = _matmul
+    else:
+        n = draw(st.integers(1, 3))
+        shapes, intended = [], []
+        for _ in range(n):
+            rank = draw(st.integers(0, 3))
+            item = tuple(draw(dim) for _ in range(rank))
+            axis = draw(st.sampled_from([None, *range(rank + 1)]))
+            intended.append(axis)
+            shapes.append(item if axis is None else (*item[:axis], b, *item[axis:]))
+        if all(a is None for a in intended):
+            intended[0], shapes[0] = 0, (b, *shapes[0])
+        fn = _ELEMENTWISE[n - 1]
+    spec = list(intended)
+    kind = draw(st.sampled_from(["none", "wrong axis", "shared mapped", "short"]))
+    eligible = {
+        "wrong axis": [i for i, a in enumerate(spec) if a is not None and len(shapes[i]) > 1],
+        "shared mapped": [i for i, a in enumerate(spec) if a is None and shapes[i]],
+        "short": [i for i, a in enumerate(spec) if a is not None],
+    }.get(kind, [])
+    if not eligible:
+        kind = "none"
+    else:
+        i = draw(st.sampled_from(eligible))
+        if kind == "wrong axis":
+            spec[i] = draw(st.sampled_from([a for a in range(len(shapes[i])) if a != spec[i]]))
+        elif kind == "shared mapped":
+            spec[i] = 0
+        else:
+            s = list(shapes[i])
+            s[spec[i]] -= 1
+            shapes[i] = tuple(s)
+    args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
+    return fn, args, tuple(intended), tuple(spec), kind, b
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_cases())
+def test_every_diagnosis_agrees_with_jax_vmap(case):
+    fn, args, intended, spec, kind, b = case
+    names = ["x", "w"] if fn is _matmul else ["a", "b", "c"][: len(args)]
+    real, jax_error = _vmap_shapes(fn, args, spec)
+    kit, kit_error = _kit(fn, args, spec)
+    event(f"{kind}: {'vmap raises' if jax_error else 'vmap runs'}")
+    # the kit raises exactly when jax.vmap raises, and agrees on the shapes when it does not
+    assert (kit_error is None) == (jax_error is None), (spec, kit_error, jax_error)
+    if jax_error is None:
+        assert kit == real
+        return
+    if jax_error.startswith("TypeError"):  # the axes fit; fn itself fails on one item's shapes
+        assert kit_error.startswith("TypeError"), (kit_error, jax_error)
+        return
+    jax_error = jax_error.removeprefix("ValueError: ")
+    # it names an argument and axis that JAX's own message names, with the same size
+    import re
+
+    m = re.match(r"`(.+?)` has (\d+) along axis (\d+)", kit_error)
+    r = re.search(r"axis (\d+), which implies .* \(its shape is (\(.*?\))\)", jax_error)
+    if m:
+        label, size, axis = m.group(1), int(m.group(2)), int(m.group(3))
+        assert f"size {size}: axis {axis} of argument {label} of type" in jax_error, (
+            kit_error,
+            jax_error,
+        )
+    else:  # an axis out of range: JAX names the axis and the shape, the kit the argument too
+        assert r, (kit_error, jax_error)
+        k = names.index(re.search(r"of `(.+?)`", kit_error).group(1))
+        assert f"axis {r.group(1)} of `" in kit_error and str(args[k].shape) == r.group(2)
+    # every fix it offers, applied, makes jax.vmap succeed, with the per-item output it states
+    offered = _suggestions(kit_error)
+    for fix, item_out in offered:
+        fixed, err = _vmap_shapes(fn, args, fix)
+        assert err is None, (kit_error, err)
+        if item_out is not None:
+            stated = [item_out] if len(fixed) == 1 else list(item_out)
+            assert [s[1:] for s in fixed] == stated, (kit_error, fixed)
+    # the intended in_axes is among the fixes where shapes decide it (a moved axis, a shared
+    # weight that fn cannot take mapped); labels one item short get no in_axes fix at all
+    batch = (
+        int(re.search(r"the batch has (\d+) items", kit_error or "").group(1) or 0) if m else None
+    )
+    sizes = [a.shape[ax] for a, ax in zip(args, spec, strict=False) if ax is not None]
+    clear = all(sizes.count(b) > sizes.count(n) for n in sizes if n != b)  # else a tie: either way
+    decided = kind == "wrong axis" or (kind == "shared mapped" and fn is _matmul)
+    if decided and clear:
+        assert batch == b, kit_error
+    if decided and batch == b:
+        event("intended fix checked")
+        assert intended in [f for f, _ in offered], (kit_error, intended)
+    if kind == "short" and batch == b:  # (in a tie the short size may be taken for the batch's)
+        assert not offered, kit_error
+    # a silent outcome it warns about ("raises nothing ... batched output S") is what vmap gives
+    said = re.search(
+        r"(in_axes=\([^)]*\)) raises nothing .* the batched output (\(.*?\)) instead", kit_error
+    )
+    if said:
+        import ast
+
+        got, err = _vmap_shapes(fn, args, ast.literal_eval(said.group(1)[8:]))
+        assert err is None and _shapes_text(got) == said.group(2), (kit_error, got)
+
+
+def _shapes_text(shapes):
+    return str(shapes[0]) if len(shapes) == 1 else ", ".join(map(str, shapes))
+
+
+def test_a_key_mapped_on_its_sequence_axis_is_told_to_map_the_batch_axis():
+    """(5, 7, 3) keys mapped on axis 1 (the 7 tokens): map axis 0, each item returns (7,)."""
+
+    def scores(q, k, temperature):
+        return (k @ q) / temperature
+
+    q, k, t = jnp.ones((5, 3)), jnp.ones((5, 7, 3)), jnp.float32(2.0)
+    with pytest.raises(ValueError, match="axis 1 of argument k"):
+        jax.vmap(scores, in_axes=(0, 1, None))(q, k, t)
+    with pytest.raises(BatchAxisError) as err:
+        explain_axes(scores, q, k, t, in_axes=(0, 1, None))
+    msg = str(err.value)
+    assert "map it, in_axes=(0, 0, None): each item sees `k` as (7, 3) and returns (7,)" in msg
+    assert jax.vmap(scores, in_axes=(0, 0, None))(q, k, t).shape == (5, 7)
+    assert "(5, 7) instead of (5,)" not in msg

@@ -130,3 +130,81 @@ def test_strict_mode_rejects_a_correct_bias_and_misses_the_equal_rank_trap():
             pred - labels
         assert (h + bias[None, :]).shape == (5, 3)
         assert (pred - labels[None, :]).shape == (6, 6)  # the same trap at equal rank: silent
+
+
+# --- every diagnosis check_broadcast prints, against jnp broadcasting (hypothesis) ------------
+
+import re  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_shape = st.lists(st.integers(1, 4), min_size=0, max_size=3).map(tuple)
+
+
+def _add(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = out + x
+    return out
+
+
+def _real(*shapes):
+    """The shape of a jnp sum of arrays of these shapes (abstract evaluation), or None."""
+    try:
+        with jax.numpy_rank_promotion("allow"):
+            structs = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
+            return tuple(jax.eval_shape(_add, *structs).shape)
+    except (ValueError, TypeError):
+        return None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_shape, min_size=2, max_size=3))
+def test_every_broadcast_diagnosis_agrees_with_jax(shapes):
+    real = _real(*shapes)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            kit, error = check_broadcast(*shapes), None
+        except BroadcastError as e:
+            kit, error = None, str(e)
+    assert (error is None) == (real is not None), (shapes, error, real)
+    if error is None:  # the shape is JAX's, and each warning's statement is true of it
+        assert kit == real
+        for w in caught:
+            text = str(w.message)
+            if "outer product" in text:  # a real outer product: no operand has the result's size
+                assert all(np.prod(s) < np.prod(real) for s in shapes), (shapes, text)
+                assert f"broadcast to {real}" in text
+            else:  # "applied along the LAST axes": a leading match would broadcast elsewhere
+                name, fix = re.search(r"use (\w)\[(.*)\]\.", text).groups()
+                k = ord(name) - ord("a")
+                moved = shapes[k] + (1,) * fix.count("None")
+                assert _real(moved, *[s for j, s in enumerate(shapes) if j != k]) == real
+        return
+    # the axes it marks are exactly those where JAX sees two different sizes, none of them 1
+    rank = max(map(len, shapes))
+    bad = {ax for ax in range(-rank, 0) if len({s[ax] for s in shapes if len(s) >= -ax} - {1}) > 1}
+    marked = {int(a) for a in re.findall(r"axis (-\d+):", error)}
+    assert marked == bad and bad, (shapes, error)
+    # its suggested fix, applied, broadcasts in JAX against the shape it names
+    hint = re.search(
+        r"`(\w)` (\(.*?\)) matches the LEADING axes of `(\w)` (\(.*?\)).*has shape (\(.*?\))\.",
+        error,
+    )
+    if hint:
+        import ast
+
+        fixed, other = ast.literal_eval(hint.group(5)), ast.literal_eval(hint.group(4))
+        assert _real(fixed, other) == other, (shapes, error)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_the_outer_product_it_warns_about_is_what_jax_computes(n):
+    pred, labels = jnp.arange(float(n))[:, None], jnp.arange(float(n))
+    with pytest.warns(SilentBroadcastWarning, match="outer product"):
+        shape = check_broadcast(pred, labels)
+    with jax.numpy_rank_promotion("allow"):
+        assert (pred - labels).shape == shape == (n, n)
+        assert float(jnp.abs(jnp.diagonal(pred - labels)).max()) == 0.0  # the meant ones

@@ -144,7 +144,8 @@ CLAIMS = [b for b in ALL if b.kind == "Claim"]
 
 
 def test_the_notebooks_build_claims():
-    assert len(NOTEBOOKS) >= 12 and len(CLAIMS) >= 80, (len(NOTEBOOKS), len(CLAIMS))
+    recorded = sum(len(lesson(nb).findings) + len(lesson(nb).checks) for nb in _lesson_notebooks())
+    assert len(NOTEBOOKS) >= 12 and len(CLAIMS) + recorded >= 80, (len(CLAIMS), recorded)
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name[:2])
@@ -302,3 +303,172 @@ def test_the_static_checks_can_fail(tmp_path):
     rule, _ = static_rule(found[1])
     assert cl.probe_rule(rule, synthetic(rule, evidence_kinds(nb))).missing == (cl.HOLDS,)
     assert long_cells(nb) == [(1, 181)]
+
+
+# --- (e) the shape of a lesson: findings and checks listed, claims out of the lesson's way ------
+
+#: per notebook: the statements (their opening words) recorded as findings, then as checks,
+#: in order. A notebook moved to ``record`` adds its entry here.
+LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "00": (
+        (
+            "the tanh writes over the dot's output",
+            "per item, a batch of",
+            "the per-call cost: lax.map",
+            "vectorized work: per item",
+        ),
+        ("XLA plans the batch's temporaries as one block",),
+    ),
+    "01": (
+        (
+            "vmap raises when leaves differ along the mapped axis",
+            "under jax.jit, a packed batch of a new total length",
+            "on a square (3, 3) batch, the wrong in_axes raises nothing",
+        ),
+        ("packed with segment ids, the items' sums are right with no pads",),
+    ),
+    "02": (
+        (
+            "plain JAX, default settings, warns",
+            "(n, 1) - (n,) makes an (n, n) outer product",
+            "a ({B},) mask times ({B}, {T}) values raises",
+            "per-item code under vmap applies a per-item flag",
+        ),
+        (),
+    ),
+}
+MAX_CLAIM_SHARE, MAX_CLAIM_STATEMENT = 0.10, 12
+MAX_OUTPUT_WORDS, MAX_TABLE_WORDS = 300, 250
+#: what a lesson no longer builds itself (test tooling now; ``record`` is the notebook's face)
+RETIRED = {"Claim", "Control", "table", "probe", "Scope"}
+
+
+class Lesson(NamedTuple):
+    """What the shape rules read from one notebook (ast over code, words over stored outputs)."""
+
+    findings: list[str]
+    checks: list[str]
+    code_lines: int
+    claim_lines: int
+    longest_claim: int
+    retired: list[str]
+    output_words: list[tuple[int, int]]  # (cell, words) of each code cell's stored output
+    last_source: str
+
+
+#: what builds a claim through ``bl.claims`` (its list of source-claim names is lesson text)
+BUILDERS = {"Record", "Number", "Samples", "equals", "compare", "ratio_above", "ratio_below"}
+BUILDERS |= {"all_of"} | RETIRED
+
+
+def _claims_call(node: ast.AST) -> bool:
+    """``record.finding/check``, or a claim builder reached through ``bl.claims``."""
+    if isinstance(node, ast.Attribute):
+        v = node.value
+        if isinstance(v, ast.Attribute) and v.attr == "claims" and node.attr in BUILDERS:
+            return isinstance(v.value, ast.Name) and v.value.id == "bl"
+        return isinstance(v, ast.Name) and v.id == "record" and node.attr in ("finding", "check")
+    return False
+
+
+def _statement(call: ast.Call) -> str:
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Constant):
+        return str(first.value)
+    return ast.unparse(first)[2:-1] if isinstance(first, ast.JoinedStr) else "?"
+
+
+def output_text(cell: dict) -> str:
+    parts = []
+    for o in cell.get("outputs", []):
+        if "text" in o:
+            parts.append("".join(o["text"]))
+        elif "text/plain" in o.get("data", {}):
+            parts.append("".join(o["data"]["text/plain"]))
+    return "\n".join(parts)
+
+
+def lesson(nb: Path) -> Lesson:
+    data = json.loads(nb.read_text())
+    findings, checks, retired = [], [], []
+    code_lines = claim_lines = longest = 0
+    for i, tree in code_trees(nb):
+        src = "".join(data["cells"][i]["source"])
+        code_lines += sum(
+            1 for ln in src.splitlines() if ln.strip() and not ln.strip().startswith("#")
+        )
+        for stmt in tree.body:
+            nodes = list(ast.walk(stmt))
+            if any(_claims_call(n) for n in nodes):
+                span = stmt.end_lineno - stmt.lineno + 1
+                claim_lines, longest = claim_lines + span, max(longest, span)
+            for n in nodes:
+                if (
+                    isinstance(n, ast.Call)
+                    and _claims_call(n.func)
+                    and n.func.attr in ("finding", "check")
+                ):
+                    (findings if n.func.attr == "finding" else checks).append(_statement(n))
+                if isinstance(n, ast.Attribute) and n.attr in RETIRED and _claims_call(n):
+                    retired.append(n.attr)
+    outputs = [
+        (i, len(output_text(c).split()))
+        for i, c in enumerate(data["cells"])
+        if c["cell_type"] == "code"
+    ]
+    last = "".join(data["cells"][-1]["source"]).strip()
+    return Lesson(findings, checks, code_lines, claim_lines, longest, retired, outputs, last)
+
+
+def _lesson_notebooks() -> list[Path]:
+    return [nb for nb in NOTEBOOKS if nb.name[:2] in LESSONS]
+
+
+@pytest.mark.parametrize("nb", _lesson_notebooks(), ids=lambda p: p.name[:2])
+def test_findings_and_checks_are_listed(nb):
+    got = lesson(nb)
+    want_findings, want_checks = LESSONS[nb.name[:2]]
+    for kind, have, want in (
+        ("findings", got.findings, want_findings),
+        ("checks", got.checks, want_checks),
+    ):
+        assert len(have) == len(want) and all(
+            h.startswith(w) for h, w in zip(have, want, strict=True)
+        ), f"{nb.name} {kind}: recorded {have}, listed {list(want)}"
+
+
+@pytest.mark.parametrize("nb", _lesson_notebooks(), ids=lambda p: p.name[:2])
+def test_claims_stay_out_of_the_lessons_way(nb):
+    got = lesson(nb)
+    share = got.claim_lines / got.code_lines
+    assert share <= MAX_CLAIM_SHARE, (
+        f"{nb.name}: {got.claim_lines} of {got.code_lines} code lines build claims ({share:.0%})"
+    )
+    assert got.longest_claim <= MAX_CLAIM_STATEMENT, f"{nb.name}: a {got.longest_claim}-line claim"
+    assert not got.retired, f"{nb.name} builds {got.retired} itself: record them with `record`"
+    long = [(i, n) for i, n in got.output_words if n > MAX_OUTPUT_WORDS]
+    assert not long, f"{nb.name}: (cell, words) of outputs over {MAX_OUTPUT_WORDS}: {long}"
+    assert got.last_source == "record", f"{nb.name}: the last cell is {got.last_source!r}"
+    table = got.output_words[-1][1]
+    assert 0 < table <= MAX_TABLE_WORDS, f"{nb.name}: claims table of {table} words"
+
+
+def test_the_lesson_shape_checks_can_fail(tmp_path):
+    """A long claim statement, a retired claim object and a table that is not last are caught."""
+    code = (
+        "record = bl.claims.Record(sizes={})\n"
+        "x = 1\n"
+        "print(record.finding('a', bl.claims.equals('n', 1),\n"
+        + "    case=[],\n"
+        * 11
+        + "    contrast=[], rival='r'))\n"
+        "t = bl.claims.table([])\n"
+    )
+    cells = [{"cell_type": "code", "source": code, "metadata": {}, "outputs": []}]
+    cells.append({"cell_type": "code", "source": "x", "metadata": {}, "outputs": []})
+    nb = tmp_path / "98_x.ipynb"
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    got = lesson(nb)
+    assert got.findings == ["a"] and got.checks == [] and got.retired == ["table"]
+    assert got.longest_claim == 13 and got.claim_lines == 15 and got.code_lines == 17
+    assert got.last_source == "x"

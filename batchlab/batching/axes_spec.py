@@ -9,6 +9,7 @@ the fix.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 from collections import Counter
@@ -125,16 +126,21 @@ class Resolved:
     kw_names: tuple[str, ...] = ()
 
 
-def _item_outputs(fn, every, n_pos, kw_names, leaves, whole: int | None) -> list | None:
-    """Per-item output shapes by abstract evaluation, argument ``whole`` passed unmapped.
+def _item_outputs(fn, every, n_pos, kw_names, leaves, arg: int | None, axis: int | None):
+    """Per-item output shapes by abstract evaluation, argument ``arg`` mapped on ``axis``.
 
-    ``None`` when ``fn`` fails on those shapes. Only called to word an error.
+    ``axis=None`` passes that argument whole; ``arg=None`` keeps every leaf as
+    resolved. ``None`` when ``fn`` fails on those shapes. Only called to word an error.
     """
+
+    def item(lf: Leaf) -> tuple[int, ...]:
+        if lf.arg != arg:
+            return lf.item_shape
+        return lf.shape if axis is None else lf.shape[:axis] + lf.shape[axis + 1 :]
+
     values = jax.tree_util.tree_leaves(tuple(every))
     structs = [
-        value
-        if lf.static
-        else jax.ShapeDtypeStruct(lf.shape if lf.arg == whole else lf.item_shape, lf.dtype)
+        value if lf.static else jax.ShapeDtypeStruct(item(lf), lf.dtype)
         for lf, value in zip(leaves, values, strict=True)
     ]
     tree = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(tuple(every)), structs)
@@ -152,33 +158,57 @@ def _shapes_text(shapes: list, batch: int | None = None) -> str:
     return str(shown[0]) if len(shown) == 1 else ", ".join(map(str, shown))
 
 
-def shared_hint(fn, every, n_pos, kw_names, leaves, lf: Leaf, spec: tuple, batch: int) -> str:
-    """The fix for a leaf whose size is not the batch's, checked before it is suggested.
+def movable(fn, every, n_pos, kw_names, leaves, lf: Leaf, batch: int) -> tuple | None:
+    """(axis, per-item outputs) of another axis of ``lf`` with ``batch`` entries that fn takes.
 
-    Passing the argument whole (in_axes None) is suggested only when ``fn``
-    cannot take it mapped; when it can take it both ways and ``None`` changes
-    each item's output shape (labels one item short: every item gets all the
-    labels), ``None`` would run silently and give a wrong shape, so the hint
-    says so instead of suggesting it.
+    Only for an argument that is one array (its in_axes entry is one int).
     """
-    mapped = _item_outputs(fn, every, n_pos, kw_names, leaves, None)
-    whole = _item_outputs(fn, every, n_pos, kw_names, leaves, lf.arg)
-    use = suggest(spec, lf.arg)
+    if sum(m.arg == lf.arg for m in leaves) != 1:
+        return None
+    for a, size in enumerate(lf.shape):
+        if size == batch and a != lf.axis:
+            got = _item_outputs(fn, every, n_pos, kw_names, leaves, lf.arg, a)
+            if got is not None:
+                return a, got
+    return None
+
+
+def fix_hint(fn, every, n_pos, kw_names, leaves, lf: Leaf, spec: tuple, batch: int) -> str:
+    """The fix for a leaf whose size is not the batch's, each suggestion evaluated first.
+
+    1. Another axis of the leaf has the batch's size and ``fn`` takes the leaf
+       mapped there: suggest mapping it, with the output shape it gives.
+    2. ``fn`` cannot take the leaf whole either: say so; it needs ``batch`` items.
+    3. Whole, each item's output keeps the shape it has mapped: a shared argument.
+    4. Whole, the output changes shape (labels one item short: every item gets
+       all the labels): ``None`` would run silently and wrongly, so say so
+       instead of suggesting it (batched shapes as with ``out_axes=0``).
+    """
+    outs = functools.partial(_item_outputs, fn, every, n_pos, kw_names, leaves, lf.arg)
+    k, use = lf.label, suggest(spec, lf.arg)
+    if (moved := movable(fn, every, n_pos, kw_names, leaves, lf, batch)) is not None:
+        a, got = moved
+        return (
+            f"Axis {a} of `{k}` has {batch}: if it holds the items, map it, "
+            f"{suggest(spec, lf.arg, a)}: each item sees `{k}` as "
+            f"{lf.shape[:a] + lf.shape[a + 1 :]} and returns {_shapes_text(got)}."
+        )
+    whole, mapped = outs(None), outs(lf.axis)
     if whole is None:
         return (
-            f"Passing `{lf.label}` whole ({use}) does not fit fn either: give `{lf.label}` {batch} "
-            f"items along axis {lf.axis}, or "
+            f"Passing `{k}` whole ({use}) does not fit fn either: give `{k}` {batch} "
+            f"items along axis {lf.axis}."
         )
     if mapped is None or mapped == whole:
-        return f"If `{lf.label}` is shared by all items, use {use}; otherwise "
+        return f"If `{k}` is shared by all items, use {use}; otherwise give it {batch} items along axis {lf.axis}."
     n = abs(batch - lf.size)
     return (
-        f"Do not pass `{lf.label}` whole: {use} raises nothing but hands every item all "
-        f"{lf.size} entries of `{lf.label}`, so each item's output becomes {_shapes_text(whole)} "
+        f"Do not pass `{k}` whole: {use} raises nothing but hands every item all "
+        f"{lf.size} entries of `{k}`, so each item's output becomes {_shapes_text(whole)} "
         f"instead of {_shapes_text(mapped)} and the batched output {_shapes_text(whole, batch)} "
         f"instead of {_shapes_text(mapped, batch)}, silently. If its entries are one per item, "
         f"{n} {'is' if n == 1 else 'are'} {'missing' if lf.size < batch else 'extra'}: give it "
-        f"{batch} (or keep only the items it has entries for); otherwise "
+        f"{batch} (or keep only the items it has entries for)."
     )
 
 
@@ -306,23 +336,35 @@ def resolve(
     if axis_size is not None:
         batch = axis_size
     else:
+        # the most common size; on a tie, one that every other mapped leaf has on an axis fn takes
         counts = Counter(lf.size for lf in mapped)
-        top = max(counts.values())
-        batch = next(lf.size for lf in mapped if counts[lf.size] == top)
+        tied = [n for n in counts if counts[n] == max(counts.values())]
+        batch = next(
+            (
+                n
+                for n in tied
+                if all(
+                    lf.size == n or movable(fn, every, len(args), kw_names, leaves, lf, n)
+                    for lf in mapped
+                )
+            ),
+            tied[0],
+        )
     for lf in mapped:
         if lf.size != batch:
             found = ", ".join(f"`{m.label}`: {m.size} (axis {m.axis})" for m in mapped)
             if axis_size is not None:
                 found = f"axis_size={axis_size}, " + found
             fix = (
-                shared_hint(fn, every, len(args), kw_names, leaves, lf, spec, batch)
+                fix_hint(fn, every, len(args), kw_names, leaves, lf, spec, batch)
                 if lf.arg < len(spec)
                 else f"`{lf.label}` is a keyword argument, which jax.vmap always maps on axis 0; "
                 f"if it is shared by all items, pass it positionally with in_axes None; otherwise "
+                f"give it {batch} items."
             )
             raise BatchAxisError(
                 f"`{lf.label}` has {lf.size} along axis {lf.axis} but the batch has {batch} items "
-                f"(sizes found: {found}). {fix}map the axis that has {batch} items."
+                f"(sizes found: {found}). {fix}"
             )
     treedef = jax.tree_util.tree_structure(tuple(every))
     return Resolved(tuple(names), spec, tuple(leaves), treedef, batch, kw_names)

@@ -44,34 +44,6 @@ def item_shape(answer: Any) -> tuple[bool, str]:
 
 
 @exercise(
-    "axes.fix_in_axes",
-    "Find in_axes so that vmap runs score(x, w) over the 5 rows of x with w shared.",
-)
-def fix_in_axes(answer: Any, *, fn=None, x=None, w=None) -> tuple[bool, str]:
-    """
-    Example:
-      >>> fix_in_axes((0, None))[0], fix_in_axes(0)[0]
-      (True, False)
-    """
-    fn = fn or (lambda x, w: x @ w)
-    x = jnp.ones((5, 3)) if x is None else x
-    w = jnp.ones((3, 2)) if w is None else w
-    try:
-        e = explain_axes(fn, x, w, in_axes=answer)
-    except BatchAxisError as err:
-        return False, f"vmap would refuse it: {str(err).split('.')[0]}."
-    mapped = {lf.label: lf.axis for lf in e.inputs}
-    if e.batch_size == x.shape[0] and mapped.get("w", 0) is None and mapped.get("x") == 0:
-        return (
-            True,
-            "Right: x is mapped over the axis that holds the items, and w is shared by every item.",
-        )
-    if mapped.get("w") is not None:
-        return False, "w is the same for every item: which in_axes entry means 'not mapped'?"
-    return False, "The batch is the 5 rows of x: map the axis of x that has 5 items."
-
-
-@exercise(
     "axes.columns_batch",
     "x holds one item per COLUMN: shape (F, B) = (3, 5); w (3, 2) is shared. Give "
     "{'in_axes': ..., 'out_axes': ...} so that vmap runs predict(x, w) = x @ w over the 5 "
