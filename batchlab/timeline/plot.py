@@ -145,7 +145,7 @@ def _draw_lanes(ax, t: Any, max_depth: int, wall: float) -> set[str]:
         ax.broken_barh(joined, (y, row_h * 0.92), facecolors=COLORS[kind][0], linewidth=0)
     busy = merge([(s.start * 1e3, (s.start + s.duration) * 1e3) for s in t.spans], gap=min_w)
     edges = [0.0] + [x for span in busy for x in span] + [wall_ms]
-    gaps = [(a, b) for a, b in zip(edges[::2], edges[1::2]) if b - a > wall_ms / 100]
+    gaps = [(a, b) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a > wall_ms / 100]
     for a, b in gaps:  # idle: nothing traced in any lane
         ax.axvspan(
             a, b, facecolor=COLORS["idle"][0], hatch="//", edgecolor="0.75", linewidth=0, zorder=0
