@@ -8,6 +8,7 @@ masks that broadcast, as attention masks do (issue 25), against a float64 numpy 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 import jax
@@ -150,10 +151,14 @@ def test_isolated_measure_refuses_what_it_cannot_carry(tmp_path, monkeypatch):
         TypeError, match=r"`fn` is a jax.jit-wrapped LooksJitted whose Python function"
     ):
         batchlab.measure(LooksJitted(), jnp.ones(4), isolated=True, repeat=1)
-    # a module only the parent can import: pickled by reference, not rebuilt in the child
+    # a module only the parent can import (its file gone once imported): pickled by
+    # reference, so the child, which gets the parent's import path, cannot rebuild it
     (tmp_path / "only_here_mod.py").write_text("def double(x):\n    return x * 2\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     import only_here_mod
+
+    (tmp_path / "only_here_mod.py").unlink()
 
     with pytest.raises(TypeError, match=r"`fn` or its arguments could not be rebuilt in the fresh"):
         batchlab.measure(only_here_mod.double, jnp.ones(4), isolated=True, repeat=1)

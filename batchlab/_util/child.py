@@ -1,6 +1,6 @@
 """Every fresh Python process the kit starts: one helper, one environment, one timeout policy.
 
-``run_child(task, payload)`` starts ``python -m batchlab._util.child RESULT_PATH``. The
+``run_child(task, payload)`` starts a fresh ``python`` that calls :func:`main` with RESULT_PATH. The
 parent writes ``task`` (a kit function, pickled by reference, or its ``"module:name"``)
 and ``payload`` (cloudpickle:
 the user's function travels by value) on the child's stdin; the child calls
@@ -28,6 +28,8 @@ import tempfile
 from typing import Any, NamedTuple
 
 TIMEOUT = 600.0
+#: the child's first line (not ``-m``: runpy would import this module twice)
+_ENTRY = "import sys; from batchlab._util.child import main; main(sys.argv[1])"
 
 
 class ChildResult(NamedTuple):
@@ -59,7 +61,7 @@ def run_child(
     try:
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "batchlab._util.child", path],
+                [sys.executable, "-c", _ENTRY, path],
                 input=pickle.dumps(task) + data,
                 capture_output=True,
                 env={**environment, **(env or {})},
@@ -103,7 +105,3 @@ def main(path: str) -> None:
     sys.stdout.flush()
     with open(path, "w", encoding="utf-8") as f:
         json.dump(reply, f)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1])
