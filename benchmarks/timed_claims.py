@@ -177,7 +177,13 @@ def markdown(rows: list[dict], meta: dict, errs: list[str]) -> str:
         "# Timed claims, quiet and beside CPU hogs",
         "",
         f"{meta['date']}; jax {meta['jax']}, {meta['cores']} cores; {meta['runs']} quiet runs and "
-        f"{meta['runs']} runs beside {meta['hogs']} CPU hogs per notebook.",
+        f"{meta['runs']} runs beside {meta['hogs']} CPU hogs per notebook, alternating.",
+        "1-minute load average as each run began, quiet / loaded (before the hogs): "
+        + "; ".join(
+            f"{nb} {min(v['quiet'], default=0):.1f}-{max(v['quiet'], default=0):.1f} / "
+            f"{min(v['loaded'], default=0):.1f}-{max(v['loaded'], default=0):.1f}"
+            for nb, v in meta["loadavg"].items()
+        ),
         "Outcomes per run: H holds, N does not hold, ? inconclusive here. Target: 0 definite "
         "outcomes under load opposite to the quiet one.",
         "",
@@ -207,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=300, help="per-cell timeout (s)")
     parser.add_argument("--dir", type=Path, default=ROOT / "notebooks", help="notebook folder")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    parser.add_argument("--resume", action="store_true", help="go on from the partial file")
     args = parser.parse_args(argv)
     os.environ.setdefault("BATCHLAB_PROFILE", "cpu")
     os.environ.setdefault("TQDM_DISABLE", "1")
@@ -217,17 +224,29 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         print("no notebook keeps a `record = bl.claims.Record(...)` and uses `interleaved`")
         return 1
-    runs: dict[str, dict[str, list]] = {}
+    partial = args.out / "timed_claims.partial.json"
+    # a stopped benchmark keeps what it finished: --resume goes on from the partial file
+    saved = json.loads(partial.read_text()) if args.resume and partial.exists() else {}
+    runs: dict[str, dict[str, list]] = saved.get("runs", {})
+    loads: dict[str, dict[str, list]] = saved.get("loadavg", {})
     for path in paths:
-        runs[path.stem] = {"quiet": [], "loaded": []}
-        for load in ("quiet", "loaded"):
-            for i in range(args.runs):
+        runs.setdefault(path.stem, {"quiet": [], "loaded": []})
+        loads.setdefault(path.stem, {"quiet": [], "loaded": []})
+        # quiet and loaded runs alternate, so a change in the machine's own load meets both
+        for i in range(args.runs):
+            for load in ("quiet", "loaded"):
+                if len(runs[path.stem][load]) > i:
+                    continue
                 with Hogs(args.hogs if load == "loaded" else 0):
+                    before = os.getloadavg()[0]
                     try:
                         result: list | str = run_once(path, args.timeout)
                     except Exception as e:  # a failing run is recorded, the others go on
                         result = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
                 runs[path.stem][load].append(result)
+                loads[path.stem][load].append(round(before, 1))
+                args.out.mkdir(parents=True, exist_ok=True)
+                partial.write_text(json.dumps({"runs": runs, "loadavg": loads}))
                 print(f"{path.stem}: {load} run {i + 1} of {args.runs} done", flush=True)
     import jax
 
@@ -237,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         "cores": os.cpu_count(),
         "runs": args.runs,
         "hogs": args.hogs,
+        "loadavg": loads,  # the 1-minute load average as each run began (hogs not yet counted)
     }
     rows, errs = aggregate(runs), errors(runs)
     args.out.mkdir(parents=True, exist_ok=True)
