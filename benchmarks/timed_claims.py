@@ -182,7 +182,7 @@ def markdown(rows: list[dict], meta: dict, errs: list[str]) -> str:
         + "; ".join(
             f"{nb} {min(v['quiet'], default=0):.1f}-{max(v['quiet'], default=0):.1f} / "
             f"{min(v['loaded'], default=0):.1f}-{max(v['loaded'], default=0):.1f}"
-            for nb, v in meta["loadavg"].items()
+            for nb, v in meta.get("loadavg", {}).items()
         ),
         "Outcomes per run: H holds, N does not hold, ? inconclusive here. Target: 0 definite "
         "outcomes under load opposite to the quiet one.",
