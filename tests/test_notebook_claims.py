@@ -65,20 +65,40 @@ def called(node: ast.AST, *names: str) -> bool:
     return (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) in names
 
 
+#: what a lesson no longer builds itself (test tooling now; ``record`` is the notebook's face)
+RETIRED = {"Claim", "Control", "table", "probe", "Scope"}
+
+
+#: what builds a claim through ``bl.claims`` (its list of source-claim names is lesson text)
+BUILDERS = {"Record", "Number", "Samples", "equals", "compare", "ratio_above", "ratio_below"}
+BUILDERS |= {"all_of"} | RETIRED
+
+
+def _claims_call(node: ast.AST) -> bool:
+    """``record.finding/check``, or a claim builder reached through ``bl.claims``."""
+    if isinstance(node, ast.Attribute):
+        v = node.value
+        if isinstance(v, ast.Attribute) and v.attr == "claims" and node.attr in BUILDERS:
+            return isinstance(v.value, ast.Name) and v.value.id == "bl"
+        return isinstance(v, ast.Name) and v.id == "record" and node.attr in ("finding", "check")
+    return False
+
+
 class Built(NamedTuple):
-    """One ``Claim(...)`` or ``Control(...)`` call of a notebook."""
+    """One ``Claim(...)``, ``Control(...)``, ``record.finding(...)`` or ``record.check(...)`` call."""
 
     nb: str
     cell: int
-    kind: str  # "Claim" or "Control"
+    kind: str  # "Claim" or "Control" (old style), "finding" or "check" (record.finding/check)
     call: ast.Call
     holder: str | None  # the variable it is assigned to, or the list variable holding it
     in_table: bool  # written inside a bl.claims.table(...) call
 
     @property
     def rule(self) -> ast.expr | None:
-        if len(self.call.args) > 2:
-            return self.call.args[2]
+        at = 1 if self.kind in ("finding", "check") else 2  # record.finding(statement, rule, ...)
+        if len(self.call.args) > at:
+            return self.call.args[at]
         return next((k.value for k in self.call.keywords if k.arg == "rule"), None)
 
     @property
@@ -99,7 +119,9 @@ def built(nb: Path) -> Iterator[Built]:
     for i, tree in code_trees(nb):
         parent = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
         for node in ast.walk(tree):
-            if not called(node, "Claim", "Control"):
+            recorded = isinstance(node, ast.Call) and _claims_call(node.func)
+            recorded = recorded and node.func.attr in ("finding", "check")
+            if not (called(node, "Claim", "Control") or recorded):
                 continue
             holder, in_table, up = None, False, parent.get(node)
             while up is not None and not isinstance(up, ast.stmt):
@@ -437,8 +459,6 @@ SHAPE_OWNED_ELSEWHERE: dict[str, str] = {
 }
 MAX_CLAIM_SHARE, MAX_CLAIM_STATEMENT = 0.10, 12
 MAX_OUTPUT_WORDS, MAX_TABLE_WORDS = 300, 250
-#: what a lesson no longer builds itself (test tooling now; ``record`` is the notebook's face)
-RETIRED = {"Claim", "Control", "table", "probe", "Scope"}
 
 
 class Lesson(NamedTuple):
@@ -456,21 +476,6 @@ class Lesson(NamedTuple):
     output_words: list[tuple[int, int]]  # (cell, words) of each code cell's stored output
     last_source: str  # of the last lesson cell (a trailing `cleanup`-tagged cell is not lesson)
     last_words: int  # words of the last lesson cell's stored output (the claims table)
-
-
-#: what builds a claim through ``bl.claims`` (its list of source-claim names is lesson text)
-BUILDERS = {"Record", "Number", "Samples", "equals", "compare", "ratio_above", "ratio_below"}
-BUILDERS |= {"all_of"} | RETIRED
-
-
-def _claims_call(node: ast.AST) -> bool:
-    """``record.finding/check``, or a claim builder reached through ``bl.claims``."""
-    if isinstance(node, ast.Attribute):
-        v = node.value
-        if isinstance(v, ast.Attribute) and v.attr == "claims" and node.attr in BUILDERS:
-            return isinstance(v.value, ast.Name) and v.value.id == "bl"
-        return isinstance(v, ast.Name) and v.id == "record" and node.attr in ("finding", "check")
-    return False
 
 
 def _statement(call: ast.Call) -> str:
