@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
+from nbval.plugin import get_sanitize_patterns
 
 from batchlab import claims as cl
 from batchlab.claims import FAILS, HOLDS, INCONCLUSIVE, Number, Samples, Scope
@@ -86,3 +90,29 @@ def test_record_refuses_a_missing_rival_and_a_bad_scope():
 def test_the_programmatic_form_has_one_of_three_outcomes(n):
     c = cl.Claim("one allocation", counts(n), RULE)
     assert c.outcome in cl.OUTCOMES and c.outcome == (HOLDS if n < 2 else FAILS)
+
+
+def sanitized(text: str) -> str:
+    """``text`` as nbval compares it: notebooks/sanitize.cfg read and applied as nbval does."""
+    cfg = (Path(__file__).resolve().parent.parent / "notebooks" / "sanitize.cfg").read_text()
+    for regex, replace in get_sanitize_patterns(cfg):
+        text = re.sub(regex, replace, text)
+    return text
+
+
+def test_a_timed_finding_line_sanitizes_alike_whatever_the_run_gives():
+    """Enough rounds or too few, holding or not: the stored line and a rerun's compare equal."""
+    rule = cl.ratio_above("layout", "compact", 3)
+    lines = []
+    for n, num in [(15, 9e-3), (15, 2e-3), (5, 9e-3)]:  # holds, does not hold, too few rounds
+        rec = cl.Record(scope=SCOPE)
+        f = rec.finding(
+            "x",
+            rule,
+            case=paired("a", num, 1e-3, n),
+            contrast=paired("b", 1e-3, 1e-3, n),
+            rival="r",
+        )
+        lines.append(sanitized(f.line()))
+    assert len(set(lines)) == 1, lines
+    assert lines[0].startswith("<verdict> (wall clock): layout / compact= <paired ratios>; claimed")

@@ -146,10 +146,7 @@ class Ratio:
             value = f"{_ratio_text(lo)} to {_ratio_text(hi)}"
             spread = f"{len(ratios)} paired rounds, median {_ratio_text(est)}"
             text = f"{name} = {value} ({spread}){claimed}"
-            short = (
-                f"{name} = {value} (median {_ratio_text(est)}, {len(ratios)} rounds), "
-                + (claimed[2:])
-            )
+            short = f"{name} = {value} (median {_ratio_text(est)}, {len(ratios)} rounds){claimed}"
         else:
             a, b = _span(num), _span(den)
             if a is None or b is None:
