@@ -32,11 +32,6 @@ class GaugeReading(Rows):
     note: str
 
     @property
-    def planned_bytes(self) -> int | None:
-        """The planned bytes shown (``planned_peak_bytes`` is the field's old name)."""
-        return self.planned_peak_bytes
-
-    @property
     def live(self) -> bool:
         """True when the device's allocator reported live figures (GPU/TPU)."""
         return self.in_use_bytes is not None
