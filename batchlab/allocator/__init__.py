@@ -1,17 +1,5 @@
 """A readable simulation of the allocator policies that matter for JAX on GPUs.
 
-``from batchlab import allocator``; then build the events, pick a policy and
-replay::
-
-    w = allocator.xla_workloads.per_item_workload(48)   # from XLA's buffer assignment
-    timeline = allocator.replay(w.events, allocator.BFCAllocator(16 << 30))
-    allocator.plot_memory_map(timeline)
-
-Everything here is the kit's simulation: it places bytes in a pretend
-address space and runs nothing. Real figures come from XLA's buffer
-assignment (:func:`batchlab.buffer_assignment`) and, on a GPU, from
-``jax.Device.memory_stats()`` (``benchmarks/gpu_fragmentation.py``).
-
 Example:
   >>> from batchlab import allocator
   >>> tl = allocator.replay(allocator.workloads.batched(16, batch_size=4), allocator.BFCAllocator(1 << 30))

@@ -1,16 +1,4 @@
-"""Replaying an event list through a simulated allocator, and what it records.
-
-:func:`replay` feeds a :class:`~batchlab.allocator.events.Events` to one
-allocator and records a :class:`Timeline`: after every event the bytes in
-use, reserved, the largest free block, external fragmentation
-(``1 - largest free block / total free``), and every failed allocation --
-in particular those that failed *although enough memory was free in
-total*, the signature of fragmentation. :func:`capacity_scan` replays a
-events on many device sizes and reports every size on which it never fails:
-that set is **not** an interval (a bigger device can fail where a smaller
-one fits, because best fit and splitting place blocks differently), so it
-is scanned, never bisected. :func:`capacity_needed` is its smallest member.
-"""
+"""Replaying an event list through a simulated allocator, and what it records."""
 
 from __future__ import annotations
 
@@ -295,12 +283,6 @@ def capacity_needed(
 ) -> int:
     """The smallest capacity of a scan of 1.00x..2.00x the live peak (step 0.01) on which ``events`` fits.
 
-    Scanned, not bisected: a bigger device can fail where a smaller one
-    fits (:func:`capacity_scan` shows the whole set).
-
-    Raises:
-      ValueError: the event list fits on none of them.
-
     Example:
       >>> from batchlab.allocator import workloads
       >>> t = workloads.training(4, donate=True)
@@ -319,19 +301,12 @@ def capacity_needed(
 def replay(events: Events, allocator: Allocator) -> Timeline:
     """Feeds every event of ``events`` to ``allocator`` and records what happened.
 
-    A failed allocation is recorded and its later ``free`` skipped, as a
-    program that caught the out-of-memory error would.
-
     Args:
       events: the events.
       allocator: a fresh allocator (no live allocations).
 
     Returns:
       A :class:`Timeline`.
-
-    Raises:
-      TypeError: ``events`` or ``allocator`` has the wrong type.
-      ValueError: the allocator already holds allocations.
 
     Example:
       >>> t = Events.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])

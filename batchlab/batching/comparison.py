@@ -1,13 +1,4 @@
-"""Batching strategies side by side on the same inputs, measured, never assumed.
-
-:func:`compare` builds each strategy with :func:`batchlab.batch`, compiles
-it (compile time, XLA's planned peak and temp memory, compilations; a
-strategy that dispatches from Python compiles in its first call), checks that
-it agrees with ``jax.vmap``, counts its dispatches, then times all of them
-together with :func:`batchlab.measuring.interleaved` (round-robin, paired by
-round), one batch size at a time. A ratio of two strategies at one batch size
-is decided on the per-round ratios (``Comparison.samples()``).
-"""
+"""Batching strategies side by side on the same inputs, measured, never assumed."""
 
 from __future__ import annotations
 
@@ -118,11 +109,7 @@ class Comparison:
         return sorted({r.items for r in self.results})
 
     def samples(self, items: int | None = None) -> dict[str, Samples]:
-        """``{strategy: Samples}`` at ``items`` (default: the largest batch), paired by round.
-
-        Pass it to a ratio rule (``bl.claims.ratio_above("host", "vmap", 1.5)``) or to
-        ``record.finding(case=...)``: the rule decides on the per-round ratios.
-        """
+        """``{strategy: Samples}`` at ``items`` (default: the largest batch), paired by round."""
         items = max(self.batch_sizes) if items is None else items
         return {r.strategy: r.samples for r in self.results if r.items == items and r.samples}
 
@@ -273,13 +260,6 @@ def compare(
 ) -> Comparison:
     """Measures each batching strategy on the same inputs, timed interleaved.
 
-    For every batch size of ``batch_sizes`` (the first ``b`` items of
-    ``args``) it compiles every strategy (compile time, XLA's planned temp and
-    peak memory, compilations), checks it against ``jax.vmap``, then times all
-    of them round-robin with :func:`batchlab.measuring.interleaved`, so a load
-    burst slows every strategy of a round alike. ``Comparison.samples(items)``
-    gives the paired samples a ratio rule decides on.
-
     Args:
       fn: the per-item function.
       *args: a whole batch of inputs.
@@ -301,11 +281,6 @@ def compare(
 
     Returns:
       A :class:`Comparison` (a table; ``.plot()`` draws it).
-
-    Raises:
-      ValueError: an unknown strategy; ``"manual"`` without ``manual=``; a
-        batch size larger than the batch or below 1.
-      BatchAxisError: ``in_axes`` that does not fit ``args``.
 
     Example:
       >>> import jax.numpy as jnp

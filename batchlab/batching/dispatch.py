@@ -1,13 +1,4 @@
-"""The plan of a batched function that dispatches from Python (``"loop"``, ``"host"``).
-
-Compiling ``fn`` as ONE program is right for ``vmap``, ``map`` and
-``chunked`` but would turn a Python loop into an unrolled program. A loop
-that dispatches one program per item or per chunk is timed as it runs (its
-first call compiles its programs); its memory is XLA's plan for the largest
-program it dispatches, plus what it holds between dispatches (every item's
-or chunk's output, waiting for the stack or concatenation).
-:func:`measure_dispatched` times one such function alone (``ragged`` uses it).
-"""
+"""The plan of a batched function that dispatches from Python (``"loop"``, ``"host"``)."""
 
 from __future__ import annotations
 
@@ -37,11 +28,7 @@ def _nbytes(tree: Any) -> int:
 def dispatched_memory(
     step: MemoryEstimate, args: Any, out: Any, held: int, flops: float | None, how: str
 ) -> MemoryEstimate:
-    """The plan of the largest dispatched program, widened to the whole call.
-
-    argument = the whole batch's inputs, output = the whole output, temp =
-    the step's temp plus ``held`` (outputs waiting for the stack/concat).
-    """
+    """The plan of the largest dispatched program, widened to the whole call."""
     arg, outb = _nbytes(args), _nbytes(out)
     temp = step.temp_bytes + held
     return dataclasses.replace(

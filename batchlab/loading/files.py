@@ -1,27 +1,4 @@
-"""Loading batches from disk: per item, in bulk, memory-mapped -- next to the machine's ceiling.
-
-Seed 004 (pitfall 4) says inefficient loading hurts and that bulk loading
-and good access patterns help. This module lets a notebook measure it:
-
-* **method** -- ``"per_item"`` opens one ``.npy`` file per item;
-  ``"bulk"`` reads one ``.npy`` whole and slices it; ``"mmap"``
-  memory-maps that file and slices it per batch (only touched pages load).
-* **order** -- ``"contiguous"`` batches are neighbouring rows;
-  ``"random"`` batches gather rows from all over the file.
-* **transfer** -- ``"batch"``: one ``jax.device_put`` per batch;
-  ``"item"``: one ``device_put`` per item, then ``jnp.stack`` on the
-  device. ``jnp.stack`` is itself a jitted function in this JAX: the
-  profiler trace shows one dispatch (``PjitFunction(stack)``) per batch,
-  not one per item, so the per-item cost is the transfers.
-
-Each batch is built inside ``jax.profiler.TraceAnnotation("load batch i")``,
-so a :func:`batchlab.trace` timeline shows loading beside compute.
-
-How fast each combination is, next to this machine's ceiling, is measured
-in :mod:`batchlab.loading.speed`. Loaders never unpickle
-(``allow_pickle=False``) and name the file and what was expected when one is
-missing, corrupt or of the wrong shape.
-"""
+"""Loading batches from disk: per item, in bulk, memory-mapped -- next to the machine's ceiling."""
 
 from __future__ import annotations
 
@@ -51,11 +28,7 @@ def _check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class Dataset:
-    """The same items stored two ways: one ``.npy`` per item, and one bulk ``.npy``.
-
-    ``directory`` holds ``bulk.npy`` (shape ``(n_items, *item_shape)``) and
-    ``items/000000.npy`` ... (shape ``item_shape`` each).
-    """
+    """The same items stored two ways: one ``.npy`` per item, and one bulk ``.npy``."""
 
     directory: Path
     n_items: int
@@ -104,12 +77,6 @@ def make_dataset(
 
     Returns:
       A :class:`Dataset`.
-
-    Raises:
-      ValueError: ``n_items`` below 1, a negative ``item_shape`` entry, or a
-        ``directory`` that is a file.
-      TypeError: a ``dtype`` numpy does not know, or one that is not numeric
-        (an object dtype cannot be saved with ``allow_pickle=False``).
 
     Example:
       >>> import tempfile
@@ -168,12 +135,6 @@ def load_npy(
 
     Returns:
       The array (a read-only ``np.memmap`` when ``mmap``).
-
-    Raises:
-      FileNotFoundError: the file does not exist.
-      TypeError: a ``dtype`` numpy does not know.
-      ValueError: the file holds a pickle or object array, is not a valid
-        ``.npy`` file (corrupt, truncated), or its shape or dtype differ.
 
     Example:
       >>> import tempfile, os
@@ -281,10 +242,6 @@ def iter_batches(
         then one ``jnp.stack``).
       seed: the permutation's seed for ``order="random"``.
       device: target of ``jax.device_put`` (``None``: the default device).
-
-    Raises:
-      ValueError: an unknown ``method``/``order``/``transfer``; a file is missing,
-        corrupt or mismatched (from :func:`load_npy`).
 
     Example:
       >>> import tempfile

@@ -1,11 +1,4 @@
-"""Runtime, measured the way XLA programs must be measured.
-
-JAX dispatches work asynchronously: a call returns before the device has
-finished. So a timing is only honest around ``jax.block_until_ready`` on
-every output leaf, and the first call (trace + compile) must be kept apart
-from steady-state calls. :func:`measure` does both, repeats until the
-timing is stable, and attaches the memory figures each backend can give.
-"""
+"""Runtime, measured the way XLA programs must be measured."""
 
 from __future__ import annotations
 
@@ -128,14 +121,6 @@ def measure(
 ) -> Measurement:
     """Compiles ``fn`` once, then times steady-state calls.
 
-    1. Traces, lowers and compiles, timing each stage (``compile_seconds``).
-    2. Runs ``warmup`` calls, the first timed alone (``first_call_seconds``).
-    3. Picks ``number`` calls per sample so one sample lasts at least
-       ``min_sample_time`` (timeit's autorange), then takes samples until
-       the median is stable to ``tolerance`` or ``max_time`` is spent
-       (at least 5 samples); ``repeat=`` fixes the number of samples instead.
-    Every call is followed by ``jax.block_until_ready`` on all output leaves.
-
     Args:
       fn: the function, plain or already ``jax.jit``-wrapped.
       *args: its positional arguments.
@@ -154,13 +139,6 @@ def measure(
 
     Returns:
       A :class:`Measurement`.
-
-    Raises:
-      TypeError: ``fn`` is not callable, or an argument is not an array; with
-        ``isolated=True``, ``fn`` or an argument cannot be pickled (said before
-        the child process starts), or a jitted ``fn`` carries shardings.
-      ValueError: ``repeat``, ``number`` or ``warmup`` below 1; ``fn`` donates its inputs;
-        ``number`` calls per sample do not fit ``max_time`` five times (``repeat`` None).
 
     Example:
       >>> import jax.numpy as jnp

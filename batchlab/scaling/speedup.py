@@ -1,11 +1,4 @@
-"""One program over growing device counts (11): what sharding the batch buys, measured.
-
-:func:`measure_scaling` runs the same jitted function on meshes of 1, 2, 4, ...
-devices (a batch sharded over ``"batch"``, shared arguments replicated) and
-records the wall-clock time and XLA's planned bytes per device at each count.
-Simulated CPU devices share this machine's cores: their times are not those
-of separate devices.
-"""
+"""One program over growing device counts (11): what sharding the batch buys, measured."""
 
 from __future__ import annotations
 
@@ -107,9 +100,6 @@ def measure_scaling(
       params: arguments shared by every item (replicated on every device).
       devices: the devices to use (``None``: ``jax.devices()``).
       repeat: timing rounds per device count (the counts are timed interleaved).
-
-    Raises:
-      ValueError: a device count above the number of devices, or below 1.
 
     Example:
       >>> import jax.numpy as jnp
