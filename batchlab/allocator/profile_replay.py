@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Event, Events
 from batchlab.allocator.replayer import Timeline, differences_text, replay
@@ -107,7 +107,7 @@ def parse_bfc_events(source: Any, allocator_name: str | None = None) -> list[Bfc
 
 
 @dataclass(frozen=True)
-class ReplayComparison:
+class ReplayComparison(Rows):
     """Real allocator events next to the model's replay of the same requests."""
 
     allocator_name: str
@@ -147,13 +147,10 @@ class ReplayComparison:
             ("model differs from XLA", differences_text(self.timeline.differences)),
         ]
 
-    def __repr__(self) -> str:
-        return f"ReplayComparison({self.allocator_name}; source: {self.source})\n" + text_table(
-            self._rows()
-        )
+    _header = ("figure", "real vs model")
 
-    def _repr_html_(self) -> str:
-        return html_table(self._rows(), header=("figure", "real vs model"), caption=self.source)
+    def _title(self) -> str:
+        return f"{self.allocator_name}: {self.source}"
 
 
 def compare_with_model(

@@ -6,13 +6,23 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.base import Allocator
 from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Events
 from batchlab.allocator.firstfit import FirstFitAllocator
 from batchlab.allocator.platform import PlatformAllocator
 
+#: what a Timeline samples of the allocator after every event
+_STATS = (
+    "in_use",
+    "held",
+    "reserved",
+    "free_total",
+    "largest_free",
+    "largest_free_block",
+    "fragmentation",
+)
 POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
 
@@ -50,7 +60,7 @@ class Block(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Timeline:
+class Timeline(Rows):
     """What one allocator did with one events, sampled after every event."""
 
     events_name: str
@@ -112,18 +122,10 @@ class Timeline:
             ("differs from XLA", differences_text(self.differences)),
         ]
 
-    def __repr__(self) -> str:
-        title = (
-            f"Timeline({self.events_name} on {self.policy}, preallocate={self.preallocate}, "
-            f"capacity {format_bytes(self.capacity)}; source: {self.source})"
-        )
-        return title + "\n" + text_table(self._rows())
-
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            header=("figure", "value"),
-            caption=f"{self.events_name} on {self.policy} (preallocate={self.preallocate}): {self.source}",
+    def _title(self) -> str:
+        return (
+            f"{self.events_name} on {self.policy} (preallocate={self.preallocate}), capacity "
+            f"{format_bytes(self.capacity)}: {self.source}"
         )
 
 
@@ -135,7 +137,7 @@ def differences_text(differences) -> str:
 
 
 @dataclass(frozen=True)
-class CapacityScan:
+class CapacityScan(Rows):
     """Which device sizes an event list fits on, by replaying it on every one (no bisection)."""
 
     events_name: str
@@ -198,23 +200,16 @@ class CapacityScan:
             for lo, hi, ok in self.intervals()
         ]
 
-    def __repr__(self) -> str:
-        head = (
-            f"CapacityScan({self.events_name} on {self.policy} (preallocate={self.preallocate}): "
-            f"{len(self.capacities)} capacities, smallest fitting "
-            f"{format_bytes(self.smallest) if self.smallest else 'none'}"
-            + (f" = {self.overhead:.2f}x the live peak" if self.smallest else "")
-            + f", monotone: {self.monotone}; differs from XLA: {differences_text(self.differences)}; "
-            f"source: {self.source})"
-        )
-        return head + "\n" + text_table(self._rows(), header=("capacity", "x live peak", "outcome"))
+    _header = ("capacity", "x live peak", "outcome")
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            header=("capacity", "x live peak", "outcome"),
-            caption=f"{self.events_name} on {self.policy}: {self.source}; differs from XLA: "
-            f"{differences_text(self.differences)}",
+    def _title(self) -> str:
+        smallest = format_bytes(self.smallest) if self.smallest else "none"
+        at = f" = {self.overhead:.2f}x the live peak" if self.smallest else ""
+        return (
+            f"{self.events_name} on {self.policy} (preallocate={self.preallocate}): "
+            f"{len(self.capacities)} capacities, smallest fitting {smallest}{at}, monotone: "
+            f"{self.monotone}; differs from XLA: {differences_text(self.differences)}; "
+            f"{self.source}"
         )
 
 
@@ -327,19 +322,7 @@ def replay(events: Events, allocator: Allocator) -> Timeline:
         raise ValueError(
             f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one."
         )
-    rows: dict[str, list] = {
-        k: []
-        for k in (
-            "times",
-            "in_use",
-            "held",
-            "reserved",
-            "free_total",
-            "largest_free",
-            "largest_free_block",
-            "fragmentation",
-        )
-    }
+    rows: dict[str, list] = {k: [] for k in ("times", *_STATS)}
     open_blocks: dict[Hashable, list] = {}
     blocks, failures, regions_seen, region_rows = [], [], 0, []
     allocations = frees = 0
@@ -365,17 +348,9 @@ def replay(events: Events, allocator: Allocator) -> Timeline:
         for offset, size in allocator.regions[regions_seen:]:
             region_rows.append((offset, size, e.time))
         regions_seen = len(allocator.regions)
-        for key, value in (
-            ("times", e.time),
-            ("in_use", allocator.in_use),
-            ("held", allocator.held),
-            ("reserved", allocator.reserved),
-            ("free_total", allocator.free_total),
-            ("largest_free", allocator.largest_free),
-            ("largest_free_block", allocator.largest_free_block),
-            ("fragmentation", allocator.fragmentation),
-        ):
-            rows[key].append(value)
+        rows["times"].append(e.time)
+        for key in _STATS:
+            rows[key].append(getattr(allocator, key))
     end = events.events[-1].time + 1 if events.events else 0
     blocks += [Block(*b, end) for b in open_blocks.values()]
     return Timeline(

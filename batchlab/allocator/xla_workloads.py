@@ -78,6 +78,15 @@ class CallEventsBuilder(EventsBuilder):
         self.calls += 1
         return outputs
 
+    def alloc_all(self, specs: dict, owner: str) -> None:
+        """Allocates every ``{id: ShapeDtypeStruct}`` at its size."""
+        for id_, spec in specs.items():
+            self.alloc(id_, spec.size * spec.dtype.itemsize, owner)
+
+    def free_all(self, ids) -> None:
+        for id_ in ids:
+            self.free(id_)
+
 
 @dataclass(frozen=True)
 class XlaWorkload:
@@ -130,8 +139,7 @@ def per_item_workload(
     w1, w2 = weight_specs(d_model, d_hidden, dtype)
     plans = {}
     b = CallEventsBuilder()
-    b.alloc("w1", w1.size * w1.dtype.itemsize, "weights")
-    b.alloc("w2", w2.size * w2.dtype.itemsize, "weights")
+    b.alloc_all({"w1": w1, "w2": w2}, "weights")
     results = []
     for i, n in enumerate(int(n) for n in lengths):
         x = jax.ShapeDtypeStruct((n, d_model), dtype)
@@ -143,12 +151,8 @@ def per_item_workload(
         if keep_results:
             results += outs
         else:  # jax.device_get(out): the result lives on the host, its device buffer is freed
-            for r in outs:
-                b.free(r)
-    for r in results:
-        b.free(r)
-    b.free("w1")
-    b.free("w2")
+            b.free_all(outs)
+    b.free_all([*results, "w1", "w2"])
     name = "per-item" if keep_results else "per-item, results to host"
     return XlaWorkload(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
 
@@ -171,17 +175,13 @@ def batched_workload(
     x = jax.ShapeDtypeStruct((batch_size, max_len, d_model), dtype)
     plan = _plan(jax.vmap(block, in_axes=(0, None, None)), x, w1, w2)
     b = CallEventsBuilder()
-    b.alloc("w1", w1.size * w1.dtype.itemsize, "weights")
-    b.alloc("w2", w2.size * w2.dtype.itemsize, "weights")
+    b.alloc_all({"w1": w1, "w2": w2}, "weights")
     results = []
     for i in range(-(-n_items // batch_size)):
         b.alloc(("x", i), x.size * x.dtype.itemsize, "input (padded batch)")
         results += b.call(plan, ("call", i), owner_prefix="result ")
         b.free(("x", i))
-    for r in results:
-        b.free(r)
-    b.free("w1")
-    b.free("w2")
+    b.free_all([*results, "w1", "w2"])
     return XlaWorkload(
         b.build(f"batched (batch {batch_size})", SOURCE),
         {max_len: plan},
@@ -229,8 +229,7 @@ def training_workload(
         plans[t] = _plan(train_step, (w1, w2), x, donate_argnums=(0,) if donate else ())
     b = CallEventsBuilder()
     params = ["w1.0", "w2.0"]
-    b.alloc("w1.0", w1.size * w1.dtype.itemsize, "params")
-    b.alloc("w2.0", w2.size * w2.dtype.itemsize, "params")
+    b.alloc_all({"w1.0": w1, "w2.0": w2}, "params")
     for s, t in enumerate(tokens):
         plan = plans[t]
         b.alloc(("x", s), t * d_model * jnp.dtype(dtype).itemsize, "input (batch)")
@@ -239,13 +238,10 @@ def training_workload(
         big = [o for o in outs if plan.launch_allocations()[o[2]][2] > 1024]
         small = [o for o in outs if o not in big]
         if big:  # not donated: the old parameters die when params is rebound
-            for p in params:
-                b.free(p)
+            b.free_all(params)
             params = big
-        for o in small:  # the loss scalar, dropped after printing
-            b.free(o)
-    for p in params:
-        b.free(p)
+        b.free_all(small)  # the loss scalar, dropped after printing
+    b.free_all(params)
     name = "training (donated)" if donate else "training"
     if len(plans) > 1:
         name = name.replace("training", "training, varying batches")
