@@ -13,7 +13,7 @@ from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, memory_estimate
-from batchlab.measuring.timing import autorange, sample, stable
+from batchlab.measuring.timing import autorange, take_samples
 
 COMPILE_NOTE = (
     "compile_seconds = first call minus the steady median: a Python-dispatched strategy "
@@ -64,17 +64,7 @@ def measure_dispatched(
         return fn(*args)
 
     number = autorange(call, 0.02)
-    samples: list[float] = []
-    if repeat is not None:
-        samples = [sample(call, number) for _ in range(repeat)]
-    else:
-        start = time.perf_counter()
-        while len(samples) < 100:
-            samples.append(sample(call, number))
-            if stable(samples, tolerance) or (
-                time.perf_counter() - start > max_time and len(samples) >= 5
-            ):
-                break
+    samples = take_samples(call, number, repeat, max_time, tolerance)
     median = sorted(samples)[len(samples) // 2]
     m = Measurement(
         name=getattr(fn, "__name__", "fn"),

@@ -181,38 +181,21 @@ def per_item_cost(
             timed = interleaved(calls, rounds=rounds, max_seconds=max_seconds)
             n = {**{f"batch {b}": b for b in sizes}, "loop": loop_items or 1}
             samples = {k: v.per(n[k], f"{k}, per item") for k, v in timed.items()}
-    if loop is None and samples is not None and "loop" in samples:
-        per = samples["loop"].values
-        return PerItemCost(
-            tuple(int(p.value) for p in points),
-            tuple(p.measurement.median for p in points),
-            tuple(p.measurement.min for p in points),
-            tuple(p.measurement.max for p in points),
-            loop_items,
-            float(np.median(per)),
-            min(per),
-            max(per),
-            samples=samples,
-        )
-    if loop is None:
-        return PerItemCost(
-            tuple(int(p.value) for p in points),
-            tuple(p.measurement.median for p in points),
-            tuple(p.measurement.min for p in points),
-            tuple(p.measurement.max for p in points),
-            samples=samples,
-        )
-    return PerItemCost(
+    vmap = (
         tuple(int(p.value) for p in points),
         tuple(p.measurement.median for p in points),
         tuple(p.measurement.min for p in points),
         tuple(p.measurement.max for p in points),
-        loop_items,
-        loop.median / loop_items,
-        loop.min / loop_items,
-        loop.max / loop_items,
-        samples=samples,
     )
+    if loop is None and samples is not None and "loop" in samples:
+        per = samples["loop"].values
+        return PerItemCost(
+            *vmap, loop_items, float(np.median(per)), min(per), max(per), samples=samples
+        )
+    if loop is None:
+        return PerItemCost(*vmap, samples=samples)
+    n = loop_items
+    return PerItemCost(*vmap, n, loop.median / n, loop.min / n, loop.max / n, samples=samples)
 
 
 def _binary_ticks(ax, which: str = "y") -> None:

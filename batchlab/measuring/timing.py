@@ -51,6 +51,23 @@ def sample(call: Callable[[], Any], number: int) -> float:
     return (time.perf_counter() - t0) / number
 
 
+def take_samples(
+    call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
+) -> list[float]:
+    """``repeat`` samples of ``number`` calls; ``None``: until stable or ``max_time`` (5 at least)."""
+    if repeat is not None:
+        return [sample(call, number) for _ in range(repeat)]
+    samples: list[float] = []
+    start = time.perf_counter()
+    while len(samples) < 100:
+        samples.append(sample(call, number))
+        if stable(samples, tolerance) or (
+            time.perf_counter() - start > max_time and len(samples) >= 5
+        ):
+            break
+    return samples
+
+
 def stable(samples: list[float], tolerance: float) -> bool:
     """Stable when adding the latest 3 samples moved the median by < tolerance."""
     if len(samples) < 5:
@@ -210,17 +227,7 @@ def measure(
             f"call took {format_seconds(first)}), but `max_time`={max_time} s must hold 5 samples; "
             f"pass number<={fits}, a larger max_time, or number=None (autorange)."
         )
-    samples: list[float] = []
-    if repeat is not None:
-        samples = [sample(call, number) for _ in range(repeat)]
-    else:
-        start = time.perf_counter()
-        while len(samples) < 100:
-            samples.append(sample(call, number))
-            if stable(samples, tolerance):
-                break
-            if time.perf_counter() - start > max_time and len(samples) >= 5:
-                break
+    samples = take_samples(call, number, repeat, max_time, tolerance)
 
     device_after = device_memory()
     notes = []
