@@ -254,6 +254,3 @@ def plot_axes(e: AxesExplanation, *, ax=None):
         f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}", fontsize=12, loc="left"
     )
     return fig
-
-
-__all__ = ["AxesExplanation", "BatchAxisError", "OutputAxis", "explain_axes"]

@@ -212,12 +212,3 @@ def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels",
         axes.append(ax_i)
     fig.colorbar(image, ax=axes, label="value (same colour scale)", shrink=0.85)
     return fig
-
-
-__all__ = [
-    "BroadcastError",
-    "SilentBroadcastWarning",
-    "aligned",
-    "check_broadcast",
-    "plot_outer_trap",
-]

@@ -386,6 +386,3 @@ def compare(
                 agrees=_agree(p.out, expected) if verify else None,
             )
     return Comparison(function_name(fn), tuple(results))
-
-
-__all__ = ["Comparison", "StrategyResult", "compare"]

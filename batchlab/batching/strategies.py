@@ -19,7 +19,7 @@ import jax
 
 from batchlab._util.checks import check_callable, check_positive_int
 from batchlab._util.compile import function_name
-from batchlab.batching.axes_spec import BatchAxisError, check_axis_types, resolve
+from batchlab.batching.axes_spec import check_axis_types, resolve
 from batchlab.batching.batch_args import Split, remember, split, static_key
 from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
 from batchlab.batching.in_program import (
@@ -278,6 +278,3 @@ def batch(
     batched.fn, batched.strategy, batched.chunk_size = fn, strategy, chunk_size  # type: ignore[attr-defined]
     batched.plan = plan  # type: ignore[attr-defined]
     return batched
-
-
-__all__ = ["ADVISED", "COMPARED", "DISPATCHED", "PLANNED", "STRATEGIES", "BatchAxisError", "batch"]

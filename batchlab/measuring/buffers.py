@@ -244,13 +244,3 @@ def buffer_assignment(
         backend,
         tuple(parse_op_names(hlo_text).items()),
     )
-
-
-__all__ = [
-    "BufferAssignment",
-    "XlaAllocation",
-    "XlaValue",
-    "buffer_assignment",
-    "parse_op_names",
-    "parse_reports",
-]

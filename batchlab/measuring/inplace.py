@@ -219,6 +219,3 @@ def donate(
         donated,
         messages[0] if messages else None,
     )
-
-
-__all__ = ["CompiledUpdate", "Donation", "EagerUpdate", "compiled_update", "donate", "eager_update"]

@@ -153,6 +153,3 @@ def explain_compiles(
         logger.removeHandler(handler)
         logger.propagate = propagate
     return CompileReasons(tuple(rows))
-
-
-__all__ = ["CompileReason", "CompileReasons", "explain_compiles"]

@@ -154,6 +154,3 @@ def memory_estimate(
         fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
     )
     return estimate_from_compiled(compiled.executable, compiled.name)
-
-
-__all__ = ["MemoryEstimate", "estimate_from_compiled", "memory_estimate"]

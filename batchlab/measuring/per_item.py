@@ -326,6 +326,3 @@ def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any =
         ax.legend(fontsize=9.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
     fig.suptitle(f"{machine_label()}; {cost.source}", fontsize=10.5)
     return fig
-
-
-__all__ = ["PerItemCost", "machine_label", "per_item_cost", "plot_per_item"]

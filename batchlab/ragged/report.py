@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from batchlab._util.checks import check_positive_int
-from batchlab._util.format import html_table, text_table
+from batchlab._util.format import Rows
 from batchlab._util.plotting import new_figure
 from batchlab.ragged.boundaries import (
     check_boundaries,
@@ -53,7 +53,7 @@ class RuleCost:
 
 
 @dataclass(frozen=True)
-class PaddingReport:
+class PaddingReport(Rows):
     """Padding cost of several rules on one length distribution (:func:`padding_report`)."""
 
     lengths: np.ndarray
@@ -71,20 +71,12 @@ class PaddingReport:
             for r in self.rows
         ]
 
-    _HEADER = ("rule", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
+    _header = ("rule", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
 
-    def __repr__(self) -> str:
+    def _title(self) -> str:
         return (
-            f"PaddingReport({len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements)\n"
-            + text_table(self._rows(), self._HEADER)
-        )
-
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            self._HEADER,
-            caption=f"Padding cost of {len(self.lengths):,} items "
-            f"(ragged minimum {int(self.lengths.sum()):,} elements; counted, not timed)",
+            f"{len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements "
+            "(counted, not timed)"
         )
 
     def plot(self, *, axes=None):
