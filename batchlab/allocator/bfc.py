@@ -17,7 +17,6 @@ K_MIN_ALLOCATION_SIZE = 256  # kMinAllocationSize = 1 << kMinAllocationBits (8)
 K_NUM_BINS = 21  # kNumBins
 K_MAX_INTERNAL_FRAGMENTATION = 128 * MiB  # max_internal_fragmentation_bytes_ default
 K_INITIAL_REGION = 2 * MiB  # first region with allow_growth
-RETRY_WAIT_S = 10  # kMaxMillisToWait in AllocateRawInternalWithRetry
 
 
 def bin_num_for_size(size: int) -> int:

@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, NamedTuple
 
 import jax
@@ -25,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.format import Rows, format_bytes
-from batchlab.ragged.padding import as_ragged, check_value
+from batchlab.ragged.padding import as_ragged, check_size, check_value
 
 Array = jax.Array
 
@@ -71,16 +70,6 @@ class Packed(NamedTuple):
         return "a packed batch (values + segment ids)"
 
 
-def _size(v: Any, name: str) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"`{name}` must be an int, got {type(v).__name__} {v!r}.")
-    if v < 0:
-        raise ValueError(f"`{name}` must be at least 0, got {name}={v}.")
-    return int(v)
-
-
 def pack(
     seqs: Any,
     *,
@@ -110,8 +99,8 @@ def pack(
       >>> p.segment_ids.tolist(), p.lengths.tolist()
       ([0, 0, 1, 3], [2, 1, 0])
     """
-    total_length = _size(total_length, "total_length")
-    max_items = _size(max_items, "max_items")
+    total_length = check_size(total_length, "total_length")
+    max_items = check_size(max_items, "max_items")
     ragged = as_ragged(seqs, dtype=dtype)
     lengths, n = ragged.lengths, len(ragged)
     true = int(lengths.sum())

@@ -170,7 +170,8 @@ def padded_length(
     return longest
 
 
-def _positive(v: Any, name: str, minimum: int) -> int | None:
+def check_size(v: Any, name: str, minimum: int = 0) -> int | None:
+    """``v`` as an int of at least ``minimum``, or ``None``."""
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
@@ -217,8 +218,8 @@ def pad(
             check_lossless_cast([seqs.flat], dtype)
         elif isinstance(seqs, (list, tuple)):
             check_lossless_cast(seqs, dtype)
-    length = _positive(length, "length", 0)
-    multiple_of = _positive(multiple_of, "multiple_of", 1)
+    length = check_size(length, "length")
+    multiple_of = check_size(multiple_of, "multiple_of", 1)
     if length is not None and multiple_of is not None:
         raise ValueError(f"pass either `length`={length} or `multiple_of`={multiple_of}, not both.")
     ragged = as_ragged(seqs, dtype=dtype)

@@ -21,7 +21,6 @@ _WAIT = re.compile(
 _TRANSFER = re.compile(r"^(DevicePut|batched_device_put|BatchedCopyToDevice|Memcpy|memcpy)")
 _COMPILE = re.compile(r"^(backend_compile|lower_sharding_computation|jit_compile|compile)")
 _COMPILER_THREAD = re.compile(r"Compiler|codegen|compile", re.I)
-_RUNTIME_THREAD = re.compile(r"XLAEigen|PjRtCpuClient|XLACpu|intra_op|inter_op", re.I)
 MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
 
 
