@@ -30,7 +30,7 @@ from batchlab.measuring.live import live_memory
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import estimate_from_compiled
 from batchlab.measuring.sampler import interleaved
-from batchlab.measuring.timing import autorange, sample
+from batchlab.measuring.timing import time_alone
 
 DEFAULT_STRATEGIES = ("loop", "vmap", "map", "chunked", "host")
 SOURCES = (
@@ -236,14 +236,6 @@ def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int)
     return _Prepared(call, out, memory, compiles.count, trace_lower, compile_s, first, dispatches)
 
 
-def _time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[float]:
-    """One candidate (nothing to pair it with): up to ``rounds`` samples in ``max_time``."""
-    number, start, values = autorange(call, 0.002), time.perf_counter(), []
-    while len(values) < rounds and (len(values) < 2 or time.perf_counter() - start < max_time):
-        values.append(sample(call, number))
-    return values
-
-
 def compare(
     fn: Callable,
     *args: Any,
@@ -357,7 +349,7 @@ def compare(
             timed = interleaved(calls, rounds=rounds, max_seconds=max_time * len(calls))
         else:
             (s,) = calls
-            timed = {s: Samples(s, _time_alone(calls[s], rounds, max_time), SOURCES)}
+            timed = {s: Samples(s, time_alone(calls[s], rounds, max_time), SOURCES)}
         expected = jax.jit(reference)(*sub) if verify else None
         for s, (k, p) in done.items():
             times = timed[s].values

@@ -68,6 +68,14 @@ def take_samples(
     return samples
 
 
+def time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[float]:
+    """One candidate, nothing to pair it with: up to ``rounds`` samples in ``max_time`` (2 at least)."""
+    number, start, values = autorange(call, 0.002), time.perf_counter(), []
+    while len(values) < rounds and (len(values) < 2 or time.perf_counter() - start < max_time):
+        values.append(sample(call, number))
+    return values
+
+
 def stable(samples: list[float], tolerance: float) -> bool:
     """Stable when adding the latest 3 samples moved the median by < tolerance."""
     if len(samples) < 5:

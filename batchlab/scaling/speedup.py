@@ -19,7 +19,7 @@ from batchlab._util.checks import (
 from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.memory import memory_estimate
 from batchlab.measuring.sampler import interleaved
-from batchlab.measuring.timing import autorange, sample
+from batchlab.measuring.timing import time_alone
 from batchlab.scaling.sharding import replicate, shard_batch
 
 
@@ -144,8 +144,7 @@ def measure_scaling(
         seconds = {k: v.median for k, v in interleaved(calls, rounds=max(repeat, 2)).items()}
     else:  # one count: nothing to compare
         ((k, call),) = calls.items()
-        number = autorange(call, 0.02)
-        seconds = {k: statistics.median([sample(call, number) for _ in range(repeat)])}
+        seconds = {k: statistics.median(time_alone(call, repeat, 2.0))}
     points = [
         ScalingPoint(
             n,
