@@ -9,7 +9,7 @@ from typing import Any
 import jax
 
 from batchlab._util.checks import check_callable, check_positive_int
-from batchlab._util.format import format_seconds, html_table
+from batchlab._util.format import Rows, format_seconds
 from batchlab.loading.prefetching import prefetch
 from batchlab.measuring.sampler import interleaved
 
@@ -22,7 +22,7 @@ PIPELINES = (
 
 
 @dataclass(frozen=True)
-class PrefetchComparison:
+class PrefetchComparison(Rows):
     """Seconds per pass of the same batches: serial or prefetched, waiting every step or not."""
 
     batches: int
@@ -80,21 +80,17 @@ class PrefetchComparison:
             if name != PIPELINES[0]
         }
 
-    def __repr__(self) -> str:
-        return (
-            f"PrefetchComparison({self.batches} batches: "
-            + ", ".join(f"{k} {format_seconds(v)}" for k, v in self.seconds.items())
-            + f"; prefetch vs best serial {self.speedup:.2f}x, when syncing "
-            f"{self.speedup_when_syncing:.2f}x)"
-        )
+    _header = ("pipeline", "seconds per pass")
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        rows = [(k, format_seconds(v)) for k, v in self.seconds.items()]
-        rows += [
+    def _title(self) -> str:
+        return f"{self.batches} batches; {self.source}"
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [(k, format_seconds(v)) for k, v in self.seconds.items()] + [
             ("prefetch vs the best serial loop", f"{self.speedup:.2f}x"),
             ("prefetch vs serial, both syncing every step", f"{self.speedup_when_syncing:.2f}x"),
         ]
-        return html_table(rows, header=("pipeline", "seconds per pass"), caption=self.source)
 
 
 def compare_prefetch(
