@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from batchlab._util.checks import check_positive_float, check_positive_int
-from batchlab._util.format import format_bytes, format_count, html_table
+from batchlab._util.format import Rows, format_bytes, format_count
 from batchlab.loading.files import Dataset, iter_batches
 from batchlab.loading.prefetching import prefetch as _prefetch
 from batchlab.measuring.sampler import interleaved
@@ -161,7 +161,7 @@ def last_level_cache_bytes() -> int | None:
 
 
 @dataclass(frozen=True)
-class Ceiling:
+class Ceiling(Rows):
     """What this machine does at best with bytes, measured once per run (best of passes)."""
 
     memcpy: Throughput
@@ -174,17 +174,14 @@ class Ceiling:
         """True when the measured bytes exceed the last-level cache (RAM, not cache bandwidth)."""
         return self.cache_bytes is not None and self.bytes > self.cache_bytes
 
-    def __repr__(self) -> str:
-        return (
-            f"Ceiling({self.memcpy.label}: {format_rate(self.memcpy.bytes_per_s)}; "
-            f"{self.file_read.label}: {format_rate(self.file_read.bytes_per_s)})"
-        )
+    _header = ("ceiling", "bytes/s")
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        rows = [(t.label, format_rate(t.bytes_per_s)) for t in (self.memcpy, self.file_read)]
-        return html_table(
-            rows, header=("ceiling", "bytes/s"), caption="Ceiling (wall clock, best of passes)"
-        )
+    def _title(self) -> str:
+        return "wall clock, best of passes"
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [(t.label, format_rate(t.bytes_per_s)) for t in (self.memcpy, self.file_read)]
 
 
 def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None = None) -> Ceiling:
