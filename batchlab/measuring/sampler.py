@@ -1,4 +1,10 @@
-"""Timing that load cannot fool: every candidate in every round, decided on per-round ratios."""
+"""Timing that load cannot fool: every candidate in every round, decided on per-round ratios.
+
+Timing one candidate after another lets a load burst land on one of them only. Here each
+round calls every candidate once (rotated order, each call blocked until ready), so a burst
+slows the whole round alike and the per-round ratio ``a[i] / b[i]`` cancels it. The one
+sampler of the kit: every timed comparison goes through it.
+"""
 
 from __future__ import annotations
 
@@ -42,6 +48,10 @@ def interleaved(
     source: str = SOURCE,
 ) -> dict[str, Samples]:
     """Times zero-argument callables round-robin; the samples of one call are paired by round.
+
+    Each candidate is warmed up (compiled) and given as many calls per sample as last
+    ``min_sample_time``; each round keeps every candidate's fastest of ``passes`` passes
+    (load only adds time); sampling stops after the round in which ``max_seconds`` is spent.
 
     Args:
       candidates: ``{label: callable}``, two or more; each callable takes no

@@ -1,4 +1,8 @@
-"""Runtime, measured the way XLA programs must be measured."""
+"""Runtime, measured the way XLA programs must be measured.
+
+JAX dispatches asynchronously, so a timing is only honest around ``jax.block_until_ready``
+on every output leaf, with the first call (trace + compile) kept apart.
+"""
 
 from __future__ import annotations
 
@@ -145,6 +149,10 @@ def measure(
     **kwargs: Any,
 ) -> Measurement:
     """Compiles ``fn`` once, then times steady-state calls.
+
+    Compile time is kept apart (``compile_seconds``, ``first_call_seconds``); samples of
+    ``number`` calls each (autoranged to ``min_sample_time``) are taken until the median is
+    stable to ``tolerance`` or ``max_time`` is spent (at least 5), or ``repeat`` of them.
 
     Args:
       fn: the function, plain or already ``jax.jit``-wrapped.
