@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.format import format_bytes, html_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.batching.batch_args import Split
 from batchlab.batching.in_program import out_axis_per_leaf
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
@@ -138,7 +138,7 @@ def host_program(fn: Callable, k: int, out_axes: Any, sp: Split) -> Callable:
 
 
 @dataclass(frozen=True)
-class HostPlan:
+class HostPlan(Rows):
     """What strategy ``"host"`` does for one call, counted and planned, before it runs."""
 
     items: int
@@ -195,13 +195,11 @@ class HostPlan:
             ),
         ]
 
-    def __repr__(self) -> str:
-        return "HostPlan(" + "; ".join(f"{k}: {v}" for k, v in self._rows()) + ")"
+    _header = ("", "strategy='host'")
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(), ("", "strategy='host'"), caption="compiled memory analysis (XLA) per step"
-        )
+    def _title(self) -> str:
+        return "compiled memory analysis (XLA) per step"
 
 
 def plan_call(program: Callable, sp: Split, mapped: list, shared: list, n: int, k: int) -> HostPlan:
