@@ -217,6 +217,14 @@ def _ragged_list(arg: Any, name: str, axis: Any) -> None:
         )
 
 
+def axis_per_leaf(spec: Any, subtrees: list) -> list:
+    """The axis of every leaf, ``spec`` (a prefix tree) flattened up to ``subtrees``."""
+    axes = jax.tree_util.tree_leaves(spec, is_leaf=is_axis_leaf)
+    return [
+        ax for ax, sub in zip(axes, subtrees, strict=False) for _ in jax.tree_util.tree_leaves(sub)
+    ]
+
+
 def _is_array_like(leaf: Any) -> bool:
     return isinstance(leaf, numbers.Number) or (hasattr(leaf, "shape") and hasattr(leaf, "dtype"))
 
@@ -253,10 +261,7 @@ def resolve(
                 f"Give one axis for the whole argument (e.g. 0 or None) or a tree with exactly "
                 f"its keys."
             ) from None
-        axes_flat = jax.tree_util.tree_leaves(arg_spec, is_leaf=is_axis_leaf)
-        per_leaf: list[Any] = []
-        for ax, sub in zip(axes_flat, subtrees, strict=False):
-            per_leaf += [ax] * len(jax.tree_util.tree_leaves(sub))
+        per_leaf = axis_per_leaf(arg_spec, subtrees)
         with_path = jax.tree_util.tree_flatten_with_path(arg)[0]
         for (path, leaf), ax in zip(with_path, per_leaf, strict=False):
             label = name + jax.tree_util.keystr(path)

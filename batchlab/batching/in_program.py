@@ -10,7 +10,7 @@ import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab.batching.axes_spec import is_axis_leaf
+from batchlab.batching.axes_spec import axis_per_leaf, is_axis_leaf
 from batchlab.batching.batch_args import Split, remember, static_key
 
 
@@ -24,13 +24,8 @@ def out_axis_per_leaf(out: Any, out_axes: Any) -> tuple[list, list, Any]:
             f"`out_axes`={out_axes!r} must be a tree prefix of fn's output "
             f"({jax.tree_util.tree_structure(out)}), as in jax.vmap: {str(e).splitlines()[0]}"
         ) from None
-    axes = jax.tree_util.tree_leaves(out_axes, is_leaf=is_axis_leaf)
-    flat, per = [], []
-    for ax, sub in zip(axes, subtrees, strict=True):
-        leaves = jax.tree_util.tree_leaves(sub)
-        flat += leaves
-        per += [ax] * len(leaves)
-    return flat, per, jax.tree_util.tree_structure(out)
+    flat = [leaf for sub in subtrees for leaf in jax.tree_util.tree_leaves(sub)]
+    return flat, axis_per_leaf(out_axes, subtrees), jax.tree_util.tree_structure(out)
 
 
 def check_jax_types(out: Any) -> Any:
