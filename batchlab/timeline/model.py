@@ -11,18 +11,8 @@ from pathlib import Path
 import jax
 
 from batchlab._util.format import format_seconds, html_table
-from batchlab.timeline.parse import (
-    Lane,
-    MemoryCurve,
-    Span,
-    intersect_length,
-    memory_curve,
-    merge,
-    parse_events,
-    read_events,
-    subtract,
-    union_length,
-)
+from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length
+from batchlab.timeline.parse import Lane, MemoryCurve, Span, memory_curve, parse_events, read_events
 from batchlab.timeline.plot import plot_timeline
 
 NO_MEMORY_CPU = (

@@ -9,9 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# the interval helpers live in their own module; re-exported here for the timeline's users
-from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length  # noqa: F401
-
 WRAPPER = "batchlab.trace"  # the kit's own annotation around the traced code
 _SKIP = ("ThreadpoolListener::", "end: ")
 _WAIT = re.compile(

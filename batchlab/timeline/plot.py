@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from batchlab._util.plotting import short_bytes
-from batchlab.timeline.parse import merge
+from batchlab.timeline.intervals import merge
 
 COLORS = {
     "annotation": ("tab:green", "your annotations (TraceAnnotation)"),
