@@ -12,18 +12,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.checks import check_dtype, check_numeric_dtype, check_positive_int
+from batchlab._util.checks import (
+    check_choice,
+    check_dtype,
+    check_numeric_dtype,
+    check_positive_int,
+)
 from batchlab._util.format import format_bytes
 
 METHODS = ("per_item", "bulk", "mmap")
 ORDERS = ("contiguous", "random")
 TRANSFERS = ("batch", "item")
-
-
-def _check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise ValueError(f"`{name}` must be one of {list(choices)}, got {name}={value!r}.")
-    return value
 
 
 @dataclass(frozen=True)
@@ -214,7 +213,7 @@ def batch_indices(
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
         raise ValueError(f"`n_items` must be an int >= 0, got n_items={n_items!r}.")
     check_positive_int(batch_size, "batch_size")
-    _check_choice(order, "order", ORDERS)
+    check_choice(order, "order", ORDERS)
     index = np.arange(n_items)
     if order == "random":
         index = np.random.default_rng(seed).permutation(n_items)
@@ -254,8 +253,8 @@ def iter_batches(
             f"`dataset` must be a Dataset from make_dataset(...), got {type(dataset).__name__} "
             f"{dataset!r:.40}."
         )
-    _check_choice(method, "method", METHODS)
-    _check_choice(transfer, "transfer", TRANSFERS)
+    check_choice(method, "method", METHODS)
+    check_choice(transfer, "transfer", TRANSFERS)
     if dataset.directory.exists() and not dataset.directory.is_dir():
         raise ValueError(
             f"`dataset`'s directory {dataset.directory} is a file, not a folder; build the "
