@@ -55,7 +55,10 @@ def test_paired_rule_reads_known_ratios_right_beside_bursty_hogs(bursty_hogs):
     four, one, also_one = _program(4), _program(1), _program(1)
     fourfold, equal = [], []
     for _ in range(5):
-        t = bl.measuring.interleaved({"4x": four, "1x": one, "1x again": also_one}, rounds=15)
+        # every round run (no time cap): a busy machine slows the rounds, it must not cut them
+        t = bl.measuring.interleaved(
+            {"4x": four, "1x": one, "1x again": also_one}, rounds=15, max_seconds=120
+        )
         fourfold.append(ratio_above("4x", "1x", 2)(t).outcome)
         equal.append(ratio_above("1x again", "1x", 1.5)(t).outcome)
     assert FAILS not in fourfold and fourfold.count(HOLDS) >= 4, fourfold
