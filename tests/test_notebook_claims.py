@@ -453,7 +453,6 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 #: notebooks over a shape limit that this test's author may not edit: the reason, as an xfail
 #: (strict: it fails once the notebook is fixed, so the entry is removed)
 SHAPE_OWNED_ELSEWHERE: dict[str, str] = {
-    "03": "claim-building statements are 19 of 185 code lines (10.3%); owner: notebook 03's helper",
     "12": "still builds old-style Claim/Control/table itself and two outputs run 380 and 361 "
     "words; being rewritten by another helper",
 }
