@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime
+import os
 import platform
 from pathlib import Path
 
 import jax
+import numpy as np
 
 import batchlab as bl
+from batchlab.claims.rules import median_interval
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -53,3 +56,21 @@ def verdict(rule, samples: dict) -> str:
     """``holds: a / b = ... (n paired rounds, median ...)``: a ratio rule decided on paired rounds."""
     d = rule(samples)
     return f"{d.outcome}: {d.deciding}"
+
+
+def ratio(samples: dict, numerator: str, denominator: str) -> str:
+    """``2.31x (1.90x..2.75x, median of 6 paired rounds)``: per-round ratios of paired samples."""
+    a, b = samples[numerator].values, samples[denominator].values
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    interval = median_interval(ratios)
+    if interval is None:
+        return (
+            f"{float(np.median(ratios)):.2f}x (median of {len(ratios)} paired rounds, no interval)"
+        )
+    est, lo, hi = interval
+    return f"{est:.2f}x ({lo:.2f}x..{hi:.2f}x, median of {len(ratios)} paired rounds)"
+
+
+def load() -> str:
+    """``load average 1.4 (1 min) on 2 cores``: what the figures beside it were measured under."""
+    return f"load average {os.getloadavg()[0]:.1f} (1 min) on {os.cpu_count()} cores"
