@@ -3,7 +3,9 @@
 1. max_batch_size (compile-only planning): the aimed search (method="interpolate", the default)
    beside doubling-then-bisection (method="bisect", 2 * floor(log2(answer)) + 2 compilations)
    and a naive linear search (one compilation per batch size), on the same function and budgets,
-   side by side in one process. Each compilation is the whole cost; times are wall clock.
+   side by side in one process. Each compilation is the whole cost; times are wall clock of cold
+   searches (jax.clear_caches() first), interleaved over 6 rounds (bl.measuring.interleaved),
+   the time ratio the median of the per-round ratios with its distribution-free interval.
 2. run_batches pinning bad items by bisection: k bad items in batches of B cost about
    2 * k * log2(B) runs (each level runs both halves) plus one compilation per new batch size.
    Runs are counted by wrapping the batched function; compilations with jax.monitoring.
@@ -33,10 +35,13 @@ import jax.numpy as jnp
 import numpy as np
 
 import batchlab
-from batchlab import format_bytes, text_table
+from batchlab import format_bytes, format_seconds, text_table
 from batchlab.runs.calibration import run_under_limit
 from batchlab.runs.planning import planned_bytes
 from batchlab.runs.search import compilation_target
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _report import load, ratio, timed
 
 D = 64
 ITEM = jax.ShapeDtypeStruct((D,), jnp.float32)
@@ -59,30 +64,53 @@ def linear_search(fn, item, budget):
         b += 1
 
 
+def cold(search):
+    """``search()`` from a cold start: JAX's compiled programs cleared, so each call compiles."""
+
+    def call():
+        jax.clear_caches()
+        return search()
+
+    return call
+
+
 def search_costs() -> str:
     rows = []
     for kib in BUDGETS_KIB:
         budget = kib * 1024
-        cells = []
-        answers = set()
-        for method in ("interpolate", "bisect"):
-            with batchlab.count_compiles(match="widen") as c:
-                t0 = time.perf_counter()
-                r = batchlab.max_batch_size(widen, ITEM, budget_bytes=budget, method=method)
-                seconds = time.perf_counter() - t0
-            answers.add(int(r))
-            cells += [c.count, batchlab.format_seconds(seconds)]
+        searches = {
+            method: (
+                lambda m=method, b=budget: int(
+                    batchlab.max_batch_size(widen, ITEM, budget_bytes=b, method=m)
+                )
+            )
+            for method in ("interpolate", "bisect")
+        }
         if kib <= LINEAR_UP_TO_KIB:
-            with batchlab.count_compiles(match="widen") as c_lin:
-                t0 = time.perf_counter()
-                answers.add(linear_search(widen, ITEM, budget))
-                cells += [c_lin.count, batchlab.format_seconds(time.perf_counter() - t0)]
-        else:
-            cells += ["-", "- (skipped: slow)"]
+            searches["linear"] = lambda b=budget: linear_search(widen, ITEM, b)
+        compiles, answers = {}, set()
+        for name, search in searches.items():
+            with batchlab.count_compiles(match="widen") as c:
+                answers.add(cold(search)())
+            compiles[name] = c.count
         assert len(answers) == 1, (kib, answers)
         answer = answers.pop()
+        t = timed({name: cold(search) for name, search in searches.items()}, one_call=True)
+        cells = []
+        for name in ("interpolate", "bisect", "linear"):
+            if name in t:
+                cells += [compiles[name], format_seconds(float(np.median(t[name].values)))]
+            else:
+                cells += ["-", "- (skipped: slow)"]
         rows.append(
-            (f"{kib} KiB", answer, *cells[:2], *cells[2:4], compilation_target(answer), *cells[4:])
+            (
+                f"{kib} KiB",
+                answer,
+                *cells[:4],
+                compilation_target(answer),
+                *cells[4:],
+                ratio(t, "bisect", "interpolate"),
+            )
         )
     table = text_table(
         rows,
@@ -96,11 +124,14 @@ def search_costs() -> str:
             "2log2+2",
             "linear: compiles",
             "linear: time",
+            "time bisect / aimed (paired rounds)",
         ),
     )
     return table + (
         f"\nvmap of a per-item fn with a {D}x{D} float32 temporary; compile-only planning "
-        f"(XLA compiled memory analysis); compilations counted with jax.monitoring events"
+        f"(XLA compiled memory analysis); compilations counted with jax.monitoring events; "
+        f"times: median of 6 rounds, the searches interleaved (bl.measuring.interleaved), each "
+        f"call cold (jax.clear_caches() first, so it compiles what it plans)"
     )
 
 
@@ -240,10 +271,11 @@ def limits() -> str:
 def main() -> str:
     out = (
         f"# max_batch_size -- jax {jax.__version__}, backend {jax.default_backend()}, "
-        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n"
+        f"{load()} at start\n"
         + search_costs()
         + "\n\n"
         + bisection_costs()
+        + f"\n{load()} at the end"
     )
     return out
 

@@ -10,7 +10,9 @@ The walk reads every function on its own (nested functions apart) and finds
 its *timed things*: each span ``t0 = time.perf_counter()`` ... ``time.perf_counter()
 - t0`` (what the statements in between call), and each call of a timing
 helper (``measure``, ``measure_dispatched``, ``sample``, ``autorange``) by the
-function it times. A function is a sequential comparison when
+function it times, and each call of a function of the same file that times its own body and
+returns the seconds (``old_rewrite(...)``, ``journal(...)``). A function is a sequential
+comparison when
 
 * it times two different things, or
 * it times, inside a ``for`` loop, a thing named by the loop's variable
@@ -32,6 +34,11 @@ ROOT = PACKAGE.parent
 SAMPLER = "batchlab/measuring/sampler.py"
 #: timing helpers: these, and every function of the walked files that times a callable it is given
 TIMERS = {"measure": 0, "measure_dispatched": 0, "sample": 0, "autorange": 0}  # name: timed arg
+#: timers of any callable: what they time is their argument; a helper found in the walked files
+#: times its own code applied to it (``old_rewrite(outputs)`` and ``journal(outputs)`` differ)
+GENERIC = frozenset(TIMERS)
+#: the "timed argument" of a routine that times its own body (``old_rewrite`` timing its writes)
+ROUTINE = -1
 #: calls inside a span that are not what it times
 NEUTRAL = {
     "time.perf_counter",
@@ -70,10 +77,6 @@ ONE_THING = {
         "benchmarks/gpu_check.py",
         "main",
     ): "measure() per case for its device peak (memory, not time)",
-    ("benchmarks/max_batch_size.py", "search_costs"): (
-        "each search's first run, compilations included (a repeat hits the cache); its finding "
-        "is the compile count, the seconds are shown beside it"
-    ),
     ("benchmarks/strategies.py", "compile_times"): (
         "each candidate's cold compile: a repeat hits the cache, so compiles are not interleaved"
     ),
@@ -101,8 +104,14 @@ def _callee(call: ast.Call) -> str | None:
 
 def _timer_arg(call: ast.Call) -> str | None:
     """What a call of a timing helper times (its timed argument), else ``None``."""
-    i = TIMERS.get(ast.unparse(call.func).split(".")[-1])
-    return None if i is None or len(call.args) <= i else ast.unparse(call.args[i])
+    name = ast.unparse(call.func).split(".")[-1]
+    i = TIMERS.get(name)
+    if i == ROUTINE:
+        return f"{name}()"
+    if i is None or len(call.args) <= i:
+        return None
+    arg = ast.unparse(call.args[i])
+    return arg if name in GENERIC else f"{name}({arg})"
 
 
 def _walk(nodes: list[ast.AST]):
@@ -315,6 +324,7 @@ def _exclusive(a: Timed, b: Timed) -> bool:
 def sequential_comparisons(source: str) -> list[str]:
     """``function:line: why`` for every function of ``source`` that compares timings in sequence."""
     own = {k: v for k, v in timing_helpers(source).items() if k not in TIMERS}
+    own |= {k: ROUTINE for k in timed_routines(source) if k not in TIMERS and k not in own}
     own.pop("interleaved", None)
     TIMERS.update(own)  # this file's own timing helpers (private ones count here only)
     try:
@@ -378,6 +388,34 @@ def timing_helpers(source: str) -> dict[str, int]:
         hits = [i for i, p in enumerate(params) if p in timed and p not in ("self", "cls")]
         if hits:
             found[fn.name] = hits[0]
+    return found
+
+
+def timed_routines(source: str) -> set[str]:
+    """Functions that time their own body (a span around what they do) and return the seconds.
+
+    Two of them called by one function are a comparison made in sequence, as two timers are:
+    ``old_rewrite(outputs)`` then ``journal(outputs)``, each returning its own writes' time.
+    """
+    found = set()
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not any(t.span for t in timed_things(fn)):
+            continue
+        nodes = list(_walk(fn.body))
+        clock = {
+            target.id
+            for node in nodes
+            if isinstance(node, ast.Assign) and "perf_counter() -" in ast.unparse(node.value)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        for node in nodes:
+            if isinstance(node, ast.Return) and node.value is not None:
+                text = ast.unparse(node.value)
+                if "perf_counter() -" in text or clock & _names(node.value):
+                    found.add(fn.name)
     return found
 
 
@@ -447,6 +485,20 @@ def switches(run, make):
         t0 = time.perf_counter()
         run(prefetch(make()) if ahead else make())
         print(name, time.perf_counter() - t0)
+
+def _old_way(data):
+    t0 = time.perf_counter()
+    write_all(data)
+    return time.perf_counter() - t0
+
+def _new_way(data):
+    t0 = time.perf_counter()
+    append(data)
+    seconds = time.perf_counter() - t0
+    return seconds
+
+def two_routines(data):
+    return _old_way(data) / _new_way(data)
 """
 
 ALLOWED = """
@@ -486,6 +538,14 @@ def one_or_the_other(dispatched, f, g, x):
         t0 = time.perf_counter()
         jax.block_until_ready(g(x))
     return time.perf_counter() - t0
+
+def _sized(data):
+    t0 = time.perf_counter()
+    write_all(data)
+    return time.perf_counter() - t0
+
+def one_routine_twice(data):
+    return min(_sized(data), _sized(data))
 """
 
 
@@ -498,5 +558,6 @@ def test_the_walk_catches_planted_sequential_comparisons():
         "two_measures",
         "helper_per_candidate",
         "switches",
+        "two_routines",
     ]
     assert sequential_comparisons(textwrap.dedent(ALLOWED)) == []
