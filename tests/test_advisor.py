@@ -43,14 +43,27 @@ def test_plans_are_the_kit_plan_and_over_budget_is_never_run():
     budget = 16 * 2**20
     a = bl.advise(outer_sum, item, budget, batch_size=64, strategies=["vmap", "chunked"], **QUIET)
     xs = np.ones((64, 512), np.float32)
-    assert a["vmap"].planned_bytes == bl.memory_estimate(jax.vmap(outer_sum), xs).planned_bytes > budget
-    plan4 = bl.memory_estimate(lambda xs: jax.lax.map(outer_sum, xs, batch_size=4), xs).planned_bytes
+    assert (
+        a["vmap"].planned_bytes
+        == bl.memory_estimate(jax.vmap(outer_sum), xs).planned_bytes
+        > budget
+    )
+    plan4 = bl.memory_estimate(
+        lambda xs: jax.lax.map(outer_sum, xs, batch_size=4), xs
+    ).planned_bytes
     assert a["lax.map chunk 4"].planned_bytes == plan4 < budget
     assert a["vmap"].samples is None and "over the budget" in a["vmap"].note
     assert a.recommended != "vmap" and a[a.recommended].planned_bytes * a.margin <= budget
     # the fit is max_batch_size's with the calibrated margin (cached: the same measurement)
-    fit = bl.max_batch_size(outer_sum, item, budget_bytes=budget, strategy="chunked",
-                            chunk_size=a.chunk_size, upper=16 * 64, margin="calibrated")
+    fit = bl.max_batch_size(
+        outer_sum,
+        item,
+        budget_bytes=budget,
+        strategy="chunked",
+        chunk_size=a.chunk_size,
+        upper=16 * 64,
+        margin="calibrated",
+    )
     assert (a.batch_size, a.margin) == (int(fit), fit.margin) and a.margin >= 1
     assert "not run" in a.why and "vmap plans" in a.why
 
@@ -66,7 +79,9 @@ def test_decide_picks_only_what_the_ratios_show():
     v = decide(clear, {"a": 10, "b": 100})
     assert (v.pick, v.runner_up, v.decided) == ("b", "a", True) and "a / b" in v.deciding
     assert screen(clear) == ["a"]  # over 1.5x in every round
-    tie = _paired({"a": list(load * rng.uniform(0.9, 1.1, 15)), "b": list(load * rng.uniform(0.9, 1.1, 15))})
+    tie = _paired(
+        {"a": list(load * rng.uniform(0.9, 1.1, 15)), "b": list(load * rng.uniform(0.9, 1.1, 15))}
+    )
     t = decide(tie, {"a": 10, "b": 100})
     assert not t.decided and set(t.tied) == {"a", "b"} and t.pick == "a"  # the smaller plan
     assert screen(tie) == []
@@ -83,7 +98,9 @@ def test_timing_is_one_interleaved_run(monkeypatch):
         return real(calls, **kw)
 
     monkeypatch.setattr(advise_module, "interleaved", spy)
-    a = bl.advise(small, np.ones(8, np.float32), 2**24, batch_size=32, strategies=["vmap", "chunked"], **QUIET)
+    a = bl.advise(
+        small, np.ones(8, np.float32), 2**24, batch_size=32, strategies=["vmap", "chunked"], **QUIET
+    )
     assert 1 <= len(runs) <= 2 and runs[0] == sorted(c.label for c in a.candidates)
     full = [c.samples for c in a.candidates if c.samples is not None and not c.note]
     assert len({s.paired for s in full}) == 1 and full[0].paired is not None
@@ -96,11 +113,18 @@ def test_a_pick_whose_fit_does_not_hold_is_left_out(monkeypatch):
     def fake(fn, item, **kw):
         r = real(fn, item, **kw)
         calls.append(kw.get("chunk_size"))
-        return SimpleNamespace(margin=r.margin, margin_source=r.margin_source,
-                               __int__=lambda: 1 if len(calls) == 1 else 10**6)
+        return SimpleNamespace(
+            margin=r.margin,
+            margin_source=r.margin_source,
+            __int__=lambda: 1 if len(calls) == 1 else 10**6,
+        )
 
-    monkeypatch.setattr(advise_module, "max_batch_size", lambda fn, item, **kw: _Int(fake(fn, item, **kw)))
-    a = bl.advise(small, np.ones(8, np.float32), 2**26, batch_size=32, strategies=["vmap", "chunked"], **QUIET)
+    monkeypatch.setattr(
+        advise_module, "max_batch_size", lambda fn, item, **kw: _Int(fake(fn, item, **kw))
+    )
+    a = bl.advise(
+        small, np.ones(8, np.float32), 2**26, batch_size=32, strategies=["vmap", "chunked"], **QUIET
+    )
     first = a.excluded[0][0]
     assert len(calls) == 2 and a.recommended != first and "fits 1 items, not 32" in a.excluded[0][1]
     assert a.batch_size == 10**6 and f"left out: {first}" in a.why
@@ -115,8 +139,14 @@ class _Int:
 
 
 def test_nothing_fits_at_the_example_size_leads_the_summary():
-    a = bl.advise(outer_sum, np.ones(512, np.float32), 1310720, batch_size=256,
-                  strategies=["vmap", "chunked"], **QUIET)
+    a = bl.advise(
+        outer_sum,
+        np.ones(512, np.float32),
+        1310720,
+        batch_size=256,
+        strategies=["vmap", "chunked"],
+        **QUIET,
+    )
     assert a.lead.startswith("nothing fits 1.25 MiB at 256 items") and a.items < 256
     assert a.why.splitlines()[0] == a.lead and a.recommended is not None
     none = bl.advise(outer_sum, np.ones(512, np.float32), 2**10, batch_size=8, **QUIET)
@@ -134,7 +164,9 @@ def test_why_is_at_most_ten_lines_and_the_code_has_the_fitted_size():
 
 def test_ragged_candidates_pad_buckets_pack_per_batch():
     rng = np.random.default_rng(0)
-    data = bl.ragged.Ragged.from_lengths(rng.integers(0, 50, 3000).astype(np.int32), rng.integers(1, 60, 100))
+    data = bl.ragged.Ragged.from_lengths(
+        rng.integers(0, 50, 3000).astype(np.int32), rng.integers(1, 60, 100)
+    )
     table = jnp.ones((50, 8))
 
     def pool(values, mask):
@@ -205,11 +237,23 @@ def test_advised_batch_runs_under_an_address_space_limit(strategy):
     (:func:`batchlab.runs.calibration.run_under_limit`)."""
     budget = 64 * 2**20
     chunks = dict(chunk_sizes=[256]) if strategy == "chunked" else {}
-    a = bl.advise(mlp, np.ones(256, np.float32), budget, batch_size=512, strategies=[strategy],
-                  upper=2**20, **chunks, **QUIET)
+    a = bl.advise(
+        mlp,
+        np.ones(256, np.float32),
+        budget,
+        batch_size=512,
+        strategies=[strategy],
+        upper=2**20,
+        **chunks,
+        **QUIET,
+    )
     assert a.strategy == strategy and a.margin >= 1.0 and a.batch_size < 2**20
-    ok = run_under_limit(mlp, ITEM, a.batch_size, budget, strategy=strategy, chunk_size=a.chunk_size)
+    ok = run_under_limit(
+        mlp, ITEM, a.batch_size, budget, strategy=strategy, chunk_size=a.chunk_size
+    )
     assert ok.ran is True, ok
     # the limit bites: four times the advised batch does not run
-    control = run_under_limit(mlp, ITEM, 4 * a.batch_size, budget, strategy=strategy, chunk_size=a.chunk_size)
+    control = run_under_limit(
+        mlp, ITEM, 4 * a.batch_size, budget, strategy=strategy, chunk_size=a.chunk_size
+    )
     assert control.ran is False, control

@@ -76,7 +76,9 @@ def _item_and_batch(example: Any, in_axes: Any, n: int) -> tuple[Any, tuple, Any
     return first(example), (cut(example),), 0
 
 
-def _check(fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn):
+def _check(
+    fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn
+):
     check_callable(fn)
     ragged = isinstance(example, (Ragged, TokenDataset))
     if ragged:
@@ -100,14 +102,18 @@ def _check(fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, ma
             except ValueError as e:  # the same rule; here the argument is `example`
                 raise ValueError(str(e).replace("example_item", "example")) from None
         if packed_fn is not None:
-            raise ValueError("`packed_fn` is for ragged input (a bl.Ragged or a TokenDataset) only.")
+            raise ValueError(
+                "`packed_fn` is for ragged input (a bl.Ragged or a TokenDataset) only."
+            )
     if budget is not None and not isinstance(budget, Budget):
         check_positive_int(budget, "budget")
     check_positive_int(batch_size, "batch_size", allow_none=True)
     if chunk_sizes is not None:
         check_positive_ints(chunk_sizes, "chunk_sizes")
     if isinstance(strategies, str) or not strategies or not set(strategies) <= set(STRATEGIES):
-        raise ValueError(f"`strategies` must be a non-empty list drawn from {STRATEGIES}, got {strategies!r}.")
+        raise ValueError(
+            f"`strategies` must be a non-empty list drawn from {STRATEGIES}, got {strategies!r}."
+        )
     check_positive_float(max_seconds, "max_seconds")
     if packed_fn is not None:
         check_callable(packed_fn, "packed_fn")
@@ -122,7 +128,10 @@ def _time(cands: list, items: int, max_seconds: float, bar) -> tuple[dict, dict[
     bar.set_description(f"advise: screening {len(cands)} candidates")
     short = interleaved(calls, rounds=6, passes=1, max_seconds=max_seconds / 4, source=SOURCE)
     short.pop("_twice", None)
-    dropped = {k: f"screened out: over 1.5x the fastest's time (6 rounds at {items} items)" for k in screen(short)}
+    dropped = {
+        k: f"screened out: over 1.5x the fastest's time (6 rounds at {items} items)"
+        for k in screen(short)
+    }
     bar.update(1)
     kept = {k: v for k, v in calls.items() if k not in dropped and k != "_twice"}
     if len(kept) < 2:  # the short run decides: its fastest against the runner-up
@@ -181,11 +190,16 @@ def advise(
       >>> a["lax.map chunk 4"].planned_bytes > 0, a.batch_size >= 1
       (True, True)
     """
-    ragged = _check(fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn)
+    ragged = _check(
+        fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn
+    )
     start = time.perf_counter()
     budget = (
-        budget if isinstance(budget, Budget)
-        else default_budget() if budget is None else Budget(int(budget), "given")
+        budget
+        if isinstance(budget, Budget)
+        else default_budget()
+        if budget is None
+        else Budget(int(budget), "given")
     )
     bar = tqdm(total=4, desc="advise: planning", disable=not progress, leave=False)
     if ragged:
@@ -194,8 +208,9 @@ def advise(
         n_buckets = check_positive_int(n_buckets, "n_buckets")
         longest = int(data.lengths.max())
         item = (np.zeros(longest, data.flat.dtype), np.ones(longest, bool))
-        fit = max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, in_axes=(0, 0),
-                             upper=n, margin="calibrated")
+        fit = max_batch_size(
+            unjit(fn), item, budget_bytes=budget.bytes, in_axes=(0, 0), upper=n, margin="calibrated"
+        )
         margin, how = float(fit.margin), str(fit.margin_source)
         lead = ""
         if int(fit) < n:
@@ -223,24 +238,42 @@ def advise(
         lead, margin, how = "", None, "not fitted yet"
         if cands and min(c.planned for c in cands) > budget.bytes:
             lean = min(cands, key=lambda c: c.planned)
-            small = int(max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, strategy=lean.strategy,
-                                       chunk_size=lean.chunk, in_axes=axes, upper=n))
-            lead = (f"nothing fits {format_bytes(budget.bytes)} at {n} items (the leanest, {lean.label}, "
-                    f"plans {format_bytes(lean.planned)}): measured at the fitted size, {small} items")
+            small = int(
+                max_batch_size(
+                    unjit(fn),
+                    item,
+                    budget_bytes=budget.bytes,
+                    strategy=lean.strategy,
+                    chunk_size=lean.chunk,
+                    in_axes=axes,
+                    upper=n,
+                )
+            )
+            lead = (
+                f"nothing fits {format_bytes(budget.bytes)} at {n} items (the leanest, {lean.label}, "
+                f"plans {format_bytes(lean.planned)}): measured at the fitted size, {small} items"
+            )
             if small == 0:
                 bar.close()
                 return _nothing(fn, cands, n, budget, lead + "; not one item fits", start)
             n = small
             item, args, axes = _item_and_batch(example, in_axes, n)
-            cands = dense_candidates(fn, args, axes, n, chunk_sweep(n, chunk_sizes or ()), strategies)
+            cands = dense_candidates(
+                fn, args, axes, n, chunk_sweep(n, chunk_sizes or ()), strategies
+            )
         items = n
     bar.update(1)
-    over = {c.label: "over the budget: not run" for c in cands
-            if c.planned * (margin or 1.0) > budget.bytes}
+    over = {
+        c.label: "over the budget: not run"
+        for c in cands
+        if c.planned * (margin or 1.0) > budget.bytes
+    }
     timed = [c for c in cands if c.label not in over]
     if not timed:
         bar.close()
-        return _nothing(fn, cands, items, budget, f"no candidate fits with margin {margin:.2f}", start)
+        return _nothing(
+            fn, cands, items, budget, f"no candidate fits with margin {margin:.2f}", start
+        )
     samples, dropped = _time(timed, items, max_seconds, bar)
     planned = {c.label: c.planned for c in cands}
     pool = {k: v for k, v in samples.items() if k not in dropped}
@@ -252,36 +285,97 @@ def advise(
         if ragged:
             size = pick.chunk  # rows or tokens per batch, planned within budget / margin above
             break
-        fit = max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, strategy=pick.strategy,
-                             chunk_size=pick.chunk, in_axes=axes, upper=upper or 16 * n, margin="calibrated")
+        fit = max_batch_size(
+            unjit(fn),
+            item,
+            budget_bytes=budget.bytes,
+            strategy=pick.strategy,
+            chunk_size=pick.chunk,
+            in_axes=axes,
+            upper=upper or 16 * n,
+            margin="calibrated",
+        )
         size, margin, how = int(fit), float(fit.margin), str(fit.margin_source)
         if size >= n or len(pool) == 1 or attempt == MAX_FITS - 1:
             if size < n:
-                lead = lead or f"nothing timed fits {n} items with the margin: {pick.label} fits {size}"
+                lead = (
+                    lead
+                    or f"nothing timed fits {n} items with the margin: {pick.label} fits {size}"
+                )
             break
-        excluded.append((pick.label, f"faster, but with margin {margin:.2f} it fits {size} items, not {n}"))
+        excluded.append(
+            (pick.label, f"faster, but with margin {margin:.2f} it fits {size} items, not {n}")
+        )
         pool.pop(pick.label)
     bar.update(1)
     bar.close()
     if over:  # one line: what was not run, by its plan
-        excluded.append(("not run", f"over the budget at {items} items: " + ", ".join(
-            f"{c.label} plans {format_bytes(c.planned)}" for c in cands if c.label in over)))
+        excluded.append(
+            (
+                "not run",
+                f"over the budget at {items} items: "
+                + ", ".join(
+                    f"{c.label} plans {format_bytes(c.planned)}" for c in cands if c.label in over
+                ),
+            )
+        )
     notes = {**over, **dropped, **{k: "left out: " + w for k, w in excluded if k in planned}}
     results = tuple(
-        CandidateResult(c.label, c.strategy, c.chunk, items, c.planned,
-                        samples.get(c.label), c.code, notes.get(c.label, ""))
+        CandidateResult(
+            c.label,
+            c.strategy,
+            c.chunk,
+            items,
+            c.planned,
+            samples.get(c.label),
+            c.code,
+            notes.get(c.label, ""),
+        )
         for c in cands
     )
-    return Advice(fn_name(fn), "ragged" if ragged else "dense", items, results, verdict.pick,
-                  verdict.runner_up, verdict.decided, verdict.tied, verdict.deciding, budget,
-                  margin, how, size, tuple(excluded), lead, time.perf_counter() - start)
+    return Advice(
+        fn_name(fn),
+        "ragged" if ragged else "dense",
+        items,
+        results,
+        verdict.pick,
+        verdict.runner_up,
+        verdict.decided,
+        verdict.tied,
+        verdict.deciding,
+        budget,
+        margin,
+        how,
+        size,
+        tuple(excluded),
+        lead,
+        time.perf_counter() - start,
+    )
 
 
 def _nothing(fn, cands, n, budget, lead, start) -> Advice:
-    results = tuple(CandidateResult(c.label, c.strategy, c.chunk, n, c.planned, None, c.code,
-                                    "over the budget") for c in cands)
-    return Advice(fn_name(fn), "dense", n, results, None, None, False, (), "", budget, None,
-                  "not fitted", 0, (), lead, time.perf_counter() - start)
+    results = tuple(
+        CandidateResult(c.label, c.strategy, c.chunk, n, c.planned, None, c.code, "over the budget")
+        for c in cands
+    )
+    return Advice(
+        fn_name(fn),
+        "dense",
+        n,
+        results,
+        None,
+        None,
+        False,
+        (),
+        "",
+        budget,
+        None,
+        "not fitted",
+        0,
+        (),
+        lead,
+        time.perf_counter() - start,
+    )
 
 
 __all__ = ["STRATEGIES", "advise"]

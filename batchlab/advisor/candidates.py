@@ -141,7 +141,10 @@ def ragged_candidates(
     if packed_fn is not None:
         groups = pack_groups(data.lengths, tokens)
         most = max(len(g) for g in groups)
-        packs = [pack([data.item(int(i)) for i in g], total_length=tokens, max_items=most) for g in groups]
+        packs = [
+            pack([data.item(int(i)) for i in g], total_length=tokens, max_items=most)
+            for g in groups
+        ]
         step = unjit(packed_fn)
         program = compile_program(
             lambda v, s: step(v, s, most), spec_of(packs[0].values), spec_of(packs[0].segment_ids)
@@ -158,4 +161,11 @@ def ragged_candidates(
     return out
 
 
-__all__ = ["Candidate", "chunk_sweep", "dense_candidates", "fn_name", "pack_groups", "ragged_candidates"]
+__all__ = [
+    "Candidate",
+    "chunk_sweep",
+    "dense_candidates",
+    "fn_name",
+    "pack_groups",
+    "ragged_candidates",
+]

@@ -58,7 +58,9 @@ def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdic
     slower = slower_than_fastest(samples, 1.0)
     tied = [fastest] + [k for k in order[1:] if not slower[k]]
     if len(tied) == 1:
-        return Verdict(fastest, runner, True, (), ratio_above(runner, fastest, 1.0)(samples).deciding)
+        return Verdict(
+            fastest, runner, True, (), ratio_above(runner, fastest, 1.0)(samples).deciding
+        )
     pick = min(tied, key=lambda k: (planned[k], _median(samples[k])))
     other = fastest if pick != fastest else tied[1]
     deciding = ratio_above(other, pick, 1.0)(samples).deciding

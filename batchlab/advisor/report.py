@@ -84,7 +84,9 @@ class Advice:
         for c in self.candidates:
             if c.label == label:
                 return c
-        raise KeyError(f"no candidate {label!r}; this advice has {[c.label for c in self.candidates]}.")
+        raise KeyError(
+            f"no candidate {label!r}; this advice has {[c.label for c in self.candidates]}."
+        )
 
     @property
     def best(self) -> CandidateResult | None:
@@ -108,12 +110,16 @@ class Advice:
         """Plain JAX for the pick, with the batch size that fits."""
         if self.best is None:
             return "# nothing fits: " + self.lead
-        unit = "items" if self.mode == "dense" else "rows" if self.best.strategy == "pad" else "tokens"
+        unit = (
+            "items" if self.mode == "dense" else "rows" if self.best.strategy == "pad" else "tokens"
+        )
         return f"batch_size = {self.batch_size}  # {unit} per batch: {self.fit_line()}\n{self.best.code}"
 
     def fit_line(self) -> str:
         how = self.margin_source.split(":")[0]  # "calibrated", "given", "not calibrated"
-        return f"plan <= {format_bytes(self.budget.bytes)} / {self.margin or 1.0:.2f} ({how} margin)"
+        return (
+            f"plan <= {format_bytes(self.budget.bytes)} / {self.margin or 1.0:.2f} ({how} margin)"
+        )
 
     @property
     def why(self) -> str:
@@ -132,9 +138,7 @@ class Advice:
             )
         if self.deciding:
             lines.append(f"deciding: {self.deciding}")
-        lines.append(
-            f"fit: batch {self.batch_size} of {self.recommended}, {self.fit_line()}"
-        )
+        lines.append(f"fit: batch {self.batch_size} of {self.recommended}, {self.fit_line()}")
         lines += [f"left out: {label}: {why}" for label, why in self.excluded[: 9 - len(lines)]]
         return "\n".join(lines[:10])
 
@@ -168,12 +172,26 @@ def plot_candidates(advice: Advice, *, axes=None):
     timed = [c for c in advice.candidates if c.samples is not None]
     for i, c in enumerate(timed):
         v = [s / c.items for s in c.samples.values]
-        ax.errorbar([c.planned_bytes], [c.per_item], yerr=[[c.per_item - min(v)], [max(v) - c.per_item]],
-                    fmt="o", color=f"C{i % 10}", capsize=3, label=c.label)
+        ax.errorbar(
+            [c.planned_bytes],
+            [c.per_item],
+            yerr=[[c.per_item - min(v)], [max(v) - c.per_item]],
+            fmt="o",
+            color=f"C{i % 10}",
+            capsize=3,
+            label=c.label,
+        )
         if c.label == advice.recommended:
-            ax.plot([c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="black", label="pick")
-    ax.axvline(advice.planned_budget_bytes, color="tab:red", ls="--", lw=1,
-               label=f"budget / margin {format_bytes(advice.planned_budget_bytes)}")
+            ax.plot(
+                [c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="black", label="pick"
+            )
+    ax.axvline(
+        advice.planned_budget_bytes,
+        color="tab:red",
+        ls="--",
+        lw=1,
+        label=f"budget / margin {format_bytes(advice.planned_budget_bytes)}",
+    )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(short_bytes))
@@ -181,8 +199,11 @@ def plot_candidates(advice: Advice, *, axes=None):
     ax.yaxis.set_minor_formatter(FuncFormatter(short_seconds))
     ax.set_xlabel("planned peak of one call (XLA compiled memory analysis)")
     ax.set_ylabel("time per item (median round)")
-    ax.set_title(f"advise({advice.name}), {advice.items} items: bl.measuring.interleaved, "
-                 f"{jax.default_backend()}, jax {jax.__version__}", fontsize=11)
+    ax.set_title(
+        f"advise({advice.name}), {advice.items} items: bl.measuring.interleaved, "
+        f"{jax.default_backend()}, jax {jax.__version__}",
+        fontsize=11,
+    )
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
     return fig
 

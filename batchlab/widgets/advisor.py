@@ -38,7 +38,10 @@ class AdvisorSetting:
             ("fit (plan x margin)", ", ".join(self.fits) or "none"),
             ("pick", str(self.recommended) + ("" if self.decided else " (not enough evidence)")),
             ("deciding", self.deciding or "-"),
-            ("batch size", "advice's own budget only" if self.batch_size is None else str(self.batch_size)),
+            (
+                "batch size",
+                "advice's own budget only" if self.batch_size is None else str(self.batch_size),
+            ),
         ]
 
     def __repr__(self) -> str:
@@ -60,7 +63,9 @@ def setting(advice: Advice, budget: int) -> AdvisorSetting:
         return AdvisorSetting(int(budget), (), None, False, (), "", None)
     v = decide({c.label: c.samples for c in pool}, {c.label: c.planned_bytes for c in pool})
     size = advice.batch_size if own and v.pick == advice.recommended else None
-    return AdvisorSetting(int(budget), tuple(c.label for c in fits), v.pick, v.decided, v.tied, v.deciding, size)
+    return AdvisorSetting(
+        int(budget), tuple(c.label for c in fits), v.pick, v.decided, v.tied, v.deciding, size
+    )
 
 
 def default_budgets(advice: Advice) -> list[int]:
@@ -68,7 +73,9 @@ def default_budgets(advice: Advice) -> list[int]:
     peaks = [c.planned_bytes for c in advice.candidates if c.planned_bytes]
     low = 2 ** math.floor(math.log2(min(peaks) / 2)) if peaks else advice.budget.bytes
     high = 2 ** math.ceil(math.log2(max(peaks) * 4)) if peaks else advice.budget.bytes
-    return sorted({advice.budget.bytes, *(2**k for k in range(int(math.log2(low)), int(math.log2(high)) + 1))})
+    return sorted(
+        {advice.budget.bytes, *(2**k for k in range(int(math.log2(low)), int(math.log2(high)) + 1))}
+    )
 
 
 class AdvisorExplorer(Explorer):
@@ -79,18 +86,35 @@ class AdvisorExplorer(Explorer):
       ValueError: ``budget`` is not one of ``budgets``.
     """
 
-    def __init__(self, advice: Advice, budgets: Sequence[int] | None = None, *, budget: int | None = None,
-                 title: str = "The advice over the budget") -> None:
+    def __init__(
+        self,
+        advice: Advice,
+        budgets: Sequence[int] | None = None,
+        *,
+        budget: int | None = None,
+        title: str = "The advice over the budget",
+    ) -> None:
         if not isinstance(advice, Advice):
-            raise TypeError(f"`advice` must be what bl.advise returned, got {type(advice).__name__}.")
-        stops = sorted({check_positive_int(b, "budgets") for b in (budgets or default_budgets(advice))})
+            raise TypeError(
+                f"`advice` must be what bl.advise returned, got {type(advice).__name__}."
+            )
+        stops = sorted(
+            {check_positive_int(b, "budgets") for b in (budgets or default_budgets(advice))}
+        )
         budget = advice.budget.bytes if budget is None else check_positive_int(budget, "budget")
         if budget not in stops:
-            raise ValueError(f"`budget`={budget} is not one of the stops {stops}; add it to `budgets`.")
+            raise ValueError(
+                f"`budget`={budget} is not one of the stops {stops}; add it to `budgets`."
+            )
         self.advice, self.choices = advice, {"budget": tuple(stops)}
-        super().__init__(lambda budget: setting(advice, budget), {"budget": budget},
-                         controls={"budget": budget_slider(stops)},
-                         draw=lambda ex: plot_candidates(advice), describe=describe, title=title)
+        super().__init__(
+            lambda budget: setting(advice, budget),
+            {"budget": budget},
+            controls={"budget": budget_slider(stops)},
+            draw=lambda ex: plot_candidates(advice),
+            describe=describe,
+            title=title,
+        )
         self.update()
 
 
