@@ -238,17 +238,8 @@ def advise(
         lead, margin, how = "", None, "not fitted yet"
         if cands and min(c.planned for c in cands) > budget.bytes:
             lean = min(cands, key=lambda c: c.planned)
-            small = int(
-                max_batch_size(
-                    unjit(fn),
-                    item,
-                    budget_bytes=budget.bytes,
-                    strategy=lean.strategy,
-                    chunk_size=lean.chunk,
-                    in_axes=axes,
-                    upper=n,
-                )
-            )
+            small = int(max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, in_axes=axes,
+                                       strategy=lean.strategy, chunk_size=lean.chunk, upper=n))  # fmt: skip
             lead = (
                 f"nothing fits {format_bytes(budget.bytes)} at {n} items (the leanest, {lean.label}, "
                 f"plans {format_bytes(lean.planned)}): measured at the fitted size, {small} items"
@@ -285,16 +276,9 @@ def advise(
         if ragged:
             size = pick.chunk  # rows or tokens per batch, planned within budget / margin above
             break
-        fit = max_batch_size(
-            unjit(fn),
-            item,
-            budget_bytes=budget.bytes,
-            strategy=pick.strategy,
-            chunk_size=pick.chunk,
-            in_axes=axes,
-            upper=upper or 16 * n,
-            margin="calibrated",
-        )
+        fit = max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, strategy=pick.strategy,
+                             chunk_size=pick.chunk, in_axes=axes, upper=upper or 16 * n,
+                             margin="calibrated")  # fmt: skip
         size, margin, how = int(fit), float(fit.margin), str(fit.margin_source)
         if size >= n or len(pool) == 1 or attempt == MAX_FITS - 1:
             if size < n:
@@ -321,61 +305,20 @@ def advise(
         )
     notes = {**over, **dropped, **{k: "left out: " + w for k, w in excluded if k in planned}}
     results = tuple(
-        CandidateResult(
-            c.label,
-            c.strategy,
-            c.chunk,
-            items,
-            c.planned,
-            samples.get(c.label),
-            c.code,
-            notes.get(c.label, ""),
-        )
+        CandidateResult(*c[:3], items, c.planned, samples.get(c.label), c.code, notes.get(c[0], ""))
         for c in cands
     )
-    return Advice(
-        fn_name(fn),
-        "ragged" if ragged else "dense",
-        items,
-        results,
-        verdict.pick,
-        verdict.runner_up,
-        verdict.decided,
-        verdict.tied,
-        verdict.deciding,
-        budget,
-        margin,
-        how,
-        size,
-        tuple(excluded),
-        lead,
-        time.perf_counter() - start,
-    )
+    mode, secs = "ragged" if ragged else "dense", time.perf_counter() - start
+    return Advice(fn_name(fn), mode, items, results, *verdict, budget, margin, how, size,
+                  tuple(excluded), lead, secs)  # fmt: skip
 
 
 def _nothing(fn, cands, n, budget, lead, start) -> Advice:
     results = tuple(
-        CandidateResult(c.label, c.strategy, c.chunk, n, c.planned, None, c.code, "over the budget")
-        for c in cands
+        CandidateResult(*c[:3], n, c.planned, None, c.code, "over the budget") for c in cands
     )
-    return Advice(
-        fn_name(fn),
-        "dense",
-        n,
-        results,
-        None,
-        None,
-        False,
-        (),
-        "",
-        budget,
-        None,
-        "not fitted",
-        0,
-        (),
-        lead,
-        time.perf_counter() - start,
-    )
+    return Advice(fn_name(fn), "dense", n, results, None, None, False, (), "", budget, None,
+                  "not fitted", 0, (), lead, time.perf_counter() - start)  # fmt: skip
 
 
 __all__ = ["STRATEGIES", "advise"]
