@@ -269,6 +269,7 @@ def advise(
     planned = {c.label: c.planned for c in cands}
     pool = {k: v for k, v in samples.items() if k not in dropped}
     excluded: list[tuple[str, str]] = []
+    known: dict[str, dict[int, int]] = {}  # plans already made, per candidate (no compile twice)
     bar.set_description("advise: fitting the budget (a fresh process)")
     for attempt in range(MAX_FITS):
         verdict = decide(pool, planned)
@@ -278,7 +279,7 @@ def advise(
             break
         fit = max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, strategy=pick.strategy,
                              chunk_size=pick.chunk, in_axes=axes, upper=upper or 16 * n,
-                             margin="calibrated")  # fmt: skip
+                             margin="calibrated", known=known.setdefault(pick.label, {n: pick.planned}))  # fmt: skip
         size, margin, how = int(fit), float(fit.margin), str(fit.margin_source)
         if size >= n or len(pool) == 1 or attempt == MAX_FITS - 1:
             if size < n:

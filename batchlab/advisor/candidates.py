@@ -7,7 +7,7 @@ itself, so timing it compiles nothing again) and the plain JAX to paste.
 
 Dense: ``vmap``; ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ...
 below the batch, and the caller's sizes; host chunks (one jitted ``vmap`` per
-chunk) for the chunks of at most 8 dispatches. Ragged (``fn(values, mask)`` of one
+chunk) for the chunks of at most 4 dispatches. Ragged (``fn(values, mask)`` of one
 padded item): pad every item to the longest, length buckets with the same
 tokens per batch, and, given ``packed_fn(values, segment_ids, num_segments)``,
 packing each batch into those tokens.
@@ -71,13 +71,13 @@ def dense_code(name: str, strategy: str, k: int | None, in_axes: Any) -> str:
 def dense_candidates(
     fn: Callable, args: tuple, in_axes: Any, n: int, chunks: list[int], strategies: Sequence[str]
 ) -> list[Candidate]:
-    """vmap, lax.map at every chunk size, host chunks of at most 8 dispatches; planned at ``n``."""
+    """vmap, lax.map at every chunk size, host chunks of at most 4 dispatches; planned at ``n``."""
     plain, name = unjit(fn), fn_name(fn)
     specs = tuple(jax.tree_util.tree_map(spec_of, a) for a in args)
     on_device = _device(args)
     settings = [("vmap", None)] if "vmap" in strategies else []
     settings += [("chunked", k) for k in chunks if "chunked" in strategies]
-    settings += [("host", k) for k in chunks if "host" in strategies and 8 * k >= n]
+    settings += [("host", k) for k in chunks if "host" in strategies and 4 * k >= n]
     out = []
     for s, k in settings:
         f = batch(plain, strategy=s, chunk_size=k, in_axes=in_axes)

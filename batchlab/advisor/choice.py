@@ -5,9 +5,10 @@ candidate with the smallest median is the fastest; each other is *slower*
 when ``ratio_above(other, fastest, 1.0)`` holds (its per-round ratios'
 distribution-free interval lies above 1). When every other is slower, the
 fastest is the pick and the ratio against the runner-up is the deciding
-number. Otherwise there is not enough evidence to order the candidates the
-rule cannot tell from the fastest: the pick among them is the smallest plan
-(XLA's, deterministic), and the advice says so. :func:`screen` drops, after a
+number. Candidates it cannot tell from the fastest but each shown within
+1.1x of it (``ratio_below``) are equivalent: the pick among them is the
+smallest plan (XLA's, deterministic). Otherwise there is not enough evidence:
+the advice says so and names the fastest median so far. :func:`screen` drops, after a
 short run, the candidates shown over 1.5x slower than the fastest.
 """
 
@@ -18,10 +19,12 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from batchlab.claims.evidence import Samples
-from batchlab.claims.rules import HOLDS, ratio_above
+from batchlab.claims.rules import HOLDS, ratio_above, ratio_below
 
 #: a short run's candidates shown this much slower than its fastest are not timed further
 SCREEN_RATIO = 1.5
+#: candidates the timings cannot order but each shown within this of the fastest are equivalent
+WITHIN = 1.1
 
 
 class Verdict(NamedTuple):
@@ -61,10 +64,17 @@ def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdic
         return Verdict(
             fastest, runner, True, (), ratio_above(runner, fastest, 1.0)(samples).deciding
         )
-    pick = min(tied, key=lambda k: (planned[k], _median(samples[k])))
-    other = fastest if pick != fastest else tied[1]
-    deciding = ratio_above(other, pick, 1.0)(samples).deciding
-    return Verdict(pick, other, False, tuple(tied), deciding)
+    near = {k: ratio_below(k, fastest, WITHIN)(samples) for k in tied[1:]}
+    far = [k for k in tied[1:] if near[k].outcome != HOLDS]
+    if not far:  # every one the timings cannot order is shown within 1.1x: the smallest plan
+        pick = min(tied, key=lambda k: (planned[k], _median(samples[k])))
+        other = pick if pick != fastest else tied[1]
+        return Verdict(pick, fastest if pick != fastest else tied[1], True, tuple(tied),
+                       near[other].deciding)  # fmt: skip
+    # not enough evidence: the fastest median so far, said to be undecided
+    return Verdict(
+        fastest, far[0], False, tuple(tied), ratio_above(far[0], fastest, 1.0)(samples).deciding
+    )
 
 
-__all__ = ["SCREEN_RATIO", "Verdict", "decide", "screen", "slower_than_fastest"]
+__all__ = ["SCREEN_RATIO", "WITHIN", "Verdict", "decide", "screen", "slower_than_fastest"]

@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 
 import jax
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from batchlab._util.format import format_bytes, format_seconds, html_table, text_table
 from batchlab._util.plotting import new_figure, short_bytes, short_seconds
@@ -56,9 +56,9 @@ class Advice:
     """The advice for one function here (see :func:`batchlab.advise`).
 
     ``recommended``: the pick's label (``None`` only when not one item fits);
-    ``decided``: the timings ordered it before the runner-up; else ``tied`` are
-    the candidates they cannot order (not enough evidence) and the pick among
-    them is the smallest plan. ``batch_size``: the largest batch (items; ragged:
+    ``tied``: the candidates the timings cannot order; ``decided``: the pick is
+    backed by them (faster than the runner-up, or within 1.1x of the fastest
+    and the smallest plan); ``False``: not enough evidence, the fastest median. ``batch_size``: the largest batch (items; ragged:
     rows, or tokens per batch) whose plan fits ``budget / margin``.
     """
 
@@ -129,12 +129,17 @@ class Advice:
         lines = [self.lead] if self.lead else []
         if self.runner_up is None:
             lines.append(f"pick: {self.recommended} (the only candidate timed within the budget)")
-        elif self.decided:
+        elif not self.tied:
             lines.append(f"pick: {self.recommended}, faster than the runner-up {self.runner_up}")
+        elif self.decided:
+            lines.append(
+                f"the timings cannot order {_names(self.tied)}, but each is within 1.1x of "
+                f"the fastest; pick: {self.recommended}, the smallest plan among them"
+            )
         else:
             lines.append(
-                f"not enough evidence to order {', '.join(self.tied)} by time; pick: "
-                f"{self.recommended}, the smallest plan among them"
+                f"not enough evidence to order {_names(self.tied)}; the fastest median so "
+                f"far: {self.recommended} (rerun with a larger max_seconds to decide)"
             )
         if self.deciding:
             lines.append(f"deciding: {self.deciding}")
@@ -166,44 +171,38 @@ class Advice:
         return plot_candidates(self, axes=axes)
 
 
+def _names(labels: tuple[str, ...]) -> str:
+    more = f" and {len(labels) - 4} more" if len(labels) > 4 else ""
+    return ", ".join(labels[:4]) + more
+
+
 def plot_candidates(advice: Advice, *, axes=None):
     """x: planned peak (XLA); y: median time per item (bar: fastest .. slowest round)."""
     fig, ax = new_figure(width=9, height=4.8) if axes is None else (axes.figure, axes)
     timed = [c for c in advice.candidates if c.samples is not None]
     for i, c in enumerate(timed):
         v = [s / c.items for s in c.samples.values]
-        ax.errorbar(
-            [c.planned_bytes],
-            [c.per_item],
-            yerr=[[c.per_item - min(v)], [max(v) - c.per_item]],
-            fmt="o",
-            color=f"C{i % 10}",
-            capsize=3,
-            label=c.label,
-        )
+        err = [[c.per_item - min(v)], [max(v) - c.per_item]]
+        mark = "s" if c.strategy == "host" else "o"
+        ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, color=f"C{i % 10}",
+                    capsize=3, label=c.label)  # fmt: skip
         if c.label == advice.recommended:
-            ax.plot(
-                [c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="black", label="pick"
-            )
-    ax.axvline(
-        advice.planned_budget_bytes,
-        color="tab:red",
-        ls="--",
-        lw=1,
-        label=f"budget / margin {format_bytes(advice.planned_budget_bytes)}",
-    )
+            ax.plot([c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="k", label="pick")
+    line = advice.planned_budget_bytes
+    ax.axvline(line, color="tab:red", ls="--", lw=1, label=f"budget / margin {format_bytes(line)}")
+    xs = [c.planned_bytes for c in timed] + [line]
     ax.set_xscale("log", base=2)
+    ax.set_xlim(min(xs) / 1.15, max(xs) * 1.15)
+    ax.xaxis.set_major_locator(LogLocator(base=2, subs=(1.0, 1.5)))
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(short_bytes))
     ax.yaxis.set_major_formatter(FuncFormatter(short_seconds))
     ax.yaxis.set_minor_formatter(FuncFormatter(short_seconds))
     ax.set_xlabel("planned peak of one call (XLA compiled memory analysis)")
     ax.set_ylabel("time per item (median round)")
-    ax.set_title(
-        f"advise({advice.name}), {advice.items} items: bl.measuring.interleaved, "
-        f"{jax.default_backend()}, jax {jax.__version__}",
-        fontsize=11,
-    )
+    ax.set_title(f"advise({advice.name}), {advice.items} items: bl.measuring.interleaved, "
+                 f"{jax.default_backend()}, jax {jax.__version__}", fontsize=11)  # fmt: skip
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
     return fig
 
