@@ -286,6 +286,12 @@ def write(rows, loads, opts):
         + ", ".join(f"{x:.1f}" for x in loads)
         + ". Source: benchmarks/advisor.py.",
         "",
+        "Fits: plan (bl.memory_estimate, closed-over arrays counted) within the budget. Within 10%: "
+        "the median per-round ratio pick / fastest fitting candidate of one interleaved run is at "
+        "most 1.10. (tie): the timings could not order the pick against the candidates named in "
+        "its why. The text is the kit's shipped dataset (one token sequence per stdlib function, "
+        "batchlab/ragged/data/), the first 512; the kit ships no numpy-docstring dataset.",
+        "",
         "| function | within 10% | picks (pick / fastest median per-round ratio) | advise s |",
         "|---|---|---|---|",
     ]

@@ -19,8 +19,15 @@ def outer(x):  # (64,) -> (): a (64, 64) temporary per item
 
 @pytest.fixture(scope="module")
 def advice():
-    return bl.advise(outer, np.ones(64, np.float32), BUDGET, batch_size=64,
-                     strategies=["vmap", "chunked"], progress=False, max_seconds=2)
+    return bl.advise(
+        outer,
+        np.ones(64, np.float32),
+        BUDGET,
+        batch_size=64,
+        strategies=["vmap", "chunked"],
+        progress=False,
+        max_seconds=2,
+    )
 
 
 def test_the_setup_is_what_the_tests_assume(advice):
