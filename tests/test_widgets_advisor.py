@@ -68,6 +68,10 @@ def test_figure_and_widget(advice):
     labels = ex.figure().axes[0].get_legend_handles_labels()[1]
     assert "pick" in labels and any(x.startswith("budget / margin") for x in labels)
     assert ex.widget is not None and set(ex.control_widgets) == {"budget"}
+    ex = AdvisorExplorer(advice, [BUDGET, 2**30])
+    ex.update(budget=2**30)  # the drawn budget follows the slider
+    line = f"budget / margin {bl.format_bytes(int(2**30 / advice.margin))}"
+    assert line in ex.figure().axes[0].get_legend_handles_labels()[1]
 
 
 @pytest.mark.parametrize(

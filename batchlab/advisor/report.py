@@ -176,8 +176,13 @@ def _names(labels: tuple[str, ...]) -> str:
     return ", ".join(labels[:4]) + more
 
 
-def plot_candidates(advice: Advice, *, axes=None):
-    """x: planned peak (XLA); y: median time per item (bar: fastest .. slowest round)."""
+def plot_candidates(
+    advice: Advice, *, axes=None, budget: int | None = None, pick: str | None = None
+):
+    """x: planned peak (XLA); y: median time per item (bar: fastest .. slowest round).
+
+    ``budget`` and ``pick`` (an explorer's setting) replace the advice's own.
+    """
     fig, ax = new_figure(width=9, height=4.8) if axes is None else (axes.figure, axes)
     timed = [c for c in advice.candidates if c.samples is not None]
     for i, c in enumerate(timed):
@@ -186,9 +191,9 @@ def plot_candidates(advice: Advice, *, axes=None):
         mark = "s" if c.strategy == "host" else "o"
         ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, color=f"C{i % 10}",
                     capsize=3, label=c.label)  # fmt: skip
-        if c.label == advice.recommended:
+        if c.label == (pick or advice.recommended):
             ax.plot([c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="k", label="pick")
-    line = advice.planned_budget_bytes
+    line = max(1, int((budget or advice.budget.bytes) / (advice.margin or 1.0)))
     ax.axvline(line, color="tab:red", ls="--", lw=1, label=f"budget / margin {format_bytes(line)}")
     xs = [c.planned_bytes for c in timed] + [line]
     ax.set_xscale("log", base=2)

@@ -111,7 +111,9 @@ class AdvisorExplorer(Explorer):
             lambda budget: setting(advice, budget),
             {"budget": budget},
             controls={"budget": budget_slider(stops)},
-            draw=lambda ex: plot_candidates(advice),
+            draw=lambda ex: plot_candidates(
+                advice, budget=ex.result.budget, pick=ex.result.recommended
+            ),
             describe=describe,
             title=title,
         )
