@@ -10,7 +10,7 @@ each faster candidate left out, with the reason.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import jax
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
@@ -58,8 +58,9 @@ class Advice:
     ``recommended``: the pick's label (``None`` only when not one item fits);
     ``tied``: the candidates the timings cannot order; ``decided``: the pick is
     backed by them (faster than the runner-up, or within 1.1x of the fastest
-    and the smallest plan); ``False``: not enough evidence, the fastest median. ``batch_size``: the largest batch (items; ragged:
-    rows, or tokens per batch) whose plan fits ``budget / margin``.
+    and the smallest plan); ``False``: not enough evidence, the fastest median.
+    ``batch_size``: the largest batch (items; ragged: rows, or tokens per batch)
+    whose plan fits ``budget / margin``.
     """
 
     name: str
@@ -78,7 +79,6 @@ class Advice:
     excluded: tuple[tuple[str, str], ...] = ()
     lead: str = ""
     seconds: float = 0.0
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __getitem__(self, label: str) -> CandidateResult:
         for c in self.candidates:
