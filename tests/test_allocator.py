@@ -215,8 +215,8 @@ def test_pool_versus_platform_device_calls():
 
 def test_plots_and_reprs():
     sim = A.simulate("bucketed", 24, batch_size=4)
-    assert "Simulation(" in repr(sim) and "<table" in sim._repr_html_()
-    assert "Timeline(" in repr(sim.timeline) and "<table" in sim.timeline._repr_html_()
+    assert repr(sim).startswith("Simulation: ") and "<table" in sim._repr_html_()
+    assert repr(sim.timeline).startswith("Timeline: ") and "<table" in sim.timeline._repr_html_()
     assert "Events(" in repr(sim.events)
     assert len(sim.plot().axes) == 3
     assert len(A.plot_memory_map(sim.timeline).axes) == 1

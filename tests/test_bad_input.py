@@ -955,19 +955,6 @@ case(
     TypeError,
     r"`share_time` must be True or False",
 )
-case("claims.probe(claim=5)", lambda: batchlab.claims.probe(5), TypeError, r"`claim` must be a")
-case(
-    "claims.probe_rule(evidence=5)",
-    lambda: batchlab.claims.probe_rule(batchlab.claims.equals("n", 1), 5),
-    TypeError,
-    r"`evidence` must be a list of bl.claims.Number",
-)
-case(
-    "claims.probe_rule(rule=5)",
-    lambda: batchlab.claims.probe_rule(5, []),
-    TypeError,
-    r"`rule` must be a rule",
-)
 case("explain_compiles(calls=5)", lambda: batchlab.explain_compiles(5), TypeError, r"`calls`")
 
 # ------------------------------------------------------------ exercises

@@ -211,7 +211,7 @@ def test_compare_prefetch_runs_every_pipeline_over_every_batch():
         "prefetch, no sync",
     ]
     assert set(c.hidden_share(0.002)) == set(list(c.seconds)[1:])
-    assert "prefetch vs best serial" in repr(c) and "<table" in c._repr_html_()
+    assert "prefetch vs the best serial loop=" in repr(c) and "<table" in c._repr_html_()
 
 
 def test_compare_prefetch_jax_step_sees_every_batch_in_order_in_every_pipeline():

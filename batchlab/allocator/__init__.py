@@ -1,17 +1,5 @@
 """A readable simulation of the allocator policies that matter for JAX on GPUs.
 
-``from batchlab import allocator``; then build the events, pick a policy and
-replay::
-
-    w = allocator.xla_workloads.per_item_workload(48)   # from XLA's buffer assignment
-    timeline = allocator.replay(w.events, allocator.BFCAllocator(16 << 30))
-    allocator.plot_memory_map(timeline)
-
-Everything here is the kit's simulation: it places bytes in a pretend
-address space and runs nothing. Real figures come from XLA's buffer
-assignment (:func:`batchlab.buffer_assignment`) and, on a GPU, from
-``jax.Device.memory_stats()`` (``benchmarks/gpu_fragmentation.py``).
-
 Example:
   >>> from batchlab import allocator
   >>> tl = allocator.replay(allocator.workloads.batched(16, batch_size=4), allocator.BFCAllocator(1 << 30))
@@ -19,34 +7,56 @@ Example:
   (12, 0)
 """
 
-from __future__ import annotations
+from batchlab.allocator import workloads, xla_workloads
+from batchlab.allocator.base import Allocator, Piece
+from batchlab.allocator.bfc import BFCAllocator, bin_num_for_size
+from batchlab.allocator.events import Event, Events, EventsBuilder
+from batchlab.allocator.firstfit import FirstFitAllocator
+from batchlab.allocator.platform import PlatformAllocator
+from batchlab.allocator.plots import plot_capacity_scan, plot_memory_map, plot_replay, plot_timeline
+from batchlab.allocator.replayer import (
+    Block,
+    CapacityScan,
+    Failure,
+    Timeline,
+    capacity_needed,
+    capacity_scan,
+    differences_text,
+    make_allocator,
+    replay,
+)
+from batchlab.allocator.simulation import Simulation, simulate
+from batchlab.allocator.workloads import WORKLOADS, workload
+from batchlab.allocator.xla_workloads import events_from_buffers
 
-from batchlab.allocator import workloads as workloads
-from batchlab.allocator import xla_workloads as xla_workloads
-from batchlab.allocator.base import Allocator as Allocator
-from batchlab.allocator.base import Piece as Piece
-from batchlab.allocator.bfc import BFCAllocator as BFCAllocator
-from batchlab.allocator.bfc import bin_num_for_size as bin_num_for_size
-from batchlab.allocator.events import Event as Event
-from batchlab.allocator.events import Events as Events
-from batchlab.allocator.events import EventsBuilder as EventsBuilder
-from batchlab.allocator.firstfit import FirstFitAllocator as FirstFitAllocator
-from batchlab.allocator.platform import PlatformAllocator as PlatformAllocator
-from batchlab.allocator.plots import plot_capacity_scan as plot_capacity_scan
-from batchlab.allocator.plots import plot_memory_map as plot_memory_map
-from batchlab.allocator.plots import plot_replay as plot_replay
-from batchlab.allocator.plots import plot_timeline as plot_timeline
-from batchlab.allocator.replayer import Block as Block
-from batchlab.allocator.replayer import CapacityScan as CapacityScan
-from batchlab.allocator.replayer import Failure as Failure
-from batchlab.allocator.replayer import Timeline as Timeline
-from batchlab.allocator.replayer import capacity_needed as capacity_needed
-from batchlab.allocator.replayer import capacity_scan as capacity_scan
-from batchlab.allocator.replayer import differences_text as differences_text
-from batchlab.allocator.replayer import make_allocator as make_allocator
-from batchlab.allocator.replayer import replay as replay
-from batchlab.allocator.simulation import Simulation as Simulation
-from batchlab.allocator.simulation import simulate as simulate
-from batchlab.allocator.workloads import WORKLOADS as WORKLOADS
-from batchlab.allocator.workloads import workload as workload
-from batchlab.allocator.xla_workloads import events_from_buffers as events_from_buffers
+__all__ = [
+    "WORKLOADS",
+    "Allocator",
+    "BFCAllocator",
+    "Block",
+    "CapacityScan",
+    "Event",
+    "Events",
+    "EventsBuilder",
+    "Failure",
+    "FirstFitAllocator",
+    "Piece",
+    "PlatformAllocator",
+    "Simulation",
+    "Timeline",
+    "bin_num_for_size",
+    "capacity_needed",
+    "capacity_scan",
+    "differences_text",
+    "events_from_buffers",
+    "make_allocator",
+    "plot_capacity_scan",
+    "plot_memory_map",
+    "plot_replay",
+    "plot_timeline",
+    "replay",
+    "simulate",
+    "workload",
+    "workloads",
+    "xla_workloads",
+]

@@ -1,20 +1,4 @@
-"""The address space every simulated allocator manages: a list of chunks.
-
-A simulated device has ``capacity`` bytes, addresses ``[0, capacity)``.
-The allocator keeps a list of :class:`Piece` sorted by address that always
-covers the whole device, each chunk in one of three states:
-
-* ``"used"``       -- handed out for one live allocation;
-* ``"free"``       -- reserved by the allocator (part of its pool) but unused;
-* ``"unreserved"`` -- still the device's; the allocator must ask the device
-  (one *device call*, like ``cudaMalloc``) before it can use it.
-
-Subclasses decide three things only: where a request goes (:meth:`_find`),
-whether a too-large chunk is split (:meth:`_should_split`), and how the pool
-grows (:meth:`_grow`). Everything else -- rounding to the alignment,
-splitting, coalescing neighbours on free, and the statistics -- is here, so
-the two policies differ only where the policies really differ.
-"""
+"""The address space every simulated allocator manages: a list of chunks."""
 
 from __future__ import annotations
 
@@ -193,11 +177,7 @@ class Allocator:
 
     @property
     def fragmentation(self) -> float:
-        """XLA's ``GetFragmentation``: ``1 - largest free chunk / (pool_bytes - bytes_in_use)``.
-
-        Free pool bytes only (memory not yet reserved does not count); 0 when
-        the pool has nothing free.
-        """
+        """XLA's ``GetFragmentation``: ``1 - largest free chunk / (pool_bytes - bytes_in_use)``."""
         free = self.pool_bytes - self.bytes_in_use
         return 0.0 if free <= 0 else 1.0 - self.largest_free_block / free
 

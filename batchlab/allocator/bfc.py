@@ -1,51 +1,5 @@
 """XLA's best-fit-with-coalescing (BFC) allocator, rule by rule.
 
-JAX on a GPU hands every device buffer to XLA's ``BFCAllocator``
-(``xla/tsl/framework/bfc_allocator.cc`` and ``.h`` in openxla/xla). This
-module re-tells the non-partitioned path of that file, with its constants:
-
-1. **Round** each request up to a multiple of ``kMinAllocationSize`` = 256
-   bytes (``RoundedBytes``).
-2. **Bins**: ``kNumBins`` = 21 bins; a chunk of ``size`` bytes sits in bin
-   ``min(20, floor(log2(max(size, 256) >> 8)))`` (``BinNumForSize``), so bin
-   20 holds every chunk of 256 MiB and more. Inside a bin, free chunks are
-   ordered by (size, address) (``ChunkComparator``, ``kAscendingAddress``).
-3. **Best fit** (``FindTaggedChunkPtr``): scan bins from the request's own
-   bin upwards; in each, take the first chunk (smallest, then lowest
-   address) that is at least the rounded request.
-4. **Split** (``ShouldSplitChunk``): split the chunk when
-   ``chunk >= 2 * rounded`` **or** ``chunk - rounded >=
-   max_internal_fragmentation_bytes_`` (128 MiB unless
-   ``fragmentation_fraction`` is set; XLA's GPU client does not set it).
-   Otherwise the whole chunk is handed out: the rest is internal
-   fragmentation, counted in ``bytes_in_use``.
-5. **Coalesce** on free (``TryToCoalesce``): merge with the next chunk if
-   free, then with the previous one if free, inside one region.
-6. **Pool** (``Extend``): with ``allow_growth=false`` (JAX's default,
-   ``XLA_PYTHON_CLIENT_PREALLOCATE=true``) one region of the whole limit.
-   With ``allow_growth=true`` regions are added on demand: the first is
-   ``min(limit, 2 MiB)``; a request larger than ``curr_region_allocation_bytes_``
-   doubles it until it fits, otherwise the size doubles *after* the region
-   is made; never more than ``limit - pool_bytes``. Regions are never given
-   back (``garbage_collection`` is off in XLA's GPU client). Chunks merge
-   across regions only when the sub-allocator ``SupportsCoalescing()`` (newer
-   XLA's ``DeviceMemAllocator`` can reserve one virtual range and map regions
-   into it back to back); with separate ``cudaMalloc`` regions they never do.
-   Which mode a given jaxlib uses is not verified here: ``coalesce_regions``
-   (default ``False``) picks it, and the choice is printed with grown results.
-7. **Failure** (``AllocateRawInternal``): best fit, then ``Extend``, then
-   ``nullptr``. The caller's retry path (``AllocateRawInternalWithRetry``)
-   waits up to 10 s for *another thread* to free memory; a single-stream
-   replay has no other thread, so here a failed allocation is final. JAX
-   reports it as ``RESOURCE_EXHAUSTED``.
-
-Left out (not used by JAX's default GPU client): spatial partitioning,
-timestamped chunks (``freed_at_count``), garbage collection of free regions,
-alignment beyond 256 bytes, and the back-pedalling when ``cudaMalloc``
-itself refuses a region. Any constant passed that differs from XLA's is
-listed by :meth:`BFCAllocator.differences_from_xla` and printed beside the
-results it affects.
-
 Example:
   >>> a = BFCAllocator(4096)
   >>> a.allocate("x", 1000).offset, a.allocate("y", 256).offset
@@ -63,7 +17,6 @@ K_MIN_ALLOCATION_SIZE = 256  # kMinAllocationSize = 1 << kMinAllocationBits (8)
 K_NUM_BINS = 21  # kNumBins
 K_MAX_INTERNAL_FRAGMENTATION = 128 * MiB  # max_internal_fragmentation_bytes_ default
 K_INITIAL_REGION = 2 * MiB  # first region with allow_growth
-RETRY_WAIT_S = 10  # kMaxMillisToWait in AllocateRawInternalWithRetry
 
 
 def bin_num_for_size(size: int) -> int:

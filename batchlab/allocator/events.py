@@ -1,13 +1,4 @@
-"""Allocation traces: what a program asks of its allocator, in order.
-
-A :class:`Events` is a sequence of ``alloc``/``free`` :class:`Event` s;
-:class:`EventsBuilder` writes one step by step. :func:`batchlab.allocator.replayer`
-(``replay.py``) feeds a trace to a simulated allocator.
-
-Traces come from :mod:`batchlab.allocator.workloads` (synthetic) or from
-XLA's own buffer assignment (:func:`batchlab.buffer_assignment`); the
-allocator is always the kit's simulation.
-"""
+"""Allocation traces: what a program asks of its allocator, in order."""
 
 from __future__ import annotations
 
@@ -97,11 +88,7 @@ class Events:
         return peak
 
     def peak_rounded_bytes(self, alignment: int = 256) -> int:
-        """The live peak with every request rounded up to ``alignment`` (XLA's 256 bytes).
-
-        No allocator that rounds like XLA's can do with less: the floor
-        against which :func:`~batchlab.allocator.capacity_scan` measures.
-        """
+        """The live peak with every request rounded up to ``alignment`` (XLA's 256 bytes)."""
         sizes, live, peak = {}, 0, 0
         for e in self.events:
             if e.kind == "alloc":

@@ -1,12 +1,5 @@
 """A textbook first-fit allocator: a contrast to BFC, not an allocator JAX uses.
 
-With ``preallocate=True`` it is a first-fit pool: one device call at
-start-up, then the lowest-address free chunk that fits, always split, no
-size bins. With ``preallocate=False`` it places every buffer at the lowest
-free device address and hands freed memory straight back (a device call
-each way). Neither is what ``XLA_PYTHON_CLIENT_ALLOCATOR=platform`` does:
-that is :class:`~batchlab.allocator.platform.PlatformAllocator`.
-
 Example:
   >>> a = FirstFitAllocator(4096, alignment=256)
   >>> [a.allocate(i, 1000).offset for i in "abc"]

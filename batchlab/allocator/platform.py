@@ -1,20 +1,5 @@
 """``XLA_PYTHON_CLIENT_ALLOCATOR=platform``: no pool, one driver call per allocation and per free.
 
-With the platform allocator, XLA's GPU client asks the driver
-(``cudaMalloc`` / ``cudaFree``) for every buffer and gives it back as soon
-as the buffer dies: JAX's documentation calls it "very slow" and the only
-setting that returns memory. Where the driver puts a buffer is not public;
-it maps physical pages into a large virtual address range, so free pages
-need not be contiguous for a new buffer. The cost this model counts is the
-**driver call** per allocation and per free, not holes:
-
-* an allocation fits when the bytes already held plus the request fit in
-  ``capacity`` (the driver's own page rounding and placement are not
-  modelled: printed beside every result as a difference);
-* every allocation and every free is one device call.
-
-The blocks carry no address (``offset = -1``): memory maps draw none.
-
 Example:
   >>> a = PlatformAllocator(4096)
   >>> [a.allocate(i, 1000).size for i in "abc"], a.device_calls

@@ -1,16 +1,4 @@
-"""Pictures of a replay: a memory map and a fragmentation timeline.
-
-* :func:`plot_memory_map` -- the address space as a vertical strip, time
-  running left to right; every allocation is a rectangle coloured by its
-  owner (input, activations, result, ...), reserved-but-free pool memory is
-  light grey, memory still the device's is white, failed requests are red
-  crosses at the top.
-* :func:`plot_timeline` -- bytes in use, reserved and the largest free
-  block, and external fragmentation, after every event.
-* :func:`plot_replay` -- both, in one figure sized for a projector.
-
-Plots draw a :class:`~batchlab.allocator.Timeline`; they compute nothing.
-"""
+"""Pictures of a replay: a memory map and a fragmentation timeline."""
 
 from __future__ import annotations
 
@@ -110,12 +98,7 @@ def plot_timeline(timeline: Timeline, *, axes=None):
 
 
 def plot_replay(timeline: Timeline, *, zoom: tuple[int, int] | None = None):
-    """Memory map on top, bytes and fragmentation below: one figure per replay.
-
-    ``zoom=(low, high)``: an address window drawn again beside the map, at
-    its own scale, so blocks far smaller than the device (a 16 KiB result
-    on a 1 GiB map) can be seen; the window is outlined on the full map.
-    """
+    """Memory map on top, bytes and fragmentation below: one figure per replay."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 

@@ -1,23 +1,5 @@
 """Replaying the real BFC allocator's own events (from a ``jax.profiler`` trace) through the model.
 
-On a GPU, XLA's ``BFCAllocator`` records one profiler event per allocation
-and per free (``AddTraceMe`` in ``bfc_allocator.cc``): ``MemoryAllocation``
-/ ``MemoryDeallocation`` with ``allocator_name``, ``addr``,
-``requested_bytes``, ``allocation_bytes``, ``bytes_allocated`` (bytes in
-use after the event), ``peak_bytes_in_use`` and ``fragmentation``. A trace
-written by ``jax.profiler.trace(dir, create_perfetto_trace=True)`` carries
-them as Chrome-trace JSON (``perfetto_trace.json.gz``).
-
-:func:`parse_bfc_events` reads those events (arguments as a JSON ``args``
-object, or encoded in the event name as ``Name#key=value,...#``);
-:func:`compare_with_model` turns them into a :class:`~batchlab.allocator.Events`
-(ids are addresses), replays it on the model, and reports real against
-simulated bytes in use, peak, fragmentation and placement (the address of
-each allocation relative to the lowest one, against the model's offset).
-
-Only allocations made while the profiler ran are seen: start the trace
-before the workload allocates anything.
-
 Example:
   >>> events = [
   ...     BfcEvent(0, "alloc", 4096, 1000, 1024, 1024, 0.0, "GPU_0_bfc"),
@@ -36,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Event, Events
 from batchlab.allocator.replayer import Timeline, differences_text, replay
@@ -94,9 +76,6 @@ def parse_bfc_events(source: Any, allocator_name: str | None = None) -> list[Bfc
         the parsed JSON, or its ``traceEvents`` list.
       allocator_name: keep only this allocator (e.g. ``"GPU_0_bfc"``); default:
         the allocator with the most events.
-
-    Raises:
-      TypeError: ``source`` is not a trace.
     """
     found = []
     for e in _load(source):
@@ -128,7 +107,7 @@ def parse_bfc_events(source: Any, allocator_name: str | None = None) -> list[Bfc
 
 
 @dataclass(frozen=True)
-class ReplayComparison:
+class ReplayComparison(Rows):
     """Real allocator events next to the model's replay of the same requests."""
 
     allocator_name: str
@@ -168,13 +147,10 @@ class ReplayComparison:
             ("model differs from XLA", differences_text(self.timeline.differences)),
         ]
 
-    def __repr__(self) -> str:
-        return f"ReplayComparison({self.allocator_name}; source: {self.source})\n" + text_table(
-            self._rows()
-        )
+    _header = ("figure", "real vs model")
 
-    def _repr_html_(self) -> str:
-        return html_table(self._rows(), header=("figure", "real vs model"), caption=self.source)
+    def _title(self) -> str:
+        return f"{self.allocator_name}: {self.source}"
 
 
 def compare_with_model(
@@ -186,9 +162,6 @@ def compare_with_model(
       events: from :func:`parse_bfc_events`.
       capacity: the real allocator's limit (``memory_stats()["bytes_limit"]``).
       preallocate: whether the real pool was preallocated (JAX's default).
-
-    Raises:
-      ValueError: no events.
     """
     if not events:
         raise ValueError(

@@ -1,16 +1,4 @@
-"""Replaying an event list through a simulated allocator, and what it records.
-
-:func:`replay` feeds a :class:`~batchlab.allocator.events.Events` to one
-allocator and records a :class:`Timeline`: after every event the bytes in
-use, reserved, the largest free block, external fragmentation
-(``1 - largest free block / total free``), and every failed allocation --
-in particular those that failed *although enough memory was free in
-total*, the signature of fragmentation. :func:`capacity_scan` replays a
-events on many device sizes and reports every size on which it never fails:
-that set is **not** an interval (a bigger device can fail where a smaller
-one fits, because best fit and splitting place blocks differently), so it
-is scanned, never bisected. :func:`capacity_needed` is its smallest member.
-"""
+"""Replaying an event list through a simulated allocator, and what it records."""
 
 from __future__ import annotations
 
@@ -18,13 +6,23 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.base import Allocator
 from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Events
 from batchlab.allocator.firstfit import FirstFitAllocator
 from batchlab.allocator.platform import PlatformAllocator
 
+#: what a Timeline samples of the allocator after every event
+_STATS = (
+    "in_use",
+    "held",
+    "reserved",
+    "free_total",
+    "largest_free",
+    "largest_free_block",
+    "fragmentation",
+)
 POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
 
@@ -62,7 +60,7 @@ class Block(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Timeline:
+class Timeline(Rows):
     """What one allocator did with one events, sampled after every event."""
 
     events_name: str
@@ -124,18 +122,10 @@ class Timeline:
             ("differs from XLA", differences_text(self.differences)),
         ]
 
-    def __repr__(self) -> str:
-        title = (
-            f"Timeline({self.events_name} on {self.policy}, preallocate={self.preallocate}, "
-            f"capacity {format_bytes(self.capacity)}; source: {self.source})"
-        )
-        return title + "\n" + text_table(self._rows())
-
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            header=("figure", "value"),
-            caption=f"{self.events_name} on {self.policy} (preallocate={self.preallocate}): {self.source}",
+    def _title(self) -> str:
+        return (
+            f"{self.events_name} on {self.policy} (preallocate={self.preallocate}), capacity "
+            f"{format_bytes(self.capacity)}: {self.source}"
         )
 
 
@@ -147,7 +137,7 @@ def differences_text(differences) -> str:
 
 
 @dataclass(frozen=True)
-class CapacityScan:
+class CapacityScan(Rows):
     """Which device sizes an event list fits on, by replaying it on every one (no bisection)."""
 
     events_name: str
@@ -210,23 +200,16 @@ class CapacityScan:
             for lo, hi, ok in self.intervals()
         ]
 
-    def __repr__(self) -> str:
-        head = (
-            f"CapacityScan({self.events_name} on {self.policy} (preallocate={self.preallocate}): "
-            f"{len(self.capacities)} capacities, smallest fitting "
-            f"{format_bytes(self.smallest) if self.smallest else 'none'}"
-            + (f" = {self.overhead:.2f}x the live peak" if self.smallest else "")
-            + f", monotone: {self.monotone}; differs from XLA: {differences_text(self.differences)}; "
-            f"source: {self.source})"
-        )
-        return head + "\n" + text_table(self._rows(), header=("capacity", "x live peak", "outcome"))
+    _header = ("capacity", "x live peak", "outcome")
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            header=("capacity", "x live peak", "outcome"),
-            caption=f"{self.events_name} on {self.policy}: {self.source}; differs from XLA: "
-            f"{differences_text(self.differences)}",
+    def _title(self) -> str:
+        smallest = format_bytes(self.smallest) if self.smallest else "none"
+        at = f" = {self.overhead:.2f}x the live peak" if self.smallest else ""
+        return (
+            f"{self.events_name} on {self.policy} (preallocate={self.preallocate}): "
+            f"{len(self.capacities)} capacities, smallest fitting {smallest}{at}, monotone: "
+            f"{self.monotone}; differs from XLA: {differences_text(self.differences)}; "
+            f"{self.source}"
         )
 
 
@@ -295,12 +278,6 @@ def capacity_needed(
 ) -> int:
     """The smallest capacity of a scan of 1.00x..2.00x the live peak (step 0.01) on which ``events`` fits.
 
-    Scanned, not bisected: a bigger device can fail where a smaller one
-    fits (:func:`capacity_scan` shows the whole set).
-
-    Raises:
-      ValueError: the event list fits on none of them.
-
     Example:
       >>> from batchlab.allocator import workloads
       >>> t = workloads.training(4, donate=True)
@@ -319,19 +296,12 @@ def capacity_needed(
 def replay(events: Events, allocator: Allocator) -> Timeline:
     """Feeds every event of ``events`` to ``allocator`` and records what happened.
 
-    A failed allocation is recorded and its later ``free`` skipped, as a
-    program that caught the out-of-memory error would.
-
     Args:
       events: the events.
       allocator: a fresh allocator (no live allocations).
 
     Returns:
       A :class:`Timeline`.
-
-    Raises:
-      TypeError: ``events`` or ``allocator`` has the wrong type.
-      ValueError: the allocator already holds allocations.
 
     Example:
       >>> t = Events.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])
@@ -352,19 +322,7 @@ def replay(events: Events, allocator: Allocator) -> Timeline:
         raise ValueError(
             f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one."
         )
-    rows: dict[str, list] = {
-        k: []
-        for k in (
-            "times",
-            "in_use",
-            "held",
-            "reserved",
-            "free_total",
-            "largest_free",
-            "largest_free_block",
-            "fragmentation",
-        )
-    }
+    rows: dict[str, list] = {k: [] for k in ("times", *_STATS)}
     open_blocks: dict[Hashable, list] = {}
     blocks, failures, regions_seen, region_rows = [], [], 0, []
     allocations = frees = 0
@@ -390,17 +348,9 @@ def replay(events: Events, allocator: Allocator) -> Timeline:
         for offset, size in allocator.regions[regions_seen:]:
             region_rows.append((offset, size, e.time))
         regions_seen = len(allocator.regions)
-        for key, value in (
-            ("times", e.time),
-            ("in_use", allocator.in_use),
-            ("held", allocator.held),
-            ("reserved", allocator.reserved),
-            ("free_total", allocator.free_total),
-            ("largest_free", allocator.largest_free),
-            ("largest_free_block", allocator.largest_free_block),
-            ("fragmentation", allocator.fragmentation),
-        ):
-            rows[key].append(value)
+        rows["times"].append(e.time)
+        for key in _STATS:
+            rows[key].append(getattr(allocator, key))
     end = events.events[-1].time + 1 if events.events else 0
     blocks += [Block(*b, end) for b in open_blocks.values()]
     return Timeline(

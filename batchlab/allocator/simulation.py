@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from batchlab._util.checks import check_positive_float
-from batchlab._util.format import format_bytes, html_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.events import Events
 from batchlab.allocator.plots import plot_replay
 from batchlab.allocator.replayer import (
@@ -19,7 +19,7 @@ from batchlab.allocator.workloads import workload
 
 
 @dataclass(frozen=True)
-class Simulation:
+class Simulation(Rows):
     """A workload replayed on a device ``headroom`` times its live peak, and the device it really needs."""
 
     events: Events
@@ -50,15 +50,8 @@ class Simulation:
             ("differs from XLA", differences_text(tl.differences)),
         ]
 
-    def __repr__(self) -> str:
-        return (
-            "Simulation("
-            + ", ".join(f"{k}: {v}" for k, v in self._rows())
-            + f"; source: {self.source})"
-        )
-
-    def _repr_html_(self) -> str:
-        return html_table(self._rows(), header=("figure", "value"), caption=self.source)
+    def _title(self) -> str:
+        return self.source
 
     def plot(self):
         return plot_replay(self.timeline)

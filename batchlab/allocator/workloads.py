@@ -1,22 +1,5 @@
 """Synthetic allocation event lists that mirror the claims of seed 000.
 
-Every workload processes the same ``n_items`` items of random length
-(1..``max_len`` rows of ``row_bytes`` each, drawn with a fixed ``seed``).
-Processing one *group* of items allocates its input, then activations
-twice the input's size, then a small result (one row per item) that is
-kept until the end; the activations and the input are freed at once:
-
-* :func:`per_item` -- one item at a time, each with its own size;
-* :func:`batched` -- ``batch_size`` items per group, padded to ``max_len``
-  (one fixed shape, the last batch padded too);
-* :func:`bucketed` -- groups padded to the next bucket boundary only;
-* :func:`training` -- parameters updated step after step, with and
-  without buffer donation.
-
-``in_flight`` groups have their inputs resident at once (1: load, process,
-free; more: inputs loaded ahead, as with prefetching). The sizes are
-illustrations, not measurements of any program.
-
 Example:
   >>> per_item(8).n_allocs, batched(8, batch_size=4).n_allocs
   (24, 6)
@@ -123,11 +106,6 @@ def training(
     activation_bytes: int = 768 << 20,
 ) -> Events:
     """A training loop: each step reads a batch, makes activations and gradients, writes new parameters.
-
-    Without donation, new parameters are a new buffer and the old ones are
-    freed afterwards; with ``donate=True`` the update is written into the
-    old parameters' buffer (what ``jax.jit(step, donate_argnums=0)`` lets
-    XLA do), so no parameter buffer is allocated or freed.
 
     Example:
       >>> training(3, donate=False).n_allocs - training(3, donate=True).n_allocs

@@ -1,28 +1,5 @@
 """Allocation event lists built from XLA's own buffer assignment of real programs.
 
-What a jitted call asks of the device allocator, in XLA's launch order:
-its **arguments are already live**; at launch the runtime allocates the
-call's **outputs** (those not aliasing a donated argument) and **one temp
-block** (the buffer assignment's temp allocation), runs, and frees the temp
-block when the call ends. Everything else (an input transferred to the
-device, a result kept by Python, old parameters dropped when a loop rebinds
-them) is the caller's program, written here as the Python a practitioner
-would write. :class:`CallEventsBuilder` records both.
-
-The three workloads of notebook 08 run the same per-item function on the
-same items (random lengths, fixed seed):
-
-* :func:`per_item_workload` -- one call per item, each of its own length (one
-  program per distinct length);
-* :func:`batched_workload` -- ``batch_size`` items per call, padded to the
-  longest length (one program);
-* :func:`training_workload` -- a training step ``params, batch -> params,
-  loss``, with or without ``donate_argnums=0``.
-
-Sizes: buffer bytes are XLA's, for the backend that compiled them (XLA:CPU
-in CI; a GPU's fusions differ, its buffers sizes mostly do not). The
-allocator replaying the events is the kit's model of XLA's BFC allocator.
-
 Example:
   >>> import jax.numpy as jnp
   >>> t = per_item_workload(4, d_model=64, d_hidden=128, max_len=64, len_step=32)
@@ -101,6 +78,15 @@ class CallEventsBuilder(EventsBuilder):
         self.calls += 1
         return outputs
 
+    def alloc_all(self, specs: dict, owner: str) -> None:
+        """Allocates every ``{id: ShapeDtypeStruct}`` at its size."""
+        for id_, spec in specs.items():
+            self.alloc(id_, spec.size * spec.dtype.itemsize, owner)
+
+    def free_all(self, ids) -> None:
+        for id_ in ids:
+            self.free(id_)
+
 
 @dataclass(frozen=True)
 class XlaWorkload:
@@ -148,19 +134,12 @@ def per_item_workload(
     seed: int = 0,
     keep_results: bool = True,
 ) -> XlaWorkload:
-    """One call of :func:`block` per item, at the item's own length.
-
-    ``keep_results=True``: every result stays on the device until the loop
-    ends (``results.append(out)``); ``False``: each result goes to the host
-    right after its call (``results.append(jax.device_get(out))``), so its
-    device buffer is freed at once.
-    """
+    """One call of :func:`block` per item, at the item's own length."""
     lengths = item_lengths(n_items, max_len, len_step, seed)
     w1, w2 = weight_specs(d_model, d_hidden, dtype)
     plans = {}
     b = CallEventsBuilder()
-    b.alloc("w1", w1.size * w1.dtype.itemsize, "weights")
-    b.alloc("w2", w2.size * w2.dtype.itemsize, "weights")
+    b.alloc_all({"w1": w1, "w2": w2}, "weights")
     results = []
     for i, n in enumerate(int(n) for n in lengths):
         x = jax.ShapeDtypeStruct((n, d_model), dtype)
@@ -172,12 +151,8 @@ def per_item_workload(
         if keep_results:
             results += outs
         else:  # jax.device_get(out): the result lives on the host, its device buffer is freed
-            for r in outs:
-                b.free(r)
-    for r in results:
-        b.free(r)
-    b.free("w1")
-    b.free("w2")
+            b.free_all(outs)
+    b.free_all([*results, "w1", "w2"])
     name = "per-item" if keep_results else "per-item, results to host"
     return XlaWorkload(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
 
@@ -200,17 +175,13 @@ def batched_workload(
     x = jax.ShapeDtypeStruct((batch_size, max_len, d_model), dtype)
     plan = _plan(jax.vmap(block, in_axes=(0, None, None)), x, w1, w2)
     b = CallEventsBuilder()
-    b.alloc("w1", w1.size * w1.dtype.itemsize, "weights")
-    b.alloc("w2", w2.size * w2.dtype.itemsize, "weights")
+    b.alloc_all({"w1": w1, "w2": w2}, "weights")
     results = []
     for i in range(-(-n_items // batch_size)):
         b.alloc(("x", i), x.size * x.dtype.itemsize, "input (padded batch)")
         results += b.call(plan, ("call", i), owner_prefix="result ")
         b.free(("x", i))
-    for r in results:
-        b.free(r)
-    b.free("w1")
-    b.free("w2")
+    b.free_all([*results, "w1", "w2"])
     return XlaWorkload(
         b.build(f"batched (batch {batch_size})", SOURCE),
         {max_len: plan},
@@ -239,16 +210,7 @@ def training_workload(
     d_hidden: int = 16384,
     dtype=jnp.float32,
 ) -> XlaWorkload:
-    """``params, loss = step(params, batch)`` in a Python loop, with or without ``donate_argnums=0``.
-
-    Without donation the new parameters are new outputs and the old ones
-    die when Python rebinds ``params`` (after the call returns); with
-    donation XLA writes the new parameters into the old buffers (the
-    outputs alias the parameters: no allocation).
-
-    ``batch_tokens``: one size for every step (one program), or one per step
-    (``len(batch_tokens) == steps``; one program per distinct size).
-    """
+    """``params, loss = step(params, batch)`` in a Python loop, with or without ``donate_argnums=0``."""
     check_positive_int(steps, "steps")
     if isinstance(batch_tokens, Sequence):
         tokens = [int(t) for t in batch_tokens]
@@ -267,8 +229,7 @@ def training_workload(
         plans[t] = _plan(train_step, (w1, w2), x, donate_argnums=(0,) if donate else ())
     b = CallEventsBuilder()
     params = ["w1.0", "w2.0"]
-    b.alloc("w1.0", w1.size * w1.dtype.itemsize, "params")
-    b.alloc("w2.0", w2.size * w2.dtype.itemsize, "params")
+    b.alloc_all({"w1.0": w1, "w2.0": w2}, "params")
     for s, t in enumerate(tokens):
         plan = plans[t]
         b.alloc(("x", s), t * d_model * jnp.dtype(dtype).itemsize, "input (batch)")
@@ -277,13 +238,10 @@ def training_workload(
         big = [o for o in outs if plan.launch_allocations()[o[2]][2] > 1024]
         small = [o for o in outs if o not in big]
         if big:  # not donated: the old parameters die when params is rebound
-            for p in params:
-                b.free(p)
+            b.free_all(params)
             params = big
-        for o in small:  # the loss scalar, dropped after printing
-            b.free(o)
-    for p in params:
-        b.free(p)
+        b.free_all(small)  # the loss scalar, dropped after printing
+    b.free_all(params)
     name = "training (donated)" if donate else "training"
     if len(plans) > 1:
         name = name.replace("training", "training, varying batches")
@@ -294,15 +252,7 @@ def training_workload(
 def events_from_buffers(
     assignment: BufferAssignment, kinds: Sequence[str] = ("parameter", "output", "temp")
 ) -> Events:
-    """Each value of the given allocation kinds as an alloc/free pair at its live range.
-
-    Time is XLA's instruction order. At each step the values defined
-    there are allocated **before** the values whose last use is there
-    are freed: an instruction needs its operands and its output at once,
-    so a dynamic allocator replaying this events needs at least
-    :meth:`heap_peak` bytes, as XLA's plan does. The event list is the kit's
-    reading of XLA's report, for the kit's simulated allocators.
-    """
+    """Each value of the given allocation kinds as an alloc/free pair at its live range."""
     events = []
     for a in assignment.allocations_of(*kinds):
         for v in a.values:

@@ -1,11 +1,4 @@
-"""Ways to batch a per-item function (01-03): one dispatcher, its axes, shapes and comparison.
-
-``batch(fn, strategy=...)`` is the one dispatcher (a *strategy* is a way to
-batch: ``"loop"``, ``"vmap"``, ``"map"``, ``"chunked"`` = ``jax.lax.map(fn, xs,
-batch_size=chunk_size)``, ``"host"``, ``"manual"``); ``compare`` measures them
-side by side; ``explain_axes`` and ``check_broadcast`` read shapes before
-anything runs.
-"""
+"""Ways to batch a per-item function (01-03): one dispatcher, its axes, shapes and comparison."""
 
 from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
 from batchlab.batching.broadcasting import (

@@ -1,13 +1,4 @@
-"""What ``vmap`` will do with your arguments, explained before anything runs.
-
-``jax.vmap(fn, in_axes, out_axes)`` removes the mapped axis of every
-mapped argument, calls ``fn`` once per item (conceptually), and inserts
-the batch axis into every output at ``out_axes``. :func:`explain_axes`
-shows exactly that, per argument and by parameter name, using abstract
-evaluation (``jax.eval_shape``): shapes and dtypes only, the computation
-never runs. A spec that does not fit the data raises :class:`BatchAxisError`
-with the argument, the axis, the sizes found and the fix.
-"""
+"""What ``vmap`` will do with your arguments, explained before anything runs."""
 
 from __future__ import annotations
 
@@ -44,11 +35,7 @@ class OutputAxis:
 
 @dataclass(frozen=True)
 class AxesExplanation:
-    """What ``jax.vmap(fn, in_axes, out_axes)`` does with these arguments.
-
-    ``inputs`` has one row per array leaf (labelled by parameter name and
-    path), ``outputs`` one row per output leaf. Nothing was run.
-    """
+    """What ``jax.vmap(fn, in_axes, out_axes)`` does with these arguments."""
 
     batch_size: int
     inputs: tuple[Leaf, ...]
@@ -183,12 +170,6 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Output
 def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) -> AxesExplanation:
     """Explains what ``jax.vmap(fn, in_axes, out_axes)(*args)`` does, without running it.
 
-    For each argument (by parameter name; pytree leaves by path): which axis
-    is mapped, the batch size found, and the per-item shape ``fn`` sees;
-    for each output: the per-item shape and the batched shape. Shapes come
-    from abstract evaluation (``jax.eval_shape``), so ``args`` may be
-    ``jax.ShapeDtypeStruct`` and the computation never runs.
-
     Args:
       fn: the per-item function.
       *args: its positional arguments (arrays, numbers, pytrees of them).
@@ -199,13 +180,6 @@ def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) 
 
     Returns:
       An :class:`AxesExplanation`.
-
-    Raises:
-      BatchAxisError: inconsistent batch sizes, an axis out of range, an
-        ``in_axes``/``out_axes`` tree that does not match, ``out_axes=None``
-        for an output that has a batch axis, no mapped argument, or a Python
-        list of arrays of different lengths.
-      TypeError: ``fn`` not callable, a non-array argument, a non-int axis.
 
     Example:
       >>> import jax.numpy as jnp
@@ -280,6 +254,3 @@ def plot_axes(e: AxesExplanation, *, ax=None):
         f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}", fontsize=12, loc="left"
     )
     return fig
-
-
-__all__ = ["AxesExplanation", "BatchAxisError", "OutputAxis", "explain_axes"]

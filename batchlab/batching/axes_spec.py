@@ -1,11 +1,4 @@
-"""Reading a ``vmap``-style ``in_axes`` spec against real arguments, before tracing.
-
-Shared by :func:`batchlab.explain_axes` (which explains it) and
-:func:`batchlab.batch` (which checks it on every call). Only shapes are
-read; nothing is traced or run here. Every problem raises
-:class:`BatchAxisError` naming the argument, the axis, the sizes found and
-the fix.
-"""
+"""Reading a ``vmap``-style ``in_axes`` spec against real arguments, before tracing."""
 
 from __future__ import annotations
 
@@ -24,11 +17,7 @@ from batchlab._util.checks import check_array_tree
 
 
 class BatchAxisError(ValueError):
-    """A batch-axis spec (``in_axes`` / ``out_axes``) that does not fit the data.
-
-    Raised before anything is traced. The message names the argument (by
-    its parameter name), the axis, the sizes found, and how to fix it.
-    """
+    """A batch-axis spec (``in_axes`` / ``out_axes``) that does not fit the data."""
 
 
 def is_axis_leaf(x: Any) -> bool:
@@ -127,11 +116,7 @@ class Resolved:
 
 
 def _item_outputs(fn, every, n_pos, kw_names, leaves, arg: int | None, axis: int | None):
-    """Per-item output shapes by abstract evaluation, argument ``arg`` mapped on ``axis``.
-
-    ``axis=None`` passes that argument whole; ``arg=None`` keeps every leaf as
-    resolved. ``None`` when ``fn`` fails on those shapes. Only called to word an error.
-    """
+    """Per-item output shapes by abstract evaluation, argument ``arg`` mapped on ``axis``."""
 
     def item(lf: Leaf) -> tuple[int, ...]:
         if lf.arg != arg:
@@ -174,16 +159,7 @@ def movable(fn, every, n_pos, kw_names, leaves, lf: Leaf, batch: int) -> tuple |
 
 
 def fix_hint(fn, every, n_pos, kw_names, leaves, lf: Leaf, spec: tuple, batch: int) -> str:
-    """The fix for a leaf whose size is not the batch's, each suggestion evaluated first.
-
-    1. Another axis of the leaf has the batch's size and ``fn`` takes the leaf
-       mapped there: suggest mapping it, with the output shape it gives.
-    2. ``fn`` cannot take the leaf whole either: say so; it needs ``batch`` items.
-    3. Whole, each item's output keeps the shape it has mapped: a shared argument.
-    4. Whole, the output changes shape (labels one item short: every item gets
-       all the labels): ``None`` would run silently and wrongly, so say so
-       instead of suggesting it (batched shapes as with ``out_axes=0``).
-    """
+    """The fix for a leaf whose size is not the batch's, each suggestion evaluated first."""
     outs = functools.partial(_item_outputs, fn, every, n_pos, kw_names, leaves, lf.arg)
     k, use = lf.label, suggest(spec, lf.arg)
     if (moved := movable(fn, every, n_pos, kw_names, leaves, lf, batch)) is not None:
@@ -219,11 +195,7 @@ def _shape_dtype(leaf: Any) -> tuple[tuple[int, ...], Any]:
 
 
 def _ragged_list(arg: Any, name: str, axis: Any) -> None:
-    """A Python list of items whose sizes along the mapped axis differ: point to padding.
-
-    Only a real mismatch raises: items that agree along the mapped axis (or a
-    per-item spec such as ``(0, None)``) are an ordinary pytree, as in vmap.
-    """
+    """A Python list of items whose sizes along the mapped axis differ: point to padding."""
     if not isinstance(arg, (list, tuple)) or len(arg) < 2 or not is_axis_leaf(axis) or axis is None:
         return
     lengths = []
@@ -245,6 +217,14 @@ def _ragged_list(arg: Any, name: str, axis: Any) -> None:
         )
 
 
+def axis_per_leaf(spec: Any, subtrees: list) -> list:
+    """The axis of every leaf, ``spec`` (a prefix tree) flattened up to ``subtrees``."""
+    axes = jax.tree_util.tree_leaves(spec, is_leaf=is_axis_leaf)
+    return [
+        ax for ax, sub in zip(axes, subtrees, strict=False) for _ in jax.tree_util.tree_leaves(sub)
+    ]
+
+
 def _is_array_like(leaf: Any) -> bool:
     return isinstance(leaf, numbers.Number) or (hasattr(leaf, "shape") and hasattr(leaf, "dtype"))
 
@@ -258,18 +238,7 @@ def resolve(
     allow_static: bool = False,
     axis_size: int | None = None,
 ) -> Resolved:
-    """Reads ``in_axes`` against ``args`` (shapes only) and finds the batch size.
-
-    Keyword arguments are mapped along axis 0 of every leaf, as in
-    ``jax.vmap``. With ``allow_static``, unmapped leaves may be any Python
-    object (a function, a string, a config): they are passed through
-    untouched, as vmap does; they get ``Leaf.static = True``.
-
-    Raises:
-      BatchAxisError: a spec that does not match the arguments, an axis out
-        of range, inconsistent batch sizes, no mapped argument, a ragged list.
-      TypeError: a leaf that is not an array or number; a non-int axis.
-    """
+    """Reads ``in_axes`` against ``args`` (shapes only) and finds the batch size."""
     kwargs = kwargs or {}
     names = param_names(fn, len(args))
     spec = normalize_in_axes(in_axes, len(args), names)
@@ -292,10 +261,7 @@ def resolve(
                 f"Give one axis for the whole argument (e.g. 0 or None) or a tree with exactly "
                 f"its keys."
             ) from None
-        axes_flat = jax.tree_util.tree_leaves(arg_spec, is_leaf=is_axis_leaf)
-        per_leaf: list[Any] = []
-        for ax, sub in zip(axes_flat, subtrees, strict=False):
-            per_leaf += [ax] * len(jax.tree_util.tree_leaves(sub))
+        per_leaf = axis_per_leaf(arg_spec, subtrees)
         with_path = jax.tree_util.tree_flatten_with_path(arg)[0]
         for (path, leaf), ax in zip(with_path, per_leaf, strict=False):
             label = name + jax.tree_util.keystr(path)

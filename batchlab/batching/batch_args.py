@@ -1,17 +1,4 @@
-"""How :func:`batchlab.batch` hands a call's arguments to a strategy, as ``jax.vmap`` would.
-
-Every leaf of the arguments is one of three kinds (read by
-:func:`batchlab.batching.axes_spec.resolve`):
-
-* **mapped**: has a batch axis; the strategy slices it (per item or per chunk);
-* **shared array**: an unmapped ``jax.Array``; passed to the compiled
-  program as an argument, so new weights do not recompile;
-* **static**: any other unmapped value (a Python int or bool, a numpy array,
-  a function, a string, a config object); ``jax.vmap`` passes it to ``fn``
-  untouched, so ``x[:n]`` or ``if flag:`` work. Here too: it is closed over,
-  and the compiled program is cached per static value (numpy arrays by
-  content).
-"""
+"""How :func:`batchlab.batch` hands a call's arguments to a strategy, as ``jax.vmap`` would."""
 
 from __future__ import annotations
 
@@ -91,11 +78,7 @@ class Split:
 
 
 def split(res: Resolved, args: tuple, kwargs: dict) -> tuple[Split, list, list]:
-    """Sorts the leaves of ``args`` and ``kwargs`` (as read by ``res``) by kind.
-
-    Returns the :class:`Split` (holding only the static leaves), the mapped
-    leaves and the shared array leaves (the program's inputs).
-    """
+    """Sorts the leaves of ``args`` and ``kwargs`` (as read by ``res``) by kind."""
     every = (*args, *(kwargs[k] for k in res.kw_names))
     leaves = tuple(jax.tree_util.tree_leaves(every))
     mapped = tuple(k for k, lf in enumerate(res.leaves) if lf.axis is not None)

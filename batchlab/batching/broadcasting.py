@@ -1,18 +1,4 @@
-"""Broadcasting, checked: the result shape, a conflict drawn, and the silent traps.
-
-NumPy/JAX broadcasting aligns shapes **from the right**; two sizes on the
-same aligned axis must be equal or one of them 1; a missing leading axis
-counts as 1. :func:`check_broadcast` returns the result shape, or raises
-:class:`BroadcastError` with the shapes aligned and the conflicting axes
-marked. It also warns (:class:`SilentBroadcastWarning`) about shapes that
-*do* broadcast but almost certainly by mistake:
-
-* ``(n,)`` with ``(n, 1)`` gives an ``(n, n)`` outer product: each operand
-  has the size ``n`` on a different axis, and one got there only through an
-  implicit leading axis (``pred - y`` with ``pred`` of shape ``(n, 1)``);
-* a ``(batch,)`` mask against ``(batch, seq)`` values lines up with the
-  *last* axis (seq), not the batch; when ``batch == seq`` nothing fails.
-"""
+"""Broadcasting, checked: the result shape, a conflict drawn, and the silent traps."""
 
 from __future__ import annotations
 
@@ -120,12 +106,6 @@ def _traps(shapes: list[tuple[int, ...]], names: list[str], result: tuple[int, .
 def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> tuple[int, ...]:
     """The shape that broadcasting these operands gives, or an error that shows why not.
 
-    Shapes are aligned from the right; on each axis the sizes must be equal
-    or 1 (a missing leading axis counts as 1). Shapes that broadcast by
-    probable mistake raise a :class:`SilentBroadcastWarning` (an outer
-    product from ``(n,)`` and ``(n, 1)``; a ``(batch,)`` mask that lines up
-    with the last axis of ``(batch, seq)`` because ``batch == seq``).
-
     Args:
       *arrays_or_shapes: arrays (anything with ``.shape``), numbers, or
         shapes given as tuples of ints.
@@ -133,12 +113,6 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
 
     Returns:
       The broadcast shape, a tuple of ints (as ``jnp.broadcast_shapes``).
-
-    Raises:
-      BroadcastError: the shapes do not broadcast; the message aligns them,
-        marks the conflicting axes with ``^`` and suggests a fix.
-      TypeError: an operand that is not an array, number or shape.
-      ValueError: ``names`` of the wrong length.
 
     Example:
       >>> check_broadcast((8, 1, 3), (5, 1))
@@ -201,11 +175,7 @@ def aligned(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> str:
 
 
 def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels", ax: Any = None):
-    """Shows an accidental ``(n, n)`` broadcast next to the ``(n,)`` values that were meant.
-
-    The intended values sit on the diagonal of the outer product; every
-    off-diagonal cell is an element that should never have been computed.
-    """
+    """Shows an accidental ``(n, n)`` broadcast next to the ``(n,)`` values that were meant."""
     import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
@@ -242,12 +212,3 @@ def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels",
         axes.append(ax_i)
     fig.colorbar(image, ax=axes, label="value (same colour scale)", shrink=0.85)
     return fig
-
-
-__all__ = [
-    "BroadcastError",
-    "SilentBroadcastWarning",
-    "aligned",
-    "check_broadcast",
-    "plot_outer_trap",
-]

@@ -1,13 +1,4 @@
-"""Batching strategies side by side on the same inputs, measured, never assumed.
-
-:func:`compare` builds each strategy with :func:`batchlab.batch`, compiles
-it (compile time, XLA's planned peak and temp memory, compilations; a
-strategy that dispatches from Python compiles in its first call), checks that
-it agrees with ``jax.vmap``, counts its dispatches, then times all of them
-together with :func:`batchlab.measuring.interleaved` (round-robin, paired by
-round), one batch size at a time. A ratio of two strategies at one batch size
-is decided on the per-round ratios (``Comparison.samples()``).
-"""
+"""Batching strategies side by side on the same inputs, measured, never assumed."""
 
 from __future__ import annotations
 
@@ -39,7 +30,7 @@ from batchlab.measuring.live import live_memory
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import estimate_from_compiled
 from batchlab.measuring.sampler import interleaved
-from batchlab.measuring.timing import autorange, sample
+from batchlab.measuring.timing import time_alone
 
 DEFAULT_STRATEGIES = ("loop", "vmap", "map", "chunked", "host")
 SOURCES = (
@@ -118,11 +109,7 @@ class Comparison:
         return sorted({r.items for r in self.results})
 
     def samples(self, items: int | None = None) -> dict[str, Samples]:
-        """``{strategy: Samples}`` at ``items`` (default: the largest batch), paired by round.
-
-        Pass it to a ratio rule (``bl.claims.ratio_above("host", "vmap", 1.5)``) or to
-        ``record.finding(case=...)``: the rule decides on the per-round ratios.
-        """
+        """``{strategy: Samples}`` at ``items`` (default: the largest batch), paired by round."""
         items = max(self.batch_sizes) if items is None else items
         return {r.strategy: r.samples for r in self.results if r.items == items and r.samples}
 
@@ -249,14 +236,6 @@ def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int)
     return _Prepared(call, out, memory, compiles.count, trace_lower, compile_s, first, dispatches)
 
 
-def _time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[float]:
-    """One candidate (nothing to pair it with): up to ``rounds`` samples in ``max_time``."""
-    number, start, values = autorange(call, 0.002), time.perf_counter(), []
-    while len(values) < rounds and (len(values) < 2 or time.perf_counter() - start < max_time):
-        values.append(sample(call, number))
-    return values
-
-
 def compare(
     fn: Callable,
     *args: Any,
@@ -272,13 +251,6 @@ def compare(
     repeat: int | None = None,
 ) -> Comparison:
     """Measures each batching strategy on the same inputs, timed interleaved.
-
-    For every batch size of ``batch_sizes`` (the first ``b`` items of
-    ``args``) it compiles every strategy (compile time, XLA's planned temp and
-    peak memory, compilations), checks it against ``jax.vmap``, then times all
-    of them round-robin with :func:`batchlab.measuring.interleaved`, so a load
-    burst slows every strategy of a round alike. ``Comparison.samples(items)``
-    gives the paired samples a ratio rule decides on.
 
     Args:
       fn: the per-item function.
@@ -301,11 +273,6 @@ def compare(
 
     Returns:
       A :class:`Comparison` (a table; ``.plot()`` draws it).
-
-    Raises:
-      ValueError: an unknown strategy; ``"manual"`` without ``manual=``; a
-        batch size larger than the batch or below 1.
-      BatchAxisError: ``in_axes`` that does not fit ``args``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -382,7 +349,7 @@ def compare(
             timed = interleaved(calls, rounds=rounds, max_seconds=max_time * len(calls))
         else:
             (s,) = calls
-            timed = {s: Samples(s, _time_alone(calls[s], rounds, max_time), SOURCES)}
+            timed = {s: Samples(s, time_alone(calls[s], rounds, max_time), SOURCES)}
         expected = jax.jit(reference)(*sub) if verify else None
         for s, (k, p) in done.items():
             times = timed[s].values
@@ -411,6 +378,3 @@ def compare(
                 agrees=_agree(p.out, expected) if verify else None,
             )
     return Comparison(function_name(fn), tuple(results))
-
-
-__all__ = ["Comparison", "StrategyResult", "compare"]

@@ -1,13 +1,4 @@
-"""The plan of a batched function that dispatches from Python (``"loop"``, ``"host"``).
-
-Compiling ``fn`` as ONE program is right for ``vmap``, ``map`` and
-``chunked`` but would turn a Python loop into an unrolled program. A loop
-that dispatches one program per item or per chunk is timed as it runs (its
-first call compiles its programs); its memory is XLA's plan for the largest
-program it dispatches, plus what it holds between dispatches (every item's
-or chunk's output, waiting for the stack or concatenation).
-:func:`measure_dispatched` times one such function alone (``ragged`` uses it).
-"""
+"""The plan of a batched function that dispatches from Python (``"loop"``, ``"host"``)."""
 
 from __future__ import annotations
 
@@ -22,7 +13,7 @@ from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, memory_estimate
-from batchlab.measuring.timing import autorange, sample, stable
+from batchlab.measuring.timing import autorange, take_samples
 
 COMPILE_NOTE = (
     "compile_seconds = first call minus the steady median: a Python-dispatched strategy "
@@ -37,11 +28,7 @@ def _nbytes(tree: Any) -> int:
 def dispatched_memory(
     step: MemoryEstimate, args: Any, out: Any, held: int, flops: float | None, how: str
 ) -> MemoryEstimate:
-    """The plan of the largest dispatched program, widened to the whole call.
-
-    argument = the whole batch's inputs, output = the whole output, temp =
-    the step's temp plus ``held`` (outputs waiting for the stack/concat).
-    """
+    """The plan of the largest dispatched program, widened to the whole call."""
     arg, outb = _nbytes(args), _nbytes(out)
     temp = step.temp_bytes + held
     return dataclasses.replace(
@@ -77,17 +64,7 @@ def measure_dispatched(
         return fn(*args)
 
     number = autorange(call, 0.02)
-    samples: list[float] = []
-    if repeat is not None:
-        samples = [sample(call, number) for _ in range(repeat)]
-    else:
-        start = time.perf_counter()
-        while len(samples) < 100:
-            samples.append(sample(call, number))
-            if stable(samples, tolerance) or (
-                time.perf_counter() - start > max_time and len(samples) >= 5
-            ):
-                break
+    samples = take_samples(call, number, repeat, max_time, tolerance)
     median = sorted(samples)[len(samples) // 2]
     m = Measurement(
         name=getattr(fn, "__name__", "fn"),

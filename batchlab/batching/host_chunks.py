@@ -1,38 +1,14 @@
-"""Chunks dispatched from Python: one jitted ``vmap`` per chunk (strategy ``"host"``).
+"""Chunks dispatched from Python: one jitted ``vmap`` per chunk (strategy ``"host"``)::
 
-There are three ways to run a batch in chunks of ``k`` items in JAX:
+    step = jax.jit(jax.vmap(fn))
+    outs = [step(xs[i:i + k]) for i in range(0, len(xs), k)]
+    out = jnp.concatenate(outs)
 
-1. **in-program loop** (``"map"`` / ``"chunked"``): ``jax.lax.map`` over
-   chunks inside one XLA program. One dispatch; temp memory of one chunk.
-   On XLA:CPU a dot inside a loop body can run slower than the same dot
-   at the top level of a program; by how much is XLA's, so the JAX version
-   decides (03's outer product: lax.map 6.5-15x the host loop's time on
-   jax 0.10.2, 0.4-3.3x on 0.12.0.1: ``benchmarks/jax_versions.py``).
-2. **in-program unrolled**: a Python loop under ``jax.jit`` unrolls into one
-   copy of the chunk's work per chunk; compile time grows with the chunks.
-3. **host loop** (``"host"``, this module): a Python loop calls ONE jitted
-   ``vmap`` of ``fn`` per chunk, then concatenates, in plain code::
-
-       step = jax.jit(jax.vmap(fn))
-       outs = [step(xs[i:i + k]) for i in range(0, len(xs), k)]
-       out = jnp.concatenate(outs)
-
-   Each chunk is a top-level program, so its dot runs as fast as in ``vmap``
-   (not slowed down as in a loop body), and the temp memory is one chunk's.
-   On a multi-core CPU every chunk program starts XLA's parallel work anew:
-   ``benchmarks/strategies.py`` measures a memory-heavy MLP at 1.2-1.5x
-   ``vmap``'s time in chunks of N/8 (a plain-JAX host loop the same; 1.0-1.1x
-   on one core). Its costs: one dispatch per chunk (plus one
-   slice per mapped input per chunk and one concatenation), two programs
-   compiled (full chunks and the remainder), the chunk outputs held beside
-   the concatenated output for a moment, and it cannot run inside an outer
-   ``jax.jit`` (it would unroll into way 2), so it refuses tracers.
-
-``batch(fn, strategy="host", chunk_size=k).plan(*args)`` returns a
-:class:`HostPlan`: for one call (arrays or ``jax.ShapeDtypeStruct``), how
-many chunks, programs and dispatches it makes, what XLA planned for each
-program, and what the whole call holds (``planned_bytes``, the figure
-:func:`batchlab.max_batch_size` and :func:`batchlab.run_batches` budget with).
+Each chunk is a top-level program (its dot as fast as in ``vmap``, not slowed down as in a
+``lax.map`` body), the temp memory one chunk's; the costs are a dispatch per chunk, two
+programs (full chunks, remainder), the chunk outputs held until concatenated, and no
+outer ``jax.jit`` (it would unroll), so it refuses tracers. ``.plan(*args)`` counts and
+plans one call (:class:`HostPlan`).
 """
 
 from __future__ import annotations
@@ -45,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.format import format_bytes, html_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.batching.batch_args import Split
 from batchlab.batching.in_program import out_axis_per_leaf
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
@@ -162,16 +138,8 @@ def host_program(fn: Callable, k: int, out_axes: Any, sp: Split) -> Callable:
 
 
 @dataclass(frozen=True)
-class HostPlan:
-    """What strategy ``"host"`` does for one call, counted and planned, before it runs.
-
-    ``dispatches`` counts the calls into compiled programs: one split of the
-    mapped inputs into chunks, one step per chunk, one concatenation (a
-    single chunk needs neither split nor concatenation). ``held_bytes`` is
-    what sits in memory beyond the inputs at the concatenation: the chunks'
-    copy of the mapped inputs, every chunk's output and the concatenated
-    output (twice the output when every output is batched).
-    """
+class HostPlan(Rows):
+    """What strategy ``"host"`` does for one call, counted and planned, before it runs."""
 
     items: int
     chunk: int
@@ -188,13 +156,7 @@ class HostPlan:
 
     @property
     def planned_bytes(self) -> int:
-        """What one call holds at most: its arguments, its output and :attr:`extra_bytes`.
-
-        The figure a memory budget is compared with, as
-        :attr:`batchlab.measuring.MemoryEstimate.planned_bytes` is for one program
-        (:func:`batchlab.max_batch_size` and :func:`batchlab.run_batches`
-        use it for ``strategy="host"``). A lower bound, as XLA's plans are.
-        """
+        """What one call holds at most: its arguments, its output and :attr:`extra_bytes`."""
         return self.argument_bytes + self.output_bytes + self.extra_bytes
 
     @property
@@ -210,12 +172,7 @@ class HostPlan:
 
     @property
     def extra_bytes(self) -> int:
-        """What one call holds beyond vmap's own plan (inputs + output + temp), at most.
-
-        The largest step's temp, the chunks' copy of the inputs, and the
-        chunk outputs (the concatenated output is vmap's output): the figure
-        to set against vmap's temp.
-        """
+        """What one call holds beyond vmap's own plan (inputs + output + temp), at most."""
         several = self.dispatches > 1
         return self.temp_bytes + self.input_copy_bytes + (self.chunk_output_bytes if several else 0)
 
@@ -238,13 +195,11 @@ class HostPlan:
             ),
         ]
 
-    def __repr__(self) -> str:
-        return "HostPlan(" + "; ".join(f"{k}: {v}" for k, v in self._rows()) + ")"
+    _header = ("", "strategy='host'")
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(), ("", "strategy='host'"), caption="compiled memory analysis (XLA) per step"
-        )
+    def _title(self) -> str:
+        return "compiled memory analysis (XLA) per step"
 
 
 def plan_call(program: Callable, sp: Split, mapped: list, shared: list, n: int, k: int) -> HostPlan:

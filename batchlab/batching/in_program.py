@@ -1,15 +1,4 @@
-"""The strategies that run a batch as ONE call: ``vmap``, ``lax.map``, chunked, an item loop.
-
-``"vmap"`` is ``jax.jit(jax.vmap(fn))``; ``"manual"`` is ``jax.jit(fn)``. ``"map"`` and ``"chunked"`` are one
-jitted XLA program for the whole batch (one dispatch): ``jax.lax.map`` runs a
-sequential loop *inside* XLA; with ``batch_size=chunk_size`` (``"chunked"``)
-it runs ``vmap`` over chunks inside that loop, plus one ``vmap`` over the
-remainder. ``"loop"`` is the loop people write: one dispatch of a jitted
-``fn`` per item, then a stack; under an outer ``jax.jit`` the same Python
-loop *unrolls* into one copy of ``fn`` per item. Mapped axes are moved to the
-front, the strategy maps over axis 0, and each output's batch axis is moved
-to its ``out_axes``, exactly as ``jax.vmap``.
-"""
+"""The strategies that run a batch as ONE call: ``vmap``, ``lax.map``, chunked, an item loop."""
 
 from __future__ import annotations
 
@@ -21,7 +10,7 @@ import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab.batching.axes_spec import is_axis_leaf
+from batchlab.batching.axes_spec import axis_per_leaf, is_axis_leaf
 from batchlab.batching.batch_args import Split, remember, static_key
 
 
@@ -35,21 +24,12 @@ def out_axis_per_leaf(out: Any, out_axes: Any) -> tuple[list, list, Any]:
             f"`out_axes`={out_axes!r} must be a tree prefix of fn's output "
             f"({jax.tree_util.tree_structure(out)}), as in jax.vmap: {str(e).splitlines()[0]}"
         ) from None
-    axes = jax.tree_util.tree_leaves(out_axes, is_leaf=is_axis_leaf)
-    flat, per = [], []
-    for ax, sub in zip(axes, subtrees, strict=True):
-        leaves = jax.tree_util.tree_leaves(sub)
-        flat += leaves
-        per += [ax] * len(leaves)
-    return flat, per, jax.tree_util.tree_structure(out)
+    flat = [leaf for sub in subtrees for leaf in jax.tree_util.tree_leaves(sub)]
+    return flat, axis_per_leaf(out_axes, subtrees), jax.tree_util.tree_structure(out)
 
 
 def check_jax_types(out: Any) -> Any:
-    """fn's output for one item: vmap's TypeError for a leaf that is not a JAX type.
-
-    Without it ``"map"`` and ``"loop"`` report the error as scan's or jit's, naming
-    batchlab's internals instead of the batched function.
-    """
+    """fn's output for one item: vmap's TypeError for a leaf that is not a JAX type."""
     for leaf in jax.tree_util.tree_leaves(out):
         if not jax.extend.core.valid_jaxtype(leaf):
             raise TypeError(
@@ -79,11 +59,7 @@ def place_outputs(stacked: Any, out_axes: Any) -> Any:
 def whole_batch_program(
     fn: Callable, chunk_size: int | None, out_axes: Any, sp: Split
 ) -> Callable[[list, list], Any]:
-    """``program(mapped, shared)`` for ``"map"`` and ``"chunked"``: one jitted program.
-
-    The whole strategy is one line of JAX: ``jax.lax.map(item, xs, batch_size=chunk_size)``
-    (``chunk_size=None``: one item at a time).
-    """
+    """``program(mapped, shared)`` for ``"map"`` and ``"chunked"``: one jitted program."""
 
     def program(mapped: list, shared: list) -> Any:
         front = [jnp.moveaxis(jnp.asarray(x), ax, 0) for x, ax in zip(mapped, sp.axes, strict=True)]
@@ -106,11 +82,7 @@ def vmap_program(
     axis_name: Any = None,
     spmd_axis_name: Any = None,
 ) -> Callable[[list, list], Any]:
-    """``program(mapped, shared)`` for ``"vmap"``: ``jax.jit(jax.vmap(fn))``, one program.
-
-    Static leaves are closed over (as for every strategy), so a Python int or a
-    function reaches ``fn`` untouched, exactly as under ``jax.vmap``.
-    """
+    """``program(mapped, shared)`` for ``"vmap"``: ``jax.jit(jax.vmap(fn))``, one program."""
 
     def program(mapped: list, shared: list) -> Any:
         def item(xs: Any) -> Any:
@@ -145,11 +117,7 @@ def eager_loop_program(fn: Callable, out_axes: Any, sp: Split) -> Callable[[list
 
 
 def manual_program(fn: Callable) -> Callable:
-    """``"manual"``: ``fn`` as written, jitted; array leaves traced, other leaves static.
-
-    As vmap's unmapped values: a Python int or a function reaches ``fn``
-    untouched; one program is compiled per set of static values.
-    """
+    """``"manual"``: ``fn`` as written, jitted; array leaves traced, other leaves static."""
     programs: dict = {}
 
     def run(*args: Any, **kwargs: Any) -> Any:

@@ -1,38 +1,12 @@
 """Six ways to run a per-item function over a batch, all a drop-in for ``jax.vmap``.
 
-* ``"loop"``: the loop people write, eager: a jitted ``fn`` called once per
-  item from Python, then a stack (one dispatch per item). Under an outer
-  ``jax.jit`` (as :func:`batchlab.measure` runs it) the loop *unrolls*:
-  XLA compiles one copy of ``fn`` per item.
-* ``"vmap"``: ``jax.vmap`` over the whole batch: one vectorized program.
-* ``"map"``: ``jax.lax.map``: a sequential loop inside XLA, one item at a
-  time (``chunk_size=k`` uses ``lax.map``'s own chunking).
-* ``"chunked"``: ``vmap`` over chunks of ``chunk_size`` items, a sequential
-  ``lax.map`` over the full chunks and one ``vmap`` over the remainder, in
-  one ``jit``. Temp memory scales with the chunk, not the batch.
-* ``"host"``: chunks dispatched from Python: one jitted ``vmap`` per chunk
-  (one program for the full chunks, one for the remainder), concatenated
-  (:mod:`batchlab.batching.host_chunks`). vmap's speed, one chunk's temp memory, one
-  dispatch per chunk; refuses to run inside ``jax.jit``.
-* ``"manual"``: ``fn`` is already written for a whole batch; used as written,
-  jitted.
-
-One call convention for all six: the returned function runs compiled code on
-every call, never JAX's op-by-op dispatch. ``vmap``, ``map``, ``chunked`` and
-``manual`` are each ONE jitted program per call (compiled on the first call
-for a set of shapes and static values, then cached); ``loop`` and ``host``
-dispatch jitted programs from Python (one per item, one per chunk): that
-dispatch is the strategy. So timing ``batched(*args)`` after a first call
-times the strategy, the same way for each; under an outer ``jax.jit`` every
-strategy but ``host`` (which refuses) traces into the caller's program.
-
-As in ``jax.vmap``: keyword arguments are mapped along axis 0; unmapped
-values that are not JAX arrays (Python numbers, numpy arrays, functions,
-strings) reach ``fn`` untouched; ``in_axes``/``out_axes`` may be negative,
-None, or prefix trees. Read :func:`strategy_program` first: each strategy
-is one line of JAX beside its name, and one hop away
-(:mod:`batchlab.batching.in_program` holds the one-call strategies,
-:mod:`batchlab.batching.host_chunks` the host loop).
+``"loop"``: a jitted ``fn`` per item from Python, stacked (under an outer ``jax.jit`` it
+unrolls). ``"vmap"``: ``jax.jit(jax.vmap(fn))``. ``"map"`` / ``"chunked"``:
+``jax.lax.map(item, xs, batch_size=chunk_size)``, a loop inside one XLA program.
+``"host"``: one jitted ``vmap`` per chunk, dispatched from Python and concatenated.
+``"manual"``: ``fn`` already batched, jitted. Every one runs compiled code, so timing a
+call after the first compares strategies, not dispatch modes. Read
+:func:`strategy_program`: each strategy is one line of JAX beside its name, one hop away.
 """
 
 from __future__ import annotations
@@ -45,7 +19,7 @@ import jax
 
 from batchlab._util.checks import check_callable, check_positive_int
 from batchlab._util.compile import function_name
-from batchlab.batching.axes_spec import BatchAxisError, check_axis_types, resolve
+from batchlab.batching.axes_spec import check_axis_types, resolve
 from batchlab.batching.batch_args import Split, remember, split, static_key
 from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
 from batchlab.batching.in_program import (
@@ -195,12 +169,9 @@ def batch(
 ) -> Callable:
     """Turns a per-item function into a batched one, with a chosen strategy.
 
-    Every strategy returns what ``jax.vmap(fn, in_axes, out_axes)`` returns
-    (to float tolerance) and accepts what it accepts: keyword arguments
-    (mapped along axis 0 of every leaf, as in vmap), pytrees in and out,
-    unmapped Python values, numpy arrays, functions or strings (passed to
-    ``fn`` untouched), a remainder that ``chunk_size`` does not divide, a
-    batch of one, an empty batch (computed by ``vmap``: no work to schedule).
+    Every strategy returns what ``jax.vmap(fn, in_axes, out_axes)`` returns (to float
+    tolerance) and accepts what it accepts: keyword arguments, pytrees, unmapped Python
+    values (passed to ``fn`` untouched), a remainder, an empty batch.
 
     Args:
       fn: the per-item function (for ``"manual"``: the hand-batched function).
@@ -216,27 +187,9 @@ def batch(
         a collective under another strategy would see one chunk, not the batch.
 
     Returns:
-      ``batched(*args, **kwargs)``, checking the batch axes before tracing.
-      Every strategy returns it compiled (one convention, so that timing it
-      compares strategies, not dispatch modes): ``"vmap"``, ``"map"``,
-      ``"chunked"`` and ``"manual"`` run ONE jitted program per call, compiled
-      on the first call for each set of shapes and static values and cached;
-      ``"loop"`` and ``"host"`` dispatch jitted programs from Python (per item,
-      per chunk). ``batch(fn)`` is therefore ``jax.jit(jax.vmap(fn))``, not an
-      eager ``jax.vmap(fn)``: time a call after the first one (or use
-      :func:`batchlab.measure`, which separates compilation). As with
-      ``jax.vmap``, it keeps ``fn``'s ``__name__``, ``__qualname__``,
-      ``__module__`` and ``__wrapped__``, and its ``__doc__`` starts
-      "Vectorized version of <name>", then ``fn``'s own documentation. It
-      carries ``.fn``, ``.strategy`` and ``.chunk_size``; with ``"host"``,
-      ``.plan(*args)`` returns a :class:`~batchlab.batching.host_chunks.HostPlan`.
-
-    Raises:
-      ValueError: unknown ``strategy``; ``chunk_size`` missing, below 1 or
-        given where it does not apply; in_axes/out_axes with ``"manual"``;
-        ``axis_name``/``spmd_axis_name`` with a strategy other than ``"vmap"``.
-      TypeError: a dict ``in_axes`` or an axis that is not an int or None.
-      BatchAxisError: (when called) axes that do not fit the arguments.
+      ``batched(*args, **kwargs)``, compiled (``batch(fn)`` is ``jax.jit(jax.vmap(fn))``),
+      named and documented as ``jax.vmap`` names it; it carries ``.fn``, ``.strategy``,
+      ``.chunk_size`` and, for ``"host"``, ``.plan(*args)`` (a :class:`HostPlan`).
 
     Example:
       >>> import jax.numpy as jnp
@@ -325,6 +278,3 @@ def batch(
     batched.fn, batched.strategy, batched.chunk_size = fn, strategy, chunk_size  # type: ignore[attr-defined]
     batched.plan = plan  # type: ignore[attr-defined]
     return batched
-
-
-__all__ = ["ADVISED", "COMPARED", "DISPATCHED", "PLANNED", "STRATEGIES", "BatchAxisError", "batch"]

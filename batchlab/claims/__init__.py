@@ -5,17 +5,17 @@ device kind, JAX version, sizes, dtype), the evidence measured in the cell
 (:class:`Number` for deterministic figures, :class:`Samples` for repeated
 timings), a rule with exactly three outcomes (*holds*, *does not hold*,
 *inconclusive here*), and a :class:`Control` for every stated cause. A cause
-without a control is refused. :func:`table` renders any list of claims.
+without a control is refused.
 
 Rules: :func:`ratio_above` / :func:`ratio_below` (spread-aware for timings),
 :func:`equals` (exact), :func:`compare` (counts), :func:`all_of`.
-:func:`probe` runs a claim's real rule on variants of its own evidence and shows
-whether it reaches every outcome; :func:`table` refuses a claim that does not.
 
 A notebook records its verdicts in a :class:`Record`: a :class:`Finding` is
 a contrast (the same rule on the case and on a case where the rival is true,
 and it stands only when they read opposite ways); a :class:`Check` is a fact
 with no contrast, listed apart. Its repr is the notebook's claims table.
+(:class:`Control` and :func:`table`, the older free-standing table, stay while the
+advisor's report and notebook 12 use them.)
 
 The eleven source claims have names (:data:`NAMES`, :func:`source_claims`).
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from batchlab.claims.claim import Claim, ClaimsTable, Control, table
 from batchlab.claims.evidence import Number, Samples, Scope
-from batchlab.claims.probing import Probe, probe, probe_rule
 from batchlab.claims.record import Check, Record
 from batchlab.claims.rules import (
     FAILS,
@@ -53,15 +52,12 @@ __all__ = [
     "Control",
     "Decision",
     "Number",
-    "Probe",
     "Record",
     "Samples",
     "Scope",
     "all_of",
     "compare",
     "equals",
-    "probe",
-    "probe_rule",
     "ratio_above",
     "ratio_below",
     "source_claim",

@@ -4,8 +4,12 @@ A :class:`Claim` is decided when it is built: its rule reads its evidence and
 answers *holds*, *does not hold* or *inconclusive here*. A claim that gives
 a cause ("because ...") must carry a :class:`Control` for it: the same
 measurement with the suspected cause removed, with a rule of its own. A
-cause without a control is refused at construction. :func:`table` renders
-any list of claims as one table.
+cause without a control is refused at construction.
+
+A notebook records its verdicts with :class:`~batchlab.claims.Record` (findings
+and checks). :class:`Control`, :class:`ClaimsTable` and :func:`table` are the
+older table of free-standing claims, kept while the advisor's report and
+notebook 12 still render with them.
 """
 
 from __future__ import annotations
@@ -17,7 +21,6 @@ from typing import Any
 
 from batchlab._util.format import html_table
 from batchlab.claims.evidence import Evidence, Number, Samples, Scope
-from batchlab.claims.probing import probe, refusal
 from batchlab.claims.rules import Decision
 from batchlab.claims.sources import source_claim
 
@@ -267,14 +270,8 @@ class ClaimsTable:
 def table(claims: Claim | Sequence[Claim], *, title: str = "Claims and verdicts") -> ClaimsTable:
     """Renders claims as one table (``_repr_html_`` in a notebook, text in a terminal).
 
-    Every claim is probed first (:func:`~batchlab.claims.probe`): its rule and each
-    control's rule are run on variants of its own evidence, and a rule that does
-    not reach all three outcomes is refused. The rendered table is the same.
-
     Raises:
       TypeError: something that is not a :class:`Claim`.
-      ValueError: a claim whose rule (or a control's rule) is not shown able to
-        fail; the message names the claim, the outcome never reached, and the fix.
 
     Example:
       >>> from batchlab.claims import Number, equals
@@ -292,8 +289,4 @@ def table(claims: Claim | Sequence[Claim], *, title: str = "Claims and verdicts"
     bad = [type(c).__name__ for c in claims if not isinstance(c, Claim)]
     if bad:
         raise TypeError(f"`claims` must be bl.claims.Claim objects, got {bad}.")
-    for c in claims:
-        p = probe(c)
-        if not p.shown:
-            raise ValueError(refusal(p))
     return ClaimsTable(claims, title)

@@ -19,7 +19,7 @@ Example:
   ...     case=[Number("allocations", 1, "one call on 8 items")],
   ...     contrast=[Number("allocations", 8, "8 calls, one item each")],
   ...     rival="allocations follow items: 8 per 8 items either way")
-  holds: allocations = 1 < 2; contrast (rival true): does not hold, not: allocations = 8 < 2
+  holds: allocations = 1 < 2; rival's case: does not hold, not: allocations = 8 < 2
 """
 
 from __future__ import annotations
@@ -67,11 +67,12 @@ class Finding:
         return self.outcome + (" (wall clock)" if timed else "")
 
     def line(self) -> str:
-        c = self.contrast.decision
+        """One line: the verdict ("(wall clock)" once), the case's numbers, the rival's case's."""
+        d, c = self.claim.decision, self.contrast.decision
         tail = "" if self.discriminates else " (no contrast: not evidence here)"
         return (
-            f"{self.verdict}: {self.claim.decision.deciding}; "
-            f"contrast (rival true): {verdict_text(c)}, {c.deciding}{tail}"
+            f"{self.verdict}: {d.short or d.deciding}; "
+            f"rival's case: {c.outcome}, {c.value or c.deciding}{tail}"
         )
 
     def __repr__(self) -> str:

@@ -29,11 +29,17 @@ OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE)
 
 
 class Decision(NamedTuple):
-    """What a rule decided, and the numbers that decided it (``timed``: a wall-clock verdict)."""
+    """What a rule decided, and the numbers that decided it (``timed``: a wall-clock verdict).
+
+    ``short`` is ``deciding`` in fewer words, ``value`` the deciding figure alone (a ratio's
+    interval); a finding's one line prints them (empty: ``deciding`` stands for both).
+    """
 
     outcome: str
     deciding: str
     timed: bool = False
+    short: str = ""
+    value: str = ""
 
 
 def _get(evidence: Mapping[str, Evidence], name: str) -> Evidence:
@@ -130,15 +136,17 @@ class Ratio:
         name = f"{self.numerator} / {self.denominator}"
         claimed = f"; claimed {side} {self.threshold:g}x"
         ratios = _paired(num, den)
+        short = value = ""
         if ratios is not None:
             interval = median_interval(ratios)
             if interval is None:
-                return Decision(
-                    INCONCLUSIVE, f"{name}: {len(ratios)} paired rounds, 6 needed{claimed}", timed
-                )
+                value = f"{len(ratios)} paired rounds, 6 needed"
+                return Decision(INCONCLUSIVE, f"{name}: {value}{claimed}", timed, value=value)
             est, lo, hi = interval
+            value = f"{_ratio_text(lo)} to {_ratio_text(hi)}"
             spread = f"{len(ratios)} paired rounds, median {_ratio_text(est)}"
-            text = f"{name} = {_ratio_text(lo)} to {_ratio_text(hi)} ({spread}){claimed}"
+            text = f"{name} = {value} ({spread}){claimed}"
+            short = f"{name} = {value} (median {_ratio_text(est)}, {len(ratios)} rounds){claimed}"
         else:
             a, b = _span(num), _span(den)
             if a is None or b is None:
@@ -146,10 +154,10 @@ class Ratio:
             if b[1] <= 0:
                 return Decision(INCONCLUSIVE, f"{self.denominator} is {b[1]}: no ratio", timed)
             est, lo, hi = a[0] / b[0], a[1] / b[2], a[2] / b[1]
-            text = f"{name} = {_ratio_text(est)}"
+            value = _ratio_text(est)
             if timed:
-                text += f" (unpaired: fastest; range {_ratio_text(lo)} to {_ratio_text(hi)})"
-            text += claimed
+                value += f" (unpaired: fastest; range {_ratio_text(lo)} to {_ratio_text(hi)})"
+            text = f"{name} = {value}{claimed}"
         if self.above:
             outcome = (
                 HOLDS if lo > self.threshold else FAILS if hi <= self.threshold else INCONCLUSIVE
@@ -158,7 +166,7 @@ class Ratio:
             outcome = (
                 HOLDS if hi < self.threshold else FAILS if lo >= self.threshold else INCONCLUSIVE
             )
-        return Decision(outcome, text, timed)
+        return Decision(outcome, text, timed, short, value)
 
 
 def ratio_above(numerator: str, denominator: str, threshold: float) -> Ratio:
@@ -293,7 +301,7 @@ def compare(left: str, op: str, right: str | float) -> Compare:
       >>> from batchlab.claims.evidence import Number
       >>> ev = {"temp": Number("temp", 64, "a", "B"), "values": Number("values", 128, "b", "B")}
       >>> compare("temp", "<", "values")(ev)
-      Decision(outcome='holds', deciding='temp = 64 B < values = 128 B', timed=False)
+      Decision(outcome='holds', deciding='temp = 64 B < values = 128 B', timed=False, short='', value='')
     """
     return Compare(left, op, right)
 

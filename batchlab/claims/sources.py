@@ -30,7 +30,7 @@ SOURCE_CLAIMS: tuple[SourceClaim, ...] = (
         "batching allocates once per batch",
         "JAX allocates memory for the whole batch at once: fewer allocations and frees.",
         FRAGMENTATION,
-        ("00", "08"),
+        ("08",),
     ),
     SourceClaim(
         "reused blocks keep memory whole",

@@ -1,19 +1,11 @@
 """Exercises with automatic checks: a hint on a wrong answer, never the solution.
 
-Each notebook's exercises live in a submodule named for its topic
-(``batchlab.exercises.tour``, ...). An exercise is a function
-``checker(answer, **context) -> (ok, message)`` registered under an id;
-learners call :func:`check` from the notebook::
-
-    from batchlab import exercises
-    exercises.check("tour.predict_bytes", my_answer)
-
-A wrong answer gets a hint that points at the concept, computed from the
-learner's own answer where possible; the expected value is never printed.
-
-In notebooks, a solution sits between ``# BEGIN SOLUTION`` and
-``# END SOLUTION`` lines; ``python scripts/workshop.py`` builds student
-copies with those lines replaced by a stub.
+An exercise is ``checker(answer, **context) -> (ok, message)`` registered under an id in a
+submodule named for its topic; a notebook calls ``exercises.check("tour.predict_bytes",
+my_answer)``. A wrong answer gets a hint computed from the learner's own answer where
+possible; the expected value is never printed. In notebooks a solution sits between
+``# BEGIN SOLUTION`` and ``# END SOLUTION``; ``python scripts/workshop.py`` builds student
+copies with a stub there.
 """
 
 from __future__ import annotations
@@ -92,26 +84,16 @@ class CheckResult:
 
 
 def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
-    """Checks a learner's answer to one exercise.
+    """Checks a learner's answer to one exercise; truthy when correct.
 
-    Args:
-      exercise_id: the exercise, e.g. ``"tour.predict_bytes"``.
-      answer: what the learner computed or wrote (a number, a function, ...).
-      **context: anything the checker needs from the notebook (inputs).
-
-    Returns:
-      A :class:`CheckResult`; truthy when correct. Never raises for a wrong
-      answer: errors inside the learner's code become hints.
-
-    An error while checking is never raised at the learner: it is a hint,
-    ``"Your answer raised ..."``, with the inputs the check used named (a
-    wrong context reads there too: re-running the cells that define them
-    is the fix).
+    ``context`` is what the checker needs from the notebook (its inputs). A wrong answer, or
+    an error in the learner's code, is a hint (``"Your answer raised ..."``, naming the
+    inputs used), never raised.
 
     Raises:
       KeyError: unknown ``exercise_id`` (the message lists the known ones).
-      TypeError: ``context`` lacks an input the exercise needs (a notebook bug,
-        not a wrong answer; the message names what to pass).
+      TypeError: ``context`` lacks an input the exercise needs (a notebook bug; the message
+        names what to pass).
 
     Example:
       >>> @exercise("demo.square", "Write f(x) = x squared.")
@@ -194,11 +176,7 @@ def _check_context(
 
 
 def prompt(exercise_id: str) -> str:
-    """The task text of one exercise.
-
-    Raises:
-      KeyError: unknown ``exercise_id``.
-    """
+    """The task text of one exercise (``KeyError`` for an unknown id)."""
     _load(exercise_id)
     if exercise_id not in _REGISTRY:
         raise KeyError(f"No exercise {exercise_id!r}; known exercises: {all_exercises()}.")

@@ -43,15 +43,8 @@ def _show(value: Any, unit: str) -> str:
 
 @dataclass(frozen=True)
 class Reveal:
-    """A committed prediction beside the measured value.
-
-    Attributes:
-      prediction_id: what was predicted, e.g. ``"bucketing.epoch_compiles"``.
-      guess: the learner's prediction; ``None`` when none was made.
-      measured: the value measured in this run.
-      unit: the unit both are in (``"bytes"`` and ``"seconds"`` are shown in
-        human units).
-    """
+    """A committed prediction (``guess``, ``None`` when none was made) beside the value
+    ``measured`` in this run, both in ``unit`` (``"bytes"``, ``"seconds"``: human units)."""
 
     prediction_id: str
     guess: Any
@@ -128,23 +121,16 @@ def reveal(
     """Shows a committed prediction beside the measured value and how far off it was.
 
     Args:
-      prediction_id: a name for the prediction, ``"topic.name"``.
-      guess: the learner's prediction: a number, a string (one of ``choices``),
-        or ``None`` / ``...`` when none was made (the reveal still runs).
-      measured: the value measured in this run (a number, or a string for a
-        choice).
+      prediction_id: ``"topic.name"``.
+      guess: a number, a string (one of ``choices``), or ``None`` / ``...`` when none was
+        made (the reveal still runs, so Run All reaches the end).
+      measured: the value measured in this run (a number, or a string for a choice).
       unit: the unit of both; ``"bytes"`` and ``"seconds"`` print in human units.
-      choices: for a choice, the allowed answers; a guess outside them is
-        refused before anything is shown.
-
-    Returns:
-      A :class:`Reveal`.
+      choices: for a choice, the allowed answers (a guess outside them is refused).
 
     Raises:
-      ValueError: ``prediction_id`` is not ``"topic.name"``, or ``guess`` is not
-        one of ``choices``, or a number is NaN.
-      TypeError: ``guess`` and ``measured`` are of different kinds (a number
-        against a choice).
+      ValueError: a bad ``prediction_id``, a guess outside ``choices``, or a NaN.
+      TypeError: ``guess`` and ``measured`` of different kinds (a number against a choice).
 
     Example:
       >>> reveal("demo.compiles", 8, measured=3, unit="compilations")

@@ -1,11 +1,4 @@
-"""Getting data to the device (10): per-item, bulk and memory-mapped loading, and prefetch.
-
-``make_dataset`` writes a dataset of ``.npy`` files; ``load_npy`` and
-``iter_batches`` read it per item, in bulk or memory-mapped; ``measure_loading``
-and ``measure_ceiling`` time that against the machine's own copy speed;
-``prefetch`` overlaps loading with compute in a thread, and
-``compare_prefetch`` measures what it adds over a loop that does not sync.
-"""
+"""Getting data to the device (10): per-item, bulk and memory-mapped loading, and prefetch."""
 
 from batchlab.loading.files import (
     METHODS,

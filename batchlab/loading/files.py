@@ -1,27 +1,4 @@
-"""Loading batches from disk: per item, in bulk, memory-mapped -- next to the machine's ceiling.
-
-Seed 004 (pitfall 4) says inefficient loading hurts and that bulk loading
-and good access patterns help. This module lets a notebook measure it:
-
-* **method** -- ``"per_item"`` opens one ``.npy`` file per item;
-  ``"bulk"`` reads one ``.npy`` whole and slices it; ``"mmap"``
-  memory-maps that file and slices it per batch (only touched pages load).
-* **order** -- ``"contiguous"`` batches are neighbouring rows;
-  ``"random"`` batches gather rows from all over the file.
-* **transfer** -- ``"batch"``: one ``jax.device_put`` per batch;
-  ``"item"``: one ``device_put`` per item, then ``jnp.stack`` on the
-  device. ``jnp.stack`` is itself a jitted function in this JAX: the
-  profiler trace shows one dispatch (``PjitFunction(stack)``) per batch,
-  not one per item, so the per-item cost is the transfers.
-
-Each batch is built inside ``jax.profiler.TraceAnnotation("load batch i")``,
-so a :func:`batchlab.trace` timeline shows loading beside compute.
-
-How fast each combination is, next to this machine's ceiling, is measured
-in :mod:`batchlab.loading.speed`. Loaders never unpickle
-(``allow_pickle=False``) and name the file and what was expected when one is
-missing, corrupt or of the wrong shape.
-"""
+"""Loading batches from disk: per item, in bulk, memory-mapped -- next to the machine's ceiling."""
 
 from __future__ import annotations
 
@@ -35,7 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.checks import check_dtype, check_numeric_dtype, check_positive_int
+from batchlab._util.checks import (
+    check_choice,
+    check_dtype,
+    check_numeric_dtype,
+    check_positive_int,
+)
 from batchlab._util.format import format_bytes
 
 METHODS = ("per_item", "bulk", "mmap")
@@ -43,19 +25,9 @@ ORDERS = ("contiguous", "random")
 TRANSFERS = ("batch", "item")
 
 
-def _check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise ValueError(f"`{name}` must be one of {list(choices)}, got {name}={value!r}.")
-    return value
-
-
 @dataclass(frozen=True)
 class Dataset:
-    """The same items stored two ways: one ``.npy`` per item, and one bulk ``.npy``.
-
-    ``directory`` holds ``bulk.npy`` (shape ``(n_items, *item_shape)``) and
-    ``items/000000.npy`` ... (shape ``item_shape`` each).
-    """
+    """The same items stored two ways: one ``.npy`` per item, and one bulk ``.npy``."""
 
     directory: Path
     n_items: int
@@ -104,12 +76,6 @@ def make_dataset(
 
     Returns:
       A :class:`Dataset`.
-
-    Raises:
-      ValueError: ``n_items`` below 1, a negative ``item_shape`` entry, or a
-        ``directory`` that is a file.
-      TypeError: a ``dtype`` numpy does not know, or one that is not numeric
-        (an object dtype cannot be saved with ``allow_pickle=False``).
 
     Example:
       >>> import tempfile
@@ -168,12 +134,6 @@ def load_npy(
 
     Returns:
       The array (a read-only ``np.memmap`` when ``mmap``).
-
-    Raises:
-      FileNotFoundError: the file does not exist.
-      TypeError: a ``dtype`` numpy does not know.
-      ValueError: the file holds a pickle or object array, is not a valid
-        ``.npy`` file (corrupt, truncated), or its shape or dtype differ.
 
     Example:
       >>> import tempfile, os
@@ -253,7 +213,7 @@ def batch_indices(
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
         raise ValueError(f"`n_items` must be an int >= 0, got n_items={n_items!r}.")
     check_positive_int(batch_size, "batch_size")
-    _check_choice(order, "order", ORDERS)
+    check_choice(order, "order", ORDERS)
     index = np.arange(n_items)
     if order == "random":
         index = np.random.default_rng(seed).permutation(n_items)
@@ -282,10 +242,6 @@ def iter_batches(
       seed: the permutation's seed for ``order="random"``.
       device: target of ``jax.device_put`` (``None``: the default device).
 
-    Raises:
-      ValueError: an unknown ``method``/``order``/``transfer``; a file is missing,
-        corrupt or mismatched (from :func:`load_npy`).
-
     Example:
       >>> import tempfile
       >>> d = make_dataset(tempfile.mkdtemp(), 5, (2,))
@@ -297,8 +253,8 @@ def iter_batches(
             f"`dataset` must be a Dataset from make_dataset(...), got {type(dataset).__name__} "
             f"{dataset!r:.40}."
         )
-    _check_choice(method, "method", METHODS)
-    _check_choice(transfer, "transfer", TRANSFERS)
+    check_choice(method, "method", METHODS)
+    check_choice(transfer, "transfer", TRANSFERS)
     if dataset.directory.exists() and not dataset.directory.is_dir():
         raise ValueError(
             f"`dataset`'s directory {dataset.directory} is a file, not a folder; build the "

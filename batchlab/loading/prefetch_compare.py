@@ -1,14 +1,4 @@
-"""Serial loops against :func:`batchlab.prefetch`: the same pass, four ways, side by side.
-
-Two questions, two axes: does the loop wait for every step (``sync``:
-``jax.block_until_ready(step(b))``, as a loop that logs the loss each
-step must), and are the batches loaded ahead in a background thread
-(``prefetch``)? The strongest serial loop is the one that does not wait:
-JAX's dispatch is asynchronous, so the next batch loads while the device
-computes this one. :attr:`PrefetchComparison.speedup` is prefetch against
-the *best* serial loop; :attr:`PrefetchComparison.speedup_when_syncing`
-is prefetch against the serial loop when both must wait every step.
-"""
+"""Serial loops against :func:`batchlab.prefetch`: the same pass, four ways, side by side."""
 
 from __future__ import annotations
 
@@ -19,7 +9,7 @@ from typing import Any
 import jax
 
 from batchlab._util.checks import check_callable, check_positive_int
-from batchlab._util.format import format_seconds, html_table
+from batchlab._util.format import Rows, format_seconds
 from batchlab.loading.prefetching import prefetch
 from batchlab.measuring.sampler import interleaved
 
@@ -32,7 +22,7 @@ PIPELINES = (
 
 
 @dataclass(frozen=True)
-class PrefetchComparison:
+class PrefetchComparison(Rows):
     """Seconds per pass of the same batches: serial or prefetched, waiting every step or not."""
 
     batches: int
@@ -76,13 +66,6 @@ class PrefetchComparison:
     def hidden_share(self, load_seconds: float) -> dict[str, float]:
         """How much of the hideable time each pipeline hid, given the loader's time per batch.
 
-        The loop that syncs every step takes ``n (L + C)``; overlap can hide at
-        most ``n min(L, C)`` of it. With ``L`` known (``load_seconds``) and ``C``
-        read from the syncing pass (``C = serial_sync / n - L``, so a machine
-        that slows the compute slows this estimate alike), each pipeline's
-        share is ``(serial_sync - its time) / (n min(L, C))``: 1.0 hides it all,
-        0 nothing. Robust to a busy machine, unlike a bare speed-up.
-
         Example:
           >>> c = PrefetchComparison(10, 2.0, 1.1, 1.05, 1.0, 2)
           >>> {k: round(v, 2) for k, v in c.hidden_share(0.1).items()}
@@ -97,21 +80,17 @@ class PrefetchComparison:
             if name != PIPELINES[0]
         }
 
-    def __repr__(self) -> str:
-        return (
-            f"PrefetchComparison({self.batches} batches: "
-            + ", ".join(f"{k} {format_seconds(v)}" for k, v in self.seconds.items())
-            + f"; prefetch vs best serial {self.speedup:.2f}x, when syncing "
-            f"{self.speedup_when_syncing:.2f}x)"
-        )
+    _header = ("pipeline", "seconds per pass")
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        rows = [(k, format_seconds(v)) for k, v in self.seconds.items()]
-        rows += [
+    def _title(self) -> str:
+        return f"{self.batches} batches; {self.source}"
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [(k, format_seconds(v)) for k, v in self.seconds.items()] + [
             ("prefetch vs the best serial loop", f"{self.speedup:.2f}x"),
             ("prefetch vs serial, both syncing every step", f"{self.speedup_when_syncing:.2f}x"),
         ]
-        return html_table(rows, header=("pipeline", "seconds per pass"), caption=self.source)
 
 
 def compare_prefetch(
@@ -123,26 +102,12 @@ def compare_prefetch(
 ) -> PrefetchComparison:
     """Times ``for b in batches: step(b)`` four ways: serial/prefetch x sync every step/not.
 
-    "sync" loops call ``jax.block_until_ready(step(b))`` every step; the
-    others keep the last result and wait for it once at the end (JAX
-    dispatches asynchronously, so the next load overlaps this compute).
-    Serial loops put each batch on the device with ``jax.device_put``, as
-    :func:`batchlab.prefetch` does in its thread. The four are timed by
-    :func:`batchlab.measuring.interleaved`, one pass of each per round in a
-    rotated order, so a machine that gets busier slows all alike; each keeps
-    its best pass (other processes only ever add time), and ``.samples``
-    holds every pass, paired by round, for a ratio rule:
-    ``bl.claims.ratio_above("serial, no sync", "prefetch, no sync", 1.2)(c.samples)``.
-
     Args:
       make_batches: ``make_batches()`` returns a fresh iterable of batches.
       step: the computation on one batch.
       size: prefetch queue size.
       repeat: rounds (one pass of each pipeline per round; at least 2, and 6
         for a ratio rule to decide).
-
-    Raises:
-      TypeError: ``make_batches`` or ``step`` is not callable; ValueError: ``size``/``repeat`` < 1.
 
     Example:
       >>> import time, numpy as np

@@ -1,23 +1,4 @@
-"""Load the next batches in a background thread while the current one computes.
-
-A serial loop that waits for every step (``block_until_ready``, or
-reading the loss with ``float(loss)``) alternates: load batch ``i`` (the
-device waits), compute on it (the loader waits): ``n (L + C)`` for ``n``
-batches with load time ``L`` and compute time ``C``. JAX dispatches
-asynchronously, so a loop that does *not* wait already overlaps: the call
-returns at once and the next load runs while the device computes, about
-``n max(L, C)``. Prefetching (the next batches loaded in a background
-thread) reaches the same ``n max(L, C)`` even when the loop must wait
-every step; it adds nothing over a non-waiting loop when the loader runs
-on the same thread anyway. NumPy file reads, ``time.sleep`` and XLA's
-computations release Python's GIL, so the threads truly overlap; a loader
-that computes in Python holds the GIL and overlaps far less.
-
-:func:`prefetch` keeps the order of the batches, re-raises a loader's
-exception in the consumer at the batch where it happened, and stops its
-thread when the consumer stops early (``break``, an exception, or
-``close()``).
-"""
+"""Load the next batches in a background thread while the current one computes."""
 
 from __future__ import annotations
 
@@ -77,27 +58,12 @@ def _produce(source: Iterator, q: queue.Queue, stop: threading.Event, device: An
 def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iterator[Any]:
     """Loads and transfers up to ``size`` batches ahead in a background thread.
 
-    Each item from ``iterator`` (an array or a pytree of arrays) is moved to
-    the device with ``jax.device_put(item, device)`` in the background
-    thread, while the consumer computes on the previous one.
-
     Args:
       iterator: any iterable of batches (a generator that loads from disk, ...).
       size: how many batches may wait, loaded, in the queue (at least 1).
         Each waiting batch holds device memory: 2 is enough to overlap.
       device: a ``jax.Device`` or a ``Sharding`` (e.g. from
         :func:`batchlab.shard_batch`'s ``sharding``); ``None``: the default device.
-
-    Returns:
-      An iterator over the same batches, in the same order, on the device.
-      If the loader raises, the consumer gets that exception (with a note)
-      after the batches that came before it. Closing the iterator (or
-      leaving a ``for`` loop early) stops the thread after at most the
-      batch it was loading.
-
-    Raises:
-      TypeError: ``iterator`` is not iterable, or ``size`` is not an int.
-      ValueError: ``size`` below 1.
 
     Example:
       >>> import numpy as np

@@ -1,18 +1,4 @@
-"""Loading speed, measured: items/s and bytes/s next to this machine's ceiling.
-
-Seed 004 (pitfall 4) says inefficient loading hurts and that bulk loading
-and good access patterns help. :func:`measure_loading` times full passes
-over a :class:`batchlab.loading.Dataset` for one combination of method
-(per item / bulk / memory-mapped), order (contiguous / random) and
-transfer (per batch / per item), with or without a wait for every step
-(``sync``), and :func:`measure_ceiling` measures once per run what the
-machine can do at best: a memcpy (``np.copyto``) and a sequential file read, on
-more bytes than the last-level cache holds (so the figure is RAM and page
-cache bandwidth, not cache bandwidth; the label says which; the two are
-timed by :func:`batchlab.measuring.interleaved`). Every figure
-is wall clock (``time.perf_counter``), the best of several passes (as ``timeit``
-advises: other processes only ever add time, so the minimum is the least disturbed).
-"""
+"""Loading speed, measured: items/s and bytes/s next to this machine's ceiling."""
 
 from __future__ import annotations
 
@@ -24,7 +10,7 @@ import jax
 import numpy as np
 
 from batchlab._util.checks import check_positive_float, check_positive_int
-from batchlab._util.format import format_bytes, format_count, html_table
+from batchlab._util.format import Rows, format_bytes, format_count
 from batchlab.loading.files import Dataset, iter_batches
 from batchlab.loading.prefetching import prefetch as _prefetch
 from batchlab.measuring.sampler import interleaved
@@ -74,11 +60,7 @@ class Throughput:
 
 
 def _time_passes(run_once, repeat: int, max_time: float | None = None) -> tuple[float, float, int]:
-    """(best, slowest, passes) wall-clock seconds of up to ``repeat`` passes.
-
-    With ``max_time``, no new pass starts once the passes so far took that
-    long (at least one pass runs).
-    """
+    """(best, slowest, passes) wall-clock seconds of up to ``repeat`` passes."""
     times: list[float] = []
     while len(times) < repeat and not (max_time is not None and sum(times) >= max_time):
         t0 = time.perf_counter()
@@ -179,7 +161,7 @@ def last_level_cache_bytes() -> int | None:
 
 
 @dataclass(frozen=True)
-class Ceiling:
+class Ceiling(Rows):
     """What this machine does at best with bytes, measured once per run (best of passes)."""
 
     memcpy: Throughput
@@ -192,28 +174,18 @@ class Ceiling:
         """True when the measured bytes exceed the last-level cache (RAM, not cache bandwidth)."""
         return self.cache_bytes is not None and self.bytes > self.cache_bytes
 
-    def __repr__(self) -> str:
-        return (
-            f"Ceiling({self.memcpy.label}: {format_rate(self.memcpy.bytes_per_s)}; "
-            f"{self.file_read.label}: {format_rate(self.file_read.bytes_per_s)})"
-        )
+    _header = ("ceiling", "bytes/s")
+    _inline = True
 
-    def _repr_html_(self) -> str:
-        rows = [(t.label, format_rate(t.bytes_per_s)) for t in (self.memcpy, self.file_read)]
-        return html_table(
-            rows, header=("ceiling", "bytes/s"), caption="Ceiling (wall clock, best of passes)"
-        )
+    def _title(self) -> str:
+        return "wall clock, best of passes"
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [(t.label, format_rate(t.bytes_per_s)) for t in (self.memcpy, self.file_read)]
 
 
 def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None = None) -> Ceiling:
     """Measures the ceiling: a memcpy and a sequential file read of more bytes than the cache.
-
-    The bytes measured are the larger of the dataset and ``min_bytes``
-    (default: 4x the last-level cache, 128 MiB where the OS does not say),
-    so the copy runs at RAM speed, not cache speed; a dataset that fits in
-    the cache loads faster than this "ceiling" when it is read again and
-    again, and the label says which regime was measured. The file read goes
-    through the page cache (the file was just written): memory, not disk.
 
     Example:
       >>> import tempfile

@@ -1,13 +1,4 @@
-"""Where every number comes from (00_tour, 08, 09): time, planned memory, live memory, compiles.
-
-``measure`` times a function (compile apart, steady state around
-``jax.block_until_ready``); ``memory_estimate`` reads XLA's compiled plan;
-``device_memory`` / ``live_memory`` what the device and the process hold;
-``interleaved`` times candidates round-robin, paired by round (the one
-sampler every timed comparison uses); ``count_compiles`` / ``explain_compiles`` what JAX compiled and why;
-``buffer_assignment`` how XLA packs values into buffers; ``compiled_update``,
-``donate``, ``eager_update`` what "in place" means for immutable arrays.
-"""
+"""Where every number comes from (00_tour, 08, 09): time, planned memory, live memory, compiles."""
 
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
 from batchlab.measuring.compiles import count_compiles

@@ -1,30 +1,4 @@
-"""XLA's own buffer assignment for one compiled function: which values share memory, and when.
-
-When XLA compiles a program it decides, before anything runs, where every
-intermediate value lives: it orders the instructions, computes each value's
-*live range* (from the instruction that defines it to its last use), and
-packs values whose ranges do not overlap into the same bytes of one
-*allocation*. That is the "JAX reuses blocks" of the seed, and it happens
-at compile time, inside one jitted function.
-
-:func:`buffer_assignment` compiles ``fn`` once more with the XLA dump
-options ``xla_dump_to`` and ``xla_dump_hlo_as_text`` passed as per-compile
-``compiler_options`` (no fresh process needed: the options apply to this
-one compilation) and parses two of the reports XLA writes:
-
-* ``*after_optimizations-buffer-assignment.txt`` -- every allocation with
-  its size and kind, and every value in it with its offset and size;
-* ``*after_optimizations-live-range.txt`` -- the instruction order and each
-  value's live range in it.
-
-Everything in :class:`BufferAssignment` comes from those XLA reports. Only
-:func:`batchlab.allocator.events_from_buffers` adds the kit's interpretation: each value
-becomes an alloc/free pair, so the same program can be replayed through the
-kit's *simulated* allocators (what a dynamic allocator would do without
-XLA's static packing). (The compiled memory analysis also carries a
-serialized ``BufferAssignmentProto``; it names instructions only by numeric
-id and holds no live ranges, so the text reports are used.)
-"""
+"""XLA's own buffer assignment for one compiled function: which values share memory, and when."""
 
 from __future__ import annotations
 
@@ -65,24 +39,13 @@ class BufferAssignment(Rows):
         return f"{base} ({op})" if op and op != base else base
 
     def heap_peak(self, kinds: Sequence[str] = ("temp",)) -> int:
-        """Most bytes of values of ``kinds`` live at one step of XLA's order (XLA's live ranges).
-
-        A value is live from the step that defines it to its last use, both
-        included: an instruction holds its operands and its output at once.
-        The allocation XLA plans (:attr:`temp_bytes`) is at least this.
-        """
+        """Most bytes of values of ``kinds`` live at one step of XLA's order (XLA's live ranges)."""
         values = [v for a in self.allocations_of(*kinds) for v in a.values if v.start is not None]
         steps = {t for v in values for t in (v.start, v.end)}
         return max((sum(v.size for v in values if v.start <= t <= v.end) for t in steps), default=0)
 
     def launch_allocations(self) -> list[tuple[str, str, int]]:
-        """What the runtime allocates when this program is launched: ``(name, kind, bytes)``.
-
-        Outputs that do not alias a (donated) parameter, and the temp
-        allocation(s) combined into one block (XLA:GPU plans one temp
-        allocation; XLA:CPU may plan several, which are summed here).
-        Parameters are already live; constants belong to the executable.
-        """
+        """What the runtime allocates when this program is launched: ``(name, kind, bytes)``."""
         rows = []
         for a in self.allocations_of("output"):
             live = [v for v in a.values if v.start is not None]
@@ -189,13 +152,7 @@ def _reports_here(payload: Any) -> dict:
 def _reports_in_subprocess(
     fn, jit_options, args, kwargs, xla_flags: str
 ) -> tuple[tuple[str, str, str], str]:
-    """The same reports from a fresh Python process started with ``XLA_FLAGS=xla_flags``.
-
-    Some XLA options (the XLA:CPU scheduler) are read once per process from
-    ``XLA_FLAGS``, not per compilation. The child
-    (:func:`batchlab._util.child.run_child`) gets the function by cloudpickle and
-    returns the three report texts as JSON (nothing it writes is unpickled).
-    """
+    """The same reports from a fresh Python process started with ``XLA_FLAGS=xla_flags``."""
     flags = (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()
     child = run_child(_reports_here, (fn, jit_options, args, kwargs), env={"XLA_FLAGS": flags})
     data = child.reply
@@ -232,13 +189,6 @@ def buffer_assignment(
 
     Returns:
       A :class:`BufferAssignment`, parsed from the reports XLA wrote.
-
-    Raises:
-      TypeError: ``fn`` is not callable, an argument is not an array, or
-        ``xla_flags`` is not a string.
-      ValueError: ``fn`` is jitted and static/donated arguments were also given,
-        or both ``compiler_options`` and ``xla_flags`` were given.
-      RuntimeError: XLA wrote no buffer-assignment report.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -294,13 +244,3 @@ def buffer_assignment(
         backend,
         tuple(parse_op_names(hlo_text).items()),
     )
-
-
-__all__ = [
-    "BufferAssignment",
-    "XlaAllocation",
-    "XlaValue",
-    "buffer_assignment",
-    "parse_op_names",
-    "parse_reports",
-]

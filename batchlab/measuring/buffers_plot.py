@@ -9,9 +9,6 @@ from batchlab._util.plotting import new_figure
 def plot_buffer_assignment(assignment, *, ax=None, kinds=("parameter", "output", "temp")):
     """XLA's plan as a picture: one band per allocation (height = its bytes),
     one box per value at XLA's offset, from its first to its last instruction.
-
-    Boxes at the same height in one band, one after the other, are bytes XLA
-    reuses within the call. Everything drawn comes from XLA's reports.
     """
     from matplotlib.patches import Rectangle
 

@@ -1,13 +1,4 @@
-"""Counting XLA compilations, to make recompilation visible.
-
-JAX compiles a function once per distinct set of input shapes, dtypes and
-static arguments. ``count_compiles`` listens to JAX's public monitoring
-events (``jax.monitoring``): every backend compile emits
-``/jax/core/compile/backend_compile_duration`` with the function's name.
-Tracing to a jaxpr and lowering it to StableHLO, the work JAX does before it
-hands a new shape to XLA, emit their own duration events; they are summed
-apart (``trace_seconds``), never into ``seconds``.
-"""
+"""Counting XLA compilations, to make recompilation visible."""
 
 from __future__ import annotations
 
@@ -33,15 +24,7 @@ _installed = False
 
 
 class CompileCount:
-    """Compilations seen while a :func:`count_compiles` block was open.
-
-    Attributes:
-      count: number of backend compilations.
-      names: the compiled computations' names, in order (``"jit(f)"``).
-      seconds: total backend compile time reported by JAX.
-      trace_seconds: total time JAX spent tracing and lowering (to StableHLO)
-        the matching functions before compiling them; a new shape pays both.
-    """
+    """Compilations seen while a :func:`count_compiles` block was open."""
 
     def __init__(self, match: str | None = None) -> None:
         self.match = match
@@ -111,9 +94,6 @@ def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
       match: only count computations whose name contains this text (e.g.
         the function's name); ``None`` counts all, including the small
         computations that creating arrays (``jnp.ones``) may compile.
-
-    Yields:
-      A :class:`CompileCount`, updated live and final after the block.
 
     Example:
       >>> import jax, jax.numpy as jnp

@@ -1,27 +1,4 @@
-"""What "in place" means in JAX, measured.
-
-JAX arrays are immutable: nothing in JAX's API writes into an existing
-array. What looks like an in-place update is one of three things, each
-visible in a number:
-
-* ``x.at[i].set(v)`` **outside** ``jit`` builds a new array: a second
-  buffer of ``x.nbytes`` (:func:`eager_update`).
-* The same update **inside** ``jit`` compiles to a ``dynamic-update-slice``
-  that XLA performs in the buffer it already has -- if that buffer may be
-  overwritten. An intermediate may; a function argument may not, so XLA
-  first *copies* the argument (:func:`compiled_update` counts the copy
-  instructions in the optimized program).
-* ``jax.jit(f, donate_argnums=...)`` hands the argument's buffer to XLA:
-  the output reuses it (``alias_bytes`` in the compiled memory analysis),
-  the copy disappears, and the donated array is deleted after the call
-  (:func:`donate`). A donation XLA cannot use (no output of the same shape
-  and dtype) raises a warning instead, and an argument passed by keyword
-  to a function whose parameter names jit cannot see is not donated at all.
-
-Sources: XLA's compiled memory analysis and optimized HLO text (no run),
-and ``jax.Array`` state after a real call (deleted or not; whether two
-arrays share one buffer, compared without showing addresses).
-"""
+"""What "in place" means in JAX, measured."""
 
 from __future__ import annotations
 
@@ -196,11 +173,6 @@ def donate(
 ) -> Donation:
     """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays and reports the donation.
 
-    Arrays in ``kwargs`` are donated only when jit can match their names to
-    ``donate_argnums`` through ``fn``'s signature; pass them that way to see
-    the keyword pitfall. Your own arrays are never consumed: the call gets
-    copies, and ``deleted`` says which copies were taken.
-
     Args:
       fn: the function (not jitted: ``donate`` jits it with the donation).
       *args: positional arrays.
@@ -209,10 +181,6 @@ def donate(
 
     Returns:
       A :class:`Donation`.
-
-    Raises:
-      TypeError: ``fn`` is not callable, an argument is not a ``jax.Array``,
-        or ``donate_argnums`` holds something other than ints.
 
     Example:
       >>> import jax.numpy as jnp
@@ -251,6 +219,3 @@ def donate(
         donated,
         messages[0] if messages else None,
     )
-
-
-__all__ = ["CompiledUpdate", "Donation", "EagerUpdate", "compiled_update", "donate", "eager_update"]

@@ -1,24 +1,4 @@
-"""``measure(..., isolated=True)``: one measurement in a fresh Python process.
-
-The device's ``peak_bytes_in_use`` (and the host's peak RSS) can only grow
-within a process, so an exact peak for one function needs a process of its
-own: the kit's one child-process helper (:func:`batchlab._util.child.run_child`)
-starts it. The function and its inputs travel by cloudpickle on the child's
-stdin (parent to child: the parent trusts its own payload). The result comes
-back as **JSON** and is rebuilt field by field into a
-:class:`~batchlab.measure.Measurement`: nothing the child (or ``fn``) writes is
-ever unpickled. The child's stdout and stderr are passed through to the
-caller's ``sys.stdout`` / ``sys.stderr`` (a ``print`` in ``fn`` shows in the
-notebook). The child inherits the parent's environment, so allocator settings
-(``XLA_PYTHON_CLIENT_*``) apply to it too.
-
-A ``jax.jit``-wrapped ``fn`` does not survive pickling whole (the copy can be
-called but not lowered), so its Python function travels with jit's own
-options (static and donated arguments, ``keep_unused``, compiler options)
-and the child wraps it again. Everything is pickled before the child starts:
-a ``fn`` or argument that cannot be pickled (a lock, an open file) is a
-``TypeError`` naming it, and nothing has run.
-"""
+"""``measure(..., isolated=True)``: one measurement in a fresh Python process."""
 
 from __future__ import annotations
 

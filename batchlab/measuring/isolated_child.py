@@ -1,10 +1,4 @@
-"""The child side of ``measure(..., isolated=True)``, run by :func:`batchlab._util.child.run_child`.
-
-:func:`measure_here` gets ``(fn, jit options, (args, kwargs), options)`` (a jitted fn arrives
-as its function and jit's options and is wrapped again), measures it in this fresh process
-and returns the Measurement as a dict of plain values, with the process's peak resident
-memory attached. stdout stays free for ``fn``'s own prints.
-"""
+"""The child side of ``measure(..., isolated=True)``, run by :func:`batchlab._util.child.run_child`."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""What is in ``jax.jit``'s cache key, shown call by call in JAX's own words.
-
-``jax.jit`` keeps one compiled executable per *cache key*, and the key is
-more than the input shapes: it holds each argument's shape **and** dtype,
-its *weak type* (a Python ``2.0`` is a weakly typed float32, a
-``jnp.float32(2.0)`` is not), the values of static arguments and each
-argument's sharding. A call whose key is new compiles again.
-
-:func:`explain_compiles` runs a list of calls and, for each, counts the
-XLA compilations it caused (:func:`batchlab.count_compiles`, from JAX's
-monitoring events) and records the reason JAX itself gives when
-``jax_explain_cache_misses`` is on (its "TRACING CACHE MISS" log lines,
-file paths left out). The kit adds nothing to JAX's reason.
-"""
+"""What is in ``jax.jit``'s cache key, shown call by call in JAX's own words."""
 
 from __future__ import annotations
 
@@ -137,10 +124,6 @@ def explain_compiles(
     Returns:
       A :class:`CompileReasons`, one row per call.
 
-    Raises:
-      TypeError: ``calls`` is not a list of ``(label, fn, args)`` triples.
-      ValueError: two calls share a label.
-
     Example:
       >>> import jax, jax.numpy as jnp
       >>> f = jax.jit(lambda x: 2 * x)
@@ -170,6 +153,3 @@ def explain_compiles(
         logger.removeHandler(handler)
         logger.propagate = propagate
     return CompileReasons(tuple(rows))
-
-
-__all__ = ["CompileReason", "CompileReasons", "explain_compiles"]

@@ -1,13 +1,4 @@
-"""Live memory: what the device allocator and the host report right now.
-
-* :func:`device_memory` -- the allocator's counters from
-  ``jax.Device.memory_stats()`` (GPU/TPU). ``None`` on the CPU backend, with
-  the reason from :func:`device_memory_unavailable_reason`: a figure a
-  backend cannot give is absent, never faked.
-* :func:`live_memory` -- bytes held by live JAX arrays (``jax.live_arrays()``)
-  and the host process's resident set size. Available everywhere; on CPU
-  these are the only live figures.
-"""
+"""Live memory: what the device allocator and the host report right now."""
 
 from __future__ import annotations
 
@@ -34,11 +25,7 @@ _DEVICE_KEYS = (
 
 @dataclass(frozen=True)
 class DeviceMemory(Rows):
-    """Normalized ``jax.Device.memory_stats()``; absent keys are ``None``.
-
-    ``peak_bytes_in_use`` is process-wide and cannot be reset: it is the
-    highest figure since the process started, not since your last call.
-    """
+    """Normalized ``jax.Device.memory_stats()``; absent keys are ``None``."""
 
     device: str
     bytes_in_use: int | None = None
@@ -53,14 +40,7 @@ class DeviceMemory(Rows):
 
     @property
     def room_bytes(self) -> int | None:
-        """What the allocator can still hand out: ``bytes_limit - bytes_in_use``.
-
-        XLA's GPU allocator (BFC) grows its pool up to ``bytes_limit`` when
-        memory is not preallocated (``XLA_PYTHON_CLIENT_PREALLOCATE=false``),
-        so the room is measured against the limit, not against
-        ``pool_bytes`` (the part reserved so far). Without a limit (some
-        plugins), the pool is the only capacity known.
-        """
+        """What the allocator can still hand out: ``bytes_limit - bytes_in_use``."""
         capacity = self.bytes_limit or self.pool_bytes
         if capacity is None or self.bytes_in_use is None:
             return None
@@ -73,12 +53,7 @@ class DeviceMemory(Rows):
 
     @property
     def free_in_pool_bytes(self) -> int | None:
-        """Free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``.
-
-        The largest free block lies in this part, so fragmentation is
-        measured against it. Without ``pool_bytes`` (the pool is the whole
-        limit, e.g. preallocated), ``bytes_limit - bytes_in_use``.
-        """
+        """Free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``."""
         capacity = self.pool_bytes or self.bytes_limit
         if capacity is None or self.bytes_in_use is None:
             return None
@@ -86,13 +61,7 @@ class DeviceMemory(Rows):
 
     @property
     def fragmentation(self) -> float | None:
-        """Share of the pool's free memory that lies outside the largest free block.
-
-        ``1 - largest_free_block / free_in_pool``: 0 when all free memory of
-        the pool is one block, close to 1 when it is scattered in small
-        pieces. ``None`` when the backend does not report the largest free
-        block.
-        """
+        """Share of the pool's free memory that lies outside the largest free block."""
         free = self.free_in_pool_bytes
         if free is None or self.largest_free_block_bytes is None:
             return None
@@ -139,11 +108,6 @@ def device_memory(device: Any = None) -> DeviceMemory | None:
     Args:
       device: a ``jax.Device``, an index into ``jax.devices()``, or ``None``
         for the first device.
-
-    Returns:
-      A :class:`DeviceMemory`, or ``None`` where the backend keeps no
-      statistics (the CPU backend); :func:`device_memory_unavailable_reason`
-      says why.
 
     Example:
       >>> import jax

@@ -1,8 +1,4 @@
-"""The result of :func:`batchlab.measure`: times per call, compile time apart, memory beside.
-
-Its own module so that the isolated child process (``measuring.isolated``)
-can rebuild one without importing the timing loop.
-"""
+"""The result of :func:`batchlab.measure`: times per call, compile time apart, memory beside."""
 
 from __future__ import annotations
 
@@ -22,11 +18,7 @@ PEAK_NOTE = (
 
 @dataclass(frozen=True)
 class Measurement:
-    """What :func:`measure` found for one function and one set of inputs.
-
-    Times are seconds per call. ``times`` holds one figure per timing
-    sample; each sample averaged ``number`` back-to-back calls.
-    """
+    """What :func:`measure` found for one function and one set of inputs."""
 
     name: str
     trace_lower_seconds: float

@@ -1,14 +1,8 @@
 """Planned memory: XLA's compiled memory analysis of one function.
 
-The kit has three honest sources of memory figures, never mixed silently:
-
-* :func:`memory_estimate` (this module) -- XLA's *compiled memory analysis*
-  of one function for one set of input shapes. Nothing runs. Available on
-  every backend (CPU included).
-* :func:`batchlab.device_memory` (``live.py``) -- the allocator's live
-  counters from ``jax.Device.memory_stats()``; GPU/TPU only.
-* :func:`batchlab.measuring.live_memory` (``live.py``) -- bytes held by live JAX
-  arrays and the host process's resident set size; every backend.
+Nothing runs; every backend has it. The other two sources, never mixed silently:
+``device_memory`` (the allocator's live counters, GPU/TPU) and ``live_memory`` (live
+JAX arrays and host RSS), both in ``live.py``.
 """
 
 from __future__ import annotations
@@ -34,32 +28,11 @@ PEAK_NO_XLA = "argument + output + temp - alias (this jax has no peak_memory_in_
 class MemoryEstimate(Rows):
     """XLA's compiled memory plan for one function and one set of input shapes.
 
-    All sizes are bytes on the device (``host_*`` buffers are not counted).
-    ``alias_bytes`` are output bytes that reuse (donated) input buffers.
-
-    Two names for the planned figure, and only two:
-
-    * ``planned_bytes`` -- what one call occupies by XLA's plan, the figure
-      a memory budget is compared with: the larger of XLA's own
-      ``peak_memory_in_bytes`` and ``argument + output + temp - alias``.
-      XLA allocates the temp buffer as one block for the whole execution,
-      next to the live arguments and the outputs, so that sum is what one
-      call holds at once. ``planned_from`` says which of the two it is.
-    * ``xla_peak_bytes`` -- XLA's raw ``peak_memory_in_bytes``, kept to
-      show where it differs. Measured on the CPU backend of jax 0.10 it
-      leaves the temp block out (a batched ``tanh(x @ w)`` with 1 MiB of
-      arguments and 1 MiB of temps reports 1.25 MiB), so there the sum is
-      the planned figure.
-
-    Planned bytes are a **lower bound** of what a device needs for the
-    call: a GPU's BFC allocator rounds every buffer up (to 256 bytes, and
-    to the chunk it finds) and may leave a chunk unsplit; on XLA:CPU the
-    runtime holds buffers of its own outside the plan (YNNPACK's copies of
-    weights, measured: peak RSS 1.5-3.2x the plan, ``batchlab.advise``
-    measures it per function). Library workspace (cuBLAS, cuDNN) is not
-    outside the plan: XLA allocates it as custom-call scratch inside it
-    (from XLA's source). The GPU gap is measured by ``benchmarks/gpu_check.py``
-    (unrun here: no GPU lent).
+    Bytes on the device; ``alias_bytes`` are output bytes that reuse donated inputs.
+    ``planned_bytes``, the figure a budget is compared with, is the larger of XLA's
+    ``peak_memory_in_bytes`` (kept as ``xla_peak_bytes``; on XLA:CPU it leaves the temp
+    block out) and ``argument + output + temp - alias`` (``planned_from`` says which). A
+    lower bound: a GPU allocator rounds buffers up, XLA:CPU holds buffers of its own.
     """
 
     argument_bytes: int
@@ -161,12 +134,6 @@ def memory_estimate(
 ) -> MemoryEstimate:
     """XLA's planned memory for ``fn(*args, **kwargs)``: compiles, runs nothing.
 
-    ``planned_bytes`` is the larger of XLA's own ``peak_memory_in_bytes``
-    and ``argument + output + temp - alias`` (see :class:`MemoryEstimate`);
-    ``planned_from`` says which. Arguments may be ``jax.ShapeDtypeStruct``,
-    so a batch far larger than the device can be planned without being
-    allocated.
-
     Args:
       fn: the function, plain or already ``jax.jit``-wrapped.
       *args: its positional arguments (arrays, numbers or pytrees of them).
@@ -176,9 +143,6 @@ def memory_estimate(
 
     Returns:
       A :class:`MemoryEstimate`.
-
-    Raises:
-      TypeError: ``fn`` is not callable, or an argument is not an array.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -190,6 +154,3 @@ def memory_estimate(
         fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
     )
     return estimate_from_compiled(compiled.executable, compiled.name)
-
-
-__all__ = ["MemoryEstimate", "estimate_from_compiled", "memory_estimate"]

@@ -1,29 +1,4 @@
-"""What a bigger batch buys per item: fixed per-call cost shared, and vectorized work.
-
-A call of a jitted function at batch size ``B`` pays a cost that does not
-grow with its items (Python dispatch, argument handling, launching the XLA
-executable and waiting for it, on CPU waking the worker threads) plus the
-work for ``B`` items. How large that per-call cost is depends on the program,
-the backend and the machine: it is measured, never a constant. Two baselines split the per-item speed-up of a big
-batch into its two causes:
-
-* the **same item work with the fixed cost paid once**: ``jax.lax.map`` of
-  the per-item function over many items inside one call (one item at a
-  time, not vectorized). ``t(B=1) / loop_per_item`` is the part of the
-  speed-up that is fixed per-call cost;
-* **vectorized work**: ``loop_per_item / vmap_per_item(B_max)`` is the part
-  that comes from doing the items together (a matrix-matrix product
-  instead of many matrix-vector ones).
-
-The two factors multiply to the whole speed-up. The table and the curve are
-wall clock from the sweep's :func:`batchlab.measure` points (median, and
-min..max). The three ratios compare calls, so given ``call_at`` (and
-``loop_call``) :func:`per_item_cost` times the smallest batch, the largest
-and the loop together with :func:`batchlab.measuring.interleaved` and each
-ratio is the median of the per-round ratios (``.samples`` for the ratio
-rules); without them a ratio compares the points' fastest samples, measured
-apart, and says so (``paired`` is False).
-"""
+"""What a bigger batch buys per item: fixed per-call cost shared, and vectorized work."""
 
 from __future__ import annotations
 
@@ -162,12 +137,6 @@ def per_item_cost(
 ) -> PerItemCost:
     """Puts a vmap batch-size sweep beside a ``lax.map`` loop over ``loop_items`` items.
 
-    With ``call_at`` the ratios are timed interleaved: ``call_at(b)`` returns a
-    zero-argument call of the batched function at batch size ``b``, and
-    ``loop_call`` one of the loop; the smallest batch, the largest and the loop
-    are timed round-robin (:func:`batchlab.measuring.interleaved`) and
-    ``.samples`` holds their per-item samples, paired by round.
-
     Args:
       sweep: a :class:`batchlab.measuring.Sweep` over batch sizes (e.g. ``explorer.as_sweep()``).
       loop: the :class:`batchlab.measuring.Measurement` of one call that loops over
@@ -181,11 +150,6 @@ def per_item_cost(
 
     Returns:
       A :class:`PerItemCost`.
-
-    Raises:
-      TypeError: ``sweep`` or ``loop`` is not what :func:`batchlab.measuring.sweep` /
-        :func:`batchlab.measure` return.
-      ValueError: no measured batch size, or ``loop`` without a positive ``loop_items``.
     """
     if not hasattr(sweep, "ok") or not hasattr(sweep, "values"):
         raise TypeError(
@@ -217,38 +181,21 @@ def per_item_cost(
             timed = interleaved(calls, rounds=rounds, max_seconds=max_seconds)
             n = {**{f"batch {b}": b for b in sizes}, "loop": loop_items or 1}
             samples = {k: v.per(n[k], f"{k}, per item") for k, v in timed.items()}
-    if loop is None and samples is not None and "loop" in samples:
-        per = samples["loop"].values
-        return PerItemCost(
-            tuple(int(p.value) for p in points),
-            tuple(p.measurement.median for p in points),
-            tuple(p.measurement.min for p in points),
-            tuple(p.measurement.max for p in points),
-            loop_items,
-            float(np.median(per)),
-            min(per),
-            max(per),
-            samples=samples,
-        )
-    if loop is None:
-        return PerItemCost(
-            tuple(int(p.value) for p in points),
-            tuple(p.measurement.median for p in points),
-            tuple(p.measurement.min for p in points),
-            tuple(p.measurement.max for p in points),
-            samples=samples,
-        )
-    return PerItemCost(
+    vmap = (
         tuple(int(p.value) for p in points),
         tuple(p.measurement.median for p in points),
         tuple(p.measurement.min for p in points),
         tuple(p.measurement.max for p in points),
-        loop_items,
-        loop.median / loop_items,
-        loop.min / loop_items,
-        loop.max / loop_items,
-        samples=samples,
     )
+    if loop is None and samples is not None and "loop" in samples:
+        per = samples["loop"].values
+        return PerItemCost(
+            *vmap, loop_items, float(np.median(per)), min(per), max(per), samples=samples
+        )
+    if loop is None:
+        return PerItemCost(*vmap, samples=samples)
+    n = loop_items
+    return PerItemCost(*vmap, n, loop.median / n, loop.min / n, loop.max / n, samples=samples)
 
 
 def _binary_ticks(ax, which: str = "y") -> None:
@@ -379,6 +326,3 @@ def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any =
         ax.legend(fontsize=9.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
     fig.suptitle(f"{machine_label()}; {cost.source}", fontsize=10.5)
     return fig
-
-
-__all__ = ["PerItemCost", "machine_label", "per_item_cost", "plot_per_item"]

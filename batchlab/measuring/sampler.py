@@ -1,15 +1,9 @@
 """Timing that load cannot fool: every candidate in every round, decided on per-round ratios.
 
-A machine shared with other work (a classroom, CI) speeds up and slows down
-while we time. Timing one candidate after another lets a load burst land on
-one of them only, and the comparison reads whatever the burst did. So
-:func:`interleaved` times candidates **round-robin**: each round calls every
-candidate once, in a rotated order, each call blocked until ready; a burst
-then slows every candidate of that round alike, and the per-round ratio
-``a[i] / b[i]`` cancels it. The claims' ratio rules decide on those ratios
-(their median and a distribution-free interval).
-
-This is the one sampler of the kit: every timed comparison goes through it.
+Timing one candidate after another lets a load burst land on one of them only. Here each
+round calls every candidate once (rotated order, each call blocked until ready), so a burst
+slows the whole round alike and the per-round ratio ``a[i] / b[i]`` cancels it. The one
+sampler of the kit: every timed comparison goes through it.
 """
 
 from __future__ import annotations
@@ -55,15 +49,9 @@ def interleaved(
 ) -> dict[str, Samples]:
     """Times zero-argument callables round-robin; the samples of one call are paired by round.
 
-    1. Each candidate is called ``warmup`` times (it compiles there) and its
-       calls per sample are chosen so that one sample lasts ``min_sample_time``
-       (a sample is the mean of those calls).
-    2. Then ``rounds`` rounds. A round makes ``passes`` passes over the
-       candidates, the order rotated by one each pass, and keeps each
-       candidate's fastest sample of the round (load only adds time); every
-       call is followed by ``jax.block_until_ready``.
-    3. Sampling stops early, after a whole round, when ``max_seconds`` is spent;
-       a rule then sees fewer rounds (and says *inconclusive here* below six).
+    Each candidate is warmed up (compiled) and given as many calls per sample as last
+    ``min_sample_time``; each round keeps every candidate's fastest of ``passes`` passes
+    (load only adds time); sampling stops after the round in which ``max_seconds`` is spent.
 
     Args:
       candidates: ``{label: callable}``, two or more; each callable takes no
@@ -78,10 +66,6 @@ def interleaved(
     Returns:
       ``{label: Samples}`` in seconds per call, all with one shared ``paired``
       token, so ``ratio_above(a, b, ...)`` decides on the per-round ratios.
-
-    Raises:
-      TypeError: ``candidates`` is not a mapping of labels to callables.
-      ValueError: fewer than two candidates; ``rounds`` below 2; a bad number.
 
     Example:
       >>> import jax.numpy as jnp

@@ -1,11 +1,4 @@
-"""Measure one function over a range of sizes, keeping every finished point.
-
-The shared engine behind "runtime and memory versus batch size" curves: a
-``make_args(value)`` callback builds the inputs for each value, and
-:func:`batchlab.measure` measures them. A point that fails (out of memory,
-a shape error) is recorded with its message and the sweep goes on, so
-long work that fails part-way keeps what it finished.
-"""
+"""Measure one function over a range of sizes, keeping every finished point."""
 
 from __future__ import annotations
 

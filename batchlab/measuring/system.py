@@ -1,9 +1,4 @@
-"""What this machine can measure: JAX, backend, devices, memory sources, allocator.
-
-``python -m batchlab`` prints :func:`environment`; notebooks display it as
-a table. It is the live version of the "where the numbers come from"
-table: which figures this backend gives, and which it cannot.
-"""
+"""What this machine can measure: JAX, backend, devices, memory sources, allocator."""
 
 from __future__ import annotations
 

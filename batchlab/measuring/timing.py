@@ -1,10 +1,7 @@
 """Runtime, measured the way XLA programs must be measured.
 
-JAX dispatches work asynchronously: a call returns before the device has
-finished. So a timing is only honest around ``jax.block_until_ready`` on
-every output leaf, and the first call (trace + compile) must be kept apart
-from steady-state calls. :func:`measure` does both, repeats until the
-timing is stable, and attaches the memory figures each backend can give.
+JAX dispatches asynchronously, so a timing is only honest around ``jax.block_until_ready``
+on every output leaf, with the first call (trace + compile) kept apart.
 """
 
 from __future__ import annotations
@@ -56,6 +53,31 @@ def sample(call: Callable[[], Any], number: int) -> float:
     for _ in range(number):
         jax.block_until_ready(call())
     return (time.perf_counter() - t0) / number
+
+
+def take_samples(
+    call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
+) -> list[float]:
+    """``repeat`` samples of ``number`` calls; ``None``: until stable or ``max_time`` (5 at least)."""
+    if repeat is not None:
+        return [sample(call, number) for _ in range(repeat)]
+    samples: list[float] = []
+    start = time.perf_counter()
+    while len(samples) < 100:
+        samples.append(sample(call, number))
+        if stable(samples, tolerance) or (
+            time.perf_counter() - start > max_time and len(samples) >= 5
+        ):
+            break
+    return samples
+
+
+def time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[float]:
+    """One candidate, nothing to pair it with: up to ``rounds`` samples in ``max_time`` (2 at least)."""
+    number, start, values = autorange(call, 0.002), time.perf_counter(), []
+    while len(values) < rounds and (len(values) < 2 or time.perf_counter() - start < max_time):
+        values.append(sample(call, number))
+    return values
 
 
 def stable(samples: list[float], tolerance: float) -> bool:
@@ -128,13 +150,9 @@ def measure(
 ) -> Measurement:
     """Compiles ``fn`` once, then times steady-state calls.
 
-    1. Traces, lowers and compiles, timing each stage (``compile_seconds``).
-    2. Runs ``warmup`` calls, the first timed alone (``first_call_seconds``).
-    3. Picks ``number`` calls per sample so one sample lasts at least
-       ``min_sample_time`` (timeit's autorange), then takes samples until
-       the median is stable to ``tolerance`` or ``max_time`` is spent
-       (at least 5 samples); ``repeat=`` fixes the number of samples instead.
-    Every call is followed by ``jax.block_until_ready`` on all output leaves.
+    Compile time is kept apart (``compile_seconds``, ``first_call_seconds``); samples of
+    ``number`` calls each (autoranged to ``min_sample_time``) are taken until the median is
+    stable to ``tolerance`` or ``max_time`` is spent (at least 5), or ``repeat`` of them.
 
     Args:
       fn: the function, plain or already ``jax.jit``-wrapped.
@@ -154,13 +172,6 @@ def measure(
 
     Returns:
       A :class:`Measurement`.
-
-    Raises:
-      TypeError: ``fn`` is not callable, or an argument is not an array; with
-        ``isolated=True``, ``fn`` or an argument cannot be pickled (said before
-        the child process starts), or a jitted ``fn`` carries shardings.
-      ValueError: ``repeat``, ``number`` or ``warmup`` below 1; ``fn`` donates its inputs;
-        ``number`` calls per sample do not fit ``max_time`` five times (``repeat`` None).
 
     Example:
       >>> import jax.numpy as jnp
@@ -232,17 +243,7 @@ def measure(
             f"call took {format_seconds(first)}), but `max_time`={max_time} s must hold 5 samples; "
             f"pass number<={fits}, a larger max_time, or number=None (autorange)."
         )
-    samples: list[float] = []
-    if repeat is not None:
-        samples = [sample(call, number) for _ in range(repeat)]
-    else:
-        start = time.perf_counter()
-        while len(samples) < 100:
-            samples.append(sample(call, number))
-            if stable(samples, tolerance):
-                break
-            if time.perf_counter() - start > max_time and len(samples) >= 5:
-                break
+    samples = take_samples(call, number, repeat, max_time, tolerance)
 
     device_after = device_memory()
     notes = []

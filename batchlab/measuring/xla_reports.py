@@ -1,11 +1,4 @@
-"""Reading XLA's buffer-assignment and live-range reports (``--xla_dump_to``) into values.
-
-XLA writes, for each compiled module, a buffer-assignment report (every
-allocation, its size and the values placed in it at which offsets) and a
-live-range report (each value's first and last instruction step). This
-module parses both into :class:`XlaAllocation` and :class:`XlaValue` rows;
-:mod:`batchlab.measuring.buffers` builds :class:`BufferAssignment` from them.
-"""
+"""Reading XLA's buffer-assignment and live-range reports (``--xla_dump_to``) into values."""
 
 from __future__ import annotations
 
@@ -21,8 +14,6 @@ _OP_NAME = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+) = .*?metadata=\{[^}]*?op_na
 
 def parse_op_names(hlo_text: str) -> dict[str, str]:
     """Instruction name -> the jaxpr op it came from (the last part of HLO ``metadata.op_name``).
-
-    The entry computation is printed last, so its names win over nested ones.
 
     Example:
       >>> parse_op_names('  %wrapped_tanh = f32[8]{0} fusion(%x), metadata={op_name="jit(f)/tanh" stack_frame_id=1}')

@@ -1,12 +1,4 @@
-"""Items of different lengths (04-05): pad, pack, mask, bucket, and what each costs.
-
-``pad`` / ``unpad`` make one shape with a mask; ``pack`` puts items back to
-back with segment ids (no pads computed); the ``masked_*`` and ``packed_*``
-reductions exclude the pads; ``bucketize`` / ``bucket_batches`` cap the
-shapes to compile; ``padding_report`` counts the padding each boundary rule
-gives; ``plan_buckets`` / ``measure_buckets`` measure a bucketed epoch;
-``load_stdlib_functions`` is the shipped dataset (``data/``).
-"""
+"""Items of different lengths (04-05): pad, pack, mask, bucket, and what each costs."""
 
 from batchlab.ragged.boundaries import (
     optimal_boundaries,

@@ -1,11 +1,4 @@
-"""Where bucket boundaries go: the boundary rules and the padding they cost.
-
-A *boundary rule* places bucket boundaries for a list of lengths:
-:func:`optimal_boundaries` (fewest padded positions for ``n_buckets``, by
-dynamic programming), :func:`quantile_boundaries`, :func:`power_of_two_boundaries`,
-:func:`equal_width_boundaries`. :func:`padded_elements` counts what a set of
-boundaries pads every item to.
-"""
+"""Where bucket boundaries go: the boundary rules and the padding they cost."""
 
 from __future__ import annotations
 
@@ -62,20 +55,12 @@ def padded_elements(lengths: Any, boundaries: Any) -> int:
 def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
     """The at most ``n_buckets`` boundaries that minimize the total padded size (exact).
 
-    Dynamic programming over the sorted distinct lengths ``d`` with counts
-    ``c``: ``best[k][j] = min_i best[k-1][i] + d[j-1] * (c[i] + ... + c[j-1])``.
-    Every boundary is one of the lengths (a boundary between two lengths
-    could be lowered for free).
-
     Args:
       lengths: ``(items,)`` non-negative ints.
       n_buckets: the number of buckets (= compiled shapes) allowed.
 
     Returns:
       Sorted boundaries; fewer than ``n_buckets`` if there are fewer distinct lengths.
-
-    Raises:
-      ValueError: bad lengths; TypeError/ValueError: ``n_buckets`` not a positive int.
 
     Example:
       >>> optimal_boundaries([1, 2, 2, 7, 8, 8, 8], 2).tolist()

@@ -1,24 +1,5 @@
 """Bucketing by length: less padding than pad-to-max, fewer shapes than no padding.
 
-Padding everything to the longest item wastes compute on pads; feeding each
-item at its own length makes ``jit`` compile once per distinct length.
-Buckets sit in between: items are grouped by length and each group is
-padded to its bucket's *boundary*, so there is one compiled shape per
-non-empty bucket and the padding is bounded by the gap to the boundary.
-
-Where to put the boundaries? For a given length distribution and ``k``
-buckets, the total padded size is ``sum over buckets of boundary x items``.
-:func:`optimal_boundaries` minimizes it exactly by dynamic programming over
-the ``m`` sorted distinct lengths (``O(k m^2)``, milliseconds for thousands
-of distinct lengths); quantile and power-of-two boundaries are the common
-heuristics it is compared with (see :func:`batchlab.padding_report`).
-
-Buckets cap compilations only when the *batch* dimension is fixed too: a
-bucket that holds 37 items in one batch and 41 in the next is two shapes.
-:func:`bucket_batches` forms fixed-shape batches per bucket (``batch_size``
-items each, the last one filled up with fully masked rows), so a whole
-epoch compiles at most once per bucket.
-
 Example:
   >>> from batchlab.ragged.boundaries import padded_elements
   >>> lengths = [3, 3, 4, 9, 10, 30]
@@ -50,10 +31,6 @@ from batchlab.ragged.padding import Padded, Ragged, as_ragged, check_value, scat
 class Bucket:
     """One bucket (or one batch of a bucket): its items padded to ``boundary``, and their
     positions in the input.
-
-    ``padded`` may have more rows than ``indices``: :func:`bucket_batches`
-    fills a bucket's last batch up to ``batch_size`` with fully masked rows
-    (length 0), which belong to no input item.
     """
 
     boundary: int
@@ -140,21 +117,7 @@ class Buckets:
         )
 
     def restore(self, outputs: list[Any]) -> np.ndarray:
-        """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order.
-
-        Each ``outputs[k]`` has one row per row of bucket ``k``'s padded batch
-        (or one per item: the filler rows already dropped), and every row has
-        one shape in all buckets. The filler rows of :func:`bucket_batches`
-        are dropped. Anything else is refused, never cut to size: per-position
-        results (``rows * boundary`` of them) or one value per bucket are not
-        per-item outputs.
-
-        Raises:
-          TypeError: ``outputs`` is not a list or tuple.
-          ValueError: a different number of outputs than buckets; an output whose
-            row count is neither the bucket's rows nor its items; rows whose shape
-            differs between buckets.
-        """
+        """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order."""
         if not isinstance(outputs, (list, tuple)):
             raise TypeError(
                 f"`outputs` must be a list with one result per bucket, got "
@@ -201,16 +164,7 @@ class Buckets:
         return result
 
     def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
-        """``fn(padded)`` on every bucket, results back in input order (one compile per shape under jit).
-
-        Row counts cannot tell per-item rows from per-position ones (3 items
-        padded to 3), so ``fn`` is also traced (``jax.eval_shape``, or called)
-        once per shape with one more row: a per-item output grows by one row.
-
-        Raises:
-          ValueError: ``fn``'s output does not follow the batch's rows, or
-            anything :meth:`restore` refuses.
-        """
+        """``fn(padded)`` on every bucket, results back in input order (one compile per shape under jit)."""
         first = {b.padded.values.shape: k for k, b in reversed(list(enumerate(self.buckets)))}
         for k in sorted(first.values()):  # each shape once, at its first bucket
             _check_rows_follow(fn, self.buckets[k].padded, k)
@@ -291,10 +245,6 @@ def bucketize(
       :class:`Buckets`: the non-empty buckets in increasing boundary order,
       each with its items' original ``indices``.
 
-    Raises:
-      ValueError: both or neither of ``boundaries`` and ``n_buckets``; an item
-        longer than the last boundary. TypeError: bad ``boundaries``.
-
     Example:
       >>> bs = bucketize([[1, 2, 3], [4], [5, 6]], boundaries=[2, 4])
       >>> [(b.boundary, b.indices.tolist()) for b in bs]
@@ -347,19 +297,6 @@ def bucket_batches(
 ) -> Buckets:
     """Fixed-shape batches per bucket: every batch of a bucket is ``(rows, boundary)``.
 
-    :func:`bucketize` pads each bucket to its boundary but keeps however many
-    items fall into it, so the same bucket is a new shape (a new compile) in
-    every batch of data. Here every bucket is cut into batches of exactly
-    ``rows`` rows; its last batch is filled up with fully masked rows
-    (length 0, belonging to no item), so an epoch has at most one shape per
-    bucket and ``jit`` compiles at most once per bucket, however many batches.
-
-    ``rows`` is ``batch_size`` for every bucket, or, with ``tokens_per_batch``,
-    ``max(1, tokens_per_batch // boundary)`` per bucket (a token budget, as
-    ``tf.data``'s ``bucket_batch_sizes`` or fairseq's ``max_tokens``): short
-    buckets get many rows, long ones few, so every batch holds about the same
-    number of positions and the long buckets' last batches waste few filler rows.
-
     Args:
       seqs: a list of 1-D sequences or ``(len, *features)`` items, or a :class:`Ragged`.
       batch_size: rows per batch, the same for every bucket.
@@ -375,12 +312,6 @@ def bucket_batches(
     Returns:
       :class:`Buckets` with one entry per batch; ``restore`` drops the filler
       rows and puts results back in input order; ``shapes`` counts distinct shapes.
-
-    Raises:
-      ValueError: both or neither of ``boundaries`` and ``n_buckets``, or of
-        ``batch_size`` and ``tokens_per_batch``; an item longer than the last
-        boundary; a size < 1.
-      TypeError: a size not an int; bad ``boundaries``.
 
     Example:
       >>> bs = bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]], boundaries=[1, 4], batch_size=2)

@@ -1,22 +1,5 @@
 """Ragged data to experiment with: a real shipped dataset and synthetic length generators.
 
-The shipped dataset, ``batchlab/ragged/data/stdlib_functions.npz``, holds one
-sequence of token ids per function in CPython 3.11.7's standard library
-(``Lib/*.py``, PSF License 2.0), tokenized with Python's own ``tokenize``
-module. Its lengths have a real long tail: median 44 tokens, longest 1601.
-``data/README.md`` says how it was made; ``scripts/make_ragged_dataset.py``
-regenerates it.
-
-The repository's top-level ``data/`` is the source; the package carries an
-identical copy (``batchlab/data/``: the file and its README with the
-license) that every install ships, editable or not (``pip install .``,
-``pip install git+...``, a wheel), found with ``importlib.resources``, so
-the loader never depends on where the repository is. A test checks that
-both copies are byte for byte the same.
-
-The synthetic generators give lengths with a chosen shape (log-normal,
-Zipf) for controlled experiments; seeded, so every run draws the same data.
-
 Example:
   >>> data = load_stdlib_functions()
   >>> len(data), int(data.lengths.max())
@@ -57,14 +40,7 @@ _REGENERATE = (
 
 @dataclass(frozen=True)
 class TokenDataset:
-    """Ragged token-id sequences with their vocabulary and item names.
-
-    Attributes:
-      ragged: the sequences, back to back (:class:`~batchlab.ragged.padding.Ragged`).
-      vocab: ``vocab[id]`` is the token text; id 0 is ``<pad>``.
-      names: one name per sequence (``module.Class.function``).
-      source: where the data comes from, and its license.
-    """
+    """Ragged token-id sequences with their vocabulary and item names."""
 
     ragged: Ragged
     vocab: np.ndarray
@@ -117,13 +93,6 @@ def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
 
     Returns:
       A :class:`TokenDataset` (loaded with ``allow_pickle=False``; checked).
-
-    Raises:
-      FileNotFoundError: the file is missing (the message says how to
-        regenerate it).
-      ValueError: the file is corrupt or inconsistent, or its token ids are
-        not integers (same advice).
-      TypeError: ``path`` is not a path.
     """
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(
@@ -193,10 +162,6 @@ def lognormal_lengths(
     Returns:
       int64 lengths, each at least 1.
 
-    Raises:
-      TypeError, ValueError: non-positive ``n``, ``median``, ``sigma`` or ``max_length``;
-        ValueError: ``n`` lengths would not fit in the memory available.
-
     Example:
       >>> lognormal_lengths(5, median=10, seed=0).tolist()
       [11, 9, 19, 11, 6]
@@ -229,9 +194,6 @@ def zipf_lengths(n: int, *, a: float = 1.5, max_length: int = 1024, seed: int = 
 
     Returns:
       int64 lengths in ``[1, max_length]``.
-
-    Raises:
-      ValueError: ``a <= 1``; TypeError/ValueError for bad ``n``, ``max_length``.
 
     Example:
       >>> zipf_lengths(6, a=2.0, seed=0).tolist()

@@ -1,38 +1,13 @@
 """Reductions over padded data that ignore the padding.
 
-A plain ``x.mean(axis=1)`` over a padded batch averages the pad values in:
-wrong for every item shorter than the batch. The masked reductions here
-give, for every item, exactly what the reduction over its unpadded data
-gives, inside ``jit`` and ``vmap``, with gradients that are zero at pad
-positions and never NaN.
-
-An item with no data at all (a fully masked row, e.g. an empty sequence)
-has one documented result in the whole kit (these reductions, ``mean_pool``,
-the packed reductions of :mod:`batchlab.ragged.packing`, the exercises and the
-notebooks), the same under every transformation and never NaN. It is what
-``jax.ops.segment_sum`` / ``segment_max`` give an empty segment, so padded
-and packed results agree item for item:
-
-=====================  =====================================================
-``masked_sum``         ``0`` (the empty sum)
-``masked_mean``        ``0`` (``sum / max(count, 1)``; numpy's ``np.mean([])``
-                       is NaN with a warning, and a NaN poisons a whole
-                       batch's loss and gradient)
-``masked_max``         ``-inf``, the identity of max (the dtype's minimum
-                       for integers), as ``jax.ops.segment_max``
-``masked_logsumexp``   ``-inf`` (log of the empty sum)
-``masked_softmax``     all zeros (no support: the row sums to 0, not 1)
-=====================  =====================================================
-
-Pass ``empty=`` to ``masked_mean`` or ``masked_max`` to choose another value
-(e.g. ``empty=-jnp.inf`` to make an empty mean stand out).
-
-The mask is boolean with the shape of ``x``, or of its leading axes
-(``(batch, seq)`` for ``x`` of shape ``(batch, seq, features)``), where any
-axis may have size 1 and is then shared along that axis, as attention masks
-are: ``(batch, 1, length)`` for ``x`` of shape ``(batch, heads, length)``.
-Any other shape is refused, never broadcast silently (a ``(batch,)`` mask is
-not right-aligned against ``(batch, seq)`` as numpy would).
+A plain ``x.mean(axis=1)`` over a padded batch averages the pads in. These give, for every
+item, what the reduction over its unpadded data gives, inside ``jit`` and ``vmap``, with
+zero gradients at pads and never NaN. An item with no data gets what
+``jax.ops.segment_*`` gives an empty segment (so padded and packed results agree): sum
+``0``, mean ``0`` (``empty=`` to choose), max and logsumexp ``-inf`` (an integer dtype's
+minimum), softmax all zeros. The mask has the shape of ``x`` or of its leading axes, any
+axis of size 1 shared (``(batch, 1, length)`` for attention); any other shape is refused,
+never broadcast silently.
 
 Example:
   >>> import jax.numpy as jnp
@@ -155,10 +130,6 @@ def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
     Returns:
       ``x``'s shape without ``axis``; ``0`` for a fully masked row.
 
-    Raises:
-      TypeError: non-boolean mask or non-int axis.
-      ValueError: mask shape does not match ``x``; ``axis`` outside the mask.
-
     Example:
       >>> import jax.numpy as jnp
       >>> masked_sum(jnp.array([[1, 2, 3]]), jnp.array([[True, False, True]]))
@@ -179,9 +150,6 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Arr
 
     Returns:
       ``x``'s shape without ``axis``.
-
-    Raises:
-      TypeError, ValueError: as :func:`masked_sum`.
 
     Example:
       >>> import jax.numpy as jnp
@@ -211,10 +179,6 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
 
     Returns:
       ``x``'s shape without ``axis``, ``x``'s dtype.
-
-    Raises:
-      TypeError, ValueError: as :func:`masked_sum`; ValueError: an ``empty``
-        that ``x``'s integer dtype cannot hold (``-inf``, NaN, 1.5, out of range).
 
     Example:
       >>> import jax.numpy as jnp
@@ -256,9 +220,6 @@ def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
       ``x``'s shape; each row sums to 1 over its unmasked positions, and a
       fully masked row is all zeros.
 
-    Raises:
-      TypeError, ValueError: as :func:`masked_sum`.
-
     Example:
       >>> import jax.numpy as jnp
       >>> masked_softmax(jnp.array([[0.0, 0.0, 5.0], [1.0, 2.0, 3.0]]),
@@ -283,9 +244,6 @@ def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
     Returns:
       ``x``'s shape without ``axis``; ``-inf`` for a fully masked row.
 
-    Raises:
-      TypeError, ValueError: as :func:`masked_sum`.
-
     Example:
       >>> import jax.numpy as jnp
       >>> masked_logsumexp(jnp.array([[0.0, 0.0, 50.0]]), jnp.array([[True, True, False]]))
@@ -300,12 +258,6 @@ def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
 
 def mean_pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array:
     """Embeds every token id and averages over the real tokens: ``(items, features)``.
-
-    The workload of notebooks 04 and 05: ``values`` ``(items, length)`` token
-    ids, ``mask`` marking the real ones, ``table`` ``(vocab, features)``. An
-    item with no tokens pools to zeros (the kit's empty-item convention).
-    Every pad position is still gathered and added: the mask selects, it
-    does not skip (see :func:`batchlab.ragged.packed_mean_pool` for the way that does).
 
     Example:
       >>> import jax.numpy as jnp

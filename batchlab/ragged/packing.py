@@ -1,25 +1,11 @@
 """Packing ragged items back to back: segment reductions that compute no pads.
 
-A mask does not skip work: ``masked_mean`` over a padded batch is a
-``where`` followed by a full-size sum, so every pad position is still
-loaded and added (notebook 04 counts the flops). *Packing* is the way that
-does skip them: write all items one after another into one 1-D array (plus
-a short tail up to a fixed ``total_length``), keep for every position the
-index of the item it belongs to (its *segment id*) and reduce with
-``jax.ops.segment_sum`` / ``segment_max``. The work is proportional to the
-total true length, not to ``items x longest``.
-
-Fixed shapes, one compile: ``values`` has shape ``(total_length, ...)`` and
-``lengths`` has ``max_items`` entries, so every batch packed with the same
-``total_length`` and ``max_items`` has the same shapes and ``jit`` compiles
-once. The tail positions get segment id ``max_items``, which is outside
-``[0, max_items)``, so ``jax.ops.segment_*`` drops them.
-
-An item with no data (an empty segment, or an unused slot up to
-``max_items``) follows the kit's one convention for empty items (see
-:mod:`batchlab.ragged.masking`): sum ``0``, mean ``0``, max ``-inf`` (the dtype's
-minimum for integers), softmax has no positions at all. These are exactly
-what ``jax.ops.segment_*`` gives for an empty segment.
+A mask does not skip work (a ``where``, then a full-size sum). Packing does: the items
+back to back in one array, each position's item index as its *segment id*, reduced with
+``jax.ops.segment_sum`` / ``segment_max``: work proportional to the true length. With a
+fixed ``total_length`` and ``max_items`` every batch has one shape (one compile); the tail
+gets segment id ``max_items``, out of range, so ``segment_*`` drops it. Empty items follow
+:mod:`batchlab.ragged.masking`'s convention.
 
 Example:
   >>> p = pack([[1, 2, 3], [4], []], total_length=6)
@@ -31,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, NamedTuple
 
 import jax
@@ -39,25 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.format import Rows, format_bytes
-from batchlab.ragged.padding import as_ragged, check_value
+from batchlab.ragged.padding import as_ragged, check_size, check_value
 
 Array = jax.Array
 
 
 class Packed(NamedTuple):
-    """Items back to back: ``values[segment_ids == i]`` is item ``i``.
-
-    Attributes:
-      values: ``(total_length, *features)``; positions after the last item
-        hold the pad value.
-      segment_ids: ``(total_length,)`` int32, the item each position belongs
-        to, non-decreasing; ``max_items`` (out of range) on the tail.
-      lengths: ``(max_items,)`` int32, the true length of every item (0 for
-        unused slots).
-
-    A ``NamedTuple``, so it is a JAX pytree: pass it to ``jit`` as is. The
-    number of segments is ``lengths.shape[0]``, static under ``jit``.
-    """
+    """Items back to back: ``values[segment_ids == i]`` is item ``i``."""
 
     values: np.ndarray
     segment_ids: np.ndarray
@@ -97,16 +70,6 @@ class Packed(NamedTuple):
         return "a packed batch (values + segment ids)"
 
 
-def _size(v: Any, name: str) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"`{name}` must be an int, got {type(v).__name__} {v!r}.")
-    if v < 0:
-        raise ValueError(f"`{name}` must be at least 0, got {name}={v}.")
-    return int(v)
-
-
 def pack(
     seqs: Any,
     *,
@@ -131,18 +94,13 @@ def pack(
     Returns:
       :class:`Packed` ``(values, segment_ids, lengths)`` as numpy arrays.
 
-    Raises:
-      ValueError: the items do not fit ``total_length`` or ``max_items``; a
-        pad value the dtype cannot hold; items with different feature shapes.
-      TypeError: ``seqs`` is not a list of sequences; sizes not ints.
-
     Example:
       >>> p = pack([[1.0, 2.0], [3.0]], total_length=4, max_items=3)
       >>> p.segment_ids.tolist(), p.lengths.tolist()
       ([0, 0, 1, 3], [2, 1, 0])
     """
-    total_length = _size(total_length, "total_length")
-    max_items = _size(max_items, "max_items")
+    total_length = check_size(total_length, "total_length")
+    max_items = check_size(max_items, "max_items")
     ragged = as_ragged(seqs, dtype=dtype)
     lengths, n = ragged.lengths, len(ragged)
     true = int(lengths.sum())
@@ -201,9 +159,6 @@ def packed_sum(x: Any, packed: Packed) -> Array:
       x: ``(total_length, *features)`` per-position values (e.g. ``packed.values``
         or ``table[packed.values]``).
       packed: the :class:`Packed` batch whose segment ids ``x`` follows.
-
-    Raises:
-      ValueError: ``x`` does not have one row per packed position.
 
     Example:
       >>> p = pack([[1.0, 2.0], [5.0]])
@@ -264,9 +219,6 @@ def packed_softmax(x: Any, packed: Packed) -> Array:
 
 def packed_mean_pool(packed: Packed, table: Array) -> Array:
     """Embeds every packed token id and averages per item: ``(max_items, features)``.
-
-    The packed twin of :func:`batchlab.ragged.mean_pool` (notebooks 04 and 05); an
-    empty item pools to zeros, as there.
 
     Example:
       >>> table = jnp.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])

@@ -1,15 +1,5 @@
 """Padding ragged sequences to one array, with a mask and the true lengths.
 
-``jax.vmap`` and ``jit`` need every item of a batch to have the same shape.
-Sequences of different lengths (sentences, functions, time series) are
-therefore *padded*: written into a ``(batch, length, ...)`` array filled with
-a pad value, with a boolean ``mask`` that says which positions hold data.
-
-Padding happens on the host, in numpy, before anything is traced: the
-padded length decides the compiled shape, so it must be a concrete number.
-Everything here is vectorized (one scatter for the whole batch, no Python
-loop over elements).
-
 Example:
   >>> p = pad([[1, 2, 3], [4]])
   >>> p.values
@@ -42,10 +32,6 @@ from batchlab._util.format import Rows, format_bytes
 @dataclass(frozen=True)
 class Ragged:
     """Ragged data stored without padding: all items back to back, plus offsets.
-
-    Item ``i`` is ``flat[offsets[i]:offsets[i + 1]]``. This is the ragged
-    minimum: ``len(flat)`` elements, nothing wasted. :func:`pad` and
-    :func:`bucketize` accept it directly (no per-item conversion).
 
     Example:
       >>> r = Ragged.from_lengths([1, 2, 3, 4], [3, 0, 1])
@@ -80,16 +66,7 @@ class Ragged:
 
 
 class Padded(NamedTuple):
-    """A padded batch: ``values[i, :lengths[i]]`` is item ``i``; ``mask`` marks real data.
-
-    Attributes:
-      values: ``(batch, length, *features)`` array; pad positions hold the pad value.
-      mask: ``(batch, length)`` bool, ``True`` where ``values`` holds data.
-      lengths: ``(batch,)`` int32, the true length of every item.
-
-    A ``NamedTuple``, so it unpacks (``values, mask, lengths = pad(...)``) and
-    is a JAX pytree (pass it to ``jit``/``vmap`` as is).
-    """
+    """A padded batch: ``values[i, :lengths[i]]`` is item ``i``; ``mask`` marks real data."""
 
     values: np.ndarray
     mask: np.ndarray
@@ -129,12 +106,7 @@ class Padded(NamedTuple):
 
 
 def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
-    """Any list of 1-D sequences or ``(len, *features)`` items -> :class:`Ragged`.
-
-    Raises:
-      TypeError: ``seqs`` is a string, a dict, or not a sequence.
-      ValueError: items disagree in their trailing (feature) shape.
-    """
+    """Any list of 1-D sequences or ``(len, *features)`` items -> :class:`Ragged`."""
     if isinstance(seqs, Ragged):
         return seqs if dtype is None else Ragged(seqs.flat.astype(dtype, copy=False), seqs.offsets)
     if isinstance(seqs, (str, bytes, dict)) or not hasattr(seqs, "__len__"):
@@ -198,7 +170,8 @@ def padded_length(
     return longest
 
 
-def _positive(v: Any, name: str, minimum: int) -> int | None:
+def check_size(v: Any, name: str, minimum: int = 0) -> int | None:
+    """``v`` as an int of at least ``minimum``, or ``None``."""
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
@@ -220,11 +193,6 @@ def pad(
 ) -> Padded:
     """Pads ragged items into one array, with a boolean mask and the true lengths.
 
-    The padded length is the longest item's (default), a fixed ``length``,
-    or the longest rounded up to a multiple of ``multiple_of`` (fewer
-    distinct shapes, hence fewer compilations). Data is never cut unless
-    ``truncate=True``; then a warning says how many items were cut.
-
     Args:
       seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a
         :class:`Ragged`.
@@ -235,17 +203,6 @@ def pad(
       truncate: allow ``length`` shorter than the longest item.
       casting: ``"same_value"`` (default) refuses a ``dtype`` that would change
         a value (1.5 -> int, 300 -> uint8); ``"unsafe"`` casts as numpy's astype.
-
-    Returns:
-      :class:`Padded` ``(values, mask, lengths)`` as numpy arrays, with
-      ``values`` of shape ``(batch, length, *features)``. An empty list gives
-      a ``(0, length or 0)`` batch.
-
-    Raises:
-      ValueError: items would be cut without ``truncate=True``; both
-        ``length`` and ``multiple_of``; a pad value the dtype cannot hold;
-        items with different feature shapes.
-      TypeError: ``seqs`` is not a list of sequences; ``length`` not an int.
 
     Example:
       >>> pad([[1.0, 2.0], [3.0]], multiple_of=4, value=-1).values
@@ -261,8 +218,8 @@ def pad(
             check_lossless_cast([seqs.flat], dtype)
         elif isinstance(seqs, (list, tuple)):
             check_lossless_cast(seqs, dtype)
-    length = _positive(length, "length", 0)
-    multiple_of = _positive(multiple_of, "multiple_of", 1)
+    length = check_size(length, "length")
+    multiple_of = check_size(multiple_of, "multiple_of", 1)
     if length is not None and multiple_of is not None:
         raise ValueError(f"pass either `length`={length} or `multiple_of`={multiple_of}, not both.")
     ragged = as_ragged(seqs, dtype=dtype)

@@ -1,13 +1,4 @@
-"""What padding costs: padded elements, wasted compute and compiled shapes, per boundary rule.
-
-Everything here is *counted* from the lengths, not timed: padded elements are
-``sum(boundary of each item's bucket)``, wasted compute is the padded
-fraction (for work linear in the length), and shapes is the number of
-non-empty buckets, which is how many times ``jit`` compiles when each
-bucket is one batch. The rules are pad-to-max, fixed (equal-width)
-buckets, power-of-two buckets, quantile buckets and the optimal buckets of
-:func:`batchlab.optimal_boundaries`.
-"""
+"""What padding costs: padded elements, wasted compute and compiled shapes, per boundary rule."""
 
 from __future__ import annotations
 
@@ -17,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from batchlab._util.checks import check_positive_int
-from batchlab._util.format import html_table, text_table
+from batchlab._util.format import Rows
 from batchlab._util.plotting import new_figure
 from batchlab.ragged.boundaries import (
     check_boundaries,
@@ -62,7 +53,7 @@ class RuleCost:
 
 
 @dataclass(frozen=True)
-class PaddingReport:
+class PaddingReport(Rows):
     """Padding cost of several rules on one length distribution (:func:`padding_report`)."""
 
     lengths: np.ndarray
@@ -80,20 +71,12 @@ class PaddingReport:
             for r in self.rows
         ]
 
-    _HEADER = ("rule", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
+    _header = ("rule", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
 
-    def __repr__(self) -> str:
+    def _title(self) -> str:
         return (
-            f"PaddingReport({len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements)\n"
-            + text_table(self._rows(), self._HEADER)
-        )
-
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            self._HEADER,
-            caption=f"Padding cost of {len(self.lengths):,} items "
-            f"(ragged minimum {int(self.lengths.sum()):,} elements; counted, not timed)",
+            f"{len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements "
+            "(counted, not timed)"
         )
 
     def plot(self, *, axes=None):
@@ -137,14 +120,6 @@ def padding_report(
 ) -> PaddingReport:
     """Counts padded elements, wasted compute and compiled shapes for padding rules.
 
-    Every figure is counted from the lengths (no timing): padded elements are
-    ``sum(boundary of the item's bucket)`` when each bucket is one batch, or,
-    with ``batch_size``, what :func:`batchlab.bucket_batches` pads:
-    ``ceil(items / batch_size) * batch_size * boundary`` per bucket (its last
-    batch's filler rows included); wasted compute is the padded fraction (for
-    work linear in the length), and shapes is the number of non-empty buckets,
-    which is how many times ``jit`` compiles.
-
     Args:
       lengths: ``(items,)`` true lengths (or a :class:`Ragged`).
       rule: one name or a tuple of ``max``, ``fixed``, ``pow2``,
@@ -156,9 +131,6 @@ def padding_report(
 
     Returns:
       A :class:`PaddingReport` (table; ``.plot()`` draws the histogram).
-
-    Raises:
-      ValueError: unknown rule, bad lengths or boundaries.
 
     Example:
       >>> r = padding_report([2, 3, 3, 8], ("max", "optimal"), n_buckets=2)
@@ -192,14 +164,7 @@ def padding_report(
 
 # --------------------------------------------------------------------- plots
 def plot_padding_report(report: PaddingReport, *, axes=None):
-    """Length histogram on top; below, one lane per rule with its buckets as spans.
-
-    Each lane shows where that rule's buckets start and end on the same
-    (log) length axis as the histogram, so rules are compared lane by
-    lane instead of as overlapping vertical lines; the label at the right of
-    a lane gives its padded size against the ragged minimum and its shapes.
-    With ``axes`` (one Axes), only the histogram is drawn into it.
-    """
+    """Length histogram on top; below, one lane per rule with its buckets as spans."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 

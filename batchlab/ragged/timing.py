@@ -1,18 +1,4 @@
-"""Measuring a bucketed epoch (05): boundaries -> padding, compilations, run time.
-
-A setting is measured the way a bucketed epoch runs: every bucket shape is
-compiled once, ahead of time (``jax.jit(f).lower(...).compile()``, counted
-and timed by JAX's own compile events); then the run is one call per bucket
-of the same ``jax.jit`` function (its cache holds those programs), timed as
-it runs. No outer ``jit`` fuses the buckets into one program: an epoch does
-not run that way. A fresh ``jax.jit`` per setting starts with an empty
-cache, as in a new process, so each bucket shape compiles exactly once.
-
-:func:`plan_buckets` says what a setting will cost before anything is
-compiled (boundaries, padding, shapes to compile); :func:`measure_buckets`
-then compiles and times it. The bucket explorer (``batchlab.widgets``) only
-calls these two and draws.
-"""
+"""Measuring a bucketed epoch (05): boundaries -> padding, compilations, run time."""
 
 from __future__ import annotations
 
@@ -57,11 +43,7 @@ class _Padding:
 
 @dataclass(frozen=True)
 class BucketPlan(_Padding):
-    """What a bucketing setting will cost before anything is compiled or run.
-
-    ``shapes`` is the number of distinct bucket shapes: the compilations a
-    fresh ``jit`` will need (the measurement then counts them).
-    """
+    """What a bucketing setting will cost before anything is compiled or run."""
 
     rule: str
     n_buckets: int
@@ -80,13 +62,7 @@ class BucketPlan(_Padding):
 
 @dataclass(frozen=True)
 class BucketPoint(_Padding):
-    """One bucketing setting: padding, compilations (count and seconds), run time of all buckets.
-
-    ``largest_bytes`` is the biggest gathered ``(items, boundary, features)``
-    float32 array of one bucket: what must stream through memory.
-    ``trace_seconds``: JAX tracing and lowering the new shapes (before XLA's
-    ``compile_seconds``); a new shape pays both.
-    """
+    """One bucketing setting: padding, compilations (count and seconds), run time of all buckets."""
 
     rule: str
     n_buckets: int
@@ -190,12 +166,7 @@ def measure_buckets(
 
 
 def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
-    """XLA's plans of the buckets' programs, widened to the epoch.
-
-    Every bucket's inputs and outputs are held for the whole epoch; one
-    program's temp block is live at a time, so the largest one counts.
-    ``flops`` and ``bytes_accessed`` add up over the buckets.
-    """
+    """XLA's plans of the buckets' programs, widened to the epoch."""
     if not plans:
         return MemoryEstimate(0, 0, 0, 0, 0, 0, "no buckets", None, 0.0, 0.0, jax.default_backend())
 

@@ -1,15 +1,11 @@
-"""Memory limits and faults (06-07): budgets, the largest batch that fits, long runs that resume.
+"""Memory limits and faults (06-07): budgets, the largest batch that fits, runs that resume.
 
-``max_batch_size`` searches XLA's compiled plans for the largest batch under a
-budget (``default_budget``), closed-over weights and shared (``in_axes=None``)
-arguments planned as arguments; ``run_batches`` runs a dataset in batches,
-shrinking a batch that runs out of memory (every form XLA raises), bisecting
-to a bad item, logging every call (``BatchLog``), and journalling finished
-items to a checkpoint so a killed or interrupted run resumes, at any batch
-size. Ctrl-C raises ``RunInterrupted`` (a ``KeyboardInterrupt``) carrying the
-partial ``RunResult``. ``margin="calibrated"`` (both) plans against the budget divided
-by the plan-to-real ratio ``calibrate`` measures in a fresh process; ``run_under_limit``
-runs one batch in a fresh process under an address-space limit of its baseline + a budget.
+``max_batch_size`` searches XLA's compiled plans for the largest batch under a budget
+(``default_budget``); ``run_batches`` runs a dataset in batches, shrinking a batch that runs
+out of memory, bisecting to bad items and journalling finished items to a checkpoint, so a
+killed or interrupted (``RunInterrupted``) run resumes at any batch size. ``calibrate``
+measures the plan-to-real ratio in a fresh process; ``run_under_limit`` runs one batch
+under an address-space limit.
 """
 
 from batchlab.runs.budget import STRATEGIES, BatchSizeResult, Budget, default_budget, max_batch_size

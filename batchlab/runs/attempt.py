@@ -1,25 +1,25 @@
-"""One batch attempt of :func:`batchlab.run_batches`: compile (or plan) for a size, run, bisect.
+"""One batch attempt of :func:`batchlab.run_batches`: the items, a compiled size, a run, a bisection.
 
-:class:`BatchRunner` holds the compiled program per batch size and XLA's
-planned bytes for it (closed-over arrays planned as arguments:
-:func:`batchlab.runs.planning.compile_program`), refuses a batch whose plan
-is over the budget (a budget, never reported as a real out-of-memory), runs a
-batch, and on an error bisects it to the items that fail. Every call it makes
-is logged (:class:`batchlab.runs.results.BatchLog`), the halves of a
-bisection included.
+:class:`Items` views a list of pytrees or an array (items along axis 0) alike; in a list the
+most common structure/shape/dtype is the item type and the others are flagged bad before
+anything runs (stacking them would fail the whole batch, or silently change its dtype).
+:class:`BatchRunner` compiles per batch size (closed-over arrays planned as arguments),
+refuses a plan over the budget, runs, and bisects a failing batch to its bad items; every
+call, each half included, is logged (:class:`batchlab.runs.results.BatchLog`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import time
+from collections import Counter
 from typing import Any
 
 import jax
 import numpy as np
 
+from batchlab._util.checks import ARRAY_TYPES
 from batchlab.runs.errors import (
     OOM_BUDGET,
     FnBug,
@@ -29,36 +29,104 @@ from batchlab.runs.errors import (
     oom_kind,
     short_message,
 )
-from batchlab.runs.items import Items
 from batchlab.runs.planning import batch_planner, batch_spec, compile_program, unjit
 from batchlab.runs.results import BatchLog, Failure
 
-# JAX logs every exception raised in a pure_callback / io_callback with its traceback (to
-# stderr); a bisection meets it once per half. The same text is in the JaxRuntimeError it
-# raises, kept whole in the failure's `detail`.
+# JAX logs every exception raised in a callback, traceback and all; a bisection meets it once
+# per half. The same text is in the error it raises, kept whole in the failure's `detail`.
 _CALLBACK_LOG = logging.getLogger("jax._src.callback")
 
 
-@contextlib.contextmanager
-def _quiet_callbacks():
-    drop = logging.Filter("nothing")  # a filter naming another logger drops every record
-    _CALLBACK_LOG.addFilter(drop)
-    try:
-        yield
-    finally:
-        _CALLBACK_LOG.removeFilter(drop)
+def _leaf_spec(leaf: Any) -> tuple:
+    if not isinstance(leaf, (*ARRAY_TYPES, int, float, complex, bool)):
+        return ("not an array", type(leaf).__name__)
+    return (tuple(np.shape(leaf)), str(np.result_type(leaf)))
+
+
+def _describe(spec: tuple) -> str:
+    treedef, leaves = spec
+    text = ", ".join(
+        f"{shape} {dtype}" if shape != "not an array" else f"a {dtype} (not an array)"
+        for shape, dtype in leaves
+    )
+    return text if len(leaves) == 1 else f"{treedef} with leaves [{text}]"
+
+
+def _spec(a: Any, drop: int = 0) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(
+        np.shape(a)[drop:], a.dtype if hasattr(a, "dtype") else np.result_type(a)
+    )
+
+
+class Items:
+    """Indexable items: ``n``, ``spec_item`` (one item as ShapeDtypeStructs), ``bad`` and ``take``."""
+
+    def __init__(self, items: Any) -> None:
+        self.bad: dict[int, str] = {}
+        self.spec_item = None
+        if isinstance(items, list):
+            self.list, self.n, self.tree = items, len(items), None
+            specs = []
+            for item in items:
+                leaves, treedef = jax.tree_util.tree_flatten(item)
+                specs.append((str(treedef), tuple(_leaf_spec(leaf) for leaf in leaves)))
+            if not items:
+                return
+            common, _ = Counter(specs).most_common(1)[0]
+            if any(leaf[0] == "not an array" for leaf in common[1]):
+                raise TypeError(
+                    f"`items` must hold arrays (or pytrees of arrays); most items are {_describe(common)}."
+                )
+            for i, spec in enumerate(specs):
+                if spec != common:
+                    self.bad[i] = (
+                        f"item {i} is {_describe(spec)} where the other items are {_describe(common)}"
+                    )
+            self.spec_item = jax.tree_util.tree_map(_spec, items[specs.index(common)])
+            return
+        leaves = jax.tree_util.tree_leaves(items)
+        if not leaves or not all(isinstance(a, ARRAY_TYPES) and np.ndim(a) >= 1 for a in leaves):
+            raise TypeError(
+                f"`items` must be a list of items or an array (pytree of arrays) with the items along "
+                f"axis 0, got {type(items).__name__}; wrap single items in a list: [item0, item1, ...]."
+            )
+        lengths = sorted({int(np.shape(a)[0]) for a in leaves})
+        if len(lengths) > 1:
+            raise ValueError(
+                f"`items` leaves disagree on the number of items (axis 0 sizes {lengths}); every leaf "
+                f"needs one row per item."
+            )
+        self.tree, self.n = items, lengths[0]
+        self.spec_item = jax.tree_util.tree_map(lambda a: _spec(a, 1), items)
+
+    def window(self, start: int, size: int) -> tuple[list[int], list[int], int]:
+        """The next ``size`` good indices from ``start``, the bad ones passed, and where it ends."""
+        good, bad, j = [], [], start
+        while j < self.n and len(good) < size:
+            (bad if j in self.bad else good).append(j)
+            j += 1
+        return good, bad, j
+
+    def take(self, indices: list[int]) -> Any:
+        """The items at ``indices`` stacked along a new leading axis (numpy, on the host)."""
+        if self.tree is None:
+            stack = lambda *xs: np.stack([np.asarray(x) for x in xs])  # noqa: E731
+            return jax.tree_util.tree_map(stack, *[self.list[i] for i in indices])
+        where = np.asarray(indices)
+        return jax.tree_util.tree_map(lambda a: a[where], self.tree)
 
 
 class BatchRunner:
-    """One call of :func:`run_batches`: compiled programs per batch size, and the run's state."""
+    """One call of :func:`run_batches`: compiled programs and planned bytes per batch size.
 
-    def __init__(self, fn, items: Items, *, batched, budget_bytes, check_nan, min_batch_size):
+    A per-item ``fn`` is planned and run as ``jit(vmap(fn))`` (a jit inside is inlined:
+    planned unwrapped); a batched ``fn`` is called as given and planned by
+    :func:`batch_planner` only when there is a budget to check.
+    """
+
+    def __init__(self, fn, items: Items, batched, budget_bytes, check_nan, min_batch_size):
         self.fn, self.items, self.batched = fn, items, batched
         self.budget, self.check_nan, self.min_batch_size = budget_bytes, check_nan, min_batch_size
-        # what the batch-size search and the budget check plan: a batched fn as given (one
-        # of batchlab.batch's strategy="host" is planned by its HostPlan, any other compiled
-        # for the shapes: budget.batch_planner), a per-item fn as jit(vmap(fn)) (a jit of the
-        # item's fn inside it is inlined by XLA: planned unwrapped, its closed-over arrays hoisted)
         self.jitted = fn if batched else jax.vmap(unjit(fn))
         self._plan = batch_planner(self.jitted) if batched else None
         self.programs: dict[int, Any] = {}
@@ -67,14 +135,13 @@ class BatchRunner:
     def program(self, size: int):
         if size not in self.programs:
             spec = batch_spec(self.items.spec_item, size)
-            if self.batched:  # called as given; planned only when there is a budget to check
+            if not self.batched:
+                program = compile_program(self.jitted, spec)
+                self.planned[size], self.programs[size] = program.planned, program
+            else:
                 if self.budget is not None:
                     self.planned[size] = self._plan(spec)
                 self.programs[size] = self.fn
-            else:
-                program = compile_program(self.jitted, spec)
-                self.planned[size] = program.planned
-                self.programs[size] = program
         if self.budget is not None and self.planned[size] > self.budget:
             raise OutOfMemory(
                 OOM_BUDGET,
@@ -83,28 +150,28 @@ class BatchRunner:
         return self.programs[size]
 
     def run(self, idx: list[int], size: int) -> tuple[list[np.ndarray], Any]:
-        """Output leaves and structure for ``idx``, padded to ``size`` (the halves of a bisection
-        share one compile); a batched ``fn`` (the user's own code) gets exactly ``idx``.
-
-        Compiling, stacking and running are all inside the error handling: an
-        out-of-memory at compile time is memory, as at run time.
-        """
+        """Output rows and structure for ``idx``, padded to ``size`` (a bisection's halves share
+        one compile); a batched ``fn`` gets exactly ``idx``. A compile-time OOM is memory too."""
         size = len(idx) if self.batched else size
         padded = idx + [idx[-1]] * (size - len(idx))
+        drop = logging.Filter("nothing")  # a filter naming another logger drops every record
         try:
             program = self.program(size)
-            with _quiet_callbacks():
+            _CALLBACK_LOG.addFilter(drop)
+            try:
                 out = jax.block_until_ready(program(self.items.take(padded)))
+            finally:
+                _CALLBACK_LOG.removeFilter(drop)
             leaves = jax.tree_util.tree_leaves(out)
-            if self.batched:
-                for leaf in leaves:
-                    if np.ndim(leaf) == 0 or np.shape(leaf)[0] != size:
-                        raise FnBug(
-                            f"`fn` (batched=True) returned an output of shape {np.shape(leaf)} for a "
-                            f"batch of {size} items: every output must keep the batch as its leading "
-                            f"axis (size {size}). Return one row per item, or pass a function of one "
-                            f"item with batched=False."
-                        )
+            if self.batched and any(np.ndim(a) == 0 or np.shape(a)[0] != size for a in leaves):
+                shape = next(
+                    np.shape(a) for a in leaves if np.ndim(a) == 0 or np.shape(a)[0] != size
+                )
+                raise FnBug(
+                    f"`fn` (batched=True) returned an output of shape {shape} for a batch of {size} "
+                    f"items: every output must keep the batch as its leading axis (size {size}). "
+                    f"Return one row per item, or pass a function of one item with batched=False."
+                )
             rows = [np.asarray(leaf)[: len(idx)] for leaf in leaves]
         except (OutOfMemory, FnBug):
             raise
@@ -123,32 +190,27 @@ class BatchRunner:
             return
         half = math.ceil(len(idx) / 2)
         for part in (idx[:half], idx[half:]):
-            t0 = time.perf_counter()
+            t0, error = time.perf_counter(), None
             try:
                 found.append((part, *self.run(part, half)))
-                log.append(
-                    BatchLog(part[0], half, len(part), "ok", time.perf_counter() - t0, depth)
-                )
+                status = "ok"
             except OutOfMemory as e:
-                log.append(
-                    BatchLog(part[0], half, len(part), e.kind, time.perf_counter() - t0, depth)
-                )
-                raise
+                status, error = e.kind, e
             except FnBug:
                 raise
             except Exception as e:
-                status = "error in fn" if len(part) == 1 else "error in fn, bisected"
-                log.append(
-                    BatchLog(part[0], half, len(part), status, time.perf_counter() - t0, depth)
-                )
-                self.bisect(part, e, found, failures, log, depth + 1)
+                status, error = "error in fn" if len(part) == 1 else "error in fn, bisected", e
+            log.append(BatchLog(part[0], half, len(part), status, time.perf_counter() - t0, depth))
+            if isinstance(error, OutOfMemory):
+                raise error
+            if error is not None:
+                self.bisect(part, error, found, failures, log, depth + 1)
 
     def attempt(self, idx: list[int], size: int, nothing_ran_yet: bool) -> tuple[list, list, list]:
-        """Runs one batch; on an error, bisects it. Raises FnBug when fn fails on everything.
+        """Runs one batch, bisecting it on an error: ``(found, failures, halves)``.
 
-        Returns ``(found, failures, halves)``: ``halves`` is the log of the
-        bisection's calls (empty when the batch ran); an :class:`OutOfMemory`
-        raised during a bisection carries it as ``.halves``.
+        ``halves`` logs the bisection's calls (an :class:`OutOfMemory` raised during one
+        carries it as ``.halves``). Raises FnBug when ``fn`` fails the same way on everything.
         """
         try:
             return [(idx, *self.run(idx, size))], [], []
@@ -165,12 +227,8 @@ class BatchRunner:
                 oom.halves = log
                 raise
             message = short_message(e)
-            if (
-                nothing_ran_yet
-                and not found
-                and len(idx) >= 2
-                and all(f.message == message for f in failures)
-            ):
+            same = all(f.message == message for f in failures)
+            if nothing_ran_yet and not found and len(idx) >= 2 and same:
                 raise FnBug(
                     f"`fn` fails on every item the same way, alone and as a batch of {len(idx)} "
                     f"({message}): this is a bug in `fn` (or in how it is called), not bad data. "

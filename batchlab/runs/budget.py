@@ -1,22 +1,9 @@
-"""The largest batch that fits a memory budget, planned before anything runs.
+"""The largest batch that fits a memory budget, from XLA's compiled plans (nothing runs).
 
-A batch of ``b`` items needs memory for its inputs, its outputs and the
-temporaries of the computation. XLA plans all of them when it compiles, so
-:func:`max_batch_size` asks the compiled memory analysis, never the device:
-inputs are ``jax.ShapeDtypeStruct`` (nothing is allocated). Each batch size
-tried is one compilation, so the search aims: planned bytes grow almost in
-a straight line with the batch, and the batch where the line through two
-measured points meets the budget is usually the answer (4 compilations from
-scratch; doubling then bisection needs ``2 * floor(log2(answer)) + 2``).
-
-The figure compared with the budget is :func:`planned_bytes`
-(:attr:`MemoryEstimate.planned_bytes`): the larger of XLA's
-``peak_memory_in_bytes`` and ``argument + output + temp - alias``. On the
-CPU backend of jax 0.10 the XLA peak leaves the temporaries out, so the sum
-is the honest figure there. It is a lower bound of what a device needs:
-``margin=`` divides the budget by a ratio, given or measured here
-(``"calibrated"``, :mod:`batchlab.runs.calibration`), and the result says
-which figure the plan was compared with.
+Each batch size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs;
+:func:`search` aims where the line through two measured points meets the budget. The
+figure compared is :func:`planned_bytes`, a lower bound of what a device needs, so
+``margin=`` divides the budget by a ratio, given or measured (``"calibrated"``).
 """
 
 from __future__ import annotations
@@ -33,14 +20,14 @@ from batchlab._util.checks import (
     check_positive_int,
 )
 from batchlab._util.format import Rows, format_bytes
-from batchlab.batching.strategies import batch
+from batchlab.batching.strategies import PLANNED, batch
 from batchlab.measuring.live import device_memory
 from batchlab.runs.budget_plot import plot_budget_curves
 from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes, check_margin
 from batchlab.runs.planning import unjit
 from batchlab.runs.search import METHODS, search
 
-STRATEGIES = ("vmap", "map", "chunked", "host")
+STRATEGIES = PLANNED  # the strategies a plan can be compiled for (batchlab.batching)
 CPU_FRACTION = 0.5
 _DEFAULT_UPPER = 2**31 - 1
 
@@ -58,21 +45,12 @@ class Budget(NamedTuple):
 def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Budget:
     """The memory a batch may plan to use on this machine.
 
-    On a GPU/TPU: the room the device's allocator has left,
-    ``bytes_limit - bytes_in_use`` from ``memory_stats()``. Not
-    ``pool_bytes - bytes_in_use``: when memory is not preallocated
-    (``XLA_PYTHON_CLIENT_PREALLOCATE=false``) the pool grows on demand up to
-    ``bytes_limit``. Planned bytes are a lower bound of what the device
-    really needs (the allocator rounds and may leave chunks unsplit; on
-    XLA:CPU the runtime keeps buffers outside the plan), so leave a margin.
-    A device with no room left gives a budget of 0 bytes, never the host's.
-
-    On CPU, where the device keeps no statistics: ``fraction`` of the host
-    memory available now (psutil).
+    On a GPU/TPU: ``bytes_limit - bytes_in_use`` from ``memory_stats()`` (the pool grows
+    on demand up to ``bytes_limit``); a device with no room left gives 0 bytes. On CPU,
+    which keeps no statistics: ``fraction`` of the host memory available now (psutil).
 
     Example:
-      >>> b = default_budget()
-      >>> b.bytes > 0
+      >>> default_budget().bytes > 0
       True
     """
     if check_positive_float(fraction, "fraction") > 1:
@@ -91,13 +69,11 @@ def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Bud
 
 
 @dataclass(frozen=True)
-class BatchSizeResult:
-    """What :func:`max_batch_size` found, and every point it measured.
+class BatchSizeResult(Rows):
+    """What :func:`max_batch_size` found; ``int(result)`` is the batch size.
 
-    ``int(result)`` is the batch size. ``curve`` holds ``(batch_size,
-    planned_bytes)`` for every batch size the search looked at, sorted;
-    ``compiled`` says how many of them were compiled by this call (the
-    others came from ``known``, planned by an earlier search).
+    ``curve``: ``(batch_size, planned_bytes)`` for every size the search looked at, sorted;
+    ``compiled``: how many of them this call compiled (the others came from ``known``).
     """
 
     batch_size: int
@@ -116,7 +92,7 @@ class BatchSizeResult:
 
     @property
     def planned_budget_bytes(self) -> int:
-        """The figure the plan was compared with: the budget, divided by ``margin`` if one was asked."""
+        """The figure the plan was compared with: the budget, divided by ``margin`` if any."""
         return (
             self.budget_bytes
             if self.margin is None
@@ -125,7 +101,6 @@ class BatchSizeResult:
 
     @property
     def compilations(self) -> int:
-        """How many batch sizes this call compiled (one compilation each)."""
         return len(self.curve) if self.compiled is None else self.compiled
 
     @property
@@ -136,8 +111,7 @@ class BatchSizeResult:
     @property
     def monotone(self) -> bool:
         """Whether the measured planned bytes never drop as the batch grows."""
-        values = [p for _, p in self.curve]
-        return all(a <= b for a, b in itertools.pairwise(values))
+        return all(a <= b for (_, a), (_, b) in itertools.pairwise(self.curve))
 
     @property
     def capped(self) -> bool:
@@ -150,41 +124,32 @@ class BatchSizeResult:
     __index__ = __int__
 
     def _rows(self) -> list[tuple[str, str]]:
-        strategy = self.strategy + (f" (chunk_size={self.chunk_size})" if self.chunk_size else "")
+        chunk = f" (chunk_size={self.chunk_size})" if self.chunk_size else ""
+        earlier = len(self.curve) - self.compilations
         rows = [
             (
                 "largest batch",
-                str(self.batch_size) + (" (capped by `upper`)" if self.capped else ""),
+                f"{self.batch_size}" + (" (capped by `upper`)" if self.capped else ""),
             ),
             ("planned bytes there", format_bytes(self.planned_bytes)),
             ("budget", f"{format_bytes(self.budget_bytes)} ({self.budget_source})"),
-            *(
-                []
-                if self.margin is None
-                else [
-                    ("margin", f"{self.margin:.2f}x ({self.margin_source})"),
-                    (
-                        "plan compared with",
-                        f"budget / margin = {format_bytes(self.planned_budget_bytes)}",
-                    ),
-                ]
-            ),
-            ("strategy", strategy),
-            (
-                "compilations",
-                f"{self.compilations} ({self.method} search"
-                + (
-                    f"; {len(self.curve) - self.compilations} more sizes planned earlier)"
-                    if len(self.curve) > self.compilations
-                    else ")"
+        ]
+        if self.margin is not None:
+            rows += [
+                ("margin", f"{self.margin:.2f}x ({self.margin_source})"),
+                (
+                    "plan compared with",
+                    f"budget / margin = {format_bytes(self.planned_budget_bytes)}",
                 ),
-            ),
+            ]
+        more = f"; {earlier} more sizes planned earlier)" if earlier > 0 else ")"
+        rows += [
+            ("strategy", self.strategy + chunk),
+            ("compilations", f"{self.compilations} ({self.method} search{more}"),
         ]
         if not self.monotone:
             rows.append(("warning", "planned bytes are not monotone in the batch size"))
         return rows
-
-    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
 
     def _title(self) -> str:
         return f"max_batch_size ({self.source})"
@@ -236,59 +201,28 @@ def max_batch_size(
     in_axes: int | tuple = 0,
     margin: float | str | None = None,
 ) -> BatchSizeResult:
-    """The largest batch whose planned memory fits ``budget_bytes``.
+    """The largest batch of ``batch(fn, strategy=...)`` whose planned memory fits ``budget_bytes``.
 
-    Compiles ``batched(fn)`` for ``ShapeDtypeStruct`` batches of
-    ``example_item`` (nothing is allocated or run) and compares
-    :func:`planned_bytes` with the budget. Planned bytes grow almost in a
-    straight line with the batch, so the search aims where the line
-    through its last two measured points meets the budget (4 compilations
-    on a straight line); ``method="bisect"`` doubles ``b`` from 1, then
-    bisects (``2 * floor(log2(answer)) + 2``). Either way it ends on a
-    measured pair ``fits(answer)``, ``not fits(answer + 1)``, so the
-    neighbour of the answer is always checked; ``result.monotone``
-    says whether the measured curve ever dropped. The curve of ``lax.map``
-    is not monotone (a batch that is not a multiple of the chunk plans its
-    remainder apart), so for ``"map"``/``"chunked"`` the next multiple of
-    ``chunk_size`` above the answer is probed as well (one more compile).
+    The search (:func:`batchlab.runs.search.search`) ends on a measured pair: the answer
+    fits, the answer + 1 does not. ``lax.map``'s curve is a saw-tooth (a remainder is
+    planned apart), so for ``"map"``/``"chunked"`` the next multiple of ``chunk_size``
+    above the answer is probed too.
 
     Args:
-      fn: a function of ONE item, ``fn(item) -> output``.
-      example_item: one item (a pytree of arrays or ``ShapeDtypeStruct``).
+      fn: a function of ONE item; example_item: one item (arrays or ``ShapeDtypeStruct``).
       budget_bytes: the budget; ``None`` uses :func:`default_budget`.
-      strategy: ``"vmap"``, ``"map"``, ``"chunked"`` or ``"host"`` (see :func:`batched`).
-      chunk_size: items per chunk for ``"map"``/``"chunked"``/``"host"``.
+      strategy: one of :data:`STRATEGIES`; chunk_size: items per chunk.
       upper: the largest batch size worth trying (e.g. the dataset size).
-      method: ``"interpolate"`` (default) or ``"bisect"`` (see :func:`search`).
-      known: ``{batch: planned bytes}`` from earlier searches of the SAME
-        ``fn``, item and strategy; read and extended, so no batch size is
-        compiled twice (the budget explorer keeps one per strategy).
-      on_compile: ``on_compile(batch)`` is called before each compilation
-        (an explorer shows "compiling batch 512...").
-      in_axes: ``0`` (``fn`` takes one item), or as in ``jax.vmap`` a tuple
-        of ``0`` (batched) and ``None`` (shared by every item, e.g. the
-        weights) per argument; ``example_item`` is then the tuple of ``fn``'s
-        arguments for one item, and a shared argument is planned once, whole.
-      margin: ``None`` (default): the plan is compared with the whole budget
-        (a lower bound of the real need). A number >= 1: with ``budget /
-        margin``. ``"calibrated"``: the plan-to-real ratio measured here
-        (:func:`batchlab.runs.calibration.calibrate`: the batch run for real
-        in a fresh process at a quarter of the raw answer and at the raw
-        answer, its observed peak divided by its plan, the larger ratio,
-        never below 1; cached per function and shapes). The result says the
-        ratio (``margin``), its source (``margin_source``) and the figure the
-        plan was compared with (``planned_budget_bytes``).
-
-    Returns:
-      A :class:`BatchSizeResult`; ``int(result)`` is the answer, 0 when
-      not even one item fits.
-
-    Raises:
-      TypeError: ``fn`` or ``on_compile`` is not callable, ``budget_bytes``
-        is not an int, or ``known`` is not a dict.
-      ValueError: ``budget_bytes`` or ``upper`` below 1, a bad strategy,
-        a bad ``method``, ``in_axes`` not matching ``example_item``, or a
-        ``margin`` below 1 or other than a number or ``"calibrated"``.
+      method: ``"interpolate"`` (about 4 compilations on a straight line) or ``"bisect"``
+        (doubling, then bisection: ``2 * floor(log2(answer)) + 2``).
+      known: ``{batch: planned bytes}`` from earlier searches of the SAME fn, item and
+        strategy; read and extended, so no size is compiled twice.
+      on_compile: called with the batch size before each compilation.
+      in_axes: ``0``, or as in ``jax.vmap`` a tuple of 0 (batched) and None (shared, planned
+        once, whole) per argument; ``example_item`` is then the tuple of arguments.
+      margin: ``None``: compare with the whole budget; a number >= 1: with ``budget /
+        margin``; ``"calibrated"``: the plan-to-real ratio measured in a fresh process
+        (:func:`batchlab.runs.calibration.calibrate`).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -326,12 +260,8 @@ def max_batch_size(
         )
     if on_compile is not None:
         check_callable(on_compile, "on_compile")
-    # lax.map's curve is a saw-tooth (its remainder is planned apart); the host loop's total grows
-    # with the batch (arguments, copies and outputs do; its step temp is a full chunk's once a
-    # batch holds one), so it needs no extra probe
-    multiple = (
-        chunk_size if strategy in ("map", "chunked") and chunk_size and chunk_size > 1 else None
-    )
+    saw = strategy in ("map", "chunked") and chunk_size and chunk_size > 1
+    multiple = chunk_size if saw else None
     known = {} if known is None else known  # a calibrated search plans twice: share the points
     compiled = 0
 
@@ -339,7 +269,7 @@ def max_batch_size(
         nonlocal compiled
         stats: dict = {}
         found = search(
-            f,  # planned through batch_planner: compiled, or a host loop by its HostPlan
+            f,
             example_item,
             limit,
             upper,
@@ -353,29 +283,30 @@ def max_batch_size(
         compiled += stats["compiled"]
         return found
 
-    calibration, source = None, None
+    calibration, source, extra = None, None, {}
     if margin == "calibrated":
         answer, curve = largest(budget.bytes)
-        ratio = 1.0
+        margin = 1.0
         if answer == 0:
             source = "not calibrated: not even one item fits the plan"
         else:
-            sizes = calibration_sizes(answer, known)
             calibration = calibrate(
                 unjit(fn),
                 example_item,
-                sizes,
+                calibration_sizes(answer, known),
                 strategy=strategy,
                 chunk_size=chunk_size,
                 in_axes=in_axes,
                 known=known,
             )
-            ratio, source = calibration.ratio, f"calibrated: {calibration.source}"
-        if ratio > 1:
+            margin, source = calibration.ratio, f"calibrated: {calibration.source}"
+            extra["source"] = (
+                "compiled memory analysis (XLA); the margin's batches run in a fresh process"
+            )
+        if margin > 1:
             first = curve
-            answer, curve = largest(max(1, int(budget.bytes / ratio)))
+            answer, curve = largest(max(1, int(budget.bytes / margin)))
             curve = {**first, **curve}
-        margin = ratio
     elif margin is not None:
         source = "given"
         answer, curve = largest(max(1, int(budget.bytes / margin)))
@@ -389,13 +320,7 @@ def max_batch_size(
         chunk_size,
         tuple(sorted(curve.items())),
         upper,
-        **(
-            {
-                "source": "compiled memory analysis (XLA); the margin's batches run in a fresh process"
-            }
-            if calibration is not None
-            else {}
-        ),
+        **extra,
         compiled=compiled,
         method=method,
         margin=margin,

@@ -1,19 +1,11 @@
-"""A calibrated margin: the plan-to-real ratio of one function, measured in fresh processes.
+"""A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process.
 
-XLA's compiled plan (:func:`batchlab.runs.planning.planned_bytes`) is a lower bound of what
-a call needs. On XLA:CPU the runtime allocates outside it (YNNPACK packs the weights of a
-matrix product into buffers of its own, the input is copied into place), so a batch of the
-planned size can run out of memory under a limit equal to the budget. :func:`calibrate`
-measures the ratio instead of guessing it: the batched function runs for real in a fresh
-process (:mod:`batchlab.runs.observed`) at a small and a larger batch size, its observed
-peak (host RSS growth on CPU, the device peak on a GPU; plus the closed-over arrays, which
-are resident before the call and in the plan) is divided by the planned bytes
-at the same size, and the larger of the two ratios (never below 1: the plan is not relaxed)
-is the margin. :func:`batchlab.max_batch_size` with ``margin="calibrated"`` divides the
-budget by it. Calibrations are cached per function, shapes, strategy and sizes.
-
-:func:`run_under_limit` is the check: a batch run in a fresh process whose address space
-is limited to its measured baseline plus the budget (Linux, ``RLIMIT_AS``).
+XLA's plan is a lower bound of what a call needs (on XLA:CPU the runtime allocates outside
+it: YNNPACK packs matrix weights, inputs are copied into place). :func:`calibrate` runs the
+batched function for real in a fresh process (:mod:`batchlab.runs.observed`) at a small and
+a larger size and divides the observed peak (+ the closed-over arrays, resident before the
+call) by the plan; the larger ratio, never below 1, is the margin. :func:`run_under_limit`
+is the check: one batch under ``RLIMIT_AS`` = the child's baseline + the budget (Linux).
 """
 
 from __future__ import annotations
@@ -38,7 +30,6 @@ CACHE: dict[tuple, tuple[Any, Calibration]] = {}
 TIMEOUT = CHILD_TIMEOUT  # the kit's one timeout policy (batchlab._util.child)
 #: the largest plan a calibration runs for real (a larger answer is calibrated at a fraction of it)
 MAX_CALIBRATION_BYTES = 1 << 30
-MARGIN_CHOICES = ("calibrated",)
 
 
 def check_margin(margin: Any) -> float | str | None:
@@ -73,12 +64,9 @@ def calibration_sizes(answer: int, planned: dict[int, int]) -> tuple[int, ...]:
 
 
 def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
-    """``{label: reply}`` for ``(label, kind, run, args, budget)`` jobs run in ONE fresh process.
-
-    The process is the kit's one child helper (:func:`batchlab._util.child.run_child`). One
-    that dies (killed by the limit, say) or runs out of time answers every job with
-    ``bytes``/``ran`` ``None`` and the reason in ``source``.
-    """
+    """``{label: reply}`` for ``(label, kind, run, args, budget)`` jobs run in ONE fresh process
+    (:func:`batchlab._util.child.run_child`); a child that dies or runs out of time answers
+    every job with ``bytes``/``ran`` ``None`` and the reason in ``source``."""
     labels = [job[0] for job in jobs]
     child = run_child(run_here, cloudpickle.dumps(jobs), timeout=timeout)
     reply = child.reply
@@ -99,11 +87,8 @@ def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
 
 
 class BatchJob:
-    """``job(*args)`` runs ``batch(fn, strategy, chunk_size, in_axes)``; built on the first call.
-
-    Pickled (to a fresh process) without the built program: the user's function travels by
-    value, the kit by reference.
-    """
+    """``job(*args)`` runs ``batch(fn, strategy, chunk_size, in_axes)``, built on the first call
+    (pickled without it: the user's function travels by value, the kit by reference)."""
 
     def __init__(self, fn: Callable, strategy: str, chunk_size: int | None, in_axes: Any):
         self.fn, self.strategy, self.chunk_size, self.in_axes = fn, strategy, chunk_size, in_axes
@@ -138,13 +123,8 @@ def _host_or_spec(leaf: Any) -> Any:
 
 
 class Calibration(NamedTuple):
-    """The measured plan-to-real ratio of one batched function, and the points it came from.
-
-    ``points`` holds ``(batch_size, planned_bytes, observed_bytes)`` per size measured
-    (observed: the call's peak growth plus the closed-over arrays, resident before it);
-    ``ratio`` is the largest ``observed / planned`` among them, never below 1.0 (the plan is
-    never relaxed); ``source`` says how the peaks were observed.
-    """
+    """The plan-to-real ratio of one batched function: the largest ``observed / planned`` of its
+    ``points`` (``(batch_size, planned_bytes, observed_bytes)``), never below 1.0."""
 
     ratio: float
     points: tuple[tuple[int, int, int | None], ...]
@@ -193,11 +173,10 @@ def calibrate(
 ) -> Calibration:
     """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``, in a fresh process.
 
-    The batch is made in the child from its shapes (zeros: nothing is copied from here);
-    closed-over arrays travel with ``fn``. On CPU one process measures every size (its
-    resident peak reset before each); on a GPU, one process per size. Cached per
-    ``fn``, shapes, strategy, chunk size, ``in_axes`` and sizes. ``known``: planned
-    bytes per batch size already compiled (:func:`batchlab.max_batch_size`'s curve).
+    The batch is made in the child from its shapes; closed-over arrays travel with ``fn``. On
+    CPU one process measures every size (its resident peak reset before each), on a GPU one
+    per size. Cached per ``fn``, shapes, strategy, chunk size, ``in_axes`` and sizes;
+    ``known``: planned bytes per size already compiled.
     """
     key = _key(fn, example_item, strategy, chunk_size, in_axes, sizes)
     hit = CACHE.get(key)
@@ -275,12 +254,8 @@ def run_under_limit(
     in_axes: Any = 0,
     timeout: float = TIMEOUT,
 ) -> LimitRun:
-    """Runs a batch of ``batch_size`` in a fresh process, address space = baseline + budget.
-
-    The baseline is the child's ``VmSize`` after one warm-up call at the same size (compiled,
-    its buffers freed, glibc trimmed); the batch is then made and run under the limit.
-    Linux only (``ran`` is ``None`` elsewhere).
-    """
+    """Runs a batch of ``batch_size`` in a fresh process limited to its warmed-up baseline
+    (``VmSize``) + ``budget_bytes`` of address space; ``ran`` is ``None`` off Linux."""
     job = BatchJob(unjit(fn), strategy, chunk_size, in_axes)
     args = _arg_specs(example_item, batch_size, in_axes)
     r = run_jobs([("run", "limit", job, args, int(budget_bytes))], timeout)["run"]

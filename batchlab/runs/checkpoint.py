@@ -1,27 +1,12 @@
 """The checkpoint journal of :func:`batchlab.run_batches`: written safely, never silently reused.
 
-A long batch run saves what it finished after every batch, so a crash, a
-Ctrl-C or a killed kernel loses at most one batch. The :class:`Journal` is
-one append-only file: a header record (the run's fingerprint,
-``runs.fingerprint``), then one record per finished batch (its outputs and
-the run's small state), each closed by a SHA-256 of the record and flushed
-with ``fsync``. Each batch writes only its own bytes, so the total I/O grows
-with n, not n² (``benchmarks/checkpoint_io.py``). A record cut short by a kill
-is the batch in flight: it is dropped (and cut off the file) on resume; a
-complete record whose hash differs is damage and refused. Arrays are stored
-as raw bytes with a JSON header (no pickle): reading a checkpoint cannot run
-code. A journal from another run raises :class:`CheckpointError` saying what
-differs in words (which global, its value then and now) and both ways on:
-resume deliberately with ``run_name=`` when ``fn`` still computes the same
-outputs, start over when it does not. A file cut short is reported as
-damaged, never as another run's.
-
-What a checkpoint belongs to (``parts``: ``fn``, the items, the settings that
-change outputs) is fingerprinted; how the run is cut into batches
-(``settings``: ``batch_size``, ``budget_bytes``, ``min_batch_size``, ...) is
-stored beside it but not fingerprinted: finished items are the unit of
-progress, so a run resumes at another batch size (a smaller machine) without
-recomputing any of them.
+One append-only file: a header record (the run's fingerprint, :mod:`batchlab.runs.fingerprint`),
+then one record per finished batch (raw array bytes and a JSON header: no pickle, reading runs
+no code), each closed by its SHA-256 and fsynced, so a kill loses at most the batch in flight
+and the I/O grows with n, not n². A record cut short by a kill is dropped on resume; one whose
+hash differs is damage and refused. A journal of another run raises :class:`CheckpointError`
+saying what differs, in words. How the run is cut into batches (``settings``) is stored, not
+fingerprinted: a run resumes at another batch size without recomputing a finished item.
 """
 
 from __future__ import annotations
@@ -52,11 +37,7 @@ class CheckpointError(ValueError):
 
 
 def _atomic_write(path: Path, write) -> None:
-    """Writes ``path`` through a temp file in the same folder, fsynced, then renamed over it.
-
-    A kill mid-write leaves the old file intact (and a ``.tmp`` that the next start removes);
-    any error removes the temp file and is re-raised.
-    """
+    """Writes ``path`` through a fsynced temp file renamed over it (a kill leaves the old file)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -82,11 +63,7 @@ _RECORD = b"REC1"
 
 
 def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
-    """Raises ``ValueError`` unless ``path``'s folder exists and accepts a new file; cleans orphans.
-
-    Temporary files left by a write that was killed (``.<name>.*.tmp``) are
-    removed here, on the next start.
-    """
+    """Raises ``ValueError`` unless ``path``'s folder accepts a new file; removes killed writes' temps."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`{name}` must be a file path (str), got {type(path).__name__} {path!r}.")
     path = Path(path)
@@ -198,10 +175,10 @@ class Journal:
       [2]
     """
 
-    def __init__(self, path: Path, records: list, size: int, dropped: int) -> None:
+    def __init__(self, path, records, size, dropped, settings=None, vouched=False) -> None:
         self.path, self.records, self.size, self.dropped_bytes = path, records, size, dropped
-        self.settings: dict[str, Any] = {}
-        self.vouched = False  # resumed under run_name= over a journal written by a fingerprinted fn
+        self.settings: dict[str, Any] = settings or {}
+        self.vouched = vouched  # resumed under run_name= over a journal of a fingerprinted fn
 
     @classmethod
     def open(
@@ -214,11 +191,9 @@ class Journal:
     ) -> Journal:
         """Reads (and verifies) the journal at ``path``, or creates it with ``parts``' header.
 
-        ``parts`` decide whether the journal belongs to this run (fingerprinted);
-        ``settings`` are stored and read back (``journal.settings``), never
-        compared; ``described`` puts ``fn``'s parts in words for a refusal.
-        A ``"run_name"`` in ``parts`` vouches for ``fn``: a journal written by
-        a fingerprinted ``fn`` is resumed under it (``journal.vouched``).
+        ``parts`` are fingerprinted and compared; ``settings`` stored, never compared;
+        ``described`` puts ``fn``'s parts in words for a refusal. A ``"run_name"`` in
+        ``parts`` vouches for ``fn`` (``journal.vouched``).
         """
         path = check_writable(path)
         settings = dict(settings or {})
@@ -239,9 +214,7 @@ class Journal:
                     f"`checkpoint` file {str(path)!r} could not be created ({e.strerror or e}); "
                     f"nothing has run. Free space in its folder or pass another `checkpoint` path."
                 ) from e
-            journal = cls(path, [], len(blob), 0)
-            journal.settings = settings
-            return journal
+            return cls(path, [], len(blob), 0, settings)
         data = path.read_bytes()
         if not data.startswith(_MAGIC):
             if _MAGIC.startswith(data):
@@ -258,9 +231,7 @@ class Journal:
                 path, f"format {header.get('format')!r} version {header.get('version')!r}"
             )
         theirs = dict(header.get("parts", {}))
-        stored = {
-            k: theirs.pop(k) for k in SETTINGS if k in theirs
-        }  # where older journals kept them
+        stored = {k: theirs.pop(k) for k in SETTINGS if k in theirs}  # older journals kept them
         ours = {k: v for k, v in parts.items() if k not in SETTINGS}
         vouched = check_parts(path, theirs, ours, header.get("described") or {}, described or {})
         records = []
@@ -270,10 +241,8 @@ class Journal:
                 break
             records.append(rec[:2])
             at = rec[2]
-        journal = cls(path, records, at, len(data) - at)
-        journal.settings = {**stored, **(header.get("settings") or {})}
-        journal.vouched = vouched
-        return journal
+        settings = {**stored, **(header.get("settings") or {})}
+        return cls(path, records, at, len(data) - at, settings, vouched)
 
     def append(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Appends one record and fsyncs; on a write error the file is cut back to its last record."""
@@ -334,12 +303,8 @@ def check_parts(
     was: dict[str, str] | None = None,
     now: dict[str, str] | None = None,
 ) -> bool:
-    """Raises :class:`CheckpointError` unless ``theirs`` (the journal's) and ``parts`` agree.
-
-    Returns True when ``parts`` names the run (``run_name``) over a journal
-    written by a fingerprinted ``fn``: the caller vouches, ``fn``'s parts are
-    not compared.
-    """
+    """Raises :class:`CheckpointError` unless ``theirs`` (the journal's) and ``parts`` agree;
+    True when ``parts``' ``run_name`` vouches over a journal of a fingerprinted ``fn``."""
     was, now = was or {}, now or {}
     vouched = "run_name" in parts and "run_name" not in theirs
     keys = set(theirs) | set(parts)

@@ -1,14 +1,9 @@
 """What went wrong in a batch: out of memory, an interrupt, or a bug in ``fn``, told apart.
 
-:func:`is_out_of_memory` and :func:`is_interrupt` read JAX's own errors
-(``JaxRuntimeError`` texts); :class:`OutOfMemory` and :class:`FnBug` carry a
-classified failure from one batch attempt to the run loop.
-
-XLA:CPU reports one failing allocation in several ways, depending on what ran
-before and which library allocated: ``RESOURCE_EXHAUSTED: Out of memory ...``,
-``INTERNAL: Error dispatching computation: Out of memory allocating N bytes``
-and ``INTERNAL: YNNPACK operation failed`` (its matrix kernels, whose own
-allocation failed). All of them, and a host ``MemoryError``, are memory.
+XLA:CPU reports one failing allocation in several forms, depending on what ran before:
+``RESOURCE_EXHAUSTED: Out of memory ...``, ``INTERNAL: Error dispatching computation: Out of
+memory allocating N bytes`` and ``INTERNAL: YNNPACK operation failed``; all of them, and a
+host ``MemoryError``, are memory (:func:`is_out_of_memory`).
 """
 
 from __future__ import annotations
@@ -52,13 +47,8 @@ class OutOfMemory(Exception):
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """True for every out-of-memory error XLA raises, and for host ``MemoryError``.
-
-    XLA's forms: ``RESOURCE_EXHAUSTED``, ``INTERNAL: Error dispatching
-    computation: Out of memory allocating ... bytes``, and ``INTERNAL: YNNPACK
-    operation failed`` (all raised by XLA:CPU for the same allocation,
-    depending on what ran before). An error raised by a Python callback is
-    memory only when the callback raised ``MemoryError``.
+    """True for every out-of-memory form XLA raises and for host ``MemoryError``; an error
+    raised by a Python callback is memory only when the callback raised ``MemoryError``.
 
     Example:
       >>> import jax
@@ -88,10 +78,8 @@ def oom_kind(error: BaseException) -> str:
 
 
 def is_interrupt(error: BaseException) -> bool:
-    """True for ``KeyboardInterrupt``, also when raised inside the compiled program (a callback).
-
-    A ``KeyboardInterrupt`` raised in a host callback reaches Python as a
-    ``JaxRuntimeError`` whose text holds the callback's traceback.
+    """True for ``KeyboardInterrupt``, also raised in a host callback (a ``JaxRuntimeError``
+    whose text holds the callback's traceback).
 
     Example:
       >>> import jax
@@ -111,12 +99,8 @@ _LIMIT = 1000
 
 
 def short_message(error: BaseException) -> str:
-    """The message naming the error, in full: its ``Name: text`` line(s), not the decoration.
-
-    A multi-line message (a callback's traceback, ``equinox.error_if``'s text
-    framed by lines of dashes) is read for its last ``SomeError: ...`` line
-    and the lines that continue it up to a blank line; a plain message is
-    ``TypeName: message``. Lines of punctuation only are never the message.
+    """The error's last ``Name: text`` line (and the lines continuing it), not the decoration
+    around it (a callback's traceback, ``equinox.error_if``'s dashes); else ``Name: message``.
 
     Example:
       >>> short_message(ValueError("bad\\n  detail\\nValueError: the real cause"))
@@ -175,14 +159,11 @@ class InterruptFlag:
 
 
 def exit_as_interrupted() -> None:
-    """A script that RunInterrupted ends exits as Ctrl-C ends Python (status 130), not 1.
+    """A script that RunInterrupted ends exits with status 130, as Ctrl-C ends Python, not 1.
 
     CPython exits by SIGINT only for an uncaught exception of type exactly
-    ``KeyboardInterrupt``; a subclass ends in status 1, which shells and
-    ``make`` read as a crash. Where the default ``sys.excepthook`` would
-    print it (a plain script: not IPython, not pytest, not a hook of the
-    user's), the hook prints it as before, runs the ``atexit`` handlers, and
-    ends the process by the default SIGINT action, as CPython does.
+    ``KeyboardInterrupt``. Where the default ``sys.excepthook`` would print it (a plain
+    script), the hook prints it, runs the ``atexit`` handlers and ends by SIGINT.
     """
     if sys.excepthook is not sys.__excepthook__ or os.name != "posix":
         return

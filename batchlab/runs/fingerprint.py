@@ -1,16 +1,11 @@
 """What a checkpoint belongs to: fingerprints of functions, data and settings.
 
-:func:`fn_fingerprint` identifies a function by what decides its output: its
-bytecode and constants, nested code, default arguments, closure values, the
-globals it reads, ``functools.partial`` arguments and callable objects'
-attributes (arrays by their bytes), so ``lambda b: b * 3`` never resumes a
-run of ``lambda b: b * 2``. A registered pytree node that is not a container
-(an ``equinox.Module``, a flax ``struct``) is hashed as one pytree: its type,
-its static fields (the treedef's node data) and every leaf, arrays by their
-bytes; a model's weights decide its output, so they decide its fingerprint.
-:func:`fn_descriptions` puts the same parts in words (``2.0``, ``function
-helper reading SCALE=3``), so a refusal can say what changed. :func:`digest` hashes a pytree of arrays;
-:func:`fingerprint` the JSON-able parts of a run.
+:func:`fn_fingerprint` hashes what decides a function's output: bytecode and constants,
+nested code, defaults, closure values, the globals it reads, ``functools.partial``
+arguments, callable objects' attributes, and a pytree node (an ``equinox.Module``, a flax
+module) as its type, static fields and leaves (arrays by their bytes), so ``lambda b: b * 3``
+never resumes a run of ``lambda b: b * 2`` and other weights never resume a model's run.
+:func:`fn_descriptions` puts the same parts in words, so a refusal can say what changed.
 """
 
 from __future__ import annotations
@@ -239,12 +234,8 @@ def _reads(fn: Any) -> tuple[Any, list[tuple[str, Any]]]:
 
 
 def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
-    """:func:`fn_fingerprint` split by source, so a mismatch can say what changed.
-
-    For a plain function: ``"fn code"`` (bytecode, constants, nested code,
-    defaults) and one entry per closure variable and global it reads; for
-    other callables (partials, callable objects) one ``"fn"`` entry.
-    """
+    """:func:`fn_fingerprint` split by source (``"fn code"``, one entry per closure variable and
+    global read) for a plain function; one ``"fn"`` entry for other callables."""
     inner, reads = _reads(fn)
     if inner is None:
         return {"fn": fn_fingerprint(fn)}
@@ -349,11 +340,8 @@ def fn_descriptions(fn: Any) -> dict[str, str]:
 
 
 def fn_fingerprint(fn: Any) -> str:
-    """A SHA-256 (16 hex digits) of what decides ``fn``'s output.
-
-    Raises:
-      Unfingerprintable: ``fn`` reads a value that cannot be hashed (an
-        open file, a generator, an object without ``__dict__``).
+    """A SHA-256 (16 hex digits) of what decides ``fn``'s output; raises
+    :class:`Unfingerprintable` for a value that cannot be hashed (an open file, a generator).
 
     Example:
       >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 2)

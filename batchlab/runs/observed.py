@@ -1,25 +1,11 @@
-"""The child side of observed peaks and limited runs, run by :func:`batchlab._util.child.run_child`.
+"""The child side of observed peaks and limited runs (:func:`batchlab._util.child.run_child`).
 
-:func:`run_here` gets a list of jobs ``(label, kind, run, args, budget)``, where
-``run(*args)`` runs one whole batch. A leaf of ``args`` is a host numpy array (placed on the
-device with ``jax.device_put``: one buffer; ``jnp.array(x, copy=True)`` makes a second,
-transient one on jax 0.12) or a ``jax.ShapeDtypeStruct`` (made on the device as zeros: the
-batch is created in the measured call, nothing comes from the parent). Every job starts
-with one warm-up call (it compiles every program it needs), then everything is freed
-(``gc.collect``, glibc's ``malloc_trim(0)``). Then, by ``kind``:
-
-* ``"observe"``: the observed call. On CPU (Linux) the kernel's resident high-water mark
-  is reset first (``/proc/self/clear_refs``: 5), so the figure is ``VmHWM`` after the call
-  minus the resident set before its inputs were made: inputs, outputs and temporaries of
-  that call. On a GPU: the device's ``peak_bytes_in_use`` minus ``bytes_in_use`` before
-  (the parent sends one job per process there: a device peak cannot be reset).
-* ``"limit"`` (Linux): the address space is limited to the process's measured baseline
-  (``VmSize`` now, after the warm-up) plus ``budget`` bytes (``RLIMIT_AS``), and the call
-  runs under it: ``ran``, or the error it raised. A run that kills the process outright
-  (LLVM, an abort) is reported by the parent from the exit status.
-
-Returns ``{label: reply}`` as plain values (sent as JSON: nothing the child writes is
-unpickled by the parent).
+:func:`run_here` runs jobs ``(label, kind, run, args, budget)``; a leaf of ``args`` is a host
+array (``jax.device_put``: one buffer) or a ``ShapeDtypeStruct`` (made here as zeros). Each
+job warms up (compiles), frees everything (``gc``, ``malloc_trim``), then ``"observe"``: the
+peak of one call (CPU: ``VmHWM`` reset by ``/proc/self/clear_refs`` minus RSS before; GPU:
+``peak_bytes_in_use`` minus ``bytes_in_use``), or ``"limit"``: one call under ``RLIMIT_AS``
+= ``VmSize`` now + ``budget``. Replies are plain values (JSON: nothing is unpickled).
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """Planned bytes of a batch, from XLA's compiled memory analysis (nothing is allocated).
 
-The figure a budget is compared with is :func:`planned_bytes`
-(:attr:`batchlab.measuring.MemoryEstimate.planned_bytes`): the larger of XLA's
-``peak_memory_in_bytes`` and ``argument + output + temp - alias``. It is a
-lower bound of what a device needs.
-
-A function of one item usually closes over the model's weights: the plan is
-:func:`batchlab._util.compile.compile_fn`'s, the one plan path of the kit
-(:func:`batchlab.memory_estimate` uses it too), which plans closed-over
-arrays as arguments. A per-item function that is itself jitted is planned
-unwrapped (:func:`unjit`).
+The plan is :func:`batchlab._util.compile.compile_fn`'s, the kit's one plan path (also behind
+:func:`batchlab.memory_estimate`): closed-over arrays are planned as arguments, and a jitted
+per-item function is planned unwrapped (:func:`unjit`).
 """
 
 from __future__ import annotations
@@ -25,12 +18,8 @@ from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 
 
 def planned_bytes(estimate: MemoryEstimate) -> int:
-    """The figure a budget is compared with: :attr:`MemoryEstimate.planned_bytes`.
-
-    ``max(XLA peak_memory_in_bytes, argument + output + temp - alias)`` of
-    the compiled plan, in bytes: a lower bound of what a device needs (see
-    :class:`batchlab.measuring.MemoryEstimate`).
-    """
+    """The figure a budget is compared with: :attr:`MemoryEstimate.planned_bytes`, the larger of
+    XLA's ``peak_memory_in_bytes`` and ``argument + output + temp - alias`` (a lower bound)."""
     return int(estimate.planned_bytes)
 
 
@@ -63,27 +52,16 @@ def unjit(fn: Callable) -> Callable:
 
 
 def compile_program(f: Callable, *specs: Any) -> Program:
-    """``jax.jit(f)`` compiled for ``specs`` by the kit's one plan path (:func:`compile_fn`).
-
-    Closed-over arrays are hoisted into a first argument and planned as
-    arguments; without them it is ``jax.jit(f).lower(*specs).compile()``
-    (``f`` itself when it is jitted), unchanged.
-    """
+    """``jax.jit(f)`` compiled for ``specs`` by :func:`compile_fn` (closed-over arrays hoisted
+    into a first argument and planned as arguments)."""
     c = compile_fn(f, specs, {})
     estimate = estimate_from_compiled(c.executable, c.name)
     return Program(c.executable, c.consts, estimate, hoisted=c.hoisted)
 
 
 def batch_planner(f: Callable) -> Callable[..., int]:
-    """``plan(*batch_args) -> planned bytes`` for a function of a whole batch.
-
-    A ``strategy="host"`` function of :func:`batchlab.batch` dispatches from
-    Python and cannot be compiled as one program: its :class:`batchlab.batching.HostPlan`
-    gives the figure (the largest step's temp, the chunks' input copy and
-    outputs held for the concatenation, next to the arguments and output).
-    Any other function is compiled (:func:`compile_program`: closed-over
-    arrays planned as arguments) for the shapes, not run.
-    """
+    """``plan(*batch_args) -> planned bytes`` for a function of a whole batch: compiled for the
+    shapes, or for ``batch(..., strategy="host")`` (a Python loop) its ``HostPlan``."""
     if getattr(f, "strategy", None) == "host" and hasattr(f, "plan"):
         return lambda *specs: int(f.plan(*specs).planned_bytes)
     return lambda *specs: compile_program(f, *specs).planned
@@ -106,11 +84,8 @@ def batch_spec(example_item: Any, batch_size: int) -> Any:
 
 
 def batch_args(example_item: Any, batch_size: int, in_axes: Any = 0) -> tuple:
-    """The arguments of a batched call: ``(batch,)``, or per ``in_axes`` (0: batched, None: shared).
-
-    With ``in_axes`` a tuple, ``example_item`` is the tuple of ``fn``'s
-    arguments for one item; a shared (``None``) argument is passed whole.
-    """
+    """The arguments of a batched call: ``(batch,)``, or per ``in_axes`` (0: batched, None: the
+    argument of ``example_item``, a tuple then, passed whole)."""
     if not isinstance(in_axes, tuple):
         return (batch_spec(example_item, batch_size),)
     return tuple(

@@ -17,12 +17,8 @@ from batchlab._util.format import Rows, format_bytes, format_count, format_secon
 
 
 class Failure(NamedTuple):
-    """One item that produced no output: its index, the kind of fault and the message.
-
-    ``message`` is the error's own ``Name: text`` (its decoration and the
-    traceback around it left out, see :func:`batchlab.runs.errors.short_message`);
-    ``detail`` is the error's whole text, as raised.
-    """
+    """One item without output: its index, the kind of fault, the error's ``Name: text`` line
+    (:func:`batchlab.runs.errors.short_message`) and its whole text (``detail``)."""
 
     index: int
     kind: str
@@ -33,11 +29,9 @@ class Failure(NamedTuple):
 class BatchLog(NamedTuple):
     """One call of the batch program: first item, batch size, items in it, outcome, wall time.
 
-    ``depth`` 0 is a batch; a batch that raised is bisected, and each half it
-    ran is logged after it with ``depth`` 1, 2, ... (halvings below the
-    batch). Outcomes: ``"ok"``, ``"ok, N bad item(s)"``, ``"error in fn,
-    bisected"`` (the call raised; its halves follow), ``"error in fn"`` (one
-    item, pinned), ``"out of memory (...)"``, ``"over budget (...)"``.
+    ``depth`` 0 is a batch; the halves of a bisection follow it with depth 1, 2, ...
+    Outcomes: ``"ok"``, ``"ok, N bad item(s)"``, ``"error in fn, bisected"``, ``"error in fn"``
+    (one item, pinned), ``"out of memory (...)"``, ``"over budget (...)"``.
     """
 
     start: int
@@ -58,30 +52,16 @@ class BatchLog(NamedTuple):
 
 
 @dataclass(frozen=True)
-class RunResult:
+class RunResult(Rows):
     """The outcome of :func:`batchlab.run_batches`.
 
-    Attributes:
-      outputs: ``fn``'s outputs for the good items, stacked in input order
-        (a pytree like ``fn``'s output with a leading item axis), or ``None``.
-      indices: the item index of each output row.
-      failures: the items without output, with the reason.
-      complete: every item was attempted (none left by a stop).
-      stop_reason: why the run stopped early, or ``None``.
-      batches: every call of the batch program (:class:`BatchLog`), memory
-        retries and the halves of a bisection included, with its outcome.
-      retries: batches retried at a smaller size after a memory limit (the size
-        is bisected between the last size that ran and the smallest that failed).
-      seconds: wall-clock time of this call (throughput is per call).
-      checkpoint_error: why a save to the checkpoint failed (the run stopped
-        there; this result holds every computed item), or ``None``.
-      resumed_at_other_size: the checkpoint was written with other settings
-        (``batch_size``, ``budget_bytes``, ...); its finished items were kept
-        and the rest ran with this call's.
-      budget_bytes: the planned bytes batches were sized for and checked against
-        (with a ``margin``: the budget divided by it), or ``None``.
-      margin, margin_source: the ratio the budget was divided by and where it
-        came from (``"given"``, or the calibration), or ``None``.
+    ``outputs``: ``fn``'s outputs for the good items stacked in input order (or ``None``),
+    ``indices`` their item indices; ``failures`` the items without output; ``complete``:
+    every item attempted; ``batches``: every call, memory retries and bisection halves
+    included; ``retries``: batches retried smaller; ``seconds`` of this call;
+    ``checkpoint_error``: why a save failed (the run stopped there);
+    ``resumed_at_other_size``: the checkpoint had other batch settings; ``budget_bytes``:
+    what batches were planned against, ``margin`` and ``margin_source`` what divided it.
     """
 
     n_items: int
@@ -124,27 +104,20 @@ class RunResult:
             raise KeyError(f"item {index} has no output: {reason}")
         return jax.tree_util.tree_map(lambda a: a[where[0]], self.outputs)
 
+    def _title(self) -> str:
+        return self.source
+
     def _rows(self) -> list[tuple[str, str]]:
         state = "complete" if self.complete else f"INCOMPLETE: {self.stop_reason}"
+        done = f"{len(self.indices)} of {self.n_items} with output, {len(self.failures)} failed"
+        calls = f"{len(self.batches)} attempts; sizes used {self.batch_sizes}; {self.retries}"
         rows = [
-            (
-                "items",
-                f"{len(self.indices)} of {self.n_items} with output, {len(self.failures)} failed; {state}",
-            ),
-            (
-                "batches",
-                f"{len(self.batches)} attempts; sizes used {self.batch_sizes}; "
-                f"{self.retries} retried at a smaller size after a memory limit",
-            ),
+            ("items", f"{done}; {state}"),
+            ("batches", f"{calls} retried at a smaller size after a memory limit"),
         ]
         if self.margin is not None:
-            rows.append(
-                (
-                    "planned budget",
-                    f"{format_bytes(self.budget_bytes)} = budget / margin {self.margin:.2f}x "
-                    f"({self.margin_source})",
-                )
-            )
+            figure = f"{format_bytes(self.budget_bytes)} = budget / margin {self.margin:.2f}x"
+            rows.append(("planned budget", f"{figure} ({self.margin_source})"))
         if self.resumed_items:
             other = " (written at other batch settings)" if self.resumed_at_other_size else ""
             rows.append(("resumed", f"{self.resumed_items} items came from the checkpoint{other}"))
@@ -155,24 +128,12 @@ class RunResult:
         if len(self.failures) > 10:
             rows.append(("...", f"{len(self.failures) - 10} more failures"))
         rate = self.throughput
-        rows.append(
-            (
-                "throughput",
-                "n/a"
-                if rate is None
-                else f"{format_count(rate)} items/s in {format_seconds(self.seconds)}",
-            )
-        )
-        return rows
-
-    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
-
-    def _title(self) -> str:
-        return self.source
+        speed = f"{format_count(rate or 0)} items/s in {format_seconds(self.seconds)}"
+        return [*rows, ("throughput", "n/a" if rate is None else speed)]
 
 
 def treedef_to_json(treedef: Any) -> Any:
-    """fn's output structure as JSON (dicts, lists, tuples, None, leaves), or None if it has other nodes."""
+    """fn's output structure as JSON (dicts, lists, tuples, None, leaves), None for other nodes."""
     if treedef is None:
         return None
     skeleton = jax.tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves)))
@@ -217,11 +178,10 @@ class _Leaf:
 
 @dataclass
 class RunState:
-    """The mutable progress of a run: what a checkpoint journal stores, one record per batch.
+    """The mutable progress of a run, saved and restored one journal record per batch.
 
-    ``ok_size`` is the size of the last batch that ran, ``fail_size`` the
-    smallest size that ran out of memory above it: the next size tried is
-    between them (bisection, as :func:`batchlab.max_batch_size` does).
+    The next size after a memory error lies between ``ok_size`` (the last that ran) and
+    ``fail_size`` (the smallest that failed above it).
     """
 
     n_items: int
@@ -348,10 +308,8 @@ class BatchItemError(ValueError):
 
 
 class BatchFnError(ValueError):
-    """``fn`` itself is broken (it fails the same way on every item, or returns the wrong shape).
-
-    ``.result`` keeps what finished; the original error is ``__cause__``.
-    """
+    """``fn`` is broken (the same error on every item, or the wrong shape); ``.result`` keeps
+    what finished, the original error is ``__cause__``."""
 
     def __init__(self, result: RunResult, message: str) -> None:
         super().__init__(f"{message} The {len(result.indices)} finished outputs are in `.result`.")
@@ -361,11 +319,8 @@ class BatchFnError(ValueError):
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped :func:`batchlab.run_batches`; ``.result`` keeps what finished.
 
-    It is a ``KeyboardInterrupt``: a script stops there (its next line never
-    runs on partial results), a notebook cell shows it as interrupted. The
-    finished batches are already in the checkpoint (when there is one);
-    ``except KeyboardInterrupt as e: e.result`` (or, after the fact in
-    IPython, ``sys.last_value.result``) gives them without one.
+    A ``KeyboardInterrupt``: a script stops there, a cell shows it as interrupted; in
+    IPython after the fact ``sys.last_value.result`` gives the finished work.
     """
 
     def __init__(self, result: RunResult, checkpoint: str | None = None) -> None:

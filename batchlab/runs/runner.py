@@ -1,44 +1,36 @@
-"""Run a whole dataset in batches without losing finished work.
+"""Run a whole dataset in batches without losing finished work (notebook 07).
 
-:func:`run_batches` runs ``fn`` on batches of the items and keeps going when
-things go wrong (README, "Runs that survive faults", says the same in prose):
+:func:`run_batches` keeps going when things go wrong:
 
-* **out of memory** (every form XLA raises, :mod:`batchlab.runs.errors`; a
-  host ``MemoryError``; or a plan above ``budget_bytes``, logged as a budget):
-  the same items are retried smaller, halving until one batch runs, then
-  bisecting between the last size that ran and the smallest that failed
-  (:mod:`batchlab.runs.sizing`); a short batch (the last) runs at its own size;
-* **bad items** (a shape or dtype unlike the others, an error raised by
-  ``fn``, NaN/inf with ``check_nan=True``): recorded by index, found by
-  bisection when ``fn`` raises for a whole batch; **a broken fn** (the same
-  error on every item) raises :class:`BatchFnError`;
-* **Ctrl-C** (also a ``KeyboardInterrupt`` inside ``fn`` or the compiled
-  program): the batch in flight finishes and is saved, then
-  :class:`~batchlab.runs.results.RunInterrupted` (a ``KeyboardInterrupt``)
-  carries the partial result as ``.result``; a script exits with status 130.
-  A second Ctrl-C stops at once, dropping the batch in flight;
+* **out of memory** (every form XLA raises, a host ``MemoryError``, or a plan over
+  ``budget_bytes``): the same items are retried smaller (:mod:`batchlab.runs.sizing`);
+* **bad items** (another shape or dtype, an error in ``fn``, NaN/inf with
+  ``check_nan=True``): recorded by index, found by bisection; the same error on every item
+  is a broken ``fn`` (:class:`BatchFnError`);
+* **Ctrl-C**: the batch in flight finishes and is saved, then :class:`RunInterrupted`
+  carries the partial result (a script exits with status 130); a second Ctrl-C stops at once;
 * **checkpoint**: each finished batch is appended to a fingerprinted journal
-  (:class:`batchlab.runs.checkpoint.Journal`); the same call resumes it, bit
-  for bit, or at another ``batch_size`` keeping every finished item. Failed
-  items run again on resume (``retry_failed=False`` keeps them). A failed
-  save stops the run (``checkpoint_error``, and a warning); everything
-  checkable is checked before any batch runs.
+  (:class:`batchlab.runs.checkpoint.Journal`); the same call resumes it bit for bit, at
+  any ``batch_size``. Everything checkable is checked before any batch runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import numpy as np
 
 from batchlab._util.checks import check_callable, check_positive_int
-from batchlab.runs.attempt import BatchRunner
+from batchlab._util.compile import function_name
+from batchlab.runs.attempt import BatchRunner, Items
 from batchlab.runs.budget import default_budget
-from batchlab.runs.checkpoint import Journal, check_writable
+from batchlab.runs.checkpoint import CheckpointError, Journal, check_room, check_writable
 from batchlab.runs.errors import (
     FnBug,
     InterruptFlag,
@@ -46,8 +38,13 @@ from batchlab.runs.errors import (
     exit_as_interrupted,
     is_out_of_memory,
 )
-from batchlab.runs.items import Items
-from batchlab.runs.margins import check_run_margin, planned_budget
+from batchlab.runs.fingerprint import (
+    Unfingerprintable,
+    digest,
+    fn_descriptions,
+    fn_fingerprint_parts,
+)
+from batchlab.runs.planning import batch_spec
 from batchlab.runs.results import (
     BatchFnError,
     BatchItemError,
@@ -58,9 +55,8 @@ from batchlab.runs.results import (
     RunResult,
     RunState,
 )
-from batchlab.runs.resume import open_journal, output_treedef, same_settings
 from batchlab.runs.search import search
-from batchlab.runs.sizing import Sizer, check_sizing
+from batchlab.runs.sizing import Sizer, check_run_margin, check_sizing, planned_budget
 
 
 def run_batches(
@@ -84,57 +80,34 @@ def run_batches(
     """Runs ``fn`` over every item in batches, surviving memory limits, bad items and Ctrl-C.
 
     Args:
-      fn: by default a function of ONE item (run with ``jax.jit(jax.vmap(fn))``);
-        with ``batched=True``, a function of a whole batch (leading axis).
-      items: a ``list`` of items (pytrees of arrays), or an array / pytree
-        of arrays whose leading axis is the item axis.
-      batch_size: items per batch, or ``"auto"``: the largest batch whose
-        planned bytes fit the budget (:func:`batchlab.max_batch_size`).
-      budget_bytes: planned bytes a batch may use; a batch over it is
-        retried smaller like a real OOM. ``None``: no planned check (``"auto"``
-        then sizes batches for :func:`batchlab.runs.budget.default_budget`).
-      on_error: ``"skip"`` records a bad item and goes on; ``"raise"``
-        stops with :class:`BatchItemError` (its ``.result`` keeps what finished).
-      checkpoint: a file path (its folder must exist and be writable); each
-        finished batch is appended there and a rerun resumes from it, at this
-        call's ``batch_size`` (finished items are kept, never recomputed).
-      progress: show a tqdm progress bar (``TQDM_DISABLE=1`` turns it off).
-      check_nan: treat items whose output holds NaN or inf as bad.
-      batched: ``fn`` takes a whole batch.
-      min_batch_size: the smallest batch tried after memory errors.
+      fn: a function of ONE item (run as ``jax.jit(jax.vmap(fn))``), or with
+        ``batched=True`` of a whole batch (leading axis).
+      items: a ``list`` of items (pytrees of arrays), or arrays with the items along axis 0.
+      batch_size: items per batch, or ``"auto"``: :func:`batchlab.max_batch_size` for the
+        budget (``budget_bytes``, else :func:`batchlab.runs.budget.default_budget`).
+      budget_bytes: planned bytes a batch may use; a batch over it is retried smaller.
+      on_error: ``"skip"`` records a bad item and goes on; ``"raise"`` stops.
+      checkpoint: a file path; finished batches are appended there and a rerun resumes.
       retry_failed: on resume, run the items that failed with an error again.
-      run_name: names the run in the checkpoint instead of ``fn``'s
-        fingerprint (needed when ``fn`` reads something that cannot be
-        hashed, or mutable state such as a call counter); the same name means
-        "the same function": you vouch for it. Given on a checkpoint written
-        without one, it resumes that checkpoint deliberately (``fn`` is not
-        compared; the items and settings still are).
-      multiple_of: sizes tried after a memory error are multiples of it
-        (while at least ``multiple_of``); see :mod:`batchlab.runs.sizing`.
-      tolerance: stop bisecting the batch size once the last size that ran
-        is within this fraction of the smallest that failed (0: exact).
-      margin: ``None`` (default): batches are planned against ``budget_bytes``.
-        A ratio ``>= 1``: against ``budget_bytes / margin`` (the default budget's
-        when ``budget_bytes`` is None), for sizing and for the planned check alike.
-        ``"calibrated"``: the ratio is measured here, in a fresh process, as
-        :func:`batchlab.max_batch_size` does (XLA's plan is a lower bound on
-        XLA:CPU). The result's ``budget_bytes``, ``margin`` and ``margin_source``
-        say which figure was used.
+      run_name: names the run in the checkpoint instead of ``fn``'s fingerprint (for an
+        ``fn`` that reads what cannot be hashed, or a counter): you vouch it is the same.
+      min_batch_size, multiple_of, tolerance: bound the sizes tried after a memory error
+        (:mod:`batchlab.runs.sizing`).
+      margin: plan against ``budget / margin`` (a ratio >= 1, or ``"calibrated"``:
+        measured in a fresh process, as :func:`batchlab.max_batch_size` does).
 
     Returns:
-      A :class:`RunResult`: outputs of the good items in input order,
-      their indices, failures, every call in the batch log, and throughput.
+      A :class:`RunResult`: outputs of the good items in input order, their indices,
+      failures, every call in the batch log, and throughput.
 
     Raises:
       TypeError / ValueError: bad arguments (checked before anything runs).
-      BatchItemError: a bad item with ``on_error="raise"``.
-      BatchFnError: ``fn`` fails the same way on every item, or (batched) does
-        not keep the batch axis.
-      BatchMemoryError: out of memory at ``min_batch_size`` with ``on_error="raise"``.
+      BatchItemError / BatchMemoryError: a bad item, or out of memory at ``min_batch_size``,
+        with ``on_error="raise"``; BatchFnError: ``fn`` fails the same way on every item,
+        or (batched) drops the batch axis. Each keeps what finished in ``.result``.
       RunInterrupted: Ctrl-C (a ``KeyboardInterrupt``; ``.result`` keeps what finished).
-      batchlab.runs.checkpoint.CheckpointError: a corrupt or mismatched checkpoint,
-        one that cannot be created, or a ``fn`` that cannot be fingerprinted
-        (pass ``run_name``).
+      batchlab.runs.checkpoint.CheckpointError: a corrupt or mismatched checkpoint, or an
+        ``fn`` that cannot be fingerprinted (pass ``run_name``).
 
     Example:
       >>> import jax.numpy as jnp
@@ -151,12 +124,8 @@ def run_batches(
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
     multiple_of, tolerance = check_sizing(multiple_of, tolerance)
-    for name, flag in (
-        ("progress", progress),
-        ("check_nan", check_nan),
-        ("batched", batched),
-        ("retry_failed", retry_failed),
-    ):
+    flags = dict(progress=progress, check_nan=check_nan, batched=batched, retry_failed=retry_failed)
+    for name, flag in flags.items():
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"`{name}` must be True or False, got {type(flag).__name__} {flag!r}.")
     margin = check_run_margin(
@@ -169,14 +138,7 @@ def run_batches(
     data = Items(items)
     planned = planned_budget(fn, data.spec_item if data.n else None, margin, budget_bytes)
     budget_bytes = planned.planned_bytes
-    runner = BatchRunner(
-        fn,
-        data,
-        batched=batched,
-        budget_bytes=budget_bytes,
-        check_nan=check_nan,
-        min_batch_size=min_batch_size,
-    )
+    runner = BatchRunner(fn, data, batched, budget_bytes, check_nan, min_batch_size)
     sizer = Sizer(min_batch_size, multiple_of, tolerance)
     settings = {
         "batch_size": batch_size,
@@ -202,16 +164,69 @@ def run_batches(
     if data.n and state.size == 0:
         state.stop_reason = f"not even one item fits budget_bytes={budget_bytes} (planned)"
         return state.result(0.0, budget_bytes)
-    return _loop(
-        runner,
-        data,
-        state,
-        sizer,
-        on_error=on_error,
-        journal=journal,
-        progress=progress,
-        budget_bytes=budget_bytes,
-    )
+    return _loop(runner, data, state, sizer, on_error, journal, progress, budget_bytes)
+
+
+_DEFAULT_SETTINGS = {"multiple_of": 1, "tolerance": 0.0, "min_batch_size": 1, "budget_bytes": None}
+
+
+def same_settings(stored: dict, settings: dict) -> bool:
+    return all(stored.get(k, _DEFAULT_SETTINGS.get(k)) == v for k, v in settings.items())
+
+
+def open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_error) -> Journal:
+    """Fingerprints the run (``fn``, the items, the settings that change outputs) and opens or
+    creates its journal, checking the disk has room, before any batch runs. The batch settings
+    are stored beside the fingerprint, not in it: a resume may re-size the rest."""
+    parts = {
+        "fn": function_name(fn),
+        **_fn_parts(fn, run_name),
+        "items": digest(items)[:16],
+        "n_items": data.n,
+        "on_error": on_error,
+        "check_nan": runner.check_nan,
+        "batched": runner.batched,
+    }
+    described = {"fn": function_name(fn)}
+    if run_name is None:
+        with contextlib.suppress(Exception):  # words are a courtesy: the fingerprint decides
+            described.update(fn_descriptions(fn))
+    if not os.path.exists(checkpoint) and data.n and not runner.batched:
+        # a per-item fn is traced for its shapes anyway; a batched fn is the user's own code,
+        # called only for real batches (its first save says so if the disk is full)
+        check_room(checkpoint, data.n * _output_bytes_per_item(runner, data))
+    return Journal.open(checkpoint, parts, settings=settings, described=described)
+
+
+def _fn_parts(fn: Callable, run_name: str | None) -> dict[str, str]:
+    if run_name is not None:
+        return {"run_name": run_name}
+    try:
+        return fn_fingerprint_parts(fn)
+    except Unfingerprintable as e:
+        raise CheckpointError(
+            f"`fn` cannot be fingerprinted for the checkpoint ({e}), so a resume could not tell "
+            f"whether it is the same function. Name the run instead: run_batches(..., "
+            f"checkpoint=..., run_name='my-run-v1'), and change the name when fn changes."
+        ) from e
+
+
+def _output_bytes_per_item(runner: BatchRunner, data: Items) -> int:
+    """Bytes of one item's outputs (from shapes, nothing runs); 0 when it cannot be told."""
+    try:
+        leaves = jax.tree_util.tree_leaves(jax.eval_shape(runner.fn, data.spec_item))
+        return int(sum(np.dtype(a.dtype).itemsize * int(np.prod(a.shape)) for a in leaves))
+    except Exception:
+        return 0
+
+
+def output_treedef(runner: BatchRunner, data: Items):
+    """The structure of fn's output, to rebuild outputs read from a checkpoint."""
+    try:
+        spec = batch_spec(data.spec_item, 1) if runner.batched else data.spec_item
+        return jax.tree_util.tree_structure(jax.eval_shape(runner.fn, spec))
+    except Exception:
+        return jax.tree_util.tree_structure(0)
 
 
 def _initial_size(runner: BatchRunner, data: Items, batch_size, budget_bytes, sizer: Sizer) -> int:
@@ -236,7 +251,6 @@ def _loop(
     data: Items,
     state: RunState,
     sizer: Sizer,
-    *,
     on_error,
     journal,
     progress,
@@ -307,15 +321,8 @@ def _loop(
             if halves:
                 status = "error in fn, bisected"
             state.add(found, failures, retried)
-            state.batches.append(
-                BatchLog(
-                    idx[0] if retried else state.position,
-                    size,
-                    len(idx),
-                    status,
-                    time.perf_counter() - b0,
-                )
-            )
+            start = idx[0] if retried else state.position
+            state.batches.append(BatchLog(start, size, len(idx), status, time.perf_counter() - b0))
             state.batches.extend(halves)
             state.position = end
             if idx and size == full:  # a short batch (the last, or retried items) sizes nothing

@@ -1,11 +1,4 @@
-"""The search for the largest batch whose planned bytes fit a budget (:func:`search`).
-
-Each batch size tried is one compilation, so the search aims: planned bytes
-grow almost in a straight line with the batch, and the batch where the line
-through two measured points meets the budget is usually the answer (4
-compilations from scratch; doubling then bisection needs
-``2 * floor(log2(answer)) + 2``).
-"""
+"""The search for the largest batch whose planned bytes fit a budget (:func:`search`)."""
 
 from __future__ import annotations
 
@@ -20,12 +13,7 @@ _GROW = 64  # the furthest one extrapolated step may jump: 64 x the last fitting
 
 
 class _Plans:
-    """Planned bytes per batch size of one jitted function, compiled once each.
-
-    ``known`` may be shared between searches of the same function, item and
-    strategy (an explorer keeps one per strategy): a batch size compiled
-    for one budget is never compiled again for another.
-    """
+    """Planned bytes per batch size, compiled once each (``known`` may be shared by searches)."""
 
     def __init__(self, jitted, example_item, known, on_compile, in_axes=0):
         self.plan, self.example_item, self.in_axes = batch_planner(jitted), example_item, in_axes
@@ -64,34 +52,15 @@ def search(
     stats: dict | None = None,
     in_axes: Any = 0,
 ) -> tuple[int, dict[int, int]]:
-    """The largest batch size whose planned bytes fit; returns ``(answer, {batch: planned bytes})``.
+    """The largest batch size whose planned bytes fit: ``(answer, {batch: planned bytes})``.
 
-    ``jitted`` takes a whole batch: a ``jax.jit`` function, or a
-    ``strategy="host"`` function of :func:`batchlab.batch` (planned by its
-    :class:`batchlab.batching.HostPlan`; see :func:`batch_planner`).
-    The search always ends on a measured pair: ``answer`` fits and
-    ``answer + 1`` does not (or ``answer == upper``).
-
-    ``method="bisect"``: double from 1 until a batch does not fit, then
-    bisect (``2 * floor(log2(answer)) + 2`` compilations).
-    ``method="interpolate"`` (default): planned bytes grow almost in a
-    straight line with the batch, so each step aims where the line through
-    the last two measured points meets the budget (extrapolating while no
-    batch has failed, interpolating between the last fit and the first miss
-    after), and checks the neighbour of a guess that fits. On a straight
-    line that is 4 compilations whatever the answer; a bisection step
-    follows every step that did not halve the bracket, so a curve that is
-    far from straight costs at most about 3 compilations per halving.
-
-    ``known``: planned bytes already measured for this function (read and
-    extended; e.g. by an explorer across budgets): the search starts from
-    the bracket they give, and sizes in it are not compiled again.
-    ``multiple``: the chunk of a ``lax.map``; the next multiple of it above
-    the answer is probed too, and the search goes on from there if it fits.
-    ``on_compile(batch)`` is called before each new compilation.
-    ``stats``: a dict that receives ``compiled`` (new compilations).
-    ``in_axes``: 0, or a tuple of 0 (batched) and None (shared) per argument
-    of ``example_item`` (then a tuple of arguments; see :func:`batch_args`).
+    It ends on a measured pair: ``answer`` fits, ``answer + 1`` does not (or is ``upper``).
+    ``"bisect"`` doubles from 1, then bisects; ``"interpolate"`` aims where the line through
+    the last two points meets the budget and checks the neighbour of a guess that fits (4
+    compilations on a straight line; a bisection step follows any step that did not halve
+    the bracket). ``jitted`` takes a whole batch (:func:`batch_planner`); ``known`` (read and
+    extended) gives a warm start; ``multiple``: a ``lax.map`` chunk, whose next multiple
+    above the answer is probed too; ``stats["compiled"]`` receives the new compilations.
     """
     if method not in METHODS:
         raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")

@@ -1,25 +1,23 @@
-"""The batch size of :func:`batchlab.run_batches` after a memory error, and where it settles.
+"""How big a batch of :func:`batchlab.run_batches` is: the planned budget, and after a memory error.
 
-Before any batch has run, a batch that runs out of memory is retried at half
-its size. After one has run, the size is bisected between the last size that
-ran (``ok``) and the smallest that failed (``fail``): the run settles on the
-largest size that fits in that interval, about ``log2(batch_size)`` failed
-probes in all, each one compilation. Two options stop the search sooner:
-
-* ``multiple_of``: every size tried after a memory error is a multiple of it
-  (while it is at least ``multiple_of``), e.g. 8 for vector units, or the
-  ``chunk_size`` of a ``lax.map``: far fewer sizes, far fewer compilations;
-* ``tolerance``: stop once ``fail - ok <= tolerance * fail`` (``0.1``: within
-  10% of the smallest failing size).
-
-The defaults (1, 0.0) search to the exact largest size.
+The budget is ``budget_bytes`` divided by a ``margin`` (as :func:`batchlab.max_batch_size`
+takes it: a ratio ``>= 1`` or ``"calibrated"``). Before any batch has run, a batch that
+runs out of memory is retried at half its size; after one has run, the size is bisected
+between the last size that ran (``ok``) and the smallest that failed (``fail``), about
+``log2(batch_size)`` probes, one compilation each. ``multiple_of`` keeps every size tried a
+multiple of it (vector units, a ``lax.map`` chunk); ``tolerance`` stops once
+``fail - ok <= tolerance * fail``. The defaults (1, 0.0) search to the exact largest size.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from batchlab._util.checks import check_positive_int
+from batchlab.runs.budget import default_budget, max_batch_size
+from batchlab.runs.calibration import check_margin
 
 
 class Sizer:
@@ -37,7 +35,7 @@ class Sizer:
         return fail - ok <= max(1, math.floor(self.tolerance * fail))
 
     def after_oom(self, state, size: int) -> int:
-        """The next size after ``size`` ran out of memory (halve, or bisect above the last success)."""
+        """The size after ``size`` ran out of memory (halve, or bisect above the last success)."""
         if size <= state.ok_size:  # memory got tighter than when ok_size ran: forget it
             state.ok_size = 0
         state.fail_size = size if state.fail_size is None else min(state.fail_size, size)
@@ -48,7 +46,7 @@ class Sizer:
         return min(max(nxt, self.minimum, ok), size - 1) if size > 1 else 1
 
     def after_success(self, state, size: int) -> int:
-        """The next size after a batch of ``size`` ran: probe halfway to the smallest failure."""
+        """The size after a batch of ``size`` ran: probe halfway to the smallest failure."""
         state.ok_size = size
         if state.fail_size is not None and state.fail_size <= size:
             state.fail_size = None
@@ -74,3 +72,44 @@ def check_sizing(multiple_of: int, tolerance: float) -> tuple[int, float]:
             f"tolerance=0.1."
         )
     return multiple_of, float(tolerance)
+
+
+class PlannedBudget(NamedTuple):
+    """``planned_bytes``: what batches are sized for and checked against (``None``: no check)."""
+
+    planned_bytes: int | None
+    margin: float | None = None
+    margin_source: str | None = None
+
+
+def check_run_margin(margin: Any, *, batch_size: Any, budget_bytes: int | None, batched: bool):
+    """Refuses a margin that cannot act, before any work; returns the checked margin."""
+    margin = check_margin(margin)
+    if margin is None:
+        return None
+    if batch_size != "auto" and budget_bytes is None:
+        raise ValueError(
+            f"`margin`={margin!r} divides a budget, but this run has none: batch_size="
+            f"{batch_size!r} is fixed and `budget_bytes` is None. Pass budget_bytes=... (the "
+            f"planned check then uses budget / margin), or batch_size='auto'."
+        )
+    if margin == "calibrated" and batched:
+        raise ValueError(
+            "`margin`='calibrated' measures a function of ONE item (run as jit(vmap(fn))), but "
+            "batched=True gives a function of a whole batch. Pass a number instead, e.g. "
+            "margin=max_batch_size(item_fn, item, margin='calibrated').margin, or margin=1.5."
+        )
+    return margin
+
+
+def planned_budget(fn: Callable, spec_item: Any, margin, budget_bytes: int | None) -> PlannedBudget:
+    """The budget batches are planned against, and the margin that gave it (with its source)."""
+    if margin is None:
+        return PlannedBudget(budget_bytes)
+    base = budget_bytes if budget_bytes is not None else default_budget().bytes
+    if margin != "calibrated":
+        return PlannedBudget(max(1, int(base / margin)), margin, "given")
+    if spec_item is None:  # no items: nothing to measure, nothing to size
+        return PlannedBudget(base, 1.0, "not calibrated: no items")
+    r = max_batch_size(fn, spec_item, budget_bytes=base, margin="calibrated")
+    return PlannedBudget(r.planned_budget_bytes, r.margin, r.margin_source)

@@ -1,28 +1,4 @@
-"""Split one batch across devices with JAX's own SPMD engine (data parallelism).
-
-When one device is not enough, the batch axis is laid out over a mesh of
-devices: ``jax.make_mesh((n,), ("batch",))``, a
-``NamedSharding(mesh, PartitionSpec("batch"))`` that puts rows
-``[i * B/n, (i+1) * B/n)`` on device ``i``, and ``jax.jit``, which
-compiles ONE program for the whole mesh (SPMD: single program, multiple
-data), partitions it, and runs the same partitioned program on every
-device, each on its own shard, with the communication a reduction over the
-batch needs inserted by the partitioner. Each device holds ``B/n`` rows,
-so the compiled per-device memory falls with ``n`` (XLA's memory analysis
-of the partitioned program is per device).
-
-A batch that ``n`` does not divide cannot be laid out evenly. It is never
-silently dropped: :func:`shard_batch` pads it to the next multiple of
-``n`` and returns a mask that is ``False`` on the padding rows; reductions
-use the mask, per-item results are cut back with :meth:`ShardedBatch.unpad`.
-
-Several processes (hosts): after ``jax.distributed.initialize()`` in every
-process (:func:`batchlab.scaling.distributed.initialize`), ``jax.devices()`` lists
-every process's devices and one mesh spans them. Each process then passes
-only ITS rows to :func:`shard_batch`, which builds the global array with
-``jax.make_array_from_process_local_data``; every process pads its rows to
-the same count, so uneven per-process counts are padded and masked too.
-"""
+"""Split one batch across devices with JAX's own SPMD engine (data parallelism)."""
 
 from __future__ import annotations
 
@@ -42,12 +18,7 @@ from batchlab._util.format import html_table
 
 @dataclass(frozen=True)
 class ShardedBatch:
-    """A batch laid out along ``axis_name`` of ``mesh``, padded to a multiple of the device count.
-
-    ``values`` (a pytree of arrays, like the input) and ``mask`` (bool,
-    ``(padded_items,)``) are sharded the same way; ``mask[i]`` is ``True``
-    for the ``n_items`` real items.
-    """
+    """A batch laid out along ``axis_name`` of ``mesh``, padded to a multiple of the device count."""
 
     values: Any
     mask: jax.Array
@@ -78,11 +49,7 @@ class ShardedBatch:
         return self.padded_items // self.n_devices
 
     def unpad(self, result: Any) -> Any:
-        """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real ones.
-
-        ``n_items`` rows cannot be split evenly over the devices, so padded
-        results are first gathered whole onto every device (``PartitionSpec()``).
-        """
+        """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real ones."""
         if self.n_padding == 0:
             return result
         whole = NamedSharding(self.sharding.mesh, PartitionSpec())
@@ -148,20 +115,6 @@ def shard_batch(
 ) -> ShardedBatch:
     """Lays the leading (batch) axis of ``x`` out over the devices of ``mesh``.
 
-    Pads the batch to the next multiple of ``n = mesh.shape[axis_name]``
-    with ``pad_value`` and builds a mask, then places every leaf with
-    ``jax.device_put(leaf, NamedSharding(mesh, PartitionSpec(axis_name)))``:
-    device ``i`` holds rows ``[i * B/n, (i + 1) * B/n)``; other axes are whole.
-
-    When the mesh spans several processes (after ``jax.distributed.initialize``),
-    every process calls this with only its own rows (any count, also 0);
-    the global batch is their concatenation in mesh order (process order
-    for ``jax.make_mesh``). The processes exchange their row counts
-    (``multihost_utils.process_allgather``), each pads its rows to the same
-    count (a multiple of its device count), and every leaf becomes one global
-    array through ``jax.make_array_from_process_local_data``. Padding then sits
-    after each process's rows; ``mask`` and :meth:`ShardedBatch.unpad` know where.
-
     Args:
       x: an array ``[batch, ...]`` or a pytree of arrays sharing the batch size
         (several processes: this process's rows).
@@ -171,13 +124,6 @@ def shard_batch(
 
     Returns:
       A :class:`ShardedBatch` (values, mask, n_items, sharding).
-
-    Raises:
-      TypeError: ``mesh`` is not a Mesh, ``axis_name`` not a str, a leaf not an array.
-      ValueError: ``axis_name`` not in the mesh; a leaf without a batch axis;
-        leaves with different batch sizes; several processes: the processes'
-        leaves differ in shape or dtype beyond the batch axis, or the mesh does
-        not give every process a contiguous block of the batch axis.
 
     Example:
       >>> import jax.numpy as jnp
@@ -292,11 +238,7 @@ def _shard_process_local(
 
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
-    """Places parameters shared by every item whole on every device of ``mesh`` (``PartitionSpec()``).
-
-    Several processes: every process passes the same values; an array already
-    replicated over another multi-process mesh is re-placed from its local copy.
-    """
+    """Places parameters shared by every item whole on every device of ``mesh`` (``PartitionSpec()``)."""
 
     def local(a: Any) -> Any:
         if isinstance(a, jax.Array) and not a.is_fully_addressable and a.is_fully_replicated:

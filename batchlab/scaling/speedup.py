@@ -1,14 +1,9 @@
-"""One program over growing device counts (11): what sharding the batch buys, measured.
-
-:func:`measure_scaling` runs the same jitted function on meshes of 1, 2, 4, ...
-devices (a batch sharded over ``"batch"``, shared arguments replicated) and
-records the wall-clock time and XLA's planned bytes per device at each count.
-Simulated CPU devices share this machine's cores: their times are not those
-of separate devices.
-"""
+"""One program over growing device counts (11): what sharding the batch buys, measured."""
 
 from __future__ import annotations
 
+import functools
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +17,9 @@ from batchlab._util.checks import (
     check_positive_ints,
 )
 from batchlab._util.format import Rows, format_bytes, format_seconds
-from batchlab.measuring.timing import measure
+from batchlab.measuring.memory import memory_estimate
+from batchlab.measuring.sampler import interleaved
+from batchlab.measuring.timing import time_alone
 from batchlab.scaling.sharding import replicate, shard_batch
 
 
@@ -47,7 +44,7 @@ class Scaling:
     points: tuple[ScalingPoint, ...]
     source: str = (
         "per-device memory: compiled memory analysis of the partitioned program (XLA); "
-        "run time: wall clock around jax.block_until_ready (batchlab.measure)"
+        "run time: median of interleaved wall-clock rounds around jax.block_until_ready"
     )
 
     def rows(self) -> list[tuple]:
@@ -102,10 +99,7 @@ def measure_scaling(
       device_counts: e.g. ``(1, 2, 4, 8)``; each at most ``len(devices)``.
       params: arguments shared by every item (replicated on every device).
       devices: the devices to use (``None``: ``jax.devices()``).
-      repeat: timing samples per device count.
-
-    Raises:
-      ValueError: a device count above the number of devices, or below 1.
+      repeat: timing rounds per device count (the counts are timed interleaved).
 
     Example:
       >>> import jax.numpy as jnp
@@ -134,28 +128,35 @@ def measure_scaling(
     # one device, no padding; several processes: every process's rows gathered first
     whole = _gather_rows(x) if n_proc > 1 else x
     reference = jax.device_get(jax.jit(fn)(whole, *params))
-    points = []
+    jitted, plans, rows, same, calls = jax.jit(fn), {}, {}, {}, {}
     for n in device_counts:
         mesh = jax.make_mesh((n,), ("batch",), devices=_take_devices(devices, n, n_proc))
         sb = shard_batch(x, mesh)
-        shared = replicate(params, mesh)
-        m = measure(fn, sb.values, *shared, repeat=repeat)
-        out = jax.device_get(sb.unpad(jax.jit(fn)(sb.values, *shared)))
+        args = (sb.values, *replicate(params, mesh))
+        plans[n], rows[n] = memory_estimate(fn, *args), sb.items_per_device
+        out = jax.device_get(sb.unpad(jitted(*args)))
         leaves = zip(
             jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(reference), strict=False
         )
-        same = all(np.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in leaves)
-        points.append(
-            ScalingPoint(
-                n,
-                sb.items_per_device,
-                m.memory.argument_bytes,
-                m.memory.temp_bytes,
-                m.memory.planned_bytes,
-                m.median,
-                bool(same),
-            )
+        same[n] = all(np.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in leaves)
+        calls[str(n)] = functools.partial(jitted, *args)
+    if len(calls) > 1:  # every count in every round: a load burst slows them all alike
+        seconds = {k: v.median for k, v in interleaved(calls, rounds=max(repeat, 2)).items()}
+    else:  # one count: nothing to compare
+        ((k, call),) = calls.items()
+        seconds = {k: statistics.median(time_alone(call, repeat, 2.0))}
+    points = [
+        ScalingPoint(
+            n,
+            rows[n],
+            plans[n].argument_bytes,
+            plans[n].temp_bytes,
+            plans[n].planned_bytes,
+            seconds[str(n)],
+            bool(same[n]),
         )
+        for n in device_counts
+    ]
     n_items = int(np.shape(jax.tree_util.tree_leaves(whole)[0])[0])
     return Scaling(n_items, tuple(points))
 

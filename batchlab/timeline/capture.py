@@ -1,11 +1,4 @@
-"""Capturing a profiler trace: ``with batchlab.trace() as t:`` and ``batchlab.timeline.timeline(fn, ...)``.
-
-Both start ``jax.profiler.start_trace(log_dir, create_perfetto_trace=True)``
-(the Python tracer off unless asked: the lanes then hold JAX's own spans and
-your ``TraceAnnotation`` s), wrap the code in the kit's ``batchlab.trace``
-annotation (time zero of the result), stop the trace and parse the
-``perfetto_trace.json.gz`` JAX wrote into a :class:`batchlab.timeline.Timeline`.
-"""
+"""Capturing a profiler trace: ``with batchlab.trace() as t:`` and ``batchlab.timeline.timeline(fn, ...)``."""
 
 from __future__ import annotations
 
@@ -43,9 +36,6 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
       label: a name shown in the plot and table.
       python_tracer: also record every Python function call (many more events;
         off by default so the lanes show JAX's own spans and your annotations).
-
-    Raises:
-      RuntimeError: another profiler trace is already running.
 
     Example:
       >>> import jax.numpy as jnp
@@ -131,9 +121,6 @@ def timeline(
 ) -> Timeline:
     """Traces ``steps`` calls of ``fn(*args)`` and returns their :class:`Timeline`.
 
-    Each call runs inside ``TraceAnnotation("step i")``. The first call
-    (``warmup=True``) runs untraced, so compilation stays out of the picture.
-
     Args:
       fn: the function; it may be jitted, a Python loop, anything.
       *args: its arguments.
@@ -142,9 +129,6 @@ def timeline(
       sync: ``"end"`` waits for the last result only; ``"each"`` blocks every call.
       warmup: run once untraced first.
       log_dir, label: as in :class:`trace`.
-
-    Raises:
-      TypeError: ``fn`` is not callable; ValueError: ``steps`` < 1 or an unknown ``sync``.
 
     Example:
       >>> import jax.numpy as jnp

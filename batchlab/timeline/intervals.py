@@ -1,8 +1,4 @@
-"""Unions of time intervals: what a timeline's figures (busy, overlap, gaps) are made of.
-
-Intervals are ``(start, end)`` pairs; every function treats a list of them
-as the union of the intervals (overlaps counted once).
-"""
+"""Unions of time intervals: what a timeline's figures (busy, overlap, gaps) are made of."""
 
 from __future__ import annotations
 

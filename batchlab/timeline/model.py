@@ -1,31 +1,4 @@
-"""What ran when: JAX's own profiler trace of a cell, parsed and drawn inside the notebook.
-
-``with batchlab.trace() as t: ...`` captures
-``jax.profiler.trace(log_dir, create_perfetto_trace=True)`` around the code
-inside, reads the Perfetto JSON that JAX wrote (see
-:mod:`batchlab.timeline.parse`) and leaves a :class:`Timeline` in
-``t.result``: lanes (the Python thread's dispatches and waits, each loader
-thread, XLA's runtime threads or the GPU streams), spans and summary
-figures. :func:`timeline` traces ``steps`` calls of a function.
-
-The figures, all from the trace (seconds within the traced code):
-
-* **host busy** -- time a Python thread was inside a traced span and not
-  waiting for the device (dispatching, loading, annotated work);
-* **device busy** -- time XLA ops ran (spans with an ``hlo_op``; on a GPU,
-  the device streams);
-* **host work** -- host busy minus dispatching and ops run inline (loading,
-  your own code); **overlap** -- host work *while* the device computed: what
-  asynchronous dispatch and prefetching buy; **overlap share** -- overlap
-  over the smaller of host work and device busy (1.0: all of it hidden);
-* **idle** -- time nothing traced happened; **largest device gap**;
-* **dispatches** -- ``PjitFunction`` calls (one per jitted call or eager
-  op), per item when ``items`` is given.
-
-The trace files stay where they were written: a temporary folder (removed
-when Python exits) unless ``log_dir`` names one; ``t.result.trace_path``
-opens in Perfetto (ui.perfetto.dev) and the folder in XProf/TensorBoard.
-"""
+"""What ran when: JAX's own profiler trace of a cell, parsed and drawn inside the notebook."""
 
 from __future__ import annotations
 
@@ -38,18 +11,8 @@ from pathlib import Path
 import jax
 
 from batchlab._util.format import format_seconds, html_table
-from batchlab.timeline.parse import (
-    Lane,
-    MemoryCurve,
-    Span,
-    intersect_length,
-    memory_curve,
-    merge,
-    parse_events,
-    read_events,
-    subtract,
-    union_length,
-)
+from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length
+from batchlab.timeline.parse import Lane, MemoryCurve, Span, memory_curve, parse_events, read_events
 from batchlab.timeline.plot import plot_timeline
 
 NO_MEMORY_CPU = (

@@ -1,25 +1,4 @@
-"""Reads the Perfetto JSON that ``jax.profiler.trace(..., create_perfetto_trace=True)`` writes.
-
-The file is gzip-compressed Chrome trace-event JSON (``{"traceEvents":
-[...]}``): metadata events (``"ph": "M"``) name processes and threads,
-complete events (``"ph": "X"``) carry ``ts``/``dur`` in microseconds,
-``name`` and ``args``. Python's ``gzip`` and ``json`` read it; no binary
-parsing, no extra package. This module turns the events into lanes (one
-per thread or device stream) and spans (start, duration, nesting depth,
-kind), and GPU allocator events into a memory curve.
-
-What the names mean (from the CPU trace of this JAX, and XLA's sources for GPU):
-
-* ``PjitFunction(f)`` -- the Python-side dispatch of one jitted call (or
-  one eager op: every ``jnp`` op outside ``jit`` is a small jitted call);
-* ``...Await`` / ``BlockHostUntilReady`` / ``np.asarray(jax.Array)`` (what
-  ``float(x)`` and ``np.asarray(x)`` run) -- the host waiting for the device;
-* spans whose ``args`` hold ``hlo_op`` -- XLA's ops running (on XLA:CPU on
-  the runtime's worker threads, or inline on the calling thread when small);
-* ``/device:GPU:N`` processes -- the device streams (kernels, memcpy);
-* ``MemoryAllocation`` / ``MemoryDeallocation`` with ``bytes_allocated``,
-  ``allocation_bytes``, ``addr`` -- the allocator's events (GPU).
-"""
+"""Reads the Perfetto JSON that ``jax.profiler.trace(..., create_perfetto_trace=True)`` writes."""
 
 from __future__ import annotations
 
@@ -30,9 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# the interval helpers live in their own module; re-exported here for the timeline's users
-from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length  # noqa: F401
-
 WRAPPER = "batchlab.trace"  # the kit's own annotation around the traced code
 _SKIP = ("ThreadpoolListener::", "end: ")
 _WAIT = re.compile(
@@ -42,7 +18,6 @@ _WAIT = re.compile(
 _TRANSFER = re.compile(r"^(DevicePut|batched_device_put|BatchedCopyToDevice|Memcpy|memcpy)")
 _COMPILE = re.compile(r"^(backend_compile|lower_sharding_computation|jit_compile|compile)")
 _COMPILER_THREAD = re.compile(r"Compiler|codegen|compile", re.I)
-_RUNTIME_THREAD = re.compile(r"XLAEigen|PjRtCpuClient|XLACpu|intra_op|inter_op", re.I)
 MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
 
 
@@ -152,10 +127,6 @@ def _lane_kind(process: str, thread: str) -> str:
 def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[Span, ...], float]:
     """Lanes and nested spans of the events inside the kit's wrapper annotation.
 
-    Time zero is the start of the ``batchlab.trace`` span (the traced code);
-    spans outside it (the profiler starting and stopping) are dropped. A
-    trace without that span keeps every event and starts at the first one.
-
     Returns:
       ``(lanes, spans, wall_seconds)``; spans sorted by lane, then start.
     """
@@ -233,13 +204,7 @@ def _lane_name(kind: str, process: str, thread: str, main: bool, counters: dict)
 
 
 def memory_curve(events: list[dict[str, Any]], t0_us: float | None = None) -> MemoryCurve | None:
-    """The allocator's bytes in use over time, or ``None`` when the trace has no allocator events.
-
-    Reads ``MemoryAllocation`` / ``MemoryDeallocation`` events (what XLA's
-    BFC allocator records on GPU): ``bytes_allocated`` is the allocator's
-    own total after the event; ``allocation_bytes`` and ``addr`` pair each
-    allocation with its free, which gives the largest allocation alive.
-    """
+    """The allocator's bytes in use over time, or ``None`` when the trace has no allocator events."""
     rows = [e for e in events if e.get("name") in MEMORY_EVENTS and "ts" in e]
     if not rows:
         return None

@@ -1,13 +1,4 @@
-"""Draws a :class:`batchlab.timeline.Timeline`: one row per lane, time in ms.
-
-Spans are coloured by kind (dispatch, XLA op, wait, transfer, compile,
-your annotations, runtime internals); nested spans sit below their parent
-inside the lane. A span narrower than a pixel is drawn a pixel wide so
-that it stays visible (its width is then not to scale); labels appear
-where they fit. With allocator events (GPU), a second panel draws bytes in
-use and the largest allocation outstanding; without them the caption says
-why the curve is absent.
-"""
+"""Draws a :class:`batchlab.timeline.Timeline`: one row per lane, time in ms."""
 
 from __future__ import annotations
 
@@ -15,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from batchlab._util.plotting import short_bytes
-from batchlab.timeline.parse import merge
+from batchlab.timeline.intervals import merge
 
 COLORS = {
     "annotation": ("tab:green", "your annotations (TraceAnnotation)"),
@@ -66,11 +57,6 @@ def plot_timeline(timeline: Any, *, ax=None, max_depth: int = 3, title: str | No
 
 def plot_timelines(timelines: Sequence[Any], *, max_depth: int = 3, share_time: bool = True):
     """Several timelines stacked, e.g. three loops compared.
-
-    With ``share_time=True`` (the default) every panel spans the same milliseconds, so
-    lengths compare across panels; with ``share_time=False`` each panel spans its own
-    run (its length is in its title), so a run of 2 ms next to one of 100 ms still shows
-    what ran when. The figure's title says which.
 
     Example:
       >>> import jax, jax.numpy as jnp

@@ -8,6 +8,7 @@ from batchlab.allocator.replayer import POLICIES, differences_text
 from batchlab.allocator.simulation import Simulation, simulate
 from batchlab.allocator.workloads import WORKLOADS
 from batchlab.measuring.inplace import compiled_update
+from batchlab.widgets.controls import checkbox, choice, labelled_dropdown, stops_slider
 from batchlab.widgets.explorer import Explorer
 
 
@@ -65,41 +66,11 @@ class AllocatorExplorer(Explorer):
                 headroom=headroom,
             )
 
-        def dropdown(options, description):
-            def make(value):
-                import ipywidgets as w
-
-                return w.Dropdown(
-                    options=list(options),
-                    value=value,
-                    description=description,
-                    style={"description_width": "initial"},
-                    layout=w.Layout(width="230px"),
-                )
-
-            return make
-
-        def slider(value):
-            import ipywidgets as w
-
-            return w.SelectionSlider(
-                options=batch_sizes,
-                value=value,
-                description="batch size",
-                continuous_update=False,
-                layout=w.Layout(width="300px"),
-            )
-
-        def toggle(value):
-            import ipywidgets as w
-
-            return w.Checkbox(value=value, description="preallocate pool")
-
         controls = {
-            "workload": dropdown(WORKLOADS, "workload"),
-            "batch_size": slider,
-            "policy": dropdown(sorted(POLICIES), "policy"),
-            "preallocate": toggle,
+            "workload": choice(WORKLOADS, description="workload", width="230px"),
+            "batch_size": stops_slider(batch_sizes, "batch size", width="300px"),
+            "policy": choice(sorted(POLICIES), description="policy", width="230px"),
+            "preallocate": checkbox("preallocate pool"),
         }
         super().__init__(
             compute,
@@ -162,22 +133,13 @@ class InPlaceExplorer(Explorer):
                 donate_argnums=0 if update.endswith("donated") else (),
             )
 
-        def dropdown(value):
-            import ipywidgets as w
-
-            return w.Dropdown(options=list(UPDATES), value=value, description="x is")
-
-        def slider(value):
-            import ipywidgets as w
-
-            return w.SelectionSlider(
-                options=sizes, value=value, description="size", continuous_update=False
-            )
-
         super().__init__(
             compute,
             {"update": UPDATES[0], "size": sizes[0]},
-            controls={"update": dropdown, "size": slider},
+            controls={
+                "update": labelled_dropdown(UPDATES, "x is"),
+                "size": stops_slider(sizes, "size"),
+            },
             draw=_draw_update,
             describe=lambda r: (
                 f"{r.copies} copy instruction(s); alias "

@@ -12,6 +12,7 @@ from batchlab._util.format import html_table
 from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
 from batchlab.batching.axes_spec import param_names
 from batchlab.batching.broadcasting import BroadcastError, SilentBroadcastWarning, check_broadcast
+from batchlab.widgets.controls import choice, text_box
 from batchlab.widgets.explorer import Explorer
 
 
@@ -93,19 +94,8 @@ class AxesExplorer(Explorer):
                 return AxesOutcome(spec, p["out_axes"], None, str(e))
 
         def dropdown(name: str, options: list[Any]):
-            def make(value: Any):
-                import ipywidgets as w
-
-                opts = options if value in options else [value, *options]
-                return w.Dropdown(
-                    options=[(repr(o), o) for o in opts],
-                    value=value,
-                    description=name,
-                    layout=w.Layout(width="170px"),
-                    style={"description_width": "initial"},
-                )
-
-            return make
+            options = options if params[name] in options else [params[name], *options]
+            return choice(options, description=name, label=repr, width="170px")
 
         controls = {n: dropdown(n, _choices(a)) for n, a in zip(self.names, args, strict=False)}
         controls["out_axes"] = dropdown("out_axes", list(out_choices))
@@ -203,26 +193,13 @@ class BroadcastExplorer(Explorer):
             )
             return BroadcastOutcome(shapes, shape, error, found)
 
-        def box(name: str):
-            def make(value: str):
-                import ipywidgets as w
-
-                return w.Text(
-                    value=value,
-                    description=f"shape {name}",
-                    continuous_update=False,
-                    layout=w.Layout(width="220px"),
-                )
-
-            return make
-
         def describe(r: BroadcastOutcome) -> str:
             return f"<pre style='font-size:12px'>{html.escape(repr(r))}</pre>"
 
         super().__init__(
             compute,
             {"a": a, "b": b},
-            controls={"a": box("a"), "b": box("b")},
+            controls={"a": text_box("shape a"), "b": text_box("shape b")},
             describe=describe,
             title=title,
         )

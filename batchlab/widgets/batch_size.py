@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
+
 from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab.measuring.measurement import Measurement
@@ -19,14 +21,11 @@ class BatchSizeExplorer(Explorer):
     """A batch-size slider that re-measures ``fn`` and redraws runtime and memory.
 
     Args:
-      fn: a batched function.
-      make_batch: ``make_batch(batch_size) -> args`` builds its inputs.
-      batch_sizes: the slider's stops (e.g. powers of two).
-      batch_size: the starting value (default: the first stop).
-      loop: optional :class:`batchlab.measuring.Measurement` of one ``jax.lax.map`` call
-        over ``loop_items`` items (the same work, one item at a time), drawn
-        as the per-item line a batch must beat (see :mod:`batchlab.measuring.per_item`).
-      loop_items: the number of items in that call.
+      fn: a batched function; make_batch: ``make_batch(batch_size) -> args``.
+      batch_sizes: the slider's stops (e.g. powers of two); batch_size: the start.
+      loop, loop_items: an optional :class:`batchlab.measuring.Measurement` of one
+        ``jax.lax.map`` call over ``loop_items`` items (the same work one item at a time),
+        drawn as the per-item line a batch must beat (:mod:`batchlab.measuring.per_item`).
       **measure_options: passed to :func:`batchlab.measure`.
 
     Example:
@@ -35,6 +34,8 @@ class BatchSizeExplorer(Explorer):
       >>> m = ex.update(batch_size=4)
       >>> m.memory.argument_bytes, sorted(ex.measured)
       (128, [1, 4])
+      >>> ex.per_item().paired, ex.per_item(paired=False).paired
+      (True, False)
     """
 
     reports_compiles = True
@@ -77,6 +78,7 @@ class BatchSizeExplorer(Explorer):
         self.fn, self.make_batch, self.batch_sizes = fn, make_batch, batch_sizes
         self.measure_options = measure_options
         self.loop, self.loop_items = loop, loop_items
+        self._jitted = jax.jit(fn)
 
         def compute(batch_size: int) -> Measurement:
             args = make_batch(batch_size)
@@ -88,7 +90,7 @@ class BatchSizeExplorer(Explorer):
             compute,
             {"batch_size": batch_size},
             controls={"batch_size": batch_size_slider(batch_sizes)},
-            draw=lambda ex: ex.per_item().plot(
+            draw=lambda ex: ex.per_item(paired=False).plot(
                 current=ex.params["batch_size"], memory=ex.as_sweep()
             ),
             describe=lambda m: _describe_measurement(m, self.params["batch_size"]),
@@ -101,9 +103,20 @@ class BatchSizeExplorer(Explorer):
         """Every batch size measured so far, and its :class:`Measurement`."""
         return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
 
-    def per_item(self) -> PerItemCost:
-        """Every measured batch size (and the ``loop`` baseline, if given) as a :class:`batchlab.measuring.per_item.PerItemCost`."""
-        return per_item_cost(self.as_sweep(), self.loop, self.loop_items)
+    def per_item(self, *, paired: bool = True) -> PerItemCost:
+        """Every measured batch size (and the ``loop`` baseline) as a :class:`PerItemCost`.
+
+        ``paired``: the smallest and the largest batch are timed again, interleaved
+        (:func:`batchlab.measuring.interleaved`), and the speed-up is the median of the
+        per-round ratios; ``False`` (the widget's live plot): the points as measured, apart.
+        """
+        call_at = self._call_at if paired else None
+        return per_item_cost(self.as_sweep(), self.loop, self.loop_items, call_at=call_at)
+
+    def _call_at(self, batch_size: int) -> Callable[[], Any]:
+        args = self.make_batch(batch_size)
+        args = args if isinstance(args, (tuple, list)) else (args,)
+        return lambda: self._jitted(*args)
 
     def as_sweep(self) -> Sweep:
         """Every measured batch size as a :class:`batchlab.measuring.Sweep` (for tables and plots)."""

@@ -1,29 +1,13 @@
 """The explorer pattern: controls -> a measurement through the core -> a plot updated in place.
 
-Every explorer follows one pattern, so each notebook's widget reads alike:
-
-* ``compute(**params)`` -- plain Python that calls the kit's measuring
-  functions. The widget holds no measurement logic of its own.
-* ``draw(explorer)`` -- returns a matplotlib figure from what was measured.
-* :meth:`Explorer.update` -- the plain-Python entry point: set parameters,
-  measure (or reuse a cached result), redraw, and return the result. Tests
-  and the notebook cell after each widget call it; no browser is needed.
-
-The ipywidgets front end is built lazily (``explorer.widget``), so the
-entry point works where ipywidgets is not installed. In the browser:
-
-* expensive updates run only when a slider is *released*
-  (``continuous_update=False`` is forced on every control);
-* a "measuring..." state is shown while work runs (status line, dimmed plot);
-* XLA compilations during an update are counted (``count_compiles``) and
-  reported as compilations, never folded into run time;
-* an explorer whose new settings must compile first may give a ``preview``:
-  what a setting's plan says before anything runs (e.g. how many shapes it
-  will compile), shown and drawn at once, then replaced by the measurement;
-* settings already measured come from ``explorer.cache``, and their plots
-  from a PNG cache, so a revisit costs a redraw at most;
-* an error (a bad axis choice, an out-of-memory) appears in the widget as the
-  kit's message, and the controls return to the last setting that worked.
+``compute(**params)`` is plain Python calling the kit's measuring functions; ``draw(explorer)``
+returns a matplotlib figure; :meth:`Explorer.update` sets parameters, measures (or reuses
+``explorer.cache``), redraws and returns the result: tests and the cell after each widget call
+it, no browser needed. The ipywidgets front end (``explorer.widget``) is built lazily. In the
+browser: controls measure on release; a "measuring..." state shows while work runs, with the
+XLA compilations counted apart from run time; an optional ``preview`` shows a setting's plan
+before it compiles; plots of settings already measured come from a PNG cache; an error shows
+as the kit's message and the controls return to the last setting that worked.
 """
 
 from __future__ import annotations
@@ -61,18 +45,14 @@ class Explorer:
     """Base explorer: parameters -> ``compute`` -> cached result -> ``draw``.
 
     Args:
-      compute: ``compute(**params) -> result``; must use the kit's measuring
-        functions.
+      compute: ``compute(**params) -> result``, through the kit's measuring functions.
       params: the starting value of every parameter.
-      controls: ``{param: factory}`` where ``factory(value)`` makes the
-        ipywidgets control for that parameter (called lazily); see
-        :mod:`batchlab.widgets.controls` for the kit's family of factories.
-      draw: ``draw(explorer) -> matplotlib Figure`` or ``None`` for no plot.
-      describe: ``describe(result) -> str`` one-line HTML summary.
-      title: shown above the controls.
-      preview: ``preview(**params) -> plan``, cheap (nothing compiled or
-        timed): shown for a new setting while ``compute`` runs. ``draw`` sees
-        it as ``explorer.pending`` (``None`` otherwise) and must draw it.
+      controls: ``{param: factory}``, ``factory(value)`` making its ipywidgets control
+        (:mod:`batchlab.widgets.controls`).
+      draw: ``draw(explorer) -> matplotlib Figure`` (or ``None``).
+      describe: ``describe(result) -> str``, a one-line HTML summary.
+      preview: ``preview(**params) -> plan``, cheap (nothing compiled or timed), shown for a
+        new setting while ``compute`` runs; ``draw`` sees it as ``explorer.pending``.
       describe_preview: ``describe_preview(plan) -> str``, plain text for the status line.
 
     Example:
@@ -142,9 +122,8 @@ class Explorer:
     def update(self, **changes: Any) -> Any:
         """Sets parameters, measures (or reuses the cache), redraws, returns the result.
 
-        Raises the kit's error for a bad setting (it is also shown in the
-        widget, and the explorer keeps its last good setting); unknown
-        parameter names raise ``TypeError``.
+        A bad setting raises the kit's error (also shown in the widget; the explorer keeps
+        its last good setting); unknown parameter names raise ``TypeError``.
         """
         unknown = set(changes) - set(self.params)
         if unknown:
@@ -322,9 +301,7 @@ class Explorer:
         try:
             for name, control in self.control_widgets.items():
                 if control.value != self.params[name]:
-                    with contextlib.suppress(
-                        Exception
-                    ):  # a value set from Python the control cannot show
+                    with contextlib.suppress(Exception):  # a value the control cannot show
                         control.value = self.params[name]
         finally:
             self._syncing = False

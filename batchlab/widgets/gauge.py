@@ -1,15 +1,10 @@
 """A memory gauge: live device memory on a GPU/TPU, planned figures on a CPU (and it says so).
 
-On a backend with allocator statistics the gauge polls
-:func:`batchlab.device_memory` (bytes in use, peak, limit) every
-``interval`` seconds. The CPU backend keeps no such statistics
-(``memory_stats()`` is ``None``), so there the gauge shows what *can* be
-known -- the planned peak from XLA's compiled memory analysis of the
-current setting, and the bytes held by live JAX arrays -- labelled as such.
-A figure a backend cannot give is absent, never faked.
-
-:meth:`MemoryGauge.read` is the plain-Python entry point: it returns the
-:class:`GaugeReading` the widget shows.
+With allocator statistics the gauge polls :func:`batchlab.device_memory` every ``interval``
+seconds. The CPU backend keeps none (``memory_stats()`` is ``None``): there it shows the
+planned peak of the current setting (XLA's compiled memory analysis) and the bytes of live
+JAX arrays, labelled as such; a figure a backend cannot give is absent, never faked.
+:meth:`MemoryGauge.read` returns the :class:`GaugeReading` the widget shows.
 """
 
 from __future__ import annotations
@@ -19,13 +14,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from batchlab._util.format import format_bytes, html_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.measuring.live import device_memory, live_memory
 from batchlab.measuring.memory import MemoryEstimate
 
 
 @dataclass(frozen=True)
-class GaugeReading:
+class GaugeReading(Rows):
     """One reading of the gauge; ``None`` marks a figure this backend cannot give."""
 
     device: str
@@ -37,11 +32,6 @@ class GaugeReading:
     note: str
 
     @property
-    def planned_bytes(self) -> int | None:
-        """The planned bytes shown (``planned_peak_bytes`` is the field's old name)."""
-        return self.planned_peak_bytes
-
-    @property
     def live(self) -> bool:
         """True when the device's allocator reported live figures (GPU/TPU)."""
         return self.in_use_bytes is not None
@@ -49,14 +39,11 @@ class GaugeReading:
     def _rows(self) -> list[tuple[str, str, str]]:
         rows = []
         if self.live:
+            stats = "device memory stats"
             rows += [
-                ("device in use", format_bytes(self.in_use_bytes), "device memory stats"),
-                (
-                    "device peak",
-                    format_bytes(self.peak_bytes),
-                    "device memory stats (process-wide)",
-                ),
-                ("device limit", format_bytes(self.limit_bytes), "device memory stats"),
+                ("device in use", format_bytes(self.in_use_bytes), stats),
+                ("device peak", format_bytes(self.peak_bytes), f"{stats} (process-wide)"),
+                ("device limit", format_bytes(self.limit_bytes), stats),
             ]
         if self.planned_peak_bytes is not None:
             rows.append(
@@ -65,16 +52,10 @@ class GaugeReading:
         rows.append(("live JAX arrays", format_bytes(self.live_array_bytes), "jax.live_arrays()"))
         return rows
 
-    def __repr__(self) -> str:
-        body = ", ".join(f"{k} {v}" for k, v, _ in self._rows())
-        return f"GaugeReading({self.device}: {body}; {self.note})"
+    _header = ("figure", "value", "source")
 
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(),
-            header=("figure", "value", "source"),
-            caption=f"{self.device}: {self.note}",
-        )
+    def _title(self) -> str:
+        return f"{self.device}: {self.note}"
 
 
 class MemoryGauge:
@@ -83,9 +64,8 @@ class MemoryGauge:
     Args:
       interval: seconds between polls of the device's allocator statistics.
       device: a ``jax.Device`` or an index into ``jax.devices()`` (default: the first).
-      explorer: an explorer to follow: after each of its updates, the gauge
-        takes the planned peak of its result (``result.memory``, a
-        :class:`batchlab.measuring.MemoryEstimate`, when present) and refreshes.
+      explorer: an explorer to follow: after each update the gauge plans from its
+        ``result.memory`` (a :class:`batchlab.measuring.MemoryEstimate`) and refreshes.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -141,30 +121,19 @@ class MemoryGauge:
         planned = None if self.estimate is None else self.estimate.planned_bytes
         live = live_memory().live_array_bytes
         if stats is not None:
-            reading = GaugeReading(
-                stats.device,
-                stats.bytes_in_use,
-                stats.peak_bytes_in_use,
-                stats.bytes_limit,
-                planned,
-                live,
-                f"live, polled every {self.interval:g} s",
-            )
+            figures = (stats.bytes_in_use, stats.peak_bytes_in_use, stats.bytes_limit)
+            note = f"live, polled every {self.interval:g} s"
+            reading = GaugeReading(stats.device, *figures, planned, live, note)
         else:
             import jax
 
             dev = jax.devices()[0] if self.device is None else self.device
             name = f"{dev.platform}:{dev.id}" if hasattr(dev, "platform") else str(dev)
-            reading = GaugeReading(
-                name,
-                None,
-                None,
-                None,
-                planned,
-                live,
+            note = (
                 f"no live device figures: memory_stats() is None on {name.split(':')[0]}; "
-                "showing planned figures",
+                "showing planned figures"
             )
+            reading = GaugeReading(name, None, None, None, planned, live, note)
         self.reading = reading
         if self._ui is not None:
             self._ui.value = _gauge_html(reading)

@@ -23,22 +23,12 @@ from batchlab.loading.speed import (
     measure_loading,
 )
 from batchlab.scaling.speedup import ScalingPoint, measure_scaling
+from batchlab.widgets.controls import checkbox, control
 from batchlab.widgets.explorer import Explorer
 
 
 def _dropdown(name: str, options: Sequence[Any]):
-    def factory(value: Any):
-        import ipywidgets as w
-
-        return w.Dropdown(
-            options=list(options),
-            value=value,
-            description=name,
-            style={"description_width": "initial"},
-            layout=w.Layout(width="220px"),
-        )
-
-    return factory
+    return control("Dropdown", options=list(options), description=name, width="220px")
 
 
 def plot_throughput(
@@ -157,14 +147,6 @@ class LoadingExplorer(Explorer):
                 repeat=repeat,
                 max_time=max_time,
             )
-
-        def checkbox(name: str):
-            def factory(value: bool):
-                import ipywidgets as w
-
-                return w.Checkbox(value=value, description=name, indent=False)
-
-            return factory
 
         controls = {
             "batch_size": _dropdown("batch size", batch_sizes),

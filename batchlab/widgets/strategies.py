@@ -10,6 +10,7 @@ from batchlab._util.format import format_bytes, format_seconds
 from batchlab.batching.comparison import Comparison, StrategyResult, compare
 from batchlab.batching.comparison_plot import plot_comparison
 from batchlab.batching.strategies import STRATEGIES
+from batchlab.widgets.controls import stops_slider
 from batchlab.widgets.explorer import Explorer
 
 
@@ -120,18 +121,7 @@ class StrategyExplorer(Explorer):
                     self.points[(r.strategy, r.items)] = r
             return Comparison(self.name, tuple(self.points[(s, batch_size)] for s in strategies))
 
-        def slider(value: int):
-            import ipywidgets as w
-
-            return w.SelectionSlider(
-                options=self.batch_sizes,
-                value=value,
-                description="batch size",
-                continuous_update=False,
-                style={"description_width": "initial"},
-                layout=w.Layout(width="380px"),
-            )
-
+        slider = stops_slider(self.batch_sizes, "batch size", width="380px")
         params = {
             "batch_size": self.batch_sizes[-1]
             if len(self.batch_sizes) < 3

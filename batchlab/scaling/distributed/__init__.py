@@ -1,30 +1,4 @@
-"""Several JAX processes on one machine: the multi-host runtime, run and tested locally.
-
-JAX's multi-controller model runs the *same* program in every process (one
-per host on a cluster). ``jax.distributed.initialize`` connects them
-through a coordinator (process 0's address and a port); afterwards
-``jax.devices()`` lists every process's devices, ``jax.local_devices()``
-this process's, and one mesh spans them all. On CPU the processes exchange
-data through CPU collectives (``jax_cpu_collectives_implementation="gloo"``).
-
-:func:`launch` starts ``processes`` such processes on this machine, each with
-``devices_per_process`` simulated CPU devices and a coordinator on a free
-loopback port (``127.0.0.1`` only: nothing listens beyond this machine),
-waits with a timeout and collects every process's output. It cleans up every
-process it started, and their children, on success, failure, timeout and
-Ctrl-C: each process leads its own process group, and the whole group is
-killed.
-
-A job is a function (shipped by cloudpickle; its return value comes back)
-or a script; either runs :func:`initialize` first. From a shell::
-
-    python -m batchlab.scaling.distributed --processes 2 --devices-per-process 4 job.py
-
-A script calls :func:`initialize` at its top: under the launcher it reads
-the launcher's settings; elsewhere it calls ``jax.distributed.initialize()``,
-which finds SLURM, Open MPI and Cloud TPU settings by itself, so the same
-script runs on a real cluster.
-"""
+"""Several JAX processes on one machine: the multi-host runtime, run and tested locally."""
 
 from __future__ import annotations
 
@@ -59,17 +33,7 @@ def free_port(host: str = LOOPBACK) -> int:
 
 
 def initialize(**kwargs: Any) -> None:
-    """Connects this process to the others: ``jax.distributed.initialize`` with the right settings.
-
-    Under :func:`launch` (its environment variables are set): simulated CPU
-    devices (``jax_num_cpu_devices``), gloo CPU collectives and
-    ``jax.distributed.initialize(coordinator_address="127.0.0.1:PORT",
-    num_processes=N, process_id=I)``, the coordinator bound to loopback only
-    (``coordinator_bind_address``; JAX's default is every interface). Elsewhere: ``jax.distributed.initialize(**kwargs)``,
-    which detects SLURM, Open MPI and Cloud TPU by itself (or pass
-    ``coordinator_address``, ``num_processes``, ``process_id``). Call it
-    before anything else uses JAX; a second call does nothing.
-    """
+    """Connects this process to the others: ``jax.distributed.initialize`` with the right settings."""
     import jax
 
     if jax.distributed.is_initialized():
@@ -230,12 +194,6 @@ def launch(
 ) -> Launch:
     """Runs ``job`` in ``processes`` local JAX processes that form one multi-process runtime.
 
-    Every process gets ``devices_per_process`` CPU devices, gloo collectives
-    and a coordinator at ``127.0.0.1:<free port>``, and runs
-    :func:`initialize` before the job. ``jax.process_count()`` is then
-    ``processes`` and ``jax.device_count()`` is ``processes * devices_per_process``.
-    When one process fails, the others are stopped (they would wait for it).
-
     Args:
       job: a function (sent by cloudpickle; called as ``job(*args)`` after
         :func:`initialize`; its return value must pickle) or the path of a
@@ -248,11 +206,6 @@ def launch(
 
     Returns:
       A :class:`Launch`: per process exit code, stdout, stderr and return value.
-
-    Raises:
-      TypeError, ValueError: a bad argument (before any process starts).
-      RuntimeError: ``check`` and a process failed (its stderr is in the message).
-      TimeoutError: ``check`` and the job outlived ``timeout``.
 
     Example:
       >>> def count():

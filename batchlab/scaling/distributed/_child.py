@@ -1,11 +1,4 @@
-"""The child side of :func:`batchlab.scaling.distributed.launch` (``python -m batchlab.scaling.distributed._child``).
-
-``call PAYLOAD RESULT``: initialize, load the cloudpickled ``(job, args)``,
-call it and write its pickled return value to ``RESULT``.
-``script PATH ARGS...``: initialize, then run the script as ``__main__``
-(a script's own :func:`~batchlab.scaling.distributed.initialize` call is then a no-op).
-A failure exits at once with a non-zero code and the traceback on stderr.
-"""
+"""The child side of :func:`batchlab.scaling.distributed.launch` (``python -m batchlab.scaling.distributed._child``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Probing a claim: does its rule reach every outcome on evidence like its own?
+"""Probing a claim (test tooling): does its rule reach every outcome on evidence like its own?
 
 A verdict that cannot come out otherwise is no verdict. `probe` takes a
 claim (or a rule and evidence), derives evidence variants from the claim's own
@@ -17,8 +17,10 @@ outcome, whether it was reached and by which evidence:
 
 A rule the probe does not know (a custom callable) gets no variants: only the
 evidence as measured is run, so it reaches one outcome and is reported *not
-shown able to fail*, never passed silently. :func:`bl.claims.table
-<batchlab.claims.table>` refuses a claim whose probe misses an outcome.
+shown able to fail*, never passed silently. The probe shows that a rule responds
+to made-up evidence; it cannot show that an experiment could have come out
+otherwise (that is a finding's contrast, ``Record.finding``), so it is test
+tooling: ``tests/test_notebook_claims.py`` probes every literal rule a notebook writes.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from claims_variants import KNOWN_RULES, run_rule, variants
+
 from batchlab._util.format import html_table
 from batchlab.claims.evidence import Evidence, Number, Samples
 from batchlab.claims.rules import OUTCOMES
-from batchlab.claims.variants import KNOWN_RULES, run_rule, variants
 
 # --- the result ---------------------------------------------------------------------------------
 
@@ -182,16 +185,3 @@ def probe(claim: Any) -> Probe:
     for c in claim.controls:
         rules.append(probe_rule(c.rule, (*claim.evidence, *c.evidence), f"control ({c.removes})"))
     return Probe(claim.statement, tuple(rules))
-
-
-def refusal(p: Probe) -> str:
-    """Why a table refuses the claim ``p`` probed, and the fix."""
-    parts = "; ".join(
-        f"its {what} never came out {' / '.join(map(repr, m))}" for what, m in p.missing.items()
-    )
-    return (
-        f"bl.claims.table refuses the claim {p.statement!r}: {parts}, on its own evidence or on "
-        f"any variant of it, so it is not shown able to fail. Fix: decide it with a rule that "
-        f"reads its evidence (bl.claims.ratio_above, ratio_below, equals, compare, all_of), so "
-        f"that other evidence gives each outcome; bl.claims.probe(claim) shows what was tried.\n{p!r}"
-    )

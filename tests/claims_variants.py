@@ -1,4 +1,4 @@
-"""Evidence variants, per rule kind: what :mod:`batchlab.claims.probing` runs a rule on.
+"""Evidence variants, per rule kind: what claims_probing (test tooling) runs a rule on.
 
 Each variant keeps the claim's own names and kinds (a :class:`Number` stays a ``Number``,
 :class:`Samples` stay ``Samples`` with a spread) and is meant to give one outcome; the
