@@ -166,7 +166,7 @@ def test_why_is_at_most_ten_lines_and_the_code_has_the_fitted_size():
     w = np.ones((16, 8), np.float32)
     xs = np.ones((128, 16), np.float32)
     a = bl.advise(lambda x, w: jnp.tanh(x @ w), (xs, w), 2**30, in_axes=(0, None), **QUIET)
-    assert 2 <= len(a.why.splitlines()) <= 10 and "fit: batch" in a.why
+    assert 2 <= len(a.why.splitlines()) <= 10 and "items per batch of" in a.why
     assert a.why.splitlines()[0].startswith(("pick:", "not enough evidence"))
     assert f"batch_size = {a.batch_size}" in a.code and "in_axes=(0, None)" in a["vmap"].code
 

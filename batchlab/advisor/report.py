@@ -110,10 +110,14 @@ class Advice:
         """Plain JAX for the pick, with the batch size that fits."""
         if self.best is None:
             return "# nothing fits: " + self.lead
-        unit = (
-            "items" if self.mode == "dense" else "rows" if self.best.strategy == "pad" else "tokens"
-        )
-        return f"batch_size = {self.batch_size}  # {unit} per batch: {self.fit_line()}\n{self.best.code}"
+        return f"batch_size = {self.batch_size}  # {self.unit} per batch: {self.fit_line()}\n{self.best.code}"
+
+    @property
+    def unit(self) -> str:
+        """What ``batch_size`` counts: items (dense), rows (padding) or tokens (buckets, packs)."""
+        if self.mode == "dense" or self.best is None:
+            return "items"
+        return "rows" if self.best.strategy == "pad" else "tokens"
 
     def fit_line(self) -> str:
         how = self.margin_source.split(":")[0]  # "calibrated", "given", "not calibrated"
@@ -143,7 +147,9 @@ class Advice:
             )
         if self.deciding:
             lines.append(f"deciding: {self.deciding}")
-        lines.append(f"fit: batch {self.batch_size} of {self.recommended}, {self.fit_line()}")
+        lines.append(
+            f"fit: {self.batch_size} {self.unit} per batch of {self.recommended}, {self.fit_line()}"
+        )
         lines += [f"left out: {label}: {why}" for label, why in self.excluded[: 9 - len(lines)]]
         return "\n".join(lines[:10])
 
