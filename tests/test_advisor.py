@@ -165,7 +165,11 @@ def test_nothing_fits_at_the_example_size_leads_the_summary():
 def test_why_is_at_most_ten_lines_and_the_code_has_the_fitted_size():
     w = np.ones((16, 8), np.float32)
     xs = np.ones((128, 16), np.float32)
-    a = bl.advise(lambda x, w: jnp.tanh(x @ w), (xs, w), 2**30, in_axes=(0, None), **QUIET)
+    f = lambda x, w: jnp.tanh(x @ w)  # noqa: E731
+    a = bl.advise(f, (xs, w), 2**30, in_axes=(0, None), **QUIET)
+    ns: dict = {}  # the pasted lax.map code runs and gives vmap's answer
+    exec(a["lax.map chunk 16"].code, {"jax": jax, "fn": f, "args": (xs, w)}, ns)
+    np.testing.assert_allclose(ns["out"], jax.vmap(f, (0, None))(xs, w), rtol=1e-6)
     assert 2 <= len(a.why.splitlines()) <= 10 and "items per batch of" in a.why
     assert a.why.splitlines()[0].startswith(("pick:", "not enough evidence"))
     assert f"batch_size = {a.batch_size}" in a.code and "in_axes=(0, None)" in a["vmap"].code

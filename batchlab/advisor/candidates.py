@@ -58,12 +58,18 @@ def dense_code(name: str, strategy: str, k: int | None, in_axes: Any) -> str:
     axes = "" if in_axes == 0 else f", in_axes={in_axes!r}"
     if strategy == "vmap":
         return f"out = jax.jit(jax.vmap({name}{axes}))(*args)"
+    if strategy == "chunked" and isinstance(in_axes, tuple):
+        params = ", ".join(f"a{i}" for i in range(len(in_axes)))
+        mapped = [i for i, ax in enumerate(in_axes) if ax == 0]
+        inner = ", ".join(
+            f"m[{mapped.index(i)}]" if ax == 0 else f"a{i}" for i, ax in enumerate(in_axes)
+        )
+        xs = ", ".join(f"a{i}" for i in mapped)
+        return (
+            f"out = jax.jit(lambda {params}: jax.lax.map(lambda m: {name}({inner}), ({xs},), "
+            f"batch_size={k}))(*args)"
+        )
     if strategy == "chunked":
-        if isinstance(in_axes, tuple):
-            return (
-                f"out = bl.batch({name}, strategy='chunked', chunk_size={k}{axes})(*args)"
-                f"  # jax.lax.map over the batched arguments, batch_size={k}"
-            )
         return f"out = jax.jit(lambda xs: jax.lax.map({name}, xs, batch_size={k}))(xs)"
     return f"out = bl.batch({name}, strategy='host', chunk_size={k}{axes})(*args)"
 
