@@ -1,8 +1,9 @@
-"""The advisor (issue 25): its choice against a brute-force measurement, budgets that hold, bad input."""
+"""The advisor (issue 33): plans from the kit's plan path, the fit first, paired timing, honest why."""
 
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -11,10 +12,9 @@ import pytest
 
 import batchlab as bl
 from batchlab.advisor import advising as advise_module
-from batchlab.advisor.choice import decide
-from batchlab.advisor.report import CandidateResult
+from batchlab.advisor.candidates import chunk_sweep, pack_groups
+from batchlab.advisor.choice import decide, screen
 from batchlab.claims import Samples
-from batchlab.runs.budget import Budget
 from batchlab.runs.calibration import run_under_limit
 
 
@@ -26,164 +26,156 @@ def small(x):
     return jnp.tanh(x * 2.0).sum()
 
 
-QUIET = dict(progress=False, max_seconds=30)
+QUIET = dict(progress=False, max_seconds=2)
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    bl.advisor.clear_cache()
-    yield
-    bl.advisor.clear_cache()
+def test_chunk_sizes_are_swept_whatever_the_caller_passes():
+    assert chunk_sweep(512) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert chunk_sweep(10, [3, 10, 99]) == [1, 2, 3, 4, 8]
+    a = bl.advise(small, np.ones(8, np.float32), 2**24, batch_size=16, chunk_sizes=[3], **QUIET)
+    labels = [c.label for c in a.candidates]
+    assert labels[:6] == ["vmap", *(f"lax.map chunk {k}" for k in (1, 2, 3, 4, 8))], labels
+    assert "host chunk 8" in labels and "host chunk 1" not in labels  # host: at most 4 dispatches
 
 
-def test_budget_excludes_vmap_and_plans_match_plain_jax():
-    """Deterministic: peaks are XLA's plans (nothing observed); vmap's does not fit 16 MiB."""
+def test_plans_are_the_kit_plan_and_over_budget_is_never_run():
     item = np.ones(512, np.float32)
-    a = bl.advise(
-        outer_sum,
-        item,
-        16 * 2**20,
-        batch_size=64,
-        chunk_sizes=[4],
-        strategies=["vmap", "chunked"],
-        observe_peaks=False,
-        **QUIET,
-    )
+    budget = 16 * 2**20
+    a = bl.advise(outer_sum, item, budget, batch_size=64, strategies=["vmap", "chunked"], **QUIET)
     xs = np.ones((64, 512), np.float32)
-    vmap_plan = bl.memory_estimate(jax.vmap(outer_sum), xs).planned_bytes
-    map_plan = bl.memory_estimate(
+    assert (
+        a["vmap"].planned_bytes
+        == bl.memory_estimate(jax.vmap(outer_sum), xs).planned_bytes
+        > budget
+    )
+    plan4 = bl.memory_estimate(
         lambda xs: jax.lax.map(outer_sum, xs, batch_size=4), xs
     ).planned_bytes
-    assert a["vmap"].planned_bytes == vmap_plan > 16 * 2**20
-    assert a["lax.map chunk 4"].planned_bytes == map_plan < 16 * 2**20
-    assert a.recommended == "lax.map chunk 4" and a.within_noise == ()
-    assert a.ratio_used == 1.0 and a.budget_bytes_used == 16 * 2**20
-    expected = bl.max_batch_size(
-        outer_sum, item, budget_bytes=16 * 2**20, strategy="chunked", chunk_size=4
+    assert a["lax.map chunk 4"].planned_bytes == plan4 < budget
+    assert a["vmap"].samples is None and "over the budget" in a["vmap"].note
+    assert a.recommended != "vmap" and a[a.recommended].planned_bytes * a.margin <= budget
+    # the fit is max_batch_size's with the calibrated margin (cached: the same measurement)
+    fit = bl.max_batch_size(
+        outer_sum,
+        item,
+        budget_bytes=budget,
+        strategy="chunked",
+        chunk_size=a.chunk_size,
+        upper=16 * 64,
+        margin="calibrated",
     )
-    assert a.batch_size == int(expected)
-    assert "jax.lax.map(outer_sum, xs, batch_size=4)" in a.code
-    outcomes = {c.statement: c.outcome for c in a.claims}
-    assert outcomes["lax.map chunk 4 at 64 items fits the budget"] == "holds"
-    assert outcomes["lax.map chunk 4 needs less peak memory than vmap here"] == "holds"
+    assert (a.batch_size, a.margin) == (int(fit), fit.margin) and a.margin >= 1
+    assert "not run" in a.why and "vmap plans" in a.why
 
 
-def _brute_force(fn, xs, k, repeat=7):
-    """The same candidates in plain JAX, timed with timeit, per item."""
-    import timeit
-
-    programs = {
-        "vmap": jax.jit(jax.vmap(fn)),
-        f"lax.map chunk {k}": jax.jit(lambda xs: jax.lax.map(fn, xs, batch_size=k)),
-        "lax.map chunk 1": jax.jit(lambda xs: jax.lax.map(fn, xs, batch_size=1)),
-    }
-    out = {}
-    for label, f in programs.items():
-        jax.block_until_ready(f(xs))
-        t = timeit.repeat(lambda f=f: jax.block_until_ready(f(xs)), number=3, repeat=repeat)
-        out[label] = Samples(label, [v / 3 / len(xs) for v in t], "timeit")
-    return out
+def _paired(values: dict[str, list[float]]) -> dict[str, Samples]:
+    return {k: Samples(k, v, "test", paired="t") for k, v in values.items()}
 
 
-def test_recommendation_against_brute_force():
-    xs = np.ones((2048, 64), np.float32)
+def test_decide_picks_only_what_the_ratios_show():
+    rng = np.random.default_rng(0)
+    load = rng.uniform(1, 3, 15)  # every round slowed alike: the ratios cancel it
+    clear = _paired({"a": list(4 * load), "b": list(load * rng.uniform(0.98, 1.02, 15))})
+    v = decide(clear, {"a": 10, "b": 100})
+    assert (v.pick, v.runner_up, v.decided) == ("b", "a", True) and "a / b" in v.deciding
+    assert screen(clear) == ["a"]  # over 1.5x in every round
+    tie = _paired(
+        {"a": list(load * rng.uniform(0.7, 1.3, 15)), "b": list(load * rng.uniform(0.7, 1.3, 15))}
+    )
+    t = decide(
+        tie, {"a": 10, "b": 100}
+    )  # neither ordered nor shown within 1.1x: not enough evidence
+    quickest = min(tie, key=lambda k: np.median(tie[k].values))
+    assert not t.decided and set(t.tied) == {"a", "b"} and t.pick == quickest
+    assert screen(tie) == []
+    around_one = rng.permutation(np.linspace(0.98, 1.02, 15))  # per-round ratios straddle 1
+    same = _paired({"a": list(load), "b": list(load * around_one)})
+    e = decide(same, {"a": 100, "b": 10})  # shown within 1.1x of each other: the smaller plan
+    assert (
+        e.decided and set(e.tied) == {"a", "b"} and e.pick == "b" and "claimed < 1.1x" in e.deciding
+    )
+    few = {k: Samples(k, s.values[:4], "test", paired="t") for k, s in clear.items()}
+    assert not decide(few, {"a": 10, "b": 100}).decided  # 4 rounds: no interval, no pick from noise
+
+
+def test_timing_is_one_interleaved_run(monkeypatch):
+    runs = []
+    real = advise_module.interleaved
+
+    def spy(calls, **kw):
+        runs.append(sorted(calls))
+        return real(calls, **kw)
+
+    monkeypatch.setattr(advise_module, "interleaved", spy)
     a = bl.advise(
-        small,
-        xs,
-        2**30,
-        in_axes=0,
-        chunk_sizes=[1, 256],
+        small, np.ones(8, np.float32), 2**24, batch_size=32, strategies=["vmap", "chunked"], **QUIET
+    )
+    assert 1 <= len(runs) <= 2 and runs[0] == sorted(c.label for c in a.candidates)
+    full = [c.samples for c in a.candidates if c.samples is not None and not c.note]
+    assert len({s.paired for s in full}) == 1 and full[0].paired is not None
+
+
+def test_a_pick_whose_fit_does_not_hold_is_left_out(monkeypatch):
+    """The first pick's fit (faked) holds only 1 item of 32: it is left out, the next is fitted."""
+    real, calls = advise_module.max_batch_size, []
+
+    def fake(fn, item, **kw):
+        r = real(fn, item, **kw)
+        calls.append(kw.get("chunk_size"))
+        return SimpleNamespace(
+            margin=r.margin,
+            margin_source=r.margin_source,
+            __int__=lambda: 1 if len(calls) == 1 else 10**6,
+        )
+
+    monkeypatch.setattr(
+        advise_module, "max_batch_size", lambda fn, item, **kw: _Int(fake(fn, item, **kw))
+    )
+    a = bl.advise(
+        small, np.ones(8, np.float32), 2**26, batch_size=32, strategies=["vmap", "chunked"], **QUIET
+    )
+    first = a.excluded[0][0]
+    assert len(calls) == 2 and a.recommended != first and "fits 1 items, not 32" in a.excluded[0][1]
+    assert a.batch_size == 10**6 and f"left out: {first}" in a.why
+
+
+class _Int:
+    def __init__(self, ns):
+        self.margin, self.margin_source, self.size = ns.margin, ns.margin_source, ns.__int__()
+
+    def __int__(self):
+        return self.size
+
+
+def test_nothing_fits_at_the_example_size_leads_the_summary():
+    a = bl.advise(
+        outer_sum,
+        np.ones(512, np.float32),
+        1310720,
+        batch_size=256,
         strategies=["vmap", "chunked"],
-        observe_peaks=False,
         **QUIET,
     )
-    measured = [c for c in a.candidates if c.per_item is not None]
-    # the choice follows from its own samples: the fastest within budget, or one within noise of it
-    fastest = min(
-        (c for c in measured if c.peak_bytes <= a.budget.bytes), key=lambda c: c.per_item.fastest
-    )
-    assert a.recommended == fastest.label or {a.recommended, fastest.label} <= set(a.within_noise)
-    # against an independent plain-JAX measurement of the same candidates: the same rule applied
-    # to the brute-force samples picks their fastest, or names it within noise (timings are never
-    # compared across the two runs: load moves them; the plans are, exactly)
-    brute = _brute_force(small, jnp.asarray(xs), 256)
-    plans = {c.label: c.planned_bytes for c in a.candidates}
-    assert plans["vmap"] == bl.memory_estimate(jax.vmap(small), xs).planned_bytes
-    plain = [
-        CandidateResult(k, "chunked", None, len(xs), v, plans[k], None, "not observed", "")
-        for k, v in brute.items()
-    ]
-    d = decide(small, tuple(plain), Budget(2**30, "given"), "dense", len(xs), [], 0.0)
-    quickest = min(brute, key=lambda k: brute[k].fastest)
-    assert d.recommended == quickest or quickest in d.within_noise
+    assert a.lead.startswith("nothing fits 1.25 MiB at 256 items") and a.items < 256
+    assert a.why.splitlines()[0] == a.lead and a.recommended is not None
+    none = bl.advise(outer_sum, np.ones(512, np.float32), 2**10, batch_size=8, **QUIET)
+    assert none.recommended is None and none.batch_size == 0 and "not one item fits" in none.why
 
 
-def _result(label, fastest, slowest, peak, strategy="chunked"):
-    return CandidateResult(
-        label,
-        strategy,
-        8,
-        100,
-        Samples(label, [fastest, slowest], "t"),
-        peak,
-        None,
-        "not observed",
-        "code",
-    )
-
-
-def test_candidates_within_noise_are_said_to_be():
-    tied = (_result("vmap", 1.0, 2.0, 100, "vmap"), _result("lax.map chunk 8", 1.1, 1.9, 10))
-    a = decide(small, tied, Budget(1000, "given"), "dense", 100, [], 0.0)
-    assert set(a.within_noise) == {"vmap", "lax.map chunk 8"}
-    assert a.recommended == "lax.map chunk 8"  # within noise: the smaller peak
-    assert "within noise" in a.summary()
-    apart = (_result("vmap", 1.0, 1.1, 100, "vmap"), _result("lax.map chunk 8", 3.0, 3.3, 10))
-    b = decide(small, apart, Budget(1000, "given"), "dense", 100, [], 0.0)
-    assert b.recommended == "vmap" and b.within_noise == ()
-    over = decide(small, apart, Budget(50, "given"), "dense", 100, [], 0.0)
-    assert over.recommended == "lax.map chunk 8"  # vmap's peak is over the budget
-
-
-def test_second_call_measures_nothing(monkeypatch):
-    xs = np.ones((256, 16), np.float32)
-    a = bl.advise(small, xs, 2**30, in_axes=0, chunk_sizes=[32], observe_peaks=False, **QUIET)
-
-    def fail(*args, **kwargs):
-        raise AssertionError("measured again")
-
-    monkeypatch.setattr(advise_module, "_time", fail)
-    b = bl.advise(small, xs, 2**20, in_axes=0, chunk_sizes=[32], observe_peaks=False, **QUIET)
-    assert [c.per_item for c in b.candidates] == [c.per_item for c in a.candidates]
-    assert b.budget.bytes == 2**20
-
-
-def test_max_seconds_is_respected():
-    xs = np.ones((256, 16), np.float32)
-    a = bl.advise(
-        small, xs, 2**30, in_axes=0, chunk_sizes=[8, 32, 128], max_seconds=1e-6, progress=False
-    )
-    assert all(c.error == "not measured: max_seconds reached" for c in a.candidates)
-    assert a.recommended is None and "nothing measured" in a.code
-
-
-def test_shared_arguments_and_the_code_to_paste():
+def test_why_is_at_most_ten_lines_and_the_code_has_the_fitted_size():
     w = np.ones((16, 8), np.float32)
     xs = np.ones((128, 16), np.float32)
-    a = bl.advise(
-        lambda x, w: jnp.tanh(x @ w),
-        (xs, w),
-        2**30,
-        in_axes=(0, None),
-        chunk_sizes=[16],
-        observe_peaks=False,
-        **QUIET,
-    )
-    assert {c.label for c in a.candidates} == {"vmap", "lax.map chunk 16", "host chunk 16"}
-    assert "in_axes=(0, None)" in a["vmap"].code
+    f = lambda x, w: jnp.tanh(x @ w)  # noqa: E731
+    a = bl.advise(f, (xs, w), 2**30, in_axes=(0, None), **QUIET)
+    ns: dict = {}  # the pasted lax.map code runs and gives vmap's answer
+    exec(a["lax.map chunk 16"].code, {"jax": jax, "fn": f, "args": (xs, w)}, ns)
+    np.testing.assert_allclose(ns["out"], jax.vmap(f, (0, None))(xs, w), rtol=1e-6)
+    assert 2 <= len(a.why.splitlines()) <= 10 and "items per batch of" in a.why
+    assert a.why.splitlines()[0].startswith(("pick:", "not enough evidence"))
+    assert f"batch_size = {a.batch_size}" in a.code and "in_axes=(0, None)" in a["vmap"].code
 
 
-def test_ragged_candidates():
+def test_ragged_candidates_pad_buckets_pack_per_batch():
     rng = np.random.default_rng(0)
     data = bl.ragged.Ragged.from_lengths(
         rng.integers(0, 50, 3000).astype(np.int32), rng.integers(1, 60, 100)
@@ -194,23 +186,16 @@ def test_ragged_candidates():
         return bl.masked_mean(table[values], mask[:, None], axis=0)
 
     def packed(values, segment_ids, n):
-        return jax.ops.segment_sum(table[values], segment_ids, n) / 1.0
+        return jax.ops.segment_sum(table[values], segment_ids, n)
 
-    a = bl.advise(
-        pool,
-        data,
-        2**30,
-        batch_size=32,
-        n_buckets=3,
-        packed_fn=packed,
-        observe_peaks=False,
-        **QUIET,
-    )
-    assert [c.label for c in a.candidates] == ["pad to longest", "3 buckets", "pack"]
-    # which candidate wins is measured (pack on jax 0.12 here, pad or buckets on 0.10.2): the batch
-    # size is the measured batch for a padded candidate and none for packing (one packed row)
-    assert a.items == 100
-    assert a.batch_size == (None if a.recommended == "pack" else 32), (a.recommended, a.batch_size)
+    a = bl.advise(pool, data, 2**30, batch_size=16, n_buckets=3, packed_fn=packed, **QUIET)
+    assert [c.label for c in a.candidates] == ["pad to longest", "3 buckets", "pack per batch"]
+    longest = int(data.lengths.max())
+    assert a["3 buckets"].chunk == a["pack per batch"].chunk == 16 * longest  # tokens per batch
+    assert a.items == 100 and a.margin >= 1 and a.batch_size == a.best.chunk
+    groups = pack_groups(data.lengths, 16 * longest)
+    assert np.array_equal(np.concatenate(groups), np.arange(100))
+    assert max(data.lengths[g].sum() for g in groups) <= 16 * longest < data.lengths.sum()
 
 
 @pytest.mark.parametrize(
@@ -218,12 +203,11 @@ def test_ragged_candidates():
     [
         (dict(fn=3), "`fn`"),
         (dict(in_axes=1), "`in_axes` must be None"),
-        (dict(in_axes=(0, None)), "must be the tuple of fn's 2"),
+        (dict(in_axes=(0, None)), "`example` must be the tuple of fn's 2"),
         (dict(budget=-5), "`budget`"),
         (dict(strategies=["loop"]), "`strategies` must be"),
         (dict(strategies="vmap"), "`strategies` must be"),
         (dict(batch_size=0), "`batch_size`"),
-        (dict(chunk_sizes=[512], batch_size=64), "`chunk_sizes` must be at most"),
         (dict(max_seconds=0), "`max_seconds`"),
         (dict(packed_fn=small), "`packed_fn` is for ragged input"),
         (dict(example="text"), "`example`"),
@@ -249,8 +233,6 @@ def test_batch_larger_than_the_example_is_refused():
 
 W1 = np.ones((256, 512), np.float32) / 100
 W2 = np.ones((512, 256), np.float32) / 100
-
-
 ITEM = jax.ShapeDtypeStruct((256,), jnp.float32)
 
 
@@ -267,18 +249,18 @@ def test_advised_batch_runs_under_an_address_space_limit(strategy):
     """A fresh process: address space limited to its measured baseline + the budget
     (:func:`batchlab.runs.calibration.run_under_limit`)."""
     budget = 64 * 2**20
+    chunks = dict(chunk_sizes=[256]) if strategy == "chunked" else {}
     a = bl.advise(
         mlp,
         np.ones(256, np.float32),
         budget,
-        batch_size=4096,
+        batch_size=512,
         strategies=[strategy],
-        chunk_sizes=[256],
+        upper=2**20,
+        **chunks,
         **QUIET,
     )
-    assert a.best.observed_bytes is not None and a.ratio_used >= 1.0
-    # the batch is made under the limit as one device buffer (the chunked case failed on jax 0.12
-    # only because the old child made it with jnp.array(x, copy=True): a transient second copy)
+    assert a.strategy == strategy and a.margin >= 1.0 and a.batch_size < 2**20
     ok = run_under_limit(
         mlp, ITEM, a.batch_size, budget, strategy=strategy, chunk_size=a.chunk_size
     )

@@ -1,26 +1,15 @@
-"""The user's own function (12): which strategy, chunk size and batch size, measured here, explained.
+"""The user's own function (12): the fastest way to batch it that fits the budget, measured here.
 
-``advise(fn, example, budget)`` builds every applicable way to batch ``fn``
-(``vmap``, ``lax.map`` chunks, host chunks; for ragged data pad, buckets, pack),
-times each on this machine, plans it with XLA and observes its real peak in a
-fresh process, then returns an :class:`Advice`: the recommendation (or the
-candidates within noise of each other), the batch size that fits the budget
-with the measured plan-to-real ratio applied (``Advice.ratio_used``; pass
-``budget_bytes=advice.budget_bytes_used`` to ``max_batch_size`` or
-``run_batches``), the code to paste and the claims behind it.
+``advise(fn, example, budget)`` plans every way to batch ``fn`` with XLA
+(``vmap``, ``lax.map`` at chunk sizes 1, 2, 4, ..., host chunks; for ragged
+data pad, buckets, packing per batch), times those that fit with the one
+interleaved sampler, picks the fastest only where the per-round ratios say so,
+and fits the pick's batch size to the budget with the calibrated margin
+(:func:`batchlab.max_batch_size`). The :class:`Advice` says why in at most ten lines.
 """
 
-from batchlab.advisor.advising import STRATEGIES, advise, clear_cache
-from batchlab.advisor.choice import margin
-from batchlab.advisor.plot import plot_candidates
-from batchlab.advisor.report import Advice, CandidateResult
+from batchlab.advisor.advising import STRATEGIES, advise
+from batchlab.advisor.choice import decide
+from batchlab.advisor.report import Advice, CandidateResult, plot_candidates
 
-__all__ = [
-    "STRATEGIES",
-    "Advice",
-    "CandidateResult",
-    "advise",
-    "clear_cache",
-    "margin",
-    "plot_candidates",
-]
+__all__ = ["STRATEGIES", "Advice", "CandidateResult", "advise", "decide", "plot_candidates"]

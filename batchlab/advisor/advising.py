@@ -1,15 +1,15 @@
-"""``advise``: for the user's own function, which strategy, chunk size and batch size, measured here.
+"""``advise``: the fastest way to batch the user's function that fits the budget, measured here.
 
-Nothing is a rule of thumb. Each applicable candidate is built
-(:mod:`batchlab.advisor.candidates`), planned by XLA, timed on this machine
-(repeated samples, wall clock around ``jax.block_until_ready``) and run once
-more in a fresh process to observe its real peak (:mod:`batchlab.advisor.observe`).
-The fastest candidate whose peak fits the budget is chosen; candidates whose
-timing spreads overlap the fastest's are *within noise* and said to be, the
-choice among them made on peak memory. The batch size that fits the budget
-comes from :func:`batchlab.max_batch_size` with the budget divided by the
-observed / planned ratio measured here. Measurements are cached by function,
-shapes and candidate, so a second call with another budget measures nothing.
+1. **Plan** every candidate (:mod:`batchlab.advisor.candidates`) at the
+   measured batch with XLA. Those over the budget are not run. When none fits,
+   the batch shrinks to what the leanest plan fits, and the advice leads with it.
+2. **Time** the rest with the one sampler, :func:`batchlab.measuring.interleaved`:
+   a short run screens out those shown over 1.5x slower, a longer one decides
+   on per-round ratios (:func:`batchlab.advisor.choice.decide`).
+3. **Fit** the pick: :func:`batchlab.max_batch_size` with ``margin="calibrated"``
+   (the runs room's plan-to-real ratio, measured in a fresh process). A pick
+   whose plan times the margin does not fit the measured batch is left out,
+   with the reason, and the next is fitted.
 """
 
 from __future__ import annotations
@@ -24,66 +24,34 @@ from tqdm.auto import tqdm
 
 from batchlab._util.checks import (
     check_array_tree,
-    check_bool,
     check_callable,
     check_positive_float,
     check_positive_int,
     check_positive_ints,
 )
-from batchlab.advisor.candidates import Candidate, dense_candidates, ragged_candidates
-from batchlab.advisor.choice import KNOWN, decide, fit_budget
-from batchlab.advisor.observe import observe
+from batchlab._util.format import format_bytes
+from batchlab.advisor.candidates import chunk_sweep, dense_candidates, fn_name, ragged_candidates
+from batchlab.advisor.choice import decide, screen
 from batchlab.advisor.report import Advice, CandidateResult
-from batchlab.claims.evidence import Samples
-from batchlab.measuring.timing import autorange, sample
+from batchlab.measuring.sampler import interleaved
 from batchlab.ragged.datasets import TokenDataset
 from batchlab.ragged.padding import Ragged, as_ragged
-from batchlab.runs.budget import Budget, default_budget
+from batchlab.runs.budget import Budget, check_in_axes, default_budget, max_batch_size
+from batchlab.runs.planning import unjit
 
 STRATEGIES = ("vmap", "chunked", "host")
-_CACHE: dict[tuple, tuple[Any, dict]] = {}
-
-
-def clear_cache() -> None:
-    """Forgets every measurement :func:`advise` cached (by function, shapes and candidate)."""
-    _CACHE.clear()
-    KNOWN.clear()
-
-
-def _signature(tree: Any) -> tuple:
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    return (str(treedef), tuple((tuple(np.shape(x)), str(np.asarray(x).dtype)) for x in leaves))
-
-
-def _check_in_axes(in_axes: Any, example: Any) -> None:
-    if in_axes is None:
-        return
-    ok_int = isinstance(in_axes, int) and not isinstance(in_axes, bool) and in_axes == 0
-    ok_tuple = isinstance(in_axes, tuple) and all(
-        a is None or (isinstance(a, int) and not isinstance(a, bool) and a == 0) for a in in_axes
-    )
-    if not (ok_int or ok_tuple) or (ok_tuple and 0 not in in_axes):
-        raise ValueError(
-            f"`in_axes` must be None (`example` is one item), 0, or a tuple of 0 (batched along "
-            f"the leading axis) and None (shared) with at least one 0, got in_axes={in_axes!r}; "
-            f"e.g. in_axes=(0, None) for fn(x, weights)."
-        )
-    if ok_tuple and (not isinstance(example, tuple) or len(example) != len(in_axes)):
-        raise ValueError(
-            f"with in_axes={in_axes!r}, `example` must be the tuple of fn's {len(in_axes)} "
-            f"arguments (batched ones with the batch first), got {type(example).__name__}."
-        )
+SOURCE = "bl.measuring.interleaved: wall clock of one call, paired by round"
+#: fits tried before the advice gives the last one's fitted size (each is a fresh process)
+MAX_FITS = 3
 
 
 def _batch_length(example: Any, in_axes: Any) -> int:
-    batched = (
-        [a for a, ax in zip(example, in_axes, strict=True) if ax == 0]
-        if isinstance(in_axes, tuple)
-        else [example]
-    )
+    axes = in_axes if isinstance(in_axes, tuple) else (0,)
+    args = example if isinstance(in_axes, tuple) else (example,)
     sizes = {
         np.shape(x)[0] if np.ndim(x) else None
-        for a in batched
+        for a, ax in zip(args, axes, strict=True)
+        if ax == 0
         for x in jax.tree_util.tree_leaves(a)
     }
     if len(sizes) != 1 or None in sizes:
@@ -94,49 +62,22 @@ def _batch_length(example: Any, in_axes: Any) -> int:
     return int(sizes.pop())
 
 
-def _item_of(example: Any, in_axes: Any) -> Any:
-    """One item as max_batch_size takes it: the item, or the tuple of (item or shared) arguments."""
-    take = lambda a: jax.tree_util.tree_map(lambda x: np.asarray(x)[0], a)  # noqa: E731
-    if isinstance(in_axes, tuple):
-        return tuple(take(a) if ax == 0 else a for a, ax in zip(example, in_axes, strict=True))
-    return take(example)
-
-
-def _batch_of(example: Any, in_axes: Any, b: int) -> tuple:
-    """The arguments of one batch of ``b`` items (host arrays)."""
+def _item_and_batch(example: Any, in_axes: Any, n: int) -> tuple[Any, tuple, Any]:
+    """(one item as max_batch_size takes it, the arguments of a batch of ``n``, the axes)."""
+    first = lambda a: jax.tree_util.tree_map(lambda x: np.asarray(x)[0], a)  # noqa: E731
+    cut = lambda a: jax.tree_util.tree_map(lambda x: np.asarray(x)[:n], a)  # noqa: E731
     if in_axes is None:  # one item: the batch repeats it
-        return (jax.tree_util.tree_map(lambda x: np.repeat(np.asarray(x)[None], b, 0), example),)
-    cut = lambda a: jax.tree_util.tree_map(lambda x: np.asarray(x)[:b], a)  # noqa: E731
+        rep = jax.tree_util.tree_map(lambda x: np.repeat(np.asarray(x)[None], n, 0), example)
+        return example, (rep,), 0
     if isinstance(in_axes, tuple):
-        return tuple(cut(a) if ax == 0 else a for a, ax in zip(example, in_axes, strict=True))
-    return (cut(example),)
-
-
-def _time(c: Candidate, share: float) -> Samples:
-    """Repeated samples of one whole call, per item (the first call, which compiles, apart)."""
-    args = jax.tree_util.tree_map(
-        lambda a: jax.device_put(a) if isinstance(a, np.ndarray) else a, c.args
-    )
-    call = lambda: c.run(*args)  # noqa: E731
-    jax.block_until_ready(call())
-    number = autorange(call, 0.005, max_time=share)
-    samples, start = [], time.perf_counter()
-    while len(samples) < 3 or (len(samples) < 15 and time.perf_counter() - start < share):
-        samples.append(sample(call, number) / c.items)
-    return Samples(c.label, samples, "wall clock around jax.block_until_ready, per item")
+        pairs = list(zip(example, in_axes, strict=True))
+        item = tuple(first(a) if ax == 0 else a for a, ax in pairs)
+        return item, tuple(cut(a) if ax == 0 else a for a, ax in pairs), in_axes
+    return first(example), (cut(example),), 0
 
 
 def _check(
-    fn,
-    example,
-    budget,
-    in_axes,
-    batch_size,
-    chunk_sizes,
-    strategies,
-    max_seconds,
-    observe_,
-    packed_fn,
+    fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn
 ):
     check_callable(fn)
     ragged = isinstance(example, (Ragged, TokenDataset))
@@ -146,11 +87,20 @@ def _check(
                 "`in_axes` does not apply to ragged input: `fn(values, mask)` takes one padded "
                 f"item; got in_axes={in_axes!r}. Leave it None."
             )
-        if len(as_ragged(example)) == 0:
+        if len(example) == 0:
             raise ValueError("`example` holds no items: the advisor needs a workload to measure.")
     else:
         check_array_tree(example, "example")
-        _check_in_axes(in_axes, example)
+        if in_axes is not None and in_axes != 0:
+            if not isinstance(in_axes, tuple):
+                raise ValueError(
+                    f"`in_axes` must be None (`example` is one item), 0, or a tuple of 0 and None "
+                    f"(e.g. in_axes=(0, None) for fn(x, weights)), got in_axes={in_axes!r}."
+                )
+            try:
+                check_in_axes(in_axes, example)
+            except ValueError as e:  # the same rule; here the argument is `example`
+                raise ValueError(str(e).replace("example_item", "example")) from None
         if packed_fn is not None:
             raise ValueError(
                 "`packed_fn` is for ragged input (a bl.Ragged or a TokenDataset) only."
@@ -160,19 +110,36 @@ def _check(
     check_positive_int(batch_size, "batch_size", allow_none=True)
     if chunk_sizes is not None:
         check_positive_ints(chunk_sizes, "chunk_sizes")
-    if (
-        isinstance(strategies, str)
-        or not all(s in STRATEGIES for s in strategies)
-        or not strategies
-    ):
+    if isinstance(strategies, str) or not strategies or not set(strategies) <= set(STRATEGIES):
         raise ValueError(
             f"`strategies` must be a non-empty list drawn from {STRATEGIES}, got {strategies!r}."
         )
     check_positive_float(max_seconds, "max_seconds")
-    check_bool(observe_, "observe")
     if packed_fn is not None:
         check_callable(packed_fn, "packed_fn")
     return ragged
+
+
+def _time(cands: list, items: int, max_seconds: float, bar) -> tuple[dict, dict[str, str]]:
+    """Interleaved samples of the candidates worth timing, and why the others were dropped."""
+    calls = {c.label: c.call for c in cands}
+    if len(calls) == 1:  # one candidate: nothing to order; two rounds for its figure
+        calls["_twice"] = next(iter(calls.values()))
+    bar.set_description(f"advise: screening {len(cands)} candidates")
+    short = interleaved(calls, rounds=6, passes=1, max_seconds=max_seconds / 4, source=SOURCE)
+    short.pop("_twice", None)
+    dropped = {
+        k: f"screened out: over 1.5x the fastest's time (6 rounds at {items} items)"
+        for k in screen(short)
+    }
+    bar.update(1)
+    kept = {k: v for k, v in calls.items() if k not in dropped and k != "_twice"}
+    if len(kept) < 2:  # the short run decides: its fastest against the runner-up
+        return short, {}
+    bar.set_description(f"advise: timing {len(kept)} candidates")
+    full = interleaved(kept, rounds=15, passes=2, max_seconds=max_seconds * 3 / 4, source=SOURCE)
+    bar.update(1)
+    return {**{k: short[k] for k in dropped}, **full}, dropped
 
 
 def advise(
@@ -186,104 +153,47 @@ def advise(
     strategies: Sequence[str] = STRATEGIES,
     n_buckets: int = 4,
     packed_fn: Callable | None = None,
-    max_seconds: float = 30.0,
-    observe_peaks: bool = True,
+    max_seconds: float = 6.0,
+    upper: int | None = None,
     progress: bool = True,
-    cache: bool = True,
 ) -> Advice:
-    """Measures every applicable way to batch ``fn`` on this machine and says which to use, and why.
+    """The fastest way to batch ``fn`` that fits ``budget``, timed here, and the batch size that fits.
 
-    Dense input: ``vmap``, ``jax.lax.map(..., batch_size=k)`` for each ``k`` of
-    ``chunk_sizes`` (``"chunked"``) and host chunks (the middle ``k``). Ragged
-    input (a :class:`batchlab.Ragged` or the shipped :class:`TokenDataset`):
-    pad to the longest item, ``n_buckets`` optimal buckets (fixed-shape batches
-    of ``batch_size`` rows), and packing when ``packed_fn`` is given. Each is
-    timed (time per item: one call's wall-clock samples / items), planned by
-    XLA, and observed in a fresh process. The fastest whose peak fits
-    ``budget`` is recommended; candidates within noise of it (spreads overlap)
-    are named, the least peak memory among them chosen.
+    Dense: ``vmap``, ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ...
+    below the batch (and ``chunk_sizes``), host chunks. Ragged (a ``bl.Ragged`` or
+    ``TokenDataset``, ``fn(values, mask)`` of one padded item): pad, ``n_buckets``
+    buckets of the same tokens per batch, and packing each batch with ``packed_fn``.
 
     Args:
-      fn: dense: the per-item function (``in_axes=None``) or the function
-        ``jax.vmap(fn, in_axes)`` maps; ragged: ``fn(values, mask)`` of one padded item.
-      example: one item (``in_axes=None``, the batch repeats it), a batch (with
-        ``in_axes`` 0 or a tuple of 0 / None: the tuple of ``fn``'s arguments),
-        or ragged data.
-      budget: bytes (or a ``bl.runs.Budget``); ``None``: :func:`batchlab.default_budget`.
-      in_axes: ``None`` (``example`` is one item), ``0`` or a tuple of 0 / None.
-      batch_size: items per measured batch (dense; default: the example batch, or 256
-        for one item), rows per batch (ragged; default 64).
-      chunk_sizes: chunk sizes to try (default: batch / 32, / 8, / 2).
-      strategies: drawn from ``("vmap", "chunked", "host")`` (dense only).
-      n_buckets: ragged: how many optimal length buckets.
-      packed_fn: ragged: ``packed_fn(values, segment_ids, num_segments)``, the packed version.
-      max_seconds: the time limit, checked between candidates (a compile under
-        way finishes); what did not fit is listed as not measured.
-      observe_peaks: run each candidate in a fresh process to observe its peak.
-      progress: show a progress bar (``TQDM_DISABLE=1`` hides it too).
-      cache: reuse this session's measurements of the same fn, shapes and candidate.
+      fn: the per-item function (``in_axes=None`` or 0), or the one ``jax.vmap(fn, in_axes)`` maps.
+      example: one item (``in_axes=None``: the batch repeats it), a batch (``in_axes=0``), the
+        tuple of ``fn``'s arguments (``in_axes`` a tuple of 0 and None), or ragged data.
+      budget: bytes or a ``bl.runs.Budget``; ``None``: :func:`batchlab.default_budget`.
+      batch_size: items timed (default: the example batch, or 256 for one item); ragged: rows
+        per padded batch (default 64; buckets and packs hold ``rows x longest`` tokens).
+      chunk_sizes: chunk sizes tried beside the sweep 1, 2, 4, ...
+      strategies: drawn from ``("vmap", "chunked", "host")`` (dense).
+      max_seconds: the time for the interleaved timing (planning and the fit come on top).
+      upper: the largest batch size the fit may give (default 16x the timed batch).
+      progress: a progress bar (``TQDM_DISABLE=1`` hides it too).
 
     Returns:
-      An :class:`Advice` (``.code``, ``.why``, ``.plot()``, ``.budget_bytes_used``).
+      :class:`batchlab.advisor.Advice`: ``.recommended``, ``.batch_size``, ``.code``, ``.why``.
 
     Raises:
-      TypeError: ``fn``/``packed_fn`` not callable, ``example`` not arrays, a size not an int.
-      ValueError: bad ``in_axes``, ``strategies``, sizes or a ragged workload with no items;
-        ``batch_size`` larger than the example batch. All before anything is measured.
+      TypeError, ValueError: bad arguments, named, before anything is compiled.
 
     Example:
       >>> import jax.numpy as jnp
-      >>> a = advise(lambda x: jnp.tanh(x).sum(), jnp.ones(8), 2**20, batch_size=64,
-      ...            chunk_sizes=[8], max_seconds=5, observe_peaks=False, progress=False)
-      >>> [c.label for c in a.candidates], a.recommended in ("vmap", "lax.map chunk 8", "host chunk 8")
-      (['vmap', 'lax.map chunk 8', 'host chunk 8'], True)
+      >>> a = advise(lambda x: jnp.tanh(x).sum(), jnp.ones(8), 2**22, batch_size=16,
+      ...            max_seconds=1, progress=False)
+      >>> a["lax.map chunk 4"].planned_bytes > 0, a.batch_size >= 1
+      (True, True)
     """
     ragged = _check(
-        fn,
-        example,
-        budget,
-        in_axes,
-        batch_size,
-        chunk_sizes,
-        strategies,
-        max_seconds,
-        observe_peaks,
-        packed_fn,
+        fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn
     )
     start = time.perf_counter()
-    deadline = start + max_seconds
-    if ragged:
-        data = as_ragged(example)
-        b = check_positive_int(batch_size, "batch_size", allow_none=True) or 64
-        n_buckets = check_positive_int(n_buckets, "n_buckets")
-        items_sig = ("ragged", hash(data.lengths.tobytes()), str(data.flat.dtype), b, n_buckets)
-    else:
-        if in_axes is not None:
-            have = _batch_length(example, in_axes)
-            b = batch_size or have
-            if b > have:
-                raise ValueError(
-                    f"`batch_size`={b} is larger than the example batch ({have} items); pass a "
-                    f"smaller batch_size or a bigger example (or one item with in_axes=None)."
-                )
-        else:
-            b = batch_size or 256
-        item = example if in_axes is None else _item_of(example, in_axes)
-        try:  # abstract evaluation: the user's own error, before anything is measured
-            jax.eval_shape(fn, *item) if isinstance(in_axes, tuple) else jax.eval_shape(fn, item)
-        except Exception as e:
-            raise TypeError(
-                f"`fn` cannot be called on one item of `example` (in_axes={in_axes!r}): "
-                f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            ) from e
-        sizes = (
-            sorted({max(1, b // 32), max(1, b // 8), max(1, b // 2)})
-            if chunk_sizes is None
-            else sorted(set(chunk_sizes))
-        )
-        if any(k > b for k in sizes):
-            raise ValueError(f"`chunk_sizes` must be at most batch_size={b}, got {sizes}.")
-        items_sig = ("dense", _signature(example), str(in_axes), b)
     budget = (
         budget
         if isinstance(budget, Budget)
@@ -291,74 +201,125 @@ def advise(
         if budget is None
         else Budget(int(budget), "given")
     )
-    bar = tqdm(total=4, desc="advise: building candidates", disable=not progress, leave=False)
+    bar = tqdm(total=4, desc="advise: planning", disable=not progress, leave=False)
     if ragged:
-        cands = ragged_candidates(fn, data, b, n_buckets, packed_fn)
-    else:
-        axes = 0 if in_axes is None else in_axes
-        args = _batch_of(example, in_axes, b)
-        cands = dense_candidates(fn, args, axes, b, sizes, list(strategies))
-    bar.total = len(cands) + 3
-    bar.update(1)
-    results: dict[str, dict] = {}
-    notes: list[str] = []
-    for c in cands:
-        key = (id(fn), *items_sig, c.label)
-        hit = _CACHE.get(key) if cache else None
-        if hit is not None and hit[0] is fn:
-            results[c.label] = dict(hit[1])
-        elif time.perf_counter() < deadline:
-            bar.set_description(f"advise: timing {c.label}")
-            share = max(0.05, min(0.5, (deadline - time.perf_counter()) / (4 * len(cands))))
-            try:
-                results[c.label] = {"per_item": _time(c, share), "error": None}
-            except Exception as e:  # e.g. out of memory at this batch: the others still count
-                results[c.label] = {
-                    "per_item": None,
-                    "error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}",
-                }
-        else:
-            results[c.label] = {"per_item": None, "error": "not measured: max_seconds reached"}
-        bar.update(1)
-    to_observe = [
-        c
-        for c in cands
-        if results[c.label]["per_item"] is not None and "observed" not in results[c.label]
-    ]
-    left = deadline - time.perf_counter()
-    if observe_peaks and to_observe and left > 2:
-        bar.set_description("advise: observing peaks in a fresh process")
-        seen = observe(to_observe, left)
-        for c in to_observe:
-            results[c.label]["observed"] = seen.get(c.label, (None, "not observed"))
-    elif observe_peaks and to_observe:
-        notes.append("peaks not observed: max_seconds reached before the fresh process could run")
-    bar.update(1)
-    for c in cands:  # cached by function, shapes and candidate, whatever the budget
-        r = results[c.label]
-        if cache and r.get("per_item") is not None:
-            _CACHE[(id(fn), *items_sig, c.label)] = (fn, dict(r))
-    out = tuple(
-        CandidateResult(
-            c.label,
-            c.strategy,
-            c.chunk_size,
-            c.items,
-            results[c.label]["per_item"],
-            c.planned_bytes,
-            *results[c.label].get("observed", (None, "not observed (observe_peaks=False)")),
-            c.code,
-            results[c.label]["error"],
+        data = example.ragged if isinstance(example, TokenDataset) else as_ragged(example)
+        n = check_positive_int(batch_size, "batch_size", allow_none=True) or 64
+        n_buckets = check_positive_int(n_buckets, "n_buckets")
+        longest = int(data.lengths.max())
+        item = (np.zeros(longest, data.flat.dtype), np.ones(longest, bool))
+        fit = max_batch_size(
+            unjit(fn), item, budget_bytes=budget.bytes, in_axes=(0, 0), upper=n, margin="calibrated"
         )
+        margin, how = float(fit.margin), str(fit.margin_source)
+        lead = ""
+        if int(fit) < n:
+            lead = f"nothing fits at {n} rows x {longest} tokens: fitted {int(fit)} rows (budget / {margin:.2f})"
+            n = max(1, int(fit))
+        cands = ragged_candidates(fn, data, n, n_buckets, packed_fn)
+        items = len(data)
+    else:
+        have = None if in_axes is None else _batch_length(example, in_axes)
+        n = batch_size or have or 256
+        if have is not None and n > have:
+            raise ValueError(
+                f"`batch_size`={n} is larger than the example batch ({have} items); pass a "
+                "smaller batch_size, a bigger example, or one item with in_axes=None."
+            )
+        item, args, axes = _item_and_batch(example, in_axes, n)
+        try:  # the user's own error, before anything compiles
+            jax.eval_shape(fn, *item) if isinstance(axes, tuple) else jax.eval_shape(fn, item)
+        except Exception as e:
+            raise TypeError(
+                f"`fn` cannot be called on one item of `example` (in_axes={in_axes!r}): "
+                f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            ) from e
+        cands = dense_candidates(fn, args, axes, n, chunk_sweep(n, chunk_sizes or ()), strategies)
+        lead, margin, how = "", None, "not fitted yet"
+        if cands and min(c.planned for c in cands) > budget.bytes:
+            lean = min(cands, key=lambda c: c.planned)
+            small = int(max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, in_axes=axes,
+                                       strategy=lean.strategy, chunk_size=lean.chunk, upper=n))  # fmt: skip
+            lead = (
+                f"nothing fits {format_bytes(budget.bytes)} at {n} items (the leanest, {lean.label}, "
+                f"plans {format_bytes(lean.planned)}): measured at the fitted size, {small} items"
+            )
+            if small == 0:
+                bar.close()
+                return _nothing(fn, cands, n, budget, lead + "; not one item fits", start)
+            n = small
+            item, args, axes = _item_and_batch(example, in_axes, n)
+            cands = dense_candidates(
+                fn, args, axes, n, chunk_sweep(n, chunk_sizes or ()), strategies
+            )
+        items = n
+    bar.update(1)
+    over = {
+        c.label: "over the budget: not run"
         for c in cands
-    )
-    advice = decide(fn, out, budget, "ragged" if ragged else "dense", b, notes, start)
-    if not ragged and advice.best is not None:
-        bar.set_description("advise: fitting the budget")
-        advice = fit_budget(advice, fn, example, in_axes, deadline, items_sig)
+        if c.planned * (margin or 1.0) > budget.bytes
+    }
+    timed = [c for c in cands if c.label not in over]
+    if not timed:
+        bar.close()
+        return _nothing(
+            fn, cands, items, budget, f"no candidate fits with margin {margin:.2f}", start
+        )
+    samples, dropped = _time(timed, items, max_seconds, bar)
+    planned = {c.label: c.planned for c in cands}
+    pool = {k: v for k, v in samples.items() if k not in dropped}
+    excluded: list[tuple[str, str]] = []
+    known: dict[str, dict[int, int]] = {}  # plans already made, per candidate (no compile twice)
+    bar.set_description("advise: fitting the budget (a fresh process)")
+    for attempt in range(MAX_FITS):
+        verdict = decide(pool, planned)
+        pick = next(c for c in cands if c.label == verdict.pick)
+        if ragged:
+            size = pick.chunk  # rows or tokens per batch, planned within budget / margin above
+            break
+        fit = max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, strategy=pick.strategy,
+                             chunk_size=pick.chunk, in_axes=axes, upper=upper or 16 * n,
+                             margin="calibrated", known=known.setdefault(pick.label, {n: pick.planned}))  # fmt: skip
+        size, margin, how = int(fit), float(fit.margin), str(fit.margin_source)
+        if size >= n or len(pool) == 1 or attempt == MAX_FITS - 1:
+            if size < n:
+                lead = (
+                    lead
+                    or f"nothing timed fits {n} items with the margin: {pick.label} fits {size}"
+                )
+            break
+        excluded.append(
+            (pick.label, f"faster, but with margin {margin:.2f} it fits {size} items, not {n}")
+        )
+        pool.pop(pick.label)
     bar.update(1)
     bar.close()
-    return advice
+    if over:  # one line: what was not run, by its plan
+        excluded.append(
+            (
+                "not run",
+                f"over the budget at {items} items: "
+                + ", ".join(
+                    f"{c.label} plans {format_bytes(c.planned)}" for c in cands if c.label in over
+                ),
+            )
+        )
+    notes = {**over, **dropped, **{k: "left out: " + w for k, w in excluded if k in planned}}
+    results = tuple(
+        CandidateResult(*c[:3], items, c.planned, samples.get(c.label), c.code, notes.get(c[0], ""))
+        for c in cands
+    )
+    mode, secs = "ragged" if ragged else "dense", time.perf_counter() - start
+    return Advice(fn_name(fn), mode, items, results, *verdict, budget, margin, how, size,
+                  tuple(excluded), lead, secs)  # fmt: skip
 
 
-__all__ = ["STRATEGIES", "advise", "clear_cache"]
+def _nothing(fn, cands, n, budget, lead, start) -> Advice:
+    results = tuple(
+        CandidateResult(*c[:3], n, c.planned, None, c.code, "over the budget") for c in cands
+    )
+    return Advice(fn_name(fn), "dense", n, results, None, None, False, (), "", budget, None,
+                  "not fitted", 0, (), lead, time.perf_counter() - start)  # fmt: skip
+
+
+__all__ = ["STRATEGIES", "advise"]

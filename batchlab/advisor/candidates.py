@@ -1,16 +1,21 @@
-"""The candidates the advisor measures: one way to batch the user's function each.
+"""The ways to batch the user's function, each planned by XLA and ready to call.
 
-A :class:`Candidate` is what runs (``run(*args)``: a module-level function, so it
-travels to the observing child process by reference, the user's function by
-value), what XLA planned for it, and the plain JAX code that does the same.
-Dense input: ``vmap``, ``lax.map`` with ``batch_size`` (``"chunked"``) at a few
-chunk sizes, host chunks. Ragged input (:class:`batchlab.Ragged`): pad to the
-longest item, optimal length buckets, and packing when a packed function is given.
+A :class:`Candidate` is one way: its label, XLA's plan (the kit's one plan path,
+:func:`batchlab.runs.planning.compile_program`: closed-over arrays counted as
+arguments), a zero-argument call on the measured data (the compiled program
+itself, so timing it compiles nothing again) and the plain JAX to paste.
+
+Dense: ``vmap``; ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ...
+below the batch, and the caller's sizes; host chunks (one jitted ``vmap`` per
+chunk) for the chunks of at most 4 dispatches. Ragged (``fn(values, mask)`` of one
+padded item): pad every item to the longest, length buckets with the same
+tokens per batch, and, given ``packed_fn(values, segment_ids, num_segments)``,
+packing each batch into those tokens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -23,54 +28,14 @@ from batchlab.runs.planning import batch_planner, compile_program, spec_of, unji
 
 
 class Candidate(NamedTuple):
-    """One way to batch: its label, what runs, XLA's plan, and the code to paste."""
+    """One way to batch: label, kind, chunk (or tokens per batch), XLA's plan, a call, the code."""
 
     label: str
-    strategy: str
-    chunk_size: int | None
-    run: Runner
-    args: tuple
-    planned_bytes: int
+    strategy: str  # vmap, chunked, host; pad, buckets, pack
+    chunk: int | None
+    planned: int
+    call: Callable[[], Any]
     code: str
-    items: int
-
-
-class Runner:
-    """``runner(*args)`` runs one candidate's whole batch; its program is built on the first call.
-
-    Pickled (to the observing child process) without the built program, which the
-    child builds again: the user's function travels by value, the kit by reference.
-    """
-
-    def __init__(
-        self,
-        kind: str,
-        fn: Callable,
-        strategy: str | None = None,
-        chunk_size: int | None = None,
-        in_axes: Any = 0,
-    ):
-        self.kind, self.fn, self.strategy = kind, fn, strategy
-        self.chunk_size, self.in_axes = chunk_size, in_axes
-        self._program: Callable | None = None
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_program": None}
-
-    def _build(self) -> Callable:
-        if self.kind == "dense":
-            return batch(
-                self.fn, strategy=self.strategy, chunk_size=self.chunk_size, in_axes=self.in_axes
-            )
-        if self.kind == "padded":  # one jitted vmap(fn) call per batch, as an epoch runs
-            step = jax.jit(jax.vmap(self.fn))
-            return lambda batches: [step(v, m) for v, m in batches]
-        return jax.jit(self.fn, static_argnums=2)  # packed: (values, segment_ids, num_segments)
-
-    def __call__(self, *args: Any) -> Any:
-        if self._program is None:
-            self._program = self._build()
-        return self._program(*args)
 
 
 def fn_name(fn: Any) -> str:
@@ -78,151 +43,135 @@ def fn_name(fn: Any) -> str:
     return name if isinstance(name, str) and name.isidentifier() and name != "<lambda>" else "fn"
 
 
-def _axes_text(in_axes: Any) -> str:
-    return "" if in_axes == 0 else f", in_axes={in_axes!r}"
+def chunk_sweep(n: int, given: Sequence[int] = ()) -> list[int]:
+    """1, 2, 4, ... below ``n`` (a chunk of ``n`` is vmap), and the caller's sizes below ``n``."""
+    sweep = {1 << i for i in range(max(0, n - 1).bit_length()) if 1 << i < n}
+    return sorted(sweep | {int(k) for k in given if 0 < k < n})
 
 
-def dense_code(name: str, strategy: str, k: int | None, in_axes: Any, n_args: int) -> str:
-    """Plain JAX for one dense candidate (``xs`` the batch; shared arguments by name)."""
-    if isinstance(in_axes, tuple):
-        params = [f"x{i}" if a == 0 else f"shared{i}" for i, a in enumerate(in_axes)]
-    else:
-        params = ["xs"]
-    call = ", ".join(params)
+def _device(tree: Any) -> Any:
+    return jax.tree_util.tree_map(lambda a: jax.device_put(a) if hasattr(a, "shape") else a, tree)
+
+
+def dense_code(name: str, strategy: str, k: int | None, in_axes: Any) -> str:
+    """Plain JAX for one dense candidate (``args``: the batch, then shared arguments)."""
+    axes = "" if in_axes == 0 else f", in_axes={in_axes!r}"
     if strategy == "vmap":
-        return f"out = jax.jit(jax.vmap({name}{_axes_text(in_axes)}))({call})"
-    if strategy == "chunked":
-        if isinstance(in_axes, tuple):
-            mapped = [p for p, a in zip(params, in_axes, strict=True) if a == 0]
-            inner = ", ".join(
-                f"m[{mapped.index(p)}]" if a == 0 else p
-                for p, a in zip(params, in_axes, strict=True)
-            )
-            return (
-                f"out = jax.jit(lambda {call}: jax.lax.map(lambda m: {name}({inner}), "
-                f"({', '.join(mapped)},), batch_size={k}))({call})"
-            )
-        return f"out = jax.jit(lambda xs: jax.lax.map({name}, xs, batch_size={k}))(xs)"
-    step = f"step = jax.jit(jax.vmap({name}{_axes_text(in_axes)}))"
-    if isinstance(in_axes, tuple):
-        sliced = ", ".join(
-            f"{p}[i:i + {k}]" if a == 0 else p for p, a in zip(params, in_axes, strict=True)
+        return f"out = jax.jit(jax.vmap({name}{axes}))(*args)"
+    if strategy == "chunked" and isinstance(in_axes, tuple):
+        params = ", ".join(f"a{i}" for i in range(len(in_axes)))
+        mapped = [i for i, ax in enumerate(in_axes) if ax == 0]
+        inner = ", ".join(
+            f"m[{mapped.index(i)}]" if ax == 0 else f"a{i}" for i, ax in enumerate(in_axes)
         )
-        n = params[in_axes.index(0)]
-    else:
-        sliced, n = f"xs[i:i + {k}]", "xs"
-    return (
-        f"{step}\nout = jnp.concatenate([step({sliced}) for i in range(0, len({n}), {k})])"
-        "  # one output leaf; a pytree: tree_map(concatenate)"
-    )
+        xs = ", ".join(f"a{i}" for i in mapped)
+        return (
+            f"out = jax.jit(lambda {params}: jax.lax.map(lambda m: {name}({inner}), ({xs},), "
+            f"batch_size={k}))(*args)"
+        )
+    if strategy == "chunked":
+        return f"out = jax.jit(lambda xs: jax.lax.map({name}, xs, batch_size={k}))(xs)"
+    return f"out = bl.batch({name}, strategy='host', chunk_size={k}{axes})(*args)"
 
 
 def dense_candidates(
-    fn: Callable, args: tuple, in_axes: Any, batch_size: int, chunk_sizes: list[int], strategies
+    fn: Callable, args: tuple, in_axes: Any, n: int, chunks: list[int], strategies: Sequence[str]
 ) -> list[Candidate]:
-    """vmap, lax.map chunks (one per chunk size), host chunks (the middle chunk size)."""
-    plain = unjit(fn)
+    """vmap, lax.map at every chunk size, host chunks of at most 4 dispatches; planned at ``n``."""
+    plain, name = unjit(fn), fn_name(fn)
     specs = tuple(jax.tree_util.tree_map(spec_of, a) for a in args)
-    name = fn_name(fn)
-    settings: list[tuple[str, int | None]] = []
-    if "vmap" in strategies:
-        settings.append(("vmap", None))
-    if "chunked" in strategies:
-        settings += [("chunked", k) for k in chunk_sizes]
-    if "host" in strategies and chunk_sizes:
-        settings.append(("host", chunk_sizes[len(chunk_sizes) // 2]))
+    on_device = _device(args)
+    settings = [("vmap", None)] if "vmap" in strategies else []
+    settings += [("chunked", k) for k in chunks if "chunked" in strategies]
+    settings += [("host", k) for k in chunks if "host" in strategies and 4 * k >= n]
     out = []
     for s, k in settings:
         f = batch(plain, strategy=s, chunk_size=k, in_axes=in_axes)
-        planned = int(batch_planner(f)(*specs))
-        label = s if k is None else f"{'lax.map' if s == 'chunked' else 'host'} chunk {k}"
-        out.append(
-            Candidate(
-                label,
-                s,
-                k,
-                Runner("dense", plain, s, k, in_axes),
-                tuple(args),
-                planned,
-                dense_code(name, s, k, in_axes, len(args)),
-                batch_size,
-            )
-        )
+        if s == "host":  # dispatched from Python: its HostPlan, and the function itself runs
+            planned, call = batch_planner(f)(*specs), (lambda f=f: f(*on_device))
+        else:  # the compiled program runs: timing it compiles nothing again
+            program = compile_program(f, *specs)
+            planned, call = program.planned, (lambda p=program: p(*on_device))
+        label = "vmap" if k is None else f"{'lax.map' if s == 'chunked' else 'host'} chunk {k}"
+        out.append(Candidate(label, s, k, int(planned), call, dense_code(name, s, k, in_axes)))
     return out
 
 
-def _batches_plan(fn: Callable, batches: list) -> int:
-    """The largest batch program's plan (batches run one after another)."""
-    step = jax.vmap(fn)
-    shapes = {(v.shape, v.dtype.str, m.shape) for v, m in batches}
-    plans = []
-    for vs, vd, ms in shapes:
-        v = jax.ShapeDtypeStruct(vs, np.dtype(vd))
-        plans.append(compile_program(step, v, jax.ShapeDtypeStruct(ms, np.bool_)).planned)
-    return max(plans)
+def _padded_steps(fn: Callable, batches: list) -> tuple[int, Callable[[], Any]]:
+    """The largest batch's plan, and one call running every batch (one program per shape)."""
+    programs = {}
+    for v, m in batches:
+        key = (v.shape, m.shape)
+        if key not in programs:
+            programs[key] = compile_program(jax.vmap(fn), spec_of(v), spec_of(m))
+    on_device = _device(batches)
+    plan = max(p.planned for p in programs.values())
+    return plan, lambda: [programs[(v.shape, m.shape)](v, m) for v, m in on_device]
+
+
+def pack_groups(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
+    """Consecutive items grouped so that each group holds at most ``tokens`` tokens."""
+    groups, start, total = [], 0, 0
+    for i, n in enumerate(lengths):
+        if total + n > tokens and i > start:
+            groups.append(np.arange(start, i))
+            start, total = i, 0
+        total += int(n)
+    groups.append(np.arange(start, len(lengths)))
+    return groups
 
 
 def ragged_candidates(
-    fn: Callable, data: Any, batch_size: int, n_buckets: int, packed_fn: Callable | None
+    fn: Callable, data: Any, rows: int, n_buckets: int, packed_fn: Callable | None
 ) -> list[Candidate]:
-    """Pad to the longest item, optimal buckets (fixed-shape batches), and packing if given."""
-    plain = unjit(fn)
-    name = fn_name(fn)
+    """Pad, buckets of ``rows x longest`` tokens per batch, and packing into those tokens."""
+    plain, name = unjit(fn), fn_name(fn)
     longest = int(data.lengths.max())
+    tokens = rows * longest
     out = []
-    for label, kw in (
-        ("pad to longest", dict(boundaries=[longest])),
-        (f"{n_buckets} buckets", dict(n_buckets=n_buckets)),
+    for label, s, kw in (
+        ("pad to longest", "pad", dict(boundaries=[longest], batch_size=rows)),
+        (f"{n_buckets} buckets", "buckets", dict(n_buckets=n_buckets, tokens_per_batch=tokens)),
     ):
-        bb = bucket_batches(data, batch_size=batch_size, **kw)
+        bb = bucket_batches(data, **kw)
         batches = [(np.asarray(b.padded.values), np.asarray(b.padded.mask)) for b in bb]
+        plan, call = _padded_steps(plain, batches)
+        how = f"batch_size={rows}" if s == "pad" else f"tokens_per_batch={tokens}"
         bounds = [int(x) for x in bb.boundaries]
         code = (
-            f"batches = bl.bucket_batches(data, boundaries={bounds}, batch_size={batch_size})\n"
+            f"batches = bl.bucket_batches(data, boundaries={bounds}, {how})\n"
             f"step = jax.jit(jax.vmap({name}))\n"
-            f"out = batches.restore([step(b.padded.values, b.padded.mask) for b in batches])"
+            "out = batches.restore([step(b.padded.values, b.padded.mask) for b in batches])"
         )
-        out.append(
-            Candidate(
-                label,
-                "pad" if len(bounds) == 1 else "buckets",
-                batch_size,
-                Runner("padded", plain),
-                (batches,),
-                _batches_plan(plain, batches),
-                code,
-                len(data),
-            )
-        )
+        out.append(Candidate(label, s, rows if s == "pad" else tokens, plan, call, code))
     if packed_fn is not None:
-        p = pack(data)
-        args = (np.asarray(p.values), np.asarray(p.segment_ids), p.num_segments)
+        groups = pack_groups(data.lengths, tokens)
+        most = max(len(g) for g in groups)
+        packs = [
+            pack([data.item(int(i)) for i in g], total_length=tokens, max_items=most)
+            for g in groups
+        ]
+        step = unjit(packed_fn)
         program = compile_program(
-            lambda v, s: unjit(packed_fn)(v, s, p.num_segments), spec_of(args[0]), spec_of(args[1])
+            lambda v, s: step(v, s, most), spec_of(packs[0].values), spec_of(packs[0].segment_ids)
         )
+        on_device = _device([(p.values, p.segment_ids) for p in packs])
         code = (
-            "p = bl.pack(data)\n"
-            f"out = jax.jit({fn_name(packed_fn)}, static_argnums=2)"
-            "(p.values, p.segment_ids, p.num_segments)"
+            f"groups = consecutive items of at most {tokens} tokens (at most {most} items)\n"
+            f"packs = [bl.pack(items, total_length={tokens}, max_items={most}) for items in groups]\n"
+            f"step = jax.jit({fn_name(packed_fn)}, static_argnums=2)\n"
+            f"out = [step(p.values, p.segment_ids, {most}) for p in packs]"
         )
-        out.append(
-            Candidate(
-                "pack",
-                "pack",
-                None,
-                Runner("packed", unjit(packed_fn)),
-                args,
-                program.planned,
-                code,
-                len(data),
-            )
-        )
+        call = lambda: [program(v, s) for v, s in on_device]  # noqa: E731
+        out.append(Candidate("pack per batch", "pack", tokens, program.planned, call, code))
     return out
 
 
-def per_item_fn_check(fn: Callable, item: Any) -> Any:
-    """``jax.eval_shape`` of one item: fails early, with the user's own error, before any timing."""
-    return jax.eval_shape(fn, *item) if isinstance(item, tuple) else jax.eval_shape(fn, item)
-
-
-__all__ = ["Candidate", "Runner", "dense_candidates", "ragged_candidates"]
+__all__ = [
+    "Candidate",
+    "chunk_sweep",
+    "dense_candidates",
+    "fn_name",
+    "pack_groups",
+    "ragged_candidates",
+]

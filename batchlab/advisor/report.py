@@ -1,97 +1,66 @@
-"""What :func:`batchlab.advise` found: every candidate measured here, the choice, and why.
+"""What :func:`batchlab.advise` found: every candidate's plan and timing, the pick, the fit, why.
 
-:class:`CandidateResult` is one way to batch, measured on this machine: time per
-item (repeated samples), XLA's planned peak and the observed peak (a fresh
-process; the source says which figure). :class:`Advice` holds them all, the
-recommended candidate (or the candidates within noise of each other), the batch
-size that fits the budget with the measured plan-to-real ratio applied, the
-code to paste, and the claims that back the choice (``batchlab.claims``).
+Every figure is this run's: the plans are XLA's (deterministic), the timings
+one :func:`batchlab.measuring.interleaved` run (paired by round), the fit
+:func:`batchlab.max_batch_size` with the calibrated margin. ``why`` is at most
+ten lines: the pick, the deciding ratio against the runner-up, the fit, and
+each faster candidate left out, with the reason.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass
+
+import jax
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from batchlab._util.format import format_bytes, format_seconds, html_table, text_table
-from batchlab.advisor.plot import plot_candidates
-from batchlab.claims.claim import Claim, ClaimsTable, table
-from batchlab.claims.evidence import Samples, Scope
+from batchlab._util.plotting import new_figure, short_bytes, short_seconds
+from batchlab.claims.evidence import Samples
 from batchlab.runs.budget import Budget
 
 
 @dataclass(frozen=True)
 class CandidateResult:
-    """One candidate measured at ``items`` items (one batch, or the whole ragged workload).
+    """One candidate: XLA's plan at ``items`` items, its interleaved samples (per call), the code.
 
-    ``per_item``: wall-clock samples of one call divided by ``items`` (``None``
-    when it was not measured, ``error`` says why). ``planned_bytes``: XLA's
-    compiled memory analysis (closed-over arrays counted as arguments).
-    ``observed_bytes``: the call's peak in a fresh process, ``observed_source``
-    says how it was read (``None`` where this machine cannot give it).
+    ``samples`` is ``None`` when it was not timed; ``note`` says why (over the
+    budget, screened out as slower, out of time).
     """
 
     label: str
     strategy: str
-    chunk_size: int | None
+    chunk: int | None
     items: int
-    per_item: Samples | None
     planned_bytes: int
-    observed_bytes: int | None
-    observed_source: str
+    samples: Samples | None
     code: str
-    error: str | None = None
+    note: str = ""
 
     @property
-    def ratio(self) -> float | None:
-        """Observed / planned peak: how far the plan is below what the call really took."""
-        if self.observed_bytes is None or not self.planned_bytes:
-            return None
-        return self.observed_bytes / self.planned_bytes
+    def per_item(self) -> float | None:
+        """The median sample over the items (seconds per item), ``None`` if not timed."""
+        return None if self.samples is None else statistics.median(self.samples.values) / self.items
 
-    @property
-    def peak_bytes(self) -> int:
-        """The peak compared with the budget: observed where measured, else planned."""
-        return self.planned_bytes if self.observed_bytes is None else self.observed_bytes
-
-    @property
-    def peak_source(self) -> str:
-        return "planned (XLA)" if self.observed_bytes is None else "observed"
-
-    def cells(self) -> tuple:
-        t = self.per_item
-        time = (
-            self.error or "not measured"
-            if t is None
-            else f"{format_seconds(t.fastest)} .. {format_seconds(t.slowest)}"
-        )
-        return (
-            self.label,
-            time,
-            format_bytes(self.planned_bytes),
-            format_bytes(self.observed_bytes) if self.observed_bytes is not None else "absent",
-            "-" if self.ratio is None else f"{self.ratio:.2f}x",
-        )
+    def cells(self) -> tuple[str, str, str]:
+        t = "-" if self.per_item is None else format_seconds(self.per_item)
+        return self.label, format_bytes(self.planned_bytes), t, self.note or "timed"
 
 
-HEADER = (
-    "candidate",
-    "time per item (fastest .. slowest)",
-    "planned peak",
-    "observed peak",
-    "observed / planned",
-)
+HEADER = ("candidate", "planned peak (XLA)", "time per item (median)", "")
 
 
 @dataclass(frozen=True)
 class Advice:
-    """The advisor's answer for one function on this machine (see :func:`batchlab.advise`).
+    """The advice for one function here (see :func:`batchlab.advise`).
 
-    ``recommended``: the label of the chosen candidate; ``within_noise``: the
-    labels whose time per item cannot be told apart from the fastest's (their
-    spreads overlap), the choice among them made on peak memory. ``batch_size``:
-    the largest batch of the recommended candidate whose plan fits
-    ``budget_bytes_used = budget / ratio_used`` (XLA's plan scaled by the
-    observed / planned ratio measured here); ``budget_note`` says which figure.
+    ``recommended``: the pick's label (``None`` only when not one item fits);
+    ``tied``: the candidates the timings cannot order; ``decided``: the pick is
+    backed by them (faster than the runner-up, or within 1.1x of the fastest
+    and the smallest plan); ``False``: not enough evidence, the fastest median.
+    ``batch_size``: the largest batch (items; ragged: rows, or tokens per batch)
+    whose plan fits ``budget / margin``.
     """
 
     name: str
@@ -99,16 +68,17 @@ class Advice:
     items: int
     candidates: tuple[CandidateResult, ...]
     recommended: str | None
-    within_noise: tuple[str, ...]
+    runner_up: str | None
+    decided: bool
+    tied: tuple[str, ...]
+    deciding: str
     budget: Budget
-    ratio_used: float | None
-    budget_bytes_used: int | None
+    margin: float | None
+    margin_source: str
     batch_size: int | None
-    budget_note: str
-    claims: tuple[Claim, ...]
-    scope: Scope
-    seconds: float
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    excluded: tuple[tuple[str, str], ...] = ()
+    lead: str = ""
+    seconds: float = 0.0
 
     def __getitem__(self, label: str) -> CandidateResult:
         for c in self.candidates:
@@ -120,7 +90,6 @@ class Advice:
 
     @property
     def best(self) -> CandidateResult | None:
-        """The recommended candidate's result."""
         return None if self.recommended is None else self[self.recommended]
 
     @property
@@ -129,43 +98,63 @@ class Advice:
 
     @property
     def chunk_size(self) -> int | None:
-        return None if self.best is None else self.best.chunk_size
+        return None if self.best is None or self.mode != "dense" else self.best.chunk
+
+    @property
+    def planned_budget_bytes(self) -> int:
+        """The figure the plan is compared with: the budget over the margin."""
+        return max(1, int(self.budget.bytes / (self.margin or 1.0)))
 
     @property
     def code(self) -> str:
-        """Plain JAX for the recommendation, with the batch size that fits the budget."""
+        """Plain JAX for the pick, with the batch size that fits."""
         if self.best is None:
-            return "# nothing measured: see the notes"
-        head = (
-            f"batch_size = {self.batch_size}  # {self.budget_note}\n"
-            if self.batch_size is not None
-            else ""
-        )
-        return head + self.best.code
+            return "# nothing fits: " + self.lead
+        return f"batch_size = {self.batch_size}  # {self.unit} per batch: {self.fit_line()}\n{self.best.code}"
 
     @property
-    def why(self) -> ClaimsTable:
-        """The claims behind the choice, as one table (``bl.claims.table``)."""
-        return table(self.claims, title=f"Why {self.recommended}")  # probed: each can fail
+    def unit(self) -> str:
+        """What ``batch_size`` counts: items (dense), rows (padding) or tokens (buckets, packs)."""
+        if self.mode == "dense" or self.best is None:
+            return "items"
+        return "rows" if self.best.strategy == "pad" else "tokens"
+
+    def fit_line(self) -> str:
+        how = self.margin_source.split(":")[0]  # "calibrated", "given", "not calibrated"
+        return (
+            f"plan <= {format_bytes(self.budget.bytes)} / {self.margin or 1.0:.2f} ({how} margin)"
+        )
+
+    @property
+    def why(self) -> str:
+        """At most ten lines: the pick, the deciding number, the fit, what faster was left out."""
+        if self.best is None:
+            return self.lead
+        lines = [self.lead] if self.lead else []
+        if self.runner_up is None:
+            lines.append(f"pick: {self.recommended} (the only candidate timed within the budget)")
+        elif not self.tied:
+            lines.append(f"pick: {self.recommended}, faster than the runner-up {self.runner_up}")
+        elif self.decided:
+            lines.append(
+                f"the timings cannot order {_names(self.tied)}, but each is within 1.1x of "
+                f"the fastest; pick: {self.recommended}, the smallest plan among them"
+            )
+        else:
+            lines.append(
+                f"not enough evidence to order {_names(self.tied)}; the fastest median so "
+                f"far: {self.recommended} (rerun with a larger max_seconds to decide)"
+            )
+        if self.deciding:
+            lines.append(f"deciding: {self.deciding}")
+        lines.append(
+            f"fit: {self.batch_size} {self.unit} per batch of {self.recommended}, {self.fit_line()}"
+        )
+        lines += [f"left out: {label}: {why}" for label, why in self.excluded[: 9 - len(lines)]]
+        return "\n".join(lines[:10])
 
     def summary(self) -> str:
-        if self.best is None:
-            return "No candidate could be measured: " + "; ".join(self.notes)
-        b = self.best
-        chunk = f", chunk_size={b.chunk_size}" if b.chunk_size and self.mode == "dense" else ""
-        head = f"recommended: {b.label} ({b.strategy}{chunk})"
-        if len(self.within_noise) > 1:
-            head += (
-                f"; {', '.join(self.within_noise)} are within noise of each other in time per item "
-                f"(their spreads overlap), so the choice among them is the smallest peak memory"
-            )
-        if self.batch_size is not None:
-            head += f"; batch_size={self.batch_size} ({self.budget_note})"
-        return head
-
-    def plot(self, *, axes=None):
-        """Time per item against peak memory, one mark per candidate, spread drawn."""
-        return plot_candidates(self, axes=axes)
+        return self.why
 
     def _rows(self) -> list[tuple]:
         return [c.cells() for c in self.candidates]
@@ -173,39 +162,60 @@ class Advice:
     def _caption(self) -> str:
         return (
             f"advise({self.name}): {len(self.candidates)} candidates at {self.items} items, "
-            f"measured here in {self.seconds:.1f} s"
+            f"budget {format_bytes(self.budget.bytes)} ({self.budget.source}), {self.seconds:.1f} s"
         )
 
     def __repr__(self) -> str:
-        sources = sorted({c.observed_source for c in self.candidates})
-        lines = [
-            f"Advice ({self._caption()})",
-            self.summary(),
-            f"budget: {format_bytes(self.budget.bytes)} ({self.budget.source})",
-            text_table(self._rows(), HEADER),
-            "time: wall clock around jax.block_until_ready, per item; planned: XLA compiled "
-            "memory analysis; observed: " + "; ".join(sources),
-            "code:",
-            *("  " + line for line in self.code.splitlines()),
-            *(f"note: {n}" for n in self.notes),
-        ]
-        return "\n".join(lines)
+        return "\n".join([self._caption(), text_table(self._rows(), HEADER), self.why])
 
     def _repr_html_(self) -> str:
-        sources = sorted({c.observed_source for c in self.candidates})
-        parts = [
-            html_table(self._rows(), HEADER, caption=self._caption()),
-            html_table(
-                [
-                    ("choice", self.summary()),
-                    ("budget", f"{format_bytes(self.budget.bytes)} ({self.budget.source})"),
-                    ("observed peak from", "; ".join(sources)),
-                    ("code", self.code),
-                    *(("note", n) for n in self.notes),
-                ]
-            ),
-        ]
-        return "".join(parts)
+        why = "<pre>" + self.why + "</pre>"
+        return html_table(self._rows(), HEADER, caption=self._caption()) + why
+
+    def plot(self, *, axes=None):
+        """Time per item against XLA's planned peak, one mark per timed candidate."""
+        return plot_candidates(self, axes=axes)
 
 
-__all__ = ["HEADER", "Advice", "CandidateResult"]
+def _names(labels: tuple[str, ...]) -> str:
+    more = f" and {len(labels) - 4} more" if len(labels) > 4 else ""
+    return ", ".join(labels[:4]) + more
+
+
+def plot_candidates(
+    advice: Advice, *, axes=None, budget: int | None = None, pick: str | None = None
+):
+    """x: planned peak (XLA); y: median time per item (bar: fastest .. slowest round).
+
+    ``budget`` and ``pick`` (an explorer's setting) replace the advice's own.
+    """
+    fig, ax = new_figure(width=9, height=4.8) if axes is None else (axes.figure, axes)
+    timed = [c for c in advice.candidates if c.samples is not None]
+    for i, c in enumerate(timed):
+        v = [s / c.items for s in c.samples.values]
+        err = [[c.per_item - min(v)], [max(v) - c.per_item]]
+        mark = "s" if c.strategy == "host" else "o"
+        ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, color=f"C{i % 10}",
+                    capsize=3, label=c.label)  # fmt: skip
+        if c.label == (pick or advice.recommended):
+            ax.plot([c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="k", label="pick")
+    line = max(1, int((budget or advice.budget.bytes) / (advice.margin or 1.0)))
+    ax.axvline(line, color="tab:red", ls="--", lw=1, label=f"budget / margin {format_bytes(line)}")
+    xs = [c.planned_bytes for c in timed] + [line]
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(min(xs) / 1.15, max(xs) * 1.15)
+    ax.xaxis.set_major_locator(LogLocator(base=2, subs=(1.0, 1.5)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(short_bytes))
+    ax.yaxis.set_major_formatter(FuncFormatter(short_seconds))
+    ax.yaxis.set_minor_formatter(FuncFormatter(short_seconds))
+    ax.set_xlabel("planned peak of one call (XLA compiled memory analysis)")
+    ax.set_ylabel("time per item (median round)")
+    ax.set_title(f"advise({advice.name}), {advice.items} items: bl.measuring.interleaved, "
+                 f"{jax.default_backend()}, jax {jax.__version__}", fontsize=11)  # fmt: skip
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
+    return fig
+
+
+__all__ = ["HEADER", "Advice", "CandidateResult", "plot_candidates"]
