@@ -29,6 +29,8 @@ def test_selects_notebooks_that_keep_a_record_and_time_interleaved(tmp_path):
     _nb(tmp_path, "10_d.ipynb", rec, "interleaved")
     assert [p.name for p in tc.timed_notebooks(tmp_path)] == ["03_a.ipynb", "10_d.ipynb"]
     assert [p.name for p in tc.timed_notebooks(tmp_path, ["10"])] == ["10_d.ipynb"]
+    # a notebook named on the command line needs only its Record (it may time by hand)
+    assert [p.name for p in tc.timed_notebooks(tmp_path, ["04", "05"])] == ["04_b.ipynb"]
 
 
 def test_parses_the_probe_line_among_other_output():

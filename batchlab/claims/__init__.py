@@ -14,8 +14,8 @@ A notebook records its verdicts in a :class:`Record`: a :class:`Finding` is
 a contrast (the same rule on the case and on a case where the rival is true,
 and it stands only when they read opposite ways); a :class:`Check` is a fact
 with no contrast, listed apart. Its repr is the notebook's claims table.
-(:class:`Control` and :func:`table`, the older free-standing table, stay while the
-advisor's report and notebook 12 use them.)
+(:class:`Control` and :func:`table` render free-standing claims, the programmatic form
+outside a notebook's Record.)
 
 The eleven source claims have names (:data:`NAMES`, :func:`source_claims`).
 """

@@ -8,8 +8,7 @@ cause without a control is refused at construction.
 
 A notebook records its verdicts with :class:`~batchlab.claims.Record` (findings
 and checks). :class:`Control`, :class:`ClaimsTable` and :func:`table` are the
-older table of free-standing claims, kept while the advisor's report and
-notebook 12 still render with them.
+table of free-standing claims, the programmatic form outside a notebook.
 """
 
 from __future__ import annotations
