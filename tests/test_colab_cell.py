@@ -123,7 +123,10 @@ def test_the_install_keeps_a_preinstalled_jax_in_range_and_says_what_it_installe
         == "installed batchlab 0.1.0; jax 0.12.0.1, jaxlib 0.12.0.1 (kept the preinstalled one)"
     )
     # the pip line itself keeps what is in range: no jax pin, no upgrade of what satisfies
-    assert "--upgrade-strategy only-if-needed" in command and "batchlab[examples] @ git+https://" in command
+    assert (
+        "--upgrade-strategy only-if-needed" in command
+        and "batchlab[examples] @ git+https://" in command
+    )
     args = command.split()
     assert not {"-U", "--upgrade", "--force-reinstall", "--ignore-installed"} & set(args)
     assert not any(a.strip('"').startswith(("jax", "jaxlib")) for a in args), command
