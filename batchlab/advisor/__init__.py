@@ -8,8 +8,8 @@ and fits the pick's batch size to the budget with the calibrated margin
 (:func:`batchlab.max_batch_size`). The :class:`Advice` says why in at most ten lines.
 """
 
-from batchlab.advisor.advising import STRATEGIES, advise
+from batchlab.advisor.advising import advise
 from batchlab.advisor.choice import decide
 from batchlab.advisor.report import Advice, CandidateResult, plot_candidates
 
-__all__ = ["STRATEGIES", "Advice", "CandidateResult", "advise", "decide", "plot_candidates"]
+__all__ = ["Advice", "CandidateResult", "advise", "decide", "plot_candidates"]

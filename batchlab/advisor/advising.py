@@ -33,13 +33,13 @@ from batchlab._util.format import format_bytes
 from batchlab.advisor.candidates import chunk_sweep, dense_candidates, fn_name, ragged_candidates
 from batchlab.advisor.choice import decide, screen
 from batchlab.advisor.report import Advice, CandidateResult
+from batchlab.batching.strategies import ADVISED
 from batchlab.measuring.sampler import interleaved
 from batchlab.ragged.datasets import TokenDataset
 from batchlab.ragged.padding import Ragged, as_ragged
 from batchlab.runs.budget import Budget, check_in_axes, default_budget, max_batch_size
 from batchlab.runs.planning import unjit
 
-STRATEGIES = ("vmap", "chunked", "host")
 SOURCE = "bl.measuring.interleaved: wall clock of one call, paired by round"
 #: fits tried before the advice gives the last one's fitted size (each is a fresh process)
 MAX_FITS = 3
@@ -110,9 +110,9 @@ def _check(
     check_positive_int(batch_size, "batch_size", allow_none=True)
     if chunk_sizes is not None:
         check_positive_ints(chunk_sizes, "chunk_sizes")
-    if isinstance(strategies, str) or not strategies or not set(strategies) <= set(STRATEGIES):
+    if isinstance(strategies, str) or not strategies or not set(strategies) <= set(ADVISED):
         raise ValueError(
-            f"`strategies` must be a non-empty list drawn from {STRATEGIES}, got {strategies!r}."
+            f"`strategies` must be a non-empty list drawn from {ADVISED}, got {strategies!r}."
         )
     check_positive_float(max_seconds, "max_seconds")
     if packed_fn is not None:
@@ -150,7 +150,7 @@ def advise(
     in_axes: Any = None,
     batch_size: int | None = None,
     chunk_sizes: Sequence[int] | None = None,
-    strategies: Sequence[str] = STRATEGIES,
+    strategies: Sequence[str] = ADVISED,
     n_buckets: int = 4,
     packed_fn: Callable | None = None,
     max_seconds: float = 6.0,
@@ -322,4 +322,4 @@ def _nothing(fn, cands, n, budget, lead, start) -> Advice:
                   "not fitted", 0, (), lead, time.perf_counter() - start)  # fmt: skip
 
 
-__all__ = ["STRATEGIES", "advise"]
+__all__ = ["advise"]

@@ -23,7 +23,7 @@ from batchlab._util.format import format_bytes, format_count, format_seconds, ht
 from batchlab.batching.axes_spec import resolve
 from batchlab.batching.comparison_plot import plot_comparison
 from batchlab.batching.dispatch import COMPILE_NOTE, count_dispatches, dispatched_plan
-from batchlab.batching.strategies import COMPARED, DISPATCHED, batch
+from batchlab.batching.strategies import COMPARED, DISPATCHED, STRATEGIES, batch
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
@@ -32,7 +32,6 @@ from batchlab.measuring.memory import estimate_from_compiled
 from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.timing import time_alone
 
-DEFAULT_STRATEGIES = ("loop", "vmap", "map", "chunked", "host")
 SOURCES = (
     "run: bl.measuring.interleaved (round-robin, paired by round), wall clock around "
     "jax.block_until_ready; compile: wall clock; memory: compiled memory analysis (XLA)"
@@ -239,7 +238,7 @@ def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int)
 def compare(
     fn: Callable,
     *args: Any,
-    strategies: Sequence[str] = DEFAULT_STRATEGIES,
+    strategies: Sequence[str] = STRATEGIES[:-1],  # all but "manual", which needs `manual`
     chunk_size: int | None = None,
     in_axes: Any = 0,
     out_axes: Any = 0,

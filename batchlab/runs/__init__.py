@@ -8,7 +8,7 @@ measures the plan-to-real ratio in a fresh process; ``run_under_limit`` runs one
 under an address-space limit.
 """
 
-from batchlab.runs.budget import STRATEGIES, BatchSizeResult, Budget, default_budget, max_batch_size
+from batchlab.runs.budget import BatchSizeResult, Budget, default_budget, max_batch_size
 from batchlab.runs.budget_plot import plot_budget_curves
 from batchlab.runs.calibration import calibrate, run_under_limit
 from batchlab.runs.checkpoint import CheckpointError
@@ -25,7 +25,6 @@ from batchlab.runs.runner import run_batches
 from batchlab.runs.search import compilation_target
 
 __all__ = [
-    "STRATEGIES",
     "BatchFnError",
     "BatchItemError",
     "BatchMemoryError",

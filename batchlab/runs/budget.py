@@ -27,7 +27,6 @@ from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes,
 from batchlab.runs.planning import unjit
 from batchlab.runs.search import METHODS, search
 
-STRATEGIES = PLANNED  # the strategies a plan can be compiled for (batchlab.batching)
 CPU_FRACTION = 0.5
 _DEFAULT_UPPER = 2**31 - 1
 
@@ -211,7 +210,7 @@ def max_batch_size(
     Args:
       fn: a function of ONE item; example_item: one item (arrays or ``ShapeDtypeStruct``).
       budget_bytes: the budget; ``None`` uses :func:`default_budget`.
-      strategy: one of :data:`STRATEGIES`; chunk_size: items per chunk.
+      strategy: one of :data:`batchlab.batching.PLANNED`; chunk_size: items per chunk.
       upper: the largest batch size worth trying (e.g. the dataset size).
       method: ``"interpolate"`` (about 4 compilations on a straight line) or ``"bisect"``
         (doubling, then bisection: ``2 * floor(log2(answer)) + 2``).
@@ -241,8 +240,8 @@ def max_batch_size(
       128
     """
     check_array_tree(example_item, "example_item")
-    if strategy not in STRATEGIES:
-        raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
+    if strategy not in PLANNED:
+        raise ValueError(f"`strategy` must be one of {PLANNED}, got {strategy!r}.")
     check_in_axes(in_axes, example_item)
     margin = check_margin(margin)
     f = batch(unjit(fn), strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
@@ -329,4 +328,4 @@ def max_batch_size(
     )
 
 
-__all__ = ["STRATEGIES", "BatchSizeResult", "Budget", "default_budget", "max_batch_size"]
+__all__ = ["BatchSizeResult", "Budget", "default_budget", "max_batch_size"]
