@@ -11,7 +11,7 @@ outcome, whether it was reached and by which evidence:
   threshold over the whole spread, to half of it, samples whose spread
   straddles it, a figure that is not measurable here (``None``);
 - ``equals``: the expected value, a different value of the same type, ``None``;
-- ``compare``: the left side moved onto, above and below the right, ``None``;
+- ``relation``: the left side moved onto, above and below the right, ``None``;
 - ``all_of``: every part holding, then one part not holding (the others as
   they were), then one part inconclusive.
 
@@ -105,7 +105,7 @@ def probe_rule(
     """
     if not callable(rule):
         raise TypeError(
-            f"`rule` must be a rule (bl.claims.ratio_above, equals, compare, all_of, ...), got "
+            f"`rule` must be a rule (bl.claims.ratio_above, equals, relation, all_of, ...), got "
             f"{type(rule).__name__} {rule!r}."
         )
     items = evidence.values() if isinstance(evidence, Mapping) else evidence

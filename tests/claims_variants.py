@@ -22,10 +22,10 @@ from batchlab.claims.rules import (
     INCONCLUSIVE,
     OUTCOMES,
     AllOf,
-    Compare,
     Decision,
     Equals,
     Ratio,
+    Relation,
 )
 
 EvidenceMap = dict[str, Evidence]
@@ -157,7 +157,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def compare_variants(rule: Compare, ev: Mapping[str, Evidence]) -> list[Variant]:
+def relation_variants(rule: Relation, ev: Mapping[str, Evidence]) -> list[Variant]:
     """The left side moved onto, above and below the right side; either side not measurable."""
     left = ev[rule.left]
     named = isinstance(rule.right, str)
@@ -227,7 +227,7 @@ def all_of_variants(rule: AllOf, ev: Mapping[str, Evidence]) -> list[Variant]:
 KNOWN_RULES: dict[type, Callable[[Any, Mapping[str, Evidence]], list[Variant]]] = {
     Ratio: ratio_variants,
     Equals: equals_variants,
-    Compare: compare_variants,
+    Relation: relation_variants,
     AllOf: all_of_variants,
 }
 

@@ -96,12 +96,12 @@ def test_equals_reaches_each_outcome(value, expected, want):
 )
 def test_compare_by_name_reaches_each_outcome(left, op, right, want):
     e = ev(Number("left", left, "a", "B"), Number("right", right, "b", "B"))
-    assert cl.compare("left", op, "right")(e).outcome == want
+    assert cl.relation("left", op, "right")(e).outcome == want
 
 
 @pytest.mark.parametrize(("left", "want"), [(5, HOLDS), (0, FAILS), (None, INCONCLUSIVE)])
 def test_compare_with_a_number_reaches_each_outcome(left, want):
-    assert cl.compare("count", ">", 0)(ev(Number("count", left, "len(...)"))).outcome == want
+    assert cl.relation("count", ">", 0)(ev(Number("count", left, "len(...)"))).outcome == want
 
 
 @pytest.mark.parametrize(
@@ -131,7 +131,7 @@ RULES = {
         lambda v: ev(Number("n", v, "count")),
     ),
     "compare": (
-        cl.compare("n", "<", "m"),
+        cl.relation("n", "<", "m"),
         st.tuples(st.one_of(st.none(), st.integers(0, 6)), st.integers(0, 6)),
         lambda t: ev(Number("n", t[0], "count"), Number("m", t[1], "count")),
     ),
@@ -268,15 +268,15 @@ def test_bad_evidence_and_rules_are_refused():
     with pytest.raises(ValueError, match="`threshold` must be a positive number"):
         cl.ratio_above("a", "b", 0)
     with pytest.raises(ValueError, match="`op` must be one of"):
-        cl.compare("a", "=<", 1)
+        cl.relation("a", "=<", 1)
     with pytest.raises(TypeError, match="`right` must name a figure"):
-        cl.compare("a", "<", [1])
+        cl.relation("a", "<", [1])
     with pytest.raises(TypeError, match="takes one or more rules"):
         cl.all_of()
     with pytest.raises(TypeError, match="exact equality is for deterministic"):
         cl.equals("t", 1)(ev(samples("t", 1, 2)))
     with pytest.raises(TypeError, match="compare counts here"):
-        cl.compare("t", "<", 1)(ev(samples("t", 1, 2)))
+        cl.relation("t", "<", 1)(ev(samples("t", 1, 2)))
     with pytest.raises(TypeError, match="`sizes` must be a mapping"):
         Scope(sizes=[1, 2])
     with pytest.raises(TypeError, match=r"must be bl\.claims\.Claim"):

@@ -94,26 +94,26 @@ PROBED_RULES = {
     "equals array": (cl.equals("ids", np.arange(3)), [Number("ids", np.arange(3), "pack")]),
     "equals None measured": (cl.equals("waits", 0), [Number("waits", None, "GPU only")]),
     "compare by name": (
-        cl.compare("temp", "<", "values"),
+        cl.relation("temp", "<", "values"),
         [Number("temp", 64, "plan", "B"), Number("values", 128, "plan", "B")],
     ),
-    "compare with a number": (cl.compare("count", ">", 0), [Number("count", 5, "len")]),
-    "compare floats": (cl.compare("off by", "<", 1e-5), [Number("off by", 0.0, "max abs")]),
+    "compare with a number": (cl.relation("count", ">", 0), [Number("count", 5, "len")]),
+    "compare floats": (cl.relation("off by", "<", 1e-5), [Number("off by", 0.0, "max abs")]),
     "compare with a 0-d array": (
-        cl.compare("sum", "<", "limit"),
+        cl.relation("sum", "<", "limit"),
         [Number("sum", np.float32(2.0), "jnp.sum"), Number("limit", np.asarray(3.0), "x")],
     ),
-    "compare ==": (cl.compare("a", "==", "b"), [Number("a", 7, "x"), Number("b", 7, "y")]),
+    "compare ==": (cl.relation("a", "==", "b"), [Number("a", 7, "x"), Number("b", 7, "y")]),
     "compare != on shapes": (
-        cl.compare("a", "!=", "b"),
+        cl.relation("a", "!=", "b"),
         [Number("a", (4, 2), "x.shape"), Number("b", (4, 2), "y.shape")],
     ),
     "compare, right not measurable": (
-        cl.compare("a", ">=", "b"),
+        cl.relation("a", ">=", "b"),
         [Number("a", 3, "x"), Number("b", None, "GPU only")],
     ),
     "all_of": (
-        cl.all_of(cl.equals("a", 1), cl.compare("b", "<", "c"), cl.ratio_above("t", "u", 2)),
+        cl.all_of(cl.equals("a", 1), cl.relation("b", "<", "c"), cl.ratio_above("t", "u", 2)),
         [
             Number("a", 1, "x"),
             Number("b", 9, "y"),
@@ -124,7 +124,7 @@ PROBED_RULES = {
     ),
     "nested all_of sharing a figure": (
         cl.all_of(
-            cl.compare("a", ">", 0), cl.all_of(cl.compare("a", "<", 10), cl.equals("f", False))
+            cl.relation("a", ">", 0), cl.all_of(cl.relation("a", "<", 10), cl.equals("f", False))
         ),
         [Number("a", 5, "x"), Number("f", False, "y")],
     ),
@@ -195,7 +195,7 @@ def test_samples_without_a_spread_get_one_on_the_other_side():
 
 @pytest.mark.parametrize(
     "rule",
-    [cl.equals("n", 3), cl.compare("n", "<", 5), cl.ratio_above("n", "m", 2)],
+    [cl.equals("n", 3), cl.relation("n", "<", 5), cl.ratio_above("n", "m", 2)],
     ids=["equals", "compare", "ratio"],
 )
 def test_a_number_not_measurable_here_is_inconclusive(rule):

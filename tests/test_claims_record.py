@@ -28,7 +28,7 @@ def counts(n):
     return [Number("allocations", n, "allocation log")]
 
 
-RULE = cl.compare("allocations", "<", 2)
+RULE = cl.relation("allocations", "<", 2)
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,7 @@ RETIRED = {"Claim", "Control", "table", "probe", "Scope"}
 
 
 #: what builds a claim through ``bl.claims`` (its list of source-claim names is lesson text)
-BUILDERS = {"Record", "Number", "Samples", "equals", "compare", "ratio_above", "ratio_below"}
+BUILDERS = {"Record", "Number", "Samples", "equals", "relation", "ratio_above", "ratio_below"}
 BUILDERS |= {"all_of"} | RETIRED
 
 
@@ -310,7 +310,7 @@ def test_the_static_checks_can_fail(tmp_path):
     code = (
         "%pip install x\n"
         "a = bl.claims.Claim('a', [bl.claims.Number('n', 1, 's')], bl.claims.equals('n', 1))\n"
-        "b = bl.claims.Claim('b', [bl.claims.Number('n', 1, 's')], bl.claims.compare('n', '<', 'n'))\n"
+        "b = bl.claims.Claim('b', [bl.claims.Number('n', 1, 's')], bl.claims.relation('n', '<', 'n'))\n"
         "kept = [b]\n"
         "bl.claims.table(kept)\n"
     )

@@ -8,7 +8,7 @@ timings), a rule with exactly three outcomes (*holds*, *does not hold*,
 without a control is refused.
 
 Rules: :func:`ratio_above` / :func:`ratio_below` (spread-aware for timings),
-:func:`equals` (exact), :func:`compare` (counts), :func:`all_of`.
+:func:`equals` (exact), :func:`relation` (counts), :func:`all_of`.
 
 A notebook records its verdicts in a :class:`Record`: a :class:`Finding` is
 a contrast (the same rule on the case and on a case where the rival is true,
@@ -32,10 +32,10 @@ from batchlab.claims.rules import (
     OUTCOMES,
     Decision,
     all_of,
-    compare,
     equals,
     ratio_above,
     ratio_below,
+    relation,
 )
 from batchlab.claims.sources import NAMES, SOURCE_CLAIMS, source_claim, source_claims
 
@@ -56,10 +56,10 @@ __all__ = [
     "Samples",
     "Scope",
     "all_of",
-    "compare",
     "equals",
     "ratio_above",
     "ratio_below",
+    "relation",
     "source_claim",
     "source_claims",
     "table",

@@ -52,7 +52,7 @@ def _check_evidence(evidence: Any, what: str) -> tuple[Evidence, ...]:
 def _check_rule(rule: Any, names: Sequence[str], what: str) -> None:
     if not callable(rule) or not hasattr(rule, "reads"):
         raise TypeError(
-            f"`{what}` must be a rule (bl.claims.ratio_above, ratio_below, equals, compare, "
+            f"`{what}` must be a rule (bl.claims.ratio_above, ratio_below, equals, relation, "
             f"all_of), got {type(rule).__name__}."
         )
     missing = [n for n in rule.reads if n not in names]

@@ -12,10 +12,10 @@ A **check** is a fact with no contrast (it could not have come out otherwise
 in this program): it is listed apart and never counted as evidence.
 
 Example:
-  >>> from batchlab.claims import Number, compare
+  >>> from batchlab.claims import Number, relation
   >>> rec = Record(sizes={"B": 8}, scope=Scope(backend="cpu", device_kind="cpu", jax_version="X"))
   >>> rec.finding("batching allocates once per batch, not once per item",
-  ...     compare("allocations", "<", 2),
+  ...     relation("allocations", "<", 2),
   ...     case=[Number("allocations", 1, "one call on 8 items")],
   ...     contrast=[Number("allocations", 8, "8 calls, one item each")],
   ...     rival="allocations follow items: 8 per 8 items either way")

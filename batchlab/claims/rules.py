@@ -250,7 +250,7 @@ _OPS = {
 
 
 @dataclass(frozen=True)
-class Compare:
+class Relation:
     """A count compared with another count (by name) or with a fixed number."""
 
     left: str
@@ -294,16 +294,16 @@ class Compare:
         return Decision(HOLDS if ok else FAILS, text if ok else f"not: {text}")
 
 
-def compare(left: str, op: str, right: str | float) -> Compare:
+def relation(left: str, op: str, right: str | float) -> Relation:
     """Holds when ``left op right``; ``right`` is a figure's name or a number.
 
     Example:
       >>> from batchlab.claims.evidence import Number
       >>> ev = {"temp": Number("temp", 64, "a", "B"), "values": Number("values", 128, "b", "B")}
-      >>> compare("temp", "<", "values")(ev)
+      >>> relation("temp", "<", "values")(ev)
       Decision(outcome='holds', deciding='temp = 64 B < values = 128 B', timed=False, short='', value='')
     """
-    return Compare(left, op, right)
+    return Relation(left, op, right)
 
 
 @dataclass(frozen=True)
@@ -314,7 +314,9 @@ class AllOf:
 
     def __post_init__(self):
         if not self.parts or not all(callable(p) and hasattr(p, "reads") for p in self.parts):
-            raise TypeError("`all_of` takes one or more rules (ratio_above, equals, compare, ...).")
+            raise TypeError(
+                "`all_of` takes one or more rules (ratio_above, equals, relation, ...)."
+            )
 
     @property
     def reads(self) -> tuple[str, ...]:
