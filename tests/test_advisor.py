@@ -98,6 +98,27 @@ def test_decide_picks_only_what_the_ratios_show():
     assert not decide(few, {"a": 10, "b": 100}).decided  # 4 rounds: no interval, no pick from noise
 
 
+def test_an_undecided_timing_runs_again_on_the_candidates_it_could_not_order():
+    import random
+    import time as clock
+
+    def sleeper(lo, hi):
+        return lambda: clock.sleep(random.uniform(lo, hi))
+
+    rng_calls = {
+        "a": sleeper(0.002, 0.004),
+        "b": sleeper(0.002, 0.004),
+        "c": sleeper(0.0045, 0.0046),
+    }
+    cands = [SimpleNamespace(label=k, call=f) for k, f in rng_calls.items()]
+    bar = SimpleNamespace(set_description=lambda *_: None, update=lambda *_: None)
+    samples, dropped = advise_module._time(cands, 8, 0.4, bar, {"a": 1, "b": 1, "c": 1})
+    # a and b: per-round ratios from 0.5 to 2, never ordered nor shown within 1.1x; c slower
+    assert "slower than" in dropped["c"] and set(dropped) == {"c"}
+    assert samples["a"].paired == samples["b"].paired != samples["c"].paired
+    assert len(samples["a"].values) == len(samples["b"].values) > len(samples["c"].values)
+
+
 def test_timing_is_one_interleaved_run(monkeypatch):
     runs = []
     real = advise_module.interleaved

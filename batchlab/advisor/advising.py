@@ -5,7 +5,8 @@
    the batch shrinks to what the leanest plan fits, and the advice leads with it.
 2. **Time** the rest with the one sampler, :func:`batchlab.measuring.interleaved`:
    a short run screens out those shown over 1.5x slower, a longer one decides
-   on per-round ratios (:func:`batchlab.advisor.choice.decide`).
+   on per-round ratios (:func:`batchlab.advisor.choice.decide`), and when it
+   cannot, a third times only the candidates it could not order.
 3. **Fit** the pick: :func:`batchlab.max_batch_size` with ``margin="calibrated"``
    (the runs room's plan-to-real ratio, measured in a fresh process). A pick
    whose plan times the margin does not fit the measured batch is left out,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import jax
@@ -120,8 +122,17 @@ def _check(
     return ragged
 
 
-def _time(cands: list, items: int, max_seconds: float, bar) -> tuple[dict, dict[str, str]]:
-    """Interleaved samples of the candidates worth timing, and why the others were dropped."""
+def _time(
+    cands: list, items: int, max_seconds: float, bar, planned: dict[str, int]
+) -> tuple[dict, dict[str, str]]:
+    """Interleaved samples of the candidates worth timing, and why the others were dropped.
+
+    Three runs of the one sampler: a short one screens out those shown over 1.5x
+    slower (a quarter of ``max_seconds``), a longer one times the rest (half), and
+    when it cannot decide, a third times only the candidates it could not order
+    (the last quarter). The second and third runs' rounds are pooled for those
+    candidates: every round of either run timed all of them, so the pairing holds.
+    """
     calls = {c.label: c.call for c in cands}
     if len(calls) == 1:  # one candidate: nothing to order; two rounds for its figure
         calls["_twice"] = next(iter(calls.values()))
@@ -137,9 +148,19 @@ def _time(cands: list, items: int, max_seconds: float, bar) -> tuple[dict, dict[
     if len(kept) < 2:  # the short run decides: its fastest against the runner-up
         return short, {}
     bar.set_description(f"advise: timing {len(kept)} candidates")
-    full = interleaved(kept, rounds=15, passes=2, max_seconds=max_seconds * 3 / 4, source=SOURCE)
+    full = interleaved(kept, rounds=15, passes=2, max_seconds=max_seconds / 2, source=SOURCE)
+    verdict = decide(full, planned)
+    if not verdict.decided:
+        bar.set_description(f"advise: timing the {len(verdict.tied)} it cannot order")
+        more = interleaved({k: kept[k] for k in verdict.tied}, rounds=15, passes=2,
+                           max_seconds=max_seconds / 4, source=SOURCE)  # fmt: skip
+        token = next(iter(more.values())).paired
+        for k, s in more.items():
+            full[k] = replace(s, values=full[k].values + s.values, paired=token)
+        for k in set(kept) - set(verdict.tied):
+            dropped[k] = f"slower than {verdict.pick} ({len(full[verdict.pick].values)} rounds)"
     bar.update(1)
-    return {**{k: short[k] for k in dropped}, **full}, dropped
+    return {**{k: short[k] for k in dropped if k in short and k not in full}, **full}, dropped
 
 
 def advise(
@@ -265,8 +286,8 @@ def advise(
         return _nothing(
             fn, cands, items, budget, f"no candidate fits with margin {margin:.2f}", start
         )
-    samples, dropped = _time(timed, items, max_seconds, bar)
     planned = {c.label: c.planned for c in cands}
+    samples, dropped = _time(timed, items, max_seconds, bar, planned)
     pool = {k: v for k, v in samples.items() if k not in dropped}
     excluded: list[tuple[str, str]] = []
     known: dict[str, dict[int, int]] = {}  # plans already made, per candidate (no compile twice)
