@@ -56,7 +56,7 @@ def journal(outputs: np.ndarray, folder: str) -> tuple[int, bool]:
         lambda idx: outputs[np.asarray(idx)],
         np.arange(len(outputs)),
         batch_size=BATCH,
-        batched=True,
+        strategy="manual",
         progress=False,
         checkpoint=path,
         run_name="bench",

@@ -158,7 +158,9 @@ def bisection_costs() -> str:
             return program(b)
 
         with batchlab.count_compiles() as c:
-            r = batchlab.run_batches(counted, xs, batch_size=batch, batched=True, progress=False)
+            r = batchlab.run_batches(
+                counted, xs, batch_size=batch, strategy="manual", progress=False
+            )
         assert r.failed_indices == bad, (r.failed_indices, bad)
         model = 2 * k * math.log2(batch)
         rows.append(

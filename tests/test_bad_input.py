@@ -153,6 +153,10 @@ CHOICES = {
         lambda v: batchlab.run_batches(item_fn, X, on_error=v, progress=False),
         "on_error",
     ),
+    "run_batches(strategy)": (
+        lambda v: batchlab.run_batches(item_fn, X, strategy=v, progress=False),
+        "strategy",
+    ),
     "batch(strategy)": (lambda v: batchlab.batch(item_fn, strategy=v), "strategy"),
     "compare(strategies)": (lambda v: batchlab.compare(item_fn, X, strategies=[v]), "strategies"),
     "max_batch_size(strategy)": (
@@ -176,7 +180,7 @@ for cid, (call, name) in CHOICES.items():
 FLAGS = {
     "run_batches": (
         lambda **k: batchlab.run_batches(item_fn, X, **k),
-        ["progress", "check_nan", "batched", "retry_failed"],
+        ["progress", "check_nan", "retry_failed"],
     ),
     "measure": (lambda **k: batchlab.measure(double, X, **k), ["isolated"]),
     "pad": (lambda **k: batchlab.pad(SEQS, **k), ["truncate"]),
@@ -731,12 +735,12 @@ case(
     r"`run_name`",
 )
 case(
-    "run_batches(batched, wrong leading axis)",
+    "run_batches(manual, wrong leading axis)",
     lambda: batchlab.run_batches(
-        lambda b: b.sum(axis=1)[:3], X, batch_size=4, batched=True, progress=False
+        lambda b: b.sum(axis=1)[:3], X, batch_size=4, strategy="manual", progress=False
     ),
     batchlab.runs.BatchFnError,
-    r"`fn` \(batched=True\)",
+    r"`fn` \(strategy='manual'\)",
 )
 case(
     "run_batches(fn fails on every item)",
@@ -801,9 +805,9 @@ case(
     r"`margin`=2.0 divides a budget, but this run has none",
 )
 case(
-    "run_batches(margin='calibrated', batched=True)",
+    "run_batches(margin='calibrated', strategy='manual')",
     lambda: batchlab.run_batches(
-        lambda b: b * 2, X, batched=True, margin="calibrated", progress=False
+        lambda b: b * 2, X, strategy="manual", margin="calibrated", progress=False
     ),
     ValueError,
     r"`margin`='calibrated' measures a function of ONE item",

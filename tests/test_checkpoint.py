@@ -168,27 +168,33 @@ def test_the_same_run_name_resumes_under_another_function_name(tmp_path):
         return b * 2
 
     batchlab.run_batches(
-        device, xs[:4], batch_size=4, batched=True, checkpoint=path, run_name="x", progress=False
+        device,
+        xs[:4],
+        batch_size=4,
+        strategy="manual",
+        checkpoint=path,
+        run_name="x",
+        progress=False,
     )
     with pytest.raises(batchlab.CheckpointError, match=r"items"):
         batchlab.run_batches(
             lambda b: b * 2,
             xs,
             batch_size=4,
-            batched=True,
+            strategy="manual",
             checkpoint=path,
             run_name="x",
             progress=False,
         )
     path.unlink()
     first = batchlab.run_batches(
-        device, xs, batch_size=4, batched=True, checkpoint=path, run_name="x", progress=False
+        device, xs, batch_size=4, strategy="manual", checkpoint=path, run_name="x", progress=False
     )
     again = batchlab.run_batches(
         lambda b: b * 2,
         xs,
         batch_size=4,
-        batched=True,
+        strategy="manual",
         checkpoint=path,
         run_name="x",
         progress=False,

@@ -190,7 +190,7 @@ def test_ctrl_c_inside_fn_stops_and_resume_is_bit_identical(tmp_path):
             raise KeyboardInterrupt  # Ctrl-C while Python runs fn
         return jax.vmap(item_fn)(batch)
 
-    kw = dict(batch_size=4, batched=True, progress=False)
+    kw = dict(batch_size=4, strategy="manual", progress=False)
     clean = batchlab.run_batches(jax.vmap(item_fn), xs, **kw)
     path = tmp_path / "run.ckpt"
     with pytest.raises(batchlab.runs.RunInterrupted, match=r"8 of 20 items finished") as info:
@@ -258,7 +258,7 @@ def test_sigint_during_the_compiled_program_stops_after_that_batch():
 # ---------------------------------------------------------- out of memory
 def test_real_oom_at_run_time_finds_the_largest_size_that_fits():
     xs = data(50)
-    r = batchlab.run_batches(grows(11), xs, batch_size=32, batched=True, progress=False)
+    r = batchlab.run_batches(grows(11), xs, batch_size=32, strategy="manual", progress=False)
     assert r.complete and max(r.batch_sizes) == 11 and r.batches[-2].size == 11  # not 8 (32/4)
     assert r.batches[-1].size == r.batches[-1].items == 10  # the remainder, at its own size
     assert all(
@@ -277,7 +277,7 @@ def test_real_oom_at_minimum_size_raises_with_the_result():
             grows(0),
             data(8),
             batch_size=4,
-            batched=True,
+            strategy="manual",
             min_batch_size=2,
             on_error="raise",
             progress=False,
@@ -313,7 +313,7 @@ def test_oom_during_bisection_ends_in_a_result():
             raise ValueError("sensor reading out of range")
         return jax.vmap(item_fn)(batch)
 
-    r = batchlab.run_batches(fn, xs, batch_size=8, batched=True, progress=False)
+    r = batchlab.run_batches(fn, xs, batch_size=8, strategy="manual", progress=False)
     assert r.complete and r.failed_indices == [5] and len(r.indices) == 23
     assert any(b.status.startswith("out of memory") for b in r.batches)
 
@@ -327,7 +327,7 @@ def test_host_memory_error_is_out_of_memory():
             raise MemoryError("host allocation failed")
         return jax.vmap(item_fn)(batch)
 
-    r = batchlab.run_batches(fn, data(9), batch_size=8, batched=True, progress=False)
+    r = batchlab.run_batches(fn, data(9), batch_size=8, strategy="manual", progress=False)
     assert r.complete and max(r.batch_sizes) == 3 and r.failures == ()  # 8, 4 fail; 2, 3 run
 
 
@@ -340,14 +340,14 @@ def test_unwritable_checkpoint_folder_fails_before_any_work(monkeypatch, tmp_pat
         return jax.vmap(item_fn)(batch)
 
     with pytest.raises(ValueError, match=r"`checkpoint` folder .* does not exist"):
-        batchlab.run_batches(fn, data(4), batched=True, checkpoint="/nonexistent/ck.ckpt")
+        batchlab.run_batches(fn, data(4), strategy="manual", checkpoint="/nonexistent/ck.ckpt")
 
     def refuse(*a, **k):
         raise PermissionError(errno.EROFS, "Read-only file system")
 
     monkeypatch.setattr("tempfile.mkstemp", refuse)  # what a read-only mount does
     with pytest.raises(ValueError, match=r"`checkpoint` folder .* is not writable \(Read-only"):
-        batchlab.run_batches(fn, data(4), batched=True, checkpoint=tmp_path / "ck.ckpt")
+        batchlab.run_batches(fn, data(4), strategy="manual", checkpoint=tmp_path / "ck.ckpt")
     assert calls == []
 
 
@@ -492,7 +492,7 @@ def test_failed_items_are_retried_on_resume_unless_asked_not_to(tmp_path):
             raise RuntimeError("transient: network file system hiccup")
         return jax.vmap(item_fn)(batch)
 
-    kw = dict(batch_size=4, batched=True, progress=False, run_name="flaky")
+    kw = dict(batch_size=4, strategy="manual", progress=False, run_name="flaky")
     path = tmp_path / "run.ckpt"
     first = batchlab.run_batches(fn, xs, checkpoint=path, **kw)
     assert first.failed_indices == [5]
@@ -514,9 +514,9 @@ def test_fn_failing_on_every_item_is_a_bug_in_fn():
 
 
 def test_batched_fn_losing_the_batch_axis_is_refused():
-    with pytest.raises(BatchFnError, match=r"batched=True.*shape \(6,\) for a batch of 8"):
+    with pytest.raises(BatchFnError, match=r"strategy='manual'.*shape \(6,\) for a batch of 8"):
         batchlab.run_batches(
-            lambda b: b.sum(axis=1)[:6], data(8), batch_size=8, batched=True, progress=False
+            lambda b: b.sum(axis=1)[:6], data(8), batch_size=8, strategy="manual", progress=False
         )
 
 

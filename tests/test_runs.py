@@ -62,7 +62,7 @@ def test_dtypes_and_list_of_pytrees(dtype):
 def test_batched_fn_and_jitted(maybe_jit):
     xs = data(9)
     fn = maybe_jit(jax.vmap(item_fn))
-    r = batchlab.run_batches(fn, xs, batch_size=4, batched=True, progress=False)
+    r = batchlab.run_batches(fn, xs, batch_size=4, strategy="manual", progress=False)
     check_good(r, xs)
 
 
@@ -101,7 +101,7 @@ def test_random_xla_ooms(seed):
             raise jax.errors.JaxRuntimeError(OOM_MESSAGE)
         return jax.vmap(item_fn)(batch)
 
-    r = batchlab.run_batches(flaky, xs, batch_size=16, batched=True, progress=False)
+    r = batchlab.run_batches(flaky, xs, batch_size=16, strategy="manual", progress=False)
     assert r.complete and r.retries == sum(b.status.startswith("out of memory") for b in r.batches)
     check_good(r, xs)
 
@@ -110,11 +110,11 @@ def test_oom_at_minimum_size_stops_or_raises():
     def always_oom(batch):
         raise jax.errors.JaxRuntimeError(OOM_MESSAGE)
 
-    r = batchlab.run_batches(always_oom, data(8), batch_size=4, batched=True, progress=False)
+    r = batchlab.run_batches(always_oom, data(8), batch_size=4, strategy="manual", progress=False)
     assert not r.complete and "minimum batch size 1" in r.stop_reason and r.retries == 2
     with pytest.raises(BatchMemoryError, match=r"minimum batch size 1.*Lower `min_batch_size`"):
         batchlab.run_batches(
-            always_oom, data(8), batch_size=4, batched=True, on_error="raise", progress=False
+            always_oom, data(8), batch_size=4, strategy="manual", on_error="raise", progress=False
         )
 
 
@@ -137,7 +137,7 @@ def test_bad_values_found_by_bisection(seed):
             raise ValueError("item out of range")
         return jax.vmap(item_fn)(batch)
 
-    r = batchlab.run_batches(picky, xs, batch_size=8, batched=True, progress=False)
+    r = batchlab.run_batches(picky, xs, batch_size=8, strategy="manual", progress=False)
     assert r.complete and r.failed_indices == bad
     assert all("item out of range" in f.message for f in r.failures)
     check_good(r, xs, [i for i in range(37) if i not in bad])
@@ -187,7 +187,7 @@ def test_keyboard_interrupt_inside_a_batch_then_resume(tmp_path):
         return jax.vmap(item_fn)(batch)
 
     path = str(tmp_path / "run.ckpt")
-    kw = dict(batch_size=4, batched=True, checkpoint=path, progress=False, run_name="ki")
+    kw = dict(batch_size=4, strategy="manual", checkpoint=path, progress=False, run_name="ki")
     with pytest.raises(
         KeyboardInterrupt, match=r"8 of 30 items finished.*rerun the same call"
     ) as info:
@@ -199,7 +199,7 @@ def test_keyboard_interrupt_inside_a_batch_then_resume(tmp_path):
     resumed = batchlab.run_batches(interrupted_once, xs, **kw)
     assert resumed.complete and resumed.resumed_items == 8
     uninterrupted = batchlab.run_batches(
-        jax.vmap(item_fn), xs, batch_size=4, batched=True, progress=False
+        jax.vmap(item_fn), xs, batch_size=4, strategy="manual", progress=False
     )
     np.testing.assert_array_equal(resumed.outputs, uninterrupted.outputs)
     np.testing.assert_array_equal(resumed.indices, uninterrupted.indices)
@@ -218,7 +218,7 @@ def test_ctrl_c_stops_after_the_current_batch(tmp_path):
     with pytest.raises(
         KeyboardInterrupt, match=r"10 of 20 items finished.*pass checkpoint="
     ) as info:
-        batchlab.run_batches(send_sigint, xs, batch_size=5, batched=True, progress=False)
+        batchlab.run_batches(send_sigint, xs, batch_size=5, strategy="manual", progress=False)
     r = info.value.result
     assert not r.complete and "Ctrl-C" in r.stop_reason
     check_good(r, xs, range(10))  # the batch running when Ctrl-C came is kept
@@ -243,7 +243,7 @@ def test_faults_together_resume_equals_fault_free(tmp_path):
         batch_size=2 * fits,
         budget_bytes=2048,
         check_nan=True,
-        batched=True,
+        strategy="manual",
         progress=False,
         run_name="together",  # batch_fn reads a call counter: name the run
     )
@@ -345,7 +345,7 @@ def test_run_batches_plans_a_host_loop_by_its_host_plan():
     budget = host.plan(xs[:40]).planned_bytes  # 40 items fit, 41 do not
     assert host.plan(xs[:41]).planned_bytes > budget
     r = batchlab.run_batches(
-        host, xs, batched=True, batch_size=64, budget_bytes=budget, progress=False
+        host, xs, strategy="manual", batch_size=64, budget_bytes=budget, progress=False
     )
     assert (
         r.complete and max(r.batch_sizes) == 40
@@ -353,7 +353,7 @@ def test_run_batches_plans_a_host_loop_by_its_host_plan():
     assert any(b.status.startswith("over budget") for b in r.batches if b.size == 64)
     assert jnp.allclose(r.outputs, jax.vmap(outer)(xs), atol=1e-5)
     # the default batch_size="auto" finds the same size from the host plan, before any batch runs
-    auto = batchlab.run_batches(host, xs, batched=True, budget_bytes=budget, progress=False)
+    auto = batchlab.run_batches(host, xs, strategy="manual", budget_bytes=budget, progress=False)
     assert auto.complete and [b.size for b in auto.batches][:2] == [40, 40]
 
 

@@ -59,7 +59,7 @@ def test_an_equinox_model_fn_resumes_without_run_name(tmp_path):
             stop,
             xs,
             batch_size=4,
-            batched=True,
+            strategy="manual",
             run_name="m",
             checkpoint=tmp_path / "b.ckpt",
             progress=False,

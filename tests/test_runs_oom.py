@@ -68,7 +68,7 @@ def test_the_issue_case_shrinks_and_logs_every_call(text):
             raise jax.errors.JaxRuntimeError(text)
         return jax.vmap(item_fn)(batch)
 
-    r = batchlab.run_batches(fn, data(400), batch_size=400, batched=True, progress=False)
+    r = batchlab.run_batches(fn, data(400), batch_size=400, strategy="manual", progress=False)
     assert r.complete and r.failures == ()
     assert max(r.batch_sizes) == 100 and 400 not in r.batch_sizes
     assert len(r.batches) == len(calls)  # every call is in the log, with its outcome
@@ -89,7 +89,7 @@ def test_bisection_halves_are_logged_with_their_depth():
             raise ValueError("item out of range")
         return jax.vmap(item_fn)(batch)
 
-    r = batchlab.run_batches(picky, xs, batch_size=8, batched=True, progress=False)
+    r = batchlab.run_batches(picky, xs, batch_size=8, strategy="manual", progress=False)
     assert r.failed_indices == [5] and len(r.batches) == len(calls)
     assert [(b.size, b.depth, b.status) for b in r.batches] == [
         (8, 0, "error in fn, bisected"),  # items 0-7
@@ -115,13 +115,15 @@ def grows(limit):
 
 def test_multiple_of_tries_only_multiples():
     r = batchlab.run_batches(
-        grows(37), data(300), batch_size=128, batched=True, multiple_of=8, progress=False
+        grows(37), data(300), batch_size=128, strategy="manual", multiple_of=8, progress=False
     )
     assert r.complete and max(r.batch_sizes) == 32
     tried = [b.size for b in r.batches[:-1]]  # the last: the short remainder at its own size
     assert all(s % 8 == 0 for s in tried) and set(tried) == {128, 64, 32, 48, 40}
     assert r.batches[-1].size == r.batches[-1].items < 32
-    exact = batchlab.run_batches(grows(37), data(300), batch_size=128, batched=True, progress=False)
+    exact = batchlab.run_batches(
+        grows(37), data(300), batch_size=128, strategy="manual", progress=False
+    )
     assert max(exact.batch_sizes) == 37 and len(set(b.size for b in exact.batches)) > len(
         set(tried)
     )
@@ -129,9 +131,9 @@ def test_multiple_of_tries_only_multiples():
 
 def test_tolerance_stops_the_search_early():
     xs = data(12000, d=2)
-    exact = batchlab.run_batches(grows(700), xs, batch_size=1024, batched=True, progress=False)
+    exact = batchlab.run_batches(grows(700), xs, batch_size=1024, strategy="manual", progress=False)
     rough = batchlab.run_batches(
-        grows(700), xs, batch_size=1024, batched=True, tolerance=0.1, progress=False
+        grows(700), xs, batch_size=1024, strategy="manual", tolerance=0.1, progress=False
     )
     assert max(exact.batch_sizes) == 700
     smallest_failure = min(b.size for b in rough.batches if b.out_of_memory)
@@ -152,7 +154,7 @@ def test_tolerance_stops_the_search_early():
 def test_bad_sizing_arguments(kwargs, error, match):
     calls = []
     with pytest.raises(error, match=match):
-        batchlab.run_batches(lambda b: calls.append(1) or b, data(4), batched=True, **kwargs)
+        batchlab.run_batches(lambda b: calls.append(1) or b, data(4), strategy="manual", **kwargs)
     assert calls == []  # refused before any work
 
 
@@ -199,7 +201,7 @@ def test_short_last_batch_runs_at_its_own_size_and_a_batched_fn_gets_no_filler()
 
     xs = data(300)
     xs[:, 0] = np.arange(300.0)  # each item tagged by its index
-    r = batchlab.run_batches(fn, xs, batch_size=37, batched=True, progress=False)
+    r = batchlab.run_batches(fn, xs, batch_size=37, strategy="manual", progress=False)
     assert r.complete and r.retries == 0 and r.batch_sizes == [300 % 37, 37]
     assert [b.size for b in r.batches] == [37] * 8 + [300 % 37]
     assert all(len(s) == len(set(s)) for s in seen), "a batched fn got filler rows"
@@ -210,7 +212,7 @@ def test_short_last_batch_runs_at_its_own_size_and_a_batched_fn_gets_no_filler()
 
 
 def test_remainder_after_a_memory_error_stays_below_the_failed_size():
-    r = batchlab.run_batches(grows(37), data(100), batch_size=64, batched=True, progress=False)
+    r = batchlab.run_batches(grows(37), data(100), batch_size=64, strategy="manual", progress=False)
     ran = [b for b in r.batches if b.ran]
     failed = min(b.size for b in r.batches if b.out_of_memory)
     assert r.complete and all(b.size < failed and b.size == b.items for b in ran[-1:])

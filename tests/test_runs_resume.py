@@ -66,10 +66,10 @@ def interrupt_after(fn, calls):
 def test_resume_at_another_batch_size_recomputes_nothing(tmp_path, first, second):
     xs, path = indexed(30), tmp_path / "run.ckpt"
     clean = batchlab.run_batches(
-        counting(item_fn, []), xs, batch_size=5, batched=True, progress=False
+        counting(item_fn, []), xs, batch_size=5, strategy="manual", progress=False
     )
     seen, calls = [], []
-    kw = dict(batched=True, progress=False, checkpoint=path, run_name="sizes")
+    kw = dict(strategy="manual", progress=False, checkpoint=path, run_name="sizes")
     with pytest.raises(KeyboardInterrupt):
         batchlab.run_batches(
             interrupt_after(counting(item_fn, seen), calls), xs, batch_size=first, **kw
@@ -108,7 +108,7 @@ STOP = {"on": True}
 def test_changed_global_message_then_resume_as_it_says_loses_nothing(tmp_path):
     global LOG_PATH
     xs, path = indexed(24), tmp_path / "run.ckpt"
-    kw = dict(batch_size=4, batched=True, checkpoint=path, progress=False)
+    kw = dict(batch_size=4, strategy="manual", checkpoint=path, progress=False)
     CALLS.clear(), SEEN.clear()
     STOP["on"] = True
     with pytest.raises(KeyboardInterrupt):
@@ -188,7 +188,10 @@ def test_a_checkpoint_that_cannot_be_created_fails_before_any_work(monkeypatch, 
         batchlab.CheckpointError, match=r"could not be created \(No space left.*nothing has run"
     ):
         batchlab.run_batches(
-            lambda b: calls.append(1) or b, data(4), batched=True, checkpoint=tmp_path / "c.ckpt"
+            lambda b: calls.append(1) or b,
+            data(4),
+            strategy="manual",
+            checkpoint=tmp_path / "c.ckpt",
         )
     monkeypatch.setattr(os, "fsync", real)
     assert calls == [] and not (tmp_path / "c.ckpt").exists()
@@ -243,7 +246,7 @@ def test_a_second_ctrl_c_stops_at_once_and_resume_is_identical(tmp_path):
             os.kill(os.getpid(), signal.SIGINT)  # the second: stop now
         return jax.vmap(item_fn)(batch)
 
-    kw = dict(batch_size=4, batched=True, checkpoint=path, run_name="twice", progress=False)
+    kw = dict(batch_size=4, strategy="manual", checkpoint=path, run_name="twice", progress=False)
     with pytest.raises(KeyboardInterrupt) as info:
         batchlab.run_batches(fn, xs, **kw)
     assert list(info.value.result.indices) == [0, 1, 2, 3]  # the batch in flight is dropped
@@ -268,7 +271,7 @@ def fn(batch):
     return jax.vmap(lambda x: jnp.tanh(x).sum())(batch)
 
 xs = np.arange(60, dtype=np.float32).reshape(20, 3) / 60
-r = batchlab.run_batches(fn, xs, batch_size=4, batched=True, checkpoint=sys.argv[1],
+r = batchlab.run_batches(fn, xs, batch_size=4, strategy="manual", checkpoint=sys.argv[1],
                          run_name="script", progress=False)
 print("NEXT LINE RAN", r.complete, r.resumed_items)
 """
@@ -306,7 +309,7 @@ def fn(batch):
     return jax.vmap(lambda x: jnp.tanh(x).sum())(batch)
 
 xs = np.arange(60, dtype=np.float32).reshape(20, 3) / 60
-r = batchlab.run_batches(fn, xs, batch_size=4, batched=True, checkpoint=sys.argv[1],
+r = batchlab.run_batches(fn, xs, batch_size=4, strategy="manual", checkpoint=sys.argv[1],
                          run_name="script", progress=False)
 print("NEXT LINE RAN", r.complete, r.resumed_items)
 """

@@ -168,9 +168,9 @@ class BatchRunner:
                     np.shape(a) for a in leaves if np.ndim(a) == 0 or np.shape(a)[0] != size
                 )
                 raise FnBug(
-                    f"`fn` (batched=True) returned an output of shape {shape} for a batch of {size} "
+                    f"`fn` (strategy='manual') returned an output of shape {shape} for a batch of {size} "
                     f"items: every output must keep the batch as its leading axis (size {size}). "
-                    f"Return one row per item, or pass a function of one item with batched=False."
+                    f"Return one row per item, or pass a function of one item with strategy='vmap'."
                 )
             rows = [np.asarray(leaf)[: len(idx)] for leaf in leaves]
         except (OutOfMemory, FnBug):
@@ -232,7 +232,7 @@ class BatchRunner:
                 raise FnBug(
                     f"`fn` fails on every item the same way, alone and as a batch of {len(idx)} "
                     f"({message}): this is a bug in `fn` (or in how it is called), not bad data. "
-                    f"Fix `fn` (try it on one item: fn(items[0])); with batched=True it takes a "
+                    f"Fix `fn` (try it on one item: fn(items[0])); with strategy='manual' it takes a "
                     f"whole batch."
                 ) from e
             return found, failures, log

@@ -69,7 +69,7 @@ def run_batches(
     checkpoint: str | os.PathLike | None = None,
     progress: bool = True,
     check_nan: bool = False,
-    batched: bool = False,
+    strategy: str = "vmap",
     min_batch_size: int = 1,
     retry_failed: bool = True,
     run_name: str | None = None,
@@ -80,8 +80,10 @@ def run_batches(
     """Runs ``fn`` over every item in batches, surviving memory limits, bad items and Ctrl-C.
 
     Args:
-      fn: a function of ONE item (run as ``jax.jit(jax.vmap(fn))``), or with
-        ``batched=True`` of a whole batch (leading axis).
+      fn: a function of ONE item, or with ``strategy="manual"`` of a whole batch
+        (leading axis), as :func:`batchlab.batch` names them.
+      strategy: ``"vmap"`` (``fn`` run as ``jax.jit(jax.vmap(fn))``) or ``"manual"``
+        (``fn`` batched by hand, called as given).
       items: a ``list`` of items (pytrees of arrays), or arrays with the items along axis 0.
       batch_size: items per batch, or ``"auto"``: :func:`batchlab.max_batch_size` for the
         budget (``budget_bytes``, else :func:`batchlab.runs.budget.default_budget`).
@@ -104,7 +106,7 @@ def run_batches(
       TypeError / ValueError: bad arguments (checked before anything runs).
       BatchItemError / BatchMemoryError: a bad item, or out of memory at ``min_batch_size``,
         with ``on_error="raise"``; BatchFnError: ``fn`` fails the same way on every item,
-        or (batched) drops the batch axis. Each keeps what finished in ``.result``.
+        or (manual) drops the batch axis. Each keeps what finished in ``.result``.
       RunInterrupted: Ctrl-C (a ``KeyboardInterrupt``; ``.result`` keeps what finished).
       batchlab.runs.checkpoint.CheckpointError: a corrupt or mismatched checkpoint, or an
         ``fn`` that cannot be fingerprinted (pass ``run_name``).
@@ -124,7 +126,14 @@ def run_batches(
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
     multiple_of, tolerance = check_sizing(multiple_of, tolerance)
-    flags = dict(progress=progress, check_nan=check_nan, batched=batched, retry_failed=retry_failed)
+    if not isinstance(strategy, str) or strategy not in ("vmap", "manual"):
+        raise ValueError(
+            f"`strategy` must be 'vmap' (fn of one item) or 'manual' (fn of a whole batch), "
+            f"got {strategy!r}. For chunked lax.map, pass fn=bl.batch(item_fn, strategy='chunked',"
+            " chunk_size=...) with strategy='manual'."
+        )
+    batched = strategy == "manual"
+    flags = dict(progress=progress, check_nan=check_nan, retry_failed=retry_failed)
     for name, flag in flags.items():
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"`{name}` must be True or False, got {type(flag).__name__} {flag!r}.")

@@ -96,7 +96,7 @@ def check_run_margin(margin: Any, *, batch_size: Any, budget_bytes: int | None, 
     if margin == "calibrated" and batched:
         raise ValueError(
             "`margin`='calibrated' measures a function of ONE item (run as jit(vmap(fn))), but "
-            "batched=True gives a function of a whole batch. Pass a number instead, e.g. "
+            "strategy='manual' gives a function of a whole batch. Pass a number instead, e.g. "
             "margin=max_batch_size(item_fn, item, margin='calibrated').margin, or margin=1.5."
         )
     return margin

@@ -40,7 +40,7 @@ READY = [None, False]  # in a worker: the pipe to tell the driver that fn is run
 
 
 def make_fn(log_path: str):
-    def fn(batch):  # batched=True, called as given with numpy: logs which items it computes
+    def fn(batch):  # strategy="manual", called as given with numpy: logs which items it computes
         if READY[0] is not None and READY[1]:  # the second call: the first one compiled the ops
             os.write(READY[0], b"r")
             READY[0] = None
@@ -60,7 +60,7 @@ def run(folder: str, fn, name: str):
         fn,
         items(),
         batch_size=BATCH,
-        batched=True,
+        strategy="manual",
         progress=False,
         checkpoint=os.path.join(folder, name),
         run_name="sigkill-test",
