@@ -196,19 +196,19 @@ def test_workloads_handle_small_and_empty(n_items):
 def test_fixed_shapes_need_less_than_varying_shapes(preallocate):
     batched = A.simulate("batched", 48, batch_size=8, preallocate=preallocate)
     per_item = A.simulate("per-item", 48, preallocate=preallocate)
-    assert not batched.timeline.failures and 1.0 <= batched.overhead < per_item.overhead
+    assert not batched.replay.failures and 1.0 <= batched.overhead < per_item.overhead
     assert A.simulate("training-donated", 48, preallocate=preallocate).overhead == 1.0
 
 
 def test_varying_shapes_fragment():
     per_item = A.simulate("per-item", 48)
-    assert per_item.overhead > 1.1 and per_item.timeline.failures_despite_free > 0
+    assert per_item.overhead > 1.1 and per_item.replay.failures_despite_free > 0
     assert A.simulate("training", 48).overhead > A.simulate("training-donated", 48).overhead
 
 
 def test_pool_versus_platform_device_calls():
-    pool = A.simulate("per-item", 16, policy="bfc", preallocate=True).timeline
-    platform = A.simulate("per-item", 16, policy="platform", preallocate=False).timeline
+    pool = A.simulate("per-item", 16, policy="bfc", preallocate=True).replay
+    platform = A.simulate("per-item", 16, policy="platform", preallocate=False).replay
     assert pool.device_calls == 1
     assert platform.device_calls == platform.allocations + platform.frees
 
@@ -216,10 +216,10 @@ def test_pool_versus_platform_device_calls():
 def test_plots_and_reprs():
     sim = A.simulate("bucketed", 24, batch_size=4)
     assert repr(sim).startswith("Simulation: ") and "<table" in sim._repr_html_()
-    assert repr(sim.timeline).startswith("Timeline: ") and "<table" in sim.timeline._repr_html_()
+    assert repr(sim.replay).startswith("Replay: ") and "<table" in sim.replay._repr_html_()
     assert "Events(" in repr(sim.events)
     assert len(sim.plot().axes) == 3
-    assert len(A.plot_memory_map(sim.timeline).axes) == 1
+    assert len(A.plot_memory_map(sim.replay).axes) == 1
 
 
 def test_explorer_entry_point():
@@ -227,7 +227,7 @@ def test_explorer_entry_point():
 
     ex = AllocatorExplorer(16, batch_sizes=(1, 4))
     sim = ex.update(workload="per-item", policy="first-fit", preallocate=False)
-    assert sim.timeline.device_calls == sim.timeline.allocations + sim.timeline.frees
+    assert sim.replay.device_calls == sim.replay.allocations + sim.replay.frees
     with pytest.raises(TypeError, match=r"unknown parameter"):
         AllocatorExplorer(16, colour="red")
 
@@ -313,6 +313,6 @@ def test_platform_in_the_explorer_ignores_preallocate():
     ex = AllocatorExplorer(8, batch_sizes=(1, 4))
     sim = ex.update(workload="per-item", policy="platform", preallocate=True)
     assert (
-        not sim.timeline.preallocate
-        and sim.timeline.device_calls == sim.timeline.allocations + sim.timeline.frees
+        not sim.replay.preallocate
+        and sim.replay.device_calls == sim.replay.allocations + sim.replay.frees
     )

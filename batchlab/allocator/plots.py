@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from batchlab._util.format import format_bytes
 from batchlab._util.plotting import bytes_axis, new_figure, owner_color
-from batchlab.allocator.replayer import Timeline
+from batchlab.allocator.replayer import Replay
 
 
-def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, legend: bool = True):
+def plot_memory_map(replay: Replay, *, ax=None, title: str | None = None, legend: bool = True):
     """Draws the simulated address space over time; returns the figure."""
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Patch, Rectangle
@@ -15,11 +15,11 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
     if ax is None:
         fig, ax = new_figure(1, width=11, height=4.2)
     fig = ax.figure
-    end = (timeline.times[-1] + 1) if timeline.times else 1
-    for offset, size, start in timeline.regions:  # the pool: reserved but not yet used
+    end = (replay.times[-1] + 1) if replay.times else 1
+    for offset, size, start in replay.regions:  # the pool: reserved but not yet used
         ax.add_patch(Rectangle((start, offset), end - start, size, color="0.88", lw=0, zorder=0))
     patches, colors = [], []
-    for b in timeline.blocks:
+    for b in replay.blocks:
         if b.offset < 0:  # the platform allocator's driver places buffers: no address
             continue
         patches.append(Rectangle((b.start, b.offset), max(b.end - b.start, 0.6), b.size))
@@ -27,23 +27,23 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
     ax.add_collection(
         PatchCollection(patches, facecolors=colors, edgecolors="white", linewidths=0.4, zorder=2)
     )
-    for f in timeline.failures:
-        ax.plot([f.time], [timeline.capacity * 0.97], "x", color="red", ms=10, mew=3, zorder=3)
+    for f in replay.failures:
+        ax.plot([f.time], [replay.capacity * 0.97], "x", color="red", ms=10, mew=3, zorder=3)
     ax.set_xlim(0, end)
-    ax.set_ylim(0, timeline.capacity)
+    ax.set_ylim(0, replay.capacity)
     bytes_axis(ax.yaxis)
     ax.set_xlabel("time (allocator event)")
     ax.set_ylabel("address")
     ax.set_title(
         title
-        or f"memory map: {timeline.events_name} on {timeline.policy} "
-        f"(preallocate={timeline.preallocate}) [simulation]"
+        or f"memory map: {replay.events_name} on {replay.policy} "
+        f"(preallocate={replay.preallocate}) [simulation]"
     )
     if legend:
-        owners = sorted({b.owner for b in timeline.blocks})
+        owners = sorted({b.owner for b in replay.blocks})
         handles = [Patch(color=owner_color(o), label=o or "buffer") for o in owners]
         handles.append(Patch(color="0.88", label="free (reserved)"))
-        if timeline.failures:
+        if replay.failures:
             handles.append(
                 ax.plot(
                     [],
@@ -61,7 +61,7 @@ def plot_memory_map(timeline: Timeline, *, ax=None, title: str | None = None, le
     return fig
 
 
-def plot_timeline(timeline: Timeline, *, axes=None):
+def plot_timeline(replay: Replay, *, axes=None):
     """Bytes (in use, reserved, largest free block) and fragmentation over time."""
     from matplotlib.ticker import PercentFormatter
 
@@ -69,12 +69,12 @@ def plot_timeline(timeline: Timeline, *, axes=None):
         fig, axes = new_figure(2, width=5.5, height=3.4)
     ax_b, ax_f = axes
     fig = ax_b.figure
-    t = timeline.times
-    ax_b.step(t, timeline.reserved, where="post", color="0.45", lw=2, label="reserved")
-    ax_b.step(t, timeline.in_use, where="post", color="tab:blue", lw=2, label="in use")
+    t = replay.times
+    ax_b.step(t, replay.reserved, where="post", color="0.45", lw=2, label="reserved")
+    ax_b.step(t, replay.in_use, where="post", color="tab:blue", lw=2, label="in use")
     ax_b.step(
         t,
-        timeline.largest_free,
+        replay.largest_free,
         where="post",
         color="tab:green",
         lw=1.5,
@@ -82,14 +82,14 @@ def plot_timeline(timeline: Timeline, *, axes=None):
         label="largest free block",
     )
     bytes_axis(ax_b.yaxis)
-    ax_b.set_ylim(0, timeline.capacity * 1.05)
+    ax_b.set_ylim(0, replay.capacity * 1.05)
     ax_b.set_title("bytes [simulation]")
     ax_b.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
-    ax_f.step(t, [100 * f for f in timeline.fragmentation], where="post", color="tab:red", lw=2)
+    ax_f.step(t, [100 * f for f in replay.fragmentation], where="post", color="tab:red", lw=2)
     ax_f.yaxis.set_major_formatter(PercentFormatter())
     ax_f.set_ylim(0, 100)
     ax_f.set_title("XLA's fragmentation:\n1 - largest free chunk / free pool bytes", fontsize=11)
-    for f in timeline.failures:
+    for f in replay.failures:
         ax_f.axvline(f.time, color="red", alpha=0.3)
     for ax in axes:
         ax.set_xlabel("time (allocator event)")
@@ -97,7 +97,7 @@ def plot_timeline(timeline: Timeline, *, axes=None):
     return fig
 
 
-def plot_replay(timeline: Timeline, *, zoom: tuple[int, int] | None = None):
+def plot_replay(replay: Replay, *, zoom: tuple[int, int] | None = None):
     """Memory map on top, bytes and fragmentation below: one figure per replay."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
@@ -105,7 +105,7 @@ def plot_replay(timeline: Timeline, *, zoom: tuple[int, int] | None = None):
     fig = Figure(figsize=(11, 7.2), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.25, 1])
     if zoom is None:
-        plot_memory_map(timeline, ax=top.subplots())
+        plot_memory_map(replay, ax=top.subplots())
     else:
         low, high = (int(z) for z in zoom)
         if not 0 <= low < high:
@@ -113,13 +113,13 @@ def plot_replay(timeline: Timeline, *, zoom: tuple[int, int] | None = None):
                 f"`zoom` must be (low, high) addresses with 0 <= low < high, got {zoom!r}."
             )
         ax_map, ax_zoom = top.subplots(1, 2, width_ratios=[2.2, 1])
-        plot_memory_map(timeline, ax=ax_map, legend=False)
+        plot_memory_map(replay, ax=ax_map, legend=False)
         end = ax_map.get_xlim()[1]
         ax_map.add_patch(
             Rectangle(
                 (0, low),
                 end,
-                max(high - low, timeline.capacity // 150),
+                max(high - low, replay.capacity // 150),
                 fill=False,
                 ec="black",
                 ls="--",
@@ -128,7 +128,7 @@ def plot_replay(timeline: Timeline, *, zoom: tuple[int, int] | None = None):
             )
         )
         plot_memory_map(
-            timeline,
+            replay,
             ax=ax_zoom,
             title=f"zoom: {format_bytes(high - low)} of addresses\n(dashed box on the left)",
         )
@@ -141,7 +141,7 @@ def plot_replay(timeline: Timeline, *, zoom: tuple[int, int] | None = None):
             FuncFormatter(lambda v, _: "+" + format_bytes(round(v - low)))
         )
         ax_zoom.set_ylabel(f"address - {format_bytes(low)}")
-    plot_timeline(timeline, axes=bottom.subplots(1, 2))
+    plot_timeline(replay, axes=bottom.subplots(1, 2))
     return fig
 
 

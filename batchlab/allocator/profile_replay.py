@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Event, Events
-from batchlab.allocator.replayer import Timeline, differences_text, replay
+from batchlab.allocator.replayer import Replay, differences_text, replay
 
 _NAMES = {"MemoryAllocation": "alloc", "MemoryDeallocation": "free"}
 
@@ -121,7 +121,7 @@ class ReplayComparison(Rows):
     real_max_fragmentation: float
     simulated_max_fragmentation: float
     placement_agreement: float  # share of allocations at the same relative address
-    timeline: Timeline
+    replay: Replay
     source: str = "jax.profiler trace (the BFC allocator's own events) vs the kit's BFC model"
 
     def _rows(self):
@@ -144,7 +144,7 @@ class ReplayComparison(Rows):
                 f"real {self.real_max_fragmentation:.1%}, model {self.simulated_max_fragmentation:.1%}",
             ),
             ("same relative address", f"{self.placement_agreement:.1%} of allocations"),
-            ("model differs from XLA", differences_text(self.timeline.differences)),
+            ("model differs from XLA", differences_text(self.replay.differences)),
         ]
 
     _header = ("figure", "real vs model")

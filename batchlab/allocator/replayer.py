@@ -13,7 +13,7 @@ from batchlab.allocator.events import Events
 from batchlab.allocator.firstfit import FirstFitAllocator
 from batchlab.allocator.platform import PlatformAllocator
 
-#: what a Timeline samples of the allocator after every event
+#: what a Replay samples of the allocator after every event
 _STATS = (
     "in_use",
     "held",
@@ -60,7 +60,7 @@ class Block(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Timeline(Rows):
+class Replay(Rows):
     """What one allocator did with one events, sampled after every event."""
 
     events_name: str
@@ -293,7 +293,7 @@ def capacity_needed(
     return scan.smallest
 
 
-def replay(events: Events, allocator: Allocator) -> Timeline:
+def replay(events: Events, allocator: Allocator) -> Replay:
     """Feeds every event of ``events`` to ``allocator`` and records what happened.
 
     Args:
@@ -301,7 +301,7 @@ def replay(events: Events, allocator: Allocator) -> Timeline:
       allocator: a fresh allocator (no live allocations).
 
     Returns:
-      A :class:`Timeline`.
+      A :class:`Replay`.
 
     Example:
       >>> t = Events.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])
@@ -353,7 +353,7 @@ def replay(events: Events, allocator: Allocator) -> Timeline:
             rows[key].append(getattr(allocator, key))
     end = events.events[-1].time + 1 if events.events else 0
     blocks += [Block(*b, end) for b in open_blocks.values()]
-    return Timeline(
+    return Replay(
         events.name,
         allocator.policy,
         allocator.preallocate,

@@ -1,4 +1,4 @@
-"""One call from a workload name to a replayed timeline: what the explorer and notebook 08 use."""
+"""One call from a workload name to a replay: what the explorer and notebook 08 use."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.events import Events
 from batchlab.allocator.plots import plot_replay
 from batchlab.allocator.replayer import (
-    Timeline,
+    Replay,
     capacity_needed,
     differences_text,
     make_allocator,
@@ -23,7 +23,7 @@ class Simulation(Rows):
     """A workload replayed on a device ``headroom`` times its live peak, and the device it really needs."""
 
     events: Events
-    timeline: Timeline
+    replay: Replay
     capacity_needed: int
     source: str = "the kit's allocator simulation (batchlab.allocator)"
 
@@ -33,7 +33,7 @@ class Simulation(Rows):
         return self.capacity_needed / max(self.events.peak_rounded_bytes(), 1)
 
     def _rows(self):
-        tl = self.timeline
+        tl = self.replay
         return [
             ("workload", self.events.name),
             ("policy", f"{tl.policy} (preallocate={tl.preallocate})"),
@@ -54,7 +54,7 @@ class Simulation(Rows):
         return self.source
 
     def plot(self):
-        return plot_replay(self.timeline)
+        return plot_replay(self.replay)
 
 
 def simulate(
@@ -71,7 +71,7 @@ def simulate(
 
     Example:
       >>> s = simulate("training-donated", 16, batch_size=4)
-      >>> s.overhead, len(s.timeline.failures)
+      >>> s.overhead, len(s.replay.failures)
       (1.0, 0)
     """
     check_positive_float(headroom, "headroom")
@@ -81,5 +81,5 @@ def simulate(
         )
     events = workload(name, n_items, batch_size=batch_size, **options)
     capacity = int(events.peak_rounded_bytes() * headroom) // 256 * 256 + 256
-    timeline = replay(events, make_allocator(policy, capacity, preallocate=preallocate))
-    return Simulation(events, timeline, capacity_needed(events, policy, preallocate=preallocate))
+    replayed = replay(events, make_allocator(policy, capacity, preallocate=preallocate))
+    return Simulation(events, replayed, capacity_needed(events, policy, preallocate=preallocate))

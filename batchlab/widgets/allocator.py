@@ -30,7 +30,7 @@ class AllocatorExplorer(Explorer):
     Example:
       >>> ex = AllocatorExplorer(16, batch_sizes=(1, 4))
       >>> sim = ex.update(workload="training-donated", batch_size=4)
-      >>> sim.timeline.allocations, sim.overhead
+      >>> sim.replay.allocations, sim.overhead
       (13, 1.0)
     """
 
@@ -86,7 +86,7 @@ class AllocatorExplorer(Explorer):
 def _describe(sim: Simulation) -> str:
     import html
 
-    tl = sim.timeline
+    tl = sim.replay
     name = sim.events.name
     if name == "per-item":  # one item per call: the batch-size slider changes nothing here
         name += " (one item per call: the batch size does not change this workload)"
