@@ -83,7 +83,8 @@ def _traps(shapes: list[tuple[int, ...]], names: list[str], result: tuple[int, .
                     implicit = p < rank - len(shapes[j]) or q < rank - len(shapes[i])
                     if implicit:
                         found.append(
-                            f"`{names[i]}` {shapes[i]} and `{names[j]}` {shapes[j]} broadcast to {result}: "
+                            f"`{names[i]}` {shapes[i]} and `{names[j]}` {shapes[j]} broadcast to "
+                            f"{tuple(map(max, a, b))[rank - max(len(shapes[i]), len(shapes[j])) :]}: "
                             f"both have the size {n}, but on different axes, so every element of one is "
                             f"combined with every element of the other (an outer product). If you meant "
                             f"them element by element, give them the same shape first "
