@@ -160,7 +160,7 @@ def _time(
         for k in set(kept) - set(verdict.tied):
             dropped[k] = f"slower than {verdict.pick} ({len(full[verdict.pick].values)} rounds)"
     bar.update(1)
-    return {**{k: short[k] for k in dropped if k in short and k not in full}, **full}, dropped
+    return {**short, **full}, dropped  # the screened keep their short run's samples
 
 
 def advise(

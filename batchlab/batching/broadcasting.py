@@ -81,10 +81,10 @@ def _traps(shapes: list[tuple[int, ...]], names: list[str], result: tuple[int, .
                     if p == q or n <= 1 or b[p] != 1 or b[q] != n or a[q] != 1:
                         continue
                     implicit = p < rank - len(shapes[j]) or q < rank - len(shapes[i])
-                    if implicit:
+                    if implicit:  # the pair's own broadcast: the elementwise max, at its rank
+                        pair = tuple(map(max, a, b))[rank - max(len(shapes[i]), len(shapes[j])) :]
                         found.append(
-                            f"`{names[i]}` {shapes[i]} and `{names[j]}` {shapes[j]} broadcast to "
-                            f"{tuple(map(max, a, b))[rank - max(len(shapes[i]), len(shapes[j])) :]}: "
+                            f"`{names[i]}` {shapes[i]} and `{names[j]}` {shapes[j]} broadcast to {pair}: "
                             f"both have the size {n}, but on different axes, so every element of one is "
                             f"combined with every element of the other (an outer product). If you meant "
                             f"them element by element, give them the same shape first "

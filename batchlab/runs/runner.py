@@ -26,7 +26,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from batchlab._util.checks import check_callable, check_positive_int
+from batchlab._util.checks import check_callable, check_choice, check_positive_int
 from batchlab._util.compile import function_name
 from batchlab.runs.attempt import BatchRunner, Items
 from batchlab.runs.budget import default_budget
@@ -126,13 +126,7 @@ def run_batches(
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
     multiple_of, tolerance = check_sizing(multiple_of, tolerance)
-    if not isinstance(strategy, str) or strategy not in ("vmap", "manual"):
-        raise ValueError(
-            f"`strategy` must be 'vmap' (fn of one item) or 'manual' (fn of a whole batch), "
-            f"got {strategy!r}. For chunked lax.map, pass fn=bl.batch(item_fn, strategy='chunked',"
-            " chunk_size=...) with strategy='manual'."
-        )
-    batched = strategy == "manual"
+    batched = check_choice(strategy, "strategy", ("vmap", "manual")) == "manual"
     flags = dict(progress=progress, check_nan=check_nan, retry_failed=retry_failed)
     for name, flag in flags.items():
         if not isinstance(flag, (bool, np.bool_)):
