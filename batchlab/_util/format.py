@@ -133,8 +133,12 @@ class Rows:
     A class defines ``_rows()`` (rows of cells) and ``_title()``; ``_header`` names the
     columns. ``repr`` is the title, then the rows as a text table; with ``_inline`` (two
     columns) it is one line, ``Name(title: label=value, ...)``. ``_repr_html_`` is the same
-    rows as an HTML table, the title its caption. For a ``NamedTuple`` (which takes no
-    mixin) assign ``__repr__ = Rows.__repr__`` and ``_repr_html_ = Rows._repr_html_``.
+    rows as an HTML table, the title its caption. Hooks, all optional: ``_caption()`` (the
+    HTML caption, when it says more than the title), ``_tables()`` (several tables:
+    ``[(caption, rows, header), ...]``), ``_notes()`` (lines after the table, in both). A
+    class may write its own ``__repr__`` (a one-line summary, a list) from the same rows;
+    the HTML is always this one. For a ``NamedTuple`` (which takes no mixin) assign
+    ``__repr__ = Rows.__repr__`` and ``_repr_html_ = Rows._repr_html_``.
     """
 
     _header: tuple[str, ...] = ("figure", "value")
@@ -151,14 +155,27 @@ class Rows:
     def _rows(self) -> list[tuple]:
         raise NotImplementedError
 
+    def _caption(self) -> str:
+        return self._title()
+
+    def _tables(self) -> list[tuple[str, list, tuple[str, ...]]]:
+        caption = getattr(self, "_caption", self._title)()
+        return [(caption, self._rows(), getattr(self, "_header", Rows._header))]
+
+    def _notes(self) -> tuple[str, ...]:
+        return ()
+
     def __repr__(self) -> str:
         rows = self._rows()
         if getattr(self, "_inline", False):
             cells = ", ".join(f"{k}={v}" for k, v in rows)
             return f"{type(self).__name__}({self._title()}: {cells})"
         header = getattr(self, "_header", Rows._header)
-        return f"{type(self).__name__}: {self._title()}\n" + text_table(rows, header=header)
+        text = f"{type(self).__name__}: {self._title()}\n" + text_table(rows, header=header)
+        return "\n".join([text, *getattr(self, "_notes", tuple)()])
 
     def _repr_html_(self) -> str:
-        header = getattr(self, "_header", Rows._header)
-        return html_table(self._rows(), header=header, caption=self._title())
+        tables = getattr(self, "_tables", lambda: Rows._tables(self))()
+        notes = "".join(f"<pre>{html.escape(n)}</pre>" for n in getattr(self, "_notes", tuple)())
+        tables = "".join(html_table(r, header=h, caption=c) for c, r, h in tables)
+        return tables + notes
