@@ -8,11 +8,9 @@ Example:
 """
 
 from batchlab.allocator import workloads, xla_workloads
-from batchlab.allocator.base import Allocator, Piece
+from batchlab.allocator.base import Allocator, FirstFitAllocator, Piece, PlatformAllocator
 from batchlab.allocator.bfc import BFCAllocator, bin_num_for_size
 from batchlab.allocator.events import Event, Events, EventsBuilder
-from batchlab.allocator.firstfit import FirstFitAllocator
-from batchlab.allocator.platform import PlatformAllocator
 from batchlab.allocator.plots import plot_capacity_scan, plot_memory_map, plot_replay, plot_timeline
 from batchlab.allocator.replayer import (
     Block,

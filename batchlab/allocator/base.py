@@ -1,4 +1,16 @@
-"""The address space every simulated allocator manages: a list of chunks."""
+"""The address space every simulated allocator manages (a list of pieces), and two contrasts.
+
+Example:
+  >>> a = FirstFitAllocator(4096, alignment=256)
+  >>> [a.allocate(i, 1000).offset for i in "abc"]
+  [0, 1024, 2048]
+  >>> a.free("a")
+  >>> a.allocate("d", 200).offset, a.device_calls
+  (0, 5)
+  >>> p = PlatformAllocator(4096)
+  >>> [p.allocate(i, 1000).size for i in "abc"], p.device_calls
+  ([1024, 1024, 1024], 3)
+"""
 
 from __future__ import annotations
 
@@ -36,22 +48,23 @@ def check_int(value, name: str, minimum: int) -> int:
 
 
 class Allocator:
-    """Base class: a device of ``capacity`` bytes managed as a list of chunks.
+    """Base class: a device of ``capacity`` bytes managed as a list of pieces.
+
+    A policy chooses the piece (``_find``) and whether to split it (``_should_split``).
 
     Args:
       capacity: bytes of the simulated device.
-      alignment: every request is rounded up to a multiple of this (XLA's
-        BFC allocator: ``kMinAllocationSize`` = 256 bytes).
-      preallocate: reserve the whole device as one pool at start-up (one
-        device call), like JAX on a GPU by default.
+      alignment: every request is rounded up to a multiple of this (XLA: 256 bytes).
+      preallocate: reserve the whole device as one pool at start-up (one device call),
+        like JAX on a GPU by default.
     """
 
     policy = "base"
+    freed_state = FREE  # what a freed piece becomes (a pool keeps it)
 
     def __init__(self, capacity: int, *, alignment: int = 256, preallocate: bool = True) -> None:
         self.alignment = check_int(alignment, "alignment", 1)
-        self.capacity = check_int(capacity, "capacity", self.alignment)
-        self.capacity -= self.capacity % self.alignment
+        self.capacity = check_int(capacity, "capacity", alignment) // alignment * alignment
         self.preallocate = bool(preallocate)
         self.chunks: list[Piece] = [Piece(0, self.capacity, UNRESERVED)]
         self.live: dict[Hashable, Piece] = {}
@@ -60,33 +73,24 @@ class Allocator:
         if self.preallocate:
             self._reserve(0, self.capacity)
 
-    # ------------------------------------------------------------ policy hooks
     def _find(self, rounded: int) -> int | None:
-        """Index of the chunk that serves a request of ``rounded`` bytes, or None."""
+        """Index of the piece that serves a request of ``rounded`` bytes, or None."""
         raise NotImplementedError
 
     def _should_split(self, chunk: Piece, rounded: int) -> bool:
         return chunk.size > rounded
 
-    def _grow(self, rounded: int) -> int | None:
-        """Asks the device for more memory; index of a fitting free chunk, or None."""
-        return None
-
-    freed_state = FREE  # what a freed chunk becomes (a pool keeps it)
-
     def differences_from_xla(self) -> list[tuple[str, str, str]]:
         """(parameter, value here, XLA's) for every choice that differs from XLA's BFC allocator."""
         return [("policy", self.policy, "bfc")]
 
-    # ------------------------------------------------------------- mechanics
     def round_up(self, size: int) -> int:
         """``size`` rounded up to the alignment (at least one alignment unit)."""
         return max(1, -(-size // self.alignment)) * self.alignment
 
     def _reserve(self, index: int, size: int) -> int:
-        """Turns the first ``size`` bytes of unreserved chunk ``index`` into a new pool region."""
+        """Turns the first ``size`` bytes of unreserved piece ``index`` into a new pool region."""
         chunk = self.chunks[index]
-        assert chunk.state == UNRESERVED and chunk.size >= size
         if chunk.size > size:
             self.chunks.insert(index + 1, Piece(chunk.offset + size, chunk.size - size, UNRESERVED))
         chunk.size, chunk.state, chunk.region = size, FREE, len(self.regions)
@@ -95,13 +99,17 @@ class Allocator:
         return index
 
     def allocate(self, id: Hashable, size: int, owner: str = "") -> Piece | None:
-        """Serves one request; returns its chunk, or None when it cannot be placed."""
+        """Serves one request; returns its piece, or None when it cannot be placed."""
         if id in self.live:
             raise ValueError(f"`id`={id!r} is already allocated; free it first or use a new id.")
-        rounded = self.round_up(check_int(size, "size", 0))
+        chunk = self._place(self.round_up(check_int(size, "size", 0)))
+        if chunk is not None:
+            chunk.state, chunk.id, chunk.owner, chunk.requested = USED, id, owner, size
+            self.live[id] = chunk
+        return chunk
+
+    def _place(self, rounded: int) -> Piece | None:
         index = self._find(rounded)
-        if index is None:
-            index = self._grow(rounded)
         if index is None:
             return None
         chunk = self.chunks[index]
@@ -111,8 +119,6 @@ class Allocator:
             chunk.size = rounded
         if chunk.state == UNRESERVED:  # no pool: every allocation is a device call
             self.device_calls += 1
-        chunk.state, chunk.id, chunk.owner, chunk.requested = USED, id, owner, size
-        self.live[id] = chunk
         return chunk
 
     def free(self, id: Hashable) -> None:
@@ -121,20 +127,21 @@ class Allocator:
             raise KeyError(
                 f"`id`={id!r} is not allocated here; live ids: {sorted(map(str, self.live))[:8]}"
             )
-        chunk = self.live.pop(id)
+        self._release(self.live.pop(id))
+
+    def _release(self, chunk: Piece) -> None:
         chunk.state, chunk.id, chunk.owner, chunk.requested = self.freed_state, None, "", 0
         if chunk.state == UNRESERVED:
             chunk.region = -1
             self.device_calls += 1  # handed straight back to the device
         index = self.chunks.index(chunk)
-        for neighbour in (index + 1, index):  # right neighbour first, then left
-            if 0 < neighbour < len(self.chunks):
-                left, right = self.chunks[neighbour - 1], self.chunks[neighbour]
-                if left.state == right.state != USED and left.region == right.region:
-                    left.size += right.size
-                    del self.chunks[neighbour]
+        for right in (index + 1, index):  # merge the right neighbour first, then the left one
+            if 0 < right < len(self.chunks):
+                a, b = self.chunks[right - 1], self.chunks[right]
+                if a.state == b.state != USED and a.region == b.region:
+                    a.size += b.size
+                    del self.chunks[right]
 
-    # ------------------------------------------------------------ statistics
     @property
     def in_use(self) -> int:
         """Bytes asked for by live allocations (the sum of their sizes)."""
@@ -142,27 +149,27 @@ class Allocator:
 
     @property
     def held(self) -> int:
-        """Bytes of the chunks given to live allocations (rounding and unsplit rests included)."""
+        """Bytes of the pieces given to live allocations (rounding and unsplit rests included)."""
         return sum(c.size for c in self.live.values())
 
     @property
     def reserved(self) -> int:
-        """Bytes this allocator holds from the device (its pool; what live arrays hold without one)."""
-        return sum(c.size for c in self.chunks if c.state != UNRESERVED)
+        """Bytes held from the device: the pool (held and free pieces), or the live arrays' own."""
+        return self.held + sum(c.size for c in self.chunks if c.state == FREE)
 
     @property
     def free_total(self) -> int:
-        """Bytes not held by any allocation: free pool chunks and unreserved device memory."""
+        """Bytes not held by any allocation: free pool pieces and unreserved device memory."""
         return self.capacity - self.held
 
     @property
     def largest_free(self) -> int:
-        """The largest single request that could be served now (a free chunk, or room to grow)."""
+        """The largest single request that could be served now (a free piece, or room to grow)."""
         return max((c.size for c in self.chunks if c.state != USED), default=0)
 
     @property
     def bytes_in_use(self) -> int:
-        """XLA's ``bytes_in_use``: bytes of the chunks handed out (= :attr:`held`)."""
+        """XLA's ``bytes_in_use``: bytes of the pieces handed out (= :attr:`held`)."""
         return self.held
 
     @property
@@ -172,12 +179,12 @@ class Allocator:
 
     @property
     def largest_free_block(self) -> int:
-        """XLA's ``largest_free_block_bytes``: the largest free chunk *inside the pool*."""
+        """XLA's ``largest_free_block_bytes``: the largest free piece *inside the pool*."""
         return max((c.size for c in self.chunks if c.state == FREE), default=0)
 
     @property
     def fragmentation(self) -> float:
-        """XLA's ``GetFragmentation``: ``1 - largest free chunk / (pool_bytes - bytes_in_use)``."""
+        """XLA's ``GetFragmentation``: ``1 - largest free piece / (pool_bytes - bytes_in_use)``."""
         free = self.pool_bytes - self.bytes_in_use
         return 0.0 if free <= 0 else 1.0 - self.largest_free_block / free
 
@@ -186,3 +193,57 @@ class Allocator:
             f"{type(self).__name__}(capacity={self.capacity}, live={len(self.live)}, "
             f"chunks={len(self.chunks)}, device_calls={self.device_calls})"
         )
+
+
+class FirstFitAllocator(Allocator):
+    """Lowest-address fit: a textbook contrast to BFC, not an allocator JAX uses.
+
+    Without a pool (``preallocate=False``, the default) every allocate and free is a device call.
+    """
+
+    policy = "first-fit"
+
+    def __init__(self, capacity: int, *, alignment: int = 256, preallocate: bool = False) -> None:
+        super().__init__(capacity, alignment=alignment, preallocate=preallocate)
+        self.freed_state = FREE if preallocate else UNRESERVED
+
+    def _find(self, rounded: int) -> int | None:
+        wanted = self.freed_state  # pool pieces, or device memory when there is no pool
+        fits = (i for i, c in enumerate(self.chunks) if c.state == wanted and c.size >= rounded)
+        return next(fits, None)
+
+
+class PlatformAllocator(Allocator):
+    """``XLA_PYTHON_CLIENT_ALLOCATOR=platform``: no pool, a driver call per allocation and free.
+
+    A request succeeds while the held bytes fit; the driver's placement is not modelled.
+    """
+
+    policy = "platform"
+
+    def __init__(self, capacity: int, *, alignment: int = 256, preallocate: bool = False) -> None:
+        if preallocate:
+            raise ValueError(
+                "`preallocate` must be False for the platform allocator: it has no pool "
+                "(XLA_PYTHON_CLIENT_ALLOCATOR=platform ignores XLA_PYTHON_CLIENT_PREALLOCATE)."
+            )
+        super().__init__(capacity, alignment=alignment, preallocate=False)
+
+    def differences_from_xla(self) -> list[tuple[str, str, str]]:
+        return [
+            ("policy", "platform (cudaMalloc/cudaFree per buffer)", "bfc"),
+            ("placement", "not modelled: fits while held bytes fit", "the driver's (not public)"),
+        ]
+
+    def _place(self, rounded: int) -> Piece | None:
+        if self.held + rounded > self.capacity:
+            return None
+        self.device_calls += 1
+        return Piece(-1, rounded, USED)
+
+    def _release(self, chunk: Piece) -> None:
+        self.device_calls += 1
+
+    @property
+    def largest_free(self) -> int:
+        return self.capacity - self.held

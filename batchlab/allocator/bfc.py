@@ -1,10 +1,11 @@
-"""XLA's best-fit-with-coalescing (BFC) allocator, rule by rule.
+"""XLA's best-fit-with-coalescing (BFC) allocator, rule by rule (xla/tsl/framework/bfc_allocator.cc).
 
 Example:
   >>> a = BFCAllocator(4096)
   >>> a.allocate("x", 1000).offset, a.allocate("y", 256).offset
   (0, 1024)
-  >>> a.free("x"); a.allocate("z", 200).offset  # best fit: the 1024-byte hole
+  >>> a.free("x")
+  >>> a.allocate("z", 200).offset  # best fit: the 1024-byte hole
   0
 """
 
@@ -50,20 +51,18 @@ class BFCAllocator(Allocator):
         max_internal_fragmentation: int = K_MAX_INTERNAL_FRAGMENTATION,
         coalesce_regions: bool = False,
     ) -> None:
-        check_int(initial_region, "initial_region", 1)
-        self.coalesce_regions = bool(coalesce_regions)
+        self.initial_region = check_int(initial_region, "initial_region", 1)
         self.max_internal_fragmentation = check_int(
             max_internal_fragmentation, "max_internal_fragmentation", 0
         )
-        self.initial_region = initial_region
+        self.coalesce_regions = bool(coalesce_regions)
         super().__init__(capacity, alignment=alignment, preallocate=preallocate)
         # curr_region_allocation_bytes_ = RoundedBytes(min(total_memory, 2 MiB))
         self.next_region = self.round_up(min(self.capacity, initial_region))
 
     def differences_from_xla(self) -> list[tuple[str, str, str]]:
         """(parameter, value here, XLA's value) for every constant that is not XLA's."""
-        rows = []
-        for name, value, xla in (
+        knobs = [
             ("kMinAllocationSize (alignment)", self.alignment, K_MIN_ALLOCATION_SIZE),
             ("initial region (allow_growth)", self.initial_region, K_INITIAL_REGION),
             (
@@ -71,52 +70,37 @@ class BFCAllocator(Allocator):
                 self.max_internal_fragmentation,
                 K_MAX_INTERNAL_FRAGMENTATION,
             ),
-        ):
-            if value != xla:
-                rows.append((name, str(value), str(xla)))
+        ]
+        rows = [(name, str(here), str(xla)) for name, here, xla in knobs if here != xla]
         if not self.preallocate:  # only grown pools have several regions
-            rows.append(
-                (
-                    "grown regions merge",
-                    "yes" if self.coalesce_regions else "no (separate cudaMalloc regions)",
-                    "only if the sub-allocator SupportsCoalescing() (a reserved VA range)",
-                )
-            )
+            merge = "yes" if self.coalesce_regions else "no (separate cudaMalloc regions)"
+            xla = "only if the sub-allocator SupportsCoalescing() (a reserved VA range)"
+            rows.append(("grown regions merge", merge, xla))
         return rows
 
-    def bin_of(self, size: int) -> int:
-        """The bin of a chunk of ``size`` bytes (XLA's ``BinNumForSize``)."""
-        return bin_num_for_size(size)
-
     def _find(self, rounded: int) -> int | None:
-        bins: dict[int, list[tuple[int, int, int]]] = {}
-        for index, chunk in enumerate(self.chunks):
-            if chunk.state == FREE:
-                bins.setdefault(self.bin_of(chunk.size), []).append(
-                    (chunk.size, chunk.offset, index)
-                )
-        for b in range(self.bin_of(rounded), K_NUM_BINS):
-            for size, _offset, index in sorted(bins.get(b, ())):  # (size, address) order
-                if size >= rounded:
-                    return index
-        return None
+        # XLA searches the bins from BinNumForSize(rounded) up, each in (size, address) order,
+        # and takes the first free chunk that fits; without one, the pool grows (if it may).
+        fits = [
+            (bin_num_for_size(c.size), c.size, c.offset, i)
+            for i, c in enumerate(self.chunks)
+            if c.state == FREE and c.size >= rounded
+        ]
+        return min(fits)[-1] if fits else self._grow(rounded)
 
     def _should_split(self, chunk: Piece, rounded: int) -> bool:
         return chunk.size >= 2 * rounded or chunk.size - rounded >= self.max_internal_fragmentation
 
     def _grow(self, rounded: int) -> int | None:
-        if self.preallocate or self.chunks[-1].state != UNRESERVED:
+        tail = self.chunks[-1]  # regions come from the tail: memory_limit_ - pool_bytes
+        available = tail.size // K_MIN_ALLOCATION_SIZE * K_MIN_ALLOCATION_SIZE
+        if self.preallocate or tail.state != UNRESERVED or rounded > available:
             return None
-        available = self.chunks[-1].size  # memory_limit_ - pool_bytes (regions come from the tail)
-        available -= available % K_MIN_ALLOCATION_SIZE
-        if rounded > available:
-            return None
-        increased = False
+        doubled = rounded > self.next_region
         while rounded > self.next_region:  # double until the request fits
             self.next_region *= 2
-            increased = True
         size = min(self.next_region, available)
-        if not increased:
+        if not doubled:
             self.next_region *= 2
         index = self._reserve(len(self.chunks) - 1, size)
         if self.coalesce_regions and index > 0:  # AddOrExtendAllocationRegion + TryToCoalesce

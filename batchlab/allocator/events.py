@@ -21,10 +21,7 @@ class Event(NamedTuple):
 
 @dataclass(frozen=True)
 class Events:
-    """A checked sequence of events: every free matches an earlier alloc.
-
-    Build one with :class:`EventsBuilder` or :meth:`from_events`.
-    """
+    """A checked sequence of events (every free matches an earlier alloc); see :class:`EventsBuilder`."""
 
     events: tuple[Event, ...]
     name: str = "trace"
@@ -37,29 +34,21 @@ class Events:
                 "use Events.from_events(...) or EventsBuilder."
             )
         live: set = set()
-        last = None
         for i, e in enumerate(self.events):
             if e.kind not in ("alloc", "free"):
                 raise ValueError(f"`events[{i}].kind` must be 'alloc' or 'free', got {e.kind!r}.")
-            if last is not None and e.time < last:
+            if i and e.time < self.events[i - 1].time:
                 raise ValueError(
-                    f"`events[{i}].time`={e.time} goes back in time (previous {last}); sort the events."
+                    f"`events[{i}].time`={e.time} goes back in time "
+                    f"(previous {self.events[i - 1].time}); sort the events."
                 )
-            last = e.time
-            if e.kind == "alloc":
-                if isinstance(e.size, bool) or not isinstance(e.size, int) or e.size < 0:
-                    raise ValueError(
-                        f"`events[{i}].size` must be an int >= 0 bytes, got {e.size!r}."
-                    )
-                if e.id in live:
-                    raise ValueError(f"`events[{i}]` allocates id {e.id!r} twice; free it first.")
-                live.add(e.id)
-            else:
-                if e.id not in live:
-                    raise ValueError(
-                        f"`events[{i}]` frees id {e.id!r}, which is not allocated at that point."
-                    )
-                live.remove(e.id)
+            alloc = e.kind == "alloc"
+            if alloc and (isinstance(e.size, bool) or not isinstance(e.size, int) or e.size < 0):
+                raise ValueError(f"`events[{i}].size` must be an int >= 0 bytes, got {e.size!r}.")
+            if alloc == (e.id in live):
+                problem = "twice; free it first" if alloc else "while it is not allocated"
+                raise ValueError(f"`events[{i}]` {e.kind}s id {e.id!r} {problem}.")
+            live ^= {e.id}  # an alloc adds the id, a free removes it
 
     @classmethod
     def from_events(
@@ -77,22 +66,17 @@ class Events:
     @property
     def peak_live_bytes(self) -> int:
         """The most bytes live at once (no allocator: just the sum of live sizes)."""
-        sizes, live, peak = {}, 0, 0
-        for e in self.events:
-            if e.kind == "alloc":
-                sizes[e.id] = e.size
-                live += e.size
-                peak = max(peak, live)
-            else:
-                live -= sizes.pop(e.id)
-        return peak
+        return self._peak(lambda n: n)
 
     def peak_rounded_bytes(self, alignment: int = 256) -> int:
         """The live peak with every request rounded up to ``alignment`` (XLA's 256 bytes)."""
+        return self._peak(lambda n: max(1, -(-n // alignment)) * alignment)
+
+    def _peak(self, rounded) -> int:
         sizes, live, peak = {}, 0, 0
         for e in self.events:
             if e.kind == "alloc":
-                sizes[e.id] = max(1, -(-e.size // alignment)) * alignment
+                sizes[e.id] = rounded(e.size)
                 live += sizes[e.id]
                 peak = max(peak, live)
             else:
@@ -125,7 +109,5 @@ class EventsBuilder:
     def free(self, id: Hashable) -> None:
         self.events.append(Event(len(self.events), "free", id))
 
-    def build(
-        self, name: str = "trace", source: str = "synthetic workload (batchlab.allocator.workloads)"
-    ) -> Events:
+    def build(self, name: str = "trace", source: str = Events.source) -> Events:
         return Events(tuple(self.events), name, source)

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from batchlab._util.format import Rows, format_bytes
-from batchlab.allocator.base import Allocator
+from batchlab.allocator.base import Allocator, FirstFitAllocator, PlatformAllocator
 from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Events
-from batchlab.allocator.firstfit import FirstFitAllocator
-from batchlab.allocator.platform import PlatformAllocator
 
 #: what a Replay samples of the allocator after every event
-_STATS = (
-    "in_use",
-    "held",
-    "reserved",
-    "free_total",
-    "largest_free",
-    "largest_free_block",
-    "fragmentation",
-)
+_STATS = ("in_use", "held", "reserved", "free_total", "largest_free", "largest_free_block",
+          "fragmentation")  # fmt: skip
 POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
 
@@ -61,7 +53,7 @@ class Block(NamedTuple):
 
 @dataclass(frozen=True)
 class Replay(Rows):
-    """What one allocator did with one events, sampled after every event."""
+    """What one allocator did with one event list, sampled after every event."""
 
     events_name: str
     policy: str
@@ -82,7 +74,7 @@ class Replay(Rows):
     frees: int
     device_calls: int
     differences: tuple[tuple[str, str, str], ...] = ()  # (parameter, here, XLA) where not XLA's
-    source: str = field(default="the kit's allocator simulation (batchlab.allocator)")
+    source: str = "the kit's allocator simulation (batchlab.allocator)"
 
     @property
     def peak_in_use(self) -> int:
@@ -93,10 +85,6 @@ class Replay(Rows):
     def peak_bytes_in_use(self) -> int:
         """XLA's ``peak_bytes_in_use``: peak of the bytes of chunks handed out."""
         return max(self.held, default=0)
-
-    @property
-    def peak_reserved(self) -> int:
-        return max(self.reserved, default=0)
 
     @property
     def max_fragmentation(self) -> float:
@@ -112,8 +100,8 @@ class Replay(Rows):
             ("allocations / frees", f"{self.allocations} / {self.frees}"),
             ("device calls", str(self.device_calls)),
             ("peak in use", format_bytes(self.peak_in_use)),
-            ("peak held (in use + rounding)", format_bytes(max(self.held, default=0))),
-            ("peak reserved", format_bytes(self.peak_reserved)),
+            ("peak held (in use + rounding)", format_bytes(self.peak_bytes_in_use)),
+            ("peak reserved", format_bytes(max(self.reserved, default=0))),
             ("max fragmentation", f"{self.max_fragmentation:.1%}"),
             (
                 "failed allocations",
@@ -131,9 +119,8 @@ class Replay(Rows):
 
 def differences_text(differences) -> str:
     """One line for the page: every parameter that is not XLA's, or 'nothing'."""
-    if not differences:
-        return "nothing (XLA's constants and order)"
-    return "; ".join(f"{name}: {here} (XLA: {xla})" for name, here, xla in differences)
+    text = "; ".join(f"{name}: {here} (XLA: {xla})" for name, here, xla in differences)
+    return text or "nothing (XLA's constants and order)"
 
 
 @dataclass(frozen=True)
@@ -150,13 +137,11 @@ class CapacityScan(Rows):
     source: str = "the kit's allocator simulation (batchlab.allocator), one replay per capacity"
 
     @property
-    def fitting(self) -> tuple[int, ...]:
-        return tuple(c for c, ok in zip(self.capacities, self.fits, strict=True) if ok)
-
-    @property
     def smallest(self) -> int | None:
         """The smallest capacity scanned that fits (None: none did)."""
-        return min(self.fitting, default=None)
+        return min(
+            (c for c, ok in zip(self.capacities, self.fits, strict=True) if ok), default=None
+        )
 
     @property
     def overhead(self) -> float | None:
@@ -167,13 +152,8 @@ class CapacityScan(Rows):
     def failing_above_smallest(self) -> tuple[int, ...]:
         """Capacities larger than :attr:`smallest` that fail: non-empty means 'not monotone'."""
         s = self.smallest
-        return (
-            ()
-            if s is None
-            else tuple(
-                c for c, ok in zip(self.capacities, self.fits, strict=True) if c > s and not ok
-            )
-        )
+        pairs = zip(self.capacities, self.fits, strict=True)
+        return tuple(c for c, ok in pairs if s is not None and c > s and not ok)
 
     @property
     def monotone(self) -> bool:
@@ -181,13 +161,8 @@ class CapacityScan(Rows):
 
     def intervals(self) -> list[tuple[int, int, bool]]:
         """Runs of consecutive scanned capacities with the same outcome: (first, last, fits)."""
-        runs: list[tuple[int, int, bool]] = []
-        for c, ok in zip(self.capacities, self.fits, strict=True):
-            if runs and runs[-1][2] == ok:
-                runs[-1] = (runs[-1][0], c, ok)
-            else:
-                runs.append((c, c, ok))
-        return runs
+        runs = itertools.groupby(zip(self.capacities, self.fits, strict=True), lambda p: p[1])
+        return [(run[0][0], run[-1][0], ok) for ok, run in ((ok, list(g)) for ok, g in runs)]
 
     def _rows(self):
         peak = max(self.peak_live_bytes, 1)
@@ -240,15 +215,11 @@ def capacity_scan(
       >>> scan.fits, scan.overhead  # unsplit chunks cost room at exactly the live peak
       ((False, True), 1.5)
     """
-    if not isinstance(events, Events):
-        raise TypeError(
-            f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}."
-        )
+    _check_events(events)
     peak = max(events.peak_rounded_bytes(), 1)
     if capacities is None:
-        if headrooms is None:
-            headrooms = [1 + i / 100 for i in range(101)]
-        headrooms = [float(h) for h in headrooms]
+        default = [1 + i / 100 for i in range(101)]
+        headrooms = [float(h) for h in (default if headrooms is None else headrooms)]
         if not headrooms or min(headrooms) < 1:
             raise ValueError(
                 f"`headrooms` must be multiples of the live peak, each at least 1, got {headrooms}."
@@ -257,19 +228,11 @@ def capacity_scan(
     capacities = sorted({int(c) for c in capacities})
     if not capacities:
         raise ValueError("`capacities` is empty; give at least one capacity in bytes.")
-    fits, differences = [], ()
-    for capacity in capacities:
-        allocator = make_allocator(policy, capacity, preallocate=preallocate, **options)
-        differences = tuple(allocator.differences_from_xla())
-        fits.append(not replay(events, allocator).failures)
+    allocators = [make_allocator(policy, c, preallocate=preallocate, **options) for c in capacities]
+    fits = tuple(not replay(events, a).failures for a in allocators)
+    differences = tuple(allocators[-1].differences_from_xla())
     return CapacityScan(
-        events.name,
-        policy,
-        preallocate,
-        peak,
-        tuple(capacities),
-        tuple(fits),
-        differences,
+        events.name, policy, preallocate, peak, tuple(capacities), fits, differences
     )
 
 
@@ -293,6 +256,13 @@ def capacity_needed(
     return scan.smallest
 
 
+def _check_events(events) -> None:
+    if not isinstance(events, Events):
+        raise TypeError(
+            f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}."
+        )
+
+
 def replay(events: Events, allocator: Allocator) -> Replay:
     """Feeds every event of ``events`` to ``allocator`` and records what happened.
 
@@ -300,19 +270,13 @@ def replay(events: Events, allocator: Allocator) -> Replay:
       events: the events.
       allocator: a fresh allocator (no live allocations).
 
-    Returns:
-      A :class:`Replay`.
-
     Example:
       >>> t = Events.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])
       >>> tl = replay(t, BFCAllocator(4096))
       >>> tl.in_use, tl.largest_free
       ((1000, 4000, 3000), (3072, 0, 1024))
     """
-    if not isinstance(events, Events):
-        raise TypeError(
-            f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}."
-        )
+    _check_events(events)
     if not isinstance(allocator, Allocator):
         raise TypeError(
             f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "
@@ -323,36 +287,27 @@ def replay(events: Events, allocator: Allocator) -> Replay:
             f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one."
         )
     rows: dict[str, list] = {k: [] for k in ("times", *_STATS)}
-    open_blocks: dict[Hashable, list] = {}
-    blocks, failures, regions_seen, region_rows = [], [], 0, []
-    allocations = frees = 0
-    failed: set = set()
+    placed: dict[Hashable, list] = {}  # id -> [id, owner, offset, size, start] while live
+    blocks, failures, regions = [], [], []
     for e in events.events:
         if e.kind == "alloc":
             chunk = allocator.allocate(e.id, e.size, e.owner)
             if chunk is None:
-                rounded = allocator.round_up(e.size)
+                size = allocator.round_up(e.size)
                 failures.append(
-                    Failure(e.time, e.id, rounded, allocator.free_total, allocator.largest_free)
+                    Failure(e.time, e.id, size, allocator.free_total, allocator.largest_free)
                 )
-                failed.add(e.id)
             else:
-                allocations += 1
-                open_blocks[e.id] = [e.id, e.owner, chunk.offset, chunk.size, e.time]
-        elif e.id in failed:
-            failed.discard(e.id)
-        else:
+                placed[e.id] = [e.id, e.owner, chunk.offset, chunk.size, e.time]
+        elif e.id in placed:  # the free of a failed request is skipped
             allocator.free(e.id)
-            frees += 1
-            blocks.append(Block(*open_blocks.pop(e.id), e.time))
-        for offset, size in allocator.regions[regions_seen:]:
-            region_rows.append((offset, size, e.time))
-        regions_seen = len(allocator.regions)
+            blocks.append(Block(*placed.pop(e.id), e.time))
+        regions += [(offset, size, e.time) for offset, size in allocator.regions[len(regions) :]]
         rows["times"].append(e.time)
         for key in _STATS:
             rows[key].append(getattr(allocator, key))
     end = events.events[-1].time + 1 if events.events else 0
-    blocks += [Block(*b, end) for b in open_blocks.values()]
+    blocks += [Block(*b, end) for b in placed.values()]
     return Replay(
         events.name,
         allocator.policy,
@@ -360,10 +315,10 @@ def replay(events: Events, allocator: Allocator) -> Replay:
         allocator.capacity,
         **{k: tuple(v) for k, v in rows.items()},
         blocks=tuple(blocks),
-        regions=tuple(region_rows),
+        regions=tuple(regions),
         failures=tuple(failures),
-        allocations=allocations,
-        frees=frees,
+        allocations=len(blocks),
+        frees=len(blocks) - len(placed),
         device_calls=allocator.device_calls,
         differences=tuple(allocator.differences_from_xla()),
     )

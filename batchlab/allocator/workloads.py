@@ -17,17 +17,22 @@ MiB = 1 << 20
 WORKLOADS = ("per-item", "batched", "bucketed", "training", "training-donated")
 
 
-def item_lengths(n_items: int, max_len: int = 64, seed: int = 0) -> np.ndarray:
-    """The items' lengths in rows, uniform in ``1..max_len`` (fixed seed)."""
+def item_lengths(n_items: int, max_len: int = 64, len_step: int = 1, seed: int = 0) -> np.ndarray:
+    """The items' lengths in rows: multiples of ``len_step`` up to ``max_len``, uniform (fixed seed)."""
     check_positive_int(max_len, "max_len")
+    check_positive_int(len_step, "len_step")
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
         raise ValueError(f"`n_items` must be an int >= 0, got {n_items!r}.")
-    return np.random.default_rng(seed).integers(1, max_len + 1, size=int(n_items))
+    if max_len % len_step:
+        raise ValueError(
+            f"`max_len`={max_len} must be a multiple of `len_step`={len_step}; e.g. max_len="
+            f"{max_len - max_len % len_step or len_step}."
+        )
+    rng = np.random.default_rng(seed)
+    return rng.integers(1, max_len // len_step + 1, size=int(n_items)) * len_step
 
 
-def _groups_trace(
-    name: str, groups: list[tuple[int, int]], row_bytes: int, in_flight: int
-) -> Events:
+def _groups_trace(name: str, groups: list, row_bytes: int, in_flight: int) -> Events:
     """groups: (items, padded length) -> input, activations (2x), result (1 row per item)."""
     check_positive_int(in_flight, "in_flight")
     b, loaded = EventsBuilder(), 0
@@ -48,7 +53,7 @@ def per_item(
     n_items: int, *, max_len: int = 64, row_bytes: int = MiB, seed: int = 0, in_flight: int = 1
 ) -> Events:
     """One item at a time: every group has its own size."""
-    lengths = item_lengths(n_items, max_len, seed)
+    lengths = item_lengths(n_items, max_len, seed=seed)
     return _groups_trace("per-item", [(1, int(n)) for n in lengths], row_bytes, in_flight)
 
 
@@ -63,7 +68,7 @@ def batched(
 ) -> Events:
     """``batch_size`` items per group, all padded to ``max_len``: one fixed shape."""
     check_positive_int(batch_size, "batch_size")
-    item_lengths(n_items, max_len, seed)  # same checks as the others
+    item_lengths(n_items, max_len, seed=seed)  # same checks as the others
     n_batches = -(-n_items // batch_size)
     return _groups_trace(
         f"batched (batch {batch_size})", [(batch_size, max_len)] * n_batches, row_bytes, in_flight
@@ -87,7 +92,7 @@ def bucketed(
         raise ValueError(
             f"`buckets` must end at or above max_len={max_len}, got {tuple(buckets)}; add {max_len}."
         )
-    lengths = item_lengths(n_items, max_len, seed)
+    lengths = item_lengths(n_items, max_len, seed=seed)
     counts = {bound: 0 for bound in bounds}
     for n in lengths:
         counts[next(bound for bound in bounds if n <= bound)] += 1
@@ -132,12 +137,10 @@ def training(
 
 def workload(name: str, n_items: int, *, batch_size: int = 8, **options) -> Events:
     """One of :data:`WORKLOADS` by name (what the explorer's drop-down calls)."""
+    if name not in WORKLOADS:
+        raise ValueError(f"`name` must be one of {WORKLOADS}, got {name!r}.")
+    if name.startswith("training"):
+        return training(max(1, n_items // batch_size), donate=name.endswith("donated"))
     if name == "per-item":
         return per_item(n_items, **options)
-    if name == "batched":
-        return batched(n_items, batch_size=batch_size, **options)
-    if name == "bucketed":
-        return bucketed(n_items, batch_size=batch_size, **options)
-    if name in ("training", "training-donated"):
-        return training(max(1, n_items // batch_size), donate=name.endswith("donated"))
-    raise ValueError(f"`name` must be one of {WORKLOADS}, got {name!r}.")
+    return (batched if name == "batched" else bucketed)(n_items, batch_size=batch_size, **options)

@@ -3,21 +3,22 @@
 Example:
   >>> import jax.numpy as jnp
   >>> t = per_item_workload(4, d_model=64, d_hidden=128, max_len=64, len_step=32)
-  >>> t.n_allocs > 4, t.source.startswith("XLA buffer assignment")
+  >>> t.events.n_allocs > 4, t.events.source.startswith("XLA buffer assignment")
   (True, True)
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from batchlab._util.checks import check_positive_int
 from batchlab.allocator.events import Event, Events, EventsBuilder
+from batchlab.allocator.workloads import item_lengths
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
 
 SOURCE = "XLA buffer assignment of the real programs (launch order: outputs + temp), caller's order"
@@ -40,16 +41,10 @@ def compiler_options() -> dict:
     return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else {}
 
 
-_PLANS: dict = {}  # (fn, specs, donate_argnums, backend) -> plan: an event list built twice compiles once
-
-
+@functools.cache  # an event list built twice compiles once
 def _plan(fn, *specs, donate_argnums=()):
-    key = (fn, specs, tuple(donate_argnums), jax.default_backend())
-    if key not in _PLANS:
-        _PLANS[key] = buffer_assignment(
-            fn, *specs, donate_argnums=donate_argnums, compiler_options=compiler_options()
-        )
-    return _PLANS[key]
+    options = compiler_options()
+    return buffer_assignment(fn, *specs, donate_argnums=donate_argnums, compiler_options=options)
 
 
 class CallEventsBuilder(EventsBuilder):
@@ -62,21 +57,16 @@ class CallEventsBuilder(EventsBuilder):
 
     def call(self, plan, tag: Hashable, *, owner_prefix: str = "") -> list[Hashable]:
         """Launches one call of ``plan``: allocates outputs and temp, frees temp; returns output ids."""
-        outputs = []
-        for i, (_name, kind, size) in enumerate(plan.launch_allocations()):
-            if size == 0:
-                continue
-            id_ = (tag, kind, i)
-            owner = "temp (one block per call)" if kind == "temp" else f"{owner_prefix}output"
-            self.alloc(id_, size, owner)
-            self.call_allocations += 1
-            if kind == "output":
-                outputs.append(id_)
-        for i, (_name, kind, size) in enumerate(plan.launch_allocations()):
-            if kind == "temp" and size:
-                self.free((tag, kind, i))
+        made = [
+            (tag, kind, i) for i, (_, kind, size) in enumerate(plan.launch_allocations()) if size
+        ]
+        for id_ in made:
+            owner = "temp (one block per call)" if id_[1] == "temp" else f"{owner_prefix}output"
+            self.alloc(id_, plan.launch_allocations()[id_[2]][2], owner)
+        self.free_all(id_ for id_ in made if id_[1] == "temp")
         self.calls += 1
-        return outputs
+        self.call_allocations += len(made)
+        return [id_ for id_ in made if id_[1] == "output"]
 
     def alloc_all(self, specs: dict, owner: str) -> None:
         """Allocates every ``{id: ShapeDtypeStruct}`` at its size."""
@@ -90,30 +80,12 @@ class CallEventsBuilder(EventsBuilder):
 
 @dataclass(frozen=True)
 class XlaWorkload:
-    """A events and the XLA plans it came from (for the page: counts and sizes)."""
+    """An event list and the XLA plans it came from (for the page: counts and sizes)."""
 
     events: Events
     plans: dict
     calls: int
     call_allocations: int
-
-    def __getattr__(self, name):  # behave like the Events for replays
-        return getattr(self.events, name)
-
-
-def item_lengths(n_items: int, max_len: int, len_step: int, seed: int = 0) -> np.ndarray:
-    """Item lengths in ``len_step, 2*len_step, ..., max_len`` (fixed seed)."""
-    check_positive_int(max_len, "max_len")
-    check_positive_int(len_step, "len_step")
-    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
-        raise ValueError(f"`n_items` must be an int >= 0, got {n_items!r}.")
-    if max_len % len_step:
-        raise ValueError(
-            f"`max_len`={max_len} must be a multiple of `len_step`={len_step}; e.g. max_len="
-            f"{max_len - max_len % len_step or len_step}."
-        )
-    rng = np.random.default_rng(seed)
-    return rng.integers(1, max_len // len_step + 1, size=int(n_items)) * len_step
 
 
 def weight_specs(d_model, d_hidden, dtype):
@@ -121,6 +93,23 @@ def weight_specs(d_model, d_hidden, dtype):
         jax.ShapeDtypeStruct((d_model, d_hidden), dtype),
         jax.ShapeDtypeStruct((d_hidden, d_model), dtype),
     )
+
+
+def _block_calls(name, calls, weights, plans, keep_results=True) -> XlaWorkload:
+    """The weights, then one call per ``(input spec, plan, owner)``, each dropping its input."""
+    b = CallEventsBuilder()
+    b.alloc_all(dict(zip(("w1", "w2"), weights, strict=True)), "weights")
+    results = []
+    for i, (x, plan, owner) in enumerate(calls):
+        b.alloc_all({("x", i): x}, owner)
+        outs = b.call(plan, ("call", i), owner_prefix="result ")
+        b.free(("x", i))  # the Python loop drops the input
+        if keep_results:
+            results += outs
+        else:  # jax.device_get(out): the result lives on the host, its device buffer is freed
+            b.free_all(outs)
+    b.free_all([*results, "w1", "w2"])
+    return XlaWorkload(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
 
 
 def per_item_workload(
@@ -135,26 +124,15 @@ def per_item_workload(
     keep_results: bool = True,
 ) -> XlaWorkload:
     """One call of :func:`block` per item, at the item's own length."""
-    lengths = item_lengths(n_items, max_len, len_step, seed)
-    w1, w2 = weight_specs(d_model, d_hidden, dtype)
-    plans = {}
-    b = CallEventsBuilder()
-    b.alloc_all({"w1": w1, "w2": w2}, "weights")
-    results = []
-    for i, n in enumerate(int(n) for n in lengths):
-        x = jax.ShapeDtypeStruct((n, d_model), dtype)
-        if n not in plans:
-            plans[n] = _plan(block, x, w1, w2)
-        b.alloc(("x", i), x.size * x.dtype.itemsize, "input (one item)")
-        outs = b.call(plans[n], ("call", i), owner_prefix="result ")
-        b.free(("x", i))  # the Python loop drops the item
-        if keep_results:
-            results += outs
-        else:  # jax.device_get(out): the result lives on the host, its device buffer is freed
-            b.free_all(outs)
-    b.free_all([*results, "w1", "w2"])
+    weights = weight_specs(d_model, d_hidden, dtype)
+    xs = [
+        jax.ShapeDtypeStruct((int(n), d_model), dtype)
+        for n in item_lengths(n_items, max_len, len_step, seed)
+    ]
+    plans = {x.shape[0]: _plan(block, x, *weights) for x in xs}
+    calls = [(x, plans[x.shape[0]], "input (one item)") for x in xs]
     name = "per-item" if keep_results else "per-item, results to host"
-    return XlaWorkload(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
+    return _block_calls(name, calls, weights, plans, keep_results)
 
 
 def batched_workload(
@@ -171,23 +149,11 @@ def batched_workload(
     """``jax.vmap(block)`` on batches of ``batch_size`` items padded to ``max_len``."""
     check_positive_int(batch_size, "batch_size")
     item_lengths(n_items, max_len, len_step, seed)  # same checks as per_item_workload
-    w1, w2 = weight_specs(d_model, d_hidden, dtype)
+    weights = weight_specs(d_model, d_hidden, dtype)
     x = jax.ShapeDtypeStruct((batch_size, max_len, d_model), dtype)
-    plan = _plan(jax.vmap(block, in_axes=(0, None, None)), x, w1, w2)
-    b = CallEventsBuilder()
-    b.alloc_all({"w1": w1, "w2": w2}, "weights")
-    results = []
-    for i in range(-(-n_items // batch_size)):
-        b.alloc(("x", i), x.size * x.dtype.itemsize, "input (padded batch)")
-        results += b.call(plan, ("call", i), owner_prefix="result ")
-        b.free(("x", i))
-    b.free_all([*results, "w1", "w2"])
-    return XlaWorkload(
-        b.build(f"batched (batch {batch_size})", SOURCE),
-        {max_len: plan},
-        b.calls,
-        b.call_allocations,
-    )
+    plan = _plan(jax.vmap(block, in_axes=(0, None, None)), x, *weights)
+    calls = [(x, plan, "input (padded batch)")] * -(-n_items // batch_size)
+    return _block_calls(f"batched (batch {batch_size})", calls, weights, {max_len: plan})
 
 
 def loss_fn(params, x):
@@ -212,35 +178,32 @@ def training_workload(
 ) -> XlaWorkload:
     """``params, loss = step(params, batch)`` in a Python loop, with or without ``donate_argnums=0``."""
     check_positive_int(steps, "steps")
-    if isinstance(batch_tokens, Sequence):
-        tokens = [int(t) for t in batch_tokens]
-        if len(tokens) != steps:
-            raise ValueError(
-                f"`batch_tokens` gives {len(tokens)} sizes for {steps} steps; give one per step."
-            )
-    else:
-        tokens = [batch_tokens] * steps
+    many = isinstance(batch_tokens, Sequence)
+    tokens = [int(t) for t in batch_tokens] if many else [batch_tokens] * steps
+    if len(tokens) != steps:
+        raise ValueError(
+            f"`batch_tokens` gives {len(tokens)} sizes for {steps} steps; give one per step."
+        )
     for t in tokens:
         check_positive_int(t, "batch_tokens")
     w1, w2 = weight_specs(d_model, d_hidden, dtype)
-    plans = {}
-    for t in dict.fromkeys(tokens):
-        x = jax.ShapeDtypeStruct((t, d_model), dtype)
-        plans[t] = _plan(train_step, (w1, w2), x, donate_argnums=(0,) if donate else ())
+    xs = {t: jax.ShapeDtypeStruct((t, d_model), dtype) for t in tokens}
+    donate_argnums = (0,) if donate else ()
+    plans = {
+        t: _plan(train_step, (w1, w2), x, donate_argnums=donate_argnums) for t, x in xs.items()
+    }
     b = CallEventsBuilder()
     params = ["w1.0", "w2.0"]
     b.alloc_all({"w1.0": w1, "w2.0": w2}, "params")
     for s, t in enumerate(tokens):
-        plan = plans[t]
-        b.alloc(("x", s), t * d_model * jnp.dtype(dtype).itemsize, "input (batch)")
-        outs = b.call(plan, ("step", s), owner_prefix="new params / loss ")
+        b.alloc_all({("x", s): xs[t]}, "input (batch)")
+        outs = b.call(plans[t], ("step", s), owner_prefix="new params / loss ")
         b.free(("x", s))
-        big = [o for o in outs if plan.launch_allocations()[o[2]][2] > 1024]
-        small = [o for o in outs if o not in big]
+        big = [o for o in outs if plans[t].launch_allocations()[o[2]][2] > 1024]
         if big:  # not donated: the old parameters die when params is rebound
             b.free_all(params)
             params = big
-        b.free_all(small)  # the loss scalar, dropped after printing
+        b.free_all(o for o in outs if o not in big)  # the loss scalar, dropped after printing
     b.free_all(params)
     name = "training (donated)" if donate else "training"
     if len(plans) > 1:
@@ -259,7 +222,7 @@ def events_from_buffers(
             if v.start is not None and v.size > 0:
                 events.append((v.start, 0, Event(v.start, "alloc", v.name, v.size, a.kind)))
                 events.append((v.end, 1, Event(v.end, "free", v.name)))
-    events.sort(key=lambda e: (e[0], e[1]))
+    events.sort(key=lambda e: e[:2])
     return Events(
         tuple(e[2] for e in events),
         f"XLA values of {assignment.name}",
