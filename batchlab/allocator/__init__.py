@@ -8,14 +8,12 @@ Example:
 """
 
 from batchlab.allocator import workloads, xla_workloads
-from batchlab.allocator.base import Allocator, FirstFitAllocator, Piece, PlatformAllocator
+from batchlab.allocator.base import Allocator, FirstFitAllocator, PlatformAllocator
 from batchlab.allocator.bfc import BFCAllocator, bin_num_for_size
 from batchlab.allocator.events import Event, Events, EventsBuilder
-from batchlab.allocator.plots import plot_capacity_scan, plot_memory_map, plot_replay, plot_timeline
+from batchlab.allocator.plots import plot_capacity_scan, plot_memory_map, plot_replay
 from batchlab.allocator.replayer import (
-    Block,
     CapacityScan,
-    Failure,
     Replay,
     capacity_needed,
     capacity_scan,
@@ -31,14 +29,11 @@ __all__ = [
     "WORKLOADS",
     "Allocator",
     "BFCAllocator",
-    "Block",
     "CapacityScan",
     "Event",
     "Events",
     "EventsBuilder",
-    "Failure",
     "FirstFitAllocator",
-    "Piece",
     "PlatformAllocator",
     "Replay",
     "Simulation",
@@ -51,7 +46,6 @@ __all__ = [
     "plot_capacity_scan",
     "plot_memory_map",
     "plot_replay",
-    "plot_timeline",
     "replay",
     "simulate",
     "workload",

@@ -12,8 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -22,8 +20,10 @@ from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Event, Events
 from batchlab.allocator.replayer import Replay, differences_text, replay
+from batchlab.timeline.parse import read_events
 
 _NAMES = {"MemoryAllocation": "alloc", "MemoryDeallocation": "free"}
+_SIZES = ("requested_bytes", "allocation_bytes", "bytes_allocated")
 
 
 class BfcEvent(NamedTuple):
@@ -41,23 +41,14 @@ class BfcEvent(NamedTuple):
 
 def _decode_name(name: str) -> tuple[str, dict]:
     """``"MemoryAllocation#a=1,b=x#"`` -> ("MemoryAllocation", {"a": "1", "b": "x"})."""
-    if "#" not in name:
-        return name, {}
     base, _, rest = name.partition("#")
-    args = {}
-    for part in rest.rstrip("#").split(","):
-        key, eq, value = part.partition("=")
-        if eq:
-            args[key.strip()] = value.strip()
-    return base, args
+    pairs = (part.partition("=") for part in rest.rstrip("#").split(","))
+    return base, {key.strip(): value.strip() for key, eq, value in pairs if eq}
 
 
 def _load(source: Any) -> list[dict]:
     if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rt") as f:
-            source = json.load(f)
+        source = read_events(source)
     if isinstance(source, dict):
         source = source.get("traceEvents", [])
     if not isinstance(source, list):
@@ -86,17 +77,11 @@ def parse_bfc_events(source: Any, allocator_name: str | None = None) -> list[Bfc
             continue
         args = {**encoded, **(e.get("args") or {})}
         try:
+            sizes = [int(args.get(k, 0)) for k in _SIZES]
+            fragmentation = float(args.get("fragmentation", 0.0))
+            where = [float(e.get("ts", 0.0)), _NAMES[base], int(args["addr"])]
             found.append(
-                BfcEvent(
-                    float(e.get("ts", 0.0)),
-                    _NAMES[base],
-                    int(args["addr"]),
-                    int(args.get("requested_bytes", 0)),
-                    int(args.get("allocation_bytes", 0)),
-                    int(args.get("bytes_allocated", 0)),
-                    float(args.get("fragmentation", 0.0)),
-                    str(args.get("allocator_name", "")),
-                )
+                BfcEvent(*where, *sizes, fragmentation, str(args.get("allocator_name", "")))
             )
         except (KeyError, ValueError):
             continue  # an event without an address cannot be replayed
@@ -125,24 +110,21 @@ class ReplayComparison(Rows):
     source: str = "jax.profiler trace (the BFC allocator's own events) vs the kit's BFC model"
 
     def _rows(self):
+        def pair(real, model, fmt=format_bytes) -> str:
+            return f"real {fmt(real)}, model {fmt(model)}"
+
+        fragmentation = pair(
+            self.real_max_fragmentation, self.simulated_max_fragmentation, "{:.1%}".format
+        )
         return [
             (
                 "events replayed",
                 f"{self.events} ({self.skipped_frees} frees of earlier buffers skipped)",
             ),
-            (
-                "peak bytes in use",
-                f"real {format_bytes(self.real_peak)}, model {format_bytes(self.simulated_peak)}",
-            ),
-            (
-                "bytes in use at the end",
-                f"real {format_bytes(self.real_final_in_use)}, model {format_bytes(self.simulated_final_in_use)}",
-            ),
+            ("peak bytes in use", pair(self.real_peak, self.simulated_peak)),
+            ("bytes in use at the end", pair(self.real_final_in_use, self.simulated_final_in_use)),
             ("largest difference in bytes in use", format_bytes(self.max_in_use_difference)),
-            (
-                "max fragmentation",
-                f"real {self.real_max_fragmentation:.1%}, model {self.simulated_max_fragmentation:.1%}",
-            ),
+            ("max fragmentation", fragmentation),
             ("same relative address", f"{self.placement_agreement:.1%} of allocations"),
             ("model differs from XLA", differences_text(self.replay.differences)),
         ]
@@ -168,49 +150,37 @@ def compare_with_model(
             "`events` is empty: the trace holds no MemoryAllocation events; start "
             "jax.profiler.trace before the workload allocates, on a GPU backend."
         )
-    live: dict[int, int] = {}
-    trace_events, real_in_use, skipped, generation = [], [], 0, {}
+    base = min((e.addr for e in events if e.kind == "alloc"), default=0)
+    trace, real_in_use, real_placed, live, generation = [], [], set(), set(), {}
     for t, e in enumerate(events):
-        if e.kind == "alloc":
+        if e.kind == "alloc":  # addresses are reused: (address, times allocated) names a buffer
             generation[e.addr] = generation.get(e.addr, 0) + 1
             key = (e.addr, generation[e.addr])
-            live[e.addr] = e.requested_bytes
-            trace_events.append(Event(t, "alloc", key, e.requested_bytes, "real request"))
+            trace.append(Event(t, "alloc", key, e.requested_bytes, "real request"))
+            real_placed.add((key, e.addr - base))
+            live.add(e.addr)
         elif e.addr in live:
-            del live[e.addr]
-            trace_events.append(Event(t, "free", (e.addr, generation[e.addr])))
-        else:
-            skipped += 1
+            live.remove(e.addr)
+            trace.append(Event(t, "free", (e.addr, generation[e.addr])))
+        else:  # allocated before the trace started
             continue
         real_in_use.append(e.bytes_allocated)
-    trace = Events(
-        tuple(trace_events), "profiled workload", "jax.profiler trace of the BFC allocator"
+    name = "jax.profiler trace of the BFC allocator"
+    tl = replay(
+        Events(tuple(trace), "profiled workload", name),
+        BFCAllocator(capacity, preallocate=preallocate),
     )
-    tl = replay(trace, BFCAllocator(capacity, preallocate=preallocate))
-    diffs = [abs(r - s) for r, s in zip(real_in_use, tl.held, strict=True)]
-    allocs = [e for e in events if e.kind == "alloc"]
-    base = min(e.addr for e in allocs) if allocs else 0
-    placed = {(b.id, b.offset) for b in tl.blocks}
-    real_placed = {((e.addr, i), e.addr - base) for i, e in _numbered(allocs)}
-    agreement = len(placed & real_placed) / max(len(allocs), 1)
     return ReplayComparison(
         events[0].allocator_name,
-        len(trace_events),
-        skipped,
+        len(trace),
+        len(events) - len(trace),
         max(real_in_use, default=0),
         tl.peak_bytes_in_use,
         real_in_use[-1] if real_in_use else 0,
         tl.held[-1] if tl.held else 0,
-        max(diffs, default=0),
+        max((abs(r - m) for r, m in zip(real_in_use, tl.held, strict=True)), default=0),
         max((e.fragmentation for e in events), default=0.0),
         tl.max_fragmentation,
-        agreement,
+        len({(b.id, b.offset) for b in tl.blocks} & real_placed) / max(len(real_placed), 1),
         tl,
     )
-
-
-def _numbered(allocs):
-    seen: dict[int, int] = {}
-    for e in allocs:
-        seen[e.addr] = seen.get(e.addr, 0) + 1
-        yield seen[e.addr], e

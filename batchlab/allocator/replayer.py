@@ -96,6 +96,7 @@ class Replay(Rows):
         return sum(f.despite_free for f in self.failures)
 
     def _rows(self) -> list[tuple[str, str]]:
+        failed = f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)"
         return [
             ("allocations / frees", f"{self.allocations} / {self.frees}"),
             ("device calls", str(self.device_calls)),
@@ -103,10 +104,7 @@ class Replay(Rows):
             ("peak held (in use + rounding)", format_bytes(self.peak_bytes_in_use)),
             ("peak reserved", format_bytes(max(self.reserved, default=0))),
             ("max fragmentation", f"{self.max_fragmentation:.1%}"),
-            (
-                "failed allocations",
-                f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)",
-            ),
+            ("failed allocations", failed),
             ("differs from XLA", differences_text(self.differences)),
         ]
 

@@ -34,6 +34,7 @@ class Simulation(Rows):
 
     def _rows(self):
         tl = self.replay
+        failed = f"{len(tl.failures)} ({tl.failures_despite_free} despite enough free)"
         return [
             ("workload", self.events.name),
             ("policy", f"{tl.policy} (preallocate={tl.preallocate})"),
@@ -41,10 +42,7 @@ class Simulation(Rows):
             ("device calls", str(tl.device_calls)),
             ("live peak", format_bytes(self.events.peak_live_bytes)),
             ("device simulated", format_bytes(tl.capacity)),
-            (
-                "failed allocations",
-                f"{len(tl.failures)} ({tl.failures_despite_free} despite enough free)",
-            ),
+            ("failed allocations", failed),
             ("max fragmentation", f"{tl.max_fragmentation:.1%}"),
             ("device needed / live peak (scan, step 0.01)", f"{self.overhead:.2f}"),
             ("differs from XLA", differences_text(tl.differences)),
