@@ -66,11 +66,9 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
         self.result: Timeline | None = None
 
     def __enter__(self) -> trace:
+        self._dir = str(self.log_dir or tempfile.mkdtemp(prefix="batchlab-trace-"))
         if self.log_dir is None:
-            self._dir = tempfile.mkdtemp(prefix="batchlab-trace-")
             _TEMPORARY.append(self._dir)
-        else:
-            self._dir = str(self.log_dir)
         options = jax.profiler.ProfileOptions()
         options.python_tracer_level = 1 if self.python_tracer else 0
         self._t0 = time.perf_counter()
@@ -92,11 +90,9 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
         jax.profiler.stop_trace()
         capture = time.perf_counter() - self._t0
         if exc[0] is None:
+            path = find_trace_file(self._dir)
             self.result = build_timeline(
-                find_trace_file(self._dir),
-                items=self.items,
-                label=self.label,
-                capture_seconds=capture,
+                path, items=self.items, label=self.label, capture_seconds=capture
             )
         return False
 

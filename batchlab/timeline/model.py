@@ -5,12 +5,12 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
 
-from batchlab._util.format import format_seconds, html_table
+from batchlab._util.format import Rows, format_seconds
 from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length
 from batchlab.timeline.parse import Lane, MemoryCurve, Span, memory_curve, parse_events, read_events
 from batchlab.timeline.plot import plot_timeline
@@ -22,7 +22,7 @@ NO_MEMORY_CPU = (
 
 
 @dataclass(frozen=True)
-class Timeline:
+class Timeline(Rows):
     """A parsed profiler trace: lanes, spans and what they add up to. Times in seconds."""
 
     lanes: tuple[Lane, ...]
@@ -48,9 +48,7 @@ class Timeline:
     capture_seconds: float = 0.0
     parse_seconds: float = 0.0
     label: str = ""
-    source: str = field(
-        default="jax.profiler.trace(create_perfetto_trace=True), Perfetto JSON parsed by batchlab"
-    )
+    source: str = "jax.profiler.trace(create_perfetto_trace=True), Perfetto JSON parsed by batchlab"
 
     @property
     def dispatches_per_item(self) -> float | None:
@@ -69,13 +67,6 @@ class Timeline:
         """The lanes of one kind ("python", "loader", "runtime", "device", "compiler")."""
         return [lane for lane in self.lanes if lane.kind == kind]
 
-    def seconds_in(self, kind: str) -> float:
-        """Host time inside spans of one kind ("transfer", "dispatch", "wait", ...), overlaps once."""
-        host = {lane.index for lane in self.lanes if lane.kind in ("python", "loader")}
-        return union_length(
-            [(s.start, s.end) for s in self.spans if s.lane in host and s.kind == kind]
-        )
-
     def find(self, name: str) -> list[Span]:
         """Spans whose name starts with ``name`` (e.g. ``"load batch"``)."""
         return [s for s in self.spans if s.name.startswith(name)]
@@ -84,8 +75,9 @@ class Timeline:
         """One row per lane, time in ms; see :func:`batchlab.timeline.plot.plot_timeline`."""
         return plot_timeline(self, ax=ax, max_depth=max_depth, title=title)
 
-    def rows(self) -> list[tuple[str, str]]:
+    def _rows(self) -> list[tuple[str, str]]:
         per_item = self.dispatches_per_item
+        curve = f"{len(self.memory.times)} allocator events" if self.memory else self.memory_note
         return [
             ("traced wall time", format_seconds(self.wall)),
             ("host busy (Python threads, not waiting)", format_seconds(self.host_busy)),
@@ -100,12 +92,7 @@ class Timeline:
             ("host-to-device transfers", str(self.transfers)),
             ("compile (on the Python thread)", format_seconds(self.compile_seconds)),
             ("lanes", ", ".join(lane.name for lane in self.lanes)),
-            (
-                "memory curve",
-                self.memory_note
-                if self.memory is None
-                else f"{len(self.memory.times)} allocator events",
-            ),
+            ("memory curve", curve),
         ]
 
     def __repr__(self) -> str:
@@ -116,9 +103,12 @@ class Timeline:
             f"overlap {format_seconds(self.overlap)}, {self.dispatches} dispatches)"
         )
 
-    def _repr_html_(self) -> str:
-        caption = f"{self.label + ' - ' if self.label else ''}profiler trace ({self.backend})"
-        return html_table(self.rows(), header=("figure", "value"), caption=caption)
+    def _caption(self) -> str:
+        return f"{self.label + ' - ' if self.label else ''}profiler trace ({self.backend})"
+
+
+def _intervals(spans, keep) -> list[tuple[float, float]]:
+    return [(s.start, s.end) for s in spans if keep(s)]
 
 
 def build_timeline(
@@ -130,37 +120,27 @@ def build_timeline(
     lanes, spans, wall = parse_events(events)
     host_lanes = {lane.index for lane in lanes if lane.kind in ("python", "loader")}
     device_lanes = {lane.index for lane in lanes if lane.kind == "device"}
-
-    def intervals(pred) -> list[tuple[float, float]]:
-        return [(s.start, s.end) for s in spans if pred(s)]
-
     on_host = [s for s in spans if s.lane in host_lanes]
     host, work = [], []  # per lane: one thread's wait does not stop another thread's work
     for lane in host_lanes:
-        mine = [x for x in on_host if x.lane == lane]
+        mine = [s for s in on_host if s.lane == lane]
         busy = subtract(
-            [(x.start, x.end) for x in mine if x.depth == 0],
-            [(x.start, x.end) for x in mine if x.kind == "wait"],
+            _intervals(mine, lambda s: s.depth == 0), _intervals(mine, lambda s: s.kind == "wait")
         )
         host += busy
-        work += subtract(
-            busy, [(x.start, x.end) for x in mine if x.kind in ("dispatch", "compute")]
-        )
-    if device_lanes:
-        device = intervals(lambda s: s.lane in device_lanes and s.kind == "compute")
-    else:
-        device = intervals(lambda s: s.kind == "compute")
-    merged_device = merge(device)
-    gaps = [b[0] - a[1] for a, b in itertools.pairwise(merged_device)]
+        work += subtract(busy, _intervals(mine, lambda s: s.kind in ("dispatch", "compute")))
+    # XLA ops on the device streams; without any (XLA:CPU), wherever they ran
+    device = _intervals(
+        spans, lambda s: s.kind == "compute" and (s.lane in device_lanes or not device_lanes)
+    )
+    gaps = [b[0] - a[1] for a, b in itertools.pairwise(merge(device))]
 
     def outermost(kind: str) -> int:
         return sum(
-            1 for s in on_host if s.kind == kind and (s.parent < 0 or spans[s.parent].kind != kind)
+            s.kind == kind and (s.parent < 0 or spans[s.parent].kind != kind) for s in on_host
         )
 
-    compile_spans = intervals(lambda s: s.lane in host_lanes and s.kind == "compile")
-    memory = memory_curve(events)
-    backend = jax.default_backend()
+    memory, backend = memory_curve(events), jax.default_backend()
     if memory is None:
         note = NO_MEMORY_CPU if backend == "cpu" else "the trace holds no allocator events"
     else:
@@ -177,7 +157,7 @@ def build_timeline(
         largest_device_gap=max(gaps, default=0.0),
         dispatches=outermost("dispatch"),
         transfers=outermost("transfer"),
-        compile_seconds=union_length(compile_spans),
+        compile_seconds=union_length(_intervals(on_host, lambda s: s.kind == "compile")),
         items=items,
         events=len(events),
         trace_path=str(path),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,13 +91,6 @@ def read_events(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _span_kind(name: str, args: dict, lane_kind: str, parent_kind: str | None) -> str:
-    kind = _own_kind(name, args, lane_kind)
-    if kind == "annotation" and parent_kind not in (None, "annotation"):
-        return "runtime"  # a JAX-internal step inside a dispatch, e.g. "Handle inputs"
-    return kind
-
-
-def _own_kind(name: str, args: dict, lane_kind: str) -> str:
     if lane_kind == "device":
         return "transfer" if _TRANSFER.search(name) else "compute"
     if "hlo_op" in args:
@@ -111,7 +105,8 @@ def _own_kind(name: str, args: dict, lane_kind: str) -> str:
         return "compile"
     if "::" in name or (name[:1].islower() and "_" in name) or lane_kind == "runtime":
         return "runtime"
-    return "annotation"
+    # an annotation inside a dispatch is a JAX-internal step, e.g. "Handle inputs"
+    return "annotation" if parent_kind in (None, "annotation") else "runtime"
 
 
 def _lane_kind(process: str, thread: str) -> str:
@@ -119,9 +114,21 @@ def _lane_kind(process: str, thread: str) -> str:
         return "device"
     if thread.startswith("python") or thread == "MainThread":
         return "python"
-    if _COMPILER_THREAD.search(thread):
-        return "compiler"
-    return "runtime"
+    return "compiler" if _COMPILER_THREAD.search(thread) else "runtime"
+
+
+def _lane_name(kind: str, process: str, thread: str, main: bool, n: int) -> str:
+    """What the plot shows for the ``n``-th lane of its kind."""
+    return {
+        "python": "python (main)" if main else f"python thread {n}",
+        "loader": f"loader thread {n}",
+        "device": f"{process.split('/')[-1]} {thread}"[:40],
+        "compiler": f"compiler thread {n}",
+        "runtime": f"XLA runtime thread {n}",
+    }[kind]
+
+
+_ORDER = {"python": 1, "loader": 1, "device": 2, "runtime": 3, "compiler": 4}  # main thread: 0
 
 
 def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[Span, ...], float]:
@@ -138,38 +145,30 @@ def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[
             elif e.get("name") == "thread_name":
                 thread[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
     complete = [e for e in events if e.get("ph") == "X" and "dur" in e and "ts" in e]
-    wrapper = [e for e in complete if e.get("name") == WRAPPER]
-    if wrapper:
-        t0, t1 = float(wrapper[0]["ts"]), float(wrapper[0]["ts"]) + float(wrapper[0]["dur"])
-        main_key = (wrapper[0].get("pid"), wrapper[0].get("tid"))
-    else:
-        t0 = min((float(e["ts"]) for e in complete), default=0.0)
-        t1 = max((float(e["ts"]) + float(e["dur"]) for e in complete), default=0.0)
-        main_key = None
+    wrapper = next((e for e in complete if e.get("name") == WRAPPER), None)
+    outer = [wrapper] if wrapper else complete  # what the traced code spans
+    t0 = min((float(e["ts"]) for e in outer), default=0.0)
+    t1 = max((float(e["ts"]) + float(e["dur"]) for e in outer), default=0.0)
+    main_key = (wrapper.get("pid"), wrapper.get("tid")) if wrapper else None
     by_lane: dict[tuple, list[dict]] = {}
     for e in complete:
         name = str(e.get("name", ""))
-        if name == WRAPPER or name.startswith(_SKIP) or name in MEMORY_EVENTS:
-            continue
-        ts = float(e["ts"])
-        if ts < t0 or ts > t1:
-            continue
-        by_lane.setdefault((e.get("pid"), e.get("tid")), []).append(e)
-    keys = sorted(by_lane, key=lambda k: (_order(k, main_key, process, thread), str(k)))
-    lanes, spans = [], []
-    counters: dict[str, int] = {}
-    for key in keys:
-        pname, tname = process.get(key[0], ""), thread.get(key, str(key[1]))
-        kind = _lane_kind(pname, tname)
-        if kind == "python" and key != main_key and main_key is not None:
-            kind = "loader"
-        lane = Lane(
-            len(lanes), _lane_name(kind, pname, tname, key == main_key, counters), kind, tname
-        )
+        skip = name == WRAPPER or name.startswith(_SKIP) or name in MEMORY_EVENTS
+        if not skip and t0 <= float(e["ts"]) <= t1:
+            by_lane.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+    kinds = {}
+    for key in by_lane:
+        kind = _lane_kind(process.get(key[0], ""), thread.get(key, str(key[1])))
+        kinds[key] = "loader" if kind == "python" and main_key not in (None, key) else kind
+    lanes, spans, counts = [], [], Counter()
+    for key in sorted(by_lane, key=lambda k: (k != main_key, _ORDER[kinds[k]], str(k))):
+        kind, tname = kinds[key], thread.get(key, str(key[1]))
+        counts[kind] += 1
+        name = _lane_name(kind, process.get(key[0], ""), tname, key == main_key, counts[kind])
+        lane = Lane(len(lanes), name, kind, tname)
         lanes.append(lane)
-        rows = sorted(by_lane[key], key=lambda e: (float(e["ts"]), -float(e["dur"])))
         stack: list[int] = []  # indices into spans of the open parents
-        for e in rows:
+        for e in sorted(by_lane[key], key=lambda e: (float(e["ts"]), -float(e["dur"]))):
             start = (float(e["ts"]) - t0) * 1e-6
             dur = min(float(e["dur"]) * 1e-6, (t1 - float(e["ts"])) * 1e-6)
             while stack and spans[stack[-1]].end < start + dur - 1e-9:
@@ -182,47 +181,24 @@ def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[
     return tuple(lanes), tuple(spans), max(t1 - t0, 0.0) * 1e-6
 
 
-def _order(key, main_key, process, thread) -> int:
-    kind = _lane_kind(process.get(key[0], ""), thread.get(key, ""))
-    if key == main_key:
-        return 0
-    return {"python": 1, "loader": 1, "device": 2, "runtime": 3, "compiler": 4}[kind]
-
-
-def _lane_name(kind: str, process: str, thread: str, main: bool, counters: dict) -> str:
-    counters[kind] = counters.get(kind, 0) + 1
-    n = counters[kind]
-    if kind == "python":
-        return "python (main)" if main else f"python thread {n}"
-    if kind == "loader":
-        return f"loader thread {n}"
-    if kind == "device":
-        return f"{process.split('/')[-1]} {thread}"[:40]
-    if kind == "compiler":
-        return f"compiler thread {n}"
-    return f"XLA runtime thread {n}"
-
-
-def memory_curve(events: list[dict[str, Any]], t0_us: float | None = None) -> MemoryCurve | None:
+def memory_curve(events: list[dict[str, Any]]) -> MemoryCurve | None:
     """The allocator's bytes in use over time, or ``None`` when the trace has no allocator events."""
-    rows = [e for e in events if e.get("name") in MEMORY_EVENTS and "ts" in e]
+    rows = sorted(
+        (e for e in events if e.get("name") in MEMORY_EVENTS and "ts" in e),
+        key=lambda e: float(e["ts"]),
+    )
     if not rows:
         return None
-    rows.sort(key=lambda e: float(e["ts"]))
-    if t0_us is None:
-        wrapper = [e for e in events if e.get("name") == WRAPPER and "ts" in e]
-        t0_us = float(wrapper[0]["ts"]) if wrapper else float(rows[0]["ts"])
-    alive: dict[str, int] = {}
+    start = next((e for e in events if e.get("name") == WRAPPER and "ts" in e), rows[0])
+    alive: dict[str, int] = {}  # address -> bytes
     times, in_use, largest = [], [], []
     for e in rows:
         args = e.get("args") or {}
-        size = int(float(args.get("allocation_bytes", 0)))
-        addr = str(args.get("addr", ""))
         if e["name"] == "MemoryAllocation":
-            alive[addr] = size
+            alive[str(args.get("addr", ""))] = int(float(args.get("allocation_bytes", 0)))
         else:
-            alive.pop(addr, None)
-        times.append((float(e["ts"]) - t0_us) * 1e-6)
+            alive.pop(str(args.get("addr", "")), None)
+        times.append((float(e["ts"]) - float(start["ts"])) * 1e-6)
         in_use.append(int(float(args.get("bytes_allocated", sum(alive.values())))))
         largest.append(max(alive.values(), default=0))
     name = str((rows[0].get("args") or {}).get("allocator_name", "allocator"))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from batchlab._util.plotting import short_bytes
+from batchlab._util.plotting import bytes_axis, short_bytes
 from batchlab.timeline.intervals import merge
 
 COLORS = {
@@ -18,6 +19,7 @@ COLORS = {
     "runtime": ("0.82", "runtime internals"),
     "idle": ("0.96", "idle: nothing traced (hatched)"),
 }
+TIME_AXIS = "time since the traced code started (ms)"
 
 
 def plot_timeline(timeline: Any, *, ax=None, max_depth: int = 3, title: str | None = None):
@@ -33,25 +35,19 @@ def plot_timeline(timeline: Any, *, ax=None, max_depth: int = 3, title: str | No
     """
     t = timeline
     n = max(len(t.lanes), 1)
-    memory_panel, own = ax is None and t.memory is not None, ax is None
+    own, memory_panel = ax is None, ax is None and t.memory is not None
     if own:
-        fig = _figure(12, 1.9 + 0.55 * n + (2.2 if memory_panel else 0))
+        fig = _figure(1.9 + 0.55 * n + (2.2 if memory_panel else 0))
         if memory_panel:
             ax, ax_mem = fig.subplots(2, 1, height_ratios=[0.55 * n + 0.6, 2.0], sharex=True)
+            _memory(ax_mem, t.memory)
         else:
             ax = fig.subplots(1, 1)
-        _legend(fig, {s.kind for s in t.spans if s.depth < max_depth}, t)
-    kinds = _draw_lanes(ax, t, max_depth, t.wall)
-    if not own:
-        _legend(ax, kinds, t)
+    _legend(ax.figure if own else ax, _draw_lanes(ax, t, max_depth, t.wall), t)
     if not memory_panel:
-        ax.set_xlabel("time since the traced code started (ms)")
-    ax.set_title(
-        title or f"{t.label + ': ' if t.label else ''}what ran when ({_setup(t)}) -- {_figures(t)}",
-        fontsize=12,
-    )
-    if memory_panel:
-        _memory(ax_mem, t.memory)
+        ax.set_xlabel(TIME_AXIS)
+    label = f"{t.label}: " if t.label else ""
+    ax.set_title(title or f"{label}what ran when ({_setup(t)}) -- {_figures(t)}", fontsize=12)
     return ax.figure
 
 
@@ -74,30 +70,28 @@ def plot_timelines(timelines: Sequence[Any], *, max_depth: int = 3, share_time: 
         raise TypeError(f"`share_time` must be True or False, got {share_time!r}.")
     extra = 0.0 if share_time else 0.35  # an x label under every panel
     heights = [0.55 * max(len(t.lanes), 1) + 0.7 + extra for t in timelines]
-    fig = _figure(12, sum(heights) + 1.6)
-    axes = fig.subplots(len(timelines), 1, sharex=share_time, height_ratios=heights, squeeze=False)[
-        :, 0
-    ]
+    fig = _figure(sum(heights) + 1.6)
+    axes = fig.subplots(len(timelines), 1, sharex=share_time, height_ratios=heights, squeeze=False)
     wall = max(t.wall for t in timelines)
     kinds: set[str] = set()
-    for ax, t in zip(axes, timelines, strict=True):
+    for ax, t in zip(axes[:, 0], timelines, strict=True):
         kinds |= _draw_lanes(ax, t, max_depth, wall if share_time else t.wall)
         length = "" if share_time else f"{t.wall * 1e3:.3g} ms shown; "
         ax.set_title(f"{t.label or 'timeline'}: {length}{_figures(t)}", fontsize=12, loc="left")
         if not share_time:
             ax.set_xlabel("ms since this run started (this panel's own scale)", fontsize=10)
     if share_time:
-        axes[-1].set_xlabel("time since the traced code started (ms)")
+        axes[-1, 0].set_xlabel(TIME_AXIS)
     scale = "same time scale" if share_time else "each panel on its own time scale"
     fig.suptitle(f"what ran when, {scale} ({_setup(timelines[0])})", fontsize=12)
     _legend(fig, kinds, timelines[0])
     return fig
 
 
-def _figure(width: float, height: float):
+def _figure(height: float):
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(width, height), layout="constrained")
+    return Figure(figsize=(12, height), layout="constrained")
 
 
 def _setup(t: Any) -> str:
@@ -120,30 +114,24 @@ def _draw_lanes(ax, t: Any, max_depth: int, wall: float) -> set[str]:
     groups: dict[tuple[int, int, str], list[tuple[float, float]]] = {}
     for s in t.spans:
         if s.depth < max_depth:
-            groups.setdefault((s.lane, s.depth, s.kind), []).append(
-                (s.start * 1e3, s.start * 1e3 + max(s.duration * 1e3, min_w))
-            )
-    order = {k: i for i, k in enumerate(COLORS)}
-    for (lane, depth, kind), bars in sorted(groups.items(), key=lambda g: order[g[0][2]]):
+            bar = (s.start * 1e3, s.start * 1e3 + max(s.duration * 1e3, min_w))
+            groups.setdefault((s.lane, s.depth, s.kind), []).append(bar)
+    order = list(COLORS)
+    for (lane, depth, kind), bars in sorted(groups.items(), key=lambda g: order.index(g[0][2])):
         y = lane - 0.4 + depth * row_h  # the y axis points down: depth 0 on top
         # spans under a pixel apart are drawn as one bar: the same picture, far fewer shapes
         joined = [(a, b - a) for a, b in merge(bars, gap=min_w)]
         ax.broken_barh(joined, (y, row_h * 0.92), facecolors=COLORS[kind][0], linewidth=0)
-    busy = merge([(s.start * 1e3, (s.start + s.duration) * 1e3) for s in t.spans], gap=min_w)
-    edges = [0.0] + [x for span in busy for x in span] + [wall_ms]
+    busy = merge([(s.start * 1e3, s.end * 1e3) for s in t.spans], gap=min_w)
+    edges = [0.0, *(x for span in busy for x in span), wall_ms]
     gaps = [(a, b) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a > wall_ms / 100]
     for a, b in gaps:  # idle: nothing traced in any lane
-        ax.axvspan(
-            a, b, facecolor=COLORS["idle"][0], hatch="//", edgecolor="0.75", linewidth=0, zorder=0
-        )
-    if gaps:
-        groups[(0, 0, "idle")] = []
+        ax.axvspan(a, b, facecolor=COLORS["idle"][0], hatch="//", ec="0.75", lw=0, zorder=0)
     _labels(ax, t, max_depth, row_h, wall_ms)
     ax.set_yticks(list(range(n)), [lane.name for lane in t.lanes] or ["(no spans)"], fontsize=11)
-    ax.set_ylim(n - 0.5, -0.5)
-    ax.set_xlim(0, wall_ms)
+    ax.set(ylim=(n - 0.5, -0.5), xlim=(0, wall_ms))
     ax.grid(True, axis="x", alpha=0.3)
-    return {kind for (_, _, kind) in groups}
+    return {kind for (_, _, kind) in groups} | ({"idle"} if gaps else set())
 
 
 def _legend(target, kinds: set[str], t: Any) -> None:
@@ -151,90 +139,53 @@ def _legend(target, kinds: set[str], t: Any) -> None:
     from matplotlib.patches import Patch
 
     handles = [
-        Patch(facecolor=c, label=lbl, hatch="//" if k == "idle" else None, edgecolor="0.75")
-        for k, (c, lbl) in COLORS.items()
+        Patch(facecolor=c, label=label, hatch="//" if k == "idle" else None, edgecolor="0.75")
+        for k, (c, label) in COLORS.items()
         if k in kinds
     ]
     if not handles:
         return
-    if hasattr(target, "subplots"):  # a Figure
-        note = None if t.memory is not None else _wrap(f"memory curve absent: {t.memory_note}")
-        legend = target.legend(
-            handles=handles,
-            loc="outside lower center",
-            fontsize=10,
-            ncol=min(4, len(handles)),
-            frameon=False,
-            title=note,
-            title_fontsize=9,
-        )
-        legend.get_title().set_color("0.3")
-    else:
+    if not hasattr(target, "subplots"):  # an Axes
         target.legend(handles=handles, fontsize=9, loc="upper right")
-
-
-def _wrap(text: str, width: int = 130) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width))
+        return
+    note = None
+    if t.memory is None:
+        note = "\n".join(textwrap.wrap(f"memory curve absent: {t.memory_note}", 130))
+    legend = target.legend(
+        handles=handles,
+        loc="outside lower center",
+        fontsize=10,
+        ncol=min(4, len(handles)),
+        frameon=False,
+        title=note,
+        title_fontsize=9,
+    )
+    legend.get_title().set_color("0.3")
 
 
 def _labels(ax, t: Any, max_depth: int, row_h: float, wall_ms: float) -> None:
-    """Names inside the spans wide enough to hold them (at most 40 labels)."""
+    """Names inside the spans wide enough to hold them (at most 40 labels, widest first)."""
     width_px = ax.figure.get_figwidth() * 100 * 0.8  # at dpi 100; font sizes scale alike
     fits = []
     for s in t.spans:
-        if s.depth >= min(max_depth, 2):
-            continue
         px = s.duration * 1e3 / wall_ms * width_px
         text = s.name if len(s.name) <= 28 else s.name[:26] + ".."
-        if px > 5.8 * len(text) + 6:
+        if s.depth < min(max_depth, 2) and px > 5.8 * len(text) + 6:
             fits.append((px, s, text))
-    fits.sort(key=lambda f: -f[0])
-    for _, s, text in fits[:40]:
-        y = s.lane - 0.4 + (s.depth + 0.46) * row_h
-        ax.text(
-            (s.start + s.duration / 2) * 1e3,
-            y,
-            text,
-            ha="center",
-            va="center",
-            fontsize=9,
-            color="black",
-            clip_on=True,
-        )
+    for _, s, text in sorted(fits, key=lambda f: -f[0])[:40]:
+        x, y = (s.start + s.duration / 2) * 1e3, s.lane - 0.4 + (s.depth + 0.46) * row_h
+        ax.text(x, y, text, ha="center", va="center", fontsize=9, color="black", clip_on=True)
 
 
 def _memory(ax, memory: Any) -> None:
-    from matplotlib.ticker import FixedLocator, FuncFormatter
-
     times = [x * 1e3 for x in memory.times]
-    ax.step(
-        times,
-        memory.bytes_in_use,
-        where="post",
-        color="tab:blue",
-        lw=2,
-        label=f"bytes in use ({memory.allocator})",
-    )
-    ax.step(
-        times,
-        memory.largest_outstanding,
-        where="post",
-        color="tab:orange",
-        lw=1.5,
-        ls="--",
-        label="largest allocation outstanding",
-    )
-    top = max(memory.peak_bytes, 1)
-    step = 1 << max(0, (top // 4).bit_length() - 1)  # ticks at multiples of a power of two
-    ax.yaxis.set_major_locator(FixedLocator([k * step for k in range(0, top // step + 2)]))
-    ax.yaxis.set_major_formatter(FuncFormatter(short_bytes))
-    ax.set_ylim(0, (top // step + 1) * step)
-    ax.set_ylabel("device memory")
-    ax.set_xlabel("time since the traced code started (ms)")
+    label = f"bytes in use ({memory.allocator})"
+    ax.step(times, memory.bytes_in_use, where="post", color="tab:blue", lw=2, label=label)
+    dashed = dict(where="post", color="tab:orange", lw=1.5, ls="--")
+    ax.step(times, memory.largest_outstanding, **dashed, label="largest allocation outstanding")
+    ax.set(ylim=(0, max(memory.peak_bytes, 1) * 1.1), ylabel="device memory", xlabel=TIME_AXIS)
+    bytes_axis(ax.yaxis)  # ticks at multiples of a power of two bytes
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize=10)
-    ax.set_title(
-        f"allocator events over time (peak {short_bytes(top)}; {memory.source})", fontsize=11
-    )
+    peak = short_bytes(max(memory.peak_bytes, 1))
+    ax.set_title(f"allocator events over time (peak {peak}; {memory.source})", fontsize=11)
