@@ -32,14 +32,11 @@ def item_lengths(n_items: int, max_len: int = 64, len_step: int = 1, seed: int =
     return rng.integers(1, max_len // len_step + 1, size=int(n_items)) * len_step
 
 
-def _groups_trace(name: str, groups: list, row_bytes: int, in_flight: int) -> Events:
+def _groups_trace(name: str, groups: list, row_bytes: int) -> Events:
     """groups: (items, padded length) -> input, activations (2x), result (1 row per item)."""
-    check_positive_int(in_flight, "in_flight")
-    b, loaded = EventsBuilder(), 0
+    b = EventsBuilder()
     for i, (items, length) in enumerate(groups):
-        while loaded < min(len(groups), i + in_flight):
-            b.alloc(f"in{loaded}", groups[loaded][0] * groups[loaded][1] * row_bytes, "input")
-            loaded += 1
+        b.alloc(f"in{i}", items * length * row_bytes, "input")
         b.alloc(f"act{i}", 2 * items * length * row_bytes, "activations")
         b.alloc(f"out{i}", items * row_bytes, "result")
         b.free(f"act{i}")
@@ -49,29 +46,21 @@ def _groups_trace(name: str, groups: list, row_bytes: int, in_flight: int) -> Ev
     return b.build(name)
 
 
-def per_item(
-    n_items: int, *, max_len: int = 64, row_bytes: int = MiB, seed: int = 0, in_flight: int = 1
-) -> Events:
+def per_item(n_items: int, *, max_len: int = 64, row_bytes: int = MiB, seed: int = 0) -> Events:
     """One item at a time: every group has its own size."""
     lengths = item_lengths(n_items, max_len, seed=seed)
-    return _groups_trace("per-item", [(1, int(n)) for n in lengths], row_bytes, in_flight)
+    return _groups_trace("per-item", [(1, int(n)) for n in lengths], row_bytes)
 
 
 def batched(
-    n_items: int,
-    *,
-    batch_size: int,
-    max_len: int = 64,
-    row_bytes: int = MiB,
-    seed: int = 0,
-    in_flight: int = 1,
+    n_items: int, *, batch_size: int, max_len: int = 64, row_bytes: int = MiB, seed: int = 0
 ) -> Events:
     """``batch_size`` items per group, all padded to ``max_len``: one fixed shape."""
     check_positive_int(batch_size, "batch_size")
     item_lengths(n_items, max_len, seed=seed)  # same checks as the others
     n_batches = -(-n_items // batch_size)
     return _groups_trace(
-        f"batched (batch {batch_size})", [(batch_size, max_len)] * n_batches, row_bytes, in_flight
+        f"batched (batch {batch_size})", [(batch_size, max_len)] * n_batches, row_bytes
     )
 
 
@@ -83,7 +72,6 @@ def bucketed(
     max_len: int = 64,
     row_bytes: int = MiB,
     seed: int = 0,
-    in_flight: int = 1,
 ) -> Events:
     """Items sorted into length buckets; each group padded to its bucket's bound only."""
     check_positive_int(batch_size, "batch_size")
@@ -99,7 +87,7 @@ def bucketed(
     groups = [
         (batch_size, bound) for bound in bounds for _ in range(-(-counts[bound] // batch_size))
     ]
-    return _groups_trace(f"bucketed (batch {batch_size})", groups, row_bytes, in_flight)
+    return _groups_trace(f"bucketed (batch {batch_size})", groups, row_bytes)
 
 
 def training(
