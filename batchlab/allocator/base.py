@@ -48,9 +48,7 @@ def check_int(value, name: str, minimum: int) -> int:
 
 
 class Allocator:
-    """Base class: a device of ``capacity`` bytes managed as a list of pieces.
-
-    A policy chooses the piece (``_find``) and whether to split it (``_should_split``).
+    """Base class: a device of ``capacity`` bytes as a list of pieces; a policy writes ``_find``.
 
     Args:
       capacity: bytes of the simulated device.
@@ -73,8 +71,7 @@ class Allocator:
         if self.preallocate:
             self._reserve(0, self.capacity)
 
-    def _find(self, rounded: int) -> int | None:
-        """Index of the piece that serves a request of ``rounded`` bytes, or None."""
+    def _find(self, rounded: int) -> int | None:  # the piece for ``rounded`` bytes, or None
         raise NotImplementedError
 
     def _should_split(self, chunk: Piece, rounded: int) -> bool:
@@ -88,8 +85,7 @@ class Allocator:
         """``size`` rounded up to the alignment (at least one alignment unit)."""
         return max(1, -(-size // self.alignment)) * self.alignment
 
-    def _reserve(self, index: int, size: int) -> int:
-        """Turns the first ``size`` bytes of unreserved piece ``index`` into a new pool region."""
+    def _reserve(self, index: int, size: int) -> int:  # the first ``size`` bytes: a pool region
         chunk = self.chunks[index]
         if chunk.size > size:
             self.chunks.insert(index + 1, Piece(chunk.offset + size, chunk.size - size, UNRESERVED))
@@ -109,8 +105,7 @@ class Allocator:
         return chunk
 
     def _place(self, rounded: int) -> Piece | None:
-        index = self._find(rounded)
-        if index is None:
+        if (index := self._find(rounded)) is None:
             return None
         chunk = self.chunks[index]
         if self._should_split(chunk, rounded):
