@@ -45,9 +45,10 @@ class Events:
             alloc = e.kind == "alloc"
             if alloc and (isinstance(e.size, bool) or not isinstance(e.size, int) or e.size < 0):
                 raise ValueError(f"`events[{i}].size` must be an int >= 0 bytes, got {e.size!r}.")
-            if alloc == (e.id in live):
-                problem = "twice; free it first" if alloc else "while it is not allocated"
-                raise ValueError(f"`events[{i}]` {e.kind}s id {e.id!r} {problem}.")
+            if alloc and e.id in live:
+                raise ValueError(f"`events[{i}]` allocates id {e.id!r} twice; free it first.")
+            if not alloc and e.id not in live:
+                raise ValueError(f"`events[{i}]` frees id {e.id!r}, which is not allocated then.")
             live ^= {e.id}  # an alloc adds the id, a free removes it
 
     @classmethod
