@@ -198,9 +198,7 @@ def capacity_scan(
     """Replays ``events`` on every capacity and records which fit (no bisection: fitting is not monotone).
 
     Args:
-      events: the events.
       policy: ``"bfc"``, ``"platform"`` or ``"first-fit"``.
-      preallocate: as in the allocators.
       headrooms: capacities as multiples of the live peak, requests rounded to 256 bytes
         (default 1.00, 1.01, ..., 2.00).
       capacities: explicit capacities in bytes instead of ``headrooms``.
@@ -262,11 +260,7 @@ def _check_events(events) -> None:
 
 
 def replay(events: Events, allocator: Allocator) -> Replay:
-    """Feeds every event of ``events`` to ``allocator`` and records what happened.
-
-    Args:
-      events: the events.
-      allocator: a fresh allocator (no live allocations).
+    """Feeds every event of ``events`` to a fresh ``allocator`` and records what happened.
 
     Example:
       >>> t = Events.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])

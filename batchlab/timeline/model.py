@@ -56,10 +56,7 @@ class Timeline(Rows):
 
     @property
     def overlap_share(self) -> float:
-        """overlap / the most that could overlap (the smaller of host work and device busy).
-
-        1.0: all the shorter of the two ran while the other did; 0: none of it.
-        """
+        """overlap / the most that could (the smaller of host work and device busy); 0 to 1."""
         most = min(self.host_work, self.device_busy)
         return self.overlap / most if most > 0 else 0.0
 

@@ -132,11 +132,7 @@ _ORDER = {"python": 1, "loader": 1, "device": 2, "runtime": 3, "compiler": 4}  #
 
 
 def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[Span, ...], float]:
-    """Lanes and nested spans of the events inside the kit's wrapper annotation.
-
-    Returns:
-      ``(lanes, spans, wall_seconds)``; spans sorted by lane, then start.
-    """
+    """``(lanes, spans, wall seconds)`` inside the kit's wrapper; spans by lane, then start."""
     process, thread = {}, {}
     for e in events:
         if e.get("ph") == "M":
