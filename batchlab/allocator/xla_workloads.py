@@ -98,7 +98,7 @@ def weight_specs(d_model, d_hidden, dtype):
 def _block_calls(name, calls, weights, plans, keep_results=True) -> XlaWorkload:
     """The weights, then one call per ``(input spec, plan, owner)``, each dropping its input."""
     b = CallEventsBuilder()
-    b.alloc_all(dict(zip(("w1", "w2"), weights, strict=True)), "weights")
+    b.alloc_all({"w1": weights[0], "w2": weights[1]}, "weights")
     results = []
     for i, (x, plan, owner) in enumerate(calls):
         b.alloc_all({("x", i): x}, owner)
