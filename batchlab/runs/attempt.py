@@ -2,10 +2,8 @@
 
 :class:`Items` views a list of pytrees or an array (items along axis 0) alike; in a list the
 most common structure/shape/dtype is the item type and the others are flagged bad before
-anything runs (stacking them would fail the whole batch, or silently change its dtype).
-:class:`BatchRunner` compiles per batch size (closed-over arrays planned as arguments),
-refuses a plan over the budget, runs, and bisects a failing batch to its bad items; every
-call, each half included, is logged (:class:`batchlab.runs.results.BatchLog`).
+anything runs. :class:`BatchRunner` compiles per batch size, refuses a plan over the budget,
+runs, and bisects a failing batch to its bad items, logging every call.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The largest batch that fits a memory budget, from XLA's compiled plans (nothing runs).
 
-Each batch size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs;
-:func:`search` aims where the line through two measured points meets the budget. The
-figure compared is :func:`planned_bytes`, a lower bound of what a device needs, so
-``margin=`` divides the budget by a ratio, given or measured (``"calibrated"``).
+Each size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs. The plan
+is a lower bound of what a device needs, so ``margin=`` divides the budget by a ratio.
 """
 
 from __future__ import annotations

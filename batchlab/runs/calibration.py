@@ -1,11 +1,9 @@
 """A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process.
 
-XLA's plan is a lower bound of what a call needs (on XLA:CPU the runtime allocates outside
-it: YNNPACK packs matrix weights, inputs are copied into place). :func:`calibrate` runs the
-batch for real in a fresh process (:func:`batchlab._util.child.run_child`) at a small and a
-larger size and divides the observed peak (+ the closed-over arrays, resident before the
-call) by the plan; the larger ratio, never below 1, is the margin. :func:`run_under_limit`
-is the check: one batch under ``RLIMIT_AS`` = the child's baseline + the budget (Linux).
+XLA's plan is a lower bound of what a call needs (XLA:CPU allocates outside it: YNNPACK packs
+matrix weights). :func:`calibrate` runs the batch at a small and a larger size in a fresh
+process (:func:`batchlab._util.child.run_child`); the larger observed / planned ratio, never
+below 1, is the margin. :func:`run_under_limit` runs one batch under ``RLIMIT_AS`` (Linux).
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """What a checkpoint belongs to: fingerprints of functions, data and settings.
 
-:func:`fn_fingerprint` hashes what decides a function's output: bytecode and constants,
-nested code, defaults, closure values, the globals it reads, ``functools.partial``
-arguments, callable objects' attributes, and a pytree node (an ``equinox.Module``, a flax
-module) as its type, static fields and leaves (arrays by their bytes), so ``lambda b: b * 3``
-never resumes a run of ``lambda b: b * 2`` and other weights never resume a model's run.
-:func:`fn_descriptions` puts the same parts in words, so a refusal can say what changed.
+:func:`fn_fingerprint` hashes what decides a function's output: its code and constants,
+defaults, closure values, the globals it reads, ``partial`` arguments, an object's attributes,
+and a pytree node (an equinox or flax module) by its type, static fields and leaves, so
+``lambda b: b * 3`` never resumes a run of ``lambda b: b * 2``. :func:`fn_descriptions` puts
+the same parts in words, so a refusal can say what changed.
 """
 
 from __future__ import annotations
@@ -92,6 +91,13 @@ def _cells(fn: types.FunctionType) -> list[tuple[str, Any]]:
     return out
 
 
+def _globals(fn: types.FunctionType) -> list[tuple[str, Any]]:
+    """The globals ``fn``'s code (nested code too) names, and their values, by name."""
+    return [
+        (v, fn.__globals__[v]) for v in sorted(_global_names(fn.__code__) & set(fn.__globals__))
+    ]
+
+
 def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
     """Feeds what decides ``v`` (a value or a callable) into ``h``; ``where`` names it."""
     put = lambda text: h.update(text.encode())  # noqa: E731
@@ -165,8 +171,8 @@ def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
         _hash(h, (v.__code__, v.__defaults__, v.__kwdefaults__), seen, depth, f"{where}")
         for var, value in _cells(v):
             _hash(h, value, seen, depth + 1, f"closure variable {var!r} of {name}")
-        for var in sorted(_global_names(v.__code__) & set(v.__globals__)):
-            _hash(h, v.__globals__[var], seen, depth + 1, f"global {var!r} read by {name}")
+        for var, value in _globals(v):
+            _hash(h, value, seen, depth + 1, f"global {var!r} read by {name}")
     elif isinstance(v, types.BuiltinFunctionType):
         put(f"builtin:{getattr(v, '__module__', None) or ''}.{name};")
     else:  # a callable object: its class's __call__ and its attributes
@@ -204,8 +210,7 @@ def _reads(fn: Any) -> tuple[Any, list[tuple[str, Any]]]:
     if not isinstance(fn, types.FunctionType):
         return None, []
     reads = [(f"fn closure variable {var!r}", value) for var, value in _cells(fn)]
-    names = sorted(_global_names(fn.__code__) & set(fn.__globals__))
-    return fn, reads + [(f"fn global {var!r}", fn.__globals__[var]) for var in names]
+    return fn, reads + [(f"fn global {var!r}", value) for var, value in _globals(fn)]
 
 
 def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
@@ -243,9 +248,7 @@ def describe(value: Any, depth: int = 0) -> str:
         if len(text) <= 120:
             return text
     if isinstance(value, types.FunctionType) and depth < 2:
-        g = value.__globals__
-        names = sorted(_global_names(value.__code__) & set(g))
-        reads = [f"{v}={describe(g[v], 2)}" for v in names if isinstance(g[v], _PLAIN)]
+        reads = [f"{v}={describe(x, 2)}" for v, x in _globals(value) if isinstance(x, _PLAIN)]
         return f"function {value.__qualname__}" + (f" reading {', '.join(reads)}" if reads else "")
     if _is_node(value):  # a model: each weight by path, dtype, shape and a short hash
         leaves = jax.tree_util.tree_flatten_with_path(value)[0]

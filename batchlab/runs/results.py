@@ -55,13 +55,10 @@ class BatchLog(NamedTuple):
 class RunResult(Rows):
     """The outcome of :func:`batchlab.run_batches`.
 
-    ``outputs``: ``fn``'s outputs for the good items stacked in input order (or ``None``),
-    ``indices`` their item indices; ``failures`` the items without output; ``complete``:
-    every item attempted; ``batches``: every call, memory retries and bisection halves
-    included; ``retries``: batches retried smaller; ``seconds`` of this call;
-    ``checkpoint_error``: why a save failed (the run stopped there);
-    ``resumed_at_other_size``: the checkpoint had other batch settings; ``budget_bytes``:
-    what batches were planned against, ``margin`` and ``margin_source`` what divided it.
+    ``outputs``: the good items' outputs stacked in input order (or ``None``), ``indices``
+    their item indices; ``failures``: the items without output; ``batches``: every call,
+    memory retries and bisection halves included; ``checkpoint_error``: why a save failed
+    (the run stopped there); ``budget_bytes``: what batches were planned against.
     """
 
     n_items: int

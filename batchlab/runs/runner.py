@@ -143,12 +143,10 @@ def run_batches(
 
     Raises:
       TypeError / ValueError: bad arguments (checked before anything runs).
-      BatchItemError / BatchMemoryError: a bad item, or out of memory at ``min_batch_size``,
-        with ``on_error="raise"``; BatchFnError: ``fn`` fails the same way on every item,
-        or (manual) drops the batch axis. Each keeps what finished in ``.result``.
-      RunInterrupted: Ctrl-C (a ``KeyboardInterrupt``; ``.result`` keeps what finished).
-      batchlab.runs.checkpoint.CheckpointError: a corrupt or mismatched checkpoint, or an
-        ``fn`` that cannot be fingerprinted (pass ``run_name``).
+      BatchItemError / BatchMemoryError (``on_error="raise"``), BatchFnError (a broken
+        ``fn``), RunInterrupted (Ctrl-C): each keeps what finished in ``.result``.
+      CheckpointError: a corrupt or mismatched checkpoint, or an ``fn`` that cannot be
+        fingerprinted (pass ``run_name``).
 
     Example:
       >>> import jax.numpy as jnp
@@ -157,7 +155,8 @@ def run_batches(
       ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 2])
     """
     check_callable(fn)
-    check_choice(on_error, "on_error", ("skip", "raise"))
+    if not isinstance(on_error, str) or on_error not in ("skip", "raise"):
+        raise ValueError(f"`on_error` must be 'skip' or 'raise', got {on_error!r}.")
     if batch_size != "auto":
         batch_size = check_positive_int(batch_size, "batch_size")
     if budget_bytes is not None:

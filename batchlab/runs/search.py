@@ -85,24 +85,14 @@ def _search(plan, budget, upper, m, method) -> int:
     return top if fits(top) else _refine(plan, fits, budget, lo + 1, top, method)[0]
 
 
-class _Scaled:
-    """``plan`` seen in units of ``step`` batch items (the multiples of a chunk)."""
-
-    def __init__(self, plan, step):
-        self.plan, self.step = plan, step
-        self.known = {b // step: p for b, p in plan.known.items() if b % step == 0}
-
-    def __call__(self, u: int) -> int:
-        return self.plan(u * self.step)
-
-
-def _largest(plan, budget, upper, method, step) -> int:
-    """The largest ``u <= upper`` with ``plan(u * step) <= budget`` (0 if none), neighbours measured."""
+def _largest(plans, budget, upper, method, step) -> int:
+    """The largest ``u <= upper`` with ``plans(u * step) <= budget`` (0 if none), neighbours measured."""
     if upper < 1:
         return 0
-    plan = _Scaled(plan, step) if step > 1 else plan
+    known = {b // step: p for b, p in plans.known.items() if b % step == 0}
+    known = {u: p for u, p in known.items() if 1 <= u <= upper}
+    plan = lambda u: plans(u * step)  # noqa: E731 (in units of step items: a chunk's multiples)
     fits = lambda u: plan(u) <= budget  # noqa: E731
-    known = {u: p for u, p in plan.known.items() if 1 <= u <= upper}
     fitting = sorted(u for u, p in known.items() if p <= budget)
     prev = None  # the fitting point before lo, for extrapolation
     if method == "interpolate" and fitting:  # warm start from earlier searches
