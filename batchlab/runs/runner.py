@@ -200,14 +200,13 @@ def run_batches(
     if margin is not None:  # batches are planned against budget / margin
         base = budget_bytes if budget_bytes is not None else default_budget().bytes
         if margin != "calibrated":
-            budget_bytes, state.margin_source = max(1, int(base / margin)), "given"
-            state.margin = margin
+            planned = (max(1, int(base / margin)), margin, "given")
         elif not data.n:  # no items: nothing to measure, nothing to size
-            budget_bytes, state.margin, state.margin_source = base, 1.0, "not calibrated: no items"
+            planned = (base, 1.0, "not calibrated: no items")
         else:
             r = max_batch_size(fn, data.spec_item, budget_bytes=base, margin="calibrated")
-            budget_bytes, state.margin = r.planned_budget_bytes, r.margin
-            state.margin_source = r.margin_source
+            planned = (r.planned_budget_bytes, r.margin, r.margin_source)
+        budget_bytes, state.margin, state.margin_source = planned
     runner = BatchRunner(fn, data, batched, budget_bytes, check_nan, min_batch_size)
     sizer = Sizer(min_batch_size, multiple_of, tolerance)
     settings = dict(batch_size=batch_size, budget_bytes=budget_bytes)
@@ -222,8 +221,8 @@ def run_batches(
         known = any(h.get("treedef") is not None for h, _ in journal.records)
         treedef = None if known else _output_treedef(runner, data)  # no retrace when stored
         state.restore(journal.records, treedef, retry_failed=retry_failed, sizes=same)
-        state.other_size = not same  # other batch settings: the finished items stay, the rest
-    if not resumed or state.other_size:  # is re-sized
+        state.other_size = not same  # other settings: the finished items stay, the rest re-sized
+    if not resumed or state.other_size:
         state.size = _initial_size(runner, data, batch_size, budget_bytes, sizer)
     if data.n and state.size == 0:
         state.stop_reason = f"not even one item fits budget_bytes={budget_bytes} (planned)"
