@@ -1,11 +1,9 @@
 """Memory limits and faults (06-07): budgets, the largest batch that fits, runs that resume.
 
-``max_batch_size`` searches XLA's compiled plans for the largest batch under a budget
-(``default_budget``); ``run_batches`` runs a dataset in batches, shrinking a batch that runs
-out of memory, bisecting to bad items and journalling finished items to a checkpoint, so a
-killed or interrupted (``RunInterrupted``) run resumes at any batch size. ``calibrate``
-measures the plan-to-real ratio in a fresh process; ``run_under_limit`` runs one batch
-under an address-space limit.
+``max_batch_size`` searches XLA's compiled plans for the largest batch under a budget;
+``run_batches`` runs a dataset in batches, shrinking a batch that runs out of memory,
+bisecting to bad items and journalling finished items, so a killed or interrupted run
+resumes at any batch size.
 """
 
 from batchlab.runs.budget import BatchSizeResult, Budget, default_budget, max_batch_size

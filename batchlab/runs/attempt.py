@@ -2,10 +2,8 @@
 
 :class:`Items` views a list of pytrees or an array (items along axis 0) alike; in a list the
 most common structure/shape/dtype is the item type and the others are flagged bad before
-anything runs (stacking them would fail the whole batch, or silently change its dtype).
-:class:`BatchRunner` compiles per batch size (closed-over arrays planned as arguments),
-refuses a plan over the budget, runs, and bisects a failing batch to its bad items; every
-call, each half included, is logged (:class:`batchlab.runs.results.BatchLog`).
+anything runs. :class:`BatchRunner` compiles per batch size, refuses a plan over the budget,
+runs, and bisects a failing batch to its bad items, logging every call.
 """
 
 from __future__ import annotations
@@ -53,9 +51,8 @@ def _describe(spec: tuple) -> str:
 
 
 def _spec(a: Any, drop: int = 0) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct(
-        np.shape(a)[drop:], a.dtype if hasattr(a, "dtype") else np.result_type(a)
-    )
+    dtype = a.dtype if hasattr(a, "dtype") else np.result_type(a)
+    return jax.ShapeDtypeStruct(np.shape(a)[drop:], dtype)
 
 
 class Items:
@@ -63,9 +60,9 @@ class Items:
 
     def __init__(self, items: Any) -> None:
         self.bad: dict[int, str] = {}
-        self.spec_item = None
+        self.spec_item, self.list, self.tree = None, items, None
         if isinstance(items, list):
-            self.list, self.n, self.tree = items, len(items), None
+            self.n = len(items)
             specs = []
             for item in items:
                 leaves, treedef = jax.tree_util.tree_flatten(item)
@@ -112,8 +109,7 @@ class Items:
         if self.tree is None:
             stack = lambda *xs: np.stack([np.asarray(x) for x in xs])  # noqa: E731
             return jax.tree_util.tree_map(stack, *[self.list[i] for i in indices])
-        where = np.asarray(indices)
-        return jax.tree_util.tree_map(lambda a: a[where], self.tree)
+        return jax.tree_util.tree_map(lambda a: a[np.asarray(indices)], self.tree)
 
 
 class BatchRunner:
@@ -153,24 +149,23 @@ class BatchRunner:
         """Output rows and structure for ``idx``, padded to ``size`` (a bisection's halves share
         one compile); a batched ``fn`` gets exactly ``idx``. A compile-time OOM is memory too."""
         size = len(idx) if self.batched else size
-        padded = idx + [idx[-1]] * (size - len(idx))
         drop = logging.Filter("nothing")  # a filter naming another logger drops every record
         try:
             program = self.program(size)
             _CALLBACK_LOG.addFilter(drop)
             try:
-                out = jax.block_until_ready(program(self.items.take(padded)))
+                out = program(self.items.take(idx + [idx[-1]] * (size - len(idx))))
+                out = jax.block_until_ready(out)
             finally:
                 _CALLBACK_LOG.removeFilter(drop)
             leaves = jax.tree_util.tree_leaves(out)
-            if self.batched and any(np.ndim(a) == 0 or np.shape(a)[0] != size for a in leaves):
-                shape = next(
-                    np.shape(a) for a in leaves if np.ndim(a) == 0 or np.shape(a)[0] != size
-                )
+            wrong = [np.shape(a) for a in leaves if np.ndim(a) == 0 or np.shape(a)[0] != size]
+            if self.batched and wrong:
                 raise FnBug(
-                    f"`fn` (strategy='manual') returned an output of shape {shape} for a batch of {size} "
-                    f"items: every output must keep the batch as its leading axis (size {size}). "
-                    f"Return one row per item, or pass a function of one item with strategy='vmap'."
+                    f"`fn` (strategy='manual') returned an output of shape {wrong[0]} for a batch of "
+                    f"{size} items: every output must keep the batch as its leading axis (size "
+                    f"{size}). Return one row per item, or pass a function of one item with "
+                    f"strategy='vmap'."
                 )
             rows = [np.asarray(leaf)[: len(idx)] for leaf in leaves]
         except (OutOfMemory, FnBug):
@@ -190,10 +185,9 @@ class BatchRunner:
             return
         half = math.ceil(len(idx) / 2)
         for part in (idx[:half], idx[half:]):
-            t0, error = time.perf_counter(), None
+            t0, error, status = time.perf_counter(), None, "ok"
             try:
                 found.append((part, *self.run(part, half)))
-                status = "ok"
             except OutOfMemory as e:
                 status, error = e.kind, e
             except FnBug:
@@ -214,10 +208,7 @@ class BatchRunner:
         """
         try:
             return [(idx, *self.run(idx, size))], [], []
-        except OutOfMemory as e:
-            e.halves = []
-            raise
-        except FnBug:
+        except (OutOfMemory, FnBug):
             raise
         except Exception as e:
             found, failures, log = [], [], []
@@ -232,7 +223,7 @@ class BatchRunner:
                 raise FnBug(
                     f"`fn` fails on every item the same way, alone and as a batch of {len(idx)} "
                     f"({message}): this is a bug in `fn` (or in how it is called), not bad data. "
-                    f"Fix `fn` (try it on one item: fn(items[0])); with strategy='manual' it takes a "
-                    f"whole batch."
+                    f"Fix `fn` (try it on one item: fn(items[0])); with strategy='manual' it "
+                    f"takes a whole batch."
                 ) from e
             return found, failures, log

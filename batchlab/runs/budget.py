@@ -1,9 +1,7 @@
 """The largest batch that fits a memory budget, from XLA's compiled plans (nothing runs).
 
-Each batch size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs;
-:func:`search` aims where the line through two measured points meets the budget. The
-figure compared is :func:`planned_bytes`, a lower bound of what a device needs, so
-``margin=`` divides the budget by a ratio, given or measured (``"calibrated"``).
+Each size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs. The plan
+is a lower bound of what a device needs, so ``margin=`` divides the budget by a ratio.
 """
 
 from __future__ import annotations
@@ -13,9 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import psutil
+
 from batchlab._util.checks import (
     check_array_tree,
     check_callable,
+    check_choice,
     check_positive_float,
     check_positive_int,
 )
@@ -57,12 +58,8 @@ def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Bud
     stats = device_memory(device)
     if stats is not None and stats.room_bytes is not None:  # 0 is an answer: no room left
         what = "bytes_limit" if stats.bytes_limit else "pool_bytes"
-        return Budget(
-            int(stats.room_bytes),
-            f"free device memory: {what} - bytes_in_use (jax.Device.memory_stats())",
-        )
-    import psutil
-
+        source = f"free device memory: {what} - bytes_in_use (jax.Device.memory_stats())"
+        return Budget(int(stats.room_bytes), source)
     available = int(psutil.virtual_memory().available)
     return Budget(int(available * fraction), f"{fraction:.0%} of available host memory (psutil)")
 
@@ -92,11 +89,7 @@ class BatchSizeResult(Rows):
     @property
     def planned_budget_bytes(self) -> int:
         """The figure the plan was compared with: the budget, divided by ``margin`` if any."""
-        return (
-            self.budget_bytes
-            if self.margin is None
-            else max(1, int(self.budget_bytes / self.margin))
-        )
+        return max(1, int(self.budget_bytes / self.margin)) if self.margin else self.budget_bytes
 
     @property
     def compilations(self) -> int:
@@ -125,23 +118,16 @@ class BatchSizeResult(Rows):
     def _rows(self) -> list[tuple[str, str]]:
         chunk = f" (chunk_size={self.chunk_size})" if self.chunk_size else ""
         earlier = len(self.curve) - self.compilations
+        more = f"; {earlier} more sizes planned earlier)" if earlier > 0 else ")"
         rows = [
-            (
-                "largest batch",
-                f"{self.batch_size}" + (" (capped by `upper`)" if self.capped else ""),
-            ),
+            ("largest batch", f"{self.batch_size}{' (capped by `upper`)' if self.capped else ''}"),
             ("planned bytes there", format_bytes(self.planned_bytes)),
             ("budget", f"{format_bytes(self.budget_bytes)} ({self.budget_source})"),
         ]
         if self.margin is not None:
-            rows += [
-                ("margin", f"{self.margin:.2f}x ({self.margin_source})"),
-                (
-                    "plan compared with",
-                    f"budget / margin = {format_bytes(self.planned_budget_bytes)}",
-                ),
-            ]
-        more = f"; {earlier} more sizes planned earlier)" if earlier > 0 else ")"
+            compared = f"budget / margin = {format_bytes(self.planned_budget_bytes)}"
+            rows += [("margin", f"{self.margin:.2f}x ({self.margin_source})")]
+            rows += [("plan compared with", compared)]
         rows += [
             ("strategy", self.strategy + chunk),
             ("compilations", f"{self.compilations} ({self.method} search{more}"),
@@ -160,21 +146,17 @@ class BatchSizeResult(Rows):
 
 def check_in_axes(in_axes: Any, example_item: Any) -> None:
     """``in_axes`` is 0, or a tuple of 0/None matching the tuple ``example_item``, one 0 at least."""
-    if isinstance(in_axes, int) and not isinstance(in_axes, bool) and in_axes == 0:
+    zero = lambda a: isinstance(a, int) and not isinstance(a, bool) and a == 0  # noqa: E731
+    if zero(in_axes):
         return
-    if not isinstance(in_axes, tuple) or not all(
-        a is None or (isinstance(a, int) and not isinstance(a, bool) and a == 0) for a in in_axes
-    ):
+    if not isinstance(in_axes, tuple) or not all(a is None or zero(a) for a in in_axes):
         raise ValueError(
             f"`in_axes` must be 0 or a tuple of 0 (batched) and None (shared), one per argument, "
             f"got in_axes={in_axes!r}; e.g. in_axes=(0, None) for fn(x, weights)."
         )
     if not isinstance(example_item, tuple) or len(example_item) != len(in_axes):
-        got = (
-            f"a tuple of {len(example_item)}"
-            if isinstance(example_item, tuple)
-            else type(example_item).__name__
-        )
+        tuple_ = isinstance(example_item, tuple)
+        got = f"a tuple of {len(example_item)}" if tuple_ else type(example_item).__name__
         raise ValueError(
             f"with in_axes={in_axes!r}, `example_item` must be the tuple of fn's {len(in_axes)} "
             f"arguments for one item, got {got}; e.g. example_item=(x_item, weights)."
@@ -250,8 +232,7 @@ def max_batch_size(
     else:
         budget = Budget(check_positive_int(budget_bytes, "budget_bytes"), "given")
     upper = _DEFAULT_UPPER if upper is None else check_positive_int(upper, "upper")
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    check_choice(method, "method", METHODS)
     if known is not None and not isinstance(known, dict):
         raise TypeError(
             f"`known` must be a dict {{batch size: planned bytes}} (or None), got "
@@ -260,44 +241,22 @@ def max_batch_size(
     if on_compile is not None:
         check_callable(on_compile, "on_compile")
     saw = strategy in ("map", "chunked") and chunk_size and chunk_size > 1
-    multiple = chunk_size if saw else None
     known = {} if known is None else known  # a calibrated search plans twice: share the points
-    compiled = 0
+    stats = {"compiled": 0}
 
     def largest(limit: int) -> tuple[int, dict]:
-        nonlocal compiled
-        stats: dict = {}
-        found = search(
-            f,
-            example_item,
-            limit,
-            upper,
-            multiple,
-            method=method,
-            known=known,
-            on_compile=on_compile,
-            stats=stats,
-            in_axes=in_axes,
-        )
-        compiled += stats["compiled"]
-        return found
+        multiple = chunk_size if saw else None
+        kw = dict(method=method, known=known, on_compile=on_compile, stats=stats, in_axes=in_axes)
+        return search(f, example_item, limit, upper, multiple, **kw)
 
     calibration, source, extra = None, None, {}
     if margin == "calibrated":
         answer, curve = largest(budget.bytes)
-        margin = 1.0
-        if answer == 0:
-            source = "not calibrated: not even one item fits the plan"
-        else:
-            calibration = calibrate(
-                unjit(fn),
-                example_item,
-                calibration_sizes(answer, known),
-                strategy=strategy,
-                chunk_size=chunk_size,
-                in_axes=in_axes,
-                known=known,
-            )
+        margin, source = 1.0, "not calibrated: not even one item fits the plan"
+        if answer:
+            sizes = calibration_sizes(answer, known)
+            kw = dict(strategy=strategy, chunk_size=chunk_size, in_axes=in_axes, known=known)
+            calibration = calibrate(unjit(fn), example_item, sizes, **kw)
             margin, source = calibration.ratio, f"calibrated: {calibration.source}"
             extra["source"] = (
                 "compiled memory analysis (XLA); the margin's batches run in a fresh process"
@@ -320,12 +279,9 @@ def max_batch_size(
         tuple(sorted(curve.items())),
         upper,
         **extra,
-        compiled=compiled,
+        compiled=stats["compiled"],
         method=method,
         margin=margin,
         margin_source=source,
         calibration=calibration,
     )
-
-
-__all__ = ["BatchSizeResult", "Budget", "default_budget", "max_batch_size"]

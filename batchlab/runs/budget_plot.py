@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from matplotlib.ticker import FuncFormatter
+
 from batchlab._util.format import format_bytes
 from batchlab._util.plotting import log2_axis, new_figure, short_bytes
+
+_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
+_STYLES = (("s-", 7, 3), ("o--", 5, 2), ("^-.", 5, 2), ("v:", 5, 2))
 
 
 def plot_budget_curves(
@@ -15,69 +20,36 @@ def plot_budget_curves(
 ):
     """Planned bytes versus batch size for several searches, with the budget line.
 
-    Each curve is drawn from the points its search compiled (or, with
-    ``known``, every point planned so far for that strategy); the answer of
-    each search is ringed. For a chunked ``lax.map``, batch sizes that are
-    not a multiple of the chunk plan a remainder apart: they are drawn as
-    separate marks, not joined to the line. Log-log axes (base 2).
+    Each curve is drawn from the points its search compiled (or, with ``known``, every
+    point planned so far for that strategy); each answer is ringed. For a chunked
+    ``lax.map``, sizes that are not a multiple of the chunk plan a remainder apart: they are
+    drawn as separate marks, not joined to the line. Log-log axes (base 2).
     """
-    from matplotlib.ticker import FuncFormatter
-
-    if axes is None:
-        fig, axes = new_figure(1, width=7.0, height=4.2)
-    fig = axes.figure
-    colors = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
-    styles = (("s-", 7, 3), ("o--", 5, 2), ("^-.", 5, 2), ("v:", 5, 2))
+    axes = new_figure(1, width=7.0, height=4.2)[1] if axes is None else axes
     for i, r in enumerate(results):
-        label = (
-            labels[i]
-            if labels
-            else r.strategy + (f" (chunk {r.chunk_size})" if r.chunk_size else "")
-        )
+        chunked = f" (chunk {r.chunk_size})" if r.chunk_size else ""
+        label = labels[i] if labels else r.strategy + chunked
         points = sorted((known[i] if known else dict(r.curve)).items())
         chunk = r.chunk_size if r.strategy != "vmap" and r.chunk_size and r.chunk_size > 1 else 0
         line = [(b, p) for b, p in points if not chunk or b % chunk == 0 or b < chunk]
         rest = [(b, p) for b, p in points if (b, p) not in line]
-        color = colors[i % len(colors)]
-        fmt, ms, z = styles[i % len(styles)]
+        color, (fmt, ms, z) = _COLORS[i % len(_COLORS)], _STYLES[i % len(_STYLES)]
         if line:
-            xs, ys = zip(*line, strict=True)
-            axes.plot(
-                xs,
-                ys,
-                fmt,
-                color=color,
-                ms=ms,
-                zorder=z,
-                label=f"{label}: largest batch {r.batch_size}",
-            )
+            kw = dict(color=color, ms=ms, zorder=z, label=f"{label}: largest batch {r.batch_size}")
+            axes.plot(*zip(*line, strict=True), fmt, **kw)
         if rest:
-            xs, ys = zip(*rest, strict=True)
-            axes.plot(
-                xs,
-                ys,
-                "x",
-                color=color,
-                ms=8,
-                mew=2,
-                zorder=z,
-                label=f"{label}: batch % {chunk} != 0 (remainder planned apart)",
-            )
+            kw = dict(color=color, ms=8, mew=2, zorder=z)
+            kw["label"] = f"{label}: batch % {chunk} != 0 (remainder planned apart)"
+            axes.plot(*zip(*rest, strict=True), "x", **kw)
         if r.planned_bytes is not None:
             axes.plot([r.batch_size], [r.planned_bytes], "o", ms=14, mfc="none", mec=color, mew=2)
     axes.plot([], [], "o", ms=12, mfc="none", mec="black", mew=2, label="answer (ringed)")
     budgets = sorted({r.budget_bytes for r in results})
     for b in budgets:
         axes.axhline(b, color="red", ls="--", lw=1.5)
-    axes.text(
-        0.01,
-        budgets[-1],
-        f" budget {format_bytes(budgets[-1])}",
-        color="red",
-        ha="left",
-        va="bottom",
-        transform=axes.get_yaxis_transform(),
-    )
+    top = f" budget {format_bytes(budgets[-1])}"
+    transform = axes.get_yaxis_transform()
+    axes.text(0.01, budgets[-1], top, color="red", ha="left", va="bottom", transform=transform)
     log2_axis(axes, "x")
     axes.set_yscale("log", base=2)
     axes.yaxis.set_major_formatter(FuncFormatter(short_bytes))
@@ -86,4 +58,4 @@ def plot_budget_curves(
     axes.set_title("planned bytes per batch (XLA compiled memory analysis)")
     axes.grid(True, alpha=0.3)
     axes.legend(loc="lower right", fontsize=9)
-    return fig
+    return axes.figure

@@ -1,33 +1,33 @@
 """A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process.
 
-XLA's plan is a lower bound of what a call needs (on XLA:CPU the runtime allocates outside
-it: YNNPACK packs matrix weights, inputs are copied into place). :func:`calibrate` runs the
-batched function for real in a fresh process (:mod:`batchlab.runs.observed`) at a small and
-a larger size and divides the observed peak (+ the closed-over arrays, resident before the
-call) by the plan; the larger ratio, never below 1, is the margin. :func:`run_under_limit`
-is the check: one batch under ``RLIMIT_AS`` = the child's baseline + the budget (Linux).
+XLA's plan is a lower bound of what a call needs (XLA:CPU allocates outside it: YNNPACK packs
+matrix weights). :func:`calibrate` runs the batch at a small and a larger size in a fresh
+process (:func:`batchlab._util.child.run_child`); the larger observed / planned ratio, never
+below 1, is the margin. :func:`run_under_limit` runs one batch under ``RLIMIT_AS`` (Linux).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
+import resource
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import cloudpickle
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.child import TIMEOUT as CHILD_TIMEOUT
-from batchlab._util.child import run_child
+from batchlab._util.child import TIMEOUT, run_child
 from batchlab._util.format import Rows, format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
-from batchlab.runs.observed import run_here
 from batchlab.runs.planning import batch_args, batch_planner, compile_program, unjit
 
 #: calibrations already measured: ``{key: (fn, Calibration)}`` (fn kept: ids are reused)
-CACHE: dict[tuple, tuple[Any, Calibration]] = {}
-TIMEOUT = CHILD_TIMEOUT  # the kit's one timeout policy (batchlab._util.child)
+CACHE: dict[tuple, tuple[Any, Any]] = {}
 #: the largest plan a calibration runs for real (a larger answer is calibrated at a fraction of it)
 MAX_CALIBRATION_BYTES = 1 << 30
 
@@ -56,34 +56,113 @@ def check_margin(margin: Any) -> float | str | None:
 
 def calibration_sizes(answer: int, planned: dict[int, int]) -> tuple[int, ...]:
     """A quarter of the raw answer and the answer (scaled down while its plan passes 1 GiB)."""
-    large = answer
-    p = planned.get(answer)
-    if p is not None and p > MAX_CALIBRATION_BYTES:
-        large = max(1, int(answer * MAX_CALIBRATION_BYTES / p))
+    p = planned.get(answer) or 0
+    large = max(1, int(answer * MAX_CALIBRATION_BYTES / p)) if p > MAX_CALIBRATION_BYTES else answer
     return tuple(sorted({max(1, large // 4), large}))
 
 
+# ---- the child's side: each job warms up (compiles), frees everything, then measures one call
+
+
+def _status(field: str) -> int | None:
+    """A ``/proc/self/status`` memory field in bytes (Linux), else None."""
+    with contextlib.suppress(OSError), open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def _trim() -> None:
+    """Frees what Python and glibc keep, so the next call's pages are faulted in anew."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _call(run: Any, args: Any) -> Any:
+    """One call on device arrays: host arrays put there (one buffer each), specs made as zeros."""
+
+    def put(a):
+        return jnp.zeros(a.shape, a.dtype) if isinstance(a, jax.ShapeDtypeStruct) else a
+
+    return jax.block_until_ready(
+        run(*jax.tree_util.tree_map(lambda a: jax.device_put(put(a)), args))
+    )
+
+
+def _observe(run: Any, args: Any) -> dict:
+    """The peak of one call: host RSS growth on CPU (``VmHWM`` reset), the device peak on a GPU."""
+    device = jax.devices()[0]
+    stats = device.memory_stats()
+    if stats is not None:
+        before = int(stats.get("bytes_in_use", 0))
+        _call(run, args)
+        peak = int(device.memory_stats().get("peak_bytes_in_use", 0))
+        source = "device memory_stats: peak_bytes_in_use - bytes_in_use before"
+        return {"bytes": max(peak - before, 0), "source": source}
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")  # resets the resident high-water mark (Linux >= 4.0)
+        before = _status("VmRSS")
+    except OSError:
+        before = None
+    if before is None:
+        return {"bytes": None, "source": "no resettable host peak here (needs Linux /proc)"}
+    _call(run, args)
+    source = "host peak RSS (VmHWM, reset before the call) - RSS before, fresh process"
+    return {"bytes": max(int(_status("VmHWM")) - before, 0), "source": source}
+
+
+def _limit(run: Any, args: Any, budget: int) -> dict:
+    """One call under ``RLIMIT_AS`` = the warmed-up baseline (``VmSize``) + ``budget``."""
+    base = _status("VmSize")
+    if base is None:
+        return {"ran": None, "source": "no address-space figure here (needs Linux /proc)"}
+    resource.setrlimit(resource.RLIMIT_AS, (base + int(budget), resource.RLIM_INFINITY))
+    try:
+        _call(run, args)
+        outcome = {"ran": True, "error": None}
+    except Exception as e:  # the limit bit: its message is the figure
+        outcome = {"ran": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    source = "RLIMIT_AS = VmSize after a warm-up call (compiled, freed, trimmed) + budget"
+    return {**outcome, "baseline_bytes": base, "source": source}
+
+
+def run_here(jobs: list) -> dict:
+    """``{label: reply}`` for ``(label, kind, run, args, budget)`` jobs, one after the other."""
+    result = {}
+    for label, kind, run, args, budget in jobs:
+        try:
+            _call(run, args)  # compiles every program it needs
+            _trim()
+            result[label] = _limit(run, args, budget) if kind == "limit" else _observe(run, args)
+        except Exception as e:  # one job's failure (e.g. out of memory) is its figure
+            why = f"failed: {type(e).__name__}: {str(e)[:200]}"
+            result[label] = {"bytes": None, "ran": None, "source": why}
+        _trim()
+    return result
+
+
+# ---- the parent's side
+
+
 def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
-    """``{label: reply}`` for ``(label, kind, run, args, budget)`` jobs run in ONE fresh process
-    (:func:`batchlab._util.child.run_child`); a child that dies or runs out of time answers
-    every job with ``bytes``/``ran`` ``None`` and the reason in ``source``."""
-    labels = [job[0] for job in jobs]
+    """``{label: reply}`` for ``(label, kind, run, args, budget)`` jobs run in ONE fresh process;
+    a child that dies or runs out of time answers every job with ``None`` and the reason."""
     child = run_child(run_here, cloudpickle.dumps(jobs), timeout=timeout)
-    reply = child.reply
+    reply, why, ran = child.reply, child.why, False
     if reply is None and child.returncode is None:
-        return {
-            k: {"bytes": None, "ran": None, "source": "not observed: out of time"} for k in labels
-        }
-    if reply is None:
-        return {
-            k: {"bytes": None, "ran": False, "error": child.why, "source": child.why}
-            for k in labels
-        }
-    if "error" in reply and isinstance(reply["error"], dict):
+        why, ran = "not observed: out of time", None
+    elif reply is not None and isinstance(reply.get("error"), dict):
         e = reply["error"]
-        why = f"could not rebuild the jobs here ({e.get('type')}: {e.get('message')})"
-        return {k: {"bytes": None, "ran": None, "source": why} for k in labels}
-    return reply
+        why, ran = f"could not rebuild the jobs here ({e.get('type')}: {e.get('message')})", None
+    elif reply is not None:
+        return reply
+    failed = {"bytes": None, "ran": ran, "source": why}
+    return {job[0]: {**failed, "error": why} if ran is False else failed for job in jobs}
 
 
 class BatchJob:
@@ -110,16 +189,11 @@ def _arg_specs(example_item: Any, size: int, in_axes: Any) -> tuple:
     specs = batch_args(example_item, size, in_axes)
     if not isinstance(in_axes, tuple):
         return specs
+    host = lambda a: a if isinstance(a, jax.ShapeDtypeStruct) else np.asarray(a)  # noqa: E731
     return tuple(
-        s if ax == 0 else jax.tree_util.tree_map(_host_or_spec, a)
+        s if ax == 0 else jax.tree_util.tree_map(host, a)
         for s, a, ax in zip(specs, example_item, in_axes, strict=True)
     )
-
-
-def _host_or_spec(leaf: Any) -> Any:
-    if isinstance(leaf, jax.ShapeDtypeStruct):
-        return leaf
-    return np.asarray(leaf)
 
 
 class Calibration(NamedTuple):
@@ -154,12 +228,6 @@ class Calibration(NamedTuple):
         return f"margin {self.ratio:.2f}x ({self.source})"
 
 
-def _key(fn: Any, example_item: Any, strategy: str, chunk_size, in_axes, sizes) -> tuple:
-    leaves, tree = jax.tree_util.tree_flatten(example_item)
-    shapes = tuple((tuple(np.shape(x)), str(np.dtype(x.dtype))) for x in leaves)
-    return (id(fn), str(tree), shapes, strategy, chunk_size, repr(in_axes), tuple(sizes))
-
-
 def calibrate(
     fn: Callable,
     example_item: Any,
@@ -178,49 +246,36 @@ def calibrate(
     per size. Cached per ``fn``, shapes, strategy, chunk size, ``in_axes`` and sizes;
     ``known``: planned bytes per size already compiled.
     """
-    key = _key(fn, example_item, strategy, chunk_size, in_axes, sizes)
-    hit = CACHE.get(key)
-    if hit is not None and hit[0] is fn:
-        return hit[1]
-    plain = unjit(fn)
+    leaves, tree = jax.tree_util.tree_flatten(example_item)
+    shapes = tuple((tuple(np.shape(x)), str(np.dtype(x.dtype))) for x in leaves)
+    key = (id(fn), str(tree), shapes, strategy, chunk_size, repr(in_axes), tuple(sizes))
+    if key in CACHE and CACHE[key][0] is fn:
+        return CACHE[key][1]
+    plain, known = unjit(fn), known or {}
+    batched = batch(plain, strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
+    plan = batch_planner(batched)
+    planned = {b: int(known.get(b) or plan(*batch_args(example_item, b, in_axes))) for b in sizes}
     job = BatchJob(plain, strategy, chunk_size, in_axes)
-    plan = batch_planner(batch(plain, strategy=strategy, chunk_size=chunk_size, in_axes=in_axes))
-    known = {} if known is None else known
-    planned = {
-        b: int(known[b]) if b in known else int(plan(*batch_args(example_item, b, in_axes)))
-        for b in sizes
-    }
     jobs = [(str(b), "observe", job, _arg_specs(example_item, b, in_axes), 0) for b in sizes]
     if device_memory() is None:
         reply = run_jobs(jobs, timeout)
     else:  # a device peak cannot be reset: one process per size
-        reply = {}
-        for j in jobs:
-            reply.update(run_jobs([j], timeout / len(jobs)))
+        reply = {k: v for j in jobs for k, v in run_jobs([j], timeout / len(jobs)).items()}
     # closed-over arrays are resident before the call (they travel with fn): the plan counts
     # them, the growth cannot, so they are added to it
-    batched = batch(plain, strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
-    consts = (
-        0
-        if strategy == "host"
-        else compile_program(batched, *batch_args(example_item, min(sizes), in_axes)).const_bytes
-    )
+    spec = batch_args(example_item, min(sizes), in_axes)
+    consts = 0 if strategy == "host" else compile_program(batched, *spec).const_bytes
     observed = {b: reply.get(str(b), {}).get("bytes") for b in sizes}
-    points = tuple(
-        (b, planned[b], None if observed[b] is None else observed[b] + consts) for b in sizes
-    )
-    sources = {str(reply.get(str(b), {}).get("source")) for b in sizes}
+    points = tuple((b, planned[b], None if o is None else o + consts) for b, o in observed.items())
+    sources = "; ".join(sorted({str(reply.get(str(b), {}).get("source")) for b in sizes}))
     seen = [o / p for _, p, o in points if o is not None and p > 0]
-    ratio = max([1.0, *seen])
+    held = f" + closed-over arrays ({format_bytes(consts)})" if consts else ""
     how = (
-        f"max observed / planned of batches {', '.join(str(b) for b in sizes)}; "
-        f"{'; '.join(sorted(sources))}"
-        + (f" + closed-over arrays ({format_bytes(consts)})" if consts else "")
-        + f"; jax {jax.__version__} {jax.default_backend()}"
+        f"max observed / planned of batches {', '.join(map(str, sizes))}; {sources}{held}; "
+        f"jax {jax.__version__} {jax.default_backend()}"
     )
-    if not seen:
-        how = f"nothing observed ({'; '.join(sorted(sources))}): the plan as is"
-    result = Calibration(float(ratio), points, how, strategy, chunk_size)
+    how = how if seen else f"nothing observed ({sources}): the plan as is"
+    result = Calibration(float(max([1.0, *seen])), points, how, strategy, chunk_size)
     CACHE[key] = (fn, result)
     return result
 
@@ -259,24 +314,5 @@ def run_under_limit(
     job = BatchJob(unjit(fn), strategy, chunk_size, in_axes)
     args = _arg_specs(example_item, batch_size, in_axes)
     r = run_jobs([("run", "limit", job, args, int(budget_bytes))], timeout)["run"]
-    return LimitRun(
-        int(batch_size),
-        int(budget_bytes),
-        r.get("ran"),
-        r.get("error"),
-        r.get("baseline_bytes"),
-        str(r.get("source")),
-    )
-
-
-__all__ = [
-    "CACHE",
-    "BatchJob",
-    "Calibration",
-    "LimitRun",
-    "calibrate",
-    "calibration_sizes",
-    "check_margin",
-    "run_jobs",
-    "run_under_limit",
-]
+    figures = [r.get(k) for k in ("ran", "error", "baseline_bytes")]
+    return LimitRun(int(batch_size), int(budget_bytes), *figures, str(r.get("source")))

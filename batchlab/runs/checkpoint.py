@@ -30,25 +30,12 @@ FORMAT = "batchlab-checkpoint"
 VERSION = 1
 # how a run is cut into batches: stored, not fingerprinted (a resume may change them)
 SETTINGS = ("batch_size", "budget_bytes", "min_batch_size", "multiple_of", "tolerance")
+_MAGIC = b"BATCHLAB-JOURNAL-1\n"
+_RECORD = b"REC1"
 
 
 class CheckpointError(ValueError):
     """A checkpoint that is corrupt, or that belongs to a different run."""
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Writes ``path`` through a fsynced temp file renamed over it (a kill leaves the old file)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _corrupt(path: Path, why: str) -> CheckpointError:
@@ -58,8 +45,8 @@ def _corrupt(path: Path, why: str) -> CheckpointError:
     )
 
 
-_MAGIC = b"BATCHLAB-JOURNAL-1\n"
-_RECORD = b"REC1"
+def _folder(path: Path) -> Path:
+    return path.parent if str(path.parent) else Path(".")
 
 
 def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
@@ -67,7 +54,7 @@ def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`{name}` must be a file path (str), got {type(path).__name__} {path!r}.")
     path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
+    folder = _folder(path)
     if path.is_dir():
         raise ValueError(
             f"`{name}` must be a file path, got the folder {str(path)!r}; pass e.g. {str(path / 'run.ckpt')!r}."
@@ -98,8 +85,7 @@ def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
 
 def check_room(path: str | os.PathLike, needed_bytes: int, name: str = "checkpoint") -> None:
     """Raises ``ValueError`` when ``path``'s folder has less free space than ``needed_bytes``."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
+    folder = _folder(Path(path))
     try:
         free = shutil.disk_usage(folder).free
     except OSError:
@@ -117,17 +103,10 @@ def _encode(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
     for name, a in arrays.items():
         if a.dtype.hasobject:
             raise ValueError(f"checkpoint array {name!r} must be a numeric array, got {a.dtype}.")
-    header = {
-        **header,
-        "arrays": [[k, a.dtype.str, list(a.shape), a.nbytes] for k, a in arrays.items()],
-    }
-    text = json.dumps(header, sort_keys=True, default=str).encode()
-    body = (
-        _RECORD
-        + struct.pack("<Q", len(text))
-        + text
-        + b"".join(a.tobytes() for a in arrays.values())
-    )
+    specs = [[k, a.dtype.str, list(a.shape), a.nbytes] for k, a in arrays.items()]
+    text = json.dumps({**header, "arrays": specs}, sort_keys=True, default=str).encode()
+    body = _RECORD + struct.pack("<Q", len(text)) + text
+    body += b"".join(a.tobytes() for a in arrays.values())
     return body + hashlib.sha256(body).digest()
 
 
@@ -138,25 +117,24 @@ def _decode(data: bytes, at: int, path: Path):
     if data[at : at + 4] != _RECORD:
         raise _corrupt(path, f"no record marker at byte {at}")
     (n,) = struct.unpack("<Q", data[at + 4 : at + 12])
-    if at + 12 + n > len(data):
+    pos = at + 12 + n
+    if pos > len(data):
         return None
     try:
-        header = json.loads(data[at + 12 : at + 12 + n].decode())
+        header = json.loads(data[at + 12 : pos].decode())
         specs = header["arrays"]
-        total = sum(int(s[3]) for s in specs)
+        end = pos + sum(int(s[3]) for s in specs)
     except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
         raise _corrupt(path, f"unreadable record header at byte {at}: {e}") from e
-    end = at + 12 + n + total
     if end + 32 > len(data):
         return None
     if hashlib.sha256(data[at:end]).digest() != data[end : end + 32]:
         raise _corrupt(path, f"the record at byte {at} does not match its SHA-256")
-    arrays, pos = {}, at + 12 + n
+    arrays = {}
     for name, dtype, shape, nbytes in specs:
-        dt = np.dtype(dtype)
-        if dt.hasobject:
+        if np.dtype(dtype).hasobject:
             raise _corrupt(path, f"array {name!r} has an object dtype")
-        arrays[name] = np.frombuffer(data[pos : pos + nbytes], dt).reshape(shape).copy()
+        arrays[name] = np.frombuffer(data[pos : pos + nbytes], dtype).reshape(shape).copy()
         pos += nbytes
     return header, arrays, end + 32
 
@@ -175,10 +153,9 @@ class Journal:
       [2]
     """
 
-    def __init__(self, path, records, size, dropped, settings=None, vouched=False) -> None:
+    def __init__(self, path: Path, records: list, size: int, dropped: int, settings: dict):
         self.path, self.records, self.size, self.dropped_bytes = path, records, size, dropped
-        self.settings: dict[str, Any] = settings or {}
-        self.vouched = vouched  # resumed under run_name= over a journal of a fingerprinted fn
+        self.settings = settings
 
     @classmethod
     def open(
@@ -193,23 +170,23 @@ class Journal:
 
         ``parts`` are fingerprinted and compared; ``settings`` stored, never compared;
         ``described`` puts ``fn``'s parts in words for a refusal. A ``"run_name"`` in
-        ``parts`` vouches for ``fn`` (``journal.vouched``).
+        ``parts`` vouches for ``fn``.
         """
-        path = check_writable(path)
-        settings = dict(settings or {})
+        path, settings, described = check_writable(path), dict(settings or {}), described or {}
         if not path.exists():
-            header = {
-                "format": FORMAT,
-                "version": VERSION,
-                "fingerprint": fingerprint(parts),
-                "parts": parts,
-                "settings": settings,
-                "described": dict(described or {}),
-            }
+            header = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint(parts)}
+            header.update(parts=parts, settings=settings, described=described)
             blob = _MAGIC + _encode(header, {})
-            try:
-                _atomic_write(path, lambda f: f.write(blob))
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=_folder(path))
+            try:  # a fsynced temp file renamed over the path: a kill leaves no half header
+                with os.fdopen(fd, "wb") as f:
+                    f.write(blob)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
             except OSError as e:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
                 raise CheckpointError(
                     f"`checkpoint` file {str(path)!r} could not be created ({e.strerror or e}); "
                     f"nothing has run. Free space in its folder or pass another `checkpoint` path."
@@ -233,16 +210,13 @@ class Journal:
         theirs = dict(header.get("parts", {}))
         stored = {k: theirs.pop(k) for k in SETTINGS if k in theirs}  # older journals kept them
         ours = {k: v for k, v in parts.items() if k not in SETTINGS}
-        vouched = check_parts(path, theirs, ours, header.get("described") or {}, described or {})
+        check_parts(path, theirs, ours, header.get("described") or {}, described)
         records = []
-        while True:
-            rec = _decode(data, at, path)
-            if rec is None:
-                break
+        while (rec := _decode(data, at, path)) is not None:
             records.append(rec[:2])
             at = rec[2]
         settings = {**stored, **(header.get("settings") or {})}
-        return cls(path, records, at, len(data) - at, settings, vouched)
+        return cls(path, records, at, len(data) - at, settings)
 
     def append(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Appends one record and fsyncs; on a write error the file is cut back to its last record."""
@@ -263,90 +237,71 @@ class Journal:
 
 
 def _is_fn_key(key: str) -> bool:
-    return key == "run_name" or key == "fn" or key.startswith("fn ")
+    return key in ("run_name", "fn") or key.startswith("fn ")
 
 
 def _in_words(key: str, old: Any, new: Any, was: dict, now: dict) -> str:
     """One difference, in words: which part, then and now (printable values as they are)."""
     old_text, new_text = was.get(key), now.get(key)
-    if key.startswith("fn global ") or key.startswith("fn closure variable "):
-        what = "fn's " + key[3:]
-        if old is None:
-            return f"{what} is new (it was not read when the checkpoint was written)"
-        if new is None:
-            return f"{what} is no longer read"
-        weights = weights_changed(old_text, new_text) if old_text and new_text else None
-        if weights:
-            kind = new_text.split(" leaves: ")[0] + " leaves)"
-            return (
-                f"{what} ({kind}) has other weights than when the checkpoint was written: {weights}"
-            )
-        if old_text and new_text and old_text != new_text:
-            return f"{what} was {old_text} when the checkpoint was written and is {new_text} now"
-        about = f" ({new_text})" if new_text else ""
-        return f"{what}{about} changed (its content differs, or what it reads does)"
     if key == "fn code":
         return "fn's code changed (its bytecode, constants or defaults)"
     if key == "fn":
-        return "fn is another function or object" + (
-            f" ({old_text} there, {new_text} now)" if old_text and new_text else ""
-        )
+        both = f" ({old_text} there, {new_text} now)" if old_text and new_text else ""
+        return f"fn is another function or object{both}"
     if key == "run_name":
         return f"run_name was {old!r} when the checkpoint was written and is {new!r} now"
-    return f"{key}: {old!r} there, {new!r} now"
+    what = "fn's " + key[3:]
+    if old is None:
+        return f"{what} is new (it was not read when the checkpoint was written)"
+    if new is None:
+        return f"{what} is no longer read"
+    weights = weights_changed(old_text, new_text) if old_text and new_text else None
+    if weights:
+        kind = new_text.split(" leaves: ")[0] + " leaves)"
+        return f"{what} ({kind}) has other weights than when the checkpoint was written: {weights}"
+    if old_text and new_text and old_text != new_text:
+        return f"{what} was {old_text} when the checkpoint was written and is {new_text} now"
+    about = f" ({new_text})" if new_text else ""
+    return f"{what}{about} changed (its content differs, or what it reads does)"
 
 
-def check_parts(
-    path: Path,
-    theirs: dict[str, Any],
-    parts: dict[str, Any],
-    was: dict[str, str] | None = None,
-    now: dict[str, str] | None = None,
-) -> bool:
+def check_parts(path: Path, theirs: dict, parts: dict, was: dict, now: dict) -> None:
     """Raises :class:`CheckpointError` unless ``theirs`` (the journal's) and ``parts`` agree;
-    True when ``parts``' ``run_name`` vouches over a journal of a fingerprinted ``fn``."""
-    was, now = was or {}, now or {}
-    vouched = "run_name" in parts and "run_name" not in theirs
+    ``was``/``now`` put fn's parts in words."""
+    ckpt = f"`checkpoint` file {str(path)!r}"
+    restart = "delete it (or pass another `checkpoint` path) to start over"
     keys = set(theirs) | set(parts)
-    if vouched or ("run_name" in parts and theirs.get("run_name") == parts["run_name"]):
-        keys = {k for k in keys if not _is_fn_key(k)}  # the name vouches: fn's name is not compared
-    data_keys = sorted(k for k in keys if not _is_fn_key(k) and theirs.get(k) != parts.get(k))
+    if "run_name" in parts and theirs.get("run_name") in (None, parts["run_name"]):
+        keys = {k for k in keys if not _is_fn_key(k)}  # the name vouches: fn is not compared
+    differ = sorted(k for k in keys if theirs.get(k) != parts.get(k))
+    data_keys = [k for k in differ if not _is_fn_key(k)]
     if data_keys:
         detail = "; ".join(f"{k}: {theirs.get(k)!r} there, {parts.get(k)!r} now" for k in data_keys)
         raise CheckpointError(
-            f"`checkpoint` file {str(path)!r} was written by a different run ({detail}); it is not "
-            f"reused. Delete it or pass another `checkpoint` path to start over, or pass the same "
-            f"items and settings to resume it."
+            f"{ckpt} was written by a different run ({detail}); it is not reused. Delete it or pass "
+            f"another `checkpoint` path to start over, or pass the same items and settings to "
+            f"resume it."
         )
-    fn_keys = sorted(k for k in keys if _is_fn_key(k) and theirs.get(k) != parts.get(k))
-    if not fn_keys:
-        return vouched
-    if "run_name" in theirs and "run_name" not in parts:
+    if not differ:
+        return
+    name = theirs.get("run_name")
+    if name is not None and "run_name" not in parts:
         raise CheckpointError(
-            f"`checkpoint` file {str(path)!r} was written under run_name={theirs['run_name']!r}; "
-            f"pass run_name={theirs['run_name']!r} to resume it, or delete it (or pass another "
-            f"`checkpoint` path) to start over."
+            f"{ckpt} was written under run_name={name!r}; pass run_name={name!r} to resume it, or "
+            f"{restart}."
         )
-    if "run_name" in theirs:  # both named, differently
+    if name is not None:  # both named, differently
         raise CheckpointError(
-            f"`checkpoint` file {str(path)!r} was written by a different run (run_name "
-            f"{theirs['run_name']!r} there, {parts['run_name']!r} now); it is not reused. Pass "
-            f"run_name={theirs['run_name']!r} to resume it, or delete it (or pass another "
-            f"`checkpoint` path) to start over."
+            f"{ckpt} was written by a different run (run_name {name!r} there, "
+            f"{parts['run_name']!r} now); it is not reused. Pass run_name={name!r} to resume it, "
+            f"or {restart}."
         )
-    changes = [
-        _in_words(k, theirs.get(k), parts.get(k), was, now)
-        for k in fn_keys
-        if not (k == "fn" and theirs.get(k) == parts.get(k))
-    ]
+    changes = "; ".join(_in_words(k, theirs.get(k), parts.get(k), was, now) for k in differ)
     raise CheckpointError(
-        f"`checkpoint` file {str(path)!r} was written by a different run of fn, as far as "
-        f"its fingerprint tells: {'; '.join(changes)}. It is not reused as it is. If `fn` still computes the same "
-        f"outputs (the change is a counter, a log path, a setting that does not touch the "
-        f"results), resume the finished work deliberately: run_batches(..., checkpoint="
-        f"{str(path)!r}, run_name='my-run-v1'). If its outputs differ now, start over: delete the "
-        f"file or pass another `checkpoint` path."
+        f"{ckpt} was written by a different run of fn, as far as its fingerprint tells: "
+        f"{changes}. It is not reused as it is. If `fn` still computes the same outputs (the "
+        f"change is a counter, a log path, a setting that does not touch the results), resume "
+        f"the finished work deliberately: run_batches(..., checkpoint={str(path)!r}, "
+        f"run_name='my-run-v1'). If its outputs differ now, start over: delete the file or pass "
+        f"another `checkpoint` path."
     )
-
-
-__all__ = ["SETTINGS", "CheckpointError", "Journal", "check_parts", "check_room", "check_writable"]

@@ -38,12 +38,19 @@ _OOM = re.compile("|".join(OOM_PATTERNS), re.IGNORECASE)
 # traceback, which may quote anything (a MemoryError there is memory, a message that mentions
 # "out of memory" is the user's words)
 _CALLBACK = re.compile(r"CpuCallback error|pure_callback failed|io_callback failed")
+_DECORATION = re.compile(r"^[\W_]*$")  # a line of dashes, stars, equals: no words
+_ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception|Interrupt|Exit|Warning)\b\s*:")
+_LIMIT = 1000
 
 
 class OutOfMemory(Exception):
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind, self.halves = kind, []
+
+
+class FnBug(Exception):
+    pass
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -93,11 +100,6 @@ def is_interrupt(error: BaseException) -> bool:
     )
 
 
-_DECORATION = re.compile(r"^[\W_]*$")  # a line of dashes, stars, equals: no words
-_ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception|Interrupt|Exit|Warning)\b\s*:")
-_LIMIT = 1000
-
-
 def short_message(error: BaseException) -> str:
     """The error's last ``Name: text`` line (and the lines continuing it), not the decoration
     around it (a callback's traceback, ``equinox.error_if``'s dashes); else ``Name: message``.
@@ -108,32 +110,19 @@ def short_message(error: BaseException) -> str:
       >>> short_message(RuntimeError("------\\nE: boom\\n------"))
       'RuntimeError: E: boom'
     """
-    raw = str(error).strip().splitlines()
-    lines = [ln.rstrip() for ln in raw]
-    words = [ln.strip() for ln in lines if ln.strip() and not _DECORATION.match(ln.strip())]
+    lines = [ln.strip() for ln in str(error).strip().splitlines()]
+    words = [ln for ln in lines if ln and not _DECORATION.match(ln)]
+    starts = [i for i, ln in enumerate(lines) if _ERROR_LINE.match(ln)]
     if not words:
         return type(error).__name__
-    if len(words) == 1:
-        named = _ERROR_LINE.match(words[0])
-        return _cut(words[0] if named else f"{type(error).__name__}: {words[0]}")
-    starts = [i for i, ln in enumerate(lines) if _ERROR_LINE.match(ln.strip())]
     if not starts:
-        return _cut(f"{type(error).__name__}: {' '.join(words)}")
-    i = starts[-1]
-    text = [lines[i].strip()]
-    for ln in lines[i + 1 :]:
-        if not ln.strip() or _DECORATION.match(ln.strip()):
-            break
-        text.append(ln.strip())
-    return _cut(" ".join(text))
-
-
-def _cut(text: str) -> str:
+        text = f"{type(error).__name__}: {' '.join(words)}"
+    else:
+        end = starts[-1] + 1
+        while end < len(lines) and lines[end] and not _DECORATION.match(lines[end]):
+            end += 1
+        text = " ".join(lines[starts[-1] : end])
     return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
-
-
-class FnBug(Exception):
-    pass
 
 
 class InterruptFlag:

@@ -1,11 +1,10 @@
 """What a checkpoint belongs to: fingerprints of functions, data and settings.
 
-:func:`fn_fingerprint` hashes what decides a function's output: bytecode and constants,
-nested code, defaults, closure values, the globals it reads, ``functools.partial``
-arguments, callable objects' attributes, and a pytree node (an ``equinox.Module``, a flax
-module) as its type, static fields and leaves (arrays by their bytes), so ``lambda b: b * 3``
-never resumes a run of ``lambda b: b * 2`` and other weights never resume a model's run.
-:func:`fn_descriptions` puts the same parts in words, so a refusal can say what changed.
+:func:`fn_fingerprint` hashes what decides a function's output: its code and constants,
+defaults, closure values, the globals it reads, ``partial`` arguments, an object's attributes,
+and a pytree node (an equinox or flax module) by its type, static fields and leaves, so
+``lambda b: b * 3`` never resumes a run of ``lambda b: b * 2``. :func:`fn_descriptions` puts
+the same parts in words, so a refusal can say what changed.
 """
 
 from __future__ import annotations
@@ -20,10 +19,20 @@ from typing import Any
 import jax
 import numpy as np
 
+_ARRAYS = (np.ndarray, np.generic, jax.Array)
+_PLAIN = (type(None), bool, int, float, complex, str, bytes)
+# callables from these packages are named, not hashed (their code is the library's); a pytree
+# node from them (an equinox layer) is still hashed by its leaves and static fields
+_LIBRARIES = ("jax", "jaxlib", "numpy", "builtins", "math", "scipy", "equinox", "optax", "flax")
+_WEIGHTS = 64  # the leaves of a model named in a refusal's words, at most
+
+
+class Unfingerprintable(Exception):
+    """``fn`` holds a value whose content cannot be hashed (it names the value)."""
+
 
 def _sha256(array: np.ndarray) -> str:
-    h = hashlib.sha256()
-    h.update(f"{array.dtype.str}{array.shape}".encode())
+    h = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode())
     h.update(np.ascontiguousarray(array).tobytes())
     return h.hexdigest()
 
@@ -45,17 +54,10 @@ def digest(tree: Any) -> str:
 
 def fingerprint(parts: dict[str, Any]) -> str:
     """A short, stable hash of JSON-able ``parts`` (what a checkpoint belongs to)."""
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-_PLAIN = (type(None), bool, int, float, complex, str, bytes)
-# callables from these packages are named, not hashed (their code is the library's); a pytree
-# node from them (an equinox layer) is still hashed by its leaves and static fields
-_LIBRARIES = ("jax", "jaxlib", "numpy", "builtins", "math", "scipy", "equinox", "optax", "flax")
-
-
-def _is_pytree_node(value: Any) -> bool:
+def _is_node(value: Any) -> bool:
     """A registered pytree node other than the containers hashed item by item."""
     if isinstance(value, (tuple, list, dict, type(None), type)):
         return False
@@ -66,144 +68,8 @@ def _is_pytree_node(value: Any) -> bool:
     return not (len(leaves) == 1 and leaves[0] is value)
 
 
-def _hash_pytree(h, value: Any, seen: set, depth: int, where: str) -> None:
-    """One pytree node: its type, static node data, then each child (arrays by bytes)."""
-    children, treedef = jax.tree_util.tree_flatten(value, is_leaf=lambda x: x is not value)
-    kind = type(value)
-    h.update(f"pytree:{kind.__module__}.{kind.__qualname__}[{len(children)}];".encode())
-    node = treedef.node_data()
-    if node is not None:
-        _hash_value(h, node[1], seen, depth + 1, f"{where} static fields")
-    for i, child in enumerate(children):
-        _hash_value(h, child, seen, depth + 1, f"{where} leaf {i}")
-    call = getattr(kind, "__call__", None)  # noqa: B004
-    if isinstance(call, types.FunctionType) and not _is_library(call):
-        _hash_callable(h, call, seen, depth + 1, f"{where}.__call__")
-
-
 def _is_library(fn: Any) -> bool:
-    module = getattr(fn, "__module__", None) or ""
-    return module.split(".")[0] in _LIBRARIES
-
-
-class Unfingerprintable(Exception):
-    """``fn`` holds a value whose content cannot be hashed (it names the value)."""
-
-
-def _hash_value(h, value: Any, seen: set, depth: int, where: str) -> None:
-    if isinstance(value, _PLAIN):
-        h.update(f"{type(value).__name__}:{value!r};".encode())
-    elif isinstance(value, (np.ndarray, np.generic, jax.Array)):
-        h.update(_sha256(np.asarray(value)).encode())
-    elif type(value) is object:  # a bare sentinel (a default meaning "not given")
-        h.update(b"sentinel;")
-    elif depth <= 12 and _is_pytree_node(value):
-        if id(value) in seen:
-            h.update(b"<cycle>")
-            return
-        seen.add(id(value))
-        _hash_pytree(h, value, seen, depth, where)
-    elif isinstance(value, (tuple, list, frozenset, set)):
-        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
-        h.update(f"{type(value).__name__}[{len(items)}]".encode())
-        for i, v in enumerate(items):
-            _hash_value(h, v, seen, depth, f"{where}[{i}]")
-    elif isinstance(value, dict):
-        h.update(f"dict[{len(value)}]".encode())
-        for k in sorted(value, key=repr):
-            _hash_value(h, k, seen, depth, where)
-            _hash_value(h, value[k], seen, depth, f"{where}[{k!r}]")
-    elif isinstance(value, types.ModuleType):
-        h.update(f"module:{value.__name__};".encode())
-    elif isinstance(value, type):
-        h.update(f"class:{value.__module__}.{value.__qualname__};".encode())
-    elif isinstance(value, types.CodeType):
-        _hash_code(h, value, seen, depth, where)
-    elif callable(value):
-        _hash_callable(h, value, seen, depth + 1, where)
-    else:
-        state = getattr(value, "__dict__", None)
-        if not isinstance(state, dict) or depth > 6:
-            raise Unfingerprintable(f"{where} is a {type(value).__name__}")
-        if id(value) in seen:
-            h.update(b"<cycle>")
-            return
-        seen.add(id(value))
-        h.update(f"object:{type(value).__module__}.{type(value).__qualname__};".encode())
-        _hash_value(h, state, seen, depth + 1, f"{where} attributes")
-
-
-def _hash_code(h, code: types.CodeType, seen: set, depth: int, where: str) -> None:
-    h.update(code.co_code)
-    h.update(repr(code.co_names).encode())
-    for const in code.co_consts:
-        _hash_value(h, const, seen, depth, f"{where} constant")
-
-
-def _hash_callable(h, fn: Any, seen: set, depth: int, where: str) -> None:
-    if id(fn) in seen:
-        h.update(b"<recursion>")
-        return
-    seen.add(id(fn))
-    module = getattr(fn, "__module__", None) or ""
-    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
-    if depth <= 12 and _is_pytree_node(fn):  # an equinox module as fn: weights and static fields
-        _hash_pytree(h, fn, seen, depth, where)
-        return
-    if depth > 6 or _is_library(fn):
-        h.update(f"lib:{module}.{name};".encode())  # a library function: its name is its identity
-        if isinstance(fn, types.FunctionType) and depth <= 6:
-            # ...but a closure a library built (optax.adam(1e-3)'s update) holds its settings
-            for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
-                with contextlib.suppress(ValueError):
-                    _hash_value(h, cell.cell_contents, seen, depth + 1, f"{where} closure {var!r}")
-            _hash_value(h, fn.__defaults__, seen, depth + 1, f"{where} defaults")
-        return
-    if isinstance(fn, functools.partial):
-        h.update(b"partial")
-        _hash_callable(h, fn.func, seen, depth, where)
-        _hash_value(h, fn.args, seen, depth, f"{where} partial args")
-        _hash_value(h, fn.keywords, seen, depth, f"{where} partial keywords")
-        return
-    wrapped = getattr(fn, "__wrapped__", None)
-    if wrapped is not None and wrapped is not fn:  # jax.jit, functools.wraps
-        h.update(f"wrapper:{type(fn).__name__};".encode())
-        _hash_callable(h, wrapped, seen, depth, where)
-        return
-    if isinstance(fn, types.MethodType):
-        _hash_callable(h, fn.__func__, seen, depth, where)
-        _hash_value(h, fn.__self__, seen, depth, f"{where}.__self__")
-        return
-    if isinstance(fn, types.FunctionType):
-        h.update(f"fn:{name};".encode())
-        _hash_code(h, fn.__code__, seen, depth, f"{where}")
-        _hash_value(h, fn.__defaults__, seen, depth, f"{where} defaults")
-        _hash_value(h, fn.__kwdefaults__, seen, depth, f"{where} keyword defaults")
-        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
-            try:
-                content = cell.cell_contents
-            except ValueError:  # an empty cell (not yet assigned)
-                content = None
-            _hash_value(h, content, seen, depth, f"closure variable {var!r} of {name}")
-        names = _global_names(fn.__code__)
-        for var in sorted(names):
-            if var in fn.__globals__:
-                _hash_value(h, fn.__globals__[var], seen, depth, f"global {var!r} read by {name}")
-        return
-    if isinstance(fn, types.BuiltinFunctionType):
-        h.update(f"builtin:{module}.{name};".encode())
-        return
-    # a callable object: its class's __call__ and its attributes
-    call = type(fn).__dict__.get("__call__") or getattr(type(fn), "__call__", None)  # noqa: B004
-    h.update(f"object:{type(fn).__module__}.{type(fn).__qualname__};".encode())
-    if isinstance(call, types.FunctionType):
-        _hash_callable(h, call, seen, depth, f"{where}.__call__")
-    state = getattr(fn, "__dict__", None)
-    if state is None:
-        raise Unfingerprintable(
-            f"{where} is a {type(fn).__name__} object without attributes to hash"
-        )
-    _hash_value(h, state, seen, depth, f"attributes of {where}")
+    return (getattr(fn, "__module__", None) or "").split(".")[0] in _LIBRARIES
 
 
 def _global_names(code: types.CodeType) -> set[str]:
@@ -214,23 +80,137 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
+def _cells(fn: types.FunctionType) -> list[tuple[str, Any]]:
+    """``fn``'s closure variables and their values (None for a cell not yet assigned)."""
+    out = []
+    for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
+        try:
+            out.append((var, cell.cell_contents))
+        except ValueError:
+            out.append((var, None))
+    return out
+
+
+def _globals(fn: types.FunctionType) -> list[tuple[str, Any]]:
+    """The globals ``fn``'s code (nested code too) names, and their values, by name."""
+    return [
+        (v, fn.__globals__[v]) for v in sorted(_global_names(fn.__code__) & set(fn.__globals__))
+    ]
+
+
+def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
+    """Feeds what decides ``v`` (a value or a callable) into ``h``; ``where`` names it."""
+    put = lambda text: h.update(text.encode())  # noqa: E731
+    kind = type(v)
+    if isinstance(v, _PLAIN):
+        return put(f"{kind.__name__}:{v!r};")
+    if isinstance(v, _ARRAYS):
+        return put(_sha256(np.asarray(v)))
+    if kind is object:  # a bare sentinel (a default meaning "not given")
+        return put("sentinel;")
+    if isinstance(v, dict):
+        put(f"dict[{len(v)}]")
+        for k in sorted(v, key=repr):
+            _hash(h, k, seen, depth, where)
+            _hash(h, v[k], seen, depth, f"{where}[{k!r}]")
+        return None
+    if isinstance(v, (tuple, list, frozenset, set)):
+        items = sorted(v, key=repr) if isinstance(v, (set, frozenset)) else v
+        put(f"{kind.__name__}[{len(items)}]")
+        for i, x in enumerate(items):
+            _hash(h, x, seen, depth, f"{where}[{i}]")
+        return None
+    if isinstance(v, types.ModuleType):
+        return put(f"module:{v.__name__};")
+    if isinstance(v, type):
+        return put(f"class:{v.__module__}.{v.__qualname__};")
+    if isinstance(v, types.CodeType):
+        h.update(v.co_code)
+        put(repr(v.co_names))
+        for const in v.co_consts:
+            _hash(h, const, seen, depth, f"{where} constant")
+        return None
+    if id(v) in seen:
+        return put("<cycle>")
+    seen.add(id(v))
+    name = getattr(v, "__qualname__", None) or kind.__qualname__
+    if depth <= 12 and _is_node(v):  # a model: type, static fields, leaves, its own __call__
+        children, treedef = jax.tree_util.tree_flatten(v, is_leaf=lambda x: x is not v)
+        put(f"pytree:{kind.__module__}.{kind.__qualname__}[{len(children)}];")
+        node = treedef.node_data()
+        if node is not None:
+            _hash(h, node[1], seen, depth + 1, f"{where} static fields")
+        for i, child in enumerate(children):
+            _hash(h, child, seen, depth + 1, f"{where} leaf {i}")
+        call = getattr(kind, "__call__", None)  # noqa: B004
+        if isinstance(call, types.FunctionType) and not _is_library(call):
+            _hash(h, call, seen, depth + 1, f"{where}.__call__")
+    elif not callable(v):
+        state = getattr(v, "__dict__", None)
+        if not isinstance(state, dict) or depth > 6:
+            raise Unfingerprintable(f"{where} is a {kind.__name__}")
+        put(f"object:{kind.__module__}.{kind.__qualname__};")
+        _hash(h, state, seen, depth + 1, f"{where} attributes")
+    elif depth > 6 or _is_library(v):
+        put(f"lib:{getattr(v, '__module__', None) or ''}.{name};")  # its name is its identity
+        if isinstance(v, types.FunctionType) and depth <= 6:
+            # ...but a closure a library built (optax.adam(1e-3)'s update) holds its settings
+            for var, value in _cells(v):
+                _hash(h, value, seen, depth + 1, f"{where} closure {var!r}")
+            _hash(h, v.__defaults__, seen, depth + 1, f"{where} defaults")
+    elif isinstance(v, functools.partial):
+        put("partial")
+        _hash(h, (v.func, v.args, v.keywords), seen, depth + 1, f"{where} partial")
+    elif getattr(v, "__wrapped__", v) is not v and v.__wrapped__ is not None:  # jax.jit, wraps
+        put(f"wrapper:{kind.__name__};")
+        _hash(h, v.__wrapped__, seen, depth + 1, where)
+    elif isinstance(v, types.MethodType):
+        _hash(h, (v.__func__, v.__self__), seen, depth + 1, f"{where}.__self__")
+    elif isinstance(v, types.FunctionType):
+        put(f"fn:{name};")
+        _hash(h, (v.__code__, v.__defaults__, v.__kwdefaults__), seen, depth, f"{where}")
+        for var, value in _cells(v):
+            _hash(h, value, seen, depth + 1, f"closure variable {var!r} of {name}")
+        for var, value in _globals(v):
+            _hash(h, value, seen, depth + 1, f"global {var!r} read by {name}")
+    elif isinstance(v, types.BuiltinFunctionType):
+        put(f"builtin:{getattr(v, '__module__', None) or ''}.{name};")
+    else:  # a callable object: its class's __call__ and its attributes
+        put(f"object:{kind.__module__}.{kind.__qualname__};")
+        call = getattr(kind, "__call__", None)  # noqa: B004
+        if isinstance(call, types.FunctionType):
+            _hash(h, call, seen, depth + 1, f"{where}.__call__")
+        if getattr(v, "__dict__", None) is None:
+            raise Unfingerprintable(
+                f"{where} is a {kind.__name__} object without attributes to hash"
+            )
+        _hash(h, v.__dict__, seen, depth + 1, f"attributes of {where}")
+    return None
+
+
+def fn_fingerprint(fn: Any) -> str:
+    """A SHA-256 (16 hex digits) of what decides ``fn``'s output; raises
+    :class:`Unfingerprintable` for a value that cannot be hashed (an open file, a generator).
+
+    Example:
+      >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 2)
+      True
+      >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 3)
+      False
+    """
+    h = hashlib.sha256()
+    _hash(h, fn, set(), 0, "fn")
+    return h.hexdigest()[:16]
+
+
 def _reads(fn: Any) -> tuple[Any, list[tuple[str, Any]]]:
     """The plain function inside ``fn``'s wrappers (or None) and what it reads, by part name."""
-    inner = fn
-    while getattr(inner, "__wrapped__", None) is not None and inner.__wrapped__ is not inner:
-        inner = inner.__wrapped__
-    if not isinstance(inner, types.FunctionType):
+    while getattr(fn, "__wrapped__", fn) is not fn and fn.__wrapped__ is not None:
+        fn = fn.__wrapped__
+    if not isinstance(fn, types.FunctionType):
         return None, []
-    reads = []
-    for var, cell in zip(inner.__code__.co_freevars, inner.__closure__ or (), strict=False):
-        try:
-            reads.append((f"fn closure variable {var!r}", cell.cell_contents))
-        except ValueError:  # an empty cell (not yet assigned)
-            reads.append((f"fn closure variable {var!r}", None))
-    for var in sorted(_global_names(inner.__code__)):
-        if var in inner.__globals__:
-            reads.append((f"fn global {var!r}", inner.__globals__[var]))
-    return inner, reads
+    reads = [(f"fn closure variable {var!r}", value) for var, value in _cells(fn)]
+    return fn, reads + [(f"fn global {var!r}", value) for var, value in _globals(fn)]
 
 
 def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
@@ -239,14 +219,11 @@ def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
     inner, reads = _reads(fn)
     if inner is None:
         return {"fn": fn_fingerprint(fn)}
-    seen = {id(inner)}
-    h = hashlib.sha256()
-    _hash_code(h, inner.__code__, seen, 1, "fn")
-    _hash_value(h, (inner.__defaults__, inner.__kwdefaults__), seen, 1, "fn defaults")
-    out = {"fn code": h.hexdigest()[:16]}
-    for key, value in reads:
+    seen, out = {id(inner)}, {}
+    code = (inner.__code__, inner.__defaults__, inner.__kwdefaults__)
+    for key, value in [("fn code", code), *reads]:
         h = hashlib.sha256()
-        _hash_value(h, value, seen, 1, key[3:])
+        _hash(h, value, seen, 1, key[3:])
         out[key] = h.hexdigest()[:16]
     return out
 
@@ -258,34 +235,24 @@ def describe(value: Any, depth: int = 0) -> str:
       >>> describe(2.0), describe("run.log"), describe(np.zeros((3, 2), np.float32))
       ('2.0', "'run.log'", 'a float32 array of shape (3, 2)')
     """
+    kind = type(value)
     if isinstance(value, _PLAIN):
         text = repr(value)
-        return text if len(text) <= 80 else f"a {type(value).__name__} of {len(value)} characters"
-    if isinstance(value, (np.ndarray, np.generic, jax.Array)):
+        return text if len(text) <= 80 else f"a {kind.__name__} of {len(value)} characters"
+    if isinstance(value, _ARRAYS):
         return f"a {np.dtype(value.dtype).name} array of shape {tuple(np.shape(value))}"
     if isinstance(value, (tuple, list)) and len(value) <= 4 and depth < 2:
         inner = ", ".join(describe(v, depth + 1) for v in value)
-        text = (
-            f"({inner}{',' if len(value) == 1 else ''})"
-            if isinstance(value, tuple)
-            else f"[{inner}]"
-        )
+        tuple_ = isinstance(value, tuple)
+        text = f"({inner}{',' if len(value) == 1 else ''})" if tuple_ else f"[{inner}]"
         if len(text) <= 120:
             return text
     if isinstance(value, types.FunctionType) and depth < 2:
-        name = value.__qualname__
-        reads = [
-            f"{var}={describe(value.__globals__[var], 2)}"
-            for var in sorted(_global_names(value.__code__))
-            if var in value.__globals__ and isinstance(value.__globals__[var], _PLAIN)
-        ]
-        return f"function {name}" + (f" reading {', '.join(reads)}" if reads else "")
-    kind = type(value)
-    if _is_pytree_node(value):  # a model: each weight by path, dtype, shape and a short hash
+        reads = [f"{v}={describe(x, 2)}" for v, x in _globals(value) if isinstance(x, _PLAIN)]
+        return f"function {value.__qualname__}" + (f" reading {', '.join(reads)}" if reads else "")
+    if _is_node(value):  # a model: each weight by path, dtype, shape and a short hash
         leaves = jax.tree_util.tree_flatten_with_path(value)[0]
-        weights = "; ".join(
-            f"{jax.tree_util.keystr(path)} {_weight(leaf)}" for path, leaf in leaves[:_WEIGHTS]
-        )
+        weights = "; ".join(f"{jax.tree_util.keystr(p)} {_weight(x)}" for p, x in leaves[:_WEIGHTS])
         more = f"; {len(leaves) - _WEIGHTS} more" if len(leaves) > _WEIGHTS else ""
         return (
             f"a {kind.__qualname__} ({kind.__module__.split('.')[0]} pytree, {len(leaves)} "
@@ -294,11 +261,8 @@ def describe(value: Any, depth: int = 0) -> str:
     return f"a {kind.__qualname__} object"
 
 
-_WEIGHTS = 64  # the leaves of a model named in a refusal's words, at most
-
-
 def _weight(leaf: Any) -> str:
-    if isinstance(leaf, (np.ndarray, np.generic, jax.Array)):
+    if isinstance(leaf, _ARRAYS):
         shape = ",".join(map(str, np.shape(leaf)))
         return f"{np.dtype(leaf.dtype).name}[{shape}] #{_sha256(np.asarray(leaf))[:8]}"
     return repr(leaf)[:40]
@@ -336,31 +300,6 @@ def weights_changed(was: str, now: str) -> str | None:
 def fn_descriptions(fn: Any) -> dict[str, str]:
     """The parts of :func:`fn_fingerprint_parts`, in words (:func:`describe`); code stays unnamed."""
     inner, reads = _reads(fn)
-    return {"fn": describe(fn)} if inner is None else {k: describe(v) for k, v in reads}
-
-
-def fn_fingerprint(fn: Any) -> str:
-    """A SHA-256 (16 hex digits) of what decides ``fn``'s output; raises
-    :class:`Unfingerprintable` for a value that cannot be hashed (an open file, a generator).
-
-    Example:
-      >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 2)
-      True
-      >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 3)
-      False
-    """
-    h = hashlib.sha256()
-    _hash_callable(h, fn, set(), 0, "fn")
-    return h.hexdigest()[:16]
-
-
-__all__ = [
-    "Unfingerprintable",
-    "describe",
-    "digest",
-    "fingerprint",
-    "fn_descriptions",
-    "fn_fingerprint",
-    "fn_fingerprint_parts",
-    "weights_changed",
-]
+    with contextlib.suppress(Exception):  # words are a courtesy: the fingerprint decides
+        return {"fn": describe(fn)} if inner is None else {k: describe(v) for k, v in reads}
+    return {}

@@ -38,7 +38,7 @@ class Program(NamedTuple):
     @property
     def const_bytes(self) -> int:
         """Bytes of the closed-over arrays hoisted into arguments."""
-        return int(sum(np.dtype(c.dtype).itemsize * int(np.prod(np.shape(c))) for c in self.consts))
+        return int(sum(c.nbytes for c in self.consts))
 
     def __call__(self, *args):
         return self.compiled(self.consts, *args) if self.hoisted else self.compiled(*args)
@@ -68,8 +68,8 @@ def batch_planner(f: Callable) -> Callable[..., int]:
 
 
 def spec_of(leaf: Any) -> jax.ShapeDtypeStruct:
-    if not hasattr(leaf, "shape") or not hasattr(leaf, "dtype"):
-        leaf = np.asarray(leaf)
+    """A leaf's shape and dtype (a Python number as numpy would hold it)."""
+    leaf = leaf if hasattr(leaf, "shape") and hasattr(leaf, "dtype") else np.asarray(leaf)
     return jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype)
 
 

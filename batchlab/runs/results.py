@@ -55,13 +55,10 @@ class BatchLog(NamedTuple):
 class RunResult(Rows):
     """The outcome of :func:`batchlab.run_batches`.
 
-    ``outputs``: ``fn``'s outputs for the good items stacked in input order (or ``None``),
-    ``indices`` their item indices; ``failures`` the items without output; ``complete``:
-    every item attempted; ``batches``: every call, memory retries and bisection halves
-    included; ``retries``: batches retried smaller; ``seconds`` of this call;
-    ``checkpoint_error``: why a save failed (the run stopped there);
-    ``resumed_at_other_size``: the checkpoint had other batch settings; ``budget_bytes``:
-    what batches were planned against, ``margin`` and ``margin_source`` what divided it.
+    ``outputs``: the good items' outputs stacked in input order (or ``None``), ``indices``
+    their item indices; ``failures``: the items without output; ``batches``: every call,
+    memory retries and bisection halves included; ``checkpoint_error``: why a save failed
+    (the run stopped there); ``budget_bytes``: what batches were planned against.
     """
 
     n_items: int
@@ -123,8 +120,7 @@ class RunResult(Rows):
             rows.append(("resumed", f"{self.resumed_items} items came from the checkpoint{other}"))
         if self.checkpoint_error:
             rows.append(("CHECKPOINT NOT SAVED", self.checkpoint_error))
-        for f in self.failures[:10]:
-            rows.append((f"failed item {f.index}", f"{f.kind}: {f.message}"))
+        rows += [(f"failed item {f.index}", f"{f.kind}: {f.message}") for f in self.failures[:10]]
         if len(self.failures) > 10:
             rows.append(("...", f"{len(self.failures) - 10} more failures"))
         rate = self.throughput
@@ -134,15 +130,12 @@ class RunResult(Rows):
 
 def treedef_to_json(treedef: Any) -> Any:
     """fn's output structure as JSON (dicts, lists, tuples, None, leaves), None for other nodes."""
-    if treedef is None:
-        return None
-    skeleton = jax.tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves)))
 
     def enc(x):
-        if isinstance(x, int):
-            return {"leaf": x}
         if x is None:
             return {"none": True}
+        if isinstance(x, int):
+            return {"leaf": x}
         if type(x) is dict:
             return {"dict": [[k, enc(v)] for k, v in x.items()]}
         if type(x) in (list, tuple):
@@ -150,10 +143,10 @@ def treedef_to_json(treedef: Any) -> Any:
         raise TypeError(type(x).__name__)
 
     try:
-        out = enc(skeleton)
+        out = enc(jax.tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves))))
         json.dumps(out)
         return out
-    except TypeError:
+    except (TypeError, AttributeError):
         return None
 
 
@@ -161,19 +154,21 @@ def treedef_from_json(data: Any) -> Any:
     def dec(x):
         if "leaf" in x:
             return _Leaf()
-        if "none" in x:
-            return None
         if "dict" in x:
             return {k: dec(v) for k, v in x["dict"]}
-        if "list" in x:
-            return [dec(v) for v in x["list"]]
-        return tuple(dec(v) for v in x["tuple"])
+        if "none" in x:
+            return None
+        kind = list if "list" in x else tuple
+        return kind(dec(v) for v in x[kind.__name__])
 
     return jax.tree_util.tree_structure(dec(data))
 
 
 class _Leaf:
     """A placeholder leaf (not a pytree node)."""
+
+
+_SIZES = ("size", "ok_size", "fail_size")  # where the sizing search stood
 
 
 @dataclass
@@ -203,60 +198,44 @@ class RunState:
     margin: float | None = None
     margin_source: str | None = None
 
-    def add(self, found: list, failures: list, retried: list | None = None) -> None:
-        if retried:
-            gone = set(retried)
-            self.failures = [f for f in self.failures if f.index not in gone]
+    def add(self, found: list, failures: list, retried: list) -> None:
+        gone = set(retried)
+        self.failures = [f for f in self.failures if f.index not in gone] + list(failures)
         for idx, leaves, treedef in found:
             self.chunks.append((list(idx), leaves))
             self.treedef = treedef
-        self.failures.extend(failures)
 
     def result(self, seconds: float, budget_bytes: int | None) -> RunResult:
         chunks = sorted((c for c in self.chunks if c[0]), key=lambda c: c[0][0])
         indices = np.asarray([i for idx, _ in chunks for i in idx], dtype=np.int64)
         outputs = None
         if chunks and self.treedef is not None:
-            leaves = [np.concatenate([c[1][k] for c in chunks]) for k in range(len(chunks[0][1]))]
             order = np.argsort(indices, kind="stable")  # retried items land in input order
-            indices = indices[order]
-            leaves = [leaf[order] for leaf in leaves]
-            outputs = jax.tree_util.tree_unflatten(self.treedef, leaves)
+            leaves = [
+                np.concatenate([c[1][k] for c in chunks])[order] for k in range(len(chunks[0][1]))
+            ]
+            indices, outputs = indices[order], jax.tree_util.tree_unflatten(self.treedef, leaves)
         complete = self.stop_reason is None and self.position >= self.n_items and not self.retry
+        same = ("n_items", "stop_reason", "retries", "resumed_items", "checkpoint_error", "margin")
         return RunResult(
-            self.n_items,
-            outputs,
-            indices,
-            tuple(sorted(self.failures)),
-            complete,
-            self.stop_reason,
-            tuple(self.batches),
-            self.retries,
-            seconds,
-            self.resumed_items,
-            budget_bytes,
-            checkpoint_error=self.checkpoint_error,
+            **{k: getattr(self, k) for k in (*same, "margin_source")},
+            outputs=outputs,
+            indices=indices,
+            failures=tuple(sorted(self.failures)),
+            complete=complete,
+            batches=tuple(self.batches),
+            seconds=seconds,
+            budget_bytes=budget_bytes,
             resumed_at_other_size=self.other_size,
-            margin=self.margin,
-            margin_source=self.margin_source,
         )
 
-    # ----------------------------------------------------------- checkpoint
     def record(self, found: list, failures: list, retried: list) -> tuple[dict, dict]:
         """The journal record of one finished batch: its outputs and the run's small state."""
-        idx = [i for part, _, _ in found for i in part]
-        arrays = {"indices": np.asarray(idx, dtype=np.int64)}
-        if found:
-            for k in range(len(found[0][1])):
-                arrays[f"out_{k}"] = np.concatenate([leaves[k] for _, leaves, _ in found])
+        arrays = {"indices": np.asarray([i for part, _, _ in found for i in part], np.int64)}
+        for k in range(len(found[0][1]) if found else 0):
+            arrays[f"out_{k}"] = np.concatenate([leaves[k] for _, leaves, _ in found])
         header = {
-            "state": {
-                "position": self.position,
-                "size": self.size,
-                "retries": self.retries,
-                "ok_size": self.ok_size,
-                "fail_size": self.fail_size,
-            },
+            "state": {k: getattr(self, k) for k in ("position", "retries", *_SIZES)},
             "failures": [list(f) for f in failures],
             "retried": list(retried),
             "batches": [list(b) for b in self.batches[self.saved_batches :]],
@@ -265,31 +244,19 @@ class RunState:
         self.saved_batches = len(self.batches)
         return header, arrays
 
-    def restore(
-        self, records: list, treedef: Any, *, retry_failed: bool, sizes: bool = True
-    ) -> None:
-        """Folds journal records back into this state (the outputs bit for bit).
-
-        ``sizes=False``: keep the finished items but not the batch size the
-        journal was at (the run resumes with other settings).
-        """
-        for header, _ in records:
-            if header.get("treedef") is not None:
-                treedef = treedef_from_json(header["treedef"])  # as fn returned it, no retrace
-                break
+    def restore(self, records: list, treedef: Any, *, retry_failed: bool, sizes: bool) -> None:
+        """Folds journal records back into this state (the outputs bit for bit); ``sizes=False``
+        keeps the finished items but not where the sizing stood (other settings now)."""
+        stored = [h["treedef"] for h, _ in records if h.get("treedef") is not None]
+        treedef = treedef_from_json(stored[0]) if stored else treedef  # as fn returned it
         for header, arrays in records:
             leaves = [arrays[f"out_{k}"] for k in range(sum(k.startswith("out_") for k in arrays))]
             idx = arrays["indices"].tolist()
-            self.add(
-                [(idx, leaves, treedef)] if idx else [],
-                [Failure(*f) for f in header["failures"]],
-                header["retried"],
-            )
+            found = [(idx, leaves, treedef)] if idx else []
+            self.add(found, [Failure(*f) for f in header["failures"]], header["retried"])
             self.batches.extend(BatchLog(*b) for b in header["batches"])
-            st = header["state"]
-            self.position, self.retries = st["position"], st["retries"]
-            if sizes:
-                self.size, self.ok_size, self.fail_size = st["size"], st["ok_size"], st["fail_size"]
+            for k in ("position", "retries", *(_SIZES if sizes else ())):
+                setattr(self, k, header["state"][k])
         self.saved_batches = len(self.batches)
         self.resumed_items = sum(len(c[0]) for c in self.chunks) + len(self.failures)
         if retry_failed:
@@ -325,14 +292,14 @@ class RunInterrupted(KeyboardInterrupt):
 
     def __init__(self, result: RunResult, checkpoint: str | None = None) -> None:
         done = len(result.indices) + len(result.failures)
-        if checkpoint is not None and result.checkpoint_error is None:
+        if checkpoint is None:
+            after = "pass checkpoint=path to keep finished work for a rerun"
+        elif result.checkpoint_error is None:
             after = f"they are saved in {checkpoint!r}: rerun the same call to resume"
-        elif checkpoint is not None:
+        else:
             after = (
                 f"the checkpoint {checkpoint!r} is missing some of them ({result.checkpoint_error})"
             )
-        else:
-            after = "pass checkpoint=path to keep finished work for a rerun"
         super().__init__(
             f"run_batches stopped by Ctrl-C ({result.stop_reason}); {done} of {result.n_items} items "
             f"finished, in this exception's `.result`; {after}."

@@ -3,7 +3,7 @@
 :func:`run_batches` keeps going when things go wrong:
 
 * **out of memory** (every form XLA raises, a host ``MemoryError``, or a plan over
-  ``budget_bytes``): the same items are retried smaller (:mod:`batchlab.runs.sizing`);
+  ``budget_bytes``): the same items are retried smaller (:class:`Sizer`);
 * **bad items** (another shape or dtype, an error in ``fn``, NaN/inf with
   ``check_nan=True``): recorded by index, found by bisection; the same error on every item
   is a broken ``fn`` (:class:`BatchFnError`);
@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-import contextlib
+import math
 import os
 import time
 import warnings
@@ -26,10 +26,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from batchlab._util.checks import check_callable, check_choice, check_positive_int
+from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab._util.compile import function_name
 from batchlab.runs.attempt import BatchRunner, Items
-from batchlab.runs.budget import default_budget
+from batchlab.runs.budget import default_budget, max_batch_size
+from batchlab.runs.calibration import check_margin
 from batchlab.runs.checkpoint import CheckpointError, Journal, check_room, check_writable
 from batchlab.runs.errors import (
     FnBug,
@@ -56,7 +57,45 @@ from batchlab.runs.results import (
     RunState,
 )
 from batchlab.runs.search import search
-from batchlab.runs.sizing import Sizer, check_run_margin, check_sizing, planned_budget
+
+_DEFAULT_SETTINGS = {"multiple_of": 1, "tolerance": 0.0, "min_batch_size": 1, "budget_bytes": None}
+
+
+class Sizer:
+    """The next batch size: half after a memory error until one ran, then bisection between
+    the last size that ran (``state.ok_size``) and the smallest that failed (``fail_size``),
+    in multiples of ``multiple_of``, until ``fail - ok <= tolerance * fail``."""
+
+    def __init__(self, minimum: int, multiple_of: int = 1, tolerance: float = 0.0) -> None:
+        self.minimum, self.multiple_of, self.tolerance = minimum, multiple_of, tolerance
+
+    def round(self, n: int) -> int:
+        """``n`` rounded down to a multiple of ``multiple_of`` (unchanged below it)."""
+        m = self.multiple_of
+        return n - n % m if m > 1 and n >= m else n
+
+    def settled(self, ok: int, fail: int) -> bool:
+        return fail - ok <= max(1, math.floor(self.tolerance * fail))
+
+    def after_oom(self, state: RunState, size: int) -> int:
+        if size <= state.ok_size:  # memory got tighter than when ok_size ran: forget it
+            state.ok_size = 0
+        state.fail_size = size if state.fail_size is None else min(state.fail_size, size)
+        ok = state.ok_size
+        if ok and self.settled(ok, size):
+            return ok
+        nxt = self.round((ok + size) // 2 if ok else size // 2)
+        return min(max(nxt, self.minimum, ok), size - 1) if size > 1 else 1
+
+    def after_success(self, state: RunState, size: int) -> int:
+        state.ok_size = size
+        if state.fail_size is not None and state.fail_size <= size:
+            state.fail_size = None
+        fail = state.fail_size
+        if fail is None or self.settled(size, fail):
+            return size
+        nxt = self.round((size + fail) // 2)
+        return nxt if size < nxt < fail else size
 
 
 def run_batches(
@@ -94,7 +133,7 @@ def run_batches(
       run_name: names the run in the checkpoint instead of ``fn``'s fingerprint (for an
         ``fn`` that reads what cannot be hashed, or a counter): you vouch it is the same.
       min_batch_size, multiple_of, tolerance: bound the sizes tried after a memory error
-        (:mod:`batchlab.runs.sizing`).
+        (:class:`Sizer`).
       margin: plan against ``budget / margin`` (a ratio >= 1, or ``"calibrated"``:
         measured in a fresh process, as :func:`batchlab.max_batch_size` does).
 
@@ -104,12 +143,10 @@ def run_batches(
 
     Raises:
       TypeError / ValueError: bad arguments (checked before anything runs).
-      BatchItemError / BatchMemoryError: a bad item, or out of memory at ``min_batch_size``,
-        with ``on_error="raise"``; BatchFnError: ``fn`` fails the same way on every item,
-        or (manual) drops the batch axis. Each keeps what finished in ``.result``.
-      RunInterrupted: Ctrl-C (a ``KeyboardInterrupt``; ``.result`` keeps what finished).
-      batchlab.runs.checkpoint.CheckpointError: a corrupt or mismatched checkpoint, or an
-        ``fn`` that cannot be fingerprinted (pass ``run_name``).
+      BatchItemError / BatchMemoryError (``on_error="raise"``), BatchFnError (a broken
+        ``fn``), RunInterrupted (Ctrl-C): each keeps what finished in ``.result``.
+      CheckpointError: a corrupt or mismatched checkpoint, or an ``fn`` that cannot be
+        fingerprinted (pass ``run_name``).
 
     Example:
       >>> import jax.numpy as jnp
@@ -125,44 +162,67 @@ def run_batches(
     if budget_bytes is not None:
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
-    multiple_of, tolerance = check_sizing(multiple_of, tolerance)
+    multiple_of = check_positive_int(multiple_of, "multiple_of")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)):
+        raise TypeError(
+            f"`tolerance` must be a number in [0, 1) (a fraction of the smallest failing batch "
+            f"size), got {type(tolerance).__name__} {tolerance!r}."
+        )
+    if not 0 <= tolerance < 1:  # NaN too
+        raise ValueError(
+            f"`tolerance` must be in [0, 1): the search stops once the last size that ran is "
+            f"within this fraction of the smallest that failed, got tolerance={tolerance}; e.g. "
+            f"tolerance=0.1."
+        )
     batched = check_choice(strategy, "strategy", ("vmap", "manual")) == "manual"
-    flags = dict(progress=progress, check_nan=check_nan, retry_failed=retry_failed)
-    for name, flag in flags.items():
-        if not isinstance(flag, (bool, np.bool_)):
-            raise TypeError(f"`{name}` must be True or False, got {type(flag).__name__} {flag!r}.")
-    margin = check_run_margin(
-        margin, batch_size=batch_size, budget_bytes=budget_bytes, batched=bool(batched)
-    )
+    check_bool(progress, "progress")
+    check_bool(check_nan, "check_nan")
+    check_bool(retry_failed, "retry_failed")
+    margin = check_margin(margin)
+    if margin is not None and batch_size != "auto" and budget_bytes is None:
+        raise ValueError(
+            f"`margin`={margin!r} divides a budget, but this run has none: batch_size="
+            f"{batch_size!r} is fixed and `budget_bytes` is None. Pass budget_bytes=... (the "
+            f"planned check then uses budget / margin), or batch_size='auto'."
+        )
+    if margin == "calibrated" and batched:
+        raise ValueError(
+            "`margin`='calibrated' measures a function of ONE item (run as jit(vmap(fn))), but "
+            "strategy='manual' gives a function of a whole batch. Pass a number instead, e.g. "
+            "margin=max_batch_size(item_fn, item, margin='calibrated').margin, or margin=1.5."
+        )
     if run_name is not None and not (isinstance(run_name, str) and run_name):
         raise TypeError(f"`run_name` must be a non-empty string or None, got {run_name!r}.")
     if checkpoint is not None:
         check_writable(checkpoint)  # before any work: a bad path fails now, not after batch 1
-    data = Items(items)
-    planned = planned_budget(fn, data.spec_item if data.n else None, margin, budget_bytes)
-    budget_bytes = planned.planned_bytes
+    tolerance, data = float(tolerance), Items(items)
+    state = RunState(data.n)
+    if margin is not None:  # batches are planned against budget / margin
+        base = budget_bytes if budget_bytes is not None else default_budget().bytes
+        if margin != "calibrated":
+            planned = (max(1, int(base / margin)), margin, "given")
+        elif not data.n:  # no items: nothing to measure, nothing to size
+            planned = (base, 1.0, "not calibrated: no items")
+        else:
+            r = max_batch_size(fn, data.spec_item, budget_bytes=base, margin="calibrated")
+            planned = (r.planned_budget_bytes, r.margin, r.margin_source)
+        budget_bytes, state.margin, state.margin_source = planned
     runner = BatchRunner(fn, data, batched, budget_bytes, check_nan, min_batch_size)
     sizer = Sizer(min_batch_size, multiple_of, tolerance)
-    settings = {
-        "batch_size": batch_size,
-        "budget_bytes": budget_bytes,
-        "min_batch_size": min_batch_size,
-        "multiple_of": multiple_of,
-        "tolerance": tolerance,
-    }
-    state = RunState(data.n, margin=planned.margin, margin_source=planned.margin_source)
+    settings = dict(batch_size=batch_size, budget_bytes=budget_bytes)
+    settings.update(min_batch_size=min_batch_size, multiple_of=multiple_of, tolerance=tolerance)
     journal = None
     if checkpoint is not None:
-        journal = open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_error)
-    if journal is not None and journal.records:
+        journal = _open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_error)
+    resumed = journal is not None and bool(journal.records)
+    if resumed:
+        stored = journal.settings
+        same = all(stored.get(k, _DEFAULT_SETTINGS.get(k)) == v for k, v in settings.items())
         known = any(h.get("treedef") is not None for h, _ in journal.records)
-        treedef = None if known else output_treedef(runner, data)  # no retrace when stored
-        same = same_settings(journal.settings, settings)
+        treedef = None if known else _output_treedef(runner, data)  # no retrace when stored
         state.restore(journal.records, treedef, retry_failed=retry_failed, sizes=same)
-        if not same:  # another batch size or budget: the finished items stay, the rest re-sized
-            state.other_size = True
-            state.size = _initial_size(runner, data, batch_size, budget_bytes, sizer)
-    else:
+        state.other_size = not same  # other settings: the finished items stay, the rest re-sized
+    if not resumed or state.other_size:
         state.size = _initial_size(runner, data, batch_size, budget_bytes, sizer)
     if data.n and state.size == 0:
         state.stop_reason = f"not even one item fits budget_bytes={budget_bytes} (planned)"
@@ -170,60 +230,34 @@ def run_batches(
     return _loop(runner, data, state, sizer, on_error, journal, progress, budget_bytes)
 
 
-_DEFAULT_SETTINGS = {"multiple_of": 1, "tolerance": 0.0, "min_batch_size": 1, "budget_bytes": None}
-
-
-def same_settings(stored: dict, settings: dict) -> bool:
-    return all(stored.get(k, _DEFAULT_SETTINGS.get(k)) == v for k, v in settings.items())
-
-
-def open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_error) -> Journal:
+def _open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_error) -> Journal:
     """Fingerprints the run (``fn``, the items, the settings that change outputs) and opens or
     creates its journal, checking the disk has room, before any batch runs. The batch settings
     are stored beside the fingerprint, not in it: a resume may re-size the rest."""
-    parts = {
-        "fn": function_name(fn),
-        **_fn_parts(fn, run_name),
-        "items": digest(items)[:16],
-        "n_items": data.n,
-        "on_error": on_error,
-        "check_nan": runner.check_nan,
-        "batched": runner.batched,
-    }
-    described = {"fn": function_name(fn)}
-    if run_name is None:
-        with contextlib.suppress(Exception):  # words are a courtesy: the fingerprint decides
-            described.update(fn_descriptions(fn))
-    if not os.path.exists(checkpoint) and data.n and not runner.batched:
-        # a per-item fn is traced for its shapes anyway; a batched fn is the user's own code,
-        # called only for real batches (its first save says so if the disk is full)
-        check_room(checkpoint, data.n * _output_bytes_per_item(runner, data))
-    return Journal.open(checkpoint, parts, settings=settings, described=described)
-
-
-def _fn_parts(fn: Callable, run_name: str | None) -> dict[str, str]:
-    if run_name is not None:
-        return {"run_name": run_name}
     try:
-        return fn_fingerprint_parts(fn)
+        fn_parts = {"run_name": run_name} if run_name else fn_fingerprint_parts(fn)
     except Unfingerprintable as e:
         raise CheckpointError(
             f"`fn` cannot be fingerprinted for the checkpoint ({e}), so a resume could not tell "
             f"whether it is the same function. Name the run instead: run_batches(..., "
             f"checkpoint=..., run_name='my-run-v1'), and change the name when fn changes."
         ) from e
+    parts = {"fn": function_name(fn), **fn_parts, "items": digest(items)[:16], "n_items": data.n}
+    parts.update(on_error=on_error, check_nan=runner.check_nan, batched=runner.batched)
+    described = {"fn": function_name(fn), **({} if run_name else fn_descriptions(fn))}
+    if not os.path.exists(checkpoint) and data.n and not runner.batched:
+        # a per-item fn is traced for its shapes anyway; a batched fn is the user's own code,
+        # called only for real batches (its first save says so if the disk is full)
+        try:
+            leaves = jax.tree_util.tree_leaves(jax.eval_shape(runner.fn, data.spec_item))
+            per_item = sum(np.dtype(a.dtype).itemsize * math.prod(a.shape) for a in leaves)
+        except Exception:
+            per_item = 0  # cannot tell from shapes
+        check_room(checkpoint, data.n * int(per_item))
+    return Journal.open(checkpoint, parts, settings=settings, described=described)
 
 
-def _output_bytes_per_item(runner: BatchRunner, data: Items) -> int:
-    """Bytes of one item's outputs (from shapes, nothing runs); 0 when it cannot be told."""
-    try:
-        leaves = jax.tree_util.tree_leaves(jax.eval_shape(runner.fn, data.spec_item))
-        return int(sum(np.dtype(a.dtype).itemsize * int(np.prod(a.shape)) for a in leaves))
-    except Exception:
-        return 0
-
-
-def output_treedef(runner: BatchRunner, data: Items):
+def _output_treedef(runner: BatchRunner, data: Items):
     """The structure of fn's output, to rebuild outputs read from a checkpoint."""
     try:
         spec = batch_spec(data.spec_item, 1) if runner.batched else data.spec_item
@@ -249,16 +283,7 @@ def _initial_size(runner: BatchRunner, data: Items, batch_size, budget_bytes, si
     return sizer.round(answer)
 
 
-def _loop(
-    runner: BatchRunner,
-    data: Items,
-    state: RunState,
-    sizer: Sizer,
-    on_error,
-    journal,
-    progress,
-    budget_bytes,
-) -> RunResult:
+def _loop(runner, data, state, sizer, on_error, journal, progress, budget_bytes) -> RunResult:
     from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
@@ -285,20 +310,16 @@ def _loop(
             else:
                 idx, skipped, end = data.window(state.position, size)
             failures = [Failure(i, "bad item", data.bad[i]) for i in skipped]
-            found, halves = [], []
-            b0 = time.perf_counter()
+            found, halves, b0 = [], [], time.perf_counter()
             full, size = size, min(size, len(idx)) or size  # a short batch runs at its own size
             if idx:
                 try:
                     found, errors, halves = runner.attempt(idx, size, not state.chunks)
                     failures += errors
                 except OutOfMemory as e:
-                    halves = getattr(e, "halves", [])
-                    status = "error in fn, bisected" if halves else e.kind
-                    state.batches.append(
-                        BatchLog(idx[0], size, len(idx), status, time.perf_counter() - b0)
-                    )
-                    state.batches.extend(halves)
+                    status = "error in fn, bisected" if e.halves else e.kind
+                    log = BatchLog(idx[0], size, len(idx), status, time.perf_counter() - b0)
+                    state.batches += [log, *e.halves]
                     if size <= runner.min_batch_size:
                         state.stop_reason = f"{e.kind} even at the minimum batch size {size}: {e}"
                         if on_error == "raise":
@@ -318,15 +339,13 @@ def _loop(
                 if runner.check_nan:
                     found, nan_failures = _split_nan(found)
                     failures += nan_failures
-            retried = state.retry[: len(idx)] if state.retry else []
-            state.retry = state.retry[len(idx) :]
+            retried, state.retry = state.retry[: len(idx)], state.retry[len(idx) :]
             status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
-            if halves:
-                status = "error in fn, bisected"
             state.add(found, failures, retried)
             start = idx[0] if retried else state.position
-            state.batches.append(BatchLog(start, size, len(idx), status, time.perf_counter() - b0))
-            state.batches.extend(halves)
+            status = "error in fn, bisected" if halves else status
+            log = BatchLog(start, size, len(idx), status, time.perf_counter() - b0)
+            state.batches += [log, *halves]
             state.position = end
             if idx and size == full:  # a short batch (the last, or retried items) sizes nothing
                 state.size = sizer.after_success(state, size)
@@ -348,13 +367,13 @@ def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
         journal.append(*state.record(found, failures, retried))
         return True
     except OSError as e:
+        why = e.strerror or e
         state.checkpoint_error = (
-            f"the save of the batch at item {state.batches[-1].start} failed "
-            f"({e.strerror or e}); {str(journal.path)!r} keeps only the "
-            f"{len(journal.records)} batch(es) saved before it"
+            f"the save of the batch at item {state.batches[-1].start} failed ({why}); "
+            f"{str(journal.path)!r} keeps only the {len(journal.records)} batch(es) saved before it"
         )
         state.stop_reason = (
-            f"checkpoint write failed ({e.strerror or e}); the checkpoint keeps the batches before "
+            f"checkpoint write failed ({why}); the checkpoint keeps the batches before "
             f"this one, and this result holds everything computed"
         )
         warnings.warn(
@@ -382,6 +401,3 @@ def _split_nan(found):
         if keep.size:
             kept.append(([idx[i] for i in keep], [leaf[keep] for leaf in leaves], tree))
     return kept, failures
-
-
-__all__ = ["run_batches"]

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from batchlab._util.checks import check_choice
 from batchlab.runs.planning import batch_args, batch_planner
 
 METHODS = ("interpolate", "bisect")
@@ -57,58 +58,41 @@ def search(
     It ends on a measured pair: ``answer`` fits, ``answer + 1`` does not (or is ``upper``).
     ``"bisect"`` doubles from 1, then bisects; ``"interpolate"`` aims where the line through
     the last two points meets the budget and checks the neighbour of a guess that fits (4
-    compilations on a straight line; a bisection step follows any step that did not halve
-    the bracket). ``jitted`` takes a whole batch (:func:`batch_planner`); ``known`` (read and
-    extended) gives a warm start; ``multiple``: a ``lax.map`` chunk, whose next multiple
-    above the answer is probed too; ``stats["compiled"]`` receives the new compilations.
+    compilations on a straight line). ``known`` (read and extended) gives a warm start;
+    ``multiple``: a ``lax.map`` chunk; ``stats["compiled"]`` counts the new compilations.
     """
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}, got {method!r}.")
+    check_choice(method, "method", METHODS)
     plan = _Plans(jitted, example_item, known, on_compile, in_axes)
-    fits = lambda b: plan(b) <= budget_bytes  # noqa: E731
-    answer = _search(plan, fits, budget_bytes, upper, multiple, method)
+    answer = _search(plan, budget_bytes, upper, multiple, method)
     if stats is not None:
-        stats["compiled"] = plan.compiled
+        stats["compiled"] = stats.get("compiled", 0) + plan.compiled
     return answer, plan.visited
 
 
-def _search(plan, fits, budget, upper, multiple, method) -> int:
-    if not multiple:
+def _search(plan, budget, upper, m, method) -> int:
+    if not m:
         return _largest(plan, budget, upper, method, 1)
-    # lax.map plans a remainder (batch % chunk) apart: a batch just above a
-    # multiple of the chunk plans MORE than the next multiple (a saw-tooth
-    # curve). Search the multiples (a straight line), then the block of
-    # remainders above the last multiple that fits.
-    m = multiple
+    # lax.map plans a remainder (batch % chunk) apart: a batch just above a multiple of the
+    # chunk plans MORE than the next multiple (a saw-tooth). Search the multiples (a straight
+    # line), then the block of remainders above the last multiple that fits.
+    fits = lambda b: plan(b) <= budget  # noqa: E731
     q = _largest(plan, budget, upper // m, method, m)
     if q == 0:
         return _largest(plan, budget, min(upper, m - 1), method, 1)
     lo, top = q * m, min(q * m + m - 1, upper)
     if lo == top or not fits(lo + 1):
         return lo
-    if fits(top):
-        return top
-    return _refine(plan, fits, budget, lo + 1, top, method)[0]
+    return top if fits(top) else _refine(plan, fits, budget, lo + 1, top, method)[0]
 
 
-class _Scaled:
-    """``plan`` seen in units of ``step`` batch items (the multiples of a chunk)."""
-
-    def __init__(self, plan, step):
-        self.plan, self.step = plan, step
-        self.known = {b // step: p for b, p in plan.known.items() if b % step == 0}
-
-    def __call__(self, u: int) -> int:
-        return self.plan(u * self.step)
-
-
-def _largest(plan, budget, upper, method, step) -> int:
-    """The largest ``u <= upper`` with ``plan(u * step) <= budget`` (0 if none), neighbours measured."""
+def _largest(plans, budget, upper, method, step) -> int:
+    """The largest ``u <= upper`` with ``plans(u * step) <= budget`` (0 if none), neighbours measured."""
     if upper < 1:
         return 0
-    plan = _Scaled(plan, step) if step > 1 else plan
+    known = {b // step: p for b, p in plans.known.items() if b % step == 0}
+    known = {u: p for u, p in known.items() if 1 <= u <= upper}
+    plan = lambda u: plans(u * step)  # noqa: E731 (in units of step items: a chunk's multiples)
     fits = lambda u: plan(u) <= budget  # noqa: E731
-    known = {u: p for u, p in plan.known.items() if 1 <= u <= upper}
     fitting = sorted(u for u, p in known.items() if p <= budget)
     prev = None  # the fitting point before lo, for extrapolation
     if method == "interpolate" and fitting:  # warm start from earlier searches
