@@ -20,6 +20,8 @@ from batchlab.batching.axes_spec import (
 )
 
 SOURCE = "abstract evaluation (jax.eval_shape): shapes only, nothing ran"
+IN_HEADER = ("argument", "shape", "mapped", "batch", "per-item shape fn sees")
+OUT_HEADER = ("output", "per-item shape", "batch axis", "batched shape")
 
 
 @dataclass(frozen=True)
@@ -44,11 +46,8 @@ class AxesExplanation(Rows):
     out_axes: Any
     source: str = SOURCE
 
-    _in_header = ("argument", "shape", "mapped", "batch", "per-item shape fn sees")
-    _out_header = ("output", "per-item shape", "batch axis", "batched shape")
-
-    def _in_rows(self) -> list[tuple]:
-        return [
+    def _tables(self) -> list[tuple]:
+        ins = [
             (
                 lf.label,
                 str(lf.shape),
@@ -58,9 +57,7 @@ class AxesExplanation(Rows):
             )
             for lf in self.inputs
         ]
-
-    def _out_rows(self) -> list[tuple]:
-        return [
+        outs = [
             (
                 o.label,
                 str(o.item_shape),
@@ -69,12 +66,9 @@ class AxesExplanation(Rows):
             )
             for o in self.outputs
         ]
-
-    def _tables(self) -> list[tuple]:
-        inputs = f"inputs: batch of {self.batch_size} items ({self.source})"
         return [
-            (inputs, self._in_rows(), self._in_header),
-            ("outputs", self._out_rows(), self._out_header),
+            (f"inputs: batch of {self.batch_size} items ({self.source})", ins, IN_HEADER),
+            ("outputs", outs, OUT_HEADER),
         ]
 
     def __repr__(self) -> str:

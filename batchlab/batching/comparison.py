@@ -182,6 +182,7 @@ class Comparison(Rows):
 
 
 def _take(args: tuple, res: Any, b: int) -> tuple:
+    """The first ``b`` items of the batch."""
     leaves = jax.tree_util.tree_leaves(args)
     out = [
         leaf if lf.axis is None else jax.lax.slice_in_dim(leaf, 0, b, axis=lf.axis)
@@ -191,15 +192,13 @@ def _take(args: tuple, res: Any, b: int) -> tuple:
 
 
 def _agree(a: Any, b: Any) -> bool:
-    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
-    if len(la) != len(lb):
-        return False
-    for x, y in zip(la, lb, strict=False):
-        x, y = np.asarray(x), np.asarray(y)
-        tol = 1e-2 if x.dtype.itemsize <= 2 else 1e-4
-        if x.shape != y.shape or not np.allclose(x, y, rtol=tol, atol=tol):
-            return False
-    return True
+    """Same leaves, shapes and values (to a tolerance that depends on the dtype)."""
+    la, lb = [list(map(np.asarray, jax.tree_util.tree_leaves(t))) for t in (a, b)]
+    tol = [1e-2 if x.dtype.itemsize <= 2 else 1e-4 for x in la]
+    return len(la) == len(lb) and all(
+        x.shape == y.shape and np.allclose(x, y, rtol=t, atol=t)
+        for x, y, t in zip(la, lb, tol, strict=True)
+    )
 
 
 def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> tuple:

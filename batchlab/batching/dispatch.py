@@ -9,6 +9,7 @@ from typing import Any
 
 import jax
 
+from batchlab.batching.host_chunks import nbytes
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.measurement import Measurement
@@ -21,13 +22,9 @@ COMPILE_NOTE = (
 )
 
 
-def _nbytes(tree: Any) -> int:
-    return sum(int(getattr(x, "nbytes", 0)) for x in jax.tree_util.tree_leaves(tree))
-
-
 def dispatched_memory(step: MemoryEstimate, args: Any, out: Any, held: int, flops, how: str):
     """The plan of the largest dispatched program, widened to the whole call."""
-    arg, outb, temp = _nbytes(args), _nbytes(out), step.temp_bytes + held
+    arg, outb, temp = nbytes(args), nbytes(out), step.temp_bytes + held
     return dataclasses.replace(
         step,
         argument_bytes=arg,
@@ -106,7 +103,7 @@ def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) 
         step = memory_estimate(fn, *jax.tree_util.tree_unflatten(res.treedef, item))
         flops = None if step.flops is None else step.flops * res.batch_size
         how = "the item program's temp + item outputs held for the stack"
-        return dispatched_memory(step, sub, out, _nbytes(out), flops, how)
+        return dispatched_memory(step, sub, out, nbytes(out), flops, how)
 
     return memory
 

@@ -109,11 +109,12 @@ def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int, **
     return program
 
 
-def _nbytes(x: Any) -> int:
-    """Bytes of an array or a ``jax.ShapeDtypeStruct``; 0 for a Python value (no device memory)."""
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return int(np.prod(x.shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize
-    return 0
+def nbytes(tree: Any) -> int:
+    """Bytes of the arrays and ``jax.ShapeDtypeStruct`` leaves; 0 for a Python value."""
+    leaves = [
+        x for x in jax.tree_util.tree_leaves(tree) if hasattr(x, "shape") and hasattr(x, "dtype")
+    ]
+    return sum(int(np.prod(x.shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize for x in leaves)
 
 
 @dataclass(frozen=True)
@@ -205,8 +206,8 @@ def plan_call(program: Callable, axes: tuple, mapped: list, shared: list, n: int
         dispatches=slices + len(chunks) + several,
         full_step=first if full else None,
         remainder_step=last if last is not None else (None if full else first),
-        input_copy_bytes=sum(_nbytes(x) for x in on_device) if slices else 0,
+        input_copy_bytes=nbytes(on_device) if slices else 0,
         chunk_output_bytes=outputs,
-        argument_bytes=sum(_nbytes(x) for x in [*mapped, *jax.tree_util.tree_leaves(shared)]),
+        argument_bytes=nbytes([mapped, shared]),
         output_bytes=outputs,  # the concatenation of the chunk outputs
     )
