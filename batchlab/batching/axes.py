@@ -9,17 +9,19 @@ from typing import Any
 import jax
 
 from batchlab._util.checks import check_callable
-from batchlab._util.format import html_table, text_table
+from batchlab._util.format import Rows, text_table
 from batchlab.batching.axes_spec import (
     BatchAxisError,
     Leaf,
     Resolved,
     check_axis_types,
-    is_axis_leaf,
+    out_axis_per_leaf,
     resolve,
 )
 
 SOURCE = "abstract evaluation (jax.eval_shape): shapes only, nothing ran"
+IN_HEADER = ("argument", "shape", "mapped", "batch", "per-item shape fn sees")
+OUT_HEADER = ("output", "per-item shape", "batch axis", "batched shape")
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,7 @@ class OutputAxis:
 
 
 @dataclass(frozen=True)
-class AxesExplanation:
+class AxesExplanation(Rows):
     """What ``jax.vmap(fn, in_axes, out_axes)`` does with these arguments."""
 
     batch_size: int
@@ -44,8 +46,8 @@ class AxesExplanation:
     out_axes: Any
     source: str = SOURCE
 
-    def _in_rows(self) -> list[tuple]:
-        return [
+    def _tables(self) -> list[tuple]:
+        ins = [
             (
                 lf.label,
                 str(lf.shape),
@@ -55,9 +57,7 @@ class AxesExplanation:
             )
             for lf in self.inputs
         ]
-
-    def _out_rows(self) -> list[tuple]:
-        return [
+        outs = [
             (
                 o.label,
                 str(o.item_shape),
@@ -66,104 +66,76 @@ class AxesExplanation:
             )
             for o in self.outputs
         ]
-
-    _in_header = ("argument", "shape", "mapped", "batch", "per-item shape fn sees")
-    _out_header = ("output", "per-item shape", "batch axis", "batched shape")
+        return [
+            (f"inputs: batch of {self.batch_size} items ({self.source})", ins, IN_HEADER),
+            ("outputs", outs, OUT_HEADER),
+        ]
 
     def __repr__(self) -> str:
         return (
             f"AxesExplanation(batch of {self.batch_size} items; in_axes={self.in_axes!r}, "
             f"out_axes={self.out_axes!r}; {self.source})\n"
-            + text_table(self._in_rows(), self._in_header)
-            + "\n\n"
-            + text_table(self._out_rows(), self._out_header)
+            + "\n\n".join(text_table(rows, header) for _, rows, header in self._tables())
         )
-
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._in_rows(),
-            self._in_header,
-            caption=f"inputs: batch of {self.batch_size} items ({self.source})",
-        ) + html_table(self._out_rows(), self._out_header, caption="outputs")
 
     def plot(self, *, ax=None):
         """Draws every shape as a row of boxes, the mapped axis highlighted."""
         return plot_axes(self, ax=ax)
 
 
-def _item_struct(lf: Leaf) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct(lf.item_shape, lf.dtype)
-
-
-def _item_args(res: Resolved) -> tuple:
-    return jax.tree_util.tree_unflatten(res.treedef, [_item_struct(lf) for lf in res.leaves])
-
-
-def _batched_args(res: Resolved) -> tuple:
-    return jax.tree_util.tree_unflatten(
-        res.treedef, [jax.ShapeDtypeStruct(lf.shape, lf.dtype) for lf in res.leaves]
-    )
-
-
-def _out_labels(out: Any) -> list[str]:
-    return [
-        "out" + jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(out)[0]
+def _structs(res: Resolved, item: bool) -> tuple:
+    """The arguments as shapes: one item's (``item``) or the whole batch's."""
+    leaves = [
+        jax.ShapeDtypeStruct(lf.item_shape if item else lf.shape, lf.dtype) for lf in res.leaves
     ]
+    return jax.tree_util.tree_unflatten(res.treedef, leaves)
 
 
 def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[OutputAxis, ...]:
     """Checks ``out_axes`` against the per-item outputs (abstract evaluation only)."""
     check_axis_types(out_axes, "out_axes")
-    out = jax.eval_shape(fn, *_item_args(res))
-    spec_def = jax.tree_util.tree_structure(out_axes, is_leaf=is_axis_leaf)
+    out = jax.eval_shape(fn, *_structs(res, item=True))
     try:
-        subtrees = spec_def.flatten_up_to(out)
+        leaves, axes, treedef = out_axis_per_leaf(out, out_axes)
     except (ValueError, TypeError):
         raise BatchAxisError(
-            f"`out_axes`={out_axes!r} does not match what fn returns ({jax.tree_util.tree_structure(out)}, "
-            f"{len(jax.tree_util.tree_leaves(out))} output array(s)): there is no output for some "
+            f"`out_axes`={out_axes!r} does not match what fn returns "
+            f"({jax.tree_util.tree_structure(out)}, {len(jax.tree_util.tree_leaves(out))} output "
+            f"array(s)): there is no output for some "
             f"of its entries. Give one axis for all outputs (e.g. out_axes=0) or a tree shaped "
             f"like the output."
         ) from None
-    axes: list[Any] = []
-    for ax, sub in zip(
-        jax.tree_util.tree_leaves(out_axes, is_leaf=is_axis_leaf), subtrees, strict=False
-    ):
-        axes += [ax] * len(jax.tree_util.tree_leaves(sub))
-    leaves = jax.tree_util.tree_leaves(out)
-    labels = _out_labels(out)
+    labels = [
+        "out" + jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(out)[0]
+    ]
     rows = []
-    for k, (label, leaf, ax) in enumerate(zip(labels, leaves, axes, strict=False)):
-        rank = len(leaf.shape) + 1  # the batched output has one more axis
+    for k, (label, leaf, ax) in enumerate(zip(labels, leaves, axes, strict=True)):
+        item, rank = tuple(leaf.shape), len(leaf.shape) + 1  # the batched output has one more axis
         if ax is None:
-            flat = [None if j == k else 0 for j in range(len(leaves))]
+            only = jax.tree_util.tree_unflatten(
+                treedef, [None if j == k else 0 for j in range(len(leaves))]
+            )
             try:
-                jax.eval_shape(
-                    jax.vmap(
-                        fn,
-                        res.in_axes,
-                        jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out), flat),
-                    ),
-                    *_batched_args(res),
-                )
+                jax.eval_shape(jax.vmap(fn, res.in_axes, only), *_structs(res, item=False))
             except ValueError:
                 raise BatchAxisError(
-                    f"out_axes gives None (no batch axis) for `{label}`, but `{label}` depends on the "
-                    f"mapped inputs: every item gives a different {tuple(leaf.shape)} value, so it has "
-                    f"a batch axis. Use an axis for it (e.g. 0); None is only for outputs that are the "
-                    f"same for every item."
+                    f"out_axes gives None (no batch axis) for `{label}`, but `{label}` depends on "
+                    f"the mapped inputs: every item gives a different {item} value, so it has a "
+                    f"batch axis. Use an axis for it (e.g. 0); None is only for outputs that are "
+                    f"the same for every item."
                 ) from None
-            rows.append(OutputAxis(label, tuple(leaf.shape), leaf.dtype, None, tuple(leaf.shape)))
+            rows.append(OutputAxis(label, item, leaf.dtype, None, item))
             continue
         if not -rank <= ax < rank:
             raise BatchAxisError(
-                f"out_axes asks to put the batch axis at {ax} of `{label}`, but one item's `{label}` has "
-                f"shape {tuple(leaf.shape)}, so the batched output has {rank} axes; valid positions "
-                f"are {-rank}..{rank - 1}."
+                f"out_axes asks to put the batch axis at {ax} of `{label}`, but one item's "
+                f"`{label}` has shape {item}, so the batched output has {rank} axes; valid "
+                f"positions are {-rank}..{rank - 1}."
             )
         ax = ax % rank
-        shape = (*tuple(leaf.shape[:ax]), res.batch_size, *tuple(leaf.shape[ax:]))
-        rows.append(OutputAxis(label, tuple(leaf.shape), leaf.dtype, ax, shape))
+        rows.append(
+            OutputAxis(label, item, leaf.dtype, ax, (*item[:ax], res.batch_size, *item[ax:]))
+        )
     return tuple(rows)
 
 
@@ -195,62 +167,46 @@ def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) 
     return AxesExplanation(res.batch_size, res.leaves, outputs, res.in_axes, out_axes)
 
 
-def _boxes(ax, x: float, y: float, shape: tuple, mapped: int | None) -> float:
-    """Draws ``shape`` as boxes from ``x``; the mapped axis in orange. Returns the end x."""
+def _boxes(ax, x: float, y: float, shape: tuple, mapped: int | None) -> None:
+    """Draws ``shape`` as boxes from ``x``; the mapped axis in orange."""
     from matplotlib.patches import Rectangle
 
     if not shape:
         ax.text(x, y, "scalar ()", va="center", fontsize=11, color="0.3")
-        return x + 1.4
     for k, size in enumerate(shape):
         color = "#f5a623" if k == mapped else "#cfe2f3"
-        ax.add_patch(Rectangle((x, y - 0.35), 0.9, 0.7, facecolor=color, edgecolor="0.2"))
-        ax.text(x + 0.45, y, str(size), ha="center", va="center", fontsize=11)
-        x += 1.0
-    return x
+        ax.add_patch(Rectangle((x + k, y - 0.35), 0.9, 0.7, facecolor=color, edgecolor="0.2"))
+        ax.text(x + k + 0.45, y, str(size), ha="center", va="center", fontsize=11)
 
 
 def plot_axes(e: AxesExplanation, *, ax=None):
     """Every input and output shape as boxes: batched shape -> per item -> batched output."""
     from matplotlib.figure import Figure
 
-    rows = [("in", lf.label, lf.shape, lf.axis, lf.item_shape) for lf in e.inputs]
-    rows += [("out", o.label, o.shape, o.axis, o.item_shape) for o in e.outputs]
+    rows = [("", lf.label, lf.shape, lf.axis, lf.item_shape) for lf in e.inputs]
+    rows += [("→ ", o.label, o.shape, o.axis, o.item_shape) for o in e.outputs]
     width = max(max(len(r[2]) for r in rows), 3) + 1.5
     if ax is None:
         fig = Figure(figsize=(7 + 0.6 * width, 0.75 * len(rows) + 1.3), layout="constrained")
         ax = fig.subplots()
-    fig = ax.figure
     ax.clear()
     label_w = 0.23 * max(len(r[1]) for r in rows) + 1.0
-    for i, (kind, label, shape, mapped, item) in enumerate(rows):
-        y = -i - (0.5 if kind == "out" else 0)
-        ax.text(
-            0,
-            y,
-            ("" if kind == "in" else "→ ") + label,
-            va="center",
-            fontsize=12,
-            family="monospace",
-            fontweight="bold",
-        )
+    x = label_w + width + 0.6
+    for i, (arrow, label, shape, mapped, item) in enumerate(rows):
+        y = -i - (0.5 if arrow else 0)
+        font = dict(va="center", fontsize=12, family="monospace", fontweight="bold")
+        ax.text(0, y, arrow + label, **font)
         _boxes(ax, label_w, y, shape, mapped)
-        x = label_w + width + 0.6
         ax.annotate(
-            "",
-            (x + 0.2, y),
-            (x - 0.7, y),
-            arrowprops=dict(arrowstyle="<-" if kind == "out" else "->"),
+            "", (x + 0.2, y), (x - 0.7, y), arrowprops=dict(arrowstyle="<-" if arrow else "->")
         )
         _boxes(ax, x + 0.5, y, item, None)
-    n_in = len(e.inputs)
-    ax.axhline(-n_in + 0.25, color="0.6", lw=0.8, ls="--")
+    ax.axhline(-len(e.inputs) + 0.25, color="0.6", lw=0.8, ls="--")
     ax.set_xlim(-0.2, label_w + 2 * width + 2)
     ax.set_ylim(-len(rows) - 0.2, 1.0)
     ax.text(label_w, 0.65, f"batched (orange: batch axis, {e.batch_size} items)", fontsize=11)
-    ax.text(label_w + width + 1.1, 0.65, "one item (what fn sees)", fontsize=11)
+    ax.text(x + 0.5, 0.65, "one item (what fn sees)", fontsize=11)
     ax.set_axis_off()
-    ax.set_title(
-        f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}", fontsize=12, loc="left"
-    )
-    return fig
+    title = f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}"
+    ax.set_title(title, fontsize=12, loc="left")
+    return ax.figure

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 import numbers
 from collections import Counter
@@ -15,6 +14,8 @@ import numpy as np
 
 from batchlab._util.checks import check_array_tree
 
+jtu = jax.tree_util
+
 
 class BatchAxisError(ValueError):
     """A batch-axis spec (``in_axes`` / ``out_axes``) that does not fit the data."""
@@ -25,7 +26,7 @@ def is_axis_leaf(x: Any) -> bool:
 
 
 def check_axis_types(spec: Any, name: str) -> None:
-    for leaf in jax.tree_util.tree_leaves(spec, is_leaf=is_axis_leaf):
+    for leaf in jtu.tree_leaves(spec, is_leaf=is_axis_leaf):
         if not is_axis_leaf(leaf):
             raise TypeError(
                 f"`{name}` may hold only ints (an axis) and None (not mapped), got "
@@ -39,39 +40,10 @@ def param_names(fn: Callable, n: int) -> list[str]:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         params = []
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     star = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
-    names: list[str] = []
-    for i in range(n):
-        if i < len(positional):
-            names.append(positional[i].name)
-        elif star is not None:
-            names.append(f"{star}[{i - len(positional)}]")
-        else:
-            names.append(f"args[{i}]")
-    return names
-
-
-def normalize_in_axes(in_axes: Any, n_args: int, names: list[str]) -> tuple:
-    """One spec per positional argument (vmap's rule: an int or None applies to all)."""
-    check_axis_types(in_axes, "in_axes")
-    if is_axis_leaf(in_axes):
-        return (in_axes,) * n_args
-    if isinstance(in_axes, list):
-        in_axes = tuple(in_axes)
-    if not isinstance(in_axes, tuple):
-        raise BatchAxisError(
-            f"`in_axes` must be an int, None, or a tuple with one entry per argument, got "
-            f"{type(in_axes).__name__} {in_axes!r}; for fn({', '.join(names)}) write e.g. "
-            f"in_axes=({', '.join(['0'] * n_args)})."
-        )
-    if len(in_axes) != n_args:
-        raise BatchAxisError(
-            f"`in_axes` has {len(in_axes)} entr{'y' if len(in_axes) == 1 else 'ies'} {in_axes!r} but fn was called with {n_args} "
-            f"argument(s) ({', '.join(names)}); give one entry per argument, e.g. "
-            f"in_axes=({', '.join(['0'] + ['None'] * (n_args - 1))})."
-        )
-    return in_axes
+    rest = [f"{star}[{i}]" if star else f"args[{len(names) + i}]" for i in range(n - len(names))]
+    return (names + rest)[:n]
 
 
 def suggest(in_axes: tuple, i: int, value: Any = None) -> str:
@@ -79,6 +51,39 @@ def suggest(in_axes: tuple, i: int, value: Any = None) -> str:
     entries = [repr(v) for v in in_axes]
     entries[i] = repr(value)
     return f"in_axes=({', '.join(entries)}{',' if len(entries) == 1 else ''})"
+
+
+def axis_per_leaf(spec: Any, subtrees: list) -> list:
+    """The axis of every leaf, ``spec`` (a prefix tree) flattened up to ``subtrees``."""
+    axes = jtu.tree_leaves(spec, is_leaf=is_axis_leaf)
+    return [ax for ax, sub in zip(axes, subtrees, strict=False) for _ in jtu.tree_leaves(sub)]
+
+
+def out_axis_per_leaf(out: Any, out_axes: Any) -> tuple[list, list, Any]:
+    """Output leaves and the out axis of each (``out_axes`` is a prefix tree of ``out``)."""
+    subtrees = jtu.tree_structure(out_axes, is_leaf=is_axis_leaf).flatten_up_to(out)
+    return jtu.tree_leaves(out), axis_per_leaf(out_axes, subtrees), jtu.tree_structure(out)
+
+
+def static_key(leaf: Any) -> Any:
+    """What a compiled program keys on for a value passed to ``fn`` untouched."""
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        a = np.asarray(leaf)
+        return ("numpy", a.shape, a.dtype.str, a.tobytes())
+    try:
+        hash(leaf)
+        return (type(leaf), leaf)  # 1, 1.0 and True hash alike: the type tells them apart
+    except TypeError:
+        return ("id", id(leaf))  # unhashable: the cached program holds the object, so the id lives
+
+
+def call_with(fn: Callable, every: Any, n_pos: int, kw_names: tuple) -> Any:
+    """``fn(*positional, **keywords)`` from the flat tuple of both (keyword values last)."""
+    return fn(*every[:n_pos], **dict(zip(kw_names, every[n_pos:], strict=True)))
+
+
+def _drop(shape: tuple, axis: int | None) -> tuple:
+    return shape if axis is None else shape[:axis] + shape[axis + 1 :]
 
 
 @dataclass(frozen=True)
@@ -98,14 +103,16 @@ class Leaf:
 
     @property
     def item_shape(self) -> tuple[int, ...]:
-        if self.axis is None:
-            return self.shape
-        return self.shape[: self.axis] + self.shape[self.axis + 1 :]
+        return _drop(self.shape, self.axis)
 
 
 @dataclass(frozen=True)
 class Resolved:
-    """The spec read against the arguments: flat leaves, their tree, the batch size."""
+    """The spec read against one call: flat leaves, their tree, the batch size.
+
+    ``mapped`` and ``shared`` are the positions of the mapped and of the unmapped array
+    leaves (a program's inputs); ``kept`` holds the static leaves (None elsewhere).
+    """
 
     names: tuple[str, ...]
     in_axes: tuple
@@ -113,29 +120,59 @@ class Resolved:
     treedef: Any  # of the tuple of positional args, then keyword values (in kw_names order)
     batch_size: int
     kw_names: tuple[str, ...] = ()
+    kept: tuple = ()
 
+    @property
+    def mapped(self) -> tuple[int, ...]:
+        return tuple(k for k, lf in enumerate(self.leaves) if lf.axis is not None)
 
-def _item_outputs(fn, every, n_pos, kw_names, leaves, arg: int | None, axis: int | None):
-    """Per-item output shapes by abstract evaluation, argument ``arg`` mapped on ``axis``."""
+    @property
+    def shared(self) -> tuple[int, ...]:
+        return tuple(k for k, lf in enumerate(self.leaves) if lf.axis is None and not lf.static)
 
-    def item(lf: Leaf) -> tuple[int, ...]:
-        if lf.arg != arg:
-            return lf.item_shape
-        return lf.shape if axis is None else lf.shape[:axis] + lf.shape[axis + 1 :]
+    @property
+    def axes(self) -> tuple[int, ...]:
+        return tuple(self.leaves[k].axis for k in self.mapped)
 
-    values = jax.tree_util.tree_leaves(tuple(every))
-    structs = [
-        value if lf.static else jax.ShapeDtypeStruct(item(lf), lf.dtype)
-        for lf, value in zip(leaves, values, strict=True)
-    ]
-    tree = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(tuple(every)), structs)
-    try:
-        out = jax.eval_shape(
-            lambda *a: fn(*a[:n_pos], **dict(zip(kw_names, a[n_pos:], strict=True))), *tree
+    @property
+    def key(self) -> tuple:
+        """What a compiled program depends on besides the shapes of its inputs."""
+        statics = tuple(
+            (k, static_key(v)) for k, v in enumerate(self.kept) if self.leaves[k].static
         )
-    except Exception:
-        return None
-    return [tuple(o.shape) for o in jax.tree_util.tree_leaves(out)]
+        ranks = tuple(len(lf.shape) for lf in self.leaves)
+        return (self.treedef, self.mapped, self.axes, self.shared, statics, ranks)
+
+    def call(self, fn: Callable, items: list, shared: list) -> Any:
+        """``fn`` on one item (or a chunk under vmap): mapped leaves from ``items``."""
+        full = list(self.kept)
+        for k, x in [*zip(self.mapped, items, strict=True), *zip(self.shared, shared, strict=True)]:
+            full[k] = x
+        every = jtu.tree_unflatten(self.treedef, full)
+        return call_with(fn, every, len(every) - len(self.kw_names), self.kw_names)
+
+
+def _item_outputs(fn: Callable, every: list, n_pos: int, kw_names: tuple, leaves: list) -> Callable:
+    """``outs(arg, axis)``: per-item output shapes, argument ``arg`` mapped on ``axis``."""
+    values = jtu.tree_leaves(tuple(every))
+
+    def outs(arg: int, axis: int | None) -> list | None:
+        structs = [
+            v
+            if lf.static
+            else jax.ShapeDtypeStruct(_drop(lf.shape, axis), lf.dtype)
+            if lf.arg == arg
+            else jax.ShapeDtypeStruct(lf.item_shape, lf.dtype)
+            for lf, v in zip(leaves, values, strict=True)
+        ]
+        tree = jtu.tree_unflatten(jtu.tree_structure(tuple(every)), structs)
+        try:
+            out = jax.eval_shape(lambda *a: call_with(fn, a, n_pos, kw_names), *tree)
+        except Exception:
+            return None
+        return [tuple(o.shape) for o in jtu.tree_leaves(out)]
+
+    return outs
 
 
 def _shapes_text(shapes: list, batch: int | None = None) -> str:
@@ -143,40 +180,37 @@ def _shapes_text(shapes: list, batch: int | None = None) -> str:
     return str(shown[0]) if len(shown) == 1 else ", ".join(map(str, shown))
 
 
-def movable(fn, every, n_pos, kw_names, leaves, lf: Leaf, batch: int) -> tuple | None:
-    """(axis, per-item outputs) of another axis of ``lf`` with ``batch`` entries that fn takes.
-
-    Only for an argument that is one array (its in_axes entry is one int).
-    """
+def movable(outs: Callable, leaves: list, lf: Leaf, batch: int) -> tuple | None:
+    """(axis, per-item outputs) of another axis of ``lf`` (one array) with ``batch`` entries."""
     if sum(m.arg == lf.arg for m in leaves) != 1:
         return None
     for a, size in enumerate(lf.shape):
-        if size == batch and a != lf.axis:
-            got = _item_outputs(fn, every, n_pos, kw_names, leaves, lf.arg, a)
-            if got is not None:
-                return a, got
+        if size == batch and a != lf.axis and (got := outs(lf.arg, a)) is not None:
+            return a, got
     return None
 
 
-def fix_hint(fn, every, n_pos, kw_names, leaves, lf: Leaf, spec: tuple, batch: int) -> str:
+def fix_hint(outs: Callable, leaves: list, lf: Leaf, spec: tuple, batch: int) -> str:
     """The fix for a leaf whose size is not the batch's, each suggestion evaluated first."""
-    outs = functools.partial(_item_outputs, fn, every, n_pos, kw_names, leaves, lf.arg)
     k, use = lf.label, suggest(spec, lf.arg)
-    if (moved := movable(fn, every, n_pos, kw_names, leaves, lf, batch)) is not None:
+    if (moved := movable(outs, leaves, lf, batch)) is not None:
         a, got = moved
         return (
             f"Axis {a} of `{k}` has {batch}: if it holds the items, map it, "
             f"{suggest(spec, lf.arg, a)}: each item sees `{k}` as "
-            f"{lf.shape[:a] + lf.shape[a + 1 :]} and returns {_shapes_text(got)}."
+            f"{_drop(lf.shape, a)} and returns {_shapes_text(got)}."
         )
-    whole, mapped = outs(None), outs(lf.axis)
+    whole, mapped = outs(lf.arg, None), outs(lf.arg, lf.axis)
     if whole is None:
         return (
             f"Passing `{k}` whole ({use}) does not fit fn either: give `{k}` {batch} "
             f"items along axis {lf.axis}."
         )
     if mapped is None or mapped == whole:
-        return f"If `{k}` is shared by all items, use {use}; otherwise give it {batch} items along axis {lf.axis}."
+        return (
+            f"If `{k}` is shared by all items, use {use}; otherwise give it {batch} items "
+            f"along axis {lf.axis}."
+        )
     n = abs(batch - lf.size)
     return (
         f"Do not pass `{k}` whole: {use} raises nothing but hands every item all "
@@ -188,15 +222,9 @@ def fix_hint(fn, every, n_pos, kw_names, leaves, lf: Leaf, spec: tuple, batch: i
     )
 
 
-def _shape_dtype(leaf: Any) -> tuple[tuple[int, ...], Any]:
-    if isinstance(leaf, numbers.Number):
-        return (), np.result_type(type(leaf))
-    return tuple(leaf.shape), leaf.dtype
-
-
 def _ragged_list(arg: Any, name: str, axis: Any) -> None:
     """A Python list of items whose sizes along the mapped axis differ: point to padding."""
-    if not isinstance(arg, (list, tuple)) or len(arg) < 2 or not is_axis_leaf(axis) or axis is None:
+    if not isinstance(arg, (list, tuple)) or len(arg) < 2 or axis is None or not is_axis_leaf(axis):
         return
     lengths = []
     for item in arg:
@@ -217,16 +245,76 @@ def _ragged_list(arg: Any, name: str, axis: Any) -> None:
         )
 
 
-def axis_per_leaf(spec: Any, subtrees: list) -> list:
-    """The axis of every leaf, ``spec`` (a prefix tree) flattened up to ``subtrees``."""
-    axes = jax.tree_util.tree_leaves(spec, is_leaf=is_axis_leaf)
-    return [
-        ax for ax, sub in zip(axes, subtrees, strict=False) for _ in jax.tree_util.tree_leaves(sub)
-    ]
+def _normalize(in_axes: Any, n_args: int, names: list[str]) -> tuple:
+    """One spec per positional argument (vmap's rule: an int or None applies to all)."""
+    check_axis_types(in_axes, "in_axes")
+    if is_axis_leaf(in_axes):
+        return (in_axes,) * n_args
+    if not isinstance(in_axes, (tuple, list)):
+        raise BatchAxisError(
+            f"`in_axes` must be an int, None, or a tuple with one entry per argument, got "
+            f"{type(in_axes).__name__} {in_axes!r}; for fn({', '.join(names)}) write e.g. "
+            f"in_axes=({', '.join(['0'] * n_args)})."
+        )
+    if len(in_axes) != n_args:
+        n = len(in_axes)
+        raise BatchAxisError(
+            f"`in_axes` has {n} entr{'y' if n == 1 else 'ies'} {in_axes!r} but fn was called "
+            f"with {n_args} argument(s) ({', '.join(names)}); give one entry per argument, e.g. "
+            f"in_axes=({', '.join(['0'] + ['None'] * (n_args - 1))})."
+        )
+    return tuple(in_axes)
 
 
-def _is_array_like(leaf: Any) -> bool:
-    return isinstance(leaf, numbers.Number) or (hasattr(leaf, "shape") and hasattr(leaf, "dtype"))
+def _arg_leaves(i: int, arg: Any, arg_spec: Any, name: str, spec: tuple, static_ok: bool):
+    """The leaves of argument ``i``: (Leaf, value) each, its axis checked against its shape."""
+    try:
+        subtrees = jtu.tree_structure(arg_spec, is_leaf=is_axis_leaf).flatten_up_to(arg)
+    except (ValueError, TypeError) as e:
+        raise BatchAxisError(
+            f"in_axes for `{name}` is {arg_spec!r}, which does not match the structure of "
+            f"`{name}` ({jtu.tree_structure(arg)}): {str(e).splitlines()[0]} "
+            f"Give one axis for the whole argument (e.g. 0 or None) or a tree with exactly "
+            f"its keys."
+        ) from None
+    fix = (
+        suggest(spec, i)
+        if i < len(spec)
+        else "pass it positionally with in_axes None (jax.vmap maps keyword arguments on axis 0)"
+    )
+    out = []
+    flat = jtu.tree_flatten_with_path(arg)[0]
+    for (path, leaf), ax in zip(flat, axis_per_leaf(arg_spec, subtrees), strict=False):
+        label = name + jtu.keystr(path)
+        if isinstance(leaf, numbers.Number):
+            shape, dtype = (), np.result_type(type(leaf))
+        elif hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+            shape, dtype = tuple(leaf.shape), leaf.dtype
+        elif ax is not None:
+            raise TypeError(
+                f"`{label}` is a {type(leaf).__name__} ({leaf!r:.40}), which has no axes to "
+                f"map (jax.vmap: 'not a valid JAX type'). Map only arrays; pass configuration "
+                f"values unmapped: {fix}."
+            )
+        else:
+            out.append((Leaf(i, label, (), None, None, static=True), leaf))
+            continue
+        rank = len(shape)
+        if ax is not None and not -rank <= ax < rank:
+            if rank == 0:
+                raise BatchAxisError(
+                    f"`{label}` is a scalar (shape ()), it has no axis {ax} to map. If it is "
+                    f"shared by all items, do not map it: {fix}."
+                )
+            raise BatchAxisError(
+                f"in_axes asks for axis {ax} of `{label}`, but `{label}` has shape {shape} "
+                f"({rank} axes); valid axes are {-rank}..{rank - 1}, or None if `{label}` "
+                f"is shared by all items."
+            )
+        traced = isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct))
+        static = static_ok and ax is None and not traced
+        out.append((Leaf(i, label, shape, dtype, None if ax is None else ax % rank, static), leaf))
+    return out
 
 
 def resolve(
@@ -241,57 +329,18 @@ def resolve(
     """Reads ``in_axes`` against ``args`` (shapes only) and finds the batch size."""
     kwargs = kwargs or {}
     names = param_names(fn, len(args))
-    spec = normalize_in_axes(in_axes, len(args), names)
+    spec = _normalize(in_axes, len(args), names)
     kw_names = tuple(kwargs)
     every = [*args, *(kwargs[k] for k in kw_names)]
-    leaves: list[Leaf] = []
+    pairs = []
     for i, (arg, arg_spec, name) in enumerate(
         zip(every, (*spec, *(0,) * len(kw_names)), (*names, *kw_names), strict=True)
     ):
         if not allow_static:
             check_array_tree(arg, name)
         _ragged_list(arg, name, arg_spec)
-        spec_def = jax.tree_util.tree_structure(arg_spec, is_leaf=is_axis_leaf)
-        try:
-            subtrees = spec_def.flatten_up_to(arg)
-        except (ValueError, TypeError) as e:
-            raise BatchAxisError(
-                f"in_axes for `{name}` is {arg_spec!r}, which does not match the structure of "
-                f"`{name}` ({jax.tree_util.tree_structure(arg)}): {str(e).splitlines()[0]} "
-                f"Give one axis for the whole argument (e.g. 0 or None) or a tree with exactly "
-                f"its keys."
-            ) from None
-        per_leaf = axis_per_leaf(arg_spec, subtrees)
-        with_path = jax.tree_util.tree_flatten_with_path(arg)[0]
-        for (path, leaf), ax in zip(with_path, per_leaf, strict=False):
-            label = name + jax.tree_util.keystr(path)
-            if not _is_array_like(leaf):
-                if ax is not None:
-                    raise TypeError(
-                        f"`{label}` is a {type(leaf).__name__} ({leaf!r:.40}), which has no axes to "
-                        f"map (jax.vmap: 'not a valid JAX type'). Map only arrays; pass "
-                        f"configuration values unmapped: {suggest(spec, i) if i < len(spec) else 'positionally with in_axes None'}."
-                    )
-                leaves.append(Leaf(i, label, (), None, None, static=True))
-                continue
-            shape, dtype = _shape_dtype(leaf)
-            if ax is not None:
-                rank = len(shape)
-                if not -rank <= ax < rank:
-                    if rank == 0:
-                        raise BatchAxisError(
-                            f"`{label}` is a scalar (shape ()), it has no axis {ax} to map. If it is "
-                            f"shared by all items, do not map it: "
-                            f"{suggest(spec, i) if i < len(spec) else 'pass it positionally with in_axes None (keyword arguments are always mapped on axis 0, as in jax.vmap)'}."
-                        )
-                    raise BatchAxisError(
-                        f"in_axes asks for axis {ax} of `{label}`, but `{label}` has shape {shape} "
-                        f"({rank} axes); valid axes are {-rank}..{rank - 1}, or None if `{label}` "
-                        f"is shared by all items."
-                    )
-                ax = ax % rank
-            static = allow_static and not isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct))
-            leaves.append(Leaf(i, label, shape, dtype, ax, static=static and ax is None))
+        pairs += _arg_leaves(i, arg, arg_spec, name, spec, allow_static)
+    leaves = [lf for lf, _ in pairs]
     mapped = [lf for lf in leaves if lf.axis is not None]
     if not mapped and axis_size is None:
         raise BatchAxisError(
@@ -299,30 +348,21 @@ def resolve(
             f"axis; map at least one argument, e.g. {suggest(spec, 0, 0) if spec else 'in_axes=0'}"
             f", or give axis_size=."
         )
-    if axis_size is not None:
-        batch = axis_size
-    else:
+    outs = _item_outputs(fn, every, len(args), kw_names, leaves)
+    batch = axis_size
+    if batch is None:
         # the most common size; on a tie, one that every other mapped leaf has on an axis fn takes
         counts = Counter(lf.size for lf in mapped)
         tied = [n for n in counts if counts[n] == max(counts.values())]
-        batch = next(
-            (
-                n
-                for n in tied
-                if all(
-                    lf.size == n or movable(fn, every, len(args), kw_names, leaves, lf, n)
-                    for lf in mapped
-                )
-            ),
-            tied[0],
-        )
+        fits = (n for n in tied if all(m.size == n or movable(outs, leaves, m, n) for m in mapped))
+        batch = next(fits, tied[0])
     for lf in mapped:
         if lf.size != batch:
             found = ", ".join(f"`{m.label}`: {m.size} (axis {m.axis})" for m in mapped)
             if axis_size is not None:
                 found = f"axis_size={axis_size}, " + found
             fix = (
-                fix_hint(fn, every, len(args), kw_names, leaves, lf, spec, batch)
+                fix_hint(outs, leaves, lf, spec, batch)
                 if lf.arg < len(spec)
                 else f"`{lf.label}` is a keyword argument, which jax.vmap always maps on axis 0; "
                 f"if it is shared by all items, pass it positionally with in_axes None; otherwise "
@@ -332,5 +372,6 @@ def resolve(
                 f"`{lf.label}` has {lf.size} along axis {lf.axis} but the batch has {batch} items "
                 f"(sizes found: {found}). {fix}"
             )
-    treedef = jax.tree_util.tree_structure(tuple(every))
-    return Resolved(tuple(names), spec, tuple(leaves), treedef, batch, kw_names)
+    kept = tuple(v if lf.static else None for lf, v in pairs)
+    treedef = jtu.tree_structure(tuple(every))
+    return Resolved(tuple(names), spec, tuple(leaves), treedef, batch, kw_names, kept)

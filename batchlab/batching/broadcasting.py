@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import warnings
 from collections.abc import Sequence
@@ -52,55 +53,55 @@ def _aligned(
     return "\n".join(lines)
 
 
+def _leading(a: tuple, b: tuple) -> bool:
+    """``a`` is shorter than ``b`` and matches its LEADING axes."""
+    return 0 < len(a) < len(b) and b[: len(a)] == a
+
+
+def _per_row(name: str, a: tuple, b: tuple) -> str:
+    """The index that gives ``a`` trailing axes to match ``b`` (one value per row)."""
+    return f"{name}[{', '.join([':'] * len(a) + ['None'] * (len(b) - len(a)))}]"
+
+
 def _left_hint(shapes: list[tuple[int, ...]], names: list[str]) -> str:
     """If a lower-rank shape matches the leading axes of another, suggest trailing None axes."""
-    for i, a in enumerate(shapes):
-        for j, b in enumerate(shapes):
-            if i != j and 0 < len(a) < len(b) and b[: len(a)] == a:
-                extra = len(b) - len(a)
-                index = ", ".join([":"] * len(a) + ["None"] * extra)
-                return (
-                    f" `{names[i]}` {a} matches the LEADING axes of `{names[j]}` {b}; if it holds one "
-                    f"value per row (e.g. a mask over the batch), give it trailing axes: "
-                    f"{names[i]}[{index}] has shape {a + (1,) * extra}."
-                )
+    for (i, a), (j, b) in itertools.permutations(enumerate(shapes), 2):
+        if _leading(a, b):
+            return (
+                f" `{names[i]}` {a} matches the LEADING axes of `{names[j]}` {b}; if it holds "
+                f"one value per row (e.g. a mask over the batch), give it trailing axes: "
+                f"{_per_row(names[i], a, b)} has shape {a + (1,) * (len(b) - len(a))}."
+            )
     return ""
 
 
-def _traps(shapes: list[tuple[int, ...]], names: list[str], result: tuple[int, ...]) -> list[str]:
-    rank = len(result)
+def _traps(shapes: list[tuple[int, ...]], names: list[str], rank: int) -> list[str]:
+    """Broadcasts that are almost always mistakes: an outer product, a per-row mask at the end."""
     padded = [(1,) * (rank - len(s)) + s for s in shapes]
     found = []
-    for i, a in enumerate(padded):
-        for j, b in enumerate(padded):
-            if i >= j:
+    for i, j in itertools.combinations(range(len(shapes)), 2):
+        a, b = padded[i], padded[j]
+        for p, q in itertools.permutations(range(rank), 2):
+            n = a[p]
+            if n <= 1 or b[p] != 1 or b[q] != n or a[q] != 1:
                 continue
-            for p in range(rank):
-                for q in range(rank):
-                    n = a[p]
-                    if p == q or n <= 1 or b[p] != 1 or b[q] != n or a[q] != 1:
-                        continue
-                    implicit = p < rank - len(shapes[j]) or q < rank - len(shapes[i])
-                    if implicit:  # the pair's own broadcast: the elementwise max, at its rank
-                        pair = tuple(map(max, a, b))[rank - max(len(shapes[i]), len(shapes[j])) :]
-                        found.append(
-                            f"`{names[i]}` {shapes[i]} and `{names[j]}` {shapes[j]} broadcast to {pair}: "
-                            f"both have the size {n}, but on different axes, so every element of one is "
-                            f"combined with every element of the other (an outer product). If you meant "
-                            f"them element by element, give them the same shape first "
-                            f"(e.g. .reshape(-1) or [:, None] on one of them)."
-                        )
-    for i, a in enumerate(shapes):
-        for j, b in enumerate(shapes):
-            r = len(a)
-            if i != j and 0 < r < len(b) and b[:r] == a and b[-r:] == a:
-                index = ", ".join([":"] * r + ["None"] * (len(b) - r))
+            if p < rank - len(shapes[j]) or q < rank - len(shapes[i]):  # an implicit axis
+                pair = tuple(map(max, a, b))[rank - max(len(shapes[i]), len(shapes[j])) :]
                 found.append(
-                    f"`{names[i]}` {a} matches both the leading and the trailing axes of `{names[j]}` {b}. "
-                    f"Broadcasting aligns from the right, so it is applied along the LAST axes. If it "
-                    f"holds one value per row (e.g. a mask over the batch), this is silently wrong: "
-                    f"use {names[i]}[{index}]."
+                    f"`{names[i]}` {shapes[i]} and `{names[j]}` {shapes[j]} broadcast to "
+                    f"{pair}: both have the size {n}, but on different axes, so every element "
+                    f"of one is combined with every element of the other (an outer product). "
+                    f"If you meant them element by element, give them the same shape first "
+                    f"(e.g. .reshape(-1) or [:, None] on one of them)."
                 )
+    for (i, a), (j, b) in itertools.permutations(enumerate(shapes), 2):
+        if _leading(a, b) and b[-len(a) :] == a:
+            found.append(
+                f"`{names[i]}` {a} matches both the leading and the trailing axes of "
+                f"`{names[j]}` {b}. Broadcasting aligns from the right, so it is applied along "
+                f"the LAST axes. If it holds one value per row (e.g. a mask over the batch), "
+                f"this is silently wrong: use {_per_row(names[i], a, b)}."
+            )
     return list(dict.fromkeys(found))
 
 
@@ -138,27 +139,20 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
             conflicts.add(axis)
         result.append(max(sizes) if sizes else 1)
     if conflicts:
-        details = "; ".join(
-            "axis {}: {}".format(
-                ax,
-                ", ".join(
-                    f"`{nm}` has {s[ax]}"
-                    for nm, s in zip(names, shapes, strict=False)
-                    if len(s) >= -ax and s[ax] != 1
-                ),
-            )
+        named = list(zip(names, shapes, strict=True))
+        details = [
+            f"axis {ax}: "
+            + ", ".join(f"`{nm}` has {s[ax]}" for nm, s in named if len(s) >= -ax and s[ax] != 1)
             for ax in sorted(conflicts)
-        )
-        listing = " and ".join(str(s) for s in shapes)
+        ]
         raise BroadcastError(
-            f"shapes {listing} do not broadcast. Aligned from the right, sizes on one axis must "
-            f"be equal or 1:\n{_aligned(shapes, names, conflicts, rank)}\n{details} (different sizes, none of them 1)."
-            + _left_hint(shapes, names)
+            f"shapes {' and '.join(map(str, shapes))} do not broadcast. Aligned from the right, "
+            f"sizes on one axis must be equal or 1:\n{_aligned(shapes, names, conflicts, rank)}\n"
+            f"{'; '.join(details)} (different sizes, none of them 1)." + _left_hint(shapes, names)
         )
-    result_t = tuple(result)
-    for message in _traps(shapes, names, result_t):
+    for message in _traps(shapes, names, rank):
         warnings.warn(message, SilentBroadcastWarning, stacklevel=2)
-    return result_t
+    return tuple(result)
 
 
 def aligned(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> str:

@@ -19,7 +19,7 @@ from batchlab._util.checks import (
     check_positive_ints,
 )
 from batchlab._util.compile import compile_fn, function_name
-from batchlab._util.format import format_bytes, format_count, format_seconds, html_table
+from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
 from batchlab.batching.axes_spec import resolve
 from batchlab.batching.comparison_plot import plot_comparison
 from batchlab.batching.dispatch import COMPILE_NOTE, count_dispatches, dispatched_plan
@@ -53,51 +53,64 @@ class StrategyResult:
     agrees: bool | None = None
     error: str | None = None
     dispatches: int | None = None  # calls into compiled programs per batch, counted by the strategy
-    samples: Samples | None = (
-        None  # seconds per batch, paired by round with its batch size's others
-    )
+    samples: Samples | None = None  # seconds per batch, paired by round with its batch size's
 
     @property
     def label(self) -> str:
-        name = {"loop": "loop (eager)", "unrolled": "loop unrolled under jit"}.get(
-            self.strategy, self.strategy
-        )
+        name = LABELS.get(self.strategy, self.strategy)
         return f"{name} (chunk {self.chunk})" if self.chunk else name
+
+    def _figure(self, get: Callable[[Measurement], Any]) -> Any:
+        return None if self.measurement is None else get(self.measurement)
 
     @property
     def run_seconds(self) -> float | None:
-        return None if self.measurement is None else self.measurement.median
+        return self._figure(lambda m: m.median)
 
     @property
     def compile_seconds(self) -> float | None:
-        m = self.measurement
-        return None if m is None else m.trace_lower_seconds + m.compile_seconds
+        return self._figure(lambda m: m.trace_lower_seconds + m.compile_seconds)
 
     @property
     def items_per_second(self) -> float | None:
-        t = self.run_seconds
-        return None if not t else self.items / t
+        return self.items / self.run_seconds if self.run_seconds else None
 
     @property
     def temp_bytes(self) -> int | None:
-        return None if self.measurement is None else self.measurement.memory.temp_bytes
+        return self._figure(lambda m: m.memory.temp_bytes)
 
     @property
     def peak_bytes(self) -> int | None:
-        return None if self.measurement is None else self.measurement.memory.planned_bytes
+        return self._figure(lambda m: m.memory.planned_bytes)
 
     @property
     def compiles(self) -> int | None:
-        return None if self.measurement is None else self.measurement.compiles
+        return self._figure(lambda m: m.compiles)
+
+
+LABELS = {"loop": "loop (eager)", "unrolled": "loop unrolled under jit"}
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Rows):
     """Every strategy measured on the same inputs (at one or several batch sizes)."""
 
     name: str
     results: tuple[StrategyResult, ...]
     source: str = SOURCES
+
+    _header = (
+        "strategy",
+        "items",
+        "planned temp",
+        "planned peak",
+        "compiles",
+        "dispatches",
+        "agrees with vmap",
+        "run (median)",
+        "compile",
+        "throughput",
+    )
 
     @property
     def strategies(self) -> list[str]:
@@ -123,57 +136,45 @@ class Comparison:
             f"{self.strategies} at {self.batch_sizes}."
         )
 
-    def _cells(self, r: StrategyResult) -> tuple:
-        if r.measurement is None:
-            return (r.label, r.items, "-", "-", "-", "-", "-", "-", "-", r.error or "")
-        agrees = {True: "yes", False: "NO", None: "-"}[r.agrees]
-        return (
-            r.label,
-            r.items,
-            format_bytes(r.temp_bytes),
-            format_bytes(r.peak_bytes),
-            r.compiles,
-            r.dispatches,
-            agrees,
-            format_seconds(r.run_seconds),
-            format_seconds(r.compile_seconds),
-            f"{format_count(r.items_per_second)} items/s",
-        )
+    def _rows(self) -> list[tuple]:
+        rows = []
+        for r in self.results:
+            if r.measurement is None:
+                rows.append((r.label, r.items, *["-"] * 7, r.error or ""))
+                continue
+            rows.append(
+                (
+                    r.label,
+                    r.items,
+                    format_bytes(r.temp_bytes),
+                    format_bytes(r.peak_bytes),
+                    r.compiles,
+                    r.dispatches,
+                    {True: "yes", False: "NO", None: "-"}[r.agrees],
+                    format_seconds(r.run_seconds),
+                    format_seconds(r.compile_seconds),
+                    f"{format_count(r.items_per_second)} items/s",
+                )
+            )
+        return rows
 
-    _header = (
-        "strategy",
-        "items",
-        "planned temp",
-        "planned peak",
-        "compiles",
-        "dispatches",
-        "agrees with vmap",
-        "run (median)",
-        "compile",
-        "throughput",
-    )
+    def _caption(self) -> str:
+        return f"{self.name}: {self.source}"
 
     def __repr__(self) -> str:
         # Stable figures first and timings last, so that sanitized timings never shift a column.
         lines = [f"Comparison of {self.name} ({self.source})"]
         width = max(len(r.label) for r in self.results)
-        for r in self.results:
-            c = self._cells(r)
+        for r, c in zip(self.results, self._rows(), strict=True):
+            head = f"  {r.label:<{width}} {r.items:>6} items: "
             if r.measurement is None:
-                lines.append(f"  {r.label:<{width}} {r.items:>6} items: {c[-1]}")
+                lines.append(head + c[-1])
                 continue
             lines.append(
-                f"  {r.label:<{width}} {r.items:>6} items: temp {c[2]}, peak {c[3]}, {c[4]} compile(s), "
-                f"{c[5]} dispatch(es), agrees with vmap: {c[6]}; run {c[7]}, compile {c[8]}, {c[9]}"
+                f"{head}temp {c[2]}, peak {c[3]}, {c[4]} compile(s), {c[5]} dispatch(es), "
+                f"agrees with vmap: {c[6]}; run {c[7]}, compile {c[8]}, {c[9]}"
             )
         return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return html_table(
-            [self._cells(r) for r in self.results],
-            self._header,
-            caption=f"{self.name}: {self.source}",
-        )
 
     def plot(self, *, axes=None):
         """Bars per strategy (one batch size) or lines against batch size (a sweep)."""
@@ -181,6 +182,7 @@ class Comparison:
 
 
 def _take(args: tuple, res: Any, b: int) -> tuple:
+    """The first ``b`` items of the batch."""
     leaves = jax.tree_util.tree_leaves(args)
     out = [
         leaf if lf.axis is None else jax.lax.slice_in_dim(leaf, 0, b, axis=lf.axis)
@@ -190,33 +192,17 @@ def _take(args: tuple, res: Any, b: int) -> tuple:
 
 
 def _agree(a: Any, b: Any) -> bool:
-    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
-    if len(la) != len(lb):
-        return False
-    for x, y in zip(la, lb, strict=False):
-        x, y = np.asarray(x), np.asarray(y)
-        tol = 1e-2 if x.dtype.itemsize <= 2 else 1e-4
-        if x.shape != y.shape or not np.allclose(x, y, rtol=tol, atol=tol):
-            return False
-    return True
+    """Same leaves, shapes and values (to a tolerance that depends on the dtype)."""
+    la, lb = [list(map(np.asarray, jax.tree_util.tree_leaves(t))) for t in (a, b)]
+    tol = [1e-2 if x.dtype.itemsize <= 2 else 1e-4 for x in la]
+    return len(la) == len(lb) and all(
+        x.shape == y.shape and np.allclose(x, y, rtol=t, atol=t)
+        for x, y, t in zip(la, lb, tol, strict=True)
+    )
 
 
-@dataclass
-class _Prepared:
-    """One strategy compiled and called once: what the rounds then time."""
-
-    call: Callable[[], Any]
-    out: Any
-    memory: Any
-    compiles: int
-    trace_lower: float
-    compile: float
-    first: float
-    dispatches: int
-
-
-def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> _Prepared:
-    """Compiles ``fn_s`` for ``sub`` (the timing of one thing: its compile or first call)."""
+def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> tuple:
+    """Compiles ``fn_s`` for ``sub`` and calls it once: (call, output, Measurement fields)."""
     with count_compiles() as compiles:
         if s in DISPATCHED:  # it compiles its programs inside its first call
             call, trace_lower, compile_s = (lambda: fn_s(*sub)), 0.0, 0.0
@@ -231,8 +217,14 @@ def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int)
         memory = dispatched_plan(fn, fn_s, s, sub, res)(out)
     else:
         memory = estimate_from_compiled(compiled.executable, compiled.name)
-    dispatches = count_dispatches(fn_s, s, sub, res, b) if s in DISPATCHED else 1
-    return _Prepared(call, out, memory, compiles.count, trace_lower, compile_s, first, dispatches)
+    fields = dict(
+        trace_lower_seconds=trace_lower,
+        compile_seconds=compile_s,
+        first_call_seconds=first,
+        memory=memory,
+        compiles=compiles.count,
+    )
+    return call, out, fields
 
 
 def compare(
@@ -303,33 +295,27 @@ def compare(
         check_callable(manual, "manual")
     check_positive_int(loop_limit, "loop_limit")
     check_positive_float(max_time, "max_time")
+    check_positive_int(chunk_size, "chunk_size", allow_none=True)
     res = resolve(fn, args, in_axes)
-    sizes = [res.batch_size] if batch_sizes is None else [int(b) for b in batch_sizes]
-    for b in sizes:
-        if not 1 <= b <= res.batch_size:
+    for b in batch_sizes or []:
+        if b > res.batch_size:
             raise ValueError(
                 f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {b}."
             )
-    if chunk_size is not None:
-        check_positive_int(chunk_size, "chunk_size")
-    rounds = max(2, repeat or 15)
-
     reference = batch(fn, strategy="vmap", in_axes=in_axes, out_axes=out_axes)
-    results = []
-    for b in sizes:
+    rounds, results = max(2, repeat or 15), []
+    for b in batch_sizes or [res.batch_size]:
         sub = _take(args, res, b)
         res_b = resolve(fn, sub, in_axes)
-        done: dict[str, tuple[int, _Prepared]] = {}
+        done: dict[str, tuple] = {}  # strategy: (its place in results, _prepare's)
         for s in strategies:
             chunk = (chunk_size or max(1, b // 8)) if s in ("chunked", "host") else None
             if s == "unrolled" and b > loop_limit:
                 why = f"skipped: a loop of {b} items unrolls under jit (loop_limit={loop_limit})"
                 results.append(StrategyResult(s, b, chunk, None, error=why))
                 continue
-            if s == "manual":
-                fn_s = manual
-            elif s == "vmap":
-                fn_s = reference
+            if s in ("manual", "vmap"):
+                fn_s = manual if s == "manual" else reference
             else:
                 kind = "loop" if s == "unrolled" else s
                 fn_s = batch(
@@ -337,43 +323,39 @@ def compare(
                 )
             try:
                 done[s] = (len(results), _prepare(fn, fn_s, s, sub, res_b, b))
-                results.append(StrategyResult(s, b, chunk, None))
+                dispatches = count_dispatches(fn_s, s, sub, res_b, b) if s in DISPATCHED else 1
+                results.append(StrategyResult(s, b, chunk, None, dispatches=dispatches))
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures
+                done.pop(s, None)
                 error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
                 results.append(StrategyResult(s, b, chunk, None, error=error))
         if not done:
             continue
-        calls = {s: p.call for s, (_, p) in done.items()}
+        calls = {s: p[0] for s, (_, p) in done.items()}
         if len(calls) >= 2:
             timed = interleaved(calls, rounds=rounds, max_seconds=max_time * len(calls))
         else:
             (s,) = calls
             timed = {s: Samples(s, time_alone(calls[s], rounds, max_time), SOURCES)}
         expected = jax.jit(reference)(*sub) if verify else None
-        for s, (k, p) in done.items():
+        for s, (k, (_, out, fields)) in done.items():
             times = timed[s].values
-            notes = (COMPILE_NOTE, SAMPLE_NOTE) if s in DISPATCHED else (SAMPLE_NOTE,)
-            compile_s = (
-                max(p.first - sorted(times)[len(times) // 2], 0.0) if s in DISPATCHED else p.compile
-            )
+            if s in DISPATCHED:  # its compile is the first call minus a steady one
+                median = sorted(times)[len(times) // 2]
+                fields["compile_seconds"] = max(fields["first_call_seconds"] - median, 0.0)
             m = Measurement(
                 name=function_name(fn),
-                trace_lower_seconds=p.trace_lower,
-                compile_seconds=compile_s,
-                first_call_seconds=p.first,
                 times=tuple(times),
                 number=1,
-                memory=p.memory,
                 live=live_memory(),
-                compiles=p.compiles,
-                notes=notes,
+                notes=(COMPILE_NOTE, SAMPLE_NOTE) if s in DISPATCHED else (SAMPLE_NOTE,),
                 source=SOURCES,
+                **fields,
             )
             results[k] = dataclasses.replace(
                 results[k],
                 measurement=m,
-                dispatches=p.dispatches,
                 samples=timed[s],
-                agrees=_agree(p.out, expected) if verify else None,
+                agrees=_agree(out, expected) if verify else None,
             )
     return Comparison(function_name(fn), tuple(results))

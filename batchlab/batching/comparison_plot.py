@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import jax
 import numpy as np
 
 from batchlab._util.format import format_bytes, format_seconds
-from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
+from batchlab._util.plotting import bytes_axis, log2_axis, new_figure, short_bytes, short_seconds
 
 COLORS = {
     "loop": "tab:red",
@@ -20,20 +22,6 @@ COLORS = {
 }
 
 
-def _panels(axes: Any):
-    if axes is None:
-        return new_figure(2, width=5.6, height=3.9)
-    return axes[0].figure, axes
-
-
-def _binary_ticks(ax: Any, which: str, top: float) -> None:
-    """Linear byte ticks at multiples of a power of two (0, 2 MiB, 4 MiB, ...)."""
-    from matplotlib.ticker import MultipleLocator
-
-    step = 2 ** max(0, int(np.floor(np.log2(max(top, 1) / 3))))
-    getattr(ax, f"{which}axis").set_major_locator(MultipleLocator(step))
-
-
 def _spread(rs: list) -> np.ndarray:
     """min..max of each result's timing samples, as error-bar offsets from its median."""
     med = np.array([r.run_seconds for r in rs])
@@ -42,106 +30,83 @@ def _spread(rs: list) -> np.ndarray:
     return np.vstack([med - lo, hi - med])
 
 
-def _caption() -> str:
-    import os
+def _bars(ax_t: Any, ax_m: Any, ok: list, items: int) -> None:
+    """One batch size: a bar per strategy, its value written at the end."""
+    colors = [COLORS.get(r.strategy, "0.5") for r in ok]
+    for ax, values, fmt in (
+        (ax_t, [r.run_seconds for r in ok], format_seconds),
+        (ax_m, [r.temp_bytes for r in ok], format_bytes),
+    ):
+        bars = ax.barh([r.label for r in ok], values, color=colors)
+        ends = [max(r.measurement.times) for r in ok] if ax is ax_t else values
+        for bar, v, end in zip(bars, values, ends, strict=True):
+            ax.text(end, bar.get_y() + bar.get_height() / 2, " " + fmt(v), va="center", fontsize=10)
+        ax.invert_yaxis()
+        ax.margins(x=0.35)
+    times, spread = [r.run_seconds for r in ok], _spread(ok)
+    label = "min..max of the timing samples"
+    ax_t.errorbar(
+        times, range(len(ok)), xerr=spread, fmt="none", ecolor="k", capsize=4, label=label
+    )
+    ax_t.legend(fontsize=9, loc="lower right")
+    ax_m.set_yticklabels([])
+    ax_t.set_xlabel(f"run time per batch of {items} items")
+    ax_m.set_xlabel("planned temp memory")
+    ax_t.xaxis.set_major_formatter(short_seconds)
+    bytes_axis(ax_m.xaxis)
 
-    import jax
 
-    return f"{jax.default_backend()} backend, {os.cpu_count()} cores, jax {jax.__version__}"
+def _lines(ax_t: Any, ax_m: Any, c: Any, ok: list, current: int | None) -> None:
+    """A sweep: each strategy against batch size, log axes where the figures span 20x."""
+    for s in c.strategies:
+        rs = [r for r in ok if r.strategy == s]
+        if not rs:
+            continue
+        xs, color = [r.items for r in rs], COLORS.get(s, "0.5")
+        # dashed, hollow lines for hand-batched code: where it coincides with vmap, both show
+        style = dict(ls="--", mfc="none", ms=11, lw=2.2) if s == "manual" else dict(ms=6)
+        ys = [r.run_seconds for r in rs]
+        ax_t.errorbar(
+            xs, ys, yerr=_spread(rs), marker="o", color=color, label=s, capsize=3, **style
+        )
+        ax_m.plot(xs, [r.temp_bytes for r in rs], marker="s", color=color, label=s, **style)
+    for ax, values, name in (
+        (ax_t, [r.run_seconds for r in ok], "run time per batch"),
+        (ax_m, [r.temp_bytes for r in ok], "planned temp memory"),
+    ):
+        log2_axis(ax, "x")
+        ax.set_xlabel("batch size (items, log scale)")
+        if current is not None:
+            ax.axvline(current, color="red", lw=1.5, ls=":")
+        if values and min(values) > 0 and max(values) / min(values) >= 20:
+            ax.set_yscale("log", base=10 if ax is ax_t else 2)
+            ax.yaxis.set_minor_formatter("")
+            name += " (log scale)"
+        else:
+            ax.set_ylim(bottom=0, top=max(values, default=0) * 1.15 or 1)
+            if ax is ax_m:
+                bytes_axis(ax.yaxis)
+        ax.set_ylabel(name)
+    ax_t.yaxis.set_major_formatter(short_seconds)
+    ax_m.yaxis.set_major_formatter(short_bytes)
+    ax_t.legend(fontsize=10, title="bars: min..max of samples", title_fontsize=9)
 
 
 def plot_comparison(c: Any, *, axes: Any = None, current: int | None = None):
     """Run time (wall clock) and planned temp memory (XLA) per strategy."""
-    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
-
-    fig, (ax_t, ax_m) = _panels(axes)
+    if axes is None:
+        fig, (ax_t, ax_m) = new_figure(2, width=5.6, height=3.9)
+    else:
+        fig, (ax_t, ax_m) = axes[0].figure, axes
     for ax in (ax_t, ax_m):
         ax.clear()
     ok = [r for r in c.results if r.measurement is not None]
     if len(c.batch_sizes) == 1:
-        labels = [r.label for r in ok]
-        colors = [COLORS.get(r.strategy, "0.5") for r in ok]
-        for ax, values, fmt in (
-            (ax_t, [r.run_seconds for r in ok], format_seconds),
-            (ax_m, [r.temp_bytes for r in ok], format_bytes),
-        ):
-            bars = ax.barh(labels, values, color=colors)
-            if ax is ax_t:
-                ax.errorbar(
-                    values,
-                    range(len(ok)),
-                    xerr=_spread(ok),
-                    fmt="none",
-                    ecolor="black",
-                    capsize=4,
-                    label="min..max of the timing samples",
-                )
-                ax.legend(fontsize=9, loc="lower right")
-            ax.invert_yaxis()
-            ends = [max(r.measurement.times) for r in ok] if ax is ax_t else values
-            for bar, v, end in zip(bars, values, ends, strict=False):
-                ax.text(
-                    max(end, v),
-                    bar.get_y() + bar.get_height() / 2,
-                    " " + fmt(v),
-                    va="center",
-                    fontsize=10,
-                )
-            ax.margins(x=0.35)
-            ax.xaxis.set_major_locator(MaxNLocator(3))
-        _binary_ticks(ax_m, "x", max(r.temp_bytes for r in ok) * 1.35)
-        ax_m.set_yticklabels([])
-        ax_t.set_xlabel(f"run time per batch of {c.batch_sizes[0]} items")
-        ax_m.set_xlabel("planned temp memory")
-        ax_t.xaxis.set_major_formatter(FuncFormatter(short_seconds))
-        ax_m.xaxis.set_major_formatter(FuncFormatter(short_bytes))
+        _bars(ax_t, ax_m, ok, c.batch_sizes[0])
     else:
-        for s in c.strategies:
-            rs = [r for r in ok if r.strategy == s]
-            if not rs:
-                continue
-            xs = [r.items for r in rs]
-            color = COLORS.get(s, "0.5")
-            # dashed, hollow lines for hand-batched code: where it coincides with vmap, both show
-            style = dict(ls="--", mfc="none", ms=11, lw=2.2) if s == "manual" else dict(ms=6)
-            ax_t.errorbar(
-                xs,
-                [r.run_seconds for r in rs],
-                yerr=_spread(rs),
-                marker="o",
-                color=color,
-                label=s,
-                capsize=3,
-                **style,
-            )
-            ax_m.plot(xs, [r.temp_bytes for r in rs], marker="s", color=color, label=s, **style)
-        for ax in (ax_t, ax_m):
-            log2_axis(ax, "x")
-            ax.set_xlabel("batch size (items, log scale)")
-            if current is not None:
-                ax.axvline(current, color="red", lw=1.5, ls=":")
-        for ax, values, base in (
-            (ax_t, [r.run_seconds for r in ok], 10),
-            (ax_m, [r.temp_bytes for r in ok], 2),
-        ):
-            if values and min(values) > 0 and max(values) / min(values) >= 20:
-                ax.set_yscale("log", base=base)
-                ax.yaxis.set_minor_formatter(NullFormatter())
-                ax.set_ylabel(
-                    f"{'run time per batch' if ax is ax_t else 'planned temp memory'} (log scale)"
-                )
-            else:
-                ax.set_ylim(bottom=0, top=(max(values) * 1.15) if values and max(values) > 0 else 1)
-                ax.yaxis.set_major_locator(MaxNLocator(5))
-                if base == 2:
-                    _binary_ticks(ax, "y", max(values) * 1.15)
-        for ax, name in ((ax_t, "run time per batch"), (ax_m, "planned temp memory")):
-            if not ax.get_ylabel():
-                ax.set_ylabel(name)
-        ax_t.yaxis.set_major_formatter(FuncFormatter(short_seconds))
-        ax_m.yaxis.set_major_formatter(FuncFormatter(short_bytes))
-        ax_t.legend(fontsize=10, title="bars: min..max of samples", title_fontsize=9)
-    ax_t.set_title(f"wall clock, median ({_caption()})", fontsize=10)
+        _lines(ax_t, ax_m, c, ok, current)
+    where = f"{jax.default_backend()} backend, {os.cpu_count()} cores, jax {jax.__version__}"
+    ax_t.set_title(f"wall clock, median ({where})", fontsize=10)
     ax_m.set_title("compiled memory analysis")
     for ax in (ax_t, ax_m):
         ax.grid(True, alpha=0.3)

@@ -9,6 +9,7 @@ from typing import Any
 
 import jax
 
+from batchlab.batching.host_chunks import nbytes
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.measurement import Measurement
@@ -21,16 +22,9 @@ COMPILE_NOTE = (
 )
 
 
-def _nbytes(tree: Any) -> int:
-    return sum(int(getattr(x, "nbytes", 0)) for x in jax.tree_util.tree_leaves(tree))
-
-
-def dispatched_memory(
-    step: MemoryEstimate, args: Any, out: Any, held: int, flops: float | None, how: str
-) -> MemoryEstimate:
+def dispatched_memory(step: MemoryEstimate, args: Any, out: Any, held: int, flops, how: str):
     """The plan of the largest dispatched program, widened to the whole call."""
-    arg, outb = _nbytes(args), _nbytes(out)
-    temp = step.temp_bytes + held
+    arg, outb, temp = nbytes(args), nbytes(out), step.temp_bytes + held
     return dataclasses.replace(
         step,
         argument_bytes=arg,
@@ -83,48 +77,33 @@ def measure_dispatched(
 
 
 def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) -> Callable:
-    """``memory(out)`` for a Python-dispatched strategy: its largest program, widened to the call."""
+    """``memory(out)`` of a Python-dispatched strategy: its largest program, widened to the call."""
 
-    def memory(out: Any):
+    def memory(out: Any) -> MemoryEstimate:
         if s == "host":
             p = fn_s.plan(*sub)
-            steps = [m for m in (p.full_step, p.remainder_step) if m is not None]
-            flops = (
-                None
-                if any(m.flops is None for m in steps)
-                else (
-                    (p.full_step.flops * p.full_chunks if p.full_step else 0)
-                    + (p.remainder_step.flops if p.remainder_step else 0)
-                )
+            steps = [
+                (m, n)
+                for m, n in ((p.full_step, p.full_chunks), (p.remainder_step, 1))
+                if m is not None
+            ]
+            known = all(m.flops is not None for m, _ in steps)
+            flops = sum(m.flops * n for m, n in steps) if known else None
+            big = max((m for m, _ in steps), key=lambda m: m.temp_bytes)
+            how = (
+                "the largest step's temp + the chunks' input copy + chunk outputs held for the "
+                "concatenation"
             )
-            big = max(steps, key=lambda m: m.temp_bytes)
-            held = p.extra_bytes - p.temp_bytes
-            return dispatched_memory(
-                big,
-                sub,
-                out,
-                held,
-                flops,
-                "the largest step's temp + the chunks' input copy + chunk outputs held for the concatenation",
-            )
+            return dispatched_memory(big, sub, out, p.extra_bytes - p.temp_bytes, flops, how)
         # loop: the per-item program, on item 0
-        item = jax.tree_util.tree_unflatten(
-            res.treedef,
-            [
-                leaf if lf.axis is None else jax.lax.index_in_dim(leaf, 0, lf.axis, keepdims=False)
-                for leaf, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
-            ],
-        )
-        step = memory_estimate(fn, *item)
+        item = [
+            x if lf.axis is None else jax.lax.index_in_dim(x, 0, lf.axis, keepdims=False)
+            for x, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
+        ]
+        step = memory_estimate(fn, *jax.tree_util.tree_unflatten(res.treedef, item))
         flops = None if step.flops is None else step.flops * res.batch_size
-        return dispatched_memory(
-            step,
-            sub,
-            out,
-            _nbytes(out),
-            flops,
-            "the item program's temp + item outputs held for the stack",
-        )
+        how = "the item program's temp + item outputs held for the stack"
+        return dispatched_memory(step, sub, out, nbytes(out), flops, how)
 
     return memory
 

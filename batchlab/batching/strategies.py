@@ -1,12 +1,13 @@
 """Six ways to run a per-item function over a batch, all a drop-in for ``jax.vmap``.
 
+Each strategy is one short function below: ``program(mapped, shared)`` takes a call's
+mapped array leaves and its shared ones and returns what ``jax.vmap`` returns.
 ``"loop"``: a jitted ``fn`` per item from Python, stacked (under an outer ``jax.jit`` it
 unrolls). ``"vmap"``: ``jax.jit(jax.vmap(fn))``. ``"map"`` / ``"chunked"``:
 ``jax.lax.map(item, xs, batch_size=chunk_size)``, a loop inside one XLA program.
-``"host"``: one jitted ``vmap`` per chunk, dispatched from Python and concatenated.
+``"host"``: one jitted ``vmap`` per chunk, dispatched from Python (:mod:`host_chunks`).
 ``"manual"``: ``fn`` already batched, jitted. Every one runs compiled code, so timing a
-call after the first compares strategies, not dispatch modes. Read
-:func:`strategy_program`: each strategy is one line of JAX beside its name, one hop away.
+call after the first compares strategies, not dispatch modes.
 """
 
 from __future__ import annotations
@@ -16,18 +17,19 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-from batchlab._util.checks import check_callable, check_positive_int
+from batchlab._util.checks import check_callable, check_choice, check_positive_int
 from batchlab._util.compile import function_name
-from batchlab.batching.axes_spec import check_axis_types, resolve
-from batchlab.batching.batch_args import Split, remember, split, static_key
-from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
-from batchlab.batching.in_program import (
-    eager_loop_program,
-    manual_program,
-    vmap_program,
-    whole_batch_program,
+from batchlab.batching.axes_spec import (
+    Resolved,
+    check_axis_types,
+    out_axis_per_leaf,
+    resolve,
+    static_key,
 )
+from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
 
 #: every strategy ``batch`` takes; the kit's other lists are named parts of this one
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
@@ -39,64 +41,97 @@ DISPATCHED: tuple[str, ...] = ("loop", "host")
 PLANNED: tuple[str, ...] = ("vmap", "map", "chunked", "host")
 #: what ``advise`` chooses between
 ADVISED: tuple[str, ...] = ("vmap", "chunked", "host")
-_CHUNKED = ("chunked", "host")
+
+#: compiled programs kept per batched function (the oldest is dropped first)
+CACHE_SIZE = 64
 
 
-def _check_axes(in_axes: Any, out_axes: Any) -> None:
-    """Axis specs with the wrong types: TypeError now, as jax.vmap raises (at call time)."""
-    if isinstance(in_axes, dict):
-        raise TypeError(
-            f"`in_axes` must be an int, None, or a tuple with one entry per positional argument "
-            f"(jax.vmap raises the same TypeError), got the dict {in_axes!r}. A dict of axes "
-            f"belongs inside the tuple, for a dict argument: in_axes=({in_axes!r},)."
-        )
-    check_axis_types(in_axes, "in_axes")
-    check_axis_types(out_axes, "out_axes")
+def to_front(mapped: list, axes: tuple) -> list:
+    """Every mapped leaf with its batch axis first."""
+    return [x if ax == 0 else jnp.moveaxis(x, ax, 0) for x, ax in zip(mapped, axes, strict=True)]
 
 
-def _check_strategy(strategy: Any, chunk_size: Any, in_axes: Any, out_axes: Any) -> int | None:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"`strategy` must be one of {STRATEGIES}, got strategy={strategy!r}.")
-    if strategy in _CHUNKED:
-        if chunk_size is None:
-            raise ValueError(
-                f"`chunk_size` is required for strategy={strategy!r}: the number of items per "
-                "chunk (e.g. chunk_size=32); smaller chunks use less memory, larger ones run faster."
-            )
-        return check_positive_int(chunk_size, "chunk_size")
-    if strategy == "map":
-        return check_positive_int(chunk_size, "chunk_size", allow_none=True)
-    if chunk_size is not None:
-        raise ValueError(
-            f"`chunk_size` only applies to strategy='chunked', 'host' or 'map', got "
-            f"chunk_size={chunk_size!r} with strategy={strategy!r}; drop it or pick a chunked strategy."
-        )
-    if strategy == "manual" and (in_axes != 0 or out_axes != 0):
-        raise ValueError(
-            f"strategy='manual' uses `fn` as written for the whole batch, so in_axes/out_axes do not "
-            f"apply (got in_axes={in_axes!r}, out_axes={out_axes!r}); leave them at 0."
-        )
-    return None
+def place_outputs(stacked: Any, out_axes: Any) -> Any:
+    """Stacked outputs (batch on axis 0) -> batch axis at ``out_axes`` (None: item 0)."""
+    flat, per, treedef = out_axis_per_leaf(stacked, out_axes)
+    placed = [
+        y[0] if ax is None else jnp.moveaxis(y, 0, ax) for y, ax in zip(flat, per, strict=True)
+    ]
+    return jax.tree_util.tree_unflatten(treedef, placed)
 
 
-def _check_axis_options(strategy: str, axis_size: Any, axis_name: Any, spmd_axis_name: Any) -> None:
-    if axis_size is not None:
-        check_positive_int(axis_size, "axis_size")
-    if strategy == "vmap":
-        return
-    for option, value in (("axis_name", axis_name), ("spmd_axis_name", spmd_axis_name)):
-        if value is not None:
-            raise ValueError(
-                f"`{option}` names the batch axis for collectives (jax.lax.psum, pmean, all_gather) "
-                f"over ALL items; strategy={strategy!r} runs the items one at a time or in chunks, "
-                f"so a collective would see one item or one chunk and give a wrong answer. Use "
-                f"strategy='vmap' with {option}={value!r}, or reduce outside: batch(fn, "
-                f"strategy={strategy!r}, ...)(xs).sum(0)."
-            )
-    if strategy == "manual" and axis_size is not None:
-        raise ValueError(
-            "`axis_size` does not apply to strategy='manual' (fn sees the whole batch)."
-        )
+def vmap_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None, **options):
+    """``"vmap"``: ``jax.jit(jax.vmap(fn))``, one program for the whole batch."""
+
+    def program(mapped: list, shared: list) -> Any:
+        item = lambda xs: res.call(fn, list(xs), shared)  # noqa: E731
+        return jax.vmap(item, in_axes=(list(res.axes),), out_axes=out_axes, **options)(mapped)
+
+    return jax.jit(program)
+
+
+def map_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int | None, **_: Any):
+    """``"map"``, ``"chunked"``: ``jax.lax.map``, ``chunk_size`` items at a time, one program."""
+
+    def program(mapped: list, shared: list) -> Any:
+        item = lambda xs: res.call(fn, list(xs), shared)  # noqa: E731
+        stacked = jax.lax.map(item, to_front(mapped, res.axes), batch_size=chunk_size)
+        return place_outputs(stacked, out_axes)
+
+    return jax.jit(program)
+
+
+def loop_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None, **_: Any):
+    """``"loop"``: one jitted ``fn`` per item, called from Python, then a stack."""
+    step = jax.jit(lambda xs, shared: res.call(fn, xs, shared))
+
+    def program(mapped: list, shared: list) -> Any:
+        xs = to_front(mapped, res.axes)
+        outs = [step([x[i] for x in xs], shared) for i in range(xs[0].shape[0])]
+        return place_outputs(jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *outs), out_axes)
+
+    return program
+
+
+#: the program of each strategy ("host": one jitted vmap per chunk, in host_chunks.py)
+PROGRAMS = {
+    "vmap": vmap_program,
+    "map": map_program,
+    "chunked": map_program,
+    "loop": loop_program,
+    "host": host_program,
+}
+
+
+def manual_program(fn: Callable) -> Callable:
+    """``"manual"``: ``fn`` as written, jitted; array leaves traced, other leaves static."""
+    programs: dict = {}
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        flat, tdef = jax.tree_util.tree_flatten((args, kwargs))
+        traced = [i for i, x in enumerate(flat) if isinstance(x, (jax.Array, np.ndarray))]
+        kept = [None if i in traced else x for i, x in enumerate(flat)]
+
+        def program(arrays: list) -> Any:
+            leaves = list(kept)
+            for i, x in zip(traced, arrays, strict=True):
+                leaves[i] = x
+            a, kw = jax.tree_util.tree_unflatten(tdef, leaves)
+            return fn(*a, **kw)
+
+        key = (tdef, tuple(traced), tuple(static_key(x) for x in kept))
+        return remember(programs, key, lambda: jax.jit(program))([flat[i] for i in traced])
+
+    return run
+
+
+def remember(cache: dict, key: Any, make: Callable[[], Any]) -> Any:
+    """``cache[key]``, made by ``make()`` the first time; the oldest entry goes past CACHE_SIZE."""
+    if key not in cache:
+        if len(cache) >= CACHE_SIZE:
+            cache.pop(next(iter(cache)))
+        cache[key] = make()
+    return cache[key]
 
 
 def _raise_out_axes(error: ValueError, out_axes: Any) -> None:
@@ -109,51 +144,54 @@ def _raise_out_axes(error: ValueError, out_axes: Any) -> None:
         ) from error
 
 
-def _check_out_axes(fn: Callable, sp: Split, mapped: list, shared: list, out_axes: Any) -> None:
-    """JAX's own out_axes errors (None for a batched output, bounds, tree), before any strategy."""
-    try:
-        jax.eval_shape(
-            lambda m, s: jax.vmap(
-                lambda xs: sp.call(fn, xs, s), in_axes=(list(sp.axes),), out_axes=out_axes
-            )(m),
-            mapped,
-            shared,
+def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any, vmap_options: dict):
+    """The options ``batch`` takes, checked before anything traces; returns ``chunk_size``."""
+    if isinstance(in_axes, dict):
+        raise TypeError(
+            f"`in_axes` must be an int, None, or a tuple with one entry per positional argument "
+            f"(jax.vmap raises the same TypeError), got the dict {in_axes!r}. A dict of axes "
+            f"belongs inside the tuple, for a dict argument: in_axes=({in_axes!r},)."
         )
-    except ValueError as e:
-        _raise_out_axes(e, out_axes)
-        raise
-
-
-def _static_ranks(mapped: list, shared: list) -> tuple:
-    return tuple(len(getattr(x, "shape", ())) for x in (*mapped, *shared))
+    check_axis_types(in_axes, "in_axes")
+    check_axis_types(out_axes, "out_axes")
+    check_choice(strategy, "strategy", STRATEGIES)
+    if strategy in ("chunked", "host") and chunk_size is None:
+        raise ValueError(
+            f"`chunk_size` is required for strategy={strategy!r}: the number of items per "
+            "chunk (e.g. chunk_size=32); smaller chunks use less memory, larger ones run faster."
+        )
+    if strategy not in ("map", "chunked", "host") and chunk_size is not None:
+        raise ValueError(
+            f"`chunk_size` only applies to strategy='chunked', 'host' or 'map', got "
+            f"chunk_size={chunk_size!r} with strategy={strategy!r}; drop it or pick a chunked "
+            "strategy."
+        )
+    if strategy == "manual" and (in_axes != 0 or out_axes != 0):
+        raise ValueError(
+            f"strategy='manual' uses `fn` as written for the whole batch, so in_axes/out_axes do "
+            f"not apply (got in_axes={in_axes!r}, out_axes={out_axes!r}); leave them at 0."
+        )
+    check_positive_int(vmap_options["axis_size"], "axis_size", allow_none=True)
+    for option in ("axis_name", "spmd_axis_name"):
+        if strategy != "vmap" and vmap_options[option] is not None:
+            raise ValueError(
+                f"`{option}` names the batch axis for collectives (jax.lax.psum, pmean, "
+                f"all_gather) over ALL items; strategy={strategy!r} runs the items one at a time "
+                f"or in chunks, so a collective would see one item or one chunk and give a wrong "
+                f"answer. Use strategy='vmap' with {option}={vmap_options[option]!r}, or reduce "
+                f"outside: batch(fn, strategy={strategy!r}, ...)(xs).sum(0)."
+            )
+    if strategy == "manual" and vmap_options["axis_size"] is not None:
+        raise ValueError(
+            "`axis_size` does not apply to strategy='manual' (fn sees the whole batch)."
+        )
+    return check_positive_int(chunk_size, "chunk_size", allow_none=True)
 
 
 def _shape_sig(x: Any) -> tuple:
     """What a call's fast path keys on per leaf: type, shape and dtype (values: see statics)."""
     shape = getattr(x, "shape", None)
     return (type(x),) if shape is None else (type(x), tuple(shape), getattr(x, "dtype", None))
-
-
-def strategy_program(
-    fn: Callable,
-    strategy: str,
-    chunk_size: int | None,
-    out_axes: Any,
-    sp: Split,
-    **vmap_options: Any,
-) -> Callable[[list, list], Any]:
-    """``program(mapped, shared)``: the strategy, for one call's kind of arguments.
-
-    ``vmap_options`` (axis_size, axis_name, spmd_axis_name) go to ``jax.vmap``.
-    """
-    if strategy == "vmap":
-        return vmap_program(fn, out_axes, sp, **vmap_options)  # jax.vmap(fn)
-    if strategy == "loop":
-        return eager_loop_program(fn, out_axes, sp)  # [jax.jit(fn)(x) for x in xs], stacked
-    if strategy == "host":
-        return host_program(fn, chunk_size, out_axes, sp)  # jax.jit(jax.vmap(fn)) per chunk
-    # "map", "chunked": jax.lax.map(fn, xs, batch_size=chunk_size), one program
-    return whole_batch_program(fn, chunk_size, out_axes, sp)
 
 
 def batch(
@@ -201,31 +239,35 @@ def batch(
       (10, 2)
     """
     check_callable(fn)
-    _check_axes(in_axes, out_axes)
-    chunk_size = _check_strategy(strategy, chunk_size, in_axes, out_axes)
-    _check_axis_options(strategy, axis_size, axis_name, spmd_axis_name)
-    name = function_name(fn)
-    programs: dict[tuple, tuple] = {}  # per kind of call (tree, axes, static values, ranks)
-    vmap_options = dict(axis_size=axis_size, axis_name=axis_name, spmd_axis_name=spmd_axis_name)
+    options = dict(axis_size=axis_size, axis_name=axis_name, spmd_axis_name=spmd_axis_name)
+    chunk_size = _check_options(strategy, chunk_size, in_axes, out_axes, options)
+    programs: dict[tuple, Callable] = {}  # per kind of call (tree, axes, static values, ranks)
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
         res = resolve(fn, args, in_axes, kwargs, allow_static=True, axis_size=axis_size)
-        sp, mapped, shared = split(res, args, kwargs)
         # an empty batch, or no mapped argument (axis_size): vmap's program under every strategy
-        whole = res.batch_size == 0 or not any(lf.axis is not None for lf in res.leaves)
-        kind = "vmap" if whole else strategy
+        kind = "vmap" if res.batch_size == 0 or not res.mapped else strategy
 
-        def make() -> tuple:
-            if out_axes != 0 and kind != "vmap":
-                _check_out_axes(fn, sp, mapped, shared, out_axes)
-            return strategy_program(fn, kind, chunk_size, out_axes, sp, **vmap_options), sp
+        def make() -> Callable:
+            if kind != "vmap":  # vmap's own errors (out_axes, output types), before any strategy
+                leaves = jax.tree_util.tree_leaves((*args, *kwargs.values()))
+                try:
+                    jax.eval_shape(
+                        vmap_program(fn, res, out_axes),
+                        [leaves[k] for k in res.mapped],
+                        [leaves[k] for k in res.shared],
+                    )
+                except ValueError as e:
+                    _raise_out_axes(e, out_axes)
+                    raise
+            return PROGRAMS[kind](fn, res, out_axes, chunk_size, **options)
 
-        program, sp = remember(programs, (sp.key, _static_ranks(mapped, shared), whole), make)
-        return program, sp, res, mapped, shared
+        return remember(programs, (res.key, kind), make), res
 
     # A call whose leaves have the types, shapes and static values of an earlier call skips
     # resolve() (the axis checks): a Python-dispatched strategy pays this wrapper on every call
-    # (the host strategy on the MLP benchmark: 6.2x vmap's time with it on every call, 1.5x without).
+    # (the host strategy on the MLP benchmark: 6.2x vmap's time with it on every call, 1.5x
+    # without).
     seen: dict[tuple, tuple] = {}
     manual = manual_program(fn) if strategy == "manual" else None
 
@@ -236,16 +278,16 @@ def batch(
         flat, tdef = jax.tree_util.tree_flatten((*args, *kwargs.values()))
         sig = (tdef, tuple(kwargs), tuple(_shape_sig(x) for x in flat))
         hit = seen.get(sig)
-        if hit is None or any(static_key(flat[i]) != key for i, key in hit[3]):
-            program, sp, _, _, _ = program_for(args, kwargs)  # BatchAxisError before tracing
+        if hit is None or any(static_key(flat[k]) != key for k, key in hit[3]):
+            program, res = program_for(args, kwargs)  # BatchAxisError before tracing
             statics = tuple(
-                (i, static_key(flat[i])) for i, lf in enumerate(sp.res.leaves) if lf.static
+                (k, static_key(flat[k])) for k, lf in enumerate(res.leaves) if lf.static
             )
             seen.pop(sig, None)
-            hit = remember(seen, sig, lambda: (program, sp.mapped, sp.shared, statics))
-        program, mapped_idx, shared_idx, _ = hit
+            hit = remember(seen, sig, lambda: (program, res.mapped, res.shared, statics))
+        program, mapped, shared, _ = hit
         try:
-            return program([flat[i] for i in mapped_idx], [flat[i] for i in shared_idx])
+            return program([flat[k] for k in mapped], [flat[k] for k in shared])
         except ValueError as e:
             if strategy == "vmap":
                 _raise_out_axes(e, out_axes)
@@ -257,13 +299,16 @@ def batch(
             raise ValueError(
                 f"`plan` describes strategy='host' only; this is strategy={strategy!r}."
             )
-        program, sp, res, mapped, shared = program_for(args, kwargs)
-        if res.batch_size == 0 or not mapped:
+        program, res = program_for(args, kwargs)
+        if res.batch_size == 0 or not res.mapped:
             raise ValueError("`plan` needs a non-empty mapped batch; this call maps no items.")
-        return plan_call(program, sp, mapped, shared, res.batch_size, chunk_size)
+        leaves = jax.tree_util.tree_leaves((*args, *kwargs.values()))
+        mapped, shared = [leaves[k] for k in res.mapped], [leaves[k] for k in res.shared]
+        return plan_call(program, res.axes, mapped, shared, res.batch_size, chunk_size)
 
     # as jax.vmap (jax._src.util.wraps): fn's name, qualname, module and __wrapped__ (set by
     # functools.wraps above), a docstring that starts "Vectorized version of <name>"
+    name = function_name(fn)
     batched.__name__ = getattr(fn, "__name__", name)
     batched.__qualname__ = getattr(fn, "__qualname__", batched.__name__)
     how = f"strategy={strategy!r}" + (f", chunk_size={chunk_size}" if chunk_size else "")
@@ -272,9 +317,8 @@ def batch(
         f"array axes over which {name} is mapped (batchlab.batch, {how}, in_axes={in_axes!r}, "
         f"out_axes={out_axes!r}; compiled: see batchlab.batch)."
     )
-    doc = getattr(fn, "__doc__", None)
-    if doc:
-        batched.__doc__ += f"\n\nOriginal documentation:\n\n{doc}"
-    batched.fn, batched.strategy, batched.chunk_size = fn, strategy, chunk_size  # type: ignore[attr-defined]
-    batched.plan = plan  # type: ignore[attr-defined]
+    if getattr(fn, "__doc__", None):
+        batched.__doc__ += f"\n\nOriginal documentation:\n\n{fn.__doc__}"
+    for attr, value in dict(fn=fn, strategy=strategy, chunk_size=chunk_size, plan=plan).items():
+        setattr(batched, attr, value)
     return batched
