@@ -212,7 +212,7 @@ class BufferAssignment(Rows):
 
 
 def _reports(lowered, compiler_options: dict) -> tuple[str, str, str]:
-    """Compiles ``lowered`` with XLA's dump options; (buffer report, live-range report, HLO text)."""
+    """Compiles ``lowered`` with XLA's dump options: (buffer report, live ranges, HLO text)."""
     with tempfile.TemporaryDirectory(prefix="batchlab-xla-") as folder:
         dump = {"xla_dump_to": folder, "xla_dump_hlo_as_text": True}
         compiled = lowered.compile(compiler_options={**compiler_options, **dump})

@@ -9,7 +9,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -28,17 +28,17 @@ _lock = threading.Lock()
 _active: list[CompileCount] = []
 
 
+@dataclass(eq=False, repr=False)
 class CompileCount:
     """Compilations seen while a :func:`count_compiles` block was open."""
 
-    def __init__(self, match: str | None = None) -> None:
-        self.match = match
-        self.names: list[str] = []
-        self.seconds = 0.0
-        self.trace_seconds = 0.0
-        self.open = True
-        #: called as ``on_compile(name, seconds)`` after each compilation is recorded
-        self.on_compile: Callable[[str, float], None] | None = None
+    match: str | None = None
+    names: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    trace_seconds: float = 0.0
+    open: bool = True
+    #: called as ``on_compile(name, seconds)`` after each compilation is recorded
+    on_compile: Callable[[str, float], None] | None = None
 
     @property
     def count(self) -> int:
@@ -61,7 +61,8 @@ class CompileCount:
 
     def __repr__(self) -> str:
         state = "counting" if self.open else "closed"
-        return f"CompileCount(count={self.count}, compile time={format_seconds(self.seconds)}, {state})"
+        time = format_seconds(self.seconds)
+        return f"CompileCount(count={self.count}, compile time={time}, {state})"
 
     def __int__(self) -> int:
         return self.count

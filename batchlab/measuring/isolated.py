@@ -50,9 +50,10 @@ def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
     plain, info = getattr(fn, "__wrapped__", None), getattr(fn, "_jit_info", None)
     if plain is None or info is None:
         raise TypeError(
-            f"`fn` is a jax.jit-wrapped {type(fn).__name__} whose Python function this JAX does not "
-            "expose, so it cannot be sent to a fresh process. Pass the function before jax.jit, "
-            "with its static arguments as measure(f, ..., static_argnums=...), isolated=True."
+            f"`fn` is a jax.jit-wrapped {type(fn).__name__} whose Python function this JAX does "
+            "not expose, so it cannot be sent to a fresh process. Pass the function before "
+            "jax.jit, with its static arguments as measure(f, ..., static_argnums=...), "
+            "isolated=True."
         )
     unspecified = [type(leaf).__name__ == "UnspecifiedValue" for leaf in info.out_shardings_leaves]
     if info.user_specified_in_shardings or not all(unspecified) or info.device or info.backend:
@@ -69,7 +70,7 @@ def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
 
 
 def _pickle(payload: tuple) -> bytes:
-    """The child's payload; a part that cannot be pickled is a TypeError naming it, before any work."""
+    """The child's payload; a part that cannot be pickled is a TypeError naming it, up front."""
     try:
         return cloudpickle.dumps(payload)
     except Exception as e:  # pickling raises TypeError, PicklingError, AttributeError, ...

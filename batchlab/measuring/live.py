@@ -37,10 +37,7 @@ class DeviceMemory(Rows):
         """What the allocator can still hand out: ``bytes_limit - bytes_in_use``."""
         return self._room(self.bytes_limit or self.pool_bytes)
 
-    @property
-    def free_bytes(self) -> int | None:
-        """Old name of :attr:`room_bytes` (kept so existing code keeps working)."""
-        return self.room_bytes
+    free_bytes = room_bytes  # its old name, kept so existing code keeps working
 
     @property
     def free_in_pool_bytes(self) -> int | None:

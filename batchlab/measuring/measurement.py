@@ -59,11 +59,6 @@ class Measurement(Rows):
         return len(self.times) * self.number
 
     @property
-    def spread(self) -> float:
-        """(max - min) / median of the samples: how noisy the timing was."""
-        return (self.max - self.min) / self.median if self.median > 0 else 0.0
-
-    @property
     def cached(self) -> bool:
         """True when no XLA compilation happened: JAX reused a compiled executable."""
         return self.compiles == 0
@@ -100,9 +95,9 @@ class Measurement(Rows):
     def __repr__(self) -> str:
         rows = {k: v for k, v, _ in self._rows()}
         return (
-            f"Measurement({self.name}: run {rows['run (median)']} median [{rows['run (min .. max)']}"
-            f", {self.runs} samples x {self.number}], compile {rows['compile']}, planned peak "
-            f"{rows['planned peak']})"
+            f"Measurement({self.name}: run {rows['run (median)']} median "
+            f"[{rows['run (min .. max)']}, {self.runs} samples x {self.number}], "
+            f"compile {rows['compile']}, planned peak {rows['planned peak']})"
         )
 
     def _caption(self) -> str:

@@ -64,7 +64,8 @@ class PerItemCost:
         """Per-item time of ``num`` over ``den``, each ``"small"``, ``"large"`` or ``"loop"``."""
         if len(self.batch_sizes) < 2:
             raise ValueError(
-                f"only batch size(s) {list(self.batch_sizes)} measured: a speed-up needs at least two."
+                f"only batch size(s) {list(self.batch_sizes)} measured: a speed-up needs at "
+                "least two."
             )
         if "loop" in (num, den) and self.loop_median is None:
             raise ValueError(
@@ -111,7 +112,7 @@ class PerItemCost:
         )
 
     def plot(self, *, current: int | None = None, memory: Any = None, axes=None):
-        """Per-item time with its spread beside the lax.map loop (and, given a sweep, planned memory)."""
+        """Per-item time and its spread beside the lax.map loop (with a sweep: planned memory)."""
         return plot_per_item(self, current=current, sweep=memory, axes=axes)
 
 
@@ -141,11 +142,13 @@ def per_item_cost(
     """
     if not hasattr(sweep, "ok") or not hasattr(sweep, "values"):
         raise TypeError(
-            f"`sweep` must be a batchlab.measuring.Sweep (e.g. explorer.as_sweep()), got {type(sweep).__name__}."
+            "`sweep` must be a batchlab.measuring.Sweep (e.g. explorer.as_sweep()), got "
+            f"{type(sweep).__name__}."
         )
     if loop is not None and not all(hasattr(loop, k) for k in ("times", "median", "min")):
         raise TypeError(
-            f"`loop` must be a batchlab.measuring.Measurement (from bl.measure), got {type(loop).__name__}."
+            "`loop` must be a batchlab.measuring.Measurement (from bl.measure), got "
+            f"{type(loop).__name__}."
         )
     if (loop is not None or loop_call is not None) and (
         isinstance(loop_items, bool) or not isinstance(loop_items, int) or loop_items < 1

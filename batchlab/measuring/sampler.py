@@ -40,13 +40,12 @@ def interleaved(
     (load only adds time); sampling stops after the round in which ``max_seconds`` is spent.
 
     Args:
-      candidates: ``{label: callable}``, two or more; each callable takes no
-        argument (close over the data: ``lambda: f(x)``).
+      candidates: ``{label: zero-argument callable}``, two or more (close over the data:
+        ``lambda: f(x)``).
       rounds: samples per candidate (at least 2; 15 gives a 96% interval).
       passes: passes per round; a candidate's sample is its fastest pass.
       warmup: calls before timing (at least 1: the first call compiles).
-      max_seconds: time cap for the rounds, in seconds.
-      min_sample_time: seconds one sample should last.
+      max_seconds, min_sample_time: time cap for the rounds; seconds one sample should last.
       source: what the figures are, as a claims table names it.
 
     Returns:

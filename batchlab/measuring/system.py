@@ -13,10 +13,10 @@ from batchlab._util.format import Rows, text_table
 from batchlab.measuring.live import device_memory, device_memory_unavailable_reason
 
 ALLOCATOR_VARIABLES = {
-    "XLA_PYTHON_CLIENT_PREALLOCATE": "unset: true on GPU -- 75% of device memory is reserved at start-up",
+    "XLA_PYTHON_CLIENT_PREALLOCATE": "unset: true on GPU -- 75% of device memory reserved at start",
     "XLA_PYTHON_CLIENT_MEM_FRACTION": "unset: 0.75 of device memory when preallocating",
     "XLA_CLIENT_MEM_FRACTION": "unset: newer spelling of XLA_PYTHON_CLIENT_MEM_FRACTION",
-    "XLA_PYTHON_CLIENT_ALLOCATOR": "unset: 'default' (BFC pool); 'platform' allocates and frees on demand",
+    "XLA_PYTHON_CLIENT_ALLOCATOR": "unset: 'default' (BFC pool); 'platform' allocates on demand",
     "XLA_FLAGS": "unset",
     "JAX_PLATFORMS": "unset: JAX picks GPU/TPU when present, else CPU",
 }

@@ -61,32 +61,29 @@ def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float =
         number = max(number + 1, min(10 * number, wanted))
 
 
-def stable(samples: list[float], tolerance: float) -> bool:
-    """Stable when adding the latest 3 samples moved the median by < tolerance."""
-    if len(samples) < 5:
-        return False
-    after = statistics.median(samples)
-    return abs(after - statistics.median(samples[:-3])) <= tolerance * after
-
-
 def take_samples(
     call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
 ) -> list[float]:
-    """``repeat`` samples of ``number`` calls; ``None``: until stable or ``max_time`` (5 at least)."""
+    """``repeat`` samples of ``number`` calls; ``None``: until stable or ``max_time`` (5 at least).
+
+    Stable: the latest 3 samples moved the median by less than ``tolerance``.
+    """
     if repeat is not None:
         return [sample(call, number) for _ in range(repeat)]
     samples: list[float] = []
     start = time.perf_counter()
     while len(samples) < 100:
         samples.append(sample(call, number))
-        late = time.perf_counter() - start > max_time and len(samples) >= 5
-        if stable(samples, tolerance) or late:
-            break
+        if len(samples) >= 5:
+            median = statistics.median(samples)
+            moved = abs(median - statistics.median(samples[:-3]))
+            if moved <= tolerance * median or time.perf_counter() - start > max_time:
+                break
     return samples
 
 
 def time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[float]:
-    """One candidate, nothing to pair it with: up to ``rounds`` samples in ``max_time`` (2 at least)."""
+    """One candidate, nothing to pair it with: up to ``rounds`` samples in ``max_time`` (2+)."""
     number, start, values = autorange(call, 0.002), time.perf_counter(), []
     while len(values) < rounds and (len(values) < 2 or time.perf_counter() - start < max_time):
         values.append(sample(call, number))
@@ -164,17 +161,12 @@ def measure(
     stable to ``tolerance`` or ``max_time`` is spent (at least 5), or ``repeat`` of them.
 
     Args:
-      fn: the function, plain or already ``jax.jit``-wrapped.
-      *args, **kwargs: its arguments.
-      repeat: exact number of timing samples (``None``: until stable).
-      number: calls per sample (``None``: autorange).
+      fn: the function, plain or already ``jax.jit``-wrapped; ``*args, **kwargs``: its arguments.
+      repeat: exact number of samples; number: calls per sample (``None``: autorange).
       warmup: calls before timing starts (at least 1).
-      min_sample_time: seconds one sample should last when autoranging.
-      max_time: time budget in seconds for the samples when ``repeat`` is None.
-      tolerance: relative change of the median that counts as stable.
       isolated: measure in a fresh Python process, so the device peak (or, on CPU, the
-        host peak RSS) belongs to this function alone. A jitted ``fn`` travels as its
-        function and jit's options (static and donated arguments).
+        host peak RSS) belongs to this function alone; a jitted ``fn`` travels as its
+        function and jit's options.
       static_argnums, static_argnames: configuration arguments, as in ``jax.jit``.
 
     Example:
