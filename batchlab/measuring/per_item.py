@@ -174,15 +174,13 @@ def per_item_cost(
     ms = [p.measurement for p in points]
     vmap = [tuple(int(p.value) for p in points)]
     vmap += [tuple(getattr(m, k) for m in ms) for k in ("median", "min", "max")]
+    loop_row: tuple = ()  # (items, then median, min and max per item)
     if loop is not None:
-        n = loop_items
-        return PerItemCost(*vmap, n, loop.median / n, loop.min / n, loop.max / n, samples=samples)
-    if samples is not None and "loop" in samples:
+        loop_row = (loop_items, *(getattr(loop, k) / loop_items for k in ("median", "min", "max")))
+    elif samples is not None and "loop" in samples:
         per = samples["loop"].values
-        return PerItemCost(
-            *vmap, loop_items, float(np.median(per)), min(per), max(per), samples=samples
-        )
-    return PerItemCost(*vmap, samples=samples)
+        loop_row = (loop_items, float(np.median(per)), min(per), max(per))
+    return PerItemCost(*vmap, *loop_row, samples=samples)
 
 
 def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any = None, axes=None):
