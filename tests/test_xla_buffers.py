@@ -9,7 +9,7 @@ import pytest
 import batchlab
 from batchlab import allocator as A
 from batchlab.allocator import events_from_buffers
-from batchlab.measuring.xla_reports import parse_op_names, parse_reports
+from batchlab.measuring.buffers import parse_op_names, parse_reports
 
 S = jax.ShapeDtypeStruct
 

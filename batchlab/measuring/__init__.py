@@ -1,7 +1,7 @@
 """Where every number comes from (00_tour, 08, 09): time, planned memory, live memory, compiles."""
 
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
-from batchlab.measuring.compiles import count_compiles
+from batchlab.measuring.compiles import CompileReasons, count_compiles, explain_compiles
 from batchlab.measuring.inplace import (
     CompiledUpdate,
     Donation,
@@ -10,7 +10,6 @@ from batchlab.measuring.inplace import (
     donate,
     eager_update,
 )
-from batchlab.measuring.jit_cache import CompileReasons, explain_compiles
 from batchlab.measuring.live import (
     DeviceMemory,
     device_memory,

@@ -1,13 +1,19 @@
-"""XLA's own buffer assignment for one compiled function: which values share memory, and when."""
+"""XLA's own buffer assignment for one compiled function: which values share memory, and when.
+
+Read from the reports XLA writes with ``--xla_dump_to``: the buffer assignment (allocations
+and the values packed into them) and the live ranges (XLA's instruction order).
+"""
 
 from __future__ import annotations
 
 import glob
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 
@@ -15,10 +21,86 @@ from batchlab._util.checks import check_argnums, check_array_tree, check_callabl
 from batchlab._util.child import run_child
 from batchlab._util.compile import function_name, is_jitted
 from batchlab._util.format import Rows, format_bytes
-from batchlab.measuring.buffers_plot import plot_buffer_assignment
-from batchlab.measuring.xla_reports import XlaAllocation, XlaValue, parse_op_names, parse_reports
+from batchlab._util.plotting import new_figure
 
 SOURCE = "XLA buffer assignment and live-range reports (xla_dump_to)"
+_ALLOC = re.compile(r"^allocation (\d+): size (\d+)(.*):$")
+_VALUE = re.compile(r"^ value: <(\d+) (\S+) @\d+> \(size=(\d+),offset=(\d+)\): (.*)$")
+_RANGE = re.compile(r"^\s+(\S+):(\d+)-(\d+)$")
+_STEP = re.compile(r"^\s+(\d+):(\S+)$")
+_OP_NAME = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+) = .*?metadata=\{[^}]*?op_name=\"([^\"]+)\"")
+#: words of an allocation's header line -> its kind (else "output" if live out, else "temp")
+_KINDS = {"parameter": "parameter", "constant": "constant", "thread-local": "thread-local"}
+_KINDS |= {"output shape": "output", "preallocated-temp": "temp"}
+_TEXT = dict(ha="center", va="center", fontsize=9, color="white", zorder=3, clip_on=True)
+
+
+class XlaValue(NamedTuple):
+    """One value (the result of one instruction) and where XLA put it."""
+
+    id: int
+    name: str
+    size: int
+    offset: int
+    allocation: int
+    shape: str
+    start: int | None  # live range in the instruction order (None: not in the report)
+    end: int | None
+
+
+class XlaAllocation(NamedTuple):
+    """One block of memory XLA plans for the program, and the values packed into it."""
+
+    index: int
+    size: int
+    kind: str  # parameter, output, temp, constant, thread-local
+    live_out: bool
+    values: tuple[XlaValue, ...]
+
+    @property
+    def live(self) -> list[XlaValue]:
+        """Values with a live range (thread-local scalars of sub-computations left out)."""
+        return [v for v in self.values if v.start is not None]
+
+
+def parse_op_names(hlo_text: str) -> dict[str, str]:
+    """Instruction name -> the jaxpr op it came from (the last part of HLO ``metadata.op_name``).
+
+    Example:
+      >>> parse_op_names('  %tanh.1 = f32[8]{0} tanh(%x), metadata={op_name="jit(f)/tanh"}')
+      {'tanh.1': 'tanh'}
+    """
+    matches = (_OP_NAME.match(line) for line in hlo_text.splitlines())
+    return {m.group(1): m.group(2).rsplit("/", 1)[-1] for m in matches if m}
+
+
+def parse_reports(buffer_text: str, live_range_text: str) -> tuple[list[XlaAllocation], list[str]]:
+    """Parses XLA's buffer-assignment and live-range reports (the text files it dumps)."""
+    sequence, ranges, section = [], {}, None
+    for line in live_range_text.splitlines():
+        step, span = _STEP.match(line), _RANGE.match(line)
+        if line.strip().endswith(":") and not step:
+            section = line.strip()
+        elif section == "InstructionSequence:" and step:
+            sequence.append(step.group(2))
+        elif section == "BufferLiveRange:" and span:
+            ranges[span.group(1)] = (int(span.group(2)), int(span.group(3)))
+    allocations, header, values = [], None, []
+    for line in [*buffer_text.splitlines(), "allocation 0: size 0 (end of report):"]:
+        if m := _ALLOC.match(line):
+            if header is not None:
+                allocations.append(XlaAllocation(*header, tuple(values)))
+            rest = m.group(3)
+            kind = next((k for w, k in _KINDS.items() if w in rest), None)
+            live_out = "maybe-live-out" in rest
+            kind = kind or ("output" if live_out else "temp")
+            header, values = (int(m.group(1)), int(m.group(2)), kind, live_out), []
+        elif header is not None and (m := _VALUE.match(line)):
+            name = m.group(2)
+            start, end = ranges.get(name if name.endswith("}") else name + "{}", (None, None))
+            numbers = (int(m.group(1)), name, int(m.group(3)), int(m.group(4)), header[0])
+            values.append(XlaValue(*numbers, m.group(5), start, end))
+    return allocations, sequence
 
 
 @dataclass(frozen=True)
@@ -31,6 +113,7 @@ class BufferAssignment(Rows):
     backend: str
     op_names: tuple[tuple[str, str], ...] = ()  # instruction -> jaxpr op (HLO metadata)
     source: str = SOURCE
+    _header = ("allocation", "kind", "size", "values", "names")
 
     def label(self, name: str) -> str:
         """A value's name with the jaxpr op it came from: ``"wrapped_tanh (tanh)"``."""
@@ -38,9 +121,12 @@ class BufferAssignment(Rows):
         op = dict(self.op_names).get(base)
         return f"{base} ({op})" if op and op != base else base
 
+    def allocations_of(self, *kinds: str) -> list[XlaAllocation]:
+        return [a for a in self.allocations if a.kind in kinds]
+
     def heap_peak(self, kinds: Sequence[str] = ("temp",)) -> int:
         """Most bytes of values of ``kinds`` live at one step of XLA's order (XLA's live ranges)."""
-        values = [v for a in self.allocations_of(*kinds) for v in a.values if v.start is not None]
+        values = [v for a in self.allocations_of(*kinds) for v in a.live]
         steps = {t for v in values for t in (v.start, v.end)}
         return max((sum(v.size for v in values if v.start <= t <= v.end) for t in steps), default=0)
 
@@ -48,20 +134,14 @@ class BufferAssignment(Rows):
         """What the runtime allocates when this program is launched: ``(name, kind, bytes)``."""
         rows = []
         for a in self.allocations_of("output"):
-            live = [v for v in a.values if v.start is not None]
-            name = self.label(live[-1].name) if live else f"output{a.index}"
+            name = self.label(a.live[-1].name) if a.live else f"output{a.index}"
             rows.append((name, "output", a.size))
-        if self.temp_bytes:
-            rows.append(("temp", "temp", self.temp_bytes))
-        return rows
-
-    def allocations_of(self, *kinds: str) -> list[XlaAllocation]:
-        return [a for a in self.allocations if a.kind in kinds]
+        return rows + ([("temp", "temp", self.temp_bytes)] if self.temp_bytes else [])
 
     @property
     def values(self) -> list[XlaValue]:
         """Values with a live range (thread-local scalars of sub-computations left out)."""
-        return [v for a in self.allocations for v in a.values if v.start is not None]
+        return [v for a in self.allocations for v in a.live]
 
     @property
     def temp_bytes(self) -> int:
@@ -71,36 +151,23 @@ class BufferAssignment(Rows):
     @property
     def temp_value_bytes(self) -> int:
         """Sum of the sizes of all values placed in temp: what they would take without reuse."""
-        return sum(
-            v.size for a in self.allocations_of("temp") for v in a.values if v.start is not None
-        )
+        return sum(v.size for a in self.allocations_of("temp") for v in a.live)
 
     @property
     def shared_allocations(self) -> int:
         """Allocations holding more than one value: memory XLA reuses within the call."""
-        return sum(sum(v.start is not None for v in a.values) > 1 for a in self.allocations)
+        return sum(len(a.live) > 1 for a in self.allocations)
 
-    def _rows(self) -> list[tuple[str, str]]:
+    def _rows(self) -> list[tuple[str, ...]]:
         rows = []
         for a in self.allocations:
-            if a.kind == "thread-local":
+            names = [v.name for v in a.live]
+            if a.kind == "thread-local" or not names:
                 continue
-            live = [v.name for v in a.values if v.start is not None]
-            if not live:
-                continue
-            names = ", ".join(live[:4]) + (" ..." if len(live) > 4 else "")
-            rows.append(
-                (
-                    str(a.index),
-                    a.kind + (" (live out)" if a.live_out and a.kind == "parameter" else ""),
-                    format_bytes(a.size),
-                    str(len(live)),
-                    names,
-                )
-            )
+            kind = a.kind + (" (live out)" if a.live_out and a.kind == "parameter" else "")
+            shown = ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")
+            rows.append((str(a.index), kind, format_bytes(a.size), str(len(names)), shown))
         return rows
-
-    _header = ("allocation", "kind", "size", "values", "names")
 
     def _title(self) -> str:
         return (
@@ -110,20 +177,45 @@ class BufferAssignment(Rows):
         )
 
     def plot(self, *, ax=None, kinds: Sequence[str] = ("parameter", "output", "temp")):
-        """Allocations as bands (height = bytes), each value a box from its first to its last step."""
-        return plot_buffer_assignment(self, ax=ax, kinds=kinds)
+        """One band per allocation (height = bytes), each value a box at XLA's offset from its
+        first to its last step."""
+        from matplotlib.patches import Rectangle
+
+        fig, ax = new_figure(1, width=11, height=4.6) if ax is None else (ax.figure, ax)
+        allocations = [a for a in self.allocations_of(*kinds) if a.live]
+        steps = max(len(self.sequence), 1)
+        gap = max((a.size for a in allocations), default=1) * 0.08
+        base, ticks, labels, n = 0.0, [], [], 0
+        for a in allocations:
+            ax.add_patch(Rectangle((0, base), steps, a.size, color="0.93", lw=0, zorder=0))
+            for v in a.live:
+                width, corner = max(v.end - v.start, 0.4), (v.start, base + v.offset)
+                style = dict(facecolor=f"C{n % 10}", edgecolor="white", lw=1.5, alpha=0.9)
+                ax.add_patch(Rectangle(corner, width, v.size, zorder=2, **style))
+                if width >= 1 and v.size >= 0.25 * a.size and v.size >= 0.1 * gap / 0.08:
+                    turn = 0 if width >= 0.12 * steps else 90
+                    where = (v.start + width / 2, base + v.offset + v.size / 2)
+                    ax.text(*where, v.name.replace("{}", "")[:14], rotation=turn, **_TEXT)
+                n += 1
+            ticks.append(base + a.size / 2)
+            labels.append(f"{a.kind}\n{format_bytes(a.size)}")
+            base += a.size + gap
+        ax.set(
+            xlim=(0, steps), ylim=(0, max(base - gap, 1)), xlabel="step in XLA's instruction order"
+        )
+        ax.set_yticks(ticks, labels)
+        ax.set_title(
+            f"XLA buffer assignment of {self.name} on {self.backend} "
+            f"[from XLA: boxes sharing a band share bytes]"
+        )
+        return fig
 
 
 def _reports(lowered, compiler_options: dict) -> tuple[str, str, str]:
-    """Compiles ``lowered`` with XLA's dump options; (buffer report, live-range report, HLO text)."""
+    """Compiles ``lowered`` with XLA's dump options: (buffer report, live ranges, HLO text)."""
     with tempfile.TemporaryDirectory(prefix="batchlab-xla-") as folder:
-        compiled = lowered.compile(
-            compiler_options={
-                **compiler_options,
-                "xla_dump_to": folder,
-                "xla_dump_hlo_as_text": True,
-            }
-        )
+        dump = {"xla_dump_to": folder, "xla_dump_hlo_as_text": True}
+        compiled = lowered.compile(compiler_options={**compiler_options, **dump})
         found = sorted(
             glob.glob(os.path.join(folder, "*after_optimizations-buffer-assignment.txt"))
         )
@@ -132,36 +224,16 @@ def _reports(lowered, compiler_options: dict) -> tuple[str, str, str]:
                 "XLA wrote no *-buffer-assignment.txt report for this compilation; "
                 "is a persistent compilation cache serving it? Disable it and retry."
             )
-        with open(found[-1]) as f:
-            buffer_text = f.read()
         ranges = found[-1].replace("-buffer-assignment.txt", "-live-range.txt")
-        live_text = ""
-        if os.path.exists(ranges):
-            with open(ranges) as f:
-                live_text = f.read()
-    return buffer_text, live_text, compiled.as_text()
+        texts = [Path(p).read_text() if os.path.exists(p) else "" for p in (found[-1], ranges)]
+    return texts[0], texts[1], compiled.as_text()
 
 
 def _reports_here(payload: Any) -> dict:
-    """The child side of :func:`_reports_in_subprocess` (run by the kit's one child helper)."""
+    """The child side of ``buffer_assignment(..., xla_flags=...)`` (the kit's one child helper)."""
     fn, jit_options, args, kwargs = payload
     texts = _reports(jax.jit(fn, **jit_options).lower(*args, **kwargs), {})
     return {"texts": texts, "backend": jax.default_backend()}
-
-
-def _reports_in_subprocess(
-    fn, jit_options, args, kwargs, xla_flags: str
-) -> tuple[tuple[str, str, str], str]:
-    """The same reports from a fresh Python process started with ``XLA_FLAGS=xla_flags``."""
-    flags = (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()
-    child = run_child(_reports_here, (fn, jit_options, args, kwargs), env={"XLA_FLAGS": flags})
-    data = child.reply
-    if data is None or "error" in data:
-        why = child.why if data is None else f"{data['error']['type']}: {data['error']['message']}"
-        raise RuntimeError(
-            f"compiling in a fresh process with XLA_FLAGS={xla_flags!r} failed: {why}"
-        )
-    return tuple(data["texts"]), data["backend"]
 
 
 def buffer_assignment(
@@ -176,23 +248,19 @@ def buffer_assignment(
     """Compiles ``fn(*args, **kwargs)`` and returns XLA's buffer assignment for it.
 
     Args:
-      fn: the function, plain or already ``jax.jit``-wrapped (then its own
-        static and donated arguments are used).
-      *args: positional arguments (arrays or ``jax.ShapeDtypeStruct``).
-      static_argnums: positions of configuration arguments (plain ``fn`` only).
-      donate_argnums: positions of donated arguments (plain ``fn`` only).
-      compiler_options: extra per-compilation XLA options (as in ``.compile(compiler_options=...)``).
+      fn: the function, plain or already ``jax.jit``-wrapped (then its own static and
+        donated arguments are used).
+      *args, **kwargs: its arguments (arrays or ``jax.ShapeDtypeStruct``).
+      static_argnums, donate_argnums: as in ``jax.jit`` (plain ``fn`` only).
+      compiler_options: extra per-compilation XLA options (``.compile(compiler_options=...)``).
       xla_flags: XLA flags read once per process (e.g.
-        ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``): the
-        compilation then runs in a fresh Python process with them.
-      **kwargs: keyword arguments.
-
-    Returns:
-      A :class:`BufferAssignment`, parsed from the reports XLA wrote.
+        ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``): the compilation then
+        runs in a fresh Python process with them.
 
     Example:
       >>> import jax, jax.numpy as jnp
-      >>> ba = buffer_assignment(lambda x: jnp.sin(jnp.cos(x) * 2).sum(), jax.ShapeDtypeStruct((256,), jnp.float32))
+      >>> x = jax.ShapeDtypeStruct((256,), jnp.float32)
+      >>> ba = buffer_assignment(lambda x: jnp.sin(jnp.cos(x) * 2).sum(), x)
       >>> ba.allocations_of("parameter")[0].size
       1024
     """
@@ -205,42 +273,40 @@ def buffer_assignment(
         )
     if xla_flags and compiler_options:
         raise ValueError(
-            "give either `compiler_options` (per compilation) or `xla_flags` (a fresh process), not both."
+            "give either `compiler_options` (per compilation) or `xla_flags` (a fresh process), "
+            "not both."
         )
-    if is_jitted(fn):
-        if static_argnums != () or donate_argnums != ():
-            raise ValueError(
-                "`fn` is already jax.jit-wrapped; give static_argnums/donate_argnums to its "
-                "own jax.jit(...) instead of to buffer_assignment."
-            )
-        if xla_flags:
-            raise ValueError(
-                "`xla_flags` needs the plain function: pass fn unjitted with static_argnums/"
-                "donate_argnums here, so the fresh process can jit it."
-            )
-        jitted = fn
-    else:
+    if is_jitted(fn) and (static_argnums != () or donate_argnums != ()):
+        raise ValueError(
+            "`fn` is already jax.jit-wrapped; give static_argnums/donate_argnums to its "
+            "own jax.jit(...) instead of to buffer_assignment."
+        )
+    if is_jitted(fn) and xla_flags:
+        raise ValueError(
+            "`xla_flags` needs the plain function: pass fn unjitted with static_argnums/"
+            "donate_argnums here, so the fresh process can jit it."
+        )
+    if not is_jitted(fn):
         check_array_tree(args, "args")
         check_array_tree(kwargs, "kwargs")
-        jitted = jax.jit(fn, static_argnums=static_argnums, donate_argnums=donate_argnums)
     backend = jax.default_backend()
+    jit_options = dict(static_argnums=static_argnums, donate_argnums=donate_argnums)
     if xla_flags:
-        (buffer_text, live_text, hlo_text), backend = _reports_in_subprocess(
-            fn,
-            {"static_argnums": static_argnums, "donate_argnums": donate_argnums},
-            args,
-            kwargs,
-            xla_flags,
-        )
+        flags = (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()
+        child = run_child(_reports_here, (fn, jit_options, args, kwargs), env={"XLA_FLAGS": flags})
+        data = child.reply
+        if data is None or "error" in data:
+            why = child.why if data is None else "{type}: {message}".format(**data["error"])
+            raise RuntimeError(
+                f"compiling in a fresh process with XLA_FLAGS={xla_flags!r} failed: {why}"
+            )
+        (buffer_text, live_text, hlo_text), backend = data["texts"], data["backend"]
     else:
-        buffer_text, live_text, hlo_text = _reports(
-            jitted.lower(*args, **kwargs), dict(compiler_options or {})
-        )
+        jitted = fn if is_jitted(fn) else jax.jit(fn, **jit_options)
+        lowered = jitted.lower(*args, **kwargs)
+        buffer_text, live_text, hlo_text = _reports(lowered, dict(compiler_options or {}))
     allocations, sequence = parse_reports(buffer_text, live_text)
+    op_names = tuple(parse_op_names(hlo_text).items())
     return BufferAssignment(
-        function_name(fn),
-        tuple(allocations),
-        tuple(sequence),
-        backend,
-        tuple(parse_op_names(hlo_text).items()),
+        function_name(fn), tuple(allocations), tuple(sequence), backend, op_names
     )

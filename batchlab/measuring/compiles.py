@@ -1,15 +1,20 @@
-"""Counting XLA compilations, to make recompilation visible."""
+"""Compilations made visible: how many (``count_compiles``) and why (``explain_compiles``)."""
 
 from __future__ import annotations
 
+import functools
+import logging
+import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
 
 import jax
 
-from batchlab._util.format import format_seconds
+from batchlab._util.format import Rows, format_seconds
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 #: tracing to a jaxpr, then lowering the jaxpr to an MLIR module (JAX's dispatch.py names)
@@ -17,23 +22,23 @@ TRACE_EVENTS = (
     "/jax/core/compile/jaxpr_trace_duration",
     "/jax/core/compile/jaxpr_to_mlir_module_duration",
 )
-
+SOURCE = "count_compiles (jax.monitoring) and JAX's own jax_explain_cache_misses log"
+_URL = re.compile(r"https?://\S+")
 _lock = threading.Lock()
 _active: list[CompileCount] = []
-_installed = False
 
 
+@dataclass(eq=False, repr=False)
 class CompileCount:
     """Compilations seen while a :func:`count_compiles` block was open."""
 
-    def __init__(self, match: str | None = None) -> None:
-        self.match = match
-        self.names: list[str] = []
-        self.seconds = 0.0
-        self.trace_seconds = 0.0
-        self.open = True
-        #: called as ``on_compile(name, seconds)`` after each compilation is recorded
-        self.on_compile: Callable[[str, float], None] | None = None
+    match: str | None = None
+    names: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    trace_seconds: float = 0.0
+    open: bool = True
+    #: called as ``on_compile(name, seconds)`` after each compilation is recorded
+    on_compile: Callable[[str, float], None] | None = None
 
     @property
     def count(self) -> int:
@@ -43,47 +48,37 @@ class CompileCount:
         """How many times each computation was compiled."""
         return Counter(self.names)
 
-    def _record(self, name: str, seconds: float) -> None:
+    def _record(self, event: str, name: str, seconds: float) -> None:
         if self.match is not None and self.match not in name:
+            return
+        if event != COMPILE_EVENT:
+            self.trace_seconds += seconds
             return
         self.names.append(name)
         self.seconds += seconds
         if self.on_compile is not None:  # e.g. an explorer's live "compiled ..." status line
             self.on_compile(name, seconds)
 
-    def _record_trace(self, name: str, seconds: float) -> None:
-        if self.match is None or self.match in name:
-            self.trace_seconds += seconds
-
     def __repr__(self) -> str:
         state = "counting" if self.open else "closed"
-        return f"CompileCount(count={self.count}, compile time={format_seconds(self.seconds)}, {state})"
+        time = format_seconds(self.seconds)
+        return f"CompileCount(count={self.count}, compile time={time}, {state})"
 
     def __int__(self) -> int:
         return self.count
 
 
 def _listener(event: str, duration: float, **kwargs) -> None:
-    if event != COMPILE_EVENT and event not in TRACE_EVENTS:
-        return
-    name = str(kwargs.get("fun_name", "?"))
-    with _lock:
-        for counter in _active:
-            if event == COMPILE_EVENT:
-                counter._record(name, duration)
-            else:
-                counter._record_trace(name, duration)
+    if event == COMPILE_EVENT or event in TRACE_EVENTS:
+        with _lock:
+            for counter in _active:
+                counter._record(event, str(kwargs.get("fun_name", "?")), duration)
 
 
+@functools.cache
 def _install() -> None:
-    global _installed
-    with _lock:
-        if not _installed:
-            # Installed once per process and never removed: the listener is a
-            # no-op while no counter is active, and this avoids depending on
-            # unregister APIs that differ between jax versions.
-            jax.monitoring.register_event_duration_secs_listener(_listener)
-            _installed = True
+    """Once per process, never removed (unregister APIs differ between jax versions)."""
+    jax.monitoring.register_event_duration_secs_listener(_listener)
 
 
 @contextmanager
@@ -91,9 +86,9 @@ def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
     """Counts XLA compilations inside the ``with`` block.
 
     Args:
-      match: only count computations whose name contains this text (e.g.
-        the function's name); ``None`` counts all, including the small
-        computations that creating arrays (``jnp.ones``) may compile.
+      match: only count computations whose name contains this text (e.g. the function's
+        name); ``None`` counts all, including the small computations that creating arrays
+        (``jnp.ones``) may compile.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -112,9 +107,9 @@ def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
             f"`match` must be a string (part of a function's name, e.g. match='my_fn') or None, "
             f"got {type(match).__name__} {match!r}."
         )
-    _install()
     counter = CompileCount(match)
     with _lock:
+        _install()
         _active.append(counter)
     try:
         yield counter
@@ -122,3 +117,125 @@ def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
         with _lock:
             _active.remove(counter)
         counter.open = False
+
+
+@dataclass(frozen=True)
+class CompileReason:
+    """One call: how many XLA compilations it caused, and JAX's reason (``""``: none logged)."""
+
+    label: str
+    compiles: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompileReasons(Rows):
+    """Every call of :func:`explain_compiles`, in order."""
+
+    rows: tuple[CompileReason, ...]
+    source: str = SOURCE
+    _header = ("call", "compilations", "JAX's reason (jax_explain_cache_misses)")
+
+    def __getitem__(self, label: str) -> CompileReason:
+        for row in self.rows:
+            if row.label == label:
+                return row
+        raise KeyError(f"No call labelled {label!r}; labels: {[r.label for r in self.rows]}.")
+
+    def _rows(self) -> list[tuple[str, str, str]]:
+        hit = "(compiled, but JAX logged no tracing cache miss)"
+        shown = {0: "(cache hit: nothing logged)"}
+        return [
+            (r.label, str(r.compiles), r.reason or shown.get(r.compiles, hit)) for r in self.rows
+        ]
+
+    def _title(self) -> str:
+        return f"source: {self.source}"
+
+
+def _reason(message: str) -> str:
+    """JAX's explanation without the first line (it names a file and line) or URLs."""
+    keep = []
+    for line in (ln.strip() for ln in message.splitlines()[1:]):
+        if not line or line.startswith(("for ", "all previously seen")) or " defined at " in line:
+            continue
+        first = line.startswith("never seen function")
+        keep.append("never seen function (first call)" if first else _URL.sub("", line).strip())
+    return " ".join(keep)
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "CACHE MISS" in record.getMessage():
+            self.messages.append(record.getMessage())
+
+
+def _check_calls(calls: Any) -> list[tuple[str, Callable, tuple]]:
+    if not isinstance(calls, Sequence) or isinstance(calls, (str, bytes)):
+        raise TypeError(
+            f"`calls` must be a list of (label, fn, args) triples, got {type(calls).__name__}."
+        )
+    for k, call in enumerate(calls):
+        if not (isinstance(call, (tuple, list)) and len(call) == 3):
+            raise TypeError(
+                f"`calls[{k}]` must be a (label, fn, args) triple, got {call!r:.80}; "
+                "e.g. ('new shape', jax.jit(f), (x,))."
+            )
+        label, fn, args = call
+        if not isinstance(label, str):
+            raise TypeError(f"`calls[{k}]`: the label must be a str, got {type(label).__name__}.")
+        if not callable(fn):
+            raise TypeError(f"`calls[{k}]` ({label!r}): fn must be callable, got {fn!r:.60}.")
+        if not isinstance(args, tuple):
+            raise TypeError(
+                f"`calls[{k}]` ({label!r}): args must be a tuple, got {type(args).__name__}; "
+                "write (x,) for one argument."
+            )
+    labels = [c[0] for c in calls]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"`calls` labels must be distinct, got {labels}.")
+    return [tuple(c) for c in calls]
+
+
+def explain_compiles(
+    calls: Sequence[tuple[str, Callable, tuple]], *, match: str | None = None
+) -> CompileReasons:
+    """Runs each call in order; counts its compilations and records JAX's reason.
+
+    Args:
+      calls: ``(label, fn, args)`` triples; ``fn(*args)`` is called and waited for. Use
+        the same jitted ``fn`` in several calls to see which changes hit its cache.
+      match: only count computations whose name contains this text.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> f = jax.jit(lambda x: 2 * x)
+      >>> r = explain_compiles([("f32", f, (jnp.ones(3),)), ("again", f, (jnp.zeros(3),)),
+      ...                       ("int32", f, (jnp.ones(3, jnp.int32),))])
+      >>> [row.compiles for row in r.rows]
+      [1, 0, 1]
+      >>> r["int32"].reason
+      'different input types: * at x, now i32[3] and before f32[3]'
+    """
+    checked = _check_calls(calls)
+    handler, logger = _Collect(), logging.getLogger("jax")
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False  # JAX's lines go to this table, not to stderr
+    rows = []
+    try:
+        with jax.explain_cache_misses(True):
+            for label, fn, args in checked:
+                start = len(handler.messages)
+                with count_compiles(match=match) as c:
+                    jax.block_until_ready(fn(*args))
+                reasons = [_reason(m) for m in handler.messages[start:]]
+                rows.append(CompileReason(label, c.count, "; ".join(r for r in reasons if r)))
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+    return CompileReasons(tuple(rows))

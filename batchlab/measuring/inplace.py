@@ -1,4 +1,4 @@
-"""What "in place" means in JAX, measured."""
+"""What "in place" means in JAX, measured: a copy outside jit, none inside, and donation."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class EagerUpdate(Rows):
     new_buffer: bool  # y lives in a different buffer than x
     original_unchanged: bool  # x still holds its old value
     source: str = "jax.Array buffers after the call (buffer pointers compared, not shown)"
+    _inline = True
 
     def _rows(self):
         return [
@@ -35,8 +36,6 @@ class EagerUpdate(Rows):
             ("result in a new buffer", str(self.new_buffer)),
             ("x unchanged", str(self.original_unchanged)),
         ]
-
-    _inline = True
 
     def _title(self) -> str:
         return f"x.at[...].set(...) outside jit, {self.source}"
@@ -61,25 +60,19 @@ def eager_update(x: jax.Array, index: Any = 0, value: Any = 1) -> EagerUpdate:
       (True, True, 1024)
     """
     x = _check_array(x, "x")
-    if (
-        isinstance(index, (int, np.integer))
-        and not isinstance(index, bool)
-        and x.ndim
-        and not -x.shape[0] <= index < x.shape[0]
-    ):
+    whole = isinstance(index, (int, np.integer)) and not isinstance(index, bool)
+    if whole and x.ndim and not -x.shape[0] <= index < x.shape[0]:
         raise ValueError(
             f"`index`={index} is outside `x`'s axis 0 (size {x.shape[0]}); JAX would drop "
             f"the update silently (x.at[i].set ignores out-of-range i). Pass 0..{x.shape[0] - 1}."
         )
     before = jnp.array(x, copy=True)
-    y = x.at[index].set(value)
-    y.block_until_ready()
+    y = x.at[index].set(value).block_until_ready()
     try:
         new = x.unsafe_buffer_pointer() != y.unsafe_buffer_pointer()
     except Exception:  # sharded arrays have no single pointer
         new = True
-    unchanged = bool(jnp.array_equal(x, before))
-    return EagerUpdate(int(x.nbytes), bool(new), unchanged)
+    return EagerUpdate(int(x.nbytes), bool(new), bool(jnp.array_equal(x, before)))
 
 
 @dataclass(frozen=True)
@@ -90,6 +83,7 @@ class CompiledUpdate(Rows):
     copies: int
     memory: MemoryEstimate
     source: str = "optimized HLO (copy instructions) and compiled memory analysis (XLA)"
+    _inline = True
 
     @property
     def in_place(self) -> bool:
@@ -98,16 +92,10 @@ class CompiledUpdate(Rows):
 
     def _rows(self):
         m = self.memory
-        return [
-            ("copy instructions", str(self.copies)),
-            ("argument", format_bytes(m.argument_bytes)),
-            ("output", format_bytes(m.output_bytes)),
-            ("temp", format_bytes(m.temp_bytes)),
-            ("alias (output reusing a donated input)", format_bytes(m.alias_bytes)),
-            ("peak", format_bytes(m.planned_bytes)),
-        ]
-
-    _inline = True
+        sizes = [m.argument_bytes, m.output_bytes, m.temp_bytes, m.alias_bytes, m.planned_bytes]
+        names = ["argument", "output", "temp", "alias (output reusing a donated input)", "peak"]
+        rows = [(k, format_bytes(v)) for k, v in zip(names, sizes, strict=True)]
+        return [("copy instructions", str(self.copies)), *rows]
 
     def _title(self) -> str:
         return f"{self.name} compiled, {self.source}"
@@ -132,9 +120,8 @@ def compiled_update(
         warnings.simplefilter("ignore")  # an unusable donation is reported by donate()
         compiled = jax.jit(fn, donate_argnums=donate_argnums).lower(*args).compile()
     copies = sum(1 for line in compiled.as_text().splitlines() if _COPY.search(line))
-    return CompiledUpdate(
-        function_name(fn), copies, estimate_from_compiled(compiled, function_name(fn))
-    )
+    name = function_name(fn)
+    return CompiledUpdate(name, copies, estimate_from_compiled(compiled, name))
 
 
 @dataclass(frozen=True)
@@ -149,6 +136,7 @@ class Donation(Rows):
     source: str = (
         "compiled memory analysis (alias bytes) and jax.Array.is_deleted() after a real call"
     )
+    _inline = True
 
     @property
     def any_deleted(self) -> bool:
@@ -162,8 +150,6 @@ class Donation(Rows):
             ("warning", (self.warning or "none").splitlines()[0]),
         ]
 
-    _inline = True
-
     def _title(self) -> str:
         return f"donating to {self.name}, {self.source}"
 
@@ -173,14 +159,8 @@ def donate(
 ) -> Donation:
     """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays and reports the donation.
 
-    Args:
-      fn: the function (not jitted: ``donate`` jits it with the donation).
-      *args: positional arrays.
-      donate_argnums: positions to donate, as in ``jax.jit``.
-      **kwargs: keyword arrays.
-
-    Returns:
-      A :class:`Donation`.
+    ``fn`` is plain (``donate`` jits it with the donation); the caller's arrays are never
+    consumed, only their copies.
 
     Example:
       >>> import jax.numpy as jnp
@@ -189,33 +169,22 @@ def donate(
       (1024, (('args[0]', True),), None)
     """
     check_callable(fn)
-    check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
-    nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
-    for i in nums:
-        if isinstance(i, bool) or not isinstance(i, int):
-            raise TypeError(f"`donate_argnums` must hold ints, got {i!r}.")
+    nums = check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
     named = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())
-    for name, value in named:
-        _check_array(value, name)
-    args = tuple(jnp.array(a, copy=True) for a in args)
-    kwargs = {k: jnp.array(v, copy=True) for k, v in kwargs.items()}
+    copies = [jnp.array(_check_array(value, name), copy=True) for name, value in named]
+    args, kwargs = copies[: len(args)], dict(zip(kwargs, copies[len(args) :], strict=True))
     jitted = jax.jit(fn, donate_argnums=nums)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         compiled = jitted.lower(*args, **kwargs).compile()
         jax.block_until_ready(jitted(*args, **kwargs))
-    messages = [
+    unusable = [
         str(w.message) for w in caught if "donated buffers were not usable" in str(w.message)
     ]
-    copies = list(args) + list(kwargs.values())
-    deleted = tuple(
-        (name, bool(c.is_deleted())) for (name, _), c in zip(named, copies, strict=True)
-    )
-    donated = sum(int(c.nbytes) for c in copies if c.is_deleted())
     return Donation(
         function_name(fn),
         int(compiled.memory_analysis().alias_size_in_bytes),
-        deleted,
-        donated,
-        messages[0] if messages else None,
+        tuple((name, bool(c.is_deleted())) for (name, _), c in zip(named, copies, strict=True)),
+        sum(int(c.nbytes) for c in copies if c.is_deleted()),
+        unusable[0] if unusable else None,
     )

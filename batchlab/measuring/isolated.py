@@ -6,6 +6,10 @@ import dataclasses
 import sys
 from typing import Any
 
+import cloudpickle
+import jax
+import numpy as np
+
 from batchlab._util.child import TIMEOUT, run_child
 from batchlab._util.compile import is_jitted
 from batchlab.measuring.live import DeviceMemory, LiveMemory
@@ -13,6 +17,8 @@ from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate
 
 _ERRORS = {"TypeError": TypeError, "ValueError": ValueError, "MemoryError": MemoryError}
+_NESTED = {"memory": MemoryEstimate, "live": LiveMemory}
+_NESTED |= {"device_before": DeviceMemory, "device_after": DeviceMemory}
 
 
 def _build(cls, data: Any):
@@ -20,33 +26,22 @@ def _build(cls, data: Any):
     if not isinstance(data, dict):
         raise ValueError(f"isolated result: expected an object for {cls.__name__}")
     kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            continue
-        value = data[f.name]
+    for name in [f.name for f in dataclasses.fields(cls) if f.name in data]:
+        value = data[name]
         if isinstance(value, list):
             if not all(isinstance(v, (int, float, str)) for v in value):
-                raise ValueError(f"isolated result: {cls.__name__}.{f.name} holds non-numbers")
+                raise ValueError(f"isolated result: {cls.__name__}.{name} holds non-numbers")
             value = tuple(value)
         elif isinstance(value, dict):
-            value = _build(_nested()[f.name], value)
+            value = _build(_NESTED[name], value)
         elif value is not None and not isinstance(value, (bool, int, float, str)):
-            raise ValueError(f"isolated result: {cls.__name__}.{f.name} is not a plain value")
-        kwargs[f.name] = value
+            raise ValueError(f"isolated result: {cls.__name__}.{name} is not a plain value")
+        kwargs[name] = value
     return cls(**kwargs)
 
 
-def _nested() -> dict:
-    return {
-        "memory": MemoryEstimate,
-        "live": LiveMemory,
-        "device_before": DeviceMemory,
-        "device_after": DeviceMemory,
-    }
-
-
 def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
-    """``(function, jit options)`` to send: a jitted ``fn`` as its Python function plus its options.
+    """``(function, jit options)`` to send: a jitted ``fn`` as its Python function and options.
 
     ``None`` options: ``fn`` is not jitted and travels as it is.
     """
@@ -55,9 +50,10 @@ def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
     plain, info = getattr(fn, "__wrapped__", None), getattr(fn, "_jit_info", None)
     if plain is None or info is None:
         raise TypeError(
-            f"`fn` is a jax.jit-wrapped {type(fn).__name__} whose Python function this JAX does not "
-            "expose, so it cannot be sent to a fresh process. Pass the function before jax.jit, "
-            "with its static arguments as measure(f, ..., static_argnums=...), isolated=True."
+            f"`fn` is a jax.jit-wrapped {type(fn).__name__} whose Python function this JAX does "
+            "not expose, so it cannot be sent to a fresh process. Pass the function before "
+            "jax.jit, with its static arguments as measure(f, ..., static_argnums=...), "
+            "isolated=True."
         )
     unspecified = [type(leaf).__name__ == "UnspecifiedValue" for leaf in info.out_shardings_leaves]
     if info.user_specified_in_shardings or not all(unspecified) or info.device or info.backend:
@@ -66,34 +62,28 @@ def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
             "isolated=True re-wraps its function in a fresh process and does not carry those. "
             "Measure it with isolated=False, or pass the function before jax.jit."
         )
-    options = dict(
-        static_argnums=info.static_argnums,
-        static_argnames=info.static_argnames,
-        donate_argnums=info.donate_argnums,
-        donate_argnames=info.donate_argnames,
-        keep_unused=info.keep_unused,
-        inline=info.inline,
-    )
+    names = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames")
+    options = {k: getattr(info, k) for k in (*names, "keep_unused", "inline")}
     if info.compiler_options_kvs:
         options["compiler_options"] = dict(info.compiler_options_kvs)
     return plain, options
 
 
-def _pickle(cloudpickle: Any, fn: Any, jit_options: Any, host_args: Any, options: dict) -> bytes:
-    """The child's payload; a part that cannot be pickled is a TypeError naming it, before any work."""
+def _pickle(payload: tuple) -> bytes:
+    """The child's payload; a part that cannot be pickled is a TypeError naming it, up front."""
     try:
-        return cloudpickle.dumps((fn, jit_options, host_args, options))
+        return cloudpickle.dumps(payload)
     except Exception as e:  # pickling raises TypeError, PicklingError, AttributeError, ...
         reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    where = "`fn`"
-    (args, kwargs), parts = host_args, [(None, fn)]
-    parts += [(f"`args[{i}]`", a) for i, a in enumerate(args)]
+    fn, _, (args, kwargs), _ = payload
+    parts = [("`fn`", fn), *((f"`args[{i}]`", a) for i, a in enumerate(args))]
     parts += [(f"`kwargs[{k!r}]`", v) for k, v in kwargs.items()]
+    where = "`fn`"
     for name, part in parts:
         try:
             cloudpickle.dumps(part)
         except Exception:
-            where = name or where
+            where = name
             break
     raise TypeError(
         f"{where} cannot be sent to the fresh process of isolated=True: cloudpickle cannot "
@@ -104,23 +94,19 @@ def _pickle(cloudpickle: Any, fn: Any, jit_options: Any, host_args: Any, options
     ) from None
 
 
-def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]):
+def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]) -> Measurement:
     """Runs :func:`batchlab.measure` in a child process and returns its result."""
-    import cloudpickle
-    import jax
-    import numpy as np
-
     plain, jit_options = portable(fn)
-    # Send host copies: a device buffer cannot cross processes.
-    host_args = jax.tree_util.tree_map(
+    # host copies: a device buffer cannot cross processes
+    host = jax.tree_util.tree_map(
         lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs)
     )
-    payload = _pickle(cloudpickle, plain, jit_options, host_args, options)
-    child = run_child("batchlab.measuring.isolated_child:measure_here", payload)
+    payload = _pickle((plain, jit_options, host, options))
+    child = run_child("batchlab.measuring.timing:measure_here", payload)
+    if child.stderr:
+        sys.stderr.write(child.stderr)
     reply = child.reply
     if reply is None:
-        if child.stderr:
-            sys.stderr.write(child.stderr)
         raise RuntimeError(
             f"The isolated measurement's subprocess ended (exit status {child.returncode}) "
             "without a result; its stderr is shown above."
@@ -137,6 +123,4 @@ def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]
             )
         cls = _ERRORS.get(error.get("type"), RuntimeError)
         raise cls(f"in the isolated subprocess: {error.get('type')}: {error.get('message')}")
-    if child.stderr:
-        sys.stderr.write(child.stderr)
     return _build(Measurement, reply)

@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import jax
+import psutil
 
 from batchlab._util.format import Rows, format_bytes
-
-# Live device memory (GPU/TPU allocator counters)
-
-_DEVICE_KEYS = (
-    "bytes_in_use",
-    "peak_bytes_in_use",
-    "bytes_limit",
-    "largest_free_block_bytes",
-    "pool_bytes",
-    "num_allocs",
-    "bytes_reserved",
-    "largest_alloc_size",
-)
 
 
 @dataclass(frozen=True)
 class DeviceMemory(Rows):
-    """Normalized ``jax.Device.memory_stats()``; absent keys are ``None``."""
+    """Normalized ``jax.Device.memory_stats()`` (GPU/TPU allocator counters); absent: ``None``."""
 
     device: str
     bytes_in_use: int | None = None
@@ -37,52 +25,45 @@ class DeviceMemory(Rows):
     bytes_reserved: int | None = None
     largest_alloc_size: int | None = None
     source: str = "device memory stats (jax.Device.memory_stats())"
+    _inline = True
+
+    def _room(self, capacity: int | None) -> int | None:
+        if capacity is None or self.bytes_in_use is None:
+            return None
+        return max(capacity - self.bytes_in_use, 0)
 
     @property
     def room_bytes(self) -> int | None:
         """What the allocator can still hand out: ``bytes_limit - bytes_in_use``."""
-        capacity = self.bytes_limit or self.pool_bytes
-        if capacity is None or self.bytes_in_use is None:
-            return None
-        return max(capacity - self.bytes_in_use, 0)
+        return self._room(self.bytes_limit or self.pool_bytes)
 
-    @property
-    def free_bytes(self) -> int | None:
-        """Old name of :attr:`room_bytes` (kept so existing code keeps working)."""
-        return self.room_bytes
+    free_bytes = room_bytes  # its old name, kept so existing code keeps working
 
     @property
     def free_in_pool_bytes(self) -> int | None:
         """Free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``."""
-        capacity = self.pool_bytes or self.bytes_limit
-        if capacity is None or self.bytes_in_use is None:
-            return None
-        return max(capacity - self.bytes_in_use, 0)
+        return self._room(self.pool_bytes or self.bytes_limit)
 
     @property
     def fragmentation(self) -> float | None:
         """Share of the pool's free memory that lies outside the largest free block."""
-        free = self.free_in_pool_bytes
-        if free is None or self.largest_free_block_bytes is None:
+        free, largest = self.free_in_pool_bytes, self.largest_free_block_bytes
+        if free is None or largest is None:
             return None
-        if free == 0:
-            return 0.0
-        return max(0.0, 1.0 - min(self.largest_free_block_bytes, free) / free)
+        return max(0.0, 1.0 - min(largest, free) / free) if free else 0.0
 
     def _rows(self) -> list[tuple[str, str]]:
-        rows = []
-        for key in _DEVICE_KEYS:
-            value = getattr(self, key)
-            if value is not None:
-                rows.append((key, str(value) if key == "num_allocs" else format_bytes(value)))
+        rows = [(k, getattr(self, k)) for k in DEVICE_KEYS if getattr(self, k) is not None]
+        rows = [(k, str(v) if k == "num_allocs" else format_bytes(v)) for k, v in rows]
         if self.fragmentation is not None:
             rows.append(("fragmentation", f"{self.fragmentation:.1%}"))
         return rows
 
-    _inline = True
-
     def _title(self) -> str:
         return f"{self.device}, {self.source}"
+
+
+DEVICE_KEYS = tuple(f.name for f in fields(DeviceMemory))[1:-1]
 
 
 def _pick_device(device: Any) -> jax.Device:
@@ -106,8 +87,7 @@ def device_memory(device: Any = None) -> DeviceMemory | None:
     """The allocator's live figures for one device, or ``None`` on CPU.
 
     Args:
-      device: a ``jax.Device``, an index into ``jax.devices()``, or ``None``
-        for the first device.
+      device: a ``jax.Device``, an index into ``jax.devices()``, or ``None`` for the first.
 
     Example:
       >>> import jax
@@ -122,8 +102,7 @@ def device_memory(device: Any = None) -> DeviceMemory | None:
         stats = None
     if not stats:
         return None
-    fields = {k: int(stats[k]) for k in _DEVICE_KEYS if k in stats}
-    return DeviceMemory(device=str(dev), **fields)
+    return DeviceMemory(str(dev), **{k: int(stats[k]) for k in DEVICE_KEYS if k in stats})
 
 
 def device_memory_unavailable_reason(device: Any = None) -> str | None:
@@ -137,10 +116,6 @@ def device_memory_unavailable_reason(device: Any = None) -> str | None:
     )
 
 
-# --------------------------------------------------------------------------
-# Live figures on every backend
-
-
 @dataclass(frozen=True)
 class LiveMemory(Rows):
     """Bytes held by live JAX arrays, and the host process's resident memory."""
@@ -149,29 +124,14 @@ class LiveMemory(Rows):
     live_array_count: int
     host_rss_bytes: int | None
     source: str = "jax.live_arrays() (array bytes) and host process RSS (psutil)"
-
     _inline = True
 
     def _title(self) -> str:
         return self.source
 
     def _rows(self) -> list[tuple[str, str]]:
-        return [
-            (
-                "live arrays",
-                f"{self.live_array_count} holding {format_bytes(self.live_array_bytes)}",
-            ),
-            ("host process RSS", format_bytes(self.host_rss_bytes)),
-        ]
-
-
-def host_rss_bytes() -> int | None:
-    """Resident set size of this process (psutil), or ``None`` if unavailable."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil is a dependency
-        return None
-    return int(psutil.Process().memory_info().rss)
+        arrays = f"{self.live_array_count} holding {format_bytes(self.live_array_bytes)}"
+        return [("live arrays", arrays), ("host process RSS", format_bytes(self.host_rss_bytes))]
 
 
 def live_memory(backend: str | None = None) -> LiveMemory:
@@ -184,25 +144,19 @@ def live_memory(backend: str | None = None) -> LiveMemory:
       >>> live_memory().live_array_bytes - before
       4000
     """
-    if backend is not None:
-        try:
-            jax.devices(backend)
-        except (RuntimeError, ValueError, TypeError) as e:
-            raise ValueError(
-                f"`backend`={backend!r} is not available here ({str(e).splitlines()[0]}); pass "
-                f"None or one of the platforms of jax.devices(), e.g. {jax.default_backend()!r}."
-            ) from None
-    arrays = jax.live_arrays(backend) if backend else jax.live_arrays()
-    total = 0
-    count = 0
+    try:
+        arrays = jax.live_arrays(backend) if backend else jax.live_arrays()
+    except (RuntimeError, ValueError, TypeError) as e:
+        raise ValueError(
+            f"`backend`={backend!r} is not available here ({str(e).splitlines()[0]}); pass "
+            f"None or one of the platforms of jax.devices(), e.g. {jax.default_backend()!r}."
+        ) from None
+    sizes = []
     for a in arrays:
         try:
-            if a.is_deleted():
-                continue
-            total += int(a.nbytes)
-            count += 1
+            if not a.is_deleted():
+                sizes.append(int(a.nbytes))
         except Exception:  # an array deleted concurrently
             continue
-    return LiveMemory(
-        live_array_bytes=total, live_array_count=count, host_rss_bytes=host_rss_bytes()
-    )
+    rss = int(psutil.Process().memory_info().rss)
+    return LiveMemory(sum(sizes), len(sizes), rss)

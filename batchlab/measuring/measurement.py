@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import html
 import statistics
 from dataclasses import dataclass, field
 
-from batchlab._util.format import format_bytes, format_seconds, html_table
+from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.live import DeviceMemory, LiveMemory
 from batchlab.measuring.memory import MemoryEstimate
 
@@ -17,7 +16,7 @@ PEAK_NOTE = (
 
 
 @dataclass(frozen=True)
-class Measurement:
+class Measurement(Rows):
     """What :func:`measure` found for one function and one set of inputs."""
 
     name: str
@@ -35,6 +34,7 @@ class Measurement:
     host_peak_rss_bytes: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     source: str = "wall clock around jax.block_until_ready (time.perf_counter)"
+    _header = ("figure", "value", "source")
 
     @property
     def median(self) -> float:
@@ -59,18 +59,9 @@ class Measurement:
         return len(self.times) * self.number
 
     @property
-    def spread(self) -> float:
-        """(max - min) / median of the samples: how noisy the timing was."""
-        return (self.max - self.min) / self.median if self.median > 0 else 0.0
-
-    @property
     def cached(self) -> bool:
         """True when no XLA compilation happened: JAX reused a compiled executable."""
         return self.compiles == 0
-
-    @property
-    def _cache_note(self) -> str:
-        return " (cached: 0 compilations)" if self.cached else ""
 
     @property
     def device_peak_bytes(self) -> int | None:
@@ -78,60 +69,39 @@ class Measurement:
         return None if self.device_after is None else self.device_after.peak_bytes_in_use
 
     def _rows(self) -> list[tuple[str, str, str]]:
+        cached = " (cached: 0 compilations)" if self.cached else ""
+        samples = f"wall clock, {self.runs} samples x {self.number} calls"
+        span = f"{format_seconds(self.min)} .. {format_seconds(self.max)}"
+        plan, device = "compiled memory analysis", "device memory stats"
         rows = [
             ("trace + lower", format_seconds(self.trace_lower_seconds), "wall clock"),
-            ("compile", format_seconds(self.compile_seconds) + self._cache_note, "wall clock"),
-            (
-                "run (median)",
-                format_seconds(self.median),
-                f"wall clock, {self.runs} samples x {self.number} calls",
-            ),
-            (
-                "run (min .. max)",
-                f"{format_seconds(self.min)} .. {format_seconds(self.max)}",
-                "wall clock",
-            ),
-            ("planned peak", format_bytes(self.memory.planned_bytes), "compiled memory analysis"),
-            ("planned temp", format_bytes(self.memory.temp_bytes), "compiled memory analysis"),
+            ("compile", format_seconds(self.compile_seconds) + cached, "wall clock"),
+            ("run (median)", format_seconds(self.median), samples),
+            ("run (min .. max)", span, "wall clock"),
+            ("planned peak", format_bytes(self.memory.planned_bytes), plan),
+            ("planned temp", format_bytes(self.memory.temp_bytes), plan),
             ("live JAX arrays", format_bytes(self.live.live_array_bytes), "jax.live_arrays()"),
             ("host RSS", format_bytes(self.live.host_rss_bytes), "host process (psutil)"),
         ]
         if self.device_after is not None:
-            rows.append(
-                (
-                    "device in use",
-                    format_bytes(self.device_after.bytes_in_use),
-                    "device memory stats",
-                )
-            )
-            rows.append(
-                (
-                    "device peak",
-                    format_bytes(self.device_peak_bytes),
-                    "device memory stats (process-wide)",
-                )
-            )
+            rows.append(("device in use", format_bytes(self.device_after.bytes_in_use), device))
+            peak = format_bytes(self.device_peak_bytes)
+            rows.append(("device peak", peak, f"{device} (process-wide)"))
         if self.host_peak_rss_bytes is not None:
-            rows.append(
-                (
-                    "host peak RSS",
-                    format_bytes(self.host_peak_rss_bytes),
-                    "fresh subprocess (ru_maxrss)",
-                )
-            )
+            rss = format_bytes(self.host_peak_rss_bytes)
+            rows.append(("host peak RSS", rss, "fresh subprocess (ru_maxrss)"))
         return rows
 
     def __repr__(self) -> str:
+        rows = {k: v for k, v, _ in self._rows()}
         return (
-            f"Measurement({self.name}: run {format_seconds(self.median)} median "
-            f"[{format_seconds(self.min)} .. {format_seconds(self.max)}, {self.runs} samples x {self.number}], "
-            f"compile {format_seconds(self.compile_seconds)}{self._cache_note}, planned peak {format_bytes(self.memory.planned_bytes)})"
+            f"Measurement({self.name}: run {rows['run (median)']} median "
+            f"[{rows['run (min .. max)']}, {self.runs} samples x {self.number}], "
+            f"compile {rows['compile']}, planned peak {rows['planned peak']})"
         )
 
-    def _repr_html_(self) -> str:
-        caption = f"Measurement of {self.name} on {self.memory.backend}"
-        table = html_table(self._rows(), header=("figure", "value", "source"), caption=caption)
-        notes = "".join(
-            f"<div style='font-size:smaller'>note: {html.escape(n)}</div>" for n in self.notes
-        )
-        return table + notes
+    def _caption(self) -> str:
+        return f"Measurement of {self.name} on {self.memory.backend}"
+
+    def _notes(self) -> tuple[str, ...]:
+        return tuple(f"note: {n}" for n in self.notes)

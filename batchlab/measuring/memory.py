@@ -1,8 +1,7 @@
-"""Planned memory: XLA's compiled memory analysis of one function.
+"""Planned memory: XLA's compiled memory analysis of one function (nothing runs).
 
-Nothing runs; every backend has it. The other two sources, never mixed silently:
-``device_memory`` (the allocator's live counters, GPU/TPU) and ``live_memory`` (live
-JAX arrays and host RSS), both in ``live.py``.
+The other two sources, never mixed silently, are in ``live.py``: ``device_memory`` (the
+allocator's live counters, GPU/TPU) and ``live_memory`` (live JAX arrays and host RSS).
 """
 
 from __future__ import annotations
@@ -48,39 +47,27 @@ class MemoryEstimate(Rows):
     backend: str
     name: str = "fn"
     source: str = "compiled memory analysis (XLA)"
+    _inline = True
 
     def _rows(self) -> list[tuple[str, str]]:
-        return [
-            ("argument", format_bytes(self.argument_bytes)),
-            ("output", format_bytes(self.output_bytes)),
-            ("temp", format_bytes(self.temp_bytes)),
-            ("alias", format_bytes(self.alias_bytes)),
-            ("planned", format_bytes(self.planned_bytes)),
-            ("flops", format_count(self.flops)),
-            ("planned from", self.planned_from),
-        ]
-
-    _inline = True
+        sizes = ("argument", "output", "temp", "alias", "planned")
+        rows = [(k, format_bytes(getattr(self, f"{k}_bytes"))) for k in sizes]
+        return [*rows, ("flops", format_count(self.flops)), ("planned from", self.planned_from)]
 
     def _title(self) -> str:
         return f"{self.name} on {self.backend}, {self.source}"
 
 
-def _cost(executable) -> tuple[float | None, float | None]:
+def _cost(executable) -> list[float | None]:
+    """(flops, bytes accessed) from the compiled cost analysis; ``None`` where it has none."""
     try:
         cost = executable.cost_analysis()
     except Exception:  # some backends do not implement it
-        return None, None
+        cost = None
     if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
         cost = cost[0] if cost else None
-    if not cost:
-        return None, None
-    flops = cost.get("flops")
-    accessed = cost.get("bytes accessed")
-    return (
-        float(flops) if flops is not None and flops >= 0 else None,
-        float(accessed) if accessed is not None and accessed >= 0 else None,
-    )
+    values = [(cost or {}).get(k) for k in ("flops", "bytes accessed")]
+    return [float(v) if v is not None and v >= 0 else None for v in values]
 
 
 def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
@@ -104,11 +91,11 @@ def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
         peak, source = xla_peak, PEAK_FROM_XLA
     else:
         peak, source = total, PEAK_SUM_ABOVE_XLA
-    flops, accessed = _cost(executable)
     try:
         backend = next(iter(executable.input_shardings[0][0].device_set)).platform
-    except Exception:
+    except Exception:  # no input, or a stand-in executable
         backend = jax.default_backend()
+    flops, accessed = _cost(executable)
     return MemoryEstimate(
         argument_bytes=arg,
         output_bytes=out,
@@ -136,13 +123,8 @@ def memory_estimate(
 
     Args:
       fn: the function, plain or already ``jax.jit``-wrapped.
-      *args: its positional arguments (arrays, numbers or pytrees of them).
-      static_argnums: positions of arguments that are configuration, not data.
-      static_argnames: names of keyword arguments that are configuration.
-      **kwargs: its keyword arguments.
-
-    Returns:
-      A :class:`MemoryEstimate`.
+      *args, **kwargs: its arguments (arrays, ``jax.ShapeDtypeStruct``, numbers, pytrees).
+      static_argnums, static_argnames: configuration arguments, as in ``jax.jit``.
 
     Example:
       >>> import jax, jax.numpy as jnp

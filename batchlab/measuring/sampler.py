@@ -17,24 +17,10 @@ import jax
 
 from batchlab._util.checks import check_positive_float, check_positive_int
 from batchlab.claims.evidence import Samples
+from batchlab.measuring.timing import autorange, sample
 
 SOURCE = "interleaved wall clock around jax.block_until_ready, paired by round"
 _pairing = itertools.count()
-
-
-def _calls_per_sample(call: Callable[[], Any], min_sample_time: float) -> int:
-    """Calls in one sample so that it lasts ``min_sample_time`` (1, 2, 5, 10, 20, ...)."""
-    number = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            jax.block_until_ready(call())
-        elapsed = time.perf_counter() - t0
-        if elapsed >= min_sample_time or number >= 10**5:
-            return number
-        number = max(
-            number + 1, min(10 * number, int(number * min_sample_time / max(elapsed, 1e-9)) + 1)
-        )
 
 
 def interleaved(
@@ -54,13 +40,12 @@ def interleaved(
     (load only adds time); sampling stops after the round in which ``max_seconds`` is spent.
 
     Args:
-      candidates: ``{label: callable}``, two or more; each callable takes no
-        argument (close over the data: ``lambda: f(x)``).
+      candidates: ``{label: zero-argument callable}``, two or more (close over the data:
+        ``lambda: f(x)``).
       rounds: samples per candidate (at least 2; 15 gives a 96% interval).
       passes: passes per round; a candidate's sample is its fastest pass.
       warmup: calls before timing (at least 1: the first call compiles).
-      max_seconds: time cap for the rounds, in seconds.
-      min_sample_time: seconds one sample should last.
+      max_seconds, min_sample_time: time cap for the rounds; seconds one sample should last.
       source: what the figures are, as a claims table names it.
 
     Returns:
@@ -93,23 +78,18 @@ def interleaved(
     warmup = check_positive_int(warmup, "warmup")
     check_positive_float(max_seconds, "max_seconds")
     check_positive_float(min_sample_time, "min_sample_time")
-
     labels = list(candidates)
     for label in labels:
         for _ in range(warmup):
             jax.block_until_ready(candidates[label]())
-    number = {label: _calls_per_sample(candidates[label], min_sample_time) for label in labels}
+    number = {label: autorange(candidates[label], min_sample_time) for label in labels}
     times: dict[str, list[float]] = {label: [] for label in labels}
     start, turn = time.perf_counter(), 0
     for r in range(rounds):
         best = dict.fromkeys(labels, float("inf"))
         for _ in range(passes):
             for label in labels[turn:] + labels[:turn]:
-                call, n = candidates[label], number[label]
-                t0 = time.perf_counter()
-                for _ in range(n):
-                    jax.block_until_ready(call())
-                best[label] = min(best[label], (time.perf_counter() - t0) / n)
+                best[label] = min(best[label], sample(candidates[label], number[label]))
             turn = (turn + 1) % len(labels)
         for label in labels:
             times[label].append(best[label])

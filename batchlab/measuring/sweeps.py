@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchlab._util.checks import check_callable
-from batchlab._util.format import format_bytes, format_seconds, html_table, text_table
+from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.timing import measure
+
+RING = dict(ms=16, mfc="none", mec="red", mew=2.5)  # the current setting, ringed
 
 
 @dataclass
@@ -21,12 +23,13 @@ class SweepPoint:
 
 
 @dataclass
-class Sweep:
+class Sweep(Rows):
     """Measurements of one function at several values of one parameter."""
 
     name: str
     parameter: str
     points: list[SweepPoint] = field(default_factory=list)
+    _header = ("value", "run (median)", "per item", "planned peak", "compile")
 
     @property
     def ok(self) -> list[SweepPoint]:
@@ -56,32 +59,17 @@ class Sweep:
                 rows.append((p.value, "failed", "", "", p.error or ""))
                 continue
             per_item = m.median / p.value if isinstance(p.value, int) and p.value > 0 else None
-            rows.append(
-                (
-                    p.value,
-                    format_seconds(m.median),
-                    format_seconds(per_item),
-                    format_bytes(m.memory.planned_bytes),
-                    format_seconds(m.compile_seconds),
-                )
-            )
+            peak = format_bytes(m.memory.planned_bytes)
+            times = (format_seconds(t) for t in (m.median, per_item))
+            rows.append((p.value, *times, peak, format_seconds(m.compile_seconds)))
         return rows
 
-    _header = ("value", "run (median)", "per item", "planned peak", "compile")
+    def _title(self) -> str:
+        return f"{self.name} over {self.parameter}"
 
-    def __repr__(self) -> str:
-        return f"Sweep of {self.name} over {self.parameter}:\n" + text_table(
-            self._rows(), self._header
-        )
-
-    def _repr_html_(self) -> str:
-        header = (self.parameter, *self._header[1:])
-        return html_table(
-            self._rows(),
-            header=header,
-            caption=f"{self.name}: runtime (wall clock) "
-            "and planned peak (compiled memory analysis)",
-        )
+    def _tables(self) -> list:
+        caption = f"{self.name}: runtime (wall clock) and planned peak (compiled memory analysis)"
+        return [(caption, self._rows(), (self.parameter, *self._header[1:]))]
 
     def plot(self, *, ax=None, current: Any = None):
         """Runtime per item and planned peak memory against the parameter."""
@@ -99,6 +87,9 @@ def sweep(
 ) -> Sweep:
     """Measures ``fn(*make_args(v))`` for each ``v`` in ``values``.
 
+    A failing first point is a usage error and raises; a later failure (e.g. out of memory)
+    is kept as a point with its message, and Ctrl-C keeps the finished points.
+
     Args:
       fn: the function to measure.
       make_args: builds the positional arguments for one value.
@@ -106,9 +97,6 @@ def sweep(
       parameter: the name of what is swept, for tables and plots.
       progress: show a tqdm progress bar.
       **measure_options: passed to :func:`batchlab.measure` (e.g. ``max_time``).
-
-    Returns:
-      A :class:`Sweep`; failed points carry their error message.
 
     Example:
       >>> import jax.numpy as jnp
@@ -128,20 +116,16 @@ def sweep(
         raise ValueError("`values` is empty: give at least one value to sweep, e.g. [1, 2, 4].")
     if not isinstance(parameter, str):
         raise TypeError(f"`parameter` must be a string (a name for tables), got {parameter!r}.")
-
     result = Sweep(name=getattr(fn, "__name__", "fn"), parameter=parameter)
-    iterator = values
     if progress:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(values, desc=f"sweeping {parameter}")
-    for v in iterator:
+        values = tqdm(values, desc=f"sweeping {parameter}")
+    for v in values:
         try:
             args = make_args(v)
-            if not isinstance(args, (tuple, list)):
-                args = (args,)
-            m = measure(fn, *args, **measure_options)
-            result.points.append(SweepPoint(v, m))
+            args = args if isinstance(args, (tuple, list)) else (args,)
+            result.points.append(SweepPoint(v, measure(fn, *args, **measure_options)))
         except KeyboardInterrupt:
             break  # keep what is finished
         except (TypeError, ValueError) as e:
@@ -149,48 +133,38 @@ def sweep(
                 raise  # the first point failing is a usage error, not a data point
             result.points.append(SweepPoint(v, None, f"{type(e).__name__}: {e}"))
         except Exception as e:  # e.g. XlaRuntimeError RESOURCE_EXHAUSTED
-            result.points.append(
-                SweepPoint(v, None, f"{type(e).__name__}: {str(e).splitlines()[0]}")
-            )
+            first_line = str(e).splitlines()[0]
+            result.points.append(SweepPoint(v, None, f"{type(e).__name__}: {first_line}"))
     return result
 
 
 def plot_sweep(sweep: Any, *, axes=None, current: Any = None):
-    """Two panels: run time per item (wall clock) and planned peak memory
-    (compiled memory analysis), against the swept parameter."""
-    from matplotlib.ticker import FuncFormatter
+    """Two panels: run time per item (wall clock), planned peak (compiled memory analysis)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    if axes is None:
-        fig, axes = new_figure(2, layout="tight")
-    else:
-        fig = axes[0].figure
+    fig, axes = new_figure(2, layout="tight") if axes is None else (axes[0].figure, axes)
     ax_t, ax_m = axes
     for ax in axes:
         ax.clear()
-    values = sweep.values
+    values, peaks = sweep.values, sweep.peak_bytes
     per_item = [m / v if v else m for m, v in zip(sweep.medians, values, strict=True)]
-    peaks = sweep.peak_bytes
     ax_t.plot(values, per_item, "o-", color="tab:blue", lw=2)
-    ax_t.set_ylabel("run time per item")
-    ax_t.set_title("run time per item (wall clock, median)")
+    ax_t.set(ylabel="run time per item", title="run time per item (wall clock, median)")
     ax_m.plot(values, peaks, "s-", color="tab:orange", lw=2)
-    ax_m.set_ylabel("planned peak memory")
-    ax_m.set_title("planned peak (compiled memory analysis)")
+    ax_m.set(ylabel="planned peak memory", title="planned peak (compiled memory analysis)")
     if per_item and min(per_item) > 0 and max(per_item) / min(per_item) >= 10:
         ax_t.set_yscale("log")
     if peaks and min(peaks) > 0 and max(peaks) / min(peaks) >= 16:
         ax_m.set_yscale("log", base=2)
     ax_t.yaxis.set_major_formatter(FuncFormatter(short_seconds))
-    ax_t.yaxis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+    ax_t.yaxis.set_minor_formatter(NullFormatter())
     ax_m.yaxis.set_major_formatter(FuncFormatter(short_bytes))
-    for ax in axes:
+    for ax, ys, marker in ((ax_t, per_item, "o"), (ax_m, peaks, "s")):
         ax.set_xlabel(sweep.parameter.replace("_", " "))
         if values and min(values) > 0 and max(values) / min(values) >= 16:
             log2_axis(ax, "x")
         ax.grid(True, alpha=0.3)
         ax.minorticks_off()  # log-axis minor ticks: clutter, and most of a redraw's time
-    if current is not None and current in values:
-        i = values.index(current)
-        ax_t.plot([values[i]], [per_item[i]], "o", ms=16, mfc="none", mec="red", mew=2.5)
-        ax_m.plot([values[i]], [peaks[i]], "s", ms=16, mfc="none", mec="red", mew=2.5)
+        if current in values:
+            ax.plot([current], [ys[values.index(current)]], marker, **RING)
     return fig

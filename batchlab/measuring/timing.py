@@ -6,16 +6,25 @@ on every output leaf, with the first call (trace + compile) kept apart.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
+import resource
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 
-from batchlab._util.checks import check_callable, check_positive_float, check_positive_int
+from batchlab._util.checks import (
+    check_bool,
+    check_callable,
+    check_positive_float,
+    check_positive_int,
+)
 from batchlab._util.compile import compile_fn
 from batchlab._util.format import format_seconds
 from batchlab.measuring.compiles import count_compiles
@@ -24,106 +33,79 @@ from batchlab.measuring.live import device_memory, live_memory
 from batchlab.measuring.measurement import PEAK_NOTE, Measurement
 from batchlab.measuring.memory import estimate_from_compiled
 
-
-def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float = 2.0) -> int:
-    """Smallest number of calls (1, 2, 5, 10, 20, ...) whose run lasts ``min_sample_time``.
-
-    Never more calls than fit in ``max_time / 5`` (five samples must fit the budget).
-    """
-    number, start = 1, time.perf_counter()
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            jax.block_until_ready(call())
-        if time.perf_counter() - t0 >= min_sample_time or number >= 10**6:
-            return number
-        if time.perf_counter() - start > max_time / 5:
-            return number
-        for factor in (2, 2.5, 2):
-            number = int(number * factor)
-            t0 = time.perf_counter()
-            for _ in range(number):
-                jax.block_until_ready(call())
-            if time.perf_counter() - t0 >= min_sample_time:
-                return number
+_OPTIONS = ("repeat", "number", "warmup", "min_sample_time", "max_time", "tolerance")
+_OPTIONS += ("isolated", "static_argnums", "static_argnames")
 
 
 def sample(call: Callable[[], Any], number: int) -> float:
+    """Seconds per call of ``number`` calls in a row, each blocked until ready."""
     t0 = time.perf_counter()
     for _ in range(number):
         jax.block_until_ready(call())
     return (time.perf_counter() - t0) / number
 
 
+def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float = 2.0) -> int:
+    """Calls per sample so that one sample lasts ``min_sample_time``.
+
+    Each try scales the number of calls by what the last one fell short (at most 10x); no
+    try starts after ``max_time / 5`` (five samples must fit the budget).
+    """
+    number, start = 1, time.perf_counter()
+    while True:
+        elapsed = sample(call, number) * number
+        late = time.perf_counter() - start > max_time / 5
+        if elapsed >= min_sample_time or number >= 10**6 or late:
+            return number
+        wanted = int(number * min_sample_time / max(elapsed, 1e-9)) + 1
+        number = max(number + 1, min(10 * number, wanted))
+
+
 def take_samples(
     call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
 ) -> list[float]:
-    """``repeat`` samples of ``number`` calls; ``None``: until stable or ``max_time`` (5 at least)."""
+    """``repeat`` samples of ``number`` calls; ``None``: until stable or ``max_time`` (5 at least).
+
+    Stable: the latest 3 samples moved the median by less than ``tolerance``.
+    """
     if repeat is not None:
         return [sample(call, number) for _ in range(repeat)]
     samples: list[float] = []
     start = time.perf_counter()
     while len(samples) < 100:
         samples.append(sample(call, number))
-        if stable(samples, tolerance) or (
-            time.perf_counter() - start > max_time and len(samples) >= 5
-        ):
-            break
+        if len(samples) >= 5:
+            median = statistics.median(samples)
+            moved = abs(median - statistics.median(samples[:-3]))
+            if moved <= tolerance * median or time.perf_counter() - start > max_time:
+                break
     return samples
 
 
 def time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[float]:
-    """One candidate, nothing to pair it with: up to ``rounds`` samples in ``max_time`` (2 at least)."""
+    """One candidate, nothing to pair it with: up to ``rounds`` samples in ``max_time`` (2+)."""
     number, start, values = autorange(call, 0.002), time.perf_counter(), []
     while len(values) < rounds and (len(values) < 2 or time.perf_counter() - start < max_time):
         values.append(sample(call, number))
     return values
 
 
-def stable(samples: list[float], tolerance: float) -> bool:
-    """Stable when adding the latest 3 samples moved the median by < tolerance."""
-    if len(samples) < 5:
-        return False
-    before = statistics.median(samples[:-3])
-    after = statistics.median(samples)
-    return abs(after - before) <= tolerance * after
-
-
-_OPTIONS = (
-    "repeat",
-    "number",
-    "warmup",
-    "min_sample_time",
-    "max_time",
-    "tolerance",
-    "isolated",
-    "static_argnums",
-    "static_argnames",
-)
-
-
 def _check_call(fn: Callable, args: tuple, kwargs: dict, static_argnums) -> None:
     """Catches a misspelled option (passed on to ``fn``) and a top-level ``None`` argument."""
     try:
-        sig = inspect.signature(getattr(fn, "__wrapped__", fn))
+        params = inspect.signature(getattr(fn, "__wrapped__", fn)).parameters.values()
     except (TypeError, ValueError):
-        sig = None
-    if sig is not None:
-        params = sig.parameters.values()
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+        params = None
+    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params):
         names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-        for key in kwargs:
-            if not takes_any and key not in names:
-                close = difflib.get_close_matches(key, _OPTIONS, n=1)
-                hint = (
-                    f"did you mean measure's option `{close[0]}=`?"
-                    if close
-                    else (f"`fn` takes {sorted(names) or 'no keyword arguments'}.")
-                )
-                raise TypeError(
-                    f"`{key}` is neither an option of measure() nor an argument of `fn` "
-                    f"(keywords measure() does not know are passed on to fn); {hint}"
-                )
+        for key in [k for k in kwargs if k not in names]:
+            close = difflib.get_close_matches(key, _OPTIONS, n=1)
+            takes = f"`fn` takes {sorted(names) or 'no keyword arguments'}."
+            raise TypeError(
+                f"`{key}` is neither an option of measure() nor an argument of `fn` "
+                "(keywords measure() does not know are passed on to fn); "
+                + (f"did you mean measure's option `{close[0]}=`?" if close else takes)
+            )
     static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums or ())
     for i, a in enumerate(args):
         if a is None and i not in static and i - len(args) not in static:
@@ -132,6 +114,30 @@ def _check_call(fn: Callable, args: tuple, kwargs: dict, static_argnums) -> None
                 f"Pass an array (e.g. jnp.ones((8, 128))); if None is a configuration value, "
                 f"mark it static: static_argnums=({i},)."
             )
+
+
+def _compile(fn, args, kwargs, static_argnums, static_argnames):
+    """``compile_fn``, refusing outputs that are not arrays and functions that donate."""
+    try:
+        compiled = compile_fn(
+            fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
+        )
+    except TypeError as e:
+        if "not a valid JAX type" not in str(e):
+            raise
+        raise TypeError(
+            "`fn` returned a value that is not an array (JAX can only return arrays, numbers "
+            "and pytrees of them): " + str(e).splitlines()[0] + ". Return the array itself; "
+            "keep strings and other Python values outside the measured function."
+        ) from None
+    donated = getattr(compiled.executable, "donate_argnums", ())
+    if donated:
+        raise ValueError(
+            f"`fn` donates argument(s) {tuple(donated)}: measure() calls it many times on the same "
+            "inputs, but a donated input is deleted by the first call. Measure a version without "
+            "donate_argnums, and use memory_estimate() to see what donation saves (alias_bytes)."
+        )
+    return compiled
 
 
 def measure(
@@ -155,23 +161,13 @@ def measure(
     stable to ``tolerance`` or ``max_time`` is spent (at least 5), or ``repeat`` of them.
 
     Args:
-      fn: the function, plain or already ``jax.jit``-wrapped.
-      *args: its positional arguments.
-      repeat: exact number of timing samples (``None``: until stable).
-      number: calls per sample (``None``: autorange).
+      fn: the function, plain or already ``jax.jit``-wrapped; ``*args, **kwargs``: its arguments.
+      repeat: exact number of samples; number: calls per sample (``None``: autorange).
       warmup: calls before timing starts (at least 1).
-      min_sample_time: seconds one sample should last when autoranging.
-      max_time: time budget in seconds for the samples when ``repeat`` is None.
-      tolerance: relative change of the median that counts as stable.
-      isolated: measure in a fresh Python process, so the device peak (or,
-        on CPU, the host peak RSS) belongs to this function alone. A jitted
-        ``fn`` is sent as its function and jit's options (static and donated
-        arguments) and wrapped again there.
+      isolated: measure in a fresh Python process, so the device peak (or, on CPU, the
+        host peak RSS) belongs to this function alone; a jitted ``fn`` travels as its
+        function and jit's options.
       static_argnums, static_argnames: configuration arguments, as in ``jax.jit``.
-      **kwargs: keyword arguments of ``fn``.
-
-    Returns:
-      A :class:`Measurement`.
 
     Example:
       >>> import jax.numpy as jnp
@@ -186,53 +182,18 @@ def measure(
     check_positive_float(min_sample_time, "min_sample_time")
     check_positive_float(max_time, "max_time")
     check_positive_float(tolerance, "tolerance")
-    if not isinstance(isolated, bool):
-        raise TypeError(
-            f"`isolated` must be True or False, got {type(isolated).__name__} {isolated!r}."
-        )
+    check_bool(isolated, "isolated")
     _check_call(fn, args, kwargs, static_argnums)
     if isolated:
-        options = dict(
-            repeat=repeat,
-            number=number,
-            warmup=warmup,
-            min_sample_time=min_sample_time,
-            max_time=max_time,
-            tolerance=tolerance,
-            static_argnums=static_argnums,
-            static_argnames=static_argnames,
-        )
+        options = {k: v for k, v in locals().items() if k in _OPTIONS and k != "isolated"}
         return measure_in_subprocess(fn, args, kwargs, options)
-
     device_before = device_memory()
     with count_compiles() as compiles:
-        try:
-            compiled = compile_fn(
-                fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
-            )
-        except TypeError as e:
-            if "not a valid JAX type" not in str(e):
-                raise
-            raise TypeError(
-                "`fn` returned a value that is not an array (JAX can only return arrays, numbers "
-                "and pytrees of them): " + str(e).splitlines()[0] + ". Return the array itself; "
-                "keep strings and other Python values outside the measured function."
-            ) from None
-        donated = getattr(compiled.executable, "donate_argnums", ())
-        if donated:
-            raise ValueError(
-                f"`fn` donates argument(s) {tuple(donated)}: measure() calls it many times on the same "
-                "inputs, but a donated input is deleted by the first call. Measure a version without "
-                "donate_argnums, and use memory_estimate() to see what donation saves (alias_bytes)."
-            )
-        estimate = estimate_from_compiled(compiled.executable, compiled.name)
+        compiled = _compile(fn, args, kwargs, static_argnums, static_argnames)
         call = compiled.call
-        t0 = time.perf_counter()
-        jax.block_until_ready(call())
-        first = time.perf_counter() - t0
+        first = sample(call, 1)
     for _ in range(warmup - 1):
         jax.block_until_ready(call())
-
     if number is None:
         number = autorange(call, min_sample_time, max_time)
     elif repeat is None and first * number > max_time / 5:
@@ -244,16 +205,9 @@ def measure(
             f"pass number<={fits}, a larger max_time, or number=None (autorange)."
         )
     samples = take_samples(call, number, repeat, max_time, tolerance)
-
     device_after = device_memory()
-    notes = []
-    if device_after is not None:
-        notes.append(PEAK_NOTE)
-    else:
-        notes.append(
-            f"{jax.default_backend()} backend: no device memory stats; live figures are JAX "
-            "array bytes and host RSS"
-        )
+    no_stats = f"{jax.default_backend()} backend: no device memory stats; live figures are JAX "
+    no_stats += "array bytes and host RSS"
     return Measurement(
         name=compiled.name,
         trace_lower_seconds=compiled.trace_lower_seconds,
@@ -261,10 +215,34 @@ def measure(
         first_call_seconds=first,
         times=tuple(samples),
         number=number,
-        memory=estimate,
+        memory=estimate_from_compiled(compiled.executable, compiled.name),
         live=live_memory(),
         compiles=compiles.count,
         device_before=device_before,
         device_after=device_after,
-        notes=tuple(notes),
+        notes=(PEAK_NOTE if device_after is not None else no_stats,),
+    )
+
+
+def measure_here(payload: Any) -> dict:
+    """The child side of ``measure(..., isolated=True)`` (run by ``batchlab._util.child``)."""
+    fn, jit_options, (args, kwargs), options = payload
+    if jit_options is not None:  # a jitted fn travels as its function and jit's options
+        fn = jax.jit(fn, **jit_options)
+    # on the device first: timing excludes host-to-device copies and device_before counts them
+    args, kwargs = jax.tree_util.tree_map(
+        lambda a: jax.device_put(a) if isinstance(a, np.ndarray) else a, (args, kwargs)
+    )
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in KiB on Linux
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    result = measure(fn, *args, **options, **kwargs)
+    note = "measured in a fresh process; host peak RSS before the call was "
+    note += f"{base_rss / 2**20:.0f} MiB (jax and inputs loaded)"
+    return dataclasses.asdict(
+        dataclasses.replace(
+            result,
+            isolated=True,
+            host_peak_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale,
+            notes=(*result.notes, note),
+        )
     )
