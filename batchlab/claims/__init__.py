@@ -10,21 +10,18 @@ without a control is refused.
 Rules: :func:`ratio_above` / :func:`ratio_below` (spread-aware for timings),
 :func:`equals` (exact), :func:`relation` (counts), :func:`all_of`.
 
-A notebook records its verdicts in a :class:`Record`: a :class:`Finding` is
-a contrast (the same rule on the case and on a case where the rival is true,
-and it stands only when they read opposite ways); a :class:`Check` is a fact
-with no contrast, listed apart. Its repr is the notebook's claims table.
-(:class:`Control` and :func:`table` render free-standing claims, the programmatic form
-outside a notebook's Record.)
+A notebook records its verdicts in a :class:`Record`: a finding is a contrast (the same
+rule on the case and on a case where the rival is true; it stands only when they read
+opposite ways); a :class:`Check` is a fact with no contrast, listed apart. Its repr is the
+notebook's claims table. :func:`table` renders free-standing claims.
 
 The eleven source claims have names (:data:`NAMES`, :func:`source_claims`).
 """
 
 from __future__ import annotations
 
-from batchlab.claims.claim import Claim, ClaimsTable, Control, table
+from batchlab.claims.claim import Check, Claim, ClaimsTable, Control, Record, table
 from batchlab.claims.evidence import Number, Samples, Scope
-from batchlab.claims.record import Check, Record
 from batchlab.claims.rules import (
     FAILS,
     HOLDS,
