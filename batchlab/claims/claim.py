@@ -205,7 +205,7 @@ class Claim:
         return {b: d.outcome for b, d in zip(self.because, self.control_decisions, strict=True)}
 
     def rows(self) -> list[tuple[str, str, str, str, str]]:
-        """(claim, verdict, deciding numbers, sources, scope): the claim's row, then one per cause."""
+        """(claim, verdict, deciding numbers, sources, scope): the claim's row, then its causes'."""
         d, ev = self.decision, self.evidence
         head = self.statement + (f" [source claim: {self.source}]" if self.source else "")
         out = [(head, verdict_text(d), d.deciding, _sources(self.rule, ev), str(self.scope))]

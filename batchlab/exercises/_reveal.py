@@ -97,9 +97,10 @@ class Reveal:
     def _repr_html_(self) -> str:
         color = "#1b7f3b" if self.verdict in ("exact", "right") else "#444"
         color = color if self.made else "#b26a00"
+        shown = (("your prediction", self.guess), ("measured", self.measured))
         cells = "".join(
-            f"<td style='padding:2px 10px'>{label}<br><b>{html.escape(_show(v, self.unit))}</b></td>"
-            for label, v in (("your prediction", self.guess), ("measured", self.measured))
+            f"<td style='padding:2px 10px'>{k}<br><b>{html.escape(_show(v, self.unit))}</b></td>"
+            for k, v in shown
         )
         return callout(
             color,

@@ -27,15 +27,9 @@ def item_shape(answer: Any) -> tuple[bool, str]:
     except (TypeError, ValueError):
         return False, "Answer with a shape, a tuple of ints like (2, 5)."
     if answer == (4, 3):
-        return (
-            True,
-            "Right: vmap removes the mapped axis and only that one; the others keep their order.",
-        )
+        return True, "Right: vmap removes the mapped axis, only that one; the others keep order."
     if answer == (6, 3):
-        return (
-            False,
-            "That removes axis 0. in_axes=1 names the axis that is mapped over, counting from 0.",
-        )
+        return False, "That removes axis 0. in_axes=1 names the mapped axis, counting from 0."
     if len(answer) == 3:
         return False, "vmap removes the mapped axis: one item has one axis fewer than the batch."
     return False, "Remove exactly the axis that in_axes names from (4, 6, 3)."

@@ -20,10 +20,7 @@ def predict_shape(answer: Any) -> tuple[bool, str]:
     except TypeError:
         return False, "Answer with a shape, a tuple of ints."
     if answer == (8, 5, 3):
-        return (
-            True,
-            "Right: aligned from the right, a missing axis counts as 1, and each 1 stretches.",
-        )
+        return True, "Right: aligned from the right, a missing axis counts as 1, each 1 stretches."
     if len(answer) != 3:
         return False, "The result has as many axes as the longest operand."
     return False, "Align the shapes from the RIGHT, then on each axis take the size that is not 1."

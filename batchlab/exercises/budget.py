@@ -33,10 +33,7 @@ def _chunk_effect(
             "still fits."
         )
     if answer == measured:
-        return (
-            True,
-            "Right: planned bytes of the chunked program decide it, as max_batch_size measured.",
-        )
+        return True, "Right: the chunked program's planned bytes decide, as max_batch_size found."
     if answer >= chunk8_answer:
         return False, (
             "Fewer fit. A bigger chunk means bigger temporaries for every step of the scan: how "
@@ -94,10 +91,7 @@ def _bad_items(answer: Any, *, result: Any) -> tuple[bool, str]:
         return False, "Answer with a list of item indices, e.g. [3, 17]."
     expected = result.failed_indices
     if list(answer) == expected:
-        return (
-            True,
-            "Right: each bad item is reported by index and every other item keeps its output.",
-        )
+        return True, "Right: each bad item is reported by index; every other keeps its output."
     missing, extra = len(set(expected) - set(answer)), len(set(answer) - set(expected))
     return False, (
         f"{missing} bad item(s) missing and {extra} good item(s) listed. Which items have a "
@@ -116,13 +110,10 @@ def _resume_equal(answer: Callable, *, a: Any, b: Any, different: Any) -> tuple[
     if not answer(a, b):
         return (
             False,
-            "Your function says two equal runs differ: compare indices, outputs and failed indices.",
+            "Your function says two equal runs differ: check indices, outputs, failures.",
         )
     if answer(a, different):
-        return (
-            False,
-            "Your function says two different runs are the same: are you comparing the outputs?",
-        )
+        return False, "Your function says two different runs are the same: compare the outputs?"
     return True, "Right: indices, outputs (exactly, same program) and failures must all match."
 
 
@@ -135,10 +126,7 @@ def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
     if not _ratio(answer):
         return False, "Give a positive ratio: new largest batch / old largest batch."
     if answer >= 1:
-        return (
-            False,
-            "A larger item needs more memory per item: can more items fit the same budget?",
-        )
+        return False, "A larger item needs more memory per item: can more fit the same budget?"
     if abs(np.log2(answer / measured_ratio)) <= 0.6:
         return True, (
             "Right order: each item's D x D temporary grows with D squared, and it dominates the "
@@ -166,10 +154,7 @@ def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
             "so twice the budget holds about twice the items, and the run finds that size itself."
         )
     if answer < measured_ratio:
-        return (
-            False,
-            "More than that fits. How do planned bytes grow with the batch size (06's curve)?",
-        )
+        return False, "More than that fits. How do planned bytes grow with the batch (06's curve)?"
     return False, (
         "Less than that fits: part of the plan does not grow with the budget, and the batch is a "
         "whole number of items."

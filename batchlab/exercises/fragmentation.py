@@ -23,10 +23,7 @@ def _hand_trace(answer, **context):
         return True, "Right: best fit picks the 1024-byte hole b left, not the larger free tail."
     if answer == 3072:
         return False, "That is the free tail. Best fit takes the *smallest* free chunk that fits."
-    return (
-        False,
-        "Round every request up to 256 bytes first, then list the free chunks after `free b`.",
-    )
+    return False, "Round every request up to 256 bytes, then list the free chunks after `free b`."
 
 
 @exercise(
@@ -42,30 +39,18 @@ def _donation_alias(answer, *, step, params=None, grads=None, args=None, params_
     try:
         est = memory_estimate(jax.jit(step, donate_argnums=answer), *args)
     except Exception as e:  # bad argnums
-        return (
-            False,
-            f"jax.jit rejected it: {type(e).__name__}. donate_argnums are positions, like (0,).",
-        )
+        return False, f"jax.jit rejected it: {type(e).__name__}; donate_argnums are positions: (0,)"
     extra = sorted(({answer} if isinstance(answer, int) else set(answer)) - {params_index})
     if est.alias_bytes == nbytes and not extra:
-        return (
-            True,
-            f"alias_bytes = {est.alias_bytes} = params.nbytes: the update is written in place.",
-        )
+        return True, f"alias_bytes = {est.alias_bytes} = params.nbytes: the update is in place."
     if est.alias_bytes == nbytes:
         return False, (
             f"The parameters' bytes alias, but you also donated position(s) {extra}, which the "
             f"output cannot reuse: JAX warns and keeps them. Donate only the parameters."
         )
     if est.alias_bytes:
-        return (
-            False,
-            "Some bytes alias, but not the parameters'. Which argument is overwritten by the output?",
-        )
-    return (
-        False,
-        "alias_bytes is 0: nothing was donated that the output can reuse. Count positions from 0.",
-    )
+        return False, "Some bytes alias, not the parameters'. Which input does the output replace?"
+    return False, "alias_bytes is 0: no donated input is reusable. Count positions from 0."
 
 
 @exercise(
@@ -77,10 +62,7 @@ def _fixed_shape(answer, **context):
     if answer == "batched":
         return True, "One fixed shape: every freed block fits the next request exactly."
     if answer in ("per-item", "bucketed"):
-        return (
-            False,
-            "Run allocator.simulate(...) for it and look at `overhead`: varying shapes leave holes.",
-        )
+        return False, "Run allocator.simulate(...) and read `overhead`: varying shapes leave holes."
     return False, "Choose among 'per-item', 'batched', 'bucketed'."
 
 

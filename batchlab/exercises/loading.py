@@ -69,10 +69,7 @@ def all_batches(answer: Any) -> tuple[bool, str]:
                 f"missing {missing[:5]}. What happens to the remainder n % batch_size?"
             )
         if any(len(x) > b or len(x) == 0 for x in got):
-            return (
-                False,
-                f"For n_items={n}, batch_size={b} a batch is empty or larger than batch_size.",
-            )
+            return False, f"For n_items={n}, batch_size={b} a batch is empty or over batch_size."
     return True, "Right for every case, including the remainder and an empty dataset."
 
 
@@ -111,17 +108,11 @@ def _share_direction(new: float, old: float, margin: float = 0.1) -> str:
     "{'loop': your_function, 'overlap': 'grows' | 'same' | 'shrinks'}, then say why.",
 )
 def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
-    """Traces ``answer['loop']()`` and compares its overlap share with ``reference`` (a Timeline)."""
+    """Traces ``answer['loop']()``; compares its overlap share with ``reference`` (a Timeline)."""
     if not isinstance(answer, dict) or not {"loop", "overlap"} <= set(answer):
-        return (
-            False,
-            "Answer with a dict {'loop': your_function, 'overlap': 'grows'/'same'/'shrinks'}.",
-        )
+        return False, "Answer {'loop': your_function, 'overlap': 'grows'/'same'/'shrinks'}."
     if not callable(answer["loop"]):
-        return (
-            False,
-            "answer['loop'] must be the function itself (no parentheses): it is called here.",
-        )
+        return False, "answer['loop'] must be the function itself (no parentheses): it is called."
     if answer["overlap"] not in DIRECTIONS:
         return False, f"answer['overlap'] must be one of {DIRECTIONS}, got {answer['overlap']!r}."
     with trace(label="your loop") as t:

@@ -31,14 +31,8 @@ def wasted_fraction(answer: Any, *, lengths: Any) -> tuple[bool, str]:
             "one of them like a token on XLA (it selects, it does not skip)."
         )
     if abs(value - (1 - expected)) < 1e-3:
-        return (
-            False,
-            "That is the fraction of positions that hold data; the question asks for the pads.",
-        )
-    return (
-        False,
-        "Count positions: the padded array has batch x longest of them; the data fills sum(lengths).",
-    )
+        return False, "That is the fraction of positions holding data; the question asks for pads."
+    return False, "Count positions: padded, batch x longest of them; data fills sum(lengths)."
 
 
 @exercise(
@@ -53,25 +47,13 @@ def masked_mean_exercise(answer: Callable, *, x: Any, mask: Any) -> tuple[bool, 
     empty = np.array([len(r) == 0 for r in rows])
     got = np.asarray(jax.jit(answer)(x, mask))
     if got.shape != expected.shape:
-        return (
-            False,
-            f"Your result has shape {got.shape}; reduce over axis 1 to get one number per row.",
-        )
+        return False, f"Your result has shape {got.shape}; reduce over axis 1: one number per row."
     if np.any(np.isnan(got)):
-        return (
-            False,
-            "Some rows are NaN: an empty row divides 0 by 0. Divide by max(count, 1) instead.",
-        )
+        return False, "Some rows are NaN: an empty row divides 0 by 0. Divide by max(count, 1)."
     if not np.allclose(got[~empty], expected[~empty], rtol=1e-5, atol=1e-6):
-        return (
-            False,
-            "Non-empty rows differ from the per-item mean: do pads leak into the sum or the count?",
-        )
+        return False, "Non-empty rows differ from the per-item mean: do pads leak in sum or count?"
     if not np.allclose(got[empty], 0.0):
-        return (
-            False,
-            "Rows with no data should give 0.0 here; select it with jnp.where(count > 0, ..., 0.0).",
-        )
+        return False, "Rows with no data should give 0.0: jnp.where(count > 0, ..., 0.0)."
     if not np.all(np.isfinite(np.asarray(jax.grad(lambda x: jnp.sum(answer(x, mask)))(x)))):
         return False, (
             "The value is right but the gradient has NaN: a `where` after a division by 0 still "
@@ -97,14 +79,8 @@ def predict_compiles(answer: Any, *, lengths: Any, boundaries: Any) -> tuple[boo
         hint = "calls are not compiles" if a_raw == len(lengths) else "count the distinct shapes"
         return False, f"Raw count is off: {hint}; jit caches one compiled program per input shape."
     if a_bucketed != bucketed:
-        return (
-            False,
-            "Bucketed count is off: only boundaries that actually receive an item produce a shape.",
-        )
-    return (
-        True,
-        "Right: one compilation per distinct shape; bucketing caps it at the non-empty buckets.",
-    )
+        return False, "Bucketed count is off: only boundaries that receive an item make a shape."
+    return True, "Right: one compilation per distinct shape; bucketing caps it at used buckets."
 
 
 @exercise(
@@ -121,10 +97,7 @@ def three_boundaries(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     if len(b) != 3:
         return False, f"Use exactly 3 boundaries, got {len(b)}."
     if b != sorted(set(b)) or b[-1] < lengths.max():
-        return (
-            False,
-            "Boundaries must be strictly increasing and the last one must hold the longest item.",
-        )
+        return False, "Boundaries must strictly increase, and the last must hold the longest item."
     best = padded_elements(lengths, optimal_boundaries(lengths, 3))
     mine = padded_elements(lengths, b)
     if mine <= 1.05 * best:
@@ -183,8 +156,10 @@ def batch_size_change(
     counts = np.bincount(np.searchsorted(boundaries, lengths), minlength=len(boundaries))
     counts = counts[counts > 0]
     hints = {
-        "compiles": "What decides a compiled shape here: the number of batches, or (batch_size, boundary)?",
-        "filler_rows": "Filler rows only fill up each bucket's last batch: at most batch_size - 1 per bucket.",
+        "compiles": "What decides a compiled shape here: the number of batches, or "
+        "(batch_size, boundary)?",
+        "filler_rows": "Filler rows only fill up each bucket's last batch: at most "
+        "batch_size - 1 per bucket.",
         "batches": "Each bucket is cut into ceil(items / batch_size) batches.",
     }
     if not isinstance(answer, dict) or set(answer) != set(hints):

@@ -21,15 +21,9 @@ def manual_pairwise(answer: Any) -> tuple[bool, str]:
     expected = np.sqrt(((xs[:, None, :] - ys[None]) ** 2).sum(-1))  # what vmap of one row gives
     out = np.asarray(answer(jnp.asarray(xs), jnp.asarray(ys)))
     if out.shape != expected.shape:
-        return (
-            False,
-            f"Your result has shape {out.shape}, expected one row per x and one column per y.",
-        )
+        return False, f"Your result has shape {out.shape}; want one row per x, one column per y."
     if not np.allclose(out, expected, rtol=1e-4, atol=1e-5):
-        return (
-            False,
-            "The shape is right but not the values: which axis do you sum the squared differences over?",
-        )
+        return False, "The shape is right, not the values: which axis do you sum the squares over?"
     return True, "Right: the same numbers as vmap, written by hand with broadcasting."
 
 
@@ -74,10 +68,7 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
     try:
         time_ratio, temp_ratio, dispatch_ratio = (float(v) for v in answer)
     except (TypeError, ValueError):
-        return (
-            False,
-            "Give three numbers: (time ratio, temp ratio, dispatch ratio), small chunk over large.",
-        )
+        return False, "Give three numbers: (time, temp, dispatch ratio), small chunk over large."
     small, large = chunks
     expected = _host_dispatches(items, small) / _host_dispatches(items, large)
     if abs(dispatch_ratio - expected) > 0.01 * expected:
@@ -86,15 +77,9 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
             "call before the steps and one after them. Use the `dispatches` column of bl.compare."
         )
     if not temp_ratio < 1:
-        return (
-            False,
-            "Smaller chunks hold fewer intermediates at a time: did you divide small by large?",
-        )
+        return False, "Smaller chunks hold fewer intermediates: did you divide small by large?"
     if not time_ratio > 0:
-        return (
-            False,
-            "The time ratio is small chunk's seconds over large chunk's: a positive number.",
-        )
+        return False, "The time ratio is small over large chunk's seconds: a positive number."
     # the time ratio is not judged: a timing never decides a check (a busy machine can flip it)
     return True, (
         f"Right: {dispatch_ratio:.1f}x the dispatches, each paying a fixed overhead that, on small "

@@ -22,10 +22,7 @@ DIRECTIONS = ("shrinks", "same", "grows")
 )
 def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str]:
     if not isinstance(answer, dict) or not {"argument", "output"} <= set(answer):
-        return (
-            False,
-            "Answer with a dict that has the keys 'argument' and 'output' (numbers of bytes).",
-        )
+        return False, "Answer with a dict with the keys 'argument' and 'output' (in bytes)."
     est = memory_estimate(fn, *args)
     wrong = []
     if int(answer["argument"]) != est.argument_bytes:
@@ -38,7 +35,8 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
     if wrong:
         return False, "Not all figures match the compiled plan. " + "; ".join(wrong) + "."
     return True, (
-        "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and dtypes."
+        "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and "
+        "dtypes."
     )
 
 
@@ -63,10 +61,7 @@ def direction(new: float, old: float, *, tolerance: float = 0.05) -> str:
 )
 def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple[bool, str]:
     if not isinstance(answer, dict) or not {"argument", "temp"} <= set(answer):
-        return (
-            False,
-            "Answer with a dict {'argument': ..., 'temp': ...}, each 'shrinks', 'same' or 'grows'.",
-        )
+        return False, "A dict {'argument': ..., 'temp': ...}, each 'shrinks', 'same' or 'grows'."
     bad = [k for k in ("argument", "temp") if answer[k] not in DIRECTIONS]
     if bad:
         return False, f"Each value must be one of {DIRECTIONS}; check {bad}."
