@@ -91,14 +91,9 @@ def _sources(rule: Callable, evidence: Sequence[Evidence]) -> str:
 class Control:
     """The same measurement with a suspected cause removed, and the rule it must satisfy.
 
-    Its rule may read the claim's evidence as well as its own (the baseline the cause-free
-    run is compared with).
-
-    Args:
-      removes: what was removed, in plain words ("the per-call cost: the same items in one
-        ``lax.map`` call").
-      evidence: the control's own measurements.
-      rule: what the control must show for the cause to be supported.
+    ``removes`` says what was removed, in plain words ("the per-call cost: the same items in
+    one ``lax.map`` call"); ``evidence`` is the control's own; its ``rule`` may read the
+    claim's evidence too (the baseline the cause-free run is compared with).
     """
 
     removes: str
@@ -338,10 +333,7 @@ class Finding(Check):
 class Record(Rows):
     """What a notebook's cells decided, in order; its repr is the claims table.
 
-    Args:
-      sizes: the sizes the notebook measures at (printed once, in the scope).
-      dtype: the data's dtype, if one applies.
-      scope: the whole scope instead (tests pass a fixed one).
+    ``sizes`` and ``dtype`` make its :class:`Scope` (printed once), or ``scope`` gives it whole.
     """
 
     sizes: Mapping[str, Any] = field(default_factory=dict)

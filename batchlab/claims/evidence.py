@@ -54,12 +54,9 @@ def format_value(value: Any, unit: str = "") -> str:
 class Number:
     """One deterministic figure measured in the cell, with the code that measured it.
 
-    Args:
-      name: how the claim's rule refers to it ("compilations").
-      value: the figure (int, float, bool, str, tuple, array), or ``None`` when this backend
-        cannot give it (a rule then answers *inconclusive here*).
-      source: the plain JAX code or report it comes from.
-      unit: one of ``UNITS``.
+    ``name`` is how a rule refers to it; ``value`` an int, float, bool, str, tuple or array,
+    or ``None`` when this backend cannot give it (a rule then answers *inconclusive here*);
+    ``source`` the plain JAX code or report it comes from; ``unit`` one of ``UNITS``.
 
     Example:
       >>> Number("compilations", 2, "jax.monitoring compile events")
@@ -87,12 +84,8 @@ class Samples:
     sample ``i`` of each was taken in the same round, so a rule decides on the per-round
     ratios. Unpaired samples are read by their fastest sample and their whole range.
 
-    Args:
-      name: how the claim's rule refers to it ("batch 1, per item").
-      values: at least two positive, finite samples, in seconds.
-      source: the plain JAX code that was timed.
-      unit: ``"s"``.
-      paired: the round-pairing token of an interleaved run (``None``: unpaired).
+    ``values`` are at least two positive, finite samples in seconds; ``source`` is the plain
+    JAX code that was timed; ``paired`` the round-pairing token (``None``: unpaired).
 
     Example:
       >>> s = Samples("call", [2e-3, 1e-3, 3e-3], "timeit.repeat(jax.block_until_ready(f(x)))")
@@ -155,10 +148,8 @@ Evidence = Number | Samples
 class Scope:
     """Where a claim's numbers hold: machine facts read at construction, sizes from the caller.
 
-    Args:
-      sizes: the sizes the numbers were measured at, e.g. ``{"B": (1, 1024), "F": 256}``.
-      dtype: the dtype of the data, e.g. ``"float32"`` (``None`` when none applies).
-      backend, device_kind, jax_version: read from the running machine unless given.
+    ``sizes`` the numbers were measured at (``{"B": (1, 1024), "F": 256}``), the data's
+    ``dtype``; backend, device kind and JAX version are this machine's unless given.
 
     Example:
       >>> s = Scope(sizes={"B": 64}, dtype="float32")

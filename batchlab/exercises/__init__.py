@@ -1,11 +1,10 @@
 """Exercises with automatic checks: a hint on a wrong answer, never the solution.
 
 An exercise is ``checker(answer, **context) -> (ok, message)`` registered under an id in a
-submodule named for its topic; a notebook calls ``exercises.check("tour.predict_bytes",
-my_answer)``. A wrong answer gets a hint computed from the learner's own answer where
-possible; the expected value is never printed. In notebooks a solution sits between
-``# BEGIN SOLUTION`` and ``# END SOLUTION``; ``python scripts/workshop.py`` builds student
-copies with a stub there.
+topic submodule; a notebook calls ``exercises.check("tour.predict_bytes", my_answer)``. A
+wrong answer gets a hint computed from the learner's own answer where possible; the expected
+value is never printed. Solutions sit between ``# BEGIN SOLUTION`` and ``# END SOLUTION``;
+``python scripts/workshop.py`` builds student copies with a stub there.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from batchlab.exercises._reveal import Reveal, callout, reveal
 Checker = Callable[..., "tuple[bool, str]"]
 
 _REGISTRY: dict[str, tuple[Checker, str]] = {}
+_KEYWORD_ONLY, _POSITIONAL = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
 def _topics() -> list[str]:
@@ -115,16 +115,12 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
     try:
         signature.bind(answer, **context)
     except TypeError as e:
-        needed = [
-            n
-            for n, p in list(signature.parameters.items())[1:]
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-        ]
+        params, kinds = list(signature.parameters.values())[1:], (_KEYWORD_ONLY, _POSITIONAL)
+        needed = [p.name for p in params if p.default is p.empty and p.kind in kinds]
+        call = ", ".join(["answer", *(f"{n}=..." for n in needed)])
         raise TypeError(
             f"check({exercise_id!r}, ...) was called with context {sorted(context)}, but this "
-            f"exercise needs {needed} ({e}); call check({exercise_id!r}, answer, "
-            + ", ".join(f"{n}=..." for n in needed)
-            + ")."
+            f"exercise needs {needed} ({e}); call check({exercise_id!r}, {call})."
         ) from None
     if _unanswered(answer):
         stub = "No answer yet: replace every ... with your answer and run again."
