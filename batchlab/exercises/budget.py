@@ -82,24 +82,6 @@ def _largest_batch(
 
 
 @exercise(
-    "budget.bad_items", "Which item indices will run_batches report as failed? (a sorted list)"
-)
-def _bad_items(answer: Any, *, result: Any) -> tuple[bool, str]:
-    if not isinstance(answer, (list, tuple)) or not all(
-        isinstance(i, (int, np.integer)) for i in answer
-    ):
-        return False, "Answer with a list of item indices, e.g. [3, 17]."
-    expected = result.failed_indices
-    if list(answer) == expected:
-        return True, "Right: each bad item is reported by index; every other keeps its output."
-    missing, extra = len(set(expected) - set(answer)), len(set(answer) - set(expected))
-    return False, (
-        f"{missing} bad item(s) missing and {extra} good item(s) listed. Which items have a "
-        f"different shape, and which would make the output NaN?"
-    )
-
-
-@exercise(
     "budget.resume_equal",
     "Write same(a, b) -> bool: do two RunResults hold the same outputs "
     "for the same items and the same failures?",
