@@ -1,9 +1,7 @@
-"""Rules: from a claim's evidence to one of three outcomes.
+"""Rules: from a claim's evidence to *holds*, *does not hold* or *inconclusive here*.
 
-Every rule answers *holds*, *does not hold* or *inconclusive here*, and says which numbers
-decided it. Timings are compared by their interval: paired samples (an interleaved run) by
-the median of the per-round ratios and its distribution-free interval, unpaired ones by the
-whole range; an interval that straddles the threshold reads *inconclusive here*, never an
+Every rule says which numbers decided it. Timings are compared by their interval (see
+:class:`Ratio`); one that straddles the threshold reads *inconclusive here*, never an
 exception. Deterministic evidence is compared exactly; a figure this backend cannot give
 (``None``) is inconclusive.
 """
@@ -30,8 +28,8 @@ OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE)
 class Decision(NamedTuple):
     """What a rule decided, and the numbers that decided it (``timed``: a wall-clock verdict).
 
-    ``short`` is ``deciding`` in fewer words, ``value`` the deciding figure alone (a ratio's
-    interval); a finding's one line prints them (empty: ``deciding`` stands for both).
+    A finding's line prints ``short`` (``deciding`` in fewer words) and ``value`` (the deciding
+    figure alone); empty, ``deciding`` stands for them.
     """
 
     outcome: str
@@ -91,13 +89,12 @@ def _span(ev: Evidence) -> tuple[float, float, float] | None:
 
 @dataclass(frozen=True)
 class Ratio:
-    """``numerator / denominator`` above (or below) a threshold, decided on what the samples allow.
+    """``numerator / denominator`` above (or below) a threshold, decided on its interval.
 
-    Paired samples (one :func:`batchlab.measuring.interleaved` run): the per-round ratios,
-    their median and its distribution-free interval (:func:`median_interval`). Unpaired: the
-    ratio of the fastest samples, with the range fastest/slowest to slowest/fastest. The rule
-    holds only when the whole interval is on the claimed side of the threshold, does not hold
-    when it is all on the other side, and is *inconclusive here* when it straddles it.
+    Paired samples (one :func:`batchlab.measuring.interleaved` run): the median of the
+    per-round ratios and its distribution-free interval (:func:`median_interval`). Unpaired:
+    the ratio of the fastest samples, ranging fastest/slowest to slowest/fastest. It holds
+    when the whole interval is on the claimed side, does not hold when all is on the other.
     """
 
     numerator: str
