@@ -145,3 +145,28 @@ def test_batch_of_one():
 def test_student_stub_says_no_answer_yet(exercise_id, context):
     r = check(exercise_id, ..., **context)
     assert not r.ok and r.message.startswith("No answer yet")
+
+
+@pytest.mark.parametrize(
+    "exercise_id, answer, ok, start",
+    [  # the checkers' former doctests
+        ("axes.item_shape", (4, 3), True, "Right: vmap"),
+        ("axes.item_shape", (6, 3), False, "That removes axis 0"),
+        ("axes.columns_batch", {"in_axes": (1, None), "out_axes": -1}, True, "Right"),
+        (
+            "axes.columns_batch",
+            {"in_axes": (0, None), "out_axes": 0},
+            False,
+            "Each call would fail",
+        ),
+        ("axes.non_square", "error", True, "Right"),
+        ("axes.non_square", "wrong answer", False, "Not this time"),
+        ("broadcasting.predict_shape", (8, 5, 3), True, "Right"),
+        ("broadcasting.predict_shape", (8, 5), False, "The result has as many axes"),
+        ("broadcasting.residual", lambda pred, y: pred[:, 0] - y, True, "Right"),
+        ("broadcasting.residual", lambda pred, y: pred - y, False, "Your result has shape (6, 6)"),
+    ],
+)
+def test_checkers_with_their_default_context(exercise_id, answer, ok, start):
+    r = check(exercise_id, answer)
+    assert r.ok is ok and r.message.startswith(start), r.message

@@ -1,30 +1,19 @@
 """Claims as experiments: every verdict scoped, decided by a rule, and controlled.
 
-A :class:`Claim` is a statement in plain words, its :class:`Scope` (backend,
-device kind, JAX version, sizes, dtype), the evidence measured in the cell
-(:class:`Number` for deterministic figures, :class:`Samples` for repeated
-timings), a rule with exactly three outcomes (*holds*, *does not hold*,
-*inconclusive here*), and a :class:`Control` for every stated cause. A cause
-without a control is refused.
-
-Rules: :func:`ratio_above` / :func:`ratio_below` (spread-aware for timings),
-:func:`equals` (exact), :func:`relation` (counts), :func:`all_of`.
-
-A notebook records its verdicts in a :class:`Record`: a :class:`Finding` is
-a contrast (the same rule on the case and on a case where the rival is true,
-and it stands only when they read opposite ways); a :class:`Check` is a fact
-with no contrast, listed apart. Its repr is the notebook's claims table.
-(:class:`Control` and :func:`table` render free-standing claims, the programmatic form
-outside a notebook's Record.)
-
-The eleven source claims have names (:data:`NAMES`, :func:`source_claims`).
+A :class:`Claim` is a statement in plain words, its :class:`Scope` (backend, device kind, JAX
+version, sizes, dtype), the evidence measured in the cell (:class:`Number` for deterministic
+figures, :class:`Samples` for repeated timings), a rule with exactly three outcomes (*holds*,
+*does not hold*, *inconclusive here*: :func:`ratio_above` / :func:`ratio_below`, spread-aware
+for timings, :func:`equals`, :func:`relation`, :func:`all_of`), and a :class:`Control` for
+every stated cause. A notebook records its verdicts in a :class:`Record`: a finding is a
+contrast (it stands only when the case and the rival's case read opposite ways), a
+:class:`Check` a fact listed apart. The eleven source claims have names (:data:`NAMES`).
 """
 
 from __future__ import annotations
 
-from batchlab.claims.claim import Claim, ClaimsTable, Control, table
+from batchlab.claims.claim import Check, Claim, ClaimsTable, Control, Record, table
 from batchlab.claims.evidence import Number, Samples, Scope
-from batchlab.claims.record import Check, Record
 from batchlab.claims.rules import (
     FAILS,
     HOLDS,

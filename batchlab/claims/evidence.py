@@ -1,11 +1,10 @@
 """What a claim rests on: named numbers measured in the cell, and the scope they hold in.
 
-A :class:`Number` is one deterministic figure (a count, bytes, a shape, a
-flag) with the code that produced it; :class:`Samples` are repeated timings
-of one thing. Both name their source, so a verdict table can say where every
-deciding number came from. :class:`Scope` says where the numbers hold: the
-backend, device kind and JAX version are read from the running machine, the
-sizes and dtype are given by the caller.
+A :class:`Number` is one deterministic figure (a count, bytes, a shape, a flag) with the code
+that produced it; :class:`Samples` are repeated timings of one thing. Both name their source,
+so a verdict table can say where every deciding number came from. :class:`Scope` says where
+the numbers hold: backend, device kind and JAX version read from the running machine, sizes
+and dtype given by the caller.
 """
 
 from __future__ import annotations
@@ -25,16 +24,12 @@ from batchlab._util.format import format_bytes, format_seconds
 UNITS = ("", "B", "s", "x", "%")
 
 
-def check_name(name: Any, what: str) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise TypeError(f"`{what}` must be a non-empty string naming the figure, got {name!r}.")
-    return name
-
-
-def check_unit(unit: Any) -> str:
+def _check(name: Any, source: Any, unit: Any) -> None:
+    for what, text in (("name", name), ("source", source)):
+        if not isinstance(text, str) or not text.strip():
+            raise TypeError(f"`{what}` must be a non-empty string naming the figure, got {text!r}.")
     if unit not in UNITS:
         raise ValueError(f"`unit` must be one of {UNITS}, got {unit!r}.")
-    return unit
 
 
 def format_value(value: Any, unit: str = "") -> str:
@@ -46,12 +41,8 @@ def format_value(value: Any, unit: str = "") -> str:
     if unit == "s":
         return format_seconds(value)
     if isinstance(value, numbers.Integral):
-        text = f"{int(value):,}"
-        return (
-            f"{text} B ({format_bytes(value)})"
-            if unit == "B" and value >= 1024
-            else (f"{text} B" if unit == "B" else f"{text}{unit}")
-        )
+        text = f"{int(value):,}{unit}" if unit != "B" else f"{int(value):,} B"
+        return f"{text} ({format_bytes(value)})" if unit == "B" and value >= 1024 else text
     if isinstance(value, numbers.Real):
         return f"{float(value):.4g}{unit}"
     if isinstance(value, (np.ndarray, jax.Array)):
@@ -63,12 +54,9 @@ def format_value(value: Any, unit: str = "") -> str:
 class Number:
     """One deterministic figure measured in the cell, with the code that measured it.
 
-    Args:
-      name: how the claim's rule refers to it ("compilations").
-      value: the figure (int, float, bool, str, tuple, array), or ``None`` when
-        this backend cannot give it (a rule then answers *inconclusive here*).
-      source: the plain JAX code or report it comes from.
-      unit: one of ``UNITS``.
+    ``name`` is how a rule refers to it; ``value`` an int, float, bool, str, tuple or array,
+    or ``None`` when this backend cannot give it (a rule then answers *inconclusive here*);
+    ``source`` the plain JAX code or report it comes from; ``unit`` one of ``UNITS``.
 
     Example:
       >>> Number("compilations", 2, "jax.monitoring compile events")
@@ -79,15 +67,10 @@ class Number:
     value: Any
     source: str
     unit: str = ""
+    timed = False
 
     def __post_init__(self):
-        check_name(self.name, "name")
-        check_name(self.source, "source")
-        check_unit(self.unit)
-
-    @property
-    def timed(self) -> bool:
-        return False
+        _check(self.name, self.source, self.unit)
 
     def __repr__(self) -> str:
         return f"Number({self.name} = {format_value(self.value, self.unit)}; {self.source})"
@@ -97,20 +80,12 @@ class Number:
 class Samples:
     """Repeated timings of one thing (seconds, or seconds per item): never a single number.
 
-    Samples from one :func:`batchlab.measuring.interleaved` call share a
-    ``paired`` token: sample ``i`` of each was taken in the same round, so a
-    rule decides on the per-round ratios. Unpaired samples (taken one thing
-    after another) are read by their fastest sample and their whole range.
+    Samples from one :func:`batchlab.measuring.interleaved` call share a ``paired`` token:
+    sample ``i`` of each was taken in the same round, so a rule decides on the per-round
+    ratios. Unpaired samples are read by their fastest sample and their whole range.
 
-    Args:
-      name: how the claim's rule refers to it ("batch 1, per item").
-      values: at least two positive, finite samples, in seconds.
-      source: the plain JAX code that was timed.
-      unit: ``"s"``.
-      paired: the round-pairing token of an interleaved run (``None``: unpaired).
-
-    Raises:
-      ValueError: fewer than two samples, or a sample that is not positive and finite.
+    ``values`` are at least two positive, finite samples in seconds; ``source`` is the plain
+    JAX code that was timed; ``paired`` the round-pairing token (``None``: unpaired).
 
     Example:
       >>> s = Samples("call", [2e-3, 1e-3, 3e-3], "timeit.repeat(jax.block_until_ready(f(x)))")
@@ -123,11 +98,10 @@ class Samples:
     source: str
     unit: str = "s"
     paired: str | None = None
+    timed = True
 
     def __post_init__(self):
-        check_name(self.name, "name")
-        check_name(self.source, "source")
-        check_unit(self.unit)
+        _check(self.name, self.source, self.unit)
         try:
             values = tuple(float(v) for v in self.values)
         except TypeError:
@@ -142,21 +116,9 @@ class Samples:
             )
         object.__setattr__(self, "values", values)
 
-    @property
-    def timed(self) -> bool:
-        return True
-
-    @property
-    def fastest(self) -> float:
-        return min(self.values)
-
-    @property
-    def slowest(self) -> float:
-        return max(self.values)
-
-    @property
-    def median(self) -> float:
-        return float(np.median(self.values))
+    fastest = property(lambda self: min(self.values))
+    slowest = property(lambda self: max(self.values))
+    median = property(lambda self: float(np.median(self.values)))
 
     def per(self, items: int, name: str | None = None) -> Samples:
         """The same samples divided by ``items`` (seconds per item), still paired.
@@ -167,13 +129,9 @@ class Samples:
         """
         if not isinstance(items, numbers.Integral) or isinstance(items, bool) or items < 1:
             raise ValueError(f"`items` must be a positive whole number, got {items!r}.")
-        return Samples(
-            name or self.name,
-            tuple(v / items for v in self.values),
-            f"{self.source}, per item ({items} items)",
-            self.unit,
-            self.paired,
-        )
+        values = tuple(v / items for v in self.values)
+        source = f"{self.source}, per item ({items} items)"
+        return Samples(name or self.name, values, source, self.unit, self.paired)
 
     def __repr__(self) -> str:
         return (
@@ -186,18 +144,12 @@ class Samples:
 Evidence = Number | Samples
 
 
-def _device_kind() -> str:
-    return jax.devices()[0].device_kind
-
-
 @dataclass(frozen=True)
 class Scope:
     """Where a claim's numbers hold: machine facts read at construction, sizes from the caller.
 
-    Args:
-      sizes: the sizes the numbers were measured at, e.g. ``{"B": (1, 1024), "F": 256}``.
-      dtype: the dtype of the data, e.g. ``"float32"`` (``None`` when none applies).
-      backend, device_kind, jax_version: read from the running machine unless given.
+    ``sizes`` the numbers were measured at (``{"B": (1, 1024), "F": 256}``), the data's
+    ``dtype``; backend, device kind and JAX version are this machine's unless given.
 
     Example:
       >>> s = Scope(sizes={"B": 64}, dtype="float32")
@@ -208,7 +160,7 @@ class Scope:
     sizes: Mapping[str, Any] = field(default_factory=dict)
     dtype: str | None = None
     backend: str = field(default_factory=jax.default_backend)
-    device_kind: str = field(default_factory=_device_kind)
+    device_kind: str = field(default_factory=lambda: jax.devices()[0].device_kind)
     jax_version: str = jax.__version__
 
     def __post_init__(self):
@@ -228,7 +180,7 @@ class Scope:
 
 
 def _size_text(v: Any) -> str:
-    """A size as a scope prints it: a sorted sweep as ``lo..hi``, other sequences as a tuple."""
+    """A sorted sweep prints as ``lo..hi``, other sequences as a tuple."""
     if isinstance(v, Sequence) and not isinstance(v, str):
         v = tuple(v)
         return f"{v[0]}..{v[-1]}" if len(v) > 2 and list(v) == sorted(v) else str(v)

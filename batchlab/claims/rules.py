@@ -1,12 +1,9 @@
-"""Rules: from a claim's evidence to one of three outcomes.
+"""Rules: from a claim's evidence to *holds*, *does not hold* or *inconclusive here*.
 
-Every rule answers *holds*, *does not hold* or *inconclusive here*, and says
-which numbers decided it. Timings are compared by their interval: paired
-samples (an interleaved run) by the median of the per-round ratios and its
-distribution-free interval, unpaired ones by the whole range; an interval
-that straddles the threshold reads *inconclusive here*, never an exception. Deterministic evidence
-is compared exactly; a figure this backend cannot give (``None``) is
-inconclusive.
+Every rule says which numbers decided it. Timings are compared by their interval (see
+:class:`Ratio`); one that straddles the threshold reads *inconclusive here*, never an
+exception. Deterministic evidence is compared exactly; a figure this backend cannot give
+(``None``) is inconclusive.
 """
 
 from __future__ import annotations
@@ -31,8 +28,8 @@ OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE)
 class Decision(NamedTuple):
     """What a rule decided, and the numbers that decided it (``timed``: a wall-clock verdict).
 
-    ``short`` is ``deciding`` in fewer words, ``value`` the deciding figure alone (a ratio's
-    interval); a finding's one line prints them (empty: ``deciding`` stands for both).
+    A finding's line prints ``short`` (``deciding`` in fewer words) and ``value`` (the deciding
+    figure alone); empty, ``deciding`` stands for them.
     """
 
     outcome: str
@@ -42,24 +39,9 @@ class Decision(NamedTuple):
     value: str = ""
 
 
-def _get(evidence: Mapping[str, Evidence], name: str) -> Evidence:
-    return evidence[name]
-
-
 def _ratio_text(r: float) -> str:
     """``12.3x``-style, never in exponent notation (the notebooks' sanitizer reads it)."""
-    digits = 0 if r >= 100 else 1 if r >= 10 else 2
-    return f"{r:.{digits}f}x"
-
-
-def _span(ev: Evidence) -> tuple[float, float, float] | None:
-    """(estimate, low, high) of one unpaired side: the fastest sample and the range."""
-    if isinstance(ev, Samples):
-        return ev.fastest, ev.fastest, ev.slowest
-    if ev.value is None:
-        return None
-    v = float(ev.value)
-    return v, v, v
+    return f"{r:.{0 if r >= 100 else 1 if r >= 10 else 2}f}x"
 
 
 #: the least coverage of a median interval; 6 rounds are the fewest that reach it
@@ -69,10 +51,10 @@ COVERAGE = 0.95
 def median_interval(ratios: list[float]) -> tuple[float, float, float] | None:
     """(median, low, high): a distribution-free interval for the median of ``ratios``.
 
-    The order statistics ``r_(k)`` and ``r_(n+1-k)`` bracket the median with
-    probability ``1 - 2 P(Bin(n, 1/2) < k)`` whatever the distribution (the
-    sign test's interval); ``k`` is the largest whose coverage is at least
-    :data:`COVERAGE`. ``None`` below 6 ratios, where no such ``k`` exists.
+    The order statistics ``r_(k)`` and ``r_(n+1-k)`` bracket the median with probability
+    ``1 - 2 P(Bin(n, 1/2) < k)`` whatever the distribution (the sign test's interval); ``k``
+    is the largest whose coverage is at least :data:`COVERAGE`. ``None`` below 6 ratios,
+    where no such ``k`` exists.
 
     Example:
       >>> median_interval([1.0, 1.1, 0.9, 1.2, 1.0, 5.0, 1.05])
@@ -80,14 +62,9 @@ def median_interval(ratios: list[float]) -> tuple[float, float, float] | None:
     """
     n, r = len(ratios), sorted(ratios)
     tail, k = 0.0, 0  # tail = P(Bin(n, 1/2) <= k - 1)
-    while True:
-        nxt = tail + math.comb(n, k) / 2**n
-        if 1 - 2 * nxt < COVERAGE:
-            break
-        tail, k = nxt, k + 1
-    if k == 0:
-        return None
-    return float(np.median(r)), r[k - 1], r[n - k]
+    while 1 - 2 * (tail + math.comb(n, k) / 2**n) >= COVERAGE:
+        tail, k = tail + math.comb(n, k) / 2**n, k + 1
+    return None if k == 0 else (float(np.median(r)), r[k - 1], r[n - k])
 
 
 def _paired(num: Evidence, den: Evidence) -> list[float] | None:
@@ -103,17 +80,21 @@ def _paired(num: Evidence, den: Evidence) -> list[float] | None:
     return None
 
 
+def _span(ev: Evidence) -> tuple[float, float, float] | None:
+    """(estimate, low, high) of one unpaired side: the fastest sample and the range."""
+    if isinstance(ev, Samples):
+        return ev.fastest, ev.fastest, ev.slowest
+    return None if ev.value is None else (float(ev.value),) * 3
+
+
 @dataclass(frozen=True)
 class Ratio:
-    """``numerator / denominator`` above (or below) a threshold, decided on what the samples allow.
+    """``numerator / denominator`` above (or below) a threshold, decided on its interval.
 
-    Paired samples (one :func:`batchlab.measuring.interleaved` run): the
-    per-round ratios, their median and its distribution-free interval
-    (:func:`median_interval`). Unpaired samples: the ratio of the fastest
-    samples, with the range fastest/slowest to slowest/fastest. Either way
-    the rule holds only when the whole interval is on the claimed side of the
-    threshold, does not hold when it is all on the other side, and is
-    *inconclusive here* when it straddles the threshold.
+    Paired samples (one :func:`batchlab.measuring.interleaved` run): the median of the
+    per-round ratios and its distribution-free interval (:func:`median_interval`). Unpaired:
+    the ratio of the fastest samples, ranging fastest/slowest to slowest/fastest. It holds
+    when the whole interval is on the claimed side, does not hold when all is on the other.
     """
 
     numerator: str
@@ -130,23 +111,21 @@ class Ratio:
         return (self.numerator, self.denominator)
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
-        num, den = _get(evidence, self.numerator), _get(evidence, self.denominator)
+        num, den = evidence[self.numerator], evidence[self.denominator]
         timed = num.timed or den.timed
-        side = ">" if self.above else "<"
         name = f"{self.numerator} / {self.denominator}"
-        claimed = f"; claimed {side} {self.threshold:g}x"
+        claimed = f"; claimed {'>' if self.above else '<'} {self.threshold:g}x"
         ratios = _paired(num, den)
-        short = value = ""
+        short = ""
         if ratios is not None:
             interval = median_interval(ratios)
             if interval is None:
                 value = f"{len(ratios)} paired rounds, 6 needed"
                 return Decision(INCONCLUSIVE, f"{name}: {value}{claimed}", timed, value=value)
             est, lo, hi = interval
-            value = f"{_ratio_text(lo)} to {_ratio_text(hi)}"
-            spread = f"{len(ratios)} paired rounds, median {_ratio_text(est)}"
-            text = f"{name} = {value} ({spread}){claimed}"
-            short = f"{name} = {value} (median {_ratio_text(est)}, {len(ratios)} rounds){claimed}"
+            value, median = f"{_ratio_text(lo)} to {_ratio_text(hi)}", _ratio_text(est)
+            text = f"{name} = {value} ({len(ratios)} paired rounds, median {median}){claimed}"
+            short = f"{name} = {value} (median {median}, {len(ratios)} rounds){claimed}"
         else:
             a, b = _span(num), _span(den)
             if a is None or b is None:
@@ -158,14 +137,9 @@ class Ratio:
             if timed:
                 value += f" (unpaired: fastest; range {_ratio_text(lo)} to {_ratio_text(hi)})"
             text = f"{name} = {value}{claimed}"
-        if self.above:
-            outcome = (
-                HOLDS if lo > self.threshold else FAILS if hi <= self.threshold else INCONCLUSIVE
-            )
-        else:
-            outcome = (
-                HOLDS if hi < self.threshold else FAILS if lo >= self.threshold else INCONCLUSIVE
-            )
+        # "below t" is "above -t" for the negated interval
+        lo, hi, t = (lo, hi, self.threshold) if self.above else (-hi, -lo, -self.threshold)
+        outcome = HOLDS if lo > t else FAILS if hi <= t else INCONCLUSIVE
         return Decision(outcome, text, timed, short, value)
 
 
@@ -191,13 +165,20 @@ def ratio_below(numerator: str, denominator: str, threshold: float) -> Ratio:
 def _same(a: Any, b: Any) -> bool:
     """Exact equality: arrays by shape and every element, sequences item by item."""
     if hasattr(a, "shape") or hasattr(b, "shape"):
-        a_, b_ = np.asarray(a), np.asarray(b)
-        return a_.shape == b_.shape and bool(np.array_equal(a_, b_))
+        a, b = np.asarray(a), np.asarray(b)
+        return a.shape == b.shape and bool(np.array_equal(a, b))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, bool) or isinstance(b, bool):  # True is not the count 1
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     return a == b
+
+
+def _number(evidence: Mapping[str, Evidence], name: str, why: str) -> Number:
+    """The Number called ``name``; timing samples are refused (``why`` says what to use)."""
+    if isinstance(evidence[name], Samples):
+        raise TypeError(f"`{name}` holds timing samples; {why}")
+    return evidence[name]
 
 
 @dataclass(frozen=True)
@@ -212,20 +193,14 @@ class Equals:
         return (self.name,)
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
-        ev = _get(evidence, self.name)
-        if isinstance(ev, Samples):
-            raise TypeError(
-                f"`{self.name}` holds timing samples; exact equality is for deterministic "
-                f"evidence (a Number). Compare timings with ratio_above/ratio_below."
-            )
+        why = "exact equality is for deterministic evidence (a Number). Compare timings with "
+        ev = _number(evidence, self.name, why + "ratio_above/ratio_below.")
         shown = format_value(ev.value, ev.unit)
         if ev.value is None:
             return Decision(INCONCLUSIVE, f"{self.name}: {shown}")
-        want = format_value(self.expected, ev.unit)
-        ok = _same(ev.value, self.expected)
-        return Decision(
-            HOLDS if ok else FAILS, f"{self.name} = {shown}" + ("" if ok else f", not {want}")
-        )
+        if _same(ev.value, self.expected):
+            return Decision(HOLDS, f"{self.name} = {shown}")
+        return Decision(FAILS, f"{self.name} = {shown}, not {format_value(self.expected, ev.unit)}")
 
 
 def equals(name: str, expected: Any) -> Equals:
@@ -270,23 +245,10 @@ class Relation:
         return (self.left, self.right) if isinstance(self.right, str) else (self.left,)
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
-        sides = []
-        for name in self.reads:
-            ev = _get(evidence, name)
-            if isinstance(ev, Samples):
-                raise TypeError(
-                    f"`{name}` holds timing samples; compare counts here and timings with "
-                    f"ratio_above/ratio_below (spread-aware)."
-                )
-            sides.append(ev)
-        left = sides[0]
-        right = (
-            sides[1]
-            if isinstance(self.right, str)
-            else Number("limit", self.right, "the claim", left.unit)
-        )
-        r_name = self.right if isinstance(self.right, str) else ""
-        r_text = (f"{r_name} = " if r_name else "") + format_value(right.value, right.unit)
+        why = "compare counts here and timings with ratio_above/ratio_below (spread-aware)."
+        left, *named = (_number(evidence, n, why) for n in self.reads)
+        right = named[0] if named else Number("limit", self.right, "the claim", left.unit)
+        r_text = (f"{self.right} = " if named else "") + format_value(right.value, right.unit)
         text = f"{self.left} = {format_value(left.value, left.unit)} {self.op} {r_text}"
         if left.value is None or right.value is None:
             return Decision(INCONCLUSIVE, text.replace(f" {self.op} ", f" {self.op}? "))
@@ -325,12 +287,9 @@ class AllOf:
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         decisions = [p(evidence) for p in self.parts]
         outcomes = {d.outcome for d in decisions}
-        outcome = (
-            FAILS if FAILS in outcomes else INCONCLUSIVE if INCONCLUSIVE in outcomes else HOLDS
-        )
-        return Decision(
-            outcome, "; ".join(d.deciding for d in decisions), any(d.timed for d in decisions)
-        )
+        outcome = next((o for o in (FAILS, INCONCLUSIVE) if o in outcomes), HOLDS)
+        deciding = "; ".join(d.deciding for d in decisions)
+        return Decision(outcome, deciding, any(d.timed for d in decisions))
 
 
 def all_of(*parts) -> AllOf:

@@ -1,16 +1,15 @@
 """The eleven claims of the two source texts, by readable names, and where each is measured.
 
-The kit's two source texts (``seeds/``: one on memory fragmentation, one on the
-pitfalls of batch processing) make eleven claims. Each gets one name a
-learner can read, used everywhere instead of a number: in notebook 00's list,
-the README, and a :class:`~batchlab.claims.Claim`'s ``source=``.
+The kit's two source texts (``seeds/``: one on memory fragmentation, one on the pitfalls of
+batch processing) make eleven claims. Each gets one name a learner can read, used everywhere
+instead of a number: in notebook 00's list, the README, and a claim's ``source=``.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from batchlab._util.format import html_table, text_table
+from batchlab._util.format import Rows
 
 
 class SourceClaim(NamedTuple):
@@ -22,78 +21,47 @@ class SourceClaim(NamedTuple):
     notebooks: tuple[str, ...]
 
 
-FRAGMENTATION = "memory fragmentation"
-PITFALLS = "pitfalls of batch processing"
+#: "# source text", then per claim "name | notebooks" and, indented, what the text says
+_TABLE = """
+# memory fragmentation
+batching allocates once per batch | 08
+  JAX allocates memory for the whole batch at once: fewer allocations and frees.
+reused blocks keep memory whole | 08
+  JAX manages array lifetimes and reuses blocks, so memory is not left in small unusable pieces.
+batches wait for free memory | 06 07 08
+  Batches can be scheduled to run when resources are available.
+in-place updates reduce fragmentation | 09
+  In-place updates instead of new arrays reduce fragmentation.
+# pitfalls of batch processing
+a batch needs one shape | 01 04
+  Items of a batch must have the same shape and aligned axes under vmap; pad them to one.
+big batches run out of memory | 06
+  Large batches exhaust memory; dynamic batch sizes adapt to the limit.
+different shapes conflict when combined | 02
+  Combining arrays of different shapes causes broadcasting conflicts; align them.
+loading can starve the batch | 10
+  Inefficient data loading slows batch processing; load in bulk, mind the access pattern.
+shape and memory errors can be caught | 07
+  Shape errors and memory errors during batch processing can be caught and handled.
+vmap versus hand batching depends on the case | 03
+  vmap, manual batching and other strategies differ in speed; which is faster depends on the case.
+padding wastes compute, masks exclude it | 04 05
+  Padded values waste compute; masks exclude them from the result.
+"""
 
-SOURCE_CLAIMS: tuple[SourceClaim, ...] = (
-    SourceClaim(
-        "batching allocates once per batch",
-        "JAX allocates memory for the whole batch at once: fewer allocations and frees.",
-        FRAGMENTATION,
-        ("08",),
-    ),
-    SourceClaim(
-        "reused blocks keep memory whole",
-        "JAX manages array lifetimes and reuses blocks, so memory is not left in small unusable pieces.",
-        FRAGMENTATION,
-        ("08",),
-    ),
-    SourceClaim(
-        "batches wait for free memory",
-        "Batches can be scheduled to run when resources are available.",
-        FRAGMENTATION,
-        ("06", "07", "08"),
-    ),
-    SourceClaim(
-        "in-place updates reduce fragmentation",
-        "In-place updates instead of new arrays reduce fragmentation.",
-        FRAGMENTATION,
-        ("09",),
-    ),
-    SourceClaim(
-        "a batch needs one shape",
-        "Items of a batch must have the same shape and aligned axes under vmap; pad them to one.",
-        PITFALLS,
-        ("01", "04"),
-    ),
-    SourceClaim(
-        "big batches run out of memory",
-        "Large batches exhaust memory; dynamic batch sizes adapt to the limit.",
-        PITFALLS,
-        ("06",),
-    ),
-    SourceClaim(
-        "different shapes conflict when combined",
-        "Combining arrays of different shapes causes broadcasting conflicts; align them.",
-        PITFALLS,
-        ("02",),
-    ),
-    SourceClaim(
-        "loading can starve the batch",
-        "Inefficient data loading slows batch processing; load in bulk, mind the access pattern.",
-        PITFALLS,
-        ("10",),
-    ),
-    SourceClaim(
-        "shape and memory errors can be caught",
-        "Shape errors and memory errors during batch processing can be caught and handled.",
-        PITFALLS,
-        ("07",),
-    ),
-    SourceClaim(
-        "vmap versus hand batching depends on the case",
-        "vmap, manual batching and other strategies differ in speed; which is faster depends on the case.",
-        PITFALLS,
-        ("03",),
-    ),
-    SourceClaim(
-        "padding wastes compute, masks exclude it",
-        "Padded values waste compute; masks exclude them from the result.",
-        PITFALLS,
-        ("04", "05"),
-    ),
-)
 
+def _read(table: str) -> tuple[SourceClaim, ...]:
+    claims, lines = [], iter(table.strip().splitlines())
+    for line in lines:
+        if line.startswith("# "):
+            text = line[2:]
+        else:
+            name, notebooks = line.split(" | ")
+            claims.append(SourceClaim(name, next(lines).strip(), text, tuple(notebooks.split())))
+    return tuple(claims)
+
+
+SOURCE_CLAIMS: tuple[SourceClaim, ...] = _read(_TABLE)
 NAMES = tuple(c.name for c in SOURCE_CLAIMS)
 
 
@@ -110,28 +78,23 @@ def source_claim(name: str) -> SourceClaim:
     for c in SOURCE_CLAIMS:
         if c.name == name:
             return c
-    raise ValueError(
-        f"no source claim is called {name!r}; the eleven names are: "
-        + "; ".join(repr(n) for n in NAMES)
-        + "."
-    )
+    names = "; ".join(repr(n) for n in NAMES)
+    raise ValueError(f"no source claim is called {name!r}; the eleven names are: {names}.")
 
 
 class SourceClaimsList(NamedTuple):
     """The eleven source claims as one table (text and HTML)."""
 
     claims: tuple[SourceClaim, ...]
+    _header = ("name", "what the source text says", "source text", "measured in notebook")
+    __repr__ = Rows.__repr__
+    _repr_html_ = Rows._repr_html_
 
-    def rows(self) -> list[tuple]:
+    def _title(self) -> str:
+        return "The source claims, by name"
+
+    def _rows(self) -> list[tuple]:
         return [(c.name, c.says, c.text, ", ".join(c.notebooks)) for c in self.claims]
-
-    header = ("name", "what the source text says", "source text", "measured in notebook")
-
-    def __repr__(self) -> str:
-        return text_table(self.rows(), self.header)
-
-    def _repr_html_(self) -> str:
-        return html_table(self.rows(), self.header, caption="The source claims, by name")
 
 
 def source_claims() -> SourceClaimsList:

@@ -1,11 +1,10 @@
 """Exercises with automatic checks: a hint on a wrong answer, never the solution.
 
 An exercise is ``checker(answer, **context) -> (ok, message)`` registered under an id in a
-submodule named for its topic; a notebook calls ``exercises.check("tour.predict_bytes",
-my_answer)``. A wrong answer gets a hint computed from the learner's own answer where
-possible; the expected value is never printed. In notebooks a solution sits between
-``# BEGIN SOLUTION`` and ``# END SOLUTION``; ``python scripts/workshop.py`` builds student
-copies with a stub there.
+topic submodule; a notebook calls ``exercises.check("tour.predict_bytes", my_answer)``. A
+wrong answer gets a hint computed from the learner's own answer where possible; the expected
+value is never printed. Solutions sit between ``# BEGIN SOLUTION`` and ``# END SOLUTION``;
+``python scripts/workshop.py`` builds student copies with a stub there.
 """
 
 from __future__ import annotations
@@ -14,15 +13,16 @@ import html
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from batchlab.exercises._reveal import Reveal, reveal
+from batchlab.exercises._reveal import Reveal, callout, reveal
 
 Checker = Callable[..., "tuple[bool, str]"]
 
 _REGISTRY: dict[str, tuple[Checker, str]] = {}
+_KEYWORD_ONLY, _POSITIONAL = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
 
 
 def _topics() -> list[str]:
@@ -42,20 +42,27 @@ def exercise(exercise_id: str, prompt: str) -> Callable[[Checker], Checker]:
     return register
 
 
-def _load(exercise_id: str) -> None:
+def all_exercises() -> list[str]:
+    """Ids of every exercise in every topic."""
+    for topic in _topics():
+        importlib.import_module(f"{__name__}.{topic}")
+    return sorted(_REGISTRY)
+
+
+def _lookup(exercise_id: Any) -> tuple[Checker, str]:
     if not isinstance(exercise_id, str):
         raise TypeError(
             f"`exercise_id` must be a string like 'tour.predict_bytes', got "
             f"{type(exercise_id).__name__} {exercise_id!r}."
         )
-    topic = exercise_id.split(".", 1)[0]
-    if exercise_id not in _REGISTRY:
-        module = f"{__name__}.{topic}"
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name != module:  # the topic exists but needs something missing: say so
-                raise
+    if exercise_id not in _REGISTRY and exercise_id not in all_exercises():
+        raise KeyError(f"No exercise {exercise_id!r}; known exercises: {sorted(_REGISTRY)}.")
+    return _REGISTRY[exercise_id]
+
+
+def prompt(exercise_id: str) -> str:
+    """The task text of one exercise (``KeyError`` for an unknown id)."""
+    return _lookup(exercise_id)[1]
 
 
 @dataclass(frozen=True)
@@ -70,17 +77,14 @@ class CheckResult:
         return self.ok
 
     def __repr__(self) -> str:
-        mark = "correct" if self.ok else "not yet"
-        return f"[{self.exercise_id}] {mark}: {self.message}"
+        return f"[{self.exercise_id}] {'correct' if self.ok else 'not yet'}: {self.message}"
 
     def _repr_html_(self) -> str:
         color, mark = (
             ("#1b7f3b", "&#10004; correct") if self.ok else ("#b26a00", "&#10007; not yet")
         )
-        return (
-            f"<div style='border-left:4px solid {color};padding:4px 8px'><b style='color:{color}'>"
-            f"{mark}</b> [{html.escape(self.exercise_id)}] {html.escape(self.message)}</div>"
-        )
+        text = f"[{html.escape(self.exercise_id)}] {html.escape(self.message)}"
+        return callout(color, f"<b style='color:{color}'>{mark}</b> {text}")
 
 
 def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
@@ -106,16 +110,21 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
       >>> check("demo.square", ..., x=3).ok
       False
     """
-    _load(exercise_id)
-    if exercise_id not in _REGISTRY:
-        all_exercises()
-        raise KeyError(f"No exercise {exercise_id!r}; known exercises: {sorted(_REGISTRY)}.")
-    checker, _ = _REGISTRY[exercise_id]
-    _check_context(exercise_id, checker, answer, context)
+    checker, _ = _lookup(exercise_id)
+    signature = inspect.signature(checker)
+    try:
+        signature.bind(answer, **context)
+    except TypeError as e:
+        params, kinds = list(signature.parameters.values())[1:], (_KEYWORD_ONLY, _POSITIONAL)
+        needed = [p.name for p in params if p.default is p.empty and p.kind in kinds]
+        call = ", ".join(["answer", *(f"{n}=..." for n in needed)])
+        raise TypeError(
+            f"check({exercise_id!r}, ...) was called with context {sorted(context)}, but this "
+            f"exercise needs {needed} ({e}); call check({exercise_id!r}, {call})."
+        ) from None
     if _unanswered(answer):
-        return CheckResult(
-            exercise_id, False, "No answer yet: replace every ... with your answer and run again."
-        )
+        stub = "No answer yet: replace every ... with your answer and run again."
+        return CheckResult(exercise_id, False, stub)
     try:
         ok, message = checker(answer, **context)
     except Exception as e:
@@ -142,52 +151,18 @@ def _describe(value: Any) -> str:
 
 def _unanswered(answer: Any) -> bool:
     """True for ``...`` (the student stub) or a dict/list/tuple still holding one."""
-    if answer is Ellipsis or answer is NotImplemented:
-        return True
     if isinstance(answer, dict):
         return any(_unanswered(v) for v in answer.values())
     if isinstance(answer, (list, tuple)):
         return any(_unanswered(v) for v in answer)
-    return False
+    return answer is Ellipsis or answer is NotImplemented
 
 
-def _check_context(
-    exercise_id: str, checker: Checker, answer: Any, context: dict[str, Any]
-) -> None:
-    """Raises ``TypeError`` (for the notebook's author) when ``check`` lacks what the checker needs."""
-    try:
-        signature = inspect.signature(checker)
-    except (TypeError, ValueError):  # a builtin or C function: nothing to check
-        return
-    try:
-        signature.bind(answer, **context)
-    except TypeError as e:
-        needed = [
-            n
-            for n, p in list(signature.parameters.items())[1:]
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-        ]
-        raise TypeError(
-            f"check({exercise_id!r}, ...) was called with context {sorted(context)}, but this exercise "
-            f"needs {needed} ({e}); call check({exercise_id!r}, answer, "
-            + ", ".join(f"{n}=..." for n in needed)
-            + ")."
-        ) from None
-
-
-def prompt(exercise_id: str) -> str:
-    """The task text of one exercise (``KeyError`` for an unknown id)."""
-    _load(exercise_id)
-    if exercise_id not in _REGISTRY:
-        raise KeyError(f"No exercise {exercise_id!r}; known exercises: {all_exercises()}.")
-    return _REGISTRY[exercise_id][1]
-
-
-def all_exercises() -> list[str]:
-    """Ids of every exercise in every topic."""
-    for topic in _topics():
-        _load(f"{topic}.")
-    return sorted(_REGISTRY)
+def choose(answer: Any, truth: str, choices: Sequence[str], right: str, wrong: str) -> tuple:
+    """A choice exercise's grade: ``right`` for ``truth``, ``wrong`` (a hint) for another choice."""
+    if answer not in choices:
+        return False, f"Answer with one of {tuple(choices)}, got {answer!r}."
+    return (True, right) if answer == truth else (False, wrong)
 
 
 __all__ = ["CheckResult", "Reveal", "all_exercises", "check", "exercise", "prompt", "reveal"]

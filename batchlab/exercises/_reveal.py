@@ -1,10 +1,9 @@
 """Predict, then measure: a learner's committed guess shown beside the measurement.
 
-A prediction is committed in one cell (``my_guess = 8``) before the cell that
-measures; :func:`reveal` then shows the guess beside the measured figure and
-says how far off it was. With no guess (``None``, or the student stub ``...``)
-the reveal still runs and says "no prediction made", so "Run All" reaches the
-end of every notebook.
+A prediction is committed in one cell (``my_guess = 8``) before the cell that measures;
+:func:`reveal` then shows the guess beside the measured figure and says how far off it was.
+With no guess (``None``, or the student stub ``...``) the reveal still runs and says "no
+prediction made", so "Run All" reaches the end of every notebook.
 """
 
 from __future__ import annotations
@@ -21,23 +20,24 @@ from batchlab._util.format import format_bytes, format_count, format_seconds
 _UNITS_FORMATTED = {"bytes": format_bytes, "seconds": format_seconds}
 
 
+def callout(color: str, body: str) -> str:
+    """A notebook callout: ``body`` (HTML) beside a bar of ``color``."""
+    return f"<div style='border-left:4px solid {color};padding:4px 8px'>{body}</div>"
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 def _show(value: Any, unit: str) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, str):
-        return value
+    if value is None or isinstance(value, str):
+        return "n/a" if value is None else value
     if unit in _UNITS_FORMATTED:
         return _UNITS_FORMATTED[unit](float(value))
     if float(value).is_integer() and abs(value) < 1e15:
         text = f"{int(value):,}"
-    elif abs(value) >= 1e4:
-        text = format_count(float(value))
     else:
-        text = f"{float(value):.3g}"
+        text = format_count(float(value)) if abs(value) >= 1e4 else f"{float(value):.3g}"
     return f"{text} {unit}".strip()
 
 
@@ -59,11 +59,9 @@ class Reveal:
     @property
     def ratio(self) -> float | None:
         """``guess / measured`` for numbers (``None`` for choices, no guess or a zero)."""
-        if not (self.made and _is_number(self.guess) and _is_number(self.measured)):
-            return None
-        if self.measured == 0:
-            return None
-        return float(self.guess) / float(self.measured)
+        if self.made and _is_number(self.guess) and _is_number(self.measured) and self.measured:
+            return float(self.guess) / float(self.measured)
+        return None
 
     @property
     def verdict(self) -> str:
@@ -71,9 +69,11 @@ class Reveal:
         if not self.made:
             return "no prediction made: write your guess in the cell above and run both again"
         if isinstance(self.measured, str):
-            if str(self.guess) == self.measured:
-                return "right"
-            return f"not this time: you chose {self.guess!r}"
+            return (
+                "right"
+                if str(self.guess) == self.measured
+                else f"not this time: you chose {self.guess!r}"
+            )
         if self.guess == self.measured:
             return "exact"
         r = self.ratio
@@ -81,8 +81,7 @@ class Reveal:
             return "off: the measured value is 0"
         if r <= 0:
             return "off: the guess has the wrong sign"
-        factor = r if r >= 1 else 1 / r
-        side = "too high" if r > 1 else "too low"
+        factor, side = (r, "too high") if r > 1 else (1 / r, "too low")
         if factor <= 1.1:
             return f"close: within 10% ({side})"
         if factor <= 2:
@@ -97,16 +96,16 @@ class Reveal:
 
     def _repr_html_(self) -> str:
         color = "#1b7f3b" if self.verdict in ("exact", "right") else "#444"
-        if not self.made:
-            color = "#b26a00"
-        cells = (
-            f"<td style='padding:2px 10px'>your prediction<br><b>{html.escape(_show(self.guess, self.unit))}</b></td>"
-            f"<td style='padding:2px 10px'>measured<br><b>{html.escape(_show(self.measured, self.unit))}</b></td>"
+        color = color if self.made else "#b26a00"
+        shown = (("your prediction", self.guess), ("measured", self.measured))
+        cells = "".join(
+            f"<td style='padding:2px 10px'>{k}<br><b>{html.escape(_show(v, self.unit))}</b></td>"
+            for k, v in shown
         )
-        return (
-            f"<div style='border-left:4px solid {color};padding:4px 8px'>"
+        return callout(
+            color,
             f"<b>[{html.escape(self.prediction_id)}]</b><table><tr>{cells}</tr></table>"
-            f"<span style='color:{color}'>{html.escape(self.verdict)}</span></div>"
+            f"<span style='color:{color}'>{html.escape(self.verdict)}</span>",
         )
 
 
@@ -142,29 +141,26 @@ def reveal(
     """
     if not isinstance(prediction_id, str) or "." not in prediction_id:
         raise ValueError(f"`prediction_id` must look like 'topic.name', got {prediction_id!r}.")
-    if guess is Ellipsis:  # the student stub
-        guess = None
-    if _is_number(measured):
-        if math.isnan(float(measured)):
-            raise ValueError(f"`measured` is NaN for {prediction_id!r}: nothing to compare with.")
-    elif not isinstance(measured, str):
+    guess = None if guess is Ellipsis else guess  # the student stub
+    if not (_is_number(measured) or isinstance(measured, str)):
         raise TypeError(
             f"`measured` must be a number or a string (a choice), got {type(measured).__name__}."
         )
-    if guess is not None:
-        if isinstance(measured, str):
-            if not isinstance(guess, str):
-                raise TypeError(
-                    f"`guess` must be one of the choices (a string) for {prediction_id!r}, "
-                    f"got {guess!r}."
-                )
-        elif not _is_number(guess):
-            raise TypeError(
-                f"`guess` must be a number for {prediction_id!r}, got {guess!r} "
-                f"({type(guess).__name__}); write e.g. my_guess = 8."
-            )
-        elif math.isnan(float(guess)):
-            raise ValueError("`guess` is NaN: write a number.")
-        if choices is not None and guess not in choices:
-            raise ValueError(f"`guess` must be one of {list(choices)}, got {guess!r}.")
+    if _is_number(measured) and math.isnan(float(measured)):
+        raise ValueError(f"`measured` is NaN for {prediction_id!r}: nothing to compare with.")
+    if guess is None:
+        return Reveal(prediction_id, guess, measured, unit)
+    if isinstance(measured, str) and not isinstance(guess, str):
+        raise TypeError(
+            f"`guess` must be one of the choices (a string) for {prediction_id!r}, got {guess!r}."
+        )
+    if not isinstance(measured, str) and not _is_number(guess):
+        raise TypeError(
+            f"`guess` must be a number for {prediction_id!r}, got {guess!r} "
+            f"({type(guess).__name__}); write e.g. my_guess = 8."
+        )
+    if _is_number(guess) and math.isnan(float(guess)):
+        raise ValueError("`guess` is NaN: write a number.")
+    if choices is not None and guess not in choices:
+        raise ValueError(f"`guess` must be one of {list(choices)}, got {guess!r}.")
     return Reveal(prediction_id, guess, measured, unit)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
 from batchlab.batching.axes import BatchAxisError, explain_axes
-from batchlab.exercises import exercise
+from batchlab.exercises import choose, exercise
+
+
+def _matmul(x, w):
+    return x @ w
 
 
 @exercise(
@@ -15,13 +20,6 @@ from batchlab.exercises import exercise
     "x has shape (4, 6, 3) and is mapped with in_axes=1. What shape does fn see per item?",
 )
 def item_shape(answer: Any) -> tuple[bool, str]:
-    """
-    Example:
-      >>> item_shape((4, 3))
-      (True, 'Right: vmap removes the mapped axis and only that one; the others keep their order.')
-      >>> item_shape((6, 3))[0]
-      False
-    """
     if isinstance(answer, (str, bytes)):  # "43" would read as (4, 3)
         return False, "Answer with a shape, a tuple of ints like (2, 5), not a string."
     try:
@@ -29,15 +27,9 @@ def item_shape(answer: Any) -> tuple[bool, str]:
     except (TypeError, ValueError):
         return False, "Answer with a shape, a tuple of ints like (2, 5)."
     if answer == (4, 3):
-        return (
-            True,
-            "Right: vmap removes the mapped axis and only that one; the others keep their order.",
-        )
+        return True, "Right: vmap removes the mapped axis, only that one; the others keep order."
     if answer == (6, 3):
-        return (
-            False,
-            "That removes axis 0. in_axes=1 names the axis that is mapped over, counting from 0.",
-        )
+        return False, "That removes axis 0. in_axes=1 names the mapped axis, counting from 0."
     if len(answer) == 3:
         return False, "vmap removes the mapped axis: one item has one axis fewer than the batch."
     return False, "Remove exactly the axis that in_axes names from (4, 6, 3)."
@@ -49,17 +41,7 @@ def item_shape(answer: Any) -> tuple[bool, str]:
     "{'in_axes': ..., 'out_axes': ...} so that vmap runs predict(x, w) = x @ w over the 5 "
     "columns and returns the outputs with the batch LAST: shape (2, 5).",
 )
-def columns_batch(answer: Any, *, fn=None, x=None, w=None) -> tuple[bool, str]:
-    """
-    Example:
-      >>> columns_batch({"in_axes": (1, None), "out_axes": -1})[0]
-      True
-      >>> columns_batch({"in_axes": (0, None), "out_axes": 0})[1][:21]
-      'Each call would fail '
-      >>> columns_batch({"in_axes": (1, None), "out_axes": 0})[1][:40]
-      'The items are right, but the output come'
-    """
-    fn = fn or (lambda x, w: x @ w)
+def columns_batch(answer: Any, *, fn=_matmul, x=None, w=None) -> tuple[bool, str]:
     x = jnp.ones((3, 5)) if x is None else x
     w = jnp.ones((3, 2)) if w is None else w
     if not isinstance(answer, dict) or not {"in_axes", "out_axes"} <= set(answer):
@@ -69,26 +51,19 @@ def columns_batch(answer: Any, *, fn=None, x=None, w=None) -> tuple[bool, str]:
     except BatchAxisError as err:
         return False, f"vmap would refuse it: {str(err).split('.')[0]}."
     except TypeError as err:  # e.g. each call sees shapes that cannot be multiplied
-        return (
-            False,
-            f"Each call would fail ({str(err).splitlines()[0]}): which axis of x holds the 5 items?",
-        )
+        why = str(err).splitlines()[0]
+        return False, f"Each call would fail ({why}): which axis of x holds the 5 items?"
     mapped = {lf.label: lf.axis for lf in e.inputs}
     if mapped.get("w") is not None:
         return False, "w is the same for every item: which in_axes entry means 'not mapped'?"
     if e.batch_size != x.shape[1] or mapped.get("x") != 1:
         return False, "The batch has 5 items, one per column: which axis of x has size 5?"
-    want = (w.shape[1], x.shape[1])
-    if e.outputs[0].shape != want:
-        return (
-            False,
-            f"The items are right, but the output comes out as {e.outputs[0].shape}: out_axes says "
-            "where the batch axis goes in the output.",
+    if e.outputs[0].shape != (w.shape[1], x.shape[1]):
+        return False, (
+            f"The items are right, but the output comes out as {e.outputs[0].shape}: out_axes "
+            "says where the batch axis goes in the output."
         )
     return True, "Right: in_axes picks the axis that holds the items, out_axes where they go."
-
-
-CHOICES = ("error", "wrong answer", "right answer")
 
 
 @exercise(
@@ -97,19 +72,9 @@ CHOICES = ("error", "wrong answer", "right answer")
     "shape (4,). What does in_axes=(1, None) give now: 'error', 'wrong answer' or "
     "'right answer'? Then say why.",
 )
-def non_square(answer: Any, *, fn=None, x=None, w=None) -> tuple[bool, str]:
-    """
-    Example:
-      >>> non_square("error")[0], non_square("wrong answer")[0]
-      (True, False)
-    """
-    import jax
-
-    fn = fn or (lambda x, w: x @ w)
+def non_square(answer: Any, *, fn=_matmul, x=None, w=None) -> tuple[bool, str]:
     x = jnp.ones((3, 4)) if x is None else x
     w = jnp.ones((4,)) if w is None else w
-    if answer not in CHOICES:
-        return False, f"Answer with one of {CHOICES}."
     try:
         wrong = jax.vmap(fn, in_axes=(1, None))(x, w)
     except (TypeError, ValueError):
@@ -118,10 +83,11 @@ def non_square(answer: Any, *, fn=None, x=None, w=None) -> tuple[bool, str]:
         right = jax.vmap(fn, in_axes=(0, None))(x, w)
         same = wrong.shape == right.shape and bool(jnp.allclose(wrong, right))
         truth = "right answer" if same else "wrong answer"
-    if answer == truth:
-        return True, "Right. Now say why, from the shape each call sees and the shape of w."
-    return (
-        False,
+    return choose(
+        answer,
+        truth,
+        ("error", "wrong answer", "right answer"),
+        "Right. Now say why, from the shape each call sees and the shape of w.",
         "Not this time. With in_axes=(1, None), what shape does each call see for x, and can "
         "it be multiplied by w? Try it with plain jax.vmap and read JAX's message.",
     )

@@ -5,27 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
-from batchlab.exercises import exercise
+from batchlab.exercises import choose, exercise
+
+CHOICES = ("error", "wrong answer", "right answer")
 
 
 @exercise("broadcasting.predict_shape", "What shape do (8, 1, 3) and (5, 1) broadcast to?")
 def predict_shape(answer: Any) -> tuple[bool, str]:
-    """
-    Example:
-      >>> predict_shape((8, 5, 3))[0], predict_shape((8, 5))[0]
-      (True, False)
-    """
     try:
         answer = tuple(int(d) for d in answer)
     except TypeError:
         return False, "Answer with a shape, a tuple of ints."
     if answer == (8, 5, 3):
-        return (
-            True,
-            "Right: aligned from the right, a missing axis counts as 1, and each 1 stretches.",
-        )
+        return True, "Right: aligned from the right, a missing axis counts as 1, each 1 stretches."
     if len(answer) != 3:
         return False, "The result has as many axes as the longest operand."
     return False, "Align the shapes from the RIGHT, then on each axis take the size that is not 1."
@@ -37,29 +32,18 @@ def predict_shape(answer: Any) -> tuple[bool, str]:
     "that returns the (n,) element-wise differences pred - y.",
 )
 def residual(answer: Any) -> tuple[bool, str]:
-    """
-    Example:
-      >>> residual(lambda pred, y: pred[:, 0] - y)[0]
-      True
-      >>> residual(lambda pred, y: pred - y)[1][:40]
-      'Your result has shape (6, 6): an outer p'
-    """
     pred = np.arange(6.0, dtype=np.float32).reshape(6, 1)
     y = np.linspace(0.0, 1.0, 6, dtype=np.float32)
     with jax.numpy_rank_promotion("allow"):
         out = np.asarray(answer(pred, y))
     if out.shape != (6,):
         hint = " an outer product: every pred against every y" if out.shape == (6, 6) else ""
-        return (
-            False,
-            f"Your result has shape {out.shape}:{hint}. Make both operands (n,) before subtracting.",
+        return False, (
+            f"Your result has shape {out.shape}:{hint}. Make both operands (n,) before subtracting."
         )
     if not np.allclose(out, pred[:, 0] - y):
         return False, "The shape is right but the values are not pred[i] - y[i]."
     return True, "Right: both operands have one shape, so the difference is element by element."
-
-
-CHOICES = ("error", "wrong answer", "right answer")
 
 
 def mse_as_written(n: int, seed: int = 3) -> tuple[str, float, float]:
@@ -71,8 +55,6 @@ def mse_as_written(n: int, seed: int = 3) -> tuple[str, float, float]:
       >>> mse_as_written(6)[0], mse_as_written(1)[0]
       ('wrong answer', 'right answer')
     """
-    import jax.numpy as jnp
-
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"`n` must be a positive int (the number of items), got {n!r}.")
     pred = jax.random.normal(jax.random.key(seed), (n, 1))
@@ -94,18 +76,11 @@ def mse_as_written(n: int, seed: int = 3) -> tuple[str, float, float]:
     "test that uses a batch of one.",
 )
 def batch_of_one(answer: Any, *, n: int = 1) -> tuple[bool, str]:
-    """
-    Example:
-      >>> batch_of_one("right answer")[0], batch_of_one("error")[0]
-      (True, False)
-    """
-    if answer not in CHOICES:
-        return False, f"Answer with one of {CHOICES}."
-    truth = mse_as_written(n)[0]
-    if answer == truth:
-        return True, "Right. Now say why, and what a test with this batch size can catch."
-    return (
-        False,
+    return choose(
+        answer,
+        mse_as_written(n)[0],
+        CHOICES,
+        "Right. Now say why, and what a test with this batch size can catch.",
         f"Not this time. With n = {n}, what shape does pred - labels have, how many pairs "
         "(i, j) does the mean average over, and how many of them are the pairs you meant?",
     )

@@ -1,4 +1,4 @@
-"""Exercises for notebooks 06 (memory budget) and 07 (error handling)."""
+"""Exercises for notebooks 06 (memory budget), 07 (error handling) and 12 (the advisor)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from batchlab.exercises import exercise
+from batchlab.exercises import choose, exercise
 from batchlab.runs.budget import max_batch_size
+
+
+def _ratio(answer: Any) -> bool:
+    """Whether ``answer`` is a positive number (a ratio)."""
+    return isinstance(answer, (int, float, np.integer, np.floating)) and answer > 0
 
 
 @exercise(
@@ -20,16 +25,15 @@ def _chunk_effect(
 ) -> tuple[bool, str]:
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) or answer < 0:
         return False, "Give a whole number of items (an int)."
+    if answer == measured and measured == vmap_answer:
+        return True, (
+            "Right: one chunk's temporaries (chunk x D x D x 4 bytes) alone no longer fit the "
+            "budget, so no batch of a chunk or more fits; a batch smaller than one chunk never "
+            "enters the scan: lax.map runs it as one vmap (the remainder), so the vmap answer "
+            "still fits."
+        )
     if answer == measured:
-        if measured == vmap_answer:
-            why = (
-                "one chunk's temporaries (chunk x D x D x 4 bytes) alone no longer fit the budget, so "
-                "no batch of a chunk or more fits; a batch smaller than one chunk never enters the "
-                "scan: lax.map runs it as one vmap (the remainder), so the vmap answer still fits."
-            )
-        else:
-            why = "planned bytes of the chunked program decide it, as max_batch_size measured."
-        return True, f"Right: {why}"
+        return True, "Right: the chunked program's planned bytes decide, as max_batch_size found."
     if answer >= chunk8_answer:
         return False, (
             "Fewer fit. A bigger chunk means bigger temporaries for every step of the scan: how "
@@ -62,41 +66,18 @@ def _largest_batch(
     if not callable(answer):
         return False, "Pass your function itself: largest, not largest(...)."
     for budget in budgets:
-        expected = int(max_batch_size(fn, item, budget_bytes=budget))
-        got = answer(fn, item, budget)
+        expected, got = int(max_batch_size(fn, item, budget_bytes=budget)), answer(fn, item, budget)
         if int(got) != expected:
-            direction = (
+            size = (
                 "too large: it does not fit" if got > expected else "too small: a larger batch fits"
             )
             return False, (
-                f"For a budget of {budget} bytes your answer {got} is {direction}. Compare "
+                f"For a budget of {budget} bytes your answer {got} is {size}. Compare "
                 f"the planned bytes (MemoryEstimate.planned_bytes) with the budget."
             )
-    return (
-        True,
-        "Right for every budget. Now count your compilations: how many did yours need, and how many did max_batch_size need above?",
-    )
-
-
-@exercise(
-    "budget.bad_items", "Which item indices will run_batches report as failed? (a sorted list)"
-)
-def _bad_items(answer: Any, *, result: Any) -> tuple[bool, str]:
-    if not isinstance(answer, (list, tuple)) or not all(
-        isinstance(i, (int, np.integer)) for i in answer
-    ):
-        return False, "Answer with a list of item indices, e.g. [3, 17]."
-    expected = result.failed_indices
-    if list(answer) == expected:
-        return (
-            True,
-            "Right: each bad item is reported by index and every other item keeps its output.",
-        )
-    missing = len(set(expected) - set(answer))
-    extra = len(set(answer) - set(expected))
-    return False, (
-        f"{missing} bad item(s) missing and {extra} good item(s) listed. Which items have a "
-        f"different shape, and which would make the output NaN?"
+    return True, (
+        "Right for every budget. Now count your compilations: how many did yours need, and how "
+        "many did max_batch_size need above?"
     )
 
 
@@ -111,13 +92,10 @@ def _resume_equal(answer: Callable, *, a: Any, b: Any, different: Any) -> tuple[
     if not answer(a, b):
         return (
             False,
-            "Your function says two equal runs differ: compare indices, outputs and failed indices.",
+            "Your function says two equal runs differ: check indices, outputs, failures.",
         )
     if answer(a, different):
-        return (
-            False,
-            "Your function says two different runs are the same: are you comparing the outputs?",
-        )
+        return False, "Your function says two different runs are the same: compare the outputs?"
     return True, "Right: indices, outputs (exactly, same program) and failures must all match."
 
 
@@ -127,13 +105,10 @@ def _resume_equal(answer: Callable, *, a: Any, b: Any, different: Any) -> tuple[
     "many times the old one? (a ratio, e.g. 0.5 for half)",
 )
 def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
-    if not isinstance(answer, (int, float, np.integer, np.floating)) or answer <= 0:
+    if not _ratio(answer):
         return False, "Give a positive ratio: new largest batch / old largest batch."
     if answer >= 1:
-        return (
-            False,
-            "A larger item needs more memory per item: can more items fit the same budget?",
-        )
+        return False, "A larger item needs more memory per item: can more fit the same budget?"
     if abs(np.log2(answer / measured_ratio)) <= 0.6:
         return True, (
             "Right order: each item's D x D temporary grows with D squared, and it dominates the "
@@ -141,8 +116,8 @@ def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
         )
     if answer > measured_ratio:
         return False, (
-            "Fewer items fit than that. Which buffer of one item is largest, and how does its size "
-            "depend on D?"
+            "Fewer items fit than that. Which buffer of one item is largest, and how does its "
+            "size depend on D?"
         )
     return False, "More items fit than that: look again at which buffer grows fastest with D."
 
@@ -153,7 +128,7 @@ def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
     "how many times the old one? (a ratio)",
 )
 def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
-    if not isinstance(answer, (int, float, np.integer, np.floating)) or answer <= 0:
+    if not _ratio(answer):
         return False, "Give a positive ratio: new batch size / old batch size."
     if abs(np.log2(answer / measured_ratio)) <= 0.4:
         return True, (
@@ -161,11 +136,28 @@ def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
             "so twice the budget holds about twice the items, and the run finds that size itself."
         )
     if answer < measured_ratio:
-        return (
-            False,
-            "More than that fits. How do planned bytes grow with the batch size (06's curve)?",
-        )
+        return False, "More than that fits. How do planned bytes grow with the batch (06's curve)?"
     return False, (
         "Less than that fits: part of the plan does not grow with the budget, and the batch is a "
         "whole number of items."
+    )
+
+
+@exercise(
+    "advisor.wider_mlp",
+    "Double the MLP's hidden width (256 -> 512; the same 64 inputs, 8 outputs, 512 items, "
+    "chunk 16). Does the planned-peak ratio vmap / lax.map chunk 16 rise, fall or stay? "
+    "Answer with one word: 'rises', 'falls' or 'stays'.",
+)
+def wider_mlp(answer: Any, *, old_ratio: float, new_ratio: float) -> tuple[bool, str]:
+    change = new_ratio / old_ratio - 1
+    return choose(
+        answer,
+        "stays" if abs(change) < 0.02 else "rises" if change > 0 else "falls",
+        ("rises", "falls", "stays"),
+        "Right. Now say why in one sentence: which part of the plan both programs hold whole, "
+        "which part only vmap holds for every item, and how each grows with the width.",
+        "Not that direction. Split each plan in two: what every program holds once, whatever "
+        "the batch (the weights), and what vmap holds per item but lax.map only per chunk "
+        "(the hidden activations). Which of the two grows faster when the width doubles?",
     )

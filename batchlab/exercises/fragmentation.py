@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import jax
+
 from batchlab.allocator import BFCAllocator
 from batchlab.exercises import exercise
 from batchlab.measuring.memory import memory_estimate
@@ -17,15 +19,11 @@ def _hand_trace(answer, **context):
     for name in "abc":
         a.allocate(name, 1000)
     a.free("b")
-    expected = a.allocate("d", 600).offset
-    if answer == expected:
+    if answer == a.allocate("d", 600).offset:
         return True, "Right: best fit picks the 1024-byte hole b left, not the larger free tail."
     if answer == 3072:
         return False, "That is the free tail. Best fit takes the *smallest* free chunk that fits."
-    return (
-        False,
-        "Round every request up to 256 bytes first, then list the free chunks after `free b`.",
-    )
+    return False, "Round every request up to 256 bytes, then list the free chunks after `free b`."
 
 
 @exercise(
@@ -34,57 +32,37 @@ def _hand_trace(answer, **context):
     "that make alias_bytes equal the parameters' size, and donate nothing the output cannot reuse.",
 )
 def _donation_alias(answer, *, step, params=None, grads=None, args=None, params_index=0, **context):
-    """``step(params, grads)`` (``params=``, ``grads=``), or ``step(*args)`` with the parameters at
-    position ``params_index``."""
-    import jax
-
+    """``step(params, grads)``, or ``step(*args)`` with the parameters at ``params_index``."""
     if args is None:
         args, params_index = (params, grads), 0
-    target = args[params_index]
+    nbytes = args[params_index].nbytes
     try:
         est = memory_estimate(jax.jit(step, donate_argnums=answer), *args)
     except Exception as e:  # bad argnums
-        return (
-            False,
-            f"jax.jit rejected it: {type(e).__name__}. donate_argnums are positions, like (0,).",
-        )
-    given = {answer} if isinstance(answer, int) else set(answer)
-    if est.alias_bytes == target.nbytes and given == {params_index}:
-        return (
-            True,
-            f"alias_bytes = {est.alias_bytes} = params.nbytes: the update is written in place.",
-        )
-    if est.alias_bytes == target.nbytes:
-        extra = sorted(given - {params_index})
-        return (
-            False,
+        return False, f"jax.jit rejected it: {type(e).__name__}; donate_argnums are positions: (0,)"
+    extra = sorted(({answer} if isinstance(answer, int) else set(answer)) - {params_index})
+    if est.alias_bytes == nbytes and not extra:
+        return True, f"alias_bytes = {est.alias_bytes} = params.nbytes: the update is in place."
+    if est.alias_bytes == nbytes:
+        return False, (
             f"The parameters' bytes alias, but you also donated position(s) {extra}, which the "
-            f"output cannot reuse: JAX warns and keeps them. Donate only the parameters.",
+            f"output cannot reuse: JAX warns and keeps them. Donate only the parameters."
         )
     if est.alias_bytes:
-        return (
-            False,
-            "Some bytes alias, but not the parameters'. Which argument is overwritten by the output?",
-        )
-    return (
-        False,
-        "alias_bytes is 0: nothing was donated that the output can reuse. Count positions from 0.",
-    )
+        return False, "Some bytes alias, not the parameters'. Which input does the output replace?"
+    return False, "alias_bytes is 0: no donated input is reusable. Count positions from 0."
 
 
 @exercise(
     "fragmentation.fixed_shape",
-    "Pick the workload of batchlab.allocator.WORKLOADS whose simulation needs no more memory than its "
-    "live peak (overhead 1.0) on the BFC allocator, and is NOT a training loop.",
+    "Pick the workload of batchlab.allocator.WORKLOADS whose simulation needs no more memory than "
+    "its live peak (overhead 1.0) on the BFC allocator, and is NOT a training loop.",
 )
 def _fixed_shape(answer, **context):
     if answer == "batched":
         return True, "One fixed shape: every freed block fits the next request exactly."
     if answer in ("per-item", "bucketed"):
-        return (
-            False,
-            "Run allocator.simulate(...) for it and look at `overhead`: varying shapes leave holes.",
-        )
+        return False, "Run allocator.simulate(...) and read `overhead`: varying shapes leave holes."
     return False, "Choose among 'per-item', 'batched', 'bucketed'."
 
 
@@ -97,22 +75,19 @@ def _fixed_shape(answer, **context):
 def _growth_vs_pool(answer, *, pool, grown, **context):
     if pool.overhead is None or grown.overhead is None:
         return False, "One of the scans found no fitting device; widen the headrooms."
-    truth = (
-        "same"
-        if abs(grown.overhead - pool.overhead) < 0.005
-        else ("larger" if grown.overhead > pool.overhead else "smaller")
-    )
-    if str(answer).strip().lower() == truth:
+    difference = grown.overhead - pool.overhead
+    truth = "same" if abs(difference) < 0.005 else "larger" if difference > 0 else "smaller"
+    if str(answer).strip().lower() != truth:
+        return False, (
+            "Draw the memory map with preallocate=False: where do the regions start and end, "
+            "and can a free chunk span two regions?"
+        )
+    if truth == "larger":
         return True, (
             "Right. Regions never merge and are never returned: a request larger than every "
             "free region needs a new region, even when the free regions add up to enough."
-            if truth == "larger"
-            else "Right; compare the memory maps to see where the regions went."
         )
-    return False, (
-        "Draw the memory map with preallocate=False: where do the regions start and end, "
-        "and can a free chunk span two regions?"
-    )
+    return True, "Right; compare the memory maps to see where the regions went."
 
 
 @exercise(

@@ -9,6 +9,8 @@ import numpy as np
 from batchlab.exercises import exercise
 from batchlab.timeline.capture import trace
 
+DIRECTIONS = ("shrinks", "same", "grows")
+
 
 @exercise(
     "loading.pipeline_time",
@@ -17,27 +19,32 @@ from batchlab.timeline.capture import trace
     "the start-up (nothing computes before the first load ends, nothing loads after the last).",
 )
 def pipeline_time(answer: Any) -> tuple[bool, str]:
-    cases = [(10, 1.0, 1.0), (10, 2.0, 0.5), (10, 0.25, 3.0), (1, 1.0, 1.0), (12, 0.5, 0.5)]
-    for n, load, compute in cases:
+    for n, load, compute in [
+        (10, 1.0, 1.0),
+        (10, 2.0, 0.5),
+        (10, 0.25, 3.0),
+        (1, 1.0, 1.0),
+        (12, 0.5, 0.5),
+    ]:
+        case = f"load={load} and compute={compute}"
         serial = float(answer(n, load, compute, False))
         if not np.isclose(serial, n * (load + compute), rtol=1e-6):
             return False, (
-                f"Serial, with load={load} and compute={compute}: nothing overlaps, so each "
-                f"batch waits for its load and then its compute. You gave {serial:g}."
+                f"Serial, with {case}: nothing overlaps, so each batch waits for its load and "
+                f"then its compute. You gave {serial:g}."
             )
         ahead = float(answer(n, load, compute, True))
         want = load + (n - 1) * max(load, compute) + compute
         if np.isclose(ahead, n * max(load, compute), rtol=1e-6) and not np.isclose(ahead, want):
             return False, (
-                f"With prefetch, load={load}, compute={compute}: the pace is right, but count the "
-                f"start-up: the first compute waits for the first load, and the last compute "
-                f"runs after the last load. You gave {ahead:g}."
+                f"With prefetch, {case}: the pace is right, but count the start-up: the first "
+                f"compute waits for the first load, and the last compute runs after the last "
+                f"load. You gave {ahead:g}."
             )
         if not np.isclose(ahead, want, rtol=1e-6):
             return False, (
-                f"With prefetch, load={load}, compute={compute}: the two run at the same time "
-                f"(which one sets the pace?), except before the first compute and after the "
-                f"last load. You gave {ahead:g}."
+                f"With prefetch, {case}: the two run at the same time (which one sets the pace?), "
+                f"except before the first compute and after the last load. You gave {ahead:g}."
             )
     # the praise repeats no formula: stored notebook outputs must not give the answer away
     return True, (
@@ -62,10 +69,7 @@ def all_batches(answer: Any) -> tuple[bool, str]:
                 f"missing {missing[:5]}. What happens to the remainder n % batch_size?"
             )
         if any(len(x) > b or len(x) == 0 for x in got):
-            return (
-                False,
-                f"For n_items={n}, batch_size={b} a batch is empty or larger than batch_size.",
-            )
+            return False, f"For n_items={n}, batch_size={b} a batch is empty or over batch_size."
     return True, "Right for every case, including the remainder and an empty dataset."
 
 
@@ -77,16 +81,12 @@ def all_batches(answer: Any) -> tuple[bool, str]:
 def padding_rows(answer: Any) -> tuple[bool, str]:
     for n, d in [(13, 8), (16, 8), (1, 8), (0, 4), (7, 3), (9, 1)]:
         got = int(answer(n, d))
-        want = -n % d
-        if got != want:
+        if got != -n % d:
             return False, (
                 f"For {n} items on {d} devices you gave {got}: after padding, {n} + padding "
                 f"must be a multiple of {d}, and padding must be as small as possible."
             )
     return True, "Right: (-n) % d rows, at most d - 1, and the mask marks them False."
-
-
-DIRECTIONS = ("shrinks", "same", "grows")
 
 
 def _share_direction(new: float, old: float, margin: float = 0.1) -> str:
@@ -108,27 +108,11 @@ def _share_direction(new: float, old: float, margin: float = 0.1) -> str:
     "{'loop': your_function, 'overlap': 'grows' | 'same' | 'shrinks'}, then say why.",
 )
 def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
-    """Traces ``answer['loop']()`` and compares its overlap share with ``reference`` (a Timeline).
-
-    Example:
-      >>> import time, jax, jax.numpy as jnp
-      >>> from batchlab.timeline import timeline
-      >>> ref = timeline(jax.jit(lambda x: x + 1), jnp.ones(2), steps=2)
-      >>> sync_less({"loop": lambda: [1.0], "overlap": "same"}, reference=ref, losses=[1.0])[0]
-      True
-      >>> sync_less({"loop": lambda: [2.0], "overlap": "same"}, reference=ref, losses=[1.0])[1][:9]
-      'Your loop'
-    """
+    """Traces ``answer['loop']()``; compares its overlap share with ``reference`` (a Timeline)."""
     if not isinstance(answer, dict) or not {"loop", "overlap"} <= set(answer):
-        return (
-            False,
-            "Answer with a dict {'loop': your_function, 'overlap': 'grows'/'same'/'shrinks'}.",
-        )
+        return False, "Answer {'loop': your_function, 'overlap': 'grows'/'same'/'shrinks'}."
     if not callable(answer["loop"]):
-        return (
-            False,
-            "answer['loop'] must be the function itself (no parentheses): it is called here.",
-        )
+        return False, "answer['loop'] must be the function itself (no parentheses): it is called."
     if answer["overlap"] not in DIRECTIONS:
         return False, f"answer['overlap'] must be one of {DIRECTIONS}, got {answer['overlap']!r}."
     with trace(label="your loop") as t:
@@ -139,8 +123,7 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
             f"Your loop returned {len(got)} losses; the loop that syncs every step returns "
             f"{len(want)}, and they should be the same numbers in the same order."
         )
-    truth = _share_direction(t.result.overlap_share, reference.overlap_share)
-    if answer["overlap"] != truth:
+    if answer["overlap"] != _share_direction(t.result.overlap_share, reference.overlap_share):
         return False, (
             "Not yet. Look at the two timelines: while the main thread waits for a loss "
             "(grey), can the next 'load batch' span run? And between two waits?"
@@ -149,4 +132,41 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
     return True, (
         "Right, as traced in this run. Now say why, in terms of what the main thread does "
         "while the device computes."
+    )
+
+
+@exercise(
+    "scaling.bigger_weights",
+    "Make the replicated weights 8x larger (hidden 256 -> 2048) and measure again on 1 and 8 "
+    "devices. Does the argument-memory ratio (1 device / 8 devices) rise, fall or stay, and "
+    "what is it now? Answer dict(direction=..., ratio=...).",
+)
+def bigger_weights(
+    answer: Any, *, batch_bytes: int, weight_bytes: int, n_devices: int, old_ratio: float
+) -> tuple[bool, str]:
+    if not isinstance(answer, dict) or set(answer) != {"direction", "ratio"}:
+        return False, "Answer with dict(direction='rises' | 'falls' | 'stays', ratio=<a number>)."
+    direction, ratio = answer["direction"], answer["ratio"]
+    if direction not in ("rises", "falls", "stays"):
+        return False, f"`direction` must be one of ('rises', 'falls', 'stays'), got {direction!r}."
+    # per device: the batch's share (1/n of it) plus a whole copy of the weights
+    want = (batch_bytes + weight_bytes) / (batch_bytes / n_devices + weight_bytes)
+    if direction != ("falls" if want < old_ratio else "rises"):
+        return False, (
+            "Not that direction. Per device, the arguments are the device's share of the batch "
+            "plus what every device holds whole. Which of the two did you make larger?"
+        )
+    try:
+        ratio = float(ratio)
+    except (TypeError, ValueError):
+        return False, f"`ratio` must be a number (your measured ratio), got {ratio!r}."
+    if not abs(ratio / want - 1) < 0.15:
+        return False, (
+            f"The direction is right, but {ratio:.2f} is not what the compiled memory analysis "
+            "gives. Measure it: argument bytes on 1 device divided by those on 8, with the new "
+            "weights replicated."
+        )
+    return True, (
+        "Right, direction and size. Now say why in one sentence, in terms of what the mesh "
+        "splits and what it copies."
     )

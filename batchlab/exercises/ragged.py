@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from batchlab.exercises import exercise
@@ -24,20 +26,13 @@ def wasted_fraction(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     except (TypeError, ValueError):
         return False, "Answer with one number between 0 and 1."
     if abs(value - expected) < 1e-3:
-        return (
-            True,
-            "Right: pads = batch x longest - sum(lengths), and a `jnp.where` mask computes every one "
-            "of them like a token on XLA (it selects, it does not skip).",
+        return True, (
+            "Right: pads = batch x longest - sum(lengths), and a `jnp.where` mask computes every "
+            "one of them like a token on XLA (it selects, it does not skip)."
         )
     if abs(value - (1 - expected)) < 1e-3:
-        return (
-            False,
-            "That is the fraction of positions that hold data; the question asks for the pads.",
-        )
-    return (
-        False,
-        "Count positions: the padded array has batch x longest of them; the data fills sum(lengths).",
-    )
+        return False, "That is the fraction of positions holding data; the question asks for pads."
+    return False, "Count positions: padded, batch x longest of them; data fills sum(lengths)."
 
 
 @exercise(
@@ -46,40 +41,23 @@ def wasted_fraction(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     "0.0 for a row with no True at all, with no NaN in its value or its gradient.",
 )
 def masked_mean_exercise(answer: Callable, *, x: Any, mask: Any) -> tuple[bool, str]:
-    import jax
-    import jax.numpy as jnp
-
     x, mask = jnp.asarray(x), jnp.asarray(mask)
     rows = [np.asarray(x[i])[np.asarray(mask[i])] for i in range(x.shape[0])]
     expected = np.array([r.mean() if len(r) else 0.0 for r in rows], dtype=np.float32)
+    empty = np.array([len(r) == 0 for r in rows])
     got = np.asarray(jax.jit(answer)(x, mask))
     if got.shape != expected.shape:
-        return (
-            False,
-            f"Your result has shape {got.shape}; reduce over axis 1 to get one number per row.",
-        )
-    empty = np.array([len(r) == 0 for r in rows])
+        return False, f"Your result has shape {got.shape}; reduce over axis 1: one number per row."
     if np.any(np.isnan(got)):
-        return (
-            False,
-            "Some rows are NaN: an empty row divides 0 by 0. Divide by max(count, 1) instead.",
-        )
+        return False, "Some rows are NaN: an empty row divides 0 by 0. Divide by max(count, 1)."
     if not np.allclose(got[~empty], expected[~empty], rtol=1e-5, atol=1e-6):
-        return (
-            False,
-            "Non-empty rows differ from the per-item mean: do pads leak into the sum or the count?",
-        )
+        return False, "Non-empty rows differ from the per-item mean: do pads leak in sum or count?"
     if not np.allclose(got[empty], 0.0):
-        return (
-            False,
-            "Rows with no data should give 0.0 here; select it with jnp.where(count > 0, ..., 0.0).",
-        )
-    grad = np.asarray(jax.grad(lambda x: jnp.sum(answer(x, mask)))(x))
-    if not np.all(np.isfinite(grad)):
-        return (
-            False,
+        return False, "Rows with no data should give 0.0: jnp.where(count > 0, ..., 0.0)."
+    if not np.all(np.isfinite(np.asarray(jax.grad(lambda x: jnp.sum(answer(x, mask)))(x)))):
+        return False, (
             "The value is right but the gradient has NaN: a `where` after a division by 0 still "
-            "differentiates that division. Make the division itself safe.",
+            "differentiates that division. Make the division itself safe."
         )
     return True, "Correct, including empty rows and a NaN-free gradient (the 'double where' trick)."
 
@@ -92,24 +70,17 @@ def masked_mean_exercise(answer: Callable, *, x: Any, mask: Any) -> tuple[bool, 
 )
 def predict_compiles(answer: Any, *, lengths: Any, boundaries: Any) -> tuple[bool, str]:
     lengths = np.asarray(lengths)
-    raw = len(np.unique(lengths))
     bucketed = len(np.unique(np.asarray(boundaries)[np.searchsorted(boundaries, lengths)]))
     try:
         a_raw, a_bucketed = (int(v) for v in answer)
     except (TypeError, ValueError):
         return False, "Answer with a pair of ints: (raw, bucketed)."
-    if a_raw != raw:
+    if a_raw != len(np.unique(lengths)):
         hint = "calls are not compiles" if a_raw == len(lengths) else "count the distinct shapes"
         return False, f"Raw count is off: {hint}; jit caches one compiled program per input shape."
     if a_bucketed != bucketed:
-        return (
-            False,
-            "Bucketed count is off: only boundaries that actually receive an item produce a shape.",
-        )
-    return (
-        True,
-        "Right: one compilation per distinct shape; bucketing caps it at the non-empty buckets.",
-    )
+        return False, "Bucketed count is off: only boundaries that receive an item make a shape."
+    return True, "Right: one compilation per distinct shape; bucketing caps it at used buckets."
 
 
 @exercise(
@@ -126,10 +97,7 @@ def three_boundaries(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     if len(b) != 3:
         return False, f"Use exactly 3 boundaries, got {len(b)}."
     if b != sorted(set(b)) or b[-1] < lengths.max():
-        return (
-            False,
-            "Boundaries must be strictly increasing and the last one must hold the longest item.",
-        )
+        return False, "Boundaries must strictly increase, and the last must hold the longest item."
     best = padded_elements(lengths, optimal_boundaries(lengths, 3))
     mine = padded_elements(lengths, b)
     if mine <= 1.05 * best:
@@ -138,10 +106,6 @@ def three_boundaries(answer: Any, *, lengths: Any) -> tuple[bool, str]:
         f"Your boundaries pad {mine / best:.2f}x as much as the best 3. Most items are short: "
         "does your first bucket end close to where most lengths are?"
     )
-
-
-def _direction(new: float, old: float) -> str:
-    return "more" if new > old else "fewer" if new < old else "same"
 
 
 @exercise(
@@ -176,6 +140,10 @@ def long_item(answer: Any, *, lengths: Any, extra: int) -> tuple[bool, str]:
     )
 
 
+def _direction(new: float, old: float) -> str:
+    return "more" if new > old else "fewer" if new < old else "same"
+
+
 @exercise(
     "ragged.batch_size_change",
     "An epoch of `bucket_batches` with `boundaries` and `batch_size=old` is rebuilt with "
@@ -185,27 +153,24 @@ def long_item(answer: Any, *, lengths: Any, extra: int) -> tuple[bool, str]:
 def batch_size_change(
     answer: Any, *, lengths: Any, boundaries: Any, old: int, new: int
 ) -> tuple[bool, str]:
-    lengths, b = np.asarray(lengths), np.asarray(boundaries)
-    counts = np.bincount(np.searchsorted(b, lengths), minlength=len(b))
+    counts = np.bincount(np.searchsorted(boundaries, lengths), minlength=len(boundaries))
     counts = counts[counts > 0]
-
-    def epoch(bs: int) -> dict[str, int]:
-        return {
-            "compiles": len(counts),
-            "filler_rows": int(np.sum(-counts % bs)),
-            "batches": int(np.sum(-(-counts // bs))),
-        }
-
-    before, after = epoch(old), epoch(new)
-    expected = {k: _direction(after[k], before[k]) for k in before}
-    if not isinstance(answer, dict) or set(answer) != set(expected):
-        return False, "Answer with a dict: {'compiles': ..., 'filler_rows': ..., 'batches': ...}."
     hints = {
-        "compiles": "What decides a compiled shape here: the number of batches, or (batch_size, boundary)?",
-        "filler_rows": "Filler rows only fill up each bucket's last batch: at most batch_size - 1 per bucket.",
+        "compiles": "What decides a compiled shape here: the number of batches, or "
+        "(batch_size, boundary)?",
+        "filler_rows": "Filler rows only fill up each bucket's last batch: at most "
+        "batch_size - 1 per bucket.",
         "batches": "Each bucket is cut into ceil(items / batch_size) batches.",
     }
-    wrong = [k for k in expected if str(answer[k]).strip().lower() != expected[k]]
+    if not isinstance(answer, dict) or set(answer) != set(hints):
+        return False, "Answer with a dict: {'compiles': ..., 'filler_rows': ..., 'batches': ...}."
+
+    def epoch(bs: int) -> dict[str, int]:
+        filler, batches = int(np.sum(-counts % bs)), int(np.sum(-(-counts // bs)))
+        return {"compiles": len(counts), "filler_rows": filler, "batches": batches}
+
+    before, after = epoch(old), epoch(new)
+    wrong = [k for k in hints if str(answer[k]).strip().lower() != _direction(after[k], before[k])]
     if wrong:
         return False, " ".join(hints[k] for k in wrong)
     return True, (

@@ -16,25 +16,14 @@ from batchlab.exercises import exercise
     "(n, m) distances, without vmap (broadcasting only).",
 )
 def manual_pairwise(answer: Any) -> tuple[bool, str]:
-    """
-    Example:
-      >>> manual_pairwise(lambda xs, ys: jnp.sqrt(((xs[:, None, :] - ys[None]) ** 2).sum(-1)))[0]
-      True
-    """
     rng = np.random.default_rng(7)
     xs, ys = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(4, 3)).astype(np.float32)
     expected = np.sqrt(((xs[:, None, :] - ys[None]) ** 2).sum(-1))  # what vmap of one row gives
     out = np.asarray(answer(jnp.asarray(xs), jnp.asarray(ys)))
     if out.shape != expected.shape:
-        return (
-            False,
-            f"Your result has shape {out.shape}, expected one row per x and one column per y.",
-        )
+        return False, f"Your result has shape {out.shape}; want one row per x, one column per y."
     if not np.allclose(out, expected, rtol=1e-4, atol=1e-5):
-        return (
-            False,
-            "The shape is right but not the values: which axis do you sum the squared differences over?",
-        )
+        return False, "The shape is right, not the values: which axis do you sum the squares over?"
     return True, "Right: the same numbers as vmap, written by hand with broadcasting."
 
 
@@ -46,11 +35,11 @@ def manual_pairwise(answer: Any) -> tuple[bool, str]:
     "plus the remainder run)? Give an int.",
 )
 def chunk_count(answer: Any) -> tuple[bool, str]:
-    """
-    Example:
-      >>> chunk_count(16)[0], chunk_count(15)[0], chunk_count(1)[0]
-      (True, False, False)
-    """
+    hints = {
+        15: "That counts the full chunks only: what runs the items they leave over?",
+        1: "1 is the number of dispatches (one program is called once); count how many times "
+        "vmap(f) runs inside it.",
+    }
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         return False, f"Give a whole number (an int), got {type(answer).__name__}."
     if answer == 16:
@@ -58,16 +47,10 @@ def chunk_count(answer: Any) -> tuple[bool, str]:
             "Right: the loop runs the full chunks, then one more vmap(f) takes the leftover items; "
             "all of it inside one compiled program, so still one dispatch from Python."
         )
-    if answer == 15:
-        return False, "That counts the full chunks only: what runs the items they leave over?"
-    if answer == 1:
-        return False, (
-            "1 is the number of dispatches (one program is called once); count how many times "
-            "vmap(f) runs inside it."
-        )
-    return False, (
+    return False, hints.get(
+        int(answer),
         "Divide 1000 by 64: the whole part is the loop's iterations; then count one more run if "
-        "anything is left over. Check it with jax.make_jaxpr: the scan's `length`, plus one."
+        "anything is left over. Check it with jax.make_jaxpr: the scan's `length`, plus one.",
     )
 
 
@@ -82,41 +65,25 @@ def _host_dispatches(items: int, chunk: int) -> int:
     "dispatch ratio), small chunk over large chunk, and explain each.",
 )
 def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tuple[bool, str]:
-    """
-    Example:
-      >>> host_chunk_size((9.0, 0.23, 66 / 4), items=512, chunks=(8, 256))[0]
-      True
-      >>> host_chunk_size((9.0, 0.23, 64 / 2), items=512, chunks=(8, 256))[1][:22]
-      'Count the dispatches a'
-    """
     try:
         time_ratio, temp_ratio, dispatch_ratio = (float(v) for v in answer)
     except (TypeError, ValueError):
-        return (
-            False,
-            "Give three numbers: (time ratio, temp ratio, dispatch ratio), small chunk over large.",
-        )
+        return False, "Give three numbers: (time, temp, dispatch ratio), small chunk over large."
     small, large = chunks
     expected = _host_dispatches(items, small) / _host_dispatches(items, large)
     if abs(dispatch_ratio - expected) > 0.01 * expected:
         return False, (
-            "Count the dispatches again: besides one step per chunk, the host loop makes one more call "
-            "before the steps and one after them. Use the `dispatches` column of bl.compare."
+            "Count the dispatches again: besides one step per chunk, the host loop makes one more "
+            "call before the steps and one after them. Use the `dispatches` column of bl.compare."
         )
     if not temp_ratio < 1:
-        return (
-            False,
-            "Smaller chunks hold fewer intermediates at a time: did you divide small by large?",
-        )
+        return False, "Smaller chunks hold fewer intermediates: did you divide small by large?"
     if not time_ratio > 0:
-        return (
-            False,
-            "The time ratio is small chunk's seconds over large chunk's: a positive number.",
-        )
+        return False, "The time ratio is small over large chunk's seconds: a positive number."
     # the time ratio is not judged: a timing never decides a check (a busy machine can flip it)
     return True, (
         f"Right: {dispatch_ratio:.1f}x the dispatches, each paying a fixed overhead that, on small "
-        f"items, outweighs a chunk's work (compare your time ratio); the step's temp shrinks with the chunk, but the "
-        f"whole call's temp ({temp_ratio:.2f}x, not {small / large:.2f}x) also holds a copy of the "
-        f"inputs and the chunk outputs, which do not shrink."
+        f"items, outweighs a chunk's work (compare your time ratio); the step's temp shrinks with "
+        f"the chunk, but the whole call's temp ({temp_ratio:.2f}x, not {small / large:.2f}x) also "
+        f"holds a copy of the inputs and the chunk outputs, which do not shrink."
     )

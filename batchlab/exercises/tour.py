@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 from batchlab.exercises import exercise
 from batchlab.measuring.memory import memory_estimate
 
@@ -17,21 +21,8 @@ DIRECTIONS = ("shrinks", "same", "grows")
     "at batch size B, as a dict {'argument': ..., 'output': ...}.",
 )
 def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str]:
-    """
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> f = jax.vmap(lambda x, w: x @ w, in_axes=(0, None))
-      >>> args = (jnp.ones((4, 3)), jnp.ones((3, 2)))
-      >>> predict_bytes({"argument": 4 * 3 * 4 + 3 * 2 * 4, "output": 4 * 2 * 4}, fn=f, args=args)[0]
-      True
-      >>> predict_bytes({"argument": 48, "output": 32}, fn=f, args=args)[1][:38]
-      'Not all figures match the compiled pla'
-    """
     if not isinstance(answer, dict) or not {"argument", "output"} <= set(answer):
-        return (
-            False,
-            "Answer with a dict that has the keys 'argument' and 'output' (numbers of bytes).",
-        )
+        return False, "Answer with a dict with the keys 'argument' and 'output' (in bytes)."
     est = memory_estimate(fn, *args)
     wrong = []
     if int(answer["argument"]) != est.argument_bytes:
@@ -43,9 +34,9 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
         wrong.append("output: one float32 score per item in the batch")
     if wrong:
         return False, "Not all figures match the compiled plan. " + "; ".join(wrong) + "."
-    return (
-        True,
-        "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and dtypes.",
+    return True, (
+        "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and "
+        "dtypes."
     )
 
 
@@ -59,17 +50,7 @@ def direction(new: float, old: float, *, tolerance: float = 0.05) -> str:
     if old == 0:
         return "same" if new == 0 else "grows"
     r = new / old
-    if r > 1 + tolerance:
-        return "grows"
-    if r < 1 - tolerance:
-        return "shrinks"
-    return "same"
-
-
-def _cast(args: tuple, dtype: Any) -> tuple:
-    import jax.numpy as jnp
-
-    return tuple(jnp.asarray(a).astype(dtype) for a in args)
+    return "grows" if r > 1 + tolerance else "shrinks" if r < 1 - tolerance else "same"
 
 
 @exercise(
@@ -79,50 +60,26 @@ def _cast(args: tuple, dtype: Any) -> tuple:
     "{'argument': ..., 'temp': ...}, then explain why.",
 )
 def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple[bool, str]:
-    """
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> f = jax.vmap(lambda x: jnp.sin(x) * 2, in_axes=0)
-      >>> change_dtype({"argument": "shrinks", "temp": "grows"}, fn=f,
-      ...              args=(jnp.ones((4, 8)),), dtype=jnp.float16)[0]
-      False
-      >>> change_dtype({"argument": "same", "temp": "same"}, fn=f,
-      ...              args=(jnp.ones((4, 8)),), dtype=jnp.float16)[1][:40]
-      'Not yet. argument: how many bytes does o'
-
-    """
-    import jax
-    import numpy as np
-
     if not isinstance(answer, dict) or not {"argument", "temp"} <= set(answer):
-        return (
-            False,
-            "Answer with a dict {'argument': ..., 'temp': ...}, each 'shrinks', 'same' or 'grows'.",
-        )
+        return False, "A dict {'argument': ..., 'temp': ...}, each 'shrinks', 'same' or 'grows'."
     bad = [k for k in ("argument", "temp") if answer[k] not in DIRECTIONS]
     if bad:
         return False, f"Each value must be one of {DIRECTIONS}; check {bad}."
-    new_args = _cast(args, dtype)
-    old, new = memory_estimate(fn, *args), memory_estimate(fn, *new_args)
-    truth = {
-        "argument": direction(new.argument_bytes, old.argument_bytes),
-        "temp": direction(new.temp_bytes, old.temp_bytes),
-    }
+    old = memory_estimate(fn, *args)
+    new = memory_estimate(fn, *(jnp.asarray(a).astype(dtype) for a in args))
     name = np.dtype(dtype).name
     hints = []
-    if answer["argument"] != truth["argument"]:
+    if answer["argument"] != direction(new.argument_bytes, old.argument_bytes):
         hints.append(f"argument: how many bytes does one {name} element take, against float32's 4?")
-    if answer["temp"] != truth["temp"]:
+    if answer["temp"] != direction(new.temp_bytes, old.temp_bytes):
         hints.append(
             f"temp: run bl.buffer_assignment(fn, *args) with the {name} inputs and read the "
-            "dtype of every value in the temp allocation: is the arithmetic done in "
-            f"{name}?"
+            f"dtype of every value in the temp allocation: is the arithmetic done in {name}?"
         )
     if hints:
         return False, "Not yet. " + " ".join(hints)
     # the praise names no direction and no number: stored notebook outputs must not give it away
-    return (
-        True,
+    return True, (
         f"Right on both (measured on {jax.default_backend()}). Now say why: read the dtype of "
-        f"every value in the temp allocation of bl.buffer_assignment(fn, *args) with {name} inputs.",
+        f"every value in the temp allocation of bl.buffer_assignment(fn, *args) with {name} inputs."
     )
