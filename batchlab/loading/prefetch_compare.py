@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,9 +131,11 @@ def compare_prefetch(
     size = check_positive_int(size, "size")
     repeat = check_positive_int(repeat, "repeat")
 
-    def run(batches: Iterable[Any], sync: bool) -> int:
+    def run(name: str) -> int:
+        ahead, sync = name.startswith("prefetch"), name.endswith("every step")
+        fresh = make_batches()
         n, out = 0, None
-        for b in batches:
+        for b in prefetch(fresh, size=size) if ahead else map(jax.device_put, fresh):
             out = step(b)
             if sync:
                 jax.block_until_ready(out)
@@ -140,16 +143,9 @@ def compare_prefetch(
         jax.block_until_ready(out)
         return n
 
-    n = run(make_batches(), True)  # compiles `step`, counts the batches
-
-    def pipeline(name: str) -> Callable[[], int]:
-        ahead, sync = name.startswith("prefetch"), name.endswith("every step")
-        if ahead:
-            return lambda: run(prefetch(make_batches(), size=size), sync)
-        return lambda: run((jax.device_put(b) for b in make_batches()), sync)
-
+    n = run(PIPELINES[0])  # compiles `step`, counts the batches
     timed = interleaved(
-        {name: pipeline(name) for name in PIPELINES},
+        {name: functools.partial(run, name) for name in PIPELINES},
         rounds=max(2, repeat),
         passes=1,
         max_seconds=3600.0,

@@ -6,7 +6,7 @@ import itertools
 import queue
 import threading
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 
@@ -17,9 +17,9 @@ _ids = itertools.count()
 _DONE = object()
 
 
-class _Failure:
-    def __init__(self, error: BaseException, index: int) -> None:
-        self.error, self.index = error, index
+class _Failure(NamedTuple):
+    error: BaseException
+    index: int
 
 
 def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
@@ -34,25 +34,21 @@ def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
 
 
 def _produce(source: Iterator, q: queue.Queue, stop: threading.Event, device: Any) -> None:
-    index = 0
-    try:
-        while not stop.is_set():
+    for index in itertools.count():
+        if stop.is_set():
+            return  # the consumer stopped
+        try:
             # a named span in the profiler trace: batchlab.trace() shows it on this thread's lane
             with jax.profiler.TraceAnnotation(f"prefetch batch {index}"):
-                try:
-                    item = next(source)
-                except StopIteration:
-                    break
-                item = jax.device_put(item, device)
-            if not _put(q, stop, item):
-                return
-            index += 1
-        else:
-            return  # the consumer stopped
-    except BaseException as e:
-        _put(q, stop, _Failure(e, index))
-        return
-    _put(q, stop, _DONE)
+                item = jax.device_put(next(source), device)
+        except StopIteration:
+            _put(q, stop, _DONE)
+            return
+        except BaseException as e:
+            _put(q, stop, _Failure(e, index))
+            return
+        if not _put(q, stop, item):
+            return
 
 
 def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iterator[Any]:
@@ -60,10 +56,10 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
 
     Args:
       iterator: any iterable of batches (a generator that loads from disk, ...).
-      size: how many batches may wait, loaded, in the queue (at least 1).
-        Each waiting batch holds device memory: 2 is enough to overlap.
-      device: a ``jax.Device`` or a ``Sharding`` (e.g. from
-        :func:`batchlab.shard_batch`'s ``sharding``); ``None``: the default device.
+      size: how many batches may wait, loaded, in the queue (at least 1). Each waiting
+        batch holds device memory: 2 is enough to overlap.
+      device: a ``jax.Device`` or a ``Sharding`` (e.g. from :func:`batchlab.shard_batch`'s
+        ``sharding``); ``None``: the default device.
 
     Example:
       >>> import numpy as np
@@ -77,11 +73,9 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
             f"`device` must be a jax.Device (e.g. jax.devices()[0]) or a Sharding, or None for the "
             f"default device; got {type(device).__name__} {device!r:.40}."
         )
-    if iterator is None or isinstance(iterator, (str, bytes)):
-        raise TypeError(
-            f"`iterator` must be an iterable of batches, got {type(iterator).__name__} {iterator!r:.40}."
-        )
     try:
+        if iterator is None or isinstance(iterator, (str, bytes)):
+            raise TypeError
         source = iter(iterator)
     except TypeError:
         raise TypeError(
@@ -95,26 +89,20 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
 def _consume(source: Iterator, size: int, device: Any) -> Iterator[Any]:
     q: queue.Queue = queue.Queue(maxsize=size)
     stop = threading.Event()
+    name = f"{THREAD_PREFIX}-{next(_ids)}"
     thread = threading.Thread(
-        target=_produce,
-        args=(source, q, stop, device),
-        name=f"{THREAD_PREFIX}-{next(_ids)}",
-        daemon=True,
+        target=_produce, args=(source, q, stop, device), name=name, daemon=True
     )
     thread.start()
     try:
-        while True:
-            item = q.get()
-            if item is _DONE:
-                return
+        while (item := q.get()) is not _DONE:
             if isinstance(item, _Failure):
-                error = item.error
-                if hasattr(error, "add_note"):
-                    error.add_note(
+                if hasattr(item.error, "add_note"):  # Python 3.11+
+                    item.error.add_note(
                         f"(raised by the loader in prefetch's background thread, "
                         f"after {item.index} batch(es) were delivered)"
                     )
-                raise error
+                raise item.error
             yield item
     finally:
         stop.set()
@@ -138,6 +126,3 @@ def prefetch_threads() -> list[threading.Thread]:
       []
     """
     return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
-
-
-# compare_prefetch lives in its own module (serial blocking / non-blocking / prefetch, side by side)
