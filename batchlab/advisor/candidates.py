@@ -165,13 +165,3 @@ def ragged_candidates(
         call = lambda: [program(v, s) for v, s in on_device]  # noqa: E731
         out.append(Candidate("pack per batch", "pack", tokens, program.planned, call, code))
     return out
-
-
-__all__ = [
-    "Candidate",
-    "chunk_sweep",
-    "dense_candidates",
-    "fn_name",
-    "pack_groups",
-    "ragged_candidates",
-]

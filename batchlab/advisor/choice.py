@@ -75,6 +75,3 @@ def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdic
     return Verdict(
         fastest, far[0], False, tuple(tied), ratio_above(far[0], fastest, 1.0)(samples).deciding
     )
-
-
-__all__ = ["SCREEN_RATIO", "WITHIN", "Verdict", "decide", "screen", "slower_than_fastest"]
