@@ -155,9 +155,8 @@ def _time(
         for k, s in more.items():
             full[k] = replace(s, values=full[k].values + s.values, paired=token)
         for k in set(kept) - set(verdict.tied):
-            dropped[k] = (
-                f"screened out: slower than {verdict.pick} ({len(full[verdict.pick].values)} rounds)"
-            )
+            rounds = len(full[verdict.pick].values)
+            dropped[k] = f"screened out: slower than {verdict.pick} ({rounds} rounds)"
     bar.update(1)
     return {**short, **full}, dropped  # the screened keep their short run's samples
 

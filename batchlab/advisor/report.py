@@ -109,7 +109,8 @@ class Advice(Rows):
         """Plain JAX for the pick, with the batch size that fits."""
         if self.best is None:
             return "# nothing fits: " + self.lead
-        return f"batch_size = {self.batch_size}  # {self.unit} per batch: {self._fit()}\n{self.best.code}"
+        fit = f"batch_size = {self.batch_size}  # {self.unit} per batch: {self._fit()}"
+        return f"{fit}\n{self.best.code}"
 
     @property
     def why(self) -> str:

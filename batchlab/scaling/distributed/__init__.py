@@ -222,8 +222,9 @@ def launch(
                     cmd = [*_CHILD, "script", str(Path(job).resolve()), *map(str, args)]
                 env = _child_env(coordinator, processes, i, devices_per_process)
                 with open(tmp / f"{i}.out", "wb") as out, open(tmp / f"{i}.err", "wb") as err:
-                    procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                                  stderr=err, start_new_session=True))  # fmt: skip
+                    # its own session and process group: killed as a whole
+                    opts = dict(stdin=subprocess.DEVNULL, start_new_session=True)
+                    procs.append(subprocess.Popen(cmd, env=env, stdout=out, stderr=err, **opts))
             while any(p.poll() is None for p in procs):
                 failed = [i for i, p in enumerate(procs) if p.poll() not in (None, 0)]
                 timed_out = not failed and time.perf_counter() > start + timeout
