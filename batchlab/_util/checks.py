@@ -1,20 +1,19 @@
 """Input checks that run before anything is traced.
 
-Errors name the argument in backticks, show what was received and say how
-to fix it (the style of equinox and chex). Bad values raise ``ValueError``,
-bad types ``TypeError``.
+Errors name the argument in backticks, show what was received and say how to fix it (the
+style of equinox and chex). Bad values raise ``ValueError``, bad types ``TypeError``.
 """
 
 from __future__ import annotations
 
 import difflib
 import numbers
-import os
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
+import psutil
 
 ARRAY_TYPES = (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct)
 #: dtype names offered when one is misspelled
@@ -22,6 +21,14 @@ DTYPE_NAMES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
 )  # fmt: skip
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _iterable(v: Any) -> bool:
+    return hasattr(v, "__iter__") and not isinstance(v, (str, bytes))
 
 
 def check_callable(fn: Any, name: str = "fn") -> Callable:
@@ -34,30 +41,21 @@ def check_callable(fn: Any, name: str = "fn") -> Callable:
     return fn
 
 
-def _describe(leaf: Any) -> str:
-    text = repr(leaf)
-    return f"{type(leaf).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
-
-
 def check_array_tree(tree: Any, name: str = "args") -> None:
-    """Raises ``TypeError`` if any leaf of ``tree`` is not an array or a number.
+    """Raises ``TypeError``, with the path to it, at a leaf that is not an array or a number.
 
-    Leaves may be ``jax.Array``, ``numpy.ndarray``, numpy scalars, Python
-    numbers, or ``jax.ShapeDtypeStruct`` (shape-only, for compile-only
-    analysis). Anything else (a string, a list of ragged lists, ``None``
-    where an array is expected) would fail deep inside tracing, so it is
-    caught here with the path to the bad leaf.
+    ``jax.Array``, numpy arrays and scalars, Python numbers, ``jax.ShapeDtypeStruct`` and
+    ``None`` (an empty node) pass; a string or a ragged list would fail deep inside tracing.
     """
     leaves, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: x is None)
     for path, leaf in leaves:
-        if leaf is None:
-            continue  # None is an empty pytree node: fine for JAX
-        if isinstance(leaf, (*ARRAY_TYPES, numbers.Number)):
+        if leaf is None or isinstance(leaf, (*ARRAY_TYPES, numbers.Number)):
             continue
-        where = f"{name}{jax.tree_util.keystr(path)}"
+        text = repr(leaf)
+        got = f"{type(leaf).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
         raise TypeError(
-            f"`{where}` is a {_describe(leaf)}; JAX can only trace arrays, numbers and "
-            f"pytrees (tuples, lists, dicts) of them. Convert it with jnp.asarray(...), or, "
+            f"`{name}{jax.tree_util.keystr(path)}` is a {got}; JAX can only trace arrays, numbers "
+            f"and pytrees (tuples, lists, dicts) of them. Convert it with jnp.asarray(...), or, "
             f"if it is a configuration value, mark it static: static_argnums=(i,) or "
             f"static_argnames=('name',)."
         )
@@ -67,7 +65,7 @@ def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> in
     """Returns ``value`` if it is a positive int (or ``None`` when allowed)."""
     if value is None and allow_none:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not _is_int(value):
         raise TypeError(f"`{name}` must be a positive int, got {type(value).__name__} {value!r}.")
     if value < 1:
         raise ValueError(f"`{name}` must be at least 1, got {name}={value}.")
@@ -99,7 +97,7 @@ def check_choice(value: Any, name: str, choices: Any) -> Any:
 
 def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) -> list[int]:
     """A sequence of positive ints (e.g. batch sizes): 2.7 is a TypeError, 0 a ValueError."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+    if not _iterable(values):
         raise TypeError(
             f"`{name}` must be a list of positive ints (e.g. [1, 2, 4]), got "
             f"{type(values).__name__} {values!r:.40}; for one value pass [{values!r:.20}]."
@@ -110,7 +108,7 @@ def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) ->
             f"`{name}` is empty; give a non-empty list of positive ints, e.g. [1, 2, 4]."
         )
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        if not _is_int(v):
             raise TypeError(
                 f"`{name}` must hold ints, got {type(v).__name__} {v!r} in {name}={values!r:.60}."
             )
@@ -123,22 +121,19 @@ def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) ->
 
 def check_numeric_array(value: Any, name: str) -> np.ndarray | jax.Array:
     """Raises ``TypeError`` unless ``value`` is (convertible to) a numeric or bool array."""
-    if value is None or isinstance(value, (str, bytes)):
-        raise TypeError(
-            f"`{name}` must be a numeric array, got {type(value).__name__} {value!r:.40}."
-        )
     if isinstance(value, jax.Array):
         return value
+    problem = value is None or isinstance(value, (str, bytes))
     try:
         arr = np.asarray(value)
     except (ValueError, TypeError) as e:
         raise TypeError(
             f"`{name}` must be a numeric array, got {type(value).__name__}: {e}."
         ) from e
-    if arr.dtype.kind not in "biufc" and arr.dtype.name != "bfloat16":
+    if problem or (arr.dtype.kind not in "biufc" and arr.dtype.name != "bfloat16"):
+        got = "" if problem else f"dtype {arr.dtype} from "
         raise TypeError(
-            f"`{name}` must be a numeric array, got dtype {arr.dtype} from "
-            f"{type(value).__name__} {value!r:.40}."
+            f"`{name}` must be a numeric array, got {got}{type(value).__name__} {value!r:.40}."
         )
     return value
 
@@ -146,11 +141,11 @@ def check_numeric_array(value: Any, name: str) -> np.ndarray | jax.Array:
 def check_argnums(argnums: Any, n_args: int, name: str) -> tuple[int, ...]:
     """``donate_argnums`` / ``static_argnums``: ints naming given positional arguments."""
     nums = (argnums,) if isinstance(argnums, numbers.Integral) else argnums
-    if isinstance(nums, (str, bytes)) or not hasattr(nums, "__iter__"):
+    if not _iterable(nums):
         raise TypeError(f"`{name}` must be an int or a tuple of ints, got {argnums!r}.")
     nums = tuple(nums)
     for n in nums:
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        if not _is_int(n):
             raise TypeError(f"`{name}` must hold ints, got {n!r}.")
         if not -n_args <= n < n_args:
             raise ValueError(
@@ -167,11 +162,8 @@ def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype | None:
     try:
         return np.dtype(dtype)
     except TypeError as e:
-        close = (
-            difflib.get_close_matches(dtype.lower(), DTYPE_NAMES, n=1)
-            if isinstance(dtype, str)
-            else []
-        )
+        text = dtype.lower() if isinstance(dtype, str) else ""
+        close = difflib.get_close_matches(text, DTYPE_NAMES, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise TypeError(
             f"`{name}` must be a dtype (e.g. np.float32, 'int32'), got {dtype!r}: {e}.{hint}"
@@ -187,14 +179,15 @@ def check_numeric_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
     dt = check_dtype(dtype, name)
     if dt is None:
         raise TypeError(f"`{name}` must be a dtype (e.g. 'float32'), got None.")
-    plain_void = dt.kind == "V" and (dt.names is not None or dt.name.startswith("void"))
     if dt.kind == "O":
         raise TypeError(
             f"`{name}`={dtype!r} is the object dtype: arrays of Python objects can only be saved "
             f"as pickles, and batchlab saves and loads with allow_pickle=False (unpickling can run "
             f"code). Pass a numeric dtype, e.g. {name}='float32'."
         )
-    if dt.kind in "USMm" or plain_void:
+    if dt.kind in "USMm" or (
+        dt.kind == "V" and (dt.names is not None or dt.name.startswith("void"))
+    ):
         raise TypeError(
             f"`{name}`={dtype!r} ({dt}) is not a numeric dtype; JAX computes on numbers only. "
             f"Pass e.g. {name}='float32' or {name}='int32'."
@@ -215,27 +208,19 @@ def check_lossless_cast(arrays: Any, dtype: np.dtype, name: str = "dtype") -> No
         with np.errstate(all="ignore"):
             cast = src.astype(dtype)
             back = cast.astype(src.dtype)
-        same = np.array_equal(back, src, equal_nan=src.dtype.kind in "fc")
-        if not same:
+        if not np.array_equal(back, src, equal_nan=src.dtype.kind in "fc"):
             j = int(np.flatnonzero((back != src).ravel())[0])
             raise ValueError(
                 f"`{name}`={np.dtype(dtype).name} would change values: item {i} holds "
-                f"{src.ravel()[j].item()!r} ({src.dtype}), stored as {cast.ravel()[j].item()!r}. Pass a dtype "
-                f"that holds the data, or casting='unsafe' to truncate/wrap as numpy's astype does."
+                f"{src.ravel()[j].item()!r} ({src.dtype}), stored as {cast.ravel()[j].item()!r}. "
+                "Pass a dtype that holds the data, or casting='unsafe' to truncate/wrap as "
+                "numpy's astype does."
             )
 
 
 def check_fits_memory(n_bytes: int, name: str, what: str) -> None:
-    """Raises ``ValueError`` when an array of ``n_bytes`` would not fit the host's available memory."""
-    try:
-        import psutil
-
-        available = psutil.virtual_memory().available
-    except Exception:  # no psutil: the machine's physical memory bounds it
-        try:
-            available = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (AttributeError, ValueError, OSError):  # not POSIX: no check
-            return
+    """Raises ``ValueError`` when ``n_bytes`` would not fit the host's available memory."""
+    available = psutil.virtual_memory().available
     if n_bytes > available:
         raise ValueError(
             f"`{name}` asks for {what}: {n_bytes / 2**30:.1f} GiB, more than the "

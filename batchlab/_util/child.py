@@ -1,19 +1,14 @@
 """Every fresh Python process the kit starts: one helper, one environment, one timeout policy.
 
-``run_child(task, payload)`` starts a fresh ``python`` that calls :func:`main` with RESULT_PATH. The
-parent writes ``task`` (a kit function, pickled by reference, or its ``"module:name"``)
-and ``payload`` (cloudpickle:
-the user's function travels by value) on the child's stdin; the child calls
-``task(payload)`` and writes the returned dict as **JSON** to ``RESULT_PATH``, a file
-opened only for it (mode 0600). Nothing the child writes is ever unpickled, so printed text
-cannot run code in the notebook kernel. The child's stdout belongs to the user (a ``print``
-in their function): it is passed through to ``sys.stdout``; its stderr comes back as text.
-
-Environment: the parent's, with its import path as ``PYTHONPATH`` (a function defined in
-the user's module pickles by reference), plus ``env``. Timeout: ``timeout`` seconds
-(:data:`TIMEOUT` unless the caller has a budget of its own); a child out of time is killed
-and answers ``reply=None``. Only the multi-process launcher (``batchlab.scaling``) starts
-processes of its own.
+``run_child(task, payload)`` starts a fresh ``python`` that runs :func:`main`. The parent
+writes ``task`` (a kit function, pickled by reference, or its ``"module:name"``) and
+``payload`` (cloudpickle: the user's function travels by value) on the child's stdin; the
+child writes ``task(payload)``'s dict as **JSON** to a file opened only for it (mode 0600).
+Nothing the child writes is unpickled, so printed text cannot run code in the notebook
+kernel. The child's stdout (a ``print`` in the user's function) is passed through; its
+stderr comes back as text. Environment: the parent's, its import path as ``PYTHONPATH``,
+plus ``env``. A child out of ``timeout`` seconds is killed and answers ``reply=None``.
+Only the multi-process launcher (``batchlab.scaling``) starts processes of its own.
 """
 
 from __future__ import annotations
@@ -26,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 from typing import Any, NamedTuple
+
+import cloudpickle
 
 TIMEOUT = 600.0
 #: the child's first line (not ``-m``: runpy would import this module twice)
@@ -52,26 +49,22 @@ def run_child(
     task: Any, payload: Any, *, timeout: float = TIMEOUT, env: dict | None = None
 ) -> ChildResult:
     """Runs ``task(payload)`` in a fresh Python process; its JSON reply (see the module doc)."""
-    import cloudpickle
-
     data = payload if isinstance(payload, bytes) else cloudpickle.dumps(payload)
     fd, path = tempfile.mkstemp(prefix="batchlab-child-", suffix=".json")
     os.close(fd)  # mkstemp made it 0600: only this user can write it
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    pythonpath = os.pathsep.join(p for p in sys.path if p)
     try:
         try:
             proc = subprocess.run(
                 [sys.executable, "-c", _ENTRY, path],
                 input=pickle.dumps(task) + data,
                 capture_output=True,
-                env={**environment, **(env or {})},
+                env={**os.environ, "PYTHONPATH": pythonpath, **(env or {})},
                 timeout=max(float(timeout), 1.0),
             )
         except subprocess.TimeoutExpired as e:
-            err = e.stderr.decode(errors="replace") if e.stderr else ""
-            return ChildResult(None, None, err)
-        if proc.stdout:  # the user's prints
-            sys.stdout.write(proc.stdout.decode(errors="replace"))
+            return ChildResult(None, None, (e.stderr or b"").decode(errors="replace"))
+        sys.stdout.write(proc.stdout.decode(errors="replace"))  # the user's prints
         with open(path, encoding="utf-8") as f:
             text = f.read()
     finally:
@@ -80,28 +73,19 @@ def run_child(
     return ChildResult(reply, proc.returncode, proc.stderr.decode(errors="replace"))
 
 
-def _error(e: BaseException, loading: bool) -> dict:
-    return {"error": {"type": type(e).__name__, "message": str(e), "loading": loading}}
-
-
 def main(path: str) -> None:
     """The child: ``task(payload)`` from stdin, its dict as JSON to ``path``."""
-    import cloudpickle
-
-    stdin = sys.stdin.buffer
+    loading = True
     try:
-        task = pickle.load(stdin)
+        task = pickle.load(sys.stdin.buffer)
         if isinstance(task, str):  # "module:name"
             module, name = task.split(":")
             task = getattr(importlib.import_module(module), name)
-        payload = cloudpickle.load(stdin)
-    except Exception as e:  # e.g. a module the function needs is not importable here
-        reply = _error(e, loading=True)
-    else:
-        try:
-            reply = task(payload)
-        except Exception as e:  # sent back as text; the parent re-raises or reports it
-            reply = _error(e, loading=False)
+        payload = cloudpickle.load(sys.stdin.buffer)
+        loading = False
+        reply = task(payload)
+    except Exception as e:  # sent back as text; the parent re-raises or reports it
+        reply = {"error": {"type": type(e).__name__, "message": str(e), "loading": loading}}
     sys.stdout.flush()
     with open(path, "w", encoding="utf-8") as f:
         json.dump(reply, f)

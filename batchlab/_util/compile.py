@@ -1,21 +1,17 @@
 """The one plan path: any user function to one compiled XLA executable, timing each stage.
 
-Every planned figure of the kit comes from :func:`compile_fn`:
-:func:`batchlab.memory_estimate` and :func:`batchlab.measure`, and through
-:func:`batchlab.runs.planning.compile_program` ``max_batch_size``,
-``run_batches`` and ``advise``. Accepts plain functions and functions that
-are already ``jax.jit``-wrapped (their own static arguments and donation are
-kept).
+Every planned figure of the kit comes from :func:`compile_fn`: :func:`batchlab.memory_estimate`,
+:func:`batchlab.measure`, and through :func:`batchlab.runs.planning.compile_program`
+``max_batch_size``, ``run_batches`` and ``advise``. Plain and ``jax.jit``-wrapped functions
+(their own static arguments and donation kept) are accepted.
 
-A function usually closes over the model's weights. Traced, those arrays are
-the jaxpr's constants, and XLA plans a constant apart from the arguments and
-temporaries (XLA:CPU's peak holds it, the sum does not), so the plan of
-``x -> tanh(x @ W)`` would depend on whether ``W`` was closed over or passed.
-:func:`compile_fn` hoists the constants into a first argument before
-lowering: the plan of a function with closed-over arrays is the plan with
-them as arguments, and the program that runs takes them as arguments too (on
-the device once, passed by reference). Constants of a ``jax.jit`` nested
-below the top (inside a ``lax.map`` body, say) stay embedded.
+A function usually closes over the model's weights. Traced, those arrays are the jaxpr's
+constants, and XLA plans a constant apart from the arguments and temporaries (XLA:CPU's
+peak holds it, the sum does not), so the plan of ``x -> tanh(x @ W)`` would depend on
+whether ``W`` was closed over or passed. :func:`compile_fn` hoists the constants into a
+first argument before lowering: the plan of a function with closed-over arrays is the plan
+with them as arguments, and the program that runs takes them as arguments too (on the
+device once). Constants of a ``jax.jit`` nested below the top (a ``lax.map`` body) stay.
 """
 
 from __future__ import annotations
@@ -28,17 +24,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from batchlab._util.checks import check_array_tree, check_callable
+from batchlab._util.checks import check_argnums, check_array_tree, check_callable
 
 
 @dataclass
 class Compiled:
-    """The result of lowering and compiling ``fn`` for one set of inputs.
-
-    ``call()`` runs the same computation again through ``jax.jit``'s own
-    dispatch, which shares its cache with the ahead-of-time compile above,
-    so it does not compile a second time.
-    """
+    """``fn`` lowered and compiled for one set of inputs; ``call()`` runs it through
+    ``jax.jit``'s own dispatch, which shares the ahead-of-time compile's cache."""
 
     executable: Any  # jax.stages.Compiled
     jitted: Callable
@@ -64,10 +56,16 @@ def is_jitted(fn: Any) -> bool:
     return callable(fn) and hasattr(fn, "lower") and hasattr(fn, "trace")
 
 
-def _normalize_static(static_argnums: int | Sequence[int], static_argnames: str | Sequence[str]):
-    for value, name in ((static_argnums, "static_argnums"), (static_argnames, "static_argnames")):
-        if not isinstance(value, (int, str)) and not hasattr(value, "__iter__"):
-            raise TypeError(f"`{name}` must be one value or a tuple of them, got {value!r}.")
+def function_name(fn: Callable) -> str:
+    """A readable name for tables and plots."""
+    for obj in (fn, getattr(fn, "__wrapped__", None), getattr(fn, "func", None)):
+        name = getattr(obj, "__name__", None)
+        if name:
+            return name
+    return type(fn).__name__
+
+
+def _static(static_argnums: Any, static_argnames: Any, n_args: int, kwargs: dict):
     if isinstance(static_argnums, str):
         raise TypeError(
             f"`static_argnums` must hold ints (positions), got {static_argnums!r}; "
@@ -78,24 +76,17 @@ def _normalize_static(static_argnums: int | Sequence[int], static_argnames: str 
             f"`static_argnames` must hold strings (names), got {static_argnames!r}; "
             f"for positions use static_argnums=."
         )
-    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-    for n in nums:
-        if not isinstance(n, int) or isinstance(n, bool):
-            raise TypeError(f"`static_argnums` must hold ints, got {n!r}.")
+    nums = check_argnums(static_argnums, n_args, "static_argnums")
+    names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
+    if not hasattr(names, "__iter__") or not all(isinstance(k, str) for k in names):
+        raise TypeError(f"`static_argnames` must hold strings, got {static_argnames!r}.")
     for k in names:
-        if not isinstance(k, str):
-            raise TypeError(f"`static_argnames` must hold strings, got {k!r}.")
-    return nums, names
-
-
-def function_name(fn: Callable) -> str:
-    """A readable name for tables and plots."""
-    for obj in (fn, getattr(fn, "__wrapped__", None), getattr(fn, "func", None)):
-        name = getattr(obj, "__name__", None)
-        if name:
-            return name
-    return type(fn).__name__
+        if k not in kwargs:
+            raise ValueError(
+                f"`static_argnames` names {k!r} but it was not passed as a keyword "
+                f"argument; pass it as {k}=..."
+            )
+    return tuple(n % n_args for n in nums), tuple(names)
 
 
 def compile_fn(
@@ -108,21 +99,9 @@ def compile_fn(
 ) -> Compiled:
     """Validates inputs, then lowers and compiles ``fn(*args, **kwargs)``."""
     check_callable(fn)
-    nums, names = _normalize_static(static_argnums, static_argnames)
-    n_args = len(args)
-    for n in nums:
-        if not -n_args <= n < n_args:
-            raise ValueError(
-                f"`static_argnums` names argument {n} but only {n_args} positional "
-                f"argument(s) were given."
-            )
-    nums = tuple(n % n_args for n in nums)
-    for k in names:
-        if k not in kwargs:
-            raise ValueError(
-                f"`static_argnames` names {k!r} but it was not passed as a keyword "
-                f"argument; pass it as {k}=..."
-            )
+    nums, names = _static(static_argnums, static_argnames, len(args), kwargs)
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in names}
     if is_jitted(fn):
         if nums or names:
             raise ValueError(
@@ -131,10 +110,10 @@ def compile_fn(
             )
         jitted = fn
     else:
-        check_array_tree(tuple(a for i, a in enumerate(args) if i not in nums), "args")
-        check_array_tree({k: v for k, v in kwargs.items() if k not in names}, "kwargs")
+        check_array_tree(dyn_args, "args")
+        check_array_tree(dyn_kwargs, "kwargs")
         jitted = jax.jit(fn, static_argnums=nums, static_argnames=names)
-
+    name = function_name(fn)
     t0 = time.perf_counter()
     traced = jitted.trace(*args, **kwargs)
     closed = _unwrap_jit(traced.jaxpr)
@@ -142,35 +121,22 @@ def compile_fn(
         lowered = traced.lower()
         t1 = time.perf_counter()
         executable = lowered.compile()
-        t2 = time.perf_counter()
-        return Compiled(executable, jitted, args, kwargs, t1 - t0, t2 - t1, function_name(fn))
-    hoisted = _hoist(closed, traced, function_name(fn))
-    consts = tuple(closed.consts)
-    on_device = tuple(jax.device_put(c) if _is_const(c) else c for c in consts)
-    n_in = len(closed.jaxpr.invars)
-    dynamic = _dynamic_leaves(args, kwargs, nums, names, n_in)
-    in_specs = dynamic or [
+        return Compiled(executable, jitted, args, kwargs, t1 - t0, time.perf_counter() - t1, name)
+    hoisted = _hoist(closed, traced, name)
+    on_device = tuple(jax.device_put(c) if _is_const(c) else c for c in closed.consts)
+    dynamic = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
+    if len(dynamic) != len(closed.jaxpr.invars):  # cannot tell them apart
+        dynamic = None
+    specs = dynamic or [
         jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in closed.jaxpr.invars
     ]
-    lowered = hoisted.lower(on_device, *in_specs)
+    lowered = hoisted.lower(on_device, *specs)
     t1 = time.perf_counter()
     executable = lowered.compile()
     t2 = time.perf_counter()
-    if dynamic is None:  # a jitted fn with static arguments of its own: run it as the user wrote it
-        call_fn, call_args, call_kwargs = jitted, args, kwargs
-    else:
-        call_fn, call_args, call_kwargs = hoisted, (on_device, *dynamic), {}
-    return Compiled(
-        executable,
-        call_fn,
-        call_args,
-        call_kwargs,
-        t1 - t0,
-        t2 - t1,
-        function_name(fn),
-        consts=on_device,
-        hoisted=True,
-    )
+    # dynamic None: a jitted fn with static arguments of its own runs as the user wrote it
+    call = (jitted, args, kwargs) if dynamic is None else (hoisted, (on_device, *dynamic), {})
+    return Compiled(executable, *call, t1 - t0, t2 - t1, name, on_device, True)
 
 
 def _is_const(c: Any) -> bool:
@@ -180,23 +146,18 @@ def _is_const(c: Any) -> bool:
 def _unwrap_jit(closed):
     """The body of a jaxpr that is one ``jit`` of all its inputs (a jitted function's trace)."""
     while not closed.consts and len(closed.jaxpr.eqns) == 1:
-        eqn = closed.jaxpr.eqns[0]
+        eqn, outer = closed.jaxpr.eqns[0], closed.jaxpr
         inner = eqn.params.get("jaxpr")
         if eqn.primitive.name not in ("jit", "pjit") or not hasattr(inner, "consts"):
             break
-        if list(eqn.invars) != list(closed.jaxpr.invars) or list(eqn.outvars) != list(
-            closed.jaxpr.outvars
-        ):
+        if list(eqn.invars) != list(outer.invars) or list(eqn.outvars) != list(outer.outvars):
             break
         closed = inner
     return closed
 
 
 def _hoist(closed, traced, name: str) -> Callable:
-    """``jax.jit`` of ``(consts, *flat_args) -> out``: the traced body, its constants an argument.
-
-    The function's donations are kept (each donated input leaf is donated).
-    """
+    """``jax.jit`` of ``(consts, *flat_args) -> out``, the function's donations kept."""
     jaxpr, out_tree = closed.jaxpr, traced.out_tree
     donated = [a.donated for a in jax.tree_util.tree_leaves(traced.args_info)]
 
@@ -207,11 +168,3 @@ def _hoist(closed, traced, name: str) -> Callable:
 
     hoisted.__name__ = hoisted.__qualname__ = name
     return jax.jit(hoisted, donate_argnums=tuple(1 + i for i, d in enumerate(donated) if d))
-
-
-def _dynamic_leaves(args, kwargs, nums, names, n_leaves: int) -> list | None:
-    """The array leaves the traced program takes, or None when they cannot be told apart."""
-    dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
-    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in names}
-    leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
-    return leaves if len(leaves) == n_leaves else None

@@ -15,149 +15,96 @@ Example:
 from __future__ import annotations
 
 import os
-from types import MappingProxyType
 from typing import Any
 
 import jax
 
-# topic -> profile -> sizes. Each notebook reads one topic.
-TOPICS: dict[str, dict[str, dict[str, Any]]] = {
+_XLA = dict(n_items=48, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512)
+
+#: topic -> size -> (cpu, gpu). Each notebook reads one topic.
+TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
     # 00 tour: a batched "features -> scores" function over items of `features` floats
-    "tour": {
-        "cpu": dict(features=256, batch_sizes=(1, 4, 16, 64, 256, 1024), max_time=0.25),
-        "gpu": dict(features=2048, batch_sizes=(1, 16, 256, 1024, 4096, 16384), max_time=0.5),
-    },
-    # strategies
+    "tour": dict(
+        features=(256, 2048),
+        batch_sizes=((1, 4, 16, 64, 256, 1024), (1, 16, 256, 1024, 4096, 16384)),
+        max_time=(0.25, 0.5),
+    ),
     # 01/02 axes and broadcasting: shapes only, tiny everywhere
-    "axes": {
-        "cpu": dict(batch=5, features=3, outputs=2, seq=7),
-        "gpu": dict(batch=5, features=3, outputs=2, seq=7),
-    },
+    "axes": dict(batch=(5, 5), features=(3, 3), outputs=(2, 2), seq=(7, 7)),
     # 03 strategies: MLP (features -> hidden -> features), pairwise distances, 1-D convolution
-    "strategies": {
-        "cpu": dict(
-            batch_sizes=(8, 32, 128, 512),
-            features=16,
-            hidden=256,
-            points=128,
-            dim=16,
-            signal=512,
-            kernel=9,
-            loop_items=32,
-            outer_dim=64,  # 03: the outer product per item, (D,) -> (D, D) intermediate
-            max_time=0.1,
-        ),
-        "gpu": dict(
-            batch_sizes=(64, 512, 4096, 32768),
-            features=64,
-            hidden=1024,
-            points=1024,
-            dim=64,
-            signal=4096,
-            kernel=33,
-            loop_items=64,
-            outer_dim=128,  # 03: the outer product per item
-            max_time=0.3,
-        ),
-    },
-    # ragged data
-    "ragged": {
-        "cpu": dict(
-            n_items=256,
-            features=16,
-            pad_sizes=(16, 32, 64, 128, 256, 512),
-            max_time=0.1,
-            bucket_items=2048,
-            bucket_counts=(1, 2, 4, 8, 16),
-            recompile_items=24,
-        ),
-        "gpu": dict(
-            n_items=4096,
-            features=128,
-            pad_sizes=(16, 32, 64, 128, 256, 512, 1024),
-            max_time=0.3,
-            bucket_items=6811,
-            bucket_counts=(1, 2, 4, 8, 16, 32),
-            recompile_items=64,
-        ),
-    },
-    # memory limits and faults
+    "strategies": dict(
+        batch_sizes=((8, 32, 128, 512), (64, 512, 4096, 32768)),
+        features=(16, 64),
+        hidden=(256, 1024),
+        points=(128, 1024),
+        dim=(16, 64),
+        signal=(512, 4096),
+        kernel=(9, 33),
+        loop_items=(32, 64),
+        outer_dim=(64, 128),  # the outer product per item, (D,) -> (D, D) intermediate
+        max_time=(0.1, 0.3),
+    ),
+    # 04-05 ragged data
+    "ragged": dict(
+        n_items=(256, 4096),
+        features=(16, 128),
+        pad_sizes=((16, 32, 64, 128, 256, 512), (16, 32, 64, 128, 256, 512, 1024)),
+        max_time=(0.1, 0.3),
+        bucket_items=(2048, 6811),
+        bucket_counts=((1, 2, 4, 8, 16), (1, 2, 4, 8, 16, 32)),
+    ),
     # 06: per-item fn with a features x features temporary; budgets for the slider (KiB)
-    "budget": {
-        "cpu": dict(
-            features=64, chunk_size=8, budgets_kib=(64, 128, 256, 512, 1024, 2048), budget_kib=256
-        ),
-        "gpu": dict(
-            features=1024,
-            chunk_size=64,
-            budgets_kib=(2**16, 2**17, 2**18, 2**19, 2**20, 2**21),
-            budget_kib=2**18,
-        ),
-    },
+    "budget": dict(
+        features=(64, 1024),
+        chunk_size=(8, 64),
+        budgets_kib=((64, 128, 256, 512, 1024, 2048), tuple(2**k for k in range(16, 22))),
+        budget_kib=(256, 2**18),
+    ),
     # 07: a dataset with bad items, run under a budget that forces halving
-    "faults": {
-        "cpu": dict(items=240, features=64, batch_size=64, budget_kib=256, bad=(7, 100, 101, 199)),
-        "gpu": dict(
-            items=20000, features=1024, batch_size=4096, budget_kib=2**19, bad=(7, 100, 101, 19999)
+    "faults": dict(
+        items=(240, 20000),
+        features=(64, 1024),
+        batch_size=(64, 4096),
+        budget_kib=(256, 2**19),
+        bad=((7, 100, 101, 199), (7, 100, 101, 19999)),
+    ),
+    # 08-09 fragmentation: simulated workloads (cheap everywhere) and XLA/in-place examples
+    "fragmentation": dict(
+        n_items=(48, 48),
+        batch_sizes=((1, 2, 4, 8, 16), (1, 2, 4, 8, 16)),
+        headroom=(1.1, 1.1),
+        layers_shape=((256, 128), (4096, 1024)),
+        update_size=(1 << 16, 1 << 24),
+        xla=(_XLA, _XLA),  # XLA-derived traces: compiled only, never run, so real sizes everywhere
+        loop_sizes=(
+            tuple(1 << k for k in range(12, 24, 2)),
+            tuple(1 << k for k in range(14, 26, 2)),
         ),
-    },
-    # fragmentation: simulated workloads (cheap everywhere) and XLA/in-place examples
-    "fragmentation": {
-        "cpu": dict(
-            n_items=48,
-            batch_sizes=(1, 2, 4, 8, 16),
-            headroom=1.1,
-            layers_shape=(256, 128),
-            update_size=1 << 16,
-            # XLA-derived traces: compiled only, never run, so real sizes everywhere
-            xla=dict(
-                n_items=48, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512
-            ),
-            loop_sizes=(1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22),
-        ),
-        "gpu": dict(
-            n_items=48,
-            batch_sizes=(1, 2, 4, 8, 16),
-            headroom=1.1,
-            layers_shape=(4096, 1024),
-            update_size=1 << 24,
-            xla=dict(
-                n_items=48, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512
-            ),
-            loop_sizes=(1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24),
-        ),
-    },
-    # loading and scaling
-    "loading": {
-        "cpu": dict(
-            n_items=2048, features=256, batch_sizes=(16, 64, 256), repeat=3, overlap_batches=12
-        ),
-        "gpu": dict(
-            n_items=16384,
-            features=1024,
-            batch_sizes=(64, 256, 1024, 4096),
-            repeat=5,
-            overlap_batches=24,
-        ),
-    },
-    "scaling": {
-        "cpu": dict(
-            batch=1024, features=64, hidden=256, device_counts=(1, 2, 4, 8), uneven_batch=1001
-        ),
-        "gpu": dict(
-            batch=65536, features=512, hidden=2048, device_counts=(1, 2, 4, 8), uneven_batch=65535
-        ),
-    },
+    ),
+    # 10 loading and 11 scaling
+    "loading": dict(
+        n_items=(2048, 16384),
+        features=(256, 1024),
+        batch_sizes=((16, 64, 256), (64, 256, 1024, 4096)),
+        repeat=(3, 5),
+        overlap_batches=(12, 24),
+    ),
+    "scaling": dict(
+        batch=(1024, 65536),
+        features=(64, 512),
+        hidden=(256, 2048),
+        device_counts=((1, 2, 4, 8), (1, 2, 4, 8)),
+        uneven_batch=(1001, 65535),
+    ),
 }
+PROFILES = ("cpu", "gpu")
 
 
 class Sizes:
     """Read-only sizes of one topic for one profile (attribute access)."""
 
     def __init__(self, topic: str, profile: str, values: dict[str, Any]) -> None:
-        object.__setattr__(self, "topic", topic)
-        object.__setattr__(self, "profile", profile)
-        object.__setattr__(self, "_values", MappingProxyType(dict(values)))
+        object.__setattr__(self, "_values", {"topic": topic, "profile": profile, **values})
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -168,26 +115,11 @@ class Sizes:
             ) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("Sizes are read-only; edit batchlab/config.py to change them.")
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self._values)
+        raise AttributeError("Sizes are read-only; edit batchlab/_util/config.py to change them.")
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in self._values.items())
+        inner = ", ".join(f"{k}={v!r}" for k, v in list(self._values.items())[2:])
         return f"Sizes({self.topic}, {self.profile}: {inner})"
-
-
-def current_profile() -> str:
-    """``BATCHLAB_PROFILE`` if set, else ``cpu`` on the CPU backend and ``gpu`` elsewhere."""
-    profile = os.environ.get("BATCHLAB_PROFILE") or (
-        "cpu" if jax.default_backend() == "cpu" else "gpu"
-    )
-    if profile not in ("cpu", "gpu"):
-        raise ValueError(
-            f"BATCHLAB_PROFILE must be 'cpu' or 'gpu', got {profile!r}; unset it to follow the backend."
-        )
-    return profile
 
 
 def sizes(topic: str, *, profile: str | None = None) -> Sizes:
@@ -195,14 +127,22 @@ def sizes(topic: str, *, profile: str | None = None) -> Sizes:
 
     Args:
       topic: one of the keys of ``TOPICS`` (``"tour"``, ...).
-      profile: ``"cpu"`` or ``"gpu"``; ``None`` follows :func:`current_profile`.
+      profile: ``"cpu"`` or ``"gpu"``; ``None``: ``BATCHLAB_PROFILE`` if set, else the backend's.
 
     Raises:
       ValueError: unknown topic or profile.
     """
     if topic not in TOPICS:
         raise ValueError(f"`topic` must be one of {sorted(TOPICS)}, got {topic!r}.")
-    profile = current_profile() if profile is None else profile
-    if profile not in TOPICS[topic]:
-        raise ValueError(f"`profile` must be one of {sorted(TOPICS[topic])}, got {profile!r}.")
-    return Sizes(topic, profile, TOPICS[topic][profile])
+    if profile is None:
+        backend = "cpu" if jax.default_backend() == "cpu" else "gpu"
+        profile = os.environ.get("BATCHLAB_PROFILE") or backend
+        if profile not in PROFILES:
+            raise ValueError(
+                f"BATCHLAB_PROFILE must be 'cpu' or 'gpu', got {profile!r}; "
+                "unset it to follow the backend."
+            )
+    if profile not in PROFILES:
+        raise ValueError(f"`profile` must be one of {list(PROFILES)}, got {profile!r}.")
+    i = PROFILES.index(profile)
+    return Sizes(topic, profile, {k: v[i] for k, v in TOPICS[topic].items()})

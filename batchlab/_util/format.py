@@ -1,7 +1,6 @@
-"""Human units and small HTML tables shared by every result type.
+"""Human units and small tables shared by every result type.
 
-Every figure the kit shows goes through these helpers, so bytes always read
-as B/KiB/MiB/GiB and durations as ns/µs/ms/s, in the terminal and in
+Bytes always read as B/KiB/MiB/GiB and durations as ns/µs/ms/s, in the terminal and in
 notebooks alike.
 """
 
@@ -12,30 +11,20 @@ import math
 from collections.abc import Iterable, Sequence
 
 BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+SECOND_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+_CELL = "<{0} style='{1}padding:2px 8px'>{2}</{0}>"
 
 
 def format_bytes(n: float | None) -> str:
-    """Formats a byte count in binary units.
-
-    Args:
-      n: a number of bytes, or ``None`` for a figure the backend cannot give.
-
-    Returns:
-      ``"1.50 KiB"``-style text; ``"n/a"`` for ``None``.
+    """A byte count in binary units; ``"n/a"`` for ``None`` (a figure the backend cannot give).
 
     Example:
-      >>> format_bytes(1536)
-      '1.50 KiB'
-      >>> format_bytes(12)
-      '12 B'
-      >>> format_bytes(None)
-      'n/a'
+      >>> format_bytes(1536), format_bytes(12), format_bytes(None)
+      ('1.50 KiB', '12 B', 'n/a')
     """
     if n is None:
         return "n/a"
-    n = float(n)
-    sign = "-" if n < 0 else ""
-    n = abs(n)
+    sign, n = "-" if n < 0 else "", abs(float(n))
     if n < 1024:
         return f"{sign}{n:.0f} B"
     exp = min(int(math.log(n, 1024)), len(BYTE_UNITS) - 1)
@@ -46,35 +35,26 @@ def format_bytes(n: float | None) -> str:
 
 
 def format_seconds(t: float | None) -> str:
-    """Formats a duration with three significant digits.
+    """A duration with three significant digits.
 
     Example:
-      >>> format_seconds(0.00123)
-      '1.23 ms'
-      >>> format_seconds(2.5e-7)
-      '250 ns'
-      >>> format_seconds(3.0)
-      '3.00 s'
+      >>> format_seconds(0.00123), format_seconds(2.5e-7), format_seconds(3.0)
+      ('1.23 ms', '250 ns', '3.00 s')
     """
     if t is None:
         return "n/a"
-    t = float(t)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if abs(t) >= scale or unit == "ns":
-            value = t / scale
-            digits = 2 if abs(value) < 10 else (1 if abs(value) < 100 else 0)
-            return f"{value:.{digits}f} {unit}"
-    raise AssertionError("unreachable")
+    unit, scale = next((u, s) for u, s in SECOND_UNITS if abs(t) >= s or u == "ns")
+    value = float(t) / scale
+    digits = 2 if abs(value) < 10 else (1 if abs(value) < 100 else 0)
+    return f"{value:.{digits}f} {unit}"
 
 
 def format_count(n: float | None) -> str:
-    """Formats a large count (flops, items/s) with k/M/G/T suffixes.
+    """A large count (flops, items/s) with k/M/G/T suffixes.
 
     Example:
-      >>> format_count(1234567)
-      '1.23 M'
-      >>> format_count(12)
-      '12'
+      >>> format_count(1234567), format_count(12)
+      ('1.23 M', '12')
     """
     if n is None:
         return "n/a"
@@ -105,24 +85,12 @@ def html_table(
     """A small, escaped HTML table for ``_repr_html_``."""
     out = ['<table style="border-collapse:collapse;font-family:monospace">']
     if caption:
-        out.append(
-            f'<caption style="text-align:left;font-weight:bold">{html.escape(caption)}</caption>'
-        )
-    if header:
-        out.append(
-            "<tr>"
-            + "".join(
-                f"<th style='text-align:left;padding:2px 8px'>{html.escape(str(h))}</th>"
-                for h in header
-            )
-            + "</tr>"
-        )
-    for r in rows:
-        out.append(
-            "<tr>"
-            + "".join(f"<td style='padding:2px 8px'>{html.escape(str(c))}</td>" for c in r)
-            + "</tr>"
-        )
+        style = "text-align:left;font-weight:bold"
+        out.append(f'<caption style="{style}">{html.escape(caption)}</caption>')
+    lines = [("th", "text-align:left;", header)] if header else []
+    for tag, style, row in lines + [("td", "", r) for r in rows]:
+        cells = "".join(_CELL.format(tag, style, html.escape(str(c))) for c in row)
+        out.append(f"<tr>{cells}</tr>")
     out.append("</table>")
     return "".join(out)
 

@@ -1,16 +1,15 @@
 """``advise``: the fastest way to batch the user's function that fits the budget, measured here.
 
-1. **Plan** every candidate (:mod:`batchlab.advisor.candidates`) at the
-   measured batch with XLA. Those over the budget are not run. When none fits,
-   the batch shrinks to what the leanest plan fits, and the advice leads with it.
-2. **Time** the rest with the one sampler, :func:`batchlab.measuring.interleaved`:
-   a short run screens out those shown over 1.5x slower, a longer one decides
-   on per-round ratios (:func:`batchlab.advisor.choice.decide`), and when it
-   cannot, a third times only the candidates it could not order.
-3. **Fit** the pick: :func:`batchlab.max_batch_size` with ``margin="calibrated"``
-   (the runs room's plan-to-real ratio, measured in a fresh process). A pick
-   whose plan times the margin does not fit the measured batch is left out,
-   with the reason, and the next is fitted.
+1. **Plan** every candidate (:mod:`batchlab.advisor.candidates`) at the measured batch with
+   XLA. Those over the budget are not run. When none fits, the batch shrinks to what the
+   leanest plan fits, and the advice leads with it.
+2. **Time** the rest with the one sampler, :func:`batchlab.measuring.interleaved`: a short
+   run screens out those shown over 1.5x slower, a longer one decides on per-round ratios
+   (:func:`batchlab.advisor.choice.decide`), and when it cannot, a third times only the
+   candidates it could not order.
+3. **Fit** the pick: :func:`batchlab.max_batch_size` with ``margin="calibrated"`` (the runs
+   room's plan-to-real ratio, measured in a fresh process). A pick whose plan times the
+   margin does not fit the measured batch is left out, with the reason, and the next is fitted.
 """
 
 from __future__ import annotations
@@ -81,24 +80,24 @@ def _item_and_batch(example: Any, in_axes: Any, n: int) -> tuple[Any, tuple, Any
 def _check(
     fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn
 ):
+    """Every argument, before anything compiles; True for ragged ``example``."""
     check_callable(fn)
     ragged = isinstance(example, (Ragged, TokenDataset))
-    if ragged:
-        if in_axes is not None:
-            raise ValueError(
-                "`in_axes` does not apply to ragged input: `fn(values, mask)` takes one padded "
-                f"item; got in_axes={in_axes!r}. Leave it None."
-            )
-        if len(example) == 0:
-            raise ValueError("`example` holds no items: the advisor needs a workload to measure.")
-    else:
+    if ragged and in_axes is not None:
+        raise ValueError(
+            "`in_axes` does not apply to ragged input: `fn(values, mask)` takes one padded "
+            f"item; got in_axes={in_axes!r}. Leave it None."
+        )
+    if ragged and len(example) == 0:
+        raise ValueError("`example` holds no items: the advisor needs a workload to measure.")
+    if not ragged:
         check_array_tree(example, "example")
-        if in_axes is not None and in_axes != 0:
-            if not isinstance(in_axes, tuple):
-                raise ValueError(
-                    f"`in_axes` must be None (`example` is one item), 0, or a tuple of 0 and None "
-                    f"(e.g. in_axes=(0, None) for fn(x, weights)), got in_axes={in_axes!r}."
-                )
+        if in_axes is not None and in_axes != 0 and not isinstance(in_axes, tuple):
+            raise ValueError(
+                f"`in_axes` must be None (`example` is one item), 0, or a tuple of 0 and None "
+                f"(e.g. in_axes=(0, None) for fn(x, weights)), got in_axes={in_axes!r}."
+            )
+        if isinstance(in_axes, tuple):
             try:
                 check_in_axes(in_axes, example)
             except ValueError as e:  # the same rule; here the argument is `example`
@@ -107,7 +106,7 @@ def _check(
             raise ValueError(
                 "`packed_fn` is for ragged input (a bl.Ragged or a TokenDataset) only."
             )
-    if budget is not None and not isinstance(budget, Budget):
+    if not isinstance(budget, Budget | None):
         check_positive_int(budget, "budget")
     check_positive_int(batch_size, "batch_size", allow_none=True)
     if chunk_sizes is not None:
@@ -127,11 +126,11 @@ def _time(
 ) -> tuple[dict, dict[str, str]]:
     """Interleaved samples of the candidates worth timing, and why the others were dropped.
 
-    Three runs of the one sampler: a short one screens out those shown over 1.5x
-    slower (a quarter of ``max_seconds``), a longer one times the rest (half), and
-    when it cannot decide, a third times only the candidates it could not order
-    (the last quarter). The second and third runs' rounds are pooled for those
-    candidates: every round of either run timed all of them, so the pairing holds.
+    Three runs of the one sampler: a short one screens out those shown over 1.5x slower (a
+    quarter of ``max_seconds``), a longer one times the rest (half), and when it cannot
+    decide, a third times only the candidates it could not order (the last quarter). The
+    second and third runs' rounds are pooled for those: every round timed all of them, so
+    the pairing holds.
     """
     calls = {c.label: c.call for c in cands}
     if len(calls) == 1:  # one candidate: nothing to order; two rounds for its figure
@@ -139,10 +138,8 @@ def _time(
     bar.set_description(f"advise: screening {len(cands)} candidates")
     short = interleaved(calls, rounds=6, passes=1, max_seconds=max_seconds / 4, source=SOURCE)
     short.pop("_twice", None)
-    dropped = {
-        k: f"screened out: over 1.5x the fastest's time (6 rounds at {items} items)"
-        for k in screen(short)
-    }
+    why = f"screened out: over 1.5x the fastest's time (6 rounds at {items} items)"
+    dropped = dict.fromkeys(screen(short), why)
     bar.update(1)
     kept = {k: v for k, v in calls.items() if k not in dropped and k != "_twice"}
     if len(kept) < 2:  # the short run decides: its fastest against the runner-up
@@ -158,7 +155,8 @@ def _time(
         for k, s in more.items():
             full[k] = replace(s, values=full[k].values + s.values, paired=token)
         for k in set(kept) - set(verdict.tied):
-            dropped[k] = f"slower than {verdict.pick} ({len(full[verdict.pick].values)} rounds)"
+            rounds = len(full[verdict.pick].values)
+            dropped[k] = f"screened out: slower than {verdict.pick} ({rounds} rounds)"
     bar.update(1)
     return {**short, **full}, dropped  # the screened keep their short run's samples
 
@@ -180,10 +178,10 @@ def advise(
 ) -> Advice:
     """The fastest way to batch ``fn`` that fits ``budget``, timed here, and the batch size that fits.
 
-    Dense: ``vmap``, ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ...
-    below the batch (and ``chunk_sizes``), host chunks. Ragged (a ``bl.Ragged`` or
-    ``TokenDataset``, ``fn(values, mask)`` of one padded item): pad, ``n_buckets``
-    buckets of the same tokens per batch, and packing each batch with ``packed_fn``.
+    Dense: ``vmap``, ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ... below the
+    batch (and ``chunk_sizes``), host chunks. Ragged (a ``bl.Ragged`` or ``TokenDataset``,
+    ``fn(values, mask)`` of one padded item): pad, ``n_buckets`` buckets of the same tokens
+    per batch, and packing each batch with ``packed_fn``.
 
     Args:
       fn: the per-item function (``in_axes=None`` or 0), or the one ``jax.vmap(fn, in_axes)`` maps.
@@ -215,17 +213,15 @@ def advise(
         fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn
     )
     start = time.perf_counter()
-    budget = (
-        budget
-        if isinstance(budget, Budget)
-        else default_budget()
-        if budget is None
-        else Budget(int(budget), "given")
-    )
+    if budget is None:
+        budget = default_budget()
+    elif not isinstance(budget, Budget):
+        budget = Budget(int(budget), "given")
     bar = tqdm(total=4, desc="advise: planning", disable=not progress, leave=False)
+    lead, margin, how = "", None, "not fitted yet"
     if ragged:
         data = example.ragged if isinstance(example, TokenDataset) else as_ragged(example)
-        n = check_positive_int(batch_size, "batch_size", allow_none=True) or 64
+        n = batch_size or 64
         n_buckets = check_positive_int(n_buckets, "n_buckets")
         longest = int(data.lengths.max())
         item = (np.zeros(longest, data.flat.dtype), np.ones(longest, bool))
@@ -233,7 +229,6 @@ def advise(
             unjit(fn), item, budget_bytes=budget.bytes, in_axes=(0, 0), upper=n, margin="calibrated"
         )
         margin, how = float(fit.margin), str(fit.margin_source)
-        lead = ""
         if int(fit) < n:
             lead = f"nothing fits at {n} rows x {longest} tokens: fitted {int(fit)} rows (budget / {margin:.2f})"
             n = max(1, int(fit))
@@ -255,8 +250,8 @@ def advise(
                 f"`fn` cannot be called on one item of `example` (in_axes={in_axes!r}): "
                 f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             ) from e
-        cands = dense_candidates(fn, args, axes, n, chunk_sweep(n, chunk_sizes or ()), strategies)
-        lead, margin, how = "", None, "not fitted yet"
+        sweep = chunk_sweep(n, chunk_sizes or ())
+        cands = dense_candidates(fn, args, axes, n, sweep, strategies)
         if cands and min(c.planned for c in cands) > budget.bytes:
             lean = min(cands, key=lambda c: c.planned)
             small = int(max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, in_axes=axes,
@@ -275,11 +270,7 @@ def advise(
             )
         items = n
     bar.update(1)
-    over = {
-        c.label: "over the budget: not run"
-        for c in cands
-        if c.planned * (margin or 1.0) > budget.bytes
-    }
+    over = {c.label for c in cands if c.planned * (margin or 1.0) > budget.bytes}
     timed = [c for c in cands if c.label not in over]
     if not timed:
         bar.close()
@@ -303,29 +294,21 @@ def advise(
                              margin="calibrated", known=known.setdefault(pick.label, {n: pick.planned}))  # fmt: skip
         size, margin, how = int(fit), float(fit.margin), str(fit.margin_source)
         if size >= n or len(pool) == 1 or attempt == MAX_FITS - 1:
-            if size < n:
-                lead = (
-                    lead
-                    or f"nothing timed fits {n} items with the margin: {pick.label} fits {size}"
-                )
+            if size < n and not lead:
+                lead = f"nothing timed fits {n} items with the margin: {pick.label} fits {size}"
             break
-        excluded.append(
-            (pick.label, f"faster, but with margin {margin:.2f} it fits {size} items, not {n}")
-        )
+        why = f"faster, but with margin {margin:.2f} it fits {size} items, not {n}"
+        excluded.append((pick.label, why))
         pool.pop(pick.label)
     bar.update(1)
     bar.close()
     if over:  # one line: what was not run, by its plan
-        excluded.append(
-            (
-                "not run",
-                f"over the budget at {items} items: "
-                + ", ".join(
-                    f"{c.label} plans {format_bytes(c.planned)}" for c in cands if c.label in over
-                ),
-            )
+        plans = ", ".join(
+            f"{c.label} plans {format_bytes(c.planned)}" for c in cands if c.label in over
         )
-    notes = {**over, **dropped, **{k: "left out: " + w for k, w in excluded if k in planned}}
+        excluded.append(("not run", f"over the budget at {items} items: {plans}"))
+    notes = {**dict.fromkeys(over, "over the budget: not run"), **dropped}
+    notes.update((k, "left out: " + w) for k, w in excluded if k in planned)
     results = tuple(
         CandidateResult(*c[:3], items, c.planned, samples.get(c.label), c.code, notes.get(c[0], ""))
         for c in cands
@@ -341,6 +324,3 @@ def _nothing(fn, cands, n, budget, lead, start) -> Advice:
     )
     return Advice(fn_name(fn), "dense", n, results, None, None, False, (), "", budget, None,
                   "not fitted", 0, (), lead, time.perf_counter() - start)  # fmt: skip
-
-
-__all__ = ["advise"]

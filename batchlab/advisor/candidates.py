@@ -1,16 +1,15 @@
 """The ways to batch the user's function, each planned by XLA and ready to call.
 
 A :class:`Candidate` is one way: its label, XLA's plan (the kit's one plan path,
-:func:`batchlab.runs.planning.compile_program`: closed-over arrays counted as
-arguments), a zero-argument call on the measured data (the compiled program
-itself, so timing it compiles nothing again) and the plain JAX to paste.
+:func:`batchlab.runs.planning.compile_program`: closed-over arrays counted as arguments), a
+zero-argument call on the measured data (the compiled program itself, so timing it compiles
+nothing again) and the plain JAX to paste.
 
-Dense: ``vmap``; ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ...
-below the batch, and the caller's sizes; host chunks (one jitted ``vmap`` per
-chunk) for the chunks of at most 4 dispatches. Ragged (``fn(values, mask)`` of one
-padded item): pad every item to the longest, length buckets with the same
-tokens per batch, and, given ``packed_fn(values, segment_ids, num_segments)``,
-packing each batch into those tokens.
+Dense: ``vmap``; ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ... below the
+batch, and the caller's sizes; host chunks (one jitted ``vmap`` per chunk) for the chunks of at
+most 4 dispatches. Ragged (``fn(values, mask)`` of one padded item): pad every item to the
+longest, length buckets with the same tokens per batch, and, given ``packed_fn(values,
+segment_ids, num_segments)``, packing each batch into those tokens.
 """
 
 from __future__ import annotations
@@ -165,13 +164,3 @@ def ragged_candidates(
         call = lambda: [program(v, s) for v, s in on_device]  # noqa: E731
         out.append(Candidate("pack per batch", "pack", tokens, program.planned, call, code))
     return out
-
-
-__all__ = [
-    "Candidate",
-    "chunk_sweep",
-    "dense_candidates",
-    "fn_name",
-    "pack_groups",
-    "ragged_candidates",
-]

@@ -1,15 +1,13 @@
 """From paired timings to a pick: the fastest, only where the per-round ratios say so.
 
-:func:`decide` takes one :func:`batchlab.measuring.interleaved` run. The
-candidate with the smallest median is the fastest; each other is *slower*
-when ``ratio_above(other, fastest, 1.0)`` holds (its per-round ratios'
-distribution-free interval lies above 1). When every other is slower, the
-fastest is the pick and the ratio against the runner-up is the deciding
-number. Candidates it cannot tell from the fastest but each shown within
-1.1x of it (``ratio_below``) are equivalent: the pick among them is the
-smallest plan (XLA's, deterministic). Otherwise there is not enough evidence:
-the advice says so and names the fastest median so far. :func:`screen` drops, after a
-short run, the candidates shown over 1.5x slower than the fastest.
+:func:`decide` takes one :func:`batchlab.measuring.interleaved` run. The candidate with the
+smallest median is the fastest; each other is *slower* when ``ratio_above(other, fastest,
+1.0)`` holds (its per-round ratios' distribution-free interval lies above 1). When every other
+is slower, the fastest is the pick and the ratio against the runner-up is the deciding number.
+Candidates it cannot tell from the fastest but each shown within 1.1x of it (``ratio_below``)
+are equivalent: the pick among them is the smallest plan (XLA's, deterministic). Otherwise
+there is not enough evidence: the advice says so and names the fastest median so far.
+:func:`screen` drops, after a short run, the candidates shown over 1.5x slower than the fastest.
 """
 
 from __future__ import annotations
@@ -75,6 +73,3 @@ def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdic
     return Verdict(
         fastest, far[0], False, tuple(tied), ratio_above(far[0], fastest, 1.0)(samples).deciding
     )
-
-
-__all__ = ["SCREEN_RATIO", "WITHIN", "Verdict", "decide", "screen", "slower_than_fastest"]

@@ -1,10 +1,7 @@
 """What :func:`batchlab.advise` found: every candidate's plan and timing, the pick, the fit, why.
 
-Every figure is this run's: the plans are XLA's (deterministic), the timings
-one :func:`batchlab.measuring.interleaved` run (paired by round), the fit
-:func:`batchlab.max_batch_size` with the calibrated margin. ``why`` is at most
-ten lines: the pick, the deciding ratio against the runner-up, the fit, and
-each faster candidate left out, with the reason.
+The plans are XLA's (deterministic), the timings one :func:`batchlab.measuring.interleaved`
+run (paired by round), the fit :func:`batchlab.max_batch_size` with the calibrated margin.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from dataclasses import dataclass
 import jax
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from batchlab._util.format import format_bytes, format_seconds, html_table, text_table
+from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab._util.plotting import new_figure, short_bytes, short_seconds
 from batchlab.claims.evidence import Samples
 from batchlab.runs.budget import Budget
@@ -25,8 +22,8 @@ from batchlab.runs.budget import Budget
 class CandidateResult:
     """One candidate: XLA's plan at ``items`` items, its interleaved samples (per call), the code.
 
-    ``samples`` is ``None`` when it was not timed; ``note`` says why (over the
-    budget, screened out as slower, out of time).
+    ``samples`` is ``None`` when it was not timed; ``note`` says why (over the budget,
+    screened out as slower, out of time).
     """
 
     label: str
@@ -43,24 +40,16 @@ class CandidateResult:
         """The median sample over the items (seconds per item), ``None`` if not timed."""
         return None if self.samples is None else statistics.median(self.samples.values) / self.items
 
-    def cells(self) -> tuple[str, str, str]:
-        t = "-" if self.per_item is None else format_seconds(self.per_item)
-        return self.label, format_bytes(self.planned_bytes), t, self.note or "timed"
-
-
-HEADER = ("candidate", "planned peak (XLA)", "time per item (median)", "")
-
 
 @dataclass(frozen=True)
-class Advice:
+class Advice(Rows):
     """The advice for one function here (see :func:`batchlab.advise`).
 
-    ``recommended``: the pick's label (``None`` only when not one item fits);
-    ``tied``: the candidates the timings cannot order; ``decided``: the pick is
-    backed by them (faster than the runner-up, or within 1.1x of the fastest
-    and the smallest plan); ``False``: not enough evidence, the fastest median.
-    ``batch_size``: the largest batch (items; ragged: rows, or tokens per batch)
-    whose plan fits ``budget / margin``.
+    ``recommended``: the pick's label (``None`` only when not one item fits); ``tied``: the
+    candidates the timings cannot order; ``decided``: the pick is backed by them (faster than
+    the runner-up, or within 1.1x of the fastest and the smallest plan); ``False``: not
+    enough evidence, the fastest median. ``batch_size``: the largest batch (items; ragged:
+    rows, or tokens per batch) whose plan fits ``budget / margin``.
     """
 
     name: str
@@ -79,6 +68,8 @@ class Advice:
     excluded: tuple[tuple[str, str], ...] = ()
     lead: str = ""
     seconds: float = 0.0
+
+    _header = ("candidate", "planned peak (XLA)", "time per item (median)", "")
 
     def __getitem__(self, label: str) -> CandidateResult:
         for c in self.candidates:
@@ -101,85 +92,76 @@ class Advice:
         return None if self.best is None or self.mode != "dense" else self.best.chunk
 
     @property
-    def planned_budget_bytes(self) -> int:
-        """The figure the plan is compared with: the budget over the margin."""
-        return max(1, int(self.budget.bytes / (self.margin or 1.0)))
-
-    @property
-    def code(self) -> str:
-        """Plain JAX for the pick, with the batch size that fits."""
-        if self.best is None:
-            return "# nothing fits: " + self.lead
-        return f"batch_size = {self.batch_size}  # {self.unit} per batch: {self.fit_line()}\n{self.best.code}"
-
-    @property
     def unit(self) -> str:
         """What ``batch_size`` counts: items (dense), rows (padding) or tokens (buckets, packs)."""
         if self.mode == "dense" or self.best is None:
             return "items"
         return "rows" if self.best.strategy == "pad" else "tokens"
 
-    def fit_line(self) -> str:
+    def _fit(self) -> str:
         how = self.margin_source.split(":")[0]  # "calibrated", "given", "not calibrated"
         return (
             f"plan <= {format_bytes(self.budget.bytes)} / {self.margin or 1.0:.2f} ({how} margin)"
         )
 
     @property
+    def code(self) -> str:
+        """Plain JAX for the pick, with the batch size that fits."""
+        if self.best is None:
+            return "# nothing fits: " + self.lead
+        fit = f"batch_size = {self.batch_size}  # {self.unit} per batch: {self._fit()}"
+        return f"{fit}\n{self.best.code}"
+
+    @property
     def why(self) -> str:
         """At most ten lines: the pick, the deciding number, the fit, what faster was left out."""
         if self.best is None:
             return self.lead
-        lines = [self.lead] if self.lead else []
+        tied = ", ".join(self.tied[:4]) + (
+            f" and {len(self.tied) - 4} more" if len(self.tied) > 4 else ""
+        )
         if self.runner_up is None:
-            lines.append(f"pick: {self.recommended} (the only candidate timed within the budget)")
+            pick = f"pick: {self.recommended} (the only candidate timed within the budget)"
         elif not self.tied:
-            lines.append(f"pick: {self.recommended}, faster than the runner-up {self.runner_up}")
+            pick = f"pick: {self.recommended}, faster than the runner-up {self.runner_up}"
         elif self.decided:
-            lines.append(
-                f"the timings cannot order {_names(self.tied)}, but each is within 1.1x of "
-                f"the fastest; pick: {self.recommended}, the smallest plan among them"
+            pick = (
+                f"the timings cannot order {tied}, but each is within 1.1x of the fastest; "
+                f"pick: {self.recommended}, the smallest plan among them"
             )
         else:
-            lines.append(
-                f"not enough evidence to order {_names(self.tied)}; the fastest median so "
-                f"far: {self.recommended} (rerun with a larger max_seconds to decide)"
+            pick = (
+                f"not enough evidence to order {tied}; the fastest median so far: "
+                f"{self.recommended} (rerun with a larger max_seconds to decide)"
             )
+        lines = [self.lead, pick] if self.lead else [pick]
         if self.deciding:
             lines.append(f"deciding: {self.deciding}")
         lines.append(
-            f"fit: {self.batch_size} {self.unit} per batch of {self.recommended}, {self.fit_line()}"
+            f"fit: {self.batch_size} {self.unit} per batch of {self.recommended}, {self._fit()}"
         )
         lines += [f"left out: {label}: {why}" for label, why in self.excluded[: 9 - len(lines)]]
         return "\n".join(lines[:10])
 
-    def summary(self) -> str:
-        return self.why
-
-    def _rows(self) -> list[tuple]:
-        return [c.cells() for c in self.candidates]
-
-    def _caption(self) -> str:
+    def _title(self) -> str:
         return (
             f"advise({self.name}): {len(self.candidates)} candidates at {self.items} items, "
             f"budget {format_bytes(self.budget.bytes)} ({self.budget.source}), {self.seconds:.1f} s"
         )
 
-    def __repr__(self) -> str:
-        return "\n".join([self._caption(), text_table(self._rows(), HEADER), self.why])
+    def _rows(self) -> list[tuple]:
+        rows = []
+        for c in self.candidates:
+            t = "-" if c.per_item is None else format_seconds(c.per_item)
+            rows.append((c.label, format_bytes(c.planned_bytes), t, c.note or "timed"))
+        return rows
 
-    def _repr_html_(self) -> str:
-        why = "<pre>" + self.why + "</pre>"
-        return html_table(self._rows(), HEADER, caption=self._caption()) + why
+    def _notes(self) -> tuple[str, ...]:
+        return (self.why,)
 
     def plot(self, *, axes=None):
         """Time per item against XLA's planned peak, one mark per timed candidate."""
         return plot_candidates(self, axes=axes)
-
-
-def _names(labels: tuple[str, ...]) -> str:
-    more = f" and {len(labels) - 4} more" if len(labels) > 4 else ""
-    return ", ".join(labels[:4]) + more
 
 
 def plot_candidates(
@@ -216,6 +198,3 @@ def plot_candidates(
                  f"{jax.default_backend()}, jax {jax.__version__}", fontsize=11)  # fmt: skip
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
     return fig
-
-
-__all__ = ["HEADER", "Advice", "CandidateResult", "plot_candidates"]

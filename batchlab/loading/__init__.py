@@ -10,8 +10,12 @@ from batchlab.loading.files import (
     load_npy,
     make_dataset,
 )
-from batchlab.loading.prefetch_compare import PrefetchComparison, compare_prefetch
-from batchlab.loading.prefetching import prefetch, prefetch_threads
+from batchlab.loading.prefetching import (
+    PrefetchComparison,
+    compare_prefetch,
+    prefetch,
+    prefetch_threads,
+)
 from batchlab.loading.speed import (
     Ceiling,
     last_level_cache_bytes,

@@ -12,17 +12,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.checks import (
-    check_choice,
-    check_dtype,
-    check_numeric_dtype,
-    check_positive_int,
-)
+from batchlab._util.checks import check_choice, check_dtype, check_numeric_dtype, check_positive_int
 from batchlab._util.format import format_bytes
 
 METHODS = ("per_item", "bulk", "mmap")
 ORDERS = ("contiguous", "random")
 TRANSFERS = ("batch", "item")
+_REGENERATE = "Regenerate it with np.save(path, array)."
 
 
 @dataclass(frozen=True)
@@ -57,6 +53,23 @@ class Dataset:
         )
 
 
+def _check_path(value: Any, name: str, what: str) -> None:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(
+            f"`{name}` must be a {what} path (str or Path), got {type(value).__name__} "
+            f"{value!r:.40}" + ("; e.g. tempfile.mkdtemp()." if what == "folder" else ".")
+        )
+
+
+def _not_a_folder(name: str, directory: Path, *folders: Path) -> None:
+    for folder in (directory, *folders):
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(
+                f"{name} {directory} cannot hold the dataset: {folder} is a file, not a folder. "
+                "Pass a folder path (e.g. tempfile.mkdtemp()), or move that file away."
+            )
+
+
 def make_dataset(
     directory: str | Path,
     n_items: int,
@@ -65,17 +78,8 @@ def make_dataset(
     dtype: str = "float32",
     seed: int = 0,
 ) -> Dataset:
-    """Writes ``n_items`` random items as per-item files and as one bulk file.
-
-    Args:
-      directory: where to write (created if missing); use a temporary directory.
-      n_items: number of items (rows).
-      item_shape: shape of one item, e.g. ``(256,)``.
-      dtype: numpy dtype name.
-      seed: seed of the ``numpy.random.default_rng`` that draws the values.
-
-    Returns:
-      A :class:`Dataset`.
+    """Writes ``n_items`` random items (``numpy.random.default_rng(seed)``) as per-item files
+    and as one bulk file in ``directory`` (created if missing; use a temporary one).
 
     Example:
       >>> import tempfile
@@ -85,11 +89,7 @@ def make_dataset(
       >>> load_npy(d.item_path(2), shape=(3,), dtype="float32").shape
       (3,)
     """
-    if not isinstance(directory, (str, os.PathLike)):
-        raise TypeError(
-            f"`directory` must be a folder path (str or Path), got {type(directory).__name__} "
-            f"{directory!r:.40}; e.g. tempfile.mkdtemp()."
-        )
+    _check_path(directory, "directory", "folder")
     check_positive_int(n_items, "n_items")
     if isinstance(item_shape, (int, np.integer)) or not hasattr(item_shape, "__iter__"):
         raise TypeError(
@@ -106,12 +106,7 @@ def make_dataset(
             f"data as float32 or float16, and cast on the device: batch.astype(jnp.{dtype.name})."
         )
     directory = Path(directory)
-    for folder in (directory, directory / "items"):
-        if folder.exists() and not folder.is_dir():
-            raise ValueError(
-                f"`directory` {directory} cannot hold the dataset: {folder} is a file, not a "
-                f"folder. Pass a folder path (e.g. tempfile.mkdtemp()), or move that file away."
-            )
+    _not_a_folder("`directory`", directory, directory / "items")
     (directory / "items").mkdir(parents=True, exist_ok=True)
     data = np.random.default_rng(seed).standard_normal((n_items, *item_shape)).astype(dtype)
     dataset = Dataset(directory, n_items, item_shape, dtype.name)
@@ -124,16 +119,8 @@ def make_dataset(
 def load_npy(
     path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any = None, mmap: bool = False
 ) -> np.ndarray:
-    """Loads one ``.npy`` file safely: no pickles, and the shape and dtype checked.
-
-    Args:
-      path: the file.
-      shape: the expected shape (``None``: any).
-      dtype: the expected dtype (``None``: any).
-      mmap: memory-map read-only instead of reading the whole file.
-
-    Returns:
-      The array (a read-only ``np.memmap`` when ``mmap``).
+    """Loads one ``.npy`` file safely: no pickles, and the ``shape`` and ``dtype`` checked
+    (``None``: any); ``mmap`` memory-maps it read-only.
 
     Example:
       >>> import tempfile, os
@@ -141,12 +128,8 @@ def load_npy(
       >>> load_npy(p, shape=(2, 3), dtype="float64").sum()
       np.float64(0.0)
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(
-            f"`path` must be a file path (str or Path), got {type(path).__name__} {path!r:.40}."
-        )
-    dtype = check_dtype(dtype)
-    path = Path(path)
+    _check_path(path, "path", "file")
+    dtype, path = check_dtype(dtype), Path(path)
     want = (
         f"{np.dtype(dtype).name if dtype is not None else 'any dtype'}"
         f"{list(shape) if shape is not None else ' of any shape'}"
@@ -166,9 +149,9 @@ def load_npy(
         )
     if magic != b"\x93NUMPY":
         raise ValueError(
-            f"`path` {path} is not a valid .npy file (it does not start with the .npy "
-            f"magic bytes, got {magic!r}); expected {want}. Is it corrupt, or another format? "
-            "Regenerate it with np.save(path, array)."
+            f"`path` {path} is not a valid .npy file (it does not start with the .npy magic "
+            f"bytes, got {magic!r}); expected {want}. Is it corrupt, or another format? "
+            + _REGENERATE
         )
     try:
         array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
@@ -180,18 +163,17 @@ def load_npy(
                 f"arrays instead: np.save(path, np.asarray(x, dtype=...)). Expected {want}."
             ) from e
         raise ValueError(
-            f"`path` {path} is not a valid .npy file ({e}); expected {want}. "
-            "Regenerate it with np.save(path, array)."
+            f"`path` {path} is not a valid .npy file ({e}); expected {want}. {_REGENERATE}"
         ) from e
     except (OSError, EOFError) as e:
         raise ValueError(
-            f"`path` {path} is corrupt or truncated ({e}); expected a .npy file "
-            f"holding {want}. Regenerate it with np.save(path, array)."
+            f"`path` {path} is corrupt or truncated ({e}); expected a .npy file holding {want}. "
+            + _REGENERATE
         ) from e
     if shape is not None and tuple(array.shape) != tuple(shape):
         raise ValueError(
-            f"`path` {path} holds an array of shape {list(array.shape)}, expected "
-            f"{want}. Was it written for a different dataset?"
+            f"`path` {path} holds an array of shape {list(array.shape)}, expected {want}. "
+            "Was it written for a different dataset?"
         )
     if dtype is not None and array.dtype != np.dtype(dtype):
         raise ValueError(
@@ -235,7 +217,8 @@ def iter_batches(
     Args:
       dataset: a :class:`Dataset`.
       batch_size: items per batch.
-      method: ``"per_item"``, ``"bulk"`` or ``"mmap"`` (see the module docstring).
+      method: ``"per_item"`` (one file per item), ``"bulk"`` (one file read whole) or
+        ``"mmap"`` (the bulk file memory-mapped: only the rows a batch needs are read).
       order: ``"contiguous"`` or ``"random"`` (a fixed permutation from ``seed``).
       transfer: ``"batch"`` (one ``device_put`` per batch) or ``"item"`` (one per item,
         then one ``jnp.stack``).
@@ -255,34 +238,22 @@ def iter_batches(
         )
     check_choice(method, "method", METHODS)
     check_choice(transfer, "transfer", TRANSFERS)
-    if dataset.directory.exists() and not dataset.directory.is_dir():
-        raise ValueError(
-            f"`dataset`'s directory {dataset.directory} is a file, not a folder; build the "
-            f"dataset with make_dataset(folder, ...) and pass what it returns."
-        )
+    _not_a_folder("`dataset`'s directory", dataset.directory)
     batches = batch_indices(dataset.n_items, batch_size, order=order, seed=seed)
     expect = dict(shape=(dataset.n_items, *dataset.item_shape), dtype=dataset.dtype)
-    if method == "bulk":
-        source = load_npy(dataset.bulk_path, **expect)
-    elif method == "mmap":
-        source = load_npy(dataset.bulk_path, mmap=True, **expect)
+    if method != "per_item":
+        source = load_npy(dataset.bulk_path, mmap=method == "mmap", **expect)
     for number, idx in enumerate(batches):
         with jax.profiler.TraceAnnotation(f"load batch {number}"):
             if method == "per_item":
-                rows = [
-                    load_npy(
-                        dataset.item_path(int(i)), shape=dataset.item_shape, dtype=dataset.dtype
-                    )
-                    for i in idx
-                ]
+                item = dict(shape=dataset.item_shape, dtype=dataset.dtype)
+                rows = [load_npy(dataset.item_path(int(i)), **item) for i in idx]
             elif order == "contiguous":
                 rows = source[int(idx[0]) : int(idx[-1]) + 1]  # a slice: no gather
             else:
                 rows = source[idx]  # a gather from all over the array/file
             if transfer == "batch":
-                out = jax.device_put(
-                    np.stack(rows) if isinstance(rows, list) else np.asarray(rows), device
-                )
+                out = jax.device_put(np.asarray(rows), device)  # a list: stacked
             else:
                 out = jnp.stack([jax.device_put(np.asarray(r), device) for r in rows])
         yield out

@@ -1,25 +1,30 @@
-"""Load the next batches in a background thread while the current one computes."""
+"""Load the next batches in a background thread while the current one computes, and the same
+pass four ways (serial or prefetched, waiting every step or not) side by side."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import queue
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import jax
 
-from batchlab._util.checks import check_positive_int
+from batchlab._util.checks import check_callable, check_positive_int
+from batchlab._util.format import Rows, format_seconds
+from batchlab.measuring.sampler import interleaved
 
 THREAD_PREFIX = "batchlab-prefetch"
 _ids = itertools.count()
 _DONE = object()
 
 
-class _Failure:
-    def __init__(self, error: BaseException, index: int) -> None:
-        self.error, self.index = error, index
+class _Failure(NamedTuple):
+    error: BaseException
+    index: int
 
 
 def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
@@ -34,25 +39,21 @@ def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
 
 
 def _produce(source: Iterator, q: queue.Queue, stop: threading.Event, device: Any) -> None:
-    index = 0
-    try:
-        while not stop.is_set():
+    for index in itertools.count():
+        if stop.is_set():
+            return  # the consumer stopped
+        try:
             # a named span in the profiler trace: batchlab.trace() shows it on this thread's lane
             with jax.profiler.TraceAnnotation(f"prefetch batch {index}"):
-                try:
-                    item = next(source)
-                except StopIteration:
-                    break
-                item = jax.device_put(item, device)
-            if not _put(q, stop, item):
-                return
-            index += 1
-        else:
-            return  # the consumer stopped
-    except BaseException as e:
-        _put(q, stop, _Failure(e, index))
-        return
-    _put(q, stop, _DONE)
+                item = jax.device_put(next(source), device)
+        except StopIteration:
+            _put(q, stop, _DONE)
+            return
+        except BaseException as e:
+            _put(q, stop, _Failure(e, index))
+            return
+        if not _put(q, stop, item):
+            return
 
 
 def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iterator[Any]:
@@ -60,10 +61,10 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
 
     Args:
       iterator: any iterable of batches (a generator that loads from disk, ...).
-      size: how many batches may wait, loaded, in the queue (at least 1).
-        Each waiting batch holds device memory: 2 is enough to overlap.
-      device: a ``jax.Device`` or a ``Sharding`` (e.g. from
-        :func:`batchlab.shard_batch`'s ``sharding``); ``None``: the default device.
+      size: how many batches may wait, loaded, in the queue (at least 1). Each waiting
+        batch holds device memory: 2 is enough to overlap.
+      device: a ``jax.Device`` or a ``Sharding`` (e.g. from :func:`batchlab.shard_batch`'s
+        ``sharding``); ``None``: the default device.
 
     Example:
       >>> import numpy as np
@@ -77,11 +78,9 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
             f"`device` must be a jax.Device (e.g. jax.devices()[0]) or a Sharding, or None for the "
             f"default device; got {type(device).__name__} {device!r:.40}."
         )
-    if iterator is None or isinstance(iterator, (str, bytes)):
-        raise TypeError(
-            f"`iterator` must be an iterable of batches, got {type(iterator).__name__} {iterator!r:.40}."
-        )
     try:
+        if iterator is None or isinstance(iterator, (str, bytes)):
+            raise TypeError
         source = iter(iterator)
     except TypeError:
         raise TypeError(
@@ -95,26 +94,20 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
 def _consume(source: Iterator, size: int, device: Any) -> Iterator[Any]:
     q: queue.Queue = queue.Queue(maxsize=size)
     stop = threading.Event()
+    name = f"{THREAD_PREFIX}-{next(_ids)}"
     thread = threading.Thread(
-        target=_produce,
-        args=(source, q, stop, device),
-        name=f"{THREAD_PREFIX}-{next(_ids)}",
-        daemon=True,
+        target=_produce, args=(source, q, stop, device), name=name, daemon=True
     )
     thread.start()
     try:
-        while True:
-            item = q.get()
-            if item is _DONE:
-                return
+        while (item := q.get()) is not _DONE:
             if isinstance(item, _Failure):
-                error = item.error
-                if hasattr(error, "add_note"):
-                    error.add_note(
+                if hasattr(item.error, "add_note"):  # Python 3.11+
+                    item.error.add_note(
                         f"(raised by the loader in prefetch's background thread, "
                         f"after {item.index} batch(es) were delivered)"
                     )
-                raise error
+                raise item.error
             yield item
     finally:
         stop.set()
@@ -140,4 +133,142 @@ def prefetch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
 
 
-# compare_prefetch lives in its own module (serial blocking / non-blocking / prefetch, side by side)
+PIPELINES = (
+    "serial, sync every step",
+    "serial, no sync",
+    "prefetch, sync every step",
+    "prefetch, no sync",
+)
+
+
+@dataclass(frozen=True)
+class PrefetchComparison(Rows):
+    """Seconds per pass of the same batches: serial or prefetched, waiting every step or not."""
+
+    batches: int
+    serial_sync: float
+    serial_async: float
+    prefetch_sync: float
+    prefetch_async: float
+    size: int
+    source: str = "full passes timed by bl.measuring.interleaved (round-robin), best pass of each"
+    #: ``{pipeline: Samples}`` of seconds per pass, paired by round (for the ratio rules)
+    samples: dict | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        vals = (self.serial_sync, self.serial_async, self.prefetch_sync, self.prefetch_async)
+        return dict(zip(PIPELINES, vals, strict=True))
+
+    @property
+    def best_serial(self) -> float:
+        return min(self.serial_sync, self.serial_async)
+
+    @property
+    def best_prefetch(self) -> float:
+        return min(self.prefetch_sync, self.prefetch_async)
+
+    @property
+    def speedup(self) -> float:
+        """best serial loop / best prefetch loop: what prefetch adds to a loop written well."""
+        return self.best_serial / self.best_prefetch
+
+    @property
+    def speedup_when_syncing(self) -> float:
+        """serial / prefetch when both wait every step (up to 2x when L = C)."""
+        return self.serial_sync / self.prefetch_sync
+
+    @property
+    def async_speedup(self) -> float:
+        """serial waiting every step / serial not waiting: what asynchronous dispatch gives."""
+        return self.serial_sync / self.serial_async
+
+    def hidden_share(self, load_seconds: float) -> dict[str, float]:
+        """How much of the hideable time each pipeline hid, given the loader's time per batch.
+
+        Example:
+          >>> c = PrefetchComparison(10, 2.0, 1.1, 1.05, 1.0, 2)
+          >>> {k: round(v, 2) for k, v in c.hidden_share(0.1).items()}
+          {'serial, no sync': 0.9, 'prefetch, sync every step': 0.95, 'prefetch, no sync': 1.0}
+        """
+        n = self.batches
+        compute = max(self.serial_sync / n - load_seconds, 0.0)
+        most = n * min(load_seconds, compute)
+        return {
+            name: (self.serial_sync - t) / most if most > 0 else 0.0
+            for name, t in self.seconds.items()
+            if name != PIPELINES[0]
+        }
+
+    _header = ("pipeline", "seconds per pass")
+    _inline = True
+
+    def _title(self) -> str:
+        return f"{self.batches} batches; {self.source}"
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [(k, format_seconds(v)) for k, v in self.seconds.items()] + [
+            ("prefetch vs the best serial loop", f"{self.speedup:.2f}x"),
+            ("prefetch vs serial, both syncing every step", f"{self.speedup_when_syncing:.2f}x"),
+        ]
+
+
+def compare_prefetch(
+    make_batches: Callable[[], Iterable[Any]],
+    step: Callable[[Any], Any],
+    *,
+    size: int = 2,
+    repeat: int = 6,
+) -> PrefetchComparison:
+    """Times ``for b in batches: step(b)`` four ways: serial/prefetch x sync every step/not.
+
+    Args:
+      make_batches: ``make_batches()`` returns a fresh iterable of batches.
+      step: the computation on one batch.
+      size: prefetch queue size.
+      repeat: rounds (one pass of each pipeline per round; at least 2, and 6
+        for a ratio rule to decide).
+
+    Example:
+      >>> import time, numpy as np
+      >>> def batches():
+      ...     for i in range(6):
+      ...         time.sleep(0.02); yield np.ones(2)
+      >>> c = compare_prefetch(batches, lambda b: time.sleep(0.02) or b, repeat=2)
+      >>> c.batches, list(c.seconds) == list(PIPELINES)
+      (6, True)
+
+      The ratios come from the four times; with L = C = 20 ms and 6 batches the ideal
+      when syncing is 2n/(n+1) = 1.71x (a quiet machine's figures: ``benchmarks/prefetch.py``;
+      a busy one stretches the times, so no test asserts them):
+
+      >>> round(PrefetchComparison(6, 0.24, 0.14, 0.14, 0.14, 2).speedup_when_syncing, 2)
+      1.71
+    """
+    check_callable(make_batches, "make_batches")
+    check_callable(step, "step")
+    size = check_positive_int(size, "size")
+    repeat = check_positive_int(repeat, "repeat")
+
+    def run(name: str) -> int:
+        ahead, sync = name.startswith("prefetch"), name.endswith("every step")
+        fresh = make_batches()
+        n, out = 0, None
+        for b in prefetch(fresh, size=size) if ahead else map(jax.device_put, fresh):
+            out = step(b)
+            if sync:
+                jax.block_until_ready(out)
+            n += 1
+        jax.block_until_ready(out)
+        return n
+
+    n = run(PIPELINES[0])  # compiles `step`, counts the batches
+    timed = interleaved(
+        {name: functools.partial(run, name) for name in PIPELINES},
+        rounds=max(2, repeat),
+        passes=1,
+        max_seconds=3600.0,
+        min_sample_time=1e-9,  # one pass per sample: a pass is what is compared
+    )
+    best = [timed[k].fastest for k in PIPELINES]
+    return PrefetchComparison(n, *best, size=size, samples=timed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from batchlab._util.checks import check_positive_float, check_positive_int
+from batchlab._util.checks import check_bool, check_positive_float, check_positive_int
 from batchlab._util.format import Rows, format_bytes, format_count
 from batchlab.loading.files import Dataset, iter_batches
 from batchlab.loading.prefetching import prefetch as _prefetch
@@ -24,6 +25,10 @@ def format_rate(bytes_per_s: float) -> str:
       '2.50 GB/s'
     """
     return f"{format_count(bytes_per_s)}B/s"
+
+
+def _per_s(n: int, seconds: float) -> float:
+    return n / seconds if seconds > 0 else float("inf")
 
 
 @dataclass(frozen=True)
@@ -41,32 +46,21 @@ class Throughput:
     @property
     def slowest_bytes_per_s(self) -> float:
         """bytes/s of the slowest pass (the low end of the spread)."""
-        s = self.slowest if self.slowest else self.seconds
-        return self.bytes / s if s > 0 else float("inf")
+        return _per_s(self.bytes, self.slowest or self.seconds)
 
     @property
     def items_per_s(self) -> float:
-        return self.items / self.seconds if self.seconds > 0 else float("inf")
+        return _per_s(self.items, self.seconds)
 
     @property
     def bytes_per_s(self) -> float:
-        return self.bytes / self.seconds if self.seconds > 0 else float("inf")
+        return _per_s(self.bytes, self.seconds)
 
     def __repr__(self) -> str:
         return (
             f"Throughput({self.label}: {format_count(self.items_per_s)} items/s, "
             f"{format_rate(self.bytes_per_s)})"
         )
-
-
-def _time_passes(run_once, repeat: int, max_time: float | None = None) -> tuple[float, float, int]:
-    """(best, slowest, passes) wall-clock seconds of up to ``repeat`` passes."""
-    times: list[float] = []
-    while len(times) < repeat and not (max_time is not None and sum(times) >= max_time):
-        t0 = time.perf_counter()
-        run_once()
-        times.append(time.perf_counter() - t0)
-    return min(times), max(times), len(times)
 
 
 def measure_loading(
@@ -90,17 +84,13 @@ def measure_loading(
       step: ``step(batch)`` run on every batch (``None``: load only).
       prefetch: batches loaded ahead in a background thread (0: none), see
         :func:`batchlab.prefetch`.
-      sync: wait for every step's result (``jax.block_until_ready``), as a loop
-        that reads the loss each step must. ``False`` (the loop to write): wait
-        once, for the last result; JAX's asynchronous dispatch lets the next
-        load run while the device computes.
+      sync: wait for every step's result (``jax.block_until_ready``), as a loop that reads
+        the loss each step must. ``False`` (the loop to write): wait once, for the last
+        result; JAX's asynchronous dispatch lets the next load run while the device computes.
       repeat: number of passes; the best (shortest) is kept.
-      max_time: seconds of timed passes after which no new pass starts (at
-        least one runs; ``None``: always ``repeat``). ``Throughput.runs`` says
-        how many ran. For explorers, whose slow settings must still answer fast.
-
-    Returns:
-      A :class:`Throughput`.
+      max_time: seconds of timed passes after which no new pass starts (at least one runs;
+        ``None``: always ``repeat``); ``Throughput.runs`` says how many ran. For explorers,
+        whose slow settings must still answer fast.
 
     Example:
       >>> import tempfile
@@ -113,8 +103,7 @@ def measure_loading(
     check_positive_int(repeat, "repeat")
     if max_time is not None:
         check_positive_float(max_time, "max_time")
-    if not isinstance(sync, bool):
-        raise TypeError(f"`sync` must be True or False, got {type(sync).__name__} {sync!r}.")
+    check_bool(sync, "sync")
     if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
         raise ValueError(
             f"`prefetch` must be an int >= 0 (batches ahead), got prefetch={prefetch!r}."
@@ -125,27 +114,28 @@ def measure_loading(
         batches = iter_batches(
             dataset, batch_size, method=method, order=order, transfer=transfer, seed=seed
         )
-        if prefetch:
-            batches = _prefetch(batches, size=prefetch)
         out = None
-        for b in batches:
+        for b in _prefetch(batches, size=prefetch) if prefetch else batches:
             out = work(b)
             if sync:
                 jax.block_until_ready(out)
         jax.block_until_ready(out)
 
     run_once()  # warm-up: compiles `step`, fills the page cache
+    times: list[float] = []
+    while len(times) < repeat and not (max_time is not None and sum(times) >= max_time):
+        t0 = time.perf_counter()
+        run_once()
+        times.append(time.perf_counter() - t0)
     label = f"{method}, {order}, transfer per {transfer}, batch {batch_size}"
     label += f", prefetch {prefetch}" if prefetch else ""
     label += ", sync every step" if sync and step is not None else ""
-    best, slowest, passes = _time_passes(run_once, repeat, max_time)
-    return Throughput(label, dataset.n_items, dataset.total_bytes, best, passes, slowest=slowest)
+    n, size = dataset.n_items, dataset.total_bytes
+    return Throughput(label, n, size, min(times), len(times), slowest=max(times))
 
 
 def last_level_cache_bytes() -> int | None:
     """Size of the CPU's largest cache (Linux sysfs), ``None`` where the OS does not say."""
-    import glob
-
     sizes = []
     for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
         try:
@@ -153,10 +143,9 @@ def last_level_cache_bytes() -> int | None:
                 text = f.read().strip().upper()
         except OSError:
             continue
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
         digits = text.rstrip("KMG")
         if digits.isdigit():
-            sizes.append(int(digits) * scale)
+            sizes.append(int(digits) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1))
     return max(sizes) if sizes else None
 
 
@@ -169,13 +158,13 @@ class Ceiling(Rows):
     bytes: int
     cache_bytes: int | None
 
+    _header = ("ceiling", "bytes/s")
+    _inline = True
+
     @property
     def beyond_cache(self) -> bool:
         """True when the measured bytes exceed the last-level cache (RAM, not cache bandwidth)."""
         return self.cache_bytes is not None and self.bytes > self.cache_bytes
-
-    _header = ("ceiling", "bytes/s")
-    _inline = True
 
     def _title(self) -> str:
         return "wall clock, best of passes"
@@ -219,30 +208,19 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None 
             max_seconds=3600.0,
             min_sample_time=1e-9,
         )
-        copy, read = timed["memcpy"].fastest, timed["read"].fastest
     finally:
         path.unlink(missing_ok=True)
-    where = (
-        "size of the cache unknown"
-        if cache is None
-        else (
-            f"> the {format_bytes(cache)} cache: RAM"
-            if nbytes > cache
-            else f"fits in the {format_bytes(cache)} cache: cache bandwidth"
-        )
+    if cache is None:
+        where = "size of the cache unknown"
+    elif nbytes > cache:
+        where = f"> the {format_bytes(cache)} cache: RAM"
+    else:
+        where = f"fits in the {format_bytes(cache)} cache: cache bandwidth"
+    size, n = format_bytes(nbytes), nbytes // item
+    copy = Throughput(
+        f"memcpy (np.copyto) of {size} ({where})", n, nbytes, timed["memcpy"].fastest, repeat
     )
-    n = nbytes // item
-    return Ceiling(
-        Throughput(
-            f"memcpy (np.copyto) of {format_bytes(nbytes)} ({where})", n, nbytes, copy, repeat
-        ),
-        Throughput(
-            f"sequential read of a {format_bytes(nbytes)} file (page cache)",
-            n,
-            nbytes,
-            read,
-            repeat,
-        ),
-        nbytes,
-        cache,
+    read = Throughput(
+        f"sequential read of a {size} file (page cache)", n, nbytes, timed["read"].fastest, repeat
     )
+    return Ceiling(copy, read, nbytes, cache)

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import numbers
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from batchlab._util.checks import (
-    check_array_tree,
-)
-from batchlab._util.format import html_table
+from batchlab._util.checks import check_array_tree
+from batchlab._util.format import Rows
 
 
 @dataclass(frozen=True)
-class ShardedBatch:
+class ShardedBatch(Rows):
     """A batch laid out along ``axis_name`` of ``mesh``, padded to a multiple of the device count."""
 
     values: Any
@@ -54,19 +55,13 @@ class ShardedBatch:
             return result
         whole = NamedSharding(self.sharding.mesh, PartitionSpec())
         if self.process_items:  # each process's padding sits after its own rows
-            keep = np.concatenate(
-                [
-                    s + np.arange(n)
-                    for s, n in zip(self.process_starts, self.process_items, strict=True)
-                ]
-            )
+            starts = zip(self.process_starts, self.process_items, strict=True)
+            keep = np.concatenate([s + np.arange(n) for s, n in starts])
             gather = jax.jit(lambda r: r, out_shardings=whole)  # every row to every process
             return jax.tree_util.tree_map(lambda r: gather(r)[keep], result)
 
         def cut(r: Any) -> Any:
-            if isinstance(r, jax.Array):
-                r = jax.device_put(r, whole)
-            return r[: self.n_items]
+            return (jax.device_put(r, whole) if isinstance(r, jax.Array) else r)[: self.n_items]
 
         return jax.tree_util.tree_map(cut, result)
 
@@ -79,8 +74,8 @@ class ShardedBatch:
             f"{self.items_per_device} rows per device, spec {self.sharding.spec})"
         )
 
-    def _repr_html_(self) -> str:
-        rows = [
+    def _rows(self) -> list[tuple]:
+        return [
             ("items", self.n_items),
             ("padding rows (mask False)", self.n_padding),
             ("devices", self.n_devices),
@@ -88,10 +83,9 @@ class ShardedBatch:
             ("rows per device", self.items_per_device),
             ("PartitionSpec", str(self.sharding.spec)),
         ]
-        return html_table(rows, header=("figure", "value"), caption="ShardedBatch")
 
 
-def _check_mesh(mesh: Any, axis_name: str) -> Mesh:
+def _check_mesh(mesh: Any, axis_name: Any) -> Mesh:
     if not isinstance(axis_name, str):
         raise TypeError(f"`axis_name` must be a str naming a mesh axis, got {axis_name!r}.")
     if mesh is None:
@@ -131,15 +125,11 @@ def shard_batch(
       >>> sb.n_items, sb.mask.shape == (sb.padded_items,), float((sb.values.sum(1) * sb.mask).sum())
       (5, True, 45.0)
     """
-    import numbers
-
     if isinstance(pad_value, bool) or not isinstance(pad_value, (numbers.Number, np.generic)):
         raise TypeError(
             f"`pad_value` must be a number (the value of the padding rows), got "
             f"{type(pad_value).__name__} {pad_value!r}; e.g. pad_value=0."
         )
-    if not isinstance(axis_name, str):
-        raise TypeError(f"`axis_name` must be a string (a mesh axis name), got {axis_name!r}.")
     mesh = _check_mesh(mesh, axis_name)
     check_array_tree(x, "x")
     leaves, treedef = jax.tree_util.tree_flatten_with_path(x)
@@ -160,6 +150,7 @@ def shard_batch(
             "the same leading (batch) axis."
         )
     n_items = next(iter(sizes.values()))
+    leaves = [leaf for _, leaf in leaves]
     if any(d.process_index != jax.process_index() for d in mesh.devices.flat):
         return _shard_process_local(leaves, treedef, n_items, mesh, axis_name, pad_value)
     n_devices = int(mesh.shape[axis_name])
@@ -172,7 +163,7 @@ def shard_batch(
         pad = np.pad if isinstance(leaf, np.ndarray) else jnp.pad
         return jax.device_put(pad(leaf, widths, constant_values=pad_value), sharding)
 
-    values = jax.tree_util.tree_unflatten(treedef, [place(leaf) for _, leaf in leaves])
+    values = jax.tree_util.tree_unflatten(treedef, [place(leaf) for leaf in leaves])
     mask = jax.device_put(np.arange(padded) < n_items, sharding)
     return ShardedBatch(values, mask, n_items, sharding)
 
@@ -198,14 +189,11 @@ def _shard_process_local(
     leaves: list, treedef: Any, n_local: int, mesh: Mesh, axis_name: str, pad_value: float
 ) -> ShardedBatch:
     """:func:`shard_batch` over a mesh spanning several processes; ``leaves`` are this process's rows."""
-    import zlib
-
-    from jax.experimental import multihost_utils
-
     sharding = NamedSharding(mesh, PartitionSpec(axis_name))
     n_devices = int(mesh.shape[axis_name])
     blocks = _process_blocks(sharding, n_devices)
-    hosts = [np.asarray(leaf) for _, leaf in leaves]
+    mine = blocks[jax.process_index()]
+    hosts = [np.asarray(leaf) for leaf in leaves]
     layout = repr([(h.shape[1:], h.dtype.str) for h in hosts]).encode()
     table = np.asarray(
         multihost_utils.process_allgather(np.array([n_local, zlib.crc32(layout)], np.int64))
@@ -215,26 +203,19 @@ def _shard_process_local(
             "the processes passed leaves of different shapes or dtypes beyond the batch axis (this "
             f"process: {layout.decode()}); every process must feed rows of the same layout."
         )
-    per_block = max(1, -(-int(table[:, 0].max()) // len(blocks[jax.process_index()])))
-    local_rows = per_block * len(blocks[jax.process_index()])
+    per_block = max(1, -(-int(table[:, 0].max()) // len(mine)))
 
     def place(host: np.ndarray, fill: Any = pad_value) -> jax.Array:
-        widths = [(0, local_rows - n_local)] + [(0, 0)] * (host.ndim - 1)
+        widths = [(0, per_block * len(mine) - n_local)] + [(0, 0)] * (host.ndim - 1)
         local = np.pad(host, widths, constant_values=fill)
-        return jax.make_array_from_process_local_data(
-            sharding, local, (n_devices * per_block, *host.shape[1:])
-        )
+        shape = (n_devices * per_block, *host.shape[1:])
+        return jax.make_array_from_process_local_data(sharding, local, shape)
 
     values = jax.tree_util.tree_unflatten(treedef, [place(h) for h in hosts])
     mask = place(np.ones(n_local, bool), fill=False)
-    return ShardedBatch(
-        values,
-        mask,
-        int(table[:, 0].sum()),
-        sharding,
-        process_items=tuple(int(n) for n in table[:, 0]),
-        process_starts=tuple(blocks[p][0] * per_block for p in range(jax.process_count())),
-    )
+    items = tuple(int(n) for n in table[:, 0])
+    starts = tuple(blocks[p][0] * per_block for p in range(jax.process_count()))
+    return ShardedBatch(values, mask, sum(items), sharding, items, starts)
 
 
 def replicate(tree: Any, mesh: Mesh) -> Any:

@@ -10,12 +10,9 @@ from typing import Any
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
-from batchlab._util.checks import (
-    check_callable,
-    check_positive_int,
-    check_positive_ints,
-)
+from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
 from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.memory import memory_estimate
 from batchlab.measuring.sampler import interleaved
@@ -37,7 +34,7 @@ class ScalingPoint:
 
 
 @dataclass(frozen=True)
-class Scaling:
+class Scaling(Rows):
     """``fn`` on one batch sharded over 1, 2, 4, ... devices (see :func:`measure_scaling`)."""
 
     n_items: int
@@ -47,39 +44,20 @@ class Scaling:
         "run time: median of interleaved wall-clock rounds around jax.block_until_ready"
     )
 
-    def rows(self) -> list[tuple]:
-        return [
-            (
-                p.n_devices,
-                p.rows_per_device,
-                format_bytes(p.argument_bytes),
-                format_bytes(p.temp_bytes),
-                format_bytes(p.peak_bytes),
-                p.matches_single_device,
-                format_seconds(p.seconds),
-            )
-            for p in self.points
-        ]
-
     # run time last, under a wide header: sanitized timings never shift the other columns
-    _HEADER = (
-        "devices",
-        "rows/device",
-        "argument/device",
-        "temp/device",
-        "peak/device",
-        "equals 1 device",
-        "run time (wall clock)",
-    )
-
-    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
-    _header = _HEADER
-
-    def _rows(self) -> list:
-        return self.rows()
+    _header = ("devices", "rows/device", "argument/device", "temp/device", "peak/device",
+               "equals 1 device", "run time (wall clock)")  # fmt: skip
 
     def _title(self) -> str:
         return f"a batch of {self.n_items}; {self.source}"
+
+    def _rows(self) -> list[tuple]:
+        return [
+            (p.n_devices, p.rows_per_device, format_bytes(p.argument_bytes),
+             format_bytes(p.temp_bytes), format_bytes(p.peak_bytes), p.matches_single_device,
+             format_seconds(p.seconds))
+            for p in self.points
+        ]  # fmt: skip
 
 
 def measure_scaling(
@@ -113,7 +91,7 @@ def measure_scaling(
     devices = list(jax.devices() if devices is None else devices)
     n_proc = jax.process_count()
     for n in device_counts:
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(devices):
+        if n > len(devices):
             raise ValueError(
                 f"`device_counts` holds {n!r}, but there are {len(devices)} device(s); use "
                 f"counts from 1 to {len(devices)} (on CPU, simulate more with "
@@ -127,7 +105,7 @@ def measure_scaling(
             )
     # one device, no padding; several processes: every process's rows gathered first
     whole = _gather_rows(x) if n_proc > 1 else x
-    reference = jax.device_get(jax.jit(fn)(whole, *params))
+    ref_leaves = jax.tree_util.tree_leaves(jax.device_get(jax.jit(fn)(whole, *params)))
     jitted, plans, rows, same, calls = jax.jit(fn), {}, {}, {}, {}
     for n in device_counts:
         mesh = jax.make_mesh((n,), ("batch",), devices=_take_devices(devices, n, n_proc))
@@ -135,10 +113,8 @@ def measure_scaling(
         args = (sb.values, *replicate(params, mesh))
         plans[n], rows[n] = memory_estimate(fn, *args), sb.items_per_device
         out = jax.device_get(sb.unpad(jitted(*args)))
-        leaves = zip(
-            jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(reference), strict=False
-        )
-        same[n] = all(np.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in leaves)
+        pairs = zip(jax.tree_util.tree_leaves(out), ref_leaves, strict=False)
+        same[n] = all(np.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in pairs)
         calls[str(n)] = functools.partial(jitted, *args)
     if len(calls) > 1:  # every count in every round: a load burst slows them all alike
         seconds = {k: v.median for k, v in interleaved(calls, rounds=max(repeat, 2)).items()}
@@ -146,25 +122,16 @@ def measure_scaling(
         ((k, call),) = calls.items()
         seconds = {k: statistics.median(time_alone(call, repeat, 2.0))}
     points = [
-        ScalingPoint(
-            n,
-            rows[n],
-            plans[n].argument_bytes,
-            plans[n].temp_bytes,
-            plans[n].planned_bytes,
-            seconds[str(n)],
-            bool(same[n]),
-        )
+        ScalingPoint(n, rows[n], plans[n].argument_bytes, plans[n].temp_bytes,
+                     plans[n].planned_bytes, seconds[str(n)], bool(same[n]))
         for n in device_counts
-    ]
+    ]  # fmt: skip
     n_items = int(np.shape(jax.tree_util.tree_leaves(whole)[0])[0])
     return Scaling(n_items, tuple(points))
 
 
 def _take_devices(devices: list, n: int, n_proc: int) -> list:
-    """The first ``n`` devices; several processes: the first ``n / n_proc`` of each, in process order."""
-    if n_proc == 1:
-        return devices[:n]
+    """The first ``n`` devices; several processes: the first ``n / n_proc`` of each, in order."""
     by_process: dict[int, list] = {}
     for d in devices:
         by_process.setdefault(d.process_index, []).append(d)
@@ -172,10 +139,9 @@ def _take_devices(devices: list, n: int, n_proc: int) -> list:
 
 
 def _gather_rows(x: Any) -> Any:
-    """Every process's rows of ``x``, concatenated in process order, on every process (host arrays)."""
-    from jax.experimental import multihost_utils
-
-    counts = np.asarray(multihost_utils.process_allgather(np.int64(_leading(x)))).reshape(-1)
+    """Every process's rows of ``x``, concatenated in process order, on every process (host)."""
+    n = int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])
+    counts = np.asarray(multihost_utils.process_allgather(np.int64(n))).reshape(-1)
     most = int(counts.max())
 
     def gather(leaf: Any) -> np.ndarray:
@@ -185,7 +151,3 @@ def _gather_rows(x: Any) -> Any:
         return np.concatenate([every[i * most : i * most + c] for i, c in enumerate(counts)])
 
     return jax.tree_util.tree_map(gather, x)
-
-
-def _leading(x: Any) -> int:
-    return int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])

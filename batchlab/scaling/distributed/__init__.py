@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import pickle
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
+import jax
+
 from batchlab._util.format import format_seconds
 
 ENV_COORDINATOR = "BATCHLAB_COORDINATOR"
@@ -23,6 +27,7 @@ ENV_NUM_PROCESSES = "BATCHLAB_NUM_PROCESSES"
 ENV_PROCESS_ID = "BATCHLAB_PROCESS_ID"
 ENV_DEVICES = "BATCHLAB_DEVICES_PER_PROCESS"
 LOOPBACK = "127.0.0.1"
+_CHILD = [sys.executable, "-m", "batchlab.scaling.distributed._child"]
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -34,8 +39,6 @@ def free_port(host: str = LOOPBACK) -> int:
 
 def initialize(**kwargs: Any) -> None:
     """Connects this process to the others: ``jax.distributed.initialize`` with the right settings."""
-    import jax
-
     if jax.distributed.is_initialized():
         return
     if ENV_NUM_PROCESSES not in os.environ:
@@ -90,66 +93,46 @@ class Launch:
         return [p.value for p in self.processes]
 
     def _failure(self) -> str:
-        lines = []
-        for p in self.processes:
-            if not p.ok:
-                why = p.stopped or f"exit code {p.returncode}"
-                tail = (p.stderr.strip() or p.stdout.strip())[-2000:]
-                lines.append(f"process {p.process_id}: {why}\n{tail}")
-        return "\n".join(lines)
+        return "\n".join(
+            f"process {p.process_id}: {p.stopped or f'exit code {p.returncode}'}\n"
+            + (p.stderr.strip() or p.stdout.strip())[-2000:]
+            for p in self.processes
+            if not p.ok
+        )
 
     def __repr__(self) -> str:
         state = "ok" if self.ok else ("timed out" if self.timed_out else "FAILED")
         codes = ", ".join(f"{p.process_id}: {p.stopped or p.returncode}" for p in self.processes)
+        n = len(self.processes)
         return (
-            f"Launch({len(self.processes)} process{'es' * (len(self.processes) != 1)} x "
-            f"{self.devices_per_process} CPU devices on "
+            f"Launch({n} process{'es' * (n != 1)} x {self.devices_per_process} CPU devices on "
             f"{LOOPBACK}, {state} in {format_seconds(self.seconds)}; exit codes {{{codes}}})"
         )
 
 
-def _child_env(
-    base: dict[str, str], coordinator: str, n: int, i: int, devices: int
-) -> dict[str, str]:
-    env = dict(base)
-    flags = [
-        f
-        for f in env.get("XLA_FLAGS", "").split()
-        if not f.startswith("--xla_force_host_platform_device_count")
-    ]
-    env.update(
-        {
-            ENV_COORDINATOR: coordinator,
-            ENV_NUM_PROCESSES: str(n),
-            ENV_PROCESS_ID: str(i),
-            ENV_DEVICES: str(devices),
-            "JAX_PLATFORMS": "cpu",
-            "JAX_NUM_CPU_DEVICES": str(devices),
-            "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
-            "XLA_FLAGS": " ".join([*flags, f"--xla_force_host_platform_device_count={devices}"]),
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
+def _child_env(coordinator: str, n: int, i: int, devices: int) -> dict[str, str]:
+    count = "--xla_force_host_platform_device_count"
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(count)]
     # the launcher's own package must be importable in the children (also from a notebook)
     root = str(Path(__file__).resolve().parent.parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-    return env
-
-
-def _kill_group(proc: subprocess.Popen, sig: int) -> None:
-    """Signals the process group that ``proc`` leads (the process and every child it started)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        if os.name == "posix":
-            os.killpg(proc.pid, sig)
-        else:  # Windows: no process groups to signal; end the process itself
-            proc.kill()
+    return {
+        **os.environ,
+        ENV_COORDINATOR: coordinator,
+        ENV_NUM_PROCESSES: str(n),
+        ENV_PROCESS_ID: str(i),
+        ENV_DEVICES: str(devices),
+        "JAX_PLATFORMS": "cpu",
+        "JAX_NUM_CPU_DEVICES": str(devices),
+        "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
+        "XLA_FLAGS": " ".join([*flags, f"{count}={devices}"]),
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
 
 
 def _pickle_job(job: Callable, args: tuple) -> bytes:
-    """cloudpickle ``(job, args)``; the job's own module by value (a test or a user's module
-    need not be importable in the children; notebook and ``__main__`` functions always are sent)."""
-    import cloudpickle
-
+    """cloudpickle ``(job, args)``, the job's own module by value (a test or a user's module need
+    not be importable in the children; notebook and ``__main__`` functions always are sent)."""
     module = sys.modules.get(getattr(job, "__module__", None) or "")
     by_value = module is not None and module.__name__ not in ("__main__", "builtins")
     by_value = by_value and not module.__name__.startswith("batchlab")
@@ -173,14 +156,21 @@ def _check_launch_args(job: Any, processes: Any, devices_per_process: Any, timeo
             )
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(f"`timeout` must be a positive number of seconds, got {timeout!r}.")
-    if callable(job):
-        return
-    if not isinstance(job, (str, os.PathLike)):
+    if not callable(job) and not isinstance(job, (str, os.PathLike)):
         raise TypeError(
             f"`job` must be a function or the path of a Python script, got {type(job).__name__}."
         )
-    if not Path(job).is_file():
+    if not callable(job) and not Path(job).is_file():
         raise ValueError(f"`job`={str(job)!r} is not a file; pass the path of a Python script.")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kills the process group that ``proc`` leads (the process and every child it started)."""
+    with contextlib.suppress(OSError):
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # Windows: no process groups to signal; end the process itself
+            proc.kill()
 
 
 def launch(
@@ -195,9 +185,9 @@ def launch(
     """Runs ``job`` in ``processes`` local JAX processes that form one multi-process runtime.
 
     Args:
-      job: a function (sent by cloudpickle; called as ``job(*args)`` after
-        :func:`initialize`; its return value must pickle) or the path of a
-        script (run as ``python script *args``; it calls :func:`initialize`).
+      job: a function (sent by cloudpickle; called as ``job(*args)`` after :func:`initialize`;
+        its return value must pickle) or the path of a script (run as ``python script *args``;
+        it calls :func:`initialize`).
       processes: how many processes (``jax.process_count()``).
       devices_per_process: CPU devices in each (``jax.local_device_count()``).
       args: arguments for the function, or command-line strings for the script.
@@ -217,78 +207,47 @@ def launch(
     _check_launch_args(job, processes, devices_per_process, timeout)
     coordinator = f"{LOOPBACK}:{free_port()}"
     with tempfile.TemporaryDirectory(prefix="batchlab-launch-") as tmp:
-        tmp_path = Path(tmp)
+        tmp = Path(tmp)
         if callable(job):
-            payload = tmp_path / "job.pkl"
-            payload.write_bytes(_pickle_job(job, tuple(args)))
+            (tmp / "job.pkl").write_bytes(_pickle_job(job, tuple(args)))
         procs: list[subprocess.Popen] = []
-        outs, stopped = [], {}
-        start = time.perf_counter()
+        stopped: dict[int, str] = {}
         timed_out = False
+        start = time.perf_counter()
         try:
             for i in range(processes):
-                env = _child_env(os.environ, coordinator, processes, i, devices_per_process)
-                out = (tmp_path / f"{i}.out").open("wb")
-                err = (tmp_path / f"{i}.err").open("wb")
-                outs.append((out, err))
                 if callable(job):
-                    cmd = [sys.executable, "-m", "batchlab.scaling.distributed._child", "call"]
-                    cmd += [str(payload), str(tmp_path / f"{i}.result")]
+                    cmd = [*_CHILD, "call", str(tmp / "job.pkl"), str(tmp / f"{i}.result")]
                 else:
-                    cmd = [sys.executable, "-m", "batchlab.scaling.distributed._child", "script"]
-                    cmd += [str(Path(job).resolve()), *map(str, args)]
-                procs.append(
-                    subprocess.Popen(
-                        cmd,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=err,
-                        start_new_session=True,  # its own process group, killed as a whole
-                    )
-                )
-            deadline = start + timeout
+                    cmd = [*_CHILD, "script", str(Path(job).resolve()), *map(str, args)]
+                env = _child_env(coordinator, processes, i, devices_per_process)
+                with open(tmp / f"{i}.out", "wb") as out, open(tmp / f"{i}.err", "wb") as err:
+                    # its own session and process group: killed as a whole
+                    opts = dict(stdin=subprocess.DEVNULL, start_new_session=True)
+                    procs.append(subprocess.Popen(cmd, env=env, stdout=out, stderr=err, **opts))
             while any(p.poll() is None for p in procs):
                 failed = [i for i, p in enumerate(procs) if p.poll() not in (None, 0)]
-                if failed:
-                    for i, p in enumerate(procs):
-                        if p.poll() is None:
-                            stopped[i] = f"stopped: process {failed[0]} failed"
-                    break
-                if time.perf_counter() > deadline:
-                    timed_out = True
-                    for i, p in enumerate(procs):
-                        if p.poll() is None:
-                            stopped[i] = f"killed after the {timeout:g} s timeout"
+                timed_out = not failed and time.perf_counter() > start + timeout
+                if failed or timed_out:
+                    why = f"killed after the {timeout:g} s timeout"
+                    why = f"stopped: process {failed[0]} failed" if failed else why
+                    stopped = {i: why for i, p in enumerate(procs) if p.poll() is None}
                     break
                 time.sleep(0.02)
-        finally:
-            # every group, also on success (a job may have started children of its own)
+        finally:  # every group, also on success (a job may have started children of its own)
             for p in procs:
-                _kill_group(p, signal.SIGKILL if os.name == "posix" else signal.SIGTERM)
+                _kill_group(p)
             for p in procs:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     p.wait(timeout=10)
-            for out, err in outs:
-                out.close()
-                err.close()
         seconds = time.perf_counter() - start
         runs = []
         for i, p in enumerate(procs):
-            value = None
-            result = tmp_path / f"{i}.result"
-            if callable(job) and p.returncode == 0 and result.is_file():
-                value = pickle.loads(result.read_bytes())
-            runs.append(
-                ProcessRun(
-                    i,
-                    p.returncode,
-                    (tmp_path / f"{i}.out").read_text(errors="replace"),
-                    (tmp_path / f"{i}.err").read_text(errors="replace"),
-                    value,
-                    stopped.get(i, ""),
-                )
-            )
+            result = tmp / f"{i}.result"
+            ran = callable(job) and p.returncode == 0 and result.is_file()
+            value = pickle.loads(result.read_bytes()) if ran else None
+            out, err = ((tmp / f"{i}.{s}").read_text(errors="replace") for s in ("out", "err"))
+            runs.append(ProcessRun(i, p.returncode, out, err, value, stopped.get(i, "")))
     result = Launch(tuple(runs), devices_per_process, seconds, timed_out, coordinator)
     if check and timed_out:
         raise TimeoutError(
@@ -302,8 +261,6 @@ def launch(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m batchlab.scaling.distributed --processes 2 --devices-per-process 4 SCRIPT [ARGS...]``."""
-    import argparse
-
     parser = argparse.ArgumentParser(
         prog="python -m batchlab.scaling.distributed",
         description="Run SCRIPT as several JAX processes on this machine (127.0.0.1), "
@@ -315,21 +272,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
     parser.add_argument("script")
     parser.add_argument("args", nargs=argparse.REMAINDER)
-    ns = parser.parse_args(argv)
+    options = vars(parser.parse_args(argv))  # processes, devices_per_process, timeout
 
     def terminate(signum: int, frame: Any) -> None:  # a CI's SIGTERM cleans up like Ctrl-C
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        run = launch(
-            ns.script,
-            processes=ns.processes,
-            devices_per_process=ns.devices_per_process,
-            args=ns.args,
-            timeout=ns.timeout,
-            check=False,
-        )
+        run = launch(options.pop("script"), args=options.pop("args"), check=False, **options)
     except (TypeError, ValueError) as e:
         parser.error(str(e))
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""The child side of :func:`batchlab.scaling.distributed.launch` (``python -m batchlab.scaling.distributed._child``)."""
+"""The child side of :func:`batchlab.scaling.distributed.launch`: ``call`` or ``script``."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ def main(argv: list[str]) -> None:
 
         payload, result = rest
         job, args = cloudpickle.loads(Path(payload).read_bytes())
-        value = job(*args)
-        Path(result).write_bytes(pickle.dumps(value))
+        Path(result).write_bytes(pickle.dumps(job(*args)))
     elif mode == "script":
         path, *args = rest
         sys.argv = [path, *args]
