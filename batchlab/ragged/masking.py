@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import jax
@@ -32,13 +33,8 @@ Array = jax.Array
 
 
 def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
-    """Checks shapes and dtypes (before any computation) and aligns the mask with ``x``."""
+    """Checks shapes and dtypes before any computation; aligns the mask with ``x``."""
     check_numeric_array(x, "x")
-    if mask is None:
-        raise TypeError(
-            "`mask` is None; pass the boolean mask of real positions (Padded.mask, or "
-            "positions < lengths[:, None])."
-        )
     check_numeric_array(mask, "mask")
     x, mask = jnp.asarray(x), jnp.asarray(mask)
     if mask.dtype != jnp.bool_:
@@ -76,51 +72,35 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
     return x, jnp.broadcast_to(mask, x.shape), axis
 
 
-def _check_empty(empty: Any, *, allow_none: bool) -> None:
-    import numbers
-
-    if (
-        (empty is None and allow_none)
-        or (isinstance(empty, numbers.Number) and not isinstance(empty, bool))
-        or isinstance(empty, (np.generic, jax.Array))
-    ):
-        return
-    raise TypeError(
-        f"`empty` (the result for a fully masked row) must be a number, e.g. empty=0.0 or "
-        f"empty=float('nan'), got {type(empty).__name__} {empty!r}."
-    )
-
-
-def _check_empty_fits(empty: Any, dtype: Any) -> None:
-    """``masked_max`` returns ``x``'s dtype: an integer ``x`` cannot hold ``-inf``, NaN or 1.5."""
-    if jnp.issubdtype(dtype, jnp.inexact):
-        return
-    value = np.asarray(empty)
-    if dtype == jnp.bool_:
-        low, high = 0, 1
-    else:
-        low, high = int(jnp.iinfo(dtype).min), int(jnp.iinfo(dtype).max)
-    with np.errstate(invalid="ignore"):
-        whole = value.dtype.kind in "biu" or (
-            value.dtype.kind == "f"
-            and bool(np.all(np.isfinite(value) & (value == np.round(value))))
+def _check_empty(empty: Any, dtype: Any = None) -> None:
+    """``empty`` must be a number; for ``masked_max`` (``dtype``: x's) one that dtype holds."""
+    if isinstance(empty, bool) or not isinstance(empty, (numbers.Number, np.generic, jax.Array)):
+        raise TypeError(
+            f"`empty` (the result for a fully masked row) must be a number, e.g. empty=0.0 or "
+            f"empty=float('nan'), got {type(empty).__name__} {empty!r}."
         )
-    if whole and value.size and low <= value.min() and value.max() <= high:
+    if dtype is None or jnp.issubdtype(dtype, jnp.inexact):
         return
-    raise ValueError(
-        f"`empty`={empty!r} cannot be stored in x's dtype {np.dtype(dtype).name} (masked_max "
-        f"returns x's dtype; {np.dtype(dtype).name} holds whole numbers {low}..{high}). For an "
-        f"integer `x` leave empty=None (the dtype's minimum, {low}) or pass an int such as "
-        f"empty=-1; for -inf or NaN convert first: masked_max(x.astype(float), mask, empty=...)."
-    )
+    low, high = (0, 1) if dtype == jnp.bool_ else (jnp.iinfo(dtype).min, jnp.iinfo(dtype).max)
+    value = np.asarray(empty, dtype=float)
+    whole = np.isfinite(value) & (value == np.round(value)) & (low <= value) & (value <= high)
+    if not (value.size and whole.all()):
+        name = np.dtype(dtype).name
+        raise ValueError(
+            f"`empty`={empty!r} cannot be stored in x's dtype {name} (masked_max returns x's "
+            f"dtype; {name} holds whole numbers {low}..{high}). For an integer `x` leave "
+            f"empty=None (the dtype's minimum, {low}) or pass an int such as empty=-1; for -inf "
+            f"or NaN convert first: masked_max(x.astype(float), mask, empty=...)."
+        )
 
 
-def _float(x: Array) -> Array:
+def to_float(x: Array) -> Array:
+    """``x``, integers promoted to the default float dtype."""
     return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
 
 
 def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
-    """Sum over ``axis`` of the positions where ``mask`` is ``True``.
+    """Sum over ``axis`` of the positions where ``mask`` is ``True``; ``0`` for an empty row.
 
     Args:
       x: ``(..., seq, ...)`` values; pad positions may hold anything, even NaN.
@@ -128,7 +108,7 @@ def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
       axis: the sequence axis (one of the mask's axes).
 
     Returns:
-      ``x``'s shape without ``axis``; ``0`` for a fully masked row.
+      ``x``'s shape without ``axis``. The other reductions take the same arguments.
 
     Example:
       >>> import jax.numpy as jnp
@@ -142,14 +122,7 @@ def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
 def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Array:
     """Mean over ``axis`` of the unmasked positions: ``sum(x * mask) / sum(mask)``.
 
-    Args:
-      x: values (integers are promoted to float).
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis.
-      empty: the result for a fully masked row (default ``0.0``, the kit's convention).
-
-    Returns:
-      ``x``'s shape without ``axis``.
+    Integers are promoted to float; ``empty`` is the result for a fully masked row.
 
     Example:
       >>> import jax.numpy as jnp
@@ -157,9 +130,9 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Arr
       ...             jnp.array([[True, True, False], [False, False, False]]))
       Array([3., 0.], dtype=float32)
     """
-    _check_empty(empty, allow_none=False)
+    _check_empty(empty)
     x, mask, axis = _prepare(x, mask, axis)
-    x = _float(x)
+    x = to_float(x)
     count = jnp.sum(mask, axis=axis)
     total = jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
     # the double `where`: never divide by 0, so no NaN in the value or the gradient
@@ -168,27 +141,19 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Arr
 
 
 def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array:
-    """Maximum over ``axis`` of the unmasked positions.
+    """Maximum over ``axis`` of the unmasked positions, in ``x``'s dtype.
 
-    Args:
-      x: values.
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis.
-      empty: the result for a fully masked row; default ``-inf`` (floats)
-        or the dtype's minimum (integers).
-
-    Returns:
-      ``x``'s shape without ``axis``, ``x``'s dtype.
+    ``empty``, the result for a fully masked row, defaults to ``-inf`` (floats)
+    or the dtype's minimum (integers).
 
     Example:
       >>> import jax.numpy as jnp
       >>> masked_max(jnp.array([[3.0, 9.0], [-2.0, 9.0]]), jnp.array([[True, False], [True, False]]))
       Array([ 3., -2.], dtype=float32)
     """
-    _check_empty(empty, allow_none=True)
     x, mask, axis = _prepare(x, mask, axis)
     if empty is not None:
-        _check_empty_fits(empty, x.dtype)
+        _check_empty(empty, x.dtype)
     if jnp.issubdtype(x.dtype, jnp.inexact):
         lowest = jnp.asarray(-jnp.inf, x.dtype)
     else:
@@ -209,16 +174,7 @@ def _shifted_exp(x: Array, mask: Array, axis: int) -> tuple[Array, Array]:
 
 
 def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
-    """Softmax over ``axis`` among unmasked positions; pads get probability 0.
-
-    Args:
-      x: logits (integers are promoted to float).
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis.
-
-    Returns:
-      ``x``'s shape; each row sums to 1 over its unmasked positions, and a
-      fully masked row is all zeros.
+    """Softmax over ``axis`` among unmasked positions: ``x``'s shape, 0 at pads and empty rows.
 
     Example:
       >>> import jax.numpy as jnp
@@ -228,21 +184,13 @@ def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
              [0. , 0. , 0. ]], dtype=float32)
     """
     x, mask, axis = _prepare(x, mask, axis)
-    e, _ = _shifted_exp(_float(x), mask, axis)
+    e, _ = _shifted_exp(to_float(x), mask, axis)
     total = jnp.sum(e, axis=axis, keepdims=True)
     return e / jnp.where(total > 0, total, jnp.ones((), e.dtype))
 
 
 def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
-    """``log(sum(exp(x)))`` over the unmasked positions, computed stably.
-
-    Args:
-      x: values (integers are promoted to float).
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis.
-
-    Returns:
-      ``x``'s shape without ``axis``; ``-inf`` for a fully masked row.
+    """``log(sum(exp(x)))`` over the unmasked positions, computed stably; ``-inf`` if empty.
 
     Example:
       >>> import jax.numpy as jnp
@@ -250,7 +198,7 @@ def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
       Array([0.6931472], dtype=float32)
     """
     x, mask, axis = _prepare(x, mask, axis)
-    e, m = _shifted_exp(_float(x), mask, axis)
+    e, m = _shifted_exp(to_float(x), mask, axis)
     total = jnp.sum(e, axis=axis)
     m = jnp.squeeze(m, axis=axis)
     return jnp.where(total > 0, m + jnp.log(jnp.where(total > 0, total, 1)), -jnp.inf)
@@ -272,15 +220,6 @@ def mean_pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array
 def mean_pool_reference(ragged: Ragged, table: np.ndarray) -> np.ndarray:
     """Per-item numpy reference for :func:`mean_pool` (no padding anywhere)."""
     table = np.asarray(table)
-    return (
-        np.stack(
-            [
-                table[ragged.item(i)].mean(0)
-                if ragged.lengths[i]
-                else np.zeros(table.shape[1], table.dtype)
-                for i in range(len(ragged))
-            ]
-        )
-        if len(ragged)
-        else np.zeros((0, table.shape[1]), table.dtype)
-    )
+    empty = np.zeros(table.shape[1], table.dtype)
+    rows = [table[ragged.item(i)].mean(0) if n else empty for i, n in enumerate(ragged.lengths)]
+    return np.stack(rows) if rows else np.zeros((0, table.shape[1]), table.dtype)

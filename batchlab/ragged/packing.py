@@ -23,8 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.format import Rows, format_bytes
-from batchlab.ragged.padding import as_ragged, check_size, check_value
+from batchlab._util.format import Rows
+from batchlab.ragged.masking import to_float
+from batchlab.ragged.padding import as_ragged, check_size, check_value, layout_rows, waste_of
 
 Array = jax.Array
 
@@ -52,22 +53,16 @@ class Packed(NamedTuple):
     @property
     def waste(self) -> float:
         """Fraction of positions in the tail (0 when ``total_length`` = the sum of lengths)."""
-        return 1.0 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+        return waste_of(self.true_elements, self.padded_elements)
 
     def _rows(self) -> list[tuple[str, str]]:
-        v = self.values
-        return [
-            ("values", f"{v.dtype}{list(v.shape)} ({format_bytes(v.nbytes)})"),
-            ("segments", f"{self.num_segments} ({int(np.sum(self.lengths > 0))} non-empty)"),
-            ("true elements", f"{self.true_elements:,}"),
-            ("padded elements", f"{self.padded_elements:,}"),
-            ("padding", f"{self.waste:.1%} of positions (the tail)"),
-        ]
-
-    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
+        segments = f"{self.num_segments} ({int(np.sum(self.lengths > 0))} non-empty)"
+        return layout_rows(self, ("segments", segments), " (the tail)")
 
     def _title(self) -> str:
         return "a packed batch (values + segment ids)"
+
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
 
 
 def pack(
@@ -81,13 +76,10 @@ def pack(
     """Packs ragged items back to back into one array, with segment ids and lengths.
 
     Args:
-      seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a
-        :class:`~batchlab.Ragged`.
-      total_length: the packed length; default: the total true length (no
-        tail). Fix it (e.g. to the largest batch's total) so that every
-        batch has the same shape and ``jit`` compiles once.
-      max_items: the number of segments; default: the number of items. Fix it
-        with ``total_length`` for one compiled shape across batches.
+      seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a :class:`~batchlab.Ragged`.
+      total_length: the packed length; default: the total true length (no tail). Fix it
+        (e.g. to the largest batch's total) so that every batch has one shape: one compile.
+      max_items: the number of segments; default: the number of items. Fix it too.
       value: the value of the tail positions (must fit ``dtype``).
       dtype: the result dtype; default: the items' own.
 
@@ -104,30 +96,22 @@ def pack(
     ragged = as_ragged(seqs, dtype=dtype)
     lengths, n = ragged.lengths, len(ragged)
     true = int(lengths.sum())
-    if total_length is None:
-        total_length = true
+    total_length = true if total_length is None else total_length
+    max_items = n if max_items is None else max_items
     if total_length < true:
         raise ValueError(
             f"the items hold {true:,} elements but `total_length`={total_length:,}; pass "
             f"total_length >= {true} (packing never cuts data), or pack fewer items."
         )
-    if max_items is None:
-        max_items = n
     if max_items < n:
-        raise ValueError(
-            f"there are {n} items but `max_items`={max_items}; pass max_items >= {n}, or pack "
-            f"fewer items per batch."
-        )
+        raise ValueError(f"there are {n} items but `max_items`={max_items}; pass max_items >= {n}.")
     check_value(value, ragged.flat.dtype)
     flat = ragged.flat[ragged.offsets[0] : ragged.offsets[0] + true]
-    shape = (total_length, *flat.shape[1:])
-    values = np.zeros(shape, flat.dtype) if value == 0 else np.full(shape, value, flat.dtype)
+    values = np.full((total_length, *flat.shape[1:]), value, flat.dtype)
     values[:true] = flat
     ids = np.full(total_length, max_items, np.int32)
     ids[:true] = np.repeat(np.arange(n, dtype=np.int32), lengths)
-    all_lengths = np.zeros(max_items, np.int32)
-    all_lengths[:n] = lengths
-    return Packed(values, ids, all_lengths)
+    return Packed(values, ids, np.pad(lengths, (0, max_items - n)).astype(np.int32))
 
 
 def unpack(packed: Packed) -> list[np.ndarray]:
@@ -138,8 +122,7 @@ def unpack(packed: Packed) -> list[np.ndarray]:
       [[1, 2], [], [3]]
     """
     values, lengths = np.asarray(packed.values), np.asarray(packed.lengths)
-    ends = np.cumsum(lengths)
-    return [values[e - k : e] for e, k in zip(ends, lengths, strict=True)]
+    return [values[e - k : e] for e, k in zip(np.cumsum(lengths), lengths, strict=True)]
 
 
 def _segments(x: Any, packed: Packed) -> tuple[Array, Array, int]:
@@ -157,7 +140,7 @@ def packed_sum(x: Any, packed: Packed) -> Array:
 
     Args:
       x: ``(total_length, *features)`` per-position values (e.g. ``packed.values``
-        or ``table[packed.values]``).
+        or ``table[packed.values]``); the other reductions take the same.
       packed: the :class:`Packed` batch whose segment ids ``x`` follows.
 
     Example:
@@ -178,9 +161,8 @@ def packed_mean(x: Any, packed: Packed) -> Array:
       [1.5, 0.0, 5.0]
     """
     x, ids, n = _segments(x, packed)
-    x = x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
-    total = jax.ops.segment_sum(x, ids, num_segments=n, indices_are_sorted=True)
-    count = jnp.maximum(jnp.asarray(packed.lengths), 1).astype(x.dtype)
+    total = jax.ops.segment_sum(to_float(x), ids, num_segments=n, indices_are_sorted=True)
+    count = jnp.maximum(jnp.asarray(packed.lengths), 1).astype(total.dtype)
     return total / count.reshape(count.shape + (1,) * (x.ndim - 1))
 
 
@@ -205,7 +187,7 @@ def packed_softmax(x: Any, packed: Packed) -> Array:
       [0.5, 0.5, 1.0, 0.0]
     """
     x, ids, n = _segments(x, packed)
-    x = x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
+    x = to_float(x)
     m = jax.ops.segment_max(x, ids, num_segments=n, indices_are_sorted=True)
     m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros((), x.dtype)))
     real = (ids < n).reshape(ids.shape + (1,) * (x.ndim - 1))
