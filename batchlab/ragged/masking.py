@@ -7,7 +7,7 @@ zero gradients at pads and never NaN. An item with no data gets what
 ``0``, mean ``0`` (``empty=`` to choose), max and logsumexp ``-inf`` (an integer dtype's
 minimum), softmax all zeros. The mask has the shape of ``x`` or of its leading axes, any
 axis of size 1 shared (``(batch, 1, length)`` for attention); any other shape is refused,
-never broadcast silently.
+never broadcast silently. Integers are promoted to float, except by sum and max.
 
 Example:
   >>> import jax.numpy as jnp
@@ -15,6 +15,14 @@ Example:
   >>> mask = jnp.array([[True, True, False], [True, False, False], [False] * 3])
   >>> masked_mean(x, mask, axis=1)
   Array([1.5, 5. , 0. ], dtype=float32)
+  >>> masked_sum(x, mask, axis=1), masked_max(x, mask, axis=1)
+  (Array([3., 5., 0.], dtype=float32), Array([  2.,   5., -inf], dtype=float32))
+  >>> masked_logsumexp(x, mask, axis=1)
+  Array([2.3132617, 5.       ,      -inf], dtype=float32)
+  >>> masked_softmax(x, mask, axis=1)
+  Array([[0.26894143, 0.7310586 , 0.        ],
+         [1.        , 0.        , 0.        ],
+         [0.        , 0.        , 0.        ]], dtype=float32)
 """
 
 from __future__ import annotations
@@ -34,27 +42,23 @@ Array = jax.Array
 
 def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
     """Checks shapes and dtypes before any computation; aligns the mask with ``x``."""
-    check_numeric_array(x, "x")
-    check_numeric_array(mask, "mask")
-    x, mask = jnp.asarray(x), jnp.asarray(mask)
+    x = jnp.asarray(check_numeric_array(x, "x"))
+    mask = jnp.asarray(check_numeric_array(mask, "mask"))
     if mask.dtype != jnp.bool_:
         raise TypeError(
             f"`mask` must be boolean, got dtype {mask.dtype}; build it with a comparison "
             f"(e.g. positions < lengths[:, None]) or convert with mask.astype(bool)."
         )
     if mask.ndim > x.ndim or any(
-        m not in (1, n) for m, n in zip(mask.shape, x.shape[: mask.ndim], strict=True)
+        m not in (1, n) for m, n in zip(mask.shape, x.shape, strict=False)
     ):
         raise ValueError(
             f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape "
             f"or its leading axes (e.g. (batch, seq) for x of shape (batch, seq, features)), "
-            f"with size 1 on an axis it shares (e.g. (batch, 1, seq) for x of shape "
-            f"(batch, heads, seq))."
+            f"with size 1 on an axis it shares (e.g. (batch, 1, seq) for x (batch, heads, seq))."
         )
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(
-            f"`axis` must be one int (the sequence axis), got {type(axis).__name__} {axis!r}."
-        )
+        raise TypeError(f"`axis` must be one int (the sequence axis), got {axis!r}.")
     if not -mask.ndim <= axis < mask.ndim:
         raise ValueError(
             f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}); the reduced axis must "
@@ -62,14 +66,12 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
         )
     if mask.ndim == 1 < x.ndim and axis < 0:
         raise ValueError(
-            f"`mask` has shape {mask.shape}, fewer dims than `x` {x.shape}: it covers x's leading "
-            f"axes {tuple(range(mask.ndim))}, so axis={axis} is ambiguous (it counts from the "
-            f"mask's end, not x's). Pass the reduced axis as a non-negative int of those axes "
-            f"(e.g. axis={mask.ndim - 1}), or a mask of x's full shape."
+            f"`mask` has shape {mask.shape}, fewer dims than `x` {x.shape}, so axis={axis} is "
+            f"ambiguous (it counts from the mask's end, not x's). Pass axis=0, or a mask of "
+            f"x's full shape."
         )
-    axis = axis % mask.ndim
     mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
-    return x, jnp.broadcast_to(mask, x.shape), axis
+    return x, jnp.broadcast_to(mask, x.shape), axis % mask.ndim
 
 
 def _check_empty(empty: Any, dtype: Any = None) -> None:
@@ -88,9 +90,9 @@ def _check_empty(empty: Any, dtype: Any = None) -> None:
         name = np.dtype(dtype).name
         raise ValueError(
             f"`empty`={empty!r} cannot be stored in x's dtype {name} (masked_max returns x's "
-            f"dtype; {name} holds whole numbers {low}..{high}). For an integer `x` leave "
-            f"empty=None (the dtype's minimum, {low}) or pass an int such as empty=-1; for -inf "
-            f"or NaN convert first: masked_max(x.astype(float), mask, empty=...)."
+            f"dtype; {name} holds whole numbers {low}..{high}). Leave empty=None (the dtype's "
+            f"minimum) or pass an int such as empty=-1; for -inf or NaN convert first: "
+            f"masked_max(x.astype(float), mask, empty=...)."
         )
 
 
@@ -109,27 +111,13 @@ def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
 
     Returns:
       ``x``'s shape without ``axis``. The other reductions take the same arguments.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> masked_sum(jnp.array([[1, 2, 3]]), jnp.array([[True, False, True]]))
-      Array([4], dtype=int32)
     """
     x, mask, axis = _prepare(x, mask, axis)
     return jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
 
 
 def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Array:
-    """Mean over ``axis`` of the unmasked positions: ``sum(x * mask) / sum(mask)``.
-
-    Integers are promoted to float; ``empty`` is the result for a fully masked row.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> masked_mean(jnp.array([[2.0, 4.0, 100.0], [0.0, 0.0, 0.0]]),
-      ...             jnp.array([[True, True, False], [False, False, False]]))
-      Array([3., 0.], dtype=float32)
-    """
+    """Mean over ``axis`` of the unmasked positions; ``empty`` for a fully masked row."""
     _check_empty(empty)
     x, mask, axis = _prepare(x, mask, axis)
     x = to_float(x)
@@ -148,8 +136,8 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
 
     Example:
       >>> import jax.numpy as jnp
-      >>> masked_max(jnp.array([[3.0, 9.0], [-2.0, 9.0]]), jnp.array([[True, False], [True, False]]))
-      Array([ 3., -2.], dtype=float32)
+      >>> masked_max(jnp.array([[3, 9], [-2, 9]]), jnp.array([[True, False], [False] * 2]))
+      Array([          3, -2147483648], dtype=int32)
     """
     x, mask, axis = _prepare(x, mask, axis)
     if empty is not None:
@@ -174,15 +162,7 @@ def _shifted_exp(x: Array, mask: Array, axis: int) -> tuple[Array, Array]:
 
 
 def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
-    """Softmax over ``axis`` among unmasked positions: ``x``'s shape, 0 at pads and empty rows.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> masked_softmax(jnp.array([[0.0, 0.0, 5.0], [1.0, 2.0, 3.0]]),
-      ...                jnp.array([[True, True, False], [False] * 3]))
-      Array([[0.5, 0.5, 0. ],
-             [0. , 0. , 0. ]], dtype=float32)
-    """
+    """Softmax over ``axis`` among unmasked positions: ``x``'s shape, 0 at pads and empty rows."""
     x, mask, axis = _prepare(x, mask, axis)
     e, _ = _shifted_exp(to_float(x), mask, axis)
     total = jnp.sum(e, axis=axis, keepdims=True)
@@ -190,13 +170,7 @@ def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
 
 
 def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
-    """``log(sum(exp(x)))`` over the unmasked positions, computed stably; ``-inf`` if empty.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> masked_logsumexp(jnp.array([[0.0, 0.0, 50.0]]), jnp.array([[True, True, False]]))
-      Array([0.6931472], dtype=float32)
-    """
+    """``log(sum(exp(x)))`` over the unmasked positions, computed stably; ``-inf`` if empty."""
     x, mask, axis = _prepare(x, mask, axis)
     e, m = _shifted_exp(to_float(x), mask, axis)
     total = jnp.sum(e, axis=axis)

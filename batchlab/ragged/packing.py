@@ -25,7 +25,7 @@ import numpy as np
 
 from batchlab._util.format import Rows
 from batchlab.ragged.masking import to_float
-from batchlab.ragged.padding import as_ragged, check_size, check_value, layout_rows, waste_of
+from batchlab.ragged.padding import Cost, as_ragged, check_size, check_value, layout_rows
 
 Array = jax.Array
 
@@ -50,10 +50,7 @@ class Packed(NamedTuple):
     def true_elements(self) -> int:
         return int(np.sum(self.lengths))
 
-    @property
-    def waste(self) -> float:
-        """Fraction of positions in the tail (0 when ``total_length`` = the sum of lengths)."""
-        return waste_of(self.true_elements, self.padded_elements)
+    waste = Cost.waste  # the tail's share: 0 when total_length is the sum of the lengths
 
     def _rows(self) -> list[tuple[str, str]]:
         segments = f"{self.num_segments} ({int(np.sum(self.lengths > 0))} non-empty)"

@@ -56,9 +56,21 @@ class Ragged:
         return f"Ragged({n} items of {self.flat.dtype}, lengths {shown})"
 
 
-def waste_of(true: int, padded: int) -> float:
-    """Fraction of the ``padded`` positions that hold no data (0 = none; 0.9 = 90% wasted)."""
-    return 1.0 - true / padded if padded else 0.0
+class Cost:
+    """``waste`` and ``ratio`` of a layout from its ``padded_elements`` and ``true_elements``."""
+
+    padded_elements: int
+    true_elements: int
+
+    @property
+    def waste(self) -> float:
+        """Fraction of the computed positions that are padding (0 = none; 0.9 = 90% wasted)."""
+        return 1.0 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+
+    @property
+    def ratio(self) -> float:
+        """Positions computed / the ragged minimum (1.0 = no padding at all)."""
+        return self.padded_elements / self.true_elements if self.true_elements else 1.0
 
 
 class Padded(NamedTuple):
@@ -78,10 +90,7 @@ class Padded(NamedTuple):
         """Positions holding data: ``sum(lengths)``."""
         return int(np.sum(self.lengths))
 
-    @property
-    def waste(self) -> float:
-        """Fraction of positions that are padding."""
-        return waste_of(self.true_elements, self.padded_elements)
+    waste = Cost.waste
 
     def _rows(self) -> list[tuple[str, str]]:
         return layout_rows(self, ("items", str(len(self.lengths))), "")
