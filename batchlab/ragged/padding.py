@@ -266,8 +266,8 @@ def unpad(padded: Padded) -> list[np.ndarray]:
             f"`mask` of `padded` has shape {mask.shape} but `values` has {values.shape}: the mask "
             f"must be (batch, length), the leading axes of `values`."
         )
-    rows = np.arange(mask.shape[1]) < lengths.reshape(-1, 1)
-    if lengths.shape != mask.shape[:1] or not np.array_equal(mask, rows):
+    ok = lengths.shape == mask.shape[:1] and np.array_equal(lengths, mask.sum(axis=1))
+    if not ok or not np.array_equal(mask, np.arange(mask.shape[1]) < lengths.reshape(-1, 1)):
         raise ValueError(
             f"`lengths` of `padded` ({lengths.tolist()[:8]}) and its mask disagree: each mask row "
             f"must be True for the first `lengths` positions, then False; rebuild it with pad()."
