@@ -122,26 +122,24 @@ class Buckets(Cost, Rows):
                 f"pass one result per bucket, in order."
             )
         for k, (o, b) in enumerate(zip(outputs, self.buckets, strict=True)):
-            shape, items, rows = np.shape(o), len(b.indices), b.padded.values.shape[0]
-            if not shape or shape[0] not in (items, rows):
-                hint = "." if shape else " (a per-bucket scalar is not a per-item output)."
-                if shape and shape[0] in (rows * b.boundary, b.padded.true_elements):
-                    hint = (
-                        ": this looks like one row per position (rows x boundary, or the real "
-                        "positions only); reduce over the sequence axis first (e.g. "
-                        "masked_mean(out, b.padded.mask, axis=1))."
-                    )
+            shape, items, rows = np.shape(o) or (0,), len(b.indices), len(b.padded.lengths)
+            if shape[0] not in (items, rows):
+                hint = ""
+                if np.shape(o) == ():
+                    hint = " (a per-bucket scalar is not a per-item output)"
+                elif shape[0] in (rows * b.boundary, b.padded.true_elements):
+                    hint = ": this looks like one row per position; reduce over the sequence "
+                    hint += "axis first (e.g. masked_mean(out, b.padded.mask, axis=1))"
                 raise ValueError(
-                    f"`outputs[{k}]` has {shape[0] if shape else 0} rows but bucket {k} holds "
-                    f"{items} items (output shape {shape}, padded shape {b.padded.values.shape}); "
-                    f"each output needs one row per item of its bucket, in the bucket's order{hint}"
+                    f"`outputs[{k}]` has {shape[0]} rows but bucket {k} holds {items} items "
+                    f"(padded shape {b.padded.values.shape}); each output needs one row per "
+                    f"item of its bucket, in the bucket's order{hint}."
                 )
             if shape[1:] != np.shape(outputs[0])[1:]:
                 raise ValueError(
                     f"`outputs[{k}]` has rows of shape {shape[1:]} but `outputs[0]` has "
-                    f"{np.shape(outputs[0])[1:]}; per-item results must have one shape in every "
-                    f"bucket (a padded row's length differs between buckets: reduce over the "
-                    f"sequence axis, e.g. with masked_mean, or keep the outputs per bucket)."
+                    f"{np.shape(outputs[0])[1:]}; per-item results need one shape in every "
+                    f"bucket: reduce over the sequence axis (e.g. masked_mean) first."
                 )
         pairs = zip(outputs, self.buckets, strict=True)
         stacked = np.concatenate([np.asarray(o)[: len(b.indices)] for o, b in pairs] or [[]])
@@ -242,15 +240,13 @@ def bucketize(
     """Groups items by length and pads each group to its bucket boundary.
 
     Args:
-      seqs: a list of 1-D sequences or ``(len, *features)`` items, or a :class:`Ragged`.
+      seqs: 1-D sequences, ``(len, *features)`` items, or a :class:`Ragged`.
       boundaries: increasing bucket upper lengths; the last must be >= the longest item.
-      n_buckets: instead of ``boundaries``: use :func:`optimal_boundaries` with this many.
-      value: the pad value.
-      dtype: result dtype (default: the items' own).
+      n_buckets: instead, this many :func:`optimal_boundaries`.
+      value, dtype: the pad value and the result dtype (default: the items').
 
     Returns:
-      :class:`Buckets`: the non-empty buckets in increasing boundary order,
-      each with its items' original ``indices``.
+      :class:`Buckets`: the non-empty buckets by increasing boundary, with their items' ``indices``.
 
     Example:
       >>> bs = bucketize([[1, 2, 3], [4], [5, 6]], boundaries=[2, 4])
@@ -278,14 +274,12 @@ def bucket_batches(
     Args:
       seqs, boundaries, n_buckets, value, dtype: as in :func:`bucketize`.
       batch_size: rows per batch, the same for every bucket.
-      tokens_per_batch: instead of ``batch_size``: positions per batch; rows per
-        bucket ``max(1, tokens_per_batch // boundary)``.
-      seed: shuffle the items within each bucket and the order of the batches
-        (an epoch, as a training loop sees it); ``None`` keeps input order.
+      tokens_per_batch: instead, positions per batch: ``max(1, tokens_per_batch // boundary)`` rows.
+      seed: shuffle the items within each bucket and the order of the batches (an epoch, as a
+        training loop sees it); ``None`` keeps input order.
 
     Returns:
-      :class:`Buckets` with one entry per batch; ``restore`` drops the filler
-      rows and puts results back in input order; ``shapes`` counts distinct shapes.
+      :class:`Buckets` with one entry per batch; ``restore`` drops the filler rows.
 
     Example:
       >>> bs = bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]], boundaries=[1, 4], batch_size=2)

@@ -7,12 +7,17 @@ fixed ``total_length`` and ``max_items`` every batch has one shape (one compile)
 gets segment id ``max_items``, out of range, so ``segment_*`` drops it. Empty items follow
 :mod:`batchlab.ragged.masking`'s convention.
 
+The reductions take ``x``, per-position values ``(total_length, *features)`` (e.g.
+``packed.values`` or ``table[packed.values]``), and the :class:`Packed` batch it follows.
+
 Example:
   >>> p = pack([[1, 2, 3], [4], []], total_length=6)
   >>> p.values.tolist(), p.segment_ids.tolist(), p.lengths.tolist()
   ([1, 2, 3, 4, 0, 0], [0, 0, 0, 1, 3, 3], [3, 1, 0])
-  >>> packed_sum(p.values, p).tolist()
-  [6, 4, 0]
+  >>> packed_sum(p.values, p).tolist(), packed_mean(p.values, p).tolist()
+  ([6, 4, 0], [2.0, 4.0, 0.0])
+  >>> packed_max(p.values, p).tolist()[:2], packed_softmax(p.values, p).tolist()[3:]
+  ([3, 4], [1.0, 0.0, 0.0])
 """
 
 from __future__ import annotations
@@ -26,8 +31,6 @@ import numpy as np
 from batchlab._util.format import Rows
 from batchlab.ragged.masking import to_float
 from batchlab.ragged.padding import Cost, as_ragged, check_size, check_value, layout_rows
-
-Array = jax.Array
 
 
 class Packed(NamedTuple):
@@ -74,14 +77,11 @@ def pack(
 
     Args:
       seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a :class:`~batchlab.Ragged`.
-      total_length: the packed length; default: the total true length (no tail). Fix it
-        (e.g. to the largest batch's total) so that every batch has one shape: one compile.
-      max_items: the number of segments; default: the number of items. Fix it too.
+      total_length: the packed length; default: the sum of the lengths (no tail).
+      max_items: the number of segments; default: the number of items. Fix both (e.g. to
+        the largest batch's) and every batch has one shape: one compile.
       value: the value of the tail positions (must fit ``dtype``).
       dtype: the result dtype; default: the items' own.
-
-    Returns:
-      :class:`Packed` ``(values, segment_ids, lengths)`` as numpy arrays.
 
     Example:
       >>> p = pack([[1.0, 2.0], [3.0]], total_length=4, max_items=3)
@@ -122,7 +122,7 @@ def unpack(packed: Packed) -> list[np.ndarray]:
     return [values[e - k : e] for e, k in zip(np.cumsum(lengths), lengths, strict=True)]
 
 
-def _segments(x: Any, packed: Packed) -> tuple[Array, Array, int]:
+def _segments(x: Any, packed: Packed) -> tuple[jax.Array, jax.Array, int]:
     x, ids = jnp.asarray(x), jnp.asarray(packed.segment_ids)
     if x.ndim == 0 or x.shape[0] != ids.shape[0]:
         raise ValueError(
@@ -132,57 +132,28 @@ def _segments(x: Any, packed: Packed) -> tuple[Array, Array, int]:
     return x, ids, packed.num_segments
 
 
-def packed_sum(x: Any, packed: Packed) -> Array:
-    """Per-item sum of packed values: ``(max_items, *features)``; ``0`` for an empty item.
-
-    Args:
-      x: ``(total_length, *features)`` per-position values (e.g. ``packed.values``
-        or ``table[packed.values]``); the other reductions take the same.
-      packed: the :class:`Packed` batch whose segment ids ``x`` follows.
-
-    Example:
-      >>> p = pack([[1.0, 2.0], [5.0]])
-      >>> packed_sum(p.values, p).tolist()
-      [3.0, 5.0]
-    """
+def packed_sum(x: Any, packed: Packed) -> jax.Array:
+    """Per-item sum of packed values: ``(max_items, *features)``; ``0`` for an empty item."""
     x, ids, n = _segments(x, packed)
     return jax.ops.segment_sum(x, ids, num_segments=n, indices_are_sorted=True)
 
 
-def packed_mean(x: Any, packed: Packed) -> Array:
-    """Per-item mean of packed values; ``0`` for an empty item (never NaN).
-
-    Example:
-      >>> p = pack([[1.0, 2.0], [], [5.0]])
-      >>> packed_mean(p.values, p).tolist()
-      [1.5, 0.0, 5.0]
-    """
+def packed_mean(x: Any, packed: Packed) -> jax.Array:
+    """Per-item mean of packed values; ``0`` for an empty item (never NaN)."""
     x, ids, n = _segments(x, packed)
     total = jax.ops.segment_sum(to_float(x), ids, num_segments=n, indices_are_sorted=True)
     count = jnp.maximum(jnp.asarray(packed.lengths), 1).astype(total.dtype)
     return total / count.reshape(count.shape + (1,) * (x.ndim - 1))
 
 
-def packed_max(x: Any, packed: Packed) -> Array:
-    """Per-item maximum; ``-inf`` (floats) or the dtype's minimum (ints) for an empty item.
-
-    Example:
-      >>> p = pack([[1.0, 7.0], [], [-5.0]])
-      >>> packed_max(p.values, p).tolist()
-      [7.0, -inf, -5.0]
-    """
+def packed_max(x: Any, packed: Packed) -> jax.Array:
+    """Per-item maximum; ``-inf`` (floats) or the dtype's minimum (ints) for an empty item."""
     x, ids, n = _segments(x, packed)
     return jax.ops.segment_max(x, ids, num_segments=n, indices_are_sorted=True)
 
 
-def packed_softmax(x: Any, packed: Packed) -> Array:
-    """Softmax of every item's positions, in place: ``(total_length, *features)``; 0 on the tail.
-
-    Example:
-      >>> p = pack([[0.0, 0.0], [3.0]], total_length=4)
-      >>> packed_softmax(p.values, p).tolist()
-      [0.5, 0.5, 1.0, 0.0]
-    """
+def packed_softmax(x: Any, packed: Packed) -> jax.Array:
+    """Softmax of every item's positions, in place: ``(total_length, *features)``; 0 on the tail."""
     x, ids, n = _segments(x, packed)
     x = to_float(x)
     m = jax.ops.segment_max(x, ids, num_segments=n, indices_are_sorted=True)
@@ -196,7 +167,7 @@ def packed_softmax(x: Any, packed: Packed) -> Array:
     return e / jnp.where(real & (denom > 0), denom, 1)
 
 
-def packed_mean_pool(packed: Packed, table: Array) -> Array:
+def packed_mean_pool(packed: Packed, table: jax.Array) -> jax.Array:
     """Embeds every packed token id and averages per item: ``(max_items, features)``.
 
     Example:

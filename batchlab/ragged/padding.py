@@ -181,14 +181,12 @@ def pad(
     """Pads ragged items into one array, with a boolean mask and the true lengths.
 
     Args:
-      seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a :class:`Ragged`.
-      length: pad (or, with ``truncate``, cut) every item to this length.
-      multiple_of: instead: round the longest length up to a multiple of this.
-      value: the pad value (must fit ``dtype``).
-      dtype: the result dtype; default: the items' common dtype.
-      truncate: allow ``length`` shorter than the longest item.
-      casting: ``"same_value"`` refuses a ``dtype`` that would change a value
-        (1.5 -> int, 300 -> uint8); ``"unsafe"`` casts as numpy's astype.
+      seqs: 1-D sequences, ``(len, *features)`` arrays, or a :class:`Ragged`.
+      length: pad every item to this length (with ``truncate=True``, cut longer ones to it).
+      multiple_of: instead, round the longest length up to a multiple of this.
+      value, dtype: the pad value (it must fit) and the result dtype (default: the items').
+      casting: ``"same_value"`` refuses a ``dtype`` that changes a value (1.5 -> int,
+        300 -> uint8); ``"unsafe"`` casts as numpy's astype.
 
     Example:
       >>> pad([[1.0, 2.0], [3.0]], multiple_of=4, value=-1).values
@@ -210,9 +208,9 @@ def pad(
         length = -(-max(longest, 1) // multiple_of) * multiple_of if multiple_of else longest
     cut = lengths > length
     if cut.any() and not truncate:
+        what = f"{cut.sum()} of {len(lengths)} items (the longest has {longest})"
         raise ValueError(
-            f"`length`={length} would cut {cut.sum()} of {len(lengths)} items (the longest has "
-            f"{longest}); pass truncate=True to cut them, or a larger `length`."
+            f"`length`={length} would cut {what}; pass truncate=True, or a larger one."
         )
     if cut.any():
         dropped = int((lengths - length)[cut].sum())
@@ -233,15 +231,13 @@ def scatter_rows(
     # np.zeros gets zeroed pages lazily from the OS: much faster than writing a fill value
     values = np.zeros(shape, flat.dtype) if value == 0 else np.full(shape, value, dtype=flat.dtype)
     mask = np.arange(target)[None, :] < kept[:, None]
-    total = int(kept.sum())
-    if total:
-        # the mask is True, in row-major order, exactly where the items go: one boolean
-        # assignment writes them all, from source indices computed without a loop
-        out_starts = np.cumsum(kept) - kept
-        if np.array_equal(kept, lengths) and np.array_equal(starts - starts[0], out_starts):
-            values[mask] = flat[starts[0] : starts[0] + total]  # contiguous: no gather
-        else:
-            values[mask] = flat[np.repeat(starts - out_starts, kept) + np.arange(total)]
+    # the mask is True, in row-major order, exactly where the items go: one boolean
+    # assignment writes them all, from source indices computed without a loop
+    out_starts, total = np.cumsum(kept) - kept, int(kept.sum())
+    if total and np.array_equal(kept, lengths) and np.array_equal(starts - starts[0], out_starts):
+        values[mask] = flat[starts[0] : starts[0] + total]  # contiguous: no gather
+    elif total:
+        values[mask] = flat[np.repeat(starts - out_starts, kept) + np.arange(total)]
     return Padded(values, mask, kept.astype(np.int32))
 
 
