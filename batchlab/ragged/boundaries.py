@@ -25,10 +25,7 @@ def check_boundaries(boundaries: Any, lengths: np.ndarray) -> np.ndarray:
     """``boundaries`` as int64, checked: increasing ints that cover every length."""
     b = np.asarray(boundaries)
     if b.ndim != 1 or b.size == 0 or b.dtype.kind not in "iu":
-        raise TypeError(
-            f"`boundaries` must be a non-empty list of ints (bucket upper lengths), "
-            f"got {boundaries!r:.80}."
-        )
+        raise TypeError(f"`boundaries` must be a non-empty list of ints, got {boundaries!r:.60}.")
     if np.any(np.diff(b) <= 0) or b[0] < 1:
         raise ValueError(
             f"`boundaries` must be positive and strictly increasing, got {b.tolist()}."

@@ -61,9 +61,7 @@ class TokenDataset:
     def decode(self, i: int) -> list[str]:
         """The token texts of sequence ``i``."""
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-            raise TypeError(
-                f"`i` must be the int index of a sequence, got {type(i).__name__} {i!r}."
-            )
+            raise TypeError(f"`i` must be an int (a sequence's index), got {i!r}.")
         if not 0 <= i < len(self):
             raise ValueError(f"`i`={i} is not a sequence index; valid: 0..{len(self) - 1}.")
         ids = np.asarray(self.ragged.item(i))
@@ -85,14 +83,10 @@ class TokenDataset:
 
 
 def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
-    """Loads the shipped dataset: one token-id sequence per stdlib function.
+    """Loads the shipped dataset, checked: one token-id sequence per stdlib function.
 
-    Args:
-      path: the ``.npz`` file; default: the copy shipped inside the package
-        (``batchlab/ragged/data/stdlib_functions.npz``, its one copy).
-
-    Returns:
-      A :class:`TokenDataset` (loaded with ``allow_pickle=False``; checked).
+    ``path``: the ``.npz`` file (read with ``allow_pickle=False``); default: the package's one
+    copy, ``batchlab/ragged/data/stdlib_functions.npz``.
     """
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(
@@ -118,9 +112,7 @@ def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
         if arrays[key].dtype.kind not in "iu":
             raise ValueError(
                 f"`path` {path.name!r} holds {key} of dtype {arrays[key].dtype}; {key} must be "
-                f"integers (token ids index the vocabulary and an embedding table). If the file "
-                f"is your own, save {key}=np.asarray({key}).astype(np.int32); otherwise "
-                f"{_REGENERATE}."
+                f"integers (they index the vocabulary): {_REGENERATE}."
             )
     problem = None
     if tokens.ndim != 1:

@@ -59,19 +59,14 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
         )
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"`axis` must be one int (the sequence axis), got {axis!r}.")
-    if not -mask.ndim <= axis < mask.ndim:
+    # a negative axis of a mask with fewer dims than x would count from the mask's end
+    if not -mask.ndim <= axis < mask.ndim or (mask.ndim == 1 < x.ndim and axis < 0):
         raise ValueError(
-            f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}); the reduced axis must "
-            f"be a masked one, e.g. axis=1 for a (batch, seq) mask."
+            f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}, x {x.shape}); pass "
+            f"the reduced masked axis, counted from the front, e.g. axis=1 for a (batch, seq) mask."
         )
-    if mask.ndim == 1 < x.ndim and axis < 0:
-        raise ValueError(
-            f"`mask` has shape {mask.shape}, fewer dims than `x` {x.shape}, so axis={axis} is "
-            f"ambiguous (it counts from the mask's end, not x's). Pass axis=0, or a mask of "
-            f"x's full shape."
-        )
-    mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
-    return x, jnp.broadcast_to(mask, x.shape), axis % mask.ndim
+    axis, mask = axis % mask.ndim, mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
+    return x, jnp.broadcast_to(mask, x.shape), axis
 
 
 def _check_empty(empty: Any, dtype: Any = None) -> None:
@@ -89,10 +84,8 @@ def _check_empty(empty: Any, dtype: Any = None) -> None:
     if not (value.size and whole.all()):
         name = np.dtype(dtype).name
         raise ValueError(
-            f"`empty`={empty!r} cannot be stored in x's dtype {name} (masked_max returns x's "
-            f"dtype; {name} holds whole numbers {low}..{high}). Leave empty=None (the dtype's "
-            f"minimum) or pass an int such as empty=-1; for -inf or NaN convert first: "
-            f"masked_max(x.astype(float), mask, empty=...)."
+            f"`empty`={empty!r} cannot be stored in x's dtype {name} (whole numbers {low}..{high}"
+            f"); leave empty=None (its minimum), pass an int, or convert x to float first."
         )
 
 

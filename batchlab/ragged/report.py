@@ -21,14 +21,10 @@ from batchlab.ragged.boundaries import (
 )
 from batchlab.ragged.padding import Cost
 
-RULE_COLORS = {
-    "max": "tab:red",
-    "fixed": "tab:gray",
-    "pow2": "tab:orange",
-    "quantile": "tab:purple",
-    "optimal": "tab:green",
-}
-RULES = tuple(RULE_COLORS)
+RULES = ("max", "fixed", "pow2", "quantile", "optimal")
+RULE_COLORS = dict(
+    zip(RULES, ("tab:red", "tab:gray", "tab:orange", "tab:purple", "tab:green"), strict=True)
+)
 
 
 @dataclass(frozen=True)
@@ -111,12 +107,10 @@ def padding_report(
 
     Args:
       lengths: ``(items,)`` true lengths (or a :class:`Ragged`).
-      rule: one name or a tuple of ``max``, ``fixed``, ``pow2``, ``quantile``, ``optimal``;
-        ``None`` for all.
-      n_buckets: buckets for ``fixed`` (equal width), ``quantile`` and ``optimal``.
-      boundaries: explicit boundaries for ``fixed``.
-      batch_size: rows per batch as in :func:`batchlab.bucket_batches`; ``None``:
-        each bucket is one batch of its own items.
+      rule: one of :data:`RULES` or a tuple of them; ``None`` for all.
+      n_buckets, boundaries: as :func:`rule_boundaries` takes them.
+      batch_size: rows per batch as in :func:`batchlab.bucket_batches`; ``None``: each bucket
+        is one batch of its own items.
 
     Example:
       >>> r = padding_report([2, 3, 3, 8], ("max", "optimal"), n_buckets=2)
@@ -131,13 +125,9 @@ def padding_report(
             f"`lengths` are too large to count padded elements in int64 (longest "
             f"{lengths.max()}, {lengths.size} items): pass lengths in tokens, not bytes or ids."
         )
-    if rule is not None and not isinstance(rule, (str, tuple, list)):
-        raise TypeError(
-            f"`rule` must be a name or a tuple of names from {list(RULES)}, got {rule!r}."
-        )
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
     rows = []
-    for name in RULES if rule is None else ((rule,) if isinstance(rule, str) else tuple(rule)):
+    for name in RULES if rule is None else (rule if isinstance(rule, (tuple, list)) else (rule,)):
         b = rule_boundaries(lengths, name, n_buckets=n_buckets, boundaries=boundaries)
         counts = np.bincount(np.searchsorted(b, lengths), minlength=len(b))
         if batch_size is not None:  # every batch is batch_size rows: the last one filled up
