@@ -113,13 +113,11 @@ class Buckets(Cost, Rows):
         """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order."""
         if not isinstance(outputs, (list, tuple)):
             raise TypeError(
-                f"`outputs` must be a list with one result per bucket, got "
-                f"{type(outputs).__name__}; e.g. [fn(b.padded) for b in buckets]."
+                f"`outputs` must be a list (one per bucket), got {type(outputs).__name__}."
             )
         if len(outputs) != len(self.buckets):
             raise ValueError(
-                f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
-                f"pass one result per bucket, in order."
+                f"`outputs` has {len(outputs)} entries for {len(self)} buckets; pass one each."
             )
         for k, (o, b) in enumerate(zip(outputs, self.buckets, strict=True)):
             shape, items, rows = np.shape(o) or (0,), len(b.indices), len(b.padded.lengths)
@@ -209,11 +207,10 @@ def _batches(
         b = check_boundaries(boundaries, lengths)
     check_value(value, ragged.flat.dtype)
     which = np.searchsorted(b, lengths)
-    order = np.argsort(which, kind="stable")
-    groups = np.split(order, np.searchsorted(which[order], np.arange(1, len(b))))
     rng = None if seed is None else np.random.default_rng(seed)
     batches = []
-    for boundary, idx in zip(b.tolist(), groups, strict=True):
+    for k, boundary in enumerate(b.tolist()):
+        idx = np.flatnonzero(which == k)  # the bucket's items, in input order
         if not len(idx):
             continue
         idx = idx if rng is None else rng.permutation(idx)
