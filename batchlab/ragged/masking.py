@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.checks import check_numeric_array
-from batchlab.ragged.padding import Ragged
+from batchlab.ragged.padding import Ragged, check_value
 
 Array = jax.Array
 
@@ -76,17 +76,8 @@ def _check_empty(empty: Any, dtype: Any = None) -> None:
             f"`empty` (the result for a fully masked row) must be a number, e.g. empty=0.0 or "
             f"empty=float('nan'), got {type(empty).__name__} {empty!r}."
         )
-    if dtype is None or jnp.issubdtype(dtype, jnp.inexact):
-        return
-    low, high = (0, 1) if dtype == jnp.bool_ else (jnp.iinfo(dtype).min, jnp.iinfo(dtype).max)
-    value = np.asarray(empty, dtype=float)
-    whole = np.isfinite(value) & (value == np.round(value)) & (low <= value) & (value <= high)
-    if not (value.size and whole.all()):
-        name = np.dtype(dtype).name
-        raise ValueError(
-            f"`empty`={empty!r} cannot be stored in x's dtype {name} (whole numbers {low}..{high}"
-            f"); leave empty=None (its minimum), pass an int, or convert x to float first."
-        )
+    if dtype is not None and not jnp.issubdtype(dtype, jnp.inexact):  # masked_max keeps x's dtype
+        check_value(empty, dtype, "empty", f"x's dtype {np.dtype(dtype).name}")
 
 
 def to_float(x: Array) -> Array:

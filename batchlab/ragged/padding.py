@@ -143,17 +143,18 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
     return Ragged.from_lengths(np.concatenate(items, dtype=dtype, casting="unsafe"), lengths)
 
 
-def check_value(value: Any, dtype: np.dtype) -> None:
-    """Refuses a pad ``value`` that an array of ``dtype`` would change."""
+def check_value(value: Any, dtype: np.dtype, name: str = "value", where: str = "") -> None:
+    """Refuses a ``value`` (a pad value) that an array of ``dtype`` would change."""
     try:
-        cast = np.asarray(value).astype(dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            cast = np.asarray(value).astype(dtype)
         ok = bool(cast == value) or bool(np.isnan(cast) and np.isnan(value))
     except (TypeError, ValueError):
         cast, ok = "an error", False
     if not ok:
         raise ValueError(
-            f"`value`={value!r} cannot be stored in a {dtype} array (it would become {cast}); "
-            f"pick a pad value of that dtype, e.g. value=0."
+            f"`{name}`={value!r} cannot be stored in {where or f'a {dtype} array'} (it would "
+            f"become {cast}); pick a value of that dtype, e.g. {name}=0."
         )
 
 
