@@ -64,7 +64,8 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
     if m * m * k_max > 2 * 10**9:  # the DP is O(k * m^2): refuse what would take minutes
         raise ValueError(
             f"`lengths` has {m} distinct values: the exact search costs n_buckets x {m}^2 steps "
-            f"(minutes). Round the lengths first (e.g. np.ceil(lengths / 16) * 16) or use "
+            f"(minutes). Round the lengths first (e.g. np.ceil(lengths / 16) * 16, at most "
+            f"{int((2 * 10**9 / k_max) ** 0.5)} distinct values for n_buckets={k_max}) or use "
             f"quantile_boundaries(lengths, n_buckets)."
         )
     items_below = np.concatenate([[0], np.cumsum(c)]).astype(np.float64)

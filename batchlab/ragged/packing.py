@@ -104,7 +104,8 @@ def pack(
         raise ValueError(f"there are {n} items but `max_items`={max_items}; pass max_items >= {n}.")
     check_value(value, ragged.flat.dtype)
     flat = ragged.flat[ragged.offsets[0] : ragged.offsets[0] + true]
-    values = np.full((total_length, *flat.shape[1:]), value, flat.dtype)
+    shape = (total_length, *flat.shape[1:])
+    values = np.zeros(shape, flat.dtype) if value == 0 else np.full(shape, value, flat.dtype)
     values[:true] = flat
     ids = np.full(total_length, max_items, np.int32)
     ids[:true] = np.repeat(np.arange(n, dtype=np.int32), lengths)
