@@ -53,9 +53,8 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
         m not in (1, n) for m, n in zip(mask.shape, x.shape, strict=False)
     ):
         raise ValueError(
-            f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape "
-            f"or its leading axes (e.g. (batch, seq) for x of shape (batch, seq, features)), "
-            f"with size 1 on an axis it shares (e.g. (batch, 1, seq) for x (batch, heads, seq))."
+            f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape or "
+            f"its leading axes, with size 1 on an axis it shares (e.g. (batch, 1, seq) for heads)."
         )
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"`axis` must be one int (the sequence axis), got {axis!r}.")

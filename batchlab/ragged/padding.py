@@ -208,15 +208,17 @@ def pad(
     if length is None:
         length = -(-max(longest, 1) // multiple_of) * multiple_of if multiple_of else longest
     cut = lengths > length
+    what = f"{cut.sum()} of {len(lengths)} items"
     if cut.any() and not truncate:
-        what = f"{cut.sum()} of {len(lengths)} items (the longest has {longest})"
         raise ValueError(
-            f"`length`={length} would cut {what}; pass truncate=True, or a larger one."
+            f"`length`={length} would cut {what} (the longest has {longest}); pass "
+            f"truncate=True to cut them, or a larger `length`."
         )
     if cut.any():
         dropped = int((lengths - length)[cut].sum())
-        msg = f"{cut.sum()} of {len(lengths)} items to length {length} ({dropped} elements dropped)"
-        warnings.warn(f"pad: truncated {msg}.", stacklevel=2)
+        warnings.warn(
+            f"pad: truncated {what} to length {length} ({dropped} dropped).", stacklevel=2
+        )
     check_value(value, flat.dtype)
     n_bytes = len(lengths) * length * int(np.prod(flat.shape[1:], dtype=np.int64)) * flat.itemsize
     checks.check_fits_memory(n_bytes, "length", f"{len(lengths)} items x length {length}")
