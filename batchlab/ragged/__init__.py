@@ -34,10 +34,7 @@ from batchlab.ragged.packing import (
 )
 from batchlab.ragged.padding import Padded, Ragged, pad, unpad
 from batchlab.ragged.report import PaddingReport, padding_report, plot_tradeoff
-from batchlab.ragged.timing import (
-    BucketPlan,
-    BucketPoint,
-)
+from batchlab.ragged.timing import BucketPlan, BucketPoint
 
 __all__ = [
     "Bucket",

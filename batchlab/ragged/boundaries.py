@@ -11,36 +11,29 @@ from batchlab.ragged.padding import Ragged
 
 
 def lengths_of(lengths: Any) -> np.ndarray:
-    if isinstance(lengths, Ragged):
-        return lengths.lengths
-    arr = np.asarray(lengths)
-    if (
-        arr.ndim != 1
-        or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer))
-        or np.any(arr < 0)
-    ):
+    """``lengths`` (or a :class:`Ragged`'s) as checked non-negative int64."""
+    arr = lengths.lengths if isinstance(lengths, Ragged) else np.asarray(lengths)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu") or np.any(arr < 0):
         raise ValueError(
-            f"`lengths` must be a 1-D array of non-negative ints, got "
-            f"{arr.dtype}{list(arr.shape)}; pass e.g. data.lengths or [len(s) for s in seqs]."
+            f"`lengths` must be a 1-D array of non-negative ints, got {arr.dtype}"
+            f"{list(arr.shape)}; pass e.g. data.lengths or [len(s) for s in seqs]."
         )
     return arr.astype(np.int64)
 
 
 def check_boundaries(boundaries: Any, lengths: np.ndarray) -> np.ndarray:
-    """Returns ``boundaries`` as sorted int64 after checking they cover every length."""
+    """``boundaries`` as int64, checked: increasing ints that cover every length."""
     b = np.asarray(boundaries)
-    if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer):
-        raise TypeError(
-            f"`boundaries` must be a non-empty list of ints (bucket upper lengths), got {boundaries!r:.80}."
-        )
+    if b.ndim != 1 or b.size == 0 or b.dtype.kind not in "iu":
+        raise TypeError(f"`boundaries` must be a non-empty list of ints, got {boundaries!r:.60}.")
     if np.any(np.diff(b) <= 0) or b[0] < 1:
         raise ValueError(
             f"`boundaries` must be positive and strictly increasing, got {b.tolist()}."
         )
     if len(lengths) and lengths.max() > b[-1]:
         raise ValueError(
-            f"the longest item has length {int(lengths.max())} but the last boundary is {int(b[-1])}; "
-            f"add a boundary >= {int(lengths.max())} (or pad with truncate=True first)."
+            f"the longest item has length {lengths.max()} but the last boundary is {b[-1]}; "
+            f"add a boundary >= {lengths.max()} (or pad with truncate=True first)."
         )
     return b.astype(np.int64)
 
@@ -55,12 +48,9 @@ def padded_elements(lengths: Any, boundaries: Any) -> int:
 def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
     """The at most ``n_buckets`` boundaries that minimize the total padded size (exact).
 
-    Args:
-      lengths: ``(items,)`` non-negative ints.
-      n_buckets: the number of buckets (= compiled shapes) allowed.
-
-    Returns:
-      Sorted boundaries; fewer than ``n_buckets`` if there are fewer distinct lengths.
+    A dynamic program over the distinct lengths: the cheapest way to cover the first
+    ``j`` of them with ``k`` buckets is the cheapest with ``k - 1`` buckets up to some
+    ``i``, plus one bucket padding lengths ``i..j-1`` to the ``j-1``-th.
 
     Example:
       >>> optimal_boundaries([1, 2, 2, 7, 8, 8, 8], 2).tolist()
@@ -78,17 +68,16 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
             f"{int((2 * 10**9 / k_max) ** 0.5)} distinct values for n_buckets={k_max}) or use "
             f"quantile_boundaries(lengths, n_buckets)."
         )
-    C = np.concatenate([[0], np.cumsum(c)]).astype(np.float64)
+    items_below = np.concatenate([[0], np.cumsum(c)]).astype(np.float64)
     best = np.full(m + 1, np.inf)
     best[0] = 0.0
     choice = np.zeros((k_max + 1, m + 1), dtype=np.int64)
     for k in range(1, k_max + 1):
         new = np.full(m + 1, np.inf)
         for j in range(k, m + 1):
-            # last bucket holds distinct lengths i..j-1, padded to d[j-1]
-            cost = best[:j] + d[j - 1] * (C[j] - C[:j])
-            i = int(np.argmin(cost))
-            new[j], choice[k, j] = cost[i], i
+            cost = best[:j] + d[j - 1] * (items_below[j] - items_below[:j])
+            choice[k, j] = np.argmin(cost)
+            new[j] = cost[choice[k, j]]
         best = new
     bounds, j = [], m
     for k in range(k_max, 0, -1):
@@ -107,10 +96,8 @@ def quantile_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
     lengths, n_buckets = lengths_of(lengths), check_positive_int(n_buckets, "n_buckets")
     if not len(lengths):
         return np.ones(1, dtype=np.int64)
-    q = np.quantile(
-        np.maximum(lengths, 1), np.arange(1, n_buckets + 1) / n_buckets, method="inverted_cdf"
-    )
-    return np.unique(q.astype(np.int64))
+    q = np.arange(1, n_buckets + 1) / n_buckets
+    return np.unique(np.quantile(np.maximum(lengths, 1), q, method="inverted_cdf").astype(np.int64))
 
 
 def power_of_two_boundaries(lengths: Any) -> np.ndarray:
@@ -120,9 +107,8 @@ def power_of_two_boundaries(lengths: Any) -> np.ndarray:
       >>> power_of_two_boundaries([3, 5, 17]).tolist()
       [4, 8, 16, 32]
     """
-    lengths = lengths_of(lengths)
-    lo = max(int(lengths.min()) if len(lengths) else 1, 1)
-    hi = max(int(lengths.max()) if len(lengths) else 1, 1)
+    lengths = np.maximum(lengths_of(lengths), 1)
+    lo, hi = (lengths.min(), lengths.max()) if len(lengths) else (1, 1)
     return 2 ** np.arange(int(np.ceil(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1, dtype=np.int64)
 
 

@@ -19,19 +19,15 @@ import jax
 import numpy as np
 
 from batchlab._util.checks import check_positive_int
-from batchlab._util.format import html_table, text_table
-from batchlab.ragged.boundaries import (
-    check_boundaries,
-    optimal_boundaries,
-)
-from batchlab.ragged.padding import Padded, Ragged, as_ragged, check_value, scatter_rows
+from batchlab._util.format import Rows
+from batchlab.ragged.boundaries import check_boundaries, optimal_boundaries
+from batchlab.ragged.padding import Cost, Padded, as_ragged, check_value, scatter_rows
 
 
 @dataclass(frozen=True)
 class Bucket:
     """One bucket (or one batch of a bucket): its items padded to ``boundary``, and their
-    positions in the input.
-    """
+    positions in the input."""
 
     boundary: int
     indices: np.ndarray
@@ -44,17 +40,27 @@ class Bucket:
 
     def __repr__(self) -> str:
         filler = f", filler rows={self.filler_rows}" if self.filler_rows else ""
-        return f"Bucket(boundary={self.boundary}, items={len(self.indices)}{filler}, padding={self.padded.waste:.1%})"
+        return (
+            f"Bucket(boundary={self.boundary}, items={len(self.indices)}{filler}, "
+            f"padding={self.padded.waste:.1%})"
+        )
 
 
 @dataclass(frozen=True)
-class Buckets:
+class Buckets(Cost, Rows):
     """The non-empty buckets (or fixed-shape batches) of the data; ``restore`` puts
-    per-bucket results back in input order."""
+    per-bucket results back in input order.
+
+    ``ratio`` is the padded positions really computed (filler rows included) over the
+    ragged minimum; ``ideal_ratio`` the boundaries' ideal, what :func:`batchlab.padding_report`
+    counts: every item padded to its bucket's boundary, no filler rows.
+    """
 
     buckets: tuple[Bucket, ...]
     boundaries: np.ndarray
     n_items: int
+
+    _header = ("boundary", "batches", "rows per batch", "items", "padding")
 
     def __iter__(self) -> Iterator[Bucket]:
         return iter(self.buckets)
@@ -71,10 +77,6 @@ class Buckets:
         return sum(b.padded.padded_elements for b in self.buckets)
 
     @property
-    def waste(self) -> float:
-        return 1 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
-
-    @property
     def shapes(self) -> int:
         """Distinct array shapes among the buckets: what ``jit`` compiles for, at most."""
         return len({b.padded.values.shape for b in self.buckets})
@@ -86,10 +88,7 @@ class Buckets:
 
     @property
     def ideal_elements(self) -> int:
-        """The boundaries' ideal: every item padded to its bucket's boundary, no filler rows.
-
-        What :func:`batchlab.padding_report` counts for the same boundaries.
-        """
+        """The boundaries' ideal: every item padded to its bucket's boundary, no filler rows."""
         return sum(b.boundary * len(b.indices) for b in self.buckets)
 
     @property
@@ -98,13 +97,7 @@ class Buckets:
         return sum(b.boundary * b.filler_rows for b in self.buckets)
 
     @property
-    def ratio(self) -> float:
-        """Padded positions really computed (filler rows included) / the ragged minimum."""
-        return self.padded_elements / self.true_elements if self.true_elements else 1.0
-
-    @property
     def ideal_ratio(self) -> float:
-        """The boundaries' ideal padded positions / the ragged minimum (``padding_report``'s figure)."""
         return self.ideal_elements / self.true_elements if self.true_elements else 1.0
 
     def padding_text(self) -> str:
@@ -120,43 +113,33 @@ class Buckets:
         """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order."""
         if not isinstance(outputs, (list, tuple)):
             raise TypeError(
-                f"`outputs` must be a list with one result per bucket, got "
-                f"{type(outputs).__name__}; e.g. [fn(b.padded) for b in buckets]."
+                f"`outputs` must be a list (one per bucket), got {type(outputs).__name__}."
             )
         if len(outputs) != len(self.buckets):
             raise ValueError(
-                f"`outputs` has {len(outputs)} entries but there are {len(self.buckets)} buckets; "
-                f"pass one result per bucket, in order."
+                f"`outputs` has {len(outputs)} entries for {len(self)} buckets; pass one each."
             )
-        row_shape = None
         for k, (o, b) in enumerate(zip(outputs, self.buckets, strict=True)):
-            shape = np.shape(o)
-            rows = shape[0] if shape else 0
-            items, padded_rows = len(b.indices), b.padded.values.shape[0]
-            if rows not in (items, padded_rows):
-                per_position = shape and rows in (padded_rows * b.boundary, b.padded.true_elements)
-                hint = (
-                    ": this looks like one row per position (rows x boundary, or the real positions "
-                    "only); reduce over the sequence axis first (e.g. masked_mean(out, "
-                    "b.padded.mask, axis=1))."
-                    if per_position
-                    else (" (a per-bucket scalar is not a per-item output)." if not shape else ".")
-                )
+            shape, items, rows = np.shape(o) or (0,), len(b.indices), len(b.padded.lengths)
+            if shape[0] not in (items, rows):
+                hint = ""
+                if np.shape(o) == ():
+                    hint = " (a per-bucket scalar is not a per-item output)"
+                elif shape[0] in (rows * b.boundary, b.padded.true_elements):
+                    hint = ": this looks like one row per position; reduce over the sequence "
+                    hint += "axis first (e.g. masked_mean(out, b.padded.mask, axis=1))"
                 raise ValueError(
-                    f"`outputs[{k}]` has {rows} rows but bucket {k} holds {items} items (output "
-                    f"shape {shape}, padded shape {b.padded.values.shape}); each output needs one "
-                    f"row per item of its bucket, in the bucket's order{hint}"
+                    f"`outputs[{k}]` has {shape[0]} rows but bucket {k} holds {items} items "
+                    f"(padded shape {b.padded.values.shape}); each output needs one row per "
+                    f"item of its bucket, in the bucket's order{hint}."
                 )
-            if row_shape is None:
-                row_shape = shape[1:]
-            elif shape[1:] != row_shape:
+            if shape[1:] != np.shape(outputs[0])[1:]:
                 raise ValueError(
-                    f"`outputs[{k}]` has rows of shape {shape[1:]} but `outputs[0]` has {row_shape}; "
-                    f"per-item results must have one shape in every bucket (a padded row's length "
-                    f"differs between buckets: reduce over the sequence axis, e.g. with masked_mean, "
-                    f"or keep the outputs per bucket)."
+                    f"`outputs[{k}]` has rows of shape {shape[1:]} but `outputs[0]` has "
+                    f"{np.shape(outputs[0])[1:]}; per-item results need one shape in every "
+                    f"bucket: reduce over the sequence axis (e.g. masked_mean) first."
                 )
-        pairs = list(zip(outputs, self.buckets, strict=True))
+        pairs = zip(outputs, self.buckets, strict=True)
         stacked = np.concatenate([np.asarray(o)[: len(b.indices)] for o, b in pairs] or [[]])
         order = np.concatenate([b.indices for b in self.buckets] or [np.zeros(0, np.int64)])
         result = np.empty_like(stacked)
@@ -164,7 +147,7 @@ class Buckets:
         return result
 
     def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
-        """``fn(padded)`` on every bucket, results back in input order (one compile per shape under jit)."""
+        """``fn(padded)`` on every bucket, results in input order (one compile per shape, jitted)."""
         first = {b.padded.values.shape: k for k, b in reversed(list(enumerate(self.buckets)))}
         for k in sorted(first.values()):  # each shape once, at its first bucket
             _check_rows_follow(fn, self.buckets[k].padded, k)
@@ -173,33 +156,21 @@ class Buckets:
     def _rows(self) -> list[tuple]:
         rows = []
         for boundary in sorted({b.boundary for b in self.buckets}):
-            group = [b for b in self.buckets if b.boundary == boundary]
-            rows.append(
-                (
-                    boundary,
-                    len(group),
-                    " ".join(sorted({str(b.padded.values.shape[0]) for b in group}, key=int)),
-                    sum(len(b.indices) for b in group),
-                    f"{_waste(group):.1%}",
-                )
-            )
+            group = tuple(b for b in self.buckets if b.boundary == boundary)
+            sizes = " ".join(sorted({str(len(b.padded.lengths)) for b in group}, key=int))
+            items = sum(len(b.indices) for b in group)
+            waste = Buckets(group, self.boundaries, items).waste
+            rows.append((boundary, len(group), sizes, items, f"{waste:.1%}"))
         return rows
 
-    _HEADER = ("boundary", "batches", "rows per batch", "items", "padding")
-
-    def _caption(self) -> str:
+    def _title(self) -> str:
         return (
             f"{self.n_items} items in {len(self)} batches of {self.shapes} shapes, "
             f"padding {self.waste:.1%}"
         )
 
-    def __repr__(self) -> str:
-        return f"Buckets({self._caption()})\n" + text_table(self._rows(), self._HEADER)
-
-    def _repr_html_(self) -> str:
-        return html_table(
-            self._rows(), self._HEADER, caption=f"{self._caption()}; {self.padding_text()}"
-        )
+    def _caption(self) -> str:
+        return f"{self._title()}; {self.padding_text()}"
 
 
 def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
@@ -207,7 +178,7 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
     grown = Padded(*(np.concatenate([a, np.zeros_like(a[:1])]) for a in padded))
     try:
         out = jax.eval_shape(fn, grown)
-    except Exception:
+    except Exception:  # not traceable (numpy inside): call it
         out = fn(grown)
     shape, rows = np.shape(jax.tree_util.tree_leaves(out)[0]), len(padded.lengths)
     if shape[:1] != (rows + 1,):
@@ -219,9 +190,40 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
         )
 
 
-def _waste(group: list[Bucket]) -> float:
-    padded = sum(b.padded.padded_elements for b in group)
-    return 1 - sum(b.padded.true_elements for b in group) / padded if padded else 0.0
+def _batches(
+    seqs, boundaries, n_buckets, value, dtype, *, seed=None, batch_size=None, tokens=None
+) -> Buckets:
+    """Buckets the items; with ``batch_size`` or ``tokens``, cuts each into batches of one shape."""
+    if (boundaries is None) == (n_buckets is None):
+        raise ValueError(
+            "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
+            f"got boundaries={boundaries!r:.40} and n_buckets={n_buckets!r}."
+        )
+    ragged = as_ragged(seqs, dtype=dtype)
+    lengths = ragged.lengths
+    if n_buckets is not None:
+        b = optimal_boundaries(lengths, n_buckets)
+    else:
+        b = check_boundaries(boundaries, lengths)
+    check_value(value, ragged.flat.dtype)
+    which = np.searchsorted(b, lengths)
+    rng = None if seed is None else np.random.default_rng(seed)
+    batches = []
+    for k, boundary in enumerate(b.tolist()):
+        idx = np.flatnonzero(which == k)  # the bucket's items, in input order
+        if not len(idx):
+            continue
+        idx = idx if rng is None else rng.permutation(idx)
+        n = batch_size or (max(1, tokens // boundary) if tokens else len(idx))
+        for chunk in (idx[start : start + n] for start in range(0, len(idx), n)):
+            filler = np.zeros(n - len(chunk), np.int64)
+            starts = np.concatenate([ragged.offsets[chunk], filler])
+            kept = np.concatenate([lengths[chunk], filler])
+            padded = scatter_rows(ragged.flat, starts, kept, boundary, value)
+            batches.append(Bucket(boundary, chunk, padded))
+    if rng is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return Buckets(tuple(batches), b, len(lengths))
 
 
 def bucketize(
@@ -235,15 +237,13 @@ def bucketize(
     """Groups items by length and pads each group to its bucket boundary.
 
     Args:
-      seqs: a list of 1-D sequences or ``(len, *features)`` items, or a :class:`Ragged`.
+      seqs: 1-D sequences, ``(len, *features)`` items, or a :class:`Ragged`.
       boundaries: increasing bucket upper lengths; the last must be >= the longest item.
-      n_buckets: instead of ``boundaries``: use :func:`optimal_boundaries` with this many buckets.
-      value: the pad value.
-      dtype: result dtype (default: the items' own).
+      n_buckets: instead, this many :func:`optimal_boundaries`.
+      value, dtype: the pad value and the result dtype (default: the items').
 
     Returns:
-      :class:`Buckets`: the non-empty buckets in increasing boundary order,
-      each with its items' original ``indices``.
+      :class:`Buckets`: the non-empty buckets by increasing boundary, with their items' ``indices``.
 
     Example:
       >>> bs = bucketize([[1, 2, 3], [4], [5, 6]], boundaries=[2, 4])
@@ -252,36 +252,7 @@ def bucketize(
       >>> bs.restore([b.padded.lengths for b in bs]).tolist()   # back in input order
       [3, 1, 2]
     """
-    ragged, b, groups = _assign(seqs, boundaries, n_buckets, value, dtype)
-    lengths = ragged.lengths
-    buckets = []
-    for k, idx in groups:
-        padded = scatter_rows(ragged.flat, ragged.offsets[idx], lengths[idx], int(b[k]), value)
-        buckets.append(Bucket(int(b[k]), idx, padded))
-    return Buckets(tuple(buckets), b, len(lengths))
-
-
-def _assign(
-    seqs: Any, boundaries: Any, n_buckets: int | None, value: Any, dtype: Any
-) -> tuple[Ragged, np.ndarray, list[tuple[int, np.ndarray]]]:
-    """Checks the arguments; returns the data, the boundaries and (bucket, item indices) per non-empty bucket."""
-    if (boundaries is None) == (n_buckets is None):
-        raise ValueError(
-            "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
-            f"got boundaries={boundaries!r:.40} and n_buckets={n_buckets!r}."
-        )
-    ragged = as_ragged(seqs, dtype=dtype)
-    lengths = ragged.lengths
-    b = (
-        optimal_boundaries(lengths, n_buckets)
-        if n_buckets is not None
-        else check_boundaries(boundaries, lengths)
-    )
-    check_value(value, ragged.flat.dtype)
-    which = np.searchsorted(b, lengths)
-    order = np.argsort(which, kind="stable")
-    splits = np.searchsorted(which[order], np.arange(1, len(b)))
-    return ragged, b, [(k, idx) for k, idx in enumerate(np.split(order, splits)) if len(idx)]
+    return _batches(seqs, boundaries, n_buckets, value, dtype)
 
 
 def bucket_batches(
@@ -298,20 +269,14 @@ def bucket_batches(
     """Fixed-shape batches per bucket: every batch of a bucket is ``(rows, boundary)``.
 
     Args:
-      seqs: a list of 1-D sequences or ``(len, *features)`` items, or a :class:`Ragged`.
+      seqs, boundaries, n_buckets, value, dtype: as in :func:`bucketize`.
       batch_size: rows per batch, the same for every bucket.
-      tokens_per_batch: instead of ``batch_size``: positions per batch; rows per
-        bucket ``max(1, tokens_per_batch // boundary)``.
-      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
-      n_buckets: instead of ``boundaries``: use :func:`optimal_boundaries` with this many buckets.
-      seed: shuffle the items within each bucket and the order of the batches
-        (an epoch, as a training loop sees it); ``None`` keeps input order.
-      value: the pad value.
-      dtype: result dtype (default: the items' own).
+      tokens_per_batch: instead, positions per batch: ``max(1, tokens_per_batch // boundary)`` rows.
+      seed: shuffle the items within each bucket and the order of the batches (an epoch, as a
+        training loop sees it); ``None`` keeps input order.
 
     Returns:
-      :class:`Buckets` with one entry per batch; ``restore`` drops the filler
-      rows and puts results back in input order; ``shapes`` counts distinct shapes.
+      :class:`Buckets` with one entry per batch; ``restore`` drops the filler rows.
 
     Example:
       >>> bs = bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]], boundaries=[1, 4], batch_size=2)
@@ -330,21 +295,7 @@ def bucket_batches(
             f"tokens_per_batch={tokens_per_batch!r}."
         )
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
-    tokens_per_batch = check_positive_int(tokens_per_batch, "tokens_per_batch", allow_none=True)
-    ragged, b, groups = _assign(seqs, boundaries, n_buckets, value, dtype)
-    rng = None if seed is None else np.random.default_rng(seed)
-    lengths = ragged.lengths
-    batches = []
-    for k, idx in groups:
-        idx = idx if rng is None else rng.permutation(idx)
-        rows = batch_size or max(1, tokens_per_batch // int(b[k]))
-        for start in range(0, len(idx), rows):
-            chunk = idx[start : start + rows]
-            filler = rows - len(chunk)
-            starts = np.concatenate([ragged.offsets[chunk], np.zeros(filler, np.int64)])
-            kept = np.concatenate([lengths[chunk], np.zeros(filler, np.int64)])
-            padded = scatter_rows(ragged.flat, starts, kept, int(b[k]), value)
-            batches.append(Bucket(int(b[k]), chunk, padded))
-    if rng is not None:
-        batches = [batches[i] for i in rng.permutation(len(batches))]
-    return Buckets(tuple(batches), b, len(lengths))
+    tokens = check_positive_int(tokens_per_batch, "tokens_per_batch", allow_none=True)
+    return _batches(
+        seqs, boundaries, n_buckets, value, dtype, seed=seed, batch_size=batch_size, tokens=tokens
+    )

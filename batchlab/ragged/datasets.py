@@ -61,9 +61,7 @@ class TokenDataset:
     def decode(self, i: int) -> list[str]:
         """The token texts of sequence ``i``."""
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
-            raise TypeError(
-                f"`i` must be the int index of a sequence, got {type(i).__name__} {i!r}."
-            )
+            raise TypeError(f"`i` must be an int (a sequence's index), got {i!r}.")
         if not 0 <= i < len(self):
             raise ValueError(f"`i`={i} is not a sequence index; valid: 0..{len(self) - 1}.")
         ids = np.asarray(self.ragged.item(i))
@@ -85,14 +83,10 @@ class TokenDataset:
 
 
 def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
-    """Loads the shipped dataset: one token-id sequence per stdlib function.
+    """Loads the shipped dataset, checked: one token-id sequence per stdlib function.
 
-    Args:
-      path: the ``.npz`` file; default: the copy shipped inside the package
-        (``batchlab/ragged/data/stdlib_functions.npz``, its one copy).
-
-    Returns:
-      A :class:`TokenDataset` (loaded with ``allow_pickle=False``; checked).
+    ``path``: the ``.npz`` file (read with ``allow_pickle=False``); default: the package's one
+    copy, ``batchlab/ragged/data/stdlib_functions.npz``.
     """
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise TypeError(
@@ -100,29 +94,25 @@ def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
             f"{path!r:.40}; or leave path=None for the copy shipped with batchlab."
         )
     path = Path(path) if path is not None else DATA_DIR / STDLIB_FILE
+    what = f"The ragged dataset {path.name!r}"
     if not path.is_file():
         raise FileNotFoundError(
-            f"The ragged dataset {path.name!r} is missing (looked in {path.parent.name}/); "
-            f"{_REGENERATE}."
+            f"{what} is missing (looked in {path.parent.name}/); {_REGENERATE}."
         )
     try:
         with np.load(path, allow_pickle=False) as f:
-            missing = [k for k in _KEYS if k not in f.files]
             arrays = {k: f[k] for k in _KEYS if k in f.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise ValueError(
-            f"The ragged dataset {path.name!r} is corrupt ({type(e).__name__}: {e}); {_REGENERATE}."
-        ) from None
+        raise ValueError(f"{what} is corrupt ({type(e).__name__}: {e}); {_REGENERATE}.") from None
+    missing = [k for k in _KEYS if k not in arrays]
     if missing:
-        raise ValueError(f"The ragged dataset {path.name!r} lacks arrays {missing}; {_REGENERATE}.")
+        raise ValueError(f"{what} lacks arrays {missing}; {_REGENERATE}.")
     tokens, offsets, vocab = arrays["tokens"], arrays["offsets"], arrays["vocab"]
     for key in ("tokens", "offsets"):
         if arrays[key].dtype.kind not in "iu":
             raise ValueError(
                 f"`path` {path.name!r} holds {key} of dtype {arrays[key].dtype}; {key} must be "
-                f"integers (token ids index the vocabulary and an embedding table; a float id "
-                f"such as 3.7 is no token). If the file is your own, save "
-                f"{key}=np.asarray({key}).astype(np.int32); otherwise {_REGENERATE}."
+                f"integers (they index the vocabulary): {_REGENERATE}."
             )
     problem = None
     if tokens.ndim != 1:
@@ -136,9 +126,7 @@ def load_stdlib_functions(path: str | Path | None = None) -> TokenDataset:
     elif len(tokens) and (int(tokens.max()) >= len(vocab) or int(tokens.min()) < 0):
         problem = "a token id is outside the vocabulary"
     if problem:
-        raise ValueError(
-            f"The ragged dataset {path.name!r} is inconsistent: {problem}; {_REGENERATE}."
-        )
+        raise ValueError(f"{what} is inconsistent: {problem}; {_REGENERATE}.")
     return TokenDataset(Ragged(tokens, offsets), vocab, arrays["names"], str(arrays["source"]))
 
 
@@ -150,17 +138,10 @@ def lognormal_lengths(
     max_length: int | None = None,
     seed: int = 0,
 ) -> np.ndarray:
-    """``n`` lengths drawn from a log-normal distribution (most short, a long tail).
+    """``n`` int64 lengths, each at least 1, from a log-normal law (most short, a long tail).
 
-    Args:
-      n: how many lengths.
-      median: the median length (``exp(mu)``).
-      sigma: spread of ``log(length)``; 0.5 is narrow, 1.5 a very long tail.
-      max_length: clip lengths to at most this (``None``: no clip).
-      seed: numpy random seed.
-
-    Returns:
-      int64 lengths, each at least 1.
+    ``median`` is ``exp(mu)``; ``sigma`` the spread of ``log(length)`` (0.5 narrow, 1.5 a
+    very long tail); ``max_length`` clips (``None``: no clip); ``seed`` seeds numpy.
 
     Example:
       >>> lognormal_lengths(5, median=10, seed=0).tolist()
@@ -179,30 +160,20 @@ def lognormal_lengths(
             f"`sigma`={sigma} with median={median} drew a length of {draws.max():.3g}, past what "
             f"int64 holds; pass max_length= (e.g. max_length=4096) or a smaller sigma."
         )
-    lengths = np.maximum(np.rint(draws), 1).astype(np.int64)
-    return np.minimum(lengths, max_length) if max_length else lengths
+    return np.maximum(np.rint(draws), 1).astype(np.int64)
 
 
 def zipf_lengths(n: int, *, a: float = 1.5, max_length: int = 1024, seed: int = 0) -> np.ndarray:
-    """``n`` lengths from a Zipf law (``P(k) ~ k**-a``), clipped to ``max_length``.
+    """``n`` int64 lengths in ``[1, max_length]`` from a Zipf law, ``P(k) ~ k**-a``.
 
-    Args:
-      n: how many lengths.
-      a: the exponent, > 1; smaller means a heavier tail.
-      max_length: clip lengths to at most this.
-      seed: numpy random seed.
-
-    Returns:
-      int64 lengths in ``[1, max_length]``.
+    ``a`` > 1; smaller means a heavier tail.
 
     Example:
       >>> zipf_lengths(6, a=2.0, seed=0).tolist()
       [2, 1, 2, 5, 7, 3]
     """
-    n = check_positive_int(n, "n")
-    max_length = check_positive_int(max_length, "max_length")
-    a = check_positive_float(a, "a")
-    if a <= 1:
+    n, max_length = check_positive_int(n, "n"), check_positive_int(max_length, "max_length")
+    if check_positive_float(a, "a") <= 1:
         raise ValueError(f"`a` must be greater than 1 for a Zipf law, got a={a}; try a=1.5.")
     check_fits_memory(16 * n, "n", f"{n:,} lengths (int64 draws and lengths)")
     return np.minimum(np.random.default_rng(seed).zipf(a, n), max_length).astype(np.int64)
@@ -211,7 +182,7 @@ def zipf_lengths(n: int, *, a: float = 1.5, max_length: int = 1024, seed: int = 
 def random_sequences(
     lengths: Any, *, features: tuple[int, ...] = (), dtype: Any = np.float32, seed: int = 0
 ) -> Ragged:
-    """Random normal items with the given lengths, as :class:`~batchlab.ragged.padding.Ragged`.
+    """Random normal items with the given lengths, as a :class:`~batchlab.ragged.padding.Ragged`.
 
     Example:
       >>> r = random_sequences([3, 0, 2], features=(4,))
@@ -227,20 +198,12 @@ def random_sequences(
     lengths = raw.astype(np.int64)
     if lengths.ndim != 1 or np.any(lengths < 0):
         raise ValueError(f"`lengths` must be a 1-D list of non-negative ints, got {lengths!r:.80}.")
-    if isinstance(features, (int, np.integer)):
-        features = (features,)
+    features = (features,) if isinstance(features, (int, np.integer)) else tuple(features)
     if any(isinstance(f, bool) or not isinstance(f, (int, np.integer)) or f < 0 for f in features):
         raise ValueError(f"`features` must be a tuple of non-negative ints, got {features!r}.")
-    dtype = check_dtype(dtype)
-    elements = int(lengths.sum()) * math.prod(features)
-    check_fits_memory(
-        elements * (8 + (dtype or np.dtype(np.float32)).itemsize),
-        "lengths",
-        f"{elements:,} random values (float64 draws, then {dtype or 'float32'})",
-    )
-    flat = (
-        np.random.default_rng(seed)
-        .standard_normal((int(lengths.sum()), *tuple(features)))
-        .astype(dtype)
-    )
+    dtype = check_dtype(dtype) or np.dtype(np.float64)  # None: as numpy draws them
+    shape = (int(lengths.sum()), *features)
+    what = f"{math.prod(shape):,} random values (float64 draws, then {dtype})"
+    check_fits_memory(math.prod(shape) * (8 + dtype.itemsize), "lengths", what)
+    flat = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
     return Ragged.from_lengths(flat, lengths)

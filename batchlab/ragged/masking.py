@@ -7,7 +7,7 @@ zero gradients at pads and never NaN. An item with no data gets what
 ``0``, mean ``0`` (``empty=`` to choose), max and logsumexp ``-inf`` (an integer dtype's
 minimum), softmax all zeros. The mask has the shape of ``x`` or of its leading axes, any
 axis of size 1 shared (``(batch, 1, length)`` for attention); any other shape is refused,
-never broadcast silently.
+never broadcast silently. Integers are promoted to float, except by sum and max.
 
 Example:
   >>> import jax.numpy as jnp
@@ -15,10 +15,19 @@ Example:
   >>> mask = jnp.array([[True, True, False], [True, False, False], [False] * 3])
   >>> masked_mean(x, mask, axis=1)
   Array([1.5, 5. , 0. ], dtype=float32)
+  >>> masked_sum(x, mask, axis=1), masked_max(x, mask, axis=1)
+  (Array([3., 5., 0.], dtype=float32), Array([  2.,   5., -inf], dtype=float32))
+  >>> masked_logsumexp(x, mask, axis=1)
+  Array([2.3132617, 5.       ,      -inf], dtype=float32)
+  >>> masked_softmax(x, mask, axis=1)
+  Array([[0.26894143, 0.7310586 , 0.        ],
+         [1.        , 0.        , 0.        ],
+         [0.        , 0.        , 0.        ]], dtype=float32)
 """
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import jax
@@ -26,101 +35,57 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.checks import check_numeric_array
-from batchlab.ragged.padding import Ragged
+from batchlab.ragged.padding import Ragged, check_value
 
 Array = jax.Array
 
 
 def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
-    """Checks shapes and dtypes (before any computation) and aligns the mask with ``x``."""
-    check_numeric_array(x, "x")
-    if mask is None:
-        raise TypeError(
-            "`mask` is None; pass the boolean mask of real positions (Padded.mask, or "
-            "positions < lengths[:, None])."
-        )
-    check_numeric_array(mask, "mask")
-    x, mask = jnp.asarray(x), jnp.asarray(mask)
+    """Checks shapes and dtypes before any computation; aligns the mask with ``x``."""
+    x = jnp.asarray(check_numeric_array(x, "x"))
+    mask = jnp.asarray(check_numeric_array(mask, "mask"))
     if mask.dtype != jnp.bool_:
         raise TypeError(
             f"`mask` must be boolean, got dtype {mask.dtype}; build it with a comparison "
             f"(e.g. positions < lengths[:, None]) or convert with mask.astype(bool)."
         )
     if mask.ndim > x.ndim or any(
-        m not in (1, n) for m, n in zip(mask.shape, x.shape[: mask.ndim], strict=True)
+        m not in (1, n) for m, n in zip(mask.shape, x.shape, strict=False)
     ):
         raise ValueError(
-            f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape "
-            f"or its leading axes (e.g. (batch, seq) for x of shape (batch, seq, features)), "
-            f"with size 1 on an axis it shares (e.g. (batch, 1, seq) for x of shape "
-            f"(batch, heads, seq))."
+            f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape or "
+            f"its leading axes, with size 1 on an axis it shares (e.g. (batch, 1, seq) for heads)."
         )
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(
-            f"`axis` must be one int (the sequence axis), got {type(axis).__name__} {axis!r}."
-        )
-    if not -mask.ndim <= axis < mask.ndim:
+        raise TypeError(f"`axis` must be one int (the sequence axis), got {axis!r}.")
+    # a negative axis of a mask with fewer dims than x would count from the mask's end
+    if not -mask.ndim <= axis < mask.ndim or (mask.ndim == 1 < x.ndim and axis < 0):
         raise ValueError(
-            f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}); the reduced axis must "
-            f"be a masked one, e.g. axis=1 for a (batch, seq) mask."
+            f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}, x {x.shape}); pass "
+            f"the reduced masked axis, counted from the front, e.g. axis=1 for a (batch, seq) mask."
         )
-    if mask.ndim == 1 < x.ndim and axis < 0:
-        raise ValueError(
-            f"`mask` has shape {mask.shape}, fewer dims than `x` {x.shape}: it covers x's leading "
-            f"axes {tuple(range(mask.ndim))}, so axis={axis} is ambiguous (it counts from the "
-            f"mask's end, not x's). Pass the reduced axis as a non-negative int of those axes "
-            f"(e.g. axis={mask.ndim - 1}), or a mask of x's full shape."
-        )
-    axis = axis % mask.ndim
-    mask = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
+    axis, mask = axis % mask.ndim, mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
     return x, jnp.broadcast_to(mask, x.shape), axis
 
 
-def _check_empty(empty: Any, *, allow_none: bool) -> None:
-    import numbers
-
-    if (
-        (empty is None and allow_none)
-        or (isinstance(empty, numbers.Number) and not isinstance(empty, bool))
-        or isinstance(empty, (np.generic, jax.Array))
-    ):
-        return
-    raise TypeError(
-        f"`empty` (the result for a fully masked row) must be a number, e.g. empty=0.0 or "
-        f"empty=float('nan'), got {type(empty).__name__} {empty!r}."
-    )
-
-
-def _check_empty_fits(empty: Any, dtype: Any) -> None:
-    """``masked_max`` returns ``x``'s dtype: an integer ``x`` cannot hold ``-inf``, NaN or 1.5."""
-    if jnp.issubdtype(dtype, jnp.inexact):
-        return
-    value = np.asarray(empty)
-    if dtype == jnp.bool_:
-        low, high = 0, 1
-    else:
-        low, high = int(jnp.iinfo(dtype).min), int(jnp.iinfo(dtype).max)
-    with np.errstate(invalid="ignore"):
-        whole = value.dtype.kind in "biu" or (
-            value.dtype.kind == "f"
-            and bool(np.all(np.isfinite(value) & (value == np.round(value))))
+def _check_empty(empty: Any, dtype: Any = None) -> None:
+    """``empty`` must be a number; for ``masked_max`` (``dtype``: x's) one that dtype holds."""
+    if isinstance(empty, bool) or not isinstance(empty, (numbers.Number, np.generic, jax.Array)):
+        raise TypeError(
+            f"`empty` (the result for a fully masked row) must be a number, e.g. empty=0.0 or "
+            f"empty=float('nan'), got {type(empty).__name__} {empty!r}."
         )
-    if whole and value.size and low <= value.min() and value.max() <= high:
-        return
-    raise ValueError(
-        f"`empty`={empty!r} cannot be stored in x's dtype {np.dtype(dtype).name} (masked_max "
-        f"returns x's dtype; {np.dtype(dtype).name} holds whole numbers {low}..{high}). For an "
-        f"integer `x` leave empty=None (the dtype's minimum, {low}) or pass an int such as "
-        f"empty=-1; for -inf or NaN convert first: masked_max(x.astype(float), mask, empty=...)."
-    )
+    if dtype is not None and not jnp.issubdtype(dtype, jnp.inexact):  # masked_max keeps x's dtype
+        check_value(empty, dtype, "empty", f"x's dtype {np.dtype(dtype).name}")
 
 
-def _float(x: Array) -> Array:
+def to_float(x: Array) -> Array:
+    """``x``, integers promoted to the default float dtype."""
     return x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
 
 
 def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
-    """Sum over ``axis`` of the positions where ``mask`` is ``True``.
+    """Sum over ``axis`` of the positions where ``mask`` is ``True``; ``0`` for an empty row.
 
     Args:
       x: ``(..., seq, ...)`` values; pad positions may hold anything, even NaN.
@@ -128,38 +93,17 @@ def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
       axis: the sequence axis (one of the mask's axes).
 
     Returns:
-      ``x``'s shape without ``axis``; ``0`` for a fully masked row.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> masked_sum(jnp.array([[1, 2, 3]]), jnp.array([[True, False, True]]))
-      Array([4], dtype=int32)
+      ``x``'s shape without ``axis``. The other reductions take the same arguments.
     """
     x, mask, axis = _prepare(x, mask, axis)
     return jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
 
 
 def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Array:
-    """Mean over ``axis`` of the unmasked positions: ``sum(x * mask) / sum(mask)``.
-
-    Args:
-      x: values (integers are promoted to float).
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis.
-      empty: the result for a fully masked row (default ``0.0``, the kit's convention).
-
-    Returns:
-      ``x``'s shape without ``axis``.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> masked_mean(jnp.array([[2.0, 4.0, 100.0], [0.0, 0.0, 0.0]]),
-      ...             jnp.array([[True, True, False], [False, False, False]]))
-      Array([3., 0.], dtype=float32)
-    """
-    _check_empty(empty, allow_none=False)
+    """Mean over ``axis`` of the unmasked positions; ``empty`` for a fully masked row."""
+    _check_empty(empty)
     x, mask, axis = _prepare(x, mask, axis)
-    x = _float(x)
+    x = to_float(x)
     count = jnp.sum(mask, axis=axis)
     total = jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
     # the double `where`: never divide by 0, so no NaN in the value or the gradient
@@ -168,27 +112,19 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Arr
 
 
 def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array:
-    """Maximum over ``axis`` of the unmasked positions.
+    """Maximum over ``axis`` of the unmasked positions, in ``x``'s dtype.
 
-    Args:
-      x: values.
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis.
-      empty: the result for a fully masked row; default ``-inf`` (floats)
-        or the dtype's minimum (integers).
-
-    Returns:
-      ``x``'s shape without ``axis``, ``x``'s dtype.
+    ``empty``, the result for a fully masked row, defaults to ``-inf`` (floats)
+    or the dtype's minimum (integers).
 
     Example:
       >>> import jax.numpy as jnp
-      >>> masked_max(jnp.array([[3.0, 9.0], [-2.0, 9.0]]), jnp.array([[True, False], [True, False]]))
-      Array([ 3., -2.], dtype=float32)
+      >>> masked_max(jnp.array([[3, 9], [-2, 9]]), jnp.array([[True, False], [False] * 2]))
+      Array([          3, -2147483648], dtype=int32)
     """
-    _check_empty(empty, allow_none=True)
     x, mask, axis = _prepare(x, mask, axis)
     if empty is not None:
-        _check_empty_fits(empty, x.dtype)
+        _check_empty(empty, x.dtype)
     if jnp.issubdtype(x.dtype, jnp.inexact):
         lowest = jnp.asarray(-jnp.inf, x.dtype)
     else:
@@ -209,48 +145,17 @@ def _shifted_exp(x: Array, mask: Array, axis: int) -> tuple[Array, Array]:
 
 
 def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
-    """Softmax over ``axis`` among unmasked positions; pads get probability 0.
-
-    Args:
-      x: logits (integers are promoted to float).
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis.
-
-    Returns:
-      ``x``'s shape; each row sums to 1 over its unmasked positions, and a
-      fully masked row is all zeros.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> masked_softmax(jnp.array([[0.0, 0.0, 5.0], [1.0, 2.0, 3.0]]),
-      ...                jnp.array([[True, True, False], [False] * 3]))
-      Array([[0.5, 0.5, 0. ],
-             [0. , 0. , 0. ]], dtype=float32)
-    """
+    """Softmax over ``axis`` among unmasked positions: ``x``'s shape, 0 at pads and empty rows."""
     x, mask, axis = _prepare(x, mask, axis)
-    e, _ = _shifted_exp(_float(x), mask, axis)
+    e, _ = _shifted_exp(to_float(x), mask, axis)
     total = jnp.sum(e, axis=axis, keepdims=True)
     return e / jnp.where(total > 0, total, jnp.ones((), e.dtype))
 
 
 def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
-    """``log(sum(exp(x)))`` over the unmasked positions, computed stably.
-
-    Args:
-      x: values (integers are promoted to float).
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis.
-
-    Returns:
-      ``x``'s shape without ``axis``; ``-inf`` for a fully masked row.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> masked_logsumexp(jnp.array([[0.0, 0.0, 50.0]]), jnp.array([[True, True, False]]))
-      Array([0.6931472], dtype=float32)
-    """
+    """``log(sum(exp(x)))`` over the unmasked positions, computed stably; ``-inf`` if empty."""
     x, mask, axis = _prepare(x, mask, axis)
-    e, m = _shifted_exp(_float(x), mask, axis)
+    e, m = _shifted_exp(to_float(x), mask, axis)
     total = jnp.sum(e, axis=axis)
     m = jnp.squeeze(m, axis=axis)
     return jnp.where(total > 0, m + jnp.log(jnp.where(total > 0, total, 1)), -jnp.inf)
@@ -272,15 +177,6 @@ def mean_pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array
 def mean_pool_reference(ragged: Ragged, table: np.ndarray) -> np.ndarray:
     """Per-item numpy reference for :func:`mean_pool` (no padding anywhere)."""
     table = np.asarray(table)
-    return (
-        np.stack(
-            [
-                table[ragged.item(i)].mean(0)
-                if ragged.lengths[i]
-                else np.zeros(table.shape[1], table.dtype)
-                for i in range(len(ragged))
-            ]
-        )
-        if len(ragged)
-        else np.zeros((0, table.shape[1]), table.dtype)
-    )
+    empty = np.zeros(table.shape[1], table.dtype)
+    rows = [table[ragged.item(i)].mean(0) if n else empty for i, n in enumerate(ragged.lengths)]
+    return np.stack(rows) if rows else np.zeros((0, table.shape[1]), table.dtype)

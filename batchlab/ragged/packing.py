@@ -7,12 +7,17 @@ fixed ``total_length`` and ``max_items`` every batch has one shape (one compile)
 gets segment id ``max_items``, out of range, so ``segment_*`` drops it. Empty items follow
 :mod:`batchlab.ragged.masking`'s convention.
 
+The reductions take ``x``, per-position values ``(total_length, *features)`` (e.g.
+``packed.values`` or ``table[packed.values]``), and the :class:`Packed` batch it follows.
+
 Example:
   >>> p = pack([[1, 2, 3], [4], []], total_length=6)
   >>> p.values.tolist(), p.segment_ids.tolist(), p.lengths.tolist()
   ([1, 2, 3, 4, 0, 0], [0, 0, 0, 1, 3, 3], [3, 1, 0])
-  >>> packed_sum(p.values, p).tolist()
-  [6, 4, 0]
+  >>> packed_sum(p.values, p).tolist(), packed_mean(p.values, p).tolist()
+  ([6, 4, 0], [2.0, 4.0, 0.0])
+  >>> packed_max(p.values, p).tolist()[:2], packed_softmax(p.values, p).tolist()[3:]
+  ([3, 4], [1.0, 0.0, 0.0])
 """
 
 from __future__ import annotations
@@ -23,10 +28,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.format import Rows, format_bytes
-from batchlab.ragged.padding import as_ragged, check_size, check_value
-
-Array = jax.Array
+from batchlab._util.format import Rows
+from batchlab.ragged.masking import to_float
+from batchlab.ragged.padding import Cost, as_ragged, check_size, check_value, layout_rows
 
 
 class Packed(NamedTuple):
@@ -49,25 +53,16 @@ class Packed(NamedTuple):
     def true_elements(self) -> int:
         return int(np.sum(self.lengths))
 
-    @property
-    def waste(self) -> float:
-        """Fraction of positions in the tail (0 when ``total_length`` = the sum of lengths)."""
-        return 1.0 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+    waste = Cost.waste  # the tail's share: 0 when total_length is the sum of the lengths
 
     def _rows(self) -> list[tuple[str, str]]:
-        v = self.values
-        return [
-            ("values", f"{v.dtype}{list(v.shape)} ({format_bytes(v.nbytes)})"),
-            ("segments", f"{self.num_segments} ({int(np.sum(self.lengths > 0))} non-empty)"),
-            ("true elements", f"{self.true_elements:,}"),
-            ("padded elements", f"{self.padded_elements:,}"),
-            ("padding", f"{self.waste:.1%} of positions (the tail)"),
-        ]
-
-    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
+        segments = f"{self.num_segments} ({int(np.sum(self.lengths > 0))} non-empty)"
+        return layout_rows(self, ("segments", segments), " (the tail)")
 
     def _title(self) -> str:
         return "a packed batch (values + segment ids)"
+
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
 
 
 def pack(
@@ -81,18 +76,12 @@ def pack(
     """Packs ragged items back to back into one array, with segment ids and lengths.
 
     Args:
-      seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a
-        :class:`~batchlab.Ragged`.
-      total_length: the packed length; default: the total true length (no
-        tail). Fix it (e.g. to the largest batch's total) so that every
-        batch has the same shape and ``jit`` compiles once.
-      max_items: the number of segments; default: the number of items. Fix it
-        with ``total_length`` for one compiled shape across batches.
+      seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a :class:`~batchlab.Ragged`.
+      total_length: the packed length; default: the sum of the lengths (no tail).
+      max_items: the number of segments; default: the number of items. Fix both (e.g. to
+        the largest batch's) and every batch has one shape: one compile.
       value: the value of the tail positions (must fit ``dtype``).
       dtype: the result dtype; default: the items' own.
-
-    Returns:
-      :class:`Packed` ``(values, segment_ids, lengths)`` as numpy arrays.
 
     Example:
       >>> p = pack([[1.0, 2.0], [3.0]], total_length=4, max_items=3)
@@ -104,20 +93,15 @@ def pack(
     ragged = as_ragged(seqs, dtype=dtype)
     lengths, n = ragged.lengths, len(ragged)
     true = int(lengths.sum())
-    if total_length is None:
-        total_length = true
+    total_length = true if total_length is None else total_length
+    max_items = n if max_items is None else max_items
     if total_length < true:
         raise ValueError(
             f"the items hold {true:,} elements but `total_length`={total_length:,}; pass "
             f"total_length >= {true} (packing never cuts data), or pack fewer items."
         )
-    if max_items is None:
-        max_items = n
     if max_items < n:
-        raise ValueError(
-            f"there are {n} items but `max_items`={max_items}; pass max_items >= {n}, or pack "
-            f"fewer items per batch."
-        )
+        raise ValueError(f"there are {n} items but `max_items`={max_items}; pass max_items >= {n}.")
     check_value(value, ragged.flat.dtype)
     flat = ragged.flat[ragged.offsets[0] : ragged.offsets[0] + true]
     shape = (total_length, *flat.shape[1:])
@@ -125,9 +109,7 @@ def pack(
     values[:true] = flat
     ids = np.full(total_length, max_items, np.int32)
     ids[:true] = np.repeat(np.arange(n, dtype=np.int32), lengths)
-    all_lengths = np.zeros(max_items, np.int32)
-    all_lengths[:n] = lengths
-    return Packed(values, ids, all_lengths)
+    return Packed(values, ids, np.pad(lengths, (0, max_items - n)).astype(np.int32))
 
 
 def unpack(packed: Packed) -> list[np.ndarray]:
@@ -138,11 +120,10 @@ def unpack(packed: Packed) -> list[np.ndarray]:
       [[1, 2], [], [3]]
     """
     values, lengths = np.asarray(packed.values), np.asarray(packed.lengths)
-    ends = np.cumsum(lengths)
-    return [values[e - k : e] for e, k in zip(ends, lengths, strict=True)]
+    return [values[e - k : e] for e, k in zip(np.cumsum(lengths), lengths, strict=True)]
 
 
-def _segments(x: Any, packed: Packed) -> tuple[Array, Array, int]:
+def _segments(x: Any, packed: Packed) -> tuple[jax.Array, jax.Array, int]:
     x, ids = jnp.asarray(x), jnp.asarray(packed.segment_ids)
     if x.ndim == 0 or x.shape[0] != ids.shape[0]:
         raise ValueError(
@@ -152,60 +133,30 @@ def _segments(x: Any, packed: Packed) -> tuple[Array, Array, int]:
     return x, ids, packed.num_segments
 
 
-def packed_sum(x: Any, packed: Packed) -> Array:
-    """Per-item sum of packed values: ``(max_items, *features)``; ``0`` for an empty item.
-
-    Args:
-      x: ``(total_length, *features)`` per-position values (e.g. ``packed.values``
-        or ``table[packed.values]``).
-      packed: the :class:`Packed` batch whose segment ids ``x`` follows.
-
-    Example:
-      >>> p = pack([[1.0, 2.0], [5.0]])
-      >>> packed_sum(p.values, p).tolist()
-      [3.0, 5.0]
-    """
+def packed_sum(x: Any, packed: Packed) -> jax.Array:
+    """Per-item sum of packed values: ``(max_items, *features)``; ``0`` for an empty item."""
     x, ids, n = _segments(x, packed)
     return jax.ops.segment_sum(x, ids, num_segments=n, indices_are_sorted=True)
 
 
-def packed_mean(x: Any, packed: Packed) -> Array:
-    """Per-item mean of packed values; ``0`` for an empty item (never NaN).
-
-    Example:
-      >>> p = pack([[1.0, 2.0], [], [5.0]])
-      >>> packed_mean(p.values, p).tolist()
-      [1.5, 0.0, 5.0]
-    """
+def packed_mean(x: Any, packed: Packed) -> jax.Array:
+    """Per-item mean of packed values; ``0`` for an empty item (never NaN)."""
     x, ids, n = _segments(x, packed)
-    x = x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
-    total = jax.ops.segment_sum(x, ids, num_segments=n, indices_are_sorted=True)
-    count = jnp.maximum(jnp.asarray(packed.lengths), 1).astype(x.dtype)
+    total = jax.ops.segment_sum(to_float(x), ids, num_segments=n, indices_are_sorted=True)
+    count = jnp.maximum(jnp.asarray(packed.lengths), 1).astype(total.dtype)
     return total / count.reshape(count.shape + (1,) * (x.ndim - 1))
 
 
-def packed_max(x: Any, packed: Packed) -> Array:
-    """Per-item maximum; ``-inf`` (floats) or the dtype's minimum (ints) for an empty item.
-
-    Example:
-      >>> p = pack([[1.0, 7.0], [], [-5.0]])
-      >>> packed_max(p.values, p).tolist()
-      [7.0, -inf, -5.0]
-    """
+def packed_max(x: Any, packed: Packed) -> jax.Array:
+    """Per-item maximum; ``-inf`` (floats) or the dtype's minimum (ints) for an empty item."""
     x, ids, n = _segments(x, packed)
     return jax.ops.segment_max(x, ids, num_segments=n, indices_are_sorted=True)
 
 
-def packed_softmax(x: Any, packed: Packed) -> Array:
-    """Softmax of every item's positions, in place: ``(total_length, *features)``; 0 on the tail.
-
-    Example:
-      >>> p = pack([[0.0, 0.0], [3.0]], total_length=4)
-      >>> packed_softmax(p.values, p).tolist()
-      [0.5, 0.5, 1.0, 0.0]
-    """
+def packed_softmax(x: Any, packed: Packed) -> jax.Array:
+    """Softmax of every item's positions, in place: ``(total_length, *features)``; 0 on the tail."""
     x, ids, n = _segments(x, packed)
-    x = x if jnp.issubdtype(x.dtype, jnp.inexact) else x.astype(jnp.result_type(float))
+    x = to_float(x)
     m = jax.ops.segment_max(x, ids, num_segments=n, indices_are_sorted=True)
     m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros((), x.dtype)))
     real = (ids < n).reshape(ids.shape + (1,) * (x.ndim - 1))
@@ -217,7 +168,7 @@ def packed_softmax(x: Any, packed: Packed) -> Array:
     return e / jnp.where(real & (denom > 0), denom, 1)
 
 
-def packed_mean_pool(packed: Packed, table: Array) -> Array:
+def packed_mean_pool(packed: Packed, table: jax.Array) -> jax.Array:
     """Embeds every packed token id and averages per item: ``(max_items, features)``.
 
     Example:

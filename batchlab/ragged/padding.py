@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 from dataclasses import dataclass
@@ -19,13 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from batchlab._util.checks import (
-    check_bool,
-    check_choice,
-    check_dtype,
-    check_fits_memory,
-    check_lossless_cast,
-)
+from batchlab._util import checks
 from batchlab._util.format import Rows, format_bytes
 
 
@@ -44,9 +37,7 @@ class Ragged:
 
     @classmethod
     def from_lengths(cls, flat: Any, lengths: Any) -> Ragged:
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return cls(np.asarray(flat), offsets)
+        return cls(np.asarray(flat), np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]))
 
     @property
     def lengths(self) -> np.ndarray:
@@ -63,6 +54,23 @@ class Ragged:
         n, lengths = len(self), self.lengths
         shown = f"max {lengths.max()}, total {lengths.sum()}" if n else "no items"
         return f"Ragged({n} items of {self.flat.dtype}, lengths {shown})"
+
+
+class Cost:
+    """``waste`` and ``ratio`` of a layout from its ``padded_elements`` and ``true_elements``."""
+
+    padded_elements: int
+    true_elements: int
+
+    @property
+    def waste(self) -> float:
+        """Fraction of the computed positions that are padding (0 = none; 0.9 = 90% wasted)."""
+        return 1.0 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+
+    @property
+    def ratio(self) -> float:
+        """Positions computed / the ragged minimum (1.0 = no padding at all)."""
+        return self.padded_elements / self.true_elements if self.true_elements else 1.0
 
 
 class Padded(NamedTuple):
@@ -82,27 +90,27 @@ class Padded(NamedTuple):
         """Positions holding data: ``sum(lengths)``."""
         return int(np.sum(self.lengths))
 
-    @property
-    def waste(self) -> float:
-        """Fraction of positions that are padding (0 = none; 0.9 = 90% wasted)."""
-        return 1.0 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
+    waste = Cost.waste
 
     def _rows(self) -> list[tuple[str, str]]:
-        return [
-            (
-                "values",
-                f"{self.values.dtype}{list(self.values.shape)} ({format_bytes(self.values.nbytes)})",
-            ),
-            ("items", str(len(self.lengths))),
-            ("true elements", f"{self.true_elements:,}"),
-            ("padded elements", f"{self.padded_elements:,}"),
-            ("padding", f"{self.waste:.1%} of positions"),
-        ]
-
-    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
+        return layout_rows(self, ("items", str(len(self.lengths))), "")
 
     def _title(self) -> str:
         return "a padded batch (pad + mask)"
+
+    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
+
+
+def layout_rows(layout: Any, items: tuple[str, str], tail: str) -> list[tuple[str, str]]:
+    """The repr rows of a :class:`Padded` or :class:`~batchlab.ragged.packing.Packed` batch."""
+    v = layout.values
+    return [
+        ("values", f"{v.dtype}{list(v.shape)} ({format_bytes(v.nbytes)})"),
+        items,
+        ("true elements", f"{layout.true_elements:,}"),
+        ("padded elements", f"{layout.padded_elements:,}"),
+        ("padding", f"{layout.waste:.1%} of positions{tail}"),
+    ]
 
 
 def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
@@ -110,64 +118,44 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
     if isinstance(seqs, Ragged):
         return seqs if dtype is None else Ragged(seqs.flat.astype(dtype, copy=False), seqs.offsets)
     if isinstance(seqs, (str, bytes, dict)) or not hasattr(seqs, "__len__"):
+        got = f"{type(seqs).__name__} {seqs!r:.60}"
+        raise TypeError(f"`{name}` must be a list of sequences (e.g. [[1, 2], [3]]), got {got}.")
+    if isinstance(seqs, np.ndarray) and seqs.dtype != object and seqs.ndim < 2:
         raise TypeError(
-            f"`{name}` must be a list of sequences (e.g. [[1, 2], [3]]), "
-            f"got {type(seqs).__name__} {seqs!r:.60}."
+            f"`{name}` is a {seqs.ndim}-D array {seqs.shape}; pass a list of sequences "
+            f"(wrap one sequence as [seq])."
         )
-    if isinstance(seqs, np.ndarray) and seqs.dtype != object:
-        if seqs.ndim < 2:
-            raise TypeError(
-                f"`{name}` is a {seqs.ndim}-D array {seqs.shape}; pass a list of sequences "
-                f"(wrap one sequence as [seq])."
-            )
-        seqs = list(seqs)
     items = [np.asarray(s, dtype=dtype) for s in seqs]
-    if any(s.ndim == 0 for s in items):
-        i, s = next((i, s) for i, s in enumerate(items) if s.ndim == 0)
-        raise TypeError(
-            f"`{name}[{i}]` is a scalar {s!r}; every item must be a sequence "
-            f"(write [x] for a length-1 item)."
-        )
     if not items:
         return Ragged(np.zeros(0, dtype=dtype or np.float64), np.zeros(1, dtype=np.int64))
-    # empty items ([]) take the others' dtype and feature shape
-    full = [s for s in items if s.size] or items
+    full = [s for s in items if s.size] or items  # empty items take the others' dtype, features
     feature, dtype = full[0].shape[1:], dtype or np.result_type(*{s.dtype for s in full})
-    if len(full) < len(items):
-        items = [s if s.size else s.reshape((0, *feature)) for s in items]
-    if len({s.shape[1:] for s in items}) > 1:
-        i = next(i for i, s in enumerate(items) if s.shape[1:] != feature)
-        raise ValueError(
-            f"`{name}[{i}]` has shape {items[i].shape} but other items have (len, *{feature}); "
-            f"items may differ only in length (axis 0), features must match."
-        )
-    lengths = np.fromiter((len(s) for s in items), dtype=np.int64, count=len(items))
+    for i, s in enumerate(items):
+        if s.ndim == 0:
+            raise TypeError(f"`{name}[{i}]` is a scalar {s!r}; write [x] for a length-1 item.")
+        if s.shape[1:] != feature and (s.size or len(full) == len(items)):
+            raise ValueError(
+                f"`{name}[{i}]` has shape {s.shape} but other items have (len, *{feature}); "
+                f"items may differ only in length (axis 0), features must match."
+            )
+    items = [s if s.size or len(full) == len(items) else s.reshape((0, *feature)) for s in items]
+    lengths = [len(s) for s in items]
     return Ragged.from_lengths(np.concatenate(items, dtype=dtype, casting="unsafe"), lengths)
 
 
-def check_value(value: Any, dtype: np.dtype) -> None:
+def check_value(value: Any, dtype: np.dtype, name: str = "value", where: str = "") -> None:
+    """Refuses a ``value`` (a pad value) that an array of ``dtype`` would change."""
     try:
-        cast = np.asarray(value).astype(dtype)
+        with np.errstate(invalid="ignore", over="ignore"):
+            cast = np.asarray(value).astype(dtype)
         ok = bool(cast == value) or bool(np.isnan(cast) and np.isnan(value))
     except (TypeError, ValueError):
         cast, ok = "an error", False
     if not ok:
         raise ValueError(
-            f"`value`={value!r} cannot be stored in a {dtype} array (it would become {cast}); "
-            f"pick a pad value of that dtype, e.g. value=0."
+            f"`{name}`={value!r} cannot be stored in {where or f'a {dtype} array'} (it would "
+            f"become {cast}); pick a value of that dtype, e.g. {name}=0."
         )
-
-
-def padded_length(
-    lengths: np.ndarray, *, length: int | None = None, multiple_of: int | None = None
-) -> int:
-    """The padded length :func:`pad` would use: ``length``, or the longest rounded up to ``multiple_of``."""
-    longest = int(lengths.max()) if len(lengths) else 0
-    if length is not None:
-        return length
-    if multiple_of is not None:
-        return max(multiple_of, math.ceil(longest / multiple_of) * multiple_of)
-    return longest
 
 
 def check_size(v: Any, name: str, minimum: int = 0) -> int | None:
@@ -194,76 +182,65 @@ def pad(
     """Pads ragged items into one array, with a boolean mask and the true lengths.
 
     Args:
-      seqs: a list of 1-D sequences, of ``(len, *features)`` arrays, or a
-        :class:`Ragged`.
-      length: pad (or, with ``truncate``, cut) every item to this length.
-      multiple_of: round the longest length up to a multiple of this.
-      value: the pad value (must fit ``dtype``).
-      dtype: the result dtype; default: the items' common dtype (kept).
-      truncate: allow ``length`` shorter than the longest item.
-      casting: ``"same_value"`` (default) refuses a ``dtype`` that would change
-        a value (1.5 -> int, 300 -> uint8); ``"unsafe"`` casts as numpy's astype.
+      seqs: 1-D sequences, ``(len, *features)`` arrays, or a :class:`Ragged`.
+      length: pad every item to this length (with ``truncate=True``, cut longer ones to it).
+      multiple_of: instead, round the longest length up to a multiple of this.
+      value, dtype: the pad value (it must fit) and the result dtype (default: the items').
+      casting: ``"same_value"`` refuses a ``dtype`` that changes a value (1.5 -> int,
+        300 -> uint8); ``"unsafe"`` casts as numpy's astype.
 
     Example:
       >>> pad([[1.0, 2.0], [3.0]], multiple_of=4, value=-1).values
       array([[ 1.,  2., -1., -1.],
              [ 3., -1., -1., -1.]])
     """
-
-    check_bool(truncate, "truncate")
-    check_choice(casting, "casting", ("same_value", "unsafe"))
-    dtype = check_dtype(dtype)
-    if dtype is not None and casting == "same_value":
-        if isinstance(seqs, Ragged):
-            check_lossless_cast([seqs.flat], dtype)
-        elif isinstance(seqs, (list, tuple)):
-            check_lossless_cast(seqs, dtype)
-    length = check_size(length, "length")
-    multiple_of = check_size(multiple_of, "multiple_of", 1)
+    checks.check_bool(truncate, "truncate")
+    checks.check_choice(casting, "casting", ("same_value", "unsafe"))
+    dtype = checks.check_dtype(dtype)
+    if dtype is not None and casting == "same_value" and isinstance(seqs, (Ragged, list, tuple)):
+        checks.check_lossless_cast([seqs.flat] if isinstance(seqs, Ragged) else seqs, dtype)
+    length, multiple_of = check_size(length, "length"), check_size(multiple_of, "multiple_of", 1)
     if length is not None and multiple_of is not None:
         raise ValueError(f"pass either `length`={length} or `multiple_of`={multiple_of}, not both.")
     ragged = as_ragged(seqs, dtype=dtype)
     flat, lengths = ragged.flat, ragged.lengths
-    target = padded_length(lengths, length=length, multiple_of=multiple_of)
-    if len(lengths) and target < lengths.max():
-        cut = lengths > target
-        if not truncate:
-            first = int(np.argmax(cut))
-            raise ValueError(
-                f"`length`={target} would cut {int(cut.sum())} of {len(lengths)} items (the longest has "
-                f"{int(lengths.max())}, e.g. seqs[{first}] has {int(lengths[first])}); pass truncate=True "
-                f"to cut them, or a larger `length`."
-            )
+    longest = int(lengths.max()) if len(lengths) else 0
+    if length is None:
+        length = -(-max(longest, 1) // multiple_of) * multiple_of if multiple_of else longest
+    cut = lengths > length
+    what = f"{cut.sum()} of {len(lengths)} items"
+    if cut.any() and not truncate:
+        raise ValueError(
+            f"`length`={length} would cut {what} (the longest has {longest}); pass "
+            f"truncate=True to cut them, or a larger `length`."
+        )
+    if cut.any():
+        dropped = int((lengths - length)[cut].sum())
         warnings.warn(
-            f"pad: truncated {int(cut.sum())} of {len(lengths)} items to length {target} "
-            f"({int((lengths - target)[cut].sum())} elements dropped).",
-            stacklevel=2,
+            f"pad: truncated {what} to length {length} ({dropped} dropped).", stacklevel=2
         )
     check_value(value, flat.dtype)
-    n_bytes = len(lengths) * target * int(np.prod(flat.shape[1:], dtype=np.int64)) * flat.itemsize
-    check_fits_memory(n_bytes, "length", f"{len(lengths)} items x length {target}")
-    return scatter_rows(flat, ragged.offsets[:-1], lengths, target, value)
+    n_bytes = len(lengths) * length * int(np.prod(flat.shape[1:], dtype=np.int64)) * flat.itemsize
+    checks.check_fits_memory(n_bytes, "length", f"{len(lengths)} items x length {length}")
+    return scatter_rows(flat, ragged.offsets[:-1], lengths, length, value)
 
 
 def scatter_rows(
     flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray, target: int, value: Any
 ) -> Padded:
-    """Writes items ``flat[starts[i]:starts[i]+lengths[i]]`` (cut to ``target``) into one padded array."""
-    n = len(lengths)
+    """Writes items ``flat[starts[i]:][:lengths[i]]``, cut to ``target``, into one padded array."""
     kept = np.minimum(lengths, target)
-    shape = (n, target, *flat.shape[1:])
+    shape = (len(lengths), target, *flat.shape[1:])
     # np.zeros gets zeroed pages lazily from the OS: much faster than writing a fill value
     values = np.zeros(shape, flat.dtype) if value == 0 else np.full(shape, value, dtype=flat.dtype)
     mask = np.arange(target)[None, :] < kept[:, None]
-    total = int(kept.sum())
-    if total:
-        # mask is True in row-major order exactly where the items go, so one boolean
-        # assignment writes them all; only the source indices need computing (no loop).
-        out_starts = np.cumsum(kept) - kept
-        if np.array_equal(kept, lengths) and np.array_equal(starts - starts[0], out_starts):
-            values[mask] = flat[starts[0] : starts[0] + total]  # contiguous: no gather
-        else:
-            values[mask] = flat[np.repeat(starts - out_starts, kept) + np.arange(total)]
+    # the mask is True, in row-major order, exactly where the items go: one boolean
+    # assignment writes them all, from source indices computed without a loop
+    out_starts, total = np.cumsum(kept) - kept, int(kept.sum())
+    if total and np.array_equal(kept, lengths) and np.array_equal(starts - starts[0], out_starts):
+        values[mask] = flat[starts[0] : starts[0] + total]  # contiguous: no gather
+    elif total:
+        values[mask] = flat[np.repeat(starts - out_starts, kept) + np.arange(total)]
     return Padded(values, mask, kept.astype(np.int32))
 
 
@@ -275,10 +252,8 @@ def unpad(padded: Padded) -> list[np.ndarray]:
       [[1, 2, 3], [], [4]]
     """
     if not isinstance(padded, tuple) or len(padded) != 3:
-        raise TypeError(
-            f"`padded` must be a Padded (values, mask, lengths) as pad() returns, got "
-            f"{type(padded).__name__} {padded!r:.40}."
-        )
+        got = f"{type(padded).__name__} {padded!r:.40}"
+        raise TypeError(f"`padded` must be a Padded (values, mask, lengths) from pad(), got {got}.")
     values, mask, lengths = (np.asarray(a) for a in padded)
     if mask.dtype != bool:
         raise TypeError(
@@ -290,15 +265,10 @@ def unpad(padded: Padded) -> list[np.ndarray]:
             f"`mask` of `padded` has shape {mask.shape} but `values` has {values.shape}: the mask "
             f"must be (batch, length), the leading axes of `values`."
         )
-    if lengths.shape != mask.shape[:1] or not np.array_equal(lengths, mask.sum(axis=1)):
+    ok = lengths.shape == mask.shape[:1] and np.array_equal(lengths, mask.sum(axis=1))
+    if not ok or not np.array_equal(mask, np.arange(mask.shape[1]) < lengths.reshape(-1, 1)):
         raise ValueError(
-            f"`lengths` of `padded` ({lengths.tolist()[:8]}) must equal the mask's row sums "
-            f"({mask.sum(axis=1).tolist()[:8]}) and each mask row must be True then False; rebuild "
-            f"it with pad()."
-        )
-    if mask.size and not np.array_equal(mask, np.arange(mask.shape[1]) < lengths[:, None]):
-        raise ValueError(
-            "`mask` of `padded` must be True for the first `lengths` positions of each row and "
-            "False after them; rebuild it with pad()."
+            f"`lengths` of `padded` ({lengths.tolist()[:8]}) and its mask disagree: each mask row "
+            f"must be True for the first `lengths` positions, then False; rebuild it with pad()."
         )
     return np.split(values[mask], np.cumsum(lengths)[:-1]) if len(lengths) else []

@@ -19,20 +19,16 @@ from batchlab.ragged.boundaries import (
     power_of_two_boundaries,
     quantile_boundaries,
 )
-
-RULE_COLORS = {
-    "max": "tab:red",
-    "fixed": "tab:gray",
-    "pow2": "tab:orange",
-    "quantile": "tab:purple",
-    "optimal": "tab:green",
-}
+from batchlab.ragged.padding import Cost
 
 RULES = ("max", "fixed", "pow2", "quantile", "optimal")
+RULE_COLORS = dict(
+    zip(RULES, ("tab:red", "tab:gray", "tab:orange", "tab:purple", "tab:green"), strict=True)
+)
 
 
 @dataclass(frozen=True)
-class RuleCost:
+class RuleCost(Cost):
     """What one padding rule costs on a length distribution."""
 
     rule: str
@@ -41,16 +37,6 @@ class RuleCost:
     true_elements: int
     shapes: int
 
-    @property
-    def waste(self) -> float:
-        """Fraction of computed positions that are padding (linear cost per position)."""
-        return 1 - self.true_elements / self.padded_elements if self.padded_elements else 0.0
-
-    @property
-    def ratio(self) -> float:
-        """Padded elements / the ragged minimum (1.0 = no padding at all)."""
-        return self.padded_elements / self.true_elements if self.true_elements else 1.0
-
 
 @dataclass(frozen=True)
 class PaddingReport(Rows):
@@ -58,6 +44,8 @@ class PaddingReport(Rows):
 
     lengths: np.ndarray
     rows: tuple[RuleCost, ...]
+
+    _header = ("rule", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
 
     def __getitem__(self, rule: str) -> RuleCost:
         for r in self.rows:
@@ -70,8 +58,6 @@ class PaddingReport(Rows):
             (r.rule, f"{r.padded_elements:,}", f"{r.ratio:.2f}x", f"{r.waste:.1%}", r.shapes)
             for r in self.rows
         ]
-
-    _header = ("rule", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
 
     def _title(self) -> str:
         return (
@@ -95,19 +81,18 @@ def rule_boundaries(
       [9]
     """
     lengths = lengths_of(lengths)
-    if rule == "max":
-        return np.array([max(int(lengths.max()) if len(lengths) else 1, 1)])
-    if rule == "fixed":
-        if boundaries is not None:
-            return check_boundaries(boundaries, lengths)
-        return equal_width_boundaries(lengths, n_buckets)
-    if rule == "pow2":
-        return power_of_two_boundaries(lengths)
-    if rule == "quantile":
-        return quantile_boundaries(lengths, n_buckets)
-    if rule == "optimal":
-        return optimal_boundaries(lengths, n_buckets)
-    raise ValueError(f"`rule` must be one of {list(RULES)}, got {rule!r}.")
+    if rule == "fixed" and boundaries is not None:
+        return check_boundaries(boundaries, lengths)
+    rules = {
+        "max": lambda: np.array([max(int(lengths.max()) if len(lengths) else 1, 1)]),
+        "fixed": lambda: equal_width_boundaries(lengths, n_buckets),
+        "pow2": lambda: power_of_two_boundaries(lengths),
+        "quantile": lambda: quantile_boundaries(lengths, n_buckets),
+        "optimal": lambda: optimal_boundaries(lengths, n_buckets),
+    }
+    if rule not in rules:
+        raise ValueError(f"`rule` must be one of {list(RULES)}, got {rule!r}.")
+    return rules[rule]()
 
 
 def padding_report(
@@ -122,15 +107,10 @@ def padding_report(
 
     Args:
       lengths: ``(items,)`` true lengths (or a :class:`Ragged`).
-      rule: one name or a tuple of ``max``, ``fixed``, ``pow2``,
-        ``quantile``, ``optimal``; ``None`` for all.
-      n_buckets: buckets for ``fixed`` (equal width), ``quantile`` and ``optimal``.
-      boundaries: explicit boundaries for ``fixed``.
-      batch_size: rows per batch as in :func:`batchlab.bucket_batches`; ``None``:
-        each bucket is one batch of its own items.
-
-    Returns:
-      A :class:`PaddingReport` (table; ``.plot()`` draws the histogram).
+      rule: one of :data:`RULES` or a tuple of them; ``None`` for all.
+      n_buckets, boundaries: as :func:`rule_boundaries` takes them.
+      batch_size: rows per batch as in :func:`batchlab.bucket_batches`; ``None``: each bucket
+        is one batch of its own items.
 
     Example:
       >>> r = padding_report([2, 3, 3, 8], ("max", "optimal"), n_buckets=2)
@@ -140,19 +120,14 @@ def padding_report(
       28
     """
     lengths = lengths_of(lengths)
-    if lengths.size and int(lengths.max()) > (2**62) // max(lengths.size, 1):
+    if lengths.size and int(lengths.max()) > (2**62) // lengths.size:
         raise ValueError(
-            f"`lengths` are too large to count padded elements in int64 (longest {int(lengths.max())}, "
-            f"{lengths.size} items): pass lengths in tokens, not bytes or ids."
-        )
-    if rule is not None and not isinstance(rule, (str, tuple, list)):
-        raise TypeError(
-            f"`rule` must be a name or a tuple of names from {list(RULES)}, got {rule!r}."
+            f"`lengths` are too large to count padded elements in int64 (longest "
+            f"{lengths.max()}, {lengths.size} items): pass lengths in tokens, not bytes or ids."
         )
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
-    names = RULES if rule is None else ((rule,) if isinstance(rule, str) else tuple(rule))
     rows = []
-    for name in names:
+    for name in RULES if rule is None else (rule if isinstance(rule, (tuple, list)) else (rule,)):
         b = rule_boundaries(lengths, name, n_buckets=n_buckets, boundaries=boundaries)
         counts = np.bincount(np.searchsorted(b, lengths), minlength=len(b))
         if batch_size is not None:  # every batch is batch_size rows: the last one filled up
@@ -162,120 +137,71 @@ def padding_report(
     return PaddingReport(lengths, tuple(rows))
 
 
-# --------------------------------------------------------------------- plots
 def plot_padding_report(report: PaddingReport, *, axes=None):
     """Length histogram on top; below, one lane per rule with its buckets as spans."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    lengths = report.lengths
-    hi = max(int(lengths.max()), 2) if len(lengths) else 2
-    lo = max(int(lengths.min()), 1) if len(lengths) else 1
+    lengths, rows = report.lengths, report.rows
+    lo, hi = (max(int(lengths.min()), 1), max(int(lengths.max()), 2)) if len(lengths) else (1, 2)
     if axes is not None:
         _length_histogram(axes, lengths, lo, hi)
         return axes.figure
-    rows = report.rows
     fig = Figure(figsize=(11.0, 3.2 + 0.55 * len(rows)), layout="constrained")
-    ax_h, ax_l = fig.subplots(
-        2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 0.5 + 0.45 * len(rows)]}
-    )
+    ratios = {"height_ratios": [2.2, 0.5 + 0.45 * len(rows)]}
+    ax_h, ax_l = fig.subplots(2, 1, sharex=True, gridspec_kw=ratios)
     _length_histogram(ax_h, lengths, lo, hi)
     ax_h.set_xlabel("")
-    ax_h.set_title(
-        f"{len(lengths):,} lengths and where each rule puts its buckets (counted, not timed)"
-    )
-    for i, row in enumerate(rows):
-        y = len(rows) - 1 - i
-        color = RULE_COLORS.get(row.rule, "black")
+    title = "lengths and where each rule puts its buckets (counted, not timed)"
+    ax_h.set_title(f"{len(lengths):,} {title}")
+    for y, row in enumerate(reversed(rows)):
         edges = np.concatenate([[lo * 0.9], row.boundaries])
-        for k in range(len(row.boundaries)):
-            ax_l.barh(
-                y,
-                edges[k + 1] - edges[k],
-                left=edges[k],
-                height=0.62,
-                color=color,
-                alpha=0.35 if k % 2 else 0.75,
-                edgecolor="white",
-                linewidth=1.2,
-            )
-        ax_l.text(
-            hi * 1.9,
-            y,
-            f"{row.ratio:.2f}x ragged, {row.shapes} shape{'s' * (row.shapes != 1)}",
-            va="center",
-            fontsize=11,
-        )
-    ax_l.set_yticks(range(len(rows)), [r.rule for r in rows][::-1])
-    ax_l.set_ylim(-0.6, len(rows) - 0.4)
-    ax_l.set_xscale("log")
-    ax_l.set_xlim(lo * 0.85, hi * 1.8)
+        widths, color = np.diff(edges), RULE_COLORS.get(row.rule, "black")
+        style = {"height": 0.62, "color": color, "edgecolor": "white", "linewidth": 1.2}
+        for first, alpha in ((0, 0.75), (1, 0.35)):  # neighbouring buckets alternate shades
+            ax_l.barh(y, widths[first::2], left=edges[first:-1:2], alpha=alpha, **style)
+        label = f"{row.ratio:.2f}x ragged, {row.shapes} shape{'s' * (row.shapes != 1)}"
+        ax_l.text(hi * 1.9, y, label, va="center", fontsize=11)
+    ax_l.set_yticks(range(len(rows)), [r.rule for r in reversed(rows)])
+    ax_l.set(ylim=(-0.6, len(rows) - 0.4), xscale="log", xlim=(lo * 0.85, hi * 1.8))
     ax_l.set_xlabel(
         "sequence length (tokens, log scale); a bucket pads its items to its right edge"
     )
-    ax_l.legend(
-        handles=[
-            Patch(color="0.3", alpha=0.75, label="bucket"),
-            Patch(color="0.3", alpha=0.35, label="next bucket (shades alternate)"),
-        ],
-        fontsize=10,
-        loc="upper left",
-        bbox_to_anchor=(1.0, -0.15),
-        frameon=False,
-    )
+    shades = [
+        Patch(color="0.3", alpha=0.75, label="bucket"),
+        Patch(color="0.3", alpha=0.35, label="next bucket (shades alternate)"),
+    ]
+    legend = {"loc": "upper left", "bbox_to_anchor": (1.0, -0.15), "frameon": False}
+    ax_l.legend(handles=shades, fontsize=10, **legend)
     ax_l.grid(True, axis="x", alpha=0.3, which="both")
     return fig
 
 
 def _length_histogram(ax, lengths, lo: int, hi: int) -> None:
-    ax.hist(
-        lengths,
-        bins=np.geomspace(lo * 0.9, hi * 1.05, 50),
-        color="tab:blue",
-        alpha=0.6,
-        histtype="stepfilled",  # one patch, not one per bin: redraws in a fraction of the time
-        label="items per length bin",
-    )
-    ax.set_xscale("log")
-    ax.set_xlim(lo * 0.85, hi * 1.8)
-    ax.set_ylabel("items")
+    bins = np.geomspace(lo * 0.9, hi * 1.05, 50)
+    # stepfilled: one patch, not one per bin, so it redraws in a fraction of the time
+    label = "items per length bin"
+    ax.hist(lengths, bins, color="tab:blue", alpha=0.6, histtype="stepfilled", label=label)
+    ax.set(xscale="log", xlim=(lo * 0.85, hi * 1.8), ylabel="items")
     ax.set_xlabel("sequence length (tokens, log scale)")
     ax.legend(fontsize=10, loc="upper right")
-
-
-def tradeoff(
-    lengths: Any, bucket_counts: Any, rules: tuple[str, ...] = ("quantile", "optimal")
-) -> dict:
-    """``{rule: [padded / ragged for each bucket count]}`` plus ``pow2`` as one point."""
-    lengths = np.asarray(lengths)
-    total = lengths.sum()
-    out = {
-        s: [
-            padded_elements(lengths, rule_boundaries(lengths, s, n_buckets=k)) / total
-            for k in bucket_counts
-        ]
-        for s in rules
-    }
-    p2 = rule_boundaries(lengths, "pow2")
-    out["pow2"] = (
-        int(np.unique(np.searchsorted(p2, lengths)).size),
-        padded_elements(lengths, p2) / total,
-    )
-    return out
 
 
 def plot_tradeoff(lengths: Any, bucket_counts: Any, *, axes=None):
     """Buckets (= compilations) against padded size / ragged minimum, per rule."""
     fig, ax = new_figure(1, width=7.5, height=4.2) if axes is None else (axes.figure, axes)
-    curves = tradeoff(lengths, bucket_counts)
+    lengths = np.asarray(lengths)
     for s in ("quantile", "optimal"):
-        ax.plot(bucket_counts, curves[s], "o-", color=RULE_COLORS[s], label=s)
-    ax.plot(*curves["pow2"], "D", ms=10, color=RULE_COLORS["pow2"], label="power of two")
+        bounds = [rule_boundaries(lengths, s, n_buckets=k) for k in bucket_counts]
+        ratios = [padded_elements(lengths, b) / lengths.sum() for b in bounds]
+        ax.plot(bucket_counts, ratios, "o-", color=RULE_COLORS[s], label=s)
+    p2 = rule_boundaries(lengths, "pow2")
+    shapes = np.unique(np.searchsorted(p2, lengths)).size
+    ratio = padded_elements(lengths, p2) / lengths.sum()
+    ax.plot(shapes, ratio, "D", ms=10, color=RULE_COLORS["pow2"], label="power of two")
     ax.axhline(1.0, color="black", lw=1, ls="--", label="ragged minimum")
-    ax.set_xlabel("buckets (= compilations)")
-    ax.set_ylabel("padded / true elements (log scale)")
-    ax.set_yscale("log")
-    ax.set_title("fewer compilations cost more padding (counted)")
+    ax.set(xlabel="buckets (= compilations)", ylabel="padded / true elements (log scale)")
+    ax.set(yscale="log", title="fewer compilations cost more padding (counted)")
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=10)
     return fig

@@ -16,7 +16,7 @@ from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 from batchlab.ragged.bucketing import Buckets, bucketize
 from batchlab.ragged.masking import mean_pool
-from batchlab.ragged.padding import as_ragged
+from batchlab.ragged.padding import Cost, as_ragged
 from batchlab.ragged.report import rule_boundaries
 
 #: the rules that place bucket boundaries in the explorer (``rule_boundaries``)
@@ -30,20 +30,9 @@ RUN_NOTE = (
 )
 
 
-class _Padding:
-    """``ratio``: padded positions over the ragged minimum (both counted, never timed)."""
-
-    padded_elements: int
-    true_elements: int
-
-    @property
-    def ratio(self) -> float:
-        return self.padded_elements / self.true_elements
-
-
 @dataclass(frozen=True)
-class BucketPlan(_Padding):
-    """What a bucketing setting will cost before anything is compiled or run."""
+class _Setting(Cost):
+    """A bucketing setting and its padding, counted (``ratio``: padded over ragged)."""
 
     rule: str
     n_buckets: int
@@ -52,6 +41,11 @@ class BucketPlan(_Padding):
     padded_elements: int
     true_elements: int
     largest_bytes: int
+
+
+@dataclass(frozen=True)
+class BucketPlan(_Setting):
+    """What a bucketing setting will cost before anything is compiled or run."""
 
     def __repr__(self) -> str:
         return (
@@ -61,18 +55,11 @@ class BucketPlan(_Padding):
 
 
 @dataclass(frozen=True)
-class BucketPoint(_Padding):
+class BucketPoint(_Setting):
     """One bucketing setting: padding, compilations (count and seconds), run time of all buckets."""
 
-    rule: str
-    n_buckets: int
-    boundaries: tuple[int, ...]
-    shapes: int
     compiles: int
     compile_seconds: float
-    padded_elements: int
-    true_elements: int
-    largest_bytes: int
     measurement: Measurement
     trace_seconds: float = 0.0
 
@@ -97,16 +84,8 @@ def plan_buckets(data: Any, rule: str, n_buckets: int, features: int) -> tuple[B
     b = rule_boundaries(data.lengths, rule, n_buckets=n_buckets)
     buckets = bucketize(data, boundaries=b)
     largest = max((bk.padded.values.size for bk in buckets), default=0) * features * 4
-    plan = BucketPlan(
-        rule,
-        n_buckets,
-        tuple(int(x) for x in b),
-        len(buckets),
-        buckets.padded_elements,
-        buckets.true_elements,
-        int(largest),
-    )
-    return plan, buckets
+    counts = (len(buckets), buckets.padded_elements, buckets.true_elements, int(largest))
+    return BucketPlan(rule, n_buckets, tuple(int(x) for x in b), *counts), buckets
 
 
 def measure_buckets(
@@ -116,12 +95,6 @@ def measure_buckets(
 
     ``run_options``: ``max_time``, ``repeat`` or ``tolerance`` (as in :func:`batchlab.measure`).
     """
-    unknown = sorted(set(run_options) - set(RUN_OPTIONS))
-    if unknown:
-        raise TypeError(
-            f"measure_buckets got unexpected option(s) {unknown}: a setting's run accepts "
-            f"{', '.join(RUN_OPTIONS)} (as in batchlab.measure)."
-        )
     arrays = [(bk.padded.values, bk.padded.mask) for bk in buckets]
 
     def pool(values, mask, table):  # a new function per setting: JAX caches traces and
@@ -135,34 +108,13 @@ def measure_buckets(
     # every compilation of `pool` is counted: one per bucket shape, ahead of time; a JAX
     # that compiled again on the first call would show twice the shapes here
     with count_compiles(match="pool") as c:
-        programs = [fresh.lower(v, m, table).compile() for v, m in arrays]
-        plans = [estimate_from_compiled(p, "pool") for p in programs]
+        plans = [estimate_from_compiled(fresh.lower(*a, table).compile(), "pool") for a in arrays]
         meas, _ = measure_dispatched(
-            run_buckets,
-            (arrays, table),
-            lambda out: summed_plan(plans),
-            **run_options,
+            run_buckets, (arrays, table), lambda out: summed_plan(plans), **run_options
         )
-    meas = dataclasses.replace(
-        meas,
-        name="pool, every bucket",
-        compiles=c.count,
-        compile_seconds=c.seconds,
-        notes=(RUN_NOTE,),
-    )
-    return BucketPoint(
-        plan.rule,
-        plan.n_buckets,
-        plan.boundaries,
-        plan.shapes,
-        c.count,
-        c.seconds,
-        plan.padded_elements,
-        plan.true_elements,
-        plan.largest_bytes,
-        meas,
-        c.trace_seconds,
-    )
+    counted = {"compiles": c.count, "compile_seconds": c.seconds}
+    meas = dataclasses.replace(meas, name="pool, every bucket", notes=(RUN_NOTE,), **counted)
+    return BucketPoint(**vars(plan), **counted, measurement=meas, trace_seconds=c.trace_seconds)
 
 
 def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
@@ -174,19 +126,9 @@ def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
         values = [getattr(p, name) for p in plans]
         return None if any(v is None for v in values) else sum(values)
 
-    arg, out = int(total("argument_bytes")), int(total("output_bytes"))
-    temp = max(p.temp_bytes for p in plans)
-    return dataclasses.replace(
-        plans[0],
-        argument_bytes=arg,
-        output_bytes=out,
-        temp_bytes=temp,
-        alias_bytes=0,
-        generated_code_bytes=int(total("generated_code_bytes")),
-        planned_bytes=arg + out + temp,
-        planned_from="every bucket's inputs + outputs + the largest temp",
-        xla_peak_bytes=None,
-        flops=total("flops"),
-        bytes_accessed=total("bytes_accessed"),
-        name="pool, every bucket",
-    )
+    keys = ("argument_bytes", "output_bytes", "generated_code_bytes", "flops", "bytes_accessed")
+    sums = {k: total(k) for k in keys}
+    sums.update(temp_bytes=max(p.temp_bytes for p in plans), alias_bytes=0, xla_peak_bytes=None)
+    sums["planned_bytes"] = sums["argument_bytes"] + sums["output_bytes"] + sums["temp_bytes"]
+    sums["planned_from"] = "every bucket's inputs + outputs + the largest temp"
+    return dataclasses.replace(plans[0], **sums, name="pool, every bucket")
