@@ -55,48 +55,39 @@ class BatchSizeExplorer(Explorer):
         check_callable(fn)
         check_callable(make_batch, "make_batch")
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
-        self.choices = {"batch_size": tuple(batch_sizes)}
-        if not batch_sizes or any(b < 1 for b in batch_sizes):
-            raise ValueError(
-                f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."
-            )
         batch_size = batch_sizes[0] if batch_size is None else batch_size
         if batch_size not in batch_sizes:
             raise ValueError(
                 f"`batch_size`={batch_size} is not one of the slider's stops {batch_sizes}."
             )
-        if loop is not None and not isinstance(loop, Measurement):
-            raise TypeError(
-                f"`loop` must be a batchlab.measuring.Measurement (from bl.measure), got {type(loop).__name__}."
-            )
-        if loop is not None and (
-            isinstance(loop_items, bool) or not isinstance(loop_items, int) or loop_items < 1
-        ):
-            raise ValueError(
-                f"`loop_items` must be a positive int (the items in the `loop` call), got {loop_items!r}."
-            )
+        if loop is not None:
+            if not isinstance(loop, Measurement):
+                raise TypeError(
+                    f"`loop` must be a batchlab.measuring.Measurement (from bl.measure), got {type(loop).__name__}."
+                )
+            if isinstance(loop_items, bool) or not isinstance(loop_items, int) or loop_items < 1:
+                raise ValueError(
+                    f"`loop_items` must be a positive int (the items in the `loop` call), got {loop_items!r}."
+                )
         self.fn, self.make_batch, self.batch_sizes = fn, make_batch, batch_sizes
-        self.measure_options = measure_options
-        self.loop, self.loop_items = loop, loop_items
+        self.choices = {"batch_size": tuple(batch_sizes)}
+        self.measure_options, self.loop, self.loop_items = measure_options, loop, loop_items
         self._jitted = jax.jit(fn)
-
-        def compute(batch_size: int) -> Measurement:
-            args = make_batch(batch_size)
-            return measure(
-                fn, *(args if isinstance(args, (tuple, list)) else (args,)), **measure_options
-            )
-
         super().__init__(
-            compute,
+            lambda batch_size: measure(fn, *self._args(batch_size), **measure_options),
             {"batch_size": batch_size},
             controls={"batch_size": batch_size_slider(batch_sizes)},
             draw=lambda ex: ex.per_item(paired=False).plot(
                 current=ex.params["batch_size"], memory=ex.as_sweep()
             ),
-            describe=lambda m: _describe_measurement(m, self.params["batch_size"]),
+            describe=self._describe,
             title=title,
         )
         self.update()
+
+    def _args(self, batch_size: int) -> tuple:
+        args = self.make_batch(batch_size)
+        return tuple(args) if isinstance(args, (tuple, list)) else (args,)
 
     @property
     def measured(self) -> dict[int, Measurement]:
@@ -114,26 +105,24 @@ class BatchSizeExplorer(Explorer):
         return per_item_cost(self.as_sweep(), self.loop, self.loop_items, call_at=call_at)
 
     def _call_at(self, batch_size: int) -> Callable[[], Any]:
-        args = self.make_batch(batch_size)
-        args = args if isinstance(args, (tuple, list)) else (args,)
+        args = self._args(batch_size)
         return lambda: self._jitted(*args)
 
     def as_sweep(self) -> Sweep:
-        """Every measured batch size as a :class:`batchlab.measuring.Sweep` (for tables and plots)."""
+        """Every measured batch size as a :class:`batchlab.measuring.Sweep` (tables and plots)."""
         s = Sweep(name=getattr(self.fn, "__name__", "fn"), parameter="batch_size")
         s.points = [SweepPoint(b, m) for b, m in sorted(self.measured.items())]
         return s
 
-
-def _describe_measurement(m: Measurement, batch_size: int) -> str:
-    compile_note = (
-        f"compile <b>{format_seconds(m.compile_seconds)}</b> ({m.compiles} XLA compilation(s), "
-        "kept apart from run time)"
-        if m.compiles
-        else "no compile (JAX reused a compiled executable)"
-    )
-    return (
-        f"batch size <b>{batch_size}</b>: "
-        f"run <b>{format_seconds(m.median)}</b> per batch (wall clock, median of {m.runs}); "
-        f"planned peak <b>{format_bytes(m.memory.planned_bytes)}</b> (compiled memory analysis); {compile_note}"
-    )
+    def _describe(self, m: Measurement) -> str:
+        compiled = (
+            f"compile <b>{format_seconds(m.compile_seconds)}</b> ({m.compiles} XLA "
+            "compilation(s), kept apart from run time)"
+            if m.compiles
+            else "no compile (JAX reused a compiled executable)"
+        )
+        return (
+            f"batch size <b>{self.params['batch_size']}</b>: run <b>{format_seconds(m.median)}</b> "
+            f"per batch (wall clock, median of {m.runs}); planned peak "
+            f"<b>{format_bytes(m.memory.planned_bytes)}</b> (compiled memory analysis); {compiled}"
+        )

@@ -1,19 +1,22 @@
 """Explorers for loading (notebook 10) and scaling out (notebook 11).
 
-``LoadingExplorer``: batch size, per-item/bulk/mmap, contiguous/random,
-transfer per batch/item, prefetch on/off -> throughput (bytes/s) against
-the ceiling measured in the same run. ``ScalingExplorer``: device count
-and batch size -> per-device compiled memory and run time.
+``LoadingExplorer``: batch size, per-item/bulk/mmap, contiguous/random, transfer per
+batch/item, prefetch on/off -> throughput (bytes/s) against the ceiling measured in the same
+run. ``ScalingExplorer``: device count and batch size -> per-device compiled memory and run
+time.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
+
 from batchlab._util.checks import check_callable, check_positive_float, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
-from batchlab._util.plotting import new_figure
+from batchlab._util.plotting import bytes_axis, new_figure
 from batchlab.loading.files import METHODS, ORDERS, TRANSFERS, Dataset
 from batchlab.loading.speed import (
     Ceiling,
@@ -23,17 +26,15 @@ from batchlab.loading.speed import (
     measure_loading,
 )
 from batchlab.scaling.speedup import ScalingPoint, measure_scaling
-from batchlab.widgets.controls import checkbox, control
+from batchlab.widgets.controls import choice, control
 from batchlab.widgets.explorer import Explorer
 
 
 def _dropdown(name: str, options: Sequence[Any]):
-    return control("Dropdown", options=list(options), description=name, width="220px")
+    return choice(options, description=name, width="220px")
 
 
-def plot_throughput(
-    results: dict[str, Throughput], ceiling: Ceiling, *, current: str | None = None
-):
+def _plot_throughput(results: dict[str, Throughput], ceiling: Ceiling, current: str | None):
     """Horizontal bars: bytes/s of every measured setting; dashed lines: the ceiling."""
     from matplotlib.ticker import FuncFormatter
 
@@ -41,38 +42,28 @@ def plot_throughput(
     fig, ax = new_figure(1, width=10, height=2.6 + 0.45 * max(len(labels), 1))
     values = [results[k].bytes_per_s for k in labels]
     low = [results[k].slowest_bytes_per_s for k in labels]
-    colors = ["tab:red" if k == current else "tab:blue" for k in labels]
-    ax.barh(range(len(labels)), values, color=colors)
-    ax.errorbar(
-        values,
+    ax.barh(
         range(len(labels)),
-        xerr=[[v - lo for v, lo in zip(values, low, strict=True)], [0] * len(labels)],
-        fmt="none",
-        ecolor="black",
-        capsize=4,
-        label="spread: slowest to best pass",
+        values,
+        color=["tab:red" if k == current else "tab:blue" for k in labels],
+    )
+    spread = [[v - lo for v, lo in zip(values, low, strict=True)], [0] * len(labels)]
+    label = "spread: slowest to best pass"
+    ax.errorbar(
+        values, range(len(labels)), xerr=spread, fmt="none", ecolor="black", capsize=4, label=label
     )
     ax.set_yticks(range(len(labels)), labels, fontsize=10)
     ax.invert_yaxis()
-    top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
     for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
         ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"ceiling: {t.label}")
+    top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
     ax.set_xscale("log")
     ax.set_xlim(min([*low, top]) / 3, top * 3)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
     ax.set_xlabel("throughput, bytes/s (log scale; wall clock, bar: best pass)")
-    ax.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.32 if len(labels) < 4 else -0.2),
-        ncol=1,
-        fontsize=9,
-        frameon=False,
-    )
+    below = (0.5, -0.32 if len(labels) < 4 else -0.2)
+    ax.legend(loc="upper center", bbox_to_anchor=below, ncol=1, fontsize=9, frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
-    import os
-
-    import jax
-
     ax.set_title(
         "loading throughput against this machine's ceiling (red: current setting)\n"
         f"{jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}",
@@ -117,24 +108,18 @@ class LoadingExplorer(Explorer):
         ceiling: Ceiling | None = None,
         title: str = "Loading explorer",
     ) -> None:
-        batch_sizes = [int(b) for b in batch_sizes]
+        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.choices = {"batch_size": tuple(batch_sizes)}
-        if not batch_sizes or min(batch_sizes) < 1:
-            raise ValueError(
-                f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."
-            )
         check_positive_float(max_time, "max_time")
-        self.dataset, self.step, self.repeat = dataset, step, repeat
         if ceiling is not None and not isinstance(ceiling, Ceiling):
             raise TypeError(
                 f"`ceiling` must be a Ceiling from batchlab.loading.speed.measure_ceiling(...) or "
                 f"None, got {type(ceiling).__name__}."
             )
+        self.dataset, self.step, self.repeat = dataset, step, repeat
         self.ceiling = ceiling or measure_ceiling(dataset, repeat=max(repeat, 3))
 
-        def compute(
-            batch_size: int, method: str, order: str, transfer: str, prefetch: bool, sync: bool
-        ) -> Throughput:
+        def compute(batch_size, method, order, transfer, prefetch, sync) -> Throughput:
             return measure_loading(
                 dataset,
                 batch_size,
@@ -148,13 +133,14 @@ class LoadingExplorer(Explorer):
                 max_time=max_time,
             )
 
+        box = {"indent": False}
         controls = {
             "batch_size": _dropdown("batch size", batch_sizes),
             "method": _dropdown("method", METHODS),
             "order": _dropdown("order", ORDERS),
             "transfer": _dropdown("transfer per", TRANSFERS),
-            "prefetch": checkbox("prefetch"),
-            "sync": checkbox("sync every step"),
+            "prefetch": control("Checkbox", description="prefetch", **box),
+            "sync": control("Checkbox", description="sync every step", **box),
         }
         params = dict(
             batch_size=batch_sizes[0],
@@ -188,16 +174,16 @@ class LoadingExplorer(Explorer):
         return self.figure()
 
     def _plot(self, ex: Explorer):
-        return plot_throughput(
-            self.measured, self.ceiling, current=self.result.label if self.result else None
+        return _plot_throughput(
+            self.measured, self.ceiling, self.result.label if self.result else None
         )
 
     def _describe(self, r: Throughput) -> str:
+        memcpy = self.ceiling.memcpy
         return (
             f"<b>{format_count(r.items_per_s)} items/s</b>, {format_rate(r.bytes_per_s)} = "
             f"<b>{self.share_of_ceiling(r):.1%}</b> of the ceiling, "
-            f"{self.ceiling.memcpy.label}: {format_rate(self.ceiling.memcpy.bytes_per_s)} "
-            "(wall clock, same run)"
+            f"{memcpy.label}: {format_rate(memcpy.bytes_per_s)} (wall clock, same run)"
         )
 
 
@@ -239,24 +225,17 @@ class ScalingExplorer(Explorer):
         self.choices = {"n_devices": tuple(device_counts), "batch_size": tuple(batch_sizes)}
 
         def compute(n_devices: int, batch_size: int) -> ScalingPoint:
-            scaling = measure_scaling(
-                fn,
-                make_batch(batch_size),
-                [n_devices],
-                params=params,
-                devices=devices,
-                repeat=repeat,
-            )
-            return scaling.points[0]
+            batch = make_batch(batch_size)
+            kw = dict(params=params, devices=devices, repeat=repeat)
+            return measure_scaling(fn, batch, [n_devices], **kw).points[0]
 
-        controls = {
-            "n_devices": _dropdown("devices", list(device_counts)),
-            "batch_size": _dropdown("batch size", list(batch_sizes)),
-        }
         super().__init__(
             compute,
             {"n_devices": device_counts[0], "batch_size": batch_sizes[0]},
-            controls=controls,
+            controls={
+                "n_devices": _dropdown("devices", device_counts),
+                "batch_size": _dropdown("batch size", batch_sizes),
+            },
             draw=self._plot,
             describe=self._describe,
             title=title,
@@ -265,23 +244,16 @@ class ScalingExplorer(Explorer):
 
     def points(self, batch_size: int) -> list[ScalingPoint]:
         """Device counts measured so far for one batch size, in order."""
-        found = [(dict(k), p) for k, p in self.cache.items()]
-        return sorted(
-            (p for k, p in found if k["batch_size"] == repr(batch_size)), key=lambda p: p.n_devices
-        )
+        pts = [p for k, p in self.cache.items() if dict(k)["batch_size"] == repr(batch_size)]
+        return sorted(pts, key=lambda p: p.n_devices)
 
     def _plot(self, ex: Explorer):
         fig, (ax_m, ax_t) = new_figure(2, width=5.0, height=3.6)
         pts = self.points(self.params["batch_size"])
         n = [p.n_devices for p in pts]
-        peak = max([p.peak_bytes for p in pts] + [1])
-        unit, name = next(
-            (1024**k, u)
-            for k, u in ((3, "GiB"), (2, "MiB"), (1, "KiB"), (0, "B"))
-            if peak >= 1024**k
-        )
-        ax_m.plot(n, [p.peak_bytes / unit for p in pts], "s-", color="tab:orange")
-        ax_m.set_ylabel(f"planned peak per device ({name})")
+        ax_m.plot(n, [p.peak_bytes for p in pts], "s-", color="tab:orange")
+        bytes_axis(ax_m.yaxis)
+        ax_m.set_ylabel("planned peak per device")
         ax_m.set_title("compiled memory analysis", fontsize=11)
         ax_t.plot(n, [p.seconds * 1e3 for p in pts], "o-", color="tab:blue")
         ax_t.set_ylabel("run time per batch (ms)")

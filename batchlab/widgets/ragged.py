@@ -1,14 +1,15 @@
 """The padding explorer (04): strategies for ragged data, measured (bucket counts, 05: ``buckets.py``).
 
-It measures through the kit's core (``pad``, ``pack``, ``measure``); the
-widget only picks parameters and draws.
-The workload is token pooling: look up a ``features``-wide embedding for
-every token id and take the masked mean over the sequence, so the work is
-proportional to the padded elements.
+It measures through the kit's core (``pad``, ``pack``, ``measure``); the widget only picks
+parameters and draws. The workload is token pooling: look up a ``features``-wide embedding
+for every token id and take the masked mean over the sequence, so the work is proportional
+to the padded elements.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,27 +25,24 @@ from batchlab.ragged.masking import mean_pool, mean_pool_reference
 from batchlab.ragged.packing import pack, packed_mean_pool
 from batchlab.ragged.padding import pad
 from batchlab.ragged.timing import token_workload
-from batchlab.widgets.controls import labelled_dropdown, stops_slider
+from batchlab.widgets.controls import choice, stops_slider
 from batchlab.widgets.explorer import Explorer
 
-# ------------------------------------------------------------ padding (04)
-PAD_STRATEGIES = ("max", "multiple", "fixed", "pack")
 PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "pack": "tab:green"}
+PAD_STRATEGIES = tuple(PAD_COLORS)
 
 
 def timing_source() -> str:
     """Backend, CPU cores and jax version: the caption of every timing plot here."""
-    import os
-
     return f"{jax.default_backend()}, {os.cpu_count()} CPU cores, jax {jax.__version__}"
 
 
-def run_times_ms(points) -> tuple:
-    """(median, median - min, max - median) in ms of the points' measurements: an errorbar's data."""
+def plot_runs(ax, x: list, points: list, color: str, label: str) -> None:
+    """The points' run times in ms at ``x``: median, bars from min to max."""
     med = np.array([q.measurement.median for q in points]) * 1e3
     lo = med - np.array([q.measurement.min for q in points]) * 1e3
     hi = np.array([q.measurement.max for q in points]) * 1e3 - med
-    return med, lo, hi
+    ax.errorbar(x, med, yerr=[lo, hi], fmt="o-", color=color, capsize=3, label=label)
 
 
 def ring_current(ax, x: float, seconds: float) -> None:
@@ -58,8 +56,8 @@ def ring_current(ax, x: float, seconds: float) -> None:
 class PaddingPoint:
     """One padding setting, measured: cost of pads, run time, memory and correctness.
 
-    ``padded_elements`` are the positions computed on (``items x length``
-    padded, the total length packed); ``flops`` is XLA's ``cost_analysis``.
+    ``padded_elements`` are the positions computed on (``items x length`` padded, the total
+    length packed); ``flops`` is XLA's ``cost_analysis``.
     """
 
     strategy: str
@@ -78,9 +76,9 @@ class PaddingPoint:
     def __repr__(self) -> str:
         flops = "" if self.flops is None else f", {self.flops / 1e6:.2f} M flops"
         return (
-            f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, padding {self.waste:.1%}, "
-            f"{self.truncated} items cut, {self.correct:.0%} items correct{flops}, "
-            f"run {format_seconds(self.measurement.median)}, planned peak "
+            f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, "
+            f"padding {self.waste:.1%}, {self.truncated} items cut, {self.correct:.0%} items "
+            f"correct{flops}, run {format_seconds(self.measurement.median)}, planned peak "
             f"{format_bytes(self.measurement.memory.planned_bytes)})"
         )
 
@@ -126,7 +124,7 @@ class PaddingExplorer(Explorer):
             self._compute_point,
             {"strategy": strategy, "size": self.sizes[0]},
             controls={
-                "strategy": labelled_dropdown(PAD_STRATEGIES, "strategy"),
+                "strategy": choice(PAD_STRATEGIES, description="strategy"),
                 "size": stops_slider(self.sizes, "length / multiple"),
             },
             draw=_draw_padding,
@@ -139,32 +137,21 @@ class PaddingExplorer(Explorer):
         if strategy not in PAD_STRATEGIES:
             raise ValueError(f"`strategy` must be one of {list(PAD_STRATEGIES)}, got {strategy!r}.")
         if strategy == "pack":
-            pk = pack(self.data)
-            m = measure(packed_mean_pool, pk, self.table, **self.measure_options)
-            out = np.asarray(jax.jit(packed_mean_pool)(pk, self.table))
-            length, elements, waste, truncated = pk.padded_elements, pk.padded_elements, pk.waste, 0
+            p = pack(self.data)
+            args, fn, length, truncated = (p, self.table), packed_mean_pool, p.padded_elements, 0
         else:
-            options = {
-                "max": {},
-                "multiple": {"multiple_of": size},
-                "fixed": {"length": size, "truncate": True},
-            }
-            import warnings
-
+            options = {"max": {}, "multiple": {"multiple_of": size}}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the cut count is reported in the result instead
-                p = pad(self.data, **options[strategy])
-            m = measure(mean_pool, p.values, p.mask, self.table, **self.measure_options)
-            out = np.asarray(jax.jit(mean_pool)(p.values, p.mask, self.table))
-            length, elements, waste = int(p.values.shape[1]), p.padded_elements, p.waste
+                p = pad(self.data, **options.get(strategy, {"length": size, "truncate": True}))
+            args, fn, length = (p.values, p.mask, self.table), mean_pool, int(p.values.shape[1])
             truncated = int(np.sum(self.data.lengths > length))
-        correct = (
-            np.all(np.isclose(out, self.reference, rtol=1e-4, atol=1e-5), axis=1).mean()
-            if len(out)
-            else 1.0
-        )
+        m = measure(fn, *args, **self.measure_options)
+        out = np.asarray(jax.jit(fn)(*args))
+        close = np.isclose(out, self.reference, rtol=1e-4, atol=1e-5)
+        correct = float(np.all(close, axis=1).mean()) if len(out) else 1.0
         return PaddingPoint(
-            strategy, size, length, int(elements), waste, truncated, float(correct), m
+            strategy, size, length, int(p.padded_elements), p.waste, truncated, correct, m
         )
 
     @property
@@ -173,6 +160,8 @@ class PaddingExplorer(Explorer):
 
 
 def _draw_padding(ex: PaddingExplorer):
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     fig, (ax_m, ax_t) = new_figure(2, width=5.6, height=4.2)
     p = ex.result
     shown = np.sort(ex.data.lengths[:64])[::-1]
@@ -181,64 +170,31 @@ def _draw_padding(ex: PaddingExplorer):
         flat = np.repeat(np.arange(len(shown)) % 2, shown)
         grid = np.full(-(-len(flat) // width) * width, -1.0)
         grid[: len(flat)] = 0.55 + 0.45 * flat
-        ax_m.imshow(
-            grid.reshape(-1, width),
-            aspect="auto",
-            cmap="Blues",
-            interpolation="nearest",
-            vmin=-0.3,
-            vmax=1,
-        )
+        grid = grid.reshape(-1, width)
         ax_m.set_title("packed: items back to back (shades alternate), no pads")
         ax_m.set_ylabel(f"row of {width} positions")
     else:
-        ax_m.imshow(
-            np.arange(p.padded_length)[None, :] < shown[:, None],
-            aspect="auto",
-            cmap="Blues",
-            interpolation="nearest",
-            vmin=-0.3,
-            vmax=1,
-        )
+        grid = np.arange(p.padded_length)[None, :] < shown[:, None]
         ax_m.set_title(f"dark = data, light = pad ({p.waste:.0%} pads)")
         ax_m.set_ylabel("item (64 shown, sorted)")
+    ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
-    # one series per strategy: x = positions computed, y = median, bars = min..max
-    for strategy in PAD_STRATEGIES:
-        pts = sorted(
-            {q.padded_elements: q for q in ex.measured if q.strategy == strategy}.values(),
-            key=lambda q: q.padded_elements,
-        )
-        if not pts:
-            continue
-        x = np.array([q.padded_elements for q in pts], float)
-        med, lo, hi = run_times_ms(pts)
-        ax_t.errorbar(
-            x,
-            med,
-            yerr=[lo, hi],
-            fmt="o-",
-            color=PAD_COLORS[strategy],
-            capsize=3,
-            label=f"{strategy} (median, bar = min..max)",
-        )
+    for strategy, color in PAD_COLORS.items():  # x = positions computed, y = median run time
+        by_x = {q.padded_elements: q for q in ex.measured if q.strategy == strategy}
+        pts = [by_x[x] for x in sorted(by_x)]
+        if pts:
+            label = f"{strategy} (median, bar = min..max)"
+            plot_runs(ax_t, [q.padded_elements for q in pts], pts, color, label)
     ring_current(ax_t, p.padded_elements, p.measurement.median)
     ax_t.set_xscale("log")
     ax_t.set_yscale("log")
-    _count_ticks(ax_t.xaxis)
-    _count_ticks(ax_t.yaxis, "{:g}")
+    for axis, fmt in ((ax_t.xaxis, "{:,.0f}"), (ax_t.yaxis, "{:g}")):  # plain numbers, no 2x10^0
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt.format(v)))
+        axis.set_minor_formatter(NullFormatter())
     ax_t.set_xlabel("positions computed (log scale)")
     ax_t.set_ylabel("run time, ms (log scale)")
     ax_t.set_title(f"{p.correct:.0%} items correct; {timing_source()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
     ax_t.legend(fontsize=9, loc="lower right")  # pack sits at the left, its bars reach up
     return fig
-
-
-def _count_ticks(axis, fmt: str = "{:,.0f}") -> None:
-    """Plain numbers on a log axis ("20,000", "0.5"), no "2x10^0" and no crowded minor labels."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt.format(v)))
-    axis.set_minor_formatter(NullFormatter())

@@ -23,10 +23,9 @@ def _checkboxes(options: Sequence[str]):
         value = traitlets.Tuple()
 
         def __init__(self, value: Sequence[str]) -> None:
+            width = w.Layout(width="110px")
             boxes = [
-                w.Checkbox(
-                    value=o in value, description=o, indent=False, layout=w.Layout(width="110px")
-                )
+                w.Checkbox(value=o in value, description=o, indent=False, layout=width)
                 for o in options
             ]
             super().__init__(boxes)
@@ -87,8 +86,6 @@ class StrategyExplorer(Explorer):
         check_positive_int(chunk, "chunk")
         self.batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.choices = {"batch_size": tuple(self.batch_sizes)}
-        if not self.batch_sizes:
-            raise ValueError("`batch_sizes` must list at least one batch size.")
         options = [s for s in STRATEGIES if s != "manual" or manual is not None]
         for s in strategies:
             if s not in options:
@@ -117,21 +114,18 @@ class StrategyExplorer(Explorer):
                     batch_sizes=[batch_size],
                     **compare_options,
                 )
-                for r in c.results:
-                    self.points[(r.strategy, r.items)] = r
+                self.points.update({(r.strategy, r.items): r for r in c.results})
             return Comparison(self.name, tuple(self.points[(s, batch_size)] for s in strategies))
 
-        slider = stops_slider(self.batch_sizes, "batch size", width="380px")
-        params = {
-            "batch_size": self.batch_sizes[-1]
-            if len(self.batch_sizes) < 3
-            else self.batch_sizes[len(self.batch_sizes) // 2],
-            "strategies": tuple(strategies),
-        }
+        sizes = self.batch_sizes
+        start = sizes[-1] if len(sizes) < 3 else sizes[len(sizes) // 2]
         super().__init__(
             compute,
-            params,
-            controls={"batch_size": slider, "strategies": _checkboxes(options)},
+            {"batch_size": start, "strategies": tuple(strategies)},
+            controls={
+                "batch_size": stops_slider(sizes, "batch size", width="380px"),
+                "strategies": _checkboxes(options),
+            },
             draw=self._plot,
             describe=_describe,
             title=title,
@@ -145,30 +139,22 @@ class StrategyExplorer(Explorer):
 
     def as_comparison(self) -> Comparison:
         """Every point measured so far, for the ticked strategies."""
+        points = sorted(self.points.items(), key=lambda kv: kv[0][1])
         ticked = self.params["strategies"]
-        return Comparison(
-            self.name,
-            tuple(
-                r
-                for (s, _), r in sorted(self.points.items(), key=lambda kv: kv[0][1])
-                if s in ticked
-            ),
-        )
+        return Comparison(self.name, tuple(r for (s, _), r in points if s in ticked))
 
     def _plot(self, _ex: Explorer):
         c = self.as_comparison()
-        if len(c.batch_sizes) < 2:
-            return plot_comparison(c)
-        return plot_comparison(c, current=self.params["batch_size"])
+        return plot_comparison(
+            c, current=self.params["batch_size"] if len(c.batch_sizes) > 1 else None
+        )
 
 
 def _describe(c: Comparison) -> str:
-    parts = []
-    for r in c.results:
-        if r.measurement is None:
-            parts.append(f"{r.label}: {r.error}")
-        else:
-            parts.append(
-                f"{r.label}: <b>{format_seconds(r.run_seconds)}</b>, temp {format_bytes(r.temp_bytes)}"
-            )
+    parts = [
+        f"{r.label}: {r.error}"
+        if r.measurement is None
+        else f"{r.label}: <b>{format_seconds(r.run_seconds)}</b>, temp {format_bytes(r.temp_bytes)}"
+        for r in c.results
+    ]
     return "; ".join(parts) + " (wall clock median; compiled memory analysis)"
