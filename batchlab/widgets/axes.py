@@ -31,11 +31,11 @@ class AxesOutcome(Rows):
     def ok(self) -> bool:
         return self.error is None
 
-    def __repr__(self) -> str:
-        head = f"in_axes={self.in_axes!r}, out_axes={self.out_axes!r}: "
-        return head + (repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}")
-
     _header = ()
+
+    def __repr__(self) -> str:
+        found = repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}"
+        return f"{self._title()}: {found}"
 
     def _title(self) -> str:
         return f"in_axes={self.in_axes!r}, out_axes={self.out_axes!r}"
@@ -51,10 +51,8 @@ class AxesExplorer(Explorer):
     """One dropdown per argument (its axis or None) and one for ``out_axes``.
 
     Args:
-      fn: the per-item function.
-      *args: example arguments (arrays or ``jax.ShapeDtypeStruct``).
-      in_axes: the starting spec, a tuple with one entry per argument.
-      out_axes: the starting ``out_axes`` (an int or None).
+      fn, *args: the per-item function and example arguments (arrays or ShapeDtypeStructs).
+      in_axes, out_axes: the starting spec (one ``in_axes`` entry per argument).
       out_choices: the choices of the ``out_axes`` dropdown.
 
     Example:

@@ -1,10 +1,8 @@
-"""The kit's family of controls: one look, one behaviour, for every explorer.
+"""The kit's controls: one look, one behaviour, for every explorer.
 
 Each function returns a *control factory*: ``factory(value)`` builds the ipywidgets control
-showing ``value`` (pass them to :class:`~batchlab.widgets.Explorer` as
-``controls={"param": factory}``). Every control measures on release
-(``continuous_update=False``), and its ``value`` is exactly the parameter ``compute``
-receives. ipywidgets is imported only when a factory is called.
+showing ``value`` (``Explorer(..., controls={"param": factory})``); every control measures
+on release, and its ``value`` is the parameter ``compute`` receives.
 
 Example:
   >>> from batchlab.widgets import controls
@@ -25,15 +23,14 @@ from batchlab._util.format import format_bytes
 ControlFactory = Callable[[Any], Any]
 
 
-def control(kind: str, *, width: str | None = None, **options: Any) -> ControlFactory:
+def control(kind: str, *, width: str = "auto", **options: Any) -> ControlFactory:
     """``factory(value)`` -> ``ipywidgets.<kind>(value=value, **options)``, measured on release."""
 
     def make(value: Any):
         import ipywidgets as w
 
-        layout = {} if width is None else {"layout": w.Layout(width=width)}
-        style = {"description_width": "initial"}
-        made = getattr(w, kind)(value=value, style=style, **layout, **options)
+        style, layout = {"description_width": "initial"}, w.Layout(width=width)
+        made = getattr(w, kind)(value=value, style=style, layout=layout, **options)
         if "continuous_update" in made.trait_names():
             made.continuous_update = False
         return made

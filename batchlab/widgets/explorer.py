@@ -1,10 +1,6 @@
 """The explorer pattern: controls -> a measurement through the core -> a plot updated in place.
 
-``compute(**params)`` is plain Python calling the kit's measuring functions; ``draw(explorer)``
-returns a matplotlib figure; :meth:`Explorer.update` sets parameters, measures (or reuses
-``explorer.cache``), redraws and returns the result: tests and the cell after each widget call
-it, no browser needed. The ipywidgets front end (``explorer.widget``) is built lazily. In the
-browser: controls measure on release; a "measuring..." state shows while work runs, with the
+In the browser, controls measure on release; a "measuring..." state shows while work runs,
 XLA compilations counted apart from run time; an optional ``preview`` shows a setting's plan
 before it compiles; plots of settings already measured come from a PNG cache; an error shows
 as the kit's message and the controls return to the last setting that worked.
@@ -47,6 +43,9 @@ def _to_png(fig: Any) -> bytes:
 
 class Explorer:
     """Base explorer: parameters -> ``compute`` -> cached result -> ``draw``.
+
+    :meth:`update` sets parameters, measures (or reuses ``cache``), redraws and returns the
+    result; the ipywidgets front end (``widget``) is built on first use.
 
     Args:
       compute: ``compute(**params) -> result``, through the kit's measuring functions.
@@ -116,8 +115,8 @@ class Explorer:
     def update(self, **changes: Any) -> Any:
         """Sets parameters, measures (or reuses the cache), redraws, returns the result.
 
-        A bad setting raises the kit's error (also shown in the widget; the explorer keeps
-        its last good setting); unknown parameter names raise ``TypeError``.
+        A bad setting raises the kit's error (shown in the widget too; the last good setting
+        stays); an unknown parameter name raises ``TypeError``.
         """
         unknown = set(changes) - set(self.params)
         if unknown:

@@ -1,15 +1,12 @@
 """A memory gauge: live device memory on a GPU/TPU, planned figures on a CPU (and it says so).
 
-With allocator statistics the gauge polls :func:`batchlab.device_memory` every ``interval``
-seconds. The CPU backend keeps none (``memory_stats()`` is ``None``): there it shows the
-planned peak of the current setting (XLA's compiled memory analysis) and the bytes of live
-JAX arrays, labelled as such; a figure a backend cannot give is absent, never faked.
-:meth:`MemoryGauge.read` returns the :class:`GaugeReading` the widget shows.
+The CPU backend keeps no allocator statistics (``memory_stats()`` is ``None``): there the
+gauge shows the current setting's planned peak and the bytes of live JAX arrays, labelled as
+such; a figure a backend cannot give is absent, never faked.
 """
 
 from __future__ import annotations
 
-import html
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -19,10 +16,6 @@ import jax
 from batchlab._util.format import Rows, format_bytes
 from batchlab.measuring.live import device_memory, live_memory
 from batchlab.measuring.memory import MemoryEstimate
-
-_STATS = "device memory stats"
-_PLAN = "compiled memory analysis"
-_LIVE = "jax.live_arrays()"
 
 
 @dataclass(frozen=True)
@@ -44,18 +37,16 @@ class GaugeReading(Rows):
         """True when the device's allocator reported live figures (GPU/TPU)."""
         return self.in_use_bytes is not None
 
-    def _figures(self) -> list[tuple[str, int | None, str]]:
-        """(label, bytes, source) of every figure shown, ``None`` where this backend has none."""
-        return [
-            ("device in use", self.in_use_bytes, _STATS),
-            ("device peak", self.peak_bytes, f"{_STATS} (process-wide)"),
-            ("device limit", self.limit_bytes, _STATS),
-            ("planned peak", self.planned_peak_bytes, _PLAN),
-            ("live JAX arrays", self.live_array_bytes, _LIVE),
-        ]
-
     def _rows(self) -> list[tuple[str, str, str]]:
-        return [(k, format_bytes(v), s) for k, v, s in self._figures() if v is not None]
+        stats = "device memory stats"
+        figures = [
+            ("device in use", self.in_use_bytes, stats),
+            ("device peak", self.peak_bytes, f"{stats} (process-wide)"),
+            ("device limit", self.limit_bytes, stats),
+            ("planned peak", self.planned_peak_bytes, "compiled memory analysis"),
+            ("live JAX arrays", self.live_array_bytes, "jax.live_arrays()"),
+        ]
+        return [(k, format_bytes(v), s) for k, v, s in figures if v is not None]
 
     def _title(self) -> str:
         return f"{self.device}: {self.note}"
@@ -65,10 +56,9 @@ class MemoryGauge:
     """A live device-memory gauge (GPU/TPU), or the planned figures with a note (CPU).
 
     Args:
-      interval: seconds between polls of the device's allocator statistics.
+      interval: seconds between polls of :func:`batchlab.device_memory`.
       device: a ``jax.Device`` or an index into ``jax.devices()`` (default: the first).
-      explorer: an explorer to follow: after each update the gauge plans from its
-        ``result.memory`` (a :class:`batchlab.measuring.MemoryEstimate`) and refreshes.
+      explorer: an explorer to follow: its ``result.memory`` is planned after each update.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -184,39 +174,7 @@ class MemoryGauge:
         display(self.widget)
 
 
-_COLORS = {
-    "device in use": "#1f77b4",
-    "device peak": "#9467bd",
-    "planned peak": "#ff7f0e",
-    "live JAX arrays": "#2ca02c",  # on a CPU only: beside the live figures it would mislead
-}
-
-
 def _gauge_html(r: GaugeReading) -> str:
-    """Bars relative to the device limit (live) or to the largest planned figure (CPU)."""
-    shown = set(_COLORS) - ({"live JAX arrays"} if r.live else set())
-    bars = [f for f in r._figures() if f[1] is not None and f[0] in shown]
-    full = r.limit_bytes or max([v for _, v, _ in bars] + [1])
-    lines = []
-    for label, value, source in bars:
-        width = max(0.5, min(100.0, 100.0 * value / full))
-        color = _COLORS[label]
-        lines.append(
-            "<div style='display:flex;align-items:center;gap:8px;margin:2px 0'>"
-            f"<span style='width:150px'>{html.escape(label)}</span>"
-            "<span style='display:inline-block;width:260px;height:14px;background:#eee;"
-            f"border-radius:3px'><span style='display:block;width:{width:.1f}%;height:100%;"
-            f"background:{color};border-radius:3px'></span></span><b>{format_bytes(value)}</b>"
-            f"<span style='color:#666;font-size:smaller'>{html.escape(source)}</span></div>"
-        )
-    if r.live:
-        lines.append(
-            "<div style='color:#666;font-size:smaller'>bars relative to the limit "
-            f"{format_bytes(r.limit_bytes)}</div>"
-        )
     kind = "&#9679; <b>live</b> device memory" if r.live else "&#9675; <b>planned</b> figures"
-    return (
-        f"<div class='batchlab-gauge-body' data-live='{str(r.live).lower()}'>{kind} on "
-        f"{html.escape(r.device)} <span style='color:#666;font-size:smaller'>"
-        f"({html.escape(r.note)})</span>{''.join(lines)}</div>"
-    )
+    live = str(r.live).lower()
+    return f"<div class='batchlab-gauge-body' data-live='{live}'>{kind}{r._repr_html_()}</div>"

@@ -1,10 +1,4 @@
-"""Explorers for loading (notebook 10) and scaling out (notebook 11).
-
-``LoadingExplorer``: batch size, per-item/bulk/mmap, contiguous/random, transfer per
-batch/item, prefetch on/off -> throughput (bytes/s) against the ceiling measured in the same
-run. ``ScalingExplorer``: device count and batch size -> per-device compiled memory and run
-time.
-"""
+"""Explorers of loading (10: access pattern -> throughput) and scaling out (11: devices)."""
 
 from __future__ import annotations
 
@@ -75,16 +69,15 @@ def _plot_throughput(results: dict[str, Throughput], ceiling: Ceiling, current: 
 class LoadingExplorer(Explorer):
     """Access-pattern explorer: each setting -> one :func:`batchlab.loading.speed.measure_loading`.
 
+    Batch size, per-item/bulk/mmap, contiguous/random, transfer per batch/item, prefetch
+    on/off -> throughput (bytes/s) against the ceiling measured in the same run.
+
     Args:
-      dataset: a :class:`batchlab.loading.Dataset`.
-      batch_sizes: the batch-size choices.
-      step: computation run on every batch (``None``: load only); with a
-        step, ``prefetch=True`` overlaps loading with it, and ``sync=True``
-        waits for every step (without it, asynchronous dispatch overlaps too).
-      repeat: passes per setting (the best is kept).
-      max_time: seconds of timed passes per setting after which no new pass
-        starts (a slow setting, such as one file per item, runs fewer passes
-        so the explorer still answers at once; the result's ``runs`` says how many).
+      dataset: a :class:`batchlab.loading.Dataset`; batch_sizes: the batch-size choices.
+      step: computation run on every batch (``None``: load only); ``prefetch=True`` overlaps
+        loading with it, ``sync=True`` waits for every step.
+      repeat: passes per setting (the best is kept); max_time: seconds of timed passes per
+        setting after which no new pass starts (a slow setting runs fewer).
       ceiling: the run's one :class:`batchlab.loading.speed.Ceiling` (``None``: measured
         here); pass the notebook's so that text and plot quote the same number.
 
@@ -119,19 +112,9 @@ class LoadingExplorer(Explorer):
         self.dataset, self.step, self.repeat = dataset, step, repeat
         self.ceiling = ceiling or measure_ceiling(dataset, repeat=max(repeat, 3))
 
-        def compute(batch_size, method, order, transfer, prefetch, sync) -> Throughput:
-            return measure_loading(
-                dataset,
-                batch_size,
-                method=method,
-                order=order,
-                transfer=transfer,
-                step=step,
-                prefetch=2 if prefetch else 0,
-                sync=sync,
-                repeat=repeat,
-                max_time=max_time,
-            )
+        def compute(prefetch: bool, **setting: Any) -> Throughput:
+            kw = dict(step=step, prefetch=2 if prefetch else 0, repeat=repeat, max_time=max_time)
+            return measure_loading(dataset, **setting, **kw)
 
         box = {"indent": False}
         controls = {
@@ -142,14 +125,8 @@ class LoadingExplorer(Explorer):
             "prefetch": control("Checkbox", description="prefetch", **box),
             "sync": control("Checkbox", description="sync every step", **box),
         }
-        params = dict(
-            batch_size=batch_sizes[0],
-            method="bulk",
-            order="contiguous",
-            transfer="batch",
-            prefetch=False,
-            sync=False,
-        )
+        start = (batch_sizes[0], "bulk", "contiguous", "batch", False, False)
+        params = dict(zip(controls, start, strict=True))
         super().__init__(
             compute,
             params,
@@ -191,12 +168,9 @@ class ScalingExplorer(Explorer):
     """Device count and batch size -> per-device compiled memory and run time of ``fn``.
 
     Args:
-      fn: per-item computation ``fn(batch, *params)``.
-      make_batch: ``make_batch(batch_size)`` -> the batch.
-      batch_sizes: batch-size choices (ones the device count does not divide are padded).
-      device_counts: device-count choices.
-      params: arguments shared by every item (replicated).
-      devices: the devices (``None``: ``jax.devices()``).
+      fn, make_batch: per-item computation ``fn(batch, *params)``; ``make_batch(n)``, the batch.
+      batch_sizes, device_counts: the choices (a batch the devices do not divide is padded).
+      params: arguments shared by every item (replicated); devices: ``None``: ``jax.devices()``.
 
     Example:
       >>> import jax.numpy as jnp
