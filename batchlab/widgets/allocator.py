@@ -19,19 +19,15 @@ from batchlab.widgets.explorer import Explorer
 
 
 class AllocatorExplorer(Explorer):
-    """Drop-downs for the workload and the allocator; draws the memory map and fragmentation.
+    """Drop-downs for the workload and the allocator -> the memory map and fragmentation.
 
-    Everything shown is the kit's simulation (:mod:`batchlab.allocator`) of
-    *synthetic* event lists, on a device ``headroom`` times the workload's live
-    peak. Policies: ``"bfc"`` (XLA's constants), ``"platform"``
-    (``XLA_PYTHON_CLIENT_ALLOCATOR=platform``: driver calls, no pool; the
-    preallocate box is ignored) and ``"first-fit"`` (a textbook contrast).
+    All of it is :mod:`batchlab.allocator`'s simulation of *synthetic* events on a device
+    ``headroom`` times the live peak. Policies: ``"bfc"`` (XLA's constants), ``"platform"``
+    (driver calls, no pool: preallocate is ignored), ``"first-fit"`` (a textbook contrast).
 
     Args:
-      n_items: items every workload processes.
-      batch_sizes: the batch-size slider's stops.
-      headroom: simulated device size as a multiple of the live peak.
-      **params: starting values (``workload``, ``batch_size``, ``policy``, ``preallocate``).
+      n_items: items every workload processes; batch_sizes: the slider's stops.
+      headroom: simulated device size / live peak; **params: starting values.
 
     Example:
       >>> ex = AllocatorExplorer(16, batch_sizes=(1, 4))

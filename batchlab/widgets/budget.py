@@ -17,11 +17,9 @@ class BudgetExplorer(Explorer):
     """Budget slider -> :func:`batchlab.max_batch_size` for each strategy -> memory curves.
 
     Args:
-      fn: a function of one item.
-      example_item: one item (arrays or ``jax.ShapeDtypeStruct``).
-      budgets: the slider's stops, in bytes.
+      fn, example_item: a function of one item, and one item (arrays or ShapeDtypeStructs).
+      budgets: the slider's stops in bytes; budget: the start (default: the middle stop).
       chunk_size: items per chunk of the ``"chunked"`` strategy.
-      budget: the starting budget (default: the middle stop).
 
     Example:
       >>> import jax, jax.numpy as jnp

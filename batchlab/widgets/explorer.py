@@ -238,9 +238,7 @@ class Explorer:
         self._image = w.Image(format="png", layout=layout)
         self._image.add_class("batchlab-plot")
         for name, factory in self._controls.items():
-            control = factory(self.params[name])
-            if "continuous_update" in control.trait_names():
-                control.continuous_update = False  # measure on release, never while dragging
+            control = factory(self.params[name])  # measures on release (see controls)
             control.observe(self._on_change(name), names="value")
             self.control_widgets[name] = control
         title = f"<b style='font-size:15px'>{html.escape(self.title)}</b>" if self.title else ""

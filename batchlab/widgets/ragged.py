@@ -64,11 +64,7 @@ def ring_current(ax, x: float, seconds: float) -> None:
 
 @dataclass(frozen=True)
 class PaddingPoint:
-    """One padding setting, measured: cost of pads, run time, memory and correctness.
-
-    ``padded_elements`` are the positions computed on (``items x length`` padded, the total
-    length packed); ``flops`` is XLA's ``cost_analysis``.
-    """
+    """One padding setting, measured; ``padded_elements``: the positions computed on."""
 
     strategy: str
     size: int
@@ -81,6 +77,7 @@ class PaddingPoint:
 
     @property
     def flops(self) -> float | None:
+        """XLA's ``cost_analysis`` flops."""
         return self.measurement.memory.flops
 
     def __repr__(self) -> str:
@@ -96,10 +93,9 @@ class PaddingPoint:
 class PaddingExplorer(Explorer):
     """Strategy dropdown + size slider -> wasted compute, run time, memory, correctness.
 
-    Strategies: ``max`` (pad to the longest; ``size`` unused), ``multiple``
-    (round the longest up to a multiple of ``size``), ``fixed`` (pad or
-    *cut* every item to ``size``: fast, but cut items give wrong results)
-    and ``pack`` (items back to back, segment sums: no pads; ``size`` unused).
+    Strategies: ``max`` (pad to the longest), ``multiple`` (round the longest up to a multiple
+    of ``size``), ``fixed`` (pad or *cut* every item to ``size``: cut items come out wrong)
+    and ``pack`` (items back to back, segment sums: no pads).
 
     Example:
       >>> from batchlab import Ragged
