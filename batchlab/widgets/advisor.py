@@ -55,15 +55,8 @@ def setting(advice: Advice, budget: int) -> AdvisorSetting:
         return AdvisorSetting(int(budget), (), None, False, (), "", None)
     v = decide({c.label: c.samples for c in pool}, {c.label: c.planned_bytes for c in pool})
     own = budget == advice.budget.bytes and v.pick == advice.recommended
-    return AdvisorSetting(
-        int(budget),
-        tuple(c.label for c in fits),
-        v.pick,
-        v.decided,
-        v.tied,
-        v.deciding,
-        advice.batch_size if own else None,
-    )
+    size, labels = advice.batch_size if own else None, tuple(c.label for c in fits)
+    return AdvisorSetting(int(budget), labels, v.pick, v.decided, v.tied, v.deciding, size)
 
 
 def default_budgets(advice: Advice) -> list[int]:

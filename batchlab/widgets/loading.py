@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import jax
 
 from batchlab._util.checks import check_callable, check_positive_float, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
@@ -22,6 +19,7 @@ from batchlab.loading.speed import (
 from batchlab.scaling.speedup import ScalingPoint, measure_scaling
 from batchlab.widgets.controls import choice, control
 from batchlab.widgets.explorer import Explorer
+from batchlab.widgets.ragged import timing_source
 
 
 def _dropdown(name: str, options: Sequence[Any]):
@@ -36,33 +34,24 @@ def _plot_throughput(results: dict[str, Throughput], ceiling: Ceiling, current: 
     fig, ax = new_figure(1, width=10, height=2.6 + 0.45 * max(len(labels), 1))
     values = [results[k].bytes_per_s for k in labels]
     low = [results[k].slowest_bytes_per_s for k in labels]
-    ax.barh(
-        range(len(labels)),
-        values,
-        color=["tab:red" if k == current else "tab:blue" for k in labels],
-    )
+    rows = range(len(labels))
+    ax.barh(rows, values, color=["tab:red" if k == current else "tab:blue" for k in labels])
     spread = [[v - lo for v, lo in zip(values, low, strict=True)], [0] * len(labels)]
-    label = "spread: slowest to best pass"
-    ax.errorbar(
-        values, range(len(labels)), xerr=spread, fmt="none", ecolor="black", capsize=4, label=label
-    )
-    ax.set_yticks(range(len(labels)), labels, fontsize=10)
+    bars = dict(fmt="none", ecolor="black", capsize=4, label="spread: slowest to best pass")
+    ax.errorbar(values, rows, xerr=spread, **bars)
+    ax.set_yticks(rows, labels, fontsize=10)
     ax.invert_yaxis()
     for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
         ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"ceiling: {t.label}")
     top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
-    ax.set_xscale("log")
-    ax.set_xlim(min([*low, top]) / 3, top * 3)
+    ax.set(xscale="log", xlim=(min([*low, top]) / 3, top * 3))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
     ax.set_xlabel("throughput, bytes/s (log scale; wall clock, bar: best pass)")
     below = (0.5, -0.32 if len(labels) < 4 else -0.2)
     ax.legend(loc="upper center", bbox_to_anchor=below, ncol=1, fontsize=9, frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title(
-        "loading throughput against this machine's ceiling (red: current setting)\n"
-        f"{jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}",
-        fontsize=12,
-    )
+    title = "loading throughput against this machine's ceiling (red: current setting)"
+    ax.set_title(f"{title}\n{timing_source()}", fontsize=12)
     return fig
 
 
@@ -233,11 +222,10 @@ class ScalingExplorer(Explorer):
         ax_t.set_ylabel("run time per batch (ms)")
         ax_t.set_title("wall clock, median", fontsize=11)
         for ax in (ax_m, ax_t):
-            ax.set_xlabel("devices")
             ax.set_xscale("log", base=2)
             ax.set_xticks(n or [1], [str(v) for v in n] or ["1"])
+            ax.set(xlabel="devices", ylim=(0, None))
             ax.minorticks_off()
-            ax.set_ylim(bottom=0)
             ax.grid(True, alpha=0.3)
         fig.suptitle(f"batch of {self.params['batch_size']} sharded over the devices", fontsize=12)
         return fig

@@ -181,8 +181,7 @@ def _draw_padding(ex: PaddingExplorer):
         ax_m.set_ylabel(f"row of {width} positions")
     else:
         grid = np.arange(p.padded_length)[None, :] < shown[:, None]
-        ax_m.set_title(f"dark = data, light = pad ({p.waste:.0%} pads)")
-        ax_m.set_ylabel("item (64 shown, sorted)")
+        ax_m.set(title=f"dark = data, light = pad ({p.waste:.0%} pads)", ylabel="item (64 shown)")
     ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
     for strategy, color in PAD_COLORS.items():  # x = positions computed, y = median run time
@@ -192,13 +191,11 @@ def _draw_padding(ex: PaddingExplorer):
             label = f"{strategy} (median, bar = min..max)"
             plot_runs(ax_t, [q.padded_elements for q in pts], pts, color, label)
     ring_current(ax_t, p.padded_elements, p.measurement.median)
-    ax_t.set_xscale("log")
-    ax_t.set_yscale("log")
+    ax_t.set(xscale="log", yscale="log", xlabel="positions computed (log scale)")
     for axis, fmt in ((ax_t.xaxis, "{:,.0f}"), (ax_t.yaxis, "{:g}")):  # plain numbers, no 2x10^0
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt.format(v)))
         axis.set_minor_formatter(NullFormatter())
-    ax_t.set_xlabel("positions computed (log scale)")
     ax_t.set_ylabel("run time, ms (log scale)")
     ax_t.set_title(f"{p.correct:.0%} items correct; {timing_source()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
@@ -288,11 +285,10 @@ def _draw_buckets(ex: BucketExplorer):
     edges = [(max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1) * 0.9, *p.boundaries]
     for k in range(len(p.boundaries)):
         ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
-    handles = [
-        *ax_h.get_legend_handles_labels()[0],
-        Patch(color=color, alpha=0.3, label=f"{p.rule} buckets"),
-    ]
-    ax_h.legend(handles=handles, fontsize=9, loc="upper right")
+    patch = Patch(color=color, alpha=0.3, label=f"{p.rule} buckets")
+    ax_h.legend(
+        handles=[*ax_h.get_legend_handles_labels()[0], patch], fontsize=9, loc="upper right"
+    )
     done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
     ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
@@ -304,32 +300,21 @@ def _draw_buckets(ex: BucketExplorer):
             seconds = [q.compile_seconds for q in pts]
             label = f"{rule}: compile, all buckets (right axis)"
             ax_c.plot(k, seconds, "s--", color=c, alpha=0.6, label=label)
-    if measuring:  # nothing measured yet for this setting: say so where its point will be
-        ax_t.axvline(
-            p.n_buckets, color="black", ls=":", lw=1.5, label="current setting (measuring)"
-        )
-        left = p.n_buckets <= np.sqrt(min(ex.bucket_counts) * max(ex.bucket_counts))
-        text = f" compiling {p.shapes} shapes,\n then measuring..."
-        where = ax_t.get_xaxis_transform()
-        ax_t.text(
-            p.n_buckets, 0.5, text, transform=where, fontsize=10, ha="left" if left else "right"
-        )
+    if measuring:  # nothing measured yet for this setting: mark where its point will be
+        label = f"current setting (compiling {p.shapes} shapes, then measuring)"
+        ax_t.axvline(p.n_buckets, color="black", ls=":", lw=1.5, label=label)
     else:
         ring_current(ax_t, p.n_buckets, p.measurement.median)
     shown = sorted({q.n_buckets for q in ex.measured} | {p.n_buckets})
     ax_t.set_xticks(shown, [str(k) for k in shown])  # ticks where points are
-    ax_t.set_xlim(0, max(shown) + 1)
-    ax_t.set_xlabel("buckets (= compilations)")
+    ax_t.set(xlim=(0, max(shown) + 1), ylim=(0, None), xlabel="buckets (= compilations)")
     ax_t.set_ylabel("run, ms per epoch (circles)")
-    ax_c.set_ylabel("compile, s (squares, dashed)")
-    ax_t.set_ylim(bottom=0)
-    ax_c.set_ylim(bottom=0)
+    ax_c.set(ylim=(0, None), ylabel="compile, s (squares, dashed)")
     ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
     ax_h.minorticks_off()
     ax_t.grid(True, alpha=0.3)
     # below the panel: inside it would cover the run points at the low bucket counts
     (h1, l1), (h2, l2) = ax_t.get_legend_handles_labels(), ax_c.get_legend_handles_labels()
-    ax_t.legend(
-        h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2
-    )
+    below = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    ax_t.legend(h1 + h2, l1 + l2, fontsize=8, **below)
     return fig
