@@ -301,7 +301,7 @@ def _draw_buckets(ex: BucketExplorer):
             label = f"{rule}: compile, all buckets (right axis)"
             ax_c.plot(k, seconds, "s--", color=c, alpha=0.6, label=label)
     if measuring:  # nothing measured yet for this setting: mark where its point will be
-        label = f"current setting (compiling {p.shapes} shapes, then measuring)"
+        label = "current setting (measuring)"  # longer would push the legend off the figure
         ax_t.axvline(p.n_buckets, color="black", ls=":", lw=1.5, label=label)
     else:
         ring_current(ax_t, p.n_buckets, p.measurement.median)
