@@ -1,9 +1,7 @@
-"""Interactive explorers for the notebooks (ipywidgets front ends).
+"""Interactive explorers for the notebooks: controls -> the kit's core -> a plot in place.
 
-Every explorer is an :class:`Explorer`: controls -> a measurement through
-the kit's core -> a plot updated in place. Each has a plain-Python entry
-point, ``explorer.update(**params)``, that tests and the notebook cell after
-each widget call without a browser. See ``explorer.py`` for the pattern.
+Each has a plain-Python entry point, ``explorer.update(**params)``, that tests and the cell
+after each widget call without a browser (the pattern: ``explorer.py``).
 """
 
 from __future__ import annotations
@@ -15,12 +13,12 @@ from batchlab.widgets.gauge import GaugeReading
 from batchlab.widgets.gauge import MemoryGauge
 
 # one explorer per notebook, in teaching order
-from batchlab.widgets.batch_size import BatchSizeExplorer  # 00
+from batchlab.widgets.batching import BatchSizeExplorer  # 00
 from batchlab.widgets.axes import AxesExplorer  # 01
 from batchlab.widgets.axes import BroadcastExplorer  # 02
-from batchlab.widgets.strategies import StrategyExplorer  # 03
+from batchlab.widgets.batching import StrategyExplorer  # 03
 from batchlab.widgets.ragged import PaddingExplorer  # 04
-from batchlab.widgets.buckets import BucketExplorer  # 05
+from batchlab.widgets.ragged import BucketExplorer  # 05
 from batchlab.widgets.budget import BudgetExplorer  # 06
 from batchlab.widgets.allocator import AllocatorExplorer  # 08
 from batchlab.widgets.allocator import InPlaceExplorer  # 09

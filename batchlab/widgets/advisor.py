@@ -14,14 +14,14 @@ import math
 from collections.abc import Sequence
 
 from batchlab._util.checks import check_positive_int
-from batchlab._util.format import format_bytes, html_table, text_table
+from batchlab._util.format import Rows, format_bytes
 from batchlab.advisor import Advice, decide, plot_candidates
 from batchlab.widgets.controls import budget_slider
 from batchlab.widgets.explorer import Explorer
 
 
 @dataclasses.dataclass(frozen=True)
-class AdvisorSetting:
+class AdvisorSetting(Rows):
     """The advice re-decided at one budget: what fits, the pick, whether the timings decided it."""
 
     budget: int
@@ -32,50 +32,40 @@ class AdvisorSetting:
     deciding: str
     batch_size: int | None  # only at the advice's own budget
 
+    def _title(self) -> str:
+        return "the advice at this budget"
+
     def _rows(self) -> list[tuple[str, str]]:
+        size = "advice's own budget only" if self.batch_size is None else str(self.batch_size)
         return [
             ("budget", format_bytes(self.budget)),
             ("fit (plan x margin)", ", ".join(self.fits) or "none"),
             ("pick", str(self.recommended) + ("" if self.decided else " (not enough evidence)")),
             ("deciding", self.deciding or "-"),
-            (
-                "batch size",
-                "advice's own budget only" if self.batch_size is None else str(self.batch_size),
-            ),
+            ("batch size", size),
         ]
-
-    def __repr__(self) -> str:
-        return "AdvisorSetting\n" + text_table(self._rows(), ("", ""))
-
-    def _repr_html_(self) -> str:
-        return html_table(self._rows(), caption="the advice at this budget")
 
 
 def setting(advice: Advice, budget: int) -> AdvisorSetting:
     """The advice at ``budget``: fitting timed candidates, re-decided on their own run's samples."""
     m = advice.margin or 1.0
-    timed = [c for c in advice.candidates if c.samples is not None]
-    fits = [c for c in timed if c.planned_bytes * m <= budget]
-    main = [c for c in fits if not c.note.startswith("screened")]
-    pool = main or fits
-    own = budget == advice.budget.bytes
+    fits = [c for c in advice.candidates if c.samples is not None and c.planned_bytes * m <= budget]
+    pool = [c for c in fits if not c.note.startswith("screened")] or fits
     if not pool:
         return AdvisorSetting(int(budget), (), None, False, (), "", None)
     v = decide({c.label: c.samples for c in pool}, {c.label: c.planned_bytes for c in pool})
-    size = advice.batch_size if own and v.pick == advice.recommended else None
-    return AdvisorSetting(
-        int(budget), tuple(c.label for c in fits), v.pick, v.decided, v.tied, v.deciding, size
-    )
+    own = budget == advice.budget.bytes and v.pick == advice.recommended
+    size, labels = advice.batch_size if own else None, tuple(c.label for c in fits)
+    return AdvisorSetting(int(budget), labels, v.pick, v.decided, v.tied, v.deciding, size)
 
 
 def default_budgets(advice: Advice) -> list[int]:
     """Powers of two around the candidates' plans, and the advice's own budget."""
     peaks = [c.planned_bytes for c in advice.candidates if c.planned_bytes]
-    low = 2 ** math.floor(math.log2(min(peaks) / 2)) if peaks else advice.budget.bytes
-    high = 2 ** math.ceil(math.log2(max(peaks) * 4)) if peaks else advice.budget.bytes
-    return sorted(
-        {advice.budget.bytes, *(2**k for k in range(int(math.log2(low)), int(math.log2(high)) + 1))}
-    )
+    own = int(math.log2(advice.budget.bytes))
+    low = math.floor(math.log2(min(peaks) / 2)) if peaks else own
+    high = math.ceil(math.log2(max(peaks) * 4)) if peaks else own
+    return sorted({advice.budget.bytes, *(2**k for k in range(low, high + 1))})
 
 
 class AdvisorExplorer(Explorer):
@@ -99,7 +89,7 @@ class AdvisorExplorer(Explorer):
                 f"`advice` must be what bl.advise returned, got {type(advice).__name__}."
             )
         stops = sorted(
-            {check_positive_int(b, "budgets") for b in (budgets or default_budgets(advice))}
+            {check_positive_int(b, "budgets") for b in budgets or default_budgets(advice)}
         )
         budget = advice.budget.bytes if budget is None else check_positive_int(budget, "budget")
         if budget not in stops:
@@ -114,17 +104,14 @@ class AdvisorExplorer(Explorer):
             draw=lambda ex: plot_candidates(
                 advice, budget=ex.result.budget, pick=ex.result.recommended
             ),
-            describe=describe,
+            describe=_describe,
             title=title,
         )
         self.update()
 
 
-def describe(s: AdvisorSetting) -> str:
+def _describe(s: AdvisorSetting) -> str:
     head = f"budget {format_bytes(s.budget)}: {len(s.fits)} timed candidates fit; pick <b>{s.recommended}</b>"
     if not s.decided and s.tied:
         head += f" (not enough evidence among {', '.join(s.tied)}: the smallest plan)"
     return head + " (from the advice's measurements: nothing re-measured)"
-
-
-__all__ = ["AdvisorExplorer", "AdvisorSetting", "default_budgets", "describe", "setting"]

@@ -1,6 +1,12 @@
-"""The allocator explorer of notebook 08: workload, batch size, policy, preallocation -> memory map."""
+"""Explorers of 08 (workload, batch size, allocator policy -> memory map) and 09 (in place)."""
 
 from __future__ import annotations
+
+import html
+from typing import Any
+
+import jax
+import jax.numpy as jnp
 
 from batchlab._util.checks import check_positive_float, check_positive_int, check_positive_ints
 from batchlab._util.plotting import bytes_axis, new_figure
@@ -8,24 +14,20 @@ from batchlab.allocator.replayer import POLICIES, differences_text
 from batchlab.allocator.simulation import Simulation, simulate
 from batchlab.allocator.workloads import WORKLOADS
 from batchlab.measuring.inplace import compiled_update
-from batchlab.widgets.controls import checkbox, choice, labelled_dropdown, stops_slider
+from batchlab.widgets.controls import choice, control, stops_slider
 from batchlab.widgets.explorer import Explorer
 
 
 class AllocatorExplorer(Explorer):
-    """Drop-downs for the workload and the allocator; draws the memory map and fragmentation.
+    """Drop-downs for the workload and the allocator -> the memory map and fragmentation.
 
-    Everything shown is the kit's simulation (:mod:`batchlab.allocator`) of
-    *synthetic* event lists, on a device ``headroom`` times the workload's live
-    peak. Policies: ``"bfc"`` (XLA's constants), ``"platform"``
-    (``XLA_PYTHON_CLIENT_ALLOCATOR=platform``: driver calls, no pool; the
-    preallocate box is ignored) and ``"first-fit"`` (a textbook contrast).
+    All of it is :mod:`batchlab.allocator`'s simulation of *synthetic* events on a device
+    ``headroom`` times the live peak. Policies: ``"bfc"`` (XLA's constants), ``"platform"``
+    (driver calls, no pool: preallocate is ignored), ``"first-fit"`` (a textbook contrast).
 
     Args:
-      n_items: items every workload processes.
-      batch_sizes: the batch-size slider's stops.
-      headroom: simulated device size as a multiple of the live peak.
-      **params: starting values (``workload``, ``batch_size``, ``policy``, ``preallocate``).
+      n_items: items every workload processes; batch_sizes: the slider's stops.
+      headroom: simulated device size / live peak; **params: starting values.
 
     Example:
       >>> ex = AllocatorExplorer(16, batch_sizes=(1, 4))
@@ -41,7 +43,7 @@ class AllocatorExplorer(Explorer):
         batch_sizes=(1, 2, 4, 8, 16),
         headroom: float = 1.1,
         title: str = "Allocator explorer (simulation)",
-        **params,
+        **params: Any,
     ) -> None:
         check_positive_int(n_items, "n_items")
         check_positive_float(headroom, "headroom")
@@ -53,16 +55,15 @@ class AllocatorExplorer(Explorer):
             raise TypeError(
                 f"AllocatorExplorer got unknown parameter(s) {sorted(unknown)}; it has {sorted(start)}."
             )
-        start.update(params)
 
         def compute(workload: str, batch_size: int, policy: str, preallocate: bool) -> Simulation:
+            pool = preallocate and policy != "platform"  # the platform allocator has no pool
             return simulate(
                 workload,
                 n_items,
                 batch_size=batch_size,
                 policy=policy,
-                preallocate=preallocate
-                and policy != "platform",  # the platform allocator has no pool
+                preallocate=pool,
                 headroom=headroom,
             )
 
@@ -70,11 +71,11 @@ class AllocatorExplorer(Explorer):
             "workload": choice(WORKLOADS, description="workload", width="230px"),
             "batch_size": stops_slider(batch_sizes, "batch size", width="300px"),
             "policy": choice(sorted(POLICIES), description="policy", width="230px"),
-            "preallocate": checkbox("preallocate pool"),
+            "preallocate": control("Checkbox", description="preallocate pool", indent=False),
         }
         super().__init__(
             compute,
-            start,
+            {**start, **params},
             controls=controls,
             draw=lambda ex: ex.result.plot(),
             describe=_describe,
@@ -84,10 +85,7 @@ class AllocatorExplorer(Explorer):
 
 
 def _describe(sim: Simulation) -> str:
-    import html
-
-    tl = sim.replay
-    name = sim.events.name
+    tl, name = sim.replay, sim.events.name
     if name == "per-item":  # one item per call: the batch-size slider changes nothing here
         name += " (one item per call: the batch size does not change this workload)"
     return (
@@ -100,6 +98,16 @@ def _describe(sim: Simulation) -> str:
 
 
 UPDATES = ("argument", "argument, donated", "intermediate")
+
+
+def _compiled_update(update: str, size: int):
+    x = jax.ShapeDtypeStruct((size,), jnp.float32)
+    if update == "intermediate":
+        return compiled_update(lambda x: jnp.sin(x).at[0].set(1.0), x)
+    if update not in UPDATES:
+        raise ValueError(f"`update` must be one of {UPDATES}, got {update!r}.")
+    donate = 0 if update.endswith("donated") else ()
+    return compiled_update(lambda x: x.at[0].set(1.0), x, donate_argnums=donate)
 
 
 class InPlaceExplorer(Explorer):
@@ -115,48 +123,31 @@ class InPlaceExplorer(Explorer):
     def __init__(
         self, sizes=(1 << 10, 1 << 14, 1 << 16), *, title: str = "In-place update explorer"
     ) -> None:
-        import jax
-        import jax.numpy as jnp
-
         sizes = tuple(check_positive_ints(sizes, "sizes"))
         self.choices = {"size": sizes}
-
-        def compute(update: str, size: int):
-            x = jax.ShapeDtypeStruct((size,), jnp.float32)
-            if update == "intermediate":
-                return compiled_update(lambda x: jnp.sin(x).at[0].set(1.0), x)
-            if update not in UPDATES:
-                raise ValueError(f"`update` must be one of {UPDATES}, got {update!r}.")
-            return compiled_update(
-                lambda x: x.at[0].set(1.0),
-                x,
-                donate_argnums=0 if update.endswith("donated") else (),
-            )
-
         super().__init__(
-            compute,
+            _compiled_update,
             {"update": UPDATES[0], "size": sizes[0]},
             controls={
-                "update": labelled_dropdown(UPDATES, "x is"),
+                "update": choice(UPDATES, description="x is"),
                 "size": stops_slider(sizes, "size"),
             },
             draw=_draw_update,
             describe=lambda r: (
-                f"{r.copies} copy instruction(s); alias "
-                f"{r.memory.alias_bytes} B; temp {r.memory.temp_bytes} B "
-                f"(compiled analysis)"
+                f"{r.copies} copy instruction(s); alias {r.memory.alias_bytes} B; "
+                f"temp {r.memory.temp_bytes} B (compiled analysis)"
             ),
             title=title,
         )
         self.update()
 
 
-def _draw_update(ex):
+def _draw_update(ex: InPlaceExplorer):
     m = ex.result.memory
     fig, ax = new_figure(1, width=7, height=3.4)
-    names = ["argument", "output", "temp", "alias"]
     values = [m.argument_bytes, m.output_bytes, m.temp_bytes, m.alias_bytes]
-    ax.bar(names, values, color=["tab:blue", "tab:green", "tab:orange", "tab:purple"])
+    colors = ["tab:blue", "tab:green", "tab:orange", "tab:purple"]
+    ax.bar(["argument", "output", "temp", "alias"], values, color=colors)
     bytes_axis(ax.yaxis)
     ax.set_title(f"x is {ex.params['update']}: {ex.result.copies} copy [compiled analysis, XLA]")
     return fig

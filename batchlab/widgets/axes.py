@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+import ast
 import html
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from batchlab._util.checks import check_callable
-from batchlab._util.format import html_table
+from batchlab._util.format import Rows
 from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
 from batchlab.batching.axes_spec import param_names
 from batchlab.batching.broadcasting import BroadcastError, SilentBroadcastWarning, check_broadcast
-from batchlab.widgets.controls import choice, text_box
+from batchlab.widgets.controls import choice, control
 from batchlab.widgets.explorer import Explorer
 
 
 @dataclass(frozen=True)
-class AxesOutcome:
+class AxesOutcome(Rows):
     """What one setting of the dropdowns gives: an explanation, or the error and its fix."""
 
     in_axes: tuple
@@ -29,29 +31,28 @@ class AxesOutcome:
     def ok(self) -> bool:
         return self.error is None
 
+    _header = ()
+
     def __repr__(self) -> str:
-        head = f"in_axes={self.in_axes!r}, out_axes={self.out_axes!r}: "
-        return head + (repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}")
+        found = repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}"
+        return f"{self._title()}: {found}"
 
-    def _repr_html_(self) -> str:
-        if self.ok:
-            return self.explanation._repr_html_()
-        return html_table([("BatchAxisError", self.error)], caption=f"in_axes={self.in_axes!r}")
+    def _title(self) -> str:
+        return f"in_axes={self.in_axes!r}, out_axes={self.out_axes!r}"
 
+    def _rows(self) -> list[tuple[str, str]]:
+        return [] if self.ok else [("BatchAxisError", self.error)]
 
-def _choices(arg: Any) -> list[Any]:
-    rank = len(getattr(arg, "shape", ()))
-    return [None, *range(rank), *range(-1, -rank - 1, -1)][: 2 * rank + 1] if rank else [None, 0]
+    def _notes(self) -> tuple[str, ...]:
+        return (repr(self.explanation),) if self.ok else ()
 
 
 class AxesExplorer(Explorer):
     """One dropdown per argument (its axis or None) and one for ``out_axes``.
 
     Args:
-      fn: the per-item function.
-      *args: example arguments (arrays or ``jax.ShapeDtypeStruct``).
-      in_axes: the starting spec, a tuple with one entry per argument.
-      out_axes: the starting ``out_axes`` (an int or None).
+      fn, *args: the per-item function and example arguments (arrays or ShapeDtypeStructs).
+      in_axes, out_axes: the starting spec (one ``in_axes`` entry per argument).
       out_choices: the choices of the ``out_axes`` dropdown.
 
     Example:
@@ -78,26 +79,26 @@ class AxesExplorer(Explorer):
             raise ValueError(
                 f"`in_axes` needs one entry per argument ({', '.join(self.names)}), got {in_axes!r}."
             )
-        params = dict(zip(self.names, in_axes, strict=False))
-        params["out_axes"] = out_axes
+        params = {**dict(zip(self.names, in_axes, strict=False)), "out_axes": out_axes}
 
         def compute(**p: Any) -> AxesOutcome:
-            spec = tuple(p[n] for n in self.names)
+            spec, out = tuple(p[n] for n in self.names), p["out_axes"]
             try:
                 return AxesOutcome(
-                    spec,
-                    p["out_axes"],
-                    explain_axes(fn, *args, in_axes=spec, out_axes=p["out_axes"]),
-                    None,
+                    spec, out, explain_axes(fn, *args, in_axes=spec, out_axes=out), None
                 )
             except BatchAxisError as e:
-                return AxesOutcome(spec, p["out_axes"], None, str(e))
+                return AxesOutcome(spec, out, None, str(e))
 
         def dropdown(name: str, options: list[Any]):
             options = options if params[name] in options else [params[name], *options]
             return choice(options, description=name, label=repr, width="170px")
 
-        controls = {n: dropdown(n, _choices(a)) for n, a in zip(self.names, args, strict=False)}
+        ranks = {n: len(getattr(a, "shape", ())) for n, a in zip(self.names, args, strict=False)}
+        controls = {
+            n: dropdown(n, [None, *range(r), *range(-1, -r - 1, -1)] if r else [None, 0])
+            for n, r in ranks.items()
+        }
         controls["out_axes"] = dropdown("out_axes", list(out_choices))
         super().__init__(
             compute, params, controls=controls, draw=_draw, describe=_describe, title=title
@@ -106,19 +107,17 @@ class AxesExplorer(Explorer):
 
 
 def _draw(ex: Explorer):
-    if ex.result is None or not ex.result.ok:
-        return None
-    return ex.result.explanation.plot()
+    return ex.result.explanation.plot() if ex.result is not None and ex.result.ok else None
 
 
 def _describe(r: AxesOutcome) -> str:
-    if r.ok:
-        return (
-            f"batch of <b>{r.explanation.batch_size}</b> items; each call of fn sees "
-            + ", ".join(f"{html.escape(lf.label)}: {lf.item_shape}" for lf in r.explanation.inputs)
-            + " (abstract evaluation, nothing ran)"
-        )
-    return f"<span style='color:#b00020'>&#9888; BatchAxisError: {html.escape(r.error)}</span>"
+    if not r.ok:
+        return f"<span style='color:#b00020'>&#9888; BatchAxisError: {html.escape(r.error)}</span>"
+    shapes = ", ".join(f"{html.escape(x.label)}: {x.item_shape}" for x in r.explanation.inputs)
+    return (
+        f"batch of <b>{r.explanation.batch_size}</b> items; each call of fn sees {shapes} "
+        "(abstract evaluation, nothing ran)"
+    )
 
 
 @dataclass(frozen=True)
@@ -137,30 +136,39 @@ class BroadcastOutcome:
 
 
 def _parse_shape(text: str, name: str) -> tuple[int, ...]:
-    import ast
-
     if not isinstance(text, str):
-        as_text = (
-            str(tuple(text))
-            if isinstance(text, (tuple, list))
-            else f"({text},)"
-            if isinstance(text, int) and not isinstance(text, bool)
-            else "(4, 1)"
-        )
+        if isinstance(text, (tuple, list)):
+            fix = str(tuple(text))
+        elif isinstance(text, int) and not isinstance(text, bool):
+            fix = f"({text},)"
+        else:
+            fix = "(4, 1)"
         raise TypeError(
             f"`{name}` is the text of a shape box, got {type(text).__name__} {text!r:.40}; "
-            f"write the shape as a string: update({name}={as_text!r})."
+            f"write the shape as a string: update({name}={fix!r})."
         )
     try:
         value = ast.literal_eval(text.strip() or "()")
     except (ValueError, SyntaxError):
-        raise ValueError(f"`{name}` must be a shape like (4, 1), got {text!r}.") from None
+        value = None
     value = (value,) if isinstance(value, int) else value
     if not isinstance(value, tuple) or not all(
         isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value
     ):
         raise ValueError(f"`{name}` must be a shape like (4, 1), got {text!r}.")
     return value
+
+
+def _broadcast(a: str, b: str) -> BroadcastOutcome:
+    shapes = (_parse_shape(a, "a"), _parse_shape(b, "b"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SilentBroadcastWarning)
+        try:
+            shape, error = check_broadcast(*shapes), None
+        except BroadcastError as e:
+            shape, error = None, str(e)
+    found = tuple(str(w.message) for w in caught if issubclass(w.category, SilentBroadcastWarning))
+    return BroadcastOutcome(shapes, shape, error, found)
 
 
 class BroadcastExplorer(Explorer):
@@ -178,29 +186,12 @@ class BroadcastExplorer(Explorer):
     def __init__(
         self, a: str = "(4,)", b: str = "(4, 3)", *, title: str = "Broadcasting explorer"
     ) -> None:
-        import warnings as _warnings
-
-        def compute(a: str, b: str) -> BroadcastOutcome:
-            shapes = (_parse_shape(a, "a"), _parse_shape(b, "b"))
-            with _warnings.catch_warnings(record=True) as caught:
-                _warnings.simplefilter("always", SilentBroadcastWarning)
-                try:
-                    shape, error = check_broadcast(*shapes), None
-                except BroadcastError as e:
-                    shape, error = None, str(e)
-            found = tuple(
-                str(w.message) for w in caught if issubclass(w.category, SilentBroadcastWarning)
-            )
-            return BroadcastOutcome(shapes, shape, error, found)
-
-        def describe(r: BroadcastOutcome) -> str:
-            return f"<pre style='font-size:12px'>{html.escape(repr(r))}</pre>"
-
+        box = {n: control("Text", description=f"shape {n}", width="220px") for n in "ab"}
         super().__init__(
-            compute,
+            _broadcast,
             {"a": a, "b": b},
-            controls={"a": text_box("shape a"), "b": text_box("shape b")},
-            describe=describe,
+            controls=box,
+            describe=lambda r: f"<pre style='font-size:12px'>{html.escape(repr(r))}</pre>",
             title=title,
         )
         self.update()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from batchlab._util.checks import check_callable, check_positive_int
+from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
 from batchlab._util.format import format_bytes
 from batchlab.runs.budget import BatchSizeResult, max_batch_size
 from batchlab.runs.budget_plot import plot_budget_curves
@@ -17,11 +17,9 @@ class BudgetExplorer(Explorer):
     """Budget slider -> :func:`batchlab.max_batch_size` for each strategy -> memory curves.
 
     Args:
-      fn: a function of one item.
-      example_item: one item (arrays or ``jax.ShapeDtypeStruct``).
-      budgets: the slider's stops, in bytes.
+      fn, example_item: a function of one item, and one item (arrays or ShapeDtypeStructs).
+      budgets: the slider's stops in bytes; budget: the start (default: the middle stop).
       chunk_size: items per chunk of the ``"chunked"`` strategy.
-      budget: the starting budget (default: the middle stop).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -31,6 +29,9 @@ class BudgetExplorer(Explorer):
       >>> int(r["chunked"]) > int(r["vmap"])
       True
     """
+
+    reports_compiles = True  # the description reports the compilations itself
+    plot_per_setting = True  # a budget's plot shows only that budget's own search
 
     def __init__(
         self,
@@ -44,9 +45,7 @@ class BudgetExplorer(Explorer):
     ) -> None:
         check_callable(fn)
         chunk_size = check_positive_int(chunk_size, "chunk_size")
-        budgets = [check_positive_int(b, "budgets") for b in budgets]
-        if not budgets:
-            raise ValueError("`budgets` must hold at least one budget in bytes, got [].")
+        budgets = check_positive_ints(budgets, "budgets")
         budget = budgets[len(budgets) // 2] if budget is None else budget
         if budget not in budgets:
             raise ValueError(f"`budget`={budget} is not one of the slider's stops {budgets}.")
@@ -56,52 +55,33 @@ class BudgetExplorer(Explorer):
         #: a batch size compiled for one budget is never compiled again
         self.known: dict[str, dict[int, int]] = {"vmap": {}, "chunked": {}}
         self.status_log: list[str] = []
-
-        def compute(budget: int) -> dict[str, BatchSizeResult]:
-            results = {}
-            for name, kw in (("vmap", {}), ("chunked", {"chunk_size": chunk_size})):
-                label = "vmap" if name == "vmap" else f"chunked lax.map, chunk {chunk_size}"
-                results[name] = max_batch_size(
-                    fn,
-                    example_item,
-                    budget_bytes=budget,
-                    strategy=name,
-                    known=self.known[name],
-                    on_compile=lambda b, label=label: self._busy(
-                        f"compiling batch {b} ({label}) for budget {format_bytes(budget)}\u2026",
-                        budget,
-                    ),
-                    **kw,
-                )
-            self._busy("measuring\u2026 done: drawing the curves", budget)
-            return results
-
-        control = budget_slider(budgets)
-
         super().__init__(
-            compute,
+            self._search,
             {"budget": budget},
-            controls={"budget": control},
+            controls={"budget": budget_slider(budgets)},
             draw=lambda ex: plot_budget_curves(list(ex.result.values())),
             describe=_describe,
             title=title,
         )
         self.update()
 
-    #: the description below reports the compilations itself
-    reports_compiles = True
-
-    # A budget's plot is drawn from that budget's own result (the points its
-    # search measured), so a rendered plot never goes stale when another budget
-    # is measured: keep the base class's plot cache version fixed, and a revisit
-    # shows the cached PNG at once instead of redrawing.
-    @property
-    def _version(self) -> int:
-        return 0
-
-    @_version.setter
-    def _version(self, value: int) -> None:
-        pass
+    def _search(self, budget: int) -> dict[str, BatchSizeResult]:
+        results = {}
+        for name, kw in (("vmap", {}), ("chunked", {"chunk_size": self.chunk_size})):
+            label = "vmap" if name == "vmap" else f"chunked lax.map, chunk {self.chunk_size}"
+            results[name] = max_batch_size(
+                self.fn,
+                self.example_item,
+                budget_bytes=budget,
+                strategy=name,
+                known=self.known[name],
+                on_compile=lambda b, label=label: self._busy(
+                    f"compiling batch {b} ({label}) for budget {format_bytes(budget)}\u2026", budget
+                ),
+                **kw,
+            )
+        self._busy("measuring\u2026 done: drawing the curves", budget)
+        return results
 
     def _busy(self, text: str, budget: int) -> None:
         """Shows what the search is doing right now (a compile is reported as a compile)."""

@@ -1,10 +1,8 @@
-"""The kit's family of controls: one look, one behaviour, for every explorer.
+"""The kit's controls: one look, one behaviour, for every explorer.
 
 Each function returns a *control factory*: ``factory(value)`` builds the ipywidgets control
-showing ``value`` (pass them to :class:`~batchlab.widgets.Explorer` as
-``controls={"param": factory}``). Every control measures on release
-(``continuous_update=False``), and its ``value`` is exactly the parameter ``compute``
-receives. ipywidgets is imported only when a factory is called.
+showing ``value`` (``Explorer(..., controls={"param": factory})``); every control measures
+on release, and its ``value`` is the parameter ``compute`` receives.
 
 Example:
   >>> from batchlab.widgets import controls
@@ -25,15 +23,14 @@ from batchlab._util.format import format_bytes
 ControlFactory = Callable[[Any], Any]
 
 
-def control(kind: str, *, width: str | None = None, **options: Any) -> ControlFactory:
+def control(kind: str, *, width: str = "auto", **options: Any) -> ControlFactory:
     """``factory(value)`` -> ``ipywidgets.<kind>(value=value, **options)``, measured on release."""
 
     def make(value: Any):
         import ipywidgets as w
 
-        layout = {} if width is None else {"layout": w.Layout(width=width)}
-        style = {"description_width": "initial"}
-        made = getattr(w, kind)(value=value, style=style, **layout, **options)
+        style, layout = {"description_width": "initial"}, w.Layout(width=width)
+        made = getattr(w, kind)(value=value, style=style, layout=layout, **options)
         if "continuous_update" in made.trait_names():
             made.continuous_update = False
         return made
@@ -58,7 +55,7 @@ def batch_size_slider(stops: Sequence[int], *, description: str = "batch size") 
             f"`stops` must be a non-empty list of positive ints, got {stops!r}; "
             "e.g. powers_of_two(1, 1024)."
         )
-    return control("SelectionSlider", options=stops, description=description, width="440px")
+    return stops_slider(stops, description, width="440px")
 
 
 def int_slider(low: int, high: int, *, step: int = 1, description: str) -> ControlFactory:
@@ -74,16 +71,10 @@ def choice(
     options: Sequence[Any], *, description: str, label: Callable = str, width: str = "auto"
 ) -> ControlFactory:
     """A dropdown over ``options`` (any values; each shown as ``label(value)``)."""
-    options = list(options)
-    if not options:
+    if not list(options):
         raise ValueError("`options` must not be empty.")
     shown = [(label(o), o) for o in options]
     return control("Dropdown", options=shown, description=description, width=width)
-
-
-def labelled_dropdown(options: tuple[str, ...], label: str) -> ControlFactory:
-    """A plain dropdown of names (the explorers' strategy and boundary-rule pickers)."""
-    return control("Dropdown", options=list(options), description=label)
 
 
 def stops_slider(stops: Sequence[Any], label: str, width: str = "360px") -> ControlFactory:
@@ -95,11 +86,3 @@ def budget_slider(budgets: Sequence[int]) -> ControlFactory:
     """A slider over these budgets (bytes), labelled in binary units."""
     shown = [(format_bytes(b), b) for b in budgets]
     return control("SelectionSlider", options=shown, description="budget", width="420px")
-
-
-def checkbox(description: str) -> ControlFactory:
-    return control("Checkbox", description=description, indent=False)
-
-
-def text_box(description: str, width: str = "220px") -> ControlFactory:
-    return control("Text", description=description, width=width)

@@ -1,10 +1,6 @@
 """The explorer pattern: controls -> a measurement through the core -> a plot updated in place.
 
-``compute(**params)`` is plain Python calling the kit's measuring functions; ``draw(explorer)``
-returns a matplotlib figure; :meth:`Explorer.update` sets parameters, measures (or reuses
-``explorer.cache``), redraws and returns the result: tests and the cell after each widget call
-it, no browser needed. The ipywidgets front end (``explorer.widget``) is built lazily. In the
-browser: controls measure on release; a "measuring..." state shows while work runs, with the
+In the browser, controls measure on release; a "measuring..." state shows while work runs,
 XLA compilations counted apart from run time; an optional ``preview`` shows a setting's plan
 before it compiles; plots of settings already measured come from a PNG cache; an error shows
 as the kit's message and the controls return to the last setting that worked.
@@ -15,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import html
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,20 +26,26 @@ _STYLE = (
     ".batchlab-status{font-size:14px;line-height:1.4}"
     ".batchlab-error{color:#b00020;white-space:pre-wrap;font-family:monospace;font-size:13px}</style>"
 )
-_MAX_ERROR_CHARS = 1500
 _PNG_CACHE_SIZE = 64
 
 
 def error_message(exc: BaseException) -> str:
     """The kit's one-paragraph message for an exception: type, then the text (shortened)."""
     text = str(exc).strip() or "(no message)"
-    if len(text) > _MAX_ERROR_CHARS:
-        text = text[:_MAX_ERROR_CHARS] + " ... (shortened)"
+    if len(text) > 1500:
+        text = text[:1500] + " ... (shortened)"
     return f"{type(exc).__name__}: {text}"
+
+
+def _to_png(fig: Any) -> bytes:
+    return figure_to_png(fig, dpi=80, tight=False)
 
 
 class Explorer:
     """Base explorer: parameters -> ``compute`` -> cached result -> ``draw``.
+
+    :meth:`update` sets parameters, measures (or reuses ``cache``), redraws and returns the
+    result; the ipywidgets front end (``widget``) is built on first use.
 
     Args:
       compute: ``compute(**params) -> result``, through the kit's measuring functions.
@@ -63,8 +66,8 @@ class Explorer:
       (True, 2, 'square 16 (from cache: nothing re-measured)')
     """
 
-    #: True when ``describe`` itself reports compilations (no generic note is added).
-    reports_compiles = False
+    reports_compiles = False  # True when ``describe`` itself reports the compilations
+    plot_per_setting = False  # True when a setting's plot never changes once measured
 
     def __init__(
         self,
@@ -85,80 +88,73 @@ class Explorer:
             raise TypeError(
                 f"`params` must be a dict of starting values, got {type(params).__name__} {params!r:.60}."
             )
-        self.params = dict(params)
         self._controls = dict(controls or {})
-        unknown = set(self._controls) - set(self.params)
+        unknown = set(self._controls) - set(params)
         if unknown:
             raise ValueError(
-                f"`controls` has {sorted(unknown)}, which are not in `params` {sorted(self.params)}; "
+                f"`controls` has {sorted(unknown)}, which are not in `params` {sorted(params)}; "
                 "give every controlled parameter a starting value in `params`."
             )
-        self._draw = draw
+        self.params, self._draw, self.title = dict(params), draw, title
         self._describe = describe or (lambda r: html.escape(repr(r)))
-        self.title = title
         self.cache: dict[tuple, Any] = {}
-        self.result: Any = None
-        self.error: str | None = None
-        self.last_update_seconds: float | None = None
-        self.last_from_cache = False
-        self.last_compiles: int = 0
-        self.last_compile_seconds: float = 0.0
-        self.last_trace_seconds: float = 0.0
-        #: seconds from update() to the first answer on screen: the preview when there is one
-        self.last_first_answer_seconds: float | None = None
-        self.pending: Any = None
+        self.result = self.error = self.pending = self._ui = None
+        self.last_update_seconds = self.last_first_answer_seconds = None
+        self.last_from_cache, self.last_compiles = False, 0
+        self.last_compile_seconds = self.last_trace_seconds = 0.0
         self.status_text = ""
         self.control_widgets: dict[str, Any] = {}
         self._listeners: list[Callable[[Explorer], None]] = []
         self._png: dict[tuple, bytes] = {}
         self._version = 0
         self._syncing = False
-        self._ui = None
 
-    # ---------------------------------------------------------------- core
     def _key(self, params: dict[str, Any]) -> tuple:
         return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
     def update(self, **changes: Any) -> Any:
         """Sets parameters, measures (or reuses the cache), redraws, returns the result.
 
-        A bad setting raises the kit's error (also shown in the widget; the explorer keeps
-        its last good setting); unknown parameter names raise ``TypeError``.
+        A bad setting raises the kit's error (shown in the widget too; the last good setting
+        stays); an unknown parameter name raises ``TypeError``.
         """
         unknown = set(changes) - set(self.params)
         if unknown:
             raise TypeError(
                 f"update() got unknown parameter(s) {sorted(unknown)}; this explorer has {sorted(self.params)}."
             )
-        for name, value in changes.items():  # a setting the controls cannot show is refused
+        for name, value in changes.items():  # `choices`: the only values a control can show
             stops = getattr(self, "choices", {}).get(name)
             if stops is not None and value not in stops:
                 raise ValueError(
                     f"`{name}`={value!r} is not one of this explorer's settings {list(stops)}; "
                     f"pick one of them (or build the explorer with it among the stops)."
                 )
-        new = {**self.params, **changes}
-        t0 = time.perf_counter()
+        new, t0 = {**self.params, **changes}, time.perf_counter()
         key = self._key(new)
         cached = key in self.cache
-        what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
         self.last_first_answer_seconds = None
         try:
             if cached:
-                result, self.last_compiles, self.last_compile_seconds = self.cache[key], 0, 0.0
-                self.last_trace_seconds = 0.0
+                result = self.cache[key]
+                self.last_compiles, self.last_compile_seconds, self.last_trace_seconds = 0, 0.0, 0.0
             else:
+                what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
                 lead = self._show_preview(new, what, t0)
                 with count_compiles() as compiles:
-                    compiles.on_compile = self._compiled_status(lead, compiles, new)
+                    compiles.on_compile = lambda name, s: self._set_status(
+                        f"{lead}: compiled {name} ({format_seconds(s)}; {compiles.count} "
+                        "compilation(s) so far, not run time); measuring...",
+                        state="busy",
+                        params=new,
+                    )
                     result = self._compute(**new)
                 self.cache[key] = result
                 self._version += 1
                 self.last_compiles, self.last_compile_seconds = compiles.count, compiles.seconds
                 self.last_trace_seconds = compiles.trace_seconds
         except Exception as e:
-            self.pending = None
-            self.error = error_message(e)
+            self.pending, self.error = None, error_message(e)
             self._set_status(self.error, state="error", params=new)
             self._sync_controls()  # back to the last setting that worked
             raise
@@ -169,8 +165,8 @@ class Explorer:
         self.last_update_seconds = time.perf_counter() - t0
         if self.last_first_answer_seconds is None:
             self.last_first_answer_seconds = self.last_update_seconds
+        self.error = draw_error
         if draw_error:
-            self.error = draw_error
             self._set_status(draw_error, state="error", params=new)
         else:
             self._set_status(self._done_text(result), state="done", params=new)
@@ -179,7 +175,7 @@ class Explorer:
         return result
 
     def _show_preview(self, params: dict[str, Any], what: str, t0: float) -> str:
-        """Status (and, with a ``preview``, the plan's plot) for a new setting; returns the lead text."""
+        """Status (with a ``preview``, also the plan's plot) for a new setting; returns its lead."""
         if self._preview is None:
             self._set_status(
                 f"compiling and measuring {what} (a new setting: XLA compiles first if its "
@@ -195,22 +191,9 @@ class Explorer:
             with contextlib.suppress(Exception):  # a preview that cannot draw keeps the old plot
                 fig = self._draw(self)
                 if fig is not None:
-                    self._image.value = figure_to_png(fig, dpi=80, tight=False)
+                    self._image.value = _to_png(fig)
         self.last_first_answer_seconds = time.perf_counter() - t0
         return lead
-
-    def _compiled_status(self, lead: str, compiles: Any, params: dict[str, Any]):
-        """A live status line as each XLA compilation of a new setting finishes."""
-
-        def report(name: str, seconds: float) -> None:
-            self._set_status(
-                f"{lead}: compiled {name} ({format_seconds(seconds)}; "
-                f"{compiles.count} compilation(s) so far, not run time); measuring...",
-                state="busy",
-                params=params,
-            )
-
-        return report
 
     def _done_text(self, result: Any) -> str:
         text = self._describe(result)
@@ -224,7 +207,7 @@ class Explorer:
         return text
 
     def figure(self):
-        """The figure the widget shows for the current result (plain Python; ``None`` without ``draw``)."""
+        """The figure the widget shows for the current result (``None`` without ``draw``)."""
         if self._draw is None or self.result is None:
             return None
         return self._draw(self)
@@ -239,7 +222,6 @@ class Explorer:
         self._png.clear()
         self._version += 1
 
-    # ------------------------------------------------------------------ UI
     @property
     def widget(self):
         """The ipywidgets front end (built on first use)."""
@@ -251,48 +233,28 @@ class Explorer:
         import ipywidgets as w
 
         self._status = w.HTML(layout=w.Layout(min_height="2.5em"))
-        self._status.add_class("batchlab-status-box")
-        self._image = w.Image(
-            format="png",
-            layout=w.Layout(
-                max_width="100%",
-                width="auto",
-                align_self="flex-start",
-                display=None if self._draw else "none",
-            ),
-        )
+        display = None if self._draw else "none"
+        layout = w.Layout(max_width="100%", width="auto", align_self="flex-start", display=display)
+        self._image = w.Image(format="png", layout=layout)
         self._image.add_class("batchlab-plot")
         for name, factory in self._controls.items():
-            control = factory(self.params[name])
-            if "continuous_update" in control.trait_names():
-                control.continuous_update = False  # measure on release, never while dragging
+            control = factory(self.params[name])  # measures on release (see controls)
             control.observe(self._on_change(name), names="value")
             self.control_widgets[name] = control
-        title = w.HTML(
-            _STYLE
-            + (f"<b style='font-size:15px'>{html.escape(self.title)}</b>" if self.title else "")
-        )
-        box = w.VBox(
-            [
-                title,
-                w.HBox(list(self.control_widgets.values()), layout=w.Layout(flex_flow="row wrap")),
-                self._status,
-                self._image,
-            ]
-        )
-        box.add_class("batchlab-explorer")
-        self._ui = box
+        title = f"<b style='font-size:15px'>{html.escape(self.title)}</b>" if self.title else ""
+        row = w.HBox(list(self.control_widgets.values()), layout=w.Layout(flex_flow="row wrap"))
+        self._ui = w.VBox([w.HTML(_STYLE + title), row, self._status, self._image])
+        self._ui.add_class("batchlab-explorer")
         if self.result is not None:
             self._redraw()
             self._set_status(self._done_text(self.result), state="done", params=self.params)
-        return box
+        return self._ui
 
     def _on_change(self, name: str):
         def handler(change):
-            if self._syncing:
-                return
-            with contextlib.suppress(Exception):  # already shown in the widget by update()
-                self.update(**{name: change["new"]})
+            if not self._syncing:
+                with contextlib.suppress(Exception):  # already shown in the widget by update()
+                    self.update(**{name: change["new"]})
 
         return handler
 
@@ -307,22 +269,19 @@ class Explorer:
             self._syncing = False
 
     def _set_status(self, text: str, *, state: str, params: dict[str, Any]) -> None:
-        self.status_text = _plain(text)
+        self.status_text = html.unescape(re.sub(r"<[^>]+>", "", text))
         if self._ui is None:
             return
-        shown = json.dumps(params, default=repr, sort_keys=True)
         if state == "error":
-            body = (
+            text = (
                 f"<div class='batchlab-error'>&#9888; {html.escape(text)}</div>"
                 "<div><i>The explorer still shows the last setting that worked.</i></div>"
             )
         elif state == "busy":
-            body = f"<i>&#8635; {html.escape(text)}</i>"
-        else:
-            body = text
+            text = f"<i>&#8635; {html.escape(text)}</i>"
+        shown = html.escape(json.dumps(params, default=repr, sort_keys=True), quote=True)
         self._status.value = (
-            f"<div class='batchlab-status' data-state='{state}' "
-            f"data-params='{html.escape(shown, quote=True)}'>{body}</div>"
+            f"<div class='batchlab-status' data-state='{state}' data-params='{shown}'>{text}</div>"
         )
         if state == "busy":
             self._ui.add_class("batchlab-busy")
@@ -330,33 +289,24 @@ class Explorer:
             self._ui.remove_class("batchlab-busy")
 
     def _redraw(self) -> str | None:
-        """Shows the current plot (from the PNG cache when possible); returns an error message or None."""
+        """Shows the current plot (from the PNG cache when possible); returns an error or None."""
         if self._ui is None or self._draw is None:
             return None
-        key = (self._key(self.params), self._version)
-        png = self._png.get(key)
-        if png is None:
+        key = (self._key(self.params), 0 if self.plot_per_setting else self._version)
+        if key not in self._png:
             try:
                 fig = self._draw(self)
             except Exception as e:
                 return "could not draw the plot: " + error_message(e)
             if fig is None:
                 return None
-            png = figure_to_png(fig, dpi=80, tight=False)
             if len(self._png) >= _PNG_CACHE_SIZE:
                 self._png.pop(next(iter(self._png)))
-            self._png[key] = png
-        self._image.value = png
+            self._png[key] = _to_png(fig)
+        self._image.value = self._png[key]
         return None
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         display(self.widget)
-
-
-def _plain(text: str) -> str:
-    """HTML status -> plain text (for ``status_text`` and tests)."""
-    import re
-
-    return html.unescape(re.sub(r"<[^>]+>", "", text))

@@ -1,18 +1,17 @@
 """A memory gauge: live device memory on a GPU/TPU, planned figures on a CPU (and it says so).
 
-With allocator statistics the gauge polls :func:`batchlab.device_memory` every ``interval``
-seconds. The CPU backend keeps none (``memory_stats()`` is ``None``): there it shows the
-planned peak of the current setting (XLA's compiled memory analysis) and the bytes of live
-JAX arrays, labelled as such; a figure a backend cannot give is absent, never faked.
-:meth:`MemoryGauge.read` returns the :class:`GaugeReading` the widget shows.
+The CPU backend keeps no allocator statistics (``memory_stats()`` is ``None``): there the
+gauge shows the current setting's planned peak and the bytes of live JAX arrays, labelled as
+such; a figure a backend cannot give is absent, never faked.
 """
 
 from __future__ import annotations
 
-import html
 import threading
 from dataclasses import dataclass
 from typing import Any
+
+import jax
 
 from batchlab._util.format import Rows, format_bytes
 from batchlab.measuring.live import device_memory, live_memory
@@ -31,28 +30,23 @@ class GaugeReading(Rows):
     live_array_bytes: int
     note: str
 
+    _header = ("figure", "value", "source")
+
     @property
     def live(self) -> bool:
         """True when the device's allocator reported live figures (GPU/TPU)."""
         return self.in_use_bytes is not None
 
     def _rows(self) -> list[tuple[str, str, str]]:
-        rows = []
-        if self.live:
-            stats = "device memory stats"
-            rows += [
-                ("device in use", format_bytes(self.in_use_bytes), stats),
-                ("device peak", format_bytes(self.peak_bytes), f"{stats} (process-wide)"),
-                ("device limit", format_bytes(self.limit_bytes), stats),
-            ]
-        if self.planned_peak_bytes is not None:
-            rows.append(
-                ("planned peak", format_bytes(self.planned_peak_bytes), "compiled memory analysis")
-            )
-        rows.append(("live JAX arrays", format_bytes(self.live_array_bytes), "jax.live_arrays()"))
-        return rows
-
-    _header = ("figure", "value", "source")
+        stats = "device memory stats"
+        figures = [
+            ("device in use", self.in_use_bytes, stats),
+            ("device peak", self.peak_bytes, f"{stats} (process-wide)"),
+            ("device limit", self.limit_bytes, stats),
+            ("planned peak", self.planned_peak_bytes, "compiled memory analysis"),
+            ("live JAX arrays", self.live_array_bytes, "jax.live_arrays()"),
+        ]
+        return [(k, format_bytes(v), s) for k, v, s in figures if v is not None]
 
     def _title(self) -> str:
         return f"{self.device}: {self.note}"
@@ -62,10 +56,9 @@ class MemoryGauge:
     """A live device-memory gauge (GPU/TPU), or the planned figures with a note (CPU).
 
     Args:
-      interval: seconds between polls of the device's allocator statistics.
+      interval: seconds between polls of :func:`batchlab.device_memory`.
       device: a ``jax.Device`` or an index into ``jax.devices()`` (default: the first).
-      explorer: an explorer to follow: after each update the gauge plans from its
-        ``result.memory`` (a :class:`batchlab.measuring.MemoryEstimate`) and refreshes.
+      explorer: an explorer to follow: its ``result.memory`` is planned after each update.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -80,13 +73,11 @@ class MemoryGauge:
     def __init__(self, *, interval: float = 1.0, device: Any = None, explorer: Any = None) -> None:
         if not interval > 0:
             raise ValueError(f"`interval` must be a positive number of seconds, got {interval!r}.")
-        self.interval = float(interval)
-        self.device = device
+        self.interval, self.device = float(interval), device
         self.estimate: MemoryEstimate | None = None
         self.reading: GaugeReading | None = None
-        self._ui = None
+        self._ui = self._thread = None
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         if explorer is not None:
             self.follow(explorer)
 
@@ -101,7 +92,7 @@ class MemoryGauge:
         self.read()
 
     def follow(self, explorer: Any) -> None:
-        """Refreshes after every update of ``explorer``, planning from ``result.memory`` when it has one."""
+        """Refreshes after every update of ``explorer``, planning from its ``result.memory``."""
         if not hasattr(explorer, "on_update"):
             raise TypeError(
                 f"`explorer` must be a batchlab.widgets.Explorer, got {type(explorer).__name__}."
@@ -123,23 +114,19 @@ class MemoryGauge:
         if stats is not None:
             figures = (stats.bytes_in_use, stats.peak_bytes_in_use, stats.bytes_limit)
             note = f"live, polled every {self.interval:g} s"
-            reading = GaugeReading(stats.device, *figures, planned, live, note)
+            self.reading = GaugeReading(stats.device, *figures, planned, live, note)
         else:
-            import jax
-
             dev = jax.devices()[0] if self.device is None else self.device
             name = f"{dev.platform}:{dev.id}" if hasattr(dev, "platform") else str(dev)
             note = (
                 f"no live device figures: memory_stats() is None on {name.split(':')[0]}; "
                 "showing planned figures"
             )
-            reading = GaugeReading(name, None, None, None, planned, live, note)
-        self.reading = reading
+            self.reading = GaugeReading(name, None, None, None, planned, live, note)
         if self._ui is not None:
-            self._ui.value = _gauge_html(reading)
-        return reading
+            self._ui.value = _gauge_html(self.reading)
+        return self.reading
 
-    # ------------------------------------------------------------- polling
     @property
     def polling(self) -> bool:
         """True while a background thread polls the device."""
@@ -187,42 +174,7 @@ class MemoryGauge:
         display(self.widget)
 
 
-def _bar(label: str, value: int | None, full: int, color: str, source: str) -> str:
-    if value is None:
-        return ""
-    width = 0 if full <= 0 else max(0.5, min(100.0, 100.0 * value / full))
-    return (
-        f"<div style='display:flex;align-items:center;gap:8px;margin:2px 0'>"
-        f"<span style='width:150px'>{html.escape(label)}</span>"
-        f"<span style='display:inline-block;width:260px;height:14px;background:#eee;border-radius:3px'>"
-        f"<span style='display:block;width:{width:.1f}%;height:100%;background:{color};border-radius:3px'></span>"
-        f"</span><b>{format_bytes(value)}</b><span style='color:#666;font-size:smaller'>{html.escape(source)}</span>"
-        f"</div>"
-    )
-
-
 def _gauge_html(r: GaugeReading) -> str:
-    if r.live:
-        full = r.limit_bytes or max(
-            v or 0 for v in (r.in_use_bytes, r.peak_bytes, r.planned_peak_bytes)
-        )
-        bars = (
-            _bar("device in use", r.in_use_bytes, full, "#1f77b4", "device memory stats")
-            + _bar("device peak", r.peak_bytes, full, "#9467bd", "process-wide peak")
-            + _bar(
-                "planned peak", r.planned_peak_bytes, full, "#ff7f0e", "compiled memory analysis"
-            )
-            + f"<div style='color:#666;font-size:smaller'>bars relative to the limit "
-            f"{format_bytes(r.limit_bytes)}</div>"
-        )
-        head = f"&#9679; <b>live</b> device memory on {html.escape(r.device)}"
-    else:
-        full = max(r.planned_peak_bytes or 0, r.live_array_bytes, 1)
-        bars = _bar(
-            "planned peak", r.planned_peak_bytes, full, "#ff7f0e", "compiled memory analysis"
-        ) + _bar("live JAX arrays", r.live_array_bytes, full, "#2ca02c", "jax.live_arrays()")
-        head = f"&#9675; <b>planned</b> figures on {html.escape(r.device)}"
-    return (
-        f"<div class='batchlab-gauge-body' data-live='{str(r.live).lower()}'>{head} "
-        f"<span style='color:#666;font-size:smaller'>({html.escape(r.note)})</span>{bars}</div>"
-    )
+    kind = "&#9679; <b>live</b> device memory" if r.live else "&#9675; <b>planned</b> figures"
+    live = str(r.live).lower()
+    return f"<div class='batchlab-gauge-body' data-live='{live}'>{kind}{r._repr_html_()}</div>"

@@ -1,10 +1,4 @@
-"""Explorers for loading (notebook 10) and scaling out (notebook 11).
-
-``LoadingExplorer``: batch size, per-item/bulk/mmap, contiguous/random,
-transfer per batch/item, prefetch on/off -> throughput (bytes/s) against
-the ceiling measured in the same run. ``ScalingExplorer``: device count
-and batch size -> per-device compiled memory and run time.
-"""
+"""Explorers of loading (10: access pattern -> throughput) and scaling out (11: devices)."""
 
 from __future__ import annotations
 
@@ -13,7 +7,7 @@ from typing import Any
 
 from batchlab._util.checks import check_callable, check_positive_float, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
-from batchlab._util.plotting import new_figure
+from batchlab._util.plotting import bytes_axis, new_figure
 from batchlab.loading.files import METHODS, ORDERS, TRANSFERS, Dataset
 from batchlab.loading.speed import (
     Ceiling,
@@ -23,17 +17,16 @@ from batchlab.loading.speed import (
     measure_loading,
 )
 from batchlab.scaling.speedup import ScalingPoint, measure_scaling
-from batchlab.widgets.controls import checkbox, control
+from batchlab.widgets.controls import choice, control
 from batchlab.widgets.explorer import Explorer
+from batchlab.widgets.ragged import timing_source
 
 
 def _dropdown(name: str, options: Sequence[Any]):
-    return control("Dropdown", options=list(options), description=name, width="220px")
+    return choice(options, description=name, width="220px")
 
 
-def plot_throughput(
-    results: dict[str, Throughput], ceiling: Ceiling, *, current: str | None = None
-):
+def _plot_throughput(results: dict[str, Throughput], ceiling: Ceiling, current: str | None):
     """Horizontal bars: bytes/s of every measured setting; dashed lines: the ceiling."""
     from matplotlib.ticker import FuncFormatter
 
@@ -41,59 +34,39 @@ def plot_throughput(
     fig, ax = new_figure(1, width=10, height=2.6 + 0.45 * max(len(labels), 1))
     values = [results[k].bytes_per_s for k in labels]
     low = [results[k].slowest_bytes_per_s for k in labels]
-    colors = ["tab:red" if k == current else "tab:blue" for k in labels]
-    ax.barh(range(len(labels)), values, color=colors)
-    ax.errorbar(
-        values,
-        range(len(labels)),
-        xerr=[[v - lo for v, lo in zip(values, low, strict=True)], [0] * len(labels)],
-        fmt="none",
-        ecolor="black",
-        capsize=4,
-        label="spread: slowest to best pass",
-    )
-    ax.set_yticks(range(len(labels)), labels, fontsize=10)
+    rows = range(len(labels))
+    ax.barh(rows, values, color=["tab:red" if k == current else "tab:blue" for k in labels])
+    spread = [[v - lo for v, lo in zip(values, low, strict=True)], [0] * len(labels)]
+    bars = dict(fmt="none", ecolor="black", capsize=4, label="spread: slowest to best pass")
+    ax.errorbar(values, rows, xerr=spread, **bars)
+    ax.set_yticks(rows, labels, fontsize=10)
     ax.invert_yaxis()
-    top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
     for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
         ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"ceiling: {t.label}")
-    ax.set_xscale("log")
-    ax.set_xlim(min([*low, top]) / 3, top * 3)
+    top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
+    ax.set(xscale="log", xlim=(min([*low, top]) / 3, top * 3))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
     ax.set_xlabel("throughput, bytes/s (log scale; wall clock, bar: best pass)")
-    ax.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.32 if len(labels) < 4 else -0.2),
-        ncol=1,
-        fontsize=9,
-        frameon=False,
-    )
+    below = (0.5, -0.32 if len(labels) < 4 else -0.2)
+    ax.legend(loc="upper center", bbox_to_anchor=below, ncol=1, fontsize=9, frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
-    import os
-
-    import jax
-
-    ax.set_title(
-        "loading throughput against this machine's ceiling (red: current setting)\n"
-        f"{jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}",
-        fontsize=12,
-    )
+    title = "loading throughput against this machine's ceiling (red: current setting)"
+    ax.set_title(f"{title}\n{timing_source()}", fontsize=12)
     return fig
 
 
 class LoadingExplorer(Explorer):
     """Access-pattern explorer: each setting -> one :func:`batchlab.loading.speed.measure_loading`.
 
+    Batch size, per-item/bulk/mmap, contiguous/random, transfer per batch/item, prefetch
+    on/off -> throughput (bytes/s) against the ceiling measured in the same run.
+
     Args:
-      dataset: a :class:`batchlab.loading.Dataset`.
-      batch_sizes: the batch-size choices.
-      step: computation run on every batch (``None``: load only); with a
-        step, ``prefetch=True`` overlaps loading with it, and ``sync=True``
-        waits for every step (without it, asynchronous dispatch overlaps too).
-      repeat: passes per setting (the best is kept).
-      max_time: seconds of timed passes per setting after which no new pass
-        starts (a slow setting, such as one file per item, runs fewer passes
-        so the explorer still answers at once; the result's ``runs`` says how many).
+      dataset: a :class:`batchlab.loading.Dataset`; batch_sizes: the batch-size choices.
+      step: computation run on every batch (``None``: load only); ``prefetch=True`` overlaps
+        loading with it, ``sync=True`` waits for every step.
+      repeat: passes per setting (the best is kept); max_time: seconds of timed passes per
+        setting after which no new pass starts (a slow setting runs fewer).
       ceiling: the run's one :class:`batchlab.loading.speed.Ceiling` (``None``: measured
         here); pass the notebook's so that text and plot quote the same number.
 
@@ -117,53 +90,32 @@ class LoadingExplorer(Explorer):
         ceiling: Ceiling | None = None,
         title: str = "Loading explorer",
     ) -> None:
-        batch_sizes = [int(b) for b in batch_sizes]
+        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.choices = {"batch_size": tuple(batch_sizes)}
-        if not batch_sizes or min(batch_sizes) < 1:
-            raise ValueError(
-                f"`batch_sizes` must be a non-empty list of positive ints, got {batch_sizes!r}."
-            )
         check_positive_float(max_time, "max_time")
-        self.dataset, self.step, self.repeat = dataset, step, repeat
         if ceiling is not None and not isinstance(ceiling, Ceiling):
             raise TypeError(
                 f"`ceiling` must be a Ceiling from batchlab.loading.speed.measure_ceiling(...) or "
                 f"None, got {type(ceiling).__name__}."
             )
+        self.dataset, self.step, self.repeat = dataset, step, repeat
         self.ceiling = ceiling or measure_ceiling(dataset, repeat=max(repeat, 3))
 
-        def compute(
-            batch_size: int, method: str, order: str, transfer: str, prefetch: bool, sync: bool
-        ) -> Throughput:
-            return measure_loading(
-                dataset,
-                batch_size,
-                method=method,
-                order=order,
-                transfer=transfer,
-                step=step,
-                prefetch=2 if prefetch else 0,
-                sync=sync,
-                repeat=repeat,
-                max_time=max_time,
-            )
+        def compute(prefetch: bool, **setting: Any) -> Throughput:
+            kw = dict(step=step, prefetch=2 if prefetch else 0, repeat=repeat, max_time=max_time)
+            return measure_loading(dataset, **setting, **kw)
 
+        box = {"indent": False}
         controls = {
             "batch_size": _dropdown("batch size", batch_sizes),
             "method": _dropdown("method", METHODS),
             "order": _dropdown("order", ORDERS),
             "transfer": _dropdown("transfer per", TRANSFERS),
-            "prefetch": checkbox("prefetch"),
-            "sync": checkbox("sync every step"),
+            "prefetch": control("Checkbox", description="prefetch", **box),
+            "sync": control("Checkbox", description="sync every step", **box),
         }
-        params = dict(
-            batch_size=batch_sizes[0],
-            method="bulk",
-            order="contiguous",
-            transfer="batch",
-            prefetch=False,
-            sync=False,
-        )
+        start = (batch_sizes[0], "bulk", "contiguous", "batch", False, False)
+        params = dict(zip(controls, start, strict=True))
         super().__init__(
             compute,
             params,
@@ -188,16 +140,16 @@ class LoadingExplorer(Explorer):
         return self.figure()
 
     def _plot(self, ex: Explorer):
-        return plot_throughput(
-            self.measured, self.ceiling, current=self.result.label if self.result else None
+        return _plot_throughput(
+            self.measured, self.ceiling, self.result.label if self.result else None
         )
 
     def _describe(self, r: Throughput) -> str:
+        memcpy = self.ceiling.memcpy
         return (
             f"<b>{format_count(r.items_per_s)} items/s</b>, {format_rate(r.bytes_per_s)} = "
             f"<b>{self.share_of_ceiling(r):.1%}</b> of the ceiling, "
-            f"{self.ceiling.memcpy.label}: {format_rate(self.ceiling.memcpy.bytes_per_s)} "
-            "(wall clock, same run)"
+            f"{memcpy.label}: {format_rate(memcpy.bytes_per_s)} (wall clock, same run)"
         )
 
 
@@ -205,12 +157,9 @@ class ScalingExplorer(Explorer):
     """Device count and batch size -> per-device compiled memory and run time of ``fn``.
 
     Args:
-      fn: per-item computation ``fn(batch, *params)``.
-      make_batch: ``make_batch(batch_size)`` -> the batch.
-      batch_sizes: batch-size choices (ones the device count does not divide are padded).
-      device_counts: device-count choices.
-      params: arguments shared by every item (replicated).
-      devices: the devices (``None``: ``jax.devices()``).
+      fn, make_batch: per-item computation ``fn(batch, *params)``; ``make_batch(n)``, the batch.
+      batch_sizes, device_counts: the choices (a batch the devices do not divide is padded).
+      params: arguments shared by every item (replicated); devices: ``None``: ``jax.devices()``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -239,24 +188,17 @@ class ScalingExplorer(Explorer):
         self.choices = {"n_devices": tuple(device_counts), "batch_size": tuple(batch_sizes)}
 
         def compute(n_devices: int, batch_size: int) -> ScalingPoint:
-            scaling = measure_scaling(
-                fn,
-                make_batch(batch_size),
-                [n_devices],
-                params=params,
-                devices=devices,
-                repeat=repeat,
-            )
-            return scaling.points[0]
+            batch = make_batch(batch_size)
+            kw = dict(params=params, devices=devices, repeat=repeat)
+            return measure_scaling(fn, batch, [n_devices], **kw).points[0]
 
-        controls = {
-            "n_devices": _dropdown("devices", list(device_counts)),
-            "batch_size": _dropdown("batch size", list(batch_sizes)),
-        }
         super().__init__(
             compute,
             {"n_devices": device_counts[0], "batch_size": batch_sizes[0]},
-            controls=controls,
+            controls={
+                "n_devices": _dropdown("devices", device_counts),
+                "batch_size": _dropdown("batch size", batch_sizes),
+            },
             draw=self._plot,
             describe=self._describe,
             title=title,
@@ -265,33 +207,25 @@ class ScalingExplorer(Explorer):
 
     def points(self, batch_size: int) -> list[ScalingPoint]:
         """Device counts measured so far for one batch size, in order."""
-        found = [(dict(k), p) for k, p in self.cache.items()]
-        return sorted(
-            (p for k, p in found if k["batch_size"] == repr(batch_size)), key=lambda p: p.n_devices
-        )
+        pts = [p for k, p in self.cache.items() if dict(k)["batch_size"] == repr(batch_size)]
+        return sorted(pts, key=lambda p: p.n_devices)
 
     def _plot(self, ex: Explorer):
         fig, (ax_m, ax_t) = new_figure(2, width=5.0, height=3.6)
         pts = self.points(self.params["batch_size"])
         n = [p.n_devices for p in pts]
-        peak = max([p.peak_bytes for p in pts] + [1])
-        unit, name = next(
-            (1024**k, u)
-            for k, u in ((3, "GiB"), (2, "MiB"), (1, "KiB"), (0, "B"))
-            if peak >= 1024**k
-        )
-        ax_m.plot(n, [p.peak_bytes / unit for p in pts], "s-", color="tab:orange")
-        ax_m.set_ylabel(f"planned peak per device ({name})")
+        ax_m.plot(n, [p.peak_bytes for p in pts], "s-", color="tab:orange")
+        bytes_axis(ax_m.yaxis)
+        ax_m.set_ylabel("planned peak per device")
         ax_m.set_title("compiled memory analysis", fontsize=11)
         ax_t.plot(n, [p.seconds * 1e3 for p in pts], "o-", color="tab:blue")
         ax_t.set_ylabel("run time per batch (ms)")
         ax_t.set_title("wall clock, median", fontsize=11)
         for ax in (ax_m, ax_t):
-            ax.set_xlabel("devices")
             ax.set_xscale("log", base=2)
             ax.set_xticks(n or [1], [str(v) for v in n] or ["1"])
+            ax.set(xlabel="devices", ylim=(0, None))
             ax.minorticks_off()
-            ax.set_ylim(bottom=0)
             ax.grid(True, alpha=0.3)
         fig.suptitle(f"batch of {self.params['batch_size']} sharded over the devices", fontsize=12)
         return fig

@@ -1,14 +1,16 @@
-"""The padding explorer (04): strategies for ragged data, measured (bucket counts, 05: ``buckets.py``).
+"""Explorers of ragged data: padding strategies (04) and bucket counts (05), measured.
 
-It measures through the kit's core (``pad``, ``pack``, ``measure``); the
-widget only picks parameters and draws.
-The workload is token pooling: look up a ``features``-wide embedding for
-every token id and take the masked mean over the sequence, so the work is
-proportional to the padded elements.
+The workload is token pooling: look up a ``features``-wide embedding for every token id and
+take the masked mean over the sequence, so the work is proportional to the padded elements.
+A bucket setting is planned first (:func:`batchlab.ragged.plan_buckets`, drawn at once from
+``explorer.pending``), then :func:`batchlab.ragged.measure_buckets` compiles every bucket
+shape once and times the epoch: with 16 buckets mostly tracing and compiling, what 05 teaches.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,28 +25,34 @@ from batchlab.measuring.timing import measure
 from batchlab.ragged.masking import mean_pool, mean_pool_reference
 from batchlab.ragged.packing import pack, packed_mean_pool
 from batchlab.ragged.padding import pad
-from batchlab.ragged.timing import token_workload
-from batchlab.widgets.controls import labelled_dropdown, stops_slider
+from batchlab.ragged.report import RULE_COLORS, PaddingReport, plot_padding_report
+from batchlab.ragged.timing import (
+    BOUNDARY_RULES,
+    RUN_OPTIONS,
+    BucketPlan,
+    BucketPoint,
+    measure_buckets,
+    plan_buckets,
+    token_workload,
+)
+from batchlab.widgets.controls import choice, stops_slider
 from batchlab.widgets.explorer import Explorer
 
-# ------------------------------------------------------------ padding (04)
-PAD_STRATEGIES = ("max", "multiple", "fixed", "pack")
 PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "pack": "tab:green"}
+PAD_STRATEGIES = tuple(PAD_COLORS)
 
 
 def timing_source() -> str:
     """Backend, CPU cores and jax version: the caption of every timing plot here."""
-    import os
-
     return f"{jax.default_backend()}, {os.cpu_count()} CPU cores, jax {jax.__version__}"
 
 
-def run_times_ms(points) -> tuple:
-    """(median, median - min, max - median) in ms of the points' measurements: an errorbar's data."""
+def plot_runs(ax, x: list, points: list, color: str, label: str) -> None:
+    """The points' run times in ms at ``x``: median, bars from min to max."""
     med = np.array([q.measurement.median for q in points]) * 1e3
     lo = med - np.array([q.measurement.min for q in points]) * 1e3
     hi = np.array([q.measurement.max for q in points]) * 1e3 - med
-    return med, lo, hi
+    ax.errorbar(x, med, yerr=[lo, hi], fmt="o-", color=color, capsize=3, label=label)
 
 
 def ring_current(ax, x: float, seconds: float) -> None:
@@ -56,11 +64,7 @@ def ring_current(ax, x: float, seconds: float) -> None:
 
 @dataclass(frozen=True)
 class PaddingPoint:
-    """One padding setting, measured: cost of pads, run time, memory and correctness.
-
-    ``padded_elements`` are the positions computed on (``items x length``
-    padded, the total length packed); ``flops`` is XLA's ``cost_analysis``.
-    """
+    """One padding setting, measured; ``padded_elements``: the positions computed on."""
 
     strategy: str
     size: int
@@ -73,14 +77,15 @@ class PaddingPoint:
 
     @property
     def flops(self) -> float | None:
+        """XLA's ``cost_analysis`` flops."""
         return self.measurement.memory.flops
 
     def __repr__(self) -> str:
         flops = "" if self.flops is None else f", {self.flops / 1e6:.2f} M flops"
         return (
-            f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, padding {self.waste:.1%}, "
-            f"{self.truncated} items cut, {self.correct:.0%} items correct{flops}, "
-            f"run {format_seconds(self.measurement.median)}, planned peak "
+            f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, "
+            f"padding {self.waste:.1%}, {self.truncated} items cut, {self.correct:.0%} items "
+            f"correct{flops}, run {format_seconds(self.measurement.median)}, planned peak "
             f"{format_bytes(self.measurement.memory.planned_bytes)})"
         )
 
@@ -88,10 +93,9 @@ class PaddingPoint:
 class PaddingExplorer(Explorer):
     """Strategy dropdown + size slider -> wasted compute, run time, memory, correctness.
 
-    Strategies: ``max`` (pad to the longest; ``size`` unused), ``multiple``
-    (round the longest up to a multiple of ``size``), ``fixed`` (pad or
-    *cut* every item to ``size``: fast, but cut items give wrong results)
-    and ``pack`` (items back to back, segment sums: no pads; ``size`` unused).
+    Strategies: ``max`` (pad to the longest), ``multiple`` (round the longest up to a multiple
+    of ``size``), ``fixed`` (pad or *cut* every item to ``size``: cut items come out wrong)
+    and ``pack`` (items back to back, segment sums: no pads).
 
     Example:
       >>> from batchlab import Ragged
@@ -126,7 +130,7 @@ class PaddingExplorer(Explorer):
             self._compute_point,
             {"strategy": strategy, "size": self.sizes[0]},
             controls={
-                "strategy": labelled_dropdown(PAD_STRATEGIES, "strategy"),
+                "strategy": choice(PAD_STRATEGIES, description="strategy"),
                 "size": stops_slider(self.sizes, "length / multiple"),
             },
             draw=_draw_padding,
@@ -139,32 +143,21 @@ class PaddingExplorer(Explorer):
         if strategy not in PAD_STRATEGIES:
             raise ValueError(f"`strategy` must be one of {list(PAD_STRATEGIES)}, got {strategy!r}.")
         if strategy == "pack":
-            pk = pack(self.data)
-            m = measure(packed_mean_pool, pk, self.table, **self.measure_options)
-            out = np.asarray(jax.jit(packed_mean_pool)(pk, self.table))
-            length, elements, waste, truncated = pk.padded_elements, pk.padded_elements, pk.waste, 0
+            p = pack(self.data)
+            args, fn, length, truncated = (p, self.table), packed_mean_pool, p.padded_elements, 0
         else:
-            options = {
-                "max": {},
-                "multiple": {"multiple_of": size},
-                "fixed": {"length": size, "truncate": True},
-            }
-            import warnings
-
+            options = {"max": {}, "multiple": {"multiple_of": size}}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the cut count is reported in the result instead
-                p = pad(self.data, **options[strategy])
-            m = measure(mean_pool, p.values, p.mask, self.table, **self.measure_options)
-            out = np.asarray(jax.jit(mean_pool)(p.values, p.mask, self.table))
-            length, elements, waste = int(p.values.shape[1]), p.padded_elements, p.waste
+                p = pad(self.data, **options.get(strategy, {"length": size, "truncate": True}))
+            args, fn, length = (p.values, p.mask, self.table), mean_pool, int(p.values.shape[1])
             truncated = int(np.sum(self.data.lengths > length))
-        correct = (
-            np.all(np.isclose(out, self.reference, rtol=1e-4, atol=1e-5), axis=1).mean()
-            if len(out)
-            else 1.0
-        )
+        m = measure(fn, *args, **self.measure_options)
+        out = np.asarray(jax.jit(fn)(*args))
+        close = np.isclose(out, self.reference, rtol=1e-4, atol=1e-5)
+        correct = float(np.all(close, axis=1).mean()) if len(out) else 1.0
         return PaddingPoint(
-            strategy, size, length, int(elements), waste, truncated, float(correct), m
+            strategy, size, length, int(p.padded_elements), p.waste, truncated, correct, m
         )
 
     @property
@@ -173,6 +166,8 @@ class PaddingExplorer(Explorer):
 
 
 def _draw_padding(ex: PaddingExplorer):
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     fig, (ax_m, ax_t) = new_figure(2, width=5.6, height=4.2)
     p = ex.result
     shown = np.sort(ex.data.lengths[:64])[::-1]
@@ -181,53 +176,26 @@ def _draw_padding(ex: PaddingExplorer):
         flat = np.repeat(np.arange(len(shown)) % 2, shown)
         grid = np.full(-(-len(flat) // width) * width, -1.0)
         grid[: len(flat)] = 0.55 + 0.45 * flat
-        ax_m.imshow(
-            grid.reshape(-1, width),
-            aspect="auto",
-            cmap="Blues",
-            interpolation="nearest",
-            vmin=-0.3,
-            vmax=1,
-        )
+        grid = grid.reshape(-1, width)
         ax_m.set_title("packed: items back to back (shades alternate), no pads")
         ax_m.set_ylabel(f"row of {width} positions")
     else:
-        ax_m.imshow(
-            np.arange(p.padded_length)[None, :] < shown[:, None],
-            aspect="auto",
-            cmap="Blues",
-            interpolation="nearest",
-            vmin=-0.3,
-            vmax=1,
-        )
-        ax_m.set_title(f"dark = data, light = pad ({p.waste:.0%} pads)")
-        ax_m.set_ylabel("item (64 shown, sorted)")
+        grid = np.arange(p.padded_length)[None, :] < shown[:, None]
+        ax_m.set(title=f"dark = data, light = pad ({p.waste:.0%} pads)", ylabel="item (64 shown)")
+    ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
-    # one series per strategy: x = positions computed, y = median, bars = min..max
-    for strategy in PAD_STRATEGIES:
-        pts = sorted(
-            {q.padded_elements: q for q in ex.measured if q.strategy == strategy}.values(),
-            key=lambda q: q.padded_elements,
-        )
-        if not pts:
-            continue
-        x = np.array([q.padded_elements for q in pts], float)
-        med, lo, hi = run_times_ms(pts)
-        ax_t.errorbar(
-            x,
-            med,
-            yerr=[lo, hi],
-            fmt="o-",
-            color=PAD_COLORS[strategy],
-            capsize=3,
-            label=f"{strategy} (median, bar = min..max)",
-        )
+    for strategy, color in PAD_COLORS.items():  # x = positions computed, y = median run time
+        by_x = {q.padded_elements: q for q in ex.measured if q.strategy == strategy}
+        pts = [by_x[x] for x in sorted(by_x)]
+        if pts:
+            label = f"{strategy} (median, bar = min..max)"
+            plot_runs(ax_t, [q.padded_elements for q in pts], pts, color, label)
     ring_current(ax_t, p.padded_elements, p.measurement.median)
-    ax_t.set_xscale("log")
-    ax_t.set_yscale("log")
-    _count_ticks(ax_t.xaxis)
-    _count_ticks(ax_t.yaxis, "{:g}")
-    ax_t.set_xlabel("positions computed (log scale)")
+    ax_t.set(xscale="log", yscale="log", xlabel="positions computed (log scale)")
+    for axis, fmt in ((ax_t.xaxis, "{:,.0f}"), (ax_t.yaxis, "{:g}")):  # plain numbers, no 2x10^0
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt.format(v)))
+        axis.set_minor_formatter(NullFormatter())
     ax_t.set_ylabel("run time, ms (log scale)")
     ax_t.set_title(f"{p.correct:.0%} items correct; {timing_source()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
@@ -235,10 +203,118 @@ def _draw_padding(ex: PaddingExplorer):
     return fig
 
 
-def _count_ticks(axis, fmt: str = "{:,.0f}") -> None:
-    """Plain numbers on a log axis ("20,000", "0.5"), no "2x10^0" and no crowded minor labels."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+class BucketExplorer(Explorer):
+    """Bucket-count slider (+ boundary rule) -> padding, compilations, run time of the whole dataset.
 
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: fmt.format(v)))
-    axis.set_minor_formatter(NullFormatter())
+    ``measure_options``: ``max_time``, ``repeat`` or ``tolerance`` for each setting's run.
+
+    Example:
+      >>> import numpy as np
+      >>> from batchlab import Ragged
+      >>> data = Ragged.from_lengths(np.arange(40) % 5, [3, 9, 1, 12, 15])
+      >>> ex = BucketExplorer(data, vocab=5, features=4, bucket_counts=(1, 2), repeat=3)
+      >>> pt = ex.update(n_buckets=2)
+      >>> pt.shapes, pt.compiles, pt.compile_seconds > 0
+      (2, 2, True)
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        *,
+        vocab: int,
+        features: int = 16,
+        bucket_counts: tuple[int, ...] = (1, 2, 4, 8),
+        rule: str = "optimal",
+        seed: int = 0,
+        title: str = "Bucket explorer",
+        **measure_options: Any,
+    ):
+        self.data, self.table = token_workload(data, vocab, features, seed)
+        self.bucket_counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
+        self.choices = {"n_buckets": self.bucket_counts}
+        self.features = features
+        unknown = sorted(set(measure_options) - set(RUN_OPTIONS))
+        if unknown:
+            raise TypeError(
+                f"BucketExplorer got unexpected option(s) {unknown}: a setting's run accepts "
+                f"{', '.join(RUN_OPTIONS)} (as in batchlab.measure)."
+            )
+        self.run_options = measure_options
+        self._last_planned: tuple = (None,)  # (setting, plan, buckets): the preview's, reused
+        super().__init__(
+            self._compute_point,
+            {"rule": rule, "n_buckets": self.bucket_counts[0]},
+            controls={
+                "rule": choice(BOUNDARY_RULES, description="boundaries"),
+                "n_buckets": stops_slider(self.bucket_counts, "buckets"),
+            },
+            draw=_draw_buckets,
+            describe=repr,
+            title=title,
+            preview=lambda rule, n_buckets: self._planned(rule, n_buckets)[0],
+            describe_preview=repr,
+        )
+        self.update()
+
+    def _planned(self, rule: str, n_buckets: int):
+        if self._last_planned[0] != (rule, n_buckets):
+            planned = plan_buckets(self.data, rule, n_buckets, self.features)
+            self._last_planned = ((rule, n_buckets), *planned)
+        return self._last_planned[1:]
+
+    def _compute_point(self, rule: str, n_buckets: int) -> BucketPoint:
+        plan, buckets = self._planned(rule, n_buckets)
+        return measure_buckets(plan, buckets, self.table, **self.run_options)
+
+    @property
+    def measured(self) -> list[BucketPoint]:
+        return list(self.cache.values())
+
+
+def _draw_buckets(ex: BucketExplorer):
+    from matplotlib.patches import Patch
+
+    # 0.3-0.5 s per redraw on a 2-core CPU, and every new setting is drawn twice
+    fig, (ax_h, ax_t) = new_figure(2, width=5.6, height=4.2, layout="none")
+    fig.subplots_adjust(left=0.07, right=0.93, top=0.92, bottom=0.34, wspace=0.32)
+    p = ex.pending if ex.pending is not None else ex.result  # a plan while it is measured
+    measuring = isinstance(p, BucketPlan)
+    plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
+    color = RULE_COLORS.get(p.rule, "k")
+    edges = [(max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1) * 0.9, *p.boundaries]
+    for k in range(len(p.boundaries)):
+        ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
+    patch = Patch(color=color, alpha=0.3, label=f"{p.rule} buckets")
+    ax_h.legend(
+        handles=[*ax_h.get_legend_handles_labels()[0], patch], fontsize=9, loc="upper right"
+    )
+    done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
+    ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
+    ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
+    for rule in BOUNDARY_RULES:
+        pts = sorted((q for q in ex.measured if q.rule == rule), key=lambda q: q.n_buckets)
+        if pts:
+            c, k = RULE_COLORS.get(rule, "k"), [q.n_buckets for q in pts]
+            plot_runs(ax_t, k, pts, c, f"{rule}: run, one epoch (median, min..max)")
+            seconds = [q.compile_seconds for q in pts]
+            label = f"{rule}: compile, all buckets (right axis)"
+            ax_c.plot(k, seconds, "s--", color=c, alpha=0.6, label=label)
+    if measuring:  # nothing measured yet for this setting: mark where its point will be
+        label = "current setting (measuring)"  # longer would push the legend off the figure
+        ax_t.axvline(p.n_buckets, color="black", ls=":", lw=1.5, label=label)
+    else:
+        ring_current(ax_t, p.n_buckets, p.measurement.median)
+    shown = sorted({q.n_buckets for q in ex.measured} | {p.n_buckets})
+    ax_t.set_xticks(shown, [str(k) for k in shown])  # ticks where points are
+    ax_t.set(xlim=(0, max(shown) + 1), ylim=(0, None), xlabel="buckets (= compilations)")
+    ax_t.set_ylabel("run, ms per epoch (circles)")
+    ax_c.set(ylim=(0, None), ylabel="compile, s (squares, dashed)")
+    ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
+    ax_h.minorticks_off()
+    ax_t.grid(True, alpha=0.3)
+    # below the panel: inside it would cover the run points at the low bucket counts
+    (h1, l1), (h2, l2) = ax_t.get_legend_handles_labels(), ax_c.get_legend_handles_labels()
+    below = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    ax_t.legend(h1 + h2, l1 + l2, fontsize=8, **below)
+    return fig

@@ -1,0 +1,238 @@
+"""00's batch-size slider and 03's strategy comparison: re-measured, plotted live."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+
+from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
+from batchlab._util.format import format_bytes, format_seconds
+from batchlab.batching.comparison import Comparison, StrategyResult, compare
+from batchlab.batching.comparison_plot import plot_comparison
+from batchlab.batching.strategies import STRATEGIES
+from batchlab.measuring.measurement import Measurement
+from batchlab.measuring.per_item import PerItemCost, per_item_cost
+from batchlab.measuring.sweeps import Sweep, SweepPoint
+from batchlab.measuring.timing import measure
+from batchlab.widgets.controls import batch_size_slider, control, stops_slider
+from batchlab.widgets.explorer import Explorer
+
+
+class BatchSizeExplorer(Explorer):
+    """A batch-size slider that re-measures ``fn`` and redraws runtime and memory.
+
+    Args:
+      fn: a batched function; make_batch: ``make_batch(batch_size) -> args``.
+      batch_sizes: the slider's stops (e.g. powers of two); batch_size: the start.
+      loop, loop_items: a :class:`Measurement` of one ``jax.lax.map`` call over ``loop_items``
+        items, drawn as the per-item line a batch must beat.
+      **measure_options: passed to :func:`batchlab.measure`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> ex = BatchSizeExplorer(lambda x: x.sum(1), lambda b: (jnp.ones((b, 8)),), [1, 4], repeat=3)
+      >>> m = ex.update(batch_size=4)
+      >>> m.memory.argument_bytes, sorted(ex.measured)
+      (128, [1, 4])
+      >>> ex.per_item().paired, ex.per_item(paired=False).paired
+      (True, False)
+    """
+
+    reports_compiles = True
+
+    def __init__(
+        self,
+        fn: Callable,
+        make_batch: Callable[[int], Sequence[Any]],
+        batch_sizes: Sequence[int],
+        *,
+        batch_size: int | None = None,
+        title: str = "Batch size explorer",
+        loop: Measurement | None = None,
+        loop_items: int | None = None,
+        **measure_options: Any,
+    ) -> None:
+        check_callable(fn)
+        check_callable(make_batch, "make_batch")
+        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
+        batch_size = batch_sizes[0] if batch_size is None else batch_size
+        if batch_size not in batch_sizes:
+            raise ValueError(
+                f"`batch_size`={batch_size} is not one of the slider's stops {batch_sizes}."
+            )
+        if loop is not None and not isinstance(loop, Measurement):
+            raise TypeError(
+                f"`loop` must be a batchlab.measuring.Measurement (from bl.measure), got {type(loop).__name__}."
+            )
+        if loop is not None and (type(loop_items) is not int or loop_items < 1):
+            raise ValueError(
+                f"`loop_items` must be a positive int (the items in the `loop` call), got {loop_items!r}."
+            )
+        self.fn, self.make_batch, self.batch_sizes = fn, make_batch, batch_sizes
+        self.choices = {"batch_size": tuple(batch_sizes)}
+        self.measure_options, self.loop, self.loop_items = measure_options, loop, loop_items
+        self._jitted = jax.jit(fn)
+        super().__init__(
+            lambda batch_size: measure(fn, *self._args(batch_size), **measure_options),
+            {"batch_size": batch_size},
+            controls={"batch_size": batch_size_slider(batch_sizes)},
+            draw=lambda ex: ex.per_item(paired=False).plot(
+                current=ex.params["batch_size"], memory=ex.as_sweep()
+            ),
+            describe=self._describe,
+            title=title,
+        )
+        self.update()
+
+    def _args(self, batch_size: int) -> tuple:
+        args = self.make_batch(batch_size)
+        return tuple(args) if isinstance(args, (tuple, list)) else (args,)
+
+    @property
+    def measured(self) -> dict[int, Measurement]:
+        """Every batch size measured so far, and its :class:`Measurement`."""
+        return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
+
+    def per_item(self, *, paired: bool = True) -> PerItemCost:
+        """Every measured batch size (and the ``loop`` baseline) as a :class:`PerItemCost`.
+
+        ``paired``: the smallest and the largest batch are timed again, interleaved, and the
+        speed-up is the median of the per-round ratios; ``False`` (the widget's live plot):
+        the points as measured, apart.
+        """
+        call_at = self._call_at if paired else None
+        return per_item_cost(self.as_sweep(), self.loop, self.loop_items, call_at=call_at)
+
+    def _call_at(self, batch_size: int) -> Callable[[], Any]:
+        args = self._args(batch_size)
+        return lambda: self._jitted(*args)
+
+    def as_sweep(self) -> Sweep:
+        """Every measured batch size as a :class:`batchlab.measuring.Sweep` (tables and plots)."""
+        s = Sweep(name=getattr(self.fn, "__name__", "fn"), parameter="batch_size")
+        s.points = [SweepPoint(b, m) for b, m in sorted(self.measured.items())]
+        return s
+
+    def _describe(self, m: Measurement) -> str:
+        compiled = (
+            f"compile <b>{format_seconds(m.compile_seconds)}</b> ({m.compiles} XLA "
+            "compilation(s), kept apart from run time)"
+            if m.compiles
+            else "no compile (JAX reused a compiled executable)"
+        )
+        return (
+            f"batch size <b>{self.params['batch_size']}</b>: run <b>{format_seconds(m.median)}</b> "
+            f"per batch (wall clock, median of {m.runs}); planned peak "
+            f"<b>{format_bytes(m.memory.planned_bytes)}</b> (compiled memory analysis); {compiled}"
+        )
+
+
+class StrategyExplorer(Explorer):
+    """Measures the picked strategies at the chosen batch size; plots every point measured so far.
+
+    The picked strategies at a batch size are timed together by one :func:`batchlab.compare`
+    (interleaved, paired by round) and kept, so moving the slider back costs nothing; picking
+    a new one re-times the set together (a result is never set beside one timed apart).
+
+    Args:
+      fn, *args, in_axes: the per-item function, the largest batch (smaller batch sizes take
+        its first items) and ``in_axes`` as in ``jax.vmap``.
+      batch_sizes: the slider's stops; strategies: those picked at the start.
+      chunk: items per chunk for ``"chunked"``; manual: the hand-batched ``fn`` (for ``"manual"``).
+      measured: a :class:`~batchlab.compare.Comparison` of the same function and inputs
+        already measured (e.g. a sweep); its points are reused.
+      **compare_options: passed to :func:`batchlab.compare` (e.g. ``max_time``).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> ex = StrategyExplorer(lambda x: x * 2, jnp.ones((8, 4)), batch_sizes=[4, 8],
+      ...                       strategies=("vmap", "chunked"), chunk=2, repeat=2)
+      >>> c = ex.update(batch_size=4)
+      >>> c.strategies, sorted(ex.points)
+      (['vmap', 'chunked'], [('chunked', 4), ('chunked', 8), ('vmap', 4), ('vmap', 8)])
+    """
+
+    def __init__(
+        self,
+        fn: Callable,
+        *args: Any,
+        batch_sizes: Sequence[int],
+        strategies: Sequence[str] = ("loop", "vmap", "map", "chunked"),
+        chunk: int = 8,
+        in_axes: Any = 0,
+        manual: Callable | None = None,
+        measured: Comparison | None = None,
+        title: str = "Batching strategies",
+        **compare_options: Any,
+    ) -> None:
+        check_callable(fn)
+        check_positive_int(chunk, "chunk")
+        sizes = self.batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
+        self.choices = {"batch_size": tuple(sizes)}
+        options = [s for s in STRATEGIES if s != "manual" or manual is not None]
+        for s in strategies:
+            if s not in options:
+                raise ValueError(f"`strategies` may hold {options}, got {s!r}.")
+        self.name = getattr(fn, "__name__", "fn")
+        self.points: dict[tuple[str, int], StrategyResult] = {
+            (r.strategy, r.items): r
+            for r in (measured.results if measured is not None else ())
+            if r.measurement is not None and (r.strategy != "chunked" or r.chunk == chunk)
+        }
+
+        def compute(batch_size: int, strategies: tuple) -> Comparison:
+            shown = [self.points.get((s, batch_size)) for s in strategies]
+            runs = {r.samples.paired if r and r.samples else None for r in shown}
+            if len(strategies) > 1 and (len(runs) != 1 or None in runs):
+                todo = list(strategies)  # compared together: one interleaved run, paired
+            else:
+                todo = [s for s, r in zip(strategies, shown, strict=True) if r is None]
+            if todo:
+                kw = dict(chunk_size=chunk, in_axes=in_axes, batch_sizes=[batch_size])
+                hand = manual if "manual" in todo else None
+                c = compare(fn, *args, strategies=todo, manual=hand, **kw, **compare_options)
+                self.points.update({(r.strategy, r.items): r for r in c.results})
+            return Comparison(self.name, tuple(self.points[(s, batch_size)] for s in strategies))
+
+        start = {"batch_size": sizes[-1] if len(sizes) < 3 else sizes[len(sizes) // 2]}
+        controls = {
+            "batch_size": stops_slider(sizes, "batch size", width="380px"),
+            "strategies": control("SelectMultiple", options=options, description="strategies"),
+        }
+        super().__init__(
+            compute,
+            {**start, "strategies": tuple(strategies)},
+            controls=controls,
+            draw=self._plot,
+            describe=_describe_comparison,
+            title=title,
+        )
+        self.update()
+
+    def update(self, **changes: Any) -> Comparison:
+        if "strategies" in changes:
+            changes["strategies"] = tuple(changes["strategies"])
+        return super().update(**changes)
+
+    def as_comparison(self) -> Comparison:
+        """Every point measured so far, for the picked strategies."""
+        points = sorted(self.points.items(), key=lambda kv: kv[0][1])
+        ticked = self.params["strategies"]
+        return Comparison(self.name, tuple(r for (s, _), r in points if s in ticked))
+
+    def _plot(self, _ex: Explorer):
+        c = self.as_comparison()
+        current = self.params["batch_size"] if len(c.batch_sizes) > 1 else None
+        return plot_comparison(c, current=current)
+
+
+def _describe_comparison(c: Comparison) -> str:
+    parts = [
+        f"{r.label}: {r.error}"
+        if r.measurement is None
+        else f"{r.label}: <b>{format_seconds(r.run_seconds)}</b>, temp {format_bytes(r.temp_bytes)}"
+        for r in c.results
+    ]
+    return "; ".join(parts) + " (wall clock median; compiled memory analysis)"
