@@ -80,10 +80,9 @@ INT_ARGS = {
     "batch": (lambda **k: batchlab.batch(item_fn, strategy="chunked", **k)(X), ["chunk_size"]),
     "prefetch": (lambda **k: list(batchlab.prefetch(iter([X]), **k)), ["size"]),
     "lognormal_lengths": (lambda **k: batchlab.ragged.lognormal_lengths(**k), ["n"]),
-    "zipf_lengths": (lambda **k: batchlab.ragged.zipf_lengths(**k), ["n"]),
     "optimal_boundaries": (lambda **k: batchlab.optimal_boundaries(LENGTHS, **k), ["n_buckets"]),
     "quantile_boundaries": (
-        lambda **k: batchlab.ragged.quantile_boundaries(LENGTHS, **k),
+        lambda **k: batchlab.ragged.boundaries.quantile_boundaries(LENGTHS, **k),
         ["n_buckets"],
     ),
     "bucketize": (lambda **k: batchlab.bucketize(SEQS, **k), ["n_buckets"]),
@@ -92,7 +91,7 @@ INT_ARGS = {
     "timeline": (lambda **k: batchlab.timeline.timeline(double, X, **k), ["steps"]),
     "batch_indices": (lambda **k: loading.batch_indices(10, **k), ["batch_size"]),
 }
-INT_DEFAULTS = {"lognormal_lengths": {}, "zipf_lengths": {}, "optimal_boundaries": {}}
+INT_DEFAULTS = {"lognormal_lengths": {}, "optimal_boundaries": {}}
 for fname, (call, names) in INT_ARGS.items():
     for name in names:
         for value, error in POSITIVE_INT:
@@ -167,7 +166,10 @@ CHOICES = {
         lambda v: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, method=v),
         "method",
     ),
-    "padding_report(rule)": (lambda v: batchlab.padding_report(LENGTHS, v), "rule"),
+    "rule_boundaries(rule)": (  # the bucket explorer's `rule`
+        lambda v: batchlab.ragged.report.rule_boundaries(LENGTHS, v),
+        "rule",
+    ),
     "sizes(topic)": (lambda v: batchlab.sizes(v), "topic"),
     "sizes(profile)": (lambda v: batchlab.sizes("tour", profile=v), "profile"),
     "timeline(sync)": (lambda v: batchlab.timeline.timeline(double, X, sync=v), "sync"),
@@ -443,7 +445,7 @@ case("unpad('abc')", lambda: batchlab.unpad("abc"), TypeError, r"`padded`")
 case(
     "unpad(lengths inconsistent)",
     lambda: batchlab.unpad(
-        batchlab.ragged.Padded(np.ones((2, 3)), np.ones((2, 3), bool), np.array([1, 2]))
+        batchlab.ragged.padding.Padded(np.ones((2, 3)), np.ones((2, 3), bool), np.array([1, 2]))
     ),
     ValueError,
     r"`lengths`",
@@ -451,7 +453,7 @@ case(
 case(
     "unpad(int mask)",
     lambda: batchlab.unpad(
-        batchlab.ragged.Padded(np.ones((2, 3)), np.ones((2, 3), np.int32), np.array([3, 3]))
+        batchlab.ragged.padding.Padded(np.ones((2, 3)), np.ones((2, 3), np.int32), np.array([3, 3]))
     ),
     (TypeError, ValueError),
     r"`mask`",
@@ -459,7 +461,7 @@ case(
 case(
     "unpad(mask shape)",
     lambda: batchlab.unpad(
-        batchlab.ragged.Padded(np.ones((2, 3)), np.ones((2, 4), bool), np.array([4, 4]))
+        batchlab.ragged.padding.Padded(np.ones((2, 3)), np.ones((2, 4), bool), np.array([4, 4]))
     ),
     ValueError,
     r"`mask`",
@@ -467,7 +469,7 @@ case(
 case(
     "unpad(lengths > length)",
     lambda: batchlab.unpad(
-        batchlab.ragged.Padded(np.ones((2, 3)), np.ones((2, 3), bool), np.array([3, 5]))
+        batchlab.ragged.padding.Padded(np.ones((2, 3)), np.ones((2, 3), bool), np.array([3, 5]))
     ),
     ValueError,
     r"`lengths`",
@@ -535,7 +537,7 @@ case(
 )
 case(
     "padding_report(n_buckets=0)",
-    lambda: batchlab.padding_report(LENGTHS, "optimal", n_buckets=0),
+    lambda: batchlab.padding_report(LENGTHS, n_buckets=0),
     ValueError,
     r"`n_buckets`",
 )
@@ -553,13 +555,13 @@ case(
 )
 case(
     "quantile_boundaries(lengths=[[1]])",
-    lambda: batchlab.ragged.quantile_boundaries(np.array([[1, 2]]), 2),
+    lambda: batchlab.ragged.boundaries.quantile_boundaries(np.array([[1, 2]]), 2),
     ValueError,
     r"`lengths`",
 )
 case(
     "power_of_two_boundaries([-1])",
-    lambda: batchlab.ragged.power_of_two_boundaries(np.array([-1, 4])),
+    lambda: batchlab.ragged.boundaries.power_of_two_boundaries(np.array([-1, 4])),
     ValueError,
     r"`lengths`",
 )
@@ -605,36 +607,6 @@ case(  # issue 34: ran 136 calls per sample without a word
     r"`number`=1000000000 calls per sample .* `max_time`=0.5 s",
 )
 case(
-    "padding_report(batch_size=0)",
-    lambda: batchlab.padding_report(LENGTHS, batch_size=0),
-    ValueError,
-    r"`batch_size`",
-)
-case(
-    "random_sequences([2.5])",
-    lambda: batchlab.ragged.random_sequences([2.5]),
-    TypeError,
-    r"`lengths`",
-)
-case(
-    "random_sequences([-1])",
-    lambda: batchlab.ragged.random_sequences([-1]),
-    ValueError,
-    r"`lengths`",
-)
-case(
-    "random_sequences(features=(-1,))",
-    lambda: batchlab.ragged.random_sequences([2], features=(-1,)),
-    ValueError,
-    r"`features`",
-)
-case(
-    "random_sequences(dtype='x')",
-    lambda: batchlab.ragged.random_sequences([2], dtype="notadtype"),
-    TypeError,
-    r"`dtype`",
-)
-case(
     "lognormal_lengths(median=-1)",
     lambda: batchlab.ragged.lognormal_lengths(4, median=-1),
     ValueError,
@@ -645,37 +617,6 @@ case(
     lambda: batchlab.ragged.lognormal_lengths(4, sigma=-1),
     ValueError,
     r"`sigma`",
-)
-case("zipf_lengths(a=0.5)", lambda: batchlab.ragged.zipf_lengths(4, a=0.5), ValueError, r"`a`")
-case(
-    "zipf_lengths(max_length=0)",
-    lambda: batchlab.ragged.zipf_lengths(4, max_length=0),
-    ValueError,
-    r"`max_length`",
-)
-case(
-    "TokenDataset.decode(i=-1)",
-    lambda: batchlab.load_stdlib_functions().decode(-1),
-    ValueError,
-    r"`i`=-1",
-)
-case(
-    "TokenDataset.decode(i='a')",
-    lambda: batchlab.load_stdlib_functions().decode("a"),
-    TypeError,
-    r"`i`",
-)
-case(
-    "load_stdlib_functions(path=dir)",
-    lambda: batchlab.load_stdlib_functions(tempfile.gettempdir()),
-    FileNotFoundError,
-    r"is missing .*regenerate",
-)
-case(
-    "load_stdlib_functions(path=missing)",
-    lambda: batchlab.load_stdlib_functions("/nonexistent/x.json"),
-    FileNotFoundError,
-    r"is missing .*regenerate",
 )
 case("pack(seqs=None)", lambda: batchlab.pack(None), TypeError, r"`seqs`")
 case(
@@ -1166,19 +1107,6 @@ def test_exercise_string_answer_is_not_a_shape():
     result = exercises.check("axes.item_shape", "43")  # tuple("43") would read as (4, 3)
     assert not result.ok and "not a string" in result.message
     assert exercises.check("axes.item_shape", (4, 3)).ok
-
-
-def test_token_id_minus_one_is_not_the_last_word():
-    from batchlab.ragged.padding import Ragged
-
-    data = batchlab.ragged.TokenDataset(
-        Ragged.from_lengths(np.array([1, 2, -1]), np.array([3])),
-        np.array(["<pad>", "a", "b"]),
-        np.array(["f"]),
-        "test",
-    )
-    with pytest.raises(ValueError, match=r"token id -1, outside the vocabulary 0\.\.2"):
-        data.decode(0)
 
 
 def test_suite_size():

@@ -10,6 +10,7 @@ from conftest import assert_close
 
 from batchlab import masked_max, masked_mean, masked_softmax, masked_sum, pad
 from batchlab.ragged import masked_logsumexp
+from batchlab.ragged.padding import Padded
 
 
 def ragged_batch(n, features=(), dtype=np.float32, seed=0, garbage=1e4):
@@ -18,7 +19,10 @@ def ragged_batch(n, features=(), dtype=np.float32, seed=0, garbage=1e4):
     lengths = rng.integers(0, 8, n)
     lengths[0] = 0  # always one fully masked row
     seqs = [rng.standard_normal((int(k), *features)).astype(dtype) for k in lengths]
-    return seqs, pad(seqs, value=garbage, length=9)
+    values = np.full((n, 9, *features), garbage, dtype)
+    for i, s in enumerate(seqs):
+        values[i, : len(s)] = s
+    return seqs, Padded(values, np.arange(9) < lengths[:, None], lengths.astype(np.int32))
 
 
 def _ref(seqs, fn, empty, features=()):

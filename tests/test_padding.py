@@ -10,22 +10,19 @@ from batchlab import pad
 from batchlab.ragged.padding import Padded, Ragged, as_ragged, unpad
 
 
-def ragged_lists(n, max_len=9, features=(), dtype=np.float32, seed=0):
+def ragged_lists(n, max_len=9, dtype=np.float32, seed=0):
     rng = np.random.default_rng(seed)
-    return [
-        rng.standard_normal((int(k), *features)).astype(dtype) for k in rng.integers(0, max_len, n)
-    ]
+    return [rng.standard_normal(int(k)).astype(dtype) for k in rng.integers(0, max_len, n)]
 
 
 @pytest.mark.parametrize("n", [1, 3, 17])
-@pytest.mark.parametrize("features", [(), (4,), (2, 3)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int8])
-def test_round_trip_mask_and_lengths(n, features, dtype):
-    seqs = ragged_lists(n, features=features, dtype=dtype)
+def test_round_trip_mask_and_lengths(n, dtype):
+    seqs = ragged_lists(n, dtype=dtype)
     p = pad(seqs)
     lengths = np.array([len(s) for s in seqs])
     assert p.values.dtype == dtype
-    assert p.values.shape == (n, max(lengths.max(), 0), *features)
+    assert p.values.shape == (n, max(lengths.max(), 0))
     np.testing.assert_array_equal(p.lengths, lengths)
     np.testing.assert_array_equal(p.mask, np.arange(p.values.shape[1])[None, :] < lengths[:, None])
     for got, want in zip(unpad(p), seqs, strict=False):
@@ -47,7 +44,7 @@ def test_fixed_length_and_pad_value():
 
 
 def test_ragged_input_matches_list_input():
-    seqs = ragged_lists(20, features=(3,))
+    seqs = ragged_lists(20)
     r = as_ragged(seqs)
     assert len(r) == 20
     a, b = pad(seqs), pad(r)
@@ -74,14 +71,13 @@ def test_empty_list_and_empty_sequences():
     assert p.values.shape == (3, 0) and p.lengths.tolist() == [0, 0, 0]
     p = pad([[1, 2], []])  # an empty item keeps the others' dtype
     assert p.values.dtype == np.int64 and p.lengths.tolist() == [2, 0]
-    p = pad([np.ones((2, 3), np.float32), []])
-    assert p.values.shape == (2, 2, 3) and p.values.dtype == np.float32
+    p = pad([np.ones(2, np.float32), []])
+    assert p.values.shape == (2, 2) and p.values.dtype == np.float32
 
 
-def test_dtype_argument_and_repr():
+def test_dtype_argument():
     p = pad([[1, 2], [3]], dtype=np.float16)
     assert p.values.dtype == np.float16
-    assert "padded elements" in repr(p) and "<table" in p._repr_html_()
     _values, mask, lengths = p  # unpacks like a tuple
     assert isinstance(p, Padded) and mask.dtype == bool and lengths.dtype == np.int32
 
@@ -89,7 +85,7 @@ def test_dtype_argument_and_repr():
 def test_ragged_container():
     r = Ragged.from_lengths(np.arange(6), [2, 0, 4])
     assert r.lengths.tolist() == [2, 0, 4] and r.item(2).tolist() == [2, 3, 4, 5]
-    assert "3 items" in repr(r) and "no items" in repr(Ragged.from_lengths(np.zeros(0), []))
+    assert len(r) == 3 and len(Ragged.from_lengths(np.zeros(0), [])) == 0
 
 
 @pytest.mark.parametrize(
@@ -115,7 +111,11 @@ def test_bad_options(kwargs, error, match):
         (5, TypeError, "`seqs` must be a list of sequences"),
         (np.arange(3), TypeError, "1-D array"),
         ([[1, 2], 3], TypeError, r"`seqs\[1\]` is a scalar"),
-        ([np.ones((2, 3)), np.ones((2, 4))], ValueError, r"`seqs\[1\]` has shape \(2, 4\)"),
+        (
+            [np.ones(2), np.ones((2, 4))],
+            ValueError,
+            r"`seqs\[1\]` has shape \(2, 4\); items must be 1-D sequences",
+        ),
     ],
 )
 def test_bad_seqs(seqs, error, match):

@@ -7,12 +7,11 @@ from typing import Any
 import numpy as np
 
 from batchlab._util.checks import check_positive_int
-from batchlab.ragged.padding import Ragged
 
 
 def lengths_of(lengths: Any) -> np.ndarray:
-    """``lengths`` (or a :class:`Ragged`'s) as checked non-negative int64."""
-    arr = lengths.lengths if isinstance(lengths, Ragged) else np.asarray(lengths)
+    """``lengths`` as checked non-negative int64."""
+    arr = np.asarray(lengths)
     if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu") or np.any(arr < 0):
         raise ValueError(
             f"`lengths` must be a 1-D array of non-negative ints, got {arr.dtype}"

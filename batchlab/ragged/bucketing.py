@@ -21,7 +21,7 @@ import numpy as np
 from batchlab._util.checks import check_positive_int
 from batchlab._util.format import Rows
 from batchlab.ragged.boundaries import check_boundaries, optimal_boundaries
-from batchlab.ragged.padding import Cost, Padded, as_ragged, check_value, scatter_rows
+from batchlab.ragged.padding import Cost, Padded, as_ragged, scatter_rows
 
 
 @dataclass(frozen=True)
@@ -38,23 +38,11 @@ class Bucket:
         """Rows of ``padded`` that hold no input item (fully masked)."""
         return int(self.padded.values.shape[0]) - len(self.indices)
 
-    def __repr__(self) -> str:
-        filler = f", filler rows={self.filler_rows}" if self.filler_rows else ""
-        return (
-            f"Bucket(boundary={self.boundary}, items={len(self.indices)}{filler}, "
-            f"padding={self.padded.waste:.1%})"
-        )
-
 
 @dataclass(frozen=True)
 class Buckets(Cost, Rows):
     """The non-empty buckets (or fixed-shape batches) of the data; ``restore`` puts
-    per-bucket results back in input order.
-
-    ``ratio`` is the padded positions really computed (filler rows included) over the
-    ragged minimum; ``ideal_ratio`` the boundaries' ideal, what :func:`batchlab.padding_report`
-    counts: every item padded to its bucket's boundary, no filler rows.
-    """
+    per-bucket results back in input order. ``waste`` counts the filler rows as padding."""
 
     buckets: tuple[Bucket, ...]
     boundaries: np.ndarray
@@ -85,29 +73,6 @@ class Buckets(Cost, Rows):
     def filler_rows(self) -> int:
         """Fully masked rows added to fill the last batch of each bucket."""
         return sum(b.filler_rows for b in self.buckets)
-
-    @property
-    def ideal_elements(self) -> int:
-        """The boundaries' ideal: every item padded to its bucket's boundary, no filler rows."""
-        return sum(b.boundary * len(b.indices) for b in self.buckets)
-
-    @property
-    def filler_elements(self) -> int:
-        """Positions of the filler rows (``boundary`` each): the gap between real and ideal."""
-        return sum(b.boundary * b.filler_rows for b in self.buckets)
-
-    @property
-    def ideal_ratio(self) -> float:
-        return self.ideal_elements / self.true_elements if self.true_elements else 1.0
-
-    def padding_text(self) -> str:
-        """Real padding beside the boundaries' ideal, both counted from the batches."""
-        return (
-            f"padded/ragged {self.ratio:.2f}x really computed ({self.padded_elements:,} positions, "
-            f"{self.filler_rows} filler rows = {self.filler_elements:,} positions) against "
-            f"{self.ideal_ratio:.2f}x the boundaries' ideal ({self.ideal_elements:,}; "
-            f"padding_report's figure)"
-        )
 
     def restore(self, outputs: list[Any]) -> np.ndarray:
         """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order."""
@@ -169,9 +134,6 @@ class Buckets(Cost, Rows):
             f"padding {self.waste:.1%}"
         )
 
-    def _caption(self) -> str:
-        return f"{self._title()}; {self.padding_text()}"
-
 
 def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
     """Refuses an ``fn`` whose output's leading axis is not the batch's rows (one row added)."""
@@ -190,22 +152,19 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
         )
 
 
-def _batches(
-    seqs, boundaries, n_buckets, value, dtype, *, seed=None, batch_size=None, tokens=None
-) -> Buckets:
+def _batches(seqs, boundaries, n_buckets, *, seed=None, batch_size=None, tokens=None) -> Buckets:
     """Buckets the items; with ``batch_size`` or ``tokens``, cuts each into batches of one shape."""
     if (boundaries is None) == (n_buckets is None):
         raise ValueError(
             "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
             f"got boundaries={boundaries!r:.40} and n_buckets={n_buckets!r}."
         )
-    ragged = as_ragged(seqs, dtype=dtype)
+    ragged = as_ragged(seqs)
     lengths = ragged.lengths
     if n_buckets is not None:
         b = optimal_boundaries(lengths, n_buckets)
     else:
         b = check_boundaries(boundaries, lengths)
-    check_value(value, ragged.flat.dtype)
     which = np.searchsorted(b, lengths)
     rng = None if seed is None else np.random.default_rng(seed)
     batches = []
@@ -219,7 +178,7 @@ def _batches(
             filler = np.zeros(n - len(chunk), np.int64)
             starts = np.concatenate([ragged.offsets[chunk], filler])
             kept = np.concatenate([lengths[chunk], filler])
-            padded = scatter_rows(ragged.flat, starts, kept, boundary, value)
+            padded = scatter_rows(ragged.flat, starts, kept, boundary, 0)
             batches.append(Bucket(boundary, chunk, padded))
     if rng is not None:
         batches = [batches[i] for i in rng.permutation(len(batches))]
@@ -231,16 +190,13 @@ def bucketize(
     *,
     boundaries: Any = None,
     n_buckets: int | None = None,
-    value: Any = 0,
-    dtype: Any = None,
 ) -> Buckets:
     """Groups items by length and pads each group to its bucket boundary.
 
     Args:
-      seqs: 1-D sequences, ``(len, *features)`` items, or a :class:`Ragged`.
+      seqs: 1-D sequences or a :class:`Ragged`; the pads are zeros.
       boundaries: increasing bucket upper lengths; the last must be >= the longest item.
       n_buckets: instead, this many :func:`optimal_boundaries`.
-      value, dtype: the pad value and the result dtype (default: the items').
 
     Returns:
       :class:`Buckets`: the non-empty buckets by increasing boundary, with their items' ``indices``.
@@ -252,7 +208,7 @@ def bucketize(
       >>> bs.restore([b.padded.lengths for b in bs]).tolist()   # back in input order
       [3, 1, 2]
     """
-    return _batches(seqs, boundaries, n_buckets, value, dtype)
+    return _batches(seqs, boundaries, n_buckets)
 
 
 def bucket_batches(
@@ -263,13 +219,11 @@ def bucket_batches(
     boundaries: Any = None,
     n_buckets: int | None = None,
     seed: int | None = None,
-    value: Any = 0,
-    dtype: Any = None,
 ) -> Buckets:
     """Fixed-shape batches per bucket: every batch of a bucket is ``(rows, boundary)``.
 
     Args:
-      seqs, boundaries, n_buckets, value, dtype: as in :func:`bucketize`.
+      seqs, boundaries, n_buckets: as in :func:`bucketize`.
       batch_size: rows per batch, the same for every bucket.
       tokens_per_batch: instead, positions per batch: ``max(1, tokens_per_batch // boundary)`` rows.
       seed: shuffle the items within each bucket and the order of the batches (an epoch, as a
@@ -296,6 +250,4 @@ def bucket_batches(
         )
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
     tokens = check_positive_int(tokens_per_batch, "tokens_per_batch", allow_none=True)
-    return _batches(
-        seqs, boundaries, n_buckets, value, dtype, seed=seed, batch_size=batch_size, tokens=tokens
-    )
+    return _batches(seqs, boundaries, n_buckets, seed=seed, batch_size=batch_size, tokens=tokens)

@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from batchlab._util import checks
-from batchlab._util.format import Rows, format_bytes
 
 
 @dataclass(frozen=True)
@@ -49,11 +48,6 @@ class Ragged:
     def item(self, i: int) -> np.ndarray:
         """Item ``i`` as an array (a view, no copy)."""
         return self.flat[self.offsets[i] : self.offsets[i + 1]]
-
-    def __repr__(self) -> str:
-        n, lengths = len(self), self.lengths
-        shown = f"max {lengths.max()}, total {lengths.sum()}" if n else "no items"
-        return f"Ragged({n} items of {self.flat.dtype}, lengths {shown})"
 
 
 class Cost:
@@ -92,29 +86,9 @@ class Padded(NamedTuple):
 
     waste = Cost.waste
 
-    def _rows(self) -> list[tuple[str, str]]:
-        return layout_rows(self, ("items", str(len(self.lengths))), "")
-
-    def _title(self) -> str:
-        return "a padded batch (pad + mask)"
-
-    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
-
-
-def layout_rows(layout: Any, items: tuple[str, str], tail: str) -> list[tuple[str, str]]:
-    """The repr rows of a :class:`Padded` or :class:`~batchlab.ragged.packing.Packed` batch."""
-    v = layout.values
-    return [
-        ("values", f"{v.dtype}{list(v.shape)} ({format_bytes(v.nbytes)})"),
-        items,
-        ("true elements", f"{layout.true_elements:,}"),
-        ("padded elements", f"{layout.padded_elements:,}"),
-        ("padding", f"{layout.waste:.1%} of positions{tail}"),
-    ]
-
 
 def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
-    """Any list of 1-D sequences or ``(len, *features)`` items -> :class:`Ragged`."""
+    """A list of 1-D sequences (or a :class:`Ragged`) -> :class:`Ragged`."""
     if isinstance(seqs, Ragged):
         return seqs if dtype is None else Ragged(seqs.flat.astype(dtype, copy=False), seqs.offsets)
     if isinstance(seqs, (str, bytes, dict)) or not hasattr(seqs, "__len__"):
@@ -126,21 +100,19 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
             f"(wrap one sequence as [seq])."
         )
     items = [np.asarray(s, dtype=dtype) for s in seqs]
-    if not items:
-        return Ragged(np.zeros(0, dtype=dtype or np.float64), np.zeros(1, dtype=np.int64))
-    full = [s for s in items if s.size] or items  # empty items take the others' dtype, features
-    feature, dtype = full[0].shape[1:], dtype or np.result_type(*{s.dtype for s in full})
     for i, s in enumerate(items):
         if s.ndim == 0:
             raise TypeError(f"`{name}[{i}]` is a scalar {s!r}; write [x] for a length-1 item.")
-        if s.shape[1:] != feature and (s.size or len(full) == len(items)):
+        if s.ndim > 1:
             raise ValueError(
-                f"`{name}[{i}]` has shape {s.shape} but other items have (len, *{feature}); "
-                f"items may differ only in length (axis 0), features must match."
+                f"`{name}[{i}]` has shape {s.shape}; items must be 1-D sequences (e.g. token "
+                f"ids): pad the ids, then gather their features (table[p.values])."
             )
-    items = [s if s.size or len(full) == len(items) else s.reshape((0, *feature)) for s in items]
-    lengths = [len(s) for s in items]
-    return Ragged.from_lengths(np.concatenate(items, dtype=dtype, casting="unsafe"), lengths)
+    # empty items ([] is float64) take the others' dtype
+    dtypes = {s.dtype for s in items if s.size} or {s.dtype for s in items} or {np.float64}
+    dtype = dtype or np.result_type(*dtypes)
+    flat = np.concatenate(items, dtype=dtype, casting="unsafe") if items else np.zeros(0, dtype)
+    return Ragged.from_lengths(flat, [len(s) for s in items])
 
 
 def check_value(value: Any, dtype: np.dtype, name: str = "value", where: str = "") -> None:
@@ -182,7 +154,7 @@ def pad(
     """Pads ragged items into one array, with a boolean mask and the true lengths.
 
     Args:
-      seqs: 1-D sequences, ``(len, *features)`` arrays, or a :class:`Ragged`.
+      seqs: 1-D sequences or a :class:`Ragged`.
       length: pad every item to this length (with ``truncate=True``, cut longer ones to it).
       multiple_of: instead, round the longest length up to a multiple of this.
       value, dtype: the pad value (it must fit) and the result dtype (default: the items').

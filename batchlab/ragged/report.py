@@ -7,11 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from batchlab._util.checks import check_positive_int
 from batchlab._util.format import Rows
 from batchlab._util.plotting import new_figure
 from batchlab.ragged.boundaries import (
-    check_boundaries,
     equal_width_boundaries,
     lengths_of,
     optimal_boundaries,
@@ -65,24 +63,20 @@ class PaddingReport(Rows):
             "(counted, not timed)"
         )
 
-    def plot(self, *, axes=None):
+    def plot(self):
         """Length histogram with each rule's boundaries drawn."""
-        return plot_padding_report(self, axes=axes)
+        return plot_padding_report(self)
 
 
-def rule_boundaries(
-    lengths: Any, rule: str, *, n_buckets: int = 8, boundaries: Any = None
-) -> np.ndarray:
-    """Boundaries of one rule: ``max`` (one bucket), ``fixed`` (``boundaries`` or equal width),
-    ``pow2``, ``quantile`` or ``optimal`` (both with ``n_buckets``).
+def rule_boundaries(lengths: Any, rule: str, *, n_buckets: int = 8) -> np.ndarray:
+    """Boundaries of one rule: ``max`` (one bucket), ``fixed`` (equal width), ``pow2``,
+    ``quantile`` or ``optimal`` (all but ``max`` and ``pow2`` with ``n_buckets``).
 
     Example:
       >>> rule_boundaries([1, 5, 9], "max").tolist()
       [9]
     """
     lengths = lengths_of(lengths)
-    if rule == "fixed" and boundaries is not None:
-        return check_boundaries(boundaries, lengths)
     rules = {
         "max": lambda: np.array([max(int(lengths.max()) if len(lengths) else 1, 1)]),
         "fixed": lambda: equal_width_boundaries(lengths, n_buckets),
@@ -95,29 +89,17 @@ def rule_boundaries(
     return rules[rule]()
 
 
-def padding_report(
-    lengths: Any,
-    rule: str | tuple[str, ...] | None = None,
-    *,
-    n_buckets: int = 8,
-    boundaries: Any = None,
-    batch_size: int | None = None,
-) -> PaddingReport:
-    """Counts padded elements, wasted compute and compiled shapes for padding rules.
+def padding_report(lengths: Any, *, n_buckets: int = 8) -> PaddingReport:
+    """Counts padded elements, wasted compute and compiled shapes for every padding rule.
 
     Args:
-      lengths: ``(items,)`` true lengths (or a :class:`Ragged`).
-      rule: one of :data:`RULES` or a tuple of them; ``None`` for all.
-      n_buckets, boundaries: as :func:`rule_boundaries` takes them.
-      batch_size: rows per batch as in :func:`batchlab.bucket_batches`; ``None``: each bucket
-        is one batch of its own items.
+      lengths: ``(items,)`` true lengths.
+      n_buckets: the buckets of the ``fixed``, ``quantile`` and ``optimal`` rules.
 
     Example:
-      >>> r = padding_report([2, 3, 3, 8], ("max", "optimal"), n_buckets=2)
+      >>> r = padding_report([2, 3, 3, 8], n_buckets=2)
       >>> r["max"].padded_elements, r["optimal"].padded_elements, r["optimal"].shapes
       (32, 17, 2)
-      >>> padding_report([2, 3, 3, 8], "optimal", n_buckets=2, batch_size=2)["optimal"].padded_elements
-      28
     """
     lengths = lengths_of(lengths)
     if lengths.size and int(lengths.max()) > (2**62) // lengths.size:
@@ -125,13 +107,10 @@ def padding_report(
             f"`lengths` are too large to count padded elements in int64 (longest "
             f"{lengths.max()}, {lengths.size} items): pass lengths in tokens, not bytes or ids."
         )
-    batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
     rows = []
-    for name in RULES if rule is None else (rule if isinstance(rule, (tuple, list)) else (rule,)):
-        b = rule_boundaries(lengths, name, n_buckets=n_buckets, boundaries=boundaries)
+    for name in RULES:
+        b = rule_boundaries(lengths, name, n_buckets=n_buckets)
         counts = np.bincount(np.searchsorted(b, lengths), minlength=len(b))
-        if batch_size is not None:  # every batch is batch_size rows: the last one filled up
-            counts = -(-counts // batch_size) * batch_size
         padded = int(np.dot(counts, b.astype(np.int64)))
         rows.append(RuleCost(name, b, padded, int(lengths.sum()), int(np.count_nonzero(counts))))
     return PaddingReport(lengths, tuple(rows))
@@ -187,9 +166,9 @@ def _length_histogram(ax, lengths, lo: int, hi: int) -> None:
     ax.legend(fontsize=10, loc="upper right")
 
 
-def plot_tradeoff(lengths: Any, bucket_counts: Any, *, axes=None):
+def plot_tradeoff(lengths: Any, bucket_counts: Any):
     """Buckets (= compilations) against padded size / ragged minimum, per rule."""
-    fig, ax = new_figure(1, width=7.5, height=4.2) if axes is None else (axes.figure, axes)
+    fig, ax = new_figure(1, width=7.5, height=4.2)
     lengths = np.asarray(lengths)
     for s in ("quantile", "optimal"):
         bounds = [rule_boundaries(lengths, s, n_buckets=k) for k in bucket_counts]

@@ -61,7 +61,7 @@ class BucketPoint(_Setting):
     compiles: int
     compile_seconds: float
     measurement: Measurement
-    trace_seconds: float = 0.0
+    trace_seconds: float
 
     def __repr__(self) -> str:
         return (
