@@ -859,12 +859,6 @@ case(
 )
 
 # -------------------------------------------- loading and scaling (10-11)
-case(
-    "prefetch(device='cpu')",
-    lambda: list(batchlab.prefetch(iter([X]), device="cpu")),
-    TypeError,
-    r"`device`",
-)
 case("prefetch(iterator=5)", lambda: list(batchlab.prefetch(5)), TypeError, r"`iterator`")
 case("prefetch(iterator=None)", lambda: list(batchlab.prefetch(None)), TypeError, r"`iterator`")
 case(

@@ -183,10 +183,10 @@ def load_npy(
     return array
 
 
-def batch_indices(
-    n_items: int, batch_size: int, *, order: str = "contiguous", seed: int = 0
-) -> list[np.ndarray]:
+def batch_indices(n_items: int, batch_size: int, *, order: str = "contiguous") -> list[np.ndarray]:
     """Item indices of every batch; the last batch keeps the remainder (nothing dropped).
+
+    ``order="random"`` is one fixed permutation (``numpy.random.default_rng(0)``).
 
     Example:
       >>> [b.tolist() for b in batch_indices(5, 2)]
@@ -198,7 +198,7 @@ def batch_indices(
     check_choice(order, "order", ORDERS)
     index = np.arange(n_items)
     if order == "random":
-        index = np.random.default_rng(seed).permutation(n_items)
+        index = np.random.default_rng(0).permutation(n_items)
     return [index[i : i + batch_size] for i in range(0, n_items, batch_size)]
 
 
@@ -209,8 +209,6 @@ def iter_batches(
     method: str = "bulk",
     order: str = "contiguous",
     transfer: str = "batch",
-    seed: int = 0,
-    device: Any = None,
 ) -> Iterator[jax.Array]:
     """Yields the dataset as device batches, loaded one way; the remainder is the last batch.
 
@@ -219,11 +217,9 @@ def iter_batches(
       batch_size: items per batch.
       method: ``"per_item"`` (one file per item), ``"bulk"`` (one file read whole) or
         ``"mmap"`` (the bulk file memory-mapped: only the rows a batch needs are read).
-      order: ``"contiguous"`` or ``"random"`` (a fixed permutation from ``seed``).
+      order: ``"contiguous"`` or ``"random"`` (one fixed permutation, see :func:`batch_indices`).
       transfer: ``"batch"`` (one ``device_put`` per batch) or ``"item"`` (one per item,
-        then one ``jnp.stack``).
-      seed: the permutation's seed for ``order="random"``.
-      device: target of ``jax.device_put`` (``None``: the default device).
+        then one ``jnp.stack``), to the default device.
 
     Example:
       >>> import tempfile
@@ -239,7 +235,7 @@ def iter_batches(
     check_choice(method, "method", METHODS)
     check_choice(transfer, "transfer", TRANSFERS)
     _not_a_folder("`dataset`'s directory", dataset.directory)
-    batches = batch_indices(dataset.n_items, batch_size, order=order, seed=seed)
+    batches = batch_indices(dataset.n_items, batch_size, order=order)
     expect = dict(shape=(dataset.n_items, *dataset.item_shape), dtype=dataset.dtype)
     if method != "per_item":
         source = load_npy(dataset.bulk_path, mmap=method == "mmap", **expect)
@@ -253,7 +249,7 @@ def iter_batches(
             else:
                 rows = source[idx]  # a gather from all over the array/file
             if transfer == "batch":
-                out = jax.device_put(np.asarray(rows), device)  # a list: stacked
+                out = jax.device_put(np.asarray(rows))  # a list: stacked
             else:
-                out = jnp.stack([jax.device_put(np.asarray(r), device) for r in rows])
+                out = jnp.stack([jax.device_put(np.asarray(r)) for r in rows])
         yield out
