@@ -61,7 +61,7 @@ def test_plans_are_the_kit_plan_and_over_budget_is_never_run():
         item,
         budget_bytes=budget,
         strategy="chunked",
-        chunk_size=a.chunk_size,
+        chunk_size=a.best.chunk,
         upper=16 * 64,
         margin="calibrated",
     )
@@ -293,13 +293,13 @@ def test_advised_batch_runs_under_an_address_space_limit(strategy):
         upper=2**20,
         **QUIET,
     )
-    assert a.strategy == strategy and a.margin >= 1.0 and a.batch_size < 2**20
+    assert a.best.strategy == strategy and a.margin >= 1.0 and a.batch_size < 2**20
     ok = run_under_limit(
-        mlp, ITEM, a.batch_size, budget, strategy=strategy, chunk_size=a.chunk_size
+        mlp, ITEM, a.batch_size, budget, strategy=strategy, chunk_size=a.best.chunk
     )
     assert ok.ran is True, ok
     # the limit bites: four times the advised batch does not run
     control = run_under_limit(
-        mlp, ITEM, 4 * a.batch_size, budget, strategy=strategy, chunk_size=a.chunk_size
+        mlp, ITEM, 4 * a.batch_size, budget, strategy=strategy, chunk_size=a.best.chunk
     )
     assert control.ran is False, control

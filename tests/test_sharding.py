@@ -19,8 +19,7 @@ import pytest
 from conftest import assert_close
 
 from batchlab import measure_scaling, shard_batch
-from batchlab.scaling import ShardedBatch
-from batchlab.scaling.sharding import replicate
+from batchlab.scaling.sharding import ShardedBatch, replicate
 
 MESH = jax.make_mesh((1,), ("batch",))
 

@@ -95,7 +95,7 @@ def check_choice(value: Any, name: str, choices: Any) -> Any:
     return value
 
 
-def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) -> list[int]:
+def check_positive_ints(values: Any, name: str) -> list[int]:
     """A sequence of positive ints (e.g. batch sizes): 2.7 is a TypeError, 0 a ValueError."""
     if not _iterable(values):
         raise TypeError(
@@ -103,7 +103,7 @@ def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) ->
             f"{type(values).__name__} {values!r:.40}; for one value pass [{values!r:.20}]."
         )
     values = list(values)
-    if not values and not allow_empty:
+    if not values:
         raise ValueError(
             f"`{name}` is empty; give a non-empty list of positive ints, e.g. [1, 2, 4]."
         )

@@ -84,14 +84,6 @@ class Advice(Rows):
         return None if self.recommended is None else self[self.recommended]
 
     @property
-    def strategy(self) -> str | None:
-        return None if self.best is None else self.best.strategy
-
-    @property
-    def chunk_size(self) -> int | None:
-        return None if self.best is None or self.mode != "dense" else self.best.chunk
-
-    @property
     def unit(self) -> str:
         """What ``batch_size`` counts: items (dense), rows (padding) or tokens (buckets, packs)."""
         if self.mode == "dense" or self.best is None:
