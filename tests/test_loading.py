@@ -49,11 +49,10 @@ def test_every_way_loads_the_same_items(dataset, method, order, transfer, batch_
     assert_close(np.concatenate([np.asarray(b) for b in batches]), bulk[index])
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
-def test_make_dataset_dtypes(tmp_path, dtype):
-    d = make_dataset(tmp_path, 3, (4,), dtype=dtype)
-    assert d.item_bytes == 4 * np.dtype(dtype).itemsize and d.total_bytes == 3 * d.item_bytes
-    assert load_npy(d.item_path(1), shape=(4,), dtype=dtype).dtype == np.dtype(dtype)
+def test_make_dataset_float32(tmp_path):
+    d = make_dataset(tmp_path, 3, (4,))
+    assert d.item_bytes == 4 * 4 and d.total_bytes == 3 * d.item_bytes
+    assert load_npy(d.item_path(1), shape=(4,), dtype="float32").dtype == np.float32
     assert str(tmp_path) not in repr(d)
 
 

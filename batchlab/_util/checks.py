@@ -170,31 +170,6 @@ def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype | None:
         ) from None
 
 
-def check_numeric_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
-    """A dtype of numbers (bool, int, float, complex, bfloat16): strings and objects are refused.
-
-    An object dtype cannot be saved with ``allow_pickle=False`` and strings cannot be
-    traced by JAX, so both are a ``TypeError`` naming the argument, before any work.
-    """
-    dt = check_dtype(dtype, name)
-    if dt is None:
-        raise TypeError(f"`{name}` must be a dtype (e.g. 'float32'), got None.")
-    if dt.kind == "O":
-        raise TypeError(
-            f"`{name}`={dtype!r} is the object dtype: arrays of Python objects can only be saved "
-            f"as pickles, and batchlab saves and loads with allow_pickle=False (unpickling can run "
-            f"code). Pass a numeric dtype, e.g. {name}='float32'."
-        )
-    if dt.kind in "USMm" or (
-        dt.kind == "V" and (dt.names is not None or dt.name.startswith("void"))
-    ):
-        raise TypeError(
-            f"`{name}`={dtype!r} ({dt}) is not a numeric dtype; JAX computes on numbers only. "
-            f"Pass e.g. {name}='float32' or {name}='int32'."
-        )
-    return dt
-
-
 def check_lossless_cast(arrays: Any, dtype: np.dtype, name: str = "dtype") -> None:
     """Raises ``ValueError`` if casting any of ``arrays`` to ``dtype`` would change a value.
 

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.checks import check_choice, check_dtype, check_numeric_dtype, check_positive_int
+from batchlab._util.checks import check_choice, check_dtype, check_positive_int
 from batchlab._util.format import format_bytes
 
 METHODS = ("per_item", "bulk", "mmap")
@@ -75,10 +75,9 @@ def make_dataset(
     n_items: int,
     item_shape: Sequence[int],
     *,
-    dtype: str = "float32",
     seed: int = 0,
 ) -> Dataset:
-    """Writes ``n_items`` random items (``numpy.random.default_rng(seed)``) as per-item files
+    """Writes ``n_items`` random float32 items (``numpy.random.default_rng(seed)``) as per-item files
     and as one bulk file in ``directory`` (created if missing; use a temporary one).
 
     Example:
@@ -98,18 +97,11 @@ def make_dataset(
     item_shape = tuple(int(s) for s in item_shape)
     if any(s < 0 for s in item_shape):
         raise ValueError(f"`item_shape` must hold sizes >= 0, got item_shape={item_shape}.")
-    dtype = check_numeric_dtype(dtype)
-    if dtype.kind not in "biufc":  # bfloat16, float8: .npy stores them as raw void bytes
-        raise TypeError(
-            f"`dtype`={dtype.name} cannot round-trip through a .npy file (numpy saves it as raw "
-            f"{np.dtype(f'V{dtype.itemsize}')} bytes, read back as another dtype). Store the "
-            f"data as float32 or float16, and cast on the device: batch.astype(jnp.{dtype.name})."
-        )
     directory = Path(directory)
     _not_a_folder("`directory`", directory, directory / "items")
     (directory / "items").mkdir(parents=True, exist_ok=True)
-    data = np.random.default_rng(seed).standard_normal((n_items, *item_shape)).astype(dtype)
-    dataset = Dataset(directory, n_items, item_shape, dtype.name)
+    data = np.random.default_rng(seed).standard_normal((n_items, *item_shape)).astype(np.float32)
+    dataset = Dataset(directory, n_items, item_shape, "float32")
     np.save(dataset.bulk_path, data, allow_pickle=False)
     for i in range(n_items):
         np.save(dataset.item_path(i), data[i], allow_pickle=False)
