@@ -30,12 +30,12 @@ def small(x):
 QUIET = dict(progress=False, max_seconds=2)
 
 
-def test_chunk_sizes_are_swept_whatever_the_caller_passes():
+def test_chunk_sizes_are_swept():
     assert chunk_sweep(512) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    assert chunk_sweep(10, [3, 10, 99]) == [1, 2, 3, 4, 8]
-    a = bl.advise(small, np.ones(8, np.float32), 2**24, batch_size=16, chunk_sizes=[3], **QUIET)
+    assert chunk_sweep(10) == [1, 2, 4, 8] and chunk_sweep(1) == []
+    a = bl.advise(small, np.ones(8, np.float32), 2**24, batch_size=16, **QUIET)
     labels = [c.label for c in a.candidates]
-    assert labels[:6] == ["vmap", *(f"lax.map chunk {k}" for k in (1, 2, 3, 4, 8))], labels
+    assert labels[:5] == ["vmap", *(f"lax.map chunk {k}" for k in (1, 2, 4, 8))], labels
     assert "host chunk 8" in labels and "host chunk 1" not in labels  # host: at most 4 dispatches
 
 
@@ -61,7 +61,7 @@ def test_plans_are_the_kit_plan_and_over_budget_is_never_run():
         item,
         budget_bytes=budget,
         strategy="chunked",
-        chunk_size=a.chunk_size,
+        chunk_size=a.best.chunk,
         upper=16 * 64,
         margin="calibrated",
     )
@@ -220,10 +220,10 @@ def test_ragged_candidates_pad_buckets_pack_per_batch():
     def packed(values, segment_ids, n):
         return jax.ops.segment_sum(table[values], segment_ids, n)
 
-    a = bl.advise(pool, data, 2**30, batch_size=16, n_buckets=3, packed_fn=packed, **QUIET)
-    assert [c.label for c in a.candidates] == ["pad to longest", "3 buckets", "pack per batch"]
+    a = bl.advise(pool, data, 2**30, batch_size=16, packed_fn=packed, **QUIET)
+    assert [c.label for c in a.candidates] == ["pad to longest", "4 buckets", "pack per batch"]
     longest = int(data.lengths.max())
-    assert a["3 buckets"].chunk == a["pack per batch"].chunk == 16 * longest  # tokens per batch
+    assert a["4 buckets"].chunk == a["pack per batch"].chunk == 16 * longest  # tokens per batch
     assert a.items == 100 and a.margin >= 1 and a.batch_size == a.best.chunk
     groups = pack_groups(data.lengths, 16 * longest)
     assert np.array_equal(np.concatenate(groups), np.arange(100))
@@ -237,6 +237,7 @@ def test_ragged_candidates_pad_buckets_pack_per_batch():
         (dict(in_axes=1), "`in_axes` must be None"),
         (dict(in_axes=(0, None)), "`example` must be the tuple of fn's 2"),
         (dict(budget=-5), "`budget`"),
+        (dict(budget=None), "`budget` must be a positive int"),
         (dict(strategies=["loop"]), "`strategies` must be"),
         (dict(strategies="vmap"), "`strategies` must be"),
         (dict(batch_size=0), "`batch_size`"),
@@ -260,7 +261,9 @@ def test_bad_input_errors_before_any_work(monkeypatch, kwargs, match):
 
 def test_batch_larger_than_the_example_is_refused():
     with pytest.raises(ValueError, match="larger than the example batch"):
-        bl.advise(small, np.ones((8, 4), np.float32), in_axes=0, batch_size=16, progress=False)
+        bl.advise(
+            small, np.ones((8, 4), np.float32), 2**20, in_axes=0, batch_size=16, progress=False
+        )
 
 
 W1 = np.ones((256, 512), np.float32) / 100
@@ -281,7 +284,6 @@ def test_advised_batch_runs_under_an_address_space_limit(strategy):
     """A fresh process: address space limited to its measured baseline + the budget
     (:func:`batchlab.runs.calibration.run_under_limit`)."""
     budget = 64 * 2**20
-    chunks = dict(chunk_sizes=[256]) if strategy == "chunked" else {}
     a = bl.advise(
         mlp,
         np.ones(256, np.float32),
@@ -289,16 +291,15 @@ def test_advised_batch_runs_under_an_address_space_limit(strategy):
         batch_size=512,
         strategies=[strategy],
         upper=2**20,
-        **chunks,
         **QUIET,
     )
-    assert a.strategy == strategy and a.margin >= 1.0 and a.batch_size < 2**20
+    assert a.best.strategy == strategy and a.margin >= 1.0 and a.batch_size < 2**20
     ok = run_under_limit(
-        mlp, ITEM, a.batch_size, budget, strategy=strategy, chunk_size=a.chunk_size
+        mlp, ITEM, a.batch_size, budget, strategy=strategy, chunk_size=a.best.chunk
     )
     assert ok.ran is True, ok
     # the limit bites: four times the advised batch does not run
     control = run_under_limit(
-        mlp, ITEM, 4 * a.batch_size, budget, strategy=strategy, chunk_size=a.chunk_size
+        mlp, ITEM, 4 * a.batch_size, budget, strategy=strategy, chunk_size=a.best.chunk
     )
     assert control.ran is False, control

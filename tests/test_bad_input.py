@@ -800,27 +800,15 @@ case(
 )
 
 # -------------------------------------------- loading and scaling (10-11)
-case(
-    "prefetch(device='cpu')",
-    lambda: list(batchlab.prefetch(iter([X]), device="cpu")),
-    TypeError,
-    r"`device`",
-)
 case("prefetch(iterator=5)", lambda: list(batchlab.prefetch(5)), TypeError, r"`iterator`")
 case("prefetch(iterator=None)", lambda: list(batchlab.prefetch(None)), TypeError, r"`iterator`")
 case(
-    "shard_batch(pad_value='zero')",
-    lambda: batchlab.shard_batch(X, pad_value="zero"),
+    "shard_batch(x='abc')",
+    lambda: batchlab.shard_batch("abc", jax.make_mesh((1,), ("batch",))),
     TypeError,
-    r"`pad_value`",
+    r"`x`",
 )
-case("shard_batch(x='abc')", lambda: batchlab.shard_batch("abc"), TypeError, r"`x`")
-case(
-    "shard_batch(axis_name=5)",
-    lambda: batchlab.shard_batch(X, axis_name=5),
-    (TypeError, ValueError),
-    r"`axis_name`",
-)
+case("shard_batch(mesh=None)", lambda: batchlab.shard_batch(X, None), TypeError, r"`mesh`")
 case(
     "measure_scaling(device_counts=2)",
     lambda: batchlab.measure_scaling(double, X, 2),

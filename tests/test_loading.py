@@ -30,7 +30,7 @@ def dataset(tmp_path_factory):
 @pytest.mark.parametrize("n_items,batch_size", [(0, 4), (1, 4), (10, 3), (9, 3), (5, 10)])
 @pytest.mark.parametrize("order", ORDERS)
 def test_batch_indices_cover_every_item_once(n_items, batch_size, order):
-    batches = batch_indices(n_items, batch_size, order=order, seed=3)
+    batches = batch_indices(n_items, batch_size, order=order)
     flat = np.concatenate(batches) if batches else np.array([], int)
     assert sorted(flat.tolist()) == list(range(n_items))
     assert all(1 <= len(b) <= batch_size for b in batches)
@@ -43,19 +43,16 @@ def test_batch_indices_cover_every_item_once(n_items, batch_size, order):
 @pytest.mark.parametrize("batch_size", [1, 4, 11, 32])
 def test_every_way_loads_the_same_items(dataset, method, order, transfer, batch_size):
     bulk = np.load(dataset.bulk_path)
-    batches = list(
-        iter_batches(dataset, batch_size, method=method, order=order, transfer=transfer, seed=5)
-    )
-    index = np.concatenate(batch_indices(dataset.n_items, batch_size, order=order, seed=5))
+    batches = list(iter_batches(dataset, batch_size, method=method, order=order, transfer=transfer))
+    index = np.concatenate(batch_indices(dataset.n_items, batch_size, order=order))
     assert [b.shape[0] for b in batches][:-1] == [batch_size] * (len(batches) - 1)
     assert_close(np.concatenate([np.asarray(b) for b in batches]), bulk[index])
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
-def test_make_dataset_dtypes(tmp_path, dtype):
-    d = make_dataset(tmp_path, 3, (4,), dtype=dtype)
-    assert d.item_bytes == 4 * np.dtype(dtype).itemsize and d.total_bytes == 3 * d.item_bytes
-    assert load_npy(d.item_path(1), shape=(4,), dtype=dtype).dtype == np.dtype(dtype)
+def test_make_dataset_float32(tmp_path):
+    d = make_dataset(tmp_path, 3, (4,))
+    assert d.item_bytes == 4 * 4 and d.total_bytes == 3 * d.item_bytes
+    assert load_npy(d.item_path(1), shape=(4,), dtype="float32").dtype == np.float32
     assert str(tmp_path) not in repr(d)
 
 

@@ -19,37 +19,37 @@ import pytest
 from conftest import assert_close
 
 from batchlab import measure_scaling, shard_batch
-from batchlab.scaling import ShardedBatch
-from batchlab.scaling.sharding import replicate
+from batchlab.scaling.sharding import ShardedBatch, replicate
+
+MESH = jax.make_mesh((1,), ("batch",))
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 8])
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.int32, jnp.bfloat16])
 def test_one_device_roundtrip(n, dtype, maybe_jit):
     x = jnp.arange(n * 3).reshape(n, 3).astype(dtype)
-    sb = shard_batch(x)
+    sb = shard_batch(x, MESH)
     assert isinstance(sb, ShardedBatch) and sb.n_items == n and sb.n_padding == 0
     assert sb.values.dtype == dtype and sb.mask.dtype == jnp.bool_
     assert_close(sb.unpad(maybe_jit(lambda v: v * 2)(sb.values)), x * 2)
 
 
 def test_numpy_and_pytree_inputs():
-    sb = shard_batch({"a": np.ones((4, 2), np.float32), "b": np.arange(4)})
+    sb = shard_batch({"a": np.ones((4, 2), np.float32), "b": np.arange(4)}, MESH)
     assert sb.values["a"].shape == (4, 2) and isinstance(sb.values["b"], jax.Array)
     assert "4 items + 0 padding" in repr(sb) and "<table" in sb._repr_html_()
 
 
-def test_explicit_mesh_and_axis_name():
-    mesh = jax.make_mesh((1,), ("data",))
-    sb = shard_batch(jnp.ones((3, 2)), mesh, axis_name="data")
-    assert sb.sharding.spec == jax.sharding.PartitionSpec("data") and sb.n_devices == 1
+def test_the_batch_axis_of_the_mesh():
+    sb = shard_batch(jnp.ones((3, 2)), MESH)
+    assert sb.sharding.spec == jax.sharding.PartitionSpec("batch") and sb.n_devices == 1
 
 
 @pytest.mark.parametrize(
     "kwargs,error,match",
     [
         (dict(x=jnp.ones((3, 2)), mesh="cpu"), TypeError, "`mesh` must be a jax.sharding.Mesh"),
-        (dict(x=jnp.ones((3, 2)), axis_name=0), TypeError, "`axis_name` must be a str"),
+        (dict(x=jnp.ones((3, 2)), mesh=None), TypeError, "`mesh` must be a jax.sharding.Mesh"),
         (
             dict(
                 x=jnp.ones(()),
@@ -64,13 +64,11 @@ def test_explicit_mesh_and_axis_name():
 )
 def test_bad_inputs(kwargs, error, match):
     with pytest.raises(error, match=match):
-        shard_batch(**kwargs)
+        shard_batch(**{"mesh": MESH, **kwargs})
 
 
 def test_axis_not_in_mesh():
-    with pytest.raises(
-        ValueError, match=r"`axis_name`='batch' is not an axis of the mesh.*\('data',\)"
-    ):
+    with pytest.raises(ValueError, match=r"`mesh` has axes \('data',\), none named 'batch'"):
         shard_batch(jnp.ones((2, 2)), jax.make_mesh((1,), ("data",)))
 
 
@@ -99,7 +97,7 @@ MULTI_DEVICE = textwrap.dedent("""
     w = jnp.linspace(-1, 1, 16 * 32).reshape(16, 32)
     for n in (0, 1, 7, 8, 13, 64, 1001):
         x = jnp.sin(jnp.arange(n * 16, dtype=jnp.float32)).reshape(n, 16)
-        sb = shard_batch(x)
+        sb = shard_batch(x, jax.make_mesh((8,), ("batch",)))
         assert sb.n_items == n and sb.padded_items % 8 == 0 and 0 <= sb.n_padding < 8, sb
         assert int(sb.mask.sum()) == n                       # nothing dropped, padding masked
         shards = sb.values.addressable_shards
@@ -136,7 +134,7 @@ def test_eight_simulated_devices_in_a_subprocess():
 
 
 def test_one_process_has_no_per_process_layout():
-    sb = shard_batch(jnp.ones((3, 2)))
+    sb = shard_batch(jnp.ones((3, 2)), MESH)
     assert sb.n_processes == 1 and sb.process_items == () and sb.process_starts == ()
     assert (
         "processes" not in repr(sb) and "<td style='padding:2px 8px'>processes" in sb._repr_html_()

@@ -95,7 +95,7 @@ def check_choice(value: Any, name: str, choices: Any) -> Any:
     return value
 
 
-def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) -> list[int]:
+def check_positive_ints(values: Any, name: str) -> list[int]:
     """A sequence of positive ints (e.g. batch sizes): 2.7 is a TypeError, 0 a ValueError."""
     if not _iterable(values):
         raise TypeError(
@@ -103,7 +103,7 @@ def check_positive_ints(values: Any, name: str, *, allow_empty: bool = False) ->
             f"{type(values).__name__} {values!r:.40}; for one value pass [{values!r:.20}]."
         )
     values = list(values)
-    if not values and not allow_empty:
+    if not values:
         raise ValueError(
             f"`{name}` is empty; give a non-empty list of positive ints, e.g. [1, 2, 4]."
         )
@@ -168,31 +168,6 @@ def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype | None:
         raise TypeError(
             f"`{name}` must be a dtype (e.g. np.float32, 'int32'), got {dtype!r}: {e}.{hint}"
         ) from None
-
-
-def check_numeric_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
-    """A dtype of numbers (bool, int, float, complex, bfloat16): strings and objects are refused.
-
-    An object dtype cannot be saved with ``allow_pickle=False`` and strings cannot be
-    traced by JAX, so both are a ``TypeError`` naming the argument, before any work.
-    """
-    dt = check_dtype(dtype, name)
-    if dt is None:
-        raise TypeError(f"`{name}` must be a dtype (e.g. 'float32'), got None.")
-    if dt.kind == "O":
-        raise TypeError(
-            f"`{name}`={dtype!r} is the object dtype: arrays of Python objects can only be saved "
-            f"as pickles, and batchlab saves and loads with allow_pickle=False (unpickling can run "
-            f"code). Pass a numeric dtype, e.g. {name}='float32'."
-        )
-    if dt.kind in "USMm" or (
-        dt.kind == "V" and (dt.names is not None or dt.name.startswith("void"))
-    ):
-        raise TypeError(
-            f"`{name}`={dtype!r} ({dt}) is not a numeric dtype; JAX computes on numbers only. "
-            f"Pass e.g. {name}='float32' or {name}='int32'."
-        )
-    return dt
 
 
 def check_lossless_cast(arrays: Any, dtype: np.dtype, name: str = "dtype") -> None:

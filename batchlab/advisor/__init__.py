@@ -10,6 +10,6 @@ and fits the pick's batch size to the budget with the calibrated margin
 
 from batchlab.advisor.advising import advise
 from batchlab.advisor.choice import decide
-from batchlab.advisor.report import Advice, CandidateResult, plot_candidates
+from batchlab.advisor.report import Advice, plot_candidates
 
-__all__ = ["Advice", "CandidateResult", "advise", "decide", "plot_candidates"]
+__all__ = ["Advice", "advise", "decide", "plot_candidates"]

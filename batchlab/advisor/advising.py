@@ -28,7 +28,6 @@ from batchlab._util.checks import (
     check_callable,
     check_positive_float,
     check_positive_int,
-    check_positive_ints,
 )
 from batchlab._util.format import format_bytes
 from batchlab.advisor.candidates import chunk_sweep, dense_candidates, fn_name, ragged_candidates
@@ -38,7 +37,7 @@ from batchlab.batching.strategies import ADVISED
 from batchlab.measuring.sampler import interleaved
 from batchlab.ragged.datasets import TokenDataset
 from batchlab.ragged.padding import Ragged, as_ragged
-from batchlab.runs.budget import Budget, check_in_axes, default_budget, max_batch_size
+from batchlab.runs.budget import Budget, check_in_axes, max_batch_size
 from batchlab.runs.planning import unjit
 
 SOURCE = "bl.measuring.interleaved: wall clock of one call, paired by round"
@@ -77,9 +76,7 @@ def _item_and_batch(example: Any, in_axes: Any, n: int) -> tuple[Any, tuple, Any
     return first(example), (cut(example),), 0
 
 
-def _check(
-    fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn
-):
+def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, packed_fn):
     """Every argument, before anything compiles; True for ragged ``example``."""
     check_callable(fn)
     ragged = isinstance(example, (Ragged, TokenDataset))
@@ -106,11 +103,8 @@ def _check(
             raise ValueError(
                 "`packed_fn` is for ragged input (a bl.Ragged or a TokenDataset) only."
             )
-    if not isinstance(budget, Budget | None):
-        check_positive_int(budget, "budget")
+    check_positive_int(budget, "budget")
     check_positive_int(batch_size, "batch_size", allow_none=True)
-    if chunk_sizes is not None:
-        check_positive_ints(chunk_sizes, "chunk_sizes")
     if isinstance(strategies, str) or not strategies or not set(strategies) <= set(ADVISED):
         raise ValueError(
             f"`strategies` must be a non-empty list drawn from {ADVISED}, got {strategies!r}."
@@ -164,13 +158,11 @@ def _time(
 def advise(
     fn: Callable,
     example: Any,
-    budget: int | Budget | None = None,
+    budget: int,
     *,
     in_axes: Any = None,
     batch_size: int | None = None,
-    chunk_sizes: Sequence[int] | None = None,
     strategies: Sequence[str] = ADVISED,
-    n_buckets: int = 4,
     packed_fn: Callable | None = None,
     max_seconds: float = 6.0,
     upper: int | None = None,
@@ -179,18 +171,17 @@ def advise(
     """The fastest way to batch ``fn`` that fits ``budget``, timed here, and the batch size that fits.
 
     Dense: ``vmap``, ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ... below the
-    batch (and ``chunk_sizes``), host chunks. Ragged (a ``bl.Ragged`` or ``TokenDataset``,
-    ``fn(values, mask)`` of one padded item): pad, ``n_buckets`` buckets of the same tokens
-    per batch, and packing each batch with ``packed_fn``.
+    batch, host chunks. Ragged (a ``bl.Ragged`` or ``TokenDataset``, ``fn(values, mask)`` of
+    one padded item): pad, 4 buckets of the same tokens per batch, and packing each batch
+    with ``packed_fn``.
 
     Args:
       fn: the per-item function (``in_axes=None`` or 0), or the one ``jax.vmap(fn, in_axes)`` maps.
       example: one item (``in_axes=None``: the batch repeats it), a batch (``in_axes=0``), the
         tuple of ``fn``'s arguments (``in_axes`` a tuple of 0 and None), or ragged data.
-      budget: bytes or a ``bl.runs.Budget``; ``None``: :func:`batchlab.default_budget`.
+      budget: bytes.
       batch_size: items timed (default: the example batch, or 256 for one item); ragged: rows
         per padded batch (default 64; buckets and packs hold ``rows x longest`` tokens).
-      chunk_sizes: chunk sizes tried beside the sweep 1, 2, 4, ...
       strategies: drawn from ``("vmap", "chunked", "host")`` (dense).
       max_seconds: the time for the interleaved timing (planning and the fit come on top).
       upper: the largest batch size the fit may give (default 16x the timed batch).
@@ -209,20 +200,14 @@ def advise(
       >>> a["lax.map chunk 4"].planned_bytes > 0, a.batch_size >= 1
       (True, True)
     """
-    ragged = _check(
-        fn, example, budget, in_axes, batch_size, chunk_sizes, strategies, max_seconds, packed_fn
-    )
+    ragged = _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, packed_fn)
     start = time.perf_counter()
-    if budget is None:
-        budget = default_budget()
-    elif not isinstance(budget, Budget):
-        budget = Budget(int(budget), "given")
+    budget = Budget(int(budget), "given")
     bar = tqdm(total=4, desc="advise: planning", disable=not progress, leave=False)
     lead, margin, how = "", None, "not fitted yet"
     if ragged:
         data = example.ragged if isinstance(example, TokenDataset) else as_ragged(example)
         n = batch_size or 64
-        n_buckets = check_positive_int(n_buckets, "n_buckets")
         longest = int(data.lengths.max())
         item = (np.zeros(longest, data.flat.dtype), np.ones(longest, bool))
         fit = max_batch_size(
@@ -232,7 +217,7 @@ def advise(
         if int(fit) < n:
             lead = f"nothing fits at {n} rows x {longest} tokens: fitted {int(fit)} rows (budget / {margin:.2f})"
             n = max(1, int(fit))
-        cands = ragged_candidates(fn, data, n, n_buckets, packed_fn)
+        cands = ragged_candidates(fn, data, n, packed_fn)
         items = len(data)
     else:
         have = None if in_axes is None else _batch_length(example, in_axes)
@@ -250,8 +235,7 @@ def advise(
                 f"`fn` cannot be called on one item of `example` (in_axes={in_axes!r}): "
                 f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             ) from e
-        sweep = chunk_sweep(n, chunk_sizes or ())
-        cands = dense_candidates(fn, args, axes, n, sweep, strategies)
+        cands = dense_candidates(fn, args, axes, n, chunk_sweep(n), strategies)
         if cands and min(c.planned for c in cands) > budget.bytes:
             lean = min(cands, key=lambda c: c.planned)
             small = int(max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, in_axes=axes,
@@ -265,9 +249,7 @@ def advise(
                 return _nothing(fn, cands, n, budget, lead + "; not one item fits", start)
             n = small
             item, args, axes = _item_and_batch(example, in_axes, n)
-            cands = dense_candidates(
-                fn, args, axes, n, chunk_sweep(n, chunk_sizes or ()), strategies
-            )
+            cands = dense_candidates(fn, args, axes, n, chunk_sweep(n), strategies)
         items = n
     bar.update(1)
     over = {c.label for c in cands if c.planned * (margin or 1.0) > budget.bytes}

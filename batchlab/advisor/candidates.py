@@ -6,7 +6,7 @@ zero-argument call on the measured data (the compiled program itself, so timing 
 nothing again) and the plain JAX to paste.
 
 Dense: ``vmap``; ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ... below the
-batch, and the caller's sizes; host chunks (one jitted ``vmap`` per chunk) for the chunks of at
+batch; host chunks (one jitted ``vmap`` per chunk) for the chunks of at
 most 4 dispatches. Ragged (``fn(values, mask)`` of one padded item): pad every item to the
 longest, length buckets with the same tokens per batch, and, given ``packed_fn(values,
 segment_ids, num_segments)``, packing each batch into those tokens.
@@ -42,10 +42,9 @@ def fn_name(fn: Any) -> str:
     return name if isinstance(name, str) and name.isidentifier() and name != "<lambda>" else "fn"
 
 
-def chunk_sweep(n: int, given: Sequence[int] = ()) -> list[int]:
-    """1, 2, 4, ... below ``n`` (a chunk of ``n`` is vmap), and the caller's sizes below ``n``."""
-    sweep = {1 << i for i in range(max(0, n - 1).bit_length()) if 1 << i < n}
-    return sorted(sweep | {int(k) for k in given if 0 < k < n})
+def chunk_sweep(n: int) -> list[int]:
+    """1, 2, 4, ... below ``n`` (a chunk of ``n`` is vmap)."""
+    return [1 << i for i in range(max(0, n - 1).bit_length()) if 1 << i < n]
 
 
 def _device(tree: Any) -> Any:
@@ -121,16 +120,16 @@ def pack_groups(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
 
 
 def ragged_candidates(
-    fn: Callable, data: Any, rows: int, n_buckets: int, packed_fn: Callable | None
+    fn: Callable, data: Any, rows: int, packed_fn: Callable | None
 ) -> list[Candidate]:
-    """Pad, buckets of ``rows x longest`` tokens per batch, and packing into those tokens."""
+    """Pad, 4 buckets of ``rows x longest`` tokens per batch, and packing into those tokens."""
     plain, name = unjit(fn), fn_name(fn)
     longest = int(data.lengths.max())
     tokens = rows * longest
     out = []
     for label, s, kw in (
         ("pad to longest", "pad", dict(boundaries=[longest], batch_size=rows)),
-        (f"{n_buckets} buckets", "buckets", dict(n_buckets=n_buckets, tokens_per_batch=tokens)),
+        ("4 buckets", "buckets", dict(n_buckets=4, tokens_per_batch=tokens)),
     ):
         bb = bucket_batches(data, **kw)
         batches = [(np.asarray(b.padded.values), np.asarray(b.padded.mask)) for b in bb]

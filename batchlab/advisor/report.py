@@ -84,14 +84,6 @@ class Advice(Rows):
         return None if self.recommended is None else self[self.recommended]
 
     @property
-    def strategy(self) -> str | None:
-        return None if self.best is None else self.best.strategy
-
-    @property
-    def chunk_size(self) -> int | None:
-        return None if self.best is None or self.mode != "dense" else self.best.chunk
-
-    @property
     def unit(self) -> str:
         """What ``batch_size`` counts: items (dense), rows (padding) or tokens (buckets, packs)."""
         if self.mode == "dense" or self.best is None:
@@ -159,19 +151,17 @@ class Advice(Rows):
     def _notes(self) -> tuple[str, ...]:
         return (self.why,)
 
-    def plot(self, *, axes=None):
+    def plot(self):
         """Time per item against XLA's planned peak, one mark per timed candidate."""
-        return plot_candidates(self, axes=axes)
+        return plot_candidates(self)
 
 
-def plot_candidates(
-    advice: Advice, *, axes=None, budget: int | None = None, pick: str | None = None
-):
+def plot_candidates(advice: Advice, *, budget: int | None = None, pick: str | None = None):
     """x: planned peak (XLA); y: median time per item (bar: fastest .. slowest round).
 
     ``budget`` and ``pick`` (an explorer's setting) replace the advice's own.
     """
-    fig, ax = new_figure(width=9, height=4.8) if axes is None else (axes.figure, axes)
+    fig, ax = new_figure(width=9, height=4.8)
     timed = [c for c in advice.candidates if c.samples is not None]
     for i, c in enumerate(timed):
         v = [s / c.items for s in c.samples.values]

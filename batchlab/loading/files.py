@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.checks import check_choice, check_dtype, check_numeric_dtype, check_positive_int
+from batchlab._util.checks import check_choice, check_dtype, check_positive_int
 from batchlab._util.format import format_bytes
 
 METHODS = ("per_item", "bulk", "mmap")
@@ -75,10 +75,9 @@ def make_dataset(
     n_items: int,
     item_shape: Sequence[int],
     *,
-    dtype: str = "float32",
     seed: int = 0,
 ) -> Dataset:
-    """Writes ``n_items`` random items (``numpy.random.default_rng(seed)``) as per-item files
+    """Writes ``n_items`` random float32 items (``numpy.random.default_rng(seed)``) as per-item files
     and as one bulk file in ``directory`` (created if missing; use a temporary one).
 
     Example:
@@ -98,18 +97,11 @@ def make_dataset(
     item_shape = tuple(int(s) for s in item_shape)
     if any(s < 0 for s in item_shape):
         raise ValueError(f"`item_shape` must hold sizes >= 0, got item_shape={item_shape}.")
-    dtype = check_numeric_dtype(dtype)
-    if dtype.kind not in "biufc":  # bfloat16, float8: .npy stores them as raw void bytes
-        raise TypeError(
-            f"`dtype`={dtype.name} cannot round-trip through a .npy file (numpy saves it as raw "
-            f"{np.dtype(f'V{dtype.itemsize}')} bytes, read back as another dtype). Store the "
-            f"data as float32 or float16, and cast on the device: batch.astype(jnp.{dtype.name})."
-        )
     directory = Path(directory)
     _not_a_folder("`directory`", directory, directory / "items")
     (directory / "items").mkdir(parents=True, exist_ok=True)
-    data = np.random.default_rng(seed).standard_normal((n_items, *item_shape)).astype(dtype)
-    dataset = Dataset(directory, n_items, item_shape, dtype.name)
+    data = np.random.default_rng(seed).standard_normal((n_items, *item_shape)).astype(np.float32)
+    dataset = Dataset(directory, n_items, item_shape, "float32")
     np.save(dataset.bulk_path, data, allow_pickle=False)
     for i in range(n_items):
         np.save(dataset.item_path(i), data[i], allow_pickle=False)
@@ -183,10 +175,10 @@ def load_npy(
     return array
 
 
-def batch_indices(
-    n_items: int, batch_size: int, *, order: str = "contiguous", seed: int = 0
-) -> list[np.ndarray]:
+def batch_indices(n_items: int, batch_size: int, *, order: str = "contiguous") -> list[np.ndarray]:
     """Item indices of every batch; the last batch keeps the remainder (nothing dropped).
+
+    ``order="random"`` is one fixed permutation (``numpy.random.default_rng(0)``).
 
     Example:
       >>> [b.tolist() for b in batch_indices(5, 2)]
@@ -198,7 +190,7 @@ def batch_indices(
     check_choice(order, "order", ORDERS)
     index = np.arange(n_items)
     if order == "random":
-        index = np.random.default_rng(seed).permutation(n_items)
+        index = np.random.default_rng(0).permutation(n_items)
     return [index[i : i + batch_size] for i in range(0, n_items, batch_size)]
 
 
@@ -209,8 +201,6 @@ def iter_batches(
     method: str = "bulk",
     order: str = "contiguous",
     transfer: str = "batch",
-    seed: int = 0,
-    device: Any = None,
 ) -> Iterator[jax.Array]:
     """Yields the dataset as device batches, loaded one way; the remainder is the last batch.
 
@@ -219,11 +209,9 @@ def iter_batches(
       batch_size: items per batch.
       method: ``"per_item"`` (one file per item), ``"bulk"`` (one file read whole) or
         ``"mmap"`` (the bulk file memory-mapped: only the rows a batch needs are read).
-      order: ``"contiguous"`` or ``"random"`` (a fixed permutation from ``seed``).
+      order: ``"contiguous"`` or ``"random"`` (one fixed permutation, see :func:`batch_indices`).
       transfer: ``"batch"`` (one ``device_put`` per batch) or ``"item"`` (one per item,
-        then one ``jnp.stack``).
-      seed: the permutation's seed for ``order="random"``.
-      device: target of ``jax.device_put`` (``None``: the default device).
+        then one ``jnp.stack``), to the default device.
 
     Example:
       >>> import tempfile
@@ -239,7 +227,7 @@ def iter_batches(
     check_choice(method, "method", METHODS)
     check_choice(transfer, "transfer", TRANSFERS)
     _not_a_folder("`dataset`'s directory", dataset.directory)
-    batches = batch_indices(dataset.n_items, batch_size, order=order, seed=seed)
+    batches = batch_indices(dataset.n_items, batch_size, order=order)
     expect = dict(shape=(dataset.n_items, *dataset.item_shape), dtype=dataset.dtype)
     if method != "per_item":
         source = load_npy(dataset.bulk_path, mmap=method == "mmap", **expect)
@@ -253,7 +241,7 @@ def iter_batches(
             else:
                 rows = source[idx]  # a gather from all over the array/file
             if transfer == "batch":
-                out = jax.device_put(np.asarray(rows), device)  # a list: stacked
+                out = jax.device_put(np.asarray(rows))  # a list: stacked
             else:
-                out = jnp.stack([jax.device_put(np.asarray(r), device) for r in rows])
+                out = jnp.stack([jax.device_put(np.asarray(r)) for r in rows])
         yield out

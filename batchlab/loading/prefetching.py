@@ -38,14 +38,14 @@ def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
     return False
 
 
-def _produce(source: Iterator, q: queue.Queue, stop: threading.Event, device: Any) -> None:
+def _produce(source: Iterator, q: queue.Queue, stop: threading.Event) -> None:
     for index in itertools.count():
         if stop.is_set():
             return  # the consumer stopped
         try:
             # a named span in the profiler trace: batchlab.trace() shows it on this thread's lane
             with jax.profiler.TraceAnnotation(f"prefetch batch {index}"):
-                item = jax.device_put(next(source), device)
+                item = jax.device_put(next(source))
         except StopIteration:
             _put(q, stop, _DONE)
             return
@@ -56,15 +56,14 @@ def _produce(source: Iterator, q: queue.Queue, stop: threading.Event, device: An
             return
 
 
-def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iterator[Any]:
-    """Loads and transfers up to ``size`` batches ahead in a background thread.
+def prefetch(iterator: Iterable[Any], size: int = 2) -> Iterator[Any]:
+    """Loads and transfers (to the default device) up to ``size`` batches ahead in a background
+    thread.
 
     Args:
       iterator: any iterable of batches (a generator that loads from disk, ...).
       size: how many batches may wait, loaded, in the queue (at least 1). Each waiting
         batch holds device memory: 2 is enough to overlap.
-      device: a ``jax.Device`` or a ``Sharding`` (e.g. from :func:`batchlab.shard_batch`'s
-        ``sharding``); ``None``: the default device.
 
     Example:
       >>> import numpy as np
@@ -73,11 +72,6 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
       [0, 1, 2, 3]
     """
     size = check_positive_int(size, "size")
-    if device is not None and not isinstance(device, (jax.Device, jax.sharding.Sharding)):
-        raise TypeError(
-            f"`device` must be a jax.Device (e.g. jax.devices()[0]) or a Sharding, or None for the "
-            f"default device; got {type(device).__name__} {device!r:.40}."
-        )
     try:
         if iterator is None or isinstance(iterator, (str, bytes)):
             raise TypeError
@@ -88,16 +82,14 @@ def prefetch(iterator: Iterable[Any], size: int = 2, device: Any = None) -> Iter
             f"{type(iterator).__name__} {iterator!r:.60}. Pass the batches, e.g. "
             "prefetch(iter_batches(...)), not a single batch."
         ) from None
-    return _consume(source, size, device)
+    return _consume(source, size)
 
 
-def _consume(source: Iterator, size: int, device: Any) -> Iterator[Any]:
+def _consume(source: Iterator, size: int) -> Iterator[Any]:
     q: queue.Queue = queue.Queue(maxsize=size)
     stop = threading.Event()
     name = f"{THREAD_PREFIX}-{next(_ids)}"
-    thread = threading.Thread(
-        target=_produce, args=(source, q, stop, device), name=name, daemon=True
-    )
+    thread = threading.Thread(target=_produce, args=(source, q, stop), name=name, daemon=True)
     thread.start()
     try:
         while (item := q.get()) is not _DONE:
@@ -161,17 +153,10 @@ class PrefetchComparison(Rows):
         return dict(zip(PIPELINES, vals, strict=True))
 
     @property
-    def best_serial(self) -> float:
-        return min(self.serial_sync, self.serial_async)
-
-    @property
-    def best_prefetch(self) -> float:
-        return min(self.prefetch_sync, self.prefetch_async)
-
-    @property
     def speedup(self) -> float:
         """best serial loop / best prefetch loop: what prefetch adds to a loop written well."""
-        return self.best_serial / self.best_prefetch
+        best_serial = min(self.serial_sync, self.serial_async)
+        return best_serial / min(self.prefetch_sync, self.prefetch_async)
 
     @property
     def speedup_when_syncing(self) -> float:

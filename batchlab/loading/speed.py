@@ -74,13 +74,12 @@ def measure_loading(
     prefetch: int = 0,
     sync: bool = False,
     repeat: int = 3,
-    seed: int = 0,
     max_time: float | None = None,
 ) -> Throughput:
     """Times full passes over ``dataset`` loaded one way (and, optionally, computed on).
 
     Args:
-      dataset, batch_size, method, order, transfer, seed: as in :func:`iter_batches`.
+      dataset, batch_size, method, order, transfer: as in :func:`iter_batches`.
       step: ``step(batch)`` run on every batch (``None``: load only).
       prefetch: batches loaded ahead in a background thread (0: none), see
         :func:`batchlab.prefetch`.
@@ -111,9 +110,7 @@ def measure_loading(
     work = step if step is not None else (lambda b: b)
 
     def run_once() -> None:
-        batches = iter_batches(
-            dataset, batch_size, method=method, order=order, transfer=transfer, seed=seed
-        )
+        batches = iter_batches(dataset, batch_size, method=method, order=order, transfer=transfer)
         out = None
         for b in _prefetch(batches, size=prefetch) if prefetch else batches:
             out = work(b)

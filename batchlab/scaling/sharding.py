@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from batchlab._util.format import Rows
 
 @dataclass(frozen=True)
 class ShardedBatch(Rows):
-    """A batch laid out along ``axis_name`` of ``mesh``, padded to a multiple of the device count."""
+    """A batch laid out along the ``"batch"`` axis of a mesh, padded to a multiple of the device count."""
 
     values: Any
     mask: jax.Array
@@ -85,52 +84,40 @@ class ShardedBatch(Rows):
         ]
 
 
-def _check_mesh(mesh: Any, axis_name: Any) -> Mesh:
-    if not isinstance(axis_name, str):
-        raise TypeError(f"`axis_name` must be a str naming a mesh axis, got {axis_name!r}.")
-    if mesh is None:
-        return jax.make_mesh((jax.device_count(),), (axis_name,))
-    if not isinstance(mesh, Mesh):
-        raise TypeError(
-            f"`mesh` must be a jax.sharding.Mesh (e.g. jax.make_mesh((n,), ('batch',))) "
-            f"or None, got {type(mesh).__name__}."
-        )
-    if axis_name not in mesh.axis_names:
-        raise ValueError(
-            f"`axis_name`={axis_name!r} is not an axis of the mesh, whose axes are "
-            f"{tuple(mesh.axis_names)}; pass axis_name={mesh.axis_names[0]!r} or build the "
-            f"mesh with that name."
-        )
-    return mesh
+AXIS = "batch"
 
 
-def shard_batch(
-    x: Any, mesh: Mesh | None = None, axis_name: str = "batch", *, pad_value: float = 0
-) -> ShardedBatch:
-    """Lays the leading (batch) axis of ``x`` out over the devices of ``mesh``.
+def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
+    """Lays the leading (batch) axis of ``x`` out over the ``"batch"`` axis of ``mesh``.
+
+    Padding rows are zeros, and the mask excludes them.
 
     Args:
       x: an array ``[batch, ...]`` or a pytree of arrays sharing the batch size
         (several processes: this process's rows).
-      mesh: a ``jax.sharding.Mesh``; ``None``: all devices on one axis named ``axis_name``.
-      axis_name: the mesh axis the batch is split over.
-      pad_value: the value of the padding rows (the mask excludes them).
+      mesh: a ``jax.sharding.Mesh`` with an axis named ``"batch"``, e.g.
+        ``jax.make_mesh((jax.device_count(),), ("batch",))``.
 
     Returns:
       A :class:`ShardedBatch` (values, mask, n_items, sharding).
 
     Example:
-      >>> import jax.numpy as jnp
-      >>> sb = shard_batch(jnp.arange(10.0).reshape(5, 2))
+      >>> import jax, jax.numpy as jnp
+      >>> mesh = jax.make_mesh((jax.device_count(),), ("batch",))
+      >>> sb = shard_batch(jnp.arange(10.0).reshape(5, 2), mesh)
       >>> sb.n_items, sb.mask.shape == (sb.padded_items,), float((sb.values.sum(1) * sb.mask).sum())
       (5, True, 45.0)
     """
-    if isinstance(pad_value, bool) or not isinstance(pad_value, (numbers.Number, np.generic)):
+    if not isinstance(mesh, Mesh):
         raise TypeError(
-            f"`pad_value` must be a number (the value of the padding rows), got "
-            f"{type(pad_value).__name__} {pad_value!r}; e.g. pad_value=0."
+            f"`mesh` must be a jax.sharding.Mesh, e.g. jax.make_mesh((n,), ('batch',)), got "
+            f"{type(mesh).__name__}."
         )
-    mesh = _check_mesh(mesh, axis_name)
+    if AXIS not in mesh.axis_names:
+        raise ValueError(
+            f"`mesh` has axes {tuple(mesh.axis_names)}, none named 'batch' (the axis the batch "
+            "is split over); build it with jax.make_mesh((n,), ('batch',))."
+        )
     check_array_tree(x, "x")
     leaves, treedef = jax.tree_util.tree_flatten_with_path(x)
     if not leaves:
@@ -152,16 +139,16 @@ def shard_batch(
     n_items = next(iter(sizes.values()))
     leaves = [leaf for _, leaf in leaves]
     if any(d.process_index != jax.process_index() for d in mesh.devices.flat):
-        return _shard_process_local(leaves, treedef, n_items, mesh, axis_name, pad_value)
-    n_devices = int(mesh.shape[axis_name])
+        return _shard_process_local(leaves, treedef, n_items, mesh)
+    n_devices = int(mesh.shape[AXIS])
     padded = -(-n_items // n_devices) * n_devices
-    sharding = NamedSharding(mesh, PartitionSpec(axis_name))
+    sharding = NamedSharding(mesh, PartitionSpec(AXIS))
 
     def place(leaf: Any) -> jax.Array:
         leaf = np.asarray(leaf) if isinstance(leaf, np.ndarray) or np.isscalar(leaf) else leaf
         widths = [(0, padded - n_items)] + [(0, 0)] * (np.ndim(leaf) - 1)
         pad = np.pad if isinstance(leaf, np.ndarray) else jnp.pad
-        return jax.device_put(pad(leaf, widths, constant_values=pad_value), sharding)
+        return jax.device_put(pad(leaf, widths), sharding)
 
     values = jax.tree_util.tree_unflatten(treedef, [place(leaf) for leaf in leaves])
     mask = jax.device_put(np.arange(padded) < n_items, sharding)
@@ -179,18 +166,16 @@ def _process_blocks(sharding: NamedSharding, n_devices: int) -> dict[int, list[i
     if len(ordered) != jax.process_count() or len(sizes) != 1 or not contiguous:
         raise ValueError(
             f"the mesh must give each of the {jax.process_count()} processes an equal, contiguous "
-            f"block of the `axis_name` axis; its processes hold blocks {ordered}. Build it from all "
+            f"block of the 'batch' axis; its processes hold blocks {ordered}. Build it from all "
             "devices in process order, e.g. jax.make_mesh((jax.device_count(),), ('batch',))."
         )
     return ordered
 
 
-def _shard_process_local(
-    leaves: list, treedef: Any, n_local: int, mesh: Mesh, axis_name: str, pad_value: float
-) -> ShardedBatch:
+def _shard_process_local(leaves: list, treedef: Any, n_local: int, mesh: Mesh) -> ShardedBatch:
     """:func:`shard_batch` over a mesh spanning several processes; ``leaves`` are this process's rows."""
-    sharding = NamedSharding(mesh, PartitionSpec(axis_name))
-    n_devices = int(mesh.shape[axis_name])
+    sharding = NamedSharding(mesh, PartitionSpec(AXIS))
+    n_devices = int(mesh.shape[AXIS])
     blocks = _process_blocks(sharding, n_devices)
     mine = blocks[jax.process_index()]
     hosts = [np.asarray(leaf) for leaf in leaves]
@@ -205,7 +190,7 @@ def _shard_process_local(
         )
     per_block = max(1, -(-int(table[:, 0].max()) // len(mine)))
 
-    def place(host: np.ndarray, fill: Any = pad_value) -> jax.Array:
+    def place(host: np.ndarray, fill: Any = 0) -> jax.Array:
         widths = [(0, per_block * len(mine) - n_local)] + [(0, 0)] * (host.ndim - 1)
         local = np.pad(host, widths, constant_values=fill)
         shape = (n_devices * per_block, *host.shape[1:])
