@@ -21,7 +21,7 @@ import pytest
 
 import batchlab
 from batchlab.runs.checkpoint import Journal
-from batchlab.runs.results import BatchFnError, BatchMemoryError
+from batchlab.runs.results import BatchFnError
 
 HERE = Path(__file__).parent
 BIG = 2**23  # jnp.outer of 2**23 float32s: a 256 TiB buffer, RESOURCE_EXHAUSTED at once
@@ -271,18 +271,10 @@ def test_real_oom_at_run_time_finds_the_largest_size_that_fits():
     equal(r, batchlab.run_batches(item_fn, xs, batch_size=11, progress=False))
 
 
-def test_real_oom_at_minimum_size_raises_with_the_result():
-    with pytest.raises(BatchMemoryError, match=r"minimum batch size 2") as info:
-        batchlab.run_batches(
-            grows(0),
-            data(8),
-            batch_size=4,
-            strategy="manual",
-            min_batch_size=2,
-            on_error="raise",
-            progress=False,
-        )
-    assert info.value.result.indices.size == 0 and not info.value.result.complete
+def test_real_oom_at_batch_size_one_stops_with_the_result():
+    r = batchlab.run_batches(grows(0), data(8), batch_size=4, strategy="manual", progress=False)
+    assert r.indices.size == 0 and not r.complete
+    assert "out of memory (XLA RESOURCE_EXHAUSTED) even at batch size 1" in r.stop_reason
 
 
 def test_oom_at_compile_time_is_memory_not_an_error_in_fn(monkeypatch):
@@ -484,7 +476,7 @@ def test_an_npz_file_is_refused_as_a_checkpoint(tmp_path):
 
 
 # --------------------------------------------------- failed items on resume
-def test_failed_items_are_retried_on_resume_unless_asked_not_to(tmp_path):
+def test_failed_items_are_retried_on_resume(tmp_path):
     xs, broken = data(12), {"on": True}
 
     def fn(batch):
@@ -497,8 +489,6 @@ def test_failed_items_are_retried_on_resume_unless_asked_not_to(tmp_path):
     first = batchlab.run_batches(fn, xs, checkpoint=path, **kw)
     assert first.failed_indices == [5]
     broken["on"] = False
-    kept = batchlab.run_batches(fn, xs, checkpoint=path, retry_failed=False, **kw)
-    assert kept.failed_indices == [5]
     retried = batchlab.run_batches(fn, xs, checkpoint=path, **kw)
     assert retried.complete and retried.failures == ()
     equal(retried, batchlab.run_batches(item_fn, xs, batch_size=4, progress=False))

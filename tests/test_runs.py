@@ -15,7 +15,6 @@ from conftest import assert_close
 
 import batchlab
 from batchlab.runs.errors import is_out_of_memory, short_message
-from batchlab.runs.results import BatchItemError, BatchMemoryError
 
 OOM_MESSAGE = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4.00GiB."
 
@@ -106,16 +105,12 @@ def test_random_xla_ooms(seed):
     check_good(r, xs)
 
 
-def test_oom_at_minimum_size_stops_or_raises():
+def test_oom_at_batch_size_one_stops():
     def always_oom(batch):
         raise jax.errors.JaxRuntimeError(OOM_MESSAGE)
 
     r = batchlab.run_batches(always_oom, data(8), batch_size=4, strategy="manual", progress=False)
-    assert not r.complete and "minimum batch size 1" in r.stop_reason and r.retries == 2
-    with pytest.raises(BatchMemoryError, match=r"minimum batch size 1.*Lower `min_batch_size`"):
-        batchlab.run_batches(
-            always_oom, data(8), batch_size=4, strategy="manual", on_error="raise", progress=False
-        )
+    assert not r.complete and "even at batch size 1" in r.stop_reason and r.retries == 2
 
 
 def test_nothing_fits_budget():
@@ -153,27 +148,15 @@ def test_bad_shapes_and_dtypes_in_a_list():
     assert "item 2 is (5,) float32 where the other items are (4,) float32" in r.failures[0].message
     assert "int32" in r.failures[1].message
     np.testing.assert_array_equal(r.outputs, [4.0 * i for i in range(10) if i not in (2, 7)])
-    with pytest.raises(BatchItemError, match=r"item 2 failed .*on_error='skip'") as info:
-        batchlab.run_batches(
-            lambda x: x.sum(), items, batch_size=4, on_error="raise", progress=False
-        )
-    np.testing.assert_array_equal(
-        info.value.result.indices, [0, 1, 3, 4]
-    )  # the batch holding item 2
 
 
-def test_nan_check_and_error_raise_keeps_results():
+def test_nan_check():
     xs = data(12)
     xs[5, 1] = np.nan
     r = batchlab.run_batches(item_fn, xs, batch_size=4, check_nan=True, progress=False)
     assert r.failed_indices == [5] and "NaN" in r.failures[0].message
     check_good(r, xs, [i for i in range(12) if i != 5])
     assert batchlab.run_batches(item_fn, xs, batch_size=4, progress=False).failures == ()
-    with pytest.raises(BatchItemError, match=r"item 5 failed") as info:
-        batchlab.run_batches(
-            item_fn, xs, batch_size=4, check_nan=True, on_error="raise", progress=False
-        )
-    np.testing.assert_array_equal(info.value.result.indices, [0, 1, 2, 3, 4, 6, 7])
 
 
 def test_keyboard_interrupt_inside_a_batch_then_resume(tmp_path):
@@ -287,11 +270,9 @@ def test_checkpoint_mismatch_is_refused(tmp_path):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        (dict(on_error="ignore"), ValueError, "`on_error` must be 'skip' or 'raise'"),
         (dict(batch_size=0), ValueError, "`batch_size` must be at least 1"),
         (dict(batch_size="big"), TypeError, "`batch_size` must be a positive int"),
         (dict(budget_bytes=-5), ValueError, "`budget_bytes` must be at least 1"),
-        (dict(min_batch_size=0), ValueError, "`min_batch_size` must be at least 1"),
     ],
 )
 def test_bad_arguments(kwargs, error, match):
