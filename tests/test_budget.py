@@ -211,13 +211,11 @@ def test_known_plans_are_reused_and_answers_unchanged(strategy, chunk):
     assert again.compilations == 0 and "planned earlier" in repr(again)
 
 
-def test_search_stats_and_bad_method():
+def test_search_stats():
     jitted = jax.jit(batched(widen))
     stats: dict = {}
     answer, curve = search(jitted, ITEM, 64 * 1024, 100, stats=stats)
     assert curve[answer] <= 64 * 1024 < curve[answer + 1] and stats["compiled"] == len(curve)
-    with pytest.raises(ValueError, match="`method` must be one of"):
-        search(jitted, ITEM, 64 * 1024, 100, method="golden")
 
 
 def test_known_and_on_compile_types():

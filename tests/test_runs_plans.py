@@ -114,7 +114,7 @@ def test_run_batches_budget_counts_closed_over_weights():
         batchlab.max_batch_size(with_w, (ITEM, W_SPEC), in_axes=(0, None), budget_bytes=budget)
     )
     assert fits < 100
-    r = batchlab.run_batches(closed, xs, budget_bytes=budget, progress=False)  # batch_size="auto"
+    r = batchlab.run_batches(closed, xs, batch_size=fits, budget_bytes=budget, progress=False)
     assert r.complete and max(r.batch_sizes) == fits and r.retries == 0
     over = batchlab.run_batches(
         closed, xs, batch_size=fits + 1, budget_bytes=budget, progress=False

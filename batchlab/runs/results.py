@@ -91,14 +91,6 @@ class RunResult(Rows):
         done = len(self.indices) + len(self.failures) - self.resumed_items
         return done / self.seconds if self.seconds > 0 else None
 
-    def output(self, index: int) -> Any:
-        """The output of item ``index`` (``KeyError`` if it has none)."""
-        where = np.flatnonzero(self.indices == index)
-        if where.size == 0:
-            reason = next((f.message for f in self.failures if f.index == index), "not run yet")
-            raise KeyError(f"item {index} has no output: {reason}")
-        return jax.tree_util.tree_map(lambda a: a[where[0]], self.outputs)
-
     def _title(self) -> str:
         return self.source
 

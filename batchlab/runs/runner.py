@@ -29,14 +29,12 @@ import numpy as np
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab._util.compile import function_name
 from batchlab.runs.attempt import BatchRunner, Items
-from batchlab.runs.budget import default_budget
 from batchlab.runs.checkpoint import CheckpointError, Journal, check_room, check_writable
 from batchlab.runs.errors import (
     FnBug,
     InterruptFlag,
     OutOfMemory,
     exit_as_interrupted,
-    is_out_of_memory,
 )
 from batchlab.runs.fingerprint import (
     Unfingerprintable,
@@ -53,7 +51,6 @@ from batchlab.runs.results import (
     RunResult,
     RunState,
 )
-from batchlab.runs.search import search
 
 
 def _after_oom(state: RunState, size: int) -> int:
@@ -81,7 +78,7 @@ def run_batches(
     fn: Callable,
     items: Any,
     *,
-    batch_size: int | str = "auto",
+    batch_size: int,
     budget_bytes: int | None = None,
     checkpoint: str | os.PathLike | None = None,
     progress: bool = True,
@@ -97,8 +94,8 @@ def run_batches(
       strategy: ``"vmap"`` (``fn`` run as ``jax.jit(jax.vmap(fn))``) or ``"manual"``
         (``fn`` batched by hand, called as given).
       items: a ``list`` of items (pytrees of arrays), or arrays with the items along axis 0.
-      batch_size: items per batch, or ``"auto"``: :func:`batchlab.max_batch_size` for the
-        budget (``budget_bytes``, else :func:`batchlab.runs.budget.default_budget`).
+      batch_size: items per batch to start with (the largest a budget fits:
+        ``int(batchlab.max_batch_size(fn, item, budget_bytes=...))``).
       budget_bytes: planned bytes a batch may use; a batch over it is retried smaller.
       checkpoint: a file path; finished batches are appended there and a rerun resumes
         (items that failed with an error are run again).
@@ -124,8 +121,13 @@ def run_batches(
       ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 2])
     """
     check_callable(fn)
-    if batch_size != "auto":
-        batch_size = check_positive_int(batch_size, "batch_size")
+    if isinstance(batch_size, str):
+        raise TypeError(
+            f"`batch_size` must be a positive int, got {batch_size!r}; for the largest batch a "
+            f"budget fits, pass batch_size=int(batchlab.max_batch_size(fn, one_item, "
+            f"budget_bytes=...))."
+        )
+    batch_size = check_positive_int(batch_size, "batch_size")
     if budget_bytes is not None:
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
     batched = check_choice(strategy, "strategy", ("vmap", "manual")) == "manual"
@@ -150,10 +152,7 @@ def run_batches(
         state.restore(journal.records, treedef, sizes=same)
         state.other_size = not same  # other settings: the finished items stay, the rest re-sized
     if not resumed or state.other_size:
-        state.size = _initial_size(runner, data, batch_size, budget_bytes)
-    if data.n and state.size == 0:
-        state.stop_reason = f"not even one item fits budget_bytes={budget_bytes} (planned)"
-        return state.result(0.0, budget_bytes)
+        state.size = min(batch_size, max(data.n, 1))
     return _loop(runner, data, state, journal, progress, budget_bytes)
 
 
@@ -191,23 +190,6 @@ def _output_treedef(runner: BatchRunner, data: Items):
         return jax.tree_util.tree_structure(jax.eval_shape(runner.fn, spec))
     except Exception:
         return jax.tree_util.tree_structure(0)
-
-
-def _initial_size(runner: BatchRunner, data: Items, batch_size, budget_bytes) -> int:
-    if batch_size != "auto":
-        return min(batch_size, max(data.n, 1))
-    if data.n == 0:
-        return 1
-    budget = budget_bytes if budget_bytes is not None else default_budget().bytes
-    try:
-        answer, _ = search(runner.jitted, data.spec_item, budget, data.n)
-    except Exception as e:
-        if not is_out_of_memory(e):
-            raise
-        # XLA refused to compile a size while planning (TPU/GPU compile-time OOM): start from
-        # every item and let the run's own OOM handling halve and bisect from there
-        return data.n
-    return answer
 
 
 def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
