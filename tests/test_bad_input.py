@@ -62,8 +62,8 @@ NOT_CALLABLE = [3, "fn", None]
 INT_ARGS = {
     "measure": (lambda **k: batchlab.measure(double, X, **k), ["repeat", "number", "warmup"]),
     "run_batches": (
-        lambda **k: batchlab.run_batches(item_fn, X, progress=False, **k),
-        ["batch_size", "min_batch_size", "budget_bytes"],
+        lambda **k: batchlab.run_batches(item_fn, X, progress=False, **{"batch_size": 2, **k}),
+        ["batch_size", "budget_bytes"],
     ),
     "max_batch_size": (
         lambda **k: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, **k),
@@ -114,7 +114,6 @@ FLOAT_ARGS = {
         ["min_sample_time", "max_time", "tolerance"],
     ),
     "compare": (lambda **k: batchlab.compare(item_fn, X, **k), ["max_time"]),
-    "default_budget": (lambda **k: batchlab.default_budget(**k), ["fraction"]),
 }
 for fname, (call, names) in FLOAT_ARGS.items():
     for name in names:
@@ -129,7 +128,7 @@ for fname, (call, names) in FLOAT_ARGS.items():
 FN_ARGS = {
     "measure": lambda f: batchlab.measure(f, X),
     "memory_estimate": lambda f: batchlab.memory_estimate(f, X),
-    "run_batches": lambda f: batchlab.run_batches(f, X, progress=False),
+    "run_batches": lambda f: batchlab.run_batches(f, X, batch_size=2, progress=False),
     "max_batch_size": lambda f: batchlab.max_batch_size(f, ITEM, budget_bytes=2**20),
     "compare": lambda f: batchlab.compare(f, X),
     "batch": lambda f: batchlab.batch(f),
@@ -148,12 +147,8 @@ for fname, call in FN_ARGS.items():
         case(f"{fname}({arg}={bad!r})", functools.partial(call, bad), TypeError, rf"`{arg}`")
 
 CHOICES = {
-    "run_batches(on_error)": (
-        lambda v: batchlab.run_batches(item_fn, X, on_error=v, progress=False),
-        "on_error",
-    ),
     "run_batches(strategy)": (
-        lambda v: batchlab.run_batches(item_fn, X, strategy=v, progress=False),
+        lambda v: batchlab.run_batches(item_fn, X, batch_size=2, strategy=v, progress=False),
         "strategy",
     ),
     "batch(strategy)": (lambda v: batchlab.batch(item_fn, strategy=v), "strategy"),
@@ -181,8 +176,8 @@ for cid, (call, name) in CHOICES.items():
 
 FLAGS = {
     "run_batches": (
-        lambda **k: batchlab.run_batches(item_fn, X, **k),
-        ["progress", "check_nan", "retry_failed"],
+        lambda **k: batchlab.run_batches(item_fn, X, batch_size=2, **k),
+        ["progress", "check_nan"],
     ),
     "measure": (lambda **k: batchlab.measure(double, X, **k), ["isolated"]),
     "pad": (lambda **k: batchlab.pad(SEQS, **k), ["truncate"]),
@@ -629,49 +624,68 @@ case("pack(max_items=0)", lambda: batchlab.pack(SEQS, max_items=0), ValueError, 
 
 # ---------------------------------------------------- memory limits (06-07)
 case(
-    "run_batches(items='abc')", lambda: batchlab.run_batches(item_fn, "abc"), TypeError, r"`items`"
+    "run_batches(items='abc')",
+    lambda: batchlab.run_batches(item_fn, "abc", batch_size=2),
+    TypeError,
+    r"`items`",
 )
-case("run_batches(items=None)", lambda: batchlab.run_batches(item_fn, None), TypeError, r"`items`")
-case("run_batches(items=5)", lambda: batchlab.run_batches(item_fn, 5), TypeError, r"`items`")
+case(
+    "run_batches(batch_size='auto')",
+    lambda: batchlab.run_batches(item_fn, X, batch_size="auto"),
+    TypeError,
+    r"`batch_size` must be a positive int, got 'auto'; .*batch_size=int\(batchlab.max_batch_size",
+)
+case(
+    "run_batches(items=None)",
+    lambda: batchlab.run_batches(item_fn, None, batch_size=2),
+    TypeError,
+    r"`items`",
+)
+case(
+    "run_batches(items=5)",
+    lambda: batchlab.run_batches(item_fn, 5, batch_size=2),
+    TypeError,
+    r"`items`",
+)
 case(
     "run_batches(items=['a','b'])",
-    lambda: batchlab.run_batches(item_fn, ["a", "b"]),
+    lambda: batchlab.run_batches(item_fn, ["a", "b"], batch_size=2),
     TypeError,
     r"`items`",
 )
 case(
     "run_batches(items ragged leaves)",
-    lambda: batchlab.run_batches(item_fn, (np.ones((3, 2)), np.ones((4, 2)))),
+    lambda: batchlab.run_batches(item_fn, (np.ones((3, 2)), np.ones((4, 2))), batch_size=2),
     ValueError,
     r"`items`",
 )
 case(
     "run_batches(checkpoint=/nonexistent)",
-    lambda: batchlab.run_batches(item_fn, X, checkpoint="/nonexistent/ck.npz"),
+    lambda: batchlab.run_batches(item_fn, X, batch_size=2, checkpoint="/nonexistent/ck.npz"),
     ValueError,
     r"`checkpoint` folder",
 )
 case(
     "run_batches(checkpoint=dir)",
-    lambda: batchlab.run_batches(item_fn, X, checkpoint=tempfile.gettempdir()),
+    lambda: batchlab.run_batches(item_fn, X, batch_size=2, checkpoint=tempfile.gettempdir()),
     ValueError,
     r"`checkpoint` must be a file path",
 )
 case(
     "run_batches(checkpoint=5)",
-    lambda: batchlab.run_batches(item_fn, X, checkpoint=5),
+    lambda: batchlab.run_batches(item_fn, X, batch_size=2, checkpoint=5),
     TypeError,
     r"`checkpoint`",
 )
 case(
     "run_batches(run_name=5)",
-    lambda: batchlab.run_batches(item_fn, X, run_name=5),
+    lambda: batchlab.run_batches(item_fn, X, batch_size=2, run_name=5),
     TypeError,
     r"`run_name`",
 )
 case(
     "run_batches(run_name='')",
-    lambda: batchlab.run_batches(item_fn, X, run_name=""),
+    lambda: batchlab.run_batches(item_fn, X, batch_size=2, run_name=""),
     TypeError,
     r"`run_name`",
 )
@@ -716,42 +730,16 @@ case(
     r"`on_compile`",
 )
 case(
-    "max_batch_size(margin=0.5)",
-    lambda: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, margin=0.5),
-    ValueError,
-    r"`margin` must be a finite ratio >= 1",
+    "max_batch_size(margin=1.5)",
+    lambda: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, margin=1.5),
+    TypeError,
+    r"`margin` must be None or 'calibrated'.*budget_bytes=int\(budget / ratio\)",
 )
 case(
     "max_batch_size(margin='auto')",
     lambda: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, margin="auto"),
     ValueError,
-    r"`margin` must be a ratio >= 1 or 'calibrated'",
-)
-case(
-    "max_batch_size(margin=True)",
-    lambda: batchlab.max_batch_size(item_fn, ITEM, budget_bytes=2**20, margin=True),
-    TypeError,
-    r"`margin` must be a number >= 1",
-)
-case(
-    "run_batches(margin=0.5)",
-    lambda: batchlab.run_batches(item_fn, X, budget_bytes=2**20, margin=0.5, progress=False),
-    ValueError,
-    r"`margin` must be a finite ratio >= 1",
-)
-case(
-    "run_batches(margin=2, fixed batch_size, no budget)",
-    lambda: batchlab.run_batches(item_fn, X, batch_size=2, margin=2, progress=False),
-    ValueError,
-    r"`margin`=2.0 divides a budget, but this run has none",
-)
-case(
-    "run_batches(margin='calibrated', strategy='manual')",
-    lambda: batchlab.run_batches(
-        lambda b: b * 2, X, strategy="manual", margin="calibrated", progress=False
-    ),
-    ValueError,
-    r"`margin`='calibrated' measures a function of ONE item",
+    r"`margin` must be None or 'calibrated'",
 )
 
 # ----------------------------------------- in place, buffers (08-09)

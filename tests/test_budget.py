@@ -11,8 +11,10 @@ import pytest
 
 import batchlab
 from batchlab.batching import batch
-from batchlab.measuring.live import DeviceMemory
-from batchlab.runs import compilation_target, default_budget, planned_bytes, plot_budget_curves
+from batchlab.measuring.live import DeviceMemory, device_memory
+from batchlab.plots import plot_budget_curves
+from batchlab.runs import budget as budget_module
+from batchlab.runs import compilation_target, default_budget, planned_bytes
 from batchlab.runs.search import search
 
 
@@ -117,7 +119,7 @@ def test_result_repr_and_plot():
     r = batchlab.max_batch_size(widen, ITEM, budget_bytes=100 * 1024)
     assert f"largest batch        {int(r)}" in repr(r)
     assert "<table" in r._repr_html_()
-    fig = r.plot()
+    fig = plot_budget_curves([r])
     assert fig.axes[0].get_xlabel() == "batch size (items, log2 axis)"
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert any("answer" in label for label in labels)
@@ -209,13 +211,11 @@ def test_known_plans_are_reused_and_answers_unchanged(strategy, chunk):
     assert again.compilations == 0 and "planned earlier" in repr(again)
 
 
-def test_search_stats_and_bad_method():
+def test_search_stats():
     jitted = jax.jit(batched(widen))
     stats: dict = {}
     answer, curve = search(jitted, ITEM, 64 * 1024, 100, stats=stats)
     assert curve[answer] <= 64 * 1024 < curve[answer + 1] and stats["compiled"] == len(curve)
-    with pytest.raises(ValueError, match="`method` must be one of"):
-        search(jitted, ITEM, 64 * 1024, 100, method="golden")
 
 
 def test_known_and_on_compile_types():
@@ -252,19 +252,23 @@ class _FakeDevice:
         return "fake:0"
 
 
-def test_default_budget_is_limit_minus_in_use_not_pool():
-    dev = _FakeDevice({"bytes_in_use": 600, "pool_bytes": 1000, "bytes_limit": 4000})
-    b = default_budget(dev)
+def on_device(monkeypatch, stats):
+    """default_budget() on a fake device reporting ``stats``."""
+    dev = _FakeDevice(stats)
+    monkeypatch.setattr(budget_module, "device_memory", lambda: device_memory(dev))
+    return default_budget()
+
+
+def test_default_budget_is_limit_minus_in_use_not_pool(monkeypatch):
+    b = on_device(monkeypatch, {"bytes_in_use": 600, "pool_bytes": 1000, "bytes_limit": 4000})
     assert b.bytes == 3400 and "bytes_limit - bytes_in_use" in b.source
-    pool_only = default_budget(_FakeDevice({"bytes_in_use": 600, "pool_bytes": 1000}))
+    pool_only = on_device(monkeypatch, {"bytes_in_use": 600, "pool_bytes": 1000})
     assert pool_only.bytes == 400 and "pool_bytes - bytes_in_use" in pool_only.source
 
 
-def test_a_full_device_gives_no_room_never_the_hosts_memory():
+def test_a_full_device_gives_no_room_never_the_hosts_memory(monkeypatch):
     """A GPU with 0 bytes left is a budget of 0 (0 is falsy: it used to fall back to host RAM)."""
-    full = default_budget(
-        _FakeDevice({"bytes_in_use": 4000, "pool_bytes": 4000, "bytes_limit": 4000})
-    )
+    full = on_device(monkeypatch, {"bytes_in_use": 4000, "pool_bytes": 4000, "bytes_limit": 4000})
     assert full.bytes == 0 and "memory_stats" in full.source
 
 

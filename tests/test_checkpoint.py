@@ -10,7 +10,7 @@ import pytest
 from batchlab.runs.checkpoint import _MAGIC, _RECORD, CheckpointError, Journal, check_writable
 from batchlab.runs.fingerprint import digest, fingerprint, fn_fingerprint, fn_fingerprint_parts
 
-PARTS = {"fn": "f", "items": "abc", "batch_size": 4}
+PARTS = {"fn": "f", "items": "abc"}
 
 
 def test_digest_and_fingerprint_are_stable():
@@ -27,7 +27,7 @@ def test_digest_and_fingerprint_are_stable():
 
 def test_journal_roundtrip_bit_for_bit(tmp_path):
     path = tmp_path / "run.ckpt"
-    j = Journal.open(path, PARTS)
+    j = Journal.open(path, PARTS, settings={"batch_size": 4})
     arrays = {
         "indices": np.arange(3),
         "out_0": np.random.default_rng(0).normal(size=(3, 2)),
@@ -41,7 +41,7 @@ def test_journal_roundtrip_bit_for_bit(tmp_path):
         got = again.records[0][1][k]
         assert got.dtype == v.dtype and got.tobytes() == v.tobytes()
     # batch settings are stored, not fingerprinted: another batch size reopens the same journal
-    other = Journal.open(path, {**PARTS, "batch_size": 8})
+    other = Journal.open(path, PARTS, settings={"batch_size": 8})
     assert other.settings["batch_size"] == 4 and len(other.records) == 2
     with pytest.raises(CheckpointError, match=r"different run \(items: 'abc' there, 'xyz' now\)"):
         Journal.open(path, {**PARTS, "items": "xyz"})

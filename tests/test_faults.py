@@ -21,7 +21,7 @@ import pytest
 
 import batchlab
 from batchlab.runs.checkpoint import Journal
-from batchlab.runs.results import BatchFnError, BatchMemoryError
+from batchlab.runs.results import BatchFnError
 
 HERE = Path(__file__).parent
 BIG = 2**23  # jnp.outer of 2**23 float32s: a 256 TiB buffer, RESOURCE_EXHAUSTED at once
@@ -271,18 +271,10 @@ def test_real_oom_at_run_time_finds_the_largest_size_that_fits():
     equal(r, batchlab.run_batches(item_fn, xs, batch_size=11, progress=False))
 
 
-def test_real_oom_at_minimum_size_raises_with_the_result():
-    with pytest.raises(BatchMemoryError, match=r"minimum batch size 2") as info:
-        batchlab.run_batches(
-            grows(0),
-            data(8),
-            batch_size=4,
-            strategy="manual",
-            min_batch_size=2,
-            on_error="raise",
-            progress=False,
-        )
-    assert info.value.result.indices.size == 0 and not info.value.result.complete
+def test_real_oom_at_batch_size_one_stops_with_the_result():
+    r = batchlab.run_batches(grows(0), data(8), batch_size=4, strategy="manual", progress=False)
+    assert r.indices.size == 0 and not r.complete
+    assert "out of memory (XLA RESOURCE_EXHAUSTED) even at batch size 1" in r.stop_reason
 
 
 def test_oom_at_compile_time_is_memory_not_an_error_in_fn(monkeypatch):
@@ -340,14 +332,18 @@ def test_unwritable_checkpoint_folder_fails_before_any_work(monkeypatch, tmp_pat
         return jax.vmap(item_fn)(batch)
 
     with pytest.raises(ValueError, match=r"`checkpoint` folder .* does not exist"):
-        batchlab.run_batches(fn, data(4), strategy="manual", checkpoint="/nonexistent/ck.ckpt")
+        batchlab.run_batches(
+            fn, data(4), batch_size=2, strategy="manual", checkpoint="/nonexistent/ck.ckpt"
+        )
 
     def refuse(*a, **k):
         raise PermissionError(errno.EROFS, "Read-only file system")
 
     monkeypatch.setattr("tempfile.mkstemp", refuse)  # what a read-only mount does
     with pytest.raises(ValueError, match=r"`checkpoint` folder .* is not writable \(Read-only"):
-        batchlab.run_batches(fn, data(4), strategy="manual", checkpoint=tmp_path / "ck.ckpt")
+        batchlab.run_batches(
+            fn, data(4), batch_size=2, strategy="manual", checkpoint=tmp_path / "ck.ckpt"
+        )
     assert calls == []
 
 
@@ -480,11 +476,11 @@ def test_an_npz_file_is_refused_as_a_checkpoint(tmp_path):
     path = tmp_path / "run.npz"
     np.savez(path, x=np.arange(3))
     with pytest.raises(batchlab.CheckpointError, match=r"not a batchlab run journal"):
-        batchlab.run_batches(item_fn, data(4), checkpoint=path, progress=False)
+        batchlab.run_batches(item_fn, data(4), batch_size=2, checkpoint=path, progress=False)
 
 
 # --------------------------------------------------- failed items on resume
-def test_failed_items_are_retried_on_resume_unless_asked_not_to(tmp_path):
+def test_failed_items_are_retried_on_resume(tmp_path):
     xs, broken = data(12), {"on": True}
 
     def fn(batch):
@@ -497,8 +493,6 @@ def test_failed_items_are_retried_on_resume_unless_asked_not_to(tmp_path):
     first = batchlab.run_batches(fn, xs, checkpoint=path, **kw)
     assert first.failed_indices == [5]
     broken["on"] = False
-    kept = batchlab.run_batches(fn, xs, checkpoint=path, retry_failed=False, **kw)
-    assert kept.failed_indices == [5]
     retried = batchlab.run_batches(fn, xs, checkpoint=path, **kw)
     assert retried.complete and retried.failures == ()
     equal(retried, batchlab.run_batches(item_fn, xs, batch_size=4, progress=False))
@@ -518,16 +512,3 @@ def test_batched_fn_losing_the_batch_axis_is_refused():
         batchlab.run_batches(
             lambda b: b.sum(axis=1)[:6], data(8), batch_size=8, strategy="manual", progress=False
         )
-
-
-def test_oom_at_compile_time_while_sizing_auto(monkeypatch):
-    original = jax.stages.Lowered.compile
-
-    def compile_(self, *a, **k):
-        if self.in_avals[0][0].shape[0] > 5:
-            raise real_oom()
-        return original(self, *a, **k)
-
-    monkeypatch.setattr(jax.stages.Lowered, "compile", compile_)
-    r = batchlab.run_batches(item_fn, data(20), budget_bytes=2**30, progress=False)
-    assert r.complete and r.failures == () and max(r.batch_sizes) == 5

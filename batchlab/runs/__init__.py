@@ -6,38 +6,24 @@ bisecting to bad items and journalling finished items, so a killed or interrupte
 resumes at any batch size.
 """
 
-from batchlab.runs.budget import BatchSizeResult, Budget, default_budget, max_batch_size
-from batchlab.runs.budget_plot import plot_budget_curves
-from batchlab.runs.calibration import calibrate, run_under_limit
+from batchlab.runs.budget import Budget, default_budget, max_batch_size
 from batchlab.runs.checkpoint import CheckpointError
 from batchlab.runs.errors import is_out_of_memory
 from batchlab.runs.planning import planned_bytes
-from batchlab.runs.results import (
-    BatchFnError,
-    BatchItemError,
-    BatchMemoryError,
-    RunInterrupted,
-    RunResult,
-)
+from batchlab.runs.results import BatchFnError, RunInterrupted, RunResult
 from batchlab.runs.runner import run_batches
 from batchlab.runs.search import compilation_target
 
 __all__ = [
     "BatchFnError",
-    "BatchItemError",
-    "BatchMemoryError",
-    "BatchSizeResult",
     "Budget",
     "CheckpointError",
     "RunInterrupted",
     "RunResult",
-    "calibrate",
     "compilation_target",
     "default_budget",
     "is_out_of_memory",
     "max_batch_size",
     "planned_bytes",
-    "plot_budget_curves",
     "run_batches",
-    "run_under_limit",
 ]

@@ -120,9 +120,9 @@ class BatchRunner:
     :func:`batch_planner` only when there is a budget to check.
     """
 
-    def __init__(self, fn, items: Items, batched, budget_bytes, check_nan, min_batch_size):
+    def __init__(self, fn, items: Items, batched, budget_bytes, check_nan):
         self.fn, self.items, self.batched = fn, items, batched
-        self.budget, self.check_nan, self.min_batch_size = budget_bytes, check_nan, min_batch_size
+        self.budget, self.check_nan = budget_bytes, check_nan
         self.jitted = fn if batched else jax.vmap(unjit(fn))
         self._plan = batch_planner(self.jitted) if batched else None
         self.programs: dict[int, Any] = {}

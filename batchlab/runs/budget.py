@@ -1,7 +1,8 @@
 """The largest batch that fits a memory budget, from XLA's compiled plans (nothing runs).
 
 Each size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs. The plan
-is a lower bound of what a device needs, so ``margin=`` divides the budget by a ratio.
+is a lower bound of what a device needs, so ``margin="calibrated"`` divides the budget by a
+measured ratio.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ from batchlab._util.checks import (
     check_array_tree,
     check_callable,
     check_choice,
-    check_positive_float,
     check_positive_int,
 )
 from batchlab._util.format import Rows, format_bytes
 from batchlab.batching.strategies import PLANNED, batch
 from batchlab.measuring.live import device_memory
-from batchlab.runs.budget_plot import plot_budget_curves
-from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes, check_margin
+from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes
 from batchlab.runs.planning import unjit
 from batchlab.runs.search import METHODS, search
 
@@ -42,26 +41,25 @@ class Budget(NamedTuple):
         return f"Budget({format_bytes(self.bytes)}; source: {self.source})"
 
 
-def default_budget(device: Any = None, *, fraction: float = CPU_FRACTION) -> Budget:
+def default_budget() -> Budget:
     """The memory a batch may plan to use on this machine.
 
     On a GPU/TPU: ``bytes_limit - bytes_in_use`` from ``memory_stats()`` (the pool grows
     on demand up to ``bytes_limit``); a device with no room left gives 0 bytes. On CPU,
-    which keeps no statistics: ``fraction`` of the host memory available now (psutil).
+    which keeps no statistics: half the host memory available now (psutil).
 
     Example:
       >>> default_budget().bytes > 0
       True
     """
-    if check_positive_float(fraction, "fraction") > 1:
-        raise ValueError(f"`fraction` is a share of memory in (0, 1], got fraction={fraction}.")
-    stats = device_memory(device)
+    stats = device_memory()
     if stats is not None and stats.room_bytes is not None:  # 0 is an answer: no room left
         what = "bytes_limit" if stats.bytes_limit else "pool_bytes"
         source = f"free device memory: {what} - bytes_in_use (jax.Device.memory_stats())"
         return Budget(int(stats.room_bytes), source)
     available = int(psutil.virtual_memory().available)
-    return Budget(int(available * fraction), f"{fraction:.0%} of available host memory (psutil)")
+    share = f"{CPU_FRACTION:.0%} of available host memory (psutil)"
+    return Budget(int(available * CPU_FRACTION), share)
 
 
 @dataclass(frozen=True)
@@ -139,10 +137,6 @@ class BatchSizeResult(Rows):
     def _title(self) -> str:
         return f"max_batch_size ({self.source})"
 
-    def plot(self, *, axes=None):
-        """Planned bytes against batch size, with the budget and the answer marked."""
-        return plot_budget_curves([self], axes=axes)
-
 
 def check_in_axes(in_axes: Any, example_item: Any) -> None:
     """``in_axes`` is 0, or a tuple of 0/None matching the tuple ``example_item``, one 0 at least."""
@@ -168,6 +162,18 @@ def check_in_axes(in_axes: Any, example_item: Any) -> None:
         )
 
 
+def check_margin(margin: Any) -> str | None:
+    """``None`` or ``"calibrated"``; anything else (a ratio too) is refused."""
+    if margin is None or (isinstance(margin, str) and margin == "calibrated"):
+        return margin
+    error = ValueError if isinstance(margin, str) else TypeError
+    raise error(
+        f"`margin` must be None or 'calibrated' (the plan-to-real ratio measured in a fresh "
+        f"process), got margin={margin!r}; to plan against a budget divided by a ratio of your "
+        f"own, pass budget_bytes=int(budget / ratio)."
+    )
+
+
 def max_batch_size(
     fn: Callable,
     example_item: Any,
@@ -180,7 +186,7 @@ def max_batch_size(
     known: dict[int, int] | None = None,
     on_compile: Callable[[int], None] | None = None,
     in_axes: int | tuple = 0,
-    margin: float | str | None = None,
+    margin: str | None = None,
 ) -> BatchSizeResult:
     """The largest batch of ``batch(fn, strategy=...)`` whose planned memory fits ``budget_bytes``.
 
@@ -201,8 +207,8 @@ def max_batch_size(
       on_compile: called with the batch size before each compilation.
       in_axes: ``0``, or as in ``jax.vmap`` a tuple of 0 (batched) and None (shared, planned
         once, whole) per argument; ``example_item`` is then the tuple of arguments.
-      margin: ``None``: compare with the whole budget; a number >= 1: with ``budget /
-        margin``; ``"calibrated"``: the plan-to-real ratio measured in a fresh process
+      margin: ``None``: compare with the whole budget; ``"calibrated"``: with ``budget /
+        ratio``, the plan-to-real ratio measured in a fresh process
         (:func:`batchlab.runs.calibration.calibrate`).
 
     Example:
@@ -265,9 +271,6 @@ def max_batch_size(
             first = curve
             answer, curve = largest(max(1, int(budget.bytes / margin)))
             curve = {**first, **curve}
-    elif margin is not None:
-        source = "given"
-        answer, curve = largest(max(1, int(budget.bytes / margin)))
     else:
         answer, curve = largest(budget.bytes)
     return BatchSizeResult(

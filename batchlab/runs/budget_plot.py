@@ -11,25 +11,18 @@ _COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
 _STYLES = (("s-", 7, 3), ("o--", 5, 2), ("^-.", 5, 2), ("v:", 5, 2))
 
 
-def plot_budget_curves(
-    results: list,
-    *,
-    axes=None,
-    labels: list[str] | None = None,
-    known: list[dict[int, int]] | None = None,
-):
-    """Planned bytes versus batch size for several searches, with the budget line.
+def plot_budget_curves(results: list):
+    """Planned bytes versus batch size for several :func:`batchlab.max_batch_size` results, with
+    the budget line.
 
-    Each curve is drawn from the points its search compiled (or, with ``known``, every
-    point planned so far for that strategy); each answer is ringed. For a chunked
+    Each curve is drawn from the points its search looked at; each answer is ringed. For a chunked
     ``lax.map``, sizes that are not a multiple of the chunk plan a remainder apart: they are
     drawn as separate marks, not joined to the line. Log-log axes (base 2).
     """
-    axes = new_figure(1, width=7.0, height=4.2)[1] if axes is None else axes
+    axes = new_figure(1, width=7.0, height=4.2)[1]
     for i, r in enumerate(results):
-        chunked = f" (chunk {r.chunk_size})" if r.chunk_size else ""
-        label = labels[i] if labels else r.strategy + chunked
-        points = sorted((known[i] if known else dict(r.curve)).items())
+        label = r.strategy + (f" (chunk {r.chunk_size})" if r.chunk_size else "")
+        points = sorted(r.curve)
         chunk = r.chunk_size if r.strategy != "vmap" and r.chunk_size and r.chunk_size > 1 else 0
         line = [(b, p) for b, p in points if not chunk or b % chunk == 0 or b < chunk]
         rest = [(b, p) for b, p in points if (b, p) not in line]

@@ -32,28 +32,6 @@ CACHE: dict[tuple, tuple[Any, Any]] = {}
 MAX_CALIBRATION_BYTES = 1 << 30
 
 
-def check_margin(margin: Any) -> float | str | None:
-    """``None``, a ratio >= 1 (a real number) or ``"calibrated"``; anything else is refused."""
-    if margin is None or margin == "calibrated":
-        return margin
-    if isinstance(margin, str):
-        raise ValueError(
-            f"`margin` must be a ratio >= 1 or 'calibrated', got margin={margin!r}; e.g. "
-            f"margin=1.5 (plan at most budget / 1.5) or margin='calibrated' (measured here)."
-        )
-    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)):
-        raise TypeError(
-            f"`margin` must be a number >= 1 or 'calibrated', got {type(margin).__name__} "
-            f"{margin!r}; e.g. margin=1.5."
-        )
-    if not np.isfinite(margin) or margin < 1:
-        raise ValueError(
-            f"`margin` must be a finite ratio >= 1 (the budget is divided by it; below 1 it "
-            f"would relax XLA's plan, a lower bound), got margin={margin}; e.g. margin=1.5."
-        )
-    return float(margin)
-
-
 def calibration_sizes(answer: int, planned: dict[int, int]) -> tuple[int, ...]:
     """A quarter of the raw answer and the answer (scaled down while its plan passes 1 GiB)."""
     p = planned.get(answer) or 0
@@ -236,7 +214,6 @@ def calibrate(
     strategy: str = "vmap",
     chunk_size: int | None = None,
     in_axes: Any = 0,
-    timeout: float = TIMEOUT,
     known: dict[int, int] | None = None,
 ) -> Calibration:
     """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``, in a fresh process.
@@ -258,9 +235,9 @@ def calibrate(
     job = BatchJob(plain, strategy, chunk_size, in_axes)
     jobs = [(str(b), "observe", job, _arg_specs(example_item, b, in_axes), 0) for b in sizes]
     if device_memory() is None:
-        reply = run_jobs(jobs, timeout)
+        reply = run_jobs(jobs, TIMEOUT)
     else:  # a device peak cannot be reset: one process per size
-        reply = {k: v for j in jobs for k, v in run_jobs([j], timeout / len(jobs)).items()}
+        reply = {k: v for j in jobs for k, v in run_jobs([j], TIMEOUT / len(jobs)).items()}
     # closed-over arrays are resident before the call (they travel with fn): the plan counts
     # them, the growth cannot, so they are added to it
     spec = batch_args(example_item, min(sizes), in_axes)
@@ -306,13 +283,11 @@ def run_under_limit(
     *,
     strategy: str = "vmap",
     chunk_size: int | None = None,
-    in_axes: Any = 0,
-    timeout: float = TIMEOUT,
 ) -> LimitRun:
     """Runs a batch of ``batch_size`` in a fresh process limited to its warmed-up baseline
     (``VmSize``) + ``budget_bytes`` of address space; ``ran`` is ``None`` off Linux."""
-    job = BatchJob(unjit(fn), strategy, chunk_size, in_axes)
-    args = _arg_specs(example_item, batch_size, in_axes)
-    r = run_jobs([("run", "limit", job, args, int(budget_bytes))], timeout)["run"]
+    job = BatchJob(unjit(fn), strategy, chunk_size, 0)
+    args = batch_args(example_item, batch_size)
+    r = run_jobs([("run", "limit", job, args, int(budget_bytes))], TIMEOUT)["run"]
     figures = [r.get(k) for k in ("ran", "error", "baseline_bytes")]
     return LimitRun(int(batch_size), int(budget_bytes), *figures, str(r.get("source")))

@@ -28,8 +28,6 @@ from batchlab.runs.fingerprint import fingerprint, weights_changed
 
 FORMAT = "batchlab-checkpoint"
 VERSION = 1
-# how a run is cut into batches: stored, not fingerprinted (a resume may change them)
-SETTINGS = ("batch_size", "budget_bytes", "min_batch_size", "multiple_of", "tolerance")
 _MAGIC = b"BATCHLAB-JOURNAL-1\n"
 _RECORD = b"REC1"
 
@@ -207,16 +205,13 @@ class Journal:
             raise _corrupt(
                 path, f"format {header.get('format')!r} version {header.get('version')!r}"
             )
-        theirs = dict(header.get("parts", {}))
-        stored = {k: theirs.pop(k) for k in SETTINGS if k in theirs}  # older journals kept them
-        ours = {k: v for k, v in parts.items() if k not in SETTINGS}
-        check_parts(path, theirs, ours, header.get("described") or {}, described)
+        theirs = header.get("parts", {})
+        check_parts(path, theirs, parts, header.get("described") or {}, described)
         records = []
         while (rec := _decode(data, at, path)) is not None:
             records.append(rec[:2])
             at = rec[2]
-        settings = {**stored, **(header.get("settings") or {})}
-        return cls(path, records, at, len(data) - at, settings)
+        return cls(path, records, at, len(data) - at, header.get("settings") or {})
 
     def append(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Appends one record and fsyncs; on a write error the file is cut back to its last record."""

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
+from batchlab._util.format import Rows, format_count, format_seconds
 
 
 class Failure(NamedTuple):
@@ -75,8 +75,6 @@ class RunResult(Rows):
     source: str = "wall clock (time.perf_counter) per batch, outputs as returned by fn"
     checkpoint_error: str | None = None
     resumed_at_other_size: bool = False
-    margin: float | None = None
-    margin_source: str | None = None
 
     @property
     def failed_indices(self) -> list[int]:
@@ -93,14 +91,6 @@ class RunResult(Rows):
         done = len(self.indices) + len(self.failures) - self.resumed_items
         return done / self.seconds if self.seconds > 0 else None
 
-    def output(self, index: int) -> Any:
-        """The output of item ``index`` (``KeyError`` if it has none)."""
-        where = np.flatnonzero(self.indices == index)
-        if where.size == 0:
-            reason = next((f.message for f in self.failures if f.index == index), "not run yet")
-            raise KeyError(f"item {index} has no output: {reason}")
-        return jax.tree_util.tree_map(lambda a: a[where[0]], self.outputs)
-
     def _title(self) -> str:
         return self.source
 
@@ -112,9 +102,6 @@ class RunResult(Rows):
             ("items", f"{done}; {state}"),
             ("batches", f"{calls} retried at a smaller size after a memory limit"),
         ]
-        if self.margin is not None:
-            figure = f"{format_bytes(self.budget_bytes)} = budget / margin {self.margin:.2f}x"
-            rows.append(("planned budget", f"{figure} ({self.margin_source})"))
         if self.resumed_items:
             other = " (written at other batch settings)" if self.resumed_at_other_size else ""
             rows.append(("resumed", f"{self.resumed_items} items came from the checkpoint{other}"))
@@ -195,8 +182,6 @@ class RunState:
     retry: list = field(default_factory=list)  # failed items to run again on resume
     checkpoint_error: str | None = None
     other_size: bool = False
-    margin: float | None = None
-    margin_source: str | None = None
 
     def add(self, found: list, failures: list, retried: list) -> None:
         gone = set(retried)
@@ -216,9 +201,9 @@ class RunState:
             ]
             indices, outputs = indices[order], jax.tree_util.tree_unflatten(self.treedef, leaves)
         complete = self.stop_reason is None and self.position >= self.n_items and not self.retry
-        same = ("n_items", "stop_reason", "retries", "resumed_items", "checkpoint_error", "margin")
+        same = ("n_items", "stop_reason", "retries", "resumed_items", "checkpoint_error")
         return RunResult(
-            **{k: getattr(self, k) for k in (*same, "margin_source")},
+            **{k: getattr(self, k) for k in same},
             outputs=outputs,
             indices=indices,
             failures=tuple(sorted(self.failures)),
@@ -244,9 +229,10 @@ class RunState:
         self.saved_batches = len(self.batches)
         return header, arrays
 
-    def restore(self, records: list, treedef: Any, *, retry_failed: bool, sizes: bool) -> None:
-        """Folds journal records back into this state (the outputs bit for bit); ``sizes=False``
-        keeps the finished items but not where the sizing stood (other settings now)."""
+    def restore(self, records: list, treedef: Any, *, sizes: bool) -> None:
+        """Folds journal records back into this state (the outputs bit for bit), items that
+        failed with an error to run again; ``sizes=False`` keeps the finished items but not
+        where the sizing stood (other settings now)."""
         stored = [h["treedef"] for h, _ in records if h.get("treedef") is not None]
         treedef = treedef_from_json(stored[0]) if stored else treedef  # as fn returned it
         for header, arrays in records:
@@ -259,19 +245,7 @@ class RunState:
                 setattr(self, k, header["state"][k])
         self.saved_batches = len(self.batches)
         self.resumed_items = sum(len(c[0]) for c in self.chunks) + len(self.failures)
-        if retry_failed:
-            self.retry = sorted(f.index for f in self.failures if f.kind == "error in fn")
-
-
-class BatchItemError(ValueError):
-    """A bad item stopped a run with ``on_error="raise"``; ``.result`` keeps what finished."""
-
-    def __init__(self, result: RunResult, failure: Failure) -> None:
-        super().__init__(
-            f"item {failure.index} failed ({failure.kind}): {failure.message}. The {len(result.indices)} "
-            f"finished outputs are in this error's `.result`; pass on_error='skip' to record bad items and go on."
-        )
-        self.result, self.failure = result, failure
+        self.retry = sorted(f.index for f in self.failures if f.kind == "error in fn")
 
 
 class BatchFnError(ValueError):
@@ -303,16 +277,5 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__(
             f"run_batches stopped by Ctrl-C ({result.stop_reason}); {done} of {result.n_items} items "
             f"finished, in this exception's `.result`; {after}."
-        )
-        self.result = result
-
-
-class BatchMemoryError(MemoryError):
-    """Out of memory even at the minimum batch size; ``.result`` keeps what finished."""
-
-    def __init__(self, result: RunResult) -> None:
-        super().__init__(
-            f"{result.stop_reason}. Lower `min_batch_size`, raise `budget_bytes`, or make one item "
-            f"smaller (e.g. process it in chunks). The {len(result.indices)} finished outputs are in `.result`."
         )
         self.result = result

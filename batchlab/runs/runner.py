@@ -3,7 +3,7 @@
 :func:`run_batches` keeps going when things go wrong:
 
 * **out of memory** (every form XLA raises, a host ``MemoryError``, or a plan over
-  ``budget_bytes``): the same items are retried smaller (:class:`Sizer`);
+  ``budget_bytes``): the same items are retried smaller (halved, then bisected);
 * **bad items** (another shape or dtype, an error in ``fn``, NaN/inf with
   ``check_nan=True``): recorded by index, found by bisection; the same error on every item
   is a broken ``fn`` (:class:`BatchFnError`);
@@ -29,15 +29,12 @@ import numpy as np
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab._util.compile import function_name
 from batchlab.runs.attempt import BatchRunner, Items
-from batchlab.runs.budget import default_budget, max_batch_size
-from batchlab.runs.calibration import check_margin
 from batchlab.runs.checkpoint import CheckpointError, Journal, check_room, check_writable
 from batchlab.runs.errors import (
     FnBug,
     InterruptFlag,
     OutOfMemory,
     exit_as_interrupted,
-    is_out_of_memory,
 )
 from batchlab.runs.fingerprint import (
     Unfingerprintable,
@@ -48,73 +45,46 @@ from batchlab.runs.fingerprint import (
 from batchlab.runs.planning import batch_spec
 from batchlab.runs.results import (
     BatchFnError,
-    BatchItemError,
     BatchLog,
-    BatchMemoryError,
     Failure,
     RunInterrupted,
     RunResult,
     RunState,
 )
-from batchlab.runs.search import search
-
-_DEFAULT_SETTINGS = {"multiple_of": 1, "tolerance": 0.0, "min_batch_size": 1, "budget_bytes": None}
 
 
-class Sizer:
-    """The next batch size: half after a memory error until one ran, then bisection between
-    the last size that ran (``state.ok_size``) and the smallest that failed (``fail_size``),
-    in multiples of ``multiple_of``, until ``fail - ok <= tolerance * fail``."""
+def _after_oom(state: RunState, size: int) -> int:
+    """The next size after a memory error: half until one ran, then bisection between the last
+    size that ran (``state.ok_size``) and the smallest that failed (``fail_size``)."""
+    if size <= state.ok_size:  # memory got tighter than when ok_size ran: forget it
+        state.ok_size = 0
+    state.fail_size = size if state.fail_size is None else min(state.fail_size, size)
+    ok = state.ok_size
+    if ok and size - ok <= 1:
+        return ok
+    return min(max((ok + size) // 2, 1), size - 1) if size > 1 else 1
 
-    def __init__(self, minimum: int, multiple_of: int = 1, tolerance: float = 0.0) -> None:
-        self.minimum, self.multiple_of, self.tolerance = minimum, multiple_of, tolerance
 
-    def round(self, n: int) -> int:
-        """``n`` rounded down to a multiple of ``multiple_of`` (unchanged below it)."""
-        m = self.multiple_of
-        return n - n % m if m > 1 and n >= m else n
-
-    def settled(self, ok: int, fail: int) -> bool:
-        return fail - ok <= max(1, math.floor(self.tolerance * fail))
-
-    def after_oom(self, state: RunState, size: int) -> int:
-        if size <= state.ok_size:  # memory got tighter than when ok_size ran: forget it
-            state.ok_size = 0
-        state.fail_size = size if state.fail_size is None else min(state.fail_size, size)
-        ok = state.ok_size
-        if ok and self.settled(ok, size):
-            return ok
-        nxt = self.round((ok + size) // 2 if ok else size // 2)
-        return min(max(nxt, self.minimum, ok), size - 1) if size > 1 else 1
-
-    def after_success(self, state: RunState, size: int) -> int:
-        state.ok_size = size
-        if state.fail_size is not None and state.fail_size <= size:
-            state.fail_size = None
-        fail = state.fail_size
-        if fail is None or self.settled(size, fail):
-            return size
-        nxt = self.round((size + fail) // 2)
-        return nxt if size < nxt < fail else size
+def _after_success(state: RunState, size: int) -> int:
+    """The next size after a batch of ``size`` ran: halfway up to the smallest that failed."""
+    state.ok_size = size
+    if state.fail_size is not None and state.fail_size <= size:
+        state.fail_size = None
+    fail = state.fail_size
+    return size if fail is None or fail - size <= 1 else (size + fail) // 2
 
 
 def run_batches(
     fn: Callable,
     items: Any,
     *,
-    batch_size: int | str = "auto",
+    batch_size: int,
     budget_bytes: int | None = None,
-    on_error: str = "skip",
     checkpoint: str | os.PathLike | None = None,
     progress: bool = True,
     check_nan: bool = False,
     strategy: str = "vmap",
-    min_batch_size: int = 1,
-    retry_failed: bool = True,
     run_name: str | None = None,
-    multiple_of: int = 1,
-    tolerance: float = 0.0,
-    margin: float | str | None = None,
 ) -> RunResult:
     """Runs ``fn`` over every item in batches, surviving memory limits, bad items and Ctrl-C.
 
@@ -124,27 +94,23 @@ def run_batches(
       strategy: ``"vmap"`` (``fn`` run as ``jax.jit(jax.vmap(fn))``) or ``"manual"``
         (``fn`` batched by hand, called as given).
       items: a ``list`` of items (pytrees of arrays), or arrays with the items along axis 0.
-      batch_size: items per batch, or ``"auto"``: :func:`batchlab.max_batch_size` for the
-        budget (``budget_bytes``, else :func:`batchlab.runs.budget.default_budget`).
+      batch_size: items per batch to start with (the largest a budget fits:
+        ``int(batchlab.max_batch_size(fn, item, budget_bytes=...))``).
       budget_bytes: planned bytes a batch may use; a batch over it is retried smaller.
-      on_error: ``"skip"`` records a bad item and goes on; ``"raise"`` stops.
-      checkpoint: a file path; finished batches are appended there and a rerun resumes.
-      retry_failed: on resume, run the items that failed with an error again.
+      checkpoint: a file path; finished batches are appended there and a rerun resumes
+        (items that failed with an error are run again).
       run_name: names the run in the checkpoint instead of ``fn``'s fingerprint (for an
         ``fn`` that reads what cannot be hashed, or a counter): you vouch it is the same.
-      min_batch_size, multiple_of, tolerance: bound the sizes tried after a memory error
-        (:class:`Sizer`).
-      margin: plan against ``budget / margin`` (a ratio >= 1, or ``"calibrated"``:
-        measured in a fresh process, as :func:`batchlab.max_batch_size` does).
 
     Returns:
       A :class:`RunResult`: outputs of the good items in input order, their indices,
-      failures, every call in the batch log, and throughput.
+      failures, every call in the batch log, and throughput. A bad item is recorded and the
+      run goes on; out of memory even at one item stops it (``stop_reason`` says so).
 
     Raises:
       TypeError / ValueError: bad arguments (checked before anything runs).
-      BatchItemError / BatchMemoryError (``on_error="raise"``), BatchFnError (a broken
-        ``fn``), RunInterrupted (Ctrl-C): each keeps what finished in ``.result``.
+      BatchFnError (a broken ``fn``), RunInterrupted (Ctrl-C): each keeps what finished in
+        ``.result``.
       CheckpointError: a corrupt or mismatched checkpoint, or an ``fn`` that cannot be
         fingerprinted (pass ``run_name``).
 
@@ -155,82 +121,42 @@ def run_batches(
       ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 2])
     """
     check_callable(fn)
-    if not isinstance(on_error, str) or on_error not in ("skip", "raise"):
-        raise ValueError(f"`on_error` must be 'skip' or 'raise', got {on_error!r}.")
-    if batch_size != "auto":
-        batch_size = check_positive_int(batch_size, "batch_size")
+    if isinstance(batch_size, str):
+        raise TypeError(
+            f"`batch_size` must be a positive int, got {batch_size!r}; for the largest batch a "
+            f"budget fits, pass batch_size=int(batchlab.max_batch_size(fn, one_item, "
+            f"budget_bytes=...))."
+        )
+    batch_size = check_positive_int(batch_size, "batch_size")
     if budget_bytes is not None:
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
-    min_batch_size = check_positive_int(min_batch_size, "min_batch_size")
-    multiple_of = check_positive_int(multiple_of, "multiple_of")
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)):
-        raise TypeError(
-            f"`tolerance` must be a number in [0, 1) (a fraction of the smallest failing batch "
-            f"size), got {type(tolerance).__name__} {tolerance!r}."
-        )
-    if not 0 <= tolerance < 1:  # NaN too
-        raise ValueError(
-            f"`tolerance` must be in [0, 1): the search stops once the last size that ran is "
-            f"within this fraction of the smallest that failed, got tolerance={tolerance}; e.g. "
-            f"tolerance=0.1."
-        )
     batched = check_choice(strategy, "strategy", ("vmap", "manual")) == "manual"
     check_bool(progress, "progress")
     check_bool(check_nan, "check_nan")
-    check_bool(retry_failed, "retry_failed")
-    margin = check_margin(margin)
-    if margin is not None and batch_size != "auto" and budget_bytes is None:
-        raise ValueError(
-            f"`margin`={margin!r} divides a budget, but this run has none: batch_size="
-            f"{batch_size!r} is fixed and `budget_bytes` is None. Pass budget_bytes=... (the "
-            f"planned check then uses budget / margin), or batch_size='auto'."
-        )
-    if margin == "calibrated" and batched:
-        raise ValueError(
-            "`margin`='calibrated' measures a function of ONE item (run as jit(vmap(fn))), but "
-            "strategy='manual' gives a function of a whole batch. Pass a number instead, e.g. "
-            "margin=max_batch_size(item_fn, item, margin='calibrated').margin, or margin=1.5."
-        )
     if run_name is not None and not (isinstance(run_name, str) and run_name):
         raise TypeError(f"`run_name` must be a non-empty string or None, got {run_name!r}.")
     if checkpoint is not None:
         check_writable(checkpoint)  # before any work: a bad path fails now, not after batch 1
-    tolerance, data = float(tolerance), Items(items)
+    data = Items(items)
     state = RunState(data.n)
-    if margin is not None:  # batches are planned against budget / margin
-        base = budget_bytes if budget_bytes is not None else default_budget().bytes
-        if margin != "calibrated":
-            planned = (max(1, int(base / margin)), margin, "given")
-        elif not data.n:  # no items: nothing to measure, nothing to size
-            planned = (base, 1.0, "not calibrated: no items")
-        else:
-            r = max_batch_size(fn, data.spec_item, budget_bytes=base, margin="calibrated")
-            planned = (r.planned_budget_bytes, r.margin, r.margin_source)
-        budget_bytes, state.margin, state.margin_source = planned
-    runner = BatchRunner(fn, data, batched, budget_bytes, check_nan, min_batch_size)
-    sizer = Sizer(min_batch_size, multiple_of, tolerance)
+    runner = BatchRunner(fn, data, batched, budget_bytes, check_nan)
     settings = dict(batch_size=batch_size, budget_bytes=budget_bytes)
-    settings.update(min_batch_size=min_batch_size, multiple_of=multiple_of, tolerance=tolerance)
     journal = None
     if checkpoint is not None:
-        journal = _open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_error)
+        journal = _open_journal(checkpoint, fn, items, data, runner, run_name, settings)
     resumed = journal is not None and bool(journal.records)
     if resumed:
-        stored = journal.settings
-        same = all(stored.get(k, _DEFAULT_SETTINGS.get(k)) == v for k, v in settings.items())
+        same = journal.settings == settings
         known = any(h.get("treedef") is not None for h, _ in journal.records)
         treedef = None if known else _output_treedef(runner, data)  # no retrace when stored
-        state.restore(journal.records, treedef, retry_failed=retry_failed, sizes=same)
+        state.restore(journal.records, treedef, sizes=same)
         state.other_size = not same  # other settings: the finished items stay, the rest re-sized
     if not resumed or state.other_size:
-        state.size = _initial_size(runner, data, batch_size, budget_bytes, sizer)
-    if data.n and state.size == 0:
-        state.stop_reason = f"not even one item fits budget_bytes={budget_bytes} (planned)"
-        return state.result(0.0, budget_bytes)
-    return _loop(runner, data, state, sizer, on_error, journal, progress, budget_bytes)
+        state.size = min(batch_size, max(data.n, 1))
+    return _loop(runner, data, state, journal, progress, budget_bytes)
 
 
-def _open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_error) -> Journal:
+def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Journal:
     """Fingerprints the run (``fn``, the items, the settings that change outputs) and opens or
     creates its journal, checking the disk has room, before any batch runs. The batch settings
     are stored beside the fingerprint, not in it: a resume may re-size the rest."""
@@ -243,7 +169,7 @@ def _open_journal(checkpoint, fn, items, data, runner, run_name, settings, on_er
             f"checkpoint=..., run_name='my-run-v1'), and change the name when fn changes."
         ) from e
     parts = {"fn": function_name(fn), **fn_parts, "items": digest(items)[:16], "n_items": data.n}
-    parts.update(on_error=on_error, check_nan=runner.check_nan, batched=runner.batched)
+    parts.update(check_nan=runner.check_nan, batched=runner.batched)
     described = {"fn": function_name(fn), **({} if run_name else fn_descriptions(fn))}
     if not os.path.exists(checkpoint) and data.n and not runner.batched:
         # a per-item fn is traced for its shapes anyway; a batched fn is the user's own code,
@@ -266,24 +192,7 @@ def _output_treedef(runner: BatchRunner, data: Items):
         return jax.tree_util.tree_structure(0)
 
 
-def _initial_size(runner: BatchRunner, data: Items, batch_size, budget_bytes, sizer: Sizer) -> int:
-    if batch_size != "auto":
-        return min(batch_size, max(data.n, 1))
-    if data.n == 0:
-        return 1
-    budget = budget_bytes if budget_bytes is not None else default_budget().bytes
-    try:
-        answer, _ = search(runner.jitted, data.spec_item, budget, data.n)
-    except Exception as e:
-        if not is_out_of_memory(e):
-            raise
-        # XLA refused to compile a size while planning (TPU/GPU compile-time OOM): start from
-        # every item and let the run's own OOM handling halve and bisect from there
-        return data.n
-    return sizer.round(answer)
-
-
-def _loop(runner, data, state, sizer, on_error, journal, progress, budget_bytes) -> RunResult:
+def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
     from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
@@ -320,12 +229,10 @@ def _loop(runner, data, state, sizer, on_error, journal, progress, budget_bytes)
                     status = "error in fn, bisected" if e.halves else e.kind
                     log = BatchLog(idx[0], size, len(idx), status, time.perf_counter() - b0)
                     state.batches += [log, *e.halves]
-                    if size <= runner.min_batch_size:
-                        state.stop_reason = f"{e.kind} even at the minimum batch size {size}: {e}"
-                        if on_error == "raise":
-                            raise BatchMemoryError(now()) from e
+                    if size == 1:
+                        state.stop_reason = f"{e.kind} even at batch size 1: {e}"
                         break
-                    state.size = sizer.after_oom(state, size)
+                    state.size = _after_oom(state, size)
                     state.retries += 1
                     continue
                 except KeyboardInterrupt:
@@ -348,12 +255,10 @@ def _loop(runner, data, state, sizer, on_error, journal, progress, budget_bytes)
             state.batches += [log, *halves]
             state.position = end
             if idx and size == full:  # a short batch (the last, or retried items) sizes nothing
-                state.size = sizer.after_success(state, size)
+                state.size = _after_success(state, size)
             if journal is not None and not _save(journal, state, found, failures, retried):
                 break
             bar.update(end - idx_start)
-            if failures and on_error == "raise":
-                raise BatchItemError(now(), sorted(failures)[0])
     result = now()
     if interrupted:
         exit_as_interrupted()

@@ -6,7 +6,6 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from batchlab._util.checks import check_choice
 from batchlab.runs.planning import batch_args, batch_planner
 
 METHODS = ("interpolate", "bisect")
@@ -61,7 +60,6 @@ def search(
     compilations on a straight line). ``known`` (read and extended) gives a warm start;
     ``multiple``: a ``lax.map`` chunk; ``stats["compiled"]`` counts the new compilations.
     """
-    check_choice(method, "method", METHODS)
     plan = _Plans(jitted, example_item, known, on_compile, in_axes)
     answer = _search(plan, budget_bytes, upper, multiple, method)
     if stats is not None:
