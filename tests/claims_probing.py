@@ -134,7 +134,7 @@ def probe_rule(
 
 @dataclass(frozen=True)
 class Probe:
-    """A claim's probe: its rule's, then each control's (``shown``: every rule reaches every outcome)."""
+    """A claim's probe: its rule's (``shown``: the rule reaches every outcome)."""
 
     statement: str
     rules: tuple[RuleProbe, ...]
@@ -145,7 +145,7 @@ class Probe:
 
     @property
     def missing(self) -> dict[str, tuple[str, ...]]:
-        """Each rule (``rule``, ``control: ...``) that misses outcomes, and the outcomes it misses."""
+        """The rule, if it misses outcomes, and the outcomes it misses."""
         return {p.what: p.missing for p in self.rules if p.missing}
 
     def __repr__(self) -> str:
@@ -165,8 +165,7 @@ class Probe:
 
 
 def probe(claim: Any) -> Probe:
-    """Probes a :class:`~batchlab.claims.Claim`: its rule, and each control's rule (which reads
-    the claim's evidence and its own), over variants of the claim's own evidence.
+    """Probes a :class:`~batchlab.claims.Claim`: its rule, over variants of its own evidence.
 
     Raises:
       TypeError: ``claim`` is not a Claim.
@@ -178,10 +177,6 @@ def probe(claim: Any) -> Probe:
       >>> probe(c).shown
       True
     """
-    needed = ("statement", "evidence", "rule", "controls")
-    if not all(hasattr(claim, a) for a in needed):
+    if not all(hasattr(claim, a) for a in ("statement", "evidence", "rule")):
         raise TypeError(f"`claim` must be a bl.claims.Claim, got {type(claim).__name__}.")
-    rules = [probe_rule(claim.rule, claim.evidence, "rule")]
-    for c in claim.controls:
-        rules.append(probe_rule(c.rule, (*claim.evidence, *c.evidence), f"control ({c.removes})"))
-    return Probe(claim.statement, tuple(rules))
+    return Probe(claim.statement, (probe_rule(claim.rule, claim.evidence, "rule"),))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from claims_probing import probe, probe_rule
-from test_claims import SCOPE, fixed_cost_claim, samples
+from test_claims import SCOPE, samples
 
 from batchlab import claims as cl
 from batchlab.claims import FAILS, HOLDS, INCONCLUSIVE, Claim, Number, Samples
@@ -204,28 +204,19 @@ def test_a_number_not_measurable_here_is_inconclusive(rule):
     assert any(isinstance(e, Number) and e.value is None for e in r.changed), r
 
 
-def test_a_claim_probe_covers_its_controls_and_reads_well():
-    p = probe(fixed_cost_claim())
-    assert p.shown and [r.what for r in p.rules] == [
-        "rule",
-        "control (the per-call cost: the same items in one lax.map call)",
-    ]
+def test_a_claim_probe_reads_well():
+    evidence = [samples("batch 1", 4.0, 5.0), samples("batch 64", 0.5, 0.6)]
+    rule = cl.ratio_above("batch 1", "batch 64", 4)
+    p = probe(Claim("a bigger batch costs less per item", evidence, rule, scope=SCOPE))
+    assert p.shown and [r.what for r in p.rules] == ["rule"]
     text = repr(p)
     assert text.startswith("Probe of 'a bigger batch costs less per item':")
-    assert text.count("shown able to fail: every outcome reached") == 2
+    assert text.count("shown able to fail: every outcome reached") == 1
     html = p._repr_html_()
-    assert html.count("<tr>") == 7 and "shown able to fail" in html and "NOT reached" not in html
+    assert html.count("<tr>") == 4 and "shown able to fail" in html and "NOT reached" not in html
     assert "NOT reached" in probe(Claim("n", [Number("n", 1, "c")], AlwaysHolds()))._repr_html_()
     with pytest.raises(TypeError, match=r"`claim` must be a bl\.claims\.Claim"):
         probe("a claim")
-
-
-def test_the_probe_catches_a_control_that_cannot_fail():
-    claim = fixed_cost_claim(control_rule=type("Fixed", (AlwaysHolds,), {"reads": ("lax.map",)})())
-    p = probe(claim)
-    assert not p.shown and list(p.missing) == [
-        "control (the per-call cost: the same items in one lax.map call)"
-    ]
 
 
 def test_the_probe_is_test_tooling_not_the_claims_room():

@@ -73,9 +73,13 @@ def test_keyword_pitfall():
 def test_exercise_donation():
     step = lambda p, g: p - 0.1 * g  # noqa: E731
     p, g = jnp.ones(32), jnp.ones(32)
-    assert exercises.check("fragmentation.donation_alias", (0,), step=step, params=p, grads=g)
-    assert not exercises.check("fragmentation.donation_alias", (), step=step, params=p, grads=g)
-    assert not exercises.check("fragmentation.donation_alias", ("p",), step=step, params=p, grads=g)
+    ctx = dict(step=step, args=(p, g), params_index=0)
+    assert exercises.check("fragmentation.donation_alias", (0,), **ctx)
+    assert not exercises.check("fragmentation.donation_alias", (), **ctx)
+    assert not exercises.check("fragmentation.donation_alias", ("p",), **ctx)
+    with pytest.warns(UserWarning, match="donated buffers were not usable"):  # g: not reused
+        r = exercises.check("fragmentation.donation_alias", (0, 1), **ctx)
+    assert not r and "also donated position(s) [1]" in r.message
 
 
 def test_errors():

@@ -1,18 +1,18 @@
-"""Claims as experiments: every verdict scoped, decided by a rule, and controlled.
+"""Claims as experiments: every verdict scoped and decided by a rule.
 
 A :class:`Claim` is a statement in plain words, its :class:`Scope` (backend, device kind, JAX
 version, sizes, dtype), the evidence measured in the cell (:class:`Number` for deterministic
-figures, :class:`Samples` for repeated timings), a rule with exactly three outcomes (*holds*,
-*does not hold*, *inconclusive here*: :func:`ratio_above` / :func:`ratio_below`, spread-aware
-for timings, :func:`equals`, :func:`relation`, :func:`all_of`), and a :class:`Control` for
-every stated cause. A notebook records its verdicts in a :class:`Record`: a finding is a
-contrast (it stands only when the case and the rival's case read opposite ways), a
-:class:`Check` a fact listed apart. The eleven source claims have names (:data:`NAMES`).
+figures, :class:`Samples` for repeated timings) and a rule with exactly three outcomes
+(*holds*, *does not hold*, *inconclusive here*: :func:`ratio_above` / :func:`ratio_below`,
+spread-aware for timings, :func:`equals`, :func:`relation`, :func:`all_of`). A notebook
+records its verdicts in a :class:`Record`: a finding is a contrast (it stands only when the
+case and the rival's case read opposite ways), a :class:`Check` a fact listed apart. The
+eleven source claims have names (:data:`NAMES`).
 """
 
 from __future__ import annotations
 
-from batchlab.claims.claim import Check, Claim, ClaimsTable, Control, Record, table
+from batchlab.claims.claim import Check, Claim, Record
 from batchlab.claims.evidence import Number, Samples, Scope
 from batchlab.claims.rules import (
     FAILS,
@@ -26,7 +26,7 @@ from batchlab.claims.rules import (
     ratio_below,
     relation,
 )
-from batchlab.claims.sources import NAMES, SOURCE_CLAIMS, source_claim, source_claims
+from batchlab.claims.sources import NAMES, SOURCE_CLAIMS, source_claim
 
 __all__ = [
     "FAILS",
@@ -37,8 +37,6 @@ __all__ = [
     "SOURCE_CLAIMS",
     "Check",
     "Claim",
-    "ClaimsTable",
-    "Control",
     "Decision",
     "Number",
     "Record",
@@ -50,6 +48,4 @@ __all__ = [
     "ratio_below",
     "relation",
     "source_claim",
-    "source_claims",
-    "table",
 ]

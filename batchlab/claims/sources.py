@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from batchlab._util.format import Rows
-
 
 class SourceClaim(NamedTuple):
     """One claim of a source text: its name, what the text says, and where it is measured."""
@@ -80,28 +78,3 @@ def source_claim(name: str) -> SourceClaim:
             return c
     names = "; ".join(repr(n) for n in NAMES)
     raise ValueError(f"no source claim is called {name!r}; the eleven names are: {names}.")
-
-
-class SourceClaimsList(NamedTuple):
-    """The eleven source claims as one table (text and HTML)."""
-
-    claims: tuple[SourceClaim, ...]
-    _header = ("name", "what the source text says", "source text", "measured in notebook")
-    __repr__ = Rows.__repr__
-    _repr_html_ = Rows._repr_html_
-
-    def _title(self) -> str:
-        return "The source claims, by name"
-
-    def _rows(self) -> list[tuple]:
-        return [(c.name, c.says, c.text, ", ".join(c.notebooks)) for c in self.claims]
-
-
-def source_claims() -> SourceClaimsList:
-    """All eleven source claims, for notebook 00 and the README.
-
-    Example:
-      >>> len(source_claims().claims)
-      11
-    """
-    return SourceClaimsList(SOURCE_CLAIMS)

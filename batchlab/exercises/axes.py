@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -9,10 +10,6 @@ import jax.numpy as jnp
 
 from batchlab.batching.axes import BatchAxisError, explain_axes
 from batchlab.exercises import choose, exercise
-
-
-def _matmul(x, w):
-    return x @ w
 
 
 @exercise(
@@ -41,9 +38,7 @@ def item_shape(answer: Any) -> tuple[bool, str]:
     "{'in_axes': ..., 'out_axes': ...} so that vmap runs predict(x, w) = x @ w over the 5 "
     "columns and returns the outputs with the batch LAST: shape (2, 5).",
 )
-def columns_batch(answer: Any, *, fn=_matmul, x=None, w=None) -> tuple[bool, str]:
-    x = jnp.ones((3, 5)) if x is None else x
-    w = jnp.ones((3, 2)) if w is None else w
+def columns_batch(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, str]:
     if not isinstance(answer, dict) or not {"in_axes", "out_axes"} <= set(answer):
         return False, "Answer with a dict {'in_axes': ..., 'out_axes': ...}."
     try:
@@ -72,9 +67,7 @@ def columns_batch(answer: Any, *, fn=_matmul, x=None, w=None) -> tuple[bool, str
     "shape (4,). What does in_axes=(1, None) give now: 'error', 'wrong answer' or "
     "'right answer'? Then say why.",
 )
-def non_square(answer: Any, *, fn=_matmul, x=None, w=None) -> tuple[bool, str]:
-    x = jnp.ones((3, 4)) if x is None else x
-    w = jnp.ones((4,)) if w is None else w
+def non_square(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, str]:
     try:
         wrong = jax.vmap(fn, in_axes=(1, None))(x, w)
     except (TypeError, ValueError):

@@ -14,7 +14,7 @@ from batchlab.measuring.memory import memory_estimate
     "On a BFCAllocator(4096) with 256-byte alignment: allocate a=1000 B, b=1000 B, c=1000 B, "
     "free b, then allocate d=600 B. At which offset does d land?",
 )
-def _hand_trace(answer, **context):
+def _hand_trace(answer):
     a = BFCAllocator(4096)
     for name in "abc":
         a.allocate(name, 1000)
@@ -31,10 +31,8 @@ def _hand_trace(answer, **context):
     "Donate the parameters of a step so that XLA reuses their buffer: give the donate_argnums "
     "that make alias_bytes equal the parameters' size, and donate nothing the output cannot reuse.",
 )
-def _donation_alias(answer, *, step, params=None, grads=None, args=None, params_index=0, **context):
-    """``step(params, grads)``, or ``step(*args)`` with the parameters at ``params_index``."""
-    if args is None:
-        args, params_index = (params, grads), 0
+def _donation_alias(answer, *, step, args, params_index):
+    """``step(*args)`` with the parameters at ``params_index``."""
     nbytes = args[params_index].nbytes
     try:
         est = memory_estimate(jax.jit(step, donate_argnums=answer), *args)
@@ -58,7 +56,7 @@ def _donation_alias(answer, *, step, params=None, grads=None, args=None, params_
     "Pick the workload of batchlab.allocator.WORKLOADS whose simulation needs no more memory than "
     "its live peak (overhead 1.0) on the BFC allocator, and is NOT a training loop.",
 )
-def _fixed_shape(answer, **context):
+def _fixed_shape(answer):
     if answer == "batched":
         return True, "One fixed shape: every freed block fits the next request exactly."
     if answer in ("per-item", "bucketed"):
@@ -72,7 +70,7 @@ def _fixed_shape(answer, **context):
     "XLA_PYTHON_CLIENT_PREALLOCATE=false). Does it need a 'larger', 'smaller' or the 'same' "
     "device, as a multiple of its live peak, as the preallocated pool? Why?",
 )
-def _growth_vs_pool(answer, *, pool, grown, **context):
+def _growth_vs_pool(answer, *, pool, grown):
     if pool.overhead is None or grown.overhead is None:
         return False, "One of the scans found no fitting device; widen the headrooms."
     difference = grown.overhead - pool.overhead
@@ -95,7 +93,7 @@ def _growth_vs_pool(answer, *, pool, grown, **context):
     "In the eager loop `x = x.at[i].set(v)`, double the array size. By what factor do the "
     "bytes one eager update writes grow (a number; measure it with bl.eager_update)?",
 )
-def _loop_scaling(answer, **context):
+def _loop_scaling(answer):
     try:
         value = float(answer)
     except (TypeError, ValueError):
