@@ -60,17 +60,17 @@ def place_outputs(stacked: Any, out_axes: Any) -> Any:
     return jax.tree_util.tree_unflatten(treedef, placed)
 
 
-def vmap_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None, **options):
+def vmap_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None):
     """``"vmap"``: ``jax.jit(jax.vmap(fn))``, one program for the whole batch."""
 
     def program(mapped: list, shared: list) -> Any:
         item = lambda xs: res.call(fn, list(xs), shared)  # noqa: E731
-        return jax.vmap(item, in_axes=(list(res.axes),), out_axes=out_axes, **options)(mapped)
+        return jax.vmap(item, in_axes=(list(res.axes),), out_axes=out_axes)(mapped)
 
     return jax.jit(program)
 
 
-def map_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int | None, **_: Any):
+def map_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int | None):
     """``"map"``, ``"chunked"``: ``jax.lax.map``, ``chunk_size`` items at a time, one program."""
 
     def program(mapped: list, shared: list) -> Any:
@@ -81,7 +81,7 @@ def map_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int | No
     return jax.jit(program)
 
 
-def loop_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None, **_: Any):
+def loop_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None):
     """``"loop"``: one jitted ``fn`` per item, called from Python, then a stack."""
     step = jax.jit(lambda xs, shared: res.call(fn, xs, shared))
 
@@ -144,7 +144,7 @@ def _raise_out_axes(error: ValueError, out_axes: Any) -> None:
         ) from error
 
 
-def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any, vmap_options: dict):
+def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any) -> int | None:
     """The options ``batch`` takes, checked before anything traces; returns ``chunk_size``."""
     if isinstance(in_axes, dict):
         raise TypeError(
@@ -171,20 +171,6 @@ def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any, 
             f"strategy='manual' uses `fn` as written for the whole batch, so in_axes/out_axes do "
             f"not apply (got in_axes={in_axes!r}, out_axes={out_axes!r}); leave them at 0."
         )
-    check_positive_int(vmap_options["axis_size"], "axis_size", allow_none=True)
-    for option in ("axis_name", "spmd_axis_name"):
-        if strategy != "vmap" and vmap_options[option] is not None:
-            raise ValueError(
-                f"`{option}` names the batch axis for collectives (jax.lax.psum, pmean, "
-                f"all_gather) over ALL items; strategy={strategy!r} runs the items one at a time "
-                f"or in chunks, so a collective would see one item or one chunk and give a wrong "
-                f"answer. Use strategy='vmap' with {option}={vmap_options[option]!r}, or reduce "
-                f"outside: batch(fn, strategy={strategy!r}, ...)(xs).sum(0)."
-            )
-    if strategy == "manual" and vmap_options["axis_size"] is not None:
-        raise ValueError(
-            "`axis_size` does not apply to strategy='manual' (fn sees the whole batch)."
-        )
     return check_positive_int(chunk_size, "chunk_size", allow_none=True)
 
 
@@ -201,9 +187,6 @@ def batch(
     chunk_size: int | None = None,
     in_axes: Any = 0,
     out_axes: Any = 0,
-    axis_size: int | None = None,
-    axis_name: Any = None,
-    spmd_axis_name: Any = None,
 ) -> Callable:
     """Turns a per-item function into a batched one, with a chosen strategy.
 
@@ -220,9 +203,6 @@ def batch(
       in_axes: as in ``jax.vmap`` (ints, negative ints, None, per-argument
         tuples, pytree prefixes of those); keyword arguments use axis 0.
       out_axes: as in ``jax.vmap``.
-      axis_size: as in ``jax.vmap`` (needed only when no argument is mapped).
-      axis_name, spmd_axis_name: as in ``jax.vmap``; only with ``"vmap"``:
-        a collective under another strategy would see one chunk, not the batch.
 
     Returns:
       ``batched(*args, **kwargs)``, compiled (``batch(fn)`` is ``jax.jit(jax.vmap(fn))``),
@@ -239,14 +219,12 @@ def batch(
       (10, 2)
     """
     check_callable(fn)
-    options = dict(axis_size=axis_size, axis_name=axis_name, spmd_axis_name=spmd_axis_name)
-    chunk_size = _check_options(strategy, chunk_size, in_axes, out_axes, options)
+    chunk_size = _check_options(strategy, chunk_size, in_axes, out_axes)
     programs: dict[tuple, Callable] = {}  # per kind of call (tree, axes, static values, ranks)
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
-        res = resolve(fn, args, in_axes, kwargs, allow_static=True, axis_size=axis_size)
-        # an empty batch, or no mapped argument (axis_size): vmap's program under every strategy
-        kind = "vmap" if res.batch_size == 0 or not res.mapped else strategy
+        res = resolve(fn, args, in_axes, kwargs, allow_static=True)
+        kind = "vmap" if res.batch_size == 0 else strategy  # an empty batch: vmap's program
 
         def make() -> Callable:
             if kind != "vmap":  # vmap's own errors (out_axes, output types), before any strategy
@@ -260,7 +238,7 @@ def batch(
                 except ValueError as e:
                     _raise_out_axes(e, out_axes)
                     raise
-            return PROGRAMS[kind](fn, res, out_axes, chunk_size, **options)
+            return PROGRAMS[kind](fn, res, out_axes, chunk_size)
 
         return remember(programs, (res.key, kind), make), res
 
@@ -300,8 +278,8 @@ def batch(
                 f"`plan` describes strategy='host' only; this is strategy={strategy!r}."
             )
         program, res = program_for(args, kwargs)
-        if res.batch_size == 0 or not res.mapped:
-            raise ValueError("`plan` needs a non-empty mapped batch; this call maps no items.")
+        if res.batch_size == 0:
+            raise ValueError("`plan` needs a non-empty batch; this call maps no items.")
         leaves = jax.tree_util.tree_leaves((*args, *kwargs.values()))
         mapped, shared = [leaves[k] for k in res.mapped], [leaves[k] for k in res.shared]
         return plan_call(program, res.axes, mapped, shared, res.batch_size, chunk_size)
