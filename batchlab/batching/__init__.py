@@ -10,11 +10,10 @@ from batchlab.batching.broadcasting import (
 )
 from batchlab.batching.comparison import Comparison, compare
 from batchlab.batching.host_chunks import HostPlan
-from batchlab.batching.strategies import ADVISED, COMPARED, DISPATCHED, PLANNED, STRATEGIES, batch
+from batchlab.batching.strategies import ADVISED, DISPATCHED, PLANNED, STRATEGIES, batch
 
 __all__ = [
     "ADVISED",
-    "COMPARED",
     "DISPATCHED",
     "PLANNED",
     "STRATEGIES",

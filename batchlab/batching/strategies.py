@@ -33,8 +33,6 @@ from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
 
 #: every strategy ``batch`` takes; the kit's other lists are named parts of this one
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
-#: what ``compare`` measures: the strategies plus "unrolled" (the loop under ``jax.jit``)
-COMPARED: tuple[str, ...] = (*STRATEGIES, "unrolled")
 #: run from Python, one dispatch per item or chunk (timed as they run)
 DISPATCHED: tuple[str, ...] = ("loop", "host")
 #: with a memory plan for the whole batch (``max_batch_size``, ``run_batches``)
