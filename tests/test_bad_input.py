@@ -75,7 +75,7 @@ INT_ARGS = {
     ),
     "compare": (
         lambda **k: batchlab.compare(item_fn, X, **k),
-        ["chunk_size", "repeat", "loop_limit"],
+        ["chunk_size"],
     ),
     "batch": (lambda **k: batchlab.batch(item_fn, strategy="chunked", **k)(X), ["chunk_size"]),
     "prefetch": (lambda **k: list(batchlab.prefetch(iter([X]), **k)), ["size"]),
@@ -181,7 +181,6 @@ FLAGS = {
     ),
     "measure": (lambda **k: batchlab.measure(double, X, **k), ["isolated"]),
     "pad": (lambda **k: batchlab.pad(SEQS, **k), ["truncate"]),
-    "compare": (lambda **k: batchlab.compare(item_fn, X, **k), ["verify"]),
 }
 for fname, (call, names) in FLAGS.items():
     for name in names:

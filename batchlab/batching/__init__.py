@@ -9,20 +9,15 @@ from batchlab.batching.broadcasting import (
     plot_outer_trap,
 )
 from batchlab.batching.comparison import Comparison, compare
-from batchlab.batching.host_chunks import HostPlan
-from batchlab.batching.strategies import ADVISED, COMPARED, DISPATCHED, PLANNED, STRATEGIES, batch
+from batchlab.batching.strategies import PLANNED, STRATEGIES, batch
 
 __all__ = [
-    "ADVISED",
-    "COMPARED",
-    "DISPATCHED",
     "PLANNED",
     "STRATEGIES",
     "AxesExplanation",
     "BatchAxisError",
     "BroadcastError",
     "Comparison",
-    "HostPlan",
     "SilentBroadcastWarning",
     "aligned",
     "batch",

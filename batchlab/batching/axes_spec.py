@@ -324,7 +324,6 @@ def resolve(
     kwargs: dict | None = None,
     *,
     allow_static: bool = False,
-    axis_size: int | None = None,
 ) -> Resolved:
     """Reads ``in_axes`` against ``args`` (shapes only) and finds the batch size."""
     kwargs = kwargs or {}
@@ -342,25 +341,20 @@ def resolve(
         pairs += _arg_leaves(i, arg, arg_spec, name, spec, allow_static)
     leaves = [lf for lf, _ in pairs]
     mapped = [lf for lf in leaves if lf.axis is not None]
-    if not mapped and axis_size is None:
+    if not mapped:
         raise BatchAxisError(
             f"in_axes={in_axes!r} maps no argument of fn({', '.join(names)}), so there is no batch "
-            f"axis; map at least one argument, e.g. {suggest(spec, 0, 0) if spec else 'in_axes=0'}"
-            f", or give axis_size=."
+            f"axis; map at least one argument, e.g. {suggest(spec, 0, 0) if spec else 'in_axes=0'}."
         )
     outs = _item_outputs(fn, every, len(args), kw_names, leaves)
-    batch = axis_size
-    if batch is None:
-        # the most common size; on a tie, one that every other mapped leaf has on an axis fn takes
-        counts = Counter(lf.size for lf in mapped)
-        tied = [n for n in counts if counts[n] == max(counts.values())]
-        fits = (n for n in tied if all(m.size == n or movable(outs, leaves, m, n) for m in mapped))
-        batch = next(fits, tied[0])
+    # the most common size; on a tie, one that every other mapped leaf has on an axis fn takes
+    counts = Counter(lf.size for lf in mapped)
+    tied = [n for n in counts if counts[n] == max(counts.values())]
+    fits = (n for n in tied if all(m.size == n or movable(outs, leaves, m, n) for m in mapped))
+    batch = next(fits, tied[0])
     for lf in mapped:
         if lf.size != batch:
             found = ", ".join(f"`{m.label}`: {m.size} (axis {m.axis})" for m in mapped)
-            if axis_size is not None:
-                found = f"axis_size={axis_size}, " + found
             fix = (
                 fix_hint(outs, leaves, lf, spec, batch)
                 if lf.arg < len(spec)

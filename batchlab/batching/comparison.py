@@ -12,7 +12,6 @@ import jax
 import numpy as np
 
 from batchlab._util.checks import (
-    check_bool,
     check_callable,
     check_positive_float,
     check_positive_int,
@@ -23,7 +22,7 @@ from batchlab._util.format import Rows, format_bytes, format_count, format_secon
 from batchlab.batching.axes_spec import resolve
 from batchlab.batching.comparison_plot import plot_comparison
 from batchlab.batching.dispatch import COMPILE_NOTE, count_dispatches, dispatched_plan
-from batchlab.batching.strategies import COMPARED, DISPATCHED, STRATEGIES, batch
+from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
@@ -88,7 +87,7 @@ class StrategyResult:
         return self._figure(lambda m: m.compiles)
 
 
-LABELS = {"loop": "loop (eager)", "unrolled": "loop unrolled under jit"}
+LABELS = {"loop": "loop (eager)"}
 
 
 @dataclass(frozen=True)
@@ -119,11 +118,6 @@ class Comparison(Rows):
     @property
     def batch_sizes(self) -> list[int]:
         return sorted({r.items for r in self.results})
-
-    def samples(self, items: int | None = None) -> dict[str, Samples]:
-        """``{strategy: Samples}`` at ``items`` (default: the largest batch), paired by round."""
-        items = max(self.batch_sizes) if items is None else items
-        return {r.strategy: r.samples for r in self.results if r.items == items and r.samples}
 
     def get(self, strategy: str, items: int | None = None) -> StrategyResult:
         """The result of ``strategy`` at ``items`` (default: the largest batch)."""
@@ -233,43 +227,36 @@ def compare(
     strategies: Sequence[str] = STRATEGIES[:-1],  # all but "manual", which needs `manual`
     chunk_size: int | None = None,
     in_axes: Any = 0,
-    out_axes: Any = 0,
     manual: Callable | None = None,
     batch_sizes: Sequence[int] | None = None,
-    verify: bool = True,
-    loop_limit: int = 64,
     max_time: float = 0.3,
-    repeat: int | None = None,
 ) -> Comparison:
     """Measures each batching strategy on the same inputs, timed interleaved.
 
     Args:
       fn: the per-item function.
       *args: a whole batch of inputs.
-      strategies: names from ``batchlab.batching.STRATEGIES``, plus
-        ``"unrolled"`` (the loop under ``jax.jit``, where it unrolls). ``"loop"``
-        and ``"host"`` dispatch from Python and are timed as they run, with
-        their dispatches counted; the others are one compiled program.
+      strategies: names from ``batchlab.batching.STRATEGIES``. ``"loop"`` and ``"host"``
+        dispatch from Python and are timed as they run, with their dispatches counted;
+        the others are one compiled program.
       chunk_size: items per chunk for ``"chunked"`` and ``"host"`` (default: an eighth of
         the batch, at least 1).
-      in_axes, out_axes: as in ``jax.vmap``.
+      in_axes: as in ``jax.vmap``.
       manual: the hand-batched version of ``fn`` (required for ``"manual"``,
         which is added to the strategies when given).
       batch_sizes: sweep these batch sizes (each at most the batch in ``args``).
-      verify: compare each strategy's output with ``jax.vmap``'s.
-      loop_limit: skip ``"unrolled"`` above this many items (its compile time grows with them).
-      max_time: seconds of timing per strategy and batch size (the rounds stop at
-        ``max_time`` times the number of strategies).
-      repeat: interleaved rounds (default 15; below 6 a ratio reads *inconclusive here*).
+      max_time: seconds of timing per strategy and batch size (at most 15 interleaved
+        rounds, stopped at ``max_time`` times the number of strategies).
 
     Returns:
-      A :class:`Comparison` (a table; ``.plot()`` draws it).
+      A :class:`Comparison` (a table; ``.plot()`` draws it); each output checked
+      against ``jax.vmap``'s.
 
     Example:
       >>> import jax.numpy as jnp
-      >>> c = compare(lambda x: x * 2, jnp.ones((16, 4)), strategies=("vmap", "chunked"), repeat=3)
-      >>> [(r.label, r.agrees, len(r.samples.values)) for r in c.results]
-      [('vmap', True, 3), ('chunked (chunk 2)', True, 3)]
+      >>> c = compare(lambda x: x * 2, jnp.ones((16, 4)), strategies=("vmap", "chunked"))
+      >>> [(r.label, r.agrees, r.dispatches) for r in c.results]
+      [('vmap', True, 1), ('chunked (chunk 2)', True, 1)]
     """
     check_callable(fn)
     if isinstance(strategies, str):
@@ -277,23 +264,20 @@ def compare(
             f"`strategies` must be a list of strategy names, got the string {strategies!r}; "
             f"pass [{strategies!r}]."
         )
-    repeat = check_positive_int(repeat, "repeat", allow_none=True)
-    check_bool(verify, "verify")
     if batch_sizes is not None:
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
     strategies = list(strategies)
     if manual is not None and "manual" not in strategies:
         strategies.append("manual")
     for s in strategies:
-        if s not in COMPARED:
-            raise ValueError(f"`strategies` may hold {COMPARED}, got {s!r}.")
+        if s not in STRATEGIES:
+            raise ValueError(f"`strategies` may hold {STRATEGIES}, got {s!r}.")
     if "manual" in strategies and manual is None:
         raise ValueError(
             "strategy 'manual' needs the hand-batched function: pass manual=my_batched_fn."
         )
     if manual is not None:
         check_callable(manual, "manual")
-    check_positive_int(loop_limit, "loop_limit")
     check_positive_float(max_time, "max_time")
     check_positive_int(chunk_size, "chunk_size", allow_none=True)
     res = resolve(fn, args, in_axes)
@@ -302,25 +286,18 @@ def compare(
             raise ValueError(
                 f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {b}."
             )
-    reference = batch(fn, strategy="vmap", in_axes=in_axes, out_axes=out_axes)
-    rounds, results = max(2, repeat or 15), []
+    reference = batch(fn, strategy="vmap", in_axes=in_axes)
+    rounds, results = 15, []
     for b in batch_sizes or [res.batch_size]:
         sub = _take(args, res, b)
         res_b = resolve(fn, sub, in_axes)
         done: dict[str, tuple] = {}  # strategy: (its place in results, _prepare's)
         for s in strategies:
             chunk = (chunk_size or max(1, b // 8)) if s in ("chunked", "host") else None
-            if s == "unrolled" and b > loop_limit:
-                why = f"skipped: a loop of {b} items unrolls under jit (loop_limit={loop_limit})"
-                results.append(StrategyResult(s, b, chunk, None, error=why))
-                continue
             if s in ("manual", "vmap"):
                 fn_s = manual if s == "manual" else reference
             else:
-                kind = "loop" if s == "unrolled" else s
-                fn_s = batch(
-                    fn, strategy=kind, chunk_size=chunk, in_axes=in_axes, out_axes=out_axes
-                )
+                fn_s = batch(fn, strategy=s, chunk_size=chunk, in_axes=in_axes)
             try:
                 done[s] = (len(results), _prepare(fn, fn_s, s, sub, res_b, b))
                 dispatches = count_dispatches(fn_s, s, sub, res_b, b) if s in DISPATCHED else 1
@@ -337,7 +314,7 @@ def compare(
         else:
             (s,) = calls
             timed = {s: Samples(s, time_alone(calls[s], rounds, max_time), SOURCES)}
-        expected = jax.jit(reference)(*sub) if verify else None
+        expected = reference(*sub)
         for s, (k, (_, out, fields)) in done.items():
             times = timed[s].values
             if s in DISPATCHED:  # its compile is the first call minus a steady one
@@ -356,6 +333,6 @@ def compare(
                 results[k],
                 measurement=m,
                 samples=timed[s],
-                agrees=_agree(out, expected) if verify else None,
+                agrees=_agree(out, expected),
             )
     return Comparison(function_name(fn), tuple(results))

@@ -17,7 +17,6 @@ COLORS = {
     "map": "tab:green",
     "chunked": "tab:orange",
     "host": "tab:cyan",
-    "unrolled": "tab:brown",
     "manual": "tab:purple",
 }
 

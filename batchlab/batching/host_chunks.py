@@ -74,7 +74,7 @@ def split_chunks(mapped: list, ranges: tuple, axes: tuple) -> list:
     return chunks
 
 
-def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int, **_: Any):
+def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
     """``program(mapped, shared)``: ``jax.jit(jax.vmap(fn))`` per chunk, then a concatenation."""
 
     def step(chunk: list, shared: list) -> Any:
@@ -146,11 +146,6 @@ class HostPlan(Rows):
     def temp_bytes(self) -> int:
         """The largest temp memory of the step programs (XLA plans each one)."""
         return max(m.temp_bytes for m in (self.full_step, self.remainder_step) if m is not None)
-
-    @property
-    def held_bytes(self) -> int:
-        """Held beyond the inputs at the concatenation: input chunks, chunk outputs, the output."""
-        return self.input_copy_bytes + self.chunk_output_bytes * (2 if self.dispatches > 1 else 1)
 
     @property
     def extra_bytes(self) -> int:

@@ -6,8 +6,9 @@ mapped array leaves and its shared ones and returns what ``jax.vmap`` returns.
 unrolls). ``"vmap"``: ``jax.jit(jax.vmap(fn))``. ``"map"`` / ``"chunked"``:
 ``jax.lax.map(item, xs, batch_size=chunk_size)``, a loop inside one XLA program.
 ``"host"``: one jitted ``vmap`` per chunk, dispatched from Python (:mod:`host_chunks`).
-``"manual"``: ``fn`` already batched, jitted. Every one runs compiled code, so timing a
-call after the first compares strategies, not dispatch modes.
+Every one runs compiled code, so timing a call after the first compares strategies, not
+dispatch modes. ``"manual"`` (``fn`` batched by hand) is not one of them: ``compare``
+measures it beside them (``manual=``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from batchlab._util.checks import check_callable, check_choice, check_positive_int
 from batchlab._util.compile import function_name
@@ -31,10 +31,9 @@ from batchlab.batching.axes_spec import (
 )
 from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
 
-#: every strategy ``batch`` takes; the kit's other lists are named parts of this one
+#: every strategy ``batch`` takes, then "manual" (``compare(manual=)``, batched by hand);
+#: the kit's other lists are named parts of this one
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
-#: what ``compare`` measures: the strategies plus "unrolled" (the loop under ``jax.jit``)
-COMPARED: tuple[str, ...] = (*STRATEGIES, "unrolled")
 #: run from Python, one dispatch per item or chunk (timed as they run)
 DISPATCHED: tuple[str, ...] = ("loop", "host")
 #: with a memory plan for the whole batch (``max_batch_size``, ``run_batches``)
@@ -60,17 +59,17 @@ def place_outputs(stacked: Any, out_axes: Any) -> Any:
     return jax.tree_util.tree_unflatten(treedef, placed)
 
 
-def vmap_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None, **options):
+def vmap_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None):
     """``"vmap"``: ``jax.jit(jax.vmap(fn))``, one program for the whole batch."""
 
     def program(mapped: list, shared: list) -> Any:
         item = lambda xs: res.call(fn, list(xs), shared)  # noqa: E731
-        return jax.vmap(item, in_axes=(list(res.axes),), out_axes=out_axes, **options)(mapped)
+        return jax.vmap(item, in_axes=(list(res.axes),), out_axes=out_axes)(mapped)
 
     return jax.jit(program)
 
 
-def map_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int | None, **_: Any):
+def map_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int | None):
     """``"map"``, ``"chunked"``: ``jax.lax.map``, ``chunk_size`` items at a time, one program."""
 
     def program(mapped: list, shared: list) -> Any:
@@ -81,7 +80,7 @@ def map_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int | No
     return jax.jit(program)
 
 
-def loop_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None, **_: Any):
+def loop_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None):
     """``"loop"``: one jitted ``fn`` per item, called from Python, then a stack."""
     step = jax.jit(lambda xs, shared: res.call(fn, xs, shared))
 
@@ -103,28 +102,6 @@ PROGRAMS = {
 }
 
 
-def manual_program(fn: Callable) -> Callable:
-    """``"manual"``: ``fn`` as written, jitted; array leaves traced, other leaves static."""
-    programs: dict = {}
-
-    def run(*args: Any, **kwargs: Any) -> Any:
-        flat, tdef = jax.tree_util.tree_flatten((args, kwargs))
-        traced = [i for i, x in enumerate(flat) if isinstance(x, (jax.Array, np.ndarray))]
-        kept = [None if i in traced else x for i, x in enumerate(flat)]
-
-        def program(arrays: list) -> Any:
-            leaves = list(kept)
-            for i, x in zip(traced, arrays, strict=True):
-                leaves[i] = x
-            a, kw = jax.tree_util.tree_unflatten(tdef, leaves)
-            return fn(*a, **kw)
-
-        key = (tdef, tuple(traced), tuple(static_key(x) for x in kept))
-        return remember(programs, key, lambda: jax.jit(program))([flat[i] for i in traced])
-
-    return run
-
-
 def remember(cache: dict, key: Any, make: Callable[[], Any]) -> Any:
     """``cache[key]``, made by ``make()`` the first time; the oldest entry goes past CACHE_SIZE."""
     if key not in cache:
@@ -144,7 +121,7 @@ def _raise_out_axes(error: ValueError, out_axes: Any) -> None:
         ) from error
 
 
-def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any, vmap_options: dict):
+def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any) -> int | None:
     """The options ``batch`` takes, checked before anything traces; returns ``chunk_size``."""
     if isinstance(in_axes, dict):
         raise TypeError(
@@ -154,7 +131,13 @@ def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any, 
         )
     check_axis_types(in_axes, "in_axes")
     check_axis_types(out_axes, "out_axes")
-    check_choice(strategy, "strategy", STRATEGIES)
+    if strategy == "manual":
+        raise ValueError(
+            "strategy='manual' is a function you batched by hand: call it (jax.jit it) as it "
+            "is; `batch` maps a per-item function. compare(fn, *args, manual=your_fn) measures "
+            "it beside the strategies."
+        )
+    check_choice(strategy, "strategy", STRATEGIES[:-1])
     if strategy in ("chunked", "host") and chunk_size is None:
         raise ValueError(
             f"`chunk_size` is required for strategy={strategy!r}: the number of items per "
@@ -165,25 +148,6 @@ def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any, 
             f"`chunk_size` only applies to strategy='chunked', 'host' or 'map', got "
             f"chunk_size={chunk_size!r} with strategy={strategy!r}; drop it or pick a chunked "
             "strategy."
-        )
-    if strategy == "manual" and (in_axes != 0 or out_axes != 0):
-        raise ValueError(
-            f"strategy='manual' uses `fn` as written for the whole batch, so in_axes/out_axes do "
-            f"not apply (got in_axes={in_axes!r}, out_axes={out_axes!r}); leave them at 0."
-        )
-    check_positive_int(vmap_options["axis_size"], "axis_size", allow_none=True)
-    for option in ("axis_name", "spmd_axis_name"):
-        if strategy != "vmap" and vmap_options[option] is not None:
-            raise ValueError(
-                f"`{option}` names the batch axis for collectives (jax.lax.psum, pmean, "
-                f"all_gather) over ALL items; strategy={strategy!r} runs the items one at a time "
-                f"or in chunks, so a collective would see one item or one chunk and give a wrong "
-                f"answer. Use strategy='vmap' with {option}={vmap_options[option]!r}, or reduce "
-                f"outside: batch(fn, strategy={strategy!r}, ...)(xs).sum(0)."
-            )
-    if strategy == "manual" and vmap_options["axis_size"] is not None:
-        raise ValueError(
-            "`axis_size` does not apply to strategy='manual' (fn sees the whole batch)."
         )
     return check_positive_int(chunk_size, "chunk_size", allow_none=True)
 
@@ -201,9 +165,6 @@ def batch(
     chunk_size: int | None = None,
     in_axes: Any = 0,
     out_axes: Any = 0,
-    axis_size: int | None = None,
-    axis_name: Any = None,
-    spmd_axis_name: Any = None,
 ) -> Callable:
     """Turns a per-item function into a batched one, with a chosen strategy.
 
@@ -212,21 +173,17 @@ def batch(
     values (passed to ``fn`` untouched), a remainder, an empty batch.
 
     Args:
-      fn: the per-item function (for ``"manual"``: the hand-batched function).
-      strategy: ``"loop"``, ``"vmap"``, ``"map"``, ``"chunked"``, ``"host"`` or
-        ``"manual"``.
+      fn: the per-item function.
+      strategy: ``"loop"``, ``"vmap"``, ``"map"``, ``"chunked"`` or ``"host"``.
       chunk_size: items per chunk; required for ``"chunked"`` and ``"host"``,
         optional for ``"map"`` (``jax.lax.map(chunk_size=)``), not allowed otherwise.
       in_axes: as in ``jax.vmap`` (ints, negative ints, None, per-argument
         tuples, pytree prefixes of those); keyword arguments use axis 0.
       out_axes: as in ``jax.vmap``.
-      axis_size: as in ``jax.vmap`` (needed only when no argument is mapped).
-      axis_name, spmd_axis_name: as in ``jax.vmap``; only with ``"vmap"``:
-        a collective under another strategy would see one chunk, not the batch.
 
     Returns:
       ``batched(*args, **kwargs)``, compiled (``batch(fn)`` is ``jax.jit(jax.vmap(fn))``),
-      named and documented as ``jax.vmap`` names it; it carries ``.fn``, ``.strategy``,
+      named as ``fn`` (as ``jax.vmap`` names it); it carries ``.fn``, ``.strategy``,
       ``.chunk_size`` and, for ``"host"``, ``.plan(*args)`` (a :class:`HostPlan`).
 
     Example:
@@ -239,14 +196,12 @@ def batch(
       (10, 2)
     """
     check_callable(fn)
-    options = dict(axis_size=axis_size, axis_name=axis_name, spmd_axis_name=spmd_axis_name)
-    chunk_size = _check_options(strategy, chunk_size, in_axes, out_axes, options)
+    chunk_size = _check_options(strategy, chunk_size, in_axes, out_axes)
     programs: dict[tuple, Callable] = {}  # per kind of call (tree, axes, static values, ranks)
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
-        res = resolve(fn, args, in_axes, kwargs, allow_static=True, axis_size=axis_size)
-        # an empty batch, or no mapped argument (axis_size): vmap's program under every strategy
-        kind = "vmap" if res.batch_size == 0 or not res.mapped else strategy
+        res = resolve(fn, args, in_axes, kwargs, allow_static=True)
+        kind = "vmap" if res.batch_size == 0 else strategy  # an empty batch: vmap's program
 
         def make() -> Callable:
             if kind != "vmap":  # vmap's own errors (out_axes, output types), before any strategy
@@ -260,7 +215,7 @@ def batch(
                 except ValueError as e:
                     _raise_out_axes(e, out_axes)
                     raise
-            return PROGRAMS[kind](fn, res, out_axes, chunk_size, **options)
+            return PROGRAMS[kind](fn, res, out_axes, chunk_size)
 
         return remember(programs, (res.key, kind), make), res
 
@@ -269,12 +224,9 @@ def batch(
     # (the host strategy on the MLP benchmark: 6.2x vmap's time with it on every call, 1.5x
     # without).
     seen: dict[tuple, tuple] = {}
-    manual = manual_program(fn) if strategy == "manual" else None
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
-        if manual is not None:
-            return manual(*args, **kwargs)
         flat, tdef = jax.tree_util.tree_flatten((*args, *kwargs.values()))
         sig = (tdef, tuple(kwargs), tuple(_shape_sig(x) for x in flat))
         hit = seen.get(sig)
@@ -300,25 +252,15 @@ def batch(
                 f"`plan` describes strategy='host' only; this is strategy={strategy!r}."
             )
         program, res = program_for(args, kwargs)
-        if res.batch_size == 0 or not res.mapped:
-            raise ValueError("`plan` needs a non-empty mapped batch; this call maps no items.")
+        if res.batch_size == 0:
+            raise ValueError("`plan` needs a non-empty batch; this call maps no items.")
         leaves = jax.tree_util.tree_leaves((*args, *kwargs.values()))
         mapped, shared = [leaves[k] for k in res.mapped], [leaves[k] for k in res.shared]
         return plan_call(program, res.axes, mapped, shared, res.batch_size, chunk_size)
 
-    # as jax.vmap (jax._src.util.wraps): fn's name, qualname, module and __wrapped__ (set by
-    # functools.wraps above), a docstring that starts "Vectorized version of <name>"
-    name = function_name(fn)
-    batched.__name__ = getattr(fn, "__name__", name)
+    # as jax.vmap: fn's name, qualname, module, __wrapped__ (functools.wraps above), docstring
+    batched.__name__ = getattr(fn, "__name__", function_name(fn))
     batched.__qualname__ = getattr(fn, "__qualname__", batched.__name__)
-    how = f"strategy={strategy!r}" + (f", chunk_size={chunk_size}" if chunk_size else "")
-    batched.__doc__ = (
-        f"Vectorized version of {name}. Takes similar arguments as {name} but with additional "
-        f"array axes over which {name} is mapped (batchlab.batch, {how}, in_axes={in_axes!r}, "
-        f"out_axes={out_axes!r}; compiled: see batchlab.batch)."
-    )
-    if getattr(fn, "__doc__", None):
-        batched.__doc__ += f"\n\nOriginal documentation:\n\n{fn.__doc__}"
     for attr, value in dict(fn=fn, strategy=strategy, chunk_size=chunk_size, plan=plan).items():
         setattr(batched, attr, value)
     return batched
