@@ -37,8 +37,6 @@ class DeviceMemory(Rows):
         """What the allocator can still hand out: ``bytes_limit - bytes_in_use``."""
         return self._room(self.bytes_limit or self.pool_bytes)
 
-    free_bytes = room_bytes  # its old name, kept so existing code keeps working
-
     @property
     def free_in_pool_bytes(self) -> int | None:
         """Free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``."""
@@ -134,7 +132,7 @@ class LiveMemory(Rows):
         return [("live arrays", arrays), ("host process RSS", format_bytes(self.host_rss_bytes))]
 
 
-def live_memory(backend: str | None = None) -> LiveMemory:
+def live_memory() -> LiveMemory:
     """Bytes of every live JAX array, and the host process's RSS.
 
     Example:
@@ -144,15 +142,8 @@ def live_memory(backend: str | None = None) -> LiveMemory:
       >>> live_memory().live_array_bytes - before
       4000
     """
-    try:
-        arrays = jax.live_arrays(backend) if backend else jax.live_arrays()
-    except (RuntimeError, ValueError, TypeError) as e:
-        raise ValueError(
-            f"`backend`={backend!r} is not available here ({str(e).splitlines()[0]}); pass "
-            f"None or one of the platforms of jax.devices(), e.g. {jax.default_backend()!r}."
-        ) from None
     sizes = []
-    for a in arrays:
+    for a in jax.live_arrays():
         try:
             if not a.is_deleted():
                 sizes.append(int(a.nbytes))
