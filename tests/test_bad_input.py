@@ -811,8 +811,8 @@ case(
 case(
     "buffer_assignment(static_argnums=4)",
     lambda: batchlab.buffer_assignment(double, X, static_argnums=4),
-    ValueError,
-    r"`static_argnums`",
+    TypeError,
+    r"unexpected keyword argument 'static_argnums'",
 )
 case(
     "buffer_assignment(donate_argnums=4)",

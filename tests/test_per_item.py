@@ -37,7 +37,7 @@ def test_factors_multiply_to_the_speedup(measured):
     s, loop = measured
     cost = per_item_cost(s, loop, 64)
     assert cost.batch_sizes == (1, 8, 64)
-    assert cost.per_item[0] == pytest.approx(s.medians[0])
+    assert cost.per_item[0] == pytest.approx(s.points[0].measurement.median)
     assert cost.loop_median == pytest.approx(loop.median / 64)
     assert cost.fixed_cost_factor * cost.vectorized_factor == pytest.approx(cost.speedup)
     assert "lax.map over 64 items" in repr(cost)

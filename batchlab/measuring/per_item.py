@@ -14,9 +14,9 @@ from batchlab._util.format import format_seconds, text_table
 from batchlab._util.plotting import log2_axis, short_bytes, short_seconds
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.sampler import interleaved
-from batchlab.measuring.sweeps import RING
 
 SOURCE = "wall clock around jax.block_until_ready (batchlab.measure)"
+RING = dict(ms=16, mfc="none", mec="red", mew=2.5)  # the current setting, ringed
 
 
 def machine_label() -> str:
