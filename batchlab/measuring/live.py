@@ -67,16 +67,10 @@ DEVICE_KEYS = tuple(f.name for f in fields(DeviceMemory))[1:-1]
 def _pick_device(device: Any) -> jax.Device:
     if device is None:
         return jax.devices()[0]
-    if isinstance(device, int) and not isinstance(device, bool):
-        devices = jax.devices()
-        if not 0 <= device < len(devices):
-            raise ValueError(
-                f"`device`={device} is out of range: this process sees {len(devices)} device(s)."
-            )
-        return devices[device]
     if not hasattr(device, "memory_stats"):
         raise TypeError(
-            f"`device` must be a jax.Device, an index into jax.devices() or None, got {device!r}."
+            f"`device` must be a jax.Device or None (the first device), got {device!r}; "
+            "e.g. device=jax.devices()[1]."
         )
     return device
 
@@ -85,7 +79,7 @@ def device_memory(device: Any = None) -> DeviceMemory | None:
     """The allocator's live figures for one device, or ``None`` on CPU.
 
     Args:
-      device: a ``jax.Device``, an index into ``jax.devices()``, or ``None`` for the first.
+      device: a ``jax.Device``, or ``None`` for the first.
 
     Example:
       >>> import jax
@@ -103,9 +97,9 @@ def device_memory(device: Any = None) -> DeviceMemory | None:
     return DeviceMemory(str(dev), **{k: int(stats[k]) for k in DEVICE_KEYS if k in stats})
 
 
-def device_memory_unavailable_reason(device: Any = None) -> str | None:
+def device_memory_unavailable_reason() -> str | None:
     """Why :func:`device_memory` returns ``None`` here, or ``None`` if it does not."""
-    dev = _pick_device(device)
+    dev = jax.devices()[0]
     if device_memory(dev) is not None:
         return None
     return (
