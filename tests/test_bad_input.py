@@ -60,7 +60,7 @@ POSITIVE_FLOAT = [(0, ValueError), (-1.0, ValueError), ("1", TypeError), (True, 
 NOT_CALLABLE = [3, "fn", None]
 
 INT_ARGS = {
-    "measure": (lambda **k: batchlab.measure(double, X, **k), ["repeat", "number", "warmup"]),
+    "measure": (lambda **k: batchlab.measure(double, X, **k), ["repeat"]),
     "run_batches": (
         lambda **k: batchlab.run_batches(item_fn, X, progress=False, **{"batch_size": 2, **k}),
         ["batch_size", "budget_bytes"],
@@ -111,7 +111,7 @@ for fname, (call, names) in INT_ARGS.items():
 FLOAT_ARGS = {
     "measure": (
         lambda **k: batchlab.measure(double, X, **k),
-        ["min_sample_time", "max_time", "tolerance"],
+        ["max_time", "tolerance"],
     ),
     "compare": (lambda **k: batchlab.compare(item_fn, X, **k), ["max_time"]),
 }
@@ -208,10 +208,10 @@ case(
     r"`repaet`.*`repeat=`",
 )
 case(
-    "measure(nubmer=3)",
-    lambda: batchlab.measure(double, X, nubmer=3),
+    "measure(number=3)",
+    lambda: batchlab.measure(double, X, number=3),
     TypeError,
-    r"`nubmer`.*`number=`",
+    r"`number` is neither an option of measure\(\).*`fn` takes \['x'\]",
 )
 case(
     "measure(max_tim=1)",
@@ -226,28 +226,10 @@ case(
     r"`fn` returned a value that is not an array",
 )
 case(
-    "measure(static_argnums=5)",
-    lambda: batchlab.measure(double, X, static_argnums=5),
-    ValueError,
-    r"`static_argnums`",
-)
-case(
-    "measure(static_argnums='a')",
-    lambda: batchlab.measure(double, X, static_argnums="a"),
+    "measure(static_argnums=1)",
+    lambda: batchlab.measure(double, X, static_argnums=1),
     TypeError,
-    r"`static_argnums`",
-)
-case(
-    "measure(static_argnames=5)",
-    lambda: batchlab.measure(double, X, static_argnames=5),
-    TypeError,
-    r"`static_argnames`",
-)
-case(
-    "measure(static_argnames='y')",
-    lambda: batchlab.measure(double, X, static_argnames="y"),
-    ValueError,
-    r"`static_argnames`",
+    r"`static_argnums` is neither an option of measure\(\) nor an argument of `fn`",
 )
 case(
     "measure(donating fn)",
@@ -306,12 +288,6 @@ case(
     lambda: batchlab.device_memory("gpu7"),
     (TypeError, ValueError),
     r"`device`",
-)
-case(
-    "live_memory(backend='tpu9')",
-    lambda: batchlab.measuring.live_memory("tpu9"),
-    (TypeError, ValueError),
-    r"`backend`",
 )
 case("sizes(topic=5)", lambda: batchlab.sizes(5), (TypeError, ValueError), r"`topic`")
 
@@ -594,12 +570,6 @@ case(  # issue 34: returned [2, 2, 12, 15, 18] where the per-item sums are [1, 3
     ValueError,
     r"`fn` returned shape \(2,\) for 3 rows",
 )
-case(  # issue 34: ran 136 calls per sample without a word
-    "measure(number=10**9, max_time=0.5)",
-    lambda: batchlab.measure(double, X, number=10**9, max_time=0.5),
-    ValueError,
-    r"`number`=1000000000 calls per sample .* `max_time`=0.5 s",
-)
 case(
     "lognormal_lengths(median=-1)",
     lambda: batchlab.ragged.lognormal_lengths(4, median=-1),
@@ -769,8 +739,8 @@ case(
 case(
     "buffer_assignment(static_argnums=4)",
     lambda: batchlab.buffer_assignment(double, X, static_argnums=4),
-    ValueError,
-    r"`static_argnums`",
+    TypeError,
+    r"unexpected keyword argument 'static_argnums'",
 )
 case(
     "buffer_assignment(donate_argnums=4)",

@@ -20,9 +20,9 @@ def test_counts_one_compile_per_distinct_shape():
         for x in xs:
             f(x).block_until_ready()
     assert c.count == 3
-    assert c.by_name() == {"jit(ragged_sum)": 3}
+    assert c.names == ["jit(ragged_sum)"] * 3
     assert c.seconds > 0
-    assert not c.open and "count=3" in repr(c)
+    assert "count=3" in repr(c)
 
 
 def test_nested_counters_and_no_match():
@@ -36,7 +36,6 @@ def test_nested_counters_and_no_match():
         f(jnp.ones(7)).block_until_ready()  # cached
     assert inner.count == 1
     assert outer.count >= 1
-    assert int(inner) == 1
 
 
 def test_counting_stops_after_the_block():

@@ -168,7 +168,6 @@ def test_per_item_keeps_the_pairing():
         (dict(candidates={"a": lambda: 1}), ValueError, "interleaving compares two or more"),
         (dict(rounds=1), ValueError, "`rounds` must be at least 2"),
         (dict(rounds=0), ValueError, "rounds"),
-        (dict(warmup=0), ValueError, "warmup"),
         (dict(passes=0), ValueError, "passes"),
         (dict(max_seconds=0), ValueError, "max_seconds"),
         (dict(min_sample_time=-1), ValueError, "min_sample_time"),

@@ -19,7 +19,7 @@ def test_compile_separate_from_run():
     assert m.compile_seconds > 0 and m.trace_lower_seconds > 0
     assert m.runs == 5 and len(m.times) == 5
     assert m.min <= m.median <= m.max
-    assert m.number >= 1 and m.calls == 5 * m.number
+    assert m.number >= 1
     assert m.memory.argument_bytes == 96 * 32 * 4
 
 
@@ -27,14 +27,9 @@ def test_second_measure_of_same_shapes_is_cached():
     x = jnp.ones((80, 16))
     first = bl.measure(_work, x, repeat=3)
     second = bl.measure(_work, x, repeat=3)
-    assert first.compiles == 1 and not first.cached
-    assert second.compiles == 0 and second.cached
+    assert first.compiles == 1 and "cached" not in repr(first)
+    assert second.compiles == 0
     assert "cached" in repr(second)
-
-
-def test_explicit_number_and_repeat():
-    m = bl.measure(lambda x: x + 1, jnp.ones(3), repeat=4, number=7)
-    assert (m.runs, m.number) == (4, 7)
 
 
 class _FakeClock:
@@ -68,7 +63,7 @@ def test_autorange_picks_the_smallest_number_whose_run_lasts_min_sample_time(mon
 
 
 def test_autorange_reaches_min_sample_time():
-    m = bl.measure(lambda x: x + 1, jnp.ones(3), repeat=3, min_sample_time=0.01)
+    m = bl.measure(lambda x: x + 1, jnp.ones(3), repeat=3)  # samples of about 20 ms
     # a noisy machine only adds time to a sample, so the steady samples can be faster than the
     # autorange run that picked `number`; the deterministic check is the fake-clock test above
     assert m.number > 1 and m.median * m.number > 0
@@ -93,7 +88,7 @@ def test_static_and_keyword_arguments():
     def f(x, n, *, scale):
         return jnp.tile(x, n) * scale
 
-    m = bl.measure(f, jnp.ones(4), 3, scale=2.0, static_argnums=1, repeat=3)
+    m = bl.measure(jax.jit(f, static_argnums=1), jnp.ones(4), 3, scale=2.0, repeat=3)
     assert m.memory.output_bytes == 12 * 4
 
 
@@ -125,10 +120,7 @@ def test_device_figures_follow_the_backend():
     [
         ({"repeat": 0}, ValueError, "`repeat` must be at least 1"),
         ({"repeat": 2.5}, TypeError, "`repeat` must be a positive int"),
-        ({"number": -1}, ValueError, "`number` must be at least 1"),
-        ({"warmup": 0}, ValueError, "`warmup` must be at least 1"),
         ({"max_time": 0}, ValueError, "`max_time` must be positive"),
-        ({"min_sample_time": "x"}, TypeError, "`min_sample_time` must be a number"),
     ],
 )
 def test_bad_options(kwargs, err, match):
@@ -205,22 +197,6 @@ def test_isolated_error_in_child_is_the_kit_error():
 
     with pytest.raises(ValueError, match=r"isolated subprocess: ValueError: x must be positive"):
         bl.measure(refuses, jnp.ones(3), isolated=True)
-
-
-def test_number_beyond_max_time_is_refused():
-    """measure(number=10**9, max_time=0.5) is refused in words, never run as fewer calls."""
-    import time
-
-    t0 = time.perf_counter()
-    with pytest.raises(
-        ValueError,
-        match=r"`number`=1000000000 calls per sample take about .*"
-        r"`max_time`=0.5 s must hold 5 samples; pass number<=\d+",
-    ):
-        bl.measure(lambda x: jnp.tanh(x) @ x, jnp.ones((64, 64)), number=10**9, max_time=0.5)
-    assert time.perf_counter() - t0 < 30
-    m = bl.measure(lambda x: x * 2, jnp.ones(3), number=3, max_time=0.5)  # fits: runs as asked
-    assert m.number == 3
 
 
 def test_isolated_result_channel_rejects_foreign_values():

@@ -75,9 +75,8 @@ def test_pytrees_static_and_keyword_arguments():
         return y * scale if mode == "scaled" else y
 
     params = {"w": jnp.ones((8, 4)), "b": jnp.ones(8)}
-    est = bl.memory_estimate(
-        f, params, jnp.ones(4), scale=2.0, mode="scaled", static_argnames="mode"
-    )
+    jitted = jax.jit(f, static_argnames="mode")
+    est = bl.memory_estimate(jitted, params, jnp.ones(4), scale=2.0, mode="scaled")
     assert est.argument_bytes == (32 + 8 + 4) * 4 + 4  # scale is a traced float32 scalar
     assert est.output_bytes == 8 * 4
 
@@ -131,12 +130,8 @@ def test_bad_input(fn, args, err, match):
 def test_bad_static_specs():
     with pytest.raises(ValueError, match="`static_argnums` names argument 3"):
         bl.memory_estimate(lambda x: x, jnp.ones(2), static_argnums=3)
-    with pytest.raises(ValueError, match="`static_argnames` names 'mode'"):
-        bl.memory_estimate(lambda x, mode=1: x, jnp.ones(2), static_argnames="mode")
     with pytest.raises(TypeError, match="`static_argnums` must hold ints"):
         bl.memory_estimate(lambda x: x, jnp.ones(2), static_argnums=("a",))
-    with pytest.raises(TypeError, match="`static_argnames` must hold strings"):
-        bl.memory_estimate(lambda x: x, jnp.ones(2), static_argnames=(1,))
     with pytest.raises(ValueError, match=r"already jax\.jit-wrapped"):
         bl.memory_estimate(jax.jit(lambda x: x), jnp.ones(2), static_argnums=0)
 
@@ -153,7 +148,9 @@ def test_device_memory_on_this_backend():
 
 
 def test_device_memory_bad_device():
-    with pytest.raises(ValueError, match="`device`=99 is out of range"):
+    with pytest.raises(
+        TypeError, match=r"`device` must be a jax\.Device or None .*jax\.devices\(\)\[1\]"
+    ):
         bl.device_memory(99)
     with pytest.raises(TypeError, match=r"`device` must be a jax\.Device"):
         bl.device_memory("gpu0")
@@ -163,7 +160,7 @@ def test_fragmentation_figure():
     stats = DeviceMemory(
         device="fake", bytes_in_use=600, pool_bytes=1000, largest_free_block_bytes=100
     )
-    assert stats.free_bytes == 400
+    assert stats.room_bytes == 400
     assert stats.fragmentation == pytest.approx(0.75)
     whole = DeviceMemory(
         device="fake", bytes_in_use=600, bytes_limit=1000, largest_free_block_bytes=400

@@ -58,7 +58,7 @@ def test_jitted_closure_and_measure_run_the_hoisted_plan():
     xs = jnp.ones((8, D))
     est = bl.memory_estimate(f, xs)
     assert est.argument_bytes == xs.nbytes + W1.nbytes + W2.nbytes
-    m = bl.measure(f, xs, repeat=2, number=1)
+    m = bl.measure(f, xs, repeat=2)
     assert m.memory.planned_bytes == est.planned_bytes
     from batchlab._util.compile import compile_fn
 

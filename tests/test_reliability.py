@@ -98,9 +98,7 @@ def test_isolated_measure_of_something_unpicklable_names_it_before_running():
     with pytest.raises(TypeError, match=r"`fn` cannot be sent to the fresh process .*_thread.lock"):
         batchlab.measure(_unpicklable_fn(), jnp.ones(4), isolated=True, repeat=1)
     with pytest.raises(TypeError, match=r"`args\[1\]` cannot be sent .*Nothing has run"):
-        batchlab.measure(
-            lambda x, lock: x * 2, jnp.ones(4), threading.Lock(), static_argnums=1, isolated=True
-        )
+        batchlab.measure(lambda x, lock: x * 2, jnp.ones(4), threading.Lock(), isolated=True)
 
 
 def test_isolated_measure_of_a_jitted_function():

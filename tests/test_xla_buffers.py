@@ -34,7 +34,7 @@ def test_parameters_and_sequence(assignment):
 
 
 def test_xla_reuses_temp_memory(assignment):
-    assert assignment.shared_allocations >= 1
+    assert any(len(a.live) > 1 for a in assignment.allocations)  # values sharing memory
     assert assignment.temp_value_bytes > assignment.temp_bytes > 0
     assert (
         assignment.temp_bytes
@@ -76,8 +76,8 @@ def test_donated_parameter_is_live_out():
     assert param.live_out and param.size == 1024
 
 
-def test_jitted_function_and_reprs(assignment):
-    ba = batchlab.buffer_assignment(jax.jit(lambda x: x * 2), jnp.ones(8))
+def test_reprs_and_plot(assignment):
+    ba = batchlab.buffer_assignment(lambda x: x * 2, jnp.ones(8))
     assert ba.allocations_of("parameter")[0].size == 32
     assert "BufferAssignment: " in repr(assignment) and "<table" in assignment._repr_html_()
     assert len(assignment.plot().axes) == 1
@@ -122,8 +122,8 @@ def test_errors(monkeypatch):
         batchlab.buffer_assignment(3, jnp.ones(3))
     with pytest.raises(TypeError, match=r"JAX can only trace"):
         batchlab.buffer_assignment(lambda s: s, "text")
-    with pytest.raises(ValueError, match=r"already jax.jit-wrapped"):
-        batchlab.buffer_assignment(jax.jit(lambda x: x), jnp.ones(3), donate_argnums=0)
+    with pytest.raises(ValueError, match=r"already jax.jit-wrapped; pass the plain function"):
+        batchlab.buffer_assignment(jax.jit(lambda x: x), jnp.ones(3))
     monkeypatch.setattr("batchlab.measuring.buffers.glob.glob", lambda pattern: [])
     with pytest.raises(RuntimeError, match=r"no .*buffer-assignment"):
         batchlab.buffer_assignment(lambda x: x + 1, jnp.ones(3))
@@ -134,10 +134,17 @@ def test_events_from_buffers_allocates_before_it_frees_so_replay_needs_xlas_plan
     trace = events_from_buffers(assignment, kinds=("temp",))
     # at a step where one value dies and the next is born, both are live: the replay
     # peak is never below XLA's own heap peak for the same values
-    assert trace.peak_live_bytes == assignment.heap_peak(("temp",)) >= assignment.temp_bytes
+    assert trace.peak_live_bytes == _heap_peak(assignment) >= assignment.temp_bytes
     for i, e in enumerate(trace.events[1:], 1):
         prev = trace.events[i - 1]
         assert (prev.time, prev.kind != "alloc") <= (e.time, e.kind != "alloc")
+
+
+def _heap_peak(ba) -> int:
+    """Most bytes of temp values live at one step of XLA's order (XLA's live ranges)."""
+    values = [v for a in ba.allocations_of("temp") for v in a.live]
+    steps = {t for v in values for t in (v.start, v.end)}
+    return max((sum(v.size for v in values if v.start <= t <= v.end) for t in steps), default=0)
 
 
 def test_hand_written_report_heap_peak_and_trace():
@@ -157,7 +164,7 @@ def test_hand_written_report_heap_peak_and_trace():
 """
     allocations, sequence = parse_reports(buffers, ranges)
     ba = batchlab.measuring.BufferAssignment("hand", tuple(allocations), tuple(sequence), "cpu")
-    assert ba.heap_peak() == 128  # a and b at step 1, b and c at step 2
+    assert _heap_peak(ba) == 128  # a and b at step 1, b and c at step 2
     events = [(e.time, e.kind, e.id) for e in events_from_buffers(ba).events]
     assert events[:3] == [(0, "alloc", "a"), (1, "alloc", "b"), (1, "free", "a")]
     assert events_from_buffers(ba).peak_live_bytes == 128
@@ -199,7 +206,7 @@ def test_xla_flags_compile_in_a_fresh_process():
         batchlab.buffer_assignment(four_sorts, spec, xla_flags=1)
     with pytest.raises(ValueError, match=r"not both"):
         batchlab.buffer_assignment(four_sorts, spec, xla_flags="--x", compiler_options={"a": 1})
-    with pytest.raises(ValueError, match=r"needs the plain function"):
+    with pytest.raises(ValueError, match=r"pass the plain function"):
         batchlab.buffer_assignment(jax.jit(four_sorts), spec, xla_flags="--x")
     with pytest.raises(RuntimeError, match=r"fresh process"):
         batchlab.buffer_assignment(four_sorts, spec, xla_flags="--xla_no_such_flag=1")

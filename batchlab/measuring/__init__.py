@@ -1,21 +1,9 @@
 """Where every number comes from (00_tour, 08, 09): time, planned memory, live memory, compiles."""
 
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
-from batchlab.measuring.compiles import CompileReasons, count_compiles, explain_compiles
-from batchlab.measuring.inplace import (
-    CompiledUpdate,
-    Donation,
-    EagerUpdate,
-    compiled_update,
-    donate,
-    eager_update,
-)
-from batchlab.measuring.live import (
-    DeviceMemory,
-    device_memory,
-    device_memory_unavailable_reason,
-    live_memory,
-)
+from batchlab.measuring.compiles import count_compiles, explain_compiles
+from batchlab.measuring.inplace import compiled_update, donate, eager_update
+from batchlab.measuring.live import device_memory, device_memory_unavailable_reason, live_memory
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, memory_estimate
 from batchlab.measuring.per_item import per_item_cost
@@ -26,11 +14,6 @@ from batchlab.measuring.timing import measure
 
 __all__ = [
     "BufferAssignment",
-    "CompileReasons",
-    "CompiledUpdate",
-    "DeviceMemory",
-    "Donation",
-    "EagerUpdate",
     "Measurement",
     "MemoryEstimate",
     "Sweep",

@@ -124,12 +124,6 @@ class BufferAssignment(Rows):
     def allocations_of(self, *kinds: str) -> list[XlaAllocation]:
         return [a for a in self.allocations if a.kind in kinds]
 
-    def heap_peak(self, kinds: Sequence[str] = ("temp",)) -> int:
-        """Most bytes of values of ``kinds`` live at one step of XLA's order (XLA's live ranges)."""
-        values = [v for a in self.allocations_of(*kinds) for v in a.live]
-        steps = {t for v in values for t in (v.start, v.end)}
-        return max((sum(v.size for v in values if v.start <= t <= v.end) for t in steps), default=0)
-
     def launch_allocations(self) -> list[tuple[str, str, int]]:
         """What the runtime allocates when this program is launched: ``(name, kind, bytes)``."""
         rows = []
@@ -153,11 +147,6 @@ class BufferAssignment(Rows):
         """Sum of the sizes of all values placed in temp: what they would take without reuse."""
         return sum(v.size for a in self.allocations_of("temp") for v in a.live)
 
-    @property
-    def shared_allocations(self) -> int:
-        """Allocations holding more than one value: memory XLA reuses within the call."""
-        return sum(len(a.live) > 1 for a in self.allocations)
-
     def _rows(self) -> list[tuple[str, ...]]:
         rows = []
         for a in self.allocations:
@@ -176,13 +165,13 @@ class BufferAssignment(Rows):
             f"values; source: {self.source}"
         )
 
-    def plot(self, *, ax=None, kinds: Sequence[str] = ("parameter", "output", "temp")):
-        """One band per allocation (height = bytes), each value a box at XLA's offset from its
-        first to its last step."""
+    def plot(self):
+        """One band per allocation (parameters, outputs, temp; height = bytes), each value a box
+        at XLA's offset from its first to its last step."""
         from matplotlib.patches import Rectangle
 
-        fig, ax = new_figure(1, width=11, height=4.6) if ax is None else (ax.figure, ax)
-        allocations = [a for a in self.allocations_of(*kinds) if a.live]
+        fig, ax = new_figure(1, width=11, height=4.6)
+        allocations = [a for a in self.allocations_of("parameter", "output", "temp") if a.live]
         steps = max(len(self.sequence), 1)
         gap = max((a.size for a in allocations), default=1) * 0.08
         base, ticks, labels, n = 0.0, [], [], 0
@@ -231,27 +220,24 @@ def _reports(lowered, compiler_options: dict) -> tuple[str, str, str]:
 
 def _reports_here(payload: Any) -> dict:
     """The child side of ``buffer_assignment(..., xla_flags=...)`` (the kit's one child helper)."""
-    fn, jit_options, args, kwargs = payload
-    texts = _reports(jax.jit(fn, **jit_options).lower(*args, **kwargs), {})
+    fn, donate_argnums, args = payload
+    texts = _reports(jax.jit(fn, donate_argnums=donate_argnums).lower(*args), {})
     return {"texts": texts, "backend": jax.default_backend()}
 
 
 def buffer_assignment(
     fn: Callable,
     *args: Any,
-    static_argnums: int | Sequence[int] = (),
     donate_argnums: int | Sequence[int] = (),
     compiler_options: dict | None = None,
     xla_flags: str | None = None,
-    **kwargs: Any,
 ) -> BufferAssignment:
-    """Compiles ``fn(*args, **kwargs)`` and returns XLA's buffer assignment for it.
+    """Compiles ``jax.jit(fn, donate_argnums=...)(*args)`` and returns XLA's buffer assignment.
 
     Args:
-      fn: the function, plain or already ``jax.jit``-wrapped (then its own static and
-        donated arguments are used).
-      *args, **kwargs: its arguments (arrays or ``jax.ShapeDtypeStruct``).
-      static_argnums, donate_argnums: as in ``jax.jit`` (plain ``fn`` only).
+      fn: the plain function (``buffer_assignment`` jits it).
+      *args: its arguments (arrays or ``jax.ShapeDtypeStruct``).
+      donate_argnums: as in ``jax.jit``.
       compiler_options: extra per-compilation XLA options (``.compile(compiler_options=...)``).
       xla_flags: XLA flags read once per process (e.g.
         ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``): the compilation then
@@ -265,8 +251,12 @@ def buffer_assignment(
       1024
     """
     check_callable(fn)
-    check_argnums(static_argnums, len(args) + len(kwargs), "static_argnums")
-    check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
+    if is_jitted(fn):
+        raise ValueError(
+            "`fn` is already jax.jit-wrapped; pass the plain function (with donate_argnums= "
+            "here): buffer_assignment jits it itself, with XLA's report options."
+        )
+    check_argnums(donate_argnums, len(args), "donate_argnums")
     if xla_flags is not None and not isinstance(xla_flags, str):
         raise TypeError(
             f"`xla_flags` must be a string like '--xla_foo=false', got {type(xla_flags).__name__}."
@@ -276,24 +266,11 @@ def buffer_assignment(
             "give either `compiler_options` (per compilation) or `xla_flags` (a fresh process), "
             "not both."
         )
-    if is_jitted(fn) and (static_argnums != () or donate_argnums != ()):
-        raise ValueError(
-            "`fn` is already jax.jit-wrapped; give static_argnums/donate_argnums to its "
-            "own jax.jit(...) instead of to buffer_assignment."
-        )
-    if is_jitted(fn) and xla_flags:
-        raise ValueError(
-            "`xla_flags` needs the plain function: pass fn unjitted with static_argnums/"
-            "donate_argnums here, so the fresh process can jit it."
-        )
-    if not is_jitted(fn):
-        check_array_tree(args, "args")
-        check_array_tree(kwargs, "kwargs")
+    check_array_tree(args, "args")
     backend = jax.default_backend()
-    jit_options = dict(static_argnums=static_argnums, donate_argnums=donate_argnums)
     if xla_flags:
         flags = (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()
-        child = run_child(_reports_here, (fn, jit_options, args, kwargs), env={"XLA_FLAGS": flags})
+        child = run_child(_reports_here, (fn, donate_argnums, args), env={"XLA_FLAGS": flags})
         data = child.reply
         if data is None or "error" in data:
             why = child.why if data is None else "{type}: {message}".format(**data["error"])
@@ -302,8 +279,7 @@ def buffer_assignment(
             )
         (buffer_text, live_text, hlo_text), backend = data["texts"], data["backend"]
     else:
-        jitted = fn if is_jitted(fn) else jax.jit(fn, **jit_options)
-        lowered = jitted.lower(*args, **kwargs)
+        lowered = jax.jit(fn, donate_argnums=donate_argnums).lower(*args)
         buffer_text, live_text, hlo_text = _reports(lowered, dict(compiler_options or {}))
     allocations, sequence = parse_reports(buffer_text, live_text)
     op_names = tuple(parse_op_names(hlo_text).items())

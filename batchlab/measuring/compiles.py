@@ -6,7 +6,6 @@ import functools
 import logging
 import re
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,17 +35,12 @@ class CompileCount:
     names: list[str] = field(default_factory=list)
     seconds: float = 0.0
     trace_seconds: float = 0.0
-    open: bool = True
     #: called as ``on_compile(name, seconds)`` after each compilation is recorded
     on_compile: Callable[[str, float], None] | None = None
 
     @property
     def count(self) -> int:
         return len(self.names)
-
-    def by_name(self) -> Counter:
-        """How many times each computation was compiled."""
-        return Counter(self.names)
 
     def _record(self, event: str, name: str, seconds: float) -> None:
         if self.match is not None and self.match not in name:
@@ -60,12 +54,7 @@ class CompileCount:
             self.on_compile(name, seconds)
 
     def __repr__(self) -> str:
-        state = "counting" if self.open else "closed"
-        time = format_seconds(self.seconds)
-        return f"CompileCount(count={self.count}, compile time={time}, {state})"
-
-    def __int__(self) -> int:
-        return self.count
+        return f"CompileCount(count={self.count}, compile time={format_seconds(self.seconds)})"
 
 
 def _listener(event: str, duration: float, **kwargs) -> None:
@@ -116,7 +105,6 @@ def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
     finally:
         with _lock:
             _active.remove(counter)
-        counter.open = False
 
 
 @dataclass(frozen=True)
@@ -201,15 +189,12 @@ def _check_calls(calls: Any) -> list[tuple[str, Callable, tuple]]:
     return [tuple(c) for c in calls]
 
 
-def explain_compiles(
-    calls: Sequence[tuple[str, Callable, tuple]], *, match: str | None = None
-) -> CompileReasons:
+def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
     """Runs each call in order; counts its compilations and records JAX's reason.
 
     Args:
       calls: ``(label, fn, args)`` triples; ``fn(*args)`` is called and waited for. Use
         the same jitted ``fn`` in several calls to see which changes hit its cache.
-      match: only count computations whose name contains this text.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -231,7 +216,7 @@ def explain_compiles(
         with jax.explain_cache_misses(True):
             for label, fn, args in checked:
                 start = len(handler.messages)
-                with count_compiles(match=match) as c:
+                with count_compiles() as c:
                     jax.block_until_ready(fn(*args))
                 reasons = [_reason(m) for m in handler.messages[start:]]
                 rows.append(CompileReason(label, c.count, "; ".join(r for r in reasons if r)))

@@ -85,11 +85,6 @@ class CompiledUpdate(Rows):
     source: str = "optimized HLO (copy instructions) and compiled memory analysis (XLA)"
     _inline = True
 
-    @property
-    def in_place(self) -> bool:
-        """No copy instruction: updates are written into a buffer XLA already has."""
-        return self.copies == 0
-
     def _rows(self):
         m = self.memory
         sizes = [m.argument_bytes, m.output_bytes, m.temp_bytes, m.alias_bytes, m.planned_bytes]

@@ -52,8 +52,7 @@ def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
         raise TypeError(
             f"`fn` is a jax.jit-wrapped {type(fn).__name__} whose Python function this JAX does "
             "not expose, so it cannot be sent to a fresh process. Pass the function before "
-            "jax.jit, with its static arguments as measure(f, ..., static_argnums=...), "
-            "isolated=True."
+            "jax.jit (close over its static arguments) with isolated=True."
         )
     unspecified = [type(leaf).__name__ == "UnspecifiedValue" for leaf in info.out_shardings_leaves]
     if info.user_specified_in_shardings or not all(unspecified) or info.device or info.backend:

@@ -37,8 +37,6 @@ class DeviceMemory(Rows):
         """What the allocator can still hand out: ``bytes_limit - bytes_in_use``."""
         return self._room(self.bytes_limit or self.pool_bytes)
 
-    free_bytes = room_bytes  # its old name, kept so existing code keeps working
-
     @property
     def free_in_pool_bytes(self) -> int | None:
         """Free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``."""
@@ -69,16 +67,10 @@ DEVICE_KEYS = tuple(f.name for f in fields(DeviceMemory))[1:-1]
 def _pick_device(device: Any) -> jax.Device:
     if device is None:
         return jax.devices()[0]
-    if isinstance(device, int) and not isinstance(device, bool):
-        devices = jax.devices()
-        if not 0 <= device < len(devices):
-            raise ValueError(
-                f"`device`={device} is out of range: this process sees {len(devices)} device(s)."
-            )
-        return devices[device]
     if not hasattr(device, "memory_stats"):
         raise TypeError(
-            f"`device` must be a jax.Device, an index into jax.devices() or None, got {device!r}."
+            f"`device` must be a jax.Device or None (the first device), got {device!r}; "
+            "e.g. device=jax.devices()[1]."
         )
     return device
 
@@ -87,7 +79,7 @@ def device_memory(device: Any = None) -> DeviceMemory | None:
     """The allocator's live figures for one device, or ``None`` on CPU.
 
     Args:
-      device: a ``jax.Device``, an index into ``jax.devices()``, or ``None`` for the first.
+      device: a ``jax.Device``, or ``None`` for the first.
 
     Example:
       >>> import jax
@@ -105,9 +97,9 @@ def device_memory(device: Any = None) -> DeviceMemory | None:
     return DeviceMemory(str(dev), **{k: int(stats[k]) for k in DEVICE_KEYS if k in stats})
 
 
-def device_memory_unavailable_reason(device: Any = None) -> str | None:
+def device_memory_unavailable_reason() -> str | None:
     """Why :func:`device_memory` returns ``None`` here, or ``None`` if it does not."""
-    dev = _pick_device(device)
+    dev = jax.devices()[0]
     if device_memory(dev) is not None:
         return None
     return (
@@ -134,7 +126,7 @@ class LiveMemory(Rows):
         return [("live arrays", arrays), ("host process RSS", format_bytes(self.host_rss_bytes))]
 
 
-def live_memory(backend: str | None = None) -> LiveMemory:
+def live_memory() -> LiveMemory:
     """Bytes of every live JAX array, and the host process's RSS.
 
     Example:
@@ -144,15 +136,8 @@ def live_memory(backend: str | None = None) -> LiveMemory:
       >>> live_memory().live_array_bytes - before
       4000
     """
-    try:
-        arrays = jax.live_arrays(backend) if backend else jax.live_arrays()
-    except (RuntimeError, ValueError, TypeError) as e:
-        raise ValueError(
-            f"`backend`={backend!r} is not available here ({str(e).splitlines()[0]}); pass "
-            f"None or one of the platforms of jax.devices(), e.g. {jax.default_backend()!r}."
-        ) from None
     sizes = []
-    for a in arrays:
+    for a in jax.live_arrays():
         try:
             if not a.is_deleted():
                 sizes.append(int(a.nbytes))

@@ -54,22 +54,12 @@ class Measurement(Rows):
         return len(self.times)
 
     @property
-    def calls(self) -> int:
-        """Number of timed calls (samples x calls per sample)."""
-        return len(self.times) * self.number
-
-    @property
-    def cached(self) -> bool:
-        """True when no XLA compilation happened: JAX reused a compiled executable."""
-        return self.compiles == 0
-
-    @property
     def device_peak_bytes(self) -> int | None:
         """Process-wide device peak after the runs (see ``notes``)."""
         return None if self.device_after is None else self.device_after.peak_bytes_in_use
 
     def _rows(self) -> list[tuple[str, str, str]]:
-        cached = " (cached: 0 compilations)" if self.cached else ""
+        cached = " (cached: 0 compilations)" if self.compiles == 0 else ""
         samples = f"wall clock, {self.runs} samples x {self.number} calls"
         span = f"{format_seconds(self.min)} .. {format_seconds(self.max)}"
         plan, device = "compiled memory analysis", "device memory stats"

@@ -116,7 +116,6 @@ def memory_estimate(
     fn: Callable,
     *args: Any,
     static_argnums: int | Sequence[int] = (),
-    static_argnames: str | Sequence[str] = (),
     **kwargs: Any,
 ) -> MemoryEstimate:
     """XLA's planned memory for ``fn(*args, **kwargs)``: compiles, runs nothing.
@@ -124,7 +123,7 @@ def memory_estimate(
     Args:
       fn: the function, plain or already ``jax.jit``-wrapped.
       *args, **kwargs: its arguments (arrays, ``jax.ShapeDtypeStruct``, numbers, pytrees).
-      static_argnums, static_argnames: configuration arguments, as in ``jax.jit``.
+      static_argnums: configuration arguments, as in ``jax.jit``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -132,7 +131,5 @@ def memory_estimate(
       >>> est.argument_bytes, est.output_bytes
       (4096, 4096)
     """
-    compiled = compile_fn(
-        fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
-    )
+    compiled = compile_fn(fn, args, kwargs, static_argnums=static_argnums)
     return estimate_from_compiled(compiled.executable, compiled.name)

@@ -14,9 +14,9 @@ from batchlab._util.format import format_seconds, text_table
 from batchlab._util.plotting import log2_axis, short_bytes, short_seconds
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.sampler import interleaved
-from batchlab.measuring.sweeps import RING
 
 SOURCE = "wall clock around jax.block_until_ready (batchlab.measure)"
+RING = dict(ms=16, mfc="none", mec="red", mew=2.5)  # the current setting, ringed
 
 
 def machine_label() -> str:
@@ -111,9 +111,9 @@ class PerItemCost:
             self._rows(), ("call", "per call (median)", "per item")
         )
 
-    def plot(self, *, current: int | None = None, memory: Any = None, axes=None):
+    def plot(self, *, current: int | None = None, memory: Any = None):
         """Per-item time and its spread beside the lax.map loop (with a sweep: planned memory)."""
-        return plot_per_item(self, current=current, sweep=memory, axes=axes)
+        return plot_per_item(self, current=current, sweep=memory)
 
 
 def per_item_cost(
@@ -183,7 +183,7 @@ def per_item_cost(
     return PerItemCost(*vmap, *loop_row, samples=samples)
 
 
-def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any = None, axes=None):
+def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any = None):
     """Left: vmap time per item (median, min..max bars) beside the lax.map loop per item.
 
     Right (with ``sweep``): planned temp and peak bytes from the compiled memory analysis.
@@ -192,12 +192,9 @@ def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any =
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     ncols = 2 if sweep is not None else 1
-    if axes is None:  # tight layout: cheaper than constrained on every explorer redraw
-        fig = Figure(figsize=(5.6 * ncols, 5.6), layout="tight")
-        axes = fig.subplots(1, ncols, squeeze=False)[0]
-    axes = list(axes) if isinstance(axes, (list, tuple, np.ndarray)) else [axes]
-    for ax in axes:
-        ax.clear()
+    # tight layout: cheaper than constrained on every explorer redraw
+    fig = Figure(figsize=(5.6 * ncols, 5.6), layout="tight")
+    axes = fig.subplots(1, ncols, squeeze=False)[0]
     ax_t, b, per_item = axes[0], cost.batch_sizes, cost.per_item
     lo = [p - m / n for p, m, n in zip(per_item, cost.mins, b, strict=True)]
     hi = [m / n - p for p, m, n in zip(per_item, cost.maxs, b, strict=True)]
@@ -232,7 +229,7 @@ def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any =
         ax_m.set(ylabel="bytes (log₂ scale)", title="planned memory (compiled memory analysis)")
         if current in xs:
             ax_m.plot([current], [peak[xs.index(current)]], "s", **RING, label=ring)
-    for ax in axes[: 1 + (sweep is not None)]:
+    for ax in axes:
         log2_axis(ax, "x")
         ax.set_xlabel("batch size (log₂ scale)")
         ax.grid(True, alpha=0.3)
@@ -241,6 +238,5 @@ def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any =
         # below the panel, at a fixed place: inside, it covered the small batches' points,
         # and loc="best" searches for a free spot on every redraw
         ax.legend(fontsize=9.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
-    fig = axes[0].figure
     fig.suptitle(f"{machine_label()}; {cost.source}", fontsize=10.5)
     return fig

@@ -28,14 +28,13 @@ def interleaved(
     *,
     rounds: int = 15,
     passes: int = 3,
-    warmup: int = 1,
     max_seconds: float = 5.0,
     min_sample_time: float = 0.002,
     source: str = SOURCE,
 ) -> dict[str, Samples]:
     """Times zero-argument callables round-robin; the samples of one call are paired by round.
 
-    Each candidate is warmed up (compiled) and given as many calls per sample as last
+    Each candidate is called once (it compiles) and given as many calls per sample as last
     ``min_sample_time``; each round keeps every candidate's fastest of ``passes`` passes
     (load only adds time); sampling stops after the round in which ``max_seconds`` is spent.
 
@@ -44,7 +43,6 @@ def interleaved(
         ``lambda: f(x)``).
       rounds: samples per candidate (at least 2; 15 gives a 96% interval).
       passes: passes per round; a candidate's sample is its fastest pass.
-      warmup: calls before timing (at least 1: the first call compiles).
       max_seconds, min_sample_time: time cap for the rounds; seconds one sample should last.
       source: what the figures are, as a claims table names it.
 
@@ -75,13 +73,11 @@ def interleaved(
     if rounds < 2:
         raise ValueError(f"`rounds` must be at least 2 (a spread needs repeats), got {rounds}.")
     passes = check_positive_int(passes, "passes")
-    warmup = check_positive_int(warmup, "warmup")
     check_positive_float(max_seconds, "max_seconds")
     check_positive_float(min_sample_time, "min_sample_time")
     labels = list(candidates)
     for label in labels:
-        for _ in range(warmup):
-            jax.block_until_ready(candidates[label]())
+        jax.block_until_ready(candidates[label]())
     number = {label: autorange(candidates[label], min_sample_time) for label in labels}
     times: dict[str, list[float]] = {label: [] for label in labels}
     start, turn = time.perf_counter(), 0

@@ -34,10 +34,6 @@ class Environment(Rows):
     memory_sources: tuple[tuple[str, str, str], ...]  # (figure, available?, source)
     allocator_settings: tuple[tuple[str, str], ...]
 
-    @property
-    def has_device_memory_stats(self) -> bool:
-        return ("live device memory", "yes") in {row[:2] for row in self.memory_sources}
-
     def _tables(self) -> list:
         versions = f"Python {self.python}, jax {self.jax_version}, jaxlib {self.jaxlib_version}"
         where = f"{versions}; backend: {self.backend}; devices: {', '.join(self.devices)}"
@@ -61,8 +57,8 @@ def environment() -> Environment:
       >>> env = environment()
       >>> env.backend in {"cpu", "gpu", "tpu"}
       True
-      >>> env.has_device_memory_stats == (env.backend != "cpu")
-      True
+      >>> dict((k, v) for k, v, _ in env.memory_sources)["planned memory"]
+      'yes'
     """
     stats, unavailable = device_memory() is not None, device_memory_unavailable_reason()
     live = "jax.Device.memory_stats(): bytes_in_use, peak, limit, largest free block"

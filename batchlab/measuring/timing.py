@@ -13,7 +13,7 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -25,16 +25,14 @@ from batchlab._util.checks import (
     check_positive_float,
     check_positive_int,
 )
-from batchlab._util.compile import compile_fn
-from batchlab._util.format import format_seconds
+from batchlab._util.compile import compile_fn, is_jitted
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.isolated import measure_in_subprocess
 from batchlab.measuring.live import device_memory, live_memory
 from batchlab.measuring.measurement import PEAK_NOTE, Measurement
 from batchlab.measuring.memory import estimate_from_compiled
 
-_OPTIONS = ("repeat", "number", "warmup", "min_sample_time", "max_time", "tolerance")
-_OPTIONS += ("isolated", "static_argnums", "static_argnames")
+_OPTIONS = ("repeat", "max_time", "tolerance", "isolated")
 
 
 def sample(call: Callable[[], Any], number: int) -> float:
@@ -90,7 +88,7 @@ def time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[fl
     return values
 
 
-def _check_call(fn: Callable, args: tuple, kwargs: dict, static_argnums) -> None:
+def _check_call(fn: Callable, args: tuple, kwargs: dict) -> None:
     """Catches a misspelled option (passed on to ``fn``) and a top-level ``None`` argument."""
     try:
         params = inspect.signature(getattr(fn, "__wrapped__", fn)).parameters.values()
@@ -106,22 +104,19 @@ def _check_call(fn: Callable, args: tuple, kwargs: dict, static_argnums) -> None
                 "(keywords measure() does not know are passed on to fn); "
                 + (f"did you mean measure's option `{close[0]}=`?" if close else takes)
             )
-    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums or ())
-    for i, a in enumerate(args):
-        if a is None and i not in static and i - len(args) not in static:
+    for i, a in enumerate([] if is_jitted(fn) else args):  # a jitted fn has its own statics
+        if a is None:
             raise TypeError(
                 f"`args[{i}]` is None: measure(fn, *args) needs the arrays fn is called with. "
                 f"Pass an array (e.g. jnp.ones((8, 128))); if None is a configuration value, "
-                f"mark it static: static_argnums=({i},)."
+                f"make it static: measure(jax.jit(fn, static_argnums=({i},)), *args)."
             )
 
 
-def _compile(fn, args, kwargs, static_argnums, static_argnames):
+def _compile(fn, args, kwargs):
     """``compile_fn``, refusing outputs that are not arrays and functions that donate."""
     try:
-        compiled = compile_fn(
-            fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames
-        )
+        compiled = compile_fn(fn, args, kwargs)
     except TypeError as e:
         if "not a valid JAX type" not in str(e):
             raise
@@ -144,30 +139,24 @@ def measure(
     fn: Callable,
     *args: Any,
     repeat: int | None = None,
-    number: int | None = None,
-    warmup: int = 1,
-    min_sample_time: float = 0.02,
     max_time: float = 2.0,
     tolerance: float = 0.02,
     isolated: bool = False,
-    static_argnums: int | Sequence[int] = (),
-    static_argnames: str | Sequence[str] = (),
     **kwargs: Any,
 ) -> Measurement:
     """Compiles ``fn`` once, then times steady-state calls.
 
     Compile time is kept apart (``compile_seconds``, ``first_call_seconds``); samples of
-    ``number`` calls each (autoranged to ``min_sample_time``) are taken until the median is
+    ``number`` calls each (autoranged to last 20 ms) are taken until the median is
     stable to ``tolerance`` or ``max_time`` is spent (at least 5), or ``repeat`` of them.
 
     Args:
-      fn: the function, plain or already ``jax.jit``-wrapped; ``*args, **kwargs``: its arguments.
-      repeat: exact number of samples; number: calls per sample (``None``: autorange).
-      warmup: calls before timing starts (at least 1).
+      fn: the function, plain or already ``jax.jit``-wrapped (static arguments: jit it with
+        them); ``*args, **kwargs``: its arguments.
+      repeat: exact number of samples (``None``: until stable).
       isolated: measure in a fresh Python process, so the device peak (or, on CPU, the
         host peak RSS) belongs to this function alone; a jitted ``fn`` travels as its
         function and jit's options.
-      static_argnums, static_argnames: configuration arguments, as in ``jax.jit``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -177,33 +166,19 @@ def measure(
     """
     check_callable(fn)
     repeat = check_positive_int(repeat, "repeat", allow_none=True)
-    number = check_positive_int(number, "number", allow_none=True)
-    warmup = check_positive_int(warmup, "warmup")
-    check_positive_float(min_sample_time, "min_sample_time")
     check_positive_float(max_time, "max_time")
     check_positive_float(tolerance, "tolerance")
     check_bool(isolated, "isolated")
-    _check_call(fn, args, kwargs, static_argnums)
+    _check_call(fn, args, kwargs)
     if isolated:
         options = {k: v for k, v in locals().items() if k in _OPTIONS and k != "isolated"}
         return measure_in_subprocess(fn, args, kwargs, options)
     device_before = device_memory()
     with count_compiles() as compiles:
-        compiled = _compile(fn, args, kwargs, static_argnums, static_argnames)
+        compiled = _compile(fn, args, kwargs)
         call = compiled.call
         first = sample(call, 1)
-    for _ in range(warmup - 1):
-        jax.block_until_ready(call())
-    if number is None:
-        number = autorange(call, min_sample_time, max_time)
-    elif repeat is None and first * number > max_time / 5:
-        # `max_time` bounds the whole timing: at least 5 samples must fit in it; said, never cut
-        fits = max(1, int(max_time / 5 / max(first, 1e-9)))
-        raise ValueError(
-            f"`number`={number} calls per sample take about {format_seconds(first * number)} (one "
-            f"call took {format_seconds(first)}), but `max_time`={max_time} s must hold 5 samples; "
-            f"pass number<={fits}, a larger max_time, or number=None (autorange)."
-        )
+    number = autorange(call, 0.02, max_time)
     samples = take_samples(call, number, repeat, max_time, tolerance)
     device_after = device_memory()
     no_stats = f"{jax.default_backend()} backend: no device memory stats; live figures are JAX "
