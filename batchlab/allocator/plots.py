@@ -53,7 +53,7 @@ def _plot_bytes(replay: Replay, axes) -> None:
     ax_b, ax_f = axes
     t = replay.times
     for values, color, ls, label in [
-        (replay.reserved, "0.45", "-", "reserved"),
+        (replay.pool_bytes, "0.45", "-", "reserved"),
         (replay.in_use, "tab:blue", "-", "in use"),
         (replay.largest_free, "tab:green", "--", "largest free block"),
     ]:
@@ -114,9 +114,9 @@ SCAN_MARKS = [  # (label, marker, style) of the capacities that fit, fail, and t
 ]
 
 
-def plot_capacity_scan(scans, *, ax=None, title: str | None = None):
+def plot_capacity_scan(scans):
     """Fits (green dot) or fails (red cross) for every device size scanned, one row per scan."""
-    ax = new_figure(1, width=11, height=1.2 + 0.7 * len(scans))[1] if ax is None else ax
+    ax = new_figure(1, width=11, height=1.2 + 0.7 * len(scans))[1]
     fits, fails, smallest = [], [], []  # (capacity / live peak, row)
     for row, scan in enumerate(scans):
         peak = max(scan.peak_live_bytes, 1)
@@ -134,7 +134,7 @@ def plot_capacity_scan(scans, *, ax=None, title: str | None = None):
     ax.set_xlabel("simulated device / live peak (requests rounded to 256 B)")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, frameon=False)
-    ax.set_title(title or "which device sizes fit [simulation, XLA's BFC rules]")
+    ax.set_title("which device sizes fit [simulation, XLA's BFC rules]")
     return ax.figure
 
 

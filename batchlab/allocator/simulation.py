@@ -63,7 +63,6 @@ def simulate(
     policy: str = "bfc",
     preallocate: bool = True,
     headroom: float = 1.1,
-    **options,
 ) -> Simulation:
     """Builds workload ``name``, replays it on a device of ``headroom`` x its live peak, and finds the device it needs.
 
@@ -77,7 +76,7 @@ def simulate(
         raise ValueError(
             f"`headroom` must be at least 1 (the device must hold the live peak), got {headroom}."
         )
-    events = workload(name, n_items, batch_size=batch_size, **options)
+    events = workload(name, n_items, batch_size=batch_size)
     capacity = int(events.peak_rounded_bytes() * headroom) // 256 * 256 + 256
     replayed = replay(events, make_allocator(policy, capacity, preallocate=preallocate))
     return Simulation(events, replayed, capacity_needed(events, policy, preallocate=preallocate))
