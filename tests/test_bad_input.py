@@ -170,7 +170,6 @@ CHOICES = {
     "padding_report(rule)": (lambda v: batchlab.padding_report(LENGTHS, v), "rule"),
     "sizes(topic)": (lambda v: batchlab.sizes(v), "topic"),
     "sizes(profile)": (lambda v: batchlab.sizes("tour", profile=v), "profile"),
-    "timeline(sync)": (lambda v: batchlab.timeline.timeline(double, X, sync=v), "sync"),
     "batch_indices(order)": (lambda v: loading.batch_indices(10, 2, order=v), "order"),
 }
 for cid, (call, name) in CHOICES.items():
@@ -941,12 +940,6 @@ case(
     "launch(processes=0)", lambda: batchlab.launch("x.py", processes=0), ValueError, r"`processes`"
 )
 case("launch(job=5)", lambda: batchlab.launch(5), TypeError, r"`job`")
-case(
-    "timeline(sync=5)",
-    lambda: batchlab.timeline.timeline(double, X, sync=5),
-    (TypeError, ValueError),
-    r"`sync`",
-)
 case(
     "timeline(items=0)",
     lambda: batchlab.timeline.timeline(double, X, items=0),
