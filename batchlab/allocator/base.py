@@ -174,12 +174,6 @@ class Allocator:
         free = self.pool_bytes - self.bytes_in_use
         return 0.0 if free <= 0 else 1.0 - self.largest_free_block / free
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(capacity={self.capacity}, live={len(self.live)}, "
-            f"chunks={len(self.chunks)}, device_calls={self.device_calls})"
-        )
-
 
 class FirstFitAllocator(Allocator):
     """Lowest-address fit: a textbook contrast to BFC, not an allocator JAX uses.

@@ -50,8 +50,8 @@ class Block(NamedTuple):
     end: int
 
 
-@dataclass(frozen=True)
-class Replay(Rows):
+@dataclass(frozen=True, repr=False)
+class Replay:
     """What one allocator did with one event list, sampled after every event."""
 
     events_name: str
@@ -71,7 +71,6 @@ class Replay(Rows):
     frees: int
     device_calls: int
     differences: tuple[tuple[str, str, str], ...] = ()  # (parameter, here, XLA) where not XLA's
-    source: str = "the kit's allocator simulation (batchlab.allocator)"
 
     @property
     def peak_in_use(self) -> int:
@@ -91,25 +90,6 @@ class Replay(Rows):
     def failures_despite_free(self) -> int:
         """Failed requests for which enough memory was free in total."""
         return sum(f.despite_free for f in self.failures)
-
-    def _rows(self) -> list[tuple[str, str]]:
-        failed = f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)"
-        return [
-            ("allocations / frees", f"{self.allocations} / {self.frees}"),
-            ("device calls", str(self.device_calls)),
-            ("peak in use", format_bytes(self.peak_in_use)),
-            ("peak held (in use + rounding)", format_bytes(self.peak_bytes_in_use)),
-            ("peak reserved", format_bytes(max(self.pool_bytes, default=0))),
-            ("max fragmentation", f"{self.max_fragmentation:.1%}"),
-            ("failed allocations", failed),
-            ("differs from XLA", differences_text(self.differences)),
-        ]
-
-    def _title(self) -> str:
-        return (
-            f"{self.events_name} on {self.policy} (preallocate={self.preallocate}), capacity "
-            f"{format_bytes(self.capacity)}: {self.source}"
-        )
 
 
 def differences_text(differences) -> str:
