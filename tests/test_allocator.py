@@ -17,7 +17,6 @@ from batchlab.allocator.base import (
     FirstFitAllocator,
 )
 from batchlab.allocator.events import Event, EventsBuilder
-from batchlab.allocator.plots import plot_memory_map
 from batchlab.allocator.replayer import CapacityScan, capacity_needed, make_allocator
 from batchlab.allocator.workloads import workload
 
@@ -227,7 +226,6 @@ def test_plots_and_events_repr():
     sim = A.simulate("bucketed", 24, batch_size=4)
     assert "Events(" in repr(sim.events)
     assert len(sim.plot().axes) == 3
-    assert len(plot_memory_map(sim.replay).axes) == 1
 
 
 def test_explorer_entry_point():

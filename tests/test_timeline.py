@@ -15,9 +15,9 @@ import pytest
 
 import batchlab
 from batchlab import trace
-from batchlab.timeline import Timeline, timeline
+from batchlab.timeline import timeline
 from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length
-from batchlab.timeline.model import build_timeline
+from batchlab.timeline.model import Timeline, build_timeline
 from batchlab.timeline.parse import find_trace_file, read_events
 
 W = jax.random.normal(jax.random.key(0), (448, 448)) / 21

@@ -204,10 +204,7 @@ def training_workload(
         b.free_all(o for o in outs if o not in big)  # the loss scalar, dropped after printing
     b.free_all(params)
     name = "training (donated)" if donate else "training"
-    if len(plans) > 1:
-        name = name.replace("training", "training, varying batches")
-    keyed = {"step": plans[tokens[0]]} if len(plans) == 1 else plans
-    return XlaWorkload(b.build(name, SOURCE), keyed, b.calls, b.call_allocations)
+    return XlaWorkload(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
 
 
 def events_from_buffers(
