@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from batchlab import allocator as A
-from batchlab.allocator.base import FREE, UNRESERVED, USED
-from batchlab.allocator.bfc import K_MAX_INTERNAL_FRAGMENTATION, bin_num_for_size
+from batchlab.allocator.base import ALIGNMENT, FREE, UNRESERVED, USED, PlatformAllocator
+from batchlab.allocator.bfc import K_INITIAL_REGION, K_MAX_INTERNAL_FRAGMENTATION, bin_num_for_size
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 
@@ -16,12 +16,12 @@ def layout(a):
 
 
 def test_constants_are_xlas():
-    a = A.BFCAllocator(16 * GiB)
-    assert a.alignment == 256 and a.max_internal_fragmentation == 128 * MiB
-    assert a.differences_from_xla() == []  # preallocated: nothing differs
-    b = A.BFCAllocator(16 * GiB, max_internal_fragmentation=MiB)
-    assert b.differences_from_xla() == [
-        ("max internal fragmentation", str(MiB), str(K_MAX_INTERNAL_FRAGMENTATION))
+    assert ALIGNMENT == 256 and 128 * MiB == K_MAX_INTERNAL_FRAGMENTATION
+    assert 2 * MiB == K_INITIAL_REGION
+    assert A.BFCAllocator(16 * GiB).differences_from_xla() == []  # preallocated: nothing differs
+    grown = A.BFCAllocator(16 * GiB, preallocate=False).differences_from_xla()
+    assert [(name, here) for name, here, _ in grown] == [
+        ("grown regions merge", "no (separate cudaMalloc regions)")
     ]
 
 
@@ -188,7 +188,7 @@ def test_failed_allocation_is_final_in_a_single_stream_replay():
 
 
 def test_platform_counts_driver_calls_and_leaves_no_holes():
-    a = A.PlatformAllocator(4 * MiB)
+    a = PlatformAllocator(4 * MiB)
     for name in "abcd":
         a.allocate(name, MiB)
     a.free("b")
@@ -196,7 +196,7 @@ def test_platform_counts_driver_calls_and_leaves_no_holes():
     assert a.allocate("big", 2 * MiB) is not None  # no contiguity needed
     assert a.device_calls == 7 and a.allocate("x", 1) is None
     with pytest.raises(ValueError, match=r"`preallocate` must be False"):
-        A.PlatformAllocator(MiB, preallocate=True)
+        PlatformAllocator(MiB, preallocate=True)
     with pytest.raises(ValueError, match=r"already allocated"):
         a.allocate("a", 8)
     with pytest.raises(KeyError, match=r"not allocated here"):

@@ -167,7 +167,6 @@ CHOICES = {
     ),
     "sizes(topic)": (lambda v: batchlab.sizes(v), "topic"),
     "sizes(profile)": (lambda v: batchlab.sizes("tour", profile=v), "profile"),
-    "timeline(sync)": (lambda v: batchlab.timeline.timeline(double, X, sync=v), "sync"),
     "batch_indices(order)": (lambda v: loading.batch_indices(10, 2, order=v), "order"),
 }
 for cid, (call, name) in CHOICES.items():
@@ -827,12 +826,6 @@ case(
     "launch(processes=0)", lambda: batchlab.launch("x.py", processes=0), ValueError, r"`processes`"
 )
 case("launch(job=5)", lambda: batchlab.launch(5), TypeError, r"`job`")
-case(
-    "timeline(sync=5)",
-    lambda: batchlab.timeline.timeline(double, X, sync=5),
-    (TypeError, ValueError),
-    r"`sync`",
-)
 case(
     "timeline(items=0)",
     lambda: batchlab.timeline.timeline(double, X, items=0),

@@ -52,13 +52,18 @@ def workload():
     return A.workloads.per_item(12)
 
 
+def write(profile, folder):
+    path = folder / "perfetto_trace.json.gz"
+    with gzip.open(path, "wt") as f:
+        json.dump(profile, f)
+    return path
+
+
 @pytest.mark.parametrize("encode_in_name", [False, True])
 def test_a_trace_of_the_model_replays_exactly(tmp_path, encode_in_name):
     trace = workload()
     capacity = 2 * trace.peak_rounded_bytes()
-    path = tmp_path / "perfetto_trace.json.gz"
-    with gzip.open(path, "wt") as f:
-        json.dump(synthetic_profile(trace, capacity, encode_in_name=encode_in_name), f)
+    path = write(synthetic_profile(trace, capacity, encode_in_name=encode_in_name), tmp_path)
     events = parse_bfc_events(str(path))
     assert len(events) == len(trace.events) and {e.allocator_name for e in events} == {"GPU_0_bfc"}
     c = compare_with_model(events, capacity=capacity)
@@ -67,10 +72,10 @@ def test_a_trace_of_the_model_replays_exactly(tmp_path, encode_in_name):
     assert repr(c).startswith("ReplayComparison: ") and "<table" in c._repr_html_()
 
 
-def test_a_different_allocator_shows_as_disagreement():
+def test_a_different_allocator_shows_as_disagreement(tmp_path):
     trace = workload()
     capacity = 2 * trace.peak_rounded_bytes()
-    events = parse_bfc_events(synthetic_profile(trace, capacity, shift=4096))
+    events = parse_bfc_events(write(synthetic_profile(trace, capacity, shift=4096), tmp_path))
     assert compare_with_model(events, capacity=capacity).placement_agreement < 1.0
 
 
@@ -84,7 +89,7 @@ def test_frees_of_earlier_buffers_are_skipped_and_counted():
 
 
 def test_bad_input():
-    with pytest.raises(TypeError, match=r"`source` must be a path"):
-        parse_bfc_events(42)
+    with pytest.raises(TypeError, match=r"`path` must be the path .* got dict"):
+        parse_bfc_events({"traceEvents": []})
     with pytest.raises(ValueError, match=r"`events` is empty"):
         compare_with_model([], capacity=MiB)

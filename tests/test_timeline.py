@@ -15,9 +15,9 @@ import pytest
 
 import batchlab
 from batchlab import trace
-from batchlab.timeline import Timeline, timeline
+from batchlab.timeline import timeline
 from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length
-from batchlab.timeline.model import build_timeline
+from batchlab.timeline.model import Timeline, build_timeline
 from batchlab.timeline.parse import find_trace_file, read_events
 
 W = jax.random.normal(jax.random.key(0), (448, 448)) / 21
@@ -116,7 +116,8 @@ def test_dispatches_per_item_eager_loop_vs_vmap():
     # eager: one call of f per item, plus iterating xs (one unstack) and one stack per step
     assert eager.dispatches >= 2 * 8 and eager.dispatches_per_item >= 1 and one.dispatches == 2
     assert one.dispatches_per_item == pytest.approx(1 / 8)
-    assert len(eager.find("step")) == 2 and eager.compile_seconds == 0  # warm-up ran first
+    assert len(eager.find("step")) == 2
+    assert not [s for s in eager.spans if s.kind == "compile"]  # the warm-up ran first
 
 
 def _loader_run(mode: str, wait: float, n: int = 6) -> Timeline:
@@ -189,20 +190,18 @@ def test_overlap_prefetch_positive_blocking_about_zero(compute_seconds):
     assert [s.lane for s in ahead.find("load batch")] == [loader] * 5
 
 
-def test_timeline_writes_where_told_and_draws(tmp_path):
-    r = timeline(jax.jit(lambda x: x @ x), jnp.ones((64, 64)), steps=3, log_dir=tmp_path)
-    assert r.trace_path.startswith(str(tmp_path)) and r.trace_path.endswith(".json.gz")
-    assert find_trace_file(tmp_path) == find_trace_file(r.trace_path.rsplit("/", 1)[0])
+def test_timeline_writes_a_trace_file_and_draws():
+    r = timeline(jax.jit(lambda x: x @ x), jnp.ones((64, 64)), steps=3)
+    assert r.trace_path.endswith(".json.gz")
+    assert str(find_trace_file(r.trace_path.rsplit("/", 1)[0])) == r.trace_path
     assert r.memory is None and "unrun on GPU" in r.memory_note
-    assert r.parse_seconds > 0 and r.capture_seconds >= r.parse_seconds
+    assert r.capture_seconds > 0
     fig = r.plot()
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == [lane.name for lane in r.lanes]
     assert ax.get_xlabel().startswith("time since") and "(ms)" in ax.get_xlabel()
     assert "cpu" in ax.get_title() and jax.__version__ in ax.get_title()
     assert fig.legends and "memory curve absent" in fig.legends[0].get_title().get_text()
-    html = r._repr_html_()
-    assert "<table" in html and "dispatches per item" in html and "overlap" in html
     assert "Timeline(" in repr(r) and "3 dispatches" in repr(r)
 
 
@@ -282,7 +281,6 @@ def test_synthetic_gpu_trace_streams_and_memory_curve(tmp_path):
     assert r.device_busy == pytest.approx((275 + 490) * 1e-6)  # kernels only, not the memcpy
     assert r.dispatches == 2 and r.dispatches_per_item == 1.0
     assert r.overlap == 0  # the host only dispatched and waited
-    assert r.largest_device_gap == pytest.approx(10e-6)
     m = r.memory
     mib = 1 << 20
     assert m.allocator == "GPU_0_bfc" and m.peak_bytes == 6 * mib
@@ -360,12 +358,8 @@ def test_bad_input():
         timeline(42)
     with pytest.raises(ValueError, match="`steps` must be at least 1"):
         timeline(jnp.sin, jnp.ones(2), steps=0)
-    with pytest.raises(ValueError, match="`sync` must be 'end' or 'each'"):
-        timeline(jnp.sin, jnp.ones(2), sync="never")
     with pytest.raises(ValueError, match="`items` must be at least 1"):
         trace(items=0)
-    with pytest.raises(TypeError, match="`log_dir` must be a folder path"):
-        trace(log_dir=3)
     with pytest.raises(RuntimeError, match="Only one trace runs at a time"), trace(), trace():
         pass
     with pytest.raises(AttributeError):
@@ -410,14 +404,10 @@ def test_plot_timelines_own_time_axis_per_panel():
         plot_timelines([short], share_time="no")
 
 
-def test_temporary_trace_folders_are_removed_at_exit(tmp_path):
+def test_temporary_trace_folders_are_removed_at_exit():
     from batchlab.timeline import capture as timeline_capture
 
     with trace() as t:
         jnp.ones(2).block_until_ready()
     folder = t.result.trace_path.split("/plugins/")[0]
     assert folder in timeline_capture._TEMPORARY  # the kit made it: removed at exit
-    with trace(log_dir=tmp_path) as named:
-        jnp.ones(2).block_until_ready()
-    assert str(tmp_path) not in timeline_capture._TEMPORARY  # a named folder is the user's
-    assert named.result.trace_path.startswith(str(tmp_path))

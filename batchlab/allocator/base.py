@@ -1,7 +1,7 @@
 """The address space every simulated allocator manages (a list of pieces), and two contrasts.
 
 Example:
-  >>> a = FirstFitAllocator(4096, alignment=256)
+  >>> a = FirstFitAllocator(4096)
   >>> [a.allocate(i, 1000).offset for i in "abc"]
   [0, 1024, 2048]
   >>> a.free("a")
@@ -18,6 +18,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 USED, FREE, UNRESERVED = "used", "free", "unreserved"
+ALIGNMENT = 256  # XLA rounds every request up to 256 bytes (kMinAllocationSize)
 
 
 @dataclass
@@ -50,9 +51,10 @@ def check_int(value, name: str, minimum: int) -> int:
 class Allocator:
     """Base class: a device of ``capacity`` bytes as a list of pieces; a policy writes ``_find``.
 
+    Every request is rounded up to a multiple of :data:`ALIGNMENT` (XLA's 256 bytes).
+
     Args:
       capacity: bytes of the simulated device.
-      alignment: every request is rounded up to a multiple of this (XLA: 256 bytes).
       preallocate: reserve the whole device as one pool at start-up (one device call),
         like JAX on a GPU by default.
     """
@@ -60,9 +62,8 @@ class Allocator:
     policy = "base"
     freed_state = FREE  # what a freed piece becomes (a pool keeps it)
 
-    def __init__(self, capacity: int, *, alignment: int = 256, preallocate: bool = True) -> None:
-        self.alignment = check_int(alignment, "alignment", 1)
-        self.capacity = check_int(capacity, "capacity", alignment) // alignment * alignment
+    def __init__(self, capacity: int, *, preallocate: bool = True) -> None:
+        self.capacity = check_int(capacity, "capacity", ALIGNMENT) // ALIGNMENT * ALIGNMENT
         self.preallocate = bool(preallocate)
         self.chunks: list[Piece] = [Piece(0, self.capacity, UNRESERVED)]
         self.live: dict[Hashable, Piece] = {}
@@ -82,8 +83,8 @@ class Allocator:
         return [("policy", self.policy, "bfc")]
 
     def round_up(self, size: int) -> int:
-        """``size`` rounded up to the alignment (at least one alignment unit)."""
-        return max(1, -(-size // self.alignment)) * self.alignment
+        """``size`` rounded up to :data:`ALIGNMENT` (at least one unit)."""
+        return max(1, -(-size // ALIGNMENT)) * ALIGNMENT
 
     def _reserve(self, index: int, size: int) -> int:  # the first ``size`` bytes: a pool region
         chunk = self.chunks[index]
@@ -143,34 +144,24 @@ class Allocator:
         return sum(c.requested for c in self.live.values())
 
     @property
-    def held(self) -> int:
-        """Bytes of the pieces given to live allocations (rounding and unsplit rests included)."""
+    def bytes_in_use(self) -> int:
+        """XLA's ``bytes_in_use``: bytes of the pieces handed out (rounding and unsplit rests)."""
         return sum(c.size for c in self.live.values())
 
     @property
-    def reserved(self) -> int:
-        """Bytes held from the device: the pool (held and free pieces), or the live arrays' own."""
-        return self.held + sum(c.size for c in self.chunks if c.state == FREE)
+    def pool_bytes(self) -> int:
+        """XLA's ``pool_bytes``: bytes reserved from the device (handed out and free pieces)."""
+        return self.bytes_in_use + sum(c.size for c in self.chunks if c.state == FREE)
 
     @property
     def free_total(self) -> int:
-        """Bytes not held by any allocation: free pool pieces and unreserved device memory."""
-        return self.capacity - self.held
+        """Bytes not handed out: free pool pieces and unreserved device memory."""
+        return self.capacity - self.bytes_in_use
 
     @property
     def largest_free(self) -> int:
         """The largest single request that could be served now (a free piece, or room to grow)."""
         return max((c.size for c in self.chunks if c.state != USED), default=0)
-
-    @property
-    def bytes_in_use(self) -> int:
-        """XLA's ``bytes_in_use``: bytes of the pieces handed out (= :attr:`held`)."""
-        return self.held
-
-    @property
-    def pool_bytes(self) -> int:
-        """XLA's ``pool_bytes``: bytes reserved from the device (= :attr:`reserved`)."""
-        return self.reserved
 
     @property
     def largest_free_block(self) -> int:
@@ -183,12 +174,6 @@ class Allocator:
         free = self.pool_bytes - self.bytes_in_use
         return 0.0 if free <= 0 else 1.0 - self.largest_free_block / free
 
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(capacity={self.capacity}, live={len(self.live)}, "
-            f"chunks={len(self.chunks)}, device_calls={self.device_calls})"
-        )
-
 
 class FirstFitAllocator(Allocator):
     """Lowest-address fit: a textbook contrast to BFC, not an allocator JAX uses.
@@ -198,8 +183,8 @@ class FirstFitAllocator(Allocator):
 
     policy = "first-fit"
 
-    def __init__(self, capacity: int, *, alignment: int = 256, preallocate: bool = False) -> None:
-        super().__init__(capacity, alignment=alignment, preallocate=preallocate)
+    def __init__(self, capacity: int, *, preallocate: bool = False) -> None:
+        super().__init__(capacity, preallocate=preallocate)
         self.freed_state = FREE if preallocate else UNRESERVED
 
     def _find(self, rounded: int) -> int | None:
@@ -216,13 +201,13 @@ class PlatformAllocator(Allocator):
 
     policy = "platform"
 
-    def __init__(self, capacity: int, *, alignment: int = 256, preallocate: bool = False) -> None:
+    def __init__(self, capacity: int, *, preallocate: bool = False) -> None:
         if preallocate:
             raise ValueError(
                 "`preallocate` must be False for the platform allocator: it has no pool "
                 "(XLA_PYTHON_CLIENT_ALLOCATOR=platform ignores XLA_PYTHON_CLIENT_PREALLOCATE)."
             )
-        super().__init__(capacity, alignment=alignment, preallocate=False)
+        super().__init__(capacity, preallocate=False)
 
     def differences_from_xla(self) -> list[tuple[str, str, str]]:
         return [
@@ -231,7 +216,7 @@ class PlatformAllocator(Allocator):
         ]
 
     def _place(self, rounded: int) -> Piece | None:
-        if self.held + rounded > self.capacity:
+        if self.bytes_in_use + rounded > self.capacity:
             return None
         self.device_calls += 1
         return Piece(-1, rounded, USED)
@@ -241,4 +226,4 @@ class PlatformAllocator(Allocator):
 
     @property
     def largest_free(self) -> int:
-        return self.capacity - self.held
+        return self.capacity - self.bytes_in_use

@@ -11,10 +11,9 @@ Example:
 
 from __future__ import annotations
 
-from batchlab.allocator.base import FREE, UNRESERVED, Allocator, Piece, check_int
+from batchlab.allocator.base import ALIGNMENT, FREE, UNRESERVED, Allocator, Piece
 
 MiB = 1 << 20
-K_MIN_ALLOCATION_SIZE = 256  # kMinAllocationSize = 1 << kMinAllocationBits (8)
 K_NUM_BINS = 21  # kNumBins
 K_MAX_INTERNAL_FRAGMENTATION = 128 * MiB  # max_internal_fragmentation_bytes_ default
 K_INITIAL_REGION = 2 * MiB  # first region with allow_growth
@@ -28,55 +27,34 @@ def bin_num_for_size(size: int) -> int:
 class BFCAllocator(Allocator):
     """XLA's BFC allocator on a simulated device of ``capacity`` bytes (XLA's ``memory_limit_``).
 
+    XLA's constants: 256-byte rounding, a first grown region of 2 MiB, a split whenever
+    the rest is at least 128 MiB.
+
     Args:
       capacity: bytes the allocator may use (on a GPU: the device's memory
         times ``XLA_PYTHON_CLIENT_MEM_FRACTION``, 0.75 by default).
-      alignment: request rounding (XLA: 256; anything else is printed as a difference).
       preallocate: one region of ``capacity`` at start-up (XLA ``allow_growth=false``)
         or regions grown on demand (``allow_growth=true``).
-      initial_region: first region when growing (XLA: 2 MiB).
-      max_internal_fragmentation: split whenever the rest is at least this (XLA: 128 MiB).
       coalesce_regions: grown regions are contiguous and merge (a coalescing sub-allocator).
     """
 
     policy = "bfc"
 
     def __init__(
-        self,
-        capacity: int,
-        *,
-        alignment: int = K_MIN_ALLOCATION_SIZE,
-        preallocate: bool = True,
-        initial_region: int = K_INITIAL_REGION,
-        max_internal_fragmentation: int = K_MAX_INTERNAL_FRAGMENTATION,
-        coalesce_regions: bool = False,
+        self, capacity: int, *, preallocate: bool = True, coalesce_regions: bool = False
     ) -> None:
-        self.initial_region = check_int(initial_region, "initial_region", 1)
-        self.max_internal_fragmentation = check_int(
-            max_internal_fragmentation, "max_internal_fragmentation", 0
-        )
         self.coalesce_regions = bool(coalesce_regions)
-        super().__init__(capacity, alignment=alignment, preallocate=preallocate)
+        super().__init__(capacity, preallocate=preallocate)
         # curr_region_allocation_bytes_ = RoundedBytes(min(total_memory, 2 MiB))
-        self.next_region = self.round_up(min(self.capacity, initial_region))
+        self.next_region = self.round_up(min(self.capacity, K_INITIAL_REGION))
 
     def differences_from_xla(self) -> list[tuple[str, str, str]]:
-        """(parameter, value here, XLA's value) for every constant that is not XLA's."""
-        knobs = [
-            ("kMinAllocationSize (alignment)", self.alignment, K_MIN_ALLOCATION_SIZE),
-            ("initial region (allow_growth)", self.initial_region, K_INITIAL_REGION),
-            (
-                "max internal fragmentation",
-                self.max_internal_fragmentation,
-                K_MAX_INTERNAL_FRAGMENTATION,
-            ),
-        ]
-        rows = [(name, str(here), str(xla)) for name, here, xla in knobs if here != xla]
-        if not self.preallocate:  # only grown pools have several regions
-            merge = "yes" if self.coalesce_regions else "no (separate cudaMalloc regions)"
-            xla = "only if the sub-allocator SupportsCoalescing() (a reserved VA range)"
-            rows.append(("grown regions merge", merge, xla))
-        return rows
+        """(parameter, value here, XLA's value) for every choice that is not XLA's."""
+        if self.preallocate:  # only grown pools have several regions
+            return []
+        merge = "yes" if self.coalesce_regions else "no (separate cudaMalloc regions)"
+        xla = "only if the sub-allocator SupportsCoalescing() (a reserved VA range)"
+        return [("grown regions merge", merge, xla)]
 
     def _find(self, rounded: int) -> int | None:
         # XLA searches the bins from BinNumForSize(rounded) up, each in (size, address) order,
@@ -89,11 +67,11 @@ class BFCAllocator(Allocator):
         return min(fits)[-1] if fits else self._grow(rounded)
 
     def _should_split(self, chunk: Piece, rounded: int) -> bool:
-        return chunk.size >= 2 * rounded or chunk.size - rounded >= self.max_internal_fragmentation
+        return chunk.size >= 2 * rounded or chunk.size - rounded >= K_MAX_INTERNAL_FRAGMENTATION
 
     def _grow(self, rounded: int) -> int | None:
         tail = self.chunks[-1]  # regions come from the tail: memory_limit_ - pool_bytes
-        available = tail.size // K_MIN_ALLOCATION_SIZE * K_MIN_ALLOCATION_SIZE
+        available = tail.size // ALIGNMENT * ALIGNMENT
         if self.preallocate or tail.state != UNRESERVED or rounded > available:
             return None
         doubled = rounded > self.next_region

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from batchlab._util.format import format_bytes
+from batchlab.allocator.base import ALIGNMENT
 
 
 class Event(NamedTuple):
@@ -52,13 +53,8 @@ class Events:
             live ^= {e.id}  # an alloc adds the id, a free removes it
 
     @classmethod
-    def from_events(
-        cls,
-        events: Iterable[Event | tuple],
-        name: str = "trace",
-        source: str = "hand-written events",
-    ) -> Events:
-        return cls(tuple(Event(*e) for e in events), name, source)
+    def from_events(cls, events: Iterable[Event | tuple], name: str = "trace") -> Events:
+        return cls(tuple(Event(*e) for e in events), name, "hand-written events")
 
     @property
     def n_allocs(self) -> int:
@@ -69,9 +65,9 @@ class Events:
         """The most bytes live at once (no allocator: just the sum of live sizes)."""
         return self._peak(lambda n: n)
 
-    def peak_rounded_bytes(self, alignment: int = 256) -> int:
-        """The live peak with every request rounded up to ``alignment`` (XLA's 256 bytes)."""
-        return self._peak(lambda n: max(1, -(-n // alignment)) * alignment)
+    def peak_rounded_bytes(self) -> int:
+        """The live peak with every request rounded up to XLA's 256 bytes."""
+        return self._peak(lambda n: max(1, -(-n // ALIGNMENT)) * ALIGNMENT)
 
     def _peak(self, rounded) -> int:
         sizes, live, peak = {}, 0, 0

@@ -12,12 +12,11 @@ FAILED = dict(color="red", ms=10, mew=3)  # the mark of a failed allocation
 EVENT_AXIS = "time (allocator event)"
 
 
-def plot_memory_map(replay: Replay, *, ax=None, title: str | None = None, legend: bool = True):
-    """Draws the simulated address space over time; returns the figure."""
+def plot_memory_map(replay: Replay, ax, *, title: str | None = None, legend: bool = True):
+    """Draws the simulated address space over time into ``ax``; returns the figure."""
     from matplotlib.collections import PatchCollection
     from matplotlib.patches import Patch, Rectangle
 
-    ax = new_figure(1, width=11, height=4.2)[1] if ax is None else ax
     end = (replay.times[-1] + 1) if replay.times else 1
     for offset, size, start in replay.regions:  # the pool: reserved but not yet used
         ax.add_patch(Rectangle((start, offset), end - start, size, color="0.88", lw=0, zorder=0))
@@ -53,7 +52,7 @@ def _plot_bytes(replay: Replay, axes) -> None:
     ax_b, ax_f = axes
     t = replay.times
     for values, color, ls, label in [
-        (replay.reserved, "0.45", "-", "reserved"),
+        (replay.pool_bytes, "0.45", "-", "reserved"),
         (replay.in_use, "tab:blue", "-", "in use"),
         (replay.largest_free, "tab:green", "--", "largest free block"),
     ]:
@@ -83,7 +82,7 @@ def plot_replay(replay: Replay, *, zoom: tuple[int, int] | None = None):
     fig = Figure(figsize=(11, 7.2), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.25, 1])
     if zoom is None:
-        plot_memory_map(replay, ax=top.subplots())
+        plot_memory_map(replay, top.subplots())
     else:
         low, high = (int(z) for z in zoom)
         if not 0 <= low < high:
@@ -91,11 +90,11 @@ def plot_replay(replay: Replay, *, zoom: tuple[int, int] | None = None):
                 f"`zoom` must be (low, high) addresses with 0 <= low < high, got {zoom!r}."
             )
         ax_map, ax_zoom = top.subplots(1, 2, width_ratios=[2.2, 1])
-        plot_memory_map(replay, ax=ax_map, legend=False)
+        plot_memory_map(replay, ax_map, legend=False)
         box = (0, low), ax_map.get_xlim()[1], max(high - low, replay.capacity // 150)
         ax_map.add_patch(Rectangle(*box, fill=False, ec="black", ls="--", lw=1.2, zorder=4))
         title = f"zoom: {format_bytes(high - low)} of addresses\n(dashed box on the left)"
-        plot_memory_map(replay, ax=ax_zoom, title=title)
+        plot_memory_map(replay, ax_zoom, title=title)
         ax_zoom.set_ylim(low, high)
         step = 1 << max(10, (high - low).bit_length() - 3)  # about 4 to 8 ticks, whole KiB or more
         ax_zoom.yaxis.set_major_locator(MultipleLocator(step, offset=low))
@@ -114,9 +113,9 @@ SCAN_MARKS = [  # (label, marker, style) of the capacities that fit, fail, and t
 ]
 
 
-def plot_capacity_scan(scans, *, ax=None, title: str | None = None):
+def plot_capacity_scan(scans):
     """Fits (green dot) or fails (red cross) for every device size scanned, one row per scan."""
-    ax = new_figure(1, width=11, height=1.2 + 0.7 * len(scans))[1] if ax is None else ax
+    ax = new_figure(1, width=11, height=1.2 + 0.7 * len(scans))[1]
     fits, fails, smallest = [], [], []  # (capacity / live peak, row)
     for row, scan in enumerate(scans):
         peak = max(scan.peak_live_bytes, 1)
@@ -134,7 +133,7 @@ def plot_capacity_scan(scans, *, ax=None, title: str | None = None):
     ax.set_xlabel("simulated device / live peak (requests rounded to 256 B)")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, frameon=False)
-    ax.set_title(title or "which device sizes fit [simulation, XLA's BFC rules]")
+    ax.set_title("which device sizes fit [simulation, XLA's BFC rules]")
     return ax.figure
 
 

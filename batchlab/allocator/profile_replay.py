@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.bfc import BFCAllocator
@@ -46,30 +46,20 @@ def _decode_name(name: str) -> tuple[str, dict]:
     return base, {key.strip(): value.strip() for key, eq, value in pairs if eq}
 
 
-def _load(source: Any) -> list[dict]:
-    if isinstance(source, (str, os.PathLike)):
-        source = read_events(source)
-    if isinstance(source, dict):
-        source = source.get("traceEvents", [])
-    if not isinstance(source, list):
-        raise TypeError(
-            "`source` must be a path to a Chrome/perfetto trace JSON (.json or .json.gz), its "
-            f"parsed dict, or its list of events; got {type(source).__name__}."
-        )
-    return source
-
-
-def parse_bfc_events(source: Any, allocator_name: str | None = None) -> list[BfcEvent]:
+def parse_bfc_events(path: str | os.PathLike) -> list[BfcEvent]:
     """The BFC allocator's ``MemoryAllocation`` / ``MemoryDeallocation`` events, in time order.
 
     Args:
-      source: a path to ``perfetto_trace.json.gz`` (or any Chrome-trace JSON),
-        the parsed JSON, or its ``traceEvents`` list.
-      allocator_name: keep only this allocator (e.g. ``"GPU_0_bfc"``); default:
-        the allocator with the most events.
+      path: a ``perfetto_trace.json.gz`` (or any Chrome-trace JSON). Only the allocator
+        with the most events is kept (e.g. ``"GPU_0_bfc"``).
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            "`path` must be the path of a Chrome/perfetto trace JSON (.json or .json.gz), got "
+            f"{type(path).__name__}; write the trace to a file first."
+        )
     found = []
-    for e in _load(source):
+    for e in read_events(path):
         if not isinstance(e, dict):
             continue
         base, encoded = _decode_name(str(e.get("name", "")))
@@ -85,10 +75,9 @@ def parse_bfc_events(source: Any, allocator_name: str | None = None) -> list[Bfc
             )
         except (KeyError, ValueError):
             continue  # an event without an address cannot be replayed
-    if allocator_name is None and found:
-        names = [e.allocator_name for e in found]
-        allocator_name = max(set(names), key=names.count)
-    return sorted((e for e in found if e.allocator_name == allocator_name), key=lambda e: e.ts)
+    names = [e.allocator_name for e in found]
+    most = max(set(names), key=names.count, default=None)
+    return sorted((e for e in found if e.allocator_name == most), key=lambda e: e.ts)
 
 
 @dataclass(frozen=True)
@@ -177,8 +166,8 @@ def compare_with_model(
         max(real_in_use, default=0),
         tl.peak_bytes_in_use,
         real_in_use[-1] if real_in_use else 0,
-        tl.held[-1] if tl.held else 0,
-        max((abs(r - m) for r, m in zip(real_in_use, tl.held, strict=True)), default=0),
+        tl.bytes_in_use[-1] if tl.bytes_in_use else 0,
+        max((abs(r - m) for r, m in zip(real_in_use, tl.bytes_in_use, strict=True)), default=0),
         max((e.fragmentation for e in events), default=0.0),
         tl.max_fragmentation,
         len({(b.id, b.offset) for b in tl.blocks} & real_placed) / max(len(real_placed), 1),

@@ -13,16 +13,15 @@ from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Events
 
 #: what a Replay samples of the allocator after every event
-_STATS = ("in_use", "held", "reserved", "free_total", "largest_free", "largest_free_block",
-          "fragmentation")  # fmt: skip
+_STATS = ("in_use", "bytes_in_use", "pool_bytes", "largest_free", "fragmentation")
 POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
 
-def make_allocator(policy: str, capacity: int, *, preallocate: bool = True, **options) -> Allocator:
+def make_allocator(policy: str, capacity: int, *, preallocate: bool = True) -> Allocator:
     """A fresh allocator by name: ``"bfc"`` (XLA's), ``"platform"`` or ``"first-fit"`` (a contrast)."""
     if policy not in POLICIES:
         raise ValueError(f"`policy` must be one of {sorted(POLICIES)}, got {policy!r}.")
-    return POLICIES[policy](capacity, preallocate=preallocate, **options)
+    return POLICIES[policy](capacity, preallocate=preallocate)
 
 
 class Failure(NamedTuple):
@@ -51,8 +50,8 @@ class Block(NamedTuple):
     end: int
 
 
-@dataclass(frozen=True)
-class Replay(Rows):
+@dataclass(frozen=True, repr=False)
+class Replay:
     """What one allocator did with one event list, sampled after every event."""
 
     events_name: str
@@ -60,12 +59,10 @@ class Replay(Rows):
     preallocate: bool
     capacity: int
     times: tuple[int, ...]
-    in_use: tuple[int, ...]
-    held: tuple[int, ...]
-    reserved: tuple[int, ...]
-    free_total: tuple[int, ...]
-    largest_free: tuple[int, ...]
-    largest_free_block: tuple[int, ...]  # XLA's largest_free_block_bytes (inside the pool)
+    in_use: tuple[int, ...]  # bytes asked for
+    bytes_in_use: tuple[int, ...]  # bytes of the pieces handed out (XLA's bytes_in_use)
+    pool_bytes: tuple[int, ...]  # bytes reserved from the device (XLA's pool_bytes)
+    largest_free: tuple[int, ...]  # the largest request that could be served
     fragmentation: tuple[float, ...]  # XLA's GetFragmentation (free pool bytes only)
     blocks: tuple[Block, ...]
     regions: tuple[tuple[int, int, int], ...]  # (offset, size, time reserved)
@@ -74,7 +71,6 @@ class Replay(Rows):
     frees: int
     device_calls: int
     differences: tuple[tuple[str, str, str], ...] = ()  # (parameter, here, XLA) where not XLA's
-    source: str = "the kit's allocator simulation (batchlab.allocator)"
 
     @property
     def peak_in_use(self) -> int:
@@ -84,7 +80,7 @@ class Replay(Rows):
     @property
     def peak_bytes_in_use(self) -> int:
         """XLA's ``peak_bytes_in_use``: peak of the bytes of chunks handed out."""
-        return max(self.held, default=0)
+        return max(self.bytes_in_use, default=0)
 
     @property
     def max_fragmentation(self) -> float:
@@ -94,25 +90,6 @@ class Replay(Rows):
     def failures_despite_free(self) -> int:
         """Failed requests for which enough memory was free in total."""
         return sum(f.despite_free for f in self.failures)
-
-    def _rows(self) -> list[tuple[str, str]]:
-        failed = f"{len(self.failures)} ({self.failures_despite_free} despite enough free in total)"
-        return [
-            ("allocations / frees", f"{self.allocations} / {self.frees}"),
-            ("device calls", str(self.device_calls)),
-            ("peak in use", format_bytes(self.peak_in_use)),
-            ("peak held (in use + rounding)", format_bytes(self.peak_bytes_in_use)),
-            ("peak reserved", format_bytes(max(self.reserved, default=0))),
-            ("max fragmentation", f"{self.max_fragmentation:.1%}"),
-            ("failed allocations", failed),
-            ("differs from XLA", differences_text(self.differences)),
-        ]
-
-    def _title(self) -> str:
-        return (
-            f"{self.events_name} on {self.policy} (preallocate={self.preallocate}), capacity "
-            f"{format_bytes(self.capacity)}: {self.source}"
-        )
 
 
 def differences_text(differences) -> str:
@@ -193,7 +170,6 @@ def capacity_scan(
     preallocate: bool = True,
     headrooms=None,
     capacities=None,
-    **options,
 ) -> CapacityScan:
     """Replays ``events`` on every capacity and records which fit (no bisection: fitting is not monotone).
 
@@ -202,7 +178,6 @@ def capacity_scan(
       headrooms: capacities as multiples of the live peak, requests rounded to 256 bytes
         (default 1.00, 1.01, ..., 2.00).
       capacities: explicit capacities in bytes instead of ``headrooms``.
-      **options: allocator options (every one that is not XLA's is reported).
 
     Example:
       >>> from batchlab.allocator import workloads
@@ -224,7 +199,7 @@ def capacity_scan(
     capacities = sorted({int(c) for c in capacities})
     if not capacities:
         raise ValueError("`capacities` is empty; give at least one capacity in bytes.")
-    allocators = [make_allocator(policy, c, preallocate=preallocate, **options) for c in capacities]
+    allocators = [make_allocator(policy, c, preallocate=preallocate) for c in capacities]
     fits = tuple(not replay(events, a).failures for a in allocators)
     differences = tuple(allocators[-1].differences_from_xla())
     return CapacityScan(
@@ -232,9 +207,7 @@ def capacity_scan(
     )
 
 
-def capacity_needed(
-    events: Events, policy: str = "bfc", *, preallocate: bool = True, **options
-) -> int:
+def capacity_needed(events: Events, policy: str = "bfc", *, preallocate: bool = True) -> int:
     """The smallest capacity of a scan of 1.00x..2.00x the live peak (step 0.01) on which ``events`` fits.
 
     Example:
@@ -243,11 +216,11 @@ def capacity_needed(
       >>> capacity_needed(t) == t.peak_rounded_bytes()  # the same buffers every step: no holes
       True
     """
-    scan = capacity_scan(events, policy, preallocate=preallocate, **options)
+    scan = capacity_scan(events, policy, preallocate=preallocate)
     if scan.smallest is None:
         raise ValueError(
             f"`events` {events.name!r} does not fit even on 2x its live peak with {policy}; "
-            "check the allocator options (alignment), or use capacity_scan with larger headrooms."
+            "use capacity_scan with larger headrooms."
         )
     return scan.smallest
 

@@ -5,51 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from batchlab._util.checks import check_positive_float
-from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.events import Events
 from batchlab.allocator.plots import plot_replay
-from batchlab.allocator.replayer import (
-    Replay,
-    capacity_needed,
-    differences_text,
-    make_allocator,
-    replay,
-)
+from batchlab.allocator.replayer import Replay, capacity_needed, make_allocator, replay
 from batchlab.allocator.workloads import workload
 
 
-@dataclass(frozen=True)
-class Simulation(Rows):
+@dataclass(frozen=True, repr=False)
+class Simulation:
     """A workload replayed on a device ``headroom`` times its live peak, and the device it really needs."""
 
     events: Events
     replay: Replay
     capacity_needed: int
-    source: str = "the kit's allocator simulation (batchlab.allocator)"
 
     @property
     def overhead(self) -> float:
         """``capacity_needed / peak live bytes``: 1.0 means fragmentation cost nothing."""
         return self.capacity_needed / max(self.events.peak_rounded_bytes(), 1)
-
-    def _rows(self):
-        tl = self.replay
-        failed = f"{len(tl.failures)} ({tl.failures_despite_free} despite enough free)"
-        return [
-            ("workload", self.events.name),
-            ("policy", f"{tl.policy} (preallocate={tl.preallocate})"),
-            ("allocations", str(tl.allocations)),
-            ("device calls", str(tl.device_calls)),
-            ("live peak", format_bytes(self.events.peak_live_bytes)),
-            ("device simulated", format_bytes(tl.capacity)),
-            ("failed allocations", failed),
-            ("max fragmentation", f"{tl.max_fragmentation:.1%}"),
-            ("device needed / live peak (scan, step 0.01)", f"{self.overhead:.2f}"),
-            ("differs from XLA", differences_text(tl.differences)),
-        ]
-
-    def _title(self) -> str:
-        return self.source
 
     def plot(self):
         return plot_replay(self.replay)
@@ -63,7 +36,6 @@ def simulate(
     policy: str = "bfc",
     preallocate: bool = True,
     headroom: float = 1.1,
-    **options,
 ) -> Simulation:
     """Builds workload ``name``, replays it on a device of ``headroom`` x its live peak, and finds the device it needs.
 
@@ -77,7 +49,7 @@ def simulate(
         raise ValueError(
             f"`headroom` must be at least 1 (the device must hold the live peak), got {headroom}."
         )
-    events = workload(name, n_items, batch_size=batch_size, **options)
+    events = workload(name, n_items, batch_size=batch_size)
     capacity = int(events.peak_rounded_bytes() * headroom) // 256 * 256 + 256
     replayed = replay(events, make_allocator(policy, capacity, preallocate=preallocate))
     return Simulation(events, replayed, capacity_needed(events, policy, preallocate=preallocate))

@@ -12,13 +12,13 @@ import numpy as np
 from batchlab._util.checks import check_positive_int
 from batchlab.allocator.events import Events, EventsBuilder
 
-KiB = 1 << 10
 MiB = 1 << 20
+BUCKETS = (16, 32, 64)  # the bucketed workload's length bounds, in rows
 WORKLOADS = ("per-item", "batched", "bucketed", "training", "training-donated")
 
 
-def item_lengths(n_items: int, max_len: int = 64, len_step: int = 1, seed: int = 0) -> np.ndarray:
-    """The items' lengths in rows: multiples of ``len_step`` up to ``max_len``, uniform (fixed seed)."""
+def item_lengths(n_items: int, max_len: int = 64, len_step: int = 1) -> np.ndarray:
+    """The items' lengths in rows: multiples of ``len_step`` up to ``max_len``, uniform (seed 0)."""
     check_positive_int(max_len, "max_len")
     check_positive_int(len_step, "len_step")
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
@@ -28,17 +28,17 @@ def item_lengths(n_items: int, max_len: int = 64, len_step: int = 1, seed: int =
             f"`max_len`={max_len} must be a multiple of `len_step`={len_step}; e.g. max_len="
             f"{max_len - max_len % len_step or len_step}."
         )
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     return rng.integers(1, max_len // len_step + 1, size=int(n_items)) * len_step
 
 
-def _groups_trace(name: str, groups: list, row_bytes: int) -> Events:
+def _groups_trace(name: str, groups: list) -> Events:
     """groups: (items, padded length) -> input, activations (2x), result (1 row per item)."""
     b = EventsBuilder()
     for i, (items, length) in enumerate(groups):
-        b.alloc(f"in{i}", items * length * row_bytes, "input")
-        b.alloc(f"act{i}", 2 * items * length * row_bytes, "activations")
-        b.alloc(f"out{i}", items * row_bytes, "result")
+        b.alloc(f"in{i}", items * length * MiB, "input")
+        b.alloc(f"act{i}", 2 * items * length * MiB, "activations")
+        b.alloc(f"out{i}", items * MiB, "result")
         b.free(f"act{i}")
         b.free(f"in{i}")
     for i in range(len(groups)):
@@ -46,65 +46,42 @@ def _groups_trace(name: str, groups: list, row_bytes: int) -> Events:
     return b.build(name)
 
 
-def per_item(n_items: int, *, max_len: int = 64, row_bytes: int = MiB, seed: int = 0) -> Events:
-    """One item at a time: every group has its own size."""
-    lengths = item_lengths(n_items, max_len, seed=seed)
-    return _groups_trace("per-item", [(1, int(n)) for n in lengths], row_bytes)
+def per_item(n_items: int) -> Events:
+    """One item at a time: every group has its own size (rows of 1 MiB, up to 64 rows)."""
+    return _groups_trace("per-item", [(1, int(n)) for n in item_lengths(n_items)])
 
 
-def batched(
-    n_items: int, *, batch_size: int, max_len: int = 64, row_bytes: int = MiB, seed: int = 0
-) -> Events:
-    """``batch_size`` items per group, all padded to ``max_len``: one fixed shape."""
+def batched(n_items: int, *, batch_size: int) -> Events:
+    """``batch_size`` items per group, all padded to 64 rows: one fixed shape."""
     check_positive_int(batch_size, "batch_size")
-    item_lengths(n_items, max_len, seed=seed)  # same checks as the others
+    item_lengths(n_items)  # same checks as the others
     n_batches = -(-n_items // batch_size)
-    return _groups_trace(
-        f"batched (batch {batch_size})", [(batch_size, max_len)] * n_batches, row_bytes
-    )
+    return _groups_trace(f"batched (batch {batch_size})", [(batch_size, 64)] * n_batches)
 
 
-def bucketed(
-    n_items: int,
-    *,
-    batch_size: int,
-    buckets: tuple[int, ...] = (16, 32, 64),
-    max_len: int = 64,
-    row_bytes: int = MiB,
-    seed: int = 0,
-) -> Events:
-    """Items sorted into length buckets; each group padded to its bucket's bound only."""
+def bucketed(n_items: int, *, batch_size: int) -> Events:
+    """Items sorted into length buckets (16, 32, 64 rows); each group padded to its bucket only."""
     check_positive_int(batch_size, "batch_size")
-    bounds = sorted(int(x) for x in buckets)
-    if not bounds or bounds[-1] < max_len:
-        raise ValueError(
-            f"`buckets` must end at or above max_len={max_len}, got {tuple(buckets)}; add {max_len}."
-        )
-    lengths = item_lengths(n_items, max_len, seed=seed)
-    counts = {bound: 0 for bound in bounds}
-    for n in lengths:
-        counts[next(bound for bound in bounds if n <= bound)] += 1
+    counts = dict.fromkeys(BUCKETS, 0)
+    for n in item_lengths(n_items):
+        counts[next(bound for bound in BUCKETS if n <= bound)] += 1
     groups = [
-        (batch_size, bound) for bound in bounds for _ in range(-(-counts[bound] // batch_size))
+        (batch_size, bound) for bound in BUCKETS for _ in range(-(-counts[bound] // batch_size))
     ]
-    return _groups_trace(f"bucketed (batch {batch_size})", groups, row_bytes)
+    return _groups_trace(f"bucketed (batch {batch_size})", groups)
 
 
-def training(
-    steps: int,
-    *,
-    donate: bool,
-    params_bytes: int = 1 << 30,
-    batch_bytes: int = 256 << 20,
-    activation_bytes: int = 768 << 20,
-) -> Events:
+def training(steps: int, *, donate: bool) -> Events:
     """A training loop: each step reads a batch, makes activations and gradients, writes new parameters.
+
+    Parameters 1 GiB, a batch 256 MiB, activations 768 MiB.
 
     Example:
       >>> training(3, donate=False).n_allocs - training(3, donate=True).n_allocs
       3
     """
     check_positive_int(steps, "steps")
+    params_bytes, batch_bytes, activation_bytes = 1 << 30, 256 * MiB, 768 * MiB
     b = EventsBuilder()
     b.alloc("params0", params_bytes, "params")
     current = "params0"
@@ -123,12 +100,12 @@ def training(
     return b.build("training (donated)" if donate else "training")
 
 
-def workload(name: str, n_items: int, *, batch_size: int = 8, **options) -> Events:
+def workload(name: str, n_items: int, *, batch_size: int = 8) -> Events:
     """One of :data:`WORKLOADS` by name (what the explorer's drop-down calls)."""
     if name not in WORKLOADS:
         raise ValueError(f"`name` must be one of {WORKLOADS}, got {name!r}.")
     if name.startswith("training"):
         return training(max(1, n_items // batch_size), donate=name.endswith("donated"))
     if name == "per-item":
-        return per_item(n_items, **options)
-    return (batched if name == "batched" else bucketed)(n_items, batch_size=batch_size, **options)
+        return per_item(n_items)
+    return (batched if name == "batched" else bucketed)(n_items, batch_size=batch_size)

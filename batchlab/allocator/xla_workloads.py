@@ -119,15 +119,13 @@ def per_item_workload(
     d_hidden: int = 16384,
     max_len: int = 4096,
     len_step: int = 512,
-    dtype=jnp.float32,
-    seed: int = 0,
     keep_results: bool = True,
 ) -> XlaWorkload:
-    """One call of :func:`block` per item, at the item's own length."""
-    weights = weight_specs(d_model, d_hidden, dtype)
+    """One call of :func:`block` per item, at the item's own length (float32)."""
+    weights = weight_specs(d_model, d_hidden, jnp.float32)
     xs = [
-        jax.ShapeDtypeStruct((int(n), d_model), dtype)
-        for n in item_lengths(n_items, max_len, len_step, seed)
+        jax.ShapeDtypeStruct((int(n), d_model), jnp.float32)
+        for n in item_lengths(n_items, max_len, len_step)
     ]
     plans = {x.shape[0]: _plan(block, x, *weights) for x in xs}
     calls = [(x, plans[x.shape[0]], "input (one item)") for x in xs]
@@ -143,14 +141,12 @@ def batched_workload(
     d_hidden: int = 16384,
     max_len: int = 4096,
     len_step: int = 512,
-    dtype=jnp.float32,
-    seed: int = 0,
 ) -> XlaWorkload:
-    """``jax.vmap(block)`` on batches of ``batch_size`` items padded to ``max_len``."""
+    """``jax.vmap(block)`` on batches of ``batch_size`` items padded to ``max_len`` (float32)."""
     check_positive_int(batch_size, "batch_size")
-    item_lengths(n_items, max_len, len_step, seed)  # same checks as per_item_workload
-    weights = weight_specs(d_model, d_hidden, dtype)
-    x = jax.ShapeDtypeStruct((batch_size, max_len, d_model), dtype)
+    item_lengths(n_items, max_len, len_step)  # same checks as per_item_workload
+    weights = weight_specs(d_model, d_hidden, jnp.float32)
+    x = jax.ShapeDtypeStruct((batch_size, max_len, d_model), jnp.float32)
     plan = _plan(jax.vmap(block, in_axes=(0, None, None)), x, *weights)
     calls = [(x, plan, "input (padded batch)")] * -(-n_items // batch_size)
     return _block_calls(f"batched (batch {batch_size})", calls, weights, {max_len: plan})
@@ -174,9 +170,11 @@ def training_workload(
     batch_tokens: int | Sequence[int] = 4096,
     d_model: int = 4096,
     d_hidden: int = 16384,
-    dtype=jnp.float32,
 ) -> XlaWorkload:
-    """``params, loss = step(params, batch)`` in a Python loop, with or without ``donate_argnums=0``."""
+    """``params, loss = step(params, batch)`` in a Python loop, with or without ``donate_argnums=0``.
+
+    ``batch_tokens``: one batch size for every step, or one per step (float32).
+    """
     check_positive_int(steps, "steps")
     many = isinstance(batch_tokens, Sequence)
     tokens = [int(t) for t in batch_tokens] if many else [batch_tokens] * steps
@@ -186,8 +184,8 @@ def training_workload(
         )
     for t in tokens:
         check_positive_int(t, "batch_tokens")
-    w1, w2 = weight_specs(d_model, d_hidden, dtype)
-    xs = {t: jax.ShapeDtypeStruct((t, d_model), dtype) for t in tokens}
+    w1, w2 = weight_specs(d_model, d_hidden, jnp.float32)
+    xs = {t: jax.ShapeDtypeStruct((t, d_model), jnp.float32) for t in tokens}
     donate_argnums = (0,) if donate else ()
     plans = {
         t: _plan(train_step, (w1, w2), x, donate_argnums=donate_argnums) for t, x in xs.items()
@@ -206,10 +204,7 @@ def training_workload(
         b.free_all(o for o in outs if o not in big)  # the loss scalar, dropped after printing
     b.free_all(params)
     name = "training (donated)" if donate else "training"
-    if len(plans) > 1:
-        name = name.replace("training", "training, varying batches")
-    keyed = {"step": plans[tokens[0]]} if len(plans) == 1 else plans
-    return XlaWorkload(b.build(name, SOURCE), keyed, b.calls, b.call_allocations)
+    return XlaWorkload(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
 
 
 def events_from_buffers(

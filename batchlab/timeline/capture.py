@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import atexit
-import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -29,13 +27,12 @@ def _remove_temporary_folders() -> None:
 class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.profiler.trace
     """Captures a profiler trace of the code inside; ``t.result`` is its :class:`Timeline`.
 
+    JAX writes the trace into a new temporary folder, removed when Python exits; Python
+    function calls are not recorded, so the lanes show JAX's own spans and your annotations.
+
     Args:
       items: how many items the traced code processes (for dispatches per item).
-      log_dir: where JAX writes the trace (``None``: a new temporary folder, removed when
-        Python exits; name a folder to keep the trace for Perfetto or XProf).
-      label: a name shown in the plot and table.
-      python_tracer: also record every Python function call (many more events;
-        off by default so the lanes show JAX's own spans and your annotations).
+      label: a name shown in the plot.
 
     Example:
       >>> import jax.numpy as jnp
@@ -47,30 +44,16 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
       (3, 1.0)
     """
 
-    def __init__(
-        self,
-        *,
-        items: int | None = None,
-        log_dir: str | Path | None = None,
-        label: str = "",
-        python_tracer: bool = False,
-    ) -> None:
+    def __init__(self, *, items: int | None = None, label: str = "") -> None:
         self.items = check_positive_int(items, "items", allow_none=True)
-        if log_dir is not None and not isinstance(log_dir, (str, os.PathLike)):
-            raise TypeError(
-                f"`log_dir` must be a folder path (str or Path) or None, got "
-                f"{type(log_dir).__name__} {log_dir!r:.40}."
-            )
-        self.log_dir = log_dir
-        self.label, self.python_tracer = str(label), bool(python_tracer)
+        self.label = str(label)
         self.result: Timeline | None = None
 
     def __enter__(self) -> trace:
-        self._dir = str(self.log_dir or tempfile.mkdtemp(prefix="batchlab-trace-"))
-        if self.log_dir is None:
-            _TEMPORARY.append(self._dir)
+        self._dir = tempfile.mkdtemp(prefix="batchlab-trace-")
+        _TEMPORARY.append(self._dir)
         options = jax.profiler.ProfileOptions()
-        options.python_tracer_level = 1 if self.python_tracer else 0
+        options.python_tracer_level = 0
         self._t0 = time.perf_counter()
         try:
             jax.profiler.start_trace(
@@ -101,30 +84,24 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
             raise AttributeError(name)
         return getattr(self.result, name)
 
-    def _repr_html_(self) -> str:
-        return self.result._repr_html_() if self.result else "<i>trace still running</i>"
-
 
 def timeline(
     fn: Callable,
     *args: Any,
     steps: int = 3,
     items: int | None = None,
-    sync: str = "end",
-    warmup: bool = True,
-    log_dir: str | Path | None = None,
     label: str = "",
 ) -> Timeline:
-    """Traces ``steps`` calls of ``fn(*args)`` and returns their :class:`Timeline`.
+    """Runs ``fn(*args)`` once untraced, then traces ``steps`` calls; returns their :class:`Timeline`.
+
+    Only the last result is waited for: the calls dispatch asynchronously.
 
     Args:
       fn: the function; it may be jitted, a Python loop, anything.
       *args: its arguments.
       steps: traced calls.
       items: items each call processes (dispatches per item = dispatches / (steps * items)).
-      sync: ``"end"`` waits for the last result only; ``"each"`` blocks every call.
-      warmup: run once untraced first.
-      log_dir, label: as in :class:`trace`.
+      label: as in :class:`trace`.
 
     Example:
       >>> import jax.numpy as jnp
@@ -135,16 +112,11 @@ def timeline(
     check_callable(fn, "fn")
     steps = check_positive_int(steps, "steps")
     items = check_positive_int(items, "items", allow_none=True)
-    if sync not in ("end", "each"):
-        raise ValueError(f"`sync` must be 'end' or 'each', got sync={sync!r}.")
-    if warmup:
-        jax.block_until_ready(fn(*args))
+    jax.block_until_ready(fn(*args))  # warm-up: compiles outside the trace
     out = None
-    with trace(items=steps * items if items else None, log_dir=log_dir, label=label) as t:
+    with trace(items=steps * items if items else None, label=label) as t:
         for i in range(steps):
             with jax.profiler.TraceAnnotation(f"step {i}"):
                 out = fn(*args)
-                if sync == "each":
-                    jax.block_until_ready(out)
         jax.block_until_ready(out)
     return t.result

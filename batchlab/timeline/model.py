@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import itertools
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import jax
 
-from batchlab._util.format import Rows, format_seconds
-from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length
+from batchlab._util.format import format_seconds
+from batchlab.timeline.intervals import intersect_length, subtract, union_length
 from batchlab.timeline.parse import Lane, MemoryCurve, Span, memory_curve, parse_events, read_events
 from batchlab.timeline.plot import plot_timeline
 
@@ -22,7 +20,7 @@ NO_MEMORY_CPU = (
 
 
 @dataclass(frozen=True)
-class Timeline(Rows):
+class Timeline:
     """A parsed profiler trace: lanes, spans and what they add up to. Times in seconds."""
 
     lanes: tuple[Lane, ...]
@@ -33,10 +31,8 @@ class Timeline(Rows):
     device_busy: float
     overlap: float
     idle: float
-    largest_device_gap: float
     dispatches: int
     transfers: int
-    compile_seconds: float
     items: int | None
     events: int
     trace_path: str
@@ -46,9 +42,7 @@ class Timeline(Rows):
     memory: MemoryCurve | None = None
     memory_note: str = ""
     capture_seconds: float = 0.0
-    parse_seconds: float = 0.0
     label: str = ""
-    source: str = "jax.profiler.trace(create_perfetto_trace=True), Perfetto JSON parsed by batchlab"
 
     @property
     def dispatches_per_item(self) -> float | None:
@@ -68,29 +62,9 @@ class Timeline(Rows):
         """Spans whose name starts with ``name`` (e.g. ``"load batch"``)."""
         return [s for s in self.spans if s.name.startswith(name)]
 
-    def plot(self, *, ax=None, max_depth: int = 3, title: str | None = None):
+    def plot(self):
         """One row per lane, time in ms; see :func:`batchlab.timeline.plot.plot_timeline`."""
-        return plot_timeline(self, ax=ax, max_depth=max_depth, title=title)
-
-    def _rows(self) -> list[tuple[str, str]]:
-        per_item = self.dispatches_per_item
-        curve = f"{len(self.memory.times)} allocator events" if self.memory else self.memory_note
-        return [
-            ("traced wall time", format_seconds(self.wall)),
-            ("host busy (Python threads, not waiting)", format_seconds(self.host_busy)),
-            ("device busy (XLA ops)", format_seconds(self.device_busy)),
-            ("host work (not dispatching, not waiting)", format_seconds(self.host_work)),
-            ("overlap (host work while the device computes)", format_seconds(self.overlap)),
-            ("overlap share (of the most that could overlap)", f"{self.overlap_share:.0%}"),
-            ("idle (nothing traced)", format_seconds(self.idle)),
-            ("largest device gap", format_seconds(self.largest_device_gap)),
-            ("dispatches (PjitFunction calls)", str(self.dispatches)),
-            ("dispatches per item", "-" if per_item is None else f"{per_item:.3g}"),
-            ("host-to-device transfers", str(self.transfers)),
-            ("compile (on the Python thread)", format_seconds(self.compile_seconds)),
-            ("lanes", ", ".join(lane.name for lane in self.lanes)),
-            ("memory curve", curve),
-        ]
+        return plot_timeline(self)
 
     def __repr__(self) -> str:
         return (
@@ -99,9 +73,6 @@ class Timeline(Rows):
             f"{format_seconds(self.host_busy)}, device busy {format_seconds(self.device_busy)}, "
             f"overlap {format_seconds(self.overlap)}, {self.dispatches} dispatches)"
         )
-
-    def _caption(self) -> str:
-        return f"{self.label + ' - ' if self.label else ''}profiler trace ({self.backend})"
 
 
 def _intervals(spans, keep) -> list[tuple[float, float]]:
@@ -112,7 +83,6 @@ def build_timeline(
     path: str | Path, *, items: int | None = None, label: str = "", capture_seconds: float = 0.0
 ) -> Timeline:
     """Parses a ``perfetto_trace.json.gz`` into a :class:`Timeline`."""
-    t0 = time.perf_counter()
     events = read_events(path)
     lanes, spans, wall = parse_events(events)
     host_lanes = {lane.index for lane in lanes if lane.kind in ("python", "loader")}
@@ -130,7 +100,6 @@ def build_timeline(
     device = _intervals(
         spans, lambda s: s.kind == "compute" and (s.lane in device_lanes or not device_lanes)
     )
-    gaps = [b[0] - a[1] for a, b in itertools.pairwise(merge(device))]
 
     def outermost(kind: str) -> int:
         return sum(
@@ -151,10 +120,8 @@ def build_timeline(
         device_busy=union_length(device),
         overlap=intersect_length(work, device),
         idle=max(0.0, wall - union_length(host + device)),
-        largest_device_gap=max(gaps, default=0.0),
         dispatches=outermost("dispatch"),
         transfers=outermost("transfer"),
-        compile_seconds=union_length(_intervals(on_host, lambda s: s.kind == "compile")),
         items=items,
         events=len(events),
         trace_path=str(path),
@@ -164,6 +131,5 @@ def build_timeline(
         memory=memory,
         memory_note=note,
         capture_seconds=capture_seconds,
-        parse_seconds=time.perf_counter() - t0,
         label=label,
     )

@@ -20,38 +20,28 @@ COLORS = {
     "idle": ("0.96", "idle: nothing traced (hatched)"),
 }
 TIME_AXIS = "time since the traced code started (ms)"
+MAX_DEPTH = 3  # nesting levels drawn per lane (deeper spans are left out of the picture only)
 
 
-def plot_timeline(timeline: Any, *, ax=None, max_depth: int = 3, title: str | None = None):
-    """The timeline figure (a ``matplotlib.figure.Figure``).
-
-    Args:
-      timeline: a :class:`batchlab.timeline.Timeline`.
-      ax: an axes to draw the lanes into (``None``: a new figure, with the memory panel
-        when the trace has allocator events).
-      max_depth: nesting levels drawn per lane (deeper spans are left out of the picture,
-        not out of the figures).
-      title: replaces the default title (label, backend, cores, jax version, overlap).
-    """
+def plot_timeline(timeline: Any):
+    """The figure of a :class:`batchlab.timeline.Timeline`, with the memory panel when the
+    trace has allocator events (a ``matplotlib.figure.Figure``)."""
     t = timeline
     n = max(len(t.lanes), 1)
-    own, memory_panel = ax is None, ax is None and t.memory is not None
-    if own:
-        fig = _figure(1.9 + 0.55 * n + (2.2 if memory_panel else 0))
-        if memory_panel:
-            ax, ax_mem = fig.subplots(2, 1, height_ratios=[0.55 * n + 0.6, 2.0], sharex=True)
-            _memory(ax_mem, t.memory)
-        else:
-            ax = fig.subplots(1, 1)
-    _legend(ax.figure if own else ax, _draw_lanes(ax, t, max_depth, t.wall), t)
-    if not memory_panel:
+    fig = _figure(1.9 + 0.55 * n + (2.2 if t.memory is not None else 0))
+    if t.memory is not None:
+        ax, ax_mem = fig.subplots(2, 1, height_ratios=[0.55 * n + 0.6, 2.0], sharex=True)
+        _memory(ax_mem, t.memory)
+    else:
+        ax = fig.subplots(1, 1)
         ax.set_xlabel(TIME_AXIS)
+    _legend(fig, _draw_lanes(ax, t, t.wall), t)
     label = f"{t.label}: " if t.label else ""
-    ax.set_title(title or f"{label}what ran when ({_setup(t)}) -- {_figures(t)}", fontsize=12)
-    return ax.figure
+    ax.set_title(f"{label}what ran when ({_setup(t)}) -- {_figures(t)}", fontsize=12)
+    return fig
 
 
-def plot_timelines(timelines: Sequence[Any], *, max_depth: int = 3, share_time: bool = True):
+def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
     """Several timelines stacked, e.g. three loops compared.
 
     Example:
@@ -75,7 +65,7 @@ def plot_timelines(timelines: Sequence[Any], *, max_depth: int = 3, share_time: 
     wall = max(t.wall for t in timelines)
     kinds: set[str] = set()
     for ax, t in zip(axes[:, 0], timelines, strict=True):
-        kinds |= _draw_lanes(ax, t, max_depth, wall if share_time else t.wall)
+        kinds |= _draw_lanes(ax, t, wall if share_time else t.wall)
         length = "" if share_time else f"{t.wall * 1e3:.3g} ms shown; "
         ax.set_title(f"{t.label or 'timeline'}: {length}{_figures(t)}", fontsize=12, loc="left")
         if not share_time:
@@ -105,15 +95,15 @@ def _figures(t: Any) -> str:
     )
 
 
-def _draw_lanes(ax, t: Any, max_depth: int, wall: float) -> set[str]:
+def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
     """Draws ``t``'s lanes into ``ax`` over ``[0, wall]`` seconds; returns the kinds drawn."""
     n = max(len(t.lanes), 1)
     wall_ms = max(wall * 1e3, 1e-6)
     min_w = wall_ms / 1500  # about one pixel at the default width
-    row_h = 0.8 / max_depth
+    row_h = 0.8 / MAX_DEPTH
     groups: dict[tuple[int, int, str], list[tuple[float, float]]] = {}
     for s in t.spans:
-        if s.depth < max_depth:
+        if s.depth < MAX_DEPTH:
             bar = (s.start * 1e3, s.start * 1e3 + max(s.duration * 1e3, min_w))
             groups.setdefault((s.lane, s.depth, s.kind), []).append(bar)
     order = list(COLORS)
@@ -127,15 +117,15 @@ def _draw_lanes(ax, t: Any, max_depth: int, wall: float) -> set[str]:
     gaps = [(a, b) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a > wall_ms / 100]
     for a, b in gaps:  # idle: nothing traced in any lane
         ax.axvspan(a, b, facecolor=COLORS["idle"][0], hatch="//", ec="0.75", lw=0, zorder=0)
-    _labels(ax, t, max_depth, row_h, wall_ms)
+    _labels(ax, t, row_h, wall_ms)
     ax.set_yticks(list(range(n)), [lane.name for lane in t.lanes] or ["(no spans)"], fontsize=11)
     ax.set(ylim=(n - 0.5, -0.5), xlim=(0, wall_ms))
     ax.grid(True, axis="x", alpha=0.3)
     return {kind for (_, _, kind) in groups} | ({"idle"} if gaps else set())
 
 
-def _legend(target, kinds: set[str], t: Any) -> None:
-    """One legend entry per kind drawn; on a figure, below the panels, with the memory note."""
+def _legend(fig, kinds: set[str], t: Any) -> None:
+    """One legend entry per kind drawn, below the panels, with the memory note."""
     from matplotlib.patches import Patch
 
     handles = [
@@ -145,13 +135,10 @@ def _legend(target, kinds: set[str], t: Any) -> None:
     ]
     if not handles:
         return
-    if not hasattr(target, "subplots"):  # an Axes
-        target.legend(handles=handles, fontsize=9, loc="upper right")
-        return
     note = None
     if t.memory is None:
         note = "\n".join(textwrap.wrap(f"memory curve absent: {t.memory_note}", 130))
-    legend = target.legend(
+    legend = fig.legend(
         handles=handles,
         loc="outside lower center",
         fontsize=10,
@@ -163,14 +150,14 @@ def _legend(target, kinds: set[str], t: Any) -> None:
     legend.get_title().set_color("0.3")
 
 
-def _labels(ax, t: Any, max_depth: int, row_h: float, wall_ms: float) -> None:
+def _labels(ax, t: Any, row_h: float, wall_ms: float) -> None:
     """Names inside the spans wide enough to hold them (at most 40 labels, widest first)."""
     width_px = ax.figure.get_figwidth() * 100 * 0.8  # at dpi 100; font sizes scale alike
     fits = []
     for s in t.spans:
         px = s.duration * 1e3 / wall_ms * width_px
         text = s.name if len(s.name) <= 28 else s.name[:26] + ".."
-        if s.depth < min(max_depth, 2) and px > 5.8 * len(text) + 6:
+        if s.depth < 2 and px > 5.8 * len(text) + 6:
             fits.append((px, s, text))
     for _, s, text in sorted(fits, key=lambda f: -f[0])[:40]:
         x, y = (s.start + s.duration / 2) * 1e3, s.lane - 0.4 + (s.depth + 0.46) * row_h
