@@ -1121,15 +1121,6 @@ case(
     r"`batch_sizes`",
 )
 case("AxesExplorer(fn=3)", lambda: _widgets().AxesExplorer(3, X), TypeError, r"`fn`")
-case(
-    "MemoryGauge(interval=0)", lambda: _widgets().MemoryGauge(interval=0), ValueError, r"`interval`"
-)
-case(
-    "MemoryGauge(interval=-1)",
-    lambda: _widgets().MemoryGauge(interval=-1),
-    ValueError,
-    r"`interval`",
-)
 
 
 case(

@@ -16,7 +16,7 @@ from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.per_item import PerItemCost, per_item_cost
 from batchlab.measuring.sweeps import Sweep, SweepPoint
 from batchlab.measuring.timing import measure
-from batchlab.widgets.controls import batch_size_slider, control, stops_slider
+from batchlab.widgets.controls import control, stops_slider
 from batchlab.widgets.explorer import Explorer
 
 
@@ -77,7 +77,7 @@ class BatchSizeExplorer(Explorer):
         super().__init__(
             lambda batch_size: measure(fn, *self._args(batch_size), **measure_options),
             {"batch_size": batch_size},
-            controls={"batch_size": batch_size_slider(batch_sizes)},
+            controls={"batch_size": stops_slider(batch_sizes, "batch size", width="440px")},
             draw=lambda ex: ex.per_item(paired=False).plot(
                 current=ex.params["batch_size"], memory=ex.as_sweep()
             ),

@@ -253,7 +253,6 @@ class BucketExplorer(Explorer):
             describe=repr,
             title=title,
             preview=lambda rule, n_buckets: self._planned(rule, n_buckets)[0],
-            describe_preview=repr,
         )
         self.update()
 
