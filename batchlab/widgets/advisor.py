@@ -10,7 +10,6 @@ process: the explorer gives it at the advice's own budget only.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 
 from batchlab._util.checks import check_positive_int
@@ -59,43 +58,23 @@ def setting(advice: Advice, budget: int) -> AdvisorSetting:
     return AdvisorSetting(int(budget), labels, v.pick, v.decided, v.tied, v.deciding, size)
 
 
-def default_budgets(advice: Advice) -> list[int]:
-    """Powers of two around the candidates' plans, and the advice's own budget."""
-    peaks = [c.planned_bytes for c in advice.candidates if c.planned_bytes]
-    own = int(math.log2(advice.budget.bytes))
-    low = math.floor(math.log2(min(peaks) / 2)) if peaks else own
-    high = math.ceil(math.log2(max(peaks) * 4)) if peaks else own
-    return sorted({advice.budget.bytes, *(2**k for k in range(low, high + 1))})
-
-
 class AdvisorExplorer(Explorer):
     """A budget slider over one :func:`batchlab.advise` result (nothing re-measured).
 
+    The slider's stops are ``budgets`` and the advice's own budget, where it starts.
+
     Raises:
       TypeError: ``advice`` is not an Advice; a budget is not an int.
-      ValueError: ``budget`` is not one of ``budgets``.
+      ValueError: a budget is not positive.
     """
 
-    def __init__(
-        self,
-        advice: Advice,
-        budgets: Sequence[int] | None = None,
-        *,
-        budget: int | None = None,
-        title: str = "The advice over the budget",
-    ) -> None:
+    def __init__(self, advice: Advice, budgets: Sequence[int]) -> None:
         if not isinstance(advice, Advice):
             raise TypeError(
                 f"`advice` must be what bl.advise returned, got {type(advice).__name__}."
             )
-        stops = sorted(
-            {check_positive_int(b, "budgets") for b in budgets or default_budgets(advice)}
-        )
-        budget = advice.budget.bytes if budget is None else check_positive_int(budget, "budget")
-        if budget not in stops:
-            raise ValueError(
-                f"`budget`={budget} is not one of the stops {stops}; add it to `budgets`."
-            )
+        budget = advice.budget.bytes
+        stops = sorted({budget, *(check_positive_int(b, "budgets") for b in budgets)})
         self.advice, self.choices = advice, {"budget": tuple(stops)}
         super().__init__(
             lambda budget: setting(advice, budget),
@@ -105,7 +84,7 @@ class AdvisorExplorer(Explorer):
                 advice, budget=ex.result.budget, pick=ex.result.recommended
             ),
             describe=_describe,
-            title=title,
+            title="The advice over the budget",
         )
         self.update()
 
