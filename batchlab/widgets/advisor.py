@@ -13,14 +13,14 @@ import dataclasses
 from collections.abc import Sequence
 
 from batchlab._util.checks import check_positive_int
-from batchlab._util.format import Rows, format_bytes
+from batchlab._util.format import format_bytes
 from batchlab.advisor import Advice, decide, plot_candidates
 from batchlab.widgets.controls import budget_slider
 from batchlab.widgets.explorer import Explorer
 
 
 @dataclasses.dataclass(frozen=True)
-class AdvisorSetting(Rows):
+class AdvisorSetting:
     """The advice re-decided at one budget: what fits, the pick, whether the timings decided it."""
 
     budget: int
@@ -30,19 +30,6 @@ class AdvisorSetting(Rows):
     tied: tuple[str, ...]
     deciding: str
     batch_size: int | None  # only at the advice's own budget
-
-    def _title(self) -> str:
-        return "the advice at this budget"
-
-    def _rows(self) -> list[tuple[str, str]]:
-        size = "advice's own budget only" if self.batch_size is None else str(self.batch_size)
-        return [
-            ("budget", format_bytes(self.budget)),
-            ("fit (plan x margin)", ", ".join(self.fits) or "none"),
-            ("pick", str(self.recommended) + ("" if self.decided else " (not enough evidence)")),
-            ("deciding", self.deciding or "-"),
-            ("batch size", size),
-        ]
 
 
 def setting(advice: Advice, budget: int) -> AdvisorSetting:

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchlab._util.checks import check_callable
-from batchlab._util.format import Rows
 from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
 from batchlab.batching.axes_spec import param_names
 from batchlab.batching.broadcasting import BroadcastError, SilentBroadcastWarning, check_broadcast
@@ -19,7 +18,7 @@ from batchlab.widgets.explorer import Explorer
 
 
 @dataclass(frozen=True)
-class AxesOutcome(Rows):
+class AxesOutcome:
     """What one setting of the dropdowns gives: an explanation, or the error and its fix."""
 
     in_axes: tuple
@@ -31,20 +30,9 @@ class AxesOutcome(Rows):
     def ok(self) -> bool:
         return self.error is None
 
-    _header = ()
-
     def __repr__(self) -> str:
         found = repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}"
-        return f"{self._title()}: {found}"
-
-    def _title(self) -> str:
-        return f"in_axes={self.in_axes!r}, out_axes={self.out_axes!r}"
-
-    def _rows(self) -> list[tuple[str, str]]:
-        return [] if self.ok else [("BatchAxisError", self.error)]
-
-    def _notes(self) -> tuple[str, ...]:
-        return (repr(self.explanation),) if self.ok else ()
+        return f"in_axes={self.in_axes!r}, out_axes={self.out_axes!r}: {found}"
 
 
 class AxesExplorer(Explorer):

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 
 import jax
 
-from batchlab._util.format import Rows, format_bytes
 from batchlab.measuring.live import device_memory, live_memory
 
 
 @dataclass(frozen=True)
-class GaugeReading(Rows):
+class GaugeReading:
     """One reading of the gauge; ``None`` marks a figure this backend cannot give."""
 
     device: str
@@ -26,25 +25,10 @@ class GaugeReading(Rows):
     live_array_bytes: int
     note: str
 
-    _header = ("figure", "value", "source")
-
     @property
     def live(self) -> bool:
         """True when the device's allocator reported live figures (GPU/TPU)."""
         return self.in_use_bytes is not None
-
-    def _rows(self) -> list[tuple[str, str, str]]:
-        stats = "device memory stats"
-        figures = [
-            ("device in use", self.in_use_bytes, stats),
-            ("device peak", self.peak_bytes, f"{stats} (process-wide)"),
-            ("device limit", self.limit_bytes, stats),
-            ("live JAX arrays", self.live_array_bytes, "jax.live_arrays()"),
-        ]
-        return [(k, format_bytes(v), s) for k, v, s in figures if v is not None]
-
-    def _title(self) -> str:
-        return f"{self.device}: {self.note}"
 
 
 class MemoryGauge:
