@@ -92,17 +92,9 @@ def test_errors(inputs):
         )
 
 
-def test_strategy_explorer_reuses_measured_points(inputs):
+def test_strategy_explorer_keeps_every_point_measured(inputs):
     from batchlab.widgets import StrategyExplorer
 
-    sweep = compare(
-        mlp,
-        *inputs,
-        in_axes=(0, None, None),
-        strategies=("vmap",),
-        batch_sizes=[8, 32],
-        max_time=0.05,
-    )
     ex = StrategyExplorer(
         mlp,
         *inputs,
@@ -110,10 +102,9 @@ def test_strategy_explorer_reuses_measured_points(inputs):
         batch_sizes=[8, 32],
         strategies=("vmap",),
         chunk=4,
-        measured=sweep,
         max_time=0.05,
     )
-    assert ex.points[("vmap", 8)] is sweep.get("vmap", 8)  # reused, not re-measured
+    ex.update(batch_size=8)
     now = ex.update(batch_size=32, strategies=["vmap", "chunked"])
     assert now.strategies == ["vmap", "chunked"] and now.get("chunked", 32).chunk == 4
     assert ex.as_comparison().batch_sizes == [8, 32] and ex._plot(ex).axes

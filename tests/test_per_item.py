@@ -11,7 +11,6 @@ from batchlab import measure
 from batchlab._util.plotting import figure_to_png
 from batchlab.measuring import per_item_cost, sweep
 from batchlab.measuring.per_item import machine_label
-from batchlab.widgets import BatchSizeExplorer
 
 
 def item(x, w):
@@ -84,20 +83,6 @@ def test_bad_inputs(measured):
     one.points = []
     with pytest.raises(ValueError, match="no measured batch size"):
         per_item_cost(one)
-
-
-def test_batch_size_explorer_draws_the_loop_baseline(measured):
-    _, loop = measured
-    ex = BatchSizeExplorer(
-        jax.vmap(item, in_axes=(0, None)), make, [1, 8], repeat=3, loop=loop, loop_items=64
-    )
-    ex.update(batch_size=8)
-    assert ex.per_item().loop_items == 64
-    assert len(ex.figure().axes) == 2
-    with pytest.raises(TypeError, match=r"`loop` must be a batchlab\.measuring\.Measurement"):
-        BatchSizeExplorer(item, make, [1], loop="fast", loop_items=4)
-    with pytest.raises(ValueError, match="`loop_items` must be a positive int"):
-        BatchSizeExplorer(item, make, [1], loop=loop, loop_items=None)
 
 
 def test_ratios_timed_interleaved_when_given_the_calls(measured):

@@ -8,7 +8,7 @@ import pytest
 
 import batchlab as bl
 from batchlab.widgets import AdvisorExplorer
-from batchlab.widgets.advisor import AdvisorSetting, default_budgets, setting
+from batchlab.widgets.advisor import AdvisorSetting
 
 BUDGET = 2**19  # 512 KiB: vmap's 64 items (a 16 KiB outer product each) do not fit, chunks do
 
@@ -36,7 +36,7 @@ def test_the_setup_is_what_the_tests_assume(advice):
 
 
 def test_at_the_advice_budget_the_numbers_are_the_advice_own(advice):
-    s = AdvisorExplorer(advice).update(budget=BUDGET)
+    s = AdvisorExplorer(advice, [2**20]).update(budget=BUDGET)
     assert isinstance(s, AdvisorSetting)
     assert (s.recommended, s.decided, s.tied) == (advice.recommended, advice.decided, advice.tied)
     assert s.batch_size == advice.batch_size is not None and "vmap" not in s.fits
@@ -55,35 +55,26 @@ def test_budget_moves_change_what_fits_and_measure_nothing(advice):
     assert compiles.count == 0 and ex.last_from_cache and "nothing re-measured" in ex.status_text
 
 
-def test_default_budgets_span_the_plans_and_hold_the_advice_budget(advice):
-    stops = default_budgets(advice)
-    plans = [c.planned_bytes for c in advice.candidates]
-    assert BUDGET in stops and stops == sorted(stops)
-    assert stops[0] < min(plans) and stops[-1] > max(plans)
-    assert setting(advice, stops[0]).fits == ()
-
-
 def test_figure_and_widget(advice):
-    ex = AdvisorExplorer(advice)
+    ex = AdvisorExplorer(advice, [2**10, 2**30])
+    assert ex.choices["budget"] == (2**10, BUDGET, 2**30) and ex.params["budget"] == BUDGET
     labels = ex.figure().axes[0].get_legend_handles_labels()[1]
     assert "pick" in labels and any(x.startswith("budget / margin") for x in labels)
     assert ex.widget is not None and set(ex.control_widgets) == {"budget"}
-    ex = AdvisorExplorer(advice, [BUDGET, 2**30])
     ex.update(budget=2**30)  # the drawn budget follows the slider
     line = f"budget / margin {bl.format_bytes(int(2**30 / advice.margin))}"
     assert line in ex.figure().axes[0].get_legend_handles_labels()[1]
 
 
 @pytest.mark.parametrize(
-    ("args", "kwargs", "exc", "match"),
+    ("budgets", "exc", "match"),
     [
-        ((), {"budget": 3}, ValueError, r"`budget`=3 is not one of the stops"),
-        ((), {"budget": "1 MiB"}, TypeError, "`budget` must be a positive int"),
-        (([2**20, -1],), {}, ValueError, "`budgets`"),
+        ([2**20, "1 MiB"], TypeError, "`budgets` must be a positive int"),
+        ([2**20, -1], ValueError, "`budgets`"),
     ],
 )
-def test_bad_arguments_name_the_argument(advice, args, kwargs, exc, match):
+def test_bad_arguments_name_the_argument(advice, budgets, exc, match):
     with pytest.raises(exc, match=match):
-        AdvisorExplorer(advice, *args, **kwargs)
+        AdvisorExplorer(advice, budgets)
     with pytest.raises(TypeError, match=r"`advice` must be what bl\.advise returned"):
-        AdvisorExplorer({"vmap": 1})
+        AdvisorExplorer({"vmap": 1}, [2**20])

@@ -6,10 +6,8 @@ after each widget call without a browser (the pattern: ``explorer.py``).
 
 from __future__ import annotations
 
-# the pattern, shared controls and the memory gauge
-from batchlab.widgets import controls
+# the pattern and the memory gauge
 from batchlab.widgets.explorer import Explorer
-from batchlab.widgets.gauge import GaugeReading
 from batchlab.widgets.gauge import MemoryGauge
 
 # one explorer per notebook, in teaching order
@@ -36,14 +34,12 @@ __all__ = [
     "BucketExplorer",
     "BudgetExplorer",
     "Explorer",
-    "GaugeReading",
     "InPlaceExplorer",
     "LoadingExplorer",
     "MemoryGauge",
     "PaddingExplorer",
     "ScalingExplorer",
     "StrategyExplorer",
-    "controls",
 ]
 
 

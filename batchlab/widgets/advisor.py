@@ -10,18 +10,17 @@ process: the explorer gives it at the advice's own budget only.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 
 from batchlab._util.checks import check_positive_int
-from batchlab._util.format import Rows, format_bytes
+from batchlab._util.format import format_bytes
 from batchlab.advisor import Advice, decide, plot_candidates
 from batchlab.widgets.controls import budget_slider
 from batchlab.widgets.explorer import Explorer
 
 
 @dataclasses.dataclass(frozen=True)
-class AdvisorSetting(Rows):
+class AdvisorSetting:
     """The advice re-decided at one budget: what fits, the pick, whether the timings decided it."""
 
     budget: int
@@ -31,19 +30,6 @@ class AdvisorSetting(Rows):
     tied: tuple[str, ...]
     deciding: str
     batch_size: int | None  # only at the advice's own budget
-
-    def _title(self) -> str:
-        return "the advice at this budget"
-
-    def _rows(self) -> list[tuple[str, str]]:
-        size = "advice's own budget only" if self.batch_size is None else str(self.batch_size)
-        return [
-            ("budget", format_bytes(self.budget)),
-            ("fit (plan x margin)", ", ".join(self.fits) or "none"),
-            ("pick", str(self.recommended) + ("" if self.decided else " (not enough evidence)")),
-            ("deciding", self.deciding or "-"),
-            ("batch size", size),
-        ]
 
 
 def setting(advice: Advice, budget: int) -> AdvisorSetting:
@@ -59,43 +45,23 @@ def setting(advice: Advice, budget: int) -> AdvisorSetting:
     return AdvisorSetting(int(budget), labels, v.pick, v.decided, v.tied, v.deciding, size)
 
 
-def default_budgets(advice: Advice) -> list[int]:
-    """Powers of two around the candidates' plans, and the advice's own budget."""
-    peaks = [c.planned_bytes for c in advice.candidates if c.planned_bytes]
-    own = int(math.log2(advice.budget.bytes))
-    low = math.floor(math.log2(min(peaks) / 2)) if peaks else own
-    high = math.ceil(math.log2(max(peaks) * 4)) if peaks else own
-    return sorted({advice.budget.bytes, *(2**k for k in range(low, high + 1))})
-
-
 class AdvisorExplorer(Explorer):
     """A budget slider over one :func:`batchlab.advise` result (nothing re-measured).
 
+    The slider's stops are ``budgets`` and the advice's own budget, where it starts.
+
     Raises:
       TypeError: ``advice`` is not an Advice; a budget is not an int.
-      ValueError: ``budget`` is not one of ``budgets``.
+      ValueError: a budget is not positive.
     """
 
-    def __init__(
-        self,
-        advice: Advice,
-        budgets: Sequence[int] | None = None,
-        *,
-        budget: int | None = None,
-        title: str = "The advice over the budget",
-    ) -> None:
+    def __init__(self, advice: Advice, budgets: Sequence[int]) -> None:
         if not isinstance(advice, Advice):
             raise TypeError(
                 f"`advice` must be what bl.advise returned, got {type(advice).__name__}."
             )
-        stops = sorted(
-            {check_positive_int(b, "budgets") for b in budgets or default_budgets(advice)}
-        )
-        budget = advice.budget.bytes if budget is None else check_positive_int(budget, "budget")
-        if budget not in stops:
-            raise ValueError(
-                f"`budget`={budget} is not one of the stops {stops}; add it to `budgets`."
-            )
+        budget = advice.budget.bytes
+        stops = sorted({budget, *(check_positive_int(b, "budgets") for b in budgets)})
         self.advice, self.choices = advice, {"budget": tuple(stops)}
         super().__init__(
             lambda budget: setting(advice, budget),
@@ -105,7 +71,7 @@ class AdvisorExplorer(Explorer):
                 advice, budget=ex.result.budget, pick=ex.result.recommended
             ),
             describe=_describe,
-            title=title,
+            title="The advice over the budget",
         )
         self.update()
 

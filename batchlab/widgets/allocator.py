@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +26,7 @@ class AllocatorExplorer(Explorer):
 
     Args:
       n_items: items every workload processes; batch_sizes: the slider's stops.
-      headroom: simulated device size / live peak; **params: starting values.
+      headroom: simulated device size / live peak.
 
     Example:
       >>> ex = AllocatorExplorer(16, batch_sizes=(1, 4))
@@ -42,19 +41,12 @@ class AllocatorExplorer(Explorer):
         *,
         batch_sizes=(1, 2, 4, 8, 16),
         headroom: float = 1.1,
-        title: str = "Allocator explorer (simulation)",
-        **params: Any,
     ) -> None:
         check_positive_int(n_items, "n_items")
         check_positive_float(headroom, "headroom")
         batch_sizes = tuple(check_positive_ints(batch_sizes, "batch_sizes"))
         self.choices = {"batch_size": batch_sizes}
         start = dict(workload="per-item", batch_size=batch_sizes[0], policy="bfc", preallocate=True)
-        unknown = set(params) - set(start)
-        if unknown:
-            raise TypeError(
-                f"AllocatorExplorer got unknown parameter(s) {sorted(unknown)}; it has {sorted(start)}."
-            )
 
         def compute(workload: str, batch_size: int, policy: str, preallocate: bool) -> Simulation:
             pool = preallocate and policy != "platform"  # the platform allocator has no pool
@@ -75,11 +67,11 @@ class AllocatorExplorer(Explorer):
         }
         super().__init__(
             compute,
-            {**start, **params},
+            start,
             controls=controls,
             draw=lambda ex: ex.result.plot(),
             describe=_describe,
-            title=title,
+            title="Allocator explorer (simulation)",
         )
         self.update()
 
@@ -120,9 +112,7 @@ class InPlaceExplorer(Explorer):
       (0, 4096)
     """
 
-    def __init__(
-        self, sizes=(1 << 10, 1 << 14, 1 << 16), *, title: str = "In-place update explorer"
-    ) -> None:
+    def __init__(self, sizes=(1 << 10, 1 << 14, 1 << 16)) -> None:
         sizes = tuple(check_positive_ints(sizes, "sizes"))
         self.choices = {"size": sizes}
         super().__init__(
@@ -137,7 +127,7 @@ class InPlaceExplorer(Explorer):
                 f"{r.copies} copy instruction(s); alias {r.memory.alias_bytes} B; "
                 f"temp {r.memory.temp_bytes} B (compiled analysis)"
             ),
-            title=title,
+            title="In-place update explorer",
         )
         self.update()
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchlab._util.checks import check_callable
-from batchlab._util.format import Rows
 from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
 from batchlab.batching.axes_spec import param_names
 from batchlab.batching.broadcasting import BroadcastError, SilentBroadcastWarning, check_broadcast
@@ -19,7 +18,7 @@ from batchlab.widgets.explorer import Explorer
 
 
 @dataclass(frozen=True)
-class AxesOutcome(Rows):
+class AxesOutcome:
     """What one setting of the dropdowns gives: an explanation, or the error and its fix."""
 
     in_axes: tuple
@@ -31,29 +30,17 @@ class AxesOutcome(Rows):
     def ok(self) -> bool:
         return self.error is None
 
-    _header = ()
-
     def __repr__(self) -> str:
         found = repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}"
-        return f"{self._title()}: {found}"
-
-    def _title(self) -> str:
-        return f"in_axes={self.in_axes!r}, out_axes={self.out_axes!r}"
-
-    def _rows(self) -> list[tuple[str, str]]:
-        return [] if self.ok else [("BatchAxisError", self.error)]
-
-    def _notes(self) -> tuple[str, ...]:
-        return (repr(self.explanation),) if self.ok else ()
+        return f"in_axes={self.in_axes!r}, out_axes={self.out_axes!r}: {found}"
 
 
 class AxesExplorer(Explorer):
-    """One dropdown per argument (its axis or None) and one for ``out_axes``.
+    """One dropdown per argument (its axis or None) and one for ``out_axes`` (starting at 0).
 
     Args:
       fn, *args: the per-item function and example arguments (arrays or ShapeDtypeStructs).
-      in_axes, out_axes: the starting spec (one ``in_axes`` entry per argument).
-      out_choices: the choices of the ``out_axes`` dropdown.
+      in_axes: the starting spec, one entry per argument.
 
     Example:
       >>> import jax.numpy as jnp
@@ -67,9 +54,6 @@ class AxesExplorer(Explorer):
         fn: Callable,
         *args: Any,
         in_axes: Sequence[Any] | None = None,
-        out_axes: Any = 0,
-        out_choices: Sequence[Any] = (0, 1, -1, None),
-        title: str = "vmap axes explorer",
     ) -> None:
         check_callable(fn)
         self.fn, self.args = fn, args
@@ -79,7 +63,7 @@ class AxesExplorer(Explorer):
             raise ValueError(
                 f"`in_axes` needs one entry per argument ({', '.join(self.names)}), got {in_axes!r}."
             )
-        params = {**dict(zip(self.names, in_axes, strict=False)), "out_axes": out_axes}
+        params = {**dict(zip(self.names, in_axes, strict=False)), "out_axes": 0}
 
         def compute(**p: Any) -> AxesOutcome:
             spec, out = tuple(p[n] for n in self.names), p["out_axes"]
@@ -99,9 +83,14 @@ class AxesExplorer(Explorer):
             n: dropdown(n, [None, *range(r), *range(-1, -r - 1, -1)] if r else [None, 0])
             for n, r in ranks.items()
         }
-        controls["out_axes"] = dropdown("out_axes", list(out_choices))
+        controls["out_axes"] = dropdown("out_axes", [0, 1, -1, None])
         super().__init__(
-            compute, params, controls=controls, draw=_draw, describe=_describe, title=title
+            compute,
+            params,
+            controls=controls,
+            draw=_draw,
+            describe=_describe,
+            title="vmap axes explorer",
         )
         self.update()
 
@@ -183,15 +172,13 @@ class BroadcastExplorer(Explorer):
       'shapes (5,) and (5, 3) do not broadcast. Aligned from the right, sizes on one axis must be equal or 1:'
     """
 
-    def __init__(
-        self, a: str = "(4,)", b: str = "(4, 3)", *, title: str = "Broadcasting explorer"
-    ) -> None:
+    def __init__(self, a: str = "(4,)", b: str = "(4, 3)") -> None:
         box = {n: control("Text", description=f"shape {n}", width="220px") for n in "ab"}
         super().__init__(
             _broadcast,
             {"a": a, "b": b},
             controls=box,
             describe=lambda r: f"<pre style='font-size:12px'>{html.escape(repr(r))}</pre>",
-            title=title,
+            title="Broadcasting explorer",
         )
         self.update()

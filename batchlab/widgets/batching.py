@@ -16,7 +16,7 @@ from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.per_item import PerItemCost, per_item_cost
 from batchlab.measuring.sweeps import Sweep, SweepPoint
 from batchlab.measuring.timing import measure
-from batchlab.widgets.controls import batch_size_slider, control, stops_slider
+from batchlab.widgets.controls import control, stops_slider
 from batchlab.widgets.explorer import Explorer
 
 
@@ -25,9 +25,8 @@ class BatchSizeExplorer(Explorer):
 
     Args:
       fn: a batched function; make_batch: ``make_batch(batch_size) -> args``.
-      batch_sizes: the slider's stops (e.g. powers of two); batch_size: the start.
-      loop, loop_items: a :class:`Measurement` of one ``jax.lax.map`` call over ``loop_items``
-        items, drawn as the per-item line a batch must beat.
+      batch_sizes: the slider's stops (e.g. powers of two), starting at the first.
+      title: the explorer's heading.
       **measure_options: passed to :func:`batchlab.measure`.
 
     Example:
@@ -48,36 +47,19 @@ class BatchSizeExplorer(Explorer):
         make_batch: Callable[[int], Sequence[Any]],
         batch_sizes: Sequence[int],
         *,
-        batch_size: int | None = None,
         title: str = "Batch size explorer",
-        loop: Measurement | None = None,
-        loop_items: int | None = None,
         **measure_options: Any,
     ) -> None:
         check_callable(fn)
         check_callable(make_batch, "make_batch")
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
-        batch_size = batch_sizes[0] if batch_size is None else batch_size
-        if batch_size not in batch_sizes:
-            raise ValueError(
-                f"`batch_size`={batch_size} is not one of the slider's stops {batch_sizes}."
-            )
-        if loop is not None and not isinstance(loop, Measurement):
-            raise TypeError(
-                f"`loop` must be a batchlab.measuring.Measurement (from bl.measure), got {type(loop).__name__}."
-            )
-        if loop is not None and (type(loop_items) is not int or loop_items < 1):
-            raise ValueError(
-                f"`loop_items` must be a positive int (the items in the `loop` call), got {loop_items!r}."
-            )
         self.fn, self.make_batch, self.batch_sizes = fn, make_batch, batch_sizes
         self.choices = {"batch_size": tuple(batch_sizes)}
-        self.measure_options, self.loop, self.loop_items = measure_options, loop, loop_items
         self._jitted = jax.jit(fn)
         super().__init__(
             lambda batch_size: measure(fn, *self._args(batch_size), **measure_options),
-            {"batch_size": batch_size},
-            controls={"batch_size": batch_size_slider(batch_sizes)},
+            {"batch_size": batch_sizes[0]},
+            controls={"batch_size": stops_slider(batch_sizes, "batch size", width="440px")},
             draw=lambda ex: ex.per_item(paired=False).plot(
                 current=ex.params["batch_size"], memory=ex.as_sweep()
             ),
@@ -96,14 +78,14 @@ class BatchSizeExplorer(Explorer):
         return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
 
     def per_item(self, *, paired: bool = True) -> PerItemCost:
-        """Every measured batch size (and the ``loop`` baseline) as a :class:`PerItemCost`.
+        """Every measured batch size as a :class:`PerItemCost`.
 
         ``paired``: the smallest and the largest batch are timed again, interleaved, and the
         speed-up is the median of the per-round ratios; ``False`` (the widget's live plot):
         the points as measured, apart.
         """
         call_at = self._call_at if paired else None
-        return per_item_cost(self.as_sweep(), self.loop, self.loop_items, call_at=call_at)
+        return per_item_cost(self.as_sweep(), call_at=call_at)
 
     def _call_at(self, batch_size: int) -> Callable[[], Any]:
         args = self._args(batch_size)
@@ -141,14 +123,12 @@ class StrategyExplorer(Explorer):
         its first items) and ``in_axes`` as in ``jax.vmap``.
       batch_sizes: the slider's stops; strategies: those picked at the start.
       chunk: items per chunk for ``"chunked"``; manual: the hand-batched ``fn`` (for ``"manual"``).
-      measured: a :class:`~batchlab.compare.Comparison` of the same function and inputs
-        already measured (e.g. a sweep); its points are reused.
       **compare_options: passed to :func:`batchlab.compare` (e.g. ``max_time``).
 
     Example:
       >>> import jax.numpy as jnp
       >>> ex = StrategyExplorer(lambda x: x * 2, jnp.ones((8, 4)), batch_sizes=[4, 8],
-      ...                       strategies=("vmap", "chunked"), chunk=2, repeat=2)
+      ...                       strategies=("vmap", "chunked"), chunk=2, max_time=0.05)
       >>> c = ex.update(batch_size=4)
       >>> c.strategies, sorted(ex.points)
       (['vmap', 'chunked'], [('chunked', 4), ('chunked', 8), ('vmap', 4), ('vmap', 8)])
@@ -163,8 +143,6 @@ class StrategyExplorer(Explorer):
         chunk: int = 8,
         in_axes: Any = 0,
         manual: Callable | None = None,
-        measured: Comparison | None = None,
-        title: str = "Batching strategies",
         **compare_options: Any,
     ) -> None:
         check_callable(fn)
@@ -176,11 +154,7 @@ class StrategyExplorer(Explorer):
             if s not in options:
                 raise ValueError(f"`strategies` may hold {options}, got {s!r}.")
         self.name = getattr(fn, "__name__", "fn")
-        self.points: dict[tuple[str, int], StrategyResult] = {
-            (r.strategy, r.items): r
-            for r in (measured.results if measured is not None else ())
-            if r.measurement is not None and (r.strategy != "chunked" or r.chunk == chunk)
-        }
+        self.points: dict[tuple[str, int], StrategyResult] = {}
 
         def compute(batch_size: int, strategies: tuple) -> Comparison:
             shown = [self.points.get((s, batch_size)) for s in strategies]
@@ -207,7 +181,7 @@ class StrategyExplorer(Explorer):
             controls=controls,
             draw=self._plot,
             describe=_describe_comparison,
-            title=title,
+            title="Batching strategies",
         )
         self.update()
 

@@ -18,13 +18,14 @@ class BudgetExplorer(Explorer):
 
     Args:
       fn, example_item: a function of one item, and one item (arrays or ShapeDtypeStructs).
-      budgets: the slider's stops in bytes; budget: the start (default: the middle stop).
+      budgets: the slider's stops in bytes; budget: the start, one of them.
       chunk_size: items per chunk of the ``"chunked"`` strategy.
 
     Example:
       >>> import jax, jax.numpy as jnp
       >>> item = jax.ShapeDtypeStruct((64,), jnp.float32)
-      >>> ex = BudgetExplorer(lambda x: jnp.outer(x, x) @ x, item, [2**16, 2**18], chunk_size=8)
+      >>> f = lambda x: jnp.outer(x, x) @ x
+      >>> ex = BudgetExplorer(f, item, [2**16, 2**18], chunk_size=8, budget=2**16)
       >>> r = ex.update(budget=2**18)
       >>> int(r["chunked"]) > int(r["vmap"])
       True
@@ -39,14 +40,12 @@ class BudgetExplorer(Explorer):
         example_item: Any,
         budgets: Sequence[int],
         *,
-        chunk_size: int = 8,
-        budget: int | None = None,
-        title: str = "Largest batch for a memory budget",
+        chunk_size: int,
+        budget: int,
     ) -> None:
         check_callable(fn)
         chunk_size = check_positive_int(chunk_size, "chunk_size")
         budgets = check_positive_ints(budgets, "budgets")
-        budget = budgets[len(budgets) // 2] if budget is None else budget
         if budget not in budgets:
             raise ValueError(f"`budget`={budget} is not one of the slider's stops {budgets}.")
         self.choices = {"budget": tuple(budgets)}
@@ -61,7 +60,7 @@ class BudgetExplorer(Explorer):
             controls={"budget": budget_slider(budgets)},
             draw=lambda ex: plot_budget_curves(list(ex.result.values())),
             describe=_describe,
-            title=title,
+            title="Largest batch for a memory budget",
         )
         self.update()
 

@@ -6,9 +6,7 @@ on release, and its ``value`` is the parameter ``compute`` receives.
 
 Example:
   >>> from batchlab.widgets import controls
-  >>> controls.powers_of_two(1, 64)
-  [1, 2, 4, 8, 16, 32, 64]
-  >>> factory = controls.batch_size_slider([1, 2, 4, 8])
+  >>> factory = controls.stops_slider([1, 2, 4, 8], "batch size")
   >>> factory(4).value, factory(4).continuous_update
   (4, False)
 """
@@ -38,41 +36,10 @@ def control(kind: str, *, width: str = "auto", **options: Any) -> ControlFactory
     return make
 
 
-def powers_of_two(low: int, high: int) -> list[int]:
-    """Every power of two from ``low`` to ``high``; ``ValueError`` unless 1 <= low <= high."""
-    if int(low) < 1 or int(high) < int(low):
-        raise ValueError(
-            f"`low` and `high` must satisfy 1 <= low <= high, got low={low!r}, high={high!r}."
-        )
-    return [1 << k for k in range(int(high).bit_length()) if low <= 1 << k <= high] or [int(low)]
-
-
-def batch_size_slider(stops: Sequence[int], *, description: str = "batch size") -> ControlFactory:
-    """A slider with one even step per stop (powers of two: 1 -> 1024 in ten steps)."""
-    stops = [int(s) for s in stops]
-    if not stops or any(s < 1 for s in stops):
-        raise ValueError(
-            f"`stops` must be a non-empty list of positive ints, got {stops!r}; "
-            "e.g. powers_of_two(1, 1024)."
-        )
-    return stops_slider(stops, description, width="440px")
-
-
-def int_slider(low: int, high: int, *, step: int = 1, description: str) -> ControlFactory:
-    """A linear integer slider (e.g. a sequence length)."""
-    if int(high) < int(low):
-        raise ValueError(f"`high` must be >= `low`, got low={low!r}, high={high!r}.")
-    return control(
-        "IntSlider", min=low, max=high, step=step, description=description, width="440px"
-    )
-
-
 def choice(
     options: Sequence[Any], *, description: str, label: Callable = str, width: str = "auto"
 ) -> ControlFactory:
     """A dropdown over ``options`` (any values; each shown as ``label(value)``)."""
-    if not list(options):
-        raise ValueError("`options` must not be empty.")
     shown = [(label(o), o) for o in options]
     return control("Dropdown", options=shown, description=description, width=width)
 

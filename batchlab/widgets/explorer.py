@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from batchlab._util.checks import check_callable
 from batchlab._util.format import format_seconds
 from batchlab._util.plotting import figure_to_png
 from batchlab.measuring.compiles import count_compiles
@@ -55,8 +54,8 @@ class Explorer:
       draw: ``draw(explorer) -> matplotlib Figure`` (or ``None``).
       describe: ``describe(result) -> str``, a one-line HTML summary.
       preview: ``preview(**params) -> plan``, cheap (nothing compiled or timed), shown for a
-        new setting while ``compute`` runs; ``draw`` sees it as ``explorer.pending``.
-      describe_preview: ``describe_preview(plan) -> str``, plain text for the status line.
+        new setting (as its ``repr``) while ``compute`` runs; ``draw`` sees it as
+        ``explorer.pending``.
 
     Example:
       >>> ex = Explorer(lambda n: n * n, {"n": 3}, describe=lambda r: f"square {r}")
@@ -79,22 +78,8 @@ class Explorer:
         describe: Callable[[Any], str] | None = None,
         title: str = "",
         preview: Callable[..., Any] | None = None,
-        describe_preview: Callable[[Any], str] | None = None,
     ) -> None:
-        self._compute = check_callable(compute, "compute")
-        self._preview = None if preview is None else check_callable(preview, "preview")
-        self._describe_preview = describe_preview or repr  # plain text: the status line escapes it
-        if not isinstance(params, dict):
-            raise TypeError(
-                f"`params` must be a dict of starting values, got {type(params).__name__} {params!r:.60}."
-            )
-        self._controls = dict(controls or {})
-        unknown = set(self._controls) - set(params)
-        if unknown:
-            raise ValueError(
-                f"`controls` has {sorted(unknown)}, which are not in `params` {sorted(params)}; "
-                "give every controlled parameter a starting value in `params`."
-            )
+        self._compute, self._preview, self._controls = compute, preview, dict(controls or {})
         self.params, self._draw, self.title = dict(params), draw, title
         self._describe = describe or (lambda r: html.escape(repr(r)))
         self.cache: dict[tuple, Any] = {}
@@ -104,7 +89,6 @@ class Explorer:
         self.last_compile_seconds = self.last_trace_seconds = 0.0
         self.status_text = ""
         self.control_widgets: dict[str, Any] = {}
-        self._listeners: list[Callable[[Explorer], None]] = []
         self._png: dict[tuple, bytes] = {}
         self._version = 0
         self._syncing = False
@@ -170,8 +154,6 @@ class Explorer:
             self._set_status(draw_error, state="error", params=new)
         else:
             self._set_status(self._done_text(result), state="done", params=new)
-        for listener in self._listeners:
-            listener(self)
         return result
 
     def _show_preview(self, params: dict[str, Any], what: str, t0: float) -> str:
@@ -185,7 +167,7 @@ class Explorer:
             )
             return what
         self.pending = self._preview(**params)
-        lead = f"{what}: {self._describe_preview(self.pending)}"
+        lead = f"{what}: {self.pending!r}"
         self._set_status(f"{lead}; compiling and measuring...", state="busy", params=params)
         if self._ui is not None and self._draw is not None:
             with contextlib.suppress(Exception):  # a preview that cannot draw keeps the old plot
@@ -211,16 +193,6 @@ class Explorer:
         if self._draw is None or self.result is None:
             return None
         return self._draw(self)
-
-    def on_update(self, callback: Callable[[Explorer], None]) -> None:
-        """Calls ``callback(explorer)`` after every successful update (e.g. a memory gauge)."""
-        self._listeners.append(check_callable(callback, "callback"))
-
-    def clear_cache(self) -> None:
-        """Forgets every measured setting (the next update measures again)."""
-        self.cache.clear()
-        self._png.clear()
-        self._version += 1
 
     @property
     def widget(self):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from batchlab._util.checks import check_callable, check_positive_float, check_positive_ints
+from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
 from batchlab._util.plotting import bytes_axis, new_figure
 from batchlab.loading.files import METHODS, ORDERS, TRANSFERS, Dataset
@@ -13,7 +13,6 @@ from batchlab.loading.speed import (
     Ceiling,
     Throughput,
     format_rate,
-    measure_ceiling,
     measure_loading,
 )
 from batchlab.scaling.speedup import ScalingPoint, measure_scaling
@@ -65,15 +64,19 @@ class LoadingExplorer(Explorer):
       dataset: a :class:`batchlab.loading.Dataset`; batch_sizes: the batch-size choices.
       step: computation run on every batch (``None``: load only); ``prefetch=True`` overlaps
         loading with it, ``sync=True`` waits for every step.
-      repeat: passes per setting (the best is kept); max_time: seconds of timed passes per
-        setting after which no new pass starts (a slow setting runs fewer).
-      ceiling: the run's one :class:`batchlab.loading.speed.Ceiling` (``None``: measured
-        here); pass the notebook's so that text and plot quote the same number.
+      repeat: passes per setting (the best is kept; 0.3 s of timed passes at most, so a slow
+        setting runs fewer).
+      ceiling: the run's one :class:`batchlab.loading.speed.Ceiling`
+        (:func:`~batchlab.loading.speed.measure_ceiling`), so that text and plot quote the
+        same number.
 
     Example:
       >>> import tempfile
       >>> from batchlab.loading.files import make_dataset
-      >>> ex = LoadingExplorer(make_dataset(tempfile.mkdtemp(), 16, (4,)), [4, 8], repeat=1)
+      >>> from batchlab.loading.speed import measure_ceiling
+      >>> data = make_dataset(tempfile.mkdtemp(), 16, (4,))
+      >>> ceiling = measure_ceiling(data, repeat=1, min_bytes=1024)
+      >>> ex = LoadingExplorer(data, [4, 8], repeat=1, ceiling=ceiling)
       >>> r = ex.update(method="per_item", order="random")
       >>> r.items, ex.share_of_ceiling(r) > 0
       (16, True)
@@ -86,23 +89,19 @@ class LoadingExplorer(Explorer):
         *,
         step: Callable | None = None,
         repeat: int = 3,
-        max_time: float = 0.3,
-        ceiling: Ceiling | None = None,
-        title: str = "Loading explorer",
+        ceiling: Ceiling,
     ) -> None:
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.choices = {"batch_size": tuple(batch_sizes)}
-        check_positive_float(max_time, "max_time")
-        if ceiling is not None and not isinstance(ceiling, Ceiling):
+        if not isinstance(ceiling, Ceiling):
             raise TypeError(
-                f"`ceiling` must be a Ceiling from batchlab.loading.speed.measure_ceiling(...) or "
-                f"None, got {type(ceiling).__name__}."
+                f"`ceiling` must be a Ceiling from batchlab.loading.speed.measure_ceiling(...), "
+                f"got {type(ceiling).__name__}."
             )
-        self.dataset, self.step, self.repeat = dataset, step, repeat
-        self.ceiling = ceiling or measure_ceiling(dataset, repeat=max(repeat, 3))
+        self.dataset, self.step, self.repeat, self.ceiling = dataset, step, repeat, ceiling
 
         def compute(prefetch: bool, **setting: Any) -> Throughput:
-            kw = dict(step=step, prefetch=2 if prefetch else 0, repeat=repeat, max_time=max_time)
+            kw = dict(step=step, prefetch=2 if prefetch else 0, repeat=repeat, max_time=0.3)
             return measure_loading(dataset, **setting, **kw)
 
         box = {"indent": False}
@@ -122,7 +121,7 @@ class LoadingExplorer(Explorer):
             controls=controls,
             draw=self._plot,
             describe=self._describe,
-            title=title,
+            title="Loading explorer",
         )
         self.update()
 
@@ -163,7 +162,7 @@ class ScalingExplorer(Explorer):
 
     Example:
       >>> import jax.numpy as jnp
-      >>> ex = ScalingExplorer(lambda b: b * 2, lambda n: jnp.ones((n, 4)), [3, 8], [1], repeat=1)
+      >>> ex = ScalingExplorer(lambda b: b * 2, lambda n: jnp.ones((n, 4)), [3, 8], [1])
       >>> p = ex.update(batch_size=3)
       >>> p.rows_per_device, p.matches_single_device
       (3, True)
@@ -178,8 +177,6 @@ class ScalingExplorer(Explorer):
         *,
         params: tuple = (),
         devices: Sequence[Any] | None = None,
-        repeat: int = 5,
-        title: str = "Scaling explorer",
     ) -> None:
         check_callable(fn)
         check_callable(make_batch, "make_batch")
@@ -189,7 +186,7 @@ class ScalingExplorer(Explorer):
 
         def compute(n_devices: int, batch_size: int) -> ScalingPoint:
             batch = make_batch(batch_size)
-            kw = dict(params=params, devices=devices, repeat=repeat)
+            kw = dict(params=params, devices=devices, repeat=5)
             return measure_scaling(fn, batch, [n_devices], **kw).points[0]
 
         super().__init__(
@@ -201,7 +198,7 @@ class ScalingExplorer(Explorer):
             },
             draw=self._plot,
             describe=self._describe,
-            title=title,
+            title="Scaling explorer",
         )
         self.update()
 

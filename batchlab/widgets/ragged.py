@@ -116,26 +116,23 @@ class PaddingExplorer(Explorer):
         vocab: int,
         features: int = 16,
         sizes: tuple[int, ...] = (16, 32, 64, 128),
-        strategy: str = "max",
-        seed: int = 0,
-        title: str = "Padding explorer",
         **measure_options: Any,
     ):
-        self.data, self.table = token_workload(data, vocab, features, seed)
+        self.data, self.table = token_workload(data, vocab, features, 0)
         self.sizes = tuple(check_positive_ints(sizes, "sizes"))
         self.choices = {"size": self.sizes}
         self.reference = mean_pool_reference(self.data, self.table)
         self.measure_options = measure_options
         super().__init__(
             self._compute_point,
-            {"strategy": strategy, "size": self.sizes[0]},
+            {"strategy": "max", "size": self.sizes[0]},
             controls={
                 "strategy": choice(PAD_STRATEGIES, description="strategy"),
                 "size": stops_slider(self.sizes, "length / multiple"),
             },
             draw=_draw_padding,
             describe=repr,
-            title=title,
+            title="Padding explorer",
         )
         self.update()
 
@@ -225,12 +222,9 @@ class BucketExplorer(Explorer):
         vocab: int,
         features: int = 16,
         bucket_counts: tuple[int, ...] = (1, 2, 4, 8),
-        rule: str = "optimal",
-        seed: int = 0,
-        title: str = "Bucket explorer",
         **measure_options: Any,
     ):
-        self.data, self.table = token_workload(data, vocab, features, seed)
+        self.data, self.table = token_workload(data, vocab, features, 0)
         self.bucket_counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
         self.choices = {"n_buckets": self.bucket_counts}
         self.features = features
@@ -244,16 +238,15 @@ class BucketExplorer(Explorer):
         self._last_planned: tuple = (None,)  # (setting, plan, buckets): the preview's, reused
         super().__init__(
             self._compute_point,
-            {"rule": rule, "n_buckets": self.bucket_counts[0]},
+            {"rule": "optimal", "n_buckets": self.bucket_counts[0]},
             controls={
                 "rule": choice(BOUNDARY_RULES, description="boundaries"),
                 "n_buckets": stops_slider(self.bucket_counts, "buckets"),
             },
             draw=_draw_buckets,
             describe=repr,
-            title=title,
+            title="Bucket explorer",
             preview=lambda rule, n_buckets: self._planned(rule, n_buckets)[0],
-            describe_preview=repr,
         )
         self.update()
 
