@@ -24,6 +24,8 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
 #: child-process entry points: they import the kit after the process is set up
 CHILD_ENTRIES = {"scaling/distributed/_child.py"}
 MAX_LINES = 420
+#: the whole package, a ratchet: issue 30 asks for at most 12,000 lines (it was 22,188)
+MAX_PACKAGE_LINES = 17_500
 
 
 def module_name(path: Path) -> str:
@@ -140,6 +142,13 @@ def test_modules_are_small_enough_to_read_in_one_sitting(path):
     n = len(path.read_text().splitlines())
     assert n <= MAX_LINES, (
         f"{path.relative_to(PACKAGE)} has {n} lines: split the second concept out"
+    )
+
+
+def test_the_package_does_not_grow_back():
+    n = sum(len(p.read_text().splitlines()) for p in MODULES)
+    assert n <= MAX_PACKAGE_LINES, (
+        f"batchlab/ has {n} lines (at most {MAX_PACKAGE_LINES}): delete first"
     )
 
 
