@@ -78,3 +78,20 @@ def test_bad_arguments_name_the_argument(advice, budgets, exc, match):
         AdvisorExplorer(advice, budgets)
     with pytest.raises(TypeError, match=r"`advice` must be what bl\.advise returned"):
         AdvisorExplorer({"vmap": 1}, [2**20])
+
+
+def test_a_candidate_left_out_by_the_fit_stays_out_at_and_below_the_advice_budget(advice):
+    """advise leaves out a faster candidate that cannot run all the items; the explorer too."""
+    import dataclasses
+
+    pick = advice.recommended
+    marked = tuple(
+        dataclasses.replace(c, note="left out: faster, but it fits 8 items, not 64")
+        if c.label == pick
+        else c
+        for c in advice.candidates
+    )
+    moved = dataclasses.replace(advice, candidates=marked)
+    ex = AdvisorExplorer(moved, [2**18, 2**30])
+    assert pick not in (ex.update(budget=BUDGET).recommended, ex.update(budget=2**18).recommended)
+    assert pick in ex.update(budget=2**30).fits  # more room: it may run all the items there

@@ -34,9 +34,17 @@ class AdvisorSetting:
 
 def setting(advice: Advice, budget: int) -> AdvisorSetting:
     """The advice at ``budget``: fitting timed candidates, re-decided on their own run's samples."""
-    m = advice.margin or 1.0
+    m, own_budget = advice.margin or 1.0, advice.budget.bytes
     fits = [c for c in advice.candidates if c.samples is not None and c.planned_bytes * m <= budget]
-    pool = [c for c in fits if not c.note.startswith("screened")] or fits
+    # left out: a fresh process found it cannot run all the items at the advice's budget, so it
+    # cannot at a smaller one either; at its own budget the pool is the one advise decided in
+    left = {c.label for c in advice.candidates if c.note.startswith("left out")}
+    timed = [c for c in advice.candidates if c.samples is not None and c.label not in left]
+    if budget == own_budget:
+        pool = [c for c in timed if not c.note.startswith("screened")]
+    else:
+        keep = [c for c in fits if budget > own_budget or c.label not in left]
+        pool = [c for c in keep if not c.note.startswith("screened")] or keep
     if not pool:
         return AdvisorSetting(int(budget), (), None, False, (), "", None)
     v = decide({c.label: c.samples for c in pool}, {c.label: c.planned_bytes for c in pool})
