@@ -7,9 +7,6 @@ Example:
   >>> a.free("a")
   >>> a.allocate("d", 200).offset, a.device_calls
   (0, 5)
-  >>> p = PlatformAllocator(4096)
-  >>> [p.allocate(i, 1000).size for i in "abc"], p.device_calls
-  ([1024, 1024, 1024], 3)
 """
 
 from __future__ import annotations
@@ -51,12 +48,8 @@ def check_int(value, name: str, minimum: int) -> int:
 class Allocator:
     """Base class: a device of ``capacity`` bytes as a list of pieces; a policy writes ``_find``.
 
-    Every request is rounded up to a multiple of :data:`ALIGNMENT` (XLA's 256 bytes).
-
-    Args:
-      capacity: bytes of the simulated device.
-      preallocate: reserve the whole device as one pool at start-up (one device call),
-        like JAX on a GPU by default.
+    Every request is rounded up to a multiple of :data:`ALIGNMENT`. ``preallocate``: reserve
+    the whole device as one pool at start-up (one device call), as JAX does on a GPU.
     """
 
     policy = "base"
@@ -83,7 +76,6 @@ class Allocator:
         return [("policy", self.policy, "bfc")]
 
     def round_up(self, size: int) -> int:
-        """``size`` rounded up to :data:`ALIGNMENT` (at least one unit)."""
         return max(1, -(-size // ALIGNMENT)) * ALIGNMENT
 
     def _reserve(self, index: int, size: int) -> int:  # the first ``size`` bytes: a pool region
@@ -140,7 +132,7 @@ class Allocator:
 
     @property
     def in_use(self) -> int:
-        """Bytes asked for by live allocations (the sum of their sizes)."""
+        """Bytes asked for by live allocations."""
         return sum(c.requested for c in self.live.values())
 
     @property
@@ -176,10 +168,7 @@ class Allocator:
 
 
 class FirstFitAllocator(Allocator):
-    """Lowest-address fit: a textbook contrast to BFC, not an allocator JAX uses.
-
-    Without a pool (``preallocate=False``, the default) every allocate and free is a device call.
-    """
+    """Lowest-address fit: a textbook contrast to BFC; without a pool every allocate and free is a device call."""
 
     policy = "first-fit"
 

@@ -27,9 +27,6 @@ def bin_num_for_size(size: int) -> int:
 class BFCAllocator(Allocator):
     """XLA's BFC allocator on a simulated device of ``capacity`` bytes (XLA's ``memory_limit_``).
 
-    XLA's constants: 256-byte rounding, a first grown region of 2 MiB, a split whenever
-    the rest is at least 128 MiB.
-
     Args:
       capacity: bytes the allocator may use (on a GPU: the device's memory
         times ``XLA_PYTHON_CLIENT_MEM_FRACTION``, 0.75 by default).
@@ -49,7 +46,6 @@ class BFCAllocator(Allocator):
         self.next_region = self.round_up(min(self.capacity, K_INITIAL_REGION))
 
     def differences_from_xla(self) -> list[tuple[str, str, str]]:
-        """(parameter, value here, XLA's value) for every choice that is not XLA's."""
         if self.preallocate:  # only grown pools have several regions
             return []
         merge = "yes" if self.coalesce_regions else "no (separate cudaMalloc regions)"

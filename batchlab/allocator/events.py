@@ -1,4 +1,14 @@
-"""Allocation traces: what a program asks of its allocator, in order."""
+"""Allocation traces: what a program asks of its allocator, in order.
+
+Example:
+  >>> b = EventsBuilder()
+  >>> b.alloc("x", 1024, "input")
+  >>> b.alloc("y", 512)
+  >>> b.free("x")
+  >>> t = b.build("tiny")
+  >>> t.n_allocs, t.peak_live_bytes
+  (2, 1536)
+"""
 
 from __future__ import annotations
 
@@ -22,7 +32,7 @@ class Event(NamedTuple):
 
 @dataclass(frozen=True)
 class Events:
-    """A checked sequence of events (every free matches an earlier alloc); see :class:`EventsBuilder`."""
+    """A checked sequence of events: time never goes back, every free matches an earlier alloc."""
 
     events: tuple[Event, ...]
     name: str = "trace"
@@ -88,14 +98,7 @@ class Events:
 
 
 class EventsBuilder:
-    """Records events with one tick of time each.
-
-    Example:
-      >>> b = EventsBuilder()
-      >>> b.alloc("x", 1024, "input"); b.alloc("y", 512); b.free("x")
-      >>> t = b.build("tiny"); (t.n_allocs, t.peak_live_bytes)
-      (2, 1536)
-    """
+    """Records events with one tick of time each."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
