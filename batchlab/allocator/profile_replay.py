@@ -122,17 +122,15 @@ def compare_with_model(
             "jax.profiler.trace before the workload allocates, on a GPU backend."
         )
     base = min((e.addr for e in events if e.kind == "alloc"), default=0)
-    trace, real_in_use, real_placed, live, generation = [], [], set(), set(), {}
+    trace, real_in_use, real_placed = [], [], set()
+    live: dict[int, tuple] = {}  # address -> (address, time allocated): addresses are reused
     for t, e in enumerate(events):
-        if e.kind == "alloc":  # addresses are reused: (address, times allocated) names a buffer
-            generation[e.addr] = generation.get(e.addr, 0) + 1
-            key = (e.addr, generation[e.addr])
-            trace.append(Event(t, "alloc", key, e.requested_bytes, "real request"))
-            real_placed.add((key, e.addr - base))
-            live.add(e.addr)
+        if e.kind == "alloc":
+            live[e.addr] = (e.addr, t)
+            trace.append(Event(t, "alloc", live[e.addr], e.requested_bytes, "real request"))
+            real_placed.add((live[e.addr], e.addr - base))
         elif e.addr in live:
-            live.remove(e.addr)
-            trace.append(Event(t, "free", (e.addr, generation[e.addr])))
+            trace.append(Event(t, "free", live.pop(e.addr)))
         else:  # allocated before the trace started
             continue
         real_in_use.append(e.bytes_allocated)
