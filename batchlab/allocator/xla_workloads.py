@@ -58,7 +58,7 @@ class XlaWorkload:
 class CallEventsBuilder(EventsBuilder):
     """An :class:`EventsBuilder` that also knows how a jitted call allocates."""
 
-    calls = call_allocations = 0
+    calls = call_allocations = 0  # counted by call(), per builder
 
     def call(self, plan, tag: Hashable, owner: str) -> dict[Hashable, int]:
         """One launch of ``plan``: allocates outputs and temp, frees temp; returns {output id: bytes}."""
