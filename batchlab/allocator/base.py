@@ -1,13 +1,4 @@
-"""The address space every simulated allocator manages (a list of pieces), and two contrasts.
-
-Example:
-  >>> a = FirstFitAllocator(4096)
-  >>> [a.allocate(i, 1000).offset for i in "abc"]
-  [0, 1024, 2048]
-  >>> a.free("a")
-  >>> a.allocate("d", 200).offset, a.device_calls
-  (0, 5)
-"""
+"""The address space every simulated allocator manages (a list of pieces), and two contrasts."""
 
 from __future__ import annotations
 

@@ -1,14 +1,4 @@
-"""Allocation traces: what a program asks of its allocator, in order.
-
-Example:
-  >>> b = EventsBuilder()
-  >>> b.alloc("x", 1024, "input")
-  >>> b.alloc("y", 512)
-  >>> b.free("x")
-  >>> t = b.build("tiny")
-  >>> t.n_allocs, t.peak_live_bytes
-  (2, 1536)
-"""
+"""Allocation traces: what a program asks of its allocator, in order."""
 
 from __future__ import annotations
 

@@ -205,14 +205,7 @@ def check_events(events) -> None:
 
 
 def replay(events: Events, allocator: Allocator) -> Replay:
-    """Feeds every event of ``events`` to a fresh ``allocator`` and records what happened.
-
-    Example:
-      >>> t = Events.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])
-      >>> tl = replay(t, BFCAllocator(4096))
-      >>> tl.in_use, tl.largest_free
-      ((1000, 4000, 3000), (3072, 0, 1024))
-    """
+    """Feeds every event of ``events`` to a fresh ``allocator`` and records what happened."""
     check_events(events)
     if not isinstance(allocator, Allocator):
         raise TypeError(

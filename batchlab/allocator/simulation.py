@@ -37,13 +37,7 @@ def simulate(
     preallocate: bool = True,
     headroom: float = 1.1,
 ) -> Simulation:
-    """Builds workload ``name``, replays it on ``headroom`` x its live peak, and scans for the device it needs.
-
-    Example:
-      >>> s = simulate("training-donated", 16, batch_size=4)
-      >>> s.overhead, len(s.replay.failures)
-      (1.0, 0)
-    """
+    """Builds workload ``name``, replays it on ``headroom`` x its live peak, and scans for the device it needs."""
     check_positive_float(headroom, "headroom")
     if headroom < 1:
         raise ValueError(

@@ -1,9 +1,4 @@
-"""Synthetic allocation event lists that mirror the claims of seed 000 (rows of 1 MiB).
-
-Example:
-  >>> per_item(8).n_allocs, batched(8, batch_size=4).n_allocs
-  (24, 6)
-"""
+"""Synthetic allocation event lists that mirror the claims of seed 000 (rows of 1 MiB)."""
 
 from __future__ import annotations
 

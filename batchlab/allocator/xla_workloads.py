@@ -1,10 +1,4 @@
-"""Allocation event lists built from XLA's own buffer assignment of real programs.
-
-Example:
-  >>> t = per_item_workload(4, d_model=64, d_hidden=128, max_len=64, len_step=32)
-  >>> t.events.n_allocs > 4, t.events.source.startswith("XLA buffer assignment")
-  (True, True)
-"""
+"""Allocation event lists built from XLA's own buffer assignment of real programs."""
 
 from __future__ import annotations
 
