@@ -26,6 +26,11 @@ class Piece:
         return self.offset + self.size
 
 
+def round_up(size: int) -> int:
+    """``size`` rounded up to a multiple of :data:`ALIGNMENT` (at least one)."""
+    return max(1, -(-size // ALIGNMENT)) * ALIGNMENT
+
+
 def check_int(value, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(
@@ -66,9 +71,6 @@ class Allocator:
         """(parameter, value here, XLA's) for every choice that differs from XLA's BFC allocator."""
         return [("policy", self.policy, "bfc")]
 
-    def round_up(self, size: int) -> int:
-        return max(1, -(-size // ALIGNMENT)) * ALIGNMENT
-
     def _reserve(self, index: int, size: int) -> int:  # the first ``size`` bytes: a pool region
         chunk = self.chunks[index]
         if chunk.size > size:
@@ -82,7 +84,7 @@ class Allocator:
         """Serves one request; returns its piece, or None when it cannot be placed."""
         if id in self.live:
             raise ValueError(f"`id`={id!r} is already allocated; free it first or use a new id.")
-        chunk = self._place(self.round_up(check_int(size, "size", 0)))
+        chunk = self._place(round_up(check_int(size, "size", 0)))
         if chunk is not None:
             chunk.state, chunk.id, chunk.owner, chunk.requested = USED, id, owner, size
             self.live[id] = chunk

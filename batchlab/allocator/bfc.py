@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from batchlab.allocator.base import ALIGNMENT, FREE, UNRESERVED, Allocator, Piece
+from batchlab.allocator.base import FREE, UNRESERVED, Allocator, Piece, round_up
 
 MiB = 1 << 20
 K_NUM_BINS = 21  # kNumBins
@@ -43,7 +43,7 @@ class BFCAllocator(Allocator):
         self.coalesce_regions = bool(coalesce_regions)
         super().__init__(capacity, preallocate=preallocate)
         # curr_region_allocation_bytes_ = RoundedBytes(min(total_memory, 2 MiB))
-        self.next_region = self.round_up(min(self.capacity, K_INITIAL_REGION))
+        self.next_region = round_up(min(self.capacity, K_INITIAL_REGION))
 
     def differences_from_xla(self) -> list[tuple[str, str, str]]:
         if self.preallocate:  # only grown pools have several regions
@@ -67,13 +67,12 @@ class BFCAllocator(Allocator):
 
     def _grow(self, rounded: int) -> int | None:
         tail = self.chunks[-1]  # regions come from the tail: memory_limit_ - pool_bytes
-        available = tail.size // ALIGNMENT * ALIGNMENT
-        if self.preallocate or tail.state != UNRESERVED or rounded > available:
+        if self.preallocate or tail.state != UNRESERVED or rounded > tail.size:
             return None
         doubled = rounded > self.next_region
         while rounded > self.next_region:  # double until the request fits
             self.next_region *= 2
-        size = min(self.next_region, available)
+        size = min(self.next_region, tail.size)
         if not doubled:
             self.next_region *= 2
         index = self._reserve(len(self.chunks) - 1, size)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from batchlab._util.format import format_bytes
-from batchlab.allocator.base import ALIGNMENT
+from batchlab.allocator.base import round_up
 
 
 class Event(NamedTuple):
@@ -67,7 +67,7 @@ class Events:
 
     def peak_rounded_bytes(self) -> int:
         """The live peak with every request rounded up to XLA's 256 bytes."""
-        return self._peak(lambda n: max(1, -(-n // ALIGNMENT)) * ALIGNMENT)
+        return self._peak(round_up)
 
     def _peak(self, rounded) -> int:
         sizes, live, peak = {}, 0, 0

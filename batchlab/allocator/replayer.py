@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from batchlab._util.format import Rows, format_bytes
-from batchlab.allocator.base import Allocator, FirstFitAllocator, PlatformAllocator
+from batchlab.allocator.base import Allocator, FirstFitAllocator, PlatformAllocator, round_up
 from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Events
 
@@ -223,7 +223,7 @@ def replay(events: Events, allocator: Allocator) -> Replay:
         if e.kind == "alloc":
             chunk = allocator.allocate(e.id, e.size, e.owner)
             if chunk is None:
-                size = allocator.round_up(e.size)
+                size = round_up(e.size)
                 failures.append(
                     Failure(e.time, e.id, size, allocator.free_total, allocator.largest_free)
                 )
