@@ -38,7 +38,6 @@ class Lane:
         str  # what the plot shows, e.g. "python (main)", "loader thread 1", "XLA runtime thread 2"
     )
     kind: str  # "python", "loader", "runtime", "device", "compiler"
-    thread: str  # the thread or stream name in the trace
 
 
 @dataclass(frozen=True)
@@ -161,7 +160,7 @@ def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[
             name = f"{process.get(key[0], '').split('/')[-1]} {names[key]}"[:40]
         else:
             name = f"{_LANE_WORDS[kind]} thread {counts[kind]}"
-        lane = Lane(len(lanes), name, kind, names[key])
+        lane = Lane(len(lanes), name, kind)
         lanes.append(lane)
         stack: list[int] = []  # indices into spans of the open parents
         for e in sorted(by_lane[key], key=lambda e: (float(e["ts"]), -float(e["dur"]))):
