@@ -7,7 +7,7 @@ import pytest
 
 from batchlab import allocator as A
 from batchlab import exercises
-from batchlab.allocator import replayer
+from batchlab.allocator import simulation
 from batchlab.allocator.base import (
     ALIGNMENT,
     FREE,
@@ -17,7 +17,7 @@ from batchlab.allocator.base import (
     FirstFitAllocator,
 )
 from batchlab.allocator.events import Event, EventsBuilder
-from batchlab.allocator.replayer import CapacityScan, capacity_needed, make_allocator
+from batchlab.allocator.replayer import CapacityScan, make_allocator
 from batchlab.allocator.workloads import workload
 
 MiB = 1 << 20
@@ -291,9 +291,9 @@ def test_bad_workloads(monkeypatch):
     with pytest.raises(ValueError, match=r"`headroom` must be at least 1"):
         A.simulate("batched", 8, headroom=0.5)
     none_fits = CapacityScan("t", "bfc", True, 256, (256,), (False,))
-    monkeypatch.setattr(replayer, "capacity_scan", lambda *args, **kwargs: none_fits)
+    monkeypatch.setattr(simulation, "capacity_scan", lambda *args, **kwargs: none_fits)
     with pytest.raises(ValueError, match=r"does not fit even on 2x"):
-        capacity_needed(A.workloads.per_item(2))
+        A.simulate("per-item", 2)
 
 
 def test_exercise_growth_vs_pool_and_loop_scaling():

@@ -1,16 +1,4 @@
-"""The address space every simulated allocator manages (a list of pieces), and two contrasts.
-
-Example:
-  >>> a = FirstFitAllocator(4096)
-  >>> [a.allocate(i, 1000).offset for i in "abc"]
-  [0, 1024, 2048]
-  >>> a.free("a")
-  >>> a.allocate("d", 200).offset, a.device_calls
-  (0, 5)
-  >>> p = PlatformAllocator(4096)
-  >>> [p.allocate(i, 1000).size for i in "abc"], p.device_calls
-  ([1024, 1024, 1024], 3)
-"""
+"""The address space every simulated allocator manages (a list of pieces), and two contrasts."""
 
 from __future__ import annotations
 
@@ -38,6 +26,11 @@ class Piece:
         return self.offset + self.size
 
 
+def round_up(size: int) -> int:
+    """``size`` rounded up to a multiple of :data:`ALIGNMENT` (at least one)."""
+    return max(1, -(-size // ALIGNMENT)) * ALIGNMENT
+
+
 def check_int(value, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(
@@ -51,12 +44,8 @@ def check_int(value, name: str, minimum: int) -> int:
 class Allocator:
     """Base class: a device of ``capacity`` bytes as a list of pieces; a policy writes ``_find``.
 
-    Every request is rounded up to a multiple of :data:`ALIGNMENT` (XLA's 256 bytes).
-
-    Args:
-      capacity: bytes of the simulated device.
-      preallocate: reserve the whole device as one pool at start-up (one device call),
-        like JAX on a GPU by default.
+    Every request is rounded up to a multiple of :data:`ALIGNMENT`. ``preallocate``: reserve
+    the whole device as one pool at start-up (one device call), as JAX does on a GPU.
     """
 
     policy = "base"
@@ -82,10 +71,6 @@ class Allocator:
         """(parameter, value here, XLA's) for every choice that differs from XLA's BFC allocator."""
         return [("policy", self.policy, "bfc")]
 
-    def round_up(self, size: int) -> int:
-        """``size`` rounded up to :data:`ALIGNMENT` (at least one unit)."""
-        return max(1, -(-size // ALIGNMENT)) * ALIGNMENT
-
     def _reserve(self, index: int, size: int) -> int:  # the first ``size`` bytes: a pool region
         chunk = self.chunks[index]
         if chunk.size > size:
@@ -99,7 +84,7 @@ class Allocator:
         """Serves one request; returns its piece, or None when it cannot be placed."""
         if id in self.live:
             raise ValueError(f"`id`={id!r} is already allocated; free it first or use a new id.")
-        chunk = self._place(self.round_up(check_int(size, "size", 0)))
+        chunk = self._place(round_up(check_int(size, "size", 0)))
         if chunk is not None:
             chunk.state, chunk.id, chunk.owner, chunk.requested = USED, id, owner, size
             self.live[id] = chunk
@@ -140,7 +125,7 @@ class Allocator:
 
     @property
     def in_use(self) -> int:
-        """Bytes asked for by live allocations (the sum of their sizes)."""
+        """Bytes asked for by live allocations."""
         return sum(c.requested for c in self.live.values())
 
     @property
@@ -176,10 +161,7 @@ class Allocator:
 
 
 class FirstFitAllocator(Allocator):
-    """Lowest-address fit: a textbook contrast to BFC, not an allocator JAX uses.
-
-    Without a pool (``preallocate=False``, the default) every allocate and free is a device call.
-    """
+    """Lowest-address fit: a textbook contrast to BFC; without a pool every allocate and free is a device call."""
 
     policy = "first-fit"
 

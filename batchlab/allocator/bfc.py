@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from batchlab.allocator.base import ALIGNMENT, FREE, UNRESERVED, Allocator, Piece
+from batchlab.allocator.base import FREE, UNRESERVED, Allocator, Piece, round_up
 
 MiB = 1 << 20
 K_NUM_BINS = 21  # kNumBins
@@ -26,9 +26,6 @@ def bin_num_for_size(size: int) -> int:
 
 class BFCAllocator(Allocator):
     """XLA's BFC allocator on a simulated device of ``capacity`` bytes (XLA's ``memory_limit_``).
-
-    XLA's constants: 256-byte rounding, a first grown region of 2 MiB, a split whenever
-    the rest is at least 128 MiB.
 
     Args:
       capacity: bytes the allocator may use (on a GPU: the device's memory
@@ -46,10 +43,9 @@ class BFCAllocator(Allocator):
         self.coalesce_regions = bool(coalesce_regions)
         super().__init__(capacity, preallocate=preallocate)
         # curr_region_allocation_bytes_ = RoundedBytes(min(total_memory, 2 MiB))
-        self.next_region = self.round_up(min(self.capacity, K_INITIAL_REGION))
+        self.next_region = round_up(min(self.capacity, K_INITIAL_REGION))
 
     def differences_from_xla(self) -> list[tuple[str, str, str]]:
-        """(parameter, value here, XLA's value) for every choice that is not XLA's."""
         if self.preallocate:  # only grown pools have several regions
             return []
         merge = "yes" if self.coalesce_regions else "no (separate cudaMalloc regions)"
@@ -71,13 +67,12 @@ class BFCAllocator(Allocator):
 
     def _grow(self, rounded: int) -> int | None:
         tail = self.chunks[-1]  # regions come from the tail: memory_limit_ - pool_bytes
-        available = tail.size // ALIGNMENT * ALIGNMENT
-        if self.preallocate or tail.state != UNRESERVED or rounded > available:
+        if self.preallocate or tail.state != UNRESERVED or rounded > tail.size:
             return None
         doubled = rounded > self.next_region
         while rounded > self.next_region:  # double until the request fits
             self.next_region *= 2
-        size = min(self.next_region, available)
+        size = min(self.next_region, tail.size)
         if not doubled:
             self.next_region *= 2
         index = self._reserve(len(self.chunks) - 1, size)

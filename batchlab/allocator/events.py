@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from batchlab._util.format import format_bytes
-from batchlab.allocator.base import ALIGNMENT
+from batchlab.allocator.base import round_up
 
 
 class Event(NamedTuple):
@@ -22,7 +22,7 @@ class Event(NamedTuple):
 
 @dataclass(frozen=True)
 class Events:
-    """A checked sequence of events (every free matches an earlier alloc); see :class:`EventsBuilder`."""
+    """A checked sequence of events: time never goes back, every free matches an earlier alloc."""
 
     events: tuple[Event, ...]
     name: str = "trace"
@@ -67,7 +67,7 @@ class Events:
 
     def peak_rounded_bytes(self) -> int:
         """The live peak with every request rounded up to XLA's 256 bytes."""
-        return self._peak(lambda n: max(1, -(-n // ALIGNMENT)) * ALIGNMENT)
+        return self._peak(round_up)
 
     def _peak(self, rounded) -> int:
         sizes, live, peak = {}, 0, 0
@@ -88,14 +88,7 @@ class Events:
 
 
 class EventsBuilder:
-    """Records events with one tick of time each.
-
-    Example:
-      >>> b = EventsBuilder()
-      >>> b.alloc("x", 1024, "input"); b.alloc("y", 512); b.free("x")
-      >>> t = b.build("tiny"); (t.n_allocs, t.peak_live_bytes)
-      (2, 1536)
-    """
+    """Records events with one tick of time each."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []

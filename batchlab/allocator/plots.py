@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.collections import PatchCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter, MultipleLocator, PercentFormatter
 
 from batchlab._util.format import format_bytes
 from batchlab._util.plotting import bytes_axis, new_figure, owner_color
@@ -13,10 +17,7 @@ EVENT_AXIS = "time (allocator event)"
 
 
 def plot_memory_map(replay: Replay, ax, *, title: str | None = None, legend: bool = True):
-    """Draws the simulated address space over time into ``ax``; returns the figure."""
-    from matplotlib.collections import PatchCollection
-    from matplotlib.patches import Patch, Rectangle
-
+    """Draws the simulated address space over time into ``ax``."""
     end = (replay.times[-1] + 1) if replay.times else 1
     for offset, size, start in replay.regions:  # the pool: reserved but not yet used
         ax.add_patch(Rectangle((start, offset), end - start, size, color="0.88", lw=0, zorder=0))
@@ -42,43 +43,10 @@ def plot_memory_map(replay: Replay, ax, *, title: str | None = None, legend: boo
         ax.legend(
             handles=handles, loc="upper left", bbox_to_anchor=(1, 1), fontsize=11, frameon=False
         )
-    return ax.figure
-
-
-def _plot_bytes(replay: Replay, axes) -> None:
-    """Bytes (in use, reserved, largest free block) and fragmentation over time."""
-    from matplotlib.ticker import PercentFormatter
-
-    ax_b, ax_f = axes
-    t = replay.times
-    for values, color, ls, label in [
-        (replay.pool_bytes, "0.45", "-", "reserved"),
-        (replay.in_use, "tab:blue", "-", "in use"),
-        (replay.largest_free, "tab:green", "--", "largest free block"),
-    ]:
-        ax_b.step(
-            t, values, where="post", color=color, lw=2 if ls == "-" else 1.5, ls=ls, label=label
-        )
-    bytes_axis(ax_b.yaxis)
-    ax_b.set(ylim=(0, replay.capacity * 1.05), title="bytes [simulation]")
-    ax_b.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
-    ax_f.step(t, [100 * f for f in replay.fragmentation], where="post", color="tab:red", lw=2)
-    ax_f.yaxis.set_major_formatter(PercentFormatter())
-    ax_f.set_ylim(0, 100)
-    ax_f.set_title("XLA's fragmentation:\n1 - largest free chunk / free pool bytes", fontsize=11)
-    for f in replay.failures:
-        ax_f.axvline(f.time, color="red", alpha=0.3)
-    for ax in axes:
-        ax.set_xlabel(EVENT_AXIS)
-        ax.grid(True, alpha=0.3)
 
 
 def plot_replay(replay: Replay, *, zoom: tuple[int, int] | None = None):
     """Memory map on top (with a zoom into addresses ``low..high``), bytes and fragmentation below."""
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
-    from matplotlib.ticker import FuncFormatter, MultipleLocator
-
     fig = Figure(figsize=(11, 7.2), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.25, 1])
     if zoom is None:
@@ -102,7 +70,27 @@ def plot_replay(replay: Replay, *, zoom: tuple[int, int] | None = None):
             FuncFormatter(lambda v, _: f"+{format_bytes(round(v - low))}")
         )
         ax_zoom.set_ylabel(f"address - {format_bytes(low)}")
-    _plot_bytes(replay, bottom.subplots(1, 2))
+    ax_b, ax_f = bottom.subplots(1, 2)
+    for values, color, ls, label in [
+        (replay.pool_bytes, "0.45", "-", "reserved"),
+        (replay.in_use, "tab:blue", "-", "in use"),
+        (replay.largest_free, "tab:green", "--", "largest free block"),
+    ]:
+        lw = 2 if ls == "-" else 1.5
+        ax_b.step(replay.times, values, where="post", color=color, lw=lw, ls=ls, label=label)
+    bytes_axis(ax_b.yaxis)
+    ax_b.set(ylim=(0, replay.capacity * 1.05), title="bytes [simulation]")
+    ax_b.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
+    percent = [100 * f for f in replay.fragmentation]
+    ax_f.step(replay.times, percent, where="post", color="tab:red", lw=2)
+    ax_f.yaxis.set_major_formatter(PercentFormatter())
+    ax_f.set_ylim(0, 100)
+    ax_f.set_title("XLA's fragmentation:\n1 - largest free chunk / free pool bytes", fontsize=11)
+    for f in replay.failures:
+        ax_f.axvline(f.time, color="red", alpha=0.3)
+    for ax in (ax_b, ax_f):
+        ax.set_xlabel(EVENT_AXIS)
+        ax.grid(True, alpha=0.3)
     return fig
 
 

@@ -1,14 +1,4 @@
-"""Replaying the real BFC allocator's own events (from a ``jax.profiler`` trace) through the model.
-
-Example:
-  >>> events = [
-  ...     BfcEvent(0, "alloc", 4096, 1000, 1024, 1024, 0.0, "GPU_0_bfc"),
-  ...     BfcEvent(1, "free", 4096, 1000, 1024, 0, 0.0, "GPU_0_bfc"),
-  ... ]
-  >>> c = compare_with_model(events, capacity=1 << 20)
-  >>> c.real_peak, c.simulated_peak, c.placement_agreement
-  (1024, 1024, 1.0)
-"""
+"""Replaying the real BFC allocator's own events (from a ``jax.profiler`` trace) through the model."""
 
 from __future__ import annotations
 
@@ -39,19 +29,11 @@ class BfcEvent(NamedTuple):
     allocator_name: str
 
 
-def _decode_name(name: str) -> tuple[str, dict]:
-    """``"MemoryAllocation#a=1,b=x#"`` -> ("MemoryAllocation", {"a": "1", "b": "x"})."""
-    base, _, rest = name.partition("#")
-    pairs = (part.partition("=") for part in rest.rstrip("#").split(","))
-    return base, {key.strip(): value.strip() for key, eq, value in pairs if eq}
-
-
 def parse_bfc_events(path: str | os.PathLike) -> list[BfcEvent]:
     """The BFC allocator's ``MemoryAllocation`` / ``MemoryDeallocation`` events, in time order.
 
-    Args:
-      path: a ``perfetto_trace.json.gz`` (or any Chrome-trace JSON). Only the allocator
-        with the most events is kept (e.g. ``"GPU_0_bfc"``).
+    ``path``: a ``perfetto_trace.json.gz`` (or any Chrome-trace JSON). Only the allocator with
+    the most events is kept (e.g. ``"GPU_0_bfc"``).
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(
@@ -60,12 +42,12 @@ def parse_bfc_events(path: str | os.PathLike) -> list[BfcEvent]:
         )
     found = []
     for e in read_events(path):
-        if not isinstance(e, dict):
-            continue
-        base, encoded = _decode_name(str(e.get("name", "")))
+        base, _, encoded = str(e.get("name", "") if isinstance(e, dict) else "").partition("#")
         if base not in _NAMES:
             continue
-        args = {**encoded, **(e.get("args") or {})}
+        # the arguments are in ``args`` or encoded in the name: "MemoryAllocation#addr=1,...#"
+        pairs = (part.partition("=") for part in encoded.rstrip("#").split(","))
+        args = {**{k.strip(): v.strip() for k, eq, v in pairs if eq}, **(e.get("args") or {})}
         try:
             sizes = [int(args.get(k, 0)) for k in _SIZES]
             fragmentation = float(args.get("fragmentation", 0.0))
@@ -140,17 +122,15 @@ def compare_with_model(
             "jax.profiler.trace before the workload allocates, on a GPU backend."
         )
     base = min((e.addr for e in events if e.kind == "alloc"), default=0)
-    trace, real_in_use, real_placed, live, generation = [], [], set(), set(), {}
+    trace, real_in_use, real_placed = [], [], set()
+    live: dict[int, tuple] = {}  # address -> (address, time allocated): addresses are reused
     for t, e in enumerate(events):
-        if e.kind == "alloc":  # addresses are reused: (address, times allocated) names a buffer
-            generation[e.addr] = generation.get(e.addr, 0) + 1
-            key = (e.addr, generation[e.addr])
-            trace.append(Event(t, "alloc", key, e.requested_bytes, "real request"))
-            real_placed.add((key, e.addr - base))
-            live.add(e.addr)
+        if e.kind == "alloc":
+            live[e.addr] = (e.addr, t)
+            trace.append(Event(t, "alloc", live[e.addr], e.requested_bytes, "real request"))
+            real_placed.add((live[e.addr], e.addr - base))
         elif e.addr in live:
-            live.remove(e.addr)
-            trace.append(Event(t, "free", (e.addr, generation[e.addr])))
+            trace.append(Event(t, "free", live.pop(e.addr)))
         else:  # allocated before the trace started
             continue
         real_in_use.append(e.bytes_allocated)

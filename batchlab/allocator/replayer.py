@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from batchlab._util.format import Rows, format_bytes
-from batchlab.allocator.base import Allocator, FirstFitAllocator, PlatformAllocator
+from batchlab.allocator.base import Allocator, FirstFitAllocator, PlatformAllocator, round_up
 from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Events
 
-#: what a Replay samples of the allocator after every event
-_STATS = ("in_use", "bytes_in_use", "pool_bytes", "largest_free", "fragmentation")
+STATS = ("in_use", "bytes_in_use", "pool_bytes", "largest_free", "fragmentation")  # per event
 POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
 
@@ -33,11 +32,6 @@ class Failure(NamedTuple):
     free_total: int
     largest_free: int
 
-    @property
-    def despite_free(self) -> bool:
-        """True when enough bytes were free in total, just not in one piece."""
-        return self.free_total >= self.size
-
 
 class Block(NamedTuple):
     """Where one allocation lived: ``[offset, offset + size)`` from ``start`` to ``end``."""
@@ -52,7 +46,7 @@ class Block(NamedTuple):
 
 @dataclass(frozen=True, repr=False)
 class Replay:
-    """What one allocator did with one event list, sampled after every event."""
+    """What one allocator did with one event list, sampled after every event (see :data:`STATS`)."""
 
     events_name: str
     policy: str
@@ -74,12 +68,10 @@ class Replay:
 
     @property
     def peak_in_use(self) -> int:
-        """Peak of the bytes asked for (requests before rounding)."""
         return max(self.in_use, default=0)
 
     @property
     def peak_bytes_in_use(self) -> int:
-        """XLA's ``peak_bytes_in_use``: peak of the bytes of chunks handed out."""
         return max(self.bytes_in_use, default=0)
 
     @property
@@ -88,8 +80,8 @@ class Replay:
 
     @property
     def failures_despite_free(self) -> int:
-        """Failed requests for which enough memory was free in total."""
-        return sum(f.despite_free for f in self.failures)
+        """Failed requests for which enough bytes were free in total, just not in one piece."""
+        return sum(f.free_total >= f.size for f in self.failures)
 
 
 def differences_text(differences) -> str:
@@ -114,9 +106,7 @@ class CapacityScan(Rows):
     @property
     def smallest(self) -> int | None:
         """The smallest capacity scanned that fits (None: none did)."""
-        return min(
-            (c for c, ok in zip(self.capacities, self.fits, strict=True) if ok), default=None
-        )
+        return min(itertools.compress(self.capacities, self.fits), default=None)
 
     @property
     def overhead(self) -> float | None:
@@ -139,6 +129,8 @@ class CapacityScan(Rows):
         runs = itertools.groupby(zip(self.capacities, self.fits, strict=True), lambda p: p[1])
         return [(run[0][0], run[-1][0], ok) for ok, run in ((ok, list(g)) for ok, g in runs)]
 
+    _header = ("capacity", "x live peak", "outcome")
+
     def _rows(self):
         peak = max(self.peak_live_bytes, 1)
         return [
@@ -150,10 +142,8 @@ class CapacityScan(Rows):
             for lo, hi, ok in self.intervals()
         ]
 
-    _header = ("capacity", "x live peak", "outcome")
-
     def _title(self) -> str:
-        smallest = format_bytes(self.smallest) if self.smallest else "none"
+        smallest = "none" if self.smallest is None else format_bytes(self.smallest)
         at = f" = {self.overhead:.2f}x the live peak" if self.smallest else ""
         return (
             f"{self.events_name} on {self.policy} (preallocate={self.preallocate}): "
@@ -181,16 +171,16 @@ def capacity_scan(
 
     Example:
       >>> from batchlab.allocator import workloads
-      >>> t = workloads.batched(16, batch_size=4)
-      >>> scan = capacity_scan(t, headrooms=(1.0, 1.5))
+      >>> scan = capacity_scan(workloads.batched(16, batch_size=4), headrooms=(1.0, 1.5))
       >>> scan.fits, scan.overhead  # unsplit chunks cost room at exactly the live peak
       ((False, True), 1.5)
     """
-    _check_events(events)
+    check_events(events)
     peak = max(events.peak_rounded_bytes(), 1)
     if capacities is None:
-        default = [1 + i / 100 for i in range(101)]
-        headrooms = [float(h) for h in (default if headrooms is None else headrooms)]
+        if headrooms is None:
+            headrooms = [1 + i / 100 for i in range(101)]
+        headrooms = [float(h) for h in headrooms]
         if not headrooms or min(headrooms) < 1:
             raise ValueError(
                 f"`headrooms` must be multiples of the live peak, each at least 1, got {headrooms}."
@@ -207,25 +197,7 @@ def capacity_scan(
     )
 
 
-def capacity_needed(events: Events, policy: str = "bfc", *, preallocate: bool = True) -> int:
-    """The smallest capacity of a scan of 1.00x..2.00x the live peak (step 0.01) on which ``events`` fits.
-
-    Example:
-      >>> from batchlab.allocator import workloads
-      >>> t = workloads.training(4, donate=True)
-      >>> capacity_needed(t) == t.peak_rounded_bytes()  # the same buffers every step: no holes
-      True
-    """
-    scan = capacity_scan(events, policy, preallocate=preallocate)
-    if scan.smallest is None:
-        raise ValueError(
-            f"`events` {events.name!r} does not fit even on 2x its live peak with {policy}; "
-            "use capacity_scan with larger headrooms."
-        )
-    return scan.smallest
-
-
-def _check_events(events) -> None:
+def check_events(events) -> None:
     if not isinstance(events, Events):
         raise TypeError(
             f"`events` must be a batchlab.allocator.Events, got {type(events).__name__}."
@@ -233,15 +205,8 @@ def _check_events(events) -> None:
 
 
 def replay(events: Events, allocator: Allocator) -> Replay:
-    """Feeds every event of ``events`` to a fresh ``allocator`` and records what happened.
-
-    Example:
-      >>> t = Events.from_events([(0, "alloc", "a", 1000), (1, "alloc", "b", 3000), (2, "free", "a")])
-      >>> tl = replay(t, BFCAllocator(4096))
-      >>> tl.in_use, tl.largest_free
-      ((1000, 4000, 3000), (3072, 0, 1024))
-    """
-    _check_events(events)
+    """Feeds every event of ``events`` to a fresh ``allocator`` and records what happened."""
+    check_events(events)
     if not isinstance(allocator, Allocator):
         raise TypeError(
             f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "
@@ -251,14 +216,14 @@ def replay(events: Events, allocator: Allocator) -> Replay:
         raise ValueError(
             f"`allocator` already holds {len(allocator.live)} allocation(s); pass a fresh one."
         )
-    rows: dict[str, list] = {k: [] for k in ("times", *_STATS)}
+    rows: dict[str, list] = {k: [] for k in ("times", *STATS)}
     placed: dict[Hashable, list] = {}  # id -> [id, owner, offset, size, start] while live
     blocks, failures, regions = [], [], []
     for e in events.events:
         if e.kind == "alloc":
             chunk = allocator.allocate(e.id, e.size, e.owner)
             if chunk is None:
-                size = allocator.round_up(e.size)
+                size = round_up(e.size)
                 failures.append(
                     Failure(e.time, e.id, size, allocator.free_total, allocator.largest_free)
                 )
@@ -269,7 +234,7 @@ def replay(events: Events, allocator: Allocator) -> Replay:
             blocks.append(Block(*placed.pop(e.id), e.time))
         regions += [(offset, size, e.time) for offset, size in allocator.regions[len(regions) :]]
         rows["times"].append(e.time)
-        for key in _STATS:
+        for key in STATS:
             rows[key].append(getattr(allocator, key))
     end = events.events[-1].time + 1 if events.events else 0
     blocks += [Block(*b, end) for b in placed.values()]

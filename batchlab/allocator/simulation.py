@@ -7,17 +7,17 @@ from dataclasses import dataclass
 from batchlab._util.checks import check_positive_float
 from batchlab.allocator.events import Events
 from batchlab.allocator.plots import plot_replay
-from batchlab.allocator.replayer import Replay, capacity_needed, make_allocator, replay
+from batchlab.allocator.replayer import Replay, capacity_scan, make_allocator, replay
 from batchlab.allocator.workloads import workload
 
 
 @dataclass(frozen=True, repr=False)
 class Simulation:
-    """A workload replayed on a device ``headroom`` times its live peak, and the device it really needs."""
+    """A workload replayed on a device ``headroom`` times its live peak, and the device it needs."""
 
     events: Events
     replay: Replay
-    capacity_needed: int
+    capacity_needed: int  # the smallest device of a scan of 1.00x..2.00x the live peak
 
     @property
     def overhead(self) -> float:
@@ -37,13 +37,7 @@ def simulate(
     preallocate: bool = True,
     headroom: float = 1.1,
 ) -> Simulation:
-    """Builds workload ``name``, replays it on a device of ``headroom`` x its live peak, and finds the device it needs.
-
-    Example:
-      >>> s = simulate("training-donated", 16, batch_size=4)
-      >>> s.overhead, len(s.replay.failures)
-      (1.0, 0)
-    """
+    """Builds workload ``name``, replays it on ``headroom`` x its live peak, and scans for the device it needs."""
     check_positive_float(headroom, "headroom")
     if headroom < 1:
         raise ValueError(
@@ -52,4 +46,10 @@ def simulate(
     events = workload(name, n_items, batch_size=batch_size)
     capacity = int(events.peak_rounded_bytes() * headroom) // 256 * 256 + 256
     replayed = replay(events, make_allocator(policy, capacity, preallocate=preallocate))
-    return Simulation(events, replayed, capacity_needed(events, policy, preallocate=preallocate))
+    scan = capacity_scan(events, policy, preallocate=preallocate)
+    if scan.smallest is None:
+        raise ValueError(
+            f"`events` {events.name!r} does not fit even on 2x its live peak with {policy}; "
+            "use capacity_scan with larger headrooms."
+        )
+    return Simulation(events, replayed, scan.smallest)

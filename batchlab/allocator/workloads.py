@@ -1,9 +1,4 @@
-"""Synthetic allocation event lists that mirror the claims of seed 000.
-
-Example:
-  >>> per_item(8).n_allocs, batched(8, batch_size=4).n_allocs
-  (24, 6)
-"""
+"""Synthetic allocation event lists that mirror the claims of seed 000 (rows of 1 MiB)."""
 
 from __future__ import annotations
 
@@ -47,47 +42,45 @@ def _groups_trace(name: str, groups: list) -> Events:
 
 
 def per_item(n_items: int) -> Events:
-    """One item at a time: every group has its own size (rows of 1 MiB, up to 64 rows)."""
+    """One item at a time: every group has its own length (up to 64 rows)."""
     return _groups_trace("per-item", [(1, int(n)) for n in item_lengths(n_items)])
 
 
 def batched(n_items: int, *, batch_size: int) -> Events:
     """``batch_size`` items per group, all padded to 64 rows: one fixed shape."""
     check_positive_int(batch_size, "batch_size")
-    item_lengths(n_items)  # same checks as the others
-    n_batches = -(-n_items // batch_size)
+    n_batches = -(-len(item_lengths(n_items)) // batch_size)
     return _groups_trace(f"batched (batch {batch_size})", [(batch_size, 64)] * n_batches)
 
 
 def bucketed(n_items: int, *, batch_size: int) -> Events:
     """Items sorted into length buckets (16, 32, 64 rows); each group padded to its bucket only."""
     check_positive_int(batch_size, "batch_size")
-    counts = dict.fromkeys(BUCKETS, 0)
-    for n in item_lengths(n_items):
-        counts[next(bound for bound in BUCKETS if n <= bound)] += 1
+    counts = np.bincount(np.searchsorted(BUCKETS, item_lengths(n_items)), minlength=len(BUCKETS))
     groups = [
-        (batch_size, bound) for bound in BUCKETS for _ in range(-(-counts[bound] // batch_size))
+        (batch_size, bound)
+        for bound, n in zip(BUCKETS, counts, strict=True)
+        for _ in range(-(-n // batch_size))
     ]
     return _groups_trace(f"bucketed (batch {batch_size})", groups)
 
 
 def training(steps: int, *, donate: bool) -> Events:
-    """A training loop: each step reads a batch, makes activations and gradients, writes new parameters.
-
-    Parameters 1 GiB, a batch 256 MiB, activations 768 MiB.
+    """A training loop: each step reads a batch (256 MiB), makes activations (768 MiB) and
+    gradients, and without donation writes new parameters (1 GiB) before freeing the old.
 
     Example:
       >>> training(3, donate=False).n_allocs - training(3, donate=True).n_allocs
       3
     """
     check_positive_int(steps, "steps")
-    params_bytes, batch_bytes, activation_bytes = 1 << 30, 256 * MiB, 768 * MiB
+    params_bytes = 1 << 30
     b = EventsBuilder()
     b.alloc("params0", params_bytes, "params")
     current = "params0"
     for s in range(steps):
-        b.alloc(f"batch{s}", batch_bytes, "input")
-        b.alloc(f"act{s}", activation_bytes, "activations")
+        b.alloc(f"batch{s}", 256 * MiB, "input")
+        b.alloc(f"act{s}", 768 * MiB, "activations")
         b.alloc(f"grads{s}", params_bytes, "grads")
         b.free(f"act{s}")
         if not donate:

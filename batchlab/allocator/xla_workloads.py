@@ -1,11 +1,4 @@
-"""Allocation event lists built from XLA's own buffer assignment of real programs.
-
-Example:
-  >>> import jax.numpy as jnp
-  >>> t = per_item_workload(4, d_model=64, d_hidden=128, max_len=64, len_step=32)
-  >>> t.events.n_allocs > 4, t.events.source.startswith("XLA buffer assignment")
-  (True, True)
-"""
+"""Allocation event lists built from XLA's own buffer assignment of real programs."""
 
 from __future__ import annotations
 
@@ -30,15 +23,14 @@ def block(x, w1, w2):
     return (x + h @ w2).mean(0)
 
 
-# On XLA:CPU, library ("YNN") fusions swallow whole matmul chains and keep their
-# intermediates in the library's own scratch, invisible to the buffer assignment.
-# Turned off here so intermediates are XLA buffers, as on a GPU (printed on the page).
-CPU_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
-
-
 def compiler_options() -> dict:
-    """The per-compilation options the event lists use on this backend (empty off CPU)."""
-    return dict(CPU_COMPILER_OPTIONS) if jax.default_backend() == "cpu" else {}
+    """The per-compilation options the event lists use on this backend (empty off CPU).
+
+    XLA:CPU's library ("YNN") fusions keep a matmul chain's intermediates in the library's
+    own scratch, invisible to the buffer assignment; turned off, they are XLA buffers, as on
+    a GPU.
+    """
+    return {"xla_cpu_experimental_ynn_fusion_type": ""} if jax.default_backend() == "cpu" else {}
 
 
 @functools.cache  # an event list built twice compiles once
@@ -47,26 +39,30 @@ def _plan(fn, *specs, donate_argnums=()):
     return buffer_assignment(fn, *specs, donate_argnums=donate_argnums, compiler_options=options)
 
 
+@dataclass(frozen=True)
+class XlaWorkload:
+    """An event list and the XLA plans it came from (for the page: counts and sizes)."""
+
+    events: Events
+    plans: dict
+    calls: int
+    call_allocations: int  # allocations made by calls (outputs + temp)
+
+
 class CallEventsBuilder(EventsBuilder):
-    """A :class:`EventsBuilder` that also knows how a jitted call allocates."""
+    """An :class:`EventsBuilder` that also knows how a jitted call allocates."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-        self.call_allocations = 0  # allocations made by calls (outputs + temp)
+    calls = call_allocations = 0  # counted by call(), per builder
 
-    def call(self, plan, tag: Hashable, *, owner_prefix: str = "") -> list[Hashable]:
-        """Launches one call of ``plan``: allocates outputs and temp, frees temp; returns output ids."""
-        made = [
-            (tag, kind, i) for i, (_, kind, size) in enumerate(plan.launch_allocations()) if size
-        ]
-        for id_ in made:
-            owner = "temp (one block per call)" if id_[1] == "temp" else f"{owner_prefix}output"
-            self.alloc(id_, plan.launch_allocations()[id_[2]][2], owner)
+    def call(self, plan, tag: Hashable, owner: str) -> dict[Hashable, int]:
+        """One launch of ``plan``: allocates outputs and temp, frees temp; returns {output id: bytes}."""
+        made = {(tag, kind, i): n for i, (_, kind, n) in enumerate(plan.launch_allocations()) if n}
+        for id_, n in made.items():
+            self.alloc(id_, n, "temp (one block per call)" if id_[1] == "temp" else owner)
         self.free_all(id_ for id_ in made if id_[1] == "temp")
         self.calls += 1
         self.call_allocations += len(made)
-        return [id_ for id_ in made if id_[1] == "output"]
+        return {id_: n for id_, n in made.items() if id_[1] == "output"}
 
     def alloc_all(self, specs: dict, owner: str) -> None:
         """Allocates every ``{id: ShapeDtypeStruct}`` at its size."""
@@ -77,15 +73,8 @@ class CallEventsBuilder(EventsBuilder):
         for id_ in ids:
             self.free(id_)
 
-
-@dataclass(frozen=True)
-class XlaWorkload:
-    """An event list and the XLA plans it came from (for the page: counts and sizes)."""
-
-    events: Events
-    plans: dict
-    calls: int
-    call_allocations: int
+    def workload(self, name: str, plans: dict) -> XlaWorkload:
+        return XlaWorkload(self.build(name, SOURCE), plans, self.calls, self.call_allocations)
 
 
 def weight_specs(d_model, d_hidden, dtype):
@@ -102,14 +91,14 @@ def _block_calls(name, calls, weights, plans, keep_results=True) -> XlaWorkload:
     results = []
     for i, (x, plan, owner) in enumerate(calls):
         b.alloc_all({("x", i): x}, owner)
-        outs = b.call(plan, ("call", i), owner_prefix="result ")
+        outs = b.call(plan, ("call", i), "result output")
         b.free(("x", i))  # the Python loop drops the input
         if keep_results:
             results += outs
         else:  # jax.device_get(out): the result lives on the host, its device buffer is freed
             b.free_all(outs)
     b.free_all([*results, "w1", "w2"])
-    return XlaWorkload(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
+    return b.workload(name, plans)
 
 
 def per_item_workload(
@@ -195,16 +184,15 @@ def training_workload(
     b.alloc_all({"w1.0": w1, "w2.0": w2}, "params")
     for s, t in enumerate(tokens):
         b.alloc_all({("x", s): xs[t]}, "input (batch)")
-        outs = b.call(plans[t], ("step", s), owner_prefix="new params / loss ")
+        outs = b.call(plans[t], ("step", s), "new params / loss output")
         b.free(("x", s))
-        big = [o for o in outs if plans[t].launch_allocations()[o[2]][2] > 1024]
+        big = [o for o, n in outs.items() if n > 1024]
         if big:  # not donated: the old parameters die when params is rebound
             b.free_all(params)
             params = big
         b.free_all(o for o in outs if o not in big)  # the loss scalar, dropped after printing
     b.free_all(params)
-    name = "training (donated)" if donate else "training"
-    return XlaWorkload(b.build(name, SOURCE), plans, b.calls, b.call_allocations)
+    return b.workload("training (donated)" if donate else "training", plans)
 
 
 def events_from_buffers(

@@ -27,21 +27,10 @@ def _remove_temporary_folders() -> None:
 class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.profiler.trace
     """Captures a profiler trace of the code inside; ``t.result`` is its :class:`Timeline`.
 
-    JAX writes the trace into a new temporary folder, removed when Python exits; Python
-    function calls are not recorded, so the lanes show JAX's own spans and your annotations.
-
-    Args:
-      items: how many items the traced code processes (for dispatches per item).
-      label: a name shown in the plot.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> f = jax.jit(lambda x: x * 2)
-      >>> x = f(jnp.ones(3))
-      >>> with trace(items=3) as t:
-      ...     y = [f(x) for _ in range(3)][-1].block_until_ready()
-      >>> t.result.dispatches, t.result.dispatches_per_item
-      (3, 1.0)
+    JAX writes the trace into a new temporary folder, removed when Python exits. Python
+    function calls are not recorded: the lanes show JAX's own spans and your annotations.
+    ``items``: how many items the traced code processes (for dispatches per item); ``label``:
+    a name shown in the plot.
     """
 
     def __init__(self, *, items: int | None = None, label: str = "") -> None:
@@ -92,16 +81,10 @@ def timeline(
     items: int | None = None,
     label: str = "",
 ) -> Timeline:
-    """Runs ``fn(*args)`` once untraced, then traces ``steps`` calls; returns their :class:`Timeline`.
+    """Runs ``fn(*args)`` once untraced (it compiles), then traces ``steps`` calls.
 
-    Only the last result is waited for: the calls dispatch asynchronously.
-
-    Args:
-      fn: the function; it may be jitted, a Python loop, anything.
-      *args: its arguments.
-      steps: traced calls.
-      items: items each call processes (dispatches per item = dispatches / (steps * items)).
-      label: as in :class:`trace`.
+    Only the last result is waited for: the calls dispatch asynchronously. ``items``: items
+    each call processes (dispatches per item = dispatches / (steps * items)).
 
     Example:
       >>> import jax.numpy as jnp
@@ -112,7 +95,7 @@ def timeline(
     check_callable(fn, "fn")
     steps = check_positive_int(steps, "steps")
     items = check_positive_int(items, "items", allow_none=True)
-    jax.block_until_ready(fn(*args))  # warm-up: compiles outside the trace
+    jax.block_until_ready(fn(*args))
     out = None
     with trace(items=steps * items if items else None, label=label) as t:
         for i in range(steps):

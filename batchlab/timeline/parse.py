@@ -20,6 +20,13 @@ _TRANSFER = re.compile(r"^(DevicePut|batched_device_put|BatchedCopyToDevice|Memc
 _COMPILE = re.compile(r"^(backend_compile|lower_sharding_computation|jit_compile|compile)")
 _COMPILER_THREAD = re.compile(r"Compiler|codegen|compile", re.I)
 MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
+_ORDER = {"python": 1, "loader": 1, "device": 2, "runtime": 3, "compiler": 4}  # main thread: 0
+_LANE_WORDS = {
+    "python": "python",
+    "loader": "loader",
+    "compiler": "compiler",
+    "runtime": "XLA runtime",
+}
 
 
 @dataclass(frozen=True)
@@ -27,9 +34,10 @@ class Lane:
     """One row of the timeline: a thread or a device stream."""
 
     index: int
-    name: str  # what the plot shows, e.g. "python (main)", "loader thread 1", "XLA worker 2"
+    name: (
+        str  # what the plot shows, e.g. "python (main)", "loader thread 1", "XLA runtime thread 2"
+    )
     kind: str  # "python", "loader", "runtime", "device", "compiler"
-    thread: str  # the thread or stream name in the trace
 
 
 @dataclass(frozen=True)
@@ -109,37 +117,22 @@ def _span_kind(name: str, args: dict, lane_kind: str, parent_kind: str | None) -
     return "annotation" if parent_kind in (None, "annotation") else "runtime"
 
 
-def _lane_kind(process: str, thread: str) -> str:
+def _lane_kind(process: str, thread: str, is_main: bool, has_main: bool) -> str:
     if "/device:" in process:
         return "device"
     if thread.startswith("python") or thread == "MainThread":
-        return "python"
+        return "loader" if has_main and not is_main else "python"  # another Python thread
     return "compiler" if _COMPILER_THREAD.search(thread) else "runtime"
-
-
-def _lane_name(kind: str, process: str, thread: str, main: bool, n: int) -> str:
-    """What the plot shows for the ``n``-th lane of its kind."""
-    return {
-        "python": "python (main)" if main else f"python thread {n}",
-        "loader": f"loader thread {n}",
-        "device": f"{process.split('/')[-1]} {thread}"[:40],
-        "compiler": f"compiler thread {n}",
-        "runtime": f"XLA runtime thread {n}",
-    }[kind]
-
-
-_ORDER = {"python": 1, "loader": 1, "device": 2, "runtime": 3, "compiler": 4}  # main thread: 0
 
 
 def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[Span, ...], float]:
     """``(lanes, spans, wall seconds)`` inside the kit's wrapper; spans by lane, then start."""
     process, thread = {}, {}
     for e in events:
-        if e.get("ph") == "M":
-            if e.get("name") == "process_name":
-                process[e.get("pid")] = str(e.get("args", {}).get("name", ""))
-            elif e.get("name") == "thread_name":
-                thread[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            process[e.get("pid")] = str(e.get("args", {}).get("name", ""))
+        elif e.get("ph") == "M" and e.get("name") == "thread_name":
+            thread[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
     complete = [e for e in events if e.get("ph") == "X" and "dur" in e and "ts" in e]
     wrapper = next((e for e in complete if e.get("name") == WRAPPER), None)
     outer = [wrapper] if wrapper else complete  # what the traced code spans
@@ -152,16 +145,22 @@ def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[
         skip = name == WRAPPER or name.startswith(_SKIP) or name in MEMORY_EVENTS
         if not skip and t0 <= float(e["ts"]) <= t1:
             by_lane.setdefault((e.get("pid"), e.get("tid")), []).append(e)
-    kinds = {}
-    for key in by_lane:
-        kind = _lane_kind(process.get(key[0], ""), thread.get(key, str(key[1])))
-        kinds[key] = "loader" if kind == "python" and main_key not in (None, key) else kind
+    names = {key: thread.get(key, str(key[1])) for key in by_lane}
+    kinds = {
+        key: _lane_kind(process.get(key[0], ""), names[key], key == main_key, main_key is not None)
+        for key in by_lane
+    }
     lanes, spans, counts = [], [], Counter()
     for key in sorted(by_lane, key=lambda k: (k != main_key, _ORDER[kinds[k]], str(k))):
-        kind, tname = kinds[key], thread.get(key, str(key[1]))
+        kind = kinds[key]
         counts[kind] += 1
-        name = _lane_name(kind, process.get(key[0], ""), tname, key == main_key, counts[kind])
-        lane = Lane(len(lanes), name, kind, tname)
+        if key == main_key:
+            name = "python (main)"
+        elif kind == "device":
+            name = f"{process.get(key[0], '').split('/')[-1]} {names[key]}"[:40]
+        else:
+            name = f"{_LANE_WORDS[kind]} thread {counts[kind]}"
+        lane = Lane(len(lanes), name, kind)
         lanes.append(lane)
         stack: list[int] = []  # indices into spans of the open parents
         for e in sorted(by_lane[key], key=lambda e: (float(e["ts"]), -float(e["dur"]))):

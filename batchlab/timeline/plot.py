@@ -6,6 +6,9 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
 from batchlab._util.plotting import bytes_axis, short_bytes
 from batchlab.timeline.intervals import merge
 
@@ -23,12 +26,10 @@ TIME_AXIS = "time since the traced code started (ms)"
 MAX_DEPTH = 3  # nesting levels drawn per lane (deeper spans are left out of the picture only)
 
 
-def plot_timeline(timeline: Any):
-    """The figure of a :class:`batchlab.timeline.Timeline`, with the memory panel when the
-    trace has allocator events (a ``matplotlib.figure.Figure``)."""
-    t = timeline
+def plot_timeline(t: Any):
+    """One row per lane of a :class:`Timeline`, and a memory panel when it has allocator events."""
     n = max(len(t.lanes), 1)
-    fig = _figure(1.9 + 0.55 * n + (2.2 if t.memory is not None else 0))
+    fig = Figure(figsize=(12, 1.9 + 0.55 * n + (2.2 if t.memory else 0)), layout="constrained")
     if t.memory is not None:
         ax, ax_mem = fig.subplots(2, 1, height_ratios=[0.55 * n + 0.6, 2.0], sharex=True)
         _memory(ax_mem, t.memory)
@@ -42,17 +43,7 @@ def plot_timeline(timeline: Any):
 
 
 def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
-    """Several timelines stacked, e.g. three loops compared.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> from batchlab.timeline import timeline
-      >>> f = jax.jit(lambda x: x * 2)
-      >>> a = timeline(f, jnp.ones(3), steps=2, label="two calls")
-      >>> b = timeline(f, jnp.ones(3), steps=4, label="four calls")
-      >>> len(plot_timelines([a, b]).axes), len(plot_timelines([a, b], share_time=False).axes)
-      (2, 2)
-    """
+    """Several timelines stacked, e.g. three loops compared, on one time axis or each on its own."""
     timelines = list(timelines)
     if not timelines:
         raise ValueError("`timelines` is empty: pass one or more Timeline results.")
@@ -60,7 +51,7 @@ def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
         raise TypeError(f"`share_time` must be True or False, got {share_time!r}.")
     extra = 0.0 if share_time else 0.35  # an x label under every panel
     heights = [0.55 * max(len(t.lanes), 1) + 0.7 + extra for t in timelines]
-    fig = _figure(sum(heights) + 1.6)
+    fig = Figure(figsize=(12, sum(heights) + 1.6), layout="constrained")
     axes = fig.subplots(len(timelines), 1, sharex=share_time, height_ratios=heights, squeeze=False)
     wall = max(t.wall for t in timelines)
     kinds: set[str] = set()
@@ -76,12 +67,6 @@ def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
     fig.suptitle(f"what ran when, {scale} ({_setup(timelines[0])})", fontsize=12)
     _legend(fig, kinds, timelines[0])
     return fig
-
-
-def _figure(height: float):
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(12, height), layout="constrained")
 
 
 def _setup(t: Any) -> str:
@@ -126,8 +111,6 @@ def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
 
 def _legend(fig, kinds: set[str], t: Any) -> None:
     """One legend entry per kind drawn, below the panels, with the memory note."""
-    from matplotlib.patches import Patch
-
     handles = [
         Patch(facecolor=c, label=label, hatch="//" if k == "idle" else None, edgecolor="0.75")
         for k, (c, label) in COLORS.items()
