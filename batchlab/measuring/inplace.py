@@ -128,9 +128,7 @@ class Donation(Rows):
     deleted: tuple[tuple[str, bool], ...]  # (argument, deleted after the call) for every argument
     donated_bytes: int  # bytes of the arguments that were deleted (their buffers were taken)
     warning: str | None  # JAX's warning when a donation could not be used
-    source: str = (
-        "compiled memory analysis (alias bytes) and jax.Array.is_deleted() after a real call"
-    )
+    source: str = "compiled memory analysis (alias bytes), jax.Array.is_deleted() after a call"
     _inline = True
 
     @property
@@ -154,8 +152,7 @@ def donate(
 ) -> Donation:
     """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays and reports the donation.
 
-    ``fn`` is plain (``donate`` jits it with the donation); the caller's arrays are never
-    consumed, only their copies.
+    ``fn`` is plain (``donate`` jits it); the caller's arrays are never consumed, only copies.
 
     Example:
       >>> import jax.numpy as jnp
@@ -173,9 +170,7 @@ def donate(
         warnings.simplefilter("always")
         compiled = jitted.lower(*args, **kwargs).compile()
         jax.block_until_ready(jitted(*args, **kwargs))
-    unusable = [
-        str(w.message) for w in caught if "donated buffers were not usable" in str(w.message)
-    ]
+    unusable = [m for w in caught if "donated buffers were not usable" in (m := str(w.message))]
     return Donation(
         function_name(fn),
         int(compiled.memory_analysis().alias_size_in_bytes),

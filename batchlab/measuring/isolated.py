@@ -41,10 +41,8 @@ def _build(cls, data: Any):
 
 
 def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
-    """``(function, jit options)`` to send: a jitted ``fn`` as its Python function and options.
-
-    ``None`` options: ``fn`` is not jitted and travels as it is.
-    """
+    """``(function, jit options)`` to send: a jitted ``fn`` as its Python function and options
+    (``None`` options: ``fn`` is not jitted)."""
     if not is_jitted(fn):
         return fn, None
     plain, info = getattr(fn, "__wrapped__", None), getattr(fn, "_jit_info", None)
@@ -68,29 +66,12 @@ def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
     return plain, options
 
 
-def _pickle(payload: tuple) -> bytes:
-    """The child's payload; a part that cannot be pickled is a TypeError naming it, up front."""
+def _picklable(part: Any) -> bool:
     try:
-        return cloudpickle.dumps(payload)
-    except Exception as e:  # pickling raises TypeError, PicklingError, AttributeError, ...
-        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    fn, _, (args, kwargs), _ = payload
-    parts = [("`fn`", fn), *((f"`args[{i}]`", a) for i, a in enumerate(args))]
-    parts += [(f"`kwargs[{k!r}]`", v) for k, v in kwargs.items()]
-    where = "`fn`"
-    for name, part in parts:
-        try:
-            cloudpickle.dumps(part)
-        except Exception:
-            where = name
-            break
-    raise TypeError(
-        f"{where} cannot be sent to the fresh process of isolated=True: cloudpickle cannot "
-        f"pickle it ({reason}). The function, everything it refers to (globals, closed-over "
-        "objects) and its arguments must be picklable; move the object that is not (a lock, an "
-        "open file, a generator, a client) out of the function or its arguments, or measure "
-        "with isolated=False. Nothing has run."
-    ) from None
+        cloudpickle.dumps(part)
+    except Exception:  # pickling raises TypeError, PicklingError, AttributeError, ...
+        return False
+    return True
 
 
 def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]) -> Measurement:
@@ -100,8 +81,22 @@ def measure_in_subprocess(fn, args: tuple, kwargs: dict, options: dict[str, Any]
     host = jax.tree_util.tree_map(
         lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs)
     )
-    payload = _pickle((plain, jit_options, host, options))
-    child = run_child("batchlab.measuring.timing:measure_here", payload)
+    payload = (plain, jit_options, host, options)
+    try:
+        data = cloudpickle.dumps(payload)
+    except Exception as e:
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        parts = [("`fn`", plain), *((f"`args[{i}]`", a) for i, a in enumerate(host[0]))]
+        parts += [(f"`kwargs[{k!r}]`", v) for k, v in host[1].items()]
+        where = next((name for name, part in parts if not _picklable(part)), "`fn`")
+        raise TypeError(
+            f"{where} cannot be sent to the fresh process of isolated=True: cloudpickle cannot "
+            f"pickle it ({reason}). The function, everything it refers to (globals, closed-over "
+            "objects) and its arguments must be picklable; move the object that is not (a lock, "
+            "an open file, a generator, a client) out of the function or its arguments, or "
+            "measure with isolated=False. Nothing has run."
+        ) from None
+    child = run_child("batchlab.measuring.timing:measure_here", data)
     if child.stderr:
         sys.stderr.write(child.stderr)
     reply = child.reply

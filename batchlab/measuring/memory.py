@@ -1,7 +1,6 @@
 """Planned memory: XLA's compiled memory analysis of one function (nothing runs).
 
-The other two sources, never mixed silently, are in ``live.py``: ``device_memory`` (the
-allocator's live counters, GPU/TPU) and ``live_memory`` (live JAX arrays and host RSS).
+The live sources, never mixed in silently, are in ``live.py``.
 """
 
 from __future__ import annotations
@@ -61,12 +60,10 @@ class MemoryEstimate(Rows):
 def _cost(executable) -> list[float | None]:
     """(flops, bytes accessed) from the compiled cost analysis; ``None`` where it has none."""
     try:
-        cost = executable.cost_analysis()
+        cost = executable.cost_analysis() or {}
     except Exception:  # some backends do not implement it
-        cost = None
-    if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
-        cost = cost[0] if cost else None
-    values = [(cost or {}).get(k) for k in ("flops", "bytes accessed")]
+        cost = {}
+    values = [cost.get(k) for k in ("flops", "bytes accessed")]
     return [float(v) if v is not None and v >= 0 else None for v in values]
 
 

@@ -46,11 +46,7 @@ def sweep(
 ) -> Sweep:
     """Measures ``fn(*make_args(v))`` for each batch size ``v`` in ``values``.
 
-    Args:
-      fn: the function to measure.
-      make_args: builds the positional arguments for one batch size.
-      values: the batch sizes to sweep.
-      **measure_options: passed to :func:`batchlab.measure` (e.g. ``max_time``).
+    ``measure_options`` go to :func:`batchlab.measure` (e.g. ``max_time``).
 
     Example:
       >>> import jax.numpy as jnp

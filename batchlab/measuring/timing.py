@@ -32,7 +32,7 @@ from batchlab.measuring.live import device_memory, live_memory
 from batchlab.measuring.measurement import PEAK_NOTE, Measurement
 from batchlab.measuring.memory import estimate_from_compiled
 
-_OPTIONS = ("repeat", "max_time", "tolerance", "isolated")
+_OPTIONS = ("repeat", "max_time", "isolated")
 
 
 def sample(call: Callable[[], Any], number: int) -> float:
@@ -44,11 +44,8 @@ def sample(call: Callable[[], Any], number: int) -> float:
 
 
 def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float = 2.0) -> int:
-    """Calls per sample so that one sample lasts ``min_sample_time``.
-
-    Each try scales the number of calls by what the last one fell short (at most 10x); no
-    try starts after ``max_time / 5`` (five samples must fit the budget).
-    """
+    """Calls per sample so that one sample lasts ``min_sample_time`` (tries grow at most 10x;
+    none starts after ``max_time / 5``: five samples must fit the budget)."""
     number, start = 1, time.perf_counter()
     while True:
         elapsed = sample(call, number) * number
@@ -62,10 +59,8 @@ def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float =
 def take_samples(
     call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
 ) -> list[float]:
-    """``repeat`` samples of ``number`` calls; ``None``: until stable or ``max_time`` (5 at least).
-
-    Stable: the latest 3 samples moved the median by less than ``tolerance``.
-    """
+    """``repeat`` samples of ``number`` calls; ``None``: at least 5, until the latest 3 moved
+    the median by less than ``tolerance`` (a fraction) or ``max_time`` is spent."""
     if repeat is not None:
         return [sample(call, number) for _ in range(repeat)]
     samples: list[float] = []
@@ -140,15 +135,14 @@ def measure(
     *args: Any,
     repeat: int | None = None,
     max_time: float = 2.0,
-    tolerance: float = 0.02,
     isolated: bool = False,
     **kwargs: Any,
 ) -> Measurement:
     """Compiles ``fn`` once, then times steady-state calls.
 
     Compile time is kept apart (``compile_seconds``, ``first_call_seconds``); samples of
-    ``number`` calls each (autoranged to last 20 ms) are taken until the median is
-    stable to ``tolerance`` or ``max_time`` is spent (at least 5), or ``repeat`` of them.
+    ``number`` calls each (autoranged to last 20 ms) are taken until the median is stable
+    to 2% or ``max_time`` is spent (at least 5), or ``repeat`` of them.
 
     Args:
       fn: the function, plain or already ``jax.jit``-wrapped (static arguments: jit it with
@@ -167,7 +161,6 @@ def measure(
     check_callable(fn)
     repeat = check_positive_int(repeat, "repeat", allow_none=True)
     check_positive_float(max_time, "max_time")
-    check_positive_float(tolerance, "tolerance")
     check_bool(isolated, "isolated")
     _check_call(fn, args, kwargs)
     if isolated:
@@ -179,7 +172,7 @@ def measure(
         call = compiled.call
         first = sample(call, 1)
     number = autorange(call, 0.02, max_time)
-    samples = take_samples(call, number, repeat, max_time, tolerance)
+    samples = take_samples(call, number, repeat, max_time, 0.02)
     device_after = device_memory()
     no_stats = f"{jax.default_backend()} backend: no device memory stats; live figures are JAX "
     no_stats += "array bytes and host RSS"
