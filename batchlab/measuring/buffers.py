@@ -128,11 +128,6 @@ class BufferAssignment(Rows):
         return rows + ([("temp", "temp", self.temp_bytes)] if self.temp_bytes else [])
 
     @property
-    def values(self) -> list[XlaValue]:
-        """Values with a live range, in every allocation."""
-        return [v for a in self.allocations for v in a.live]
-
-    @property
     def temp_bytes(self) -> int:
         """Bytes of XLA's temp allocation(s): the scratch memory of one call."""
         return sum(a.size for a in self.allocations_of("temp"))
