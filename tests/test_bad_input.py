@@ -111,7 +111,7 @@ for fname, (call, names) in INT_ARGS.items():
 FLOAT_ARGS = {
     "measure": (
         lambda **k: batchlab.measure(double, X, **k),
-        ["max_time"],
+        ["max_time", "tolerance"],
     ),
     "compare": (lambda **k: batchlab.compare(item_fn, X, **k), ["max_time"]),
 }

@@ -1,7 +1,6 @@
 """XLA's own buffer assignment for one compiled function: which values share memory, and when.
 
-Read from the reports XLA writes with ``--xla_dump_to``: the buffer assignment and the live
-ranges (XLA's instruction order).
+Read from the buffer-assignment and live-range reports XLA writes with ``--xla_dump_to``.
 """
 
 from __future__ import annotations
@@ -62,12 +61,7 @@ class XlaAllocation(NamedTuple):
 
 
 def parse_op_names(hlo_text: str) -> dict[str, str]:
-    """Instruction name -> the jaxpr op it came from (the last part of HLO ``metadata.op_name``).
-
-    Example:
-      >>> parse_op_names('  %tanh.1 = f32[8]{0} tanh(%x), metadata={op_name="jit(f)/tanh"}')
-      {'tanh.1': 'tanh'}
-    """
+    """Instruction name -> the jaxpr op it came from (the last part of HLO ``metadata.op_name``)."""
     matches = (_OP_NAME.match(line) for line in hlo_text.splitlines())
     return {m.group(1): m.group(2).rsplit("/", 1)[-1] for m in matches if m}
 
@@ -224,20 +218,9 @@ def buffer_assignment(
 ) -> BufferAssignment:
     """Compiles ``jax.jit(fn, donate_argnums=...)(*args)`` and returns XLA's buffer assignment.
 
-    Args:
-      fn: the plain function (``buffer_assignment`` jits it).
-      *args: its arguments (arrays or ``jax.ShapeDtypeStruct``).
-      compiler_options: extra per-compilation XLA options (``.compile(compiler_options=...)``).
-      xla_flags: XLA flags read once per process (e.g.
-        ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``): the compilation then
-        runs in a fresh Python process with them.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> x = jax.ShapeDtypeStruct((256,), jnp.float32)
-      >>> ba = buffer_assignment(lambda x: jnp.sin(jnp.cos(x) * 2).sum(), x)
-      >>> ba.allocations_of("parameter")[0].size
-      1024
+    ``compiler_options`` are per compilation (``.compile(compiler_options=...)``); ``xla_flags``
+    (e.g. ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``) are read once per
+    process, so the compilation then runs in a fresh Python process with them.
     """
     check_callable(fn)
     if is_jitted(fn):

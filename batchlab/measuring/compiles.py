@@ -68,21 +68,8 @@ def _install() -> None:
 
 @contextmanager
 def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
-    """Counts XLA compilations inside the ``with`` block.
-
-    Args:
-      match: only count computations whose name contains this text; ``None`` counts all,
-        including the small computations that creating arrays (``jnp.ones``) may compile.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> f = jax.jit(lambda x: 2 * x)
-      >>> with count_compiles(match="lambda") as c:
-      ...     for n in (3, 4, 3):
-      ...         _ = f(jnp.ones(n))
-      >>> c.count   # shapes (3,) and (4,): the second (3,) is cached
-      2
-    """
+    """Counts XLA compilations inside the ``with`` block, of computations whose name contains
+    ``match`` (``None``: all, with the small ones that creating arrays may compile)."""
     if match is not None and not isinstance(match, str):
         raise TypeError(
             f"`match` must be a string (part of a function's name, e.g. match='my_fn') or None, "
@@ -155,34 +142,27 @@ class _Collect(logging.Handler):
 
 
 def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
-    """Runs each call in order; counts its compilations and records JAX's reason.
-
-    Args:
-      calls: ``(label, fn, args)`` triples; ``fn(*args)`` is called and waited for. Use
-        the same jitted ``fn`` in several calls to see which changes hit its cache.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> f = jax.jit(lambda x: 2 * x)
-      >>> r = explain_compiles([("f32", f, (jnp.ones(3),)), ("again", f, (jnp.zeros(3),)),
-      ...                       ("int32", f, (jnp.ones(3, jnp.int32),))])
-      >>> [row.compiles for row in r.rows]
-      [1, 0, 1]
-      >>> r["int32"].reason
-      'different input types: * at x, now i32[3] and before f32[3]'
-    """
+    """Calls ``fn(*args)`` of each ``(label, fn, args)`` in order, waited for; counts its
+    compilations and records JAX's reason (one jitted ``fn`` in several calls: its cache hits)."""
     if not isinstance(calls, Sequence) or isinstance(calls, (str, bytes)):
         raise TypeError(
             f"`calls` must be a list of (label, fn, args) triples, got {type(calls).__name__}."
         )
     for k, call in enumerate(calls):
-        triple = isinstance(call, (tuple, list)) and len(call) == 3
-        if not (
-            triple and isinstance(call[0], str) and callable(call[1]) and isinstance(call[2], tuple)
-        ):
+        if not (isinstance(call, (tuple, list)) and len(call) == 3):
             raise TypeError(
-                f"`calls[{k}]` must be a (label: str, fn: callable, args: tuple) triple, got "
-                f"{call!r:.80}; e.g. ('new shape', jax.jit(f), (x,))."
+                f"`calls[{k}]` must be a (label, fn, args) triple, got {call!r:.80}; "
+                "e.g. ('new shape', jax.jit(f), (x,))."
+            )
+        label, fn, args = call
+        if not isinstance(label, str):
+            raise TypeError(f"`calls[{k}]`: the label must be a str, got {type(label).__name__}.")
+        if not callable(fn):
+            raise TypeError(f"`calls[{k}]` ({label!r}): fn must be callable, got {fn!r:.60}.")
+        if not isinstance(args, tuple):
+            raise TypeError(
+                f"`calls[{k}]` ({label!r}): args must be a tuple, got {type(args).__name__}; "
+                "write (x,) for one argument."
             )
     labels = [c[0] for c in calls]
     if len(set(labels)) != len(labels):

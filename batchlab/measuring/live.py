@@ -65,13 +65,7 @@ DEVICE_KEYS = tuple(f.name for f in fields(DeviceMemory))[1:-1]
 
 
 def device_memory(device: Any = None) -> DeviceMemory | None:
-    """The allocator's live figures for ``device`` (``None``: the first), or ``None`` on CPU.
-
-    Example:
-      >>> import jax
-      >>> (device_memory() is None) == (jax.default_backend() == "cpu")
-      True
-    """
+    """The allocator's live figures for ``device`` (``None``: the first), or ``None`` on CPU."""
     if device is not None and not hasattr(device, "memory_stats"):
         raise TypeError(
             f"`device` must be a jax.Device or None (the first device), got {device!r}; "
@@ -116,15 +110,7 @@ class LiveMemory(Rows):
 
 
 def live_memory() -> LiveMemory:
-    """Bytes of every live JAX array, and the host process's RSS.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> before = live_memory().live_array_bytes
-      >>> x = jnp.zeros(1000, jnp.float32)
-      >>> live_memory().live_array_bytes - before
-      4000
-    """
+    """Bytes of every live JAX array, and the host process's RSS."""
     sizes = []
     for a in jax.live_arrays():
         try:

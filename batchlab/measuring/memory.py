@@ -115,18 +115,10 @@ def memory_estimate(
     static_argnums: int | Sequence[int] = (),
     **kwargs: Any,
 ) -> MemoryEstimate:
-    """XLA's planned memory for ``fn(*args, **kwargs)``: compiles, runs nothing.
+    """XLA's planned memory for ``fn(*args, **kwargs)`` (plain or jitted): compiles, runs nothing.
 
-    Args:
-      fn: the function, plain or already ``jax.jit``-wrapped.
-      *args, **kwargs: its arguments (arrays, ``jax.ShapeDtypeStruct``, numbers, pytrees).
-      static_argnums: configuration arguments, as in ``jax.jit``.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> est = memory_estimate(lambda x: x * 2, jax.ShapeDtypeStruct((1024,), jnp.float32))
-      >>> est.argument_bytes, est.output_bytes
-      (4096, 4096)
+    Arguments may be arrays, ``jax.ShapeDtypeStruct``, numbers or pytrees; ``static_argnums``
+    as in ``jax.jit``.
     """
     compiled = compile_fn(fn, args, kwargs, static_argnums=static_argnums)
     return estimate_from_compiled(compiled.executable, compiled.name)

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 
 from batchlab._util.format import format_seconds, text_table
-from batchlab._util.plotting import log2_axis, short_bytes, short_seconds
+from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.sampler import interleaved
 
@@ -110,20 +110,15 @@ class PerItemCost:
     def plot(self, *, current: int | None = None, memory: Any = None):
         """Left: vmap time per item (median, min..max bars) beside the lax.map loop per item.
         Right (with a :class:`Sweep` as ``memory``): planned temp and peak bytes."""
-        from matplotlib.figure import Figure
-        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+        from matplotlib.ticker import FuncFormatter, LogLocator
 
         ncols = 2 if memory is not None else 1
-        # tight layout: cheaper than constrained on every explorer redraw
-        fig = Figure(figsize=(5.6 * ncols, 5.6), layout="tight")
-        axes = fig.subplots(1, ncols, squeeze=False)[0]
-        ax_t, b, per_item = axes[0], self.batch_sizes, self.per_item
-        lo = [p - m / n for p, m, n in zip(per_item, self.mins, b, strict=True)]
-        hi = [m / n - p for p, m, n in zip(per_item, self.maxs, b, strict=True)]
+        fig, axes = new_figure(ncols, 5.6, 5.6, layout="tight")  # tight: faster explorer redraws
+        axes = np.atleast_1d(axes)
+        ax_t, b, per_item = axes[0], self.batch_sizes, np.array(self.per_item)
+        spread = [per_item - np.array(self.mins) / b, np.array(self.maxs) / b - per_item]
         label = "measured per item (median, bars: min..max)"
-        ax_t.errorbar(
-            b, per_item, yerr=[lo, hi], fmt="o-", color="tab:blue", lw=2, capsize=4, label=label
-        )
+        ax_t.errorbar(b, per_item, spread, fmt="o-", color="tab:blue", lw=2, capsize=4, label=label)
         if self.loop_median is not None:
             label = f"lax.map over {self.loop_items} items in one call (median)"
             ax_t.axhline(self.loop_median, ls="--", color="0.3", lw=2, label=label)
@@ -132,7 +127,6 @@ class PerItemCost:
             )
         ax_t.set_yscale("log")
         ax_t.yaxis.set_major_formatter(FuncFormatter(short_seconds))
-        ax_t.yaxis.set_minor_formatter(NullFormatter())
         ax_t.set(ylabel="time per item (log scale)", title="run time per item (wall clock)")
         ring = f"current: batch {current}"
         if current in b:
@@ -149,7 +143,6 @@ class PerItemCost:
             ax_m.set_yscale("log", base=2)  # ticks at powers of two, in binary units
             ax_m.yaxis.set_major_locator(LogLocator(base=2, numticks=8))
             ax_m.yaxis.set_major_formatter(FuncFormatter(short_bytes))
-            ax_m.yaxis.set_minor_formatter(NullFormatter())
             ax_m.set(ylabel="bytes (log₂ scale)", title="planned memory (compiled memory analysis)")
             if current in xs:
                 ax_m.plot([current], [peak[xs.index(current)]], "s", **RING, label=ring)

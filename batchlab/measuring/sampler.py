@@ -39,13 +39,6 @@ def interleaved(
 
     Returns ``{label: Samples}`` in seconds per call sharing one ``paired`` token, so
     ``ratio_above(a, b, ...)`` decides on the per-round ratios.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> x = jnp.ones((64, 64))
-      >>> t = interleaved({"matmul": lambda: x @ x, "add": lambda: x + x}, rounds=6)
-      >>> len(t["matmul"].values), t["matmul"].paired == t["add"].paired
-      (6, True)
     """
     if not isinstance(candidates, Mapping) or not all(
         isinstance(k, str) and callable(v) for k, v in candidates.items()

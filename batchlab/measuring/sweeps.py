@@ -47,12 +47,6 @@ def sweep(
     """Measures ``fn(*make_args(v))`` for each batch size ``v`` in ``values``.
 
     ``measure_options`` go to :func:`batchlab.measure` (e.g. ``max_time``).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> s = sweep(lambda x: x.sum(), lambda n: (jnp.ones(n),), [8, 16], repeat=3)
-      >>> s.values, [p // 4 for p in s.peak_bytes][0] >= 8
-      ([8, 16], True)
     """
     check_callable(fn)
     check_callable(make_args, "make_args")

@@ -34,7 +34,7 @@ from batchlab.measuring.live import DeviceMemory, LiveMemory, device_memory, liv
 from batchlab.measuring.measurement import PEAK_NOTE, Measurement
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 
-_OPTIONS = ("repeat", "max_time", "isolated")
+_OPTIONS = ("repeat", "max_time", "tolerance", "isolated")
 
 
 def sample(call: Callable[[], Any], number: int) -> float:
@@ -241,6 +241,7 @@ def measure(
     *args: Any,
     repeat: int | None = None,
     max_time: float = 2.0,
+    tolerance: float = 0.02,
     isolated: bool = False,
     **kwargs: Any,
 ) -> Measurement:
@@ -248,25 +249,16 @@ def measure(
 
     Compile time is kept apart (``compile_seconds``, ``first_call_seconds``); samples of
     ``number`` calls each (autoranged to last 20 ms) are taken until the median is stable
-    to 2% or ``max_time`` is spent (at least 5), or ``repeat`` of them.
+    to ``tolerance`` (a fraction) or ``max_time`` is spent (at least 5), or ``repeat`` of them.
 
-    Args:
-      fn: the function, plain or already ``jax.jit``-wrapped (static arguments: jit it with
-        them); ``*args, **kwargs``: its arguments.
-      repeat: exact number of samples (``None``: until stable).
-      isolated: measure in a fresh Python process, so the device peak (or, on CPU, the
-        host peak RSS) belongs to this function alone; a jitted ``fn`` travels as its
-        function and jit's options.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> m = measure(lambda x: (x @ x).sum(), jnp.ones((64, 64)), repeat=5)
-      >>> m.runs, m.compiles, m.memory.argument_bytes
-      (5, 1, 16384)
+    ``fn`` is plain or jitted (static arguments: jit it with them). ``isolated``: measure in a
+    fresh Python process, so the device peak (on CPU, the host peak RSS) is this function's
+    alone; a jitted ``fn`` travels as its function and jit's options.
     """
     check_callable(fn)
     repeat = check_positive_int(repeat, "repeat", allow_none=True)
     check_positive_float(max_time, "max_time")
+    check_positive_float(tolerance, "tolerance")
     check_bool(isolated, "isolated")
     _check_call(fn, args, kwargs)
     if isolated:
@@ -278,7 +270,7 @@ def measure(
         call = compiled.call
         first = sample(call, 1)
     number = autorange(call, 0.02, max_time)
-    samples = take_samples(call, number, repeat, max_time, 0.02)
+    samples = take_samples(call, number, repeat, max_time, tolerance)
     device_after = device_memory()
     no_stats = f"{jax.default_backend()} backend: no device memory stats; live figures are JAX "
     no_stats += "array bytes and host RSS"
