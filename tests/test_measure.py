@@ -200,8 +200,7 @@ def test_isolated_error_in_child_is_the_kit_error():
 
 
 def test_isolated_result_channel_rejects_foreign_values():
-    from batchlab.measuring.isolated import _build
-    from batchlab.measuring.timing import Measurement
+    from batchlab.measuring.timing import Measurement, _build
 
     with pytest.raises(ValueError, match=r"expected an object"):
         _build(Measurement, [1, 2])
@@ -223,8 +222,7 @@ def test_isolated_child_without_result_is_reported(monkeypatch):
 
 
 def test_isolated_result_channel_rejects_objects():
-    from batchlab.measuring.isolated import _build
-    from batchlab.measuring.timing import Measurement
+    from batchlab.measuring.timing import Measurement, _build
 
     with pytest.raises(ValueError, match=r"not a plain value"):
         _build(Measurement, {"name": object()})

@@ -95,8 +95,6 @@ def test_ratios_timed_interleaved_when_given_the_calls(measured):
         64,
         call_at=lambda b: lambda: batched(*make(b)),
         loop_call=lambda: looped(*make(64)),
-        rounds=6,
-        max_seconds=1.0,
     )
     assert cost.paired and set(cost.samples) == {"batch 1", "batch 64", "loop"}
     assert len({v.paired for v in cost.samples.values()}) == 1
@@ -111,7 +109,5 @@ def test_ratios_timed_interleaved_when_given_the_calls(measured):
         64,
         call_at=lambda b: lambda: batched(*make(b)),
         loop_call=lambda: looped(*make(64)),
-        rounds=6,
-        max_seconds=1.0,
     )
     assert alone.loop_median == pytest.approx(float(np.median(alone.samples["loop"].values)))

@@ -29,7 +29,7 @@ def test_parameters_and_sequence(assignment):
     params = assignment.allocations_of("parameter")
     assert sorted(a.size for a in params) == [32 * 32 * 4, 64 * 32 * 4]
     assert len(assignment.sequence) > 3
-    for v in assignment.values:
+    for v in (v for a in assignment.allocations for v in a.live):
         assert 0 <= v.start <= v.end <= len(assignment.sequence)
 
 

@@ -1,7 +1,6 @@
 """XLA's own buffer assignment for one compiled function: which values share memory, and when.
 
-Read from the reports XLA writes with ``--xla_dump_to``: the buffer assignment (allocations
-and the values packed into them) and the live ranges (XLA's instruction order).
+Read from the buffer-assignment and live-range reports XLA writes with ``--xla_dump_to``.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from batchlab._util.plotting import new_figure
 
 SOURCE = "XLA buffer assignment and live-range reports (xla_dump_to)"
 _ALLOC = re.compile(r"^allocation (\d+): size (\d+)(.*):$")
-_VALUE = re.compile(r"^ value: <(\d+) (\S+) @\d+> \(size=(\d+),offset=(\d+)\): (.*)$")
+_VALUE = re.compile(r"^ value: <\d+ (\S+) @\d+> \(size=(\d+),offset=(\d+)\): (.*)$")
 _RANGE = re.compile(r"^\s+(\S+):(\d+)-(\d+)$")
 _STEP = re.compile(r"^\s+(\d+):(\S+)$")
 _OP_NAME = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+) = .*?metadata=\{[^}]*?op_name=\"([^\"]+)\"")
@@ -36,13 +35,11 @@ _TEXT = dict(ha="center", va="center", fontsize=9, color="white", zorder=3, clip
 
 
 class XlaValue(NamedTuple):
-    """One value (the result of one instruction) and where XLA put it."""
+    """One value (the result of one instruction), where XLA put it and when it is live."""
 
-    id: int
     name: str
     size: int
     offset: int
-    allocation: int
     shape: str
     start: int | None  # live range in the instruction order (None: not in the report)
     end: int | None
@@ -64,12 +61,7 @@ class XlaAllocation(NamedTuple):
 
 
 def parse_op_names(hlo_text: str) -> dict[str, str]:
-    """Instruction name -> the jaxpr op it came from (the last part of HLO ``metadata.op_name``).
-
-    Example:
-      >>> parse_op_names('  %tanh.1 = f32[8]{0} tanh(%x), metadata={op_name="jit(f)/tanh"}')
-      {'tanh.1': 'tanh'}
-    """
+    """Instruction name -> the jaxpr op it came from (the last part of HLO ``metadata.op_name``)."""
     matches = (_OP_NAME.match(line) for line in hlo_text.splitlines())
     return {m.group(1): m.group(2).rsplit("/", 1)[-1] for m in matches if m}
 
@@ -85,21 +77,18 @@ def parse_reports(buffer_text: str, live_range_text: str) -> tuple[list[XlaAlloc
             sequence.append(step.group(2))
         elif section == "BufferLiveRange:" and span:
             ranges[span.group(1)] = (int(span.group(2)), int(span.group(3)))
-    allocations, header, values = [], None, []
-    for line in [*buffer_text.splitlines(), "allocation 0: size 0 (end of report):"]:
+    allocations = []
+    for line in buffer_text.splitlines():
         if m := _ALLOC.match(line):
-            if header is not None:
-                allocations.append(XlaAllocation(*header, tuple(values)))
-            rest = m.group(3)
-            kind = next((k for w, k in _KINDS.items() if w in rest), None)
-            live_out = "maybe-live-out" in rest
+            live_out = "maybe-live-out" in m.group(3)
+            kind = next((k for w, k in _KINDS.items() if w in m.group(3)), None)
             kind = kind or ("output" if live_out else "temp")
-            header, values = (int(m.group(1)), int(m.group(2)), kind, live_out), []
-        elif header is not None and (m := _VALUE.match(line)):
-            name = m.group(2)
+            allocations.append(XlaAllocation(int(m.group(1)), int(m.group(2)), kind, live_out, ()))
+        elif allocations and (m := _VALUE.match(line)):
+            name = m.group(1)
             start, end = ranges.get(name if name.endswith("}") else name + "{}", (None, None))
-            numbers = (int(m.group(1)), name, int(m.group(3)), int(m.group(4)), header[0])
-            values.append(XlaValue(*numbers, m.group(5), start, end))
+            value = XlaValue(name, int(m.group(2)), int(m.group(3)), m.group(4), start, end)
+            allocations[-1] = allocations[-1]._replace(values=(*allocations[-1].values, value))
     return allocations, sequence
 
 
@@ -133,11 +122,6 @@ class BufferAssignment(Rows):
         return rows + ([("temp", "temp", self.temp_bytes)] if self.temp_bytes else [])
 
     @property
-    def values(self) -> list[XlaValue]:
-        """Values with a live range (thread-local scalars of sub-computations left out)."""
-        return [v for a in self.allocations for v in a.live]
-
-    @property
     def temp_bytes(self) -> int:
         """Bytes of XLA's temp allocation(s): the scratch memory of one call."""
         return sum(a.size for a in self.allocations_of("temp"))
@@ -166,8 +150,8 @@ class BufferAssignment(Rows):
         )
 
     def plot(self):
-        """One band per allocation (parameters, outputs, temp; height = bytes), each value a box
-        at XLA's offset from its first to its last step."""
+        """One band per allocation (height = bytes), each value a box at XLA's offset from its
+        first to its last step."""
         from matplotlib.patches import Rectangle
 
         fig, ax = new_figure(1, width=11, height=4.6)
@@ -213,13 +197,13 @@ def _reports(lowered, compiler_options: dict) -> tuple[str, str, str]:
                 "XLA wrote no *-buffer-assignment.txt report for this compilation; "
                 "is a persistent compilation cache serving it? Disable it and retry."
             )
-        ranges = found[-1].replace("-buffer-assignment.txt", "-live-range.txt")
-        texts = [Path(p).read_text() if os.path.exists(p) else "" for p in (found[-1], ranges)]
-    return texts[0], texts[1], compiled.as_text()
+        ranges = Path(found[-1].replace("-buffer-assignment.txt", "-live-range.txt"))
+        live_text = ranges.read_text() if ranges.exists() else ""
+        return Path(found[-1]).read_text(), live_text, compiled.as_text()
 
 
 def _reports_here(payload: Any) -> dict:
-    """The child side of ``buffer_assignment(..., xla_flags=...)`` (the kit's one child helper)."""
+    """The child side of ``buffer_assignment(..., xla_flags=...)``."""
     fn, donate_argnums, args = payload
     texts = _reports(jax.jit(fn, donate_argnums=donate_argnums).lower(*args), {})
     return {"texts": texts, "backend": jax.default_backend()}
@@ -234,21 +218,9 @@ def buffer_assignment(
 ) -> BufferAssignment:
     """Compiles ``jax.jit(fn, donate_argnums=...)(*args)`` and returns XLA's buffer assignment.
 
-    Args:
-      fn: the plain function (``buffer_assignment`` jits it).
-      *args: its arguments (arrays or ``jax.ShapeDtypeStruct``).
-      donate_argnums: as in ``jax.jit``.
-      compiler_options: extra per-compilation XLA options (``.compile(compiler_options=...)``).
-      xla_flags: XLA flags read once per process (e.g.
-        ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``): the compilation then
-        runs in a fresh Python process with them.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> x = jax.ShapeDtypeStruct((256,), jnp.float32)
-      >>> ba = buffer_assignment(lambda x: jnp.sin(jnp.cos(x) * 2).sum(), x)
-      >>> ba.allocations_of("parameter")[0].size
-      1024
+    ``compiler_options`` are per compilation (``.compile(compiler_options=...)``); ``xla_flags``
+    (e.g. ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``) are read once per
+    process, so the compilation then runs in a fresh Python process with them.
     """
     check_callable(fn)
     if is_jitted(fn):

@@ -9,7 +9,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import jax
 
@@ -42,26 +41,23 @@ class CompileCount:
     def count(self) -> int:
         return len(self.names)
 
-    def _record(self, event: str, name: str, seconds: float) -> None:
-        if self.match is not None and self.match not in name:
-            return
-        if event != COMPILE_EVENT:
-            self.trace_seconds += seconds
-            return
-        self.names.append(name)
-        self.seconds += seconds
-        if self.on_compile is not None:  # e.g. an explorer's live "compiled ..." status line
-            self.on_compile(name, seconds)
-
     def __repr__(self) -> str:
         return f"CompileCount(count={self.count}, compile time={format_seconds(self.seconds)})"
 
 
 def _listener(event: str, duration: float, **kwargs) -> None:
-    if event == COMPILE_EVENT or event in TRACE_EVENTS:
-        with _lock:
-            for counter in _active:
-                counter._record(event, str(kwargs.get("fun_name", "?")), duration)
+    name = str(kwargs.get("fun_name", "?"))
+    with _lock:
+        for c in _active:
+            if c.match is not None and c.match not in name:
+                continue
+            if event in TRACE_EVENTS:
+                c.trace_seconds += duration
+            elif event == COMPILE_EVENT:
+                c.names.append(name)
+                c.seconds += duration
+                if c.on_compile is not None:
+                    c.on_compile(name, duration)
 
 
 @functools.cache
@@ -72,25 +68,8 @@ def _install() -> None:
 
 @contextmanager
 def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
-    """Counts XLA compilations inside the ``with`` block.
-
-    Args:
-      match: only count computations whose name contains this text (e.g. the function's
-        name); ``None`` counts all, including the small computations that creating arrays
-        (``jnp.ones``) may compile.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> def double(x):
-      ...     return 2 * x
-      >>> f = jax.jit(double)
-      >>> xs = [jnp.ones(n) for n in (3, 4, 3)]
-      >>> with count_compiles(match="double") as c:
-      ...     for x in xs:
-      ...         _ = f(x)
-      >>> c.count   # shapes (3,) and (4,): two compilations, the second (3,) is cached
-      2
-    """
+    """Counts XLA compilations inside the ``with`` block, of computations whose name contains
+    ``match`` (``None``: all, with the small ones that creating arrays may compile)."""
     if match is not None and not isinstance(match, str):
         raise TypeError(
             f"`match` must be a string (part of a function's name, e.g. match='my_fn') or None, "
@@ -118,7 +97,7 @@ class CompileReason:
 
 @dataclass(frozen=True)
 class CompileReasons(Rows):
-    """Every call of :func:`explain_compiles`, in order."""
+    """Every call of :func:`explain_compiles`, in order; ``reasons[label]`` gives one."""
 
     rows: tuple[CompileReason, ...]
     source: str = SOURCE
@@ -162,7 +141,9 @@ class _Collect(logging.Handler):
             self.messages.append(record.getMessage())
 
 
-def _check_calls(calls: Any) -> list[tuple[str, Callable, tuple]]:
+def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
+    """Calls ``fn(*args)`` of each ``(label, fn, args)`` in order, waited for; counts its
+    compilations and records JAX's reason (one jitted ``fn`` in several calls: its cache hits)."""
     if not isinstance(calls, Sequence) or isinstance(calls, (str, bytes)):
         raise TypeError(
             f"`calls` must be a list of (label, fn, args) triples, got {type(calls).__name__}."
@@ -186,27 +167,6 @@ def _check_calls(calls: Any) -> list[tuple[str, Callable, tuple]]:
     labels = [c[0] for c in calls]
     if len(set(labels)) != len(labels):
         raise ValueError(f"`calls` labels must be distinct, got {labels}.")
-    return [tuple(c) for c in calls]
-
-
-def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
-    """Runs each call in order; counts its compilations and records JAX's reason.
-
-    Args:
-      calls: ``(label, fn, args)`` triples; ``fn(*args)`` is called and waited for. Use
-        the same jitted ``fn`` in several calls to see which changes hit its cache.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> f = jax.jit(lambda x: 2 * x)
-      >>> r = explain_compiles([("f32", f, (jnp.ones(3),)), ("again", f, (jnp.zeros(3),)),
-      ...                       ("int32", f, (jnp.ones(3, jnp.int32),))])
-      >>> [row.compiles for row in r.rows]
-      [1, 0, 1]
-      >>> r["int32"].reason
-      'different input types: * at x, now i32[3] and before f32[3]'
-    """
-    checked = _check_calls(calls)
     handler, logger = _Collect(), logging.getLogger("jax")
     propagate = logger.propagate
     logger.addHandler(handler)
@@ -214,7 +174,7 @@ def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileRea
     rows = []
     try:
         with jax.explain_cache_misses(True):
-            for label, fn, args in checked:
+            for label, fn, args in calls:
                 start = len(handler.messages)
                 with count_compiles() as c:
                     jax.block_until_ready(fn(*args))

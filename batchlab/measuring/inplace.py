@@ -51,14 +51,7 @@ def _check_array(x: Any, name: str) -> jax.Array:
 
 
 def eager_update(x: jax.Array, index: Any = 0, value: Any = 1) -> EagerUpdate:
-    """Runs ``x.at[index].set(value)`` outside ``jit`` and reports whether it copied.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> r = eager_update(jnp.zeros(256, jnp.float32))
-      >>> r.new_buffer, r.original_unchanged, r.nbytes
-      (True, True, 1024)
-    """
+    """Runs ``x.at[index].set(value)`` outside ``jit`` and reports whether it copied."""
     x = _check_array(x, "x")
     whole = isinstance(index, (int, np.integer)) and not isinstance(index, bool)
     if whole and x.ndim and not -x.shape[0] <= index < x.shape[0]:
@@ -99,15 +92,7 @@ class CompiledUpdate(Rows):
 def compiled_update(
     fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = ()
 ) -> CompiledUpdate:
-    """Compiles ``fn(*args)`` (nothing runs) and counts XLA's ``copy`` instructions.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> x = jax.ShapeDtypeStruct((256,), jnp.float32)
-      >>> upd = lambda x: x.at[0].set(1.0)
-      >>> compiled_update(upd, x).copies, compiled_update(upd, x, donate_argnums=0).copies
-      (1, 0)
-    """
+    """Compiles ``fn(*args)`` (nothing runs) and counts XLA's ``copy`` instructions."""
     check_callable(fn)
     check_array_tree(args, "args")
     check_argnums(donate_argnums, len(args), "donate_argnums")
@@ -128,9 +113,7 @@ class Donation(Rows):
     deleted: tuple[tuple[str, bool], ...]  # (argument, deleted after the call) for every argument
     donated_bytes: int  # bytes of the arguments that were deleted (their buffers were taken)
     warning: str | None  # JAX's warning when a donation could not be used
-    source: str = (
-        "compiled memory analysis (alias bytes) and jax.Array.is_deleted() after a real call"
-    )
+    source: str = "compiled memory analysis (alias bytes), jax.Array.is_deleted() after a call"
     _inline = True
 
     @property
@@ -154,14 +137,7 @@ def donate(
 ) -> Donation:
     """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays and reports the donation.
 
-    ``fn`` is plain (``donate`` jits it with the donation); the caller's arrays are never
-    consumed, only their copies.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> d = donate(lambda x: x.at[0].set(1.0), jnp.zeros(256, jnp.float32))
-      >>> d.alias_bytes, d.deleted, d.warning
-      (1024, (('args[0]', True),), None)
+    ``fn`` is plain (``donate`` jits it); the caller's arrays are never consumed, only copies.
     """
     check_callable(fn)
     nums = check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
@@ -173,9 +149,7 @@ def donate(
         warnings.simplefilter("always")
         compiled = jitted.lower(*args, **kwargs).compile()
         jax.block_until_ready(jitted(*args, **kwargs))
-    unusable = [
-        str(w.message) for w in caught if "donated buffers were not usable" in str(w.message)
-    ]
+    unusable = [m for w in caught if "donated buffers were not usable" in (m := str(w.message))]
     return Donation(
         function_name(fn),
         int(compiled.memory_analysis().alias_size_in_bytes),

@@ -64,30 +64,14 @@ class DeviceMemory(Rows):
 DEVICE_KEYS = tuple(f.name for f in fields(DeviceMemory))[1:-1]
 
 
-def _pick_device(device: Any) -> jax.Device:
-    if device is None:
-        return jax.devices()[0]
-    if not hasattr(device, "memory_stats"):
+def device_memory(device: Any = None) -> DeviceMemory | None:
+    """The allocator's live figures for ``device`` (``None``: the first), or ``None`` on CPU."""
+    if device is not None and not hasattr(device, "memory_stats"):
         raise TypeError(
             f"`device` must be a jax.Device or None (the first device), got {device!r}; "
             "e.g. device=jax.devices()[1]."
         )
-    return device
-
-
-def device_memory(device: Any = None) -> DeviceMemory | None:
-    """The allocator's live figures for one device, or ``None`` on CPU.
-
-    Args:
-      device: a ``jax.Device``, or ``None`` for the first.
-
-    Example:
-      >>> import jax
-      >>> stats = device_memory()
-      >>> (stats is None) == (jax.default_backend() == "cpu")
-      True
-    """
-    dev = _pick_device(device)
+    dev = jax.devices()[0] if device is None else device
     try:
         stats = dev.memory_stats()
     except Exception:  # some plugins raise instead of returning None
@@ -99,12 +83,11 @@ def device_memory(device: Any = None) -> DeviceMemory | None:
 
 def device_memory_unavailable_reason() -> str | None:
     """Why :func:`device_memory` returns ``None`` here, or ``None`` if it does not."""
-    dev = jax.devices()[0]
-    if device_memory(dev) is not None:
+    if device_memory() is not None:
         return None
     return (
-        f"memory_stats() is None on {dev.platform}: this backend keeps no allocator "
-        f"statistics; use live_memory() (live JAX arrays, host RSS) instead"
+        f"memory_stats() is None on {jax.devices()[0].platform}: this backend keeps no "
+        "allocator statistics; use live_memory() (live JAX arrays, host RSS) instead"
     )
 
 
@@ -127,15 +110,7 @@ class LiveMemory(Rows):
 
 
 def live_memory() -> LiveMemory:
-    """Bytes of every live JAX array, and the host process's RSS.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> before = live_memory().live_array_bytes
-      >>> x = jnp.zeros(1000, jnp.float32)
-      >>> live_memory().live_array_bytes - before
-      4000
-    """
+    """Bytes of every live JAX array, and the host process's RSS."""
     sizes = []
     for a in jax.live_arrays():
         try:
@@ -143,5 +118,4 @@ def live_memory() -> LiveMemory:
                 sizes.append(int(a.nbytes))
         except Exception:  # an array deleted concurrently
             continue
-    rss = int(psutil.Process().memory_info().rss)
-    return LiveMemory(sum(sizes), len(sizes), rss)
+    return LiveMemory(sum(sizes), len(sizes), int(psutil.Process().memory_info().rss))

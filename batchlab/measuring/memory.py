@@ -1,7 +1,6 @@
 """Planned memory: XLA's compiled memory analysis of one function (nothing runs).
 
-The other two sources, never mixed silently, are in ``live.py``: ``device_memory`` (the
-allocator's live counters, GPU/TPU) and ``live_memory`` (live JAX arrays and host RSS).
+The live sources, never mixed in silently, are in ``live.py``.
 """
 
 from __future__ import annotations
@@ -58,18 +57,6 @@ class MemoryEstimate(Rows):
         return f"{self.name} on {self.backend}, {self.source}"
 
 
-def _cost(executable) -> list[float | None]:
-    """(flops, bytes accessed) from the compiled cost analysis; ``None`` where it has none."""
-    try:
-        cost = executable.cost_analysis()
-    except Exception:  # some backends do not implement it
-        cost = None
-    if isinstance(cost, (list, tuple)):  # older jax: one dict per computation
-        cost = cost[0] if cost else None
-    values = [(cost or {}).get(k) for k in ("flops", "bytes accessed")]
-    return [float(v) if v is not None and v >= 0 else None for v in values]
-
-
 def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
     """Builds a :class:`MemoryEstimate` from a ``jax.stages.Compiled``."""
     stats = executable.memory_analysis()
@@ -78,10 +65,8 @@ def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
             f"The {jax.default_backend()} backend returned no compiled memory analysis; "
             "memory_estimate needs XLA's CompiledMemoryStats."
         )
-    arg = int(stats.argument_size_in_bytes)
-    out = int(stats.output_size_in_bytes)
-    tmp = int(stats.temp_size_in_bytes)
-    alias = int(stats.alias_size_in_bytes)
+    sizes = (getattr(stats, f"{k}_size_in_bytes") for k in ("argument", "output", "temp", "alias"))
+    arg, out, tmp, alias = map(int, sizes)
     xla_peak = getattr(stats, "peak_memory_in_bytes", None)
     xla_peak = int(xla_peak) if xla_peak is not None and int(xla_peak) > 0 else None
     total = arg + out + tmp - alias
@@ -95,7 +80,13 @@ def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
         backend = next(iter(executable.input_shardings[0][0].device_set)).platform
     except Exception:  # no input, or a stand-in executable
         backend = jax.default_backend()
-    flops, accessed = _cost(executable)
+    try:
+        cost = executable.cost_analysis() or {}
+    except Exception:  # some backends do not implement it
+        cost = {}
+    # flops and bytes accessed; None where the cost analysis has none
+    values = [cost.get(k) for k in ("flops", "bytes accessed")]
+    flops, accessed = [float(v) if v is not None and v >= 0 else None for v in values]
     return MemoryEstimate(
         argument_bytes=arg,
         output_bytes=out,
@@ -118,18 +109,10 @@ def memory_estimate(
     static_argnums: int | Sequence[int] = (),
     **kwargs: Any,
 ) -> MemoryEstimate:
-    """XLA's planned memory for ``fn(*args, **kwargs)``: compiles, runs nothing.
+    """XLA's planned memory for ``fn(*args, **kwargs)`` (plain or jitted): compiles, runs nothing.
 
-    Args:
-      fn: the function, plain or already ``jax.jit``-wrapped.
-      *args, **kwargs: its arguments (arrays, ``jax.ShapeDtypeStruct``, numbers, pytrees).
-      static_argnums: configuration arguments, as in ``jax.jit``.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> est = memory_estimate(lambda x: x * 2, jax.ShapeDtypeStruct((1024,), jnp.float32))
-      >>> est.argument_bytes, est.output_bytes
-      (4096, 4096)
+    Arguments may be arrays, ``jax.ShapeDtypeStruct``, numbers or pytrees; ``static_argnums``
+    as in ``jax.jit``.
     """
     compiled = compile_fn(fn, args, kwargs, static_argnums=static_argnums)
     return estimate_from_compiled(compiled.executable, compiled.name)

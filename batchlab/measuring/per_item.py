@@ -11,7 +11,7 @@ import jax
 import numpy as np
 
 from batchlab._util.format import format_seconds, text_table
-from batchlab._util.plotting import log2_axis, short_bytes, short_seconds
+from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.sampler import interleaved
 
@@ -55,11 +55,6 @@ class PerItemCost:
         """Median vmap time per item at each batch size."""
         return tuple(t / b for t, b in zip(self.medians, self.batch_sizes, strict=True))
 
-    @property
-    def fastest_per_item(self) -> tuple[float, ...]:
-        """Fastest vmap sample per item at each batch size (what unpaired ratios use)."""
-        return tuple(t / b for t, b in zip(self.mins, self.batch_sizes, strict=True))
-
     def _ratio(self, num: str, den: str) -> float:
         """Per-item time of ``num`` over ``den``, each ``"small"``, ``"large"`` or ``"loop"``."""
         if len(self.batch_sizes) < 2:
@@ -76,8 +71,9 @@ class PerItemCost:
         if self.paired and key[num] in self.samples and key[den] in self.samples:
             a, b = self.samples[key[num]].values, self.samples[key[den]].values
             return float(np.median([x / y for x, y in zip(a, b, strict=True)]))
-        fast = {"small": self.fastest_per_item[0], "large": self.fastest_per_item[-1]}
-        return {**fast, "loop": self.loop_min}[num] / {**fast, "loop": self.loop_min}[den]
+        b = self.batch_sizes
+        fast = {"small": self.mins[0] / b[0], "large": self.mins[-1] / b[-1], "loop": self.loop_min}
+        return fast[num] / fast[den]
 
     @property
     def speedup(self) -> float:
@@ -112,8 +108,54 @@ class PerItemCost:
         )
 
     def plot(self, *, current: int | None = None, memory: Any = None):
-        """Per-item time and its spread beside the lax.map loop (with a sweep: planned memory)."""
-        return plot_per_item(self, current=current, sweep=memory)
+        """Left: vmap time per item (median, min..max bars) beside the lax.map loop per item.
+        Right (with a :class:`Sweep` as ``memory``): planned temp and peak bytes."""
+        from matplotlib.ticker import FuncFormatter, LogLocator
+
+        ncols = 2 if memory is not None else 1
+        fig, axes = new_figure(ncols, 5.6, 5.6, layout="tight")  # tight: faster explorer redraws
+        axes = np.atleast_1d(axes)
+        ax_t, b, per_item = axes[0], self.batch_sizes, np.array(self.per_item)
+        spread = [per_item - np.array(self.mins) / b, np.array(self.maxs) / b - per_item]
+        label = "measured per item (median, bars: min..max)"
+        ax_t.errorbar(b, per_item, spread, fmt="o-", color="tab:blue", lw=2, capsize=4, label=label)
+        if self.loop_median is not None:
+            label = f"lax.map over {self.loop_items} items in one call (median)"
+            ax_t.axhline(self.loop_median, ls="--", color="0.3", lw=2, label=label)
+            ax_t.axhspan(
+                self.loop_min, self.loop_max, color="0.5", alpha=0.2, label="lax.map min..max"
+            )
+        ax_t.set_yscale("log")
+        ax_t.yaxis.set_major_formatter(FuncFormatter(short_seconds))
+        ax_t.set(ylabel="time per item (log scale)", title="run time per item (wall clock)")
+        ring = f"current: batch {current}"
+        if current in b:
+            ax_t.plot([current], [per_item[b.index(current)]], "o", **RING, label=ring)
+        if memory is not None:
+            ax_m = axes[1]
+            points = sorted(memory.ok, key=lambda p: p.value)
+            xs, plans = [p.value for p in points], [p.measurement.memory for p in points]
+            peak = [m.planned_bytes for m in plans]
+            label = "planned peak (argument + output + temp)"
+            ax_m.plot(xs, peak, "s-", color="tab:orange", lw=2, label=label)
+            temp = [max(m.temp_bytes, 1) for m in plans]
+            ax_m.plot(xs, temp, "^-", color="tab:green", lw=2, label="planned temp")
+            ax_m.set_yscale("log", base=2)  # ticks at powers of two, in binary units
+            ax_m.yaxis.set_major_locator(LogLocator(base=2, numticks=8))
+            ax_m.yaxis.set_major_formatter(FuncFormatter(short_bytes))
+            ax_m.set(ylabel="bytes (log₂ scale)", title="planned memory (compiled memory analysis)")
+            if current in xs:
+                ax_m.plot([current], [peak[xs.index(current)]], "s", **RING, label=ring)
+        for ax in axes:
+            log2_axis(ax, "x")
+            ax.set_xlabel("batch size (log₂ scale)")
+            ax.grid(True, alpha=0.3)
+            ax.margins(x=0.08, y=0.12)
+            ax.minorticks_off()  # log-axis minor ticks: clutter, and most of a redraw's time
+            # below the panel: inside it covered the small batches' points; loc="best" is slow
+            ax.legend(fontsize=9.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
+        fig.suptitle(f"{machine_label()}; {self.source}", fontsize=10.5)
+        return fig
 
 
 def per_item_cost(
@@ -123,22 +165,17 @@ def per_item_cost(
     *,
     call_at: Callable[[int], Callable[[], Any]] | None = None,
     loop_call: Callable[[], Any] | None = None,
-    rounds: int = 15,
-    max_seconds: float = 5.0,
 ) -> PerItemCost:
     """Puts a vmap batch-size sweep beside a ``lax.map`` loop over ``loop_items`` items.
 
     Args:
       sweep: a :class:`batchlab.measuring.Sweep` over batch sizes (e.g. ``explorer.as_sweep()``).
-      loop: the :class:`batchlab.measuring.Measurement` of one call that loops over
-        ``loop_items`` items one at a time (``jax.lax.map`` of the item function);
-        ``None`` for none (then only the sweep is drawn).
-      loop_items: how many items that call processed.
+      loop: the :class:`batchlab.measuring.Measurement` of one ``jax.lax.map`` call over
+        ``loop_items`` items, or ``None``.
       call_at: ``b -> zero-argument callable`` of the batched function at batch size ``b``:
         the smallest and largest batch are then timed again, interleaved.
       loop_call: a zero-argument call of the loop, interleaved with them; without
         ``loop``, its samples give the loop's row.
-      rounds, max_seconds: passed to :func:`batchlab.measuring.interleaved`.
     """
     if not hasattr(sweep, "ok") or not hasattr(sweep, "values"):
         raise TypeError(
@@ -169,7 +206,7 @@ def per_item_cost(
         if loop_call is not None:
             calls["loop"], items["loop"] = loop_call, loop_items
         if len(calls) >= 2:
-            timed = interleaved(calls, rounds=rounds, max_seconds=max_seconds)
+            timed = interleaved(calls)
             samples = {k: v.per(items[k], f"{k}, per item") for k, v in timed.items()}
     ms = [p.measurement for p in points]
     vmap = [tuple(int(p.value) for p in points)]
@@ -181,62 +218,3 @@ def per_item_cost(
         per = samples["loop"].values
         loop_row = (loop_items, float(np.median(per)), min(per), max(per))
     return PerItemCost(*vmap, *loop_row, samples=samples)
-
-
-def plot_per_item(cost: PerItemCost, *, current: int | None = None, sweep: Any = None):
-    """Left: vmap time per item (median, min..max bars) beside the lax.map loop per item.
-
-    Right (with ``sweep``): planned temp and peak bytes from the compiled memory analysis.
-    """
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    ncols = 2 if sweep is not None else 1
-    # tight layout: cheaper than constrained on every explorer redraw
-    fig = Figure(figsize=(5.6 * ncols, 5.6), layout="tight")
-    axes = fig.subplots(1, ncols, squeeze=False)[0]
-    ax_t, b, per_item = axes[0], cost.batch_sizes, cost.per_item
-    lo = [p - m / n for p, m, n in zip(per_item, cost.mins, b, strict=True)]
-    hi = [m / n - p for p, m, n in zip(per_item, cost.maxs, b, strict=True)]
-    label = "measured per item (median, bars: min..max)"
-    ax_t.errorbar(
-        b, per_item, yerr=[lo, hi], fmt="o-", color="tab:blue", lw=2, capsize=4, label=label
-    )
-    if cost.loop_median is not None:
-        label = f"lax.map over {cost.loop_items} items in one call (median)"
-        ax_t.axhline(cost.loop_median, ls="--", color="0.3", lw=2, label=label)
-        ax_t.axhspan(cost.loop_min, cost.loop_max, color="0.5", alpha=0.2, label="lax.map min..max")
-    ax_t.set_yscale("log")
-    ax_t.yaxis.set_major_formatter(FuncFormatter(short_seconds))
-    ax_t.yaxis.set_minor_formatter(NullFormatter())
-    ax_t.set(ylabel="time per item (log scale)", title="run time per item (wall clock)")
-    ring = f"current: batch {current}"
-    if current in b:
-        ax_t.plot([current], [per_item[b.index(current)]], "o", **RING, label=ring)
-    if sweep is not None:
-        ax_m = axes[1]
-        points = sorted(sweep.ok, key=lambda p: p.value)
-        xs, plans = [p.value for p in points], [p.measurement.memory for p in points]
-        peak = [m.planned_bytes for m in plans]
-        label = "planned peak (argument + output + temp)"
-        ax_m.plot(xs, peak, "s-", color="tab:orange", lw=2, label=label)
-        temp = [max(m.temp_bytes, 1) for m in plans]
-        ax_m.plot(xs, temp, "^-", color="tab:green", lw=2, label="planned temp")
-        ax_m.set_yscale("log", base=2)  # ticks at powers of two, in binary units
-        ax_m.yaxis.set_major_locator(LogLocator(base=2, numticks=8))
-        ax_m.yaxis.set_major_formatter(FuncFormatter(short_bytes))
-        ax_m.yaxis.set_minor_formatter(NullFormatter())
-        ax_m.set(ylabel="bytes (log₂ scale)", title="planned memory (compiled memory analysis)")
-        if current in xs:
-            ax_m.plot([current], [peak[xs.index(current)]], "s", **RING, label=ring)
-    for ax in axes:
-        log2_axis(ax, "x")
-        ax.set_xlabel("batch size (log₂ scale)")
-        ax.grid(True, alpha=0.3)
-        ax.margins(x=0.08, y=0.12)
-        ax.minorticks_off()  # log-axis minor ticks: clutter, and most of a redraw's time
-        # below the panel, at a fixed place: inside, it covered the small batches' points,
-        # and loc="best" searches for a free spot on every redraw
-        ax.legend(fontsize=9.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1)
-    fig.suptitle(f"{machine_label()}; {cost.source}", fontsize=10.5)
-    return fig

@@ -1,9 +1,7 @@
-"""Timing that load cannot fool: every candidate in every round, decided on per-round ratios.
+"""The kit's one sampler: every candidate in every round, so a load burst slows a whole round.
 
-Timing one candidate after another lets a load burst land on one of them only. Here each
-round calls every candidate once (rotated order, each call blocked until ready), so a burst
-slows the whole round alike and the per-round ratio ``a[i] / b[i]`` cancels it. The one
-sampler of the kit: every timed comparison goes through it.
+Timed one after another, a burst lands on one candidate only; round-robin (rotated order,
+each call blocked until ready), the per-round ratio ``a[i] / b[i]`` cancels it.
 """
 
 from __future__ import annotations
@@ -35,27 +33,12 @@ def interleaved(
     """Times zero-argument callables round-robin; the samples of one call are paired by round.
 
     Each candidate is called once (it compiles) and given as many calls per sample as last
-    ``min_sample_time``; each round keeps every candidate's fastest of ``passes`` passes
+    ``min_sample_time`` seconds; a round keeps each candidate's fastest of ``passes`` passes
     (load only adds time); sampling stops after the round in which ``max_seconds`` is spent.
+    ``rounds``: samples per candidate (at least 2; 15 gives a 96% interval).
 
-    Args:
-      candidates: ``{label: zero-argument callable}``, two or more (close over the data:
-        ``lambda: f(x)``).
-      rounds: samples per candidate (at least 2; 15 gives a 96% interval).
-      passes: passes per round; a candidate's sample is its fastest pass.
-      max_seconds, min_sample_time: time cap for the rounds; seconds one sample should last.
-      source: what the figures are, as a claims table names it.
-
-    Returns:
-      ``{label: Samples}`` in seconds per call, all with one shared ``paired``
-      token, so ``ratio_above(a, b, ...)`` decides on the per-round ratios.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> x = jnp.ones((64, 64))
-      >>> t = interleaved({"matmul": lambda: x @ x, "add": lambda: x + x}, rounds=6)
-      >>> len(t["matmul"].values), t["matmul"].paired == t["add"].paired
-      (6, True)
+    Returns ``{label: Samples}`` in seconds per call sharing one ``paired`` token, so
+    ``ratio_above(a, b, ...)`` decides on the per-round ratios.
     """
     if not isinstance(candidates, Mapping) or not all(
         isinstance(k, str) and callable(v) for k, v in candidates.items()

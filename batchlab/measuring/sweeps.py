@@ -46,17 +46,7 @@ def sweep(
 ) -> Sweep:
     """Measures ``fn(*make_args(v))`` for each batch size ``v`` in ``values``.
 
-    Args:
-      fn: the function to measure.
-      make_args: builds the positional arguments for one batch size.
-      values: the batch sizes to sweep.
-      **measure_options: passed to :func:`batchlab.measure` (e.g. ``max_time``).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> s = sweep(lambda x: x.sum(), lambda n: (jnp.ones(n),), [8, 16], repeat=3)
-      >>> s.values, [p // 4 for p in s.peak_bytes][0] >= 8
-      ([8, 16], True)
+    ``measure_options`` go to :func:`batchlab.measure` (e.g. ``max_time``).
     """
     check_callable(fn)
     check_callable(make_args, "make_args")

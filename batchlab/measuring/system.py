@@ -10,7 +10,7 @@ import jax
 import jaxlib
 
 from batchlab._util.format import Rows, text_table
-from batchlab.measuring.live import device_memory, device_memory_unavailable_reason
+from batchlab.measuring.live import device_memory_unavailable_reason
 
 ALLOCATOR_VARIABLES = {
     "XLA_PYTHON_CLIENT_PREALLOCATE": "unset: true on GPU -- 75% of device memory reserved at start",
@@ -51,23 +51,15 @@ class Environment(Rows):
 
 
 def environment() -> Environment:
-    """Describes JAX, its backend and devices, memory sources and allocator settings.
-
-    Example:
-      >>> env = environment()
-      >>> env.backend in {"cpu", "gpu", "tpu"}
-      True
-      >>> dict((k, v) for k, v, _ in env.memory_sources)["planned memory"]
-      'yes'
-    """
-    stats, unavailable = device_memory() is not None, device_memory_unavailable_reason()
+    """Describes JAX, its backend and devices, memory sources and allocator settings."""
+    unavailable = device_memory_unavailable_reason()
     live = "jax.Device.memory_stats(): bytes_in_use, peak, limit, largest free block"
     plan = "compiled memory analysis: jit(f).lower(...).compile().memory_analysis()"
     sources = (
         ("runtime", "yes", "wall clock around jax.block_until_ready, compile time kept apart"),
         ("planned memory", "yes", plan),
         ("flops, bytes accessed", "yes", "compiled cost analysis: .cost_analysis()"),
-        ("live device memory", "yes" if stats else "no", live if stats else unavailable),
+        ("live device memory", "no" if unavailable else "yes", unavailable or live),
         ("live arrays", "yes", "bytes of jax.live_arrays()"),
         ("host memory", "yes", "host process resident set size (psutil)"),
         ("compilations", "yes", "jax.monitoring compile events (count_compiles)"),

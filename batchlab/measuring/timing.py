@@ -1,7 +1,8 @@
-"""Runtime, measured the way XLA programs must be measured.
+"""Runtime, measured the way XLA programs must be measured; ``isolated=True`` in a fresh process.
 
 JAX dispatches asynchronously, so a timing is only honest around ``jax.block_until_ready``
-on every output leaf, with the first call (trace + compile) kept apart.
+on every output leaf, with the first call (trace + compile) kept apart. A fresh process
+answers in JSON on a channel of its own (``batchlab._util.child``), never by pickle.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import cloudpickle
 import jax
 import numpy as np
 
@@ -25,12 +27,12 @@ from batchlab._util.checks import (
     check_positive_float,
     check_positive_int,
 )
+from batchlab._util.child import TIMEOUT, run_child
 from batchlab._util.compile import compile_fn, is_jitted
 from batchlab.measuring.compiles import count_compiles
-from batchlab.measuring.isolated import measure_in_subprocess
-from batchlab.measuring.live import device_memory, live_memory
+from batchlab.measuring.live import DeviceMemory, LiveMemory, device_memory, live_memory
 from batchlab.measuring.measurement import PEAK_NOTE, Measurement
-from batchlab.measuring.memory import estimate_from_compiled
+from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 
 _OPTIONS = ("repeat", "max_time", "tolerance", "isolated")
 
@@ -44,11 +46,8 @@ def sample(call: Callable[[], Any], number: int) -> float:
 
 
 def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float = 2.0) -> int:
-    """Calls per sample so that one sample lasts ``min_sample_time``.
-
-    Each try scales the number of calls by what the last one fell short (at most 10x); no
-    try starts after ``max_time / 5`` (five samples must fit the budget).
-    """
+    """Calls per sample so that one sample lasts ``min_sample_time`` (tries grow at most 10x;
+    none starts after ``max_time / 5``: five samples must fit the budget)."""
     number, start = 1, time.perf_counter()
     while True:
         elapsed = sample(call, number) * number
@@ -62,10 +61,8 @@ def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float =
 def take_samples(
     call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
 ) -> list[float]:
-    """``repeat`` samples of ``number`` calls; ``None``: until stable or ``max_time`` (5 at least).
-
-    Stable: the latest 3 samples moved the median by less than ``tolerance``.
-    """
+    """``repeat`` samples of ``number`` calls; ``None``: at least 5, until the latest 3 moved
+    the median by less than ``tolerance`` (a fraction) or ``max_time`` is spent."""
     if repeat is not None:
         return [sample(call, number) for _ in range(repeat)]
     samples: list[float] = []
@@ -135,6 +132,110 @@ def _compile(fn, args, kwargs):
     return compiled
 
 
+_ERRORS = {"TypeError": TypeError, "ValueError": ValueError, "MemoryError": MemoryError}
+_NESTED = {"memory": MemoryEstimate, "live": LiveMemory}
+_NESTED |= {"device_before": DeviceMemory, "device_after": DeviceMemory}
+
+
+def _build(cls, data: Any):
+    """Rebuilds dataclass ``cls`` from JSON data, accepting only its own fields and plain values."""
+    if not isinstance(data, dict):
+        raise ValueError(f"isolated result: expected an object for {cls.__name__}")
+    kwargs = {}
+    for name in [f.name for f in dataclasses.fields(cls) if f.name in data]:
+        value = data[name]
+        if isinstance(value, list):
+            if not all(isinstance(v, (int, float, str)) for v in value):
+                raise ValueError(f"isolated result: {cls.__name__}.{name} holds non-numbers")
+            value = tuple(value)
+        elif isinstance(value, dict):
+            value = _build(_NESTED[name], value)
+        elif value is not None and not isinstance(value, (bool, int, float, str)):
+            raise ValueError(f"isolated result: {cls.__name__}.{name} is not a plain value")
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def portable(fn: Any) -> tuple[Any, dict[str, Any] | None]:
+    """``(function, jit options)`` to send: a jitted ``fn`` as its Python function and options
+    (``None`` options: ``fn`` is not jitted)."""
+    if not is_jitted(fn):
+        return fn, None
+    plain, info = getattr(fn, "__wrapped__", None), getattr(fn, "_jit_info", None)
+    if plain is None or info is None:
+        raise TypeError(
+            f"`fn` is a jax.jit-wrapped {type(fn).__name__} whose Python function this JAX does "
+            "not expose, so it cannot be sent to a fresh process. Pass the function before "
+            "jax.jit (close over its static arguments) with isolated=True."
+        )
+    unspecified = [type(leaf).__name__ == "UnspecifiedValue" for leaf in info.out_shardings_leaves]
+    if info.user_specified_in_shardings or not all(unspecified) or info.device or info.backend:
+        raise TypeError(
+            "`fn` is jax.jit-wrapped with in_shardings/out_shardings, a device or a backend; "
+            "isolated=True re-wraps its function in a fresh process and does not carry those. "
+            "Measure it with isolated=False, or pass the function before jax.jit."
+        )
+    names = ("static_argnums", "static_argnames", "donate_argnums", "donate_argnames")
+    options = {k: getattr(info, k) for k in (*names, "keep_unused", "inline")}
+    if info.compiler_options_kvs:
+        options["compiler_options"] = dict(info.compiler_options_kvs)
+    return plain, options
+
+
+def _picklable(part: Any) -> bool:
+    try:
+        cloudpickle.dumps(part)
+    except Exception:  # pickling raises TypeError, PicklingError, AttributeError, ...
+        return False
+    return True
+
+
+def _isolated(fn, args: tuple, kwargs: dict, options: dict[str, Any]) -> Measurement:
+    """Runs :func:`measure` in a fresh process (:func:`measure_here`); its JSON reply rebuilt."""
+    plain, jit_options = portable(fn)
+    # host copies: a device buffer cannot cross processes
+    host = jax.tree_util.tree_map(
+        lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, (args, kwargs)
+    )
+    payload = (plain, jit_options, host, options)
+    try:
+        data = cloudpickle.dumps(payload)
+    except Exception as e:
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        parts = [("`fn`", plain), *((f"`args[{i}]`", a) for i, a in enumerate(host[0]))]
+        parts += [(f"`kwargs[{k!r}]`", v) for k, v in host[1].items()]
+        where = next((name for name, part in parts if not _picklable(part)), "`fn`")
+        raise TypeError(
+            f"{where} cannot be sent to the fresh process of isolated=True: cloudpickle cannot "
+            f"pickle it ({reason}). The function, everything it refers to (globals, closed-over "
+            "objects) and its arguments must be picklable; move the object that is not (a lock, "
+            "an open file, a generator, a client) out of the function or its arguments, or "
+            "measure with isolated=False. Nothing has run."
+        ) from None
+    child = run_child(measure_here, data)
+    if child.stderr:
+        sys.stderr.write(child.stderr)
+    reply = child.reply
+    if reply is None:
+        raise RuntimeError(
+            f"The isolated measurement's subprocess ended (exit status {child.returncode}) "
+            "without a result; its stderr is shown above."
+            if child.returncode is not None
+            else f"The isolated measurement's subprocess ran out of time ({TIMEOUT:.0f} s)."
+        )
+    if "error" in reply:
+        error = reply["error"]
+        if error.get("loading"):
+            raise TypeError(
+                f"in the isolated subprocess: `fn` or its arguments could not be rebuilt in the "
+                f"fresh process ({error.get('type')}: {error.get('message')}); define fn in an "
+                "importable module or in the notebook itself, or measure with isolated=False."
+            )
+        cls = _ERRORS.get(error.get("type"), RuntimeError)
+        raise cls(f"in the isolated subprocess: {error.get('type')}: {error.get('message')}")
+    return _build(Measurement, reply)
+
+
 def measure(
     fn: Callable,
     *args: Any,
@@ -147,22 +248,12 @@ def measure(
     """Compiles ``fn`` once, then times steady-state calls.
 
     Compile time is kept apart (``compile_seconds``, ``first_call_seconds``); samples of
-    ``number`` calls each (autoranged to last 20 ms) are taken until the median is
-    stable to ``tolerance`` or ``max_time`` is spent (at least 5), or ``repeat`` of them.
+    ``number`` calls each (autoranged to last 20 ms) are taken until the median is stable
+    to ``tolerance`` (a fraction) or ``max_time`` is spent (at least 5), or ``repeat`` of them.
 
-    Args:
-      fn: the function, plain or already ``jax.jit``-wrapped (static arguments: jit it with
-        them); ``*args, **kwargs``: its arguments.
-      repeat: exact number of samples (``None``: until stable).
-      isolated: measure in a fresh Python process, so the device peak (or, on CPU, the
-        host peak RSS) belongs to this function alone; a jitted ``fn`` travels as its
-        function and jit's options.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> m = measure(lambda x: (x @ x).sum(), jnp.ones((64, 64)), repeat=5)
-      >>> m.runs, m.compiles, m.memory.argument_bytes
-      (5, 1, 16384)
+    ``fn`` is plain or jitted (static arguments: jit it with them). ``isolated``: measure in a
+    fresh Python process, so the device peak (on CPU, the host peak RSS) is this function's
+    alone; a jitted ``fn`` travels as its function and jit's options.
     """
     check_callable(fn)
     repeat = check_positive_int(repeat, "repeat", allow_none=True)
@@ -172,7 +263,7 @@ def measure(
     _check_call(fn, args, kwargs)
     if isolated:
         options = {k: v for k, v in locals().items() if k in _OPTIONS and k != "isolated"}
-        return measure_in_subprocess(fn, args, kwargs, options)
+        return _isolated(fn, args, kwargs, options)
     device_before = device_memory()
     with count_compiles() as compiles:
         compiled = _compile(fn, args, kwargs)
