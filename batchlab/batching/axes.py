@@ -78,9 +78,9 @@ class AxesExplanation(Rows):
             + "\n\n".join(text_table(rows, header) for _, rows, header in self._tables())
         )
 
-    def plot(self, *, ax=None):
+    def plot(self):
         """Draws every shape as a row of boxes, the mapped axis highlighted."""
-        return plot_axes(self, ax=ax)
+        return plot_axes(self)
 
 
 def _structs(res: Resolved, item: bool) -> tuple:
@@ -142,16 +142,8 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Output
 def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) -> AxesExplanation:
     """Explains what ``jax.vmap(fn, in_axes, out_axes)(*args)`` does, without running it.
 
-    Args:
-      fn: the per-item function.
-      *args: its positional arguments (arrays, numbers, pytrees of them).
-      in_axes: as in ``jax.vmap``: an int, None, or a tuple with one entry
-        per argument, each an int (negative counts from the end), None
-        (shared by all items) or a pytree of those matching the argument.
-      out_axes: as in ``jax.vmap``: where each output gets its batch axis.
-
-    Returns:
-      An :class:`AxesExplanation`.
+    ``args`` are arrays, numbers, ``jax.ShapeDtypeStruct`` or pytrees of them; ``in_axes``
+    and ``out_axes`` are as in ``jax.vmap``. Returns an :class:`AxesExplanation`.
 
     Example:
       >>> import jax.numpy as jnp
@@ -179,17 +171,15 @@ def _boxes(ax, x: float, y: float, shape: tuple, mapped: int | None) -> None:
         ax.text(x + k + 0.45, y, str(size), ha="center", va="center", fontsize=11)
 
 
-def plot_axes(e: AxesExplanation, *, ax=None):
+def plot_axes(e: AxesExplanation):
     """Every input and output shape as boxes: batched shape -> per item -> batched output."""
     from matplotlib.figure import Figure
 
     rows = [("", lf.label, lf.shape, lf.axis, lf.item_shape) for lf in e.inputs]
     rows += [("→ ", o.label, o.shape, o.axis, o.item_shape) for o in e.outputs]
     width = max(max(len(r[2]) for r in rows), 3) + 1.5
-    if ax is None:
-        fig = Figure(figsize=(7 + 0.6 * width, 0.75 * len(rows) + 1.3), layout="constrained")
-        ax = fig.subplots()
-    ax.clear()
+    fig = Figure(figsize=(7 + 0.6 * width, 0.75 * len(rows) + 1.3), layout="constrained")
+    ax = fig.subplots()
     label_w = 0.23 * max(len(r[1]) for r in rows) + 1.0
     x = label_w + width + 0.6
     for i, (arrow, label, shape, mapped, item) in enumerate(rows):
@@ -207,6 +197,7 @@ def plot_axes(e: AxesExplanation, *, ax=None):
     ax.text(label_w, 0.65, f"batched (orange: batch axis, {e.batch_size} items)", fontsize=11)
     ax.text(x + 0.5, 0.65, "one item (what fn sees)", fontsize=11)
     ax.set_axis_off()
-    title = f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}"
-    ax.set_title(title, fontsize=12, loc="left")
-    return ax.figure
+    ax.set_title(
+        f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}", fontsize=12, loc="left"
+    )
+    return fig

@@ -7,6 +7,7 @@ import numbers
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import jax
@@ -22,6 +23,7 @@ class BatchAxisError(ValueError):
 
 
 def is_axis_leaf(x: Any) -> bool:
+    """An axis entry of a spec: an int, or None (not mapped)."""
     return x is None or (isinstance(x, numbers.Integral) and not isinstance(x, bool))
 
 
@@ -114,34 +116,39 @@ class Resolved:
     leaves (a program's inputs); ``kept`` holds the static leaves (None elsewhere).
     """
 
-    names: tuple[str, ...]
     in_axes: tuple
     leaves: tuple[Leaf, ...]
     treedef: Any  # of the tuple of positional args, then keyword values (in kw_names order)
     batch_size: int
-    kw_names: tuple[str, ...] = ()
-    kept: tuple = ()
+    kw_names: tuple[str, ...]
+    kept: tuple
 
-    @property
+    @cached_property
     def mapped(self) -> tuple[int, ...]:
         return tuple(k for k, lf in enumerate(self.leaves) if lf.axis is not None)
 
-    @property
+    @cached_property
     def shared(self) -> tuple[int, ...]:
         return tuple(k for k, lf in enumerate(self.leaves) if lf.axis is None and not lf.static)
 
-    @property
+    @cached_property
     def axes(self) -> tuple[int, ...]:
         return tuple(self.leaves[k].axis for k in self.mapped)
 
     @property
+    def statics(self) -> tuple:
+        """(position, :func:`static_key`) of each value passed to ``fn`` untouched."""
+        return tuple((k, static_key(v)) for k, v in enumerate(self.kept) if self.leaves[k].static)
+
+    @property
     def key(self) -> tuple:
         """What a compiled program depends on besides the shapes of its inputs."""
-        statics = tuple(
-            (k, static_key(v)) for k, v in enumerate(self.kept) if self.leaves[k].static
-        )
         ranks = tuple(len(lf.shape) for lf in self.leaves)
-        return (self.treedef, self.mapped, self.axes, self.shared, statics, ranks)
+        return (self.treedef, self.mapped, self.axes, self.shared, self.statics, ranks)
+
+    def inputs(self, flat: list) -> tuple[list, list]:
+        """A call's flat leaves -> (its mapped array leaves, its shared ones)."""
+        return [flat[k] for k in self.mapped], [flat[k] for k in self.shared]
 
     def call(self, fn: Callable, items: list, shared: list) -> Any:
         """``fn`` on one item (or a chunk under vmap): mapped leaves from ``items``."""
@@ -367,5 +374,4 @@ def resolve(
                 f"(sizes found: {found}). {fix}"
             )
     kept = tuple(v if lf.static else None for lf, v in pairs)
-    treedef = jtu.tree_structure(tuple(every))
-    return Resolved(tuple(names), spec, tuple(leaves), treedef, batch, kw_names, kept)
+    return Resolved(spec, tuple(leaves), jtu.tree_structure(tuple(every)), batch, kw_names, kept)

@@ -8,6 +8,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 
 class BroadcastError(ValueError):
     """Shapes that cannot broadcast; the message aligns them and marks the conflict."""
@@ -34,22 +36,30 @@ def _shape_of(x: Any, name: str) -> tuple[int, ...]:
     )
 
 
-def _aligned(
-    shapes: list[tuple[int, ...]], names: list[str], conflicts: set[int], rank: int
-) -> str:
+def _operands(xs: tuple, names: Sequence[str] | None) -> tuple[list, list[str]]:
+    """The shapes of the operands and their names (default ``a``, ``b``, ...)."""
+    names = list(names or [chr(ord("a") + k) if k < 26 else f"arg{k}" for k in range(len(xs))])
+    if len(names) != len(xs):
+        raise ValueError(f"`names` has {len(names)} entries but {len(xs)} operands were given.")
+    return [_shape_of(x, name) for x, name in zip(xs, names, strict=True)], names
+
+
+def _aligned(shapes: list[tuple[int, ...]], names: list[str], conflicts: set[int]) -> str:
     """Shapes right-aligned in columns; ``^`` under conflicting axes (negative axis numbers)."""
+    rank = max(map(len, shapes), default=0)
     cells = [[""] * (rank - len(s)) + [str(d) for d in s] for s in shapes]
     width = max([len(c) for row in cells for c in row] + [2])
     name_w = max(len(n) for n in [*names, "axis"]) + 2
     lines = [
         f"  {n + ':':<{name_w}}" + " ".join(c.rjust(width) for c in row)
-        for n, row in zip(names, cells, strict=False)
+        for n, row in zip(names, cells, strict=True)
     ]
-    marks = " ".join(("^" if (a - rank) in conflicts else "").rjust(width) for a in range(rank))
-    axes = " ".join(str(a - rank).rjust(width) for a in range(rank))
     if conflicts:
-        lines.append(f"  {'':<{name_w}}" + marks)
-    lines.append(f"  {'axis':<{name_w}}" + axes)
+        marks = (("^" if a - rank in conflicts else "").rjust(width) for a in range(rank))
+        lines.append(f"  {'':<{name_w}}" + " ".join(marks))
+    lines.append(
+        f"  {'axis':<{name_w}}" + " ".join(str(a - rank).rjust(width) for a in range(rank))
+    )
     return "\n".join(lines)
 
 
@@ -124,13 +134,7 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
       ...
       batchlab.batching.broadcasting.BroadcastError: shapes (4, 3) and (4,) do not broadcast...
     """
-    n = len(arrays_or_shapes)
-    if names is None:
-        names = [chr(ord("a") + k) if k < 26 else f"arg{k}" for k in range(n)]
-    names = list(names)
-    if len(names) != n:
-        raise ValueError(f"`names` has {len(names)} entries but {n} operands were given.")
-    shapes = [_shape_of(x, name) for x, name in zip(arrays_or_shapes, names, strict=False)]
+    shapes, names = _operands(arrays_or_shapes, names)
     rank = max((len(s) for s in shapes), default=0)
     result, conflicts = [], set()
     for axis in range(-rank, 0):
@@ -147,7 +151,7 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
         ]
         raise BroadcastError(
             f"shapes {' and '.join(map(str, shapes))} do not broadcast. Aligned from the right, "
-            f"sizes on one axis must be equal or 1:\n{_aligned(shapes, names, conflicts, rank)}\n"
+            f"sizes on one axis must be equal or 1:\n{_aligned(shapes, names, conflicts)}\n"
             f"{'; '.join(details)} (different sizes, none of them 1)." + _left_hint(shapes, names)
         )
     for message in _traps(shapes, names, rank):
@@ -164,46 +168,26 @@ def aligned(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> str:
         y:         5  1
         axis   -3 -2 -1
     """
-    names = list(names or [chr(ord("a") + k) for k in range(len(arrays_or_shapes))])
-    shapes = [_shape_of(x, nm) for x, nm in zip(arrays_or_shapes, names, strict=False)]
-    return _aligned(shapes, names, set(), max((len(s) for s in shapes), default=0))
+    return _aligned(*_operands(arrays_or_shapes, names), set())
 
 
-def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels", ax: Any = None):
+def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels"):
     """Shows an accidental ``(n, n)`` broadcast next to the ``(n,)`` values that were meant."""
-    import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
     result, intended = np.asarray(result), np.asarray(intended)
-    if ax is None:
-        fig = Figure(figsize=(7.6, 4.4), layout="constrained")
-        ax, ax_i = fig.subplots(1, 2, width_ratios=[result.shape[1], 1.6])
-    else:
-        fig, ax_i = ax.figure, None
+    fig = Figure(figsize=(7.6, 4.4), layout="constrained")
+    ax, ax_i = fig.subplots(1, 2, width_ratios=[result.shape[1], 1.6])
     vmax = float(np.abs(result).max()) or 1.0
     image = ax.imshow(result, cmap="RdBu", vmin=-vmax, vmax=vmax)
     for k in range(min(result.shape)):
-        ax.add_patch(
-            Rectangle(
-                (k - 0.5, k - 0.5),
-                1,
-                1,
-                fill=False,
-                edgecolor="black",
-                lw=2.5,
-                label="the values meant (diagonal)" if k == 0 else None,
-            )
-        )
-    ax.set_title(f"{title}: shape {result.shape}")
-    ax.set_xlabel("axis 1 (j)")
-    ax.set_ylabel("axis 0 (i)")
+        label = "the values meant (diagonal)" if k == 0 else None
+        square = Rectangle((k - 0.5, k - 0.5), 1, 1, fill=False, ec="black", lw=2.5, label=label)
+        ax.add_patch(square)
+    ax.set(title=f"{title}: shape {result.shape}", xlabel="axis 1 (j)", ylabel="axis 0 (i)")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=10, frameon=False)
-    axes = [ax]
-    if ax_i is not None:
-        ax_i.imshow(intended.reshape(-1, 1), cmap="RdBu", vmin=-vmax, vmax=vmax)
-        ax_i.set_title(f"intended\nshape {intended.shape}")
-        ax_i.set_xticks([])
-        axes.append(ax_i)
-    fig.colorbar(image, ax=axes, label="value (same colour scale)", shrink=0.85)
+    ax_i.imshow(intended.reshape(-1, 1), cmap="RdBu", vmin=-vmax, vmax=vmax)
+    ax_i.set(title=f"intended\nshape {intended.shape}", xticks=[])
+    fig.colorbar(image, ax=[ax, ax_i], label="value (same colour scale)", shrink=0.85)
     return fig

@@ -21,7 +21,7 @@ from batchlab._util.compile import compile_fn, function_name
 from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
 from batchlab.batching.axes_spec import resolve
 from batchlab.batching.comparison_plot import plot_comparison
-from batchlab.batching.dispatch import COMPILE_NOTE, count_dispatches, dispatched_plan
+from batchlab.batching.dispatch import COMPILE_NOTE, dispatched_plan
 from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.compiles import count_compiles
@@ -51,12 +51,12 @@ class StrategyResult:
     measurement: Measurement | None
     agrees: bool | None = None
     error: str | None = None
-    dispatches: int | None = None  # calls into compiled programs per batch, counted by the strategy
+    dispatches: int | None = None  # calls into compiled programs per batch
     samples: Samples | None = None  # seconds per batch, paired by round with its batch size's
 
     @property
     def label(self) -> str:
-        name = LABELS.get(self.strategy, self.strategy)
+        name = "loop (eager)" if self.strategy == "loop" else self.strategy
         return f"{name} (chunk {self.chunk})" if self.chunk else name
 
     def _figure(self, get: Callable[[Measurement], Any]) -> Any:
@@ -81,13 +81,6 @@ class StrategyResult:
     @property
     def peak_bytes(self) -> int | None:
         return self._figure(lambda m: m.memory.planned_bytes)
-
-    @property
-    def compiles(self) -> int | None:
-        return self._figure(lambda m: m.compiles)
-
-
-LABELS = {"loop": "loop (eager)"}
 
 
 @dataclass(frozen=True)
@@ -142,7 +135,7 @@ class Comparison(Rows):
                     r.items,
                     format_bytes(r.temp_bytes),
                     format_bytes(r.peak_bytes),
-                    r.compiles,
+                    r.measurement.compiles,
                     r.dispatches,
                     {True: "yes", False: "NO", None: "-"}[r.agrees],
                     format_seconds(r.run_seconds),
@@ -156,7 +149,7 @@ class Comparison(Rows):
         return f"{self.name}: {self.source}"
 
     def __repr__(self) -> str:
-        # Stable figures first and timings last, so that sanitized timings never shift a column.
+        # stable figures first and timings last, so that sanitized timings never shift a column
         lines = [f"Comparison of {self.name} ({self.source})"]
         width = max(len(r.label) for r in self.results)
         for r, c in zip(self.results, self._rows(), strict=True):
@@ -170,9 +163,9 @@ class Comparison(Rows):
             )
         return "\n".join(lines)
 
-    def plot(self, *, axes=None):
+    def plot(self):
         """Bars per strategy (one batch size) or lines against batch size (a sweep)."""
-        return plot_comparison(self, axes=axes)
+        return plot_comparison(self)
 
 
 def _take(args: tuple, res: Any, b: int) -> tuple:
@@ -195,8 +188,8 @@ def _agree(a: Any, b: Any) -> bool:
     )
 
 
-def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> tuple:
-    """Compiles ``fn_s`` for ``sub`` and calls it once: (call, output, Measurement fields)."""
+def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) -> tuple:
+    """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, Measurement's)."""
     with count_compiles() as compiles:
         if s in DISPATCHED:  # it compiles its programs inside its first call
             call, trace_lower, compile_s = (lambda: fn_s(*sub)), 0.0, 0.0
@@ -208,9 +201,9 @@ def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int)
         out = jax.block_until_ready(call())
         first = time.perf_counter() - t0
     if s in DISPATCHED:
-        memory = dispatched_plan(fn, fn_s, s, sub, res)(out)
+        memory, dispatches = dispatched_plan(fn, fn_s, s, sub, res, out)
     else:
-        memory = estimate_from_compiled(compiled.executable, compiled.name)
+        memory, dispatches = estimate_from_compiled(compiled.executable, compiled.name), 1
     fields = dict(
         trace_lower_seconds=trace_lower,
         compile_seconds=compile_s,
@@ -218,7 +211,7 @@ def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, b: int)
         memory=memory,
         compiles=compiles.count,
     )
-    return call, out, fields
+    return call, out, dispatches, fields
 
 
 def compare(
@@ -233,24 +226,12 @@ def compare(
 ) -> Comparison:
     """Measures each batching strategy on the same inputs, timed interleaved.
 
-    Args:
-      fn: the per-item function.
-      *args: a whole batch of inputs.
-      strategies: names from ``batchlab.batching.STRATEGIES``. ``"loop"`` and ``"host"``
-        dispatch from Python and are timed as they run, with their dispatches counted;
-        the others are one compiled program.
-      chunk_size: items per chunk for ``"chunked"`` and ``"host"`` (default: an eighth of
-        the batch, at least 1).
-      in_axes: as in ``jax.vmap``.
-      manual: the hand-batched version of ``fn`` (required for ``"manual"``,
-        which is added to the strategies when given).
-      batch_sizes: sweep these batch sizes (each at most the batch in ``args``).
-      max_time: seconds of timing per strategy and batch size (at most 15 interleaved
-        rounds, stopped at ``max_time`` times the number of strategies).
-
-    Returns:
-      A :class:`Comparison` (a table; ``.plot()`` draws it); each output checked
-      against ``jax.vmap``'s.
+    ``args`` is a whole batch; ``strategies`` are names from ``STRATEGIES`` (``"loop"`` and
+    ``"host"`` dispatch from Python and are timed as they run); ``chunk_size`` defaults to
+    an eighth of the batch; ``manual``, the hand-batched ``fn``, adds ``"manual"``;
+    ``batch_sizes`` sweeps sizes up to the batch's; ``max_time``: seconds of timing per
+    strategy and batch size (at most 15 interleaved rounds). Returns a :class:`Comparison`,
+    each output checked against ``jax.vmap``'s.
 
     Example:
       >>> import jax.numpy as jnp
@@ -287,11 +268,11 @@ def compare(
                 f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {b}."
             )
     reference = batch(fn, strategy="vmap", in_axes=in_axes)
-    rounds, results = 15, []
+    results = []
     for b in batch_sizes or [res.batch_size]:
         sub = _take(args, res, b)
         res_b = resolve(fn, sub, in_axes)
-        done: dict[str, tuple] = {}  # strategy: (its place in results, _prepare's)
+        done: dict[str, tuple] = {}  # strategy: (its place in results, call, output, fields)
         for s in strategies:
             chunk = (chunk_size or max(1, b // 8)) if s in ("chunked", "host") else None
             if s in ("manual", "vmap"):
@@ -299,30 +280,30 @@ def compare(
             else:
                 fn_s = batch(fn, strategy=s, chunk_size=chunk, in_axes=in_axes)
             try:
-                done[s] = (len(results), _prepare(fn, fn_s, s, sub, res_b, b))
-                dispatches = count_dispatches(fn_s, s, sub, res_b, b) if s in DISPATCHED else 1
-                results.append(StrategyResult(s, b, chunk, None, dispatches=dispatches))
+                call, out, dispatches, fields = _prepare(fn, fn_s, s, sub, res_b)
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures
-                done.pop(s, None)
                 error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
                 results.append(StrategyResult(s, b, chunk, None, error=error))
+                continue
+            done[s] = (len(results), call, out, fields)
+            results.append(StrategyResult(s, b, chunk, None, dispatches=dispatches))
         if not done:
             continue
-        calls = {s: p[0] for s, (_, p) in done.items()}
+        calls = {s: d[1] for s, d in done.items()}
         if len(calls) >= 2:
-            timed = interleaved(calls, rounds=rounds, max_seconds=max_time * len(calls))
+            timed = interleaved(calls, rounds=15, max_seconds=max_time * len(calls))
         else:
-            (s,) = calls
-            timed = {s: Samples(s, time_alone(calls[s], rounds, max_time), SOURCES)}
+            ((s, call),) = calls.items()
+            timed = {s: Samples(s, time_alone(call, 15, max_time), SOURCES)}
         expected = reference(*sub)
-        for s, (k, (_, out, fields)) in done.items():
-            times = timed[s].values
+        for s, (k, _, out, fields) in done.items():
+            times = tuple(timed[s].values)
             if s in DISPATCHED:  # its compile is the first call minus a steady one
                 median = sorted(times)[len(times) // 2]
                 fields["compile_seconds"] = max(fields["first_call_seconds"] - median, 0.0)
             m = Measurement(
                 name=function_name(fn),
-                times=tuple(times),
+                times=times,
                 number=1,
                 live=live_memory(),
                 notes=(COMPILE_NOTE, SAMPLE_NOTE) if s in DISPATCHED else (SAMPLE_NOTE,),
@@ -330,9 +311,6 @@ def compare(
                 **fields,
             )
             results[k] = dataclasses.replace(
-                results[k],
-                measurement=m,
-                samples=timed[s],
-                agrees=_agree(out, expected),
+                results[k], measurement=m, samples=timed[s], agrees=_agree(out, expected)
             )
     return Comparison(function_name(fn), tuple(results))

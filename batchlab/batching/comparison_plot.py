@@ -1,4 +1,4 @@
-"""Drawing a :class:`batchlab.compare.Comparison`: bars for one batch size, lines for a sweep."""
+"""Drawing a :class:`batchlab.batching.Comparison`: bars for one batch size, lines for a sweep."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _spread(rs: list) -> np.ndarray:
 
 def _bars(ax_t: Any, ax_m: Any, ok: list, items: int) -> None:
     """One batch size: a bar per strategy, its value written at the end."""
-    colors = [COLORS.get(r.strategy, "0.5") for r in ok]
+    colors = [COLORS[r.strategy] for r in ok]
     for ax, values, fmt in (
         (ax_t, [r.run_seconds for r in ok], format_seconds),
         (ax_m, [r.temp_bytes for r in ok], format_bytes),
@@ -42,10 +42,10 @@ def _bars(ax_t: Any, ax_m: Any, ok: list, items: int) -> None:
             ax.text(end, bar.get_y() + bar.get_height() / 2, " " + fmt(v), va="center", fontsize=10)
         ax.invert_yaxis()
         ax.margins(x=0.35)
-    times, spread = [r.run_seconds for r in ok], _spread(ok)
     label = "min..max of the timing samples"
+    times = [r.run_seconds for r in ok]
     ax_t.errorbar(
-        times, range(len(ok)), xerr=spread, fmt="none", ecolor="k", capsize=4, label=label
+        times, range(len(ok)), xerr=_spread(ok), fmt="none", ecolor="k", capsize=4, label=label
     )
     ax_t.legend(fontsize=9, loc="lower right")
     ax_m.set_yticklabels([])
@@ -61,7 +61,7 @@ def _lines(ax_t: Any, ax_m: Any, c: Any, ok: list, current: int | None) -> None:
         rs = [r for r in ok if r.strategy == s]
         if not rs:
             continue
-        xs, color = [r.items for r in rs], COLORS.get(s, "0.5")
+        xs, color = [r.items for r in rs], COLORS[s]
         # dashed, hollow lines for hand-batched code: where it coincides with vmap, both show
         style = dict(ls="--", mfc="none", ms=11, lw=2.2) if s == "manual" else dict(ms=6)
         ys = [r.run_seconds for r in rs]
@@ -91,14 +91,9 @@ def _lines(ax_t: Any, ax_m: Any, c: Any, ok: list, current: int | None) -> None:
     ax_t.legend(fontsize=10, title="bars: min..max of samples", title_fontsize=9)
 
 
-def plot_comparison(c: Any, *, axes: Any = None, current: int | None = None):
+def plot_comparison(c: Any, *, current: int | None = None):
     """Run time (wall clock) and planned temp memory (XLA) per strategy."""
-    if axes is None:
-        fig, (ax_t, ax_m) = new_figure(2, width=5.6, height=3.9)
-    else:
-        fig, (ax_t, ax_m) = axes[0].figure, axes
-    for ax in (ax_t, ax_m):
-        ax.clear()
+    fig, (ax_t, ax_m) = new_figure(2, width=5.6, height=3.9)
     ok = [r for r in c.results if r.measurement is not None]
     if len(c.batch_sizes) == 1:
         _bars(ax_t, ax_m, ok, c.batch_sizes[0])

@@ -1,4 +1,4 @@
-"""The plan of a batched function that dispatches from Python (``"loop"``, ``"host"``)."""
+"""Timing and planning a batched function that dispatches from Python (``"loop"``, ``"host"``)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ COMPILE_NOTE = (
 )
 
 
-def dispatched_memory(step: MemoryEstimate, args: Any, out: Any, held: int, flops, how: str):
+def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, flops, how: str):
     """The plan of the largest dispatched program, widened to the whole call."""
-    arg, outb, temp = nbytes(args), nbytes(out), step.temp_bytes + held
+    arg, outb = nbytes(args), nbytes(out)
     return dataclasses.replace(
         step,
         argument_bytes=arg,
@@ -76,42 +76,30 @@ def measure_dispatched(
     return m, out
 
 
-def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) -> Callable:
-    """``memory(out)`` of a Python-dispatched strategy: its largest program, widened to the call."""
-
-    def memory(out: Any) -> MemoryEstimate:
-        if s == "host":
-            p = fn_s.plan(*sub)
-            steps = [
-                (m, n)
-                for m, n in ((p.full_step, p.full_chunks), (p.remainder_step, 1))
-                if m is not None
-            ]
-            known = all(m.flops is not None for m, _ in steps)
-            flops = sum(m.flops * n for m, n in steps) if known else None
-            big = max((m for m, _ in steps), key=lambda m: m.temp_bytes)
-            how = (
-                "the largest step's temp + the chunks' input copy + chunk outputs held for the "
-                "concatenation"
-            )
-            return dispatched_memory(big, sub, out, p.extra_bytes - p.temp_bytes, flops, how)
-        # loop: the per-item program, on item 0
-        item = [
-            x if lf.axis is None else jax.lax.index_in_dim(x, 0, lf.axis, keepdims=False)
-            for x, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
-        ]
-        step = memory_estimate(fn, *jax.tree_util.tree_unflatten(res.treedef, item))
-        flops = None if step.flops is None else step.flops * res.batch_size
-        how = "the item program's temp + item outputs held for the stack"
-        return dispatched_memory(step, sub, out, nbytes(out), flops, how)
-
-    return memory
-
-
-def count_dispatches(fn_s: Callable, s: str, sub: tuple, res: Any, b: int) -> int:
-    """Calls into compiled programs per batch, as the strategy makes them."""
+def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, out: Any):
+    """(plan, dispatches per call) of ``fn_s = batch(fn, strategy=s)`` called on ``sub``."""
     if s == "host":
-        return fn_s.plan(*sub).dispatches
+        p = fn_s.plan(*sub)
+        steps = [
+            (m, n)
+            for m, n in ((p.full_step, p.full_chunks), (p.remainder_step, 1))
+            if m is not None
+        ]
+        known = all(m.flops is not None for m, _ in steps)
+        flops = sum(m.flops * n for m, n in steps) if known else None
+        big = max((m for m, _ in steps), key=lambda m: m.temp_bytes)
+        how = "the largest step's temp + the chunks' input copy + chunk outputs until concatenated"
+        return widened(big, sub, out, p.extra_bytes, flops, how), p.dispatches
+    # loop: the per-item program, on item 0
+    item = [
+        x if lf.axis is None else jax.lax.index_in_dim(x, 0, lf.axis, keepdims=False)
+        for x, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
+    ]
+    step = memory_estimate(fn, *jax.tree_util.tree_unflatten(res.treedef, item))
+    flops = None if step.flops is None else step.flops * res.batch_size
+    how = "the item program's temp + item outputs held for the stack"
     mapped = sum(lf.axis is not None for lf in res.leaves)
     moved = sum(lf.axis not in (None, 0) for lf in res.leaves)
-    return moved + b * (mapped + 1) + 1  # moveaxis, per item: a slice per input + the step; a stack
+    # moveaxis per moved leaf; per item a slice per mapped leaf and the step; one stack
+    dispatches = moved + res.batch_size * (mapped + 1) + 1
+    return widened(step, sub, out, step.temp_bytes + nbytes(out), flops, how), dispatches

@@ -1,14 +1,12 @@
 """Chunks dispatched from Python: one jitted ``vmap`` per chunk (strategy ``"host"``)::
 
     step = jax.jit(jax.vmap(fn))
-    outs = [step(xs[i:i + k]) for i in range(0, len(xs), k)]
-    out = jnp.concatenate(outs)
+    out = jnp.concatenate([step(xs[i:i + k]) for i in range(0, len(xs), k)])
 
 Each chunk is a top-level program (its dot as fast as in ``vmap``, not slowed down as in a
-``lax.map`` body), the temp memory one chunk's; the costs are a dispatch per chunk, two
-programs (full chunks, remainder), the chunk outputs held until concatenated, and no
-outer ``jax.jit`` (it would unroll), so it refuses tracers. ``.plan(*args)`` counts and
-plans one call (:class:`HostPlan`).
+``lax.map`` body) with one chunk's temp memory; the costs: a dispatch per chunk, two
+programs (full chunks, remainder), the chunk outputs held until concatenated, and no outer
+``jax.jit`` (it would unroll).
 """
 
 from __future__ import annotations
@@ -30,9 +28,8 @@ from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 def bounds(n: int, k: int) -> list[tuple[int, int]]:
     """The item ranges of the chunks: full chunks of ``k``, then the remainder.
 
-    Example:
-      >>> bounds(10, 4)
-      [(0, 4), (4, 8), (8, 10)]
+    >>> bounds(10, 4)
+    [(0, 4), (4, 8), (8, 10)]
     """
     return [(a, min(a + k, n)) for a in range(0, n, k)]
 
@@ -46,12 +43,12 @@ def _concat(parts: list, axes: tuple) -> list:
     ]
 
 
-# One dispatch for all the slices: an eager slice per chunk costs a slow dispatch each (5x
-# vmap's time on the MLP benchmark), and a dynamic_slice inside the step slows XLA:CPU's dot
-# down (7.6x on the outer product); the price is a copy of the mapped inputs, held for the call.
+# All slices in one dispatch: an eager slice per chunk costs a dispatch each (5x vmap's time
+# on the MLP benchmark), a dynamic_slice inside the step slows XLA:CPU's dot down (7.6x on the
+# outer product); the price is a copy of the mapped inputs, held for the call.
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def _split(xs: list, ranges: tuple, axes: tuple) -> list:
-    """Every chunk of every leaf, in ONE program: [[leaf slices of chunk 0], [chunk 1], ...]."""
+    """Every chunk of every leaf: [[leaf slices of chunk 0], [chunk 1], ...]."""
     return [
         [jax.lax.slice_in_dim(x, a, b, axis=ax) for x, ax in zip(xs, axes, strict=True)]
         for a, b in ranges
@@ -77,11 +74,11 @@ def split_chunks(mapped: list, ranges: tuple, axes: tuple) -> list:
 def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
     """``program(mapped, shared)``: ``jax.jit(jax.vmap(fn))`` per chunk, then a concatenation."""
 
+    @jax.jit
     def step(chunk: list, shared: list) -> Any:
         item = lambda xs: res.call(fn, list(xs), shared)  # noqa: E731
         return jax.vmap(item, in_axes=(list(res.axes),), out_axes=out_axes)(chunk)
 
-    step = jax.jit(step)
     labels = [res.leaves[i].label for i in (*res.mapped, *res.shared)]
 
     def program(mapped: list, shared: list) -> Any:
@@ -119,7 +116,7 @@ def nbytes(tree: Any) -> int:
 
 @dataclass(frozen=True)
 class HostPlan(Rows):
-    """What strategy ``"host"`` does for one call, counted and planned, before it runs."""
+    """What strategy ``"host"`` does for one call, counted and planned (XLA), before it runs."""
 
     items: int
     chunk: int
@@ -131,20 +128,15 @@ class HostPlan(Rows):
     remainder_step: MemoryEstimate | None
     input_copy_bytes: int
     chunk_output_bytes: int
-    argument_bytes: int = 0
-    output_bytes: int = 0
+    argument_bytes: int
+    output_bytes: int
 
     _header = ("", "strategy='host'")
     _inline = True
 
     @property
-    def planned_bytes(self) -> int:
-        """What one call holds at most: its arguments, its output and :attr:`extra_bytes`."""
-        return self.argument_bytes + self.output_bytes + self.extra_bytes
-
-    @property
     def temp_bytes(self) -> int:
-        """The largest temp memory of the step programs (XLA plans each one)."""
+        """The largest temp memory of the step programs."""
         return max(m.temp_bytes for m in (self.full_step, self.remainder_step) if m is not None)
 
     @property
@@ -152,6 +144,11 @@ class HostPlan(Rows):
         """What one call holds beyond vmap's own plan (inputs + output + temp), at most."""
         outputs = self.chunk_output_bytes if self.dispatches > 1 else 0
         return self.temp_bytes + self.input_copy_bytes + outputs
+
+    @property
+    def planned_bytes(self) -> int:
+        """What one call holds at most: its arguments, its output and :attr:`extra_bytes`."""
+        return self.argument_bytes + self.output_bytes + self.extra_bytes
 
     def _title(self) -> str:
         return "compiled memory analysis (XLA) per step"
@@ -167,10 +164,7 @@ class HostPlan(Rows):
             ("copy of the inputs, in chunks", format_bytes(self.input_copy_bytes)),
             ("chunk outputs, until concatenated", format_bytes(self.chunk_output_bytes)),
             ("beyond vmap's plan (temp + copies + chunk outputs)", format_bytes(self.extra_bytes)),
-            (
-                "planned for the call (arguments + output + the above)",
-                format_bytes(self.planned_bytes),
-            ),
+            ("planned for the call (+ arguments + output)", format_bytes(self.planned_bytes)),
         ]
 
 

@@ -1,14 +1,10 @@
-"""Six ways to run a per-item function over a batch, all a drop-in for ``jax.vmap``.
+"""Five ways to run a per-item function over a batch, each a drop-in for ``jax.vmap``.
 
 Each strategy is one short function below: ``program(mapped, shared)`` takes a call's
-mapped array leaves and its shared ones and returns what ``jax.vmap`` returns.
-``"loop"``: a jitted ``fn`` per item from Python, stacked (under an outer ``jax.jit`` it
-unrolls). ``"vmap"``: ``jax.jit(jax.vmap(fn))``. ``"map"`` / ``"chunked"``:
-``jax.lax.map(item, xs, batch_size=chunk_size)``, a loop inside one XLA program.
-``"host"``: one jitted ``vmap`` per chunk, dispatched from Python (:mod:`host_chunks`).
-Every one runs compiled code, so timing a call after the first compares strategies, not
-dispatch modes. ``"manual"`` (``fn`` batched by hand) is not one of them: ``compare``
-measures it beside them (``manual=``).
+mapped array leaves and its shared ones and returns what ``jax.vmap`` returns. ``"host"``
+(one jitted vmap per chunk, dispatched from Python) is in :mod:`host_chunks`. Every one runs
+compiled code, so timing a call after the first compares strategies, not dispatch modes.
+``"manual"`` (``fn`` batched by hand) is measured beside them by ``compare(manual=)``.
 """
 
 from __future__ import annotations
@@ -31,8 +27,7 @@ from batchlab.batching.axes_spec import (
 )
 from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
 
-#: every strategy ``batch`` takes, then "manual" (``compare(manual=)``, batched by hand);
-#: the kit's other lists are named parts of this one
+#: every strategy ``batch`` takes, then "manual" (``compare(manual=)``, batched by hand)
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
 #: run from Python, one dispatch per item or chunk (timed as they run)
 DISPATCHED: tuple[str, ...] = ("loop", "host")
@@ -40,7 +35,6 @@ DISPATCHED: tuple[str, ...] = ("loop", "host")
 PLANNED: tuple[str, ...] = ("vmap", "map", "chunked", "host")
 #: what ``advise`` chooses between
 ADVISED: tuple[str, ...] = ("vmap", "chunked", "host")
-
 #: compiled programs kept per batched function (the oldest is dropped first)
 CACHE_SIZE = 64
 
@@ -152,12 +146,6 @@ def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any) 
     return check_positive_int(chunk_size, "chunk_size", allow_none=True)
 
 
-def _shape_sig(x: Any) -> tuple:
-    """What a call's fast path keys on per leaf: type, shape and dtype (values: see statics)."""
-    shape = getattr(x, "shape", None)
-    return (type(x),) if shape is None else (type(x), tuple(shape), getattr(x, "dtype", None))
-
-
 def batch(
     fn: Callable,
     *,
@@ -169,31 +157,17 @@ def batch(
     """Turns a per-item function into a batched one, with a chosen strategy.
 
     Every strategy returns what ``jax.vmap(fn, in_axes, out_axes)`` returns (to float
-    tolerance) and accepts what it accepts: keyword arguments, pytrees, unmapped Python
-    values (passed to ``fn`` untouched), a remainder, an empty batch.
+    tolerance) and accepts what it accepts: keyword arguments (mapped on axis 0), pytrees,
+    unmapped Python values (passed to ``fn`` untouched), a remainder, an empty batch.
+    ``chunk_size`` (items per chunk) is required for ``"chunked"`` and ``"host"``, optional
+    for ``"map"``. The result is compiled (``batch(fn)`` is ``jax.jit(jax.vmap(fn))``), named
+    as ``fn``, and carries ``.fn``, ``.strategy``, ``.chunk_size`` and ``.plan(*args)`` (a
+    :class:`HostPlan`, for ``"host"``).
 
-    Args:
-      fn: the per-item function.
-      strategy: ``"loop"``, ``"vmap"``, ``"map"``, ``"chunked"`` or ``"host"``.
-      chunk_size: items per chunk; required for ``"chunked"`` and ``"host"``,
-        optional for ``"map"`` (``jax.lax.map(chunk_size=)``), not allowed otherwise.
-      in_axes: as in ``jax.vmap`` (ints, negative ints, None, per-argument
-        tuples, pytree prefixes of those); keyword arguments use axis 0.
-      out_axes: as in ``jax.vmap``.
-
-    Returns:
-      ``batched(*args, **kwargs)``, compiled (``batch(fn)`` is ``jax.jit(jax.vmap(fn))``),
-      named as ``fn`` (as ``jax.vmap`` names it); it carries ``.fn``, ``.strategy``,
-      ``.chunk_size`` and, for ``"host"``, ``.plan(*args)`` (a :class:`HostPlan`).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> f = batch(lambda x, w: x @ w, strategy="chunked", chunk_size=4, in_axes=(0, None))
-      >>> f(jnp.ones((10, 3)), jnp.ones((3, 2))).shape   # 2 chunks of 4, a remainder of 2
-      (10, 2)
-      >>> batch(lambda x, n: x[:n], strategy="host", chunk_size=4, in_axes=(0, None))(
-      ...     jnp.ones((10, 3)), 2).shape                # n reaches fn as the Python int 2
-      (10, 2)
+    >>> import jax.numpy as jnp
+    >>> f = batch(lambda x, n: x[:n], strategy="host", chunk_size=4, in_axes=(0, None))
+    >>> f(jnp.ones((10, 3)), 2).shape  # 2 chunks of 4, a remainder of 2; n stays the int 2
+    (10, 2)
     """
     check_callable(fn)
     chunk_size = _check_options(strategy, chunk_size, in_axes, out_axes)
@@ -207,11 +181,7 @@ def batch(
             if kind != "vmap":  # vmap's own errors (out_axes, output types), before any strategy
                 leaves = jax.tree_util.tree_leaves((*args, *kwargs.values()))
                 try:
-                    jax.eval_shape(
-                        vmap_program(fn, res, out_axes),
-                        [leaves[k] for k in res.mapped],
-                        [leaves[k] for k in res.shared],
-                    )
+                    jax.eval_shape(vmap_program(fn, res, out_axes), *res.inputs(leaves))
                 except ValueError as e:
                     _raise_out_axes(e, out_axes)
                     raise
@@ -219,27 +189,24 @@ def batch(
 
         return remember(programs, (res.key, kind), make), res
 
-    # A call whose leaves have the types, shapes and static values of an earlier call skips
-    # resolve() (the axis checks): a Python-dispatched strategy pays this wrapper on every call
-    # (the host strategy on the MLP benchmark: 6.2x vmap's time with it on every call, 1.5x
-    # without).
+    # A call with the leaf types, shapes and static values of an earlier one skips resolve():
+    # a Python-dispatched strategy pays this wrapper on every call (host on the MLP
+    # benchmark: 6.2x vmap's time with resolve() on every call, 1.5x without).
     seen: dict[tuple, tuple] = {}
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
         flat, tdef = jax.tree_util.tree_flatten((*args, *kwargs.values()))
-        sig = (tdef, tuple(kwargs), tuple(_shape_sig(x) for x in flat))
+        shapes = [(type(x), getattr(x, "shape", None), getattr(x, "dtype", None)) for x in flat]
+        sig = (tdef, tuple(kwargs), tuple(shapes))
         hit = seen.get(sig)
-        if hit is None or any(static_key(flat[k]) != key for k, key in hit[3]):
+        if hit is None or any(static_key(flat[k]) != key for k, key in hit[2]):
             program, res = program_for(args, kwargs)  # BatchAxisError before tracing
-            statics = tuple(
-                (k, static_key(flat[k])) for k, lf in enumerate(res.leaves) if lf.static
-            )
             seen.pop(sig, None)
-            hit = remember(seen, sig, lambda: (program, res.mapped, res.shared, statics))
-        program, mapped, shared, _ = hit
+            hit = remember(seen, sig, lambda: (program, res, res.statics))
+        program, res, _ = hit
         try:
-            return program([flat[k] for k in mapped], [flat[k] for k in shared])
+            return program(*res.inputs(flat))
         except ValueError as e:
             if strategy == "vmap":
                 _raise_out_axes(e, out_axes)
@@ -254,8 +221,7 @@ def batch(
         program, res = program_for(args, kwargs)
         if res.batch_size == 0:
             raise ValueError("`plan` needs a non-empty batch; this call maps no items.")
-        leaves = jax.tree_util.tree_leaves((*args, *kwargs.values()))
-        mapped, shared = [leaves[k] for k in res.mapped], [leaves[k] for k in res.shared]
+        mapped, shared = res.inputs(jax.tree_util.tree_leaves((*args, *kwargs.values())))
         return plan_call(program, res.axes, mapped, shared, res.batch_size, chunk_size)
 
     # as jax.vmap: fn's name, qualname, module, __wrapped__ (functools.wraps above), docstring
