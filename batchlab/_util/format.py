@@ -14,9 +14,8 @@ _CELL = "<{0} style='{1}padding:2px 8px'>{2}</{0}>"
 def format_bytes(n: float | None) -> str:
     """A byte count in binary units; ``"n/a"`` for ``None`` (a figure the backend cannot give).
 
-    Example:
-      >>> format_bytes(1536), format_bytes(12), format_bytes(None)
-      ('1.50 KiB', '12 B', 'n/a')
+    >>> format_bytes(1536), format_bytes(12), format_bytes(None)
+    ('1.50 KiB', '12 B', 'n/a')
     """
     if n is None:
         return "n/a"
@@ -33,9 +32,8 @@ def format_bytes(n: float | None) -> str:
 def format_seconds(t: float | None) -> str:
     """A duration with three significant digits.
 
-    Example:
-      >>> format_seconds(0.00123), format_seconds(2.5e-7), format_seconds(3.0)
-      ('1.23 ms', '250 ns', '3.00 s')
+    >>> format_seconds(0.00123), format_seconds(2.5e-7), format_seconds(3.0)
+    ('1.23 ms', '250 ns', '3.00 s')
     """
     if t is None:
         return "n/a"
@@ -48,9 +46,8 @@ def format_seconds(t: float | None) -> str:
 def format_count(n: float | None) -> str:
     """A large count (flops, items/s) with k/M/G/T suffixes.
 
-    Example:
-      >>> format_count(1234567), format_count(12)
-      ('1.23 M', '12')
+    >>> format_count(1234567), format_count(12)
+    ('1.23 M', '12')
     """
     if n is None:
         return "n/a"
