@@ -26,7 +26,7 @@ from batchlab._util.checks import (
     check_positive_int,
 )
 from batchlab._util.format import format_bytes
-from batchlab.advisor.candidates import chunk_sweep, dense_candidates, fn_name, ragged_candidates
+from batchlab.advisor.candidates import dense_candidates, fn_name, ragged_candidates
 from batchlab.advisor.choice import decide, screen
 from batchlab.advisor.report import Advice, CandidateResult
 from batchlab.batching.strategies import ADVISED
@@ -218,7 +218,7 @@ def advise(
                 f"`fn` cannot be called on one item of `example` (in_axes={in_axes!r}): "
                 f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             ) from e
-        cands = dense_candidates(fn, args, axes, n, chunk_sweep(n), strategies)
+        cands = dense_candidates(fn, args, axes, n, strategies)
         if cands and min(c.planned for c in cands) > budget.bytes:
             lean = min(cands, key=lambda c: c.planned)
             small = int(max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, in_axes=axes,
@@ -232,7 +232,7 @@ def advise(
                 return _nothing(fn, cands, n, budget, lead + "; not one item fits", start)
             n = small
             item, args, axes = _item_and_batch(example, in_axes, n)
-            cands = dense_candidates(fn, args, axes, n, chunk_sweep(n), strategies)
+            cands = dense_candidates(fn, args, axes, n, strategies)
         items = n
     bar.update(1)
     over = {c.label for c in cands if c.planned * (margin or 1.0) > budget.bytes}

@@ -66,10 +66,10 @@ def dense_code(name: str, strategy: str, k: int | None, in_axes: Any) -> str:
 
 
 def dense_candidates(
-    fn: Callable, args: tuple, in_axes: Any, n: int, chunks: list[int], strategies: Sequence[str]
+    fn: Callable, args: tuple, in_axes: Any, n: int, strategies: Sequence[str]
 ) -> list[Candidate]:
     """vmap, lax.map at every chunk size, host chunks of at most 4 dispatches; planned at ``n``."""
-    plain, name = unjit(fn), fn_name(fn)
+    plain, name, chunks = unjit(fn), fn_name(fn), chunk_sweep(n)
     specs = tuple(jax.tree_util.tree_map(spec_of, a) for a in args)
     on_device = _device(args)
     settings = [("vmap", None)] if "vmap" in strategies else []
