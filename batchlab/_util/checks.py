@@ -1,7 +1,6 @@
 """Input checks that run before anything is traced.
 
-Errors name the argument in backticks, show what was received and say how to fix it (the
-style of equinox and chex). Bad values raise ``ValueError``, bad types ``TypeError``.
+Errors name the argument in backticks, show what was received and say how to fix it.
 """
 
 from __future__ import annotations
@@ -42,10 +41,9 @@ def check_callable(fn: Any, name: str = "fn") -> Callable:
 
 
 def check_array_tree(tree: Any, name: str = "args") -> None:
-    """Raises ``TypeError``, with the path to it, at a leaf that is not an array or a number.
+    """Raises ``TypeError``, with its path, at a leaf that is not an array, a number or None.
 
-    ``jax.Array``, numpy arrays and scalars, Python numbers, ``jax.ShapeDtypeStruct`` and
-    ``None`` (an empty node) pass; a string or a ragged list would fail deep inside tracing.
+    A string or a ragged list would otherwise fail deep inside tracing.
     """
     leaves, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: x is None)
     for path, leaf in leaves:
@@ -82,21 +80,21 @@ def check_positive_float(value: Any, name: str) -> float:
 
 
 def check_bool(value: Any, name: str) -> bool:
-    """Returns ``value`` if it is True or False (numpy bools too); a string "yes" is a TypeError."""
+    """Returns ``value`` if it is True or False (numpy bools too)."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"`{name}` must be True or False, got {type(value).__name__} {value!r}.")
     return bool(value)
 
 
 def check_choice(value: Any, name: str, choices: Any) -> Any:
-    """Returns ``value`` if it is one of ``choices`` (strings), else a ValueError listing them."""
+    """Returns ``value`` if it is one of ``choices`` (strings)."""
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"`{name}` must be one of {list(choices)}, got {name}={value!r}.")
     return value
 
 
 def check_positive_ints(values: Any, name: str) -> list[int]:
-    """A sequence of positive ints (e.g. batch sizes): 2.7 is a TypeError, 0 a ValueError."""
+    """A non-empty sequence of positive ints (e.g. batch sizes)."""
     if not _iterable(values):
         raise TypeError(
             f"`{name}` must be a list of positive ints (e.g. [1, 2, 4]), got "
@@ -156,7 +154,7 @@ def check_argnums(argnums: Any, n_args: int, name: str) -> tuple[int, ...]:
 
 
 def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype | None:
-    """``None`` or something numpy reads as a dtype; ``"notadtype"`` is a TypeError naming it."""
+    """``None`` or something numpy reads as a dtype; a misspelling gets the closest name."""
     if dtype is None:
         return None
     try:
@@ -171,11 +169,8 @@ def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype | None:
 
 
 def check_lossless_cast(arrays: Any, dtype: np.dtype, name: str = "dtype") -> None:
-    """Raises ``ValueError`` if casting any of ``arrays`` to ``dtype`` would change a value.
-
-    1.0 -> int 1 is fine; 1.5 -> int and 300 -> uint8 are refused (numpy would truncate
-    and wrap silently), naming ``casting="unsafe"`` as the way to ask for it.
-    """
+    """Raises ``ValueError`` if casting any of ``arrays`` to ``dtype`` would change a value
+    (numpy's ``astype`` truncates 1.5 -> 1 and wraps 300 -> uint8 silently)."""
     for i, a in enumerate(arrays):
         src = np.asarray(a)
         if src.size == 0 or src.dtype.kind not in "biufc":

@@ -1,14 +1,10 @@
-"""Every fresh Python process the kit starts: one helper, one environment, one timeout policy.
+"""Every fresh Python process the kit starts: one helper, one environment, one timeout.
 
-``run_child(task, payload)`` starts a fresh ``python`` that runs :func:`main`. The parent
-writes ``task`` (a kit function, pickled by reference, or its ``"module:name"``) and
-``payload`` (cloudpickle: the user's function travels by value) on the child's stdin; the
-child writes ``task(payload)``'s dict as **JSON** to a file opened only for it (mode 0600).
-Nothing the child writes is unpickled, so printed text cannot run code in the notebook
-kernel. The child's stdout (a ``print`` in the user's function) is passed through; its
-stderr comes back as text. Environment: the parent's, its import path as ``PYTHONPATH``,
-plus ``env``. A child out of ``timeout`` seconds is killed and answers ``reply=None``.
-Only the multi-process launcher (``batchlab.scaling``) starts processes of its own.
+The parent sends ``task`` (a kit function pickled by reference, or ``"module:name"``) and
+``payload`` (cloudpickle: the user's function by value) on the child's stdin; the child
+writes ``task(payload)``'s dict as JSON to a 0600 file. Nothing the child writes is
+unpickled, so printed text cannot run code in the notebook kernel. Only the multi-process
+launcher (``batchlab.scaling``) starts processes of its own.
 """
 
 from __future__ import annotations
@@ -48,7 +44,8 @@ class ChildResult(NamedTuple):
 def run_child(
     task: Any, payload: Any, *, timeout: float = TIMEOUT, env: dict | None = None
 ) -> ChildResult:
-    """Runs ``task(payload)`` in a fresh Python process; its JSON reply (see the module doc)."""
+    """Runs ``task(payload)`` in a fresh Python (parent's environment and import path, plus
+    ``env``); its stdout is passed through. Killed after ``timeout`` s: ``reply=None``."""
     data = payload if isinstance(payload, bytes) else cloudpickle.dumps(payload)
     fd, path = tempfile.mkstemp(prefix="batchlab-child-", suffix=".json")
     os.close(fd)  # mkstemp made it 0600: only this user can write it

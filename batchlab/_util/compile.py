@@ -1,17 +1,11 @@
-"""The one plan path: any user function to one compiled XLA executable, timing each stage.
+"""The one plan path: any user function to one compiled XLA executable, each stage timed.
 
-Every planned figure of the kit comes from :func:`compile_fn`: :func:`batchlab.memory_estimate`,
-:func:`batchlab.measure`, and through :func:`batchlab.runs.planning.compile_program`
-``max_batch_size``, ``run_batches`` and ``advise``. Plain and ``jax.jit``-wrapped functions
-(their own static arguments and donation kept) are accepted.
-
-A function usually closes over the model's weights. Traced, those arrays are the jaxpr's
-constants, and XLA plans a constant apart from the arguments and temporaries (XLA:CPU's
-peak holds it, the sum does not), so the plan of ``x -> tanh(x @ W)`` would depend on
-whether ``W`` was closed over or passed. :func:`compile_fn` hoists the constants into a
-first argument before lowering: the plan of a function with closed-over arrays is the plan
-with them as arguments, and the program that runs takes them as arguments too (on the
-device once). Constants of a ``jax.jit`` nested below the top (a ``lax.map`` body) stay.
+Every planned figure of the kit comes from :func:`compile_fn` (``memory_estimate``,
+``measure``, and through ``batchlab.runs.planning.compile_program`` ``max_batch_size``,
+``run_batches`` and ``advise``). XLA plans a traced function's constants (closed-over
+weights) apart from its arguments, so :func:`compile_fn` hoists them into a first argument:
+``x -> tanh(x @ W)`` plans the same whether ``W`` is closed over or passed. Constants of a
+``jax.jit`` nested below the top (a ``lax.map`` body) stay.
 """
 
 from __future__ import annotations
@@ -29,8 +23,8 @@ from batchlab._util.checks import check_argnums, check_array_tree, check_callabl
 
 @dataclass
 class Compiled:
-    """``fn`` lowered and compiled for one set of inputs; ``call()`` runs it through
-    ``jax.jit``'s own dispatch, which shares the ahead-of-time compile's cache."""
+    """``fn`` compiled for one set of inputs; ``call()`` runs it through ``jax.jit``'s own
+    dispatch, which shares the ahead-of-time compile's cache."""
 
     executable: Any  # jax.stages.Compiled
     jitted: Callable
@@ -65,45 +59,19 @@ def function_name(fn: Callable) -> str:
     return type(fn).__name__
 
 
-def _static(static_argnums: Any, static_argnames: Any, n_args: int, kwargs: dict):
-    if isinstance(static_argnums, str):
-        raise TypeError(
-            f"`static_argnums` must hold ints (positions), got {static_argnums!r}; "
-            f"for names use static_argnames=."
-        )
-    if isinstance(static_argnames, int):
-        raise TypeError(
-            f"`static_argnames` must hold strings (names), got {static_argnames!r}; "
-            f"for positions use static_argnums=."
-        )
-    nums = check_argnums(static_argnums, n_args, "static_argnums")
-    names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
-    if not hasattr(names, "__iter__") or not all(isinstance(k, str) for k in names):
-        raise TypeError(f"`static_argnames` must hold strings, got {static_argnames!r}.")
-    for k in names:
-        if k not in kwargs:
-            raise ValueError(
-                f"`static_argnames` names {k!r} but it was not passed as a keyword "
-                f"argument; pass it as {k}=..."
-            )
-    return tuple(n % n_args for n in nums), tuple(names)
-
-
 def compile_fn(
     fn: Callable,
     args: tuple,
     kwargs: dict,
     *,
     static_argnums: int | Sequence[int] = (),
-    static_argnames: str | Sequence[str] = (),
 ) -> Compiled:
     """Validates inputs, then lowers and compiles ``fn(*args, **kwargs)``."""
     check_callable(fn)
-    nums, names = _static(static_argnums, static_argnames, len(args), kwargs)
+    nums = tuple(n % len(args) for n in check_argnums(static_argnums, len(args), "static_argnums"))
     dyn_args = tuple(a for i, a in enumerate(args) if i not in nums)
-    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in names}
     if is_jitted(fn):
-        if nums or names:
+        if nums:
             raise ValueError(
                 "`fn` is already jax.jit-wrapped; declare its static arguments on its own "
                 "jax.jit(..., static_argnums=...) instead of passing them here."
@@ -111,8 +79,8 @@ def compile_fn(
         jitted = fn
     else:
         check_array_tree(dyn_args, "args")
-        check_array_tree(dyn_kwargs, "kwargs")
-        jitted = jax.jit(fn, static_argnums=nums, static_argnames=names)
+        check_array_tree(kwargs, "kwargs")
+        jitted = jax.jit(fn, static_argnums=nums)
     name = function_name(fn)
     t0 = time.perf_counter()
     traced = jitted.trace(*args, **kwargs)
@@ -124,7 +92,7 @@ def compile_fn(
         return Compiled(executable, jitted, args, kwargs, t1 - t0, time.perf_counter() - t1, name)
     hoisted = _hoist(closed, traced, name)
     on_device = tuple(jax.device_put(c) if _is_const(c) else c for c in closed.consts)
-    dynamic = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
+    dynamic = jax.tree_util.tree_leaves((dyn_args, kwargs))
     if len(dynamic) != len(closed.jaxpr.invars):  # cannot tell them apart
         dynamic = None
     specs = dynamic or [

@@ -1,15 +1,10 @@
-"""Problem sizes for every notebook, in one place, per kind of machine.
-
-CI and laptops run on a 2-core CPU and must finish each notebook in under
-a minute; a GPU box can afford sizes that make memory effects obvious.
-The profile follows the backend (``cpu`` on the CPU backend, ``gpu`` on
-GPU/TPU); ``BATCHLAB_PROFILE=cpu`` forces one, e.g. to reproduce CI's
-stored outputs on a GPU machine.
+"""Problem sizes for every notebook, per profile: ``cpu`` (CI and laptops: each notebook
+under a minute on 2 cores) or ``gpu`` (sizes that make memory effects obvious). The profile
+follows the backend; ``BATCHLAB_PROFILE=cpu`` forces one.
 
 Example:
-  >>> s = sizes("tour", profile="cpu")
-  >>> s.profile, s.batch_sizes[0]
-  ('cpu', 1)
+  >>> sizes("tour", profile="cpu").batch_sizes[0]
+  1
 """
 
 from __future__ import annotations
@@ -123,15 +118,8 @@ class Sizes:
 
 
 def sizes(topic: str, *, profile: str | None = None) -> Sizes:
-    """The sizes one notebook uses on this machine.
-
-    Args:
-      topic: one of the keys of ``TOPICS`` (``"tour"``, ...).
-      profile: ``"cpu"`` or ``"gpu"``; ``None``: ``BATCHLAB_PROFILE`` if set, else the backend's.
-
-    Raises:
-      ValueError: unknown topic or profile.
-    """
+    """The sizes of ``topic`` (a key of ``TOPICS``) for ``profile`` (``None``:
+    ``BATCHLAB_PROFILE`` if set, else the backend's)."""
     if topic not in TOPICS:
         raise ValueError(f"`topic` must be one of {sorted(TOPICS)}, got {topic!r}.")
     if profile is None:

@@ -1,8 +1,4 @@
-"""Human units and small tables shared by every result type.
-
-Bytes always read as B/KiB/MiB/GiB and durations as ns/µs/ms/s, in the terminal and in
-notebooks alike.
-"""
+"""Human units (B/KiB/MiB/GiB, ns/µs/ms/s) and the small tables every result type shows."""
 
 from __future__ import annotations
 
@@ -18,9 +14,8 @@ _CELL = "<{0} style='{1}padding:2px 8px'>{2}</{0}>"
 def format_bytes(n: float | None) -> str:
     """A byte count in binary units; ``"n/a"`` for ``None`` (a figure the backend cannot give).
 
-    Example:
-      >>> format_bytes(1536), format_bytes(12), format_bytes(None)
-      ('1.50 KiB', '12 B', 'n/a')
+    >>> format_bytes(1536), format_bytes(12), format_bytes(None)
+    ('1.50 KiB', '12 B', 'n/a')
     """
     if n is None:
         return "n/a"
@@ -37,9 +32,8 @@ def format_bytes(n: float | None) -> str:
 def format_seconds(t: float | None) -> str:
     """A duration with three significant digits.
 
-    Example:
-      >>> format_seconds(0.00123), format_seconds(2.5e-7), format_seconds(3.0)
-      ('1.23 ms', '250 ns', '3.00 s')
+    >>> format_seconds(0.00123), format_seconds(2.5e-7), format_seconds(3.0)
+    ('1.23 ms', '250 ns', '3.00 s')
     """
     if t is None:
         return "n/a"
@@ -52,9 +46,8 @@ def format_seconds(t: float | None) -> str:
 def format_count(n: float | None) -> str:
     """A large count (flops, items/s) with k/M/G/T suffixes.
 
-    Example:
-      >>> format_count(1234567), format_count(12)
-      ('1.23 M', '12')
+    >>> format_count(1234567), format_count(12)
+    ('1.23 M', '12')
     """
     if n is None:
         return "n/a"
@@ -96,21 +89,16 @@ def html_table(
 
 
 class Rows:
-    """Text and HTML reprs from one rows method (human units in every cell).
+    """Text and HTML reprs from one ``_rows()`` (rows of cells, human units) and ``_title()``.
 
-    A class defines ``_rows()`` (rows of cells) and ``_title()``; ``_header`` names the
-    columns. ``repr`` is the title, then the rows as a text table; with ``_inline`` (two
-    columns) it is one line, ``Name(title: label=value, ...)``. ``_repr_html_`` is the same
-    rows as an HTML table, the title its caption. Hooks, all optional: ``_caption()`` (the
-    HTML caption, when it says more than the title), ``_tables()`` (several tables:
-    ``[(caption, rows, header), ...]``), ``_notes()`` (lines after the table, in both). A
-    class may write its own ``__repr__`` (a one-line summary, a list) from the same rows;
-    the HTML is always this one. For a ``NamedTuple`` (which takes no mixin) assign
-    ``__repr__ = Rows.__repr__`` and ``_repr_html_ = Rows._repr_html_``.
+    ``_header`` names the columns; ``_inline`` makes the repr one line of ``label=value``.
+    Optional hooks: ``_caption()`` (HTML caption, default the title), ``_tables()`` (several
+    ``(caption, rows, header)`` tables), ``_notes()`` (lines after the table). A ``NamedTuple``
+    takes no mixin: it assigns ``__repr__ = Rows.__repr__`` and ``_repr_html_ = Rows._repr_html_``
+    (hence the ``getattr`` reads).
     """
 
     _header: tuple[str, ...] = ("figure", "value")
-    _inline: bool = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -120,30 +108,22 @@ class Rows:
     def _title(self) -> str:
         return type(self).__name__
 
-    def _rows(self) -> list[tuple]:
-        raise NotImplementedError
-
-    def _caption(self) -> str:
-        return self._title()
-
-    def _tables(self) -> list[tuple[str, list, tuple[str, ...]]]:
-        caption = getattr(self, "_caption", self._title)()
-        return [(caption, self._rows(), getattr(self, "_header", Rows._header))]
-
-    def _notes(self) -> tuple[str, ...]:
-        return ()
-
     def __repr__(self) -> str:
         rows = self._rows()
         if getattr(self, "_inline", False):
             cells = ", ".join(f"{k}={v}" for k, v in rows)
             return f"{type(self).__name__}({self._title()}: {cells})"
-        header = getattr(self, "_header", Rows._header)
-        text = f"{type(self).__name__}: {self._title()}\n" + text_table(rows, header=header)
-        return "\n".join([text, *getattr(self, "_notes", tuple)()])
+        table = text_table(rows, header=getattr(self, "_header", Rows._header))
+        notes = getattr(self, "_notes", tuple)()
+        return "\n".join([f"{type(self).__name__}: {self._title()}\n{table}", *notes])
 
     def _repr_html_(self) -> str:
-        tables = getattr(self, "_tables", lambda: Rows._tables(self))()
-        notes = "".join(f"<pre>{html.escape(n)}</pre>" for n in getattr(self, "_notes", tuple)())
-        tables = "".join(html_table(r, header=h, caption=c) for c, r, h in tables)
-        return tables + notes
+        if hasattr(self, "_tables"):
+            tables = self._tables()
+        else:
+            caption = getattr(self, "_caption", self._title)()
+            tables = [(caption, self._rows(), getattr(self, "_header", Rows._header))]
+        notes = getattr(self, "_notes", tuple)()
+        return "".join(html_table(r, header=h, caption=c) for c, r, h in tables) + "".join(
+            f"<pre>{html.escape(n)}</pre>" for n in notes
+        )

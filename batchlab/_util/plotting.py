@@ -1,8 +1,4 @@
-"""Matplotlib figures for the notebooks: readable on a classroom projector.
-
-Plots draw results; they compute nothing. Every function takes an optional ``axes`` to draw
-into and returns the figure.
-"""
+"""Matplotlib helpers for the notebooks' figures: readable on a classroom projector."""
 
 from __future__ import annotations
 
@@ -22,11 +18,7 @@ matplotlib.rcParams.update({"font.size": 12, "axes.titlesize": 13, "axes.labelsi
 def new_figure(
     ncols: int = 1, width: float = 5.5, height: float = 3.8, *, layout: str = "constrained"
 ):
-    """A pyplot-free figure (no global state, safe in widgets) with ``ncols`` panels.
-
-    ``layout="tight"`` lays out faster than ``"constrained"`` (about 160 ms against 190+ ms
-    per redraw here) and suits simple panels that explorers redraw on every slider release.
-    """
+    """A pyplot-free figure (no global state, safe in widgets) with ``ncols`` panels."""
     fig = Figure(figsize=(width * ncols, height), layout=layout)
     return fig, fig.subplots(1, ncols)
 
@@ -88,12 +80,8 @@ def bytes_axis(axis) -> None:
 
 
 def figure_to_png(fig, dpi: int = 90, *, tight: bool = True) -> bytes:
-    """Renders a figure to PNG bytes (for ``ipywidgets.Image`` and saved artefacts).
-
-    ``tight=True`` crops to the drawn content, so long labels and outside legends are never
-    cut; it costs a second layout pass, so explorers redrawing on every slider release pass
-    ``tight=False`` (their constrained layout keeps labels inside).
-    """
+    """PNG bytes of a figure; ``tight`` crops to the drawn content (outside legends kept)
+    at the cost of a second layout pass, which explorers redrawing on every move skip."""
     buf = io.BytesIO()
     extra = {"bbox_inches": "tight", "pad_inches": 0.1} if tight else {}
     fig.savefig(buf, format="png", dpi=dpi, **extra)

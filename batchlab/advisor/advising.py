@@ -1,15 +1,11 @@
 """``advise``: the fastest way to batch the user's function that fits the budget, measured here.
 
-1. **Plan** every candidate (:mod:`batchlab.advisor.candidates`) at the measured batch with
-   XLA. Those over the budget are not run. When none fits, the batch shrinks to what the
-   leanest plan fits, and the advice leads with it.
-2. **Time** the rest with the one sampler, :func:`batchlab.measuring.interleaved`: a short
-   run screens out those shown over 1.5x slower, a longer one decides on per-round ratios
-   (:func:`batchlab.advisor.choice.decide`), and when it cannot, a third times only the
-   candidates it could not order.
-3. **Fit** the pick: :func:`batchlab.max_batch_size` with ``margin="calibrated"`` (the runs
-   room's plan-to-real ratio, measured in a fresh process). A pick whose plan times the
-   margin does not fit the measured batch is left out, with the reason, and the next is fitted.
+1. **Plan** every candidate (:mod:`batchlab.advisor.candidates`) with XLA; those over the budget
+   are not run. When none fits, the batch shrinks to what the leanest plan fits.
+2. **Time** the rest with the one sampler (:func:`batchlab.measuring.interleaved`): a short run
+   screens out the clearly slower, a longer one decides (:func:`batchlab.advisor.decide`).
+3. **Fit** the pick: :func:`batchlab.max_batch_size` with ``margin="calibrated"``. A pick that
+   cannot run the measured batch with that margin is left out, and the next is fitted.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ from batchlab._util.checks import (
     check_positive_int,
 )
 from batchlab._util.format import format_bytes
-from batchlab.advisor.candidates import chunk_sweep, dense_candidates, fn_name, ragged_candidates
+from batchlab.advisor.candidates import dense_candidates, fn_name, ragged_candidates
 from batchlab.advisor.choice import decide, screen
 from batchlab.advisor.report import Advice, CandidateResult
 from batchlab.batching.strategies import ADVISED
@@ -64,16 +60,17 @@ def _batch_length(example: Any, in_axes: Any) -> int:
 
 def _item_and_batch(example: Any, in_axes: Any, n: int) -> tuple[Any, tuple, Any]:
     """(one item as max_batch_size takes it, the arguments of a batch of ``n``, the axes)."""
-    first = lambda a: jax.tree_util.tree_map(lambda x: np.asarray(x)[0], a)  # noqa: E731
-    cut = lambda a: jax.tree_util.tree_map(lambda x: np.asarray(x)[:n], a)  # noqa: E731
+
+    def each(f, a):
+        return jax.tree_util.tree_map(lambda x: f(np.asarray(x)), a)
+
     if in_axes is None:  # one item: the batch repeats it
-        rep = jax.tree_util.tree_map(lambda x: np.repeat(np.asarray(x)[None], n, 0), example)
-        return example, (rep,), 0
+        return example, (each(lambda x: np.repeat(x[None], n, 0), example),), 0
     if isinstance(in_axes, tuple):
         pairs = list(zip(example, in_axes, strict=True))
-        item = tuple(first(a) if ax == 0 else a for a, ax in pairs)
-        return item, tuple(cut(a) if ax == 0 else a for a, ax in pairs), in_axes
-    return first(example), (cut(example),), 0
+        item = tuple(each(lambda x: x[0], a) if ax == 0 else a for a, ax in pairs)
+        return item, tuple(each(lambda x: x[:n], a) if ax == 0 else a for a, ax in pairs), in_axes
+    return each(lambda x: x[0], example), (each(lambda x: x[:n], example),), 0
 
 
 def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, packed_fn):
@@ -120,11 +117,8 @@ def _time(
 ) -> tuple[dict, dict[str, str]]:
     """Interleaved samples of the candidates worth timing, and why the others were dropped.
 
-    Three runs of the one sampler: a short one screens out those shown over 1.5x slower (a
-    quarter of ``max_seconds``), a longer one times the rest (half), and when it cannot
-    decide, a third times only the candidates it could not order (the last quarter). The
-    second and third runs' rounds are pooled for those: every round timed all of them, so
-    the pairing holds.
+    A short run screens, a longer one times the rest; when it cannot decide, a third times the
+    tied only, pooled with the second's rounds (each round timed all of them: still paired).
     """
     calls = {c.label: c.call for c in cands}
     if len(calls) == 1:  # one candidate: nothing to order; two rounds for its figure
@@ -148,8 +142,8 @@ def _time(
         token = next(iter(more.values())).paired
         for k, s in more.items():
             full[k] = replace(s, values=full[k].values + s.values, paired=token)
+        rounds = len(full[verdict.pick].values)
         for k in set(kept) - set(verdict.tied):
-            rounds = len(full[verdict.pick].values)
             dropped[k] = f"screened out: slower than {verdict.pick} ({rounds} rounds)"
     bar.update(1)
     return {**short, **full}, dropped  # the screened keep their short run's samples
@@ -168,30 +162,19 @@ def advise(
     upper: int | None = None,
     progress: bool = True,
 ) -> Advice:
-    """The fastest way to batch ``fn`` that fits ``budget``, timed here, and the batch size that fits.
-
-    Dense: ``vmap``, ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ... below the
-    batch, host chunks. Ragged (a ``bl.Ragged`` or ``TokenDataset``, ``fn(values, mask)`` of
-    one padded item): pad, 4 buckets of the same tokens per batch, and packing each batch
-    with ``packed_fn``.
+    """The fastest way to batch ``fn`` that fits ``budget`` (bytes), timed here, and its batch size.
 
     Args:
-      fn: the per-item function (``in_axes=None`` or 0), or the one ``jax.vmap(fn, in_axes)`` maps.
+      fn: the per-item function, or the one ``jax.vmap(fn, in_axes)`` maps; ragged data:
+        ``fn(values, mask)`` of one padded item.
       example: one item (``in_axes=None``: the batch repeats it), a batch (``in_axes=0``), the
-        tuple of ``fn``'s arguments (``in_axes`` a tuple of 0 and None), or ragged data.
-      budget: bytes.
-      batch_size: items timed (default: the example batch, or 256 for one item); ragged: rows
-        per padded batch (default 64; buckets and packs hold ``rows x longest`` tokens).
+        tuple of ``fn``'s arguments (``in_axes`` a tuple of 0 and None), or a ``bl.Ragged`` /
+        ``TokenDataset`` (pad, 4 buckets, and with ``packed_fn(values, segment_ids, n)`` packing).
+      batch_size: items timed (default: the example batch, or 256); ragged: rows per padded
+        batch (default 64; buckets and packs hold ``rows x longest`` tokens).
       strategies: drawn from ``("vmap", "chunked", "host")`` (dense).
-      max_seconds: the time for the interleaved timing (planning and the fit come on top).
+      max_seconds: for the interleaved timing (planning and the fit come on top).
       upper: the largest batch size the fit may give (default 16x the timed batch).
-      progress: a progress bar (``TQDM_DISABLE=1`` hides it too).
-
-    Returns:
-      :class:`batchlab.advisor.Advice`: ``.recommended``, ``.batch_size``, ``.code``, ``.why``.
-
-    Raises:
-      TypeError, ValueError: bad arguments, named, before anything is compiled.
 
     Example:
       >>> import jax.numpy as jnp
@@ -235,7 +218,7 @@ def advise(
                 f"`fn` cannot be called on one item of `example` (in_axes={in_axes!r}): "
                 f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             ) from e
-        cands = dense_candidates(fn, args, axes, n, chunk_sweep(n), strategies)
+        cands = dense_candidates(fn, args, axes, n, strategies)
         if cands and min(c.planned for c in cands) > budget.bytes:
             lean = min(cands, key=lambda c: c.planned)
             small = int(max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, in_axes=axes,
@@ -249,7 +232,7 @@ def advise(
                 return _nothing(fn, cands, n, budget, lead + "; not one item fits", start)
             n = small
             item, args, axes = _item_and_batch(example, in_axes, n)
-            cands = dense_candidates(fn, args, axes, n, chunk_sweep(n), strategies)
+            cands = dense_candidates(fn, args, axes, n, strategies)
         items = n
     bar.update(1)
     over = {c.label for c in cands if c.planned * (margin or 1.0) > budget.bytes}

@@ -1,15 +1,8 @@
 """The ways to batch the user's function, each planned by XLA and ready to call.
 
-A :class:`Candidate` is one way: its label, XLA's plan (the kit's one plan path,
-:func:`batchlab.runs.planning.compile_program`: closed-over arrays counted as arguments), a
-zero-argument call on the measured data (the compiled program itself, so timing it compiles
-nothing again) and the plain JAX to paste.
-
-Dense: ``vmap``; ``jax.lax.map(fn, xs, batch_size=k)`` for ``k`` = 1, 2, 4, ... below the
-batch; host chunks (one jitted ``vmap`` per chunk) for the chunks of at
-most 4 dispatches. Ragged (``fn(values, mask)`` of one padded item): pad every item to the
-longest, length buckets with the same tokens per batch, and, given ``packed_fn(values,
-segment_ids, num_segments)``, packing each batch into those tokens.
+A :class:`Candidate` holds its label, XLA's plan (the kit's one plan path,
+:func:`batchlab.runs.planning.compile_program`), a zero-argument call on the measured data
+(the compiled program itself: timing it compiles nothing again) and the plain JAX to paste.
 """
 
 from __future__ import annotations
@@ -73,10 +66,10 @@ def dense_code(name: str, strategy: str, k: int | None, in_axes: Any) -> str:
 
 
 def dense_candidates(
-    fn: Callable, args: tuple, in_axes: Any, n: int, chunks: list[int], strategies: Sequence[str]
+    fn: Callable, args: tuple, in_axes: Any, n: int, strategies: Sequence[str]
 ) -> list[Candidate]:
     """vmap, lax.map at every chunk size, host chunks of at most 4 dispatches; planned at ``n``."""
-    plain, name = unjit(fn), fn_name(fn)
+    plain, name, chunks = unjit(fn), fn_name(fn), chunk_sweep(n)
     specs = tuple(jax.tree_util.tree_map(spec_of, a) for a in args)
     on_device = _device(args)
     settings = [("vmap", None)] if "vmap" in strategies else []
@@ -122,7 +115,8 @@ def pack_groups(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
 def ragged_candidates(
     fn: Callable, data: Any, rows: int, packed_fn: Callable | None
 ) -> list[Candidate]:
-    """Pad, 4 buckets of ``rows x longest`` tokens per batch, and packing into those tokens."""
+    """Pad, 4 buckets of ``rows x longest`` tokens per batch, and (given ``packed_fn(values,
+    segment_ids, num_segments)``) packing into those tokens."""
     plain, name = unjit(fn), fn_name(fn)
     longest = int(data.lengths.max())
     tokens = rows * longest

@@ -1,13 +1,10 @@
 """From paired timings to a pick: the fastest, only where the per-round ratios say so.
 
-:func:`decide` takes one :func:`batchlab.measuring.interleaved` run. The candidate with the
-smallest median is the fastest; each other is *slower* when ``ratio_above(other, fastest,
-1.0)`` holds (its per-round ratios' distribution-free interval lies above 1). When every other
-is slower, the fastest is the pick and the ratio against the runner-up is the deciding number.
-Candidates it cannot tell from the fastest but each shown within 1.1x of it (``ratio_below``)
-are equivalent: the pick among them is the smallest plan (XLA's, deterministic). Otherwise
-there is not enough evidence: the advice says so and names the fastest median so far.
-:func:`screen` drops, after a short run, the candidates shown over 1.5x slower than the fastest.
+The fastest median is the pick when every other is *slower*: ``ratio_above(other, fastest,
+1.0)`` holds (its per-round ratios' distribution-free interval lies above 1). Candidates it
+cannot tell from the fastest, but each shown within 1.1x of it (``ratio_below``), are
+equivalent: the pick is the smallest plan (XLA's, deterministic). Otherwise there is not
+enough evidence, and the verdict names the fastest median so far.
 """
 
 from __future__ import annotations
@@ -37,17 +34,14 @@ def _median(s: Samples) -> float:
     return statistics.median(s.values)
 
 
-def slower_than_fastest(samples: Mapping[str, Samples], ratio: float) -> dict[str, bool]:
-    """``{label: ratio_above(label, fastest, ratio) holds}`` for every label but the fastest."""
-    fastest = min(samples, key=lambda k: _median(samples[k]))
-    return {
-        k: ratio_above(k, fastest, ratio)(samples).outcome == HOLDS for k in samples if k != fastest
-    }
-
-
 def screen(samples: Mapping[str, Samples]) -> list[str]:
     """The labels shown over :data:`SCREEN_RATIO` x slower than the fastest (dropped)."""
-    return [k for k, slow in slower_than_fastest(samples, SCREEN_RATIO).items() if slow]
+    fastest = min(samples, key=lambda k: _median(samples[k]))
+    return [
+        k
+        for k in samples
+        if k != fastest and ratio_above(k, fastest, SCREEN_RATIO)(samples).outcome == HOLDS
+    ]
 
 
 def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdict:
@@ -55,21 +49,16 @@ def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdic
     if len(samples) == 1:
         return Verdict(next(iter(samples)), None, True, (), "")
     order = sorted(samples, key=lambda k: _median(samples[k]))
-    fastest, runner = order[0], order[1]
-    slower = slower_than_fastest(samples, 1.0)
-    tied = [fastest] + [k for k in order[1:] if not slower[k]]
+    fastest = order[0]
+    slower = {k: ratio_above(k, fastest, 1.0)(samples) for k in order[1:]}
+    tied = [fastest] + [k for k in order[1:] if slower[k].outcome != HOLDS]
     if len(tied) == 1:
-        return Verdict(
-            fastest, runner, True, (), ratio_above(runner, fastest, 1.0)(samples).deciding
-        )
+        return Verdict(fastest, order[1], True, (), slower[order[1]].deciding)
     near = {k: ratio_below(k, fastest, WITHIN)(samples) for k in tied[1:]}
     far = [k for k in tied[1:] if near[k].outcome != HOLDS]
-    if not far:  # every one the timings cannot order is shown within 1.1x: the smallest plan
-        pick = min(tied, key=lambda k: (planned[k], _median(samples[k])))
-        other = pick if pick != fastest else tied[1]
-        return Verdict(pick, fastest if pick != fastest else tied[1], True, tuple(tied),
-                       near[other].deciding)  # fmt: skip
-    # not enough evidence: the fastest median so far, said to be undecided
-    return Verdict(
-        fastest, far[0], False, tuple(tied), ratio_above(far[0], fastest, 1.0)(samples).deciding
-    )
+    if far:  # not enough evidence: the fastest median so far, said to be undecided
+        return Verdict(fastest, far[0], False, tuple(tied), slower[far[0]].deciding)
+    pick = min(tied, key=lambda k: (planned[k], _median(samples[k])))
+    other = pick if pick != fastest else tied[1]
+    runner = fastest if pick != fastest else tied[1]
+    return Verdict(pick, runner, True, tuple(tied), near[other].deciding)

@@ -1,8 +1,5 @@
-"""What :func:`batchlab.advise` found: every candidate's plan and timing, the pick, the fit, why.
-
-The plans are XLA's (deterministic), the timings one :func:`batchlab.measuring.interleaved`
-run (paired by round), the fit :func:`batchlab.max_batch_size` with the calibrated margin.
-"""
+"""What :func:`batchlab.advise` found: every candidate's plan (XLA's) and paired timing, the
+pick, the fit (:func:`batchlab.max_batch_size`, calibrated margin) and why."""
 
 from __future__ import annotations
 
@@ -20,11 +17,8 @@ from batchlab.runs.budget import Budget
 
 @dataclass(frozen=True)
 class CandidateResult:
-    """One candidate: XLA's plan at ``items`` items, its interleaved samples (per call), the code.
-
-    ``samples`` is ``None`` when it was not timed; ``note`` says why (over the budget,
-    screened out as slower, out of time).
-    """
+    """One candidate: XLA's plan at ``items`` items, its samples (per call; ``None``: not
+    timed, ``note`` says why) and its plain JAX code."""
 
     label: str
     strategy: str
@@ -37,7 +31,7 @@ class CandidateResult:
 
     @property
     def per_item(self) -> float | None:
-        """The median sample over the items (seconds per item), ``None`` if not timed."""
+        """Seconds per item (median sample), ``None`` if not timed."""
         return None if self.samples is None else statistics.median(self.samples.values) / self.items
 
 
@@ -45,11 +39,10 @@ class CandidateResult:
 class Advice(Rows):
     """The advice for one function here (see :func:`batchlab.advise`).
 
-    ``recommended``: the pick's label (``None`` only when not one item fits); ``tied``: the
-    candidates the timings cannot order; ``decided``: the pick is backed by them (faster than
-    the runner-up, or within 1.1x of the fastest and the smallest plan); ``False``: not
-    enough evidence, the fastest median. ``batch_size``: the largest batch (items; ragged:
-    rows, or tokens per batch) whose plan fits ``budget / margin``.
+    ``recommended``: the pick (``None``: not one item fits); ``tied``: the candidates the
+    timings cannot order; ``decided``: the timings back the pick (``False``: the fastest
+    median); ``batch_size``: the largest batch (items, rows or tokens: ``unit``) whose plan
+    fits ``budget / margin``.
     """
 
     name: str
@@ -85,7 +78,7 @@ class Advice(Rows):
 
     @property
     def unit(self) -> str:
-        """What ``batch_size`` counts: items (dense), rows (padding) or tokens (buckets, packs)."""
+        """What ``batch_size`` counts: items, rows (padding) or tokens (buckets, packs)."""
         if self.mode == "dense" or self.best is None:
             return "items"
         return "rows" if self.best.strategy == "pad" else "tokens"
@@ -158,9 +151,7 @@ class Advice(Rows):
 
 def plot_candidates(advice: Advice, *, budget: int | None = None, pick: str | None = None):
     """x: planned peak (XLA); y: median time per item (bar: fastest .. slowest round).
-
-    ``budget`` and ``pick`` (an explorer's setting) replace the advice's own.
-    """
+    ``budget`` and ``pick`` (an explorer's setting) replace the advice's own."""
     fig, ax = new_figure(width=9, height=4.8)
     timed = [c for c in advice.candidates if c.samples is not None]
     for i, c in enumerate(timed):

@@ -90,16 +90,8 @@ AXIS = "batch"
 def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
     """Lays the leading (batch) axis of ``x`` out over the ``"batch"`` axis of ``mesh``.
 
-    Padding rows are zeros, and the mask excludes them.
-
-    Args:
-      x: an array ``[batch, ...]`` or a pytree of arrays sharing the batch size
-        (several processes: this process's rows).
-      mesh: a ``jax.sharding.Mesh`` with an axis named ``"batch"``, e.g.
-        ``jax.make_mesh((jax.device_count(),), ("batch",))``.
-
-    Returns:
-      A :class:`ShardedBatch` (values, mask, n_items, sharding).
+    ``x``: an array ``[batch, ...]`` or a pytree of them (several processes: this process's
+    rows). Padding rows are zeros, and the mask excludes them.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -145,7 +137,6 @@ def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
     sharding = NamedSharding(mesh, PartitionSpec(AXIS))
 
     def place(leaf: Any) -> jax.Array:
-        leaf = np.asarray(leaf) if isinstance(leaf, np.ndarray) or np.isscalar(leaf) else leaf
         widths = [(0, padded - n_items)] + [(0, 0)] * (np.ndim(leaf) - 1)
         pad = np.pad if isinstance(leaf, np.ndarray) else jnp.pad
         return jax.device_put(pad(leaf, widths), sharding)
@@ -173,7 +164,7 @@ def _process_blocks(sharding: NamedSharding, n_devices: int) -> dict[int, list[i
 
 
 def _shard_process_local(leaves: list, treedef: Any, n_local: int, mesh: Mesh) -> ShardedBatch:
-    """:func:`shard_batch` over a mesh spanning several processes; ``leaves`` are this process's rows."""
+    """:func:`shard_batch` over a mesh of several processes; ``leaves``: this process's rows."""
     sharding = NamedSharding(mesh, PartitionSpec(AXIS))
     n_devices = int(mesh.shape[AXIS])
     blocks = _process_blocks(sharding, n_devices)

@@ -69,15 +69,9 @@ def measure_scaling(
     devices: Sequence[Any] | None = None,
     repeat: int = 5,
 ) -> Scaling:
-    """Runs ``fn(batch, *params)`` sharded over each device count; compares with one device.
-
-    Args:
-      fn: per-item computation on a batch: output has the batch as leading axis.
-      x: the batch (array ``[batch, ...]`` or pytree).
-      device_counts: e.g. ``(1, 2, 4, 8)``; each at most ``len(devices)``.
-      params: arguments shared by every item (replicated on every device).
-      devices: the devices to use (``None``: ``jax.devices()``).
-      repeat: timing rounds per device count (the counts are timed interleaved).
+    """Runs ``fn(batch, *params)`` with the batch sharded over each of ``device_counts`` (of
+    ``devices``, default ``jax.devices()``) and ``params`` replicated; compares with one device.
+    ``repeat``: timing rounds per count (the counts are timed interleaved).
 
     Example:
       >>> import jax.numpy as jnp

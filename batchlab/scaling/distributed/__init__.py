@@ -59,7 +59,7 @@ def initialize(**kwargs: Any) -> None:
 
 @dataclass(frozen=True)
 class ProcessRun:
-    """One launched process: its exit code, output and (for a function job) its return value."""
+    """One launched process: exit code, output and (a function job) its return value."""
 
     process_id: int
     returncode: int | None
@@ -131,8 +131,7 @@ def _child_env(coordinator: str, n: int, i: int, devices: int) -> dict[str, str]
 
 
 def _pickle_job(job: Callable, args: tuple) -> bytes:
-    """cloudpickle ``(job, args)``, the job's own module by value (a test or a user's module need
-    not be importable in the children; notebook and ``__main__`` functions always are sent)."""
+    """cloudpickle ``(job, args)``, the job's own module by value (the children need not import it)."""
     module = sys.modules.get(getattr(job, "__module__", None) or "")
     by_value = module is not None and module.__name__ not in ("__main__", "builtins")
     by_value = by_value and not module.__name__.startswith("batchlab")
@@ -169,7 +168,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
     with contextlib.suppress(OSError):
         if os.name == "posix":
             os.killpg(proc.pid, signal.SIGKILL)
-        else:  # Windows: no process groups to signal; end the process itself
+        else:  # Windows: no process groups
             proc.kill()
 
 
@@ -184,18 +183,11 @@ def launch(
 ) -> Launch:
     """Runs ``job`` in ``processes`` local JAX processes that form one multi-process runtime.
 
-    Args:
-      job: a function (sent by cloudpickle; called as ``job(*args)`` after :func:`initialize`;
-        its return value must pickle) or the path of a script (run as ``python script *args``;
-        it calls :func:`initialize`).
-      processes: how many processes (``jax.process_count()``).
-      devices_per_process: CPU devices in each (``jax.local_device_count()``).
-      args: arguments for the function, or command-line strings for the script.
-      timeout: seconds for the whole job; then every process is killed.
-      check: raise when a process fails or the job times out.
-
-    Returns:
-      A :class:`Launch`: per process exit code, stdout, stderr and return value.
+    ``job`` is a function (cloudpickled, called as ``job(*args)`` after :func:`initialize`; its
+    return value must pickle) or a script's path (run as ``python script *args``; it calls
+    :func:`initialize`). ``timeout``: seconds for the whole job, then every process is killed;
+    ``check``: raise when a process fails or the job times out. The :class:`Launch` holds each
+    process's exit code, stdout, stderr and return value.
 
     Example:
       >>> def count():
