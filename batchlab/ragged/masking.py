@@ -85,15 +85,9 @@ def to_float(x: Array) -> Array:
 
 
 def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
-    """Sum over ``axis`` of the positions where ``mask`` is ``True``; ``0`` for an empty row.
+    """Sum over ``axis`` (a mask axis) where ``mask`` is ``True``: ``x``'s shape without ``axis``.
 
-    Args:
-      x: ``(..., seq, ...)`` values; pad positions may hold anything, even NaN.
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis (one of the mask's axes).
-
-    Returns:
-      ``x``'s shape without ``axis``. The other reductions take the same arguments.
+    Pad positions may hold anything, even NaN. The other reductions take the same arguments.
     """
     x, mask, axis = _prepare(x, mask, axis)
     return jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
@@ -112,10 +106,7 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Arr
 
 
 def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array:
-    """Maximum over ``axis`` of the unmasked positions, in ``x``'s dtype.
-
-    ``empty``, the result for a fully masked row, defaults to ``-inf`` (floats)
-    or the dtype's minimum (integers).
+    """Maximum over ``axis`` of the unmasked positions, in ``x``'s dtype (``empty``: see above).
 
     Example:
       >>> import jax.numpy as jnp

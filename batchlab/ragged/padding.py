@@ -76,12 +76,10 @@ class Padded(NamedTuple):
 
     @property
     def padded_elements(self) -> int:
-        """Positions computed on: ``batch * length``."""
         return int(self.mask.size)
 
     @property
     def true_elements(self) -> int:
-        """Positions holding data: ``sum(lengths)``."""
         return int(np.sum(self.lengths))
 
     waste = Cost.waste
@@ -180,13 +178,13 @@ def pad(
     if length is None:
         length = -(-max(longest, 1) // multiple_of) * multiple_of if multiple_of else longest
     cut = lengths > length
-    what = f"{cut.sum()} of {len(lengths)} items"
-    if cut.any() and not truncate:
-        raise ValueError(
-            f"`length`={length} would cut {what} (the longest has {longest}); pass "
-            f"truncate=True to cut them, or a larger `length`."
-        )
     if cut.any():
+        what = f"{cut.sum()} of {len(lengths)} items"
+        if not truncate:
+            raise ValueError(
+                f"`length`={length} would cut {what} (the longest has {longest}); pass "
+                f"truncate=True to cut them, or a larger `length`."
+            )
         dropped = int((lengths - length)[cut].sum())
         warnings.warn(
             f"pad: truncated {what} to length {length} ({dropped} dropped).", stacklevel=2
