@@ -73,7 +73,7 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
             f"`lengths` has {m} distinct values: the exact search costs n_buckets x {m}^2 steps "
             f"(minutes). Round the lengths first (e.g. np.ceil(lengths / 16) * 16, at most "
             f"{int((2 * 10**9 / k_max) ** 0.5)} distinct values for n_buckets={k_max}) or use "
-            f'rule_boundaries(lengths, "quantile", n_buckets={n_buckets}).'
+            f'batchlab.ragged.boundaries.rule_boundaries(lengths, "quantile", n_buckets={n_buckets}).'
         )
     items_below = np.concatenate([[0], np.cumsum(c)]).astype(np.float64)
     best = np.full(m + 1, np.inf)

@@ -184,16 +184,6 @@ def bucket_batches(
 
     Returns:
       :class:`Buckets` with one entry per batch; ``restore`` drops the filler rows.
-
-    Example:
-      >>> bs = bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]], boundaries=[1, 4], batch_size=2)
-      >>> [(b.boundary, b.indices.tolist(), b.padded.values.shape) for b in bs]
-      [(1, [0, 2], (2, 1)), (1, [3], (2, 1)), (4, [1, 4], (2, 4))]
-      >>> bs.shapes, bs.filler_rows, bs.restore([b.padded.lengths for b in bs]).tolist()
-      (2, 1, [1, 2, 1, 1, 3])
-      >>> [b.padded.values.shape for b in bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]],
-      ...                                                 boundaries=[1, 4], tokens_per_batch=4)]
-      [(4, 1), (1, 4), (1, 4)]
     """
     if (batch_size is None) == (tokens_per_batch is None):
         raise ValueError(

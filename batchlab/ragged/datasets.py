@@ -1,10 +1,4 @@
-"""Ragged data to experiment with: a real shipped dataset and a synthetic length generator.
-
-Example:
-  >>> data = load_stdlib_functions()
-  >>> len(data), int(data.lengths.max())
-  (6811, 1601)
-"""
+"""Ragged data to experiment with: a real shipped dataset and a synthetic length generator."""
 
 from __future__ import annotations
 
@@ -84,10 +78,6 @@ def lognormal_lengths(
 
     ``median`` is ``exp(mu)``; ``sigma`` the spread of ``log(length)`` (0.5 narrow, 1.5 a
     very long tail); ``max_length`` clips.
-
-    Example:
-      >>> lognormal_lengths(5, median=10, seed=0).tolist()
-      [11, 9, 19, 11, 6]
     """
     n = check_positive_int(n, "n")
     median, sigma = check_positive_float(median, "median"), check_positive_float(sigma, "sigma")

@@ -158,11 +158,6 @@ def pad(
       value, dtype: the pad value (it must fit) and the result dtype (default: the items').
       casting: ``"same_value"`` refuses a ``dtype`` that changes a value (1.5 -> int,
         300 -> uint8); ``"unsafe"`` casts as numpy's astype.
-
-    Example:
-      >>> pad([[1.0, 2.0], [3.0]], multiple_of=4, value=-1).values
-      array([[ 1.,  2., -1., -1.],
-             [ 3., -1., -1., -1.]])
     """
     checks.check_bool(truncate, "truncate")
     checks.check_choice(casting, "casting", ("same_value", "unsafe"))
