@@ -81,8 +81,8 @@ INT_ARGS = {
     "prefetch": (lambda **k: list(batchlab.prefetch(iter([X]), **k)), ["size"]),
     "lognormal_lengths": (lambda **k: batchlab.ragged.lognormal_lengths(**k), ["n"]),
     "optimal_boundaries": (lambda **k: batchlab.optimal_boundaries(LENGTHS, **k), ["n_buckets"]),
-    "quantile_boundaries": (
-        lambda **k: batchlab.ragged.boundaries.quantile_boundaries(LENGTHS, **k),
+    "rule_boundaries(quantile)": (
+        lambda **k: batchlab.ragged.boundaries.rule_boundaries(LENGTHS, "quantile", **k),
         ["n_buckets"],
     ),
     "bucketize": (lambda **k: batchlab.bucketize(SEQS, **k), ["n_buckets"]),
@@ -162,7 +162,7 @@ CHOICES = {
         "method",
     ),
     "rule_boundaries(rule)": (  # the bucket explorer's `rule`
-        lambda v: batchlab.ragged.report.rule_boundaries(LENGTHS, v),
+        lambda v: batchlab.ragged.boundaries.rule_boundaries(LENGTHS, v),
         "rule",
     ),
     "sizes(topic)": (lambda v: batchlab.sizes(v), "topic"),
@@ -523,14 +523,14 @@ case(
     r"`lengths`",
 )
 case(
-    "quantile_boundaries(lengths=[[1]])",
-    lambda: batchlab.ragged.boundaries.quantile_boundaries(np.array([[1, 2]]), 2),
+    "rule_boundaries(quantile, lengths=[[1]])",
+    lambda: batchlab.ragged.boundaries.rule_boundaries(np.array([[1, 2]]), "quantile"),
     ValueError,
     r"`lengths`",
 )
 case(
-    "power_of_two_boundaries([-1])",
-    lambda: batchlab.ragged.boundaries.power_of_two_boundaries(np.array([-1, 4])),
+    "rule_boundaries(pow2, [-1])",
+    lambda: batchlab.ragged.boundaries.rule_boundaries(np.array([-1, 4]), "pow2"),
     ValueError,
     r"`lengths`",
 )

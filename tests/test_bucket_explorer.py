@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from batchlab import Ragged
+from batchlab.ragged.boundaries import rule_boundaries
 from batchlab.ragged.bucketing import bucketize
-from batchlab.ragged.report import rule_boundaries
 from batchlab.widgets import BucketExplorer
 
 

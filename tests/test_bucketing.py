@@ -19,13 +19,7 @@ from batchlab import (
     optimal_boundaries,
     padding_report,
 )
-from batchlab.ragged.boundaries import (
-    equal_width_boundaries,
-    padded_elements,
-    power_of_two_boundaries,
-    quantile_boundaries,
-)
-from batchlab.ragged.report import rule_boundaries
+from batchlab.ragged.boundaries import padded_elements, rule_boundaries
 
 
 def brute_force(lengths, k):
@@ -50,10 +44,10 @@ def test_optimal_never_worse_than_heuristics_on_shipped_data():
     lengths = load_stdlib_functions().lengths
     for k in (2, 4, 8):
         best = padded_elements(lengths, optimal_boundaries(lengths, k))
-        assert best <= padded_elements(lengths, quantile_boundaries(lengths, k))
-        assert best <= padded_elements(lengths, equal_width_boundaries(lengths, k))
+        assert best <= padded_elements(lengths, rule_boundaries(lengths, "quantile", n_buckets=k))
+        assert best <= padded_elements(lengths, rule_boundaries(lengths, "fixed", n_buckets=k))
     assert padded_elements(lengths, optimal_boundaries(lengths, 16)) <= padded_elements(
-        lengths, power_of_two_boundaries(lengths)
+        lengths, rule_boundaries(lengths, "pow2")
     )
 
 

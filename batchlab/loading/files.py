@@ -18,7 +18,6 @@ from batchlab._util.format import format_bytes
 METHODS = ("per_item", "bulk", "mmap")
 ORDERS = ("contiguous", "random")
 TRANSFERS = ("batch", "item")
-_REGENERATE = "Regenerate it with np.save(path, array)."
 
 
 @dataclass(frozen=True)
@@ -71,22 +70,15 @@ def _not_a_folder(name: str, directory: Path, *folders: Path) -> None:
 
 
 def make_dataset(
-    directory: str | Path,
-    n_items: int,
-    item_shape: Sequence[int],
-    *,
-    seed: int = 0,
+    directory: str | Path, n_items: int, item_shape: Sequence[int], *, seed: int = 0
 ) -> Dataset:
-    """Writes ``n_items`` random float32 items (``numpy.random.default_rng(seed)``) as per-item files
-    and as one bulk file in ``directory`` (created if missing; use a temporary one).
+    """Writes ``n_items`` random float32 items as per-item files and as one bulk file in
+    ``directory`` (created if missing; use a temporary one).
 
     Example:
       >>> import tempfile
-      >>> d = make_dataset(tempfile.mkdtemp(), 4, (3,))
-      >>> d
+      >>> make_dataset(tempfile.mkdtemp(), 4, (3,))
       Dataset(4 items of float32[3], 12 B each, 48 B in all; 4 per-item .npy files + one bulk .npy)
-      >>> load_npy(d.item_path(2), shape=(3,), dtype="float32").shape
-      (3,)
     """
     _check_path(directory, "directory", "folder")
     check_positive_int(n_items, "n_items")
@@ -133,21 +125,20 @@ def load_npy(
         )
     with open(path, "rb") as f:
         magic = f.read(6)
-    if magic[:1] == b"\x80" or magic[:2] == b"PK":
-        kind = "a pickle" if magic[:1] == b"\x80" else "an .npz archive (a zip of arrays)"
+    if magic != b"\x93NUMPY":
+        if magic[:1] == b"\x80":
+            kind = "a pickle"
+        elif magic[:2] == b"PK":
+            kind = "an .npz archive (a zip of arrays)"
+        else:
+            kind = f"corrupt or another format (it starts with {magic!r}, not the .npy magic bytes)"
         raise ValueError(
             f"`path` {path} is {kind}, not a .npy file; expected {want}. batchlab reads "
             "plain .npy files only and never unpickles. Save with np.save(path, array)."
         )
-    if magic != b"\x93NUMPY":
-        raise ValueError(
-            f"`path` {path} is not a valid .npy file (it does not start with the .npy magic "
-            f"bytes, got {magic!r}); expected {want}. Is it corrupt, or another format? "
-            + _REGENERATE
-        )
     try:
         array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
-    except ValueError as e:
+    except (ValueError, OSError, EOFError) as e:
         if "pickle" in str(e) or "Object arrays" in str(e):
             raise ValueError(
                 f"`path` {path} holds pickled Python objects (an object array); batchlab refuses "
@@ -155,12 +146,8 @@ def load_npy(
                 f"arrays instead: np.save(path, np.asarray(x, dtype=...)). Expected {want}."
             ) from e
         raise ValueError(
-            f"`path` {path} is not a valid .npy file ({e}); expected {want}. {_REGENERATE}"
-        ) from e
-    except (OSError, EOFError) as e:
-        raise ValueError(
             f"`path` {path} is corrupt or truncated ({e}); expected a .npy file holding {want}. "
-            + _REGENERATE
+            "Regenerate it with np.save(path, array)."
         ) from e
     if shape is not None and tuple(array.shape) != tuple(shape):
         raise ValueError(
@@ -205,19 +192,11 @@ def iter_batches(
     """Yields the dataset as device batches, loaded one way; the remainder is the last batch.
 
     Args:
-      dataset: a :class:`Dataset`.
-      batch_size: items per batch.
       method: ``"per_item"`` (one file per item), ``"bulk"`` (one file read whole) or
         ``"mmap"`` (the bulk file memory-mapped: only the rows a batch needs are read).
-      order: ``"contiguous"`` or ``"random"`` (one fixed permutation, see :func:`batch_indices`).
+      order: ``"contiguous"`` or ``"random"`` (see :func:`batch_indices`).
       transfer: ``"batch"`` (one ``device_put`` per batch) or ``"item"`` (one per item,
         then one ``jnp.stack``), to the default device.
-
-    Example:
-      >>> import tempfile
-      >>> d = make_dataset(tempfile.mkdtemp(), 5, (2,))
-      >>> [b.shape for b in iter_batches(d, 2, method="per_item", order="random")]
-      [(2, 2), (2, 2), (1, 2)]
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(
@@ -228,13 +207,15 @@ def iter_batches(
     check_choice(transfer, "transfer", TRANSFERS)
     _not_a_folder("`dataset`'s directory", dataset.directory)
     batches = batch_indices(dataset.n_items, batch_size, order=order)
-    expect = dict(shape=(dataset.n_items, *dataset.item_shape), dtype=dataset.dtype)
+    item = dict(shape=dataset.item_shape, dtype=dataset.dtype)
     if method != "per_item":
-        source = load_npy(dataset.bulk_path, mmap=method == "mmap", **expect)
+        shape = (dataset.n_items, *dataset.item_shape)
+        source = load_npy(
+            dataset.bulk_path, mmap=method == "mmap", shape=shape, dtype=dataset.dtype
+        )
     for number, idx in enumerate(batches):
         with jax.profiler.TraceAnnotation(f"load batch {number}"):
             if method == "per_item":
-                item = dict(shape=dataset.item_shape, dtype=dataset.dtype)
                 rows = [load_npy(dataset.item_path(int(i)), **item) for i in idx]
             elif order == "contiguous":
                 rows = source[int(idx[0]) : int(idx[-1]) + 1]  # a slice: no gather

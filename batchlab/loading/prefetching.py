@@ -41,7 +41,7 @@ def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
 def _produce(source: Iterator, q: queue.Queue, stop: threading.Event) -> None:
     for index in itertools.count():
         if stop.is_set():
-            return  # the consumer stopped
+            return
         try:
             # a named span in the profiler trace: batchlab.trace() shows it on this thread's lane
             with jax.profiler.TraceAnnotation(f"prefetch batch {index}"):
@@ -58,17 +58,11 @@ def _produce(source: Iterator, q: queue.Queue, stop: threading.Event) -> None:
 
 def prefetch(iterator: Iterable[Any], size: int = 2) -> Iterator[Any]:
     """Loads and transfers (to the default device) up to ``size`` batches ahead in a background
-    thread.
-
-    Args:
-      iterator: any iterable of batches (a generator that loads from disk, ...).
-      size: how many batches may wait, loaded, in the queue (at least 1). Each waiting
-        batch holds device memory: 2 is enough to overlap.
+    thread. Each waiting batch holds device memory: 2 is enough to overlap.
 
     Example:
       >>> import numpy as np
-      >>> batches = (np.full(3, i) for i in range(4))
-      >>> [int(b[0]) for b in prefetch(batches, size=2)]
+      >>> [int(b[0]) for b in prefetch((np.full(3, i) for i in range(4)), size=2)]
       [0, 1, 2, 3]
     """
     size = check_positive_int(size, "size")
@@ -82,7 +76,7 @@ def prefetch(iterator: Iterable[Any], size: int = 2) -> Iterator[Any]:
             f"{type(iterator).__name__} {iterator!r:.60}. Pass the batches, e.g. "
             "prefetch(iter_batches(...)), not a single batch."
         ) from None
-    return _consume(source, size)
+    return _consume(source, size)  # a generator of its own: the checks above run at once
 
 
 def _consume(source: Iterator, size: int) -> Iterator[Any]:
@@ -114,7 +108,7 @@ def _consume(source: Iterator, size: int) -> Iterator[Any]:
 
 
 def prefetch_threads() -> list[threading.Thread]:
-    """The prefetch threads alive now (tests use it to check none is left hanging).
+    """The prefetch threads alive now (none is left hanging after a ``break``).
 
     Example:
       >>> it = prefetch(iter(range(100)), size=1)
@@ -123,6 +117,22 @@ def prefetch_threads() -> list[threading.Thread]:
       []
     """
     return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
+
+
+def one_pass(batches: Iterable[Any], step: Callable, *, size: int = 0, sync: bool = False) -> int:
+    """Runs ``step`` on every batch, prefetched ``size`` ahead (0: not); returns the batch count.
+
+    ``sync`` waits for every step's result (``jax.block_until_ready``); else only the last is
+    waited for, and JAX's asynchronous dispatch lets the next load run while the device computes.
+    """
+    n, out = 0, None
+    for b in prefetch(batches, size=size) if size else batches:
+        out = step(b)
+        if sync:
+            jax.block_until_ready(out)
+        n += 1
+    jax.block_until_ready(out)
+    return n
 
 
 PIPELINES = (
@@ -160,7 +170,12 @@ class PrefetchComparison(Rows):
 
     @property
     def speedup_when_syncing(self) -> float:
-        """serial / prefetch when both wait every step (up to 2x when L = C)."""
+        """serial / prefetch when both wait every step: ideally 2n/(n+1) when load = compute.
+
+        Example:
+          >>> round(PrefetchComparison(6, 0.24, 0.14, 0.14, 0.14, 2).speedup_when_syncing, 2)
+          1.71
+        """
         return self.serial_sync / self.prefetch_sync
 
     @property
@@ -176,9 +191,8 @@ class PrefetchComparison(Rows):
           >>> {k: round(v, 2) for k, v in c.hidden_share(0.1).items()}
           {'serial, no sync': 0.9, 'prefetch, sync every step': 0.95, 'prefetch, no sync': 1.0}
         """
-        n = self.batches
-        compute = max(self.serial_sync / n - load_seconds, 0.0)
-        most = n * min(load_seconds, compute)
+        compute = max(self.serial_sync / self.batches - load_seconds, 0.0)
+        most = self.batches * min(load_seconds, compute)
         return {
             name: (self.serial_sync - t) / most if most > 0 else 0.0
             for name, t in self.seconds.items()
@@ -205,30 +219,11 @@ def compare_prefetch(
     size: int = 2,
     repeat: int = 6,
 ) -> PrefetchComparison:
-    """Times ``for b in batches: step(b)`` four ways: serial/prefetch x sync every step/not.
+    """Times ``for b in make_batches(): step(b)`` four ways: serial/prefetch x sync every step/not.
 
-    Args:
-      make_batches: ``make_batches()`` returns a fresh iterable of batches.
-      step: the computation on one batch.
-      size: prefetch queue size.
-      repeat: rounds (one pass of each pipeline per round; at least 2, and 6
-        for a ratio rule to decide).
-
-    Example:
-      >>> import time, numpy as np
-      >>> def batches():
-      ...     for i in range(6):
-      ...         time.sleep(0.02); yield np.ones(2)
-      >>> c = compare_prefetch(batches, lambda b: time.sleep(0.02) or b, repeat=2)
-      >>> c.batches, list(c.seconds) == list(PIPELINES)
-      (6, True)
-
-      The ratios come from the four times; with L = C = 20 ms and 6 batches the ideal
-      when syncing is 2n/(n+1) = 1.71x (a quiet machine's figures: ``benchmarks/prefetch.py``;
-      a busy one stretches the times, so no test asserts them):
-
-      >>> round(PrefetchComparison(6, 0.24, 0.14, 0.14, 0.14, 2).speedup_when_syncing, 2)
-      1.71
+    ``size`` is the prefetch queue size; ``repeat`` the rounds, one pass of each pipeline per
+    round (at least 2, and 6 for a ratio rule to decide). A busy machine stretches the times,
+    so no test asserts the ratios (a quiet machine's: ``benchmarks/prefetch.py``).
     """
     check_callable(make_batches, "make_batches")
     check_callable(step, "step")
@@ -236,16 +231,10 @@ def compare_prefetch(
     repeat = check_positive_int(repeat, "repeat")
 
     def run(name: str) -> int:
-        ahead, sync = name.startswith("prefetch"), name.endswith("every step")
-        fresh = make_batches()
-        n, out = 0, None
-        for b in prefetch(fresh, size=size) if ahead else map(jax.device_put, fresh):
-            out = step(b)
-            if sync:
-                jax.block_until_ready(out)
-            n += 1
-        jax.block_until_ready(out)
-        return n
+        fresh, sync = make_batches(), name.endswith("every step")
+        if name.startswith("prefetch"):
+            return one_pass(fresh, step, size=size, sync=sync)
+        return one_pass(map(jax.device_put, fresh), step, sync=sync)
 
     n = run(PIPELINES[0])  # compiles `step`, counts the batches
     timed = interleaved(

@@ -7,13 +7,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import jax
 import numpy as np
 
 from batchlab._util.checks import check_bool, check_positive_float, check_positive_int
 from batchlab._util.format import Rows, format_bytes, format_count
 from batchlab.loading.files import Dataset, iter_batches
-from batchlab.loading.prefetching import prefetch as _prefetch
+from batchlab.loading.prefetching import one_pass
 from batchlab.measuring.sampler import interleaved
 
 
@@ -45,7 +44,6 @@ class Throughput:
 
     @property
     def slowest_bytes_per_s(self) -> float:
-        """bytes/s of the slowest pass (the low end of the spread)."""
         return _per_s(self.bytes, self.slowest or self.seconds)
 
     @property
@@ -76,28 +74,16 @@ def measure_loading(
     repeat: int = 3,
     max_time: float | None = None,
 ) -> Throughput:
-    """Times full passes over ``dataset`` loaded one way (and, optionally, computed on).
+    """Times full passes over ``dataset`` loaded one way (``batch_size``, ``method``, ``order``,
+    ``transfer`` as in :func:`iter_batches`), the best of ``repeat`` passes kept.
 
     Args:
-      dataset, batch_size, method, order, transfer: as in :func:`iter_batches`.
       step: ``step(batch)`` run on every batch (``None``: load only).
-      prefetch: batches loaded ahead in a background thread (0: none), see
-        :func:`batchlab.prefetch`.
-      sync: wait for every step's result (``jax.block_until_ready``), as a loop that reads
-        the loss each step must. ``False`` (the loop to write): wait once, for the last
-        result; JAX's asynchronous dispatch lets the next load run while the device computes.
-      repeat: number of passes; the best (shortest) is kept.
+      prefetch: batches loaded ahead in a background thread (0: none), see :func:`prefetch`.
+      sync: wait for every step's result, as a loop that reads the loss each step must
+        (see :func:`one_pass`).
       max_time: seconds of timed passes after which no new pass starts (at least one runs;
-        ``None``: always ``repeat``); ``Throughput.runs`` says how many ran. For explorers,
-        whose slow settings must still answer fast.
-
-    Example:
-      >>> import tempfile
-      >>> from batchlab.loading.files import make_dataset
-      >>> d = make_dataset(tempfile.mkdtemp(), 8, (4,))
-      >>> t = measure_loading(d, 4, method="mmap", repeat=1)
-      >>> t.items, t.bytes, t.items_per_s > 0
-      (8, 128, True)
+        ``Throughput.runs`` says how many ran), so an explorer's slow settings answer fast.
     """
     check_positive_int(repeat, "repeat")
     if max_time is not None:
@@ -107,16 +93,10 @@ def measure_loading(
         raise ValueError(
             f"`prefetch` must be an int >= 0 (batches ahead), got prefetch={prefetch!r}."
         )
-    work = step if step is not None else (lambda b: b)
 
     def run_once() -> None:
         batches = iter_batches(dataset, batch_size, method=method, order=order, transfer=transfer)
-        out = None
-        for b in _prefetch(batches, size=prefetch) if prefetch else batches:
-            out = work(b)
-            if sync:
-                jax.block_until_ready(out)
-        jax.block_until_ready(out)
+        one_pass(batches, step or (lambda b: b), size=prefetch, sync=sync)
 
     run_once()  # warm-up: compiles `step`, fills the page cache
     times: list[float] = []
@@ -143,7 +123,7 @@ def last_level_cache_bytes() -> int | None:
         digits = text.rstrip("KMG")
         if digits.isdigit():
             sizes.append(int(digits) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1))
-    return max(sizes) if sizes else None
+    return max(sizes, default=None)
 
 
 @dataclass(frozen=True)
@@ -171,14 +151,8 @@ class Ceiling(Rows):
 
 
 def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None = None) -> Ceiling:
-    """Measures the ceiling: a memcpy and a sequential file read of more bytes than the cache.
-
-    Example:
-      >>> import tempfile
-      >>> from batchlab.loading.files import make_dataset
-      >>> c = measure_ceiling(make_dataset(tempfile.mkdtemp(), 8, (4,)), repeat=1, min_bytes=256)
-      >>> c.bytes, c.memcpy.bytes, c.file_read.items
-      (256, 256, 16)
+    """Measures the ceiling: a memcpy and a sequential file read of ``min_bytes`` (default: 4x
+    the last-level cache), interleaved one pass each per round so a burst slows both alike.
     """
     check_positive_int(repeat, "repeat")
     check_positive_int(min_bytes, "min_bytes", allow_none=True)
@@ -197,7 +171,7 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None 
             while f.readinto(buffer):
                 pass
 
-    try:  # the two ceilings interleaved, one pass each per round, so a burst slows both alike
+    try:
         timed = interleaved(
             {"memcpy": lambda: np.copyto(dest, data), "read": read_file},
             rounds=max(2, repeat),

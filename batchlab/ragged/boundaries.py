@@ -1,4 +1,14 @@
-"""Where bucket boundaries go: the boundary rules and the padding they cost."""
+"""Where bucket boundaries go: the boundary rules and the padding they cost.
+
+Example:
+  >>> lengths = [3, 3, 4, 9, 10, 30]
+  >>> optimal_boundaries(lengths, 3).tolist()
+  [4, 10, 30]
+  >>> padded_elements(lengths, [4, 10, 30]), padded_elements(lengths, [30])
+  (62, 180)
+  >>> {r: rule_boundaries([1, 5, 9, 100], r, n_buckets=2).tolist() for r in RULES}
+  {'max': [100], 'fixed': [50, 100], 'pow2': [1, 2, 4, 8, 16, 32, 64, 128], 'quantile': [5, 100], 'optimal': [9, 100]}
+"""
 
 from __future__ import annotations
 
@@ -6,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from batchlab._util.checks import check_positive_int
+from batchlab._util.checks import check_choice, check_positive_int
+
+RULES = ("max", "fixed", "pow2", "quantile", "optimal")
 
 
 def lengths_of(lengths: Any) -> np.ndarray:
@@ -50,10 +62,6 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
     A dynamic program over the distinct lengths: the cheapest way to cover the first
     ``j`` of them with ``k`` buckets is the cheapest with ``k - 1`` buckets up to some
     ``i``, plus one bucket padding lengths ``i..j-1`` to the ``j-1``-th.
-
-    Example:
-      >>> optimal_boundaries([1, 2, 2, 7, 8, 8, 8], 2).tolist()
-      [2, 8]
     """
     lengths, n_buckets = lengths_of(lengths), check_positive_int(n_buckets, "n_buckets")
     d, c = np.unique(np.maximum(lengths, 1), return_counts=True)
@@ -65,7 +73,7 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
             f"`lengths` has {m} distinct values: the exact search costs n_buckets x {m}^2 steps "
             f"(minutes). Round the lengths first (e.g. np.ceil(lengths / 16) * 16, at most "
             f"{int((2 * 10**9 / k_max) ** 0.5)} distinct values for n_buckets={k_max}) or use "
-            f"quantile_boundaries(lengths, n_buckets)."
+            f'batchlab.ragged.boundaries.rule_boundaries(lengths, "quantile", n_buckets={n_buckets}).'
         )
     items_below = np.concatenate([[0], np.cumsum(c)]).astype(np.float64)
     best = np.full(m + 1, np.inf)
@@ -85,39 +93,22 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
     return np.array(bounds[::-1], dtype=np.int64)
 
 
-def quantile_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
-    """Boundaries at the ``1/n, 2/n, ..., 1`` quantiles of the lengths (equal item counts).
-
-    Example:
-      >>> quantile_boundaries([1, 2, 3, 4, 5, 6, 7, 100], 2).tolist()
-      [4, 100]
-    """
+def rule_boundaries(lengths: Any, rule: str, *, n_buckets: int = 8) -> np.ndarray:
+    """Boundaries of one rule: ``max`` (one bucket), ``fixed`` (``n_buckets`` of equal width),
+    ``pow2`` (1, 2, 4, ... up to the longest), ``quantile`` (``n_buckets`` of equal item
+    counts) or ``optimal`` (:func:`optimal_boundaries`)."""
+    check_choice(rule, "rule", RULES)
     lengths, n_buckets = lengths_of(lengths), check_positive_int(n_buckets, "n_buckets")
-    if not len(lengths):
-        return np.ones(1, dtype=np.int64)
-    q = np.arange(1, n_buckets + 1) / n_buckets
-    return np.unique(np.quantile(np.maximum(lengths, 1), q, method="inverted_cdf").astype(np.int64))
-
-
-def power_of_two_boundaries(lengths: Any) -> np.ndarray:
-    """Boundaries 1, 2, 4, ... up to the first power of two >= the longest length.
-
-    Example:
-      >>> power_of_two_boundaries([3, 5, 17]).tolist()
-      [4, 8, 16, 32]
-    """
-    lengths = np.maximum(lengths_of(lengths), 1)
-    lo, hi = (lengths.min(), lengths.max()) if len(lengths) else (1, 1)
-    return 2 ** np.arange(int(np.ceil(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1, dtype=np.int64)
-
-
-def equal_width_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
-    """``n_buckets`` evenly spaced boundaries up to the longest length ("fixed" buckets).
-
-    Example:
-      >>> equal_width_boundaries([1, 50, 100], 4).tolist()
-      [25, 50, 75, 100]
-    """
-    lengths, n_buckets = lengths_of(lengths), check_positive_int(n_buckets, "n_buckets")
-    hi = max(int(lengths.max()) if len(lengths) else 1, 1)
-    return np.unique(np.ceil(np.arange(1, n_buckets + 1) * hi / n_buckets).astype(np.int64))
+    if rule == "optimal":
+        return optimal_boundaries(lengths, n_buckets)
+    clipped = np.maximum(lengths, 1) if len(lengths) else np.ones(1, np.int64)
+    if rule == "max":
+        return clipped.max(keepdims=True)
+    if rule == "pow2":
+        lo, hi = np.ceil(np.log2([clipped.min(), clipped.max()])).astype(np.int64)
+        return 2 ** np.arange(lo, hi + 1, dtype=np.int64)
+    if rule == "fixed":
+        edges = np.ceil(np.arange(1, n_buckets + 1) * clipped.max() / n_buckets)
+    else:
+        edges = np.quantile(clipped, np.arange(1, n_buckets + 1) / n_buckets, method="inverted_cdf")
+    return np.unique(edges.astype(np.int64))

@@ -1,13 +1,4 @@
-"""Bucketing by length: less padding than pad-to-max, fewer shapes than no padding.
-
-Example:
-  >>> from batchlab.ragged.boundaries import padded_elements
-  >>> lengths = [3, 3, 4, 9, 10, 30]
-  >>> optimal_boundaries(lengths, 3).tolist()
-  [4, 10, 30]
-  >>> padded_elements(lengths, [4, 10, 30]), padded_elements(lengths, [30])
-  (62, 180)
-"""
+"""Bucketing by length: less padding than pad-to-max, fewer shapes than no padding."""
 
 from __future__ import annotations
 
@@ -152,49 +143,11 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
         )
 
 
-def _batches(seqs, boundaries, n_buckets, *, seed=None, batch_size=None, tokens=None) -> Buckets:
-    """Buckets the items; with ``batch_size`` or ``tokens``, cuts each into batches of one shape."""
-    if (boundaries is None) == (n_buckets is None):
-        raise ValueError(
-            "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
-            f"got boundaries={boundaries!r:.40} and n_buckets={n_buckets!r}."
-        )
-    ragged = as_ragged(seqs)
-    lengths = ragged.lengths
-    if n_buckets is not None:
-        b = optimal_boundaries(lengths, n_buckets)
-    else:
-        b = check_boundaries(boundaries, lengths)
-    which = np.searchsorted(b, lengths)
-    rng = None if seed is None else np.random.default_rng(seed)
-    batches = []
-    for k, boundary in enumerate(b.tolist()):
-        idx = np.flatnonzero(which == k)  # the bucket's items, in input order
-        if not len(idx):
-            continue
-        idx = idx if rng is None else rng.permutation(idx)
-        n = batch_size or (max(1, tokens // boundary) if tokens else len(idx))
-        for chunk in (idx[start : start + n] for start in range(0, len(idx), n)):
-            filler = np.zeros(n - len(chunk), np.int64)
-            starts = np.concatenate([ragged.offsets[chunk], filler])
-            kept = np.concatenate([lengths[chunk], filler])
-            padded = scatter_rows(ragged.flat, starts, kept, boundary, 0)
-            batches.append(Bucket(boundary, chunk, padded))
-    if rng is not None:
-        batches = [batches[i] for i in rng.permutation(len(batches))]
-    return Buckets(tuple(batches), b, len(lengths))
-
-
-def bucketize(
-    seqs: Any,
-    *,
-    boundaries: Any = None,
-    n_buckets: int | None = None,
-) -> Buckets:
-    """Groups items by length and pads each group to its bucket boundary.
+def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None) -> Buckets:
+    """Groups items by length and pads each group (with zeros) to its bucket boundary.
 
     Args:
-      seqs: 1-D sequences or a :class:`Ragged`; the pads are zeros.
+      seqs: 1-D sequences or a :class:`Ragged`.
       boundaries: increasing bucket upper lengths; the last must be >= the longest item.
       n_buckets: instead, this many :func:`optimal_boundaries`.
 
@@ -231,16 +184,6 @@ def bucket_batches(
 
     Returns:
       :class:`Buckets` with one entry per batch; ``restore`` drops the filler rows.
-
-    Example:
-      >>> bs = bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]], boundaries=[1, 4], batch_size=2)
-      >>> [(b.boundary, b.indices.tolist(), b.padded.values.shape) for b in bs]
-      [(1, [0, 2], (2, 1)), (1, [3], (2, 1)), (4, [1, 4], (2, 4))]
-      >>> bs.shapes, bs.filler_rows, bs.restore([b.padded.lengths for b in bs]).tolist()
-      (2, 1, [1, 2, 1, 1, 3])
-      >>> [b.padded.values.shape for b in bucket_batches([[1], [2, 3], [4], [5], [6, 7, 8]],
-      ...                                                 boundaries=[1, 4], tokens_per_batch=4)]
-      [(4, 1), (1, 4), (1, 4)]
     """
     if (batch_size is None) == (tokens_per_batch is None):
         raise ValueError(
@@ -251,3 +194,36 @@ def bucket_batches(
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
     tokens = check_positive_int(tokens_per_batch, "tokens_per_batch", allow_none=True)
     return _batches(seqs, boundaries, n_buckets, seed=seed, batch_size=batch_size, tokens=tokens)
+
+
+def _batches(seqs, boundaries, n_buckets, *, seed=None, batch_size=None, tokens=None) -> Buckets:
+    """Buckets the items; with ``batch_size`` or ``tokens``, cuts each into batches of one shape."""
+    if (boundaries is None) == (n_buckets is None):
+        raise ValueError(
+            "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
+            f"got boundaries={boundaries!r:.40} and n_buckets={n_buckets!r}."
+        )
+    ragged = as_ragged(seqs)
+    lengths = ragged.lengths
+    if n_buckets is not None:
+        b = optimal_boundaries(lengths, n_buckets)
+    else:
+        b = check_boundaries(boundaries, lengths)
+    which = np.searchsorted(b, lengths)
+    rng = None if seed is None else np.random.default_rng(seed)
+    batches = []
+    for k, boundary in enumerate(b.tolist()):
+        idx = np.flatnonzero(which == k)  # the bucket's items, in input order
+        if not len(idx):
+            continue
+        idx = idx if rng is None else rng.permutation(idx)
+        n = batch_size or (max(1, tokens // boundary) if tokens else len(idx))
+        for chunk in (idx[start : start + n] for start in range(0, len(idx), n)):
+            filler = np.zeros(n - len(chunk), np.int64)
+            starts = np.concatenate([ragged.offsets[chunk], filler])
+            kept = np.concatenate([lengths[chunk], filler])
+            padded = scatter_rows(ragged.flat, starts, kept, boundary, 0)
+            batches.append(Bucket(boundary, chunk, padded))
+    if rng is not None:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return Buckets(tuple(batches), b, len(lengths))

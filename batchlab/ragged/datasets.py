@@ -1,10 +1,4 @@
-"""Ragged data to experiment with: a real shipped dataset and a synthetic length generator.
-
-Example:
-  >>> data = load_stdlib_functions()
-  >>> len(data), int(data.lengths.max())
-  (6811, 1601)
-"""
+"""Ragged data to experiment with: a real shipped dataset and a synthetic length generator."""
 
 from __future__ import annotations
 
@@ -18,10 +12,8 @@ import numpy as np
 from batchlab._util.checks import check_fits_memory, check_positive_float, check_positive_int
 from batchlab.ragged.padding import Ragged
 
-#: the dataset's one copy, inside the package (present in every install)
 DATA_DIR = Path(str(resources.files("batchlab.ragged") / "data"))
 STDLIB_FILE = "stdlib_functions.npz"
-_KEYS = ("tokens", "offsets", "vocab", "source")
 _REGENERATE = (
     "regenerate it with: python scripts/make_ragged_dataset.py (from the repository root; it "
     "writes batchlab/ragged/data/), or reinstall batchlab"
@@ -56,11 +48,8 @@ class TokenDataset:
 
 
 def load_stdlib_functions() -> TokenDataset:
-    """Loads the shipped dataset: one token-id sequence per stdlib function.
-
-    It is the package's one copy, ``batchlab/ragged/data/stdlib_functions.npz``, read with
-    ``allow_pickle=False``.
-    """
+    """Loads the shipped dataset (``batchlab/ragged/data/``): one token-id sequence per stdlib
+    function."""
     path = DATA_DIR / STDLIB_FILE
     what = f"The ragged dataset {path.name!r}"
     if not path.is_file():
@@ -69,7 +58,9 @@ def load_stdlib_functions() -> TokenDataset:
         )
     try:
         with np.load(path, allow_pickle=False) as f:
-            tokens, offsets, vocab, source = (f[k] for k in _KEYS)
+            tokens, offsets, vocab, source = (
+                f[k] for k in ("tokens", "offsets", "vocab", "source")
+            )
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
         raise ValueError(f"{what} is corrupt ({type(e).__name__}: {e}); {_REGENERATE}.") from None
     return TokenDataset(Ragged(tokens, offsets), vocab, str(source))
@@ -86,11 +77,7 @@ def lognormal_lengths(
     """``n`` int64 lengths, each at least 1, from a log-normal law (most short, a long tail).
 
     ``median`` is ``exp(mu)``; ``sigma`` the spread of ``log(length)`` (0.5 narrow, 1.5 a
-    very long tail); ``max_length`` clips (``None``: no clip); ``seed`` seeds numpy.
-
-    Example:
-      >>> lognormal_lengths(5, median=10, seed=0).tolist()
-      [11, 9, 19, 11, 6]
+    very long tail); ``max_length`` clips.
     """
     n = check_positive_int(n, "n")
     median, sigma = check_positive_float(median, "median"), check_positive_float(sigma, "sigma")

@@ -85,15 +85,9 @@ def to_float(x: Array) -> Array:
 
 
 def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
-    """Sum over ``axis`` of the positions where ``mask`` is ``True``; ``0`` for an empty row.
+    """Sum over ``axis`` (a mask axis) where ``mask`` is ``True``: ``x``'s shape without ``axis``.
 
-    Args:
-      x: ``(..., seq, ...)`` values; pad positions may hold anything, even NaN.
-      mask: boolean, shape of ``x`` or of its leading axes (size 1 where shared).
-      axis: the sequence axis (one of the mask's axes).
-
-    Returns:
-      ``x``'s shape without ``axis``. The other reductions take the same arguments.
+    Pad positions may hold anything, even NaN. The other reductions take the same arguments.
     """
     x, mask, axis = _prepare(x, mask, axis)
     return jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
@@ -112,16 +106,7 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Arr
 
 
 def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array:
-    """Maximum over ``axis`` of the unmasked positions, in ``x``'s dtype.
-
-    ``empty``, the result for a fully masked row, defaults to ``-inf`` (floats)
-    or the dtype's minimum (integers).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> masked_max(jnp.array([[3, 9], [-2, 9]]), jnp.array([[True, False], [False] * 2]))
-      Array([          3, -2147483648], dtype=int32)
-    """
+    """Maximum over ``axis`` of the unmasked positions, in ``x``'s dtype (``empty``: see above)."""
     x, mask, axis = _prepare(x, mask, axis)
     if empty is not None:
         _check_empty(empty, x.dtype)
@@ -162,15 +147,7 @@ def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
 
 
 def mean_pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array:
-    """Embeds every token id and averages over the real tokens: ``(items, features)``.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> table = jnp.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
-      >>> mean_pool(jnp.array([[1, 2], [2, 0]]), jnp.array([[True, True], [True, False]]), table)
-      Array([[2., 3.],
-             [3., 4.]], dtype=float32)
-    """
+    """Embeds every token id and averages over the real tokens: ``(items, features)``."""
     return masked_mean(table[values], mask, axis=1)
 
 

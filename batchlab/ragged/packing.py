@@ -8,9 +8,12 @@ segment id ``max_items``, out of range, so ``segment_sum`` drops it. An empty it
 is 0, as :func:`batchlab.masked_mean` gives a fully masked row.
 
 Example:
-  >>> p = pack([[1, 2, 3], [4], []], total_length=6)
+  >>> p = pack([[1, 2, 3], [4], []], total_length=6, max_items=4)
   >>> p.values.tolist(), p.segment_ids.tolist(), p.lengths.tolist()
-  ([1, 2, 3, 4, 0, 0], [0, 0, 0, 1, 3, 3], [3, 1, 0])
+  ([1, 2, 3, 4, 0, 0], [0, 0, 0, 1, 4, 4], [3, 1, 0, 0])
+  >>> packed_mean_pool(pack([[1, 2], [2]]), jnp.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]))
+  Array([[2., 3.],
+         [3., 4.]], dtype=float32)
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab.ragged.padding import Cost, as_ragged, check_size
+from batchlab.ragged.padding import Cost, Padded, as_ragged, check_size
 
 
 class Packed(NamedTuple):
@@ -37,13 +40,9 @@ class Packed(NamedTuple):
 
     @property
     def padded_elements(self) -> int:
-        """Positions computed on: ``total_length``."""
         return int(self.segment_ids.shape[0])
 
-    @property
-    def true_elements(self) -> int:
-        return int(np.sum(self.lengths))
-
+    true_elements = Padded.true_elements
     waste = Cost.waste  # the tail's share: 0 when total_length is the sum of the lengths
 
 
@@ -55,11 +54,6 @@ def pack(seqs: Any, *, total_length: int | None = None, max_items: int | None = 
       total_length: the packed length; default: the sum of the lengths (no tail, zeros).
       max_items: the number of segments; default: the number of items. Fix both (e.g. to
         the largest batch's) and every batch has one shape: one compile.
-
-    Example:
-      >>> p = pack([[1.0, 2.0], [3.0]], total_length=4, max_items=3)
-      >>> p.segment_ids.tolist(), p.lengths.tolist()
-      ([0, 0, 1, 3], [2, 1, 0])
     """
     total_length = check_size(total_length, "total_length")
     max_items = check_size(max_items, "max_items")
@@ -84,13 +78,7 @@ def pack(seqs: Any, *, total_length: int | None = None, max_items: int | None = 
 
 
 def packed_mean_pool(packed: Packed, table: jax.Array) -> jax.Array:
-    """Embeds every packed token id and averages per item: ``(max_items, features)``.
-
-    Example:
-      >>> table = jnp.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
-      >>> packed_mean_pool(pack([[1, 2], [2]]), table).tolist()
-      [[2.0, 3.0], [3.0, 4.0]]
-    """
+    """Embeds every packed token id and averages per item: ``(max_items, features)``."""
     x = jnp.asarray(table)[packed.values]
     n = packed.num_segments
     total = jax.ops.segment_sum(x, packed.segment_ids, num_segments=n, indices_are_sorted=True)

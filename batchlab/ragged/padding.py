@@ -76,12 +76,10 @@ class Padded(NamedTuple):
 
     @property
     def padded_elements(self) -> int:
-        """Positions computed on: ``batch * length``."""
         return int(self.mask.size)
 
     @property
     def true_elements(self) -> int:
-        """Positions holding data: ``sum(lengths)``."""
         return int(np.sum(self.lengths))
 
     waste = Cost.waste
@@ -160,11 +158,6 @@ def pad(
       value, dtype: the pad value (it must fit) and the result dtype (default: the items').
       casting: ``"same_value"`` refuses a ``dtype`` that changes a value (1.5 -> int,
         300 -> uint8); ``"unsafe"`` casts as numpy's astype.
-
-    Example:
-      >>> pad([[1.0, 2.0], [3.0]], multiple_of=4, value=-1).values
-      array([[ 1.,  2., -1., -1.],
-             [ 3., -1., -1., -1.]])
     """
     checks.check_bool(truncate, "truncate")
     checks.check_choice(casting, "casting", ("same_value", "unsafe"))
@@ -180,13 +173,13 @@ def pad(
     if length is None:
         length = -(-max(longest, 1) // multiple_of) * multiple_of if multiple_of else longest
     cut = lengths > length
-    what = f"{cut.sum()} of {len(lengths)} items"
-    if cut.any() and not truncate:
-        raise ValueError(
-            f"`length`={length} would cut {what} (the longest has {longest}); pass "
-            f"truncate=True to cut them, or a larger `length`."
-        )
     if cut.any():
+        what = f"{cut.sum()} of {len(lengths)} items"
+        if not truncate:
+            raise ValueError(
+                f"`length`={length} would cut {what} (the longest has {longest}); pass "
+                f"truncate=True to cut them, or a larger `length`."
+            )
         dropped = int((lengths - length)[cut].sum())
         warnings.warn(
             f"pad: truncated {what} to length {length} ({dropped} dropped).", stacklevel=2

@@ -9,17 +9,9 @@ import numpy as np
 
 from batchlab._util.format import Rows
 from batchlab._util.plotting import new_figure
-from batchlab.ragged.boundaries import (
-    equal_width_boundaries,
-    lengths_of,
-    optimal_boundaries,
-    padded_elements,
-    power_of_two_boundaries,
-    quantile_boundaries,
-)
+from batchlab.ragged.boundaries import RULES, lengths_of, padded_elements, rule_boundaries
 from batchlab.ragged.padding import Cost
 
-RULES = ("max", "fixed", "pow2", "quantile", "optimal")
 RULE_COLORS = dict(
     zip(RULES, ("tab:red", "tab:gray", "tab:orange", "tab:purple", "tab:green"), strict=True)
 )
@@ -68,33 +60,10 @@ class PaddingReport(Rows):
         return plot_padding_report(self)
 
 
-def rule_boundaries(lengths: Any, rule: str, *, n_buckets: int = 8) -> np.ndarray:
-    """Boundaries of one rule: ``max`` (one bucket), ``fixed`` (equal width), ``pow2``,
-    ``quantile`` or ``optimal`` (all but ``max`` and ``pow2`` with ``n_buckets``).
-
-    Example:
-      >>> rule_boundaries([1, 5, 9], "max").tolist()
-      [9]
-    """
-    lengths = lengths_of(lengths)
-    rules = {
-        "max": lambda: np.array([max(int(lengths.max()) if len(lengths) else 1, 1)]),
-        "fixed": lambda: equal_width_boundaries(lengths, n_buckets),
-        "pow2": lambda: power_of_two_boundaries(lengths),
-        "quantile": lambda: quantile_boundaries(lengths, n_buckets),
-        "optimal": lambda: optimal_boundaries(lengths, n_buckets),
-    }
-    if rule not in rules:
-        raise ValueError(f"`rule` must be one of {list(RULES)}, got {rule!r}.")
-    return rules[rule]()
-
-
 def padding_report(lengths: Any, *, n_buckets: int = 8) -> PaddingReport:
-    """Counts padded elements, wasted compute and compiled shapes for every padding rule.
+    """Counts padded elements, wasted compute and compiled shapes for every rule of ``RULES``.
 
-    Args:
-      lengths: ``(items,)`` true lengths.
-      n_buckets: the buckets of the ``fixed``, ``quantile`` and ``optimal`` rules.
+    ``n_buckets`` is the bucket count of the ``fixed``, ``quantile`` and ``optimal`` rules.
 
     Example:
       >>> r = padding_report([2, 3, 3, 8], n_buckets=2)
@@ -111,13 +80,15 @@ def padding_report(lengths: Any, *, n_buckets: int = 8) -> PaddingReport:
     for name in RULES:
         b = rule_boundaries(lengths, name, n_buckets=n_buckets)
         counts = np.bincount(np.searchsorted(b, lengths), minlength=len(b))
-        padded = int(np.dot(counts, b.astype(np.int64)))
+        padded = int(np.dot(counts, b))
         rows.append(RuleCost(name, b, padded, int(lengths.sum()), int(np.count_nonzero(counts))))
     return PaddingReport(lengths, tuple(rows))
 
 
 def plot_padding_report(report: PaddingReport, *, axes=None):
-    """Length histogram on top; below, one lane per rule with its buckets as spans."""
+    """Length histogram on top; below, one lane per rule with its buckets as spans.
+
+    With ``axes``, only the histogram, drawn there."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
@@ -131,8 +102,9 @@ def plot_padding_report(report: PaddingReport, *, axes=None):
     ax_h, ax_l = fig.subplots(2, 1, sharex=True, gridspec_kw=ratios)
     _length_histogram(ax_h, lengths, lo, hi)
     ax_h.set_xlabel("")
-    title = "lengths and where each rule puts its buckets (counted, not timed)"
-    ax_h.set_title(f"{len(lengths):,} {title}")
+    ax_h.set_title(
+        f"{len(lengths):,} lengths and where each rule puts its buckets (counted, not timed)"
+    )
     for y, row in enumerate(reversed(rows)):
         edges = np.concatenate([[lo * 0.9], row.boundaries])
         widths, color = np.diff(edges), RULE_COLORS.get(row.rule, "black")

@@ -14,14 +14,13 @@ from batchlab.batching.dispatch import measure_dispatched
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
+from batchlab.ragged.boundaries import rule_boundaries
 from batchlab.ragged.bucketing import Buckets, bucketize
 from batchlab.ragged.masking import mean_pool
 from batchlab.ragged.padding import Cost, as_ragged
-from batchlab.ragged.report import rule_boundaries
 
-#: the rules that place bucket boundaries in the explorer (``rule_boundaries``)
+#: the rules that place bucket boundaries in the explorer
 BOUNDARY_RULES = ("optimal", "quantile", "fixed")
-
 #: the timing options a setting's run accepts (see :func:`batchlab.measure`)
 RUN_OPTIONS = ("max_time", "repeat", "tolerance")
 RUN_NOTE = (
@@ -40,7 +39,6 @@ class _Setting(Cost):
     shapes: int
     padded_elements: int
     true_elements: int
-    largest_bytes: int
 
 
 @dataclass(frozen=True)
@@ -83,8 +81,7 @@ def plan_buckets(data: Any, rule: str, n_buckets: int, features: int) -> tuple[B
     """What a setting will cost, nothing compiled or timed: its plan and its buckets."""
     b = rule_boundaries(data.lengths, rule, n_buckets=n_buckets)
     buckets = bucketize(data, boundaries=b)
-    largest = max((bk.padded.values.size for bk in buckets), default=0) * features * 4
-    counts = (len(buckets), buckets.padded_elements, buckets.true_elements, int(largest))
+    counts = (len(buckets), buckets.padded_elements, buckets.true_elements)
     return BucketPlan(rule, n_buckets, tuple(int(x) for x in b), *counts), buckets
 
 
@@ -124,7 +121,7 @@ def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
 
     def total(name: str) -> float | None:
         values = [getattr(p, name) for p in plans]
-        return None if any(v is None for v in values) else sum(values)
+        return None if None in values else sum(values)
 
     keys = ("argument_bytes", "output_bytes", "generated_code_bytes", "flops", "bytes_accessed")
     sums = {k: total(k) for k in keys}
