@@ -151,4 +151,14 @@ def choose(answer: Any, truth: str, choices: Sequence[str], right: str, wrong: s
     return (True, right) if answer == truth else (False, wrong)
 
 
+DIRECTIONS = ("shrinks", "same", "grows")
+
+
+def direction(new: float, old: float, tolerance: float = 0.05, words=DIRECTIONS) -> str:
+    """``words[2]`` (grows) when ``new`` is above ``old`` by more than ``tolerance`` of ``old``,
+    ``words[0]`` (shrinks) when below by more, else ``words[1]`` (same)."""
+    margin = tolerance * abs(old)
+    return words[2] if new > old + margin else words[0] if new < old - margin else words[1]
+
+
 __all__ = ["CheckResult", "Reveal", "all_exercises", "check", "exercise", "prompt", "reveal"]

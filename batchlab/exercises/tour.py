@@ -9,10 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab.exercises import exercise
+from batchlab.exercises import DIRECTIONS, direction, exercise
 from batchlab.measuring.memory import memory_estimate
-
-DIRECTIONS = ("shrinks", "same", "grows")
 
 
 @exercise(
@@ -34,23 +32,7 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
         wrong.append("output: one float32 score per item in the batch")
     if wrong:
         return False, "Not all figures match the compiled plan. " + "; ".join(wrong) + "."
-    return True, (
-        "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and "
-        "dtypes."
-    )
-
-
-def direction(new: float, old: float, *, tolerance: float = 0.05) -> str:
-    """``"grows"``, ``"same"`` or ``"shrinks"``: ``new`` against ``old`` (within ``tolerance``).
-
-    Example:
-      >>> direction(2.0, 1.0), direction(1.01, 1.0), direction(0.5, 1.0)
-      ('grows', 'same', 'shrinks')
-    """
-    if old == 0:
-        return "same" if new == 0 else "grows"
-    r = new / old
-    return "grows" if r > 1 + tolerance else "shrinks" if r < 1 - tolerance else "same"
+    return True, "Both match XLA's compiled plan: inputs and outputs follow from shapes and dtypes."
 
 
 @exercise(
@@ -68,18 +50,16 @@ def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple
     old = memory_estimate(fn, *args)
     new = memory_estimate(fn, *(jnp.asarray(a).astype(dtype) for a in args))
     name = np.dtype(dtype).name
+    read = f"bl.buffer_assignment(fn, *args) with the {name} inputs and read the dtype of every"
     hints = []
     if answer["argument"] != direction(new.argument_bytes, old.argument_bytes):
         hints.append(f"argument: how many bytes does one {name} element take, against float32's 4?")
     if answer["temp"] != direction(new.temp_bytes, old.temp_bytes):
-        hints.append(
-            f"temp: run bl.buffer_assignment(fn, *args) with the {name} inputs and read the "
-            f"dtype of every value in the temp allocation: is the arithmetic done in {name}?"
-        )
+        hints.append(f"temp: run {read} value in the temp allocation: is the arithmetic in {name}?")
     if hints:
         return False, "Not yet. " + " ".join(hints)
     # the praise names no direction and no number: stored notebook outputs must not give it away
     return True, (
-        f"Right on both (measured on {jax.default_backend()}). Now say why: read the dtype of "
-        f"every value in the temp allocation of bl.buffer_assignment(fn, *args) with {name} inputs."
+        f"Right on both (measured on {jax.default_backend()}). Now say why: run {read} value in "
+        "the temp allocation."
     )
