@@ -1,11 +1,8 @@
 """Claims decided by evidence, and a notebook's :class:`Record` of them: findings and checks.
 
-A **finding** (:meth:`Record.finding`) names the *rival* explanation and runs one rule on the
-``case`` the claim is about and on a ``contrast`` where the rival is true. It stands only when
-the two read opposite ways (one *holds*, the other *does not hold*); otherwise the experiment
-did not discriminate here and it reads *inconclusive here*. A **check** is a fact with no
-contrast: listed apart, never counted as evidence. A statement gives no cause: the contrast
-tests it.
+A **finding** runs one rule on the ``case`` and on a ``contrast`` where the *rival* explanation
+is true; it stands only when the two read opposite ways (one *holds*, the other *does not
+hold*), else it reads *inconclusive here*. A **check** is a fact with no contrast, listed apart.
 """
 
 from __future__ import annotations
@@ -26,16 +23,9 @@ Figures = Sequence[Evidence] | Mapping[str, Evidence]
 
 @dataclass(frozen=True)
 class Claim:
-    """A statement decided by evidence measured in this run, when it is built.
-
-    Args:
-      statement: the claim in plain words, without its cause.
-      evidence: the figures measured in the cell: a list of :class:`Number` and
-        :class:`Samples`, or the dict an interleaved run returns.
-      rule: evidence -> *holds* / *does not hold* / *inconclusive here*.
-      scope: where it was measured (default: this machine, no sizes).
-      source: the name of the source claim it tests (one of ``bl.claims.NAMES``).
-    """
+    """A ``statement`` (plain words, no cause: a finding's contrast tests that) decided by
+    ``rule`` on the ``evidence`` measured in the cell (Number and Samples, or the dict an
+    interleaved run returns) when it is built; ``source`` names the source claim it tests."""
 
     statement: str
     evidence: Figures
