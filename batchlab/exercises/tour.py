@@ -32,7 +32,10 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
         wrong.append("output: one float32 score per item in the batch")
     if wrong:
         return False, "Not all figures match the compiled plan. " + "; ".join(wrong) + "."
-    return True, "Both match XLA's compiled plan: inputs and outputs follow from shapes and dtypes."
+    return True, (
+        "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and "
+        "dtypes."
+    )
 
 
 @exercise(
@@ -50,16 +53,18 @@ def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple
     old = memory_estimate(fn, *args)
     new = memory_estimate(fn, *(jnp.asarray(a).astype(dtype) for a in args))
     name = np.dtype(dtype).name
-    read = f"bl.buffer_assignment(fn, *args) with the {name} inputs and read the dtype of every"
     hints = []
     if answer["argument"] != direction(new.argument_bytes, old.argument_bytes):
         hints.append(f"argument: how many bytes does one {name} element take, against float32's 4?")
     if answer["temp"] != direction(new.temp_bytes, old.temp_bytes):
-        hints.append(f"temp: run {read} value in the temp allocation: is the arithmetic in {name}?")
+        hints.append(
+            f"temp: run bl.buffer_assignment(fn, *args) with the {name} inputs and read the "
+            f"dtype of every value in the temp allocation: is the arithmetic done in {name}?"
+        )
     if hints:
         return False, "Not yet. " + " ".join(hints)
     # the praise names no direction and no number: stored notebook outputs must not give it away
     return True, (
-        f"Right on both (measured on {jax.default_backend()}). Now say why: run {read} value in "
-        "the temp allocation."
+        f"Right on both (measured on {jax.default_backend()}). Now say why: read the dtype of "
+        f"every value in the temp allocation of bl.buffer_assignment(fn, *args) with {name} inputs."
     )
