@@ -85,15 +85,6 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
     Raises:
       KeyError: unknown ``exercise_id`` (the message lists the known ones).
       TypeError: ``context`` lacks an input the exercise needs (the message names it).
-
-    Example:
-      >>> @exercise("demo.square", "Write f(x) = x squared.")
-      ... def square(answer, *, x):
-      ...     return (answer(x) == x * x, "Correct." if answer(x) == x * x else "Multiply x by itself.")
-      >>> check("demo.square", lambda x: x + x, x=3)
-      [demo.square] not yet: Multiply x by itself.
-      >>> check("demo.square", lambda x: 1 / 0, x=3)
-      [demo.square] not yet: Your answer raised ZeroDivisionError: division by zero (the check called it with x=3)
     """
     checker, _ = _lookup(exercise_id)
     signature = inspect.signature(checker)

@@ -117,10 +117,6 @@ def reveal(
       measured: the value measured in this run (a number, or a string for a choice).
       unit: the unit of both; ``"bytes"`` and ``"seconds"`` print in human units.
       choices: for a choice, the allowed answers.
-
-    Example:
-      >>> reveal("demo.compiles", 8, measured=3, unit="compilations")
-      [demo.compiles] your prediction: 8 compilations | measured: 3 compilations | off by 2.67x (too high)
     """
     if not isinstance(prediction_id, str) or "." not in prediction_id:
         raise ValueError(f"`prediction_id` must look like 'topic.name', got {prediction_id!r}.")
