@@ -42,7 +42,7 @@ def test_a_finding_stands_only_when_the_contrast_reads_the_other_way(case, contr
     rec = cl.Record(sizes={"B": 8})
     f = rec.finding("one allocation", RULE, case=counts(case), contrast=counts(contrast), rival="r")
     assert f.outcome == want and f.discriminates is stands
-    assert ("(no contrast: not evidence here)" in f.line()) is not stands
+    assert ("(no contrast: not evidence here)" in repr(f)) is not stands
     assert rec.findings == [f] and rec.checks == []
 
 
@@ -55,7 +55,7 @@ def test_a_timed_finding_is_one_short_line_marked_wall_clock_once():
         contrast=paired("b", 1e-3, 1e-3),
         rival="the mask skips the pads",
     )
-    line = f.line()
+    line = repr(f)
     assert f.outcome == HOLDS and line.count("(wall clock)") == 1, line
     assert len(line.split()) <= 25, line
     assert "median 9." in line and "15 rounds" in line and "rival's case: does not hold" in line
@@ -65,7 +65,6 @@ def test_a_check_is_listed_apart_and_the_table_is_short():
     rec = cl.Record(sizes={"B": 8})
     rec.check("XLA plans one temp block", cl.equals("blocks", 1), [Number("blocks", 1, "plan")])
     rec.finding("one allocation", RULE, case=counts(1), contrast=counts(8), rival="r", source=None)
-    assert [k for k, *_ in rec.rows()] == ["finding", "check"]
     assert repr(rec).splitlines() == [
         f"Claims ({rec.scope}):",
         "- finding: one allocation: holds",
@@ -109,6 +108,6 @@ def test_a_timed_finding_line_sanitizes_alike_whatever_the_run_gives():
             contrast=paired("b", 1e-3, 1e-3, n),
             rival="r",
         )
-        lines.append(sanitized(f.line()))
+        lines.append(sanitized(repr(f)))
     assert len(set(lines)) == 1, lines
     assert lines[0].startswith("<verdict> (wall clock): layout / compact= <paired ratios>; claimed")

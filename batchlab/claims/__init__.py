@@ -1,13 +1,8 @@
-"""Claims as experiments: every verdict scoped and decided by a rule.
+"""Claims as experiments: every verdict scoped and decided by a rule that can fail.
 
-A :class:`Claim` is a statement in plain words, its :class:`Scope` (backend, device kind, JAX
-version, sizes, dtype), the evidence measured in the cell (:class:`Number` for deterministic
-figures, :class:`Samples` for repeated timings) and a rule with exactly three outcomes
-(*holds*, *does not hold*, *inconclusive here*: :func:`ratio_above` / :func:`ratio_below`,
-spread-aware for timings, :func:`equals`, :func:`relation`, :func:`all_of`). A notebook
-records its verdicts in a :class:`Record`: a finding is a contrast (it stands only when the
-case and the rival's case read opposite ways), a :class:`Check` a fact listed apart. The
-eleven source claims have names (:data:`NAMES`).
+A :class:`Claim` is a statement, the evidence measured in the cell (:class:`Number`,
+:class:`Samples`), its :class:`Scope` and a rule with three outcomes (*holds*, *does not
+hold*, *inconclusive here*). A notebook records its verdicts in a :class:`Record`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""What a claim rests on: named numbers measured in the cell, and the scope they hold in.
+"""What a claim rests on: named figures measured in the cell, and the scope they hold in.
 
-A :class:`Number` is one deterministic figure (a count, bytes, a shape, a flag) with the code
-that produced it; :class:`Samples` are repeated timings of one thing. Both name their source,
-so a verdict table can say where every deciding number came from. :class:`Scope` says where
-the numbers hold: backend, device kind and JAX version read from the running machine, sizes
-and dtype given by the caller.
+A :class:`Number` is one deterministic figure, :class:`Samples` repeated timings of one thing;
+both name the code they came from. :class:`Scope` says where they hold.
 """
 
 from __future__ import annotations
@@ -40,9 +37,10 @@ def format_value(value: Any, unit: str = "") -> str:
         return str(value)
     if unit == "s":
         return format_seconds(value)
+    if isinstance(value, numbers.Integral) and unit == "B":
+        return f"{int(value):,} B" + (f" ({format_bytes(value)})" if value >= 1024 else "")
     if isinstance(value, numbers.Integral):
-        text = f"{int(value):,}{unit}" if unit != "B" else f"{int(value):,} B"
-        return f"{text} ({format_bytes(value)})" if unit == "B" and value >= 1024 else text
+        return f"{int(value):,}{unit}"
     if isinstance(value, numbers.Real):
         return f"{float(value):.4g}{unit}"
     if isinstance(value, (np.ndarray, jax.Array)):
@@ -52,11 +50,10 @@ def format_value(value: Any, unit: str = "") -> str:
 
 @dataclass(frozen=True)
 class Number:
-    """One deterministic figure measured in the cell, with the code that measured it.
+    """One deterministic figure (a count, bytes, a shape, a flag) and the code that measured it.
 
-    ``name`` is how a rule refers to it; ``value`` an int, float, bool, str, tuple or array,
-    or ``None`` when this backend cannot give it (a rule then answers *inconclusive here*);
-    ``source`` the plain JAX code or report it comes from; ``unit`` one of ``UNITS``.
+    ``value`` is ``None`` when this backend cannot give it (a rule then reads *inconclusive
+    here*); ``unit`` is one of ``UNITS``.
 
     Example:
       >>> Number("compilations", 2, "jax.monitoring compile events")
@@ -78,19 +75,10 @@ class Number:
 
 @dataclass(frozen=True)
 class Samples:
-    """Repeated timings of one thing (seconds, or seconds per item): never a single number.
+    """Repeated timings of one thing, in seconds (or seconds per item): never a single number.
 
-    Samples from one :func:`batchlab.measuring.interleaved` call share a ``paired`` token:
-    sample ``i`` of each was taken in the same round, so a rule decides on the per-round
-    ratios. Unpaired samples are read by their fastest sample and their whole range.
-
-    ``values`` are at least two positive, finite samples in seconds; ``source`` is the plain
-    JAX code that was timed; ``paired`` the round-pairing token (``None``: unpaired).
-
-    Example:
-      >>> s = Samples("call", [2e-3, 1e-3, 3e-3], "timeit.repeat(jax.block_until_ready(f(x)))")
-      >>> s.fastest, s.slowest
-      (0.001, 0.003)
+    Samples of one :func:`batchlab.measuring.interleaved` call share a ``paired`` token:
+    sample ``i`` of each was taken in the same round, so a rule reads the per-round ratios.
     """
 
     name: str
@@ -121,12 +109,7 @@ class Samples:
     median = property(lambda self: float(np.median(self.values)))
 
     def per(self, items: int, name: str | None = None) -> Samples:
-        """The same samples divided by ``items`` (seconds per item), still paired.
-
-        Example:
-          >>> Samples("batch", [4e-3, 8e-3], "f(xs)").per(4).values
-          (0.001, 0.002)
-        """
+        """The same samples divided by ``items`` (seconds per item), still paired."""
         if not isinstance(items, numbers.Integral) or isinstance(items, bool) or items < 1:
             raise ValueError(f"`items` must be a positive whole number, got {items!r}.")
         values = tuple(v / items for v in self.values)
@@ -146,16 +129,8 @@ Evidence = Number | Samples
 
 @dataclass(frozen=True)
 class Scope:
-    """Where a claim's numbers hold: machine facts read at construction, sizes from the caller.
-
-    ``sizes`` the numbers were measured at (``{"B": (1, 1024), "F": 256}``), the data's
-    ``dtype``; backend, device kind and JAX version are this machine's unless given.
-
-    Example:
-      >>> s = Scope(sizes={"B": 64}, dtype="float32")
-      >>> s.backend == jax.default_backend(), s.sizes
-      (True, {'B': 64})
-    """
+    """Where a claim's numbers hold: this machine's backend, device kind and JAX version (unless
+    given), and the ``sizes`` and ``dtype`` they were measured at."""
 
     sizes: Mapping[str, Any] = field(default_factory=dict)
     dtype: str | None = None
@@ -180,7 +155,7 @@ class Scope:
 
 
 def _size_text(v: Any) -> str:
-    """A sorted sweep prints as ``lo..hi``, other sequences as a tuple."""
+    """A sorted sweep of three or more sizes prints as ``lo..hi``, another sequence as a tuple."""
     if isinstance(v, Sequence) and not isinstance(v, str):
         v = tuple(v)
         return f"{v[0]}..{v[-1]}" if len(v) > 2 and list(v) == sorted(v) else str(v)

@@ -1,9 +1,9 @@
 """Rules: from a claim's evidence to *holds*, *does not hold* or *inconclusive here*.
 
-Every rule says which numbers decided it. Timings are compared by their interval (see
-:class:`Ratio`); one that straddles the threshold reads *inconclusive here*, never an
-exception. Deterministic evidence is compared exactly; a figure this backend cannot give
-(``None``) is inconclusive.
+Every rule says which numbers decided it (``reads`` names them). Timings are decided on their
+interval (:class:`Ratio`): one that straddles the threshold reads *inconclusive here*, never
+an exception. Deterministic evidence is compared exactly; ``None`` (this backend cannot give
+the figure) is inconclusive.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE)
 
 
 class Decision(NamedTuple):
-    """What a rule decided, and the numbers that decided it (``timed``: a wall-clock verdict).
+    """What a rule decided and the numbers that decided it (``timed``: wall-clock timings).
 
     A finding's line prints ``short`` (``deciding`` in fewer words) and ``value`` (the deciding
-    figure alone); empty, ``deciding`` stands for them.
+    figure alone) where they are given.
     """
 
     outcome: str
@@ -53,12 +53,7 @@ def median_interval(ratios: list[float]) -> tuple[float, float, float] | None:
 
     The order statistics ``r_(k)`` and ``r_(n+1-k)`` bracket the median with probability
     ``1 - 2 P(Bin(n, 1/2) < k)`` whatever the distribution (the sign test's interval); ``k``
-    is the largest whose coverage is at least :data:`COVERAGE`. ``None`` below 6 ratios,
-    where no such ``k`` exists.
-
-    Example:
-      >>> median_interval([1.0, 1.1, 0.9, 1.2, 1.0, 5.0, 1.05])
-      (1.05, 0.9, 5.0)
+    is the largest whose coverage is at least :data:`COVERAGE`. ``None`` below 6 ratios.
     """
     n, r = len(ratios), sorted(ratios)
     tail, k = 0.0, 0  # tail = P(Bin(n, 1/2) <= k - 1)
@@ -89,12 +84,12 @@ def _span(ev: Evidence) -> tuple[float, float, float] | None:
 
 @dataclass(frozen=True)
 class Ratio:
-    """``numerator / denominator`` above (or below) a threshold, decided on its interval.
+    """``numerator / denominator`` above (or below) ``threshold``, decided on its interval.
 
-    Paired samples (one :func:`batchlab.measuring.interleaved` run): the median of the
-    per-round ratios and its distribution-free interval (:func:`median_interval`). Unpaired:
-    the ratio of the fastest samples, ranging fastest/slowest to slowest/fastest. It holds
-    when the whole interval is on the claimed side, does not hold when all is on the other.
+    Paired samples: the median of the per-round ratios and its :func:`median_interval`.
+    Unpaired: the ratio of the fastest samples, ranging fastest/slowest to slowest/fastest.
+    It holds when the whole interval is on the claimed side, does not hold when all of it is
+    on the other.
     """
 
     numerator: str
@@ -144,16 +139,7 @@ class Ratio:
 
 
 def ratio_above(numerator: str, denominator: str, threshold: float) -> Ratio:
-    """Holds when ``numerator / denominator`` is above ``threshold`` over the whole spread.
-
-    Example:
-      >>> from batchlab.claims.evidence import Samples
-      >>> ev = {"slow": Samples("slow", [10e-3, 11e-3], "a"), "fast": Samples("fast", [1e-3, 1.2e-3], "b")}
-      >>> ratio_above("slow", "fast", 4)(ev).outcome
-      'holds'
-      >>> ratio_above("slow", "fast", 9)(ev).outcome
-      'inconclusive here'
-    """
+    """Holds when ``numerator / denominator`` is above ``threshold`` over the whole spread."""
     return Ratio(numerator, denominator, threshold, above=True)
 
 
@@ -183,7 +169,7 @@ def _number(evidence: Mapping[str, Evidence], name: str, why: str) -> Number:
 
 @dataclass(frozen=True)
 class Equals:
-    """A deterministic figure equals the expected value exactly (counts, bytes, shapes, flags)."""
+    """Holds when the figure ``name`` is exactly ``expected`` (counts, bytes, shapes, flags)."""
 
     name: str
     expected: Any
@@ -203,16 +189,7 @@ class Equals:
         return Decision(FAILS, f"{self.name} = {shown}, not {format_value(self.expected, ev.unit)}")
 
 
-def equals(name: str, expected: Any) -> Equals:
-    """Holds when the figure ``name`` is exactly ``expected``.
-
-    Example:
-      >>> from batchlab.claims.evidence import Number
-      >>> equals("compilations", 2)({"compilations": Number("compilations", 2, "count_compiles")}).outcome
-      'holds'
-    """
-    return Equals(name, expected)
-
+equals = Equals
 
 _OPS = {
     "<": operator.lt,
@@ -226,7 +203,13 @@ _OPS = {
 
 @dataclass(frozen=True)
 class Relation:
-    """A count compared with another count (by name) or with a fixed number."""
+    """Holds when ``left op right``; ``right`` is a figure's name or a number.
+
+    Example:
+      >>> ev = {"temp": Number("temp", 64, "a", "B"), "values": Number("values", 128, "b", "B")}
+      >>> relation("temp", "<", "values")(ev).deciding
+      'temp = 64 B < values = 128 B'
+    """
 
     left: str
     op: str
@@ -256,16 +239,7 @@ class Relation:
         return Decision(HOLDS if ok else FAILS, text if ok else f"not: {text}")
 
 
-def relation(left: str, op: str, right: str | float) -> Relation:
-    """Holds when ``left op right``; ``right`` is a figure's name or a number.
-
-    Example:
-      >>> from batchlab.claims.evidence import Number
-      >>> ev = {"temp": Number("temp", 64, "a", "B"), "values": Number("values", 128, "b", "B")}
-      >>> relation("temp", "<", "values")(ev)
-      Decision(outcome='holds', deciding='temp = 64 B < values = 128 B', timed=False, short='', value='')
-    """
-    return Relation(left, op, right)
+relation = Relation
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,5 @@
-"""The eleven claims of the two source texts, by readable names, and where each is measured.
-
-The kit's two source texts (``seeds/``: one on memory fragmentation, one on the pitfalls of
-batch processing) make eleven claims. Each gets one name a learner can read, used everywhere
-instead of a number: in notebook 00's list, the README, and a claim's ``source=``.
+"""The eleven claims of the kit's two source texts (``seeds/``), by the names a learner reads
+everywhere: notebook 00's list, the README, a finding's ``source=``.
 """
 
 from __future__ import annotations
@@ -11,11 +8,11 @@ from typing import NamedTuple
 
 
 class SourceClaim(NamedTuple):
-    """One claim of a source text: its name, what the text says, and where it is measured."""
+    """A source claim: its name, what the text says, which text, the notebooks measuring it."""
 
     name: str
     says: str
-    text: str  # which source text
+    text: str
     notebooks: tuple[str, ...]
 
 
@@ -64,15 +61,7 @@ NAMES = tuple(c.name for c in SOURCE_CLAIMS)
 
 
 def source_claim(name: str) -> SourceClaim:
-    """The source claim called ``name``.
-
-    Raises:
-      ValueError: no source claim has that name (the message lists them).
-
-    Example:
-      >>> source_claim("a batch needs one shape").notebooks
-      ('01', '04')
-    """
+    """The source claim called ``name`` (``ValueError`` naming all eleven for another)."""
     for c in SOURCE_CLAIMS:
         if c.name == name:
             return c

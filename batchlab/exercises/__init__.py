@@ -1,10 +1,9 @@
 """Exercises with automatic checks: a hint on a wrong answer, never the solution.
 
-An exercise is ``checker(answer, **context) -> (ok, message)`` registered under an id in a
-topic submodule; a notebook calls ``exercises.check("tour.predict_bytes", my_answer)``. A
-wrong answer gets a hint computed from the learner's own answer where possible; the expected
-value is never printed. Solutions sit between ``# BEGIN SOLUTION`` and ``# END SOLUTION``;
-``python scripts/workshop.py`` builds student copies with a stub there.
+A checker ``checker(answer, **context) -> (ok, message)`` is registered under "topic.name" in
+a topic submodule; a notebook calls ``exercises.check("tour.predict_bytes", my_answer)``.
+Solutions sit between ``# BEGIN SOLUTION`` and ``# END SOLUTION``; ``scripts/workshop.py``
+builds student copies with a stub (``...``) there.
 """
 
 from __future__ import annotations
@@ -22,12 +21,6 @@ from batchlab.exercises._reveal import Reveal, callout, reveal
 Checker = Callable[..., "tuple[bool, str]"]
 
 _REGISTRY: dict[str, tuple[Checker, str]] = {}
-_KEYWORD_ONLY, _POSITIONAL = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
-
-
-def _topics() -> list[str]:
-    """Every topic submodule in this package (found, not listed by hand)."""
-    return [m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")]
 
 
 def exercise(exercise_id: str, prompt: str) -> Callable[[Checker], Checker]:
@@ -43,18 +36,14 @@ def exercise(exercise_id: str, prompt: str) -> Callable[[Checker], Checker]:
 
 
 def all_exercises() -> list[str]:
-    """Ids of every exercise in every topic."""
-    for topic in _topics():
-        importlib.import_module(f"{__name__}.{topic}")
+    """Ids of every exercise in every topic submodule."""
+    for m in pkgutil.iter_modules(__path__):
+        if not m.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{m.name}")
     return sorted(_REGISTRY)
 
 
-def _lookup(exercise_id: Any) -> tuple[Checker, str]:
-    if not isinstance(exercise_id, str):
-        raise TypeError(
-            f"`exercise_id` must be a string like 'tour.predict_bytes', got "
-            f"{type(exercise_id).__name__} {exercise_id!r}."
-        )
+def _lookup(exercise_id: str) -> tuple[Checker, str]:
     if exercise_id not in _REGISTRY and exercise_id not in all_exercises():
         raise KeyError(f"No exercise {exercise_id!r}; known exercises: {sorted(_REGISTRY)}.")
     return _REGISTRY[exercise_id]
@@ -90,32 +79,20 @@ class CheckResult:
 def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
     """Checks a learner's answer to one exercise; truthy when correct.
 
-    ``context`` is what the checker needs from the notebook (its inputs). A wrong answer, or
-    an error in the learner's code, is a hint (``"Your answer raised ..."``, naming the
-    inputs used), never raised.
+    ``context`` is what the checker needs from the notebook. A wrong answer, the stub ``...``,
+    or an error in the learner's code is a hint, never raised.
 
     Raises:
       KeyError: unknown ``exercise_id`` (the message lists the known ones).
-      TypeError: ``context`` lacks an input the exercise needs (a notebook bug; the message
-        names what to pass).
-
-    Example:
-      >>> @exercise("demo.square", "Write f(x) = x squared.")
-      ... def square(answer, *, x):
-      ...     return (answer(x) == x * x, "Correct." if answer(x) == x * x else "Multiply x by itself.")
-      >>> check("demo.square", lambda x: x + x, x=3)
-      [demo.square] not yet: Multiply x by itself.
-      >>> check("demo.square", lambda x: 1 / 0, x=3)
-      [demo.square] not yet: Your answer raised ZeroDivisionError: division by zero (the check called it with x=3)
-      >>> check("demo.square", ..., x=3).ok
-      False
+      TypeError: ``context`` lacks an input the exercise needs (the message names it).
     """
     checker, _ = _lookup(exercise_id)
     signature = inspect.signature(checker)
     try:
         signature.bind(answer, **context)
     except TypeError as e:
-        params, kinds = list(signature.parameters.values())[1:], (_KEYWORD_ONLY, _POSITIONAL)
+        params = list(signature.parameters.values())[1:]
+        kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         needed = [p.name for p in params if p.default is p.empty and p.kind in kinds]
         call = ", ".join(["answer", *(f"{n}=..." for n in needed)])
         raise TypeError(
@@ -159,10 +136,20 @@ def _unanswered(answer: Any) -> bool:
 
 
 def choose(answer: Any, truth: str, choices: Sequence[str], right: str, wrong: str) -> tuple:
-    """A choice exercise's grade: ``right`` for ``truth``, ``wrong`` (a hint) for another choice."""
+    """A choice's grade: ``right`` for ``truth``, ``wrong`` (a hint) for another choice."""
     if answer not in choices:
         return False, f"Answer with one of {tuple(choices)}, got {answer!r}."
     return (True, right) if answer == truth else (False, wrong)
+
+
+DIRECTIONS = ("shrinks", "same", "grows")
+
+
+def direction(new: float, old: float, tolerance: float = 0.05, words=DIRECTIONS) -> str:
+    """``words[2]`` (grows) when ``new`` is above ``old`` by more than ``tolerance`` of ``old``,
+    ``words[0]`` (shrinks) when below by more, else ``words[1]`` (same)."""
+    margin = tolerance * abs(old)
+    return words[2] if new > old + margin else words[0] if new < old - margin else words[1]
 
 
 __all__ = ["CheckResult", "Reveal", "all_exercises", "check", "exercise", "prompt", "reveal"]

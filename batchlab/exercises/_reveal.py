@@ -1,7 +1,5 @@
 """Predict, then measure: a learner's committed guess shown beside the measurement.
 
-A prediction is committed in one cell (``my_guess = 8``) before the cell that measures;
-:func:`reveal` then shows the guess beside the measured figure and says how far off it was.
 With no guess (``None``, or the student stub ``...``) the reveal still runs and says "no
 prediction made", so "Run All" reaches the end of every notebook.
 """
@@ -17,8 +15,6 @@ from typing import Any
 
 from batchlab._util.format import format_bytes, format_count, format_seconds
 
-_UNITS_FORMATTED = {"bytes": format_bytes, "seconds": format_seconds}
-
 
 def callout(color: str, body: str) -> str:
     """A notebook callout: ``body`` (HTML) beside a bar of ``color``."""
@@ -32,8 +28,8 @@ def _is_number(x: Any) -> bool:
 def _show(value: Any, unit: str) -> str:
     if value is None or isinstance(value, str):
         return "n/a" if value is None else value
-    if unit in _UNITS_FORMATTED:
-        return _UNITS_FORMATTED[unit](float(value))
+    if unit in ("bytes", "seconds"):
+        return (format_bytes if unit == "bytes" else format_seconds)(float(value))
     if float(value).is_integer() and abs(value) < 1e15:
         text = f"{int(value):,}"
     else:
@@ -69,11 +65,8 @@ class Reveal:
         if not self.made:
             return "no prediction made: write your guess in the cell above and run both again"
         if isinstance(self.measured, str):
-            return (
-                "right"
-                if str(self.guess) == self.measured
-                else f"not this time: you chose {self.guess!r}"
-            )
+            right = str(self.guess) == self.measured
+            return "right" if right else f"not this time: you chose {self.guess!r}"
         if self.guess == self.measured:
             return "exact"
         r = self.ratio
@@ -97,10 +90,9 @@ class Reveal:
     def _repr_html_(self) -> str:
         color = "#1b7f3b" if self.verdict in ("exact", "right") else "#444"
         color = color if self.made else "#b26a00"
-        shown = (("your prediction", self.guess), ("measured", self.measured))
         cells = "".join(
             f"<td style='padding:2px 10px'>{k}<br><b>{html.escape(_show(v, self.unit))}</b></td>"
-            for k, v in shown
+            for k, v in (("your prediction", self.guess), ("measured", self.measured))
         )
         return callout(
             color,
@@ -121,23 +113,10 @@ def reveal(
 
     Args:
       prediction_id: ``"topic.name"``.
-      guess: a number, a string (one of ``choices``), or ``None`` / ``...`` when none was
-        made (the reveal still runs, so Run All reaches the end).
+      guess: a number, a string (one of ``choices``), or ``None`` / ``...`` when none was made.
       measured: the value measured in this run (a number, or a string for a choice).
       unit: the unit of both; ``"bytes"`` and ``"seconds"`` print in human units.
-      choices: for a choice, the allowed answers (a guess outside them is refused).
-
-    Raises:
-      ValueError: a bad ``prediction_id``, a guess outside ``choices``, or a NaN.
-      TypeError: ``guess`` and ``measured`` of different kinds (a number against a choice).
-
-    Example:
-      >>> reveal("demo.compiles", 8, measured=3, unit="compilations")
-      [demo.compiles] your prediction: 8 compilations | measured: 3 compilations | off by 2.67x (too high)
-      >>> reveal("demo.compiles", None, measured=3).verdict
-      'no prediction made: write your guess in the cell above and run both again'
-      >>> reveal("demo.winner", "vmap", measured="vmap", choices=["vmap", "loop"]).verdict
-      'right'
+      choices: for a choice, the allowed answers.
     """
     if not isinstance(prediction_id, str) or "." not in prediction_id:
         raise ValueError(f"`prediction_id` must look like 'topic.name', got {prediction_id!r}.")

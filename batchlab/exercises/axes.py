@@ -17,12 +17,13 @@ from batchlab.exercises import choose, exercise
     "x has shape (4, 6, 3) and is mapped with in_axes=1. What shape does fn see per item?",
 )
 def item_shape(answer: Any) -> tuple[bool, str]:
+    shape = "Answer with a shape, a tuple of ints like (2, 5)"
     if isinstance(answer, (str, bytes)):  # "43" would read as (4, 3)
-        return False, "Answer with a shape, a tuple of ints like (2, 5), not a string."
+        return False, f"{shape}, not a string."
     try:
         answer = tuple(int(d) for d in answer)
     except (TypeError, ValueError):
-        return False, "Answer with a shape, a tuple of ints like (2, 5)."
+        return False, f"{shape}."
     if answer == (4, 3):
         return True, "Right: vmap removes the mapped axis, only that one; the others keep order."
     if answer == (6, 3):
@@ -54,10 +55,8 @@ def columns_batch(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, s
     if e.batch_size != x.shape[1] or mapped.get("x") != 1:
         return False, "The batch has 5 items, one per column: which axis of x has size 5?"
     if e.outputs[0].shape != (w.shape[1], x.shape[1]):
-        return False, (
-            f"The items are right, but the output comes out as {e.outputs[0].shape}: out_axes "
-            "says where the batch axis goes in the output."
-        )
+        got = e.outputs[0].shape
+        return False, f"The output comes out as {got}: out_axes says where the batch axis goes."
     return True, "Right: in_axes picks the axis that holds the items, out_axes where they go."
 
 

@@ -7,13 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from batchlab.exercises import choose, exercise
+from batchlab.exercises import choose, direction, exercise
 from batchlab.runs.budget import max_batch_size
 
-
-def _ratio(answer: Any) -> bool:
-    """Whether ``answer`` is a positive number (a ratio)."""
-    return isinstance(answer, (int, float, np.integer, np.floating)) and answer > 0
+_NUMBER = (int, float, np.integer, np.floating)
 
 
 @exercise(
@@ -69,7 +66,7 @@ def _largest_batch(
         expected, got = int(max_batch_size(fn, item, budget_bytes=budget)), answer(fn, item, budget)
         if int(got) != expected:
             size = (
-                "too large: it does not fit" if got > expected else "too small: a larger batch fits"
+                "too large: it does not fit" if got > expected else "too small: a larger one fits"
             )
             return False, (
                 f"For a budget of {budget} bytes your answer {got} is {size}. Compare "
@@ -90,10 +87,7 @@ def _resume_equal(answer: Callable, *, a: Any, b: Any, different: Any) -> tuple[
     if not callable(answer):
         return False, "Pass your function itself: same, not same(...)."
     if not answer(a, b):
-        return (
-            False,
-            "Your function says two equal runs differ: check indices, outputs, failures.",
-        )
+        return False, "Your function says two equal runs differ: check indices, outputs, failures."
     if answer(a, different):
         return False, "Your function says two different runs are the same: compare the outputs?"
     return True, "Right: indices, outputs (exactly, same program) and failures must all match."
@@ -105,7 +99,7 @@ def _resume_equal(answer: Callable, *, a: Any, b: Any, different: Any) -> tuple[
     "many times the old one? (a ratio, e.g. 0.5 for half)",
 )
 def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
-    if not _ratio(answer):
+    if not isinstance(answer, _NUMBER) or answer <= 0:
         return False, "Give a positive ratio: new largest batch / old largest batch."
     if answer >= 1:
         return False, "A larger item needs more memory per item: can more fit the same budget?"
@@ -128,7 +122,7 @@ def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
     "how many times the old one? (a ratio)",
 )
 def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
-    if not _ratio(answer):
+    if not isinstance(answer, _NUMBER) or answer <= 0:
         return False, "Give a positive ratio: new batch size / old batch size."
     if abs(np.log2(answer / measured_ratio)) <= 0.4:
         return True, (
@@ -150,10 +144,9 @@ def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
     "Answer with one word: 'rises', 'falls' or 'stays'.",
 )
 def wider_mlp(answer: Any, *, old_ratio: float, new_ratio: float) -> tuple[bool, str]:
-    change = new_ratio / old_ratio - 1
     return choose(
         answer,
-        "stays" if abs(change) < 0.02 else "rises" if change > 0 else "falls",
+        direction(new_ratio, old_ratio, 0.02, ("falls", "stays", "rises")),
         ("rises", "falls", "stays"),
         "Right. Now say why in one sentence: which part of the plan both programs hold whole, "
         "which part only vmap holds for every item, and how each grows with the width.",

@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from batchlab.exercises import exercise
+from batchlab.exercises import DIRECTIONS, exercise
 from batchlab.timeline.capture import trace
 
-DIRECTIONS = ("shrinks", "same", "grows")
+#: (batches, load seconds, compute seconds): load-bound, compute-bound, balanced, one batch
+PIPELINES = [(10, 1.0, 1.0), (10, 2.0, 0.5), (10, 0.25, 3.0), (1, 1.0, 1.0), (12, 0.5, 0.5)]
 
 
 @exercise(
@@ -19,13 +20,7 @@ DIRECTIONS = ("shrinks", "same", "grows")
     "the start-up (nothing computes before the first load ends, nothing loads after the last).",
 )
 def pipeline_time(answer: Any) -> tuple[bool, str]:
-    for n, load, compute in [
-        (10, 1.0, 1.0),
-        (10, 2.0, 0.5),
-        (10, 0.25, 3.0),
-        (1, 1.0, 1.0),
-        (12, 0.5, 0.5),
-    ]:
+    for n, load, compute in PIPELINES:
         case = f"load={load} and compute={compute}"
         serial = float(answer(n, load, compute, False))
         if not np.isclose(serial, n * (load + compute), rtol=1e-6):
@@ -90,12 +85,7 @@ def padding_rows(answer: Any) -> tuple[bool, str]:
 
 
 def _share_direction(new: float, old: float, margin: float = 0.1) -> str:
-    """``"grows"``, ``"same"`` or ``"shrinks"`` for a share in [0, 1], ``margin`` apart.
-
-    Example:
-      >>> _share_direction(0.6, 0.0), _share_direction(0.05, 0.0), _share_direction(0.1, 0.7)
-      ('grows', 'same', 'shrinks')
-    """
+    """``"grows"``, ``"same"`` or ``"shrinks"`` for a share in [0, 1], ``margin`` apart."""
     d = new - old
     return "grows" if d > margin else "shrinks" if d < -margin else "same"
 

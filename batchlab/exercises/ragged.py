@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab.exercises import exercise
+from batchlab.exercises import direction, exercise
 from batchlab.ragged.boundaries import optimal_boundaries, padded_elements
 
 
@@ -70,15 +70,14 @@ def masked_mean_exercise(answer: Callable, *, x: Any, mask: Any) -> tuple[bool, 
 )
 def predict_compiles(answer: Any, *, lengths: Any, boundaries: Any) -> tuple[bool, str]:
     lengths = np.asarray(lengths)
-    bucketed = len(np.unique(np.asarray(boundaries)[np.searchsorted(boundaries, lengths)]))
     try:
-        a_raw, a_bucketed = (int(v) for v in answer)
+        raw, bucketed = (int(v) for v in answer)
     except (TypeError, ValueError):
         return False, "Answer with a pair of ints: (raw, bucketed)."
-    if a_raw != len(np.unique(lengths)):
-        hint = "calls are not compiles" if a_raw == len(lengths) else "count the distinct shapes"
+    if raw != len(np.unique(lengths)):
+        hint = "calls are not compiles" if raw == len(lengths) else "count the distinct shapes"
         return False, f"Raw count is off: {hint}; jit caches one compiled program per input shape."
-    if a_bucketed != bucketed:
+    if bucketed != len(np.unique(np.searchsorted(boundaries, lengths))):
         return False, "Bucketed count is off: only boundaries that receive an item make a shape."
     return True, "Right: one compilation per distinct shape; bucketing caps it at used buckets."
 
@@ -140,10 +139,6 @@ def long_item(answer: Any, *, lengths: Any, extra: int) -> tuple[bool, str]:
     )
 
 
-def _direction(new: float, old: float) -> str:
-    return "more" if new > old else "fewer" if new < old else "same"
-
-
 @exercise(
     "ragged.batch_size_change",
     "An epoch of `bucket_batches` with `boundaries` and `batch_size=old` is rebuilt with "
@@ -153,24 +148,26 @@ def _direction(new: float, old: float) -> str:
 def batch_size_change(
     answer: Any, *, lengths: Any, boundaries: Any, old: int, new: int
 ) -> tuple[bool, str]:
-    counts = np.bincount(np.searchsorted(boundaries, lengths), minlength=len(boundaries))
-    counts = counts[counts > 0]
     hints = {
-        "compiles": "What decides a compiled shape here: the number of batches, or "
-        "(batch_size, boundary)?",
+        "compiles": "What decides a compiled shape: the number of batches, or (batch_size, "
+        "boundary)?",
         "filler_rows": "Filler rows only fill up each bucket's last batch: at most "
         "batch_size - 1 per bucket.",
         "batches": "Each bucket is cut into ceil(items / batch_size) batches.",
     }
     if not isinstance(answer, dict) or set(answer) != set(hints):
         return False, "Answer with a dict: {'compiles': ..., 'filler_rows': ..., 'batches': ...}."
+    counts = np.bincount(np.searchsorted(boundaries, lengths))
+    counts = counts[counts > 0]  # items per bucket that receives any
 
     def epoch(bs: int) -> dict[str, int]:
         filler, batches = int(np.sum(-counts % bs)), int(np.sum(-(-counts // bs)))
         return {"compiles": len(counts), "filler_rows": filler, "batches": batches}
 
     before, after = epoch(old), epoch(new)
-    wrong = [k for k in hints if str(answer[k]).strip().lower() != _direction(after[k], before[k])]
+    words = ("fewer", "same", "more")
+    said = {k: str(answer[k]).strip().lower() for k in hints}
+    wrong = [k for k in hints if said[k] != direction(after[k], before[k], 0, words)]
     if wrong:
         return False, " ".join(hints[k] for k in wrong)
     return True, (

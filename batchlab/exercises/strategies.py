@@ -35,11 +35,6 @@ def manual_pairwise(answer: Any) -> tuple[bool, str]:
     "plus the remainder run)? Give an int.",
 )
 def chunk_count(answer: Any) -> tuple[bool, str]:
-    hints = {
-        15: "That counts the full chunks only: what runs the items they leave over?",
-        1: "1 is the number of dispatches (one program is called once); count how many times "
-        "vmap(f) runs inside it.",
-    }
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         return False, f"Give a whole number (an int), got {type(answer).__name__}."
     if answer == 16:
@@ -47,16 +42,14 @@ def chunk_count(answer: Any) -> tuple[bool, str]:
             "Right: the loop runs the full chunks, then one more vmap(f) takes the leftover items; "
             "all of it inside one compiled program, so still one dispatch from Python."
         )
-    return False, hints.get(
-        int(answer),
+    if answer == 15:
+        return False, "That counts the full chunks only: what runs the items they leave over?"
+    if answer == 1:
+        return False, "1 is the number of dispatches (one program); how often does vmap(f) run?"
+    return False, (
         "Divide 1000 by 64: the whole part is the loop's iterations; then count one more run if "
-        "anything is left over. Check it with jax.make_jaxpr: the scan's `length`, plus one.",
+        "anything is left over. Check it with jax.make_jaxpr: the scan's `length`, plus one."
     )
-
-
-def _host_dispatches(items: int, chunk: int) -> int:
-    chunks = -(-items // chunk)
-    return 1 if chunks == 1 else chunks + 2  # a split, one step per chunk, a concatenation
 
 
 @exercise(
@@ -70,8 +63,10 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
     except (TypeError, ValueError):
         return False, "Give three numbers: (time, temp, dispatch ratio), small chunk over large."
     small, large = chunks
-    expected = _host_dispatches(items, small) / _host_dispatches(items, large)
-    if abs(dispatch_ratio - expected) > 0.01 * expected:
+    # dispatches: one chunk alone is one call; more chunks are a split, a step each, a concatenation
+    steps = [-(-items // c) for c in chunks]
+    calls = [1 if n == 1 else n + 2 for n in steps]
+    if abs(dispatch_ratio - calls[0] / calls[1]) > 0.01 * calls[0] / calls[1]:
         return False, (
             "Count the dispatches again: besides one step per chunk, the host loop makes one more "
             "call before the steps and one after them. Use the `dispatches` column of bl.compare."

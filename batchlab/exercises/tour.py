@@ -9,10 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab.exercises import exercise
+from batchlab.exercises import DIRECTIONS, direction, exercise
 from batchlab.measuring.memory import memory_estimate
-
-DIRECTIONS = ("shrinks", "same", "grows")
 
 
 @exercise(
@@ -38,19 +36,6 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
         "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and "
         "dtypes."
     )
-
-
-def direction(new: float, old: float, *, tolerance: float = 0.05) -> str:
-    """``"grows"``, ``"same"`` or ``"shrinks"``: ``new`` against ``old`` (within ``tolerance``).
-
-    Example:
-      >>> direction(2.0, 1.0), direction(1.01, 1.0), direction(0.5, 1.0)
-      ('grows', 'same', 'shrinks')
-    """
-    if old == 0:
-        return "same" if new == 0 else "grows"
-    r = new / old
-    return "grows" if r > 1 + tolerance else "shrinks" if r < 1 - tolerance else "same"
 
 
 @exercise(
