@@ -1,9 +1,8 @@
 """The advisor's explorer (12): move the budget over what ``advise`` measured; nothing re-measured.
 
-At each budget the candidates whose plan times the advice's margin fits are kept and
-:func:`batchlab.advisor.decide` re-decides among their samples (one interleaved run: the
-main run's, or the screening run's when only screened-out candidates fit). The batch size
-that fits needs compilations and a fresh process: it is given at the advice's budget only.
+At each budget :func:`batchlab.advisor.decide` re-decides among the timed candidates whose
+plan times the advice's margin fits. The batch size that fits needs compilations and a fresh
+process: it is given at the advice's own budget only.
 """
 
 from __future__ import annotations
@@ -53,10 +52,7 @@ def setting(advice: Advice, budget: int) -> AdvisorSetting:
 
 
 class AdvisorExplorer(Explorer):
-    """A budget slider over one :func:`batchlab.advise` result (nothing re-measured).
-
-    The slider's stops are ``budgets`` and the advice's own budget, where it starts.
-    """
+    """A budget slider over one :func:`batchlab.advise` result; starts at the advice's budget."""
 
     def __init__(self, advice: Advice, budgets: Sequence[int]) -> None:
         if not isinstance(advice, Advice):

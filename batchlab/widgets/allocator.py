@@ -20,16 +20,8 @@ from batchlab.widgets.explorer import Explorer
 class AllocatorExplorer(Explorer):
     """Drop-downs for the workload and the allocator -> the memory map and fragmentation.
 
-    All of it is :func:`batchlab.allocator.simulate` of *synthetic* events (``n_items``
-    items) on a device ``headroom`` times the live peak. Policies: ``"bfc"`` (XLA's
-    constants), ``"platform"`` (driver calls, no pool: preallocate is ignored),
-    ``"first-fit"`` (a textbook contrast).
-
-    Example:
-      >>> ex = AllocatorExplorer(16, batch_sizes=(1, 4))
-      >>> sim = ex.update(workload="training-donated", batch_size=4)
-      >>> sim.replay.allocations, sim.overhead
-      (13, 1.0)
+    All of it is :func:`batchlab.allocator.simulate` of *synthetic* events on a device
+    ``headroom`` times the live peak; ``"platform"`` has no pool (preallocate is ignored).
     """
 
     def __init__(self, n_items: int = 48, *, batch_sizes=(1, 2, 4, 8, 16), headroom: float = 1.1):

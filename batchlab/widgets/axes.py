@@ -36,14 +36,7 @@ class AxesOutcome(NamedTuple):
 class AxesExplorer(Explorer):
     """One dropdown per argument (its axis or None) and one for ``out_axes`` (starting at 0).
 
-    ``fn, *args``: the per-item function and example arguments (arrays or ShapeDtypeStructs);
-    ``in_axes``: the starting spec, one entry per argument.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> ex = AxesExplorer(lambda x, w: x @ w, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=(0, None))
-      >>> ex.update(w=0).ok, ex.update(w=None).explanation.outputs[0].shape
-      (False, (5, 2))
+    ``args``: example arguments (arrays or ShapeDtypeStructs); ``in_axes``: the start.
     """
 
     def __init__(self, fn: Callable, *args: Any, in_axes: Sequence[Any] | None = None) -> None:
@@ -143,16 +136,7 @@ def _broadcast(a: str, b: str) -> BroadcastOutcome:
 
 
 class BroadcastExplorer(Explorer):
-    """Two shape boxes; shows the broadcast shape, the conflict drawn, or the silent-trap warning.
-
-    Example:
-      >>> ex = BroadcastExplorer("(5,)", "(5, 1)")
-      >>> r = ex.update()
-      >>> r.shape, len(r.warnings)
-      ((5, 5), 1)
-      >>> ex.update(b="(5, 3)").error.splitlines()[0]
-      'shapes (5,) and (5, 3) do not broadcast. Aligned from the right, sizes on one axis must be equal or 1:'
-    """
+    """Two shape boxes -> the broadcast shape, the conflict drawn, or the silent-trap warning."""
 
     def __init__(self, a: str = "(4,)", b: str = "(4, 3)") -> None:
         box = {n: control("Text", description=f"shape {n}", width="220px") for n in "ab"}

@@ -23,15 +23,11 @@ from batchlab.widgets.explorer import Explorer
 class BatchSizeExplorer(Explorer):
     """A batch-size slider that re-measures ``fn`` (:func:`batchlab.measure`) and redraws.
 
-    ``make_batch(batch_size)`` gives the arguments; ``batch_sizes`` are the slider's stops;
-    ``measure_options`` go to :func:`batchlab.measure`.
+    ``make_batch(batch_size)`` gives the arguments.
 
     Example:
       >>> import jax.numpy as jnp
-      >>> ex = BatchSizeExplorer(lambda x: x.sum(1), lambda b: (jnp.ones((b, 8)),), [1, 4], repeat=3)
-      >>> m = ex.update(batch_size=4)
-      >>> m.memory.argument_bytes, sorted(ex.measured)
-      (128, [1, 4])
+      >>> ex = BatchSizeExplorer(lambda x: x.sum(1), lambda b: jnp.ones((b, 8)), [1, 4], repeat=3)
       >>> ex.per_item().paired, ex.per_item(paired=False).paired
       (True, False)
     """
@@ -75,11 +71,8 @@ class BatchSizeExplorer(Explorer):
         return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
 
     def per_item(self, *, paired: bool = True) -> PerItemCost:
-        """Every measured batch size as a :class:`PerItemCost`.
-
-        ``paired``: the smallest and the largest batch are timed again, interleaved (the
-        speed-up is the median of the per-round ratios); ``False``: the points as measured.
-        """
+        """Every measured batch size as a :class:`PerItemCost`; ``paired``: the smallest and
+        the largest batch timed again, interleaved (else the points as measured)."""
 
         def call_at(batch_size: int) -> Callable[[], Any]:
             args = self._args(batch_size)
@@ -110,23 +103,10 @@ class BatchSizeExplorer(Explorer):
 class StrategyExplorer(Explorer):
     """The picked strategies at the chosen batch size; plots every point measured so far.
 
-    The strategies shown at a batch size come from one :func:`batchlab.compare` run
-    (interleaved, paired by round): a result is never set beside one timed apart.
-
-    Args:
-      fn, *args, in_axes: the per-item function, the largest batch (smaller batch sizes take
-        its first items) and ``in_axes`` as in ``jax.vmap``.
-      batch_sizes: the slider's stops; strategies: those picked at the start.
-      chunk: items per chunk for ``"chunked"``; manual: the hand-batched ``fn`` (``"manual"``).
-      max_time: seconds of timing per strategy and batch size (:func:`batchlab.compare`).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> ex = StrategyExplorer(lambda x: x * 2, jnp.ones((8, 4)), batch_sizes=[4, 8],
-      ...                       strategies=("vmap", "chunked"), chunk=2, max_time=0.05)
-      >>> c = ex.update(batch_size=4)
-      >>> c.strategies, sorted(ex.points)
-      (['vmap', 'chunked'], [('chunked', 4), ('chunked', 8), ('vmap', 4), ('vmap', 8)])
+    ``args``: the largest batch (smaller batch sizes take its first items); ``chunk``: items
+    per chunk for ``"chunked"``; ``manual``: the hand-batched ``fn``. The strategies shown at
+    a batch size come from one :func:`batchlab.compare` run (interleaved, paired by round):
+    a result is never set beside one timed apart.
     """
 
     def __init__(

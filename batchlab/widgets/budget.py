@@ -16,9 +16,6 @@ from batchlab.widgets.explorer import Explorer
 class BudgetExplorer(Explorer):
     """Budget slider -> :func:`batchlab.max_batch_size` for each strategy -> memory curves.
 
-    ``fn`` takes one item like ``example_item`` (arrays or ShapeDtypeStructs); ``budgets``
-    are the slider's stops in bytes, ``budget`` the start; ``chunk_size``: items per chunk.
-
     Example:
       >>> import jax, jax.numpy as jnp
       >>> item = jax.ShapeDtypeStruct((64,), jnp.float32)

@@ -1,13 +1,4 @@
-"""The controls: each function returns a factory, ``factory(value)`` -> an ipywidgets control.
-
-Every control measures on release (``continuous_update=False``); its ``value`` is the
-parameter ``compute`` receives.
-
-Example:
-  >>> factory = stops_slider([1, 2, 4, 8], "batch size")
-  >>> factory(4).value, factory(4).continuous_update
-  (4, False)
-"""
+"""Control factories: ``factory(value)`` -> an ipywidgets control that measures on release."""
 
 from __future__ import annotations
 

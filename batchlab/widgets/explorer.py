@@ -1,9 +1,8 @@
 """The explorer pattern: controls -> a measurement through the core -> a plot updated in place.
 
-A control measures on release; while work runs the status says so, XLA compilations counted
-apart from run time; a ``preview`` (a plan: nothing compiled) is drawn first; plots already
-drawn come from a PNG cache; an error shows the kit's message and the controls go back to the
-last setting that worked.
+While work runs the status says so (XLA compilations apart from run time); plots already
+drawn come from a PNG cache; an error shows the kit's message and the controls go back to
+the last setting that worked.
 """
 
 from __future__ import annotations
@@ -53,10 +52,8 @@ class Explorer:
 
     Example:
       >>> ex = Explorer(lambda n: n * n, {"n": 3}, describe=lambda r: f"square {r}")
-      >>> ex.update(n=4), ex.update(n=3), ex.update(n=4)
-      (16, 9, 16)
-      >>> ex.last_from_cache, len(ex.cache), ex.status_text
-      (True, 2, 'square 16 (from cache: nothing re-measured)')
+      >>> ex.update(n=4), ex.update(n=3), ex.update(n=4), ex.status_text
+      (16, 9, 16, 'square 16 (from cache: nothing re-measured)')
     """
 
     reports_compiles = False  # True when ``describe`` itself reports the compilations
@@ -147,9 +144,8 @@ class Explorer:
             lead = f"{what}: {self.pending!r}"
             self._set_status(f"{lead}; compiling and measuring...", state="busy", params=params)
             if self._ui is not None and self._draw is not None:
-                with contextlib.suppress(
-                    Exception
-                ):  # a preview that cannot draw keeps the old plot
+                # a preview that cannot draw keeps the old plot
+                with contextlib.suppress(Exception):
                     self._image.value = _to_png(self._draw(self))
             self.last_first_answer_seconds = time.perf_counter() - t0
         with count_compiles() as compiles:
@@ -195,9 +191,10 @@ class Explorer:
             self._image = w.Image(format="png", layout=layout)
             self._image.add_class("batchlab-plot")
             for name, factory in self._controls.items():
-                control = factory(self.params[name])
-                control.observe(self._on_change(name), names="value")
-                self.control_widgets[name] = control
+                control = self.control_widgets[name] = factory(self.params[name])
+                control.observe(
+                    lambda change, name=name: self._on_change(name, change["new"]), "value"
+                )
             title = f"<b style='font-size:15px'>{html.escape(self.title)}</b>" if self.title else ""
             row = w.HBox(list(self.control_widgets.values()), layout=w.Layout(flex_flow="row wrap"))
             self._ui = w.VBox([w.HTML(_STYLE + title), row, self._status, self._image])
@@ -207,23 +204,18 @@ class Explorer:
                 self._set_status(self._done_text(self.result), state="done", params=self.params)
         return self._ui
 
-    def _on_change(self, name: str):
-        def handler(change):
-            if not self._syncing:
-                with contextlib.suppress(Exception):  # already shown in the widget by update()
-                    self.update(**{name: change["new"]})
-
-        return handler
+    def _on_change(self, name: str, value: Any) -> None:
+        if not self._syncing:
+            with contextlib.suppress(Exception):  # already shown in the widget by update()
+                self.update(**{name: value})
 
     def _sync_controls(self) -> None:
+        """Moves the controls to ``params`` (an unchanged value notifies no observer)."""
         self._syncing = True
-        try:
-            for name, control in self.control_widgets.items():
-                if control.value != self.params[name]:
-                    with contextlib.suppress(Exception):  # a value the control cannot show
-                        control.value = self.params[name]
-        finally:
-            self._syncing = False
+        for name, control in self.control_widgets.items():
+            with contextlib.suppress(Exception):  # a value the control cannot show
+                control.value = self.params[name]
+        self._syncing = False
 
     def _set_status(self, text: str, *, state: str, params: dict[str, Any]) -> None:
         """The status line; ``data-state`` and ``data-params`` are what the browser test reads."""

@@ -28,13 +28,7 @@ class GaugeReading(NamedTuple):
 
 
 class MemoryGauge:
-    """Device memory of the first device.
-
-    Example:
-      >>> r = MemoryGauge().read()
-      >>> r.live == (jax.default_backend() != "cpu"), r.live_array_bytes >= 0
-      (True, True)
-    """
+    """Device memory of the first device: ``MemoryGauge().read()``."""
 
     def read(self) -> GaugeReading:
         """Reads the figures now."""

@@ -23,23 +23,9 @@ def _dropdown(name: str, options: Sequence[Any]):
 class LoadingExplorer(Explorer):
     """Access pattern -> throughput (:func:`~batchlab.loading.speed.measure_loading`) vs the ceiling.
 
-    Args:
-      dataset: a :class:`batchlab.loading.Dataset`; batch_sizes: the batch-size choices.
-      step: run on every batch (``None``: load only); ``prefetch`` overlaps loading with it,
-        ``sync`` waits for every step.
-      repeat: passes per setting (the best is kept; 0.3 s of timed passes at most).
-      ceiling: the run's one :class:`batchlab.loading.speed.Ceiling`, so that text and plot
-        quote the same number.
-
-    Example:
-      >>> import tempfile
-      >>> from batchlab.loading.files import make_dataset
-      >>> from batchlab.loading.speed import measure_ceiling
-      >>> data = make_dataset(tempfile.mkdtemp(), 16, (4,))
-      >>> ceiling = measure_ceiling(data, repeat=1, min_bytes=1024)
-      >>> ex = LoadingExplorer(data, [4, 8], repeat=1, ceiling=ceiling)
-      >>> ex.update(method="per_item", order="random").items
-      16
+    ``step`` runs on every batch (``None``: load only); ``repeat``: passes per setting (the
+    best kept, 0.3 s at most); ``ceiling``: the run's one ``Ceiling``, so that text and plot
+    quote the same number.
     """
 
     def __init__(

@@ -1,17 +1,14 @@
-"""Explorers of ragged data: padding strategies (04) and bucket counts (05), measured.
+"""Padding strategies (04) and bucket counts (05), measured on token pooling.
 
-The workload is token pooling: an embedding lookup per token id, then the masked mean over
-the sequence, so the work grows with the padded elements. A bucket setting is planned first
-(drawn at once from ``explorer.pending``), then every bucket shape is compiled once and the
-epoch timed: with 16 buckets mostly tracing and compiling, what 05 teaches.
+The workload (an embedding lookup per token, then the masked mean) grows with the padded
+elements. A bucket setting's plan is drawn first; then each bucket shape is compiled once.
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -56,8 +53,7 @@ def ring_current(ax, x: float, seconds: float) -> None:
     )
 
 
-@dataclass(frozen=True)
-class PaddingPoint:
+class PaddingPoint(NamedTuple):
     """One padding setting, measured; ``padded_elements``: the positions computed on."""
 
     strategy: str
@@ -85,11 +81,10 @@ class PaddingPoint:
 
 
 class PaddingExplorer(Explorer):
-    """Strategy dropdown + size slider -> wasted compute, run time, memory, correctness.
+    """Strategy and size -> wasted compute, run time, memory and correctness, measured.
 
-    Strategies: ``max`` (pad to the longest), ``multiple`` (round the longest up to a multiple
-    of ``size``), ``fixed`` (pad or *cut* every item to ``size``: cut items come out wrong)
-    and ``pack`` (items back to back, segment sums: no pads).
+    ``max`` pads to the longest, ``multiple`` to the next multiple of ``size``, ``fixed`` pads
+    or *cuts* to ``size`` (cut items come out wrong), ``pack`` puts items back to back.
 
     Example:
       >>> from batchlab import Ragged
@@ -188,17 +183,9 @@ def _draw_padding(ex: PaddingExplorer):
 
 
 class BucketExplorer(Explorer):
-    """Bucket-count slider (+ boundary rule) -> padding, compilations, run time of the dataset.
+    """Bucket count and boundary rule -> padding, compilations, run time of the dataset.
 
     ``measure_options``: ``max_time``, ``repeat`` or ``tolerance`` for each setting's run.
-
-    Example:
-      >>> from batchlab import Ragged
-      >>> data = Ragged.from_lengths(np.arange(40) % 5, [3, 9, 1, 12, 15])
-      >>> ex = BucketExplorer(data, vocab=5, features=4, bucket_counts=(1, 2), repeat=3)
-      >>> pt = ex.update(n_buckets=2)
-      >>> pt.shapes, pt.compiles, pt.compile_seconds > 0
-      (2, 2, True)
     """
 
     def __init__(
@@ -243,8 +230,6 @@ class BucketExplorer(Explorer):
 
 
 def _draw_buckets(ex: BucketExplorer):
-    from matplotlib.patches import Patch
-
     # layout="none": 0.3-0.5 s per redraw on 2 cores, and every new setting is drawn twice
     fig, (ax_h, ax_t) = new_figure(2, width=5.6, height=4.2, layout="none")
     fig.subplots_adjust(left=0.07, right=0.93, top=0.92, bottom=0.34, wspace=0.32)
@@ -253,11 +238,12 @@ def _draw_buckets(ex: BucketExplorer):
     plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
     color = RULE_COLORS.get(p.rule, "k")
     edges = [(max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1) * 0.9, *p.boundaries]
-    for k in range(len(p.boundaries)):
-        ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
-    patch = Patch(color=color, alpha=0.3, label=f"{p.rule} buckets")
-    handles = [*ax_h.get_legend_handles_labels()[0], patch]
-    ax_h.legend(handles=handles, fontsize=9, loc="upper right")
+    for k in range(len(p.boundaries)):  # neighbouring buckets alternate shades
+        label = f"{p.rule} buckets" if k == 0 else None
+        ax_h.axvspan(
+            edges[k], edges[k + 1], color=color, alpha=0.08 if k % 2 else 0.22, lw=0, label=label
+        )
+    ax_h.legend(fontsize=9, loc="upper right")
     done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
     ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
