@@ -52,11 +52,10 @@ class AxesExplorer(Explorer):
         def compute(**p: Any) -> AxesOutcome:
             spec, out = tuple(p[n] for n in self.names), p["out_axes"]
             try:
-                return AxesOutcome(
-                    spec, out, explain_axes(fn, *args, in_axes=spec, out_axes=out), None
-                )
+                explained, error = explain_axes(fn, *args, in_axes=spec, out_axes=out), None
             except BatchAxisError as e:
-                return AxesOutcome(spec, out, None, str(e))
+                explained, error = None, str(e)
+            return AxesOutcome(spec, out, explained, error)
 
         def dropdown(name: str, options: list[Any]):
             options = options if params[name] in options else [params[name], *options]
@@ -64,10 +63,9 @@ class AxesExplorer(Explorer):
 
         controls = {}
         for name, a in zip(self.names, args, strict=True):
-            r = len(getattr(a, "shape", ()))
-            controls[name] = dropdown(
-                name, [None, *range(r), *range(-1, -r - 1, -1)] if r else [None, 0]
-            )
+            r = len(getattr(a, "shape", ()))  # every axis, from the front and from the back
+            axes = [None, *range(r), *range(-1, -r - 1, -1)] if r else [None, 0]
+            controls[name] = dropdown(name, axes)
         controls["out_axes"] = dropdown("out_axes", [0, 1, -1, None])
         super().__init__(
             compute,

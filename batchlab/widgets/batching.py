@@ -28,6 +28,7 @@ class BatchSizeExplorer(Explorer):
     Example:
       >>> import jax.numpy as jnp
       >>> ex = BatchSizeExplorer(lambda x: x.sum(1), lambda b: jnp.ones((b, 8)), [1, 4], repeat=3)
+      >>> m = ex.update(batch_size=4)
       >>> ex.per_item().paired, ex.per_item(paired=False).paired
       (True, False)
     """

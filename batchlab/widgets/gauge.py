@@ -14,17 +14,13 @@ from batchlab.measuring.live import device_memory, live_memory
 
 
 class GaugeReading(NamedTuple):
-    """One reading; ``in_use_bytes`` is ``None`` where the backend cannot give it."""
+    """One reading; ``live``: the allocator gave live figures (GPU/TPU), else ``in_use_bytes`` is None."""
 
     device: str
+    live: bool
     in_use_bytes: int | None
     live_array_bytes: int
     note: str
-
-    @property
-    def live(self) -> bool:
-        """True when the device's allocator reported live figures (GPU/TPU)."""
-        return self.in_use_bytes is not None
 
 
 class MemoryGauge:
@@ -32,12 +28,13 @@ class MemoryGauge:
 
     def read(self) -> GaugeReading:
         """Reads the figures now."""
-        stats, live = device_memory(), live_memory().live_array_bytes
+        stats, arrays = device_memory(), live_memory().live_array_bytes
         if stats is not None:
-            return GaugeReading(stats.device, stats.bytes_in_use, live, "live device figures")
+            used = stats.bytes_in_use
+            return GaugeReading(stats.device, used is not None, used, arrays, "live device figures")
         dev = jax.devices()[0]
         note = (
             f"no live device figures: memory_stats() is None on {dev.platform}; "
             "showing the bytes of live JAX arrays"
         )
-        return GaugeReading(f"{dev.platform}:{dev.id}", None, live, note)
+        return GaugeReading(f"{dev.platform}:{dev.id}", False, None, arrays, note)

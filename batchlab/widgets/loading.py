@@ -50,14 +50,13 @@ class LoadingExplorer(Explorer):
             kw = dict(step=step, prefetch=2 if prefetch else 0, repeat=repeat, max_time=0.3)
             return measure_loading(dataset, **setting, **kw)
 
-        box = {"indent": False}
         controls = {
             "batch_size": _dropdown("batch size", batch_sizes),
             "method": _dropdown("method", METHODS),
             "order": _dropdown("order", ORDERS),
             "transfer": _dropdown("transfer per", TRANSFERS),
-            "prefetch": control("Checkbox", description="prefetch", **box),
-            "sync": control("Checkbox", description="sync every step", **box),
+            "prefetch": control("Checkbox", description="prefetch", indent=False),
+            "sync": control("Checkbox", description="sync every step", indent=False),
         }
         start = (batch_sizes[0], "bulk", "contiguous", "batch", False, False)
         super().__init__(
