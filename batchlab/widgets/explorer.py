@@ -173,9 +173,7 @@ class Explorer:
 
     def figure(self):
         """The figure the widget shows for the current result (``None`` without ``draw``)."""
-        if self._draw is None or self.result is None:
-            return None
-        return self._draw(self)
+        return None if self._draw is None or self.result is None else self._draw(self)
 
     @property
     def widget(self):
