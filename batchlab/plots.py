@@ -4,28 +4,17 @@ Plots draw results; they compute nothing. Each lives in the room of what it
 draws and is collected here so a notebook has one place to find them.
 """
 
-from batchlab._util.plotting import (
-    bytes_axis,
-    figure_to_png,
-    log2_axis,
-    new_figure,
-    short_bytes,
-    short_seconds,
-)
+from batchlab._util.plotting import new_figure, short_seconds
 from batchlab.batching.broadcasting import plot_outer_trap
 from batchlab.ragged.report import plot_tradeoff
 from batchlab.runs.budget_plot import plot_budget_curves
 from batchlab.timeline.plot import plot_timelines
 
 __all__ = [
-    "bytes_axis",
-    "figure_to_png",
-    "log2_axis",
     "new_figure",
     "plot_budget_curves",
     "plot_outer_trap",
     "plot_timelines",
     "plot_tradeoff",
-    "short_bytes",
     "short_seconds",
 ]

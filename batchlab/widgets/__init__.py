@@ -6,6 +6,8 @@ after each widget call without a browser (the pattern: ``explorer.py``).
 
 from __future__ import annotations
 
+import contextlib
+
 # the pattern and the memory gauge
 from batchlab.widgets.explorer import Explorer
 from batchlab.widgets.gauge import MemoryGauge
@@ -42,14 +44,7 @@ __all__ = [
     "StrategyExplorer",
 ]
 
+with contextlib.suppress(ImportError):  # Colab draws ipywidgets 8 only through its widget manager
+    from google.colab import output
 
-def _enable_colab_widgets() -> None:
-    """Colab draws ipywidgets 8 widgets only through its custom widget manager."""
-    try:
-        from google.colab import output  # only on Colab
-    except ImportError:
-        return
     output.enable_custom_widget_manager()
-
-
-_enable_colab_widgets()

@@ -1,16 +1,14 @@
 """The advisor's explorer (12): move the budget over what ``advise`` measured; nothing re-measured.
 
-At each budget the candidates whose plan times the advice's margin fits are
-kept and :func:`batchlab.advisor.decide` re-decides among their samples (one
-interleaved run: the main run's, or the screening run's when only screened-out
-candidates fit). The batch size that fits needs compilations and a fresh
-process: the explorer gives it at the advice's own budget only.
+At each budget :func:`batchlab.advisor.decide` re-decides among the timed candidates whose
+plan times the advice's margin fits. The batch size that fits needs compilations and a fresh
+process: it is given at the advice's own budget only.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from batchlab._util.checks import check_positive_int
 from batchlab._util.format import format_bytes
@@ -19,8 +17,7 @@ from batchlab.widgets.controls import budget_slider
 from batchlab.widgets.explorer import Explorer
 
 
-@dataclasses.dataclass(frozen=True)
-class AdvisorSetting:
+class AdvisorSetting(NamedTuple):
     """The advice re-decided at one budget: what fits, the pick, whether the timings decided it."""
 
     budget: int
@@ -28,7 +25,6 @@ class AdvisorSetting:
     recommended: str | None
     decided: bool
     tied: tuple[str, ...]
-    deciding: str
     batch_size: int | None  # only at the advice's own budget
 
 
@@ -39,29 +35,24 @@ def setting(advice: Advice, budget: int) -> AdvisorSetting:
     # left out: a fresh process found it cannot run all the items at the advice's budget, so it
     # cannot at a smaller one either; at its own budget the pool is the one advise decided in
     left = {c.label for c in advice.candidates if c.note.startswith("left out")}
-    timed = [c for c in advice.candidates if c.samples is not None and c.label not in left]
     if budget == own_budget:
+        timed = [c for c in advice.candidates if c.samples is not None and c.label not in left]
         pool = [c for c in timed if not c.note.startswith("screened")]
     else:
         keep = [c for c in fits if budget > own_budget or c.label not in left]
         pool = [c for c in keep if not c.note.startswith("screened")] or keep
     if not pool:
-        return AdvisorSetting(int(budget), (), None, False, (), "", None)
+        return AdvisorSetting(int(budget), (), None, False, (), None)
     v = decide({c.label: c.samples for c in pool}, {c.label: c.planned_bytes for c in pool})
-    own = budget == advice.budget.bytes and v.pick == advice.recommended
-    size, labels = advice.batch_size if own else None, tuple(c.label for c in fits)
-    return AdvisorSetting(int(budget), labels, v.pick, v.decided, v.tied, v.deciding, size)
+    own = budget == own_budget and v.pick == advice.recommended
+    labels = tuple(c.label for c in fits)
+    return AdvisorSetting(
+        int(budget), labels, v.pick, v.decided, v.tied, advice.batch_size if own else None
+    )
 
 
 class AdvisorExplorer(Explorer):
-    """A budget slider over one :func:`batchlab.advise` result (nothing re-measured).
-
-    The slider's stops are ``budgets`` and the advice's own budget, where it starts.
-
-    Raises:
-      TypeError: ``advice`` is not an Advice; a budget is not an int.
-      ValueError: a budget is not positive.
-    """
+    """A budget slider over one :func:`batchlab.advise` result; starts at the advice's budget."""
 
     def __init__(self, advice: Advice, budgets: Sequence[int]) -> None:
         if not isinstance(advice, Advice):
@@ -70,7 +61,7 @@ class AdvisorExplorer(Explorer):
             )
         budget = advice.budget.bytes
         stops = sorted({budget, *(check_positive_int(b, "budgets") for b in budgets)})
-        self.advice, self.choices = advice, {"budget": tuple(stops)}
+        self.choices = {"budget": tuple(stops)}
         super().__init__(
             lambda budget: setting(advice, budget),
             {"budget": budget},

@@ -7,7 +7,7 @@ import html
 import jax
 import jax.numpy as jnp
 
-from batchlab._util.checks import check_positive_float, check_positive_int, check_positive_ints
+from batchlab._util.checks import check_positive_int, check_positive_ints
 from batchlab._util.plotting import bytes_axis, new_figure
 from batchlab.allocator.replayer import POLICIES, differences_text
 from batchlab.allocator.simulation import Simulation, simulate
@@ -20,55 +20,29 @@ from batchlab.widgets.explorer import Explorer
 class AllocatorExplorer(Explorer):
     """Drop-downs for the workload and the allocator -> the memory map and fragmentation.
 
-    All of it is :mod:`batchlab.allocator`'s simulation of *synthetic* events on a device
-    ``headroom`` times the live peak. Policies: ``"bfc"`` (XLA's constants), ``"platform"``
-    (driver calls, no pool: preallocate is ignored), ``"first-fit"`` (a textbook contrast).
-
-    Args:
-      n_items: items every workload processes; batch_sizes: the slider's stops.
-      headroom: simulated device size / live peak.
-
-    Example:
-      >>> ex = AllocatorExplorer(16, batch_sizes=(1, 4))
-      >>> sim = ex.update(workload="training-donated", batch_size=4)
-      >>> sim.replay.allocations, sim.overhead
-      (13, 1.0)
+    All of it is :func:`batchlab.allocator.simulate` of *synthetic* events on a device
+    ``headroom`` times the live peak; ``"platform"`` has no pool (preallocate is ignored).
     """
 
-    def __init__(
-        self,
-        n_items: int = 48,
-        *,
-        batch_sizes=(1, 2, 4, 8, 16),
-        headroom: float = 1.1,
-    ) -> None:
+    def __init__(self, n_items: int = 48, *, batch_sizes=(1, 2, 4, 8, 16), headroom: float = 1.1):
         check_positive_int(n_items, "n_items")
-        check_positive_float(headroom, "headroom")
         batch_sizes = tuple(check_positive_ints(batch_sizes, "batch_sizes"))
         self.choices = {"batch_size": batch_sizes}
-        start = dict(workload="per-item", batch_size=batch_sizes[0], policy="bfc", preallocate=True)
 
         def compute(workload: str, batch_size: int, policy: str, preallocate: bool) -> Simulation:
             pool = preallocate and policy != "platform"  # the platform allocator has no pool
-            return simulate(
-                workload,
-                n_items,
-                batch_size=batch_size,
-                policy=policy,
-                preallocate=pool,
-                headroom=headroom,
-            )
+            kw = dict(batch_size=batch_size, policy=policy, preallocate=pool, headroom=headroom)
+            return simulate(workload, n_items, **kw)
 
-        controls = {
-            "workload": choice(WORKLOADS, description="workload", width="230px"),
-            "batch_size": stops_slider(batch_sizes, "batch size", width="300px"),
-            "policy": choice(sorted(POLICIES), description="policy", width="230px"),
-            "preallocate": control("Checkbox", description="preallocate pool", indent=False),
-        }
         super().__init__(
             compute,
-            start,
-            controls=controls,
+            dict(workload="per-item", batch_size=batch_sizes[0], policy="bfc", preallocate=True),
+            controls={
+                "workload": choice(WORKLOADS, description="workload", width="230px"),
+                "batch_size": stops_slider(batch_sizes, "batch size", width="300px"),
+                "policy": choice(sorted(POLICIES), description="policy", width="230px"),
+                "preallocate": control("Checkbox", description="preallocate pool", indent=False),
+            },
             draw=lambda ex: ex.result.plot(),
             describe=_describe,
             title="Allocator explorer (simulation)",
@@ -78,7 +52,7 @@ class AllocatorExplorer(Explorer):
 
 def _describe(sim: Simulation) -> str:
     tl, name = sim.replay, sim.events.name
-    if name == "per-item":  # one item per call: the batch-size slider changes nothing here
+    if name == "per-item":
         name += " (one item per call: the batch size does not change this workload)"
     return (
         f"<b>{html.escape(name)}</b>: {tl.allocations} allocations, {tl.device_calls} device calls; "
@@ -96,8 +70,6 @@ def _compiled_update(update: str, size: int):
     x = jax.ShapeDtypeStruct((size,), jnp.float32)
     if update == "intermediate":
         return compiled_update(lambda x: jnp.sin(x).at[0].set(1.0), x)
-    if update not in UPDATES:
-        raise ValueError(f"`update` must be one of {UPDATES}, got {update!r}.")
     donate = 0 if update.endswith("donated") else ()
     return compiled_update(lambda x: x.at[0].set(1.0), x, donate_argnums=donate)
 
@@ -114,7 +86,7 @@ class InPlaceExplorer(Explorer):
 
     def __init__(self, sizes=(1 << 10, 1 << 14, 1 << 16)) -> None:
         sizes = tuple(check_positive_ints(sizes, "sizes"))
-        self.choices = {"size": sizes}
+        self.choices = {"update": UPDATES, "size": sizes}
         super().__init__(
             _compiled_update,
             {"update": UPDATES[0], "size": sizes[0]},

@@ -1,4 +1,4 @@
-"""Pick ``in_axes``/``out_axes`` per argument from dropdowns; see the shapes or the error, live."""
+"""01's ``in_axes``/``out_axes`` dropdowns and 02's shape boxes: the shapes or the error, live."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import ast
 import html
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from batchlab._util.checks import check_callable
 from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
@@ -17,9 +16,8 @@ from batchlab.widgets.controls import choice, control
 from batchlab.widgets.explorer import Explorer
 
 
-@dataclass(frozen=True)
-class AxesOutcome:
-    """What one setting of the dropdowns gives: an explanation, or the error and its fix."""
+class AxesOutcome(NamedTuple):
+    """One setting of the dropdowns: an explanation, or the error and its fix."""
 
     in_axes: tuple
     out_axes: Any
@@ -38,65 +36,46 @@ class AxesOutcome:
 class AxesExplorer(Explorer):
     """One dropdown per argument (its axis or None) and one for ``out_axes`` (starting at 0).
 
-    Args:
-      fn, *args: the per-item function and example arguments (arrays or ShapeDtypeStructs).
-      in_axes: the starting spec, one entry per argument.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> ex = AxesExplorer(lambda x, w: x @ w, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=(0, None))
-      >>> ex.update(w=0).ok, ex.update(w=None).explanation.outputs[0].shape
-      (False, (5, 2))
+    ``args``: example arguments (arrays or ShapeDtypeStructs); ``in_axes``: the start.
     """
 
-    def __init__(
-        self,
-        fn: Callable,
-        *args: Any,
-        in_axes: Sequence[Any] | None = None,
-    ) -> None:
+    def __init__(self, fn: Callable, *args: Any, in_axes: Sequence[Any] | None = None) -> None:
         check_callable(fn)
-        self.fn, self.args = fn, args
         self.names = param_names(fn, len(args))
         in_axes = tuple(in_axes) if in_axes is not None else (0,) * len(args)
         if len(in_axes) != len(args):
             raise ValueError(
                 f"`in_axes` needs one entry per argument ({', '.join(self.names)}), got {in_axes!r}."
             )
-        params = {**dict(zip(self.names, in_axes, strict=False)), "out_axes": 0}
+        params = {**dict(zip(self.names, in_axes, strict=True)), "out_axes": 0}
 
         def compute(**p: Any) -> AxesOutcome:
             spec, out = tuple(p[n] for n in self.names), p["out_axes"]
             try:
-                return AxesOutcome(
-                    spec, out, explain_axes(fn, *args, in_axes=spec, out_axes=out), None
-                )
+                explained, error = explain_axes(fn, *args, in_axes=spec, out_axes=out), None
             except BatchAxisError as e:
-                return AxesOutcome(spec, out, None, str(e))
+                explained, error = None, str(e)
+            return AxesOutcome(spec, out, explained, error)
 
         def dropdown(name: str, options: list[Any]):
             options = options if params[name] in options else [params[name], *options]
             return choice(options, description=name, label=repr, width="170px")
 
-        ranks = {n: len(getattr(a, "shape", ())) for n, a in zip(self.names, args, strict=False)}
-        controls = {
-            n: dropdown(n, [None, *range(r), *range(-1, -r - 1, -1)] if r else [None, 0])
-            for n, r in ranks.items()
-        }
+        controls = {}
+        for name, a in zip(self.names, args, strict=True):
+            r = len(getattr(a, "shape", ()))  # every axis, from the front and from the back
+            axes = [None, *range(r), *range(-1, -r - 1, -1)] if r else [None, 0]
+            controls[name] = dropdown(name, axes)
         controls["out_axes"] = dropdown("out_axes", [0, 1, -1, None])
         super().__init__(
             compute,
             params,
             controls=controls,
-            draw=_draw,
+            draw=lambda ex: ex.result.explanation.plot() if ex.result.ok else None,
             describe=_describe,
             title="vmap axes explorer",
         )
         self.update()
-
-
-def _draw(ex: Explorer):
-    return ex.result.explanation.plot() if ex.result is not None and ex.result.ok else None
 
 
 def _describe(r: AxesOutcome) -> str:
@@ -109,11 +88,9 @@ def _describe(r: AxesOutcome) -> str:
     )
 
 
-@dataclass(frozen=True)
-class BroadcastOutcome:
+class BroadcastOutcome(NamedTuple):
     """What :func:`batchlab.check_broadcast` says about two shapes: result, error, warnings."""
 
-    shapes: tuple[tuple[int, ...], ...]
     shape: tuple[int, ...] | None
     error: str | None
     warnings: tuple[str, ...]
@@ -126,12 +103,8 @@ class BroadcastOutcome:
 
 def _parse_shape(text: str, name: str) -> tuple[int, ...]:
     if not isinstance(text, str):
-        if isinstance(text, (tuple, list)):
-            fix = str(tuple(text))
-        elif isinstance(text, int) and not isinstance(text, bool):
-            fix = f"({text},)"
-        else:
-            fix = "(4, 1)"
+        shape = (text,) if isinstance(text, int) and not isinstance(text, bool) else text
+        fix = str(tuple(shape)) if isinstance(shape, (tuple, list)) else "(4, 1)"
         raise TypeError(
             f"`{name}` is the text of a shape box, got {type(text).__name__} {text!r:.40}; "
             f"write the shape as a string: update({name}={fix!r})."
@@ -157,20 +130,11 @@ def _broadcast(a: str, b: str) -> BroadcastOutcome:
         except BroadcastError as e:
             shape, error = None, str(e)
     found = tuple(str(w.message) for w in caught if issubclass(w.category, SilentBroadcastWarning))
-    return BroadcastOutcome(shapes, shape, error, found)
+    return BroadcastOutcome(shape, error, found)
 
 
 class BroadcastExplorer(Explorer):
-    """Two shape boxes; shows the broadcast shape, the conflict drawn, or the silent-trap warning.
-
-    Example:
-      >>> ex = BroadcastExplorer("(5,)", "(5, 1)")
-      >>> r = ex.update()
-      >>> r.shape, len(r.warnings)
-      ((5, 5), 1)
-      >>> ex.update(b="(5, 3)").error.splitlines()[0]
-      'shapes (5,) and (5, 3) do not broadcast. Aligned from the right, sizes on one axis must be equal or 1:'
-    """
+    """Two shape boxes -> the broadcast shape, the conflict drawn, or the silent-trap warning."""
 
     def __init__(self, a: str = "(4,)", b: str = "(4, 3)") -> None:
         box = {n: control("Text", description=f"shape {n}", width="220px") for n in "ab"}

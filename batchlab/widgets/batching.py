@@ -21,20 +21,14 @@ from batchlab.widgets.explorer import Explorer
 
 
 class BatchSizeExplorer(Explorer):
-    """A batch-size slider that re-measures ``fn`` and redraws runtime and memory.
+    """A batch-size slider that re-measures ``fn`` (:func:`batchlab.measure`) and redraws.
 
-    Args:
-      fn: a batched function; make_batch: ``make_batch(batch_size) -> args``.
-      batch_sizes: the slider's stops (e.g. powers of two), starting at the first.
-      title: the explorer's heading.
-      **measure_options: passed to :func:`batchlab.measure`.
+    ``make_batch(batch_size)`` gives the arguments.
 
     Example:
       >>> import jax.numpy as jnp
-      >>> ex = BatchSizeExplorer(lambda x: x.sum(1), lambda b: (jnp.ones((b, 8)),), [1, 4], repeat=3)
+      >>> ex = BatchSizeExplorer(lambda x: x.sum(1), lambda b: jnp.ones((b, 8)), [1, 4], repeat=3)
       >>> m = ex.update(batch_size=4)
-      >>> m.memory.argument_bytes, sorted(ex.measured)
-      (128, [1, 4])
       >>> ex.per_item().paired, ex.per_item(paired=False).paired
       (True, False)
     """
@@ -53,7 +47,7 @@ class BatchSizeExplorer(Explorer):
         check_callable(fn)
         check_callable(make_batch, "make_batch")
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
-        self.fn, self.make_batch, self.batch_sizes = fn, make_batch, batch_sizes
+        self.fn, self.make_batch = fn, make_batch
         self.choices = {"batch_size": tuple(batch_sizes)}
         self._jitted = jax.jit(fn)
         super().__init__(
@@ -78,21 +72,17 @@ class BatchSizeExplorer(Explorer):
         return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
 
     def per_item(self, *, paired: bool = True) -> PerItemCost:
-        """Every measured batch size as a :class:`PerItemCost`.
+        """Every measured batch size as a :class:`PerItemCost`; ``paired``: the smallest and
+        the largest batch timed again, interleaved (else the points as measured)."""
 
-        ``paired``: the smallest and the largest batch are timed again, interleaved, and the
-        speed-up is the median of the per-round ratios; ``False`` (the widget's live plot):
-        the points as measured, apart.
-        """
-        call_at = self._call_at if paired else None
-        return per_item_cost(self.as_sweep(), call_at=call_at)
+        def call_at(batch_size: int) -> Callable[[], Any]:
+            args = self._args(batch_size)
+            return lambda: self._jitted(*args)
 
-    def _call_at(self, batch_size: int) -> Callable[[], Any]:
-        args = self._args(batch_size)
-        return lambda: self._jitted(*args)
+        return per_item_cost(self.as_sweep(), call_at=call_at if paired else None)
 
     def as_sweep(self) -> Sweep:
-        """Every measured batch size as a :class:`batchlab.measuring.Sweep` (tables and plots)."""
+        """Every measured batch size as a :class:`batchlab.measuring.Sweep`."""
         s = Sweep(name=getattr(self.fn, "__name__", "fn"), parameter="batch_size")
         s.points = [SweepPoint(b, m) for b, m in sorted(self.measured.items())]
         return s
@@ -112,26 +102,12 @@ class BatchSizeExplorer(Explorer):
 
 
 class StrategyExplorer(Explorer):
-    """Measures the picked strategies at the chosen batch size; plots every point measured so far.
+    """The picked strategies at the chosen batch size; plots every point measured so far.
 
-    The picked strategies at a batch size are timed together by one :func:`batchlab.compare`
-    (interleaved, paired by round) and kept, so moving the slider back costs nothing; picking
-    a new one re-times the set together (a result is never set beside one timed apart).
-
-    Args:
-      fn, *args, in_axes: the per-item function, the largest batch (smaller batch sizes take
-        its first items) and ``in_axes`` as in ``jax.vmap``.
-      batch_sizes: the slider's stops; strategies: those picked at the start.
-      chunk: items per chunk for ``"chunked"``; manual: the hand-batched ``fn`` (for ``"manual"``).
-      **compare_options: passed to :func:`batchlab.compare` (e.g. ``max_time``).
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> ex = StrategyExplorer(lambda x: x * 2, jnp.ones((8, 4)), batch_sizes=[4, 8],
-      ...                       strategies=("vmap", "chunked"), chunk=2, max_time=0.05)
-      >>> c = ex.update(batch_size=4)
-      >>> c.strategies, sorted(ex.points)
-      (['vmap', 'chunked'], [('chunked', 4), ('chunked', 8), ('vmap', 4), ('vmap', 8)])
+    ``args``: the largest batch (smaller batch sizes take its first items); ``chunk``: items
+    per chunk for ``"chunked"``; ``manual``: the hand-batched ``fn``. The strategies shown at
+    a batch size come from one :func:`batchlab.compare` run (interleaved, paired by round):
+    a result is never set beside one timed apart.
     """
 
     def __init__(
@@ -143,11 +119,11 @@ class StrategyExplorer(Explorer):
         chunk: int = 8,
         in_axes: Any = 0,
         manual: Callable | None = None,
-        **compare_options: Any,
+        max_time: float = 0.3,
     ) -> None:
         check_callable(fn)
         check_positive_int(chunk, "chunk")
-        sizes = self.batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
+        sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.choices = {"batch_size": tuple(sizes)}
         options = [s for s in STRATEGIES if s != "manual" or manual is not None]
         for s in strategies:
@@ -160,33 +136,32 @@ class StrategyExplorer(Explorer):
             shown = [self.points.get((s, batch_size)) for s in strategies]
             runs = {r.samples.paired if r and r.samples else None for r in shown}
             if len(strategies) > 1 and (len(runs) != 1 or None in runs):
-                todo = list(strategies)  # compared together: one interleaved run, paired
+                todo = list(strategies)  # not all from one interleaved run: time them together
             else:
                 todo = [s for s, r in zip(strategies, shown, strict=True) if r is None]
             if todo:
                 kw = dict(chunk_size=chunk, in_axes=in_axes, batch_sizes=[batch_size])
                 hand = manual if "manual" in todo else None
-                c = compare(fn, *args, strategies=todo, manual=hand, **kw, **compare_options)
+                c = compare(fn, *args, strategies=todo, manual=hand, max_time=max_time, **kw)
                 self.points.update({(r.strategy, r.items): r for r in c.results})
             return Comparison(self.name, tuple(self.points[(s, batch_size)] for s in strategies))
 
-        start = {"batch_size": sizes[-1] if len(sizes) < 3 else sizes[len(sizes) // 2]}
-        controls = {
-            "batch_size": stops_slider(sizes, "batch size", width="380px"),
-            "strategies": control("SelectMultiple", options=options, description="strategies"),
-        }
+        start = sizes[-1] if len(sizes) < 3 else sizes[len(sizes) // 2]
         super().__init__(
             compute,
-            {**start, "strategies": tuple(strategies)},
-            controls=controls,
-            draw=self._plot,
+            {"batch_size": start, "strategies": tuple(strategies)},
+            controls={
+                "batch_size": stops_slider(sizes, "batch size", width="380px"),
+                "strategies": control("SelectMultiple", options=options, description="strategies"),
+            },
+            draw=_draw_strategies,
             describe=_describe_comparison,
             title="Batching strategies",
         )
         self.update()
 
     def update(self, **changes: Any) -> Comparison:
-        if "strategies" in changes:
+        if "strategies" in changes:  # a list from code, a tuple from the control: one cache key
             changes["strategies"] = tuple(changes["strategies"])
         return super().update(**changes)
 
@@ -196,10 +171,10 @@ class StrategyExplorer(Explorer):
         ticked = self.params["strategies"]
         return Comparison(self.name, tuple(r for (s, _), r in points if s in ticked))
 
-    def _plot(self, _ex: Explorer):
-        c = self.as_comparison()
-        current = self.params["batch_size"] if len(c.batch_sizes) > 1 else None
-        return plot_comparison(c, current=current)
+
+def _draw_strategies(ex: StrategyExplorer):
+    c = ex.as_comparison()
+    return plot_comparison(c, current=ex.params["batch_size"] if len(c.batch_sizes) > 1 else None)
 
 
 def _describe_comparison(c: Comparison) -> str:

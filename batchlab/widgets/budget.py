@@ -1,4 +1,4 @@
-"""A budget slider: the largest batch that fits, for vmap and for chunked lax.map."""
+"""06's budget slider: the largest batch that fits, for vmap and for chunked lax.map."""
 
 from __future__ import annotations
 
@@ -16,11 +16,6 @@ from batchlab.widgets.explorer import Explorer
 class BudgetExplorer(Explorer):
     """Budget slider -> :func:`batchlab.max_batch_size` for each strategy -> memory curves.
 
-    Args:
-      fn, example_item: a function of one item, and one item (arrays or ShapeDtypeStructs).
-      budgets: the slider's stops in bytes; budget: the start, one of them.
-      chunk_size: items per chunk of the ``"chunked"`` strategy.
-
     Example:
       >>> import jax, jax.numpy as jnp
       >>> item = jax.ShapeDtypeStruct((64,), jnp.float32)
@@ -31,7 +26,7 @@ class BudgetExplorer(Explorer):
       True
     """
 
-    reports_compiles = True  # the description reports the compilations itself
+    reports_compiles = True
     plot_per_setting = True  # a budget's plot shows only that budget's own search
 
     def __init__(
@@ -44,43 +39,41 @@ class BudgetExplorer(Explorer):
         budget: int,
     ) -> None:
         check_callable(fn)
-        chunk_size = check_positive_int(chunk_size, "chunk_size")
-        budgets = check_positive_ints(budgets, "budgets")
-        if budget not in budgets:
-            raise ValueError(f"`budget`={budget} is not one of the slider's stops {budgets}.")
-        self.choices = {"budget": tuple(budgets)}
-        self.fn, self.example_item, self.chunk_size = fn, example_item, chunk_size
+        check_positive_int(chunk_size, "chunk_size")
+        self.choices = {"budget": tuple(check_positive_ints(budgets, "budgets"))}
         #: planned bytes per batch size, per strategy, shared by every budget's search:
         #: a batch size compiled for one budget is never compiled again
         self.known: dict[str, dict[int, int]] = {"vmap": {}, "chunked": {}}
         self.status_log: list[str] = []
+
+        def search(budget: int) -> dict[str, BatchSizeResult]:
+            results = {}
+            for name, kw in (("vmap", {}), ("chunked", {"chunk_size": chunk_size})):
+                label = "vmap" if name == "vmap" else f"chunked lax.map, chunk {chunk_size}"
+                results[name] = max_batch_size(
+                    fn,
+                    example_item,
+                    budget_bytes=budget,
+                    strategy=name,
+                    known=self.known[name],
+                    on_compile=lambda b, label=label: self._busy(
+                        f"compiling batch {b} ({label}) for budget {format_bytes(budget)}\u2026",
+                        budget,
+                    ),
+                    **kw,
+                )
+            self._busy("measuring\u2026 done: drawing the curves", budget)
+            return results
+
         super().__init__(
-            self._search,
+            search,
             {"budget": budget},
-            controls={"budget": budget_slider(budgets)},
+            controls={"budget": budget_slider(self.choices["budget"])},
             draw=lambda ex: plot_budget_curves(list(ex.result.values())),
             describe=_describe,
             title="Largest batch for a memory budget",
         )
         self.update()
-
-    def _search(self, budget: int) -> dict[str, BatchSizeResult]:
-        results = {}
-        for name, kw in (("vmap", {}), ("chunked", {"chunk_size": self.chunk_size})):
-            label = "vmap" if name == "vmap" else f"chunked lax.map, chunk {self.chunk_size}"
-            results[name] = max_batch_size(
-                self.fn,
-                self.example_item,
-                budget_bytes=budget,
-                strategy=name,
-                known=self.known[name],
-                on_compile=lambda b, label=label: self._busy(
-                    f"compiling batch {b} ({label}) for budget {format_bytes(budget)}\u2026", budget
-                ),
-                **kw,
-            )
-        self._busy("measuring\u2026 done: drawing the curves", budget)
-        return results
 
     def _busy(self, text: str, budget: int) -> None:
         """Shows what the search is doing right now (a compile is reported as a compile)."""

@@ -1,56 +1,40 @@
 """A memory gauge: live device memory on a GPU/TPU, the bytes of live JAX arrays on a CPU.
 
 The CPU backend keeps no allocator statistics (``memory_stats()`` is ``None``): there the
-reading says so and gives the bytes of live JAX arrays; a figure a backend cannot give is
-absent, never faked.
+reading says so; a figure a backend cannot give is absent, never faked.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 
 from batchlab.measuring.live import device_memory, live_memory
 
 
-@dataclass(frozen=True)
-class GaugeReading:
-    """One reading of the gauge; ``None`` marks a figure this backend cannot give."""
+class GaugeReading(NamedTuple):
+    """One reading; ``live``: the allocator gave live figures (GPU/TPU), else ``in_use_bytes`` is None."""
 
     device: str
+    live: bool
     in_use_bytes: int | None
-    peak_bytes: int | None
-    limit_bytes: int | None
     live_array_bytes: int
     note: str
 
-    @property
-    def live(self) -> bool:
-        """True when the device's allocator reported live figures (GPU/TPU)."""
-        return self.in_use_bytes is not None
-
 
 class MemoryGauge:
-    """Device memory of the first device: live figures (GPU/TPU), or a note saying why not (CPU).
-
-    Example:
-      >>> import jax
-      >>> r = MemoryGauge().read()
-      >>> r.live == (jax.default_backend() != "cpu"), r.live_array_bytes >= 0
-      (True, True)
-    """
+    """Device memory of the first device: ``MemoryGauge().read()``."""
 
     def read(self) -> GaugeReading:
         """Reads the figures now."""
-        stats = device_memory()
-        live = live_memory().live_array_bytes
+        stats, arrays = device_memory(), live_memory().live_array_bytes
         if stats is not None:
-            figures = (stats.bytes_in_use, stats.peak_bytes_in_use, stats.bytes_limit)
-            return GaugeReading(stats.device, *figures, live, "live device figures")
+            used = stats.bytes_in_use
+            return GaugeReading(stats.device, used is not None, used, arrays, "live device figures")
         dev = jax.devices()[0]
         note = (
             f"no live device figures: memory_stats() is None on {dev.platform}; "
             "showing the bytes of live JAX arrays"
         )
-        return GaugeReading(f"{dev.platform}:{dev.id}", None, None, None, live, note)
+        return GaugeReading(f"{dev.platform}:{dev.id}", False, None, arrays, note)

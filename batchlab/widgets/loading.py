@@ -9,77 +9,23 @@ from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
 from batchlab._util.plotting import bytes_axis, new_figure
 from batchlab.loading.files import METHODS, ORDERS, TRANSFERS, Dataset
-from batchlab.loading.speed import (
-    Ceiling,
-    Throughput,
-    format_rate,
-    measure_loading,
-)
+from batchlab.loading.speed import Ceiling, Throughput, format_rate, measure_loading
+from batchlab.measuring.per_item import machine_label
 from batchlab.scaling.speedup import ScalingPoint, measure_scaling
 from batchlab.widgets.controls import choice, control
 from batchlab.widgets.explorer import Explorer
-from batchlab.widgets.ragged import timing_source
 
 
 def _dropdown(name: str, options: Sequence[Any]):
     return choice(options, description=name, width="220px")
 
 
-def _plot_throughput(results: dict[str, Throughput], ceiling: Ceiling, current: str | None):
-    """Horizontal bars: bytes/s of every measured setting; dashed lines: the ceiling."""
-    from matplotlib.ticker import FuncFormatter
-
-    labels = list(results)
-    fig, ax = new_figure(1, width=10, height=2.6 + 0.45 * max(len(labels), 1))
-    values = [results[k].bytes_per_s for k in labels]
-    low = [results[k].slowest_bytes_per_s for k in labels]
-    rows = range(len(labels))
-    ax.barh(rows, values, color=["tab:red" if k == current else "tab:blue" for k in labels])
-    spread = [[v - lo for v, lo in zip(values, low, strict=True)], [0] * len(labels)]
-    bars = dict(fmt="none", ecolor="black", capsize=4, label="spread: slowest to best pass")
-    ax.errorbar(values, rows, xerr=spread, **bars)
-    ax.set_yticks(rows, labels, fontsize=10)
-    ax.invert_yaxis()
-    for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
-        ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"ceiling: {t.label}")
-    top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
-    ax.set(xscale="log", xlim=(min([*low, top]) / 3, top * 3))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
-    ax.set_xlabel("throughput, bytes/s (log scale; wall clock, bar: best pass)")
-    below = (0.5, -0.32 if len(labels) < 4 else -0.2)
-    ax.legend(loc="upper center", bbox_to_anchor=below, ncol=1, fontsize=9, frameon=False)
-    ax.grid(True, axis="x", alpha=0.3)
-    title = "loading throughput against this machine's ceiling (red: current setting)"
-    ax.set_title(f"{title}\n{timing_source()}", fontsize=12)
-    return fig
-
-
 class LoadingExplorer(Explorer):
-    """Access-pattern explorer: each setting -> one :func:`batchlab.loading.speed.measure_loading`.
+    """Access pattern -> throughput (:func:`~batchlab.loading.speed.measure_loading`) vs the ceiling.
 
-    Batch size, per-item/bulk/mmap, contiguous/random, transfer per batch/item, prefetch
-    on/off -> throughput (bytes/s) against the ceiling measured in the same run.
-
-    Args:
-      dataset: a :class:`batchlab.loading.Dataset`; batch_sizes: the batch-size choices.
-      step: computation run on every batch (``None``: load only); ``prefetch=True`` overlaps
-        loading with it, ``sync=True`` waits for every step.
-      repeat: passes per setting (the best is kept; 0.3 s of timed passes at most, so a slow
-        setting runs fewer).
-      ceiling: the run's one :class:`batchlab.loading.speed.Ceiling`
-        (:func:`~batchlab.loading.speed.measure_ceiling`), so that text and plot quote the
-        same number.
-
-    Example:
-      >>> import tempfile
-      >>> from batchlab.loading.files import make_dataset
-      >>> from batchlab.loading.speed import measure_ceiling
-      >>> data = make_dataset(tempfile.mkdtemp(), 16, (4,))
-      >>> ceiling = measure_ceiling(data, repeat=1, min_bytes=1024)
-      >>> ex = LoadingExplorer(data, [4, 8], repeat=1, ceiling=ceiling)
-      >>> r = ex.update(method="per_item", order="random")
-      >>> r.items, ex.share_of_ceiling(r) > 0
-      (16, True)
+    ``step`` runs on every batch (``None``: load only); ``repeat``: passes per setting (the
+    best kept, 0.3 s at most); ``ceiling``: the run's one ``Ceiling``, so that text and plot
+    quote the same number.
     """
 
     def __init__(
@@ -98,28 +44,26 @@ class LoadingExplorer(Explorer):
                 f"`ceiling` must be a Ceiling from batchlab.loading.speed.measure_ceiling(...), "
                 f"got {type(ceiling).__name__}."
             )
-        self.dataset, self.step, self.repeat, self.ceiling = dataset, step, repeat, ceiling
+        self.ceiling = ceiling
 
         def compute(prefetch: bool, **setting: Any) -> Throughput:
             kw = dict(step=step, prefetch=2 if prefetch else 0, repeat=repeat, max_time=0.3)
             return measure_loading(dataset, **setting, **kw)
 
-        box = {"indent": False}
         controls = {
             "batch_size": _dropdown("batch size", batch_sizes),
             "method": _dropdown("method", METHODS),
             "order": _dropdown("order", ORDERS),
             "transfer": _dropdown("transfer per", TRANSFERS),
-            "prefetch": control("Checkbox", description="prefetch", **box),
-            "sync": control("Checkbox", description="sync every step", **box),
+            "prefetch": control("Checkbox", description="prefetch", indent=False),
+            "sync": control("Checkbox", description="sync every step", indent=False),
         }
         start = (batch_sizes[0], "bulk", "contiguous", "batch", False, False)
-        params = dict(zip(controls, start, strict=True))
         super().__init__(
             compute,
-            params,
+            dict(zip(controls, start, strict=True)),
             controls=controls,
-            draw=self._plot,
+            draw=_draw_throughput,
             describe=self._describe,
             title="Loading explorer",
         )
@@ -130,35 +74,55 @@ class LoadingExplorer(Explorer):
         """Every setting measured so far, by label."""
         return {r.label: r for r in self.cache.values()}
 
-    def share_of_ceiling(self, result: Throughput) -> float:
-        """``result``'s bytes/s as a share of the memcpy ceiling (``self.ceiling``, one per run)."""
-        return result.bytes_per_s / self.ceiling.memcpy.bytes_per_s
-
     def plot(self):
         """The throughput bars of every setting measured so far (the widget's figure)."""
         return self.figure()
-
-    def _plot(self, ex: Explorer):
-        return _plot_throughput(
-            self.measured, self.ceiling, self.result.label if self.result else None
-        )
 
     def _describe(self, r: Throughput) -> str:
         memcpy = self.ceiling.memcpy
         return (
             f"<b>{format_count(r.items_per_s)} items/s</b>, {format_rate(r.bytes_per_s)} = "
-            f"<b>{self.share_of_ceiling(r):.1%}</b> of the ceiling, "
+            f"<b>{r.bytes_per_s / memcpy.bytes_per_s:.1%}</b> of the ceiling, "
             f"{memcpy.label}: {format_rate(memcpy.bytes_per_s)} (wall clock, same run)"
         )
+
+
+def _draw_throughput(ex: LoadingExplorer):
+    """Horizontal bars: bytes/s of every measured setting (red: the current one); the ceiling."""
+    from matplotlib.ticker import FuncFormatter
+
+    results, ceiling = ex.measured, ex.ceiling
+    labels = list(results)
+    fig, ax = new_figure(1, width=10, height=2.6 + 0.45 * len(labels))
+    values = [r.bytes_per_s for r in results.values()]
+    low = [r.slowest_bytes_per_s for r in results.values()]
+    rows = range(len(labels))
+    ax.barh(rows, values, color=["tab:red" if k == ex.result.label else "tab:blue" for k in labels])
+    spread = [[v - lo for v, lo in zip(values, low, strict=True)], [0] * len(labels)]
+    bars = dict(fmt="none", ecolor="black", capsize=4, label="spread: slowest to best pass")
+    ax.errorbar(values, rows, xerr=spread, **bars)
+    ax.set_yticks(rows, labels, fontsize=10)
+    ax.invert_yaxis()
+    for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
+        ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"ceiling: {t.label}")
+    top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
+    ax.set(xscale="log", xlim=(min([*low, top]) / 3, top * 3))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
+    ax.set_xlabel("throughput, bytes/s (log scale; wall clock, bar: best pass)")
+    below = (0.5, -0.32 if len(labels) < 4 else -0.2)
+    ax.legend(loc="upper center", bbox_to_anchor=below, ncol=1, fontsize=9, frameon=False)
+    ax.grid(True, axis="x", alpha=0.3)
+    title = "loading throughput against this machine's ceiling (red: current setting)"
+    ax.set_title(f"{title}\n{machine_label()}", fontsize=12)
+    return fig
 
 
 class ScalingExplorer(Explorer):
     """Device count and batch size -> per-device compiled memory and run time of ``fn``.
 
-    Args:
-      fn, make_batch: per-item computation ``fn(batch, *params)``; ``make_batch(n)``, the batch.
-      batch_sizes, device_counts: the choices (a batch the devices do not divide is padded).
-      params: arguments shared by every item (replicated); devices: ``None``: ``jax.devices()``.
+    ``fn(batch, *params)`` runs on ``make_batch(n)`` sharded over the devices (``params``
+    replicated; a batch the devices do not divide is padded); ``devices``: ``None`` for
+    ``jax.devices()``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -185,9 +149,8 @@ class ScalingExplorer(Explorer):
         self.choices = {"n_devices": tuple(device_counts), "batch_size": tuple(batch_sizes)}
 
         def compute(n_devices: int, batch_size: int) -> ScalingPoint:
-            batch = make_batch(batch_size)
             kw = dict(params=params, devices=devices, repeat=5)
-            return measure_scaling(fn, batch, [n_devices], **kw).points[0]
+            return measure_scaling(fn, make_batch(batch_size), [n_devices], **kw).points[0]
 
         super().__init__(
             compute,
@@ -196,8 +159,8 @@ class ScalingExplorer(Explorer):
                 "n_devices": _dropdown("devices", device_counts),
                 "batch_size": _dropdown("batch size", batch_sizes),
             },
-            draw=self._plot,
-            describe=self._describe,
+            draw=_draw_scaling,
+            describe=_describe_scaling,
             title="Scaling explorer",
         )
         self.update()
@@ -207,30 +170,31 @@ class ScalingExplorer(Explorer):
         pts = [p for k, p in self.cache.items() if dict(k)["batch_size"] == repr(batch_size)]
         return sorted(pts, key=lambda p: p.n_devices)
 
-    def _plot(self, ex: Explorer):
-        fig, (ax_m, ax_t) = new_figure(2, width=5.0, height=3.6)
-        pts = self.points(self.params["batch_size"])
-        n = [p.n_devices for p in pts]
-        ax_m.plot(n, [p.peak_bytes for p in pts], "s-", color="tab:orange")
-        bytes_axis(ax_m.yaxis)
-        ax_m.set_ylabel("planned peak per device")
-        ax_m.set_title("compiled memory analysis", fontsize=11)
-        ax_t.plot(n, [p.seconds * 1e3 for p in pts], "o-", color="tab:blue")
-        ax_t.set_ylabel("run time per batch (ms)")
-        ax_t.set_title("wall clock, median", fontsize=11)
-        for ax in (ax_m, ax_t):
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(n or [1], [str(v) for v in n] or ["1"])
-            ax.set(xlabel="devices", ylim=(0, None))
-            ax.minorticks_off()
-            ax.grid(True, alpha=0.3)
-        fig.suptitle(f"batch of {self.params['batch_size']} sharded over the devices", fontsize=12)
-        return fig
 
-    @staticmethod
-    def _describe(p: ScalingPoint) -> str:
-        return (
-            f"{p.n_devices} device(s), {p.rows_per_device} rows each: planned peak "
-            f"<b>{format_bytes(p.peak_bytes)}</b> per device (compiled memory analysis); run "
-            f"{format_seconds(p.seconds)} (wall clock); equals one device: {p.matches_single_device}"
-        )
+def _draw_scaling(ex: ScalingExplorer):
+    fig, (ax_m, ax_t) = new_figure(2, width=5.0, height=3.6)
+    pts = ex.points(ex.params["batch_size"])
+    n = [p.n_devices for p in pts]
+    ax_m.plot(n, [p.peak_bytes for p in pts], "s-", color="tab:orange")
+    bytes_axis(ax_m.yaxis)
+    ax_m.set_ylabel("planned peak per device")
+    ax_m.set_title("compiled memory analysis", fontsize=11)
+    ax_t.plot(n, [p.seconds * 1e3 for p in pts], "o-", color="tab:blue")
+    ax_t.set_ylabel("run time per batch (ms)")
+    ax_t.set_title("wall clock, median", fontsize=11)
+    for ax in (ax_m, ax_t):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(n, [str(v) for v in n])
+        ax.set(xlabel="devices", ylim=(0, None))
+        ax.minorticks_off()
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(f"batch of {ex.params['batch_size']} sharded over the devices", fontsize=12)
+    return fig
+
+
+def _describe_scaling(p: ScalingPoint) -> str:
+    return (
+        f"{p.n_devices} device(s), {p.rows_per_device} rows each: planned peak "
+        f"<b>{format_bytes(p.peak_bytes)}</b> per device (compiled memory analysis); run "
+        f"{format_seconds(p.seconds)} (wall clock); equals one device: {p.matches_single_device}"
+    )

@@ -1,18 +1,14 @@
-"""Explorers of ragged data: padding strategies (04) and bucket counts (05), measured.
+"""Padding strategies (04) and bucket counts (05), measured on token pooling.
 
-The workload is token pooling: look up a ``features``-wide embedding for every token id and
-take the masked mean over the sequence, so the work is proportional to the padded elements.
-A bucket setting is planned first (:func:`batchlab.ragged.plan_buckets`, drawn at once from
-``explorer.pending``), then :func:`batchlab.ragged.measure_buckets` compiles every bucket
-shape once and times the epoch: with 16 buckets mostly tracing and compiling, what 05 teaches.
+The workload (an embedding lookup per token, then the masked mean) grows with the padded
+elements. A bucket setting's plan is drawn first; then each bucket shape is compiled once.
 """
 
 from __future__ import annotations
 
-import os
+import functools
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -21,6 +17,7 @@ from batchlab._util.checks import check_positive_ints
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab._util.plotting import new_figure
 from batchlab.measuring.measurement import Measurement
+from batchlab.measuring.per_item import machine_label
 from batchlab.measuring.timing import measure
 from batchlab.ragged.masking import mean_pool, mean_pool_reference
 from batchlab.ragged.packing import pack, packed_mean_pool
@@ -39,12 +36,6 @@ from batchlab.widgets.controls import choice, stops_slider
 from batchlab.widgets.explorer import Explorer
 
 PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "pack": "tab:green"}
-PAD_STRATEGIES = tuple(PAD_COLORS)
-
-
-def timing_source() -> str:
-    """Backend, CPU cores and jax version: the caption of every timing plot here."""
-    return f"{jax.default_backend()}, {os.cpu_count()} CPU cores, jax {jax.__version__}"
 
 
 def plot_runs(ax, x: list, points: list, color: str, label: str) -> None:
@@ -62,8 +53,7 @@ def ring_current(ax, x: float, seconds: float) -> None:
     )
 
 
-@dataclass(frozen=True)
-class PaddingPoint:
+class PaddingPoint(NamedTuple):
     """One padding setting, measured; ``padded_elements``: the positions computed on."""
 
     strategy: str
@@ -91,11 +81,10 @@ class PaddingPoint:
 
 
 class PaddingExplorer(Explorer):
-    """Strategy dropdown + size slider -> wasted compute, run time, memory, correctness.
+    """Strategy and size -> wasted compute, run time, memory and correctness, measured.
 
-    Strategies: ``max`` (pad to the longest), ``multiple`` (round the longest up to a multiple
-    of ``size``), ``fixed`` (pad or *cut* every item to ``size``: cut items come out wrong)
-    and ``pack`` (items back to back, segment sums: no pads).
+    ``max`` pads to the longest, ``multiple`` to the next multiple of ``size``, ``fixed`` pads
+    or *cuts* to ``size`` (cut items come out wrong), ``pack`` puts items back to back.
 
     Example:
       >>> from batchlab import Ragged
@@ -104,9 +93,6 @@ class PaddingExplorer(Explorer):
       >>> p = ex.update(strategy="fixed", size=2)
       >>> p.padded_length, p.truncated, round(p.correct, 2)
       (2, 2, 0.33)
-      >>> q = ex.update(strategy="pack")
-      >>> q.padded_elements, q.waste, q.correct
-      (10, 0.0, 1.0)
     """
 
     def __init__(
@@ -119,16 +105,16 @@ class PaddingExplorer(Explorer):
         **measure_options: Any,
     ):
         self.data, self.table = token_workload(data, vocab, features, 0)
-        self.sizes = tuple(check_positive_ints(sizes, "sizes"))
-        self.choices = {"size": self.sizes}
+        sizes = tuple(check_positive_ints(sizes, "sizes"))
+        self.choices = {"size": sizes}
         self.reference = mean_pool_reference(self.data, self.table)
         self.measure_options = measure_options
         super().__init__(
             self._compute_point,
-            {"strategy": "max", "size": self.sizes[0]},
+            {"strategy": "max", "size": sizes[0]},
             controls={
-                "strategy": choice(PAD_STRATEGIES, description="strategy"),
-                "size": stops_slider(self.sizes, "length / multiple"),
+                "strategy": choice(PAD_COLORS, description="strategy"),
+                "size": stops_slider(sizes, "length / multiple"),
             },
             draw=_draw_padding,
             describe=repr,
@@ -137,8 +123,8 @@ class PaddingExplorer(Explorer):
         self.update()
 
     def _compute_point(self, strategy: str, size: int) -> PaddingPoint:
-        if strategy not in PAD_STRATEGIES:
-            raise ValueError(f"`strategy` must be one of {list(PAD_STRATEGIES)}, got {strategy!r}.")
+        if strategy not in PAD_COLORS:
+            raise ValueError(f"`strategy` must be one of {list(PAD_COLORS)}, got {strategy!r}.")
         if strategy == "pack":
             p = pack(self.data)
             args, fn, length, truncated = (p, self.table), packed_mean_pool, p.padded_elements, 0
@@ -156,10 +142,6 @@ class PaddingExplorer(Explorer):
         return PaddingPoint(
             strategy, size, length, int(p.padded_elements), p.waste, truncated, correct, m
         )
-
-    @property
-    def measured(self) -> list[PaddingPoint]:
-        return list(self.cache.values())
 
 
 def _draw_padding(ex: PaddingExplorer):
@@ -182,9 +164,9 @@ def _draw_padding(ex: PaddingExplorer):
     ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
     for strategy, color in PAD_COLORS.items():  # x = positions computed, y = median run time
-        by_x = {q.padded_elements: q for q in ex.measured if q.strategy == strategy}
-        pts = [by_x[x] for x in sorted(by_x)]
-        if pts:
+        by_x = {q.padded_elements: q for q in ex.cache.values() if q.strategy == strategy}
+        if by_x:
+            pts = [by_x[x] for x in sorted(by_x)]
             label = f"{strategy} (median, bar = min..max)"
             plot_runs(ax_t, [q.padded_elements for q in pts], pts, color, label)
     ring_current(ax_t, p.padded_elements, p.measurement.median)
@@ -194,25 +176,16 @@ def _draw_padding(ex: PaddingExplorer):
         axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt.format(v)))
         axis.set_minor_formatter(NullFormatter())
     ax_t.set_ylabel("run time, ms (log scale)")
-    ax_t.set_title(f"{p.correct:.0%} items correct; {timing_source()}", fontsize=10)
+    ax_t.set_title(f"{p.correct:.0%} items correct; {machine_label()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
     ax_t.legend(fontsize=9, loc="lower right")  # pack sits at the left, its bars reach up
     return fig
 
 
 class BucketExplorer(Explorer):
-    """Bucket-count slider (+ boundary rule) -> padding, compilations, run time of the whole dataset.
+    """Bucket count and boundary rule -> padding, compilations, run time of the dataset.
 
     ``measure_options``: ``max_time``, ``repeat`` or ``tolerance`` for each setting's run.
-
-    Example:
-      >>> import numpy as np
-      >>> from batchlab import Ragged
-      >>> data = Ragged.from_lengths(np.arange(40) % 5, [3, 9, 1, 12, 15])
-      >>> ex = BucketExplorer(data, vocab=5, features=4, bucket_counts=(1, 2), repeat=3)
-      >>> pt = ex.update(n_buckets=2)
-      >>> pt.shapes, pt.compiles, pt.compile_seconds > 0
-      (2, 2, True)
     """
 
     def __init__(
@@ -225,50 +198,39 @@ class BucketExplorer(Explorer):
         **measure_options: Any,
     ):
         self.data, self.table = token_workload(data, vocab, features, 0)
-        self.bucket_counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
-        self.choices = {"n_buckets": self.bucket_counts}
-        self.features = features
+        counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
+        self.choices = {"n_buckets": counts}
         unknown = sorted(set(measure_options) - set(RUN_OPTIONS))
         if unknown:
             raise TypeError(
                 f"BucketExplorer got unexpected option(s) {unknown}: a setting's run accepts "
                 f"{', '.join(RUN_OPTIONS)} (as in batchlab.measure)."
             )
-        self.run_options = measure_options
-        self._last_planned: tuple = (None,)  # (setting, plan, buckets): the preview's, reused
+
+        @functools.lru_cache(maxsize=1)  # the preview's plan, reused by the measurement
+        def planned(rule: str, n_buckets: int):
+            return plan_buckets(self.data, rule, n_buckets, features)
+
+        def compute(rule: str, n_buckets: int) -> BucketPoint:
+            return measure_buckets(*planned(rule, n_buckets), self.table, **measure_options)
+
         super().__init__(
-            self._compute_point,
-            {"rule": "optimal", "n_buckets": self.bucket_counts[0]},
+            compute,
+            {"rule": "optimal", "n_buckets": counts[0]},
             controls={
                 "rule": choice(BOUNDARY_RULES, description="boundaries"),
-                "n_buckets": stops_slider(self.bucket_counts, "buckets"),
+                "n_buckets": stops_slider(counts, "buckets"),
             },
             draw=_draw_buckets,
             describe=repr,
             title="Bucket explorer",
-            preview=lambda rule, n_buckets: self._planned(rule, n_buckets)[0],
+            preview=lambda rule, n_buckets: planned(rule, n_buckets)[0],
         )
         self.update()
 
-    def _planned(self, rule: str, n_buckets: int):
-        if self._last_planned[0] != (rule, n_buckets):
-            planned = plan_buckets(self.data, rule, n_buckets, self.features)
-            self._last_planned = ((rule, n_buckets), *planned)
-        return self._last_planned[1:]
-
-    def _compute_point(self, rule: str, n_buckets: int) -> BucketPoint:
-        plan, buckets = self._planned(rule, n_buckets)
-        return measure_buckets(plan, buckets, self.table, **self.run_options)
-
-    @property
-    def measured(self) -> list[BucketPoint]:
-        return list(self.cache.values())
-
 
 def _draw_buckets(ex: BucketExplorer):
-    from matplotlib.patches import Patch
-
-    # 0.3-0.5 s per redraw on a 2-core CPU, and every new setting is drawn twice
+    # layout="none": 0.3-0.5 s per redraw on 2 cores, and every new setting is drawn twice
     fig, (ax_h, ax_t) = new_figure(2, width=5.6, height=4.2, layout="none")
     fig.subplots_adjust(left=0.07, right=0.93, top=0.92, bottom=0.34, wspace=0.32)
     p = ex.pending if ex.pending is not None else ex.result  # a plan while it is measured
@@ -276,38 +238,39 @@ def _draw_buckets(ex: BucketExplorer):
     plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
     color = RULE_COLORS.get(p.rule, "k")
     edges = [(max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1) * 0.9, *p.boundaries]
-    for k in range(len(p.boundaries)):
-        ax_h.axvspan(edges[k], edges[k + 1], color=color, alpha=0.22 if k % 2 else 0.08, lw=0)
-    patch = Patch(color=color, alpha=0.3, label=f"{p.rule} buckets")
-    ax_h.legend(
-        handles=[*ax_h.get_legend_handles_labels()[0], patch], fontsize=9, loc="upper right"
-    )
+    for k in range(len(p.boundaries)):  # neighbouring buckets alternate shades
+        label = f"{p.rule} buckets" if k == 0 else None
+        ax_h.axvspan(
+            edges[k], edges[k + 1], color=color, alpha=0.08 if k % 2 else 0.22, lw=0, label=label
+        )
+    ax_h.legend(fontsize=9, loc="upper right")
     done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
     ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
     for rule in BOUNDARY_RULES:
-        pts = sorted((q for q in ex.measured if q.rule == rule), key=lambda q: q.n_buckets)
+        pts = sorted((q for q in ex.cache.values() if q.rule == rule), key=lambda q: q.n_buckets)
         if pts:
             c, k = RULE_COLORS.get(rule, "k"), [q.n_buckets for q in pts]
             plot_runs(ax_t, k, pts, c, f"{rule}: run, one epoch (median, min..max)")
-            seconds = [q.compile_seconds for q in pts]
             label = f"{rule}: compile, all buckets (right axis)"
-            ax_c.plot(k, seconds, "s--", color=c, alpha=0.6, label=label)
+            ax_c.plot(k, [q.compile_seconds for q in pts], "s--", color=c, alpha=0.6, label=label)
     if measuring:  # nothing measured yet for this setting: mark where its point will be
-        label = "current setting (measuring)"  # longer would push the legend off the figure
-        ax_t.axvline(p.n_buckets, color="black", ls=":", lw=1.5, label=label)
+        ax_t.axvline(
+            p.n_buckets, color="black", ls=":", lw=1.5, label="current setting (measuring)"
+        )
     else:
         ring_current(ax_t, p.n_buckets, p.measurement.median)
-    shown = sorted({q.n_buckets for q in ex.measured} | {p.n_buckets})
-    ax_t.set_xticks(shown, [str(k) for k in shown])  # ticks where points are
+    shown = sorted({q.n_buckets for q in ex.cache.values()} | {p.n_buckets})
+    ax_t.set_xticks(shown, [str(k) for k in shown])
     ax_t.set(xlim=(0, max(shown) + 1), ylim=(0, None), xlabel="buckets (= compilations)")
     ax_t.set_ylabel("run, ms per epoch (circles)")
     ax_c.set(ylim=(0, None), ylabel="compile, s (squares, dashed)")
-    ax_t.set_title(f"run vs compile time; {timing_source()}", fontsize=10)
+    ax_t.set_title(f"run vs compile time; {machine_label()}", fontsize=10)
     ax_h.minorticks_off()
     ax_t.grid(True, alpha=0.3)
     # below the panel: inside it would cover the run points at the low bucket counts
     (h1, l1), (h2, l2) = ax_t.get_legend_handles_labels(), ax_c.get_legend_handles_labels()
-    below = dict(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    ax_t.legend(h1 + h2, l1 + l2, fontsize=8, **below)
+    ax_t.legend(
+        h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2
+    )
     return fig
