@@ -112,26 +112,23 @@ class BatchRunner:
         self.fn, self.items, self.batched = fn, items, batched
         self.budget, self.check_nan = budget_bytes, check_nan
         self.jitted = fn if batched else jax.vmap(unjit(fn))
-        self._plan = batch_planner(self.jitted) if batched else None
-        self.programs: dict[int, Any] = {}
-        self.planned: dict[int, int] = {}
+        self.programs: dict[int, tuple[Any, int | None]] = {}  # size: (program, planned bytes)
 
     def program(self, size: int):
         if size not in self.programs:
             spec = batch_spec(self.items.spec_item, size)
-            if not self.batched:
-                program = compile_program(self.jitted, spec)
-                self.planned[size], self.programs[size] = program.planned, program
+            if self.batched:  # planned only against a budget: the user's code runs as given
+                planned = None if self.budget is None else batch_planner(self.fn)(spec)
+                self.programs[size] = (self.fn, planned)
             else:
-                if self.budget is not None:
-                    self.planned[size] = self._plan(spec)
-                self.programs[size] = self.fn
-        if self.budget is not None and self.planned[size] > self.budget:
+                program = compile_program(self.jitted, spec)
+                self.programs[size] = (program, program.planned)
+        program, planned = self.programs[size]
+        if self.budget is not None and planned > self.budget:
             raise OutOfMemory(
-                OOM_BUDGET,
-                f"batch of {size} plans {self.planned[size]} bytes > budget_bytes={self.budget}",
+                OOM_BUDGET, f"batch of {size} plans {planned} bytes > budget_bytes={self.budget}"
             )
-        return self.programs[size]
+        return program
 
     def run(self, idx: list[int], size: int) -> tuple[list[np.ndarray], Any]:
         """Output rows and structure for ``idx``, padded to ``size`` (a bisection's halves share

@@ -1,8 +1,6 @@
 """The largest batch that fits a memory budget, from XLA's compiled plans (nothing runs).
 
-Each size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs. The plan
-is a lower bound of what a device needs, so ``margin="calibrated"`` divides the budget by a
-measured ratio.
+Each size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs.
 """
 
 from __future__ import annotations
@@ -26,8 +24,6 @@ from batchlab.measuring.live import device_memory
 from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes
 from batchlab.runs.planning import unjit
 from batchlab.runs.search import METHODS, search
-
-CPU_FRACTION = 0.5
 
 
 class Budget(NamedTuple):
@@ -56,8 +52,7 @@ def default_budget() -> Budget:
         source = f"free device memory: {what} - bytes_in_use (jax.Device.memory_stats())"
         return Budget(int(stats.room_bytes), source)
     available = int(psutil.virtual_memory().available)
-    share = f"{CPU_FRACTION:.0%} of available host memory (psutil)"
-    return Budget(int(available * CPU_FRACTION), share)
+    return Budget(available // 2, "50% of available host memory (psutil)")
 
 
 @dataclass(frozen=True)
@@ -65,7 +60,7 @@ class BatchSizeResult(Rows):
     """What :func:`max_batch_size` found; ``int(result)`` is the batch size.
 
     ``curve``: ``(batch_size, planned_bytes)`` for every size the search looked at, sorted;
-    ``compiled``: how many of them this call compiled (the others came from ``known``).
+    ``compilations``: how many of them this call compiled (the others came from ``known``).
     """
 
     batch_size: int
@@ -75,21 +70,16 @@ class BatchSizeResult(Rows):
     chunk_size: int | None
     curve: tuple[tuple[int, int], ...]
     upper: int
-    source: str = "compiled memory analysis (XLA), nothing executed"
-    compiled: int | None = None
-    method: str = "interpolate"
-    margin: float | None = None
-    margin_source: str | None = None
-    calibration: Calibration | None = None
+    compilations: int
+    method: str
+    margin: float | None
+    margin_source: str | None
+    calibration: Calibration | None
 
     @property
     def planned_budget_bytes(self) -> int:
         """The figure the plan was compared with: the budget, divided by ``margin`` if any."""
         return max(1, int(self.budget_bytes / self.margin)) if self.margin else self.budget_bytes
-
-    @property
-    def compilations(self) -> int:
-        return len(self.curve) if self.compiled is None else self.compiled
 
     @property
     def planned_bytes(self) -> int | None:
@@ -131,6 +121,12 @@ class BatchSizeResult(Rows):
         if not self.monotone:
             rows.append(("warning", "planned bytes are not monotone in the batch size"))
         return rows
+
+    @property
+    def source(self) -> str:
+        if self.calibration is None:
+            return "compiled memory analysis (XLA), nothing executed"
+        return "compiled memory analysis (XLA); the margin's batches run in a fresh process"
 
     def _title(self) -> str:
         return f"max_batch_size ({self.source})"
@@ -241,7 +237,7 @@ def max_batch_size(
         return search(f, example_item, limit, upper, multiple, **kw)
 
     answer, curve = largest(budget.bytes)
-    calibration, source, extra = None, None, {}
+    calibration, source = None, None
     if margin == "calibrated":
         margin, source = 1.0, "not calibrated: not even one item fits the plan"
         if answer:
@@ -249,24 +245,9 @@ def max_batch_size(
             kw = dict(strategy=strategy, chunk_size=chunk_size, in_axes=in_axes, known=known)
             calibration = calibrate(unjit(fn), example_item, sizes, **kw)
             margin, source = calibration.ratio, f"calibrated: {calibration.source}"
-            extra["source"] = (
-                "compiled memory analysis (XLA); the margin's batches run in a fresh process"
-            )
         if margin > 1:
             answer, again = largest(max(1, int(budget.bytes / margin)))
             curve = {**curve, **again}
-    return BatchSizeResult(
-        answer,
-        budget.bytes,
-        budget.source,
-        strategy,
-        chunk_size,
-        tuple(sorted(curve.items())),
-        upper,
-        **extra,
-        compiled=stats["compiled"],
-        method=method,
-        margin=margin,
-        margin_source=source,
-        calibration=calibration,
-    )
+    curve = tuple(sorted(curve.items()))
+    found = (answer, budget.bytes, budget.source, strategy, chunk_size, curve, upper)
+    return BatchSizeResult(*found, stats["compiled"], method, margin, source, calibration)
