@@ -1,9 +1,5 @@
-"""Memory limits and faults (06-07): budgets, the largest batch that fits, runs that resume.
-
-``max_batch_size`` searches XLA's compiled plans for the largest batch under a budget;
-``run_batches`` runs a dataset in batches, shrinking a batch that runs out of memory,
-bisecting to bad items and journalling finished items, so a killed or interrupted run
-resumes at any batch size.
+"""Memory limits and faults (06-07): the largest batch a budget fits (``max_batch_size``) and
+runs that survive out of memory, bad items and Ctrl-C, and resume at any batch size (``run_batches``).
 """
 
 from batchlab.runs.budget import Budget, default_budget, max_batch_size

@@ -1,10 +1,4 @@
-"""One batch attempt of :func:`batchlab.run_batches`: the items, a compiled size, a run, a bisection.
-
-:class:`Items` views a list of pytrees or an array (items along axis 0) alike; in a list the
-most common structure/shape/dtype is the item type and the others are flagged bad before
-anything runs. :class:`BatchRunner` compiles per batch size, refuses a plan over the budget,
-runs, and bisects a failing batch to its bad items, logging every call.
-"""
+"""One batch attempt of :func:`batchlab.run_batches`: the items, a compiled size, a run, a bisection."""
 
 from __future__ import annotations
 
@@ -27,11 +21,11 @@ from batchlab.runs.errors import (
     oom_kind,
     short_message,
 )
-from batchlab.runs.planning import batch_planner, batch_spec, compile_program, unjit
+from batchlab.runs.planning import batch_planner, batch_spec, compile_program, spec_of, unjit
 from batchlab.runs.results import BatchLog, Failure
 
-# JAX logs every exception raised in a callback, traceback and all; a bisection meets it once
-# per half. The same text is in the error it raises, kept whole in the failure's `detail`.
+# JAX logs every exception raised in a callback, traceback and all, once per bisection half;
+# the same text is kept in the failure's `detail`
 _CALLBACK_LOG = logging.getLogger("jax._src.callback")
 
 
@@ -50,13 +44,9 @@ def _describe(spec: tuple) -> str:
     return text if len(leaves) == 1 else f"{treedef} with leaves [{text}]"
 
 
-def _spec(a: Any, drop: int = 0) -> jax.ShapeDtypeStruct:
-    dtype = a.dtype if hasattr(a, "dtype") else np.result_type(a)
-    return jax.ShapeDtypeStruct(np.shape(a)[drop:], dtype)
-
-
 class Items:
-    """Indexable items: ``n``, ``spec_item`` (one item as ShapeDtypeStructs), ``bad`` and ``take``."""
+    """A list of pytrees or an array (items along axis 0), alike; in a list the most common
+    structure/shape/dtype is the item type, the others are flagged ``bad`` before anything runs."""
 
     def __init__(self, items: Any) -> None:
         self.bad: dict[int, str] = {}
@@ -79,7 +69,7 @@ class Items:
                     self.bad[i] = (
                         f"item {i} is {_describe(spec)} where the other items are {_describe(common)}"
                     )
-            self.spec_item = jax.tree_util.tree_map(_spec, items[specs.index(common)])
+            self.spec_item = jax.tree_util.tree_map(spec_of, items[specs.index(common)])
             return
         leaves = jax.tree_util.tree_leaves(items)
         if not leaves or not all(isinstance(a, ARRAY_TYPES) and np.ndim(a) >= 1 for a in leaves):
@@ -94,7 +84,9 @@ class Items:
                 f"needs one row per item."
             )
         self.tree, self.n = items, lengths[0]
-        self.spec_item = jax.tree_util.tree_map(lambda a: _spec(a, 1), items)
+        self.spec_item = jax.tree_util.tree_map(
+            lambda a: jax.ShapeDtypeStruct(a.shape[1:], a.dtype), items
+        )
 
     def window(self, start: int, size: int) -> tuple[list[int], list[int], int]:
         """The next ``size`` good indices from ``start``, the bad ones passed, and where it ends."""
@@ -113,41 +105,34 @@ class Items:
 
 
 class BatchRunner:
-    """One call of :func:`run_batches`: compiled programs and planned bytes per batch size.
-
-    A per-item ``fn`` is planned and run as ``jit(vmap(fn))`` (a jit inside is inlined:
-    planned unwrapped); a batched ``fn`` is called as given and planned by
-    :func:`batch_planner` only when there is a budget to check.
-    """
+    """Compiled programs and planned bytes per batch size: a per-item ``fn`` runs as
+    ``jit(vmap(fn))``; a batched ``fn`` is called as given, planned only against a budget."""
 
     def __init__(self, fn, items: Items, batched, budget_bytes, check_nan):
         self.fn, self.items, self.batched = fn, items, batched
         self.budget, self.check_nan = budget_bytes, check_nan
         self.jitted = fn if batched else jax.vmap(unjit(fn))
-        self._plan = batch_planner(self.jitted) if batched else None
-        self.programs: dict[int, Any] = {}
-        self.planned: dict[int, int] = {}
+        self.programs: dict[int, tuple[Any, int | None]] = {}  # size: (program, planned bytes)
 
     def program(self, size: int):
         if size not in self.programs:
             spec = batch_spec(self.items.spec_item, size)
-            if not self.batched:
-                program = compile_program(self.jitted, spec)
-                self.planned[size], self.programs[size] = program.planned, program
+            if self.batched:  # planned only against a budget: the user's code runs as given
+                planned = None if self.budget is None else batch_planner(self.fn)(spec)
+                self.programs[size] = (self.fn, planned)
             else:
-                if self.budget is not None:
-                    self.planned[size] = self._plan(spec)
-                self.programs[size] = self.fn
-        if self.budget is not None and self.planned[size] > self.budget:
+                program = compile_program(self.jitted, spec)
+                self.programs[size] = (program, program.planned)
+        program, planned = self.programs[size]
+        if self.budget is not None and planned > self.budget:
             raise OutOfMemory(
-                OOM_BUDGET,
-                f"batch of {size} plans {self.planned[size]} bytes > budget_bytes={self.budget}",
+                OOM_BUDGET, f"batch of {size} plans {planned} bytes > budget_bytes={self.budget}"
             )
-        return self.programs[size]
+        return program
 
     def run(self, idx: list[int], size: int) -> tuple[list[np.ndarray], Any]:
         """Output rows and structure for ``idx``, padded to ``size`` (a bisection's halves share
-        one compile); a batched ``fn`` gets exactly ``idx``. A compile-time OOM is memory too."""
+        one compile); a batched ``fn`` gets exactly ``idx``."""
         size = len(idx) if self.batched else size
         drop = logging.Filter("nothing")  # a filter naming another logger drops every record
         try:
@@ -201,11 +186,9 @@ class BatchRunner:
                 self.bisect(part, error, found, failures, log, depth + 1)
 
     def attempt(self, idx: list[int], size: int, nothing_ran_yet: bool) -> tuple[list, list, list]:
-        """Runs one batch, bisecting it on an error: ``(found, failures, halves)``.
-
-        ``halves`` logs the bisection's calls (an :class:`OutOfMemory` raised during one
-        carries it as ``.halves``). Raises FnBug when ``fn`` fails the same way on everything.
-        """
+        """Runs one batch, bisecting it on an error: ``(found, failures, halves)`` (an
+        :class:`OutOfMemory` met in a half carries ``.halves``); FnBug when ``fn`` fails the
+        same way on everything."""
         try:
             return [(idx, *self.run(idx, size))], [], []
         except (OutOfMemory, FnBug):

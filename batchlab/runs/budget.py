@@ -1,8 +1,6 @@
 """The largest batch that fits a memory budget, from XLA's compiled plans (nothing runs).
 
-Each size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs. The plan
-is a lower bound of what a device needs, so ``margin="calibrated"`` divides the budget by a
-measured ratio.
+Each size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs.
 """
 
 from __future__ import annotations
@@ -27,9 +25,6 @@ from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes
 from batchlab.runs.planning import unjit
 from batchlab.runs.search import METHODS, search
 
-CPU_FRACTION = 0.5
-_DEFAULT_UPPER = 2**31 - 1
-
 
 class Budget(NamedTuple):
     """A memory budget in bytes and where the figure came from."""
@@ -44,22 +39,20 @@ class Budget(NamedTuple):
 def default_budget() -> Budget:
     """The memory a batch may plan to use on this machine.
 
-    On a GPU/TPU: ``bytes_limit - bytes_in_use`` from ``memory_stats()`` (the pool grows
-    on demand up to ``bytes_limit``); a device with no room left gives 0 bytes. On CPU,
-    which keeps no statistics: half the host memory available now (psutil).
+    On a GPU/TPU ``bytes_limit - bytes_in_use`` from ``memory_stats()`` (0 when no room is
+    left); on CPU, which keeps no statistics, half the host memory available now (psutil).
 
     Example:
       >>> default_budget().bytes > 0
       True
     """
     stats = device_memory()
-    if stats is not None and stats.room_bytes is not None:  # 0 is an answer: no room left
+    if stats is not None and stats.room_bytes is not None:
         what = "bytes_limit" if stats.bytes_limit else "pool_bytes"
         source = f"free device memory: {what} - bytes_in_use (jax.Device.memory_stats())"
         return Budget(int(stats.room_bytes), source)
     available = int(psutil.virtual_memory().available)
-    share = f"{CPU_FRACTION:.0%} of available host memory (psutil)"
-    return Budget(int(available * CPU_FRACTION), share)
+    return Budget(available // 2, "50% of available host memory (psutil)")
 
 
 @dataclass(frozen=True)
@@ -67,7 +60,7 @@ class BatchSizeResult(Rows):
     """What :func:`max_batch_size` found; ``int(result)`` is the batch size.
 
     ``curve``: ``(batch_size, planned_bytes)`` for every size the search looked at, sorted;
-    ``compiled``: how many of them this call compiled (the others came from ``known``).
+    ``compilations``: how many of them this call compiled (the others came from ``known``).
     """
 
     batch_size: int
@@ -77,21 +70,16 @@ class BatchSizeResult(Rows):
     chunk_size: int | None
     curve: tuple[tuple[int, int], ...]
     upper: int
-    source: str = "compiled memory analysis (XLA), nothing executed"
-    compiled: int | None = None
-    method: str = "interpolate"
-    margin: float | None = None
-    margin_source: str | None = None
-    calibration: Calibration | None = None
+    compilations: int
+    method: str
+    margin: float | None
+    margin_source: str | None
+    calibration: Calibration | None
 
     @property
     def planned_budget_bytes(self) -> int:
         """The figure the plan was compared with: the budget, divided by ``margin`` if any."""
         return max(1, int(self.budget_bytes / self.margin)) if self.margin else self.budget_bytes
-
-    @property
-    def compilations(self) -> int:
-        return len(self.curve) if self.compiled is None else self.compiled
 
     @property
     def planned_bytes(self) -> int | None:
@@ -100,7 +88,7 @@ class BatchSizeResult(Rows):
 
     @property
     def monotone(self) -> bool:
-        """Whether the measured planned bytes never drop as the batch grows."""
+        """Whether the planned bytes never drop as the batch grows."""
         return all(a <= b for (_, a), (_, b) in itertools.pairwise(self.curve))
 
     @property
@@ -134,6 +122,12 @@ class BatchSizeResult(Rows):
             rows.append(("warning", "planned bytes are not monotone in the batch size"))
         return rows
 
+    @property
+    def source(self) -> str:
+        if self.calibration is None:
+            return "compiled memory analysis (XLA), nothing executed"
+        return "compiled memory analysis (XLA); the margin's batches run in a fresh process"
+
     def _title(self) -> str:
         return f"max_batch_size ({self.source})"
 
@@ -162,18 +156,6 @@ def check_in_axes(in_axes: Any, example_item: Any) -> None:
         )
 
 
-def check_margin(margin: Any) -> str | None:
-    """``None`` or ``"calibrated"``; anything else (a ratio too) is refused."""
-    if margin is None or (isinstance(margin, str) and margin == "calibrated"):
-        return margin
-    error = ValueError if isinstance(margin, str) else TypeError
-    raise error(
-        f"`margin` must be None or 'calibrated' (the plan-to-real ratio measured in a fresh "
-        f"process), got margin={margin!r}; to plan against a budget divided by a ratio of your "
-        f"own, pass budget_bytes=int(budget / ratio)."
-    )
-
-
 def max_batch_size(
     fn: Callable,
     example_item: Any,
@@ -190,26 +172,22 @@ def max_batch_size(
 ) -> BatchSizeResult:
     """The largest batch of ``batch(fn, strategy=...)`` whose planned memory fits ``budget_bytes``.
 
-    The search (:func:`batchlab.runs.search.search`) ends on a measured pair: the answer
-    fits, the answer + 1 does not. ``lax.map``'s curve is a saw-tooth (a remainder is
-    planned apart), so for ``"map"``/``"chunked"`` the next multiple of ``chunk_size``
-    above the answer is probed too.
+    The search ends on a measured pair: the answer fits, the answer + 1 does not.
 
     Args:
       fn: a function of ONE item; example_item: one item (arrays or ``ShapeDtypeStruct``).
       budget_bytes: the budget; ``None`` uses :func:`default_budget`.
       strategy: one of :data:`batchlab.batching.PLANNED`; chunk_size: items per chunk.
       upper: the largest batch size worth trying (e.g. the dataset size).
-      method: ``"interpolate"`` (about 4 compilations on a straight line) or ``"bisect"``
-        (doubling, then bisection: ``2 * floor(log2(answer)) + 2``).
+      method: ``"interpolate"`` (aims along the curve, about 4 compilations on a straight
+        line) or ``"bisect"`` (doubling, then bisection: ``2 * floor(log2(answer)) + 2``).
       known: ``{batch: planned bytes}`` from earlier searches of the SAME fn, item and
         strategy; read and extended, so no size is compiled twice.
       on_compile: called with the batch size before each compilation.
-      in_axes: ``0``, or as in ``jax.vmap`` a tuple of 0 (batched) and None (shared, planned
-        once, whole) per argument; ``example_item`` is then the tuple of arguments.
+      in_axes: ``0``, or as in ``jax.vmap`` a tuple of 0 (batched) and None (shared) per
+        argument; ``example_item`` is then the tuple of arguments.
       margin: ``None``: compare with the whole budget; ``"calibrated"``: with ``budget /
-        ratio``, the plan-to-real ratio measured in a fresh process
-        (:func:`batchlab.runs.calibration.calibrate`).
+        ratio``, the plan-to-real ratio measured in a fresh process (:func:`calibrate`).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -217,8 +195,6 @@ def max_batch_size(
       >>> r = max_batch_size(lambda x: 2 * x, item, budget_bytes=64 * 1024)
       >>> int(r), r.compilations <= 2 * 5 + 2
       (32, True)
-      >>> int(max_batch_size(lambda x: 2 * x, item, budget_bytes=64 * 1024, method="bisect"))
-      32
 
       Closed-over weights and shared arguments plan alike (both are arguments):
 
@@ -231,13 +207,18 @@ def max_batch_size(
     if strategy not in PLANNED:
         raise ValueError(f"`strategy` must be one of {PLANNED}, got {strategy!r}.")
     check_in_axes(in_axes, example_item)
-    margin = check_margin(margin)
+    if not (margin is None or (isinstance(margin, str) and margin == "calibrated")):
+        raise (ValueError if isinstance(margin, str) else TypeError)(
+            f"`margin` must be None or 'calibrated' (the plan-to-real ratio measured in a fresh "
+            f"process), got margin={margin!r}; to plan against a budget divided by a ratio of "
+            f"your own, pass budget_bytes=int(budget / ratio)."
+        )
     f = batch(unjit(fn), strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
     if budget_bytes is None:
         budget = default_budget()
     else:
         budget = Budget(check_positive_int(budget_bytes, "budget_bytes"), "given")
-    upper = _DEFAULT_UPPER if upper is None else check_positive_int(upper, "upper")
+    upper = 2**31 - 1 if upper is None else check_positive_int(upper, "upper")
     check_choice(method, "method", METHODS)
     if known is not None and not isinstance(known, dict):
         raise TypeError(
@@ -246,45 +227,27 @@ def max_batch_size(
         )
     if on_compile is not None:
         check_callable(on_compile, "on_compile")
-    saw = strategy in ("map", "chunked") and chunk_size and chunk_size > 1
+    # lax.map plans a remainder apart: search the multiples of the chunk first
+    multiple = chunk_size if strategy in ("map", "chunked") and (chunk_size or 0) > 1 else None
     known = {} if known is None else known  # a calibrated search plans twice: share the points
     stats = {"compiled": 0}
 
     def largest(limit: int) -> tuple[int, dict]:
-        multiple = chunk_size if saw else None
         kw = dict(method=method, known=known, on_compile=on_compile, stats=stats, in_axes=in_axes)
         return search(f, example_item, limit, upper, multiple, **kw)
 
-    calibration, source, extra = None, None, {}
+    answer, curve = largest(budget.bytes)
+    calibration, source = None, None
     if margin == "calibrated":
-        answer, curve = largest(budget.bytes)
         margin, source = 1.0, "not calibrated: not even one item fits the plan"
         if answer:
             sizes = calibration_sizes(answer, known)
             kw = dict(strategy=strategy, chunk_size=chunk_size, in_axes=in_axes, known=known)
             calibration = calibrate(unjit(fn), example_item, sizes, **kw)
             margin, source = calibration.ratio, f"calibrated: {calibration.source}"
-            extra["source"] = (
-                "compiled memory analysis (XLA); the margin's batches run in a fresh process"
-            )
         if margin > 1:
-            first = curve
-            answer, curve = largest(max(1, int(budget.bytes / margin)))
-            curve = {**first, **curve}
-    else:
-        answer, curve = largest(budget.bytes)
-    return BatchSizeResult(
-        answer,
-        budget.bytes,
-        budget.source,
-        strategy,
-        chunk_size,
-        tuple(sorted(curve.items())),
-        upper,
-        **extra,
-        compiled=stats["compiled"],
-        method=method,
-        margin=margin,
-        margin_source=source,
-        calibration=calibration,
-    )
+            answer, again = largest(max(1, int(budget.bytes / margin)))
+            curve = {**curve, **again}
+    curve = tuple(sorted(curve.items()))
+    found = (answer, budget.bytes, budget.source, strategy, chunk_size, curve, upper)
+    return BatchSizeResult(*found, stats["compiled"], method, margin, source, calibration)

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.child import TIMEOUT, run_child
-from batchlab._util.format import Rows, format_bytes
+from batchlab._util.format import format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
 from batchlab.runs.planning import batch_args, batch_planner, compile_program, unjit
@@ -59,22 +59,21 @@ def _trim() -> None:
 
 
 def _call(run: Any, args: Any) -> Any:
-    """One call on device arrays: host arrays put there (one buffer each), specs made as zeros."""
+    """One call on device arrays (specs made as zeros, one buffer each)."""
 
     def put(a):
-        return jnp.zeros(a.shape, a.dtype) if isinstance(a, jax.ShapeDtypeStruct) else a
+        return jax.device_put(
+            jnp.zeros(a.shape, a.dtype) if isinstance(a, jax.ShapeDtypeStruct) else a
+        )
 
-    return jax.block_until_ready(
-        run(*jax.tree_util.tree_map(lambda a: jax.device_put(put(a)), args))
-    )
+    return jax.block_until_ready(run(*jax.tree_util.tree_map(put, args)))
 
 
 def _observe(run: Any, args: Any) -> dict:
     """The peak of one call: host RSS growth on CPU (``VmHWM`` reset), the device peak on a GPU."""
     device = jax.devices()[0]
-    stats = device.memory_stats()
-    if stats is not None:
-        before = int(stats.get("bytes_in_use", 0))
+    if device.memory_stats() is not None:
+        before = int(device.memory_stats().get("bytes_in_use", 0))
         _call(run, args)
         peak = int(device.memory_stats().get("peak_bytes_in_use", 0))
         source = "device memory_stats: peak_bytes_in_use - bytes_in_use before"
@@ -128,8 +127,8 @@ def run_here(jobs: list) -> dict:
 
 
 def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
-    """``{label: reply}`` for ``(label, kind, run, args, budget)`` jobs run in ONE fresh process;
-    a child that dies or runs out of time answers every job with ``None`` and the reason."""
+    """:func:`run_here` in ONE fresh process; a child that dies or runs out of time answers
+    every job with ``None`` and the reason."""
     child = run_child(run_here, cloudpickle.dumps(jobs), timeout=timeout)
     reply, why, ran = child.reply, child.why, False
     if reply is None and child.returncode is None:
@@ -144,8 +143,8 @@ def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
 
 
 class BatchJob:
-    """``job(*args)`` runs ``batch(fn, strategy, chunk_size, in_axes)``, built on the first call
-    (pickled without it: the user's function travels by value, the kit by reference)."""
+    """``job(*args)`` runs ``batch(fn, ...)``, built on the first call in the child (the
+    user's function is pickled by value, the kit by reference; a jitted program is not)."""
 
     def __init__(self, fn: Callable, strategy: str, chunk_size: int | None, in_axes: Any):
         self.fn, self.strategy, self.chunk_size, self.in_axes = fn, strategy, chunk_size, in_axes
@@ -156,22 +155,9 @@ class BatchJob:
 
     def __call__(self, *args: Any) -> Any:
         if self._program is None:
-            self._program = batch(
-                self.fn, strategy=self.strategy, chunk_size=self.chunk_size, in_axes=self.in_axes
-            )
+            kw = dict(strategy=self.strategy, chunk_size=self.chunk_size, in_axes=self.in_axes)
+            self._program = batch(self.fn, **kw)
         return self._program(*args)
-
-
-def _arg_specs(example_item: Any, size: int, in_axes: Any) -> tuple:
-    """The batch's arguments as specs; a shared argument given as an array travels as itself."""
-    specs = batch_args(example_item, size, in_axes)
-    if not isinstance(in_axes, tuple):
-        return specs
-    host = lambda a: a if isinstance(a, jax.ShapeDtypeStruct) else np.asarray(a)  # noqa: E731
-    return tuple(
-        s if ax == 0 else jax.tree_util.tree_map(host, a)
-        for s, a, ax in zip(specs, example_item, in_axes, strict=True)
-    )
 
 
 class Calibration(NamedTuple):
@@ -183,27 +169,6 @@ class Calibration(NamedTuple):
     source: str
     strategy: str
     chunk_size: int | None
-
-    @property
-    def ratios(self) -> tuple[float | None, ...]:
-        return tuple(None if o is None else o / p for _, p, o in self.points)
-
-    def _rows(self) -> list[tuple[str, str, str, str]]:
-        return [
-            (
-                str(b),
-                format_bytes(p),
-                "-" if o is None else format_bytes(o),
-                "-" if r is None else f"{r:.2f}x",
-            )
-            for (b, p, o), r in zip(self.points, self.ratios, strict=True)
-        ]
-
-    _header = ("batch", "planned", "observed", "observed / planned")
-    __repr__, _repr_html_ = Rows.__repr__, Rows._repr_html_
-
-    def _title(self) -> str:
-        return f"margin {self.ratio:.2f}x ({self.source})"
 
 
 def calibrate(
@@ -218,10 +183,9 @@ def calibrate(
 ) -> Calibration:
     """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``, in a fresh process.
 
-    The batch is made in the child from its shapes; closed-over arrays travel with ``fn``. On
-    CPU one process measures every size (its resident peak reset before each), on a GPU one
-    per size. Cached per ``fn``, shapes, strategy, chunk size, ``in_axes`` and sizes;
-    ``known``: planned bytes per size already compiled.
+    On CPU one process measures every size (its resident peak reset before each); on a GPU,
+    whose peak cannot be reset, one process per size. Cached per ``fn``, shapes, settings and
+    sizes; ``known``: planned bytes per size already compiled.
     """
     leaves, tree = jax.tree_util.tree_flatten(example_item)
     shapes = tuple((tuple(np.shape(x)), str(np.dtype(x.dtype))) for x in leaves)
@@ -233,10 +197,18 @@ def calibrate(
     plan = batch_planner(batched)
     planned = {b: int(known.get(b) or plan(*batch_args(example_item, b, in_axes))) for b in sizes}
     job = BatchJob(plain, strategy, chunk_size, in_axes)
-    jobs = [(str(b), "observe", job, _arg_specs(example_item, b, in_axes), 0) for b in sizes]
+    host = lambda a: a if isinstance(a, jax.ShapeDtypeStruct) else np.asarray(a)  # noqa: E731
+    shared = in_axes if isinstance(in_axes, tuple) else ()
+    jobs = []
+    for b in sizes:  # a shared argument given as an array travels as itself
+        args = list(batch_args(example_item, b, in_axes))
+        for i, ax in enumerate(shared):
+            if ax is None:
+                args[i] = jax.tree_util.tree_map(host, example_item[i])
+        jobs.append((str(b), "observe", job, tuple(args), 0))
     if device_memory() is None:
         reply = run_jobs(jobs, TIMEOUT)
-    else:  # a device peak cannot be reset: one process per size
+    else:
         reply = {k: v for j in jobs for k, v in run_jobs([j], TIMEOUT / len(jobs)).items()}
     # closed-over arrays are resident before the call (they travel with fn): the plan counts
     # them, the growth cannot, so they are added to it
@@ -267,13 +239,6 @@ class LimitRun(NamedTuple):
     baseline_bytes: int | None
     source: str
 
-    def __repr__(self) -> str:
-        what = {True: "ran", False: f"failed ({self.error})", None: "not run"}[self.ran]
-        return (
-            f"LimitRun(batch {self.batch_size} under baseline "
-            f"{format_bytes(self.baseline_bytes)} + {format_bytes(self.budget_bytes)}: {what})"
-        )
-
 
 def run_under_limit(
     fn: Callable,
@@ -284,8 +249,8 @@ def run_under_limit(
     strategy: str = "vmap",
     chunk_size: int | None = None,
 ) -> LimitRun:
-    """Runs a batch of ``batch_size`` in a fresh process limited to its warmed-up baseline
-    (``VmSize``) + ``budget_bytes`` of address space; ``ran`` is ``None`` off Linux."""
+    """Runs a batch in a fresh process limited to its warmed-up baseline (``VmSize``) +
+    ``budget_bytes`` of address space; ``ran`` is ``None`` off Linux."""
     job = BatchJob(unjit(fn), strategy, chunk_size, 0)
     args = batch_args(example_item, batch_size)
     r = run_jobs([("run", "limit", job, args, int(budget_bytes))], TIMEOUT)["run"]

@@ -2,11 +2,10 @@
 
 One append-only file: a header record (the run's fingerprint, :mod:`batchlab.runs.fingerprint`),
 then one record per finished batch (raw array bytes and a JSON header: no pickle, reading runs
-no code), each closed by its SHA-256 and fsynced, so a kill loses at most the batch in flight
-and the I/O grows with n, not n². A record cut short by a kill is dropped on resume; one whose
-hash differs is damage and refused. A journal of another run raises :class:`CheckpointError`
-saying what differs, in words. How the run is cut into batches (``settings``) is stored, not
-fingerprinted: a run resumes at another batch size without recomputing a finished item.
+no code), each closed by its SHA-256 and fsynced, so a kill loses at most the batch in flight.
+A record cut short by a kill is dropped on resume; one whose hash differs is damage and
+refused. How the run is cut into batches (``settings``) is stored, not fingerprinted: a run
+resumes at another batch size.
 """
 
 from __future__ import annotations
@@ -81,7 +80,7 @@ def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
     return path
 
 
-def check_room(path: str | os.PathLike, needed_bytes: int, name: str = "checkpoint") -> None:
+def check_room(path: str | os.PathLike, needed_bytes: int) -> None:
     """Raises ``ValueError`` when ``path``'s folder has less free space than ``needed_bytes``."""
     folder = _folder(Path(path))
     try:
@@ -90,9 +89,9 @@ def check_room(path: str | os.PathLike, needed_bytes: int, name: str = "checkpoi
         return  # cannot tell: the first save will say so if it fails
     if needed_bytes > free:
         raise ValueError(
-            f"`{name}` folder {str(folder)!r} has {format_bytes(free)} free, but this run's outputs "
-            f"need about {format_bytes(needed_bytes)} there; free some space or pass a `{name}` path "
-            f"on a disk with room (nothing has run)."
+            f"`checkpoint` folder {str(folder)!r} has {format_bytes(free)} free, but this run's "
+            f"outputs need about {format_bytes(needed_bytes)} there; free some space or pass a "
+            f"`checkpoint` path on a disk with room (nothing has run)."
         )
 
 
@@ -144,8 +143,6 @@ class Journal:
       >>> import numpy as np, tempfile, os
       >>> p = os.path.join(tempfile.mkdtemp(), "run.ckpt")
       >>> j = Journal.open(p, {"fn": "f"})
-      >>> j.records
-      []
       >>> j.append({"position": 2}, {"indices": np.arange(2)})
       >>> [h["position"] for h, _ in Journal.open(p, {"fn": "f"}).records]
       [2]
@@ -167,8 +164,7 @@ class Journal:
         """Reads (and verifies) the journal at ``path``, or creates it with ``parts``' header.
 
         ``parts`` are fingerprinted and compared; ``settings`` stored, never compared;
-        ``described`` puts ``fn``'s parts in words for a refusal. A ``"run_name"`` in
-        ``parts`` vouches for ``fn``.
+        ``described`` puts ``fn``'s parts in words for a refusal.
         """
         path, settings, described = check_writable(path), dict(settings or {}), described or {}
         if not path.exists():
@@ -205,8 +201,7 @@ class Journal:
             raise _corrupt(
                 path, f"format {header.get('format')!r} version {header.get('version')!r}"
             )
-        theirs = header.get("parts", {})
-        check_parts(path, theirs, parts, header.get("described") or {}, described)
+        check_parts(path, header.get("parts", {}), parts, header.get("described") or {}, described)
         records = []
         while (rec := _decode(data, at, path)) is not None:
             records.append(rec[:2])
@@ -236,15 +231,13 @@ def _is_fn_key(key: str) -> bool:
 
 
 def _in_words(key: str, old: Any, new: Any, was: dict, now: dict) -> str:
-    """One difference, in words: which part, then and now (printable values as they are)."""
+    """One difference of fn's parts, in words: which part, then and now."""
     old_text, new_text = was.get(key), now.get(key)
     if key == "fn code":
         return "fn's code changed (its bytecode, constants or defaults)"
     if key == "fn":
         both = f" ({old_text} there, {new_text} now)" if old_text and new_text else ""
         return f"fn is another function or object{both}"
-    if key == "run_name":
-        return f"run_name was {old!r} when the checkpoint was written and is {new!r} now"
     what = "fn's " + key[3:]
     if old is None:
         return f"{what} is new (it was not read when the checkpoint was written)"
@@ -262,12 +255,11 @@ def _in_words(key: str, old: Any, new: Any, was: dict, now: dict) -> str:
 
 def check_parts(path: Path, theirs: dict, parts: dict, was: dict, now: dict) -> None:
     """Raises :class:`CheckpointError` unless ``theirs`` (the journal's) and ``parts`` agree;
-    ``was``/``now`` put fn's parts in words."""
+    ``was``/``now`` put fn's parts in words. A ``"run_name"`` in both vouches for ``fn``."""
     ckpt = f"`checkpoint` file {str(path)!r}"
-    restart = "delete it (or pass another `checkpoint` path) to start over"
     keys = set(theirs) | set(parts)
     if "run_name" in parts and theirs.get("run_name") in (None, parts["run_name"]):
-        keys = {k for k in keys if not _is_fn_key(k)}  # the name vouches: fn is not compared
+        keys = {k for k in keys if not _is_fn_key(k)}
     differ = sorted(k for k in keys if theirs.get(k) != parts.get(k))
     data_keys = [k for k in differ if not _is_fn_key(k)]
     if data_keys:
@@ -280,6 +272,7 @@ def check_parts(path: Path, theirs: dict, parts: dict, was: dict, now: dict) -> 
     if not differ:
         return
     name = theirs.get("run_name")
+    restart = "delete it (or pass another `checkpoint` path) to start over"
     if name is not None and "run_name" not in parts:
         raise CheckpointError(
             f"{ckpt} was written under run_name={name!r}; pass run_name={name!r} to resume it, or "

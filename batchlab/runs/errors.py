@@ -25,22 +25,16 @@ OOM_XLA_INTERNAL = "out of memory (XLA INTERNAL: out of memory)"
 OOM_HOST = "out of memory (host MemoryError)"
 OOM_BUDGET = "over budget (planned bytes > budget_bytes)"
 
-# the texts of XLA's out-of-memory errors (each seen from XLA:CPU for an allocation it could not
-# make); an INTERNAL error is memory only when it says so
-OOM_PATTERNS = (
-    r"\bRESOURCE_EXHAUSTED\b",
-    r"\bOut of memory\b",
-    r"\bYNNPACK operation failed\b",
-    r"\bfailed to allocate\b",
+# the texts of XLA's out-of-memory errors (an INTERNAL error is memory only when it says so)
+_OOM = re.compile(
+    r"\bRESOURCE_EXHAUSTED\b|\bOut of memory\b|\bYNNPACK operation failed\b|\bfailed to allocate\b",
+    re.IGNORECASE,
 )
-_OOM = re.compile("|".join(OOM_PATTERNS), re.IGNORECASE)
-# a callback's Python error is reported inside an INTERNAL error: its text is the callback's
-# traceback, which may quote anything (a MemoryError there is memory, a message that mentions
-# "out of memory" is the user's words)
+# a callback's Python error comes inside an INTERNAL error whose text is its traceback, which
+# may quote anything: there only a raised MemoryError is memory
 _CALLBACK = re.compile(r"CpuCallback error|pure_callback failed|io_callback failed")
 _DECORATION = re.compile(r"^[\W_]*$")  # a line of dashes, stars, equals: no words
 _ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception|Interrupt|Exit|Warning)\b\s*:")
-_LIMIT = 1000
 
 
 class OutOfMemory(Exception):
@@ -54,8 +48,7 @@ class FnBug(Exception):
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """True for every out-of-memory form XLA raises and for host ``MemoryError``; an error
-    raised by a Python callback is memory only when the callback raised ``MemoryError``.
+    """True for every out-of-memory form XLA raises and for host ``MemoryError``.
 
     Example:
       >>> import jax
@@ -79,14 +72,14 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 def oom_kind(error: BaseException) -> str:
     """The outcome logged for an out-of-memory error: which form it came in."""
-    if isinstance(error, MemoryError) or not isinstance(error, jax.errors.JaxRuntimeError):
+    if not isinstance(error, jax.errors.JaxRuntimeError):
         return OOM_HOST
     return OOM_XLA if "RESOURCE_EXHAUSTED" in str(error) else OOM_XLA_INTERNAL
 
 
 def is_interrupt(error: BaseException) -> bool:
-    """True for ``KeyboardInterrupt``, also raised in a host callback (a ``JaxRuntimeError``
-    whose text holds the callback's traceback).
+    """True for ``KeyboardInterrupt``, also one raised in a host callback (inside a
+    ``JaxRuntimeError`` whose text holds the callback's traceback).
 
     Example:
       >>> import jax
@@ -101,8 +94,8 @@ def is_interrupt(error: BaseException) -> bool:
 
 
 def short_message(error: BaseException) -> str:
-    """The error's last ``Name: text`` line (and the lines continuing it), not the decoration
-    around it (a callback's traceback, ``equinox.error_if``'s dashes); else ``Name: message``.
+    """The error's last ``Name: text`` line (and the lines continuing it), without the
+    decoration around it (a callback's traceback, ``equinox.error_if``'s dashes).
 
     Example:
       >>> short_message(ValueError("bad\\n  detail\\nValueError: the real cause"))
@@ -122,7 +115,7 @@ def short_message(error: BaseException) -> str:
         while end < len(lines) and lines[end] and not _DECORATION.match(lines[end]):
             end += 1
         text = " ".join(lines[starts[-1] : end])
-    return text if len(text) <= _LIMIT else text[: _LIMIT - 3] + "..."
+    return text if len(text) <= 1000 else text[:997] + "..."
 
 
 class InterruptFlag:
@@ -151,8 +144,8 @@ def exit_as_interrupted() -> None:
     """A script that RunInterrupted ends exits with status 130, as Ctrl-C ends Python, not 1.
 
     CPython exits by SIGINT only for an uncaught exception of type exactly
-    ``KeyboardInterrupt``. Where the default ``sys.excepthook`` would print it (a plain
-    script), the hook prints it, runs the ``atexit`` handlers and ends by SIGINT.
+    ``KeyboardInterrupt``; so where the default ``sys.excepthook`` would print it (a plain
+    script), this hook prints it, runs the ``atexit`` handlers and ends by SIGINT.
     """
     if sys.excepthook is not sys.__excepthook__ or os.name != "posix":
         return

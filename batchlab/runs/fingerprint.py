@@ -2,9 +2,8 @@
 
 :func:`fn_fingerprint` hashes what decides a function's output: its code and constants,
 defaults, closure values, the globals it reads, ``partial`` arguments, an object's attributes,
-and a pytree node (an equinox or flax module) by its type, static fields and leaves, so
-``lambda b: b * 3`` never resumes a run of ``lambda b: b * 2``. :func:`fn_descriptions` puts
-the same parts in words, so a refusal can say what changed.
+and a pytree node (an equinox or flax module) by its type, static fields and leaves.
+:func:`fn_descriptions` puts the same parts in words, so a refusal can say what changed.
 """
 
 from __future__ import annotations
@@ -86,16 +85,15 @@ def _cells(fn: types.FunctionType) -> list[tuple[str, Any]]:
     for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
         try:
             out.append((var, cell.cell_contents))
-        except ValueError:
+        except ValueError:  # a cell not yet assigned
             out.append((var, None))
     return out
 
 
 def _globals(fn: types.FunctionType) -> list[tuple[str, Any]]:
     """The globals ``fn``'s code (nested code too) names, and their values, by name."""
-    return [
-        (v, fn.__globals__[v]) for v in sorted(_global_names(fn.__code__) & set(fn.__globals__))
-    ]
+    names = sorted(_global_names(fn.__code__) & set(fn.__globals__))
+    return [(v, fn.__globals__[v]) for v in names]
 
 
 def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
@@ -189,8 +187,8 @@ def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
 
 
 def fn_fingerprint(fn: Any) -> str:
-    """A SHA-256 (16 hex digits) of what decides ``fn``'s output; raises
-    :class:`Unfingerprintable` for a value that cannot be hashed (an open file, a generator).
+    """16 hex digits of SHA-256 of what decides ``fn``'s output; raises :class:`Unfingerprintable`
+    for a value that cannot be hashed (an open file, a generator).
 
     Example:
       >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 2)
@@ -214,8 +212,8 @@ def _reads(fn: Any) -> tuple[Any, list[tuple[str, Any]]]:
 
 
 def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
-    """:func:`fn_fingerprint` split by source (``"fn code"``, one entry per closure variable and
-    global read) for a plain function; one ``"fn"`` entry for other callables."""
+    """:func:`fn_fingerprint` split by source for a plain function (``"fn code"``, one entry per
+    closure variable and global read); one ``"fn"`` entry for other callables."""
     inner, reads = _reads(fn)
     if inner is None:
         return {"fn": fn_fingerprint(fn)}

@@ -1,8 +1,7 @@
 """Planned bytes of a batch, from XLA's compiled memory analysis (nothing is allocated).
 
-The plan is :func:`batchlab._util.compile.compile_fn`'s, the kit's one plan path (also behind
-:func:`batchlab.memory_estimate`): closed-over arrays are planned as arguments, and a jitted
-per-item function is planned unwrapped (:func:`unjit`).
+Plans go through :func:`batchlab._util.compile.compile_fn`, the kit's one plan path:
+closed-over arrays are planned as arguments.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 
 
 def planned_bytes(estimate: MemoryEstimate) -> int:
-    """The figure a budget is compared with: :attr:`MemoryEstimate.planned_bytes`, the larger of
-    XLA's ``peak_memory_in_bytes`` and ``argument + output + temp - alias`` (a lower bound)."""
+    """The figure a budget is compared with: :attr:`MemoryEstimate.planned_bytes` (a lower bound)."""
     return int(estimate.planned_bytes)
 
 
@@ -37,7 +35,6 @@ class Program(NamedTuple):
 
     @property
     def const_bytes(self) -> int:
-        """Bytes of the closed-over arrays hoisted into arguments."""
         return int(sum(c.nbytes for c in self.consts))
 
     def __call__(self, *args):
@@ -52,16 +49,15 @@ def unjit(fn: Callable) -> Callable:
 
 
 def compile_program(f: Callable, *specs: Any) -> Program:
-    """``jax.jit(f)`` compiled for ``specs`` by :func:`compile_fn` (closed-over arrays hoisted
-    into a first argument and planned as arguments)."""
+    """``jax.jit(f)`` compiled for ``specs`` by :func:`compile_fn`."""
     c = compile_fn(f, specs, {})
     estimate = estimate_from_compiled(c.executable, c.name)
     return Program(c.executable, c.consts, estimate, hoisted=c.hoisted)
 
 
 def batch_planner(f: Callable) -> Callable[..., int]:
-    """``plan(*batch_args) -> planned bytes`` for a function of a whole batch: compiled for the
-    shapes, or for ``batch(..., strategy="host")`` (a Python loop) its ``HostPlan``."""
+    """``plan(*batch_args) -> planned bytes`` for a function of a whole batch; for
+    ``batch(..., strategy="host")`` (a Python loop) its ``HostPlan``."""
     if getattr(f, "strategy", None) == "host" and hasattr(f, "plan"):
         return lambda *specs: int(f.plan(*specs).planned_bytes)
     return lambda *specs: compile_program(f, *specs).planned
@@ -85,7 +81,7 @@ def batch_spec(example_item: Any, batch_size: int) -> Any:
 
 def batch_args(example_item: Any, batch_size: int, in_axes: Any = 0) -> tuple:
     """The arguments of a batched call: ``(batch,)``, or per ``in_axes`` (0: batched, None: the
-    argument of ``example_item``, a tuple then, passed whole)."""
+    argument of the tuple ``example_item`` passed whole)."""
     if not isinstance(in_axes, tuple):
         return (batch_spec(example_item, batch_size),)
     return tuple(

@@ -1,8 +1,4 @@
-"""What a batch run returns: good outputs in input order, failures by index, and a log.
-
-:class:`RunResult` is built by :func:`batchlab.run_batches`; the mutable
-:class:`RunState` behind it is what a checkpoint saves and restores.
-"""
+"""What a batch run returns (:class:`RunResult`) and the progress a checkpoint saves (:class:`RunState`)."""
 
 from __future__ import annotations
 
@@ -18,7 +14,7 @@ from batchlab._util.format import Rows, format_count, format_seconds
 
 class Failure(NamedTuple):
     """One item without output: its index, the kind of fault, the error's ``Name: text`` line
-    (:func:`batchlab.runs.errors.short_message`) and its whole text (``detail``)."""
+    and its whole text (``detail``)."""
 
     index: int
     kind: str
@@ -30,8 +26,6 @@ class BatchLog(NamedTuple):
     """One call of the batch program: first item, batch size, items in it, outcome, wall time.
 
     ``depth`` 0 is a batch; the halves of a bisection follow it with depth 1, 2, ...
-    Outcomes: ``"ok"``, ``"ok, N bad item(s)"``, ``"error in fn, bisected"``, ``"error in fn"``
-    (one item, pinned), ``"out of memory (...)"``, ``"over budget (...)"``.
     """
 
     start: int
@@ -43,7 +37,6 @@ class BatchLog(NamedTuple):
 
     @property
     def ran(self) -> bool:
-        """True when this call returned outputs."""
         return self.status.startswith("ok")
 
     @property
@@ -56,9 +49,7 @@ class RunResult(Rows):
     """The outcome of :func:`batchlab.run_batches`.
 
     ``outputs``: the good items' outputs stacked in input order (or ``None``), ``indices``
-    their item indices; ``failures``: the items without output; ``batches``: every call,
-    memory retries and bisection halves included; ``checkpoint_error``: why a save failed
-    (the run stopped there); ``budget_bytes``: what batches were planned against.
+    their item indices; ``batches``: every call, memory retries and bisection halves included.
     """
 
     n_items: int
@@ -197,7 +188,7 @@ class RunState:
         if chunks and self.treedef is not None:
             order = np.argsort(indices, kind="stable")  # retried items land in input order
             leaves = [
-                np.concatenate([c[1][k] for c in chunks])[order] for k in range(len(chunks[0][1]))
+                np.concatenate(parts)[order] for parts in zip(*(c[1] for c in chunks), strict=True)
             ]
             indices, outputs = indices[order], jax.tree_util.tree_unflatten(self.treedef, leaves)
         complete = self.stop_reason is None and self.position >= self.n_items and not self.retry
@@ -217,8 +208,8 @@ class RunState:
     def record(self, found: list, failures: list, retried: list) -> tuple[dict, dict]:
         """The journal record of one finished batch: its outputs and the run's small state."""
         arrays = {"indices": np.asarray([i for part, _, _ in found for i in part], np.int64)}
-        for k in range(len(found[0][1]) if found else 0):
-            arrays[f"out_{k}"] = np.concatenate([leaves[k] for _, leaves, _ in found])
+        for k, parts in enumerate(zip(*(leaves for _, leaves, _ in found), strict=True)):
+            arrays[f"out_{k}"] = np.concatenate(parts)
         header = {
             "state": {k: getattr(self, k) for k in ("position", "retries", *_SIZES)},
             "failures": [list(f) for f in failures],
@@ -230,9 +221,8 @@ class RunState:
         return header, arrays
 
     def restore(self, records: list, treedef: Any, *, sizes: bool) -> None:
-        """Folds journal records back into this state (the outputs bit for bit), items that
-        failed with an error to run again; ``sizes=False`` keeps the finished items but not
-        where the sizing stood (other settings now)."""
+        """Folds journal records back into this state (outputs bit for bit; items that failed
+        with an error run again); ``sizes=False``: not where the sizing stood (other settings)."""
         stored = [h["treedef"] for h, _ in records if h.get("treedef") is not None]
         treedef = treedef_from_json(stored[0]) if stored else treedef  # as fn returned it
         for header, arrays in records:
@@ -260,8 +250,7 @@ class BatchFnError(ValueError):
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped :func:`batchlab.run_batches`; ``.result`` keeps what finished.
 
-    A ``KeyboardInterrupt``: a script stops there, a cell shows it as interrupted; in
-    IPython after the fact ``sys.last_value.result`` gives the finished work.
+    A ``KeyboardInterrupt``: a script stops there; in IPython ``sys.last_value.result``.
     """
 
     def __init__(self, result: RunResult, checkpoint: str | None = None) -> None:
@@ -275,7 +264,7 @@ class RunInterrupted(KeyboardInterrupt):
                 f"the checkpoint {checkpoint!r} is missing some of them ({result.checkpoint_error})"
             )
         super().__init__(
-            f"run_batches stopped by Ctrl-C ({result.stop_reason}); {done} of {result.n_items} items "
-            f"finished, in this exception's `.result`; {after}."
+            f"run_batches stopped by Ctrl-C ({result.stop_reason}); {done} of {result.n_items} "
+            f"items finished, in this exception's `.result`; {after}."
         )
         self.result = result

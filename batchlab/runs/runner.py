@@ -9,9 +9,8 @@
   is a broken ``fn`` (:class:`BatchFnError`);
 * **Ctrl-C**: the batch in flight finishes and is saved, then :class:`RunInterrupted`
   carries the partial result (a script exits with status 130); a second Ctrl-C stops at once;
-* **checkpoint**: each finished batch is appended to a fingerprinted journal
-  (:class:`batchlab.runs.checkpoint.Journal`); the same call resumes it bit for bit, at
-  any ``batch_size``. Everything checkable is checked before any batch runs.
+* **checkpoint**: each finished batch is appended to a fingerprinted journal; the same call
+  resumes it bit for bit, at any ``batch_size``.
 """
 
 from __future__ import annotations
@@ -30,12 +29,7 @@ from batchlab._util.checks import check_bool, check_callable, check_choice, chec
 from batchlab._util.compile import function_name
 from batchlab.runs.attempt import BatchRunner, Items
 from batchlab.runs.checkpoint import CheckpointError, Journal, check_room, check_writable
-from batchlab.runs.errors import (
-    FnBug,
-    InterruptFlag,
-    OutOfMemory,
-    exit_as_interrupted,
-)
+from batchlab.runs.errors import FnBug, InterruptFlag, OutOfMemory, exit_as_interrupted
 from batchlab.runs.fingerprint import (
     Unfingerprintable,
     digest,
@@ -54,8 +48,8 @@ from batchlab.runs.results import (
 
 
 def _after_oom(state: RunState, size: int) -> int:
-    """The next size after a memory error: half until one ran, then bisection between the last
-    size that ran (``state.ok_size``) and the smallest that failed (``fail_size``)."""
+    """The next size after a memory error: half until one ran, then bisection between
+    ``state.ok_size`` and ``state.fail_size``."""
     if size <= state.ok_size:  # memory got tighter than when ok_size ran: forget it
         state.ok_size = 0
     state.fail_size = size if state.fail_size is None else min(state.fail_size, size)
@@ -89,10 +83,8 @@ def run_batches(
     """Runs ``fn`` over every item in batches, surviving memory limits, bad items and Ctrl-C.
 
     Args:
-      fn: a function of ONE item, or with ``strategy="manual"`` of a whole batch
-        (leading axis), as :func:`batchlab.batch` names them.
-      strategy: ``"vmap"`` (``fn`` run as ``jax.jit(jax.vmap(fn))``) or ``"manual"``
-        (``fn`` batched by hand, called as given).
+      fn: a function of ONE item (``strategy="vmap"``: run as ``jax.jit(jax.vmap(fn))``), or
+        with ``strategy="manual"`` of a whole batch (leading axis), called as given.
       items: a ``list`` of items (pytrees of arrays), or arrays with the items along axis 0.
       batch_size: items per batch to start with (the largest a budget fits:
         ``int(batchlab.max_batch_size(fn, item, budget_bytes=...))``).
@@ -100,19 +92,13 @@ def run_batches(
       checkpoint: a file path; finished batches are appended there and a rerun resumes
         (items that failed with an error are run again).
       run_name: names the run in the checkpoint instead of ``fn``'s fingerprint (for an
-        ``fn`` that reads what cannot be hashed, or a counter): you vouch it is the same.
+        ``fn`` that reads what cannot be hashed): you vouch it is the same.
 
-    Returns:
-      A :class:`RunResult`: outputs of the good items in input order, their indices,
-      failures, every call in the batch log, and throughput. A bad item is recorded and the
-      run goes on; out of memory even at one item stops it (``stop_reason`` says so).
-
-    Raises:
-      TypeError / ValueError: bad arguments (checked before anything runs).
-      BatchFnError (a broken ``fn``), RunInterrupted (Ctrl-C): each keeps what finished in
-        ``.result``.
-      CheckpointError: a corrupt or mismatched checkpoint, or an ``fn`` that cannot be
-        fingerprinted (pass ``run_name``).
+    Returns a :class:`RunResult`; out of memory even at one item stops the run
+    (``stop_reason`` says so). Raises :class:`BatchFnError` (a broken ``fn``) and
+    :class:`RunInterrupted` (Ctrl-C), each keeping what finished in ``.result``, and
+    ``CheckpointError`` (a corrupt or mismatched checkpoint, an ``fn`` that cannot be
+    fingerprinted); bad arguments raise before anything runs.
 
     Example:
       >>> import jax.numpy as jnp
@@ -158,8 +144,7 @@ def run_batches(
 
 def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Journal:
     """Fingerprints the run (``fn``, the items, the settings that change outputs) and opens or
-    creates its journal, checking the disk has room, before any batch runs. The batch settings
-    are stored beside the fingerprint, not in it: a resume may re-size the rest."""
+    creates its journal; the batch settings are stored, not fingerprinted."""
     try:
         fn_parts = {"run_name": run_name} if run_name else fn_fingerprint_parts(fn)
     except Unfingerprintable as e:
@@ -172,8 +157,7 @@ def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Jo
     parts.update(check_nan=runner.check_nan, batched=runner.batched)
     described = {"fn": function_name(fn), **({} if run_name else fn_descriptions(fn))}
     if not os.path.exists(checkpoint) and data.n and not runner.batched:
-        # a per-item fn is traced for its shapes anyway; a batched fn is the user's own code,
-        # called only for real batches (its first save says so if the disk is full)
+        # a batched fn is the user's own code, called only for real batches: not traced here
         try:
             leaves = jax.tree_util.tree_leaves(jax.eval_shape(runner.fn, data.spec_item))
             per_item = sum(np.dtype(a.dtype).itemsize * math.prod(a.shape) for a in leaves)
@@ -267,7 +251,7 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
 
 
 def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
-    """Appends one finished batch; on a failed write, says so in the result and on screen."""
+    """Appends one finished batch; a failed write is said in the result and warned."""
     try:
         journal.append(*state.record(found, failures, retried))
         return True

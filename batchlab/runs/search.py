@@ -12,26 +12,6 @@ METHODS = ("interpolate", "bisect")
 _GROW = 64  # the furthest one extrapolated step may jump: 64 x the last fitting batch
 
 
-class _Plans:
-    """Planned bytes per batch size, compiled once each (``known`` may be shared by searches)."""
-
-    def __init__(self, jitted, example_item, known, on_compile, in_axes=0):
-        self.plan, self.example_item, self.in_axes = batch_planner(jitted), example_item, in_axes
-        self.known = {} if known is None else known
-        self.on_compile = on_compile
-        self.visited: dict[int, int] = {}
-        self.compiled = 0
-
-    def __call__(self, b: int) -> int:
-        if b not in self.known:
-            if self.on_compile is not None:
-                self.on_compile(b)
-            self.known[b] = self.plan(*batch_args(self.example_item, b, self.in_axes))
-            self.compiled += 1
-        self.visited[b] = self.known[b]
-        return self.known[b]
-
-
 def _line(x0: int, y0: int, x1: int, y1: int, budget: int) -> int | None:
     """Where the line through (x0, y0), (x1, y1) reaches ``budget`` (floor), or None if flat."""
     if x1 == x0 or y1 <= y0:
@@ -56,43 +36,52 @@ def search(
 
     It ends on a measured pair: ``answer`` fits, ``answer + 1`` does not (or is ``upper``).
     ``"bisect"`` doubles from 1, then bisects; ``"interpolate"`` aims where the line through
-    the last two points meets the budget and checks the neighbour of a guess that fits (4
-    compilations on a straight line). ``known`` (read and extended) gives a warm start;
-    ``multiple``: a ``lax.map`` chunk; ``stats["compiled"]`` counts the new compilations.
+    the last two points meets the budget and checks the neighbour of a guess that fits.
+    ``known`` (read and extended) gives a warm start; ``multiple``: a ``lax.map`` chunk;
+    ``stats["compiled"]`` counts the new compilations.
     """
-    plan = _Plans(jitted, example_item, known, on_compile, in_axes)
-    answer = _search(plan, budget_bytes, upper, multiple, method)
-    if stats is not None:
-        stats["compiled"] = stats.get("compiled", 0) + plan.compiled
-    return answer, plan.visited
+    planner = batch_planner(jitted)
+    known = {} if known is None else known
+    visited: dict[int, int] = {}
+    stats = {} if stats is None else stats
+    stats.setdefault("compiled", 0)
 
+    def plan(b: int) -> int:
+        if b not in known:
+            if on_compile is not None:
+                on_compile(b)
+            known[b] = planner(*batch_args(example_item, b, in_axes))
+            stats["compiled"] += 1
+        visited[b] = known[b]
+        return known[b]
 
-def _search(plan, budget, upper, m, method) -> int:
+    fits = lambda b: plan(b) <= budget_bytes  # noqa: E731
+    m, budget = multiple, budget_bytes
     if not m:
-        return _largest(plan, budget, upper, method, 1)
+        return _largest(plan, known, budget, upper, method, 1), visited
     # lax.map plans a remainder (batch % chunk) apart: a batch just above a multiple of the
     # chunk plans MORE than the next multiple (a saw-tooth). Search the multiples (a straight
     # line), then the block of remainders above the last multiple that fits.
-    fits = lambda b: plan(b) <= budget  # noqa: E731
-    q = _largest(plan, budget, upper // m, method, m)
+    q = _largest(plan, known, budget, upper // m, method, m)
     if q == 0:
-        return _largest(plan, budget, min(upper, m - 1), method, 1)
+        return _largest(plan, known, budget, min(upper, m - 1), method, 1), visited
     lo, top = q * m, min(q * m + m - 1, upper)
     if lo == top or not fits(lo + 1):
-        return lo
-    return top if fits(top) else _refine(plan, fits, budget, lo + 1, top, method)[0]
+        return lo, visited
+    if fits(top):
+        return top, visited
+    return _refine(plan, fits, budget, lo + 1, top, method), visited
 
 
-def _largest(plans, budget, upper, method, step) -> int:
+def _largest(plans, known, budget, upper, method, step) -> int:
     """The largest ``u <= upper`` with ``plans(u * step) <= budget`` (0 if none), neighbours measured."""
     if upper < 1:
         return 0
-    known = {b // step: p for b, p in plans.known.items() if b % step == 0}
-    known = {u: p for u, p in known.items() if 1 <= u <= upper}
+    known = {b // step: p for b, p in known.items() if b % step == 0 and 1 <= b // step <= upper}
     plan = lambda u: plans(u * step)  # noqa: E731 (in units of step items: a chunk's multiples)
     fits = lambda u: plan(u) <= budget  # noqa: E731
     fitting = sorted(u for u, p in known.items() if p <= budget)
-    prev = None  # the fitting point before lo, for extrapolation
+    prev, hi = None, None  # prev: the fitting point before lo, for extrapolation
     if method == "interpolate" and fitting:  # warm start from earlier searches
         lo = fitting[-1]
         plan(lo)
@@ -100,49 +89,35 @@ def _largest(plans, budget, upper, method, step) -> int:
             prev = fitting[-2]
             plan(prev)
         misses = [u for u, p in known.items() if u > lo and p > budget]
-        hi = min(misses) if misses else None
-        if hi is not None:
+        if misses:
+            hi = min(misses)
             plan(hi)
+    elif not fits(1):
+        return 0
     else:
-        if not fits(1):
-            return 0
-        lo, hi = 1, None
-    lo, hi, prev = _expand(plan, fits, budget, upper, lo, hi, prev, method)
-    if hi is None:  # lo == upper
-        return lo
-    return _refine(plan, fits, budget, lo, hi, method)[0]
-
-
-def _expand(plan, fits, budget, upper, lo, hi, prev, method):
-    """Grows ``lo`` (fits) until a batch ``hi`` does not fit, or ``lo == upper``."""
-    while hi is None:
+        lo = 1
+    while hi is None:  # grow lo (it fits) until hi does not fit, or lo is upper
         if lo >= upper:
-            return upper, None, prev
+            return upper
         guess = None
         if method == "interpolate":
-            if prev is None:
-                guess = 2 * lo
-            else:
-                guess = _line(prev, plan(prev), lo, plan(lo), budget)
-                guess = _GROW * lo if guess is None else min(guess, _GROW * lo)
-        nxt = min(max(guess or 2 * lo, lo + 1), upper)
-        if method == "bisect":
-            nxt = min(2 * lo, upper)
+            guess = 2 * lo if prev is None else _line(prev, plan(prev), lo, plan(lo), budget)
+            guess = _GROW * lo if guess is None else min(guess, _GROW * lo)
+        nxt = min(2 * lo, upper) if method == "bisect" else min(max(guess, lo + 1), upper)
         if not fits(nxt):
             hi = nxt
-        elif method == "interpolate" and guess is not None and nxt < upper and nxt < 2 * lo:
+        elif method == "interpolate" and nxt < upper and nxt < 2 * lo:
             # aimed close to the answer: the neighbour usually settles it
-            if fits(nxt + 1):
-                prev, lo = lo, nxt + 1
-            else:
-                return nxt, nxt + 1, lo
+            if not fits(nxt + 1):
+                return nxt
+            prev, lo = lo, nxt + 1
         else:
             prev, lo = lo, nxt
-    return lo, hi, prev
+    return _refine(plan, fits, budget, lo, hi, method)
 
 
-def _refine(plan, fits, budget, lo, hi, method):
-    """Shrinks the bracket (``lo`` fits, ``hi`` does not) to neighbours."""
+def _refine(plan, fits, budget, lo, hi, method) -> int:
+    """Shrinks the bracket (``lo`` fits, ``hi`` does not) to neighbours; returns ``lo``."""
     bisect_next = method == "bisect"
     while hi - lo > 1:
         width = hi - lo
@@ -161,7 +136,7 @@ def _refine(plan, fits, budget, lo, hi, method):
         else:
             hi = g
         bisect_next = method == "bisect" or (not bisect_next and hi - lo > width // 2)
-    return lo, hi
+    return lo
 
 
 def compilation_target(answer: int) -> int:
