@@ -18,9 +18,9 @@ Example:
   >>> masked_sum(x, mask, axis=1), masked_max(x, mask, axis=1)
   (Array([3., 5., 0.], dtype=float32), Array([  2.,   5., -inf], dtype=float32))
   >>> masked_logsumexp(x, mask, axis=1)
-  Array([2.3132617, 5.       ,      -inf], dtype=float32)
+  Array([2.31326, 5.       ,      -inf], dtype=float32)
   >>> masked_softmax(x, mask, axis=1)
-  Array([[0.26894143, 0.7310586 , 0.        ],
+  Array([[0.268941, 0.731059 , 0.        ],
          [1.        , 0.        , 0.        ],
          [0.        , 0.        , 0.        ]], dtype=float32)
 """
