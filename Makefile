@@ -1,8 +1,7 @@
 # batchlab: two commands on a fresh machine with Python 3.11 and make.
 #   make lab    set up .venv and open the notebooks in JupyterLab
 #   make test   set up .venv and run every test (unit, doctests, nbval)
-# CI (.ci/run) adds `make unit-jax-low` (the lowest jax) and `make test-jax-new` (Python 3.12 +
-# the newest jax).
+# CI (.ci/run) adds `make test-jax-new` (Python 3.12 + the newest jax).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -11,7 +10,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export TQDM_DISABLE ?= 1
 
 .PHONY: setup lab test unit notebooks student lint benchmarks browser-test clean mutants
-.PHONY: unit-jax-low test-jax-new setup-other-jax
+.PHONY: test-jax-new setup-other-jax
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,19 +59,15 @@ browser-test: setup  ## the real-browser test alone (needs Debian's chromium)
 
 # Tests whose outcome cannot depend on the JAX version: the kit's own argument checks (each
 # error comes before any JAX work), the package layout, the JupyterLab settings, the workshop
-# and hosted-install-cell scripts. `make test` runs them; the other-JAX jobs leave them out.
+# and hosted-install-cell scripts. `make test` runs them; the newest-JAX job leaves them out.
 JAX_FREE = --ignore=tests/test_bad_input.py --ignore=tests/test_layout.py \
            --ignore=tests/test_lab_config.py --ignore=tests/test_workshop.py \
            --ignore=tests/test_colab_cell.py --ignore=tests/test_cpu_hogs.py
 
-# The lowest jax/jaxlib that pyproject.toml declares, in a venv of its own: unit tests and
-# doctests (notebooks and the browser are pinned to constraints.txt and not run here).
-JAX_LOW  ?= 0.10.0
-LOW_VENV ?= artifacts/venv-jax-$(JAX_LOW)
 # Long sweeps of the kit's own logic, JAX-facing only through calls that other tests in the same
 # job make too: the launcher's process-failure cases (test_two_processes_equal_one keeps
 # jax.distributed), the budget search's compile economy (the planned bytes stay checked), the
-# SIGKILL/resume sweep (the checkpoint journal). Job 1 (`make test`) runs them; jobs 2 and 3 not.
+# SIGKILL/resume sweep (the checkpoint journal). Job 1 (`make test`) runs them; job 2 not.
 KIT_SWEEPS = --deselect=tests/test_distributed.py::test_a_failing_process_stops_the_others \
              --deselect=tests/test_distributed.py::test_timeout_kills_every_process \
              --deselect=tests/test_distributed.py::test_success_ends_leftover_children \
@@ -81,25 +76,6 @@ KIT_SWEEPS = --deselect=tests/test_distributed.py::test_a_failing_process_stops_
              --deselect=tests/test_budget.py::test_interpolation_agrees_with_bisection_and_compiles_less \
              --deselect=tests/test_budget.py::test_known_plans_are_reused_and_answers_unchanged \
              --deselect=tests/test_faults.py::test_sigkill_at_random_points_then_resume_is_bit_identical
-# Cheaper than the full suite, still the point of the job (does the kit work on the oldest JAX
-# it admits): every doctest and unit test that exercises JAX, less JAX_FREE and KIT_SWEEPS,
-# and less the 300 generated programs of test_batch_vs_vmap (test_strategies checks every
-# strategy against jax.vmap here; the generated sweep runs on 0.10.2 and on the newest jax).
-LOW_SKIP  = --ignore=tests/test_browser.py --ignore=tests/test_wheel_install.py \
-            --ignore=tests/test_student_copies.py $(JAX_FREE) $(KIT_SWEEPS) \
-            --deselect=tests/test_batch_vs_vmap.py::test_batch_behaves_like_vmap
-LOW_STAMP = $(LOW_VENV)/.batchlab-installed
-$(LOW_STAMP): pyproject.toml constraints.txt
-	test -x $(LOW_VENV)/bin/python || $(PYTHON) -m venv $(LOW_VENV)
-	sed -E 's/^(jax|jaxlib)==.*/\1==$(JAX_LOW)/' constraints.txt > $(LOW_VENV)/constraints.txt
-	$(LOW_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(LOW_VENV)/bin/python -m pip install --quiet -c $(LOW_VENV)/constraints.txt -e '.[dev]'
-	touch $(LOW_STAMP)
-
-unit-jax-low: $(LOW_STAMP)  ## unit tests + doctests on the lowest declared jax (JAX_LOW), in a second venv
-	$(LOW_VENV)/bin/python -c "import jax, jaxlib; assert jax.__version__ == jaxlib.__version__ == '$(JAX_LOW)', (jax.__version__, jaxlib.__version__)"
-	PATH=$(abspath $(LOW_VENV))/bin:$$PATH $(LOW_VENV)/bin/python -m pytest batchlab tests -p no:nbval -o addopts="--doctest-modules -ra -p no:cacheprovider" $(LOW_SKIP)
-
 # Python 3.12 + the newest jax the declared range admits (constraints-newest.txt; every other
 # pin from constraints.txt), in a venv of its own: unit tests, doctests, and every notebook
 # to the end: nbval on the notebooks whose stored outputs
@@ -150,7 +126,7 @@ test-jax-new: $(NEW_STAMP)  ## Python 3.12 + the newest jax: unit tests, doctest
 	$(NEW_NB_RUN) $(NEW_STRICT) -o addopts="-ra" --nbval --nbval-sanitize-with=notebooks/sanitize.cfg --nbval-cell-timeout=300
 	$(NEW_NB_RUN) $(NEW_LAX) -o addopts="-ra" --nbval-lax --nbval-cell-timeout=300
 
-setup-other-jax: $(LOW_STAMP) $(NEW_STAMP)  ## the venvs of unit-jax-low and test-jax-new, nothing run
+setup-other-jax: $(NEW_STAMP)  ## the venv of test-jax-new, nothing run
 
 clean:
 	rm -rf $(VENV) .pytest_cache artifacts mutants

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def declared_jax_range(pyproject: Path = ROOT / "pyproject.toml") -> str:
-    """The kit's declared jax range, as pyproject.toml's dependencies write it (e.g. ``>=0.10,<0.13``)."""
+    """The kit's declared jax range, as pyproject.toml's dependencies write it (e.g. ``>=0.10.2,<0.13``)."""
     m = re.search(r'^\s*"jax([<>=!~][^"]*)",?\s*$', pyproject.read_text(), re.MULTILINE)
     if m is None:
         raise SystemExit(f"{pyproject}: no 'jax' dependency with a version range found")

@@ -156,4 +156,4 @@ def test_the_cell_names_the_range_pyproject_declares_and_it_admits_the_newest_te
         if line.startswith(("jax==", "jaxlib=="))
     ]
     assert len(pins) == 4 and all(spec.contains(v) for v in pins), (declared, pins)
-    assert "0.10.0" in spec  # the lowest, tested by `make unit-jax-low`
+    assert "0.10.2" in spec and "0.10.1" not in spec  # the lowest: the pinned job's

@@ -1,4 +1,4 @@
-"""scripts/with_cpu_hogs.py: CI's busy machine on purpose (the notebooks of job 3 run beside it)."""
+"""scripts/with_cpu_hogs.py: CI's busy machine on purpose (the notebooks of job 2 run beside it)."""
 
 import os
 import subprocess
