@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +42,6 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
         _TEMPORARY.append(self._dir)
         options = jax.profiler.ProfileOptions()
         options.python_tracer_level = 0
-        self._t0 = time.perf_counter()
         try:
             jax.profiler.start_trace(
                 self._dir, create_perfetto_trace=True, profiler_options=options
@@ -60,12 +58,9 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
     def __exit__(self, *exc: Any) -> bool:
         self._annotation.__exit__(None, None, None)
         jax.profiler.stop_trace()
-        capture = time.perf_counter() - self._t0
         if exc[0] is None:
             path = find_trace_file(self._dir)
-            self.result = build_timeline(
-                path, items=self.items, label=self.label, capture_seconds=capture
-            )
+            self.result = build_timeline(path, items=self.items, label=self.label)
         return False
 
     def __getattr__(self, name: str) -> Any:  # t.plot(), t.overlap, ... after the block
