@@ -24,13 +24,9 @@ def _remove_temporary_folders() -> None:
 
 
 class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.profiler.trace
-    """Captures a profiler trace of the code inside; ``t.result`` is its :class:`Timeline`.
-
-    JAX writes the trace into a new temporary folder, removed when Python exits. Python
-    function calls are not recorded: the lanes show JAX's own spans and your annotations.
-    ``items``: how many items the traced code processes (for dispatches per item); ``label``:
-    a name shown in the plot.
-    """
+    """Captures a profiler trace of the code inside (into a temporary folder, removed when
+    Python exits); ``t.result`` is its :class:`Timeline`: JAX's own spans and your annotations,
+    not Python calls. ``items``: items the code processes (for dispatches per item)."""
 
     def __init__(self, *, items: int | None = None, label: str = "") -> None:
         self.items = check_positive_int(items, "items", allow_none=True)
@@ -76,10 +72,8 @@ def timeline(
     items: int | None = None,
     label: str = "",
 ) -> Timeline:
-    """Runs ``fn(*args)`` once untraced (it compiles), then traces ``steps`` calls.
-
-    Only the last result is waited for: the calls dispatch asynchronously. ``items``: items
-    each call processes (dispatches per item = dispatches / (steps * items)).
+    """Runs ``fn(*args)`` once untraced (it compiles), then traces ``steps`` calls, waiting
+    only for the last (they dispatch asynchronously); ``items``: items per call.
 
     Example:
       >>> import jax.numpy as jnp

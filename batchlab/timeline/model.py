@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,11 +34,8 @@ class Timeline:
     transfers: int
     items: int | None
     trace_path: str
-    backend: str
-    cores: int
-    jax_version: str
     memory: MemoryCurve | None
-    memory_note: str
+    memory_note: str  # why ``memory`` is None
     label: str
 
     @property
@@ -102,11 +98,10 @@ def build_timeline(path: str | Path, *, items: int | None = None, label: str = "
             s.kind == kind and (s.parent < 0 or spans[s.parent].kind != kind) for s in on_host
         )
 
-    memory, backend = memory_curve(events), jax.default_backend()
-    if memory is None:
-        note = NO_MEMORY_CPU if backend == "cpu" else "the trace holds no allocator events"
-    else:
-        note = f"from {memory.source}"
+    memory = memory_curve(events)
+    absent = (
+        NO_MEMORY_CPU if jax.default_backend() == "cpu" else "the trace holds no allocator events"
+    )
     return Timeline(
         lanes=lanes,
         spans=spans,
@@ -120,10 +115,7 @@ def build_timeline(path: str | Path, *, items: int | None = None, label: str = "
         transfers=outermost("transfer"),
         items=items,
         trace_path=str(path),
-        backend=backend,
-        cores=os.cpu_count() or 1,
-        jax_version=jax.__version__,
         memory=memory,
-        memory_note=note,
+        memory_note="" if memory else absent,
         label=label,
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -57,13 +59,15 @@ def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
         axes[-1, 0].set_xlabel(TIME_AXIS)
     scale = "same time scale" if share_time else "each panel on its own time scale"
     scale = f", {scale}" if len(timelines) > 1 else ""
-    fig.suptitle(f"what ran when{scale} ({_setup(timelines[0])})", fontsize=12)
+    fig.suptitle(f"what ran when{scale} ({_setup()})", fontsize=12)
     _legend(fig, kinds, timelines)
     return fig
 
 
-def _setup(t: Any) -> str:
-    return f"one warmed trace; {t.backend}, {t.cores} cores, jax {t.jax_version}"
+def _setup() -> str:
+    return (
+        f"one warmed trace; {jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}"
+    )
 
 
 def _figures(t: Any) -> str:
