@@ -51,30 +51,22 @@ def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
             ax.set_xlim(0, (wall if share_time else t.wall) * 1e3)
             continue
         kinds |= _draw_lanes(ax, t, wall if share_time else t.wall)
-        length = "" if share_time else f"{t.wall * 1e3:.3g} ms shown; "
-        ax.set_title(f"{t.label or 'timeline'}: {length}{_figures(t)}", fontsize=12, loc="left")
+        figures = (
+            f"{'' if share_time else f'{t.wall * 1e3:.3g} ms shown; '}overlap {t.overlap * 1e3:.1f}"
+            f" ms of {t.device_busy * 1e3:.1f} ms device busy, idle {t.idle * 1e3:.1f} ms, "
+            f"{t.dispatches} dispatches"
+        )
+        ax.set_title(f"{t.label or 'timeline'}: {figures}", fontsize=12, loc="left")
         if not share_time:
             ax.set_xlabel("ms since this run started (this panel's own scale)", fontsize=10)
     if share_time:
         axes[-1, 0].set_xlabel(TIME_AXIS)
     scale = "same time scale" if share_time else "each panel on its own time scale"
     scale = f", {scale}" if len(timelines) > 1 else ""
-    fig.suptitle(f"what ran when{scale} ({_setup()})", fontsize=12)
+    setup = f"{jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}"
+    fig.suptitle(f"what ran when{scale} (one warmed trace; {setup})", fontsize=12)
     _legend(fig, kinds, timelines)
     return fig
-
-
-def _setup() -> str:
-    return (
-        f"one warmed trace; {jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}"
-    )
-
-
-def _figures(t: Any) -> str:
-    return (
-        f"overlap {t.overlap * 1e3:.1f} ms of {t.device_busy * 1e3:.1f} ms device busy, "
-        f"idle {t.idle * 1e3:.1f} ms, {t.dispatches} dispatches"
-    )
 
 
 def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
