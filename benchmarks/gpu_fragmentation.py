@@ -178,7 +178,7 @@ def compare_with_model(
         len(trace),
         len(events) - len(trace),
         max(real_in_use, default=0),
-        tl.peak_bytes_in_use,
+        max(tl.bytes_in_use, default=0),
         real_in_use[-1] if real_in_use else 0,
         tl.bytes_in_use[-1] if tl.bytes_in_use else 0,
         max((abs(r - m) for r, m in pairs), default=0),

@@ -21,10 +21,6 @@ class Piece:
     owner: str = ""
     requested: int = 0  # bytes asked for (<= size: the rest is internal fragmentation)
 
-    @property
-    def end(self) -> int:
-        return self.offset + self.size
-
 
 def round_up(size: int) -> int:
     """``size`` rounded up to a multiple of :data:`ALIGNMENT` (at least one)."""

@@ -72,10 +72,6 @@ class Replay:
         return max(self.in_use, default=0)
 
     @property
-    def peak_bytes_in_use(self) -> int:
-        return max(self.bytes_in_use, default=0)
-
-    @property
     def max_fragmentation(self) -> float:
         return max(self.fragmentation, default=0.0)
 
