@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from batchlab._util.checks import check_positive_int
+from batchlab._util.checks import check_positive_int, check_positive_ints
 from batchlab.allocator.events import Event, Events, EventsBuilder
 from batchlab.allocator.workloads import item_lengths
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
@@ -159,13 +159,11 @@ def training_workload(
     ``donate_argnums=0``; ``batch_tokens``: one batch size for every step, or one per step."""
     check_positive_int(steps, "steps")
     many = isinstance(batch_tokens, Sequence)
-    tokens = [int(t) for t in batch_tokens] if many else [batch_tokens] * steps
+    tokens = check_positive_ints(batch_tokens if many else [batch_tokens] * steps, "batch_tokens")
     if len(tokens) != steps:
         raise ValueError(
             f"`batch_tokens` gives {len(tokens)} sizes for {steps} steps; give one per step."
         )
-    for t in tokens:
-        check_positive_int(t, "batch_tokens")
     w1, w2 = weight_specs(d_model, d_hidden, jnp.float32)
     xs = {t: jax.ShapeDtypeStruct((t, d_model), jnp.float32) for t in tokens}
     donate_argnums = (0,) if donate else ()
