@@ -13,7 +13,7 @@ Two parts, each (setting, workload) in a fresh Python process (JAX reads
 2. **Profiled replay**: one workload under ``jax.profiler.trace`` (perfetto
    JSON); the BFC allocator's own per-allocation events (addresses,
    requested and allocated bytes) are replayed through the model
-   (:mod:`batchlab.allocator.profile_replay`) and real vs simulated bytes in
+   (:func:`parse_bfc_events`, :func:`compare_with_model` below) and real vs simulated bytes in
    use, peak, fragmentation and placement are printed side by side.
 
 On the CPU backend ``memory_stats()`` is ``None`` and there are no BFC
@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -54,6 +55,138 @@ FULL = dict(
     n_items=24, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512, steps=4
 )
 SMALL = dict(n_items=6, batch_size=2, d_model=64, d_hidden=128, max_len=128, len_step=32, steps=2)
+
+
+MEMORY_EVENTS = {"MemoryAllocation": "alloc", "MemoryDeallocation": "free"}
+BFC_SIZES = ("requested_bytes", "allocation_bytes", "bytes_allocated")
+
+
+class BfcEvent(NamedTuple):
+    """One event of the real allocator, as recorded by the profiler."""
+
+    ts: float
+    kind: str  # "alloc" or "free"
+    addr: int
+    requested_bytes: int
+    allocation_bytes: int
+    bytes_allocated: int  # bytes in use after the event (XLA's stats_.bytes_in_use)
+    fragmentation: float
+    allocator_name: str
+
+
+def parse_bfc_events(path) -> list[BfcEvent]:
+    """The ``MemoryAllocation`` / ``MemoryDeallocation`` events of a Chrome/perfetto trace JSON,
+    in time order, of the allocator with the most events (e.g. ``"GPU_0_bfc"``)."""
+    from batchlab.timeline.parse import read_events
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(
+            "`path` must be the path of a Chrome/perfetto trace JSON (.json or .json.gz), got "
+            f"{type(path).__name__}; write the trace to a file first."
+        )
+    found = []
+    for e in read_events(path):
+        base, _, encoded = str(e.get("name", "") if isinstance(e, dict) else "").partition("#")
+        if base not in MEMORY_EVENTS:
+            continue
+        # the arguments are in ``args`` or encoded in the name: "MemoryAllocation#addr=1,...#"
+        pairs = (part.partition("=") for part in encoded.rstrip("#").split(","))
+        args = {**{k.strip(): v.strip() for k, eq, v in pairs if eq}, **(e.get("args") or {})}
+        try:
+            sizes = [int(args.get(k, 0)) for k in BFC_SIZES]
+            where = [float(e.get("ts", 0.0)), MEMORY_EVENTS[base], int(args["addr"])]
+            fragmentation = float(args.get("fragmentation", 0.0))
+            name = str(args.get("allocator_name", ""))
+            found.append(BfcEvent(*where, *sizes, fragmentation, name))
+        except (KeyError, ValueError):
+            continue  # an event without an address cannot be replayed
+    names = [e.allocator_name for e in found]
+    most = max(set(names), key=names.count, default=None)
+    return sorted((e for e in found if e.allocator_name == most), key=lambda e: e.ts)
+
+
+class ReplayComparison(NamedTuple):
+    """Real allocator events next to the model's replay of the same requests."""
+
+    allocator_name: str
+    events: int
+    skipped_frees: int  # frees of buffers allocated before the trace started
+    real_peak: int
+    simulated_peak: int
+    real_final_in_use: int
+    simulated_final_in_use: int
+    max_in_use_difference: int
+    real_max_fragmentation: float
+    simulated_max_fragmentation: float
+    placement_agreement: float  # share of allocations at the same relative address
+    differences: str  # where the model differs from XLA
+
+    def text(self) -> str:
+        def pair(real, model, unit=" MiB", scale=2**-20) -> str:
+            return f"real {real * scale:.1f}{unit}, model {model * scale:.1f}{unit}"
+
+        frag = pair(self.real_max_fragmentation, self.simulated_max_fragmentation, "%", 100)
+        return "\n".join(
+            [
+                f"{self.allocator_name}: jax.profiler trace (the BFC allocator's own events) "
+                "vs the kit's BFC model",
+                f"events replayed: {self.events} ({self.skipped_frees} frees of earlier "
+                "buffers skipped)",
+                f"peak bytes in use: {pair(self.real_peak, self.simulated_peak)}",
+                "bytes in use at the end: "
+                + pair(self.real_final_in_use, self.simulated_final_in_use),
+                f"largest difference in bytes in use: {self.max_in_use_difference / 2**20:.1f} MiB",
+                f"max fragmentation: {frag}",
+                f"same relative address: {self.placement_agreement:.1%} of allocations",
+                f"model differs from XLA: {self.differences}",
+            ]
+        )
+
+
+def compare_with_model(
+    events: list[BfcEvent], *, capacity: int, preallocate: bool = True
+) -> ReplayComparison:
+    """Replays the real allocator's requests on the model (``capacity``: the real
+    ``memory_stats()["bytes_limit"]``) and lines the two up."""
+    from batchlab import allocator
+
+    if not events:
+        raise ValueError(
+            "`events` is empty: the trace holds no MemoryAllocation events; start "
+            "jax.profiler.trace before the workload allocates, on a GPU backend."
+        )
+    base = min((e.addr for e in events if e.kind == "alloc"), default=0)
+    trace, real_in_use, real_placed = [], [], set()
+    live: dict[int, tuple] = {}  # address -> (address, time allocated): addresses are reused
+    for t, e in enumerate(events):
+        if e.kind == "alloc":
+            live[e.addr] = (e.addr, t)
+            trace.append((t, "alloc", live[e.addr], e.requested_bytes, "real request"))
+            real_placed.add((live[e.addr], e.addr - base))
+        elif e.addr in live:
+            trace.append((t, "free", live.pop(e.addr)))
+        else:  # allocated before the trace started
+            continue
+        real_in_use.append(e.bytes_allocated)
+    tl = allocator.replay(
+        allocator.Events.from_events(trace, "profiled workload"),
+        allocator.BFCAllocator(capacity, preallocate=preallocate),
+    )
+    pairs = zip(real_in_use, tl.bytes_in_use, strict=True)
+    return ReplayComparison(
+        events[0].allocator_name,
+        len(trace),
+        len(events) - len(trace),
+        max(real_in_use, default=0),
+        max(tl.bytes_in_use, default=0),
+        real_in_use[-1] if real_in_use else 0,
+        tl.bytes_in_use[-1] if tl.bytes_in_use else 0,
+        max((abs(r - m) for r, m in pairs), default=0),
+        max((e.fragmentation for e in events), default=0.0),
+        tl.max_fragmentation,
+        len({(b.id, b.offset) for b in tl.blocks} & real_placed) / max(len(real_placed), 1),
+        allocator.differences_text(tl.differences),
+    )
 
 
 def run_workload(workload: str, size: dict) -> list:
@@ -98,8 +231,6 @@ def child(workload: str, size: dict, profile: bool) -> dict:
 
     out: dict = {}
     if profile:
-        from batchlab.allocator.profile_replay import compare_with_model, parse_bfc_events
-
         with tempfile.TemporaryDirectory() as folder:
             with jax.profiler.trace(folder, create_perfetto_trace=True):
                 run_workload(workload, size)
@@ -111,7 +242,7 @@ def child(workload: str, size: dict, profile: bool) -> dict:
             c = compare_with_model(
                 events, capacity=int(stats["bytes_limit"]), preallocate=preallocate
             )
-            out["replay"] = repr(c)
+            out["replay"] = c.text()
         else:
             out["replay"] = (
                 f"no BFC allocator events in the profile ({len(events)} found, backend {jax.default_backend()})"

@@ -28,7 +28,7 @@ def check_invariants(a: Allocator) -> None:
     position = 0
     for chunk in a.chunks:  # contiguous, non-overlapping, covering the device
         assert chunk.offset == position and chunk.size > 0
-        position = chunk.end
+        position = chunk.offset + chunk.size
     assert position == a.capacity
     for left, right in zip(
         a.chunks, a.chunks[1:], strict=False

@@ -195,12 +195,11 @@ def test_timeline_writes_a_trace_file_and_draws():
     assert r.trace_path.endswith(".json.gz")
     assert str(find_trace_file(r.trace_path.rsplit("/", 1)[0])) == r.trace_path
     assert r.memory is None and "unrun on GPU" in r.memory_note
-    assert r.capture_seconds > 0
     fig = r.plot()
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == [lane.name for lane in r.lanes]
     assert ax.get_xlabel().startswith("time since") and "(ms)" in ax.get_xlabel()
-    assert "cpu" in ax.get_title() and jax.__version__ in ax.get_title()
+    assert "cpu" in fig.get_suptitle() and jax.__version__ in fig.get_suptitle()
     assert fig.legends and "memory curve absent" in fig.legends[0].get_title().get_text()
     assert "Timeline(" in repr(r) and "3 dispatches" in repr(r)
 

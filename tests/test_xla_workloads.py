@@ -54,3 +54,7 @@ def test_bad_arguments():
         X.batched_workload(4, batch_size=0, **SMALL)
     with pytest.raises(ValueError, match=r"`steps`"):
         X.training_workload(0, donate=False)
+    with pytest.raises(ValueError, match=r"`batch_tokens` gives 1 sizes for 2 steps"):
+        X.training_workload(2, donate=False, batch_tokens=[128])
+    with pytest.raises(ValueError, match=r"`batch_tokens` must hold positive ints"):
+        X.training_workload(2, donate=False, batch_tokens=[128, 0])

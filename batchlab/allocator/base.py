@@ -21,10 +21,6 @@ class Piece:
     owner: str = ""
     requested: int = 0  # bytes asked for (<= size: the rest is internal fragmentation)
 
-    @property
-    def end(self) -> int:
-        return self.offset + self.size
-
 
 def round_up(size: int) -> int:
     """``size`` rounded up to a multiple of :data:`ALIGNMENT` (at least one)."""
@@ -42,10 +38,9 @@ def check_int(value, name: str, minimum: int) -> int:
 
 
 class Allocator:
-    """Base class: a device of ``capacity`` bytes as a list of pieces; a policy writes ``_find``.
+    """A device of ``capacity`` bytes as a list of pieces; a policy writes ``_find``.
 
-    Every request is rounded up to a multiple of :data:`ALIGNMENT`. ``preallocate``: reserve
-    the whole device as one pool at start-up (one device call), as JAX does on a GPU.
+    ``preallocate``: reserve the whole device as one pool at start-up, as JAX does on a GPU.
     """
 
     policy = "base"
@@ -123,6 +118,9 @@ class Allocator:
                     a.size += b.size
                     del self.chunks[right]
 
+    def _sizes(self, *states: str) -> list[int]:
+        return [c.size for c in self.chunks if c.state in states]
+
     @property
     def in_use(self) -> int:
         """Bytes asked for by live allocations."""
@@ -136,7 +134,7 @@ class Allocator:
     @property
     def pool_bytes(self) -> int:
         """XLA's ``pool_bytes``: bytes reserved from the device (handed out and free pieces)."""
-        return self.bytes_in_use + sum(c.size for c in self.chunks if c.state == FREE)
+        return self.bytes_in_use + sum(self._sizes(FREE))
 
     @property
     def free_total(self) -> int:
@@ -146,12 +144,12 @@ class Allocator:
     @property
     def largest_free(self) -> int:
         """The largest single request that could be served now (a free piece, or room to grow)."""
-        return max((c.size for c in self.chunks if c.state != USED), default=0)
+        return max(self._sizes(FREE, UNRESERVED), default=0)
 
     @property
     def largest_free_block(self) -> int:
         """XLA's ``largest_free_block_bytes``: the largest free piece *inside the pool*."""
-        return max((c.size for c in self.chunks if c.state == FREE), default=0)
+        return max(self._sizes(FREE), default=0)
 
     @property
     def fragmentation(self) -> float:
@@ -161,7 +159,7 @@ class Allocator:
 
 
 class FirstFitAllocator(Allocator):
-    """Lowest-address fit: a textbook contrast to BFC; without a pool every allocate and free is a device call."""
+    """Lowest-address fit, a textbook contrast; without a pool every allocate and free is a device call."""
 
     policy = "first-fit"
 
@@ -176,19 +174,12 @@ class FirstFitAllocator(Allocator):
 
 
 class PlatformAllocator(Allocator):
-    """``XLA_PYTHON_CLIENT_ALLOCATOR=platform``: no pool, a driver call per allocation and free.
-
-    A request succeeds while the held bytes fit; the driver's placement is not modelled.
-    """
+    """``XLA_PYTHON_CLIENT_ALLOCATOR=platform``: no pool (``preallocate`` is ignored), a driver
+    call per allocation and free; a request succeeds while the held bytes fit."""
 
     policy = "platform"
 
     def __init__(self, capacity: int, *, preallocate: bool = False) -> None:
-        if preallocate:
-            raise ValueError(
-                "`preallocate` must be False for the platform allocator: it has no pool "
-                "(XLA_PYTHON_CLIENT_ALLOCATOR=platform ignores XLA_PYTHON_CLIENT_PREALLOCATE)."
-            )
         super().__init__(capacity, preallocate=False)
 
     def differences_from_xla(self) -> list[tuple[str, str, str]]:

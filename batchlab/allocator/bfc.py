@@ -25,22 +25,16 @@ def bin_num_for_size(size: int) -> int:
 
 
 class BFCAllocator(Allocator):
-    """XLA's BFC allocator on a simulated device of ``capacity`` bytes (XLA's ``memory_limit_``).
+    """XLA's BFC allocator on a simulated device of ``capacity`` bytes (XLA's ``memory_limit_``;
+    on a GPU the device's memory times ``XLA_PYTHON_CLIENT_MEM_FRACTION``, 0.75 by default).
 
-    Args:
-      capacity: bytes the allocator may use (on a GPU: the device's memory
-        times ``XLA_PYTHON_CLIENT_MEM_FRACTION``, 0.75 by default).
-      preallocate: one region of ``capacity`` at start-up (XLA ``allow_growth=false``)
-        or regions grown on demand (``allow_growth=true``).
-      coalesce_regions: grown regions are contiguous and merge (a coalescing sub-allocator).
+    ``preallocate``: one region of ``capacity`` at start-up (XLA ``allow_growth=false``) or
+    regions grown on demand (``allow_growth=true``), which never merge.
     """
 
     policy = "bfc"
 
-    def __init__(
-        self, capacity: int, *, preallocate: bool = True, coalesce_regions: bool = False
-    ) -> None:
-        self.coalesce_regions = bool(coalesce_regions)
+    def __init__(self, capacity: int, *, preallocate: bool = True) -> None:
         super().__init__(capacity, preallocate=preallocate)
         # curr_region_allocation_bytes_ = RoundedBytes(min(total_memory, 2 MiB))
         self.next_region = round_up(min(self.capacity, K_INITIAL_REGION))
@@ -48,9 +42,8 @@ class BFCAllocator(Allocator):
     def differences_from_xla(self) -> list[tuple[str, str, str]]:
         if self.preallocate:  # only grown pools have several regions
             return []
-        merge = "yes" if self.coalesce_regions else "no (separate cudaMalloc regions)"
         xla = "only if the sub-allocator SupportsCoalescing() (a reserved VA range)"
-        return [("grown regions merge", merge, xla)]
+        return [("grown regions merge", "no (separate cudaMalloc regions)", xla)]
 
     def _find(self, rounded: int) -> int | None:
         # XLA searches the bins from BinNumForSize(rounded) up, each in (size, address) order,
@@ -75,12 +68,4 @@ class BFCAllocator(Allocator):
         size = min(self.next_region, tail.size)
         if not doubled:
             self.next_region *= 2
-        index = self._reserve(len(self.chunks) - 1, size)
-        if self.coalesce_regions and index > 0:  # AddOrExtendAllocationRegion + TryToCoalesce
-            new, previous = self.chunks[index], self.chunks[index - 1]
-            new.region = previous.region
-            if previous.state == FREE:
-                previous.size += new.size
-                del self.chunks[index]
-                index -= 1
-        return index
+        return self._reserve(len(self.chunks) - 1, size)

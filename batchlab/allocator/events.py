@@ -36,20 +36,18 @@ class Events:
             )
         live: set = set()
         for i, e in enumerate(self.events):
-            if e.kind not in ("alloc", "free"):
-                raise ValueError(f"`events[{i}].kind` must be 'alloc' or 'free', got {e.kind!r}.")
-            if i and e.time < self.events[i - 1].time:
-                raise ValueError(
-                    f"`events[{i}].time`={e.time} goes back in time "
-                    f"(previous {self.events[i - 1].time}); sort the events."
-                )
             alloc = e.kind == "alloc"
-            if alloc and (isinstance(e.size, bool) or not isinstance(e.size, int) or e.size < 0):
-                raise ValueError(f"`events[{i}].size` must be an int >= 0 bytes, got {e.size!r}.")
-            if alloc and e.id in live:
-                raise ValueError(f"`events[{i}]` allocates id {e.id!r} twice; free it first.")
-            if not alloc and e.id not in live:
-                raise ValueError(f"`events[{i}]` frees id {e.id!r}, which is not allocated then.")
+            bad_size = isinstance(e.size, bool) or not isinstance(e.size, int) or e.size < 0
+            problems = [
+                (e.kind not in ("alloc", "free"), "its kind must be 'alloc' or 'free'"),
+                (i > 0 and e.time < self.events[i - 1].time, "it goes back in time; sort them"),
+                (alloc and bad_size, "its size must be an int >= 0 bytes"),
+                (alloc and e.id in live, "it allocates a live id twice; free it first"),
+                (not alloc and e.id not in live, "it frees an id that is not allocated then"),
+            ]
+            problem = next((text for bad, text in problems if bad), "")
+            if problem:
+                raise ValueError(f"`events[{i}]`={e!r} is not valid: {problem}.")
             live ^= {e.id}  # an alloc adds the id, a free removes it
 
     @classmethod

@@ -113,7 +113,12 @@ def plot_capacity_scan(scans):
             smallest.append((scan.smallest / peak, row))
     for points, (label, marker, style) in zip((fits, fails, smallest), SCAN_MARKS, strict=True):
         ax.plot(*np.reshape(points, (-1, 2)).T, marker, **style, label=label)
-    ax.set_yticks(range(len(scans)), [f"{s.events_name}\n({_how(s)})" for s in scans])
+    how = [f"bfc, {'pool' if s.preallocate else 'grown on demand'}" for s in scans]
+    labels = [
+        f"{s.events_name}\n({h if s.policy == 'bfc' else s.policy})"
+        for s, h in zip(scans, how, strict=True)
+    ]
+    ax.set_yticks(range(len(scans)), labels)
     ax.set_ylim(-0.6, len(scans) - 0.4)
     x = [p[0] for p in fits + fails]
     pad = (max(x) - min(x)) * 0.03 or 0.01
@@ -123,10 +128,3 @@ def plot_capacity_scan(scans):
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=10, frameon=False)
     ax.set_title("which device sizes fit [simulation, XLA's BFC rules]")
     return ax.figure
-
-
-def _how(scan) -> str:
-    """The policy and, for BFC, pool or grown regions."""
-    if scan.policy != "bfc":
-        return scan.policy
-    return f"bfc, {'pool' if scan.preallocate else 'grown on demand'}"

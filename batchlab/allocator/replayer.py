@@ -7,6 +7,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from batchlab._util.checks import check_choice
 from batchlab._util.format import Rows, format_bytes
 from batchlab.allocator.base import Allocator, FirstFitAllocator, PlatformAllocator, round_up
 from batchlab.allocator.bfc import BFCAllocator
@@ -18,9 +19,9 @@ POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": Pla
 
 def make_allocator(policy: str, capacity: int, *, preallocate: bool = True) -> Allocator:
     """A fresh allocator by name: ``"bfc"`` (XLA's), ``"platform"`` or ``"first-fit"`` (a contrast)."""
-    if policy not in POLICIES:
-        raise ValueError(f"`policy` must be one of {sorted(POLICIES)}, got {policy!r}.")
-    return POLICIES[policy](capacity, preallocate=preallocate)
+    return POLICIES[check_choice(policy, "policy", sorted(POLICIES))](
+        capacity, preallocate=preallocate
+    )
 
 
 class Failure(NamedTuple):
@@ -69,10 +70,6 @@ class Replay:
     @property
     def peak_in_use(self) -> int:
         return max(self.in_use, default=0)
-
-    @property
-    def peak_bytes_in_use(self) -> int:
-        return max(self.bytes_in_use, default=0)
 
     @property
     def max_fragmentation(self) -> float:
@@ -161,13 +158,9 @@ def capacity_scan(
     headrooms=None,
     capacities=None,
 ) -> CapacityScan:
-    """Replays ``events`` on every capacity and records which fit (no bisection: fitting is not monotone).
-
-    Args:
-      policy: ``"bfc"``, ``"platform"`` or ``"first-fit"``.
-      headrooms: capacities as multiples of the live peak, requests rounded to 256 bytes
-        (default 1.00, 1.01, ..., 2.00).
-      capacities: explicit capacities in bytes instead of ``headrooms``.
+    """Replays ``events`` on every capacity and records which fit (no bisection: fitting is not
+    monotone). ``headrooms``: multiples of the live peak (default 1.00, 1.01, ..., 2.00), or
+    ``capacities`` in bytes.
 
     Example:
       >>> from batchlab.allocator import workloads

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
-from batchlab._util.checks import check_positive_int
+from batchlab._util.checks import check_positive_int, check_positive_ints
 from batchlab.allocator.events import Event, Events, EventsBuilder
 from batchlab.allocator.workloads import item_lengths
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
@@ -24,12 +24,8 @@ def block(x, w1, w2):
 
 
 def compiler_options() -> dict:
-    """The per-compilation options the event lists use on this backend (empty off CPU).
-
-    XLA:CPU's library ("YNN") fusions keep a matmul chain's intermediates in the library's
-    own scratch, invisible to the buffer assignment; turned off, they are XLA buffers, as on
-    a GPU.
-    """
+    """The compiler options the event lists use: on CPU, XLA's library ("YNN") fusions off, so
+    a matmul chain's intermediates are XLA buffers (as on a GPU), not the library's scratch."""
     return {"xla_cpu_experimental_ynn_fusion_type": ""} if jax.default_backend() == "cpu" else {}
 
 
@@ -64,8 +60,7 @@ class CallEventsBuilder(EventsBuilder):
         self.call_allocations += len(made)
         return {id_: n for id_, n in made.items() if id_[1] == "output"}
 
-    def alloc_all(self, specs: dict, owner: str) -> None:
-        """Allocates every ``{id: ShapeDtypeStruct}`` at its size."""
+    def alloc_all(self, specs: dict, owner: str) -> None:  # {id: ShapeDtypeStruct}
         for id_, spec in specs.items():
             self.alloc(id_, spec.size * spec.dtype.itemsize, owner)
 
@@ -160,19 +155,15 @@ def training_workload(
     d_model: int = 4096,
     d_hidden: int = 16384,
 ) -> XlaWorkload:
-    """``params, loss = step(params, batch)`` in a Python loop, with or without ``donate_argnums=0``.
-
-    ``batch_tokens``: one batch size for every step, or one per step (float32).
-    """
+    """``params, loss = step(params, batch)`` in a Python loop, with or without
+    ``donate_argnums=0``; ``batch_tokens``: one batch size for every step, or one per step."""
     check_positive_int(steps, "steps")
     many = isinstance(batch_tokens, Sequence)
-    tokens = [int(t) for t in batch_tokens] if many else [batch_tokens] * steps
+    tokens = check_positive_ints(batch_tokens if many else [batch_tokens] * steps, "batch_tokens")
     if len(tokens) != steps:
         raise ValueError(
             f"`batch_tokens` gives {len(tokens)} sizes for {steps} steps; give one per step."
         )
-    for t in tokens:
-        check_positive_int(t, "batch_tokens")
     w1, w2 = weight_specs(d_model, d_hidden, jnp.float32)
     xs = {t: jax.ShapeDtypeStruct((t, d_model), jnp.float32) for t in tokens}
     donate_argnums = (0,) if donate else ()

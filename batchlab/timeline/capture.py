@@ -5,7 +5,6 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,13 +24,9 @@ def _remove_temporary_folders() -> None:
 
 
 class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.profiler.trace
-    """Captures a profiler trace of the code inside; ``t.result`` is its :class:`Timeline`.
-
-    JAX writes the trace into a new temporary folder, removed when Python exits. Python
-    function calls are not recorded: the lanes show JAX's own spans and your annotations.
-    ``items``: how many items the traced code processes (for dispatches per item); ``label``:
-    a name shown in the plot.
-    """
+    """Captures a profiler trace of the code inside (into a temporary folder, removed when
+    Python exits); ``t.result`` is its :class:`Timeline`: JAX's own spans and your annotations,
+    not Python calls. ``items``: items the code processes (for dispatches per item)."""
 
     def __init__(self, *, items: int | None = None, label: str = "") -> None:
         self.items = check_positive_int(items, "items", allow_none=True)
@@ -43,7 +38,6 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
         _TEMPORARY.append(self._dir)
         options = jax.profiler.ProfileOptions()
         options.python_tracer_level = 0
-        self._t0 = time.perf_counter()
         try:
             jax.profiler.start_trace(
                 self._dir, create_perfetto_trace=True, profiler_options=options
@@ -60,12 +54,9 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
     def __exit__(self, *exc: Any) -> bool:
         self._annotation.__exit__(None, None, None)
         jax.profiler.stop_trace()
-        capture = time.perf_counter() - self._t0
         if exc[0] is None:
             path = find_trace_file(self._dir)
-            self.result = build_timeline(
-                path, items=self.items, label=self.label, capture_seconds=capture
-            )
+            self.result = build_timeline(path, items=self.items, label=self.label)
         return False
 
     def __getattr__(self, name: str) -> Any:  # t.plot(), t.overlap, ... after the block
@@ -81,10 +72,8 @@ def timeline(
     items: int | None = None,
     label: str = "",
 ) -> Timeline:
-    """Runs ``fn(*args)`` once untraced (it compiles), then traces ``steps`` calls.
-
-    Only the last result is waited for: the calls dispatch asynchronously. ``items``: items
-    each call processes (dispatches per item = dispatches / (steps * items)).
+    """Runs ``fn(*args)`` once untraced (it compiles), then traces ``steps`` calls, waiting
+    only for the last (they dispatch asynchronously); ``items``: items per call.
 
     Example:
       >>> import jax.numpy as jnp

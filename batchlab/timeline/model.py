@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import jax
 from batchlab._util.format import format_seconds
 from batchlab.timeline.intervals import intersect_length, subtract, union_length
 from batchlab.timeline.parse import Lane, MemoryCurve, Span, memory_curve, parse_events, read_events
-from batchlab.timeline.plot import plot_timeline
+from batchlab.timeline.plot import plot_timelines
 
 NO_MEMORY_CPU = (
     "no allocator events: XLA:CPU records none (its buffers come from malloc); on a GPU the "
@@ -34,15 +33,10 @@ class Timeline:
     dispatches: int
     transfers: int
     items: int | None
-    events: int
     trace_path: str
-    backend: str
-    cores: int
-    jax_version: str
-    memory: MemoryCurve | None = None
-    memory_note: str = ""
-    capture_seconds: float = 0.0
-    label: str = ""
+    memory: MemoryCurve | None
+    memory_note: str  # why ``memory`` is None
+    label: str
 
     @property
     def dispatches_per_item(self) -> float | None:
@@ -63,8 +57,8 @@ class Timeline:
         return [s for s in self.spans if s.name.startswith(name)]
 
     def plot(self):
-        """One row per lane, time in ms; see :func:`batchlab.timeline.plot.plot_timeline`."""
-        return plot_timeline(self)
+        """One row per lane, time in ms, and the memory panel when there are allocator events."""
+        return plot_timelines([self])
 
     def __repr__(self) -> str:
         return (
@@ -79,9 +73,7 @@ def _intervals(spans, keep) -> list[tuple[float, float]]:
     return [(s.start, s.end) for s in spans if keep(s)]
 
 
-def build_timeline(
-    path: str | Path, *, items: int | None = None, label: str = "", capture_seconds: float = 0.0
-) -> Timeline:
+def build_timeline(path: str | Path, *, items: int | None = None, label: str = "") -> Timeline:
     """Parses a ``perfetto_trace.json.gz`` into a :class:`Timeline`."""
     events = read_events(path)
     lanes, spans, wall = parse_events(events)
@@ -106,11 +98,10 @@ def build_timeline(
             s.kind == kind and (s.parent < 0 or spans[s.parent].kind != kind) for s in on_host
         )
 
-    memory, backend = memory_curve(events), jax.default_backend()
-    if memory is None:
-        note = NO_MEMORY_CPU if backend == "cpu" else "the trace holds no allocator events"
-    else:
-        note = f"from {memory.source}"
+    memory = memory_curve(events)
+    absent = (
+        NO_MEMORY_CPU if jax.default_backend() == "cpu" else "the trace holds no allocator events"
+    )
     return Timeline(
         lanes=lanes,
         spans=spans,
@@ -123,13 +114,8 @@ def build_timeline(
         dispatches=outermost("dispatch"),
         transfers=outermost("transfer"),
         items=items,
-        events=len(events),
         trace_path=str(path),
-        backend=backend,
-        cores=os.cpu_count() or 1,
-        jax_version=jax.__version__,
         memory=memory,
-        memory_note=note,
-        capture_seconds=capture_seconds,
+        memory_note="" if memory else absent,
         label=label,
     )

@@ -21,12 +21,6 @@ _COMPILE = re.compile(r"^(backend_compile|lower_sharding_computation|jit_compile
 _COMPILER_THREAD = re.compile(r"Compiler|codegen|compile", re.I)
 MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
 _ORDER = {"python": 1, "loader": 1, "device": 2, "runtime": 3, "compiler": 4}  # main thread: 0
-_LANE_WORDS = {
-    "python": "python",
-    "loader": "loader",
-    "compiler": "compiler",
-    "runtime": "XLA runtime",
-}
 
 
 @dataclass(frozen=True)
@@ -34,9 +28,7 @@ class Lane:
     """One row of the timeline: a thread or a device stream."""
 
     index: int
-    name: (
-        str  # what the plot shows, e.g. "python (main)", "loader thread 1", "XLA runtime thread 2"
-    )
+    name: str  # what the plot shows, e.g. "python (main)", "loader thread 1"
     kind: str  # "python", "loader", "runtime", "device", "compiler"
 
 
@@ -159,7 +151,7 @@ def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[
         elif kind == "device":
             name = f"{process.get(key[0], '').split('/')[-1]} {names[key]}"[:40]
         else:
-            name = f"{_LANE_WORDS[kind]} thread {counts[kind]}"
+            name = f"{'XLA runtime' if kind == 'runtime' else kind} thread {counts[kind]}"
         lane = Lane(len(lanes), name, kind)
         lanes.append(lane)
         stack: list[int] = []  # indices into spans of the open parents

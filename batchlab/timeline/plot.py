@@ -1,11 +1,13 @@
-"""Draws a :class:`batchlab.timeline.Timeline`: one row per lane, time in ms."""
+"""Draws :class:`batchlab.timeline.model.Timeline` results: one row per lane, time in ms."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -26,58 +28,45 @@ TIME_AXIS = "time since the traced code started (ms)"
 MAX_DEPTH = 3  # nesting levels drawn per lane (deeper spans are left out of the picture only)
 
 
-def plot_timeline(t: Any):
-    """One row per lane of a :class:`Timeline`, and a memory panel when it has allocator events."""
-    n = max(len(t.lanes), 1)
-    fig = Figure(figsize=(12, 1.9 + 0.55 * n + (2.2 if t.memory else 0)), layout="constrained")
-    if t.memory is not None:
-        ax, ax_mem = fig.subplots(2, 1, height_ratios=[0.55 * n + 0.6, 2.0], sharex=True)
-        _memory(ax_mem, t.memory)
-    else:
-        ax = fig.subplots(1, 1)
-        ax.set_xlabel(TIME_AXIS)
-    _legend(fig, _draw_lanes(ax, t, t.wall), t)
-    label = f"{t.label}: " if t.label else ""
-    ax.set_title(f"{label}what ran when ({_setup(t)}) -- {_figures(t)}", fontsize=12)
-    return fig
-
-
 def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
-    """Several timelines stacked, e.g. three loops compared, on one time axis or each on its own."""
+    """Timelines stacked, one row per lane (time in ms), on one time axis or each on its own;
+    a timeline with allocator events gets a memory panel below its lanes."""
     timelines = list(timelines)
     if not timelines:
         raise ValueError("`timelines` is empty: pass one or more Timeline results.")
     if not isinstance(share_time, bool):
         raise TypeError(f"`share_time` must be True or False, got {share_time!r}.")
     extra = 0.0 if share_time else 0.35  # an x label under every panel
-    heights = [0.55 * max(len(t.lanes), 1) + 0.7 + extra for t in timelines]
+    panels = []  # (timeline, None) for its lanes, then (timeline, memory curve) when it has one
+    for t in timelines:
+        panels += [(t, None)] + ([(t, t.memory)] if t.memory is not None else [])
+    heights = [2.0 if m else 0.55 * max(len(t.lanes), 1) + 0.7 + extra for t, m in panels]
     fig = Figure(figsize=(12, sum(heights) + 1.6), layout="constrained")
-    axes = fig.subplots(len(timelines), 1, sharex=share_time, height_ratios=heights, squeeze=False)
+    axes = fig.subplots(len(panels), 1, sharex=share_time, height_ratios=heights, squeeze=False)
     wall = max(t.wall for t in timelines)
     kinds: set[str] = set()
-    for ax, t in zip(axes[:, 0], timelines, strict=True):
+    for ax, (t, memory) in zip(axes[:, 0], panels, strict=True):
+        if memory is not None:
+            _memory(ax, memory)
+            ax.set_xlim(0, (wall if share_time else t.wall) * 1e3)
+            continue
         kinds |= _draw_lanes(ax, t, wall if share_time else t.wall)
-        length = "" if share_time else f"{t.wall * 1e3:.3g} ms shown; "
-        ax.set_title(f"{t.label or 'timeline'}: {length}{_figures(t)}", fontsize=12, loc="left")
+        figures = (
+            f"{'' if share_time else f'{t.wall * 1e3:.3g} ms shown; '}overlap {t.overlap * 1e3:.1f}"
+            f" ms of {t.device_busy * 1e3:.1f} ms device busy, idle {t.idle * 1e3:.1f} ms, "
+            f"{t.dispatches} dispatches"
+        )
+        ax.set_title(f"{t.label or 'timeline'}: {figures}", fontsize=12, loc="left")
         if not share_time:
             ax.set_xlabel("ms since this run started (this panel's own scale)", fontsize=10)
     if share_time:
         axes[-1, 0].set_xlabel(TIME_AXIS)
     scale = "same time scale" if share_time else "each panel on its own time scale"
-    fig.suptitle(f"what ran when, {scale} ({_setup(timelines[0])})", fontsize=12)
-    _legend(fig, kinds, timelines[0])
+    scale = f", {scale}" if len(timelines) > 1 else ""
+    setup = f"{jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}"
+    fig.suptitle(f"what ran when{scale} (one warmed trace; {setup})", fontsize=12)
+    _legend(fig, kinds, timelines)
     return fig
-
-
-def _setup(t: Any) -> str:
-    return f"one warmed trace; {t.backend}, {t.cores} cores, jax {t.jax_version}"
-
-
-def _figures(t: Any) -> str:
-    return (
-        f"overlap {t.overlap * 1e3:.1f} ms of {t.device_busy * 1e3:.1f} ms device busy, "
-        f"idle {t.idle * 1e3:.1f} ms, {t.dispatches} dispatches"
-    )
 
 
 def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
@@ -109,7 +98,7 @@ def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
     return {kind for (_, _, kind) in groups} | ({"idle"} if gaps else set())
 
 
-def _legend(fig, kinds: set[str], t: Any) -> None:
+def _legend(fig, kinds: set[str], timelines: list) -> None:
     """One legend entry per kind drawn, below the panels, with the memory note."""
     handles = [
         Patch(facecolor=c, label=label, hatch="//" if k == "idle" else None, edgecolor="0.75")
@@ -119,8 +108,8 @@ def _legend(fig, kinds: set[str], t: Any) -> None:
     if not handles:
         return
     note = None
-    if t.memory is None:
-        note = "\n".join(textwrap.wrap(f"memory curve absent: {t.memory_note}", 130))
+    if all(t.memory is None for t in timelines):
+        note = "\n".join(textwrap.wrap(f"memory curve absent: {timelines[0].memory_note}", 130))
     legend = fig.legend(
         handles=handles,
         loc="outside lower center",
