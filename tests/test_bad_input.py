@@ -178,7 +178,6 @@ FLAGS = {
         lambda **k: batchlab.run_batches(item_fn, X, batch_size=2, **k),
         ["progress", "check_nan"],
     ),
-    "measure": (lambda **k: batchlab.measure(double, X, **k), ["isolated"]),
     "pad": (lambda **k: batchlab.pad(SEQS, **k), ["truncate"]),
 }
 for fname, (call, names) in FLAGS.items():
