@@ -203,10 +203,16 @@ def test_xla_flags_compile_in_a_fresh_process():
     # XLA:CPU's default (concurrency-optimized) order keeps the four sorted arrays live;
     # its memory-minimizing DFS scheduler does not
     assert default.temp_bytes >= 2 * frugal.temp_bytes
+    # per-compilation options travel to the fresh process too
+    options = {"xla_cpu_experimental_ynn_fusion_type": ""} if jax.default_backend() == "cpu" else {}
+    here = batchlab.buffer_assignment(four_sorts, spec, compiler_options=options)
+    default_flag = FLAG.replace("false", "true")
+    both = batchlab.buffer_assignment(
+        four_sorts, spec, xla_flags=default_flag, compiler_options=options
+    )
+    assert both.temp_bytes == here.temp_bytes  # on XLA:CPU, not default.temp_bytes
     with pytest.raises(TypeError, match=r"`xla_flags` must be a string"):
         batchlab.buffer_assignment(four_sorts, spec, xla_flags=1)
-    with pytest.raises(ValueError, match=r"not both"):
-        batchlab.buffer_assignment(four_sorts, spec, xla_flags="--x", compiler_options={"a": 1})
     with pytest.raises(ValueError, match=r"pass the plain function"):
         batchlab.buffer_assignment(jax.jit(four_sorts), spec, xla_flags="--x")
     with pytest.raises(RuntimeError, match=r"fresh process"):

@@ -144,26 +144,20 @@ class _Collect(logging.Handler):
 def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
     """Calls ``fn(*args)`` of each ``(label, fn, args)`` in order, waited for; counts its
     compilations and records JAX's reason (one jitted ``fn`` in several calls: its cache hits)."""
-    if not isinstance(calls, Sequence) or isinstance(calls, (str, bytes)):
+    listed = isinstance(calls, Sequence) and not isinstance(calls, (str, bytes))
+    triple = (tuple, list)
+    bad = [
+        c
+        for c in (calls if listed else ())
+        if not (isinstance(c, triple) and len(c) == 3 and isinstance(c[0], str))
+        or not (callable(c[1]) and isinstance(c[2], tuple))
+    ]
+    if not listed or bad:
+        got = f"{bad[0]!r:.80}" if listed else type(calls).__name__
         raise TypeError(
-            f"`calls` must be a list of (label, fn, args) triples, got {type(calls).__name__}."
+            "`calls` must be a list of (label: str, fn, args: tuple) triples, e.g. "
+            f"[('new shape', jax.jit(f), (x,))]; got {got}."
         )
-    for k, call in enumerate(calls):
-        if not (isinstance(call, (tuple, list)) and len(call) == 3):
-            raise TypeError(
-                f"`calls[{k}]` must be a (label, fn, args) triple, got {call!r:.80}; "
-                "e.g. ('new shape', jax.jit(f), (x,))."
-            )
-        label, fn, args = call
-        if not isinstance(label, str):
-            raise TypeError(f"`calls[{k}]`: the label must be a str, got {type(label).__name__}.")
-        if not callable(fn):
-            raise TypeError(f"`calls[{k}]` ({label!r}): fn must be callable, got {fn!r:.60}.")
-        if not isinstance(args, tuple):
-            raise TypeError(
-                f"`calls[{k}]` ({label!r}): args must be a tuple, got {type(args).__name__}; "
-                "write (x,) for one argument."
-            )
     labels = [c[0] for c in calls]
     if len(set(labels)) != len(labels):
         raise ValueError(f"`calls` labels must be distinct, got {labels}.")
