@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import jax
 
@@ -86,8 +87,7 @@ def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
             _active.remove(counter)
 
 
-@dataclass(frozen=True)
-class CompileReason:
+class CompileReason(NamedTuple):
     """One call: how many XLA compilations it caused, and JAX's reason (``""``: none logged)."""
 
     label: str

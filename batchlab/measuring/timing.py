@@ -82,12 +82,10 @@ def _check_call(fn: Callable, args: tuple, kwargs: dict) -> None:
     if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params):
         names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
         for key in [k for k in kwargs if k not in names]:
-            close = difflib.get_close_matches(key, _OPTIONS, n=1)
-            takes = f"`fn` takes {sorted(names) or 'no keyword arguments'}."
+            close = [f"; did you mean `{c}=`?" for c in difflib.get_close_matches(key, _OPTIONS)]
             raise TypeError(
-                f"`{key}` is neither an option of measure() nor an argument of `fn` "
-                "(keywords measure() does not know are passed on to fn); "
-                + (f"did you mean measure's option `{close[0]}=`?" if close else takes)
+                f"`{key}` is neither an option of measure() {_OPTIONS} nor an argument of `fn` "
+                f"(it takes {sorted(names)}){close[0] if close else '.'}"
             )
     for i, a in enumerate([] if is_jitted(fn) else args):  # a jitted fn has its own statics
         if a is None:
