@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import logging.handlers
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -131,16 +132,6 @@ def _reason(message: str) -> str:
     return " ".join(keep)
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "CACHE MISS" in record.getMessage():
-            self.messages.append(record.getMessage())
-
-
 def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
     """Calls ``fn(*args)`` of each ``(label, fn, args)`` in order, waited for; counts its
     compilations and records JAX's reason (one jitted ``fn`` in several calls: its cache hits)."""
@@ -161,7 +152,8 @@ def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileRea
     labels = [c[0] for c in calls]
     if len(set(labels)) != len(labels):
         raise ValueError(f"`calls` labels must be distinct, got {labels}.")
-    handler, logger = _Collect(), logging.getLogger("jax")
+    handler, logger = logging.handlers.BufferingHandler(2**31), logging.getLogger("jax")
+    handler.setLevel(logging.WARNING)
     propagate = logger.propagate
     logger.addHandler(handler)
     logger.propagate = False  # JAX's lines go to this table, not to stderr
@@ -169,10 +161,11 @@ def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileRea
     try:
         with jax.explain_cache_misses(True):
             for label, fn, args in calls:
-                start = len(handler.messages)
+                start = len(handler.buffer)
                 with count_compiles() as c:
                     jax.block_until_ready(fn(*args))
-                reasons = [_reason(m) for m in handler.messages[start:]]
+                messages = [r.getMessage() for r in handler.buffer[start:]]
+                reasons = [_reason(m) for m in messages if "CACHE MISS" in m]
                 rows.append(CompileReason(label, c.count, "; ".join(r for r in reasons if r)))
     finally:
         logger.removeHandler(handler)

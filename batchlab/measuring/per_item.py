@@ -1,4 +1,4 @@
-"""What a bigger batch buys per item: fixed per-call cost shared, and vectorized work."""
+"""What a bigger batch buys per item: the batch-size explorer's speed-up and plot."""
 
 from __future__ import annotations
 
@@ -63,11 +63,10 @@ class PerItemCost:
         return (self.mins[0] / b[0]) / (self.mins[-1] / b[-1])
 
     def _rows(self) -> list[tuple[str, ...]]:
-        rows = [
+        return [
             (f"vmap, batch {b}", format_seconds(t), format_seconds(t / b))
             for b, t in zip(self.batch_sizes, self.medians, strict=True)
         ]
-        return rows
 
     def __repr__(self) -> str:
         how = "ratios: paired rounds" if self.paired else "ratios: fastest samples, measured apart"
