@@ -9,10 +9,7 @@ from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.live import DeviceMemory, LiveMemory
 from batchlab.measuring.memory import MemoryEstimate
 
-PEAK_NOTE = (
-    "device peak_bytes_in_use is process-wide and cannot be reset: it is the highest "
-    "figure since the process started; measure in a fresh process for an exact peak"
-)
+PEAK_NOTE = "device peak_bytes_in_use is process-wide: the highest since the process started"
 
 
 @dataclass(frozen=True)

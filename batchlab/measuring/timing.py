@@ -104,16 +104,14 @@ def _compile(fn, args, kwargs):
         if "not a valid JAX type" not in str(e):
             raise
         raise TypeError(
-            "`fn` returned a value that is not an array (JAX can only return arrays, numbers "
-            "and pytrees of them): " + str(e).splitlines()[0] + ". Return the array itself; "
-            "keep strings and other Python values outside the measured function."
+            f"`fn` returned a value that is not an array ({str(e).splitlines()[0]}); return "
+            "arrays, numbers or pytrees of them, and keep other Python values outside fn."
         ) from None
     donated = getattr(compiled.executable, "donate_argnums", ())
     if donated:
         raise ValueError(
-            f"`fn` donates argument(s) {tuple(donated)}: measure() calls it many times on the same "
-            "inputs, but a donated input is deleted by the first call. Measure a version without "
-            "donate_argnums, and use memory_estimate() to see what donation saves (alias_bytes)."
+            f"`fn` donates argument(s) {tuple(donated)}, deleted by the first of measure()'s many "
+            "calls: measure it without donate_argnums (memory_estimate shows the alias_bytes)."
         )
     return compiled
 
