@@ -136,11 +136,10 @@ def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileRea
     """Calls ``fn(*args)`` of each ``(label, fn, args)`` in order, waited for; counts its
     compilations and records JAX's reason (one jitted ``fn`` in several calls: its cache hits)."""
     listed = isinstance(calls, Sequence) and not isinstance(calls, (str, bytes))
-    triple = (tuple, list)
     bad = [
         c
         for c in (calls if listed else ())
-        if not (isinstance(c, triple) and len(c) == 3 and isinstance(c[0], str))
+        if not (isinstance(c, (tuple, list)) and len(c) == 3 and isinstance(c[0], str))
         or not (callable(c[1]) and isinstance(c[2], tuple))
     ]
     if not listed or bad:
