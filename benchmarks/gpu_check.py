@@ -3,7 +3,7 @@
 For a few functions, compares `memory_estimate(...).planned_bytes` (XLA's
 compiled memory analysis, nothing run) with the device's measured peak
 (`memory_stats()['peak_bytes_in_use']`), each function measured in a fresh
-process (`measure(..., isolated=True)`) because the device peak counter is
+process (`batchlab._util.child.run_child`) because the device peak counter is
 process-wide and cannot be reset. Runs in well under 2 minutes.
 
     measured peak of fn = peak_bytes_in_use - (bytes_in_use before the call - argument bytes)
@@ -29,6 +29,7 @@ Run: XLA_PYTHON_CLIENT_PREALLOCATE=false .venv/bin/python benchmarks/gpu_check.p
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -38,17 +39,19 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import Report
 
 import batchlab as bl
+from batchlab._util.child import run_child
 
 
 def cases(n: int):
-    key = jax.random.key(0)
-    x = jax.random.normal(key, (n, 1024), jnp.float32)
-    w = jax.random.normal(key, (1024, 1024), jnp.float32)
+    rng = np.random.default_rng(0)  # made on the host: the device holds the arrays only
+    x = jax.device_put(rng.standard_normal((n, 1024), np.float32))
+    w = jax.device_put(rng.standard_normal((1024, 1024), np.float32))
     yield "mlp layer tanh(x@w)@w", lambda x, w: jnp.tanh(x @ w) @ w, (x, w)
     yield (
         "pairwise distances",
@@ -75,11 +78,14 @@ def main() -> int:
     report.line(
         f"{'function':28s} {'planned peak':>14s} {'measured peak':>14s} {'measured/planned':>17s}"
     )
-    for name, fn, args in cases(16384):
+    for index, (name, fn, args) in enumerate(cases(16384)):
         est = bl.memory_estimate(fn, *args)
-        m = bl.measure(fn, *args, repeat=3, isolated=True)
-        before = m.device_before.bytes_in_use if m.device_before else 0
-        measured = m.device_peak_bytes - (before - m.memory.argument_bytes)
+        child = run_child("gpu_check:fresh_peak", index)
+        if child.reply is None or "error" in child.reply:
+            report.line(f"{name:28s} fresh process failed: {child.reply or child.why}")
+            continue
+        m = child.reply
+        measured = m["peak"] - (m["before"] - m["argument"])
         report.line(
             f"{name:28s} {bl.format_bytes(est.planned_bytes):>14s} "
             f"{bl.format_bytes(measured):>14s} {measured / est.planned_bytes:>17.2f}"
@@ -95,6 +101,15 @@ def main() -> int:
     report.line(f"total time: {time.perf_counter() - t_start:.1f} s")
     report.save()
     return 0
+
+
+def fresh_peak(index: int) -> dict:
+    """The child side: case ``index`` measured in this fresh process, its device figures."""
+    _name, fn, args = next(itertools.islice(cases(16384), index, None))
+    stats = bl.device_memory()
+    before = stats.bytes_in_use if stats else 0
+    m = bl.measure(fn, *args, repeat=3)
+    return {"before": before, "peak": m.device_peak_bytes, "argument": m.memory.argument_bytes}
 
 
 def live_paths(report: Report) -> None:

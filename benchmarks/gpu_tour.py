@@ -23,6 +23,7 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import Report
@@ -71,24 +72,32 @@ def main() -> int:
     def score_loop(xs, w, v):
         return jax.lax.map(lambda x: score_item(x, w, v), xs)
 
-    sweep = bl.measuring.sweep(
-        scores, make_batch, [S.batch_sizes[0], S.batch_sizes[-1]], max_time=S.max_time
-    )
+    small, large = S.batch_sizes[0], S.batch_sizes[-1]
     looped, batched = jax.jit(score_loop), jax.jit(scores)
-    loop_args = make_batch(n_loop)
-
-    def call_at(b):
-        args = make_batch(b)
-        return lambda: batched(*args)
-
-    cost = bl.measuring.per_item_cost(  # the three calls timed interleaved, ratios paired
-        sweep, None, n_loop, call_at=call_at, loop_call=lambda: looped(*loop_args)
+    args = {b: make_batch(b) for b in (small, large, n_loop)}
+    timed = bl.measuring.interleaved(  # the three calls timed interleaved, ratios paired
+        {
+            "small": lambda: batched(*args[small]),
+            "large": lambda: batched(*args[large]),
+            "loop": lambda: looped(*args[n_loop]),
+        }
     )
-    report.line(repr(cost))
+    items = {"small": small, "large": large, "loop": n_loop}
+    per = {k: np.array(s.values) / items[k] for k, s in timed.items()}
+
+    def ratio(a: str, b: str) -> float:  # median of the per-round ratios of time per item
+        return float(np.median(per[a] / per[b]))
+
+    fixed, vectorized = ratio("small", "loop"), ratio("loop", "large")
     report.line(
-        f"speed-up {cost.speedup:.1f}x = fixed per-call cost {cost.fixed_cost_factor:.1f}x "
-        f"x vectorized work {cost.vectorized_factor:.1f}x; one item's work is "
-        f"{100 / cost.fixed_cost_factor:.0f}% of a call at batch {cost.batch_sizes[0]}"
+        f"per item: batch {small} {bl.format_seconds(np.median(per['small']))}, batch {large} "
+        f"{bl.format_seconds(np.median(per['large']))}, lax.map over {n_loop} items "
+        f"{bl.format_seconds(np.median(per['loop']))} (interleaved, paired by round)"
+    )
+    report.line(
+        f"speed-up {ratio('small', 'large'):.1f}x = fixed per-call cost {fixed:.1f}x "
+        f"x vectorized work {vectorized:.1f}x; one item's work is "
+        f"{100 / fixed:.0f}% of a call at batch {small}"
     )
     report.save()
     return 0

@@ -60,11 +60,11 @@ def test_jax_log_is_restored_and_not_printed(capsys):
 @pytest.mark.parametrize(
     "calls, error, match",
     [
-        ("f(x)", TypeError, "`calls` must be a list of"),
-        ([("a", jnp.sin)], TypeError, r"`calls\[0\]` must be a \(label, fn, args\) triple"),
-        ([(1, jnp.sin, (1.0,))], TypeError, "the label must be a str"),
-        ([("a", "sin", (1.0,))], TypeError, "fn must be callable"),
-        ([("a", jnp.sin, 1.0)], TypeError, r"args must be a tuple.*\(x,\)"),
+        ("f(x)", TypeError, "`calls` must be a list of .* got str"),
+        ([("a", jnp.sin)], TypeError, r"`calls` must be a list of .*got \('a', "),
+        ([(1, jnp.sin, (1.0,))], TypeError, r"\(label: str, fn, args: tuple\).*got \(1, "),
+        ([("a", "sin", (1.0,))], TypeError, r"`calls` must be .*got \('a', 'sin'"),
+        ([("a", jnp.sin, 1.0)], TypeError, r"`calls` must be .*\(x,\)\)\]; got \('a', "),
         ([("a", jnp.sin, (1.0,)), ("a", jnp.cos, (1.0,))], ValueError, "labels must be distinct"),
     ],
 )

@@ -1,4 +1,4 @@
-"""per_item_cost: a vmap sweep beside a lax.map loop; the two factors multiply to the speed-up."""
+"""per_item_cost: a vmap sweep's time per item, and its speed-up paired by round."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from batchlab import measure
 from batchlab._util.plotting import figure_to_png
 from batchlab.measuring import per_item_cost, sweep
 from batchlab.measuring.per_item import machine_label
@@ -26,31 +25,25 @@ def make(b):
 
 @pytest.fixture(scope="module")
 def measured():
-    batched = jax.vmap(item, in_axes=(0, None))
-    s = sweep(batched, make, [1, 8, 64], repeat=3)
-    loop = measure(lambda xs, w: jax.lax.map(lambda x: item(x, w), xs), *make(64), repeat=3)
-    return s, loop
+    return sweep(jax.vmap(item, in_axes=(0, None)), make, [1, 8, 64], repeat=3)
 
 
-def test_factors_multiply_to_the_speedup(measured):
-    s, loop = measured
-    cost = per_item_cost(s, loop, 64)
-    assert cost.batch_sizes == (1, 8, 64)
-    assert cost.per_item[0] == pytest.approx(s.points[0].measurement.median)
-    assert cost.loop_median == pytest.approx(loop.median / 64)
-    assert cost.fixed_cost_factor * cost.vectorized_factor == pytest.approx(cost.speedup)
-    assert "lax.map over 64 items" in repr(cost)
+def test_per_item_and_speedup_of_the_fastest_samples(measured):
+    cost = per_item_cost(measured)
+    assert cost.batch_sizes == (1, 8, 64) and not cost.paired
+    assert cost.per_item[0] == pytest.approx(measured.points[0].measurement.median)
+    assert cost.per_item[2] == pytest.approx(measured.points[2].measurement.median / 64)
+    assert cost.speedup == pytest.approx(cost.mins[0] / (cost.mins[2] / 64))
+    assert "vmap, batch 64" in repr(cost) and "fastest samples" in repr(cost)
 
 
 def test_plot_names_the_machine_and_draws_the_spread(measured):
-    s, loop = measured
-    fig = per_item_cost(s, loop, 64).plot(current=8, memory=s)
+    fig = per_item_cost(measured).plot(current=8, memory=measured)
     ax_t, ax_m = fig.axes
     assert machine_label() in fig._suptitle.get_text()
     assert "log" in ax_t.get_ylabel() and "log" in ax_t.get_xlabel() and "log" in ax_m.get_ylabel()
     labels = [t.get_text() for t in ax_t.get_legend().get_texts()]
-    assert any("min..max" in t for t in labels) and any("lax.map" in t for t in labels)
-    assert any("current" in t for t in labels)
+    assert any("min..max" in t for t in labels) and any("current" in t for t in labels)
     assert ax_t.get_yscale() == "log" and ax_m.get_yscale() == "log"
     # byte ticks sit at powers of two and print in binary units
     ticks = [t for t in ax_m.get_yticks() if ax_m.get_ylim()[0] <= t <= ax_m.get_ylim()[1]]
@@ -58,56 +51,26 @@ def test_plot_names_the_machine_and_draws_the_spread(measured):
     fig.canvas.draw()
     assert all(lbl.get_text().endswith("B") for lbl in ax_m.get_yticklabels() if lbl.get_text())
     assert figure_to_png(fig)[:4] == b"\x89PNG"
+    per_item_cost(measured).plot()  # without the memory panel
 
 
-def test_without_a_loop_only_the_sweep(measured):
-    s, _ = measured
-    cost = per_item_cost(s)
-    assert cost.loop_median is None and cost.speedup > 0
-    with pytest.raises(ValueError, match=r"no lax\.map loop was measured"):
-        _ = cost.fixed_cost_factor
-    cost.plot()  # draws without the loop line
-
-
-def test_bad_inputs(measured):
-    s, loop = measured
+def test_bad_inputs():
     with pytest.raises(TypeError, match=r"`sweep` must be a batchlab\.measuring\.Sweep"):
-        per_item_cost([1, 2], loop, 4)
-    with pytest.raises(TypeError, match=r"`loop` must be a batchlab\.measuring\.Measurement"):
-        per_item_cost(s, 0.5, 4)
-    with pytest.raises(ValueError, match="`loop_items` must be a positive int"):
-        per_item_cost(s, loop, 0)
+        per_item_cost([1, 2])
     one = sweep(jax.vmap(item, in_axes=(0, None)), make, [4], repeat=3)
-    with pytest.raises(ValueError, match="a speed-up needs at least two"):
+    with pytest.raises(ValueError, match="a speed-up needs two"):
         _ = per_item_cost(one).speedup
     one.points = []
     with pytest.raises(ValueError, match="no measured batch size"):
         per_item_cost(one)
 
 
-def test_ratios_timed_interleaved_when_given_the_calls(measured):
-    s, loop = measured
+def test_speedup_timed_interleaved_when_given_the_calls(measured):
     batched = jax.jit(jax.vmap(item, in_axes=(0, None)))
-    looped = jax.jit(lambda xs, w: jax.lax.map(lambda x: item(x, w), xs))
-    cost = per_item_cost(
-        s,
-        loop,
-        64,
-        call_at=lambda b: lambda: batched(*make(b)),
-        loop_call=lambda: looped(*make(64)),
-    )
-    assert cost.paired and set(cost.samples) == {"batch 1", "batch 64", "loop"}
+    cost = per_item_cost(measured, call_at=lambda b: lambda: batched(*make(b)))
+    assert cost.paired and set(cost.samples) == {"batch 1", "batch 64"}
     assert len({v.paired for v in cost.samples.values()}) == 1
     assert cost.samples["batch 64"].name == "batch 64, per item"
-    # medians of per-round ratios: the factors multiply to about the speed-up
-    assert cost.fixed_cost_factor * cost.vectorized_factor == pytest.approx(cost.speedup, rel=0.5)
+    small, large = (np.array(cost.samples[k].values) for k in ("batch 1", "batch 64"))
+    assert cost.speedup == pytest.approx(float(np.median(small / large)))
     assert "paired rounds" in repr(cost)
-    assert not per_item_cost(s, loop, 64).paired
-    alone = per_item_cost(
-        s,
-        None,
-        64,
-        call_at=lambda b: lambda: batched(*make(b)),
-        loop_call=lambda: looped(*make(64)),
-    )
-    assert alone.loop_median == pytest.approx(float(np.median(alone.samples["loop"].values)))

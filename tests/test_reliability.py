@@ -1,17 +1,14 @@
 """Reliability (issue 24, outside runs/): raw errors from below the kit become the kit's own,
 raised before any work, and silent wrong results fail loudly or give the right numbers.
 
-Also: ``measure(isolated=True)`` of a jitted function (issue 26) and masked reductions with
-masks that broadcast, as attention masks do (issue 25), against a float64 numpy reference.
+Also: masked reductions with masks that broadcast, as attention masks do (issue 25), against a
+float64 numpy reference.
 """
 
 from __future__ import annotations
 
 import os
-import sys
-import threading
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -82,64 +79,6 @@ def test_masked_max_of_ints_with_an_empty_row():
     with pytest.raises(ValueError, match=r"`empty`=2 cannot be stored in x's dtype bool"):
         masked_max(x > 1, mask, empty=2)
     assert masked_max(x.astype(jnp.float32), mask, empty=-jnp.inf).tolist() == [1.0, -np.inf]
-
-
-def _unpicklable_fn():
-    lock = threading.Lock()
-
-    def fn(x):
-        assert lock is not None
-        return x * 2
-
-    return fn
-
-
-def test_isolated_measure_of_something_unpicklable_names_it_before_running():
-    with pytest.raises(TypeError, match=r"`fn` cannot be sent to the fresh process .*_thread.lock"):
-        batchlab.measure(_unpicklable_fn(), jnp.ones(4), isolated=True, repeat=1)
-    with pytest.raises(TypeError, match=r"`args\[1\]` cannot be sent .*Nothing has run"):
-        batchlab.measure(lambda x, lock: x * 2, jnp.ones(4), threading.Lock(), isolated=True)
-
-
-def test_isolated_measure_of_a_jitted_function():
-    """Issue 26: a jitted fn is sent as its function and jit's options (static args kept)."""
-    m = batchlab.measure(jax.jit(lambda x: (x * 2).sum()), jnp.ones(4), isolated=True, repeat=2)
-    assert m.isolated and m.runs == 2 and m.memory.argument_bytes == 16
-    g = jax.jit(lambda x, n: (x * n).sum(), static_argnums=1)
-    assert batchlab.measure(g, jnp.ones(4), 3, isolated=True, repeat=1).isolated
-    donating = jax.jit(lambda x: x * 2, donate_argnums=0)
-    with pytest.raises(ValueError, match=r"`fn` donates argument\(s\) \(0,\)"):
-        batchlab.measure(donating, jnp.ones(4), isolated=True, repeat=1)
-
-
-def test_isolated_measure_refuses_what_it_cannot_carry(tmp_path, monkeypatch):
-    sharded = jax.jit(
-        lambda x: x * 2, out_shardings=jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    )
-    with pytest.raises(TypeError, match=r"`fn` is jax.jit-wrapped with in_shardings/out_shardings"):
-        batchlab.measure(sharded, jnp.ones(4), isolated=True, repeat=1)
-
-    class LooksJitted:  # has .lower and .trace, but no function to send
-        lower = trace = None
-
-        def __call__(self, x):
-            return x
-
-    with pytest.raises(
-        TypeError, match=r"`fn` is a jax.jit-wrapped LooksJitted whose Python function"
-    ):
-        batchlab.measure(LooksJitted(), jnp.ones(4), isolated=True, repeat=1)
-    # a module only the parent can import (its file gone once imported): pickled by
-    # reference, so the child, which gets the parent's import path, cannot rebuild it
-    (tmp_path / "only_here_mod.py").write_text("def double(x):\n    return x * 2\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    import only_here_mod
-
-    (tmp_path / "only_here_mod.py").unlink()
-
-    with pytest.raises(TypeError, match=r"`fn` or its arguments could not be rebuilt in the fresh"):
-        batchlab.measure(only_here_mod.double, jnp.ones(4), isolated=True, repeat=1)
 
 
 def test_huge_length_samplers_refuse_before_trying():

@@ -12,6 +12,7 @@ from batchlab.allocator import events_from_buffers
 from batchlab.measuring.buffers import parse_op_names, parse_reports
 
 S = jax.ShapeDtypeStruct
+FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
 
 
 def layers(x, w):
@@ -202,11 +203,55 @@ def test_xla_flags_compile_in_a_fresh_process():
     # XLA:CPU's default (concurrency-optimized) order keeps the four sorted arrays live;
     # its memory-minimizing DFS scheduler does not
     assert default.temp_bytes >= 2 * frugal.temp_bytes
+    # per-compilation options travel to the fresh process too
+    options = {"xla_cpu_experimental_ynn_fusion_type": ""} if jax.default_backend() == "cpu" else {}
+    here = batchlab.buffer_assignment(four_sorts, spec, compiler_options=options)
+    default_flag = FLAG.replace("false", "true")
+    both = batchlab.buffer_assignment(
+        four_sorts, spec, xla_flags=default_flag, compiler_options=options
+    )
+    assert both.temp_bytes == here.temp_bytes  # on XLA:CPU, not default.temp_bytes
     with pytest.raises(TypeError, match=r"`xla_flags` must be a string"):
         batchlab.buffer_assignment(four_sorts, spec, xla_flags=1)
-    with pytest.raises(ValueError, match=r"not both"):
-        batchlab.buffer_assignment(four_sorts, spec, xla_flags="--x", compiler_options={"a": 1})
     with pytest.raises(ValueError, match=r"pass the plain function"):
         batchlab.buffer_assignment(jax.jit(four_sorts), spec, xla_flags="--x")
     with pytest.raises(RuntimeError, match=r"fresh process"):
         batchlab.buffer_assignment(four_sorts, spec, xla_flags="--xla_no_such_flag=1")
+
+
+def test_fresh_process_prints_pass_through_and_a_printed_pickle_never_runs(tmp_path, capfd):
+    """A protocol-0 pickle printed by fn (e.g. text of an untrusted file) must not run code."""
+    import pickle
+
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    evil = pickle.dumps(Exploit(), protocol=0).decode()
+    assert "open" in evil  # really a pickle that would create the file when loaded
+
+    def prints_pickle(x):
+        import sys
+
+        sys.stdout.write(evil)
+        sys.stdout.flush()
+        return x + 1
+
+    batchlab.buffer_assignment(prints_pickle, S((3,), jnp.float32), xla_flags=FLAG)
+    assert not marker.exists()
+    assert evil in capfd.readouterr().out  # shown to the user as text, never loaded
+
+
+def test_fresh_process_without_a_result_is_reported(monkeypatch):
+    import subprocess
+
+    real_run = subprocess.run
+
+    def crashed_child(cmd, **kw):  # the child dies before writing its result (e.g. killed)
+        return real_run([cmd[0], "-c", "import sys; sys.exit(3)"], **kw)
+
+    monkeypatch.setattr(subprocess, "run", crashed_child)
+    with pytest.raises(RuntimeError, match=r"the process died \(exit status 3"):
+        batchlab.buffer_assignment(lambda x: x * 2, S((3,), jnp.float32), xla_flags="--x")

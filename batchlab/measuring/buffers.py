@@ -204,8 +204,8 @@ def _reports(lowered, compiler_options: dict) -> tuple[str, str, str]:
 
 def _reports_here(payload: Any) -> dict:
     """The child side of ``buffer_assignment(..., xla_flags=...)``."""
-    fn, donate_argnums, args = payload
-    texts = _reports(jax.jit(fn, donate_argnums=donate_argnums).lower(*args), {})
+    fn, donate_argnums, args, options = payload
+    texts = _reports(jax.jit(fn, donate_argnums=donate_argnums).lower(*args), options)
     return {"texts": texts, "backend": jax.default_backend()}
 
 
@@ -220,7 +220,7 @@ def buffer_assignment(
 
     ``compiler_options`` are per compilation (``.compile(compiler_options=...)``); ``xla_flags``
     (e.g. ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``) are read once per
-    process, so the compilation then runs in a fresh Python process with them.
+    process, so the compilation then runs in a fresh Python process with them (and both).
     """
     check_callable(fn)
     if is_jitted(fn):
@@ -233,16 +233,12 @@ def buffer_assignment(
         raise TypeError(
             f"`xla_flags` must be a string like '--xla_foo=false', got {type(xla_flags).__name__}."
         )
-    if xla_flags and compiler_options:
-        raise ValueError(
-            "give either `compiler_options` (per compilation) or `xla_flags` (a fresh process), "
-            "not both."
-        )
     check_array_tree(args, "args")
-    backend = jax.default_backend()
+    backend, options = jax.default_backend(), dict(compiler_options or {})
     if xla_flags:
         flags = (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()
-        child = run_child(_reports_here, (fn, donate_argnums, args), env={"XLA_FLAGS": flags})
+        payload = (fn, donate_argnums, args, options)
+        child = run_child(_reports_here, payload, env={"XLA_FLAGS": flags})
         data = child.reply
         if data is None or "error" in data:
             why = child.why if data is None else "{type}: {message}".format(**data["error"])
@@ -252,7 +248,7 @@ def buffer_assignment(
         (buffer_text, live_text, hlo_text), backend = data["texts"], data["backend"]
     else:
         lowered = jax.jit(fn, donate_argnums=donate_argnums).lower(*args)
-        buffer_text, live_text, hlo_text = _reports(lowered, dict(compiler_options or {}))
+        buffer_text, live_text, hlo_text = _reports(lowered, options)
     allocations, sequence = parse_reports(buffer_text, live_text)
     op_names = tuple(parse_op_names(hlo_text).items())
     return BufferAssignment(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import logging.handlers
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import jax
 
@@ -86,8 +88,7 @@ def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
             _active.remove(counter)
 
 
-@dataclass(frozen=True)
-class CompileReason:
+class CompileReason(NamedTuple):
     """One call: how many XLA compilations it caused, and JAX's reason (``""``: none logged)."""
 
     label: str
@@ -131,43 +132,27 @@ def _reason(message: str) -> str:
     return " ".join(keep)
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "CACHE MISS" in record.getMessage():
-            self.messages.append(record.getMessage())
-
-
 def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
     """Calls ``fn(*args)`` of each ``(label, fn, args)`` in order, waited for; counts its
     compilations and records JAX's reason (one jitted ``fn`` in several calls: its cache hits)."""
-    if not isinstance(calls, Sequence) or isinstance(calls, (str, bytes)):
+    listed = isinstance(calls, Sequence) and not isinstance(calls, (str, bytes))
+    bad = [
+        c
+        for c in (calls if listed else ())
+        if not (isinstance(c, (tuple, list)) and len(c) == 3 and isinstance(c[0], str))
+        or not (callable(c[1]) and isinstance(c[2], tuple))
+    ]
+    if not listed or bad:
+        got = f"{bad[0]!r:.80}" if listed else type(calls).__name__
         raise TypeError(
-            f"`calls` must be a list of (label, fn, args) triples, got {type(calls).__name__}."
+            "`calls` must be a list of (label: str, fn, args: tuple) triples, e.g. "
+            f"[('new shape', jax.jit(f), (x,))]; got {got}."
         )
-    for k, call in enumerate(calls):
-        if not (isinstance(call, (tuple, list)) and len(call) == 3):
-            raise TypeError(
-                f"`calls[{k}]` must be a (label, fn, args) triple, got {call!r:.80}; "
-                "e.g. ('new shape', jax.jit(f), (x,))."
-            )
-        label, fn, args = call
-        if not isinstance(label, str):
-            raise TypeError(f"`calls[{k}]`: the label must be a str, got {type(label).__name__}.")
-        if not callable(fn):
-            raise TypeError(f"`calls[{k}]` ({label!r}): fn must be callable, got {fn!r:.60}.")
-        if not isinstance(args, tuple):
-            raise TypeError(
-                f"`calls[{k}]` ({label!r}): args must be a tuple, got {type(args).__name__}; "
-                "write (x,) for one argument."
-            )
     labels = [c[0] for c in calls]
     if len(set(labels)) != len(labels):
         raise ValueError(f"`calls` labels must be distinct, got {labels}.")
-    handler, logger = _Collect(), logging.getLogger("jax")
+    handler, logger = logging.handlers.BufferingHandler(2**31), logging.getLogger("jax")
+    handler.setLevel(logging.WARNING)
     propagate = logger.propagate
     logger.addHandler(handler)
     logger.propagate = False  # JAX's lines go to this table, not to stderr
@@ -175,10 +160,11 @@ def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileRea
     try:
         with jax.explain_cache_misses(True):
             for label, fn, args in calls:
-                start = len(handler.messages)
+                start = len(handler.buffer)
                 with count_compiles() as c:
                     jax.block_until_ready(fn(*args))
-                reasons = [_reason(m) for m in handler.messages[start:]]
+                messages = [r.getMessage() for r in handler.buffer[start:]]
+                reasons = [_reason(m) for m in messages if "CACHE MISS" in m]
                 rows.append(CompileReason(label, c.count, "; ".join(r for r in reasons if r)))
     finally:
         logger.removeHandler(handler)

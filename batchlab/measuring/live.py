@@ -22,8 +22,6 @@ class DeviceMemory(Rows):
     largest_free_block_bytes: int | None = None
     pool_bytes: int | None = None
     num_allocs: int | None = None
-    bytes_reserved: int | None = None
-    largest_alloc_size: int | None = None
     source: str = "device memory stats (jax.Device.memory_stats())"
     _inline = True
 

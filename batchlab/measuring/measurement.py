@@ -9,10 +9,7 @@ from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.live import DeviceMemory, LiveMemory
 from batchlab.measuring.memory import MemoryEstimate
 
-PEAK_NOTE = (
-    "device peak_bytes_in_use is process-wide and cannot be reset: it is the highest "
-    "figure since the process started; use measure(..., isolated=True) for an exact peak"
-)
+PEAK_NOTE = "device peak_bytes_in_use is process-wide: the highest since the process started"
 
 
 @dataclass(frozen=True)
@@ -28,10 +25,7 @@ class Measurement(Rows):
     memory: MemoryEstimate
     live: LiveMemory
     compiles: int
-    device_before: DeviceMemory | None = None
     device_after: DeviceMemory | None = None
-    isolated: bool = False
-    host_peak_rss_bytes: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     source: str = "wall clock around jax.block_until_ready (time.perf_counter)"
     _header = ("figure", "value", "source")
@@ -77,9 +71,6 @@ class Measurement(Rows):
             rows.append(("device in use", format_bytes(self.device_after.bytes_in_use), device))
             peak = format_bytes(self.device_peak_bytes)
             rows.append(("device peak", peak, f"{device} (process-wide)"))
-        if self.host_peak_rss_bytes is not None:
-            rss = format_bytes(self.host_peak_rss_bytes)
-            rows.append(("host peak RSS", rss, "fresh subprocess (ru_maxrss)"))
         return rows
 
     def __repr__(self) -> str:

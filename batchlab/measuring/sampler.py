@@ -30,15 +30,12 @@ def interleaved(
     min_sample_time: float = 0.002,
     source: str = SOURCE,
 ) -> dict[str, Samples]:
-    """Times zero-argument callables round-robin; the samples of one call are paired by round.
+    """Times zero-argument callables round-robin: ``{label: Samples}`` (seconds per call) paired
+    by round, so ``ratio_above(a, b, ...)`` decides on the per-round ratios.
 
-    Each candidate is called once (it compiles) and given as many calls per sample as last
-    ``min_sample_time`` seconds; a round keeps each candidate's fastest of ``passes`` passes
-    (load only adds time); sampling stops after the round in which ``max_seconds`` is spent.
-    ``rounds``: samples per candidate (at least 2; 15 gives a 96% interval).
-
-    Returns ``{label: Samples}`` in seconds per call sharing one ``paired`` token, so
-    ``ratio_above(a, b, ...)`` decides on the per-round ratios.
+    Each sample lasts ``min_sample_time`` (autoranged, after one compiling call); a round keeps
+    each candidate's fastest of ``passes`` passes; ``rounds`` samples each (15: a 96% interval)
+    or fewer once ``max_seconds`` is spent.
     """
     if not isinstance(candidates, Mapping) or not all(
         isinstance(k, str) and callable(v) for k, v in candidates.items()

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from batchlab._util.checks import check_callable
+from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.timing import measure
 
@@ -41,7 +41,7 @@ class Sweep:
 def sweep(
     fn: Callable,
     make_args: Callable[[Any], Sequence[Any]],
-    values: Iterable[Any],
+    values: Iterable[int],
     **measure_options: Any,
 ) -> Sweep:
     """Measures ``fn(*make_args(v))`` for each batch size ``v`` in ``values``.
@@ -50,14 +50,7 @@ def sweep(
     """
     check_callable(fn)
     check_callable(make_args, "make_args")
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        raise TypeError(
-            f"`values` must be a list of values to sweep (e.g. values=[1, 2, 4, 8]), got "
-            f"{type(values).__name__} {values!r:.40}; for one value pass [{values!r:.20}]."
-        )
-    values = list(values)
-    if not values:
-        raise ValueError("`values` is empty: give at least one value to sweep, e.g. [1, 2, 4].")
+    values = check_positive_ints(values, "values")
     result = Sweep(name=getattr(fn, "__name__", "fn"))
     for v in values:
         args = make_args(v)
