@@ -73,10 +73,6 @@ ONE_THING = {
         "an explorer's first visit and its revisit (a cache hit): a first visit happens once, "
         "so it cannot be repeated round-robin"
     ),
-    (
-        "benchmarks/gpu_check.py",
-        "main",
-    ): "measure() per case for its device peak (memory, not time)",
     ("benchmarks/strategies.py", "compile_times"): (
         "each candidate's cold compile: a repeat hits the cache, so compiles are not interleaved"
     ),
