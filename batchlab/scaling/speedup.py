@@ -84,19 +84,14 @@ def measure_scaling(
     check_positive_int(repeat, "repeat")
     devices = list(jax.devices() if devices is None else devices)
     n_proc = jax.process_count()
-    for n in device_counts:
-        if n > len(devices):
-            raise ValueError(
-                f"`device_counts` holds {n!r}, but there are {len(devices)} device(s); use "
-                f"counts from 1 to {len(devices)} (on CPU, simulate more with "
-                "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts)."
-            )
-        if n % n_proc:
-            raise ValueError(
-                f"`device_counts` holds {n}, which the {n_proc} processes cannot share evenly; "
-                f"with several processes every count must be a multiple of {n_proc} (each "
-                "process feeds its rows to its share of the devices)."
-            )
+    bad = [n for n in device_counts if n > len(devices) or n % n_proc]
+    if bad:
+        raise ValueError(
+            f"`device_counts` holds {bad[0]!r}, but there are {len(devices)} device(s) in "
+            f"{n_proc} process(es); use counts from 1 to {len(devices)}, each a multiple of {n_proc} "
+            "(the process count; on CPU, simulate more devices with "
+            "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts)."
+        )
     # one device, no padding; several processes: every process's rows gathered first
     whole = _gather_rows(x) if n_proc > 1 else x
     ref_leaves = jax.tree_util.tree_leaves(jax.device_get(jax.jit(fn)(whole, *params)))
