@@ -259,10 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = vars(parser.parse_args(argv))  # processes, devices_per_process, timeout
 
-    def terminate(signum: int, frame: Any) -> None:  # a CI's SIGTERM cleans up like Ctrl-C
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
+    # a CI's SIGTERM cleans up like Ctrl-C (the default SIGINT handler raises KeyboardInterrupt)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         run = launch(options.pop("script"), args=options.pop("args"), check=False, **options)
     except (TypeError, ValueError) as e:
