@@ -36,20 +36,16 @@ class Claim:
 
     def __post_init__(self):
         statement, evidence, rule = self.statement, self.evidence, self.rule
-        if (
-            not isinstance(statement, str)
-            or not statement.strip()
-            or _CAUSE_WORDS.search(statement)
-        ):
+        plain = isinstance(statement, str) and statement.strip()
+        if not plain or _CAUSE_WORDS.search(statement):
             raise ValueError(
                 f"`statement` must be a sentence in plain words that gives no cause, got "
                 f"{statement!r}; test a cause with a finding's contrast (record.finding)."
             )
         if isinstance(evidence, Mapping):
             evidence = list(evidence.values())
-        ok = isinstance(evidence, Sequence) and all(
-            isinstance(e, (Number, Samples)) for e in evidence
-        )
+        figures = (Number, Samples)
+        ok = isinstance(evidence, Sequence) and all(isinstance(e, figures) for e in evidence)
         names = [e.name for e in evidence] if ok else []
         if not ok or len(set(names)) < len(names):
             raise TypeError(
