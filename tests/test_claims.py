@@ -179,30 +179,28 @@ def test_the_property_catches_a_rule_that_cannot_fail():
 
 
 def test_a_cause_in_the_statement_is_refused():
-    with pytest.raises(ValueError, match="gives a cause in its own words"):
+    with pytest.raises(ValueError, match=r"`statement` must be .* gives no cause, got 'x is fast"):
         Claim("x is fast because of the cache", [Number("n", 1, "a")], cl.equals("n", 1))
 
 
 def test_a_rule_reading_missing_evidence_is_refused():
-    with pytest.raises(ValueError, match=r"reads \['m'\], which the evidence does not have"):
+    with pytest.raises(TypeError, match=r"evidence has \(\['n'\]\), got Equals reading \['m'\]"):
         Claim("x", [Number("n", 1, "a")], cl.equals("m", 1))
 
 
 def test_bad_claim_inputs_are_refused():
-    with pytest.raises(TypeError, match="`statement` must be a sentence"):
+    with pytest.raises(ValueError, match="`statement` must be a sentence"):
         Claim("", [Number("n", 1, "a")], cl.equals("n", 1))
     with pytest.raises(TypeError, match="`evidence` must be a list of Number"):
         Claim("x", [3], cl.equals("n", 1))
     with pytest.raises(TypeError, match="`evidence` must be a list of Number"):
         Claim("x", Number("n", 1, "a"), cl.equals("n", 1))  # one figure: a list of one
-    with pytest.raises(ValueError, match="more than once"):
+    with pytest.raises(TypeError, match="each with a name of its own"):
         Claim("x", [Number("n", 1, "a"), Number("n", 2, "b")], cl.equals("n", 1))
-    with pytest.raises(TypeError, match="`rule` must be a rule"):
+    with pytest.raises(TypeError, match=r"`rule` must be a rule .*got function reading \[\]"):
         Claim("x", [Number("n", 1, "a")], lambda e: None)
     with pytest.raises(ValueError, match="no source claim is called"):
         Claim("x", [Number("n", 1, "a")], cl.equals("n", 1), source="batching is magic")
-    with pytest.raises(TypeError, match="`scope` must be"):
-        Claim("x", [Number("n", 1, "a")], cl.equals("n", 1), scope="cpu")
 
 
 def test_bad_evidence_and_rules_are_refused():
@@ -210,7 +208,7 @@ def test_bad_evidence_and_rules_are_refused():
         Samples("t", [1e-3], "timeit")
     with pytest.raises(ValueError, match="at least two positive, finite"):
         Samples("t", [1e-3, float("nan")], "timeit")
-    with pytest.raises(TypeError, match="must be a sequence of numbers"):
+    with pytest.raises(ValueError, match="must be a sequence of at least two positive, finite"):
         Samples("t", 3, "timeit")
     with pytest.raises(TypeError, match="`name` must be a non-empty string"):
         Number("", 1, "a")
@@ -224,9 +222,9 @@ def test_bad_evidence_and_rules_are_refused():
         cl.relation("a", "<", [1])
     with pytest.raises(TypeError, match="takes one or more rules"):
         cl.all_of()
-    with pytest.raises(TypeError, match="exact equality is for deterministic"):
+    with pytest.raises(TypeError, match="`t` holds timing samples; equals and relation compare"):
         cl.equals("t", 1)(ev(samples("t", 1, 2)))
-    with pytest.raises(TypeError, match="compare counts here"):
+    with pytest.raises(TypeError, match="`t` holds timing samples; equals and relation compare"):
         cl.relation("t", "<", 1)(ev(samples("t", 1, 2)))
     with pytest.raises(TypeError, match="`sizes` must be a mapping"):
         Scope(sizes=[1, 2])

@@ -82,10 +82,10 @@ def sharded_job(rows, features):
     out = sb.unpad(f(sb.values, w))
     total = jax.jit(lambda v, m: jnp.where(m[:, None], v, 0.0).sum())(sb.values, sb.mask)
     errors = {}
-    try:  # a device count the processes cannot share
-        measure_scaling(lambda b: b, mine, [3])
+    try:  # measure_scaling compares with one device of one process
+        measure_scaling(lambda b: b, mine, [2])
     except ValueError as e:
-        errors["count"] = str(e)
+        errors["scaling"] = str(e)
     try:  # the processes feed rows of different widths
         shard_batch(full[:2, : features - me], mesh)
     except ValueError as e:
@@ -96,7 +96,6 @@ def sharded_job(rows, features):
         )
     except ValueError as e:
         errors["mesh"] = str(e)
-    scaling = measure_scaling(lambda b, w: jnp.tanh(b @ w), mine, [2, 8], params=(w,), repeat=1)
     import psutil
 
     listening = {
@@ -118,7 +117,6 @@ def sharded_job(rows, features):
         out=np.asarray(out),
         total=float(total),
         argument_bytes=memory_estimate(f, sb.values, w).argument_bytes,
-        scaling_same=[p.matches_single_device for p in scaling.points],
         errors=errors,
     )
 
@@ -137,8 +135,7 @@ def test_two_processes_equal_one():
         np.testing.assert_allclose(v["out"], reference, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(v["total"], global_batch().sum(), rtol=1e-5, atol=1e-5)
         assert v["argument_bytes"] == (4 * FEATURES + FEATURES * 3) * 4  # 4 rows + whole weights
-        assert v["scaling_same"] == [True, True]
-        assert "multiple of 2" in v["errors"]["count"]
+        assert "got 2 processes; call it in a single process" in v["errors"]["scaling"]
         assert "different shapes or dtypes" in v["errors"]["layout"]
         assert "equal, contiguous block" in v["errors"]["mesh"]
         # nothing listens on every interface (JAX's coordinator default is "[::]:port");
@@ -283,13 +280,13 @@ def test_free_port_is_loopback_and_bindable():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        (dict(processes=0), ValueError, r"`processes`=0 is out of range"),
-        (dict(processes=2.0), TypeError, "`processes` must be an int"),
+        (dict(processes=0), ValueError, r"`processes` must be an int from 1 to 64.*got 0"),
+        (dict(processes=2.0), TypeError, r"`processes` must be an int from 1 to 64.*got 2.0"),
         (dict(devices_per_process=True), TypeError, "`devices_per_process` must be an int"),
-        (dict(devices_per_process=65), ValueError, r"`devices_per_process`=65 is out of range"),
+        (dict(devices_per_process=65), ValueError, r"`devices_per_process` must .*got 65"),
         (dict(timeout=0), ValueError, "`timeout` must be a positive number"),
-        (dict(job=3), TypeError, "`job` must be a function or the path"),
-        (dict(job="no/such/script.py"), ValueError, r"`job`='no/such/script.py' is not a file"),
+        (dict(job=3), TypeError, "`job` must be a function or the path .*got 3"),
+        (dict(job="no/such/script.py"), ValueError, r"script file, got 'no/such/script.py'"),
     ],
 )
 def test_bad_arguments_fail_before_any_process(kwargs, error, match):
@@ -303,7 +300,7 @@ def test_bad_arguments_fail_before_any_process(kwargs, error, match):
 def test_command_line_rejects_a_missing_script(capsys):
     with pytest.raises(SystemExit):
         main(["--processes", "2", "missing.py"])
-    assert "is not a file" in capsys.readouterr().err
+    assert "script file, got 'missing.py'" in capsys.readouterr().err
 
 
 def test_initialize_outside_the_launcher_calls_jax(monkeypatch):

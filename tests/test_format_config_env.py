@@ -60,11 +60,14 @@ def test_sizes_profiles():
     assert max(gpu.batch_sizes) > max(cpu.batch_sizes)
     with pytest.raises(ValueError, match="`topic` must be one of"):
         bl.sizes("nope")
-    with pytest.raises(ValueError, match="`profile` must be one of"):
+    with pytest.raises(
+        ValueError,
+        match=r"`profile` \(or BATCHLAB_PROFILE\) must be one of \['cpu', 'gpu'\], got 'tpu9'",
+    ):
         bl.sizes("tour", profile="tpu9")
-    with pytest.raises(AttributeError, match="has no 'nothing'"):
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
         _ = cpu.nothing
-    with pytest.raises(AttributeError, match="read-only"):
+    with pytest.raises(AttributeError, match=r"can't set attribute|has no setter"):
         cpu.features = 3
 
 
@@ -72,7 +75,7 @@ def test_sizes_follow_env(monkeypatch):
     monkeypatch.setenv("BATCHLAB_PROFILE", "gpu")
     assert bl.sizes("tour").profile == "gpu"
     monkeypatch.setenv("BATCHLAB_PROFILE", "huge")
-    with pytest.raises(ValueError, match="BATCHLAB_PROFILE must be"):
+    with pytest.raises(ValueError, match=r"BATCHLAB_PROFILE\) must be one of .*got 'huge'"):
         bl.sizes("tour")
 
 

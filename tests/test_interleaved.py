@@ -156,7 +156,7 @@ def test_samples_against_an_exact_number_use_every_sample():
 def test_per_item_keeps_the_pairing():
     s = Samples("batch", [4.0, 8.0], "f(xs)", paired="p").per(4, "per item")
     assert s.values == (1.0, 2.0) and s.paired == "p" and s.name == "per item"
-    with pytest.raises(ValueError, match="`items` must be a positive whole number"):
+    with pytest.raises(ValueError, match="`items` must be at least 1, got items=0"):
         s.per(0)
 
 

@@ -37,7 +37,7 @@ def test_one_device_roundtrip(n, dtype, maybe_jit):
 def test_numpy_and_pytree_inputs():
     sb = shard_batch({"a": np.ones((4, 2), np.float32), "b": np.arange(4)}, MESH)
     assert sb.values["a"].shape == (4, 2) and isinstance(sb.values["b"], jax.Array)
-    assert "4 items + 0 padding" in repr(sb) and "<table" in sb._repr_html_()
+    assert "4 items + 0 padding" in repr(sb)
 
 
 def test_the_batch_axis_of_the_mesh():
@@ -51,25 +51,23 @@ def test_the_batch_axis_of_the_mesh():
         (dict(x=jnp.ones((3, 2)), mesh="cpu"), TypeError, "`mesh` must be a jax.sharding.Mesh"),
         (dict(x=jnp.ones((3, 2)), mesh=None), TypeError, "`mesh` must be a jax.sharding.Mesh"),
         (
-            dict(
-                x=jnp.ones(()),
-            ),
-            ValueError,
-            r"`x` is a scalar; every leaf needs a leading batch axis",
+            dict(x=jnp.ones((2, 2)), mesh=jax.make_mesh((1,), ("data",))),
+            TypeError,
+            r"with a 'batch' axis .*, got \('data',\)",
         ),
-        (dict(x={"a": jnp.ones((3, 2)), "b": jnp.ones((4,))}), ValueError, "different batch sizes"),
-        (dict(x=[]), ValueError, "`x` holds no arrays"),
+        (dict(x=jnp.ones(())), ValueError, r"`x` must be .*got leading sizes \{None\}"),
+        (
+            dict(x={"a": jnp.ones((3, 2)), "b": jnp.ones((4,))}),
+            ValueError,
+            r"same leading \(batch\) axis, got leading sizes \{3, 4\}",
+        ),
+        (dict(x=[]), ValueError, r"got leading sizes none \(no arrays\)"),
         (dict(x=["text"]), TypeError, r"`x\[0\]` is a str"),
     ],
 )
 def test_bad_inputs(kwargs, error, match):
     with pytest.raises(error, match=match):
         shard_batch(**{"mesh": MESH, **kwargs})
-
-
-def test_axis_not_in_mesh():
-    with pytest.raises(ValueError, match=r"`mesh` has axes \('data',\), none named 'batch'"):
-        shard_batch(jnp.ones((2, 2)), jax.make_mesh((1,), ("data",)))
 
 
 def test_measure_scaling_one_device_and_errors():
@@ -136,7 +134,5 @@ def test_eight_simulated_devices_in_a_subprocess():
 def test_one_process_has_no_per_process_layout():
     sb = shard_batch(jnp.ones((3, 2)), MESH)
     assert sb.n_processes == 1 and sb.process_items == () and sb.process_starts == ()
-    assert (
-        "processes" not in repr(sb) and "<td style='padding:2px 8px'>processes" in sb._repr_html_()
-    )
+    assert "processes" not in repr(sb)
     # several processes: tests/test_distributed.py (2 processes x 4 devices, uneven rows)

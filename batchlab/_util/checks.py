@@ -1,7 +1,5 @@
-"""Input checks that run before anything is traced.
-
-Errors name the argument in backticks, show what was received and say how to fix it.
-"""
+"""Input checks that run before anything is traced: each names the argument in backticks,
+shows what was received and says how to fix it."""
 
 from __future__ import annotations
 
@@ -15,11 +13,6 @@ import numpy as np
 import psutil
 
 ARRAY_TYPES = (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct)
-#: dtype names offered when one is misspelled
-DTYPE_NAMES = (
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-)  # fmt: skip
 
 
 def _is_int(v: Any) -> bool:
@@ -95,43 +88,29 @@ def check_choice(value: Any, name: str, choices: Any) -> Any:
 
 def check_positive_ints(values: Any, name: str) -> list[int]:
     """A non-empty sequence of positive ints (e.g. batch sizes)."""
-    if not _iterable(values):
-        raise TypeError(
-            f"`{name}` must be a list of positive ints (e.g. [1, 2, 4]), got "
-            f"{type(values).__name__} {values!r:.40}; for one value pass [{values!r:.20}]."
+    items = list(values) if _iterable(values) else None
+    if not items or not all(_is_int(v) and v >= 1 for v in items):
+        wrong_type = items is None or not all(map(_is_int, items))
+        raise (TypeError if wrong_type else ValueError)(
+            f"`{name}` must be a non-empty list of positive ints, e.g. [1, 2, 4], got "
+            f"{values!r:.60}."
         )
-    values = list(values)
-    if not values:
-        raise ValueError(
-            f"`{name}` is empty; give a non-empty list of positive ints, e.g. [1, 2, 4]."
-        )
-    for v in values:
-        if not _is_int(v):
-            raise TypeError(
-                f"`{name}` must hold ints, got {type(v).__name__} {v!r} in {name}={values!r:.60}."
-            )
-        if v < 1:
-            raise ValueError(
-                f"`{name}` must hold positive ints (>= 1), got {v} in {name}={values!r:.60}."
-            )
-    return [int(v) for v in values]
+    return [int(v) for v in items]
 
 
 def check_numeric_array(value: Any, name: str) -> np.ndarray | jax.Array:
     """Raises ``TypeError`` unless ``value`` is (convertible to) a numeric or bool array."""
     if isinstance(value, jax.Array):
         return value
-    problem = value is None or isinstance(value, (str, bytes))
     try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError) as e:
+        kind = np.asarray(value).dtype
+    except (ValueError, TypeError):
+        kind = None
+    numeric = kind is not None and (kind.kind in "biufc" or kind.name == "bfloat16")
+    if not numeric or value is None or isinstance(value, (str, bytes)):
         raise TypeError(
-            f"`{name}` must be a numeric array, got {type(value).__name__}: {e}."
-        ) from e
-    if problem or (arr.dtype.kind not in "biufc" and arr.dtype.name != "bfloat16"):
-        got = "" if problem else f"dtype {arr.dtype} from "
-        raise TypeError(
-            f"`{name}` must be a numeric array, got {got}{type(value).__name__} {value!r:.40}."
+            f"`{name}` must be a numeric array, got {type(value).__name__} {value!r:.40}"
+            + (f" (dtype {kind})." if kind is not None else ".")
         )
     return value
 
@@ -139,12 +118,10 @@ def check_numeric_array(value: Any, name: str) -> np.ndarray | jax.Array:
 def check_argnums(argnums: Any, n_args: int, name: str) -> tuple[int, ...]:
     """``donate_argnums`` / ``static_argnums``: ints naming given positional arguments."""
     nums = (argnums,) if isinstance(argnums, numbers.Integral) else argnums
-    if not _iterable(nums):
-        raise TypeError(f"`{name}` must be an int or a tuple of ints, got {argnums!r}.")
-    nums = tuple(nums)
+    nums = tuple(nums) if _iterable(nums) else (None,)
+    if not all(map(_is_int, nums)):
+        raise TypeError(f"`{name}` must hold ints (an int or a tuple of ints), got {argnums!r}.")
     for n in nums:
-        if not _is_int(n):
-            raise TypeError(f"`{name}` must hold ints, got {n!r}.")
         if not -n_args <= n < n_args:
             raise ValueError(
                 f"`{name}` names argument {n} but only {n_args} positional argument(s) were "
@@ -161,7 +138,8 @@ def check_dtype(dtype: Any, name: str = "dtype") -> np.dtype | None:
         return np.dtype(dtype)
     except TypeError as e:
         text = dtype.lower() if isinstance(dtype, str) else ""
-        close = difflib.get_close_matches(text, DTYPE_NAMES, n=1)
+        names = [n for n in np.sctypeDict if isinstance(n, str)]
+        close = difflib.get_close_matches(text, [*names, "bfloat16"], n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise TypeError(
             f"`{name}` must be a dtype (e.g. np.float32, 'int32'), got {dtype!r}: {e}.{hint}"

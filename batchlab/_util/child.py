@@ -1,10 +1,8 @@
-"""Every fresh Python process the kit starts: one helper, one environment, one timeout.
+"""Every fresh Python process the kit starts (but the multi-process launcher's): one helper.
 
 The parent sends ``task`` (a kit function pickled by reference, or ``"module:name"``) and
-``payload`` (cloudpickle: the user's function by value) on the child's stdin; the child
-writes ``task(payload)``'s dict as JSON to a 0600 file. Nothing the child writes is
-unpickled, so printed text cannot run code in the notebook kernel. Only the multi-process
-launcher (``batchlab.scaling``) starts processes of its own.
+``payload`` (cloudpickle: the user's function by value) on stdin; the child writes
+``task(payload)``'s dict as JSON to a 0600 file. Nothing the child writes is unpickled.
 """
 
 from __future__ import annotations

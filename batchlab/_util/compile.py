@@ -1,11 +1,9 @@
 """The one plan path: any user function to one compiled XLA executable, each stage timed.
 
-Every planned figure of the kit comes from :func:`compile_fn` (``memory_estimate``,
-``measure``, and through ``batchlab.runs.planning.compile_program`` ``max_batch_size``,
-``run_batches`` and ``advise``). XLA plans a traced function's constants (closed-over
-weights) apart from its arguments, so :func:`compile_fn` hoists them into a first argument:
-``x -> tanh(x @ W)`` plans the same whether ``W`` is closed over or passed. Constants of a
-``jax.jit`` nested below the top (a ``lax.map`` body) stay.
+Every planned figure of the kit comes from :func:`compile_fn`. XLA plans closed-over arrays
+apart from arguments, so :func:`compile_fn` hoists them into a first argument: ``x -> tanh(x @
+W)`` plans the same whether ``W`` is closed over or passed (constants of a ``jax.jit`` nested
+below the top, a ``lax.map`` body, stay).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import os
+from collections import namedtuple
 from typing import Any
 
 import jax
@@ -95,42 +96,19 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
 PROFILES = ("cpu", "gpu")
 
 
-class Sizes:
-    """Read-only sizes of one topic for one profile (attribute access)."""
-
-    def __init__(self, topic: str, profile: str, values: dict[str, Any]) -> None:
-        object.__setattr__(self, "_values", {"topic": topic, "profile": profile, **values})
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(
-                f"sizes({self.topic!r}) has no {name!r}; it has {sorted(self._values)}"
-            ) from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("Sizes are read-only; edit batchlab/_util/config.py to change them.")
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{k}={v!r}" for k, v in list(self._values.items())[2:])
-        return f"Sizes({self.topic}, {self.profile}: {inner})"
-
-
-def sizes(topic: str, *, profile: str | None = None) -> Sizes:
+def sizes(topic: str, *, profile: str | None = None) -> tuple:
     """The sizes of ``topic`` (a key of ``TOPICS``) for ``profile`` (``None``:
-    ``BATCHLAB_PROFILE`` if set, else the backend's)."""
+    ``BATCHLAB_PROFILE`` if set, else the backend's), read-only, as a named tuple."""
     if topic not in TOPICS:
         raise ValueError(f"`topic` must be one of {sorted(TOPICS)}, got {topic!r}.")
     if profile is None:
         backend = "cpu" if jax.default_backend() == "cpu" else "gpu"
         profile = os.environ.get("BATCHLAB_PROFILE") or backend
-        if profile not in PROFILES:
-            raise ValueError(
-                f"BATCHLAB_PROFILE must be 'cpu' or 'gpu', got {profile!r}; "
-                "unset it to follow the backend."
-            )
     if profile not in PROFILES:
-        raise ValueError(f"`profile` must be one of {list(PROFILES)}, got {profile!r}.")
+        raise ValueError(
+            f"`profile` (or BATCHLAB_PROFILE) must be one of {list(PROFILES)}, got {profile!r}; "
+            "leave both unset to follow the backend."
+        )
     i = PROFILES.index(profile)
-    return Sizes(topic, profile, {k: v[i] for k, v in TOPICS[topic].items()})
+    values = {k: v[i] for k, v in TOPICS[topic].items()}
+    return namedtuple("Sizes", ["topic", "profile", *values])(topic, profile, *values.values())

@@ -89,13 +89,12 @@ def html_table(
 
 
 class Rows:
-    """Text and HTML reprs from one ``_rows()`` (rows of cells, human units) and ``_title()``.
+    """Text and HTML reprs from one ``_rows()`` (cells in human units) and ``_title()``.
 
-    ``_header`` names the columns; ``_inline`` makes the repr one line of ``label=value``.
-    Optional hooks: ``_caption()`` (HTML caption, default the title), ``_tables()`` (several
-    ``(caption, rows, header)`` tables), ``_notes()`` (lines after the table). A ``NamedTuple``
-    takes no mixin: it assigns ``__repr__ = Rows.__repr__`` and ``_repr_html_ = Rows._repr_html_``
-    (hence the ``getattr`` reads).
+    Hooks: ``_header`` (column names), ``_inline`` (a one-line repr of ``label=value``),
+    ``_caption()`` (HTML caption), ``_tables()`` (several ``(caption, rows, header)``),
+    ``_notes()`` (lines after the table). A ``NamedTuple`` assigns ``__repr__ = Rows.__repr__``
+    and ``_repr_html_ = Rows._repr_html_`` (hence the ``getattr`` reads).
     """
 
     _header: tuple[str, ...] = ("figure", "value")

@@ -1,9 +1,4 @@
-"""Claims as experiments: every verdict scoped and decided by a rule that can fail.
-
-A :class:`Claim` is a statement, the evidence measured in the cell (:class:`Number`,
-:class:`Samples`), its :class:`Scope` and a rule with three outcomes (*holds*, *does not
-hold*, *inconclusive here*). A notebook records its verdicts in a :class:`Record`.
-"""
+"""Claims as experiments: verdicts scoped, decided by rules that can fail, kept in a Record."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Claims decided by evidence, and a notebook's :class:`Record` of them: findings and checks.
+"""Claims decided by evidence, and a notebook's :class:`Record` of them.
 
 A **finding** runs one rule on the ``case`` and on a ``contrast`` where the *rival* explanation
-is true; it stands only when the two read opposite ways (one *holds*, the other *does not
-hold*), else it reads *inconclusive here*. A **check** is a fact with no contrast, listed apart.
+is true; it stands only when the two read opposite ways, else it reads *inconclusive here*.
+A **check** is a fact with no contrast, listed apart.
 """
 
 from __future__ import annotations
@@ -36,50 +36,35 @@ class Claim:
 
     def __post_init__(self):
         statement, evidence, rule = self.statement, self.evidence, self.rule
-        if not isinstance(statement, str) or not statement.strip():
-            raise TypeError(f"`statement` must be a sentence in plain words, got {statement!r}.")
-        if _CAUSE_WORDS.search(statement):
+        plain = isinstance(statement, str) and statement.strip()
+        if not plain or _CAUSE_WORDS.search(statement):
             raise ValueError(
-                f"`statement` gives a cause in its own words ({statement!r}); state the claim "
-                f"alone and test the cause with a finding's contrast (record.finding)."
+                f"`statement` must be a sentence in plain words that gives no cause, got "
+                f"{statement!r}; test a cause with a finding's contrast (record.finding)."
             )
         if isinstance(evidence, Mapping):
             evidence = list(evidence.values())
-        if not isinstance(evidence, Sequence) or not all(
-            isinstance(e, (Number, Samples)) for e in evidence
-        ):
+        figures = (Number, Samples)
+        ok = isinstance(evidence, Sequence) and all(isinstance(e, figures) for e in evidence)
+        names = [e.name for e in evidence] if ok else []
+        if not ok or len(set(names)) < len(names):
             raise TypeError(
                 f"`evidence` must be a list of Number (a deterministic figure) and Samples "
-                f"(repeated timings), got {evidence!r:.80}."
+                f"(repeated timings), each with a name of its own, got {evidence!r:.80}."
             )
-        names = [e.name for e in evidence]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(
-                f"`evidence` names {twice} more than once; give every figure its own name."
-            )
-        if not callable(rule) or not hasattr(rule, "reads"):
+        reads = getattr(rule, "reads", None)
+        if not callable(rule) or reads is None or not set(reads) <= set(names):
             raise TypeError(
                 f"`rule` must be a rule (bl.claims.ratio_above, ratio_below, equals, relation, "
-                f"all_of), got {type(rule).__name__}."
+                f"all_of) reading figures the evidence has ({names}), got {type(rule).__name__} "
+                f"reading {list(reads or [])}."
             )
-        missing = [n for n in rule.reads if n not in names]
-        if missing:
-            raise ValueError(
-                f"`rule` reads {missing}, which the evidence does not have; the evidence holds "
-                f"{names}."
-            )
-        if not isinstance(self.scope, Scope):
-            raise TypeError(f"`scope` must be a bl.claims.Scope, got {type(self.scope).__name__}.")
         if self.source is not None:
             source_claim(self.source)  # raises for an unknown name
         object.__setattr__(self, "evidence", tuple(evidence))
         object.__setattr__(self, "decision", rule(dict(zip(names, evidence, strict=True))))
 
-    @property
-    def outcome(self) -> str:
-        """*holds*, *does not hold* or *inconclusive here*."""
-        return self.decision.outcome
+    outcome = property(lambda self: self.decision.outcome)  # holds / does not hold / inconclusive
 
     def __repr__(self) -> str:
         wall_clock = " (wall clock)" if self.decision.timed else ""
@@ -92,17 +77,9 @@ class Check:
 
     claim: Claim
 
-    @property
-    def statement(self) -> str:
-        return self.claim.statement
-
-    @property
-    def outcome(self) -> str:
-        return self.claim.outcome
-
-    @property
-    def timed(self) -> bool:
-        return self.claim.decision.timed
+    statement = property(lambda self: self.claim.statement)
+    outcome = property(lambda self: self.claim.outcome)
+    timed = property(lambda self: self.claim.decision.timed)
 
     @property
     def verdict(self) -> str:
@@ -125,13 +102,8 @@ class Finding(Check):
         """The contrast reads the other way (one holds, the other does not)."""
         return {self.claim.outcome, self.contrast.outcome} == {HOLDS, FAILS}
 
-    @property
-    def outcome(self) -> str:
-        return self.claim.outcome if self.discriminates else INCONCLUSIVE
-
-    @property
-    def timed(self) -> bool:
-        return self.claim.decision.timed or self.contrast.decision.timed
+    outcome = property(lambda self: self.claim.outcome if self.discriminates else INCONCLUSIVE)
+    timed = property(lambda self: self.claim.decision.timed or self.contrast.decision.timed)
 
     def __repr__(self) -> str:
         """One line: the verdict, the case's numbers, the rival's case's."""
@@ -143,9 +115,8 @@ class Finding(Check):
 
 @dataclass
 class Record(Rows):
-    """What a notebook's cells decided, in order; its repr is the claims table.
-
-    ``sizes`` and ``dtype`` make its :class:`Scope` (this machine's, printed once).
+    """What a notebook's cells decided, in order; its repr is the claims table, under the
+    :class:`Scope` that ``sizes`` and ``dtype`` make (printed once).
 
     Example:
       >>> from batchlab.claims import Number, relation
@@ -207,9 +178,9 @@ class Record(Rows):
             for e in entries
         ]
 
-    def _caption(self) -> str:
+    def _title(self) -> str:
         return f"Claims ({self.scope})"
 
     def __repr__(self) -> str:
         rows = [f"- {kind}: {name}: {verdict}" for kind, name, verdict in self._rows()]
-        return "\n".join([f"Claims ({self.scope}):", *rows])
+        return "\n".join([f"{self._title()}:", *rows])

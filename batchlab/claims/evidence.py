@@ -1,8 +1,5 @@
-"""What a claim rests on: named figures measured in the cell, and the scope they hold in.
-
-A :class:`Number` is one deterministic figure, :class:`Samples` repeated timings of one thing;
-both name the code they came from. :class:`Scope` says where they hold.
-"""
+"""What a claim rests on: named figures measured in the cell (each naming the code it came
+from), and the :class:`Scope` they hold in."""
 
 from __future__ import annotations
 
@@ -15,6 +12,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from batchlab._util.checks import check_positive_int
 from batchlab._util.format import format_bytes, format_seconds
 
 #: units a Number or Samples may carry; "B" prints bytes exactly, "s" as a duration
@@ -93,14 +91,11 @@ class Samples:
         try:
             values = tuple(float(v) for v in self.values)
         except TypeError:
-            raise TypeError(
-                f"`values` of {self.name!r} must be a sequence of numbers (timing samples), "
-                f"got {type(self.values).__name__}."
-            ) from None
+            values = ()
         if len(values) < 2 or not all(math.isfinite(v) and v > 0 for v in values):
             raise ValueError(
-                f"`values` of {self.name!r} must hold at least two positive, finite timing "
-                f"samples (a spread needs repeats), got {values!r}."
+                f"`values` of {self.name!r} must be a sequence of at least two positive, finite "
+                f"timing samples (a spread needs repeats), got {self.values!r:.80}."
             )
         object.__setattr__(self, "values", values)
 
@@ -110,8 +105,7 @@ class Samples:
 
     def per(self, items: int, name: str | None = None) -> Samples:
         """The same samples divided by ``items`` (seconds per item), still paired."""
-        if not isinstance(items, numbers.Integral) or isinstance(items, bool) or items < 1:
-            raise ValueError(f"`items` must be a positive whole number, got {items!r}.")
+        check_positive_int(items, "items")
         values = tuple(v / items for v in self.values)
         source = f"{self.source}, per item ({items} items)"
         return Samples(name or self.name, values, source, self.unit, self.paired)

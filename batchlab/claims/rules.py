@@ -1,9 +1,5 @@
-"""Rules: from a claim's evidence to *holds*, *does not hold* or *inconclusive here*.
-
-Every rule says which numbers decided it (``reads`` names them). Timings are decided on their
-interval (:class:`Ratio`): one that straddles the threshold reads *inconclusive here*, never
-an exception. Deterministic evidence is compared exactly; ``None`` (this backend cannot give
-the figure) is inconclusive.
+"""Rules: from a claim's evidence (the figures named in ``reads``) to *holds*, *does not hold*
+or *inconclusive here* (a timing interval straddling the threshold, or a figure that is ``None``).
 """
 
 from __future__ import annotations
@@ -26,11 +22,8 @@ OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE)
 
 
 class Decision(NamedTuple):
-    """What a rule decided and the numbers that decided it (``timed``: wall-clock timings).
-
-    A finding's line prints ``short`` (``deciding`` in fewer words) and ``value`` (the deciding
-    figure alone) where they are given.
-    """
+    """What a rule decided, the numbers that decided it (``short``: in fewer words; ``value``: the
+    deciding figure alone) and whether wall-clock timings did (``timed``)."""
 
     outcome: str
     deciding: str
@@ -49,12 +42,9 @@ COVERAGE = 0.95
 
 
 def median_interval(ratios: list[float]) -> tuple[float, float, float] | None:
-    """(median, low, high): a distribution-free interval for the median of ``ratios``.
-
-    The order statistics ``r_(k)`` and ``r_(n+1-k)`` bracket the median with probability
-    ``1 - 2 P(Bin(n, 1/2) < k)`` whatever the distribution (the sign test's interval); ``k``
-    is the largest whose coverage is at least :data:`COVERAGE`. ``None`` below 6 ratios.
-    """
+    """(median, low, high): the sign test's distribution-free interval for the median of
+    ``ratios``, ``r_(k)`` to ``r_(n+1-k)`` with the largest ``k`` whose coverage
+    ``1 - 2 P(Bin(n, 1/2) < k)`` is at least :data:`COVERAGE`. ``None`` below 6 ratios."""
     n, r = len(ratios), sorted(ratios)
     tail, k = 0.0, 0  # tail = P(Bin(n, 1/2) <= k - 1)
     while 1 - 2 * (tail + math.comb(n, k) / 2**n) >= COVERAGE:
@@ -84,13 +74,10 @@ def _span(ev: Evidence) -> tuple[float, float, float] | None:
 
 @dataclass(frozen=True)
 class Ratio:
-    """``numerator / denominator`` above (or below) ``threshold``, decided on its interval.
-
-    Paired samples: the median of the per-round ratios and its :func:`median_interval`.
-    Unpaired: the ratio of the fastest samples, ranging fastest/slowest to slowest/fastest.
-    It holds when the whole interval is on the claimed side, does not hold when all of it is
-    on the other.
-    """
+    """``numerator / denominator`` above (or below) ``threshold``: holds when its whole interval
+    is on the claimed side, does not hold when all of it is on the other. Paired samples: the
+    median of the per-round ratios and its :func:`median_interval`; unpaired: the ratio of the
+    fastest samples, ranging fastest/slowest to slowest/fastest."""
 
     numerator: str
     denominator: str
@@ -160,10 +147,13 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _number(evidence: Mapping[str, Evidence], name: str, why: str) -> Number:
-    """The Number called ``name``; timing samples are refused (``why`` says what to use)."""
+def _number(evidence: Mapping[str, Evidence], name: str) -> Number:
+    """The Number called ``name``; timing samples are refused."""
     if isinstance(evidence[name], Samples):
-        raise TypeError(f"`{name}` holds timing samples; {why}")
+        raise TypeError(
+            f"`{name}` holds timing samples; equals and relation compare deterministic figures "
+            "(a Number): compare timings with ratio_above/ratio_below (spread-aware)."
+        )
     return evidence[name]
 
 
@@ -179,8 +169,7 @@ class Equals:
         return (self.name,)
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
-        why = "exact equality is for deterministic evidence (a Number). Compare timings with "
-        ev = _number(evidence, self.name, why + "ratio_above/ratio_below.")
+        ev = _number(evidence, self.name)
         shown = format_value(ev.value, ev.unit)
         if ev.value is None:
             return Decision(INCONCLUSIVE, f"{self.name}: {shown}")
@@ -228,8 +217,7 @@ class Relation:
         return (self.left, self.right) if isinstance(self.right, str) else (self.left,)
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
-        why = "compare counts here and timings with ratio_above/ratio_below (spread-aware)."
-        left, *named = (_number(evidence, n, why) for n in self.reads)
+        left, *named = (_number(evidence, n) for n in self.reads)
         right = named[0] if named else Number("limit", self.right, "the claim", left.unit)
         r_text = (f"{self.right} = " if named else "") + format_value(right.value, right.unit)
         text = f"{self.left} = {format_value(left.value, left.unit)} {self.op} {r_text}"

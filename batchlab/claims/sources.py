@@ -62,8 +62,7 @@ NAMES = tuple(c.name for c in SOURCE_CLAIMS)
 
 def source_claim(name: str) -> SourceClaim:
     """The source claim called ``name`` (``ValueError`` naming all eleven for another)."""
-    for c in SOURCE_CLAIMS:
-        if c.name == name:
-            return c
-    names = "; ".join(repr(n) for n in NAMES)
-    raise ValueError(f"no source claim is called {name!r}; the eleven names are: {names}.")
+    if name not in NAMES:
+        names = "; ".join(repr(n) for n in NAMES)
+        raise ValueError(f"no source claim is called {name!r}; the eleven names are: {names}.")
+    return SOURCE_CLAIMS[NAMES.index(name)]

@@ -13,40 +13,30 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from batchlab._util.checks import check_array_tree
-from batchlab._util.format import Rows
+
+AXIS = "batch"
 
 
 @dataclass(frozen=True)
-class ShardedBatch(Rows):
-    """A batch laid out along the ``"batch"`` axis of a mesh, padded to a multiple of the device count."""
+class ShardedBatch:
+    """A batch laid out along the ``"batch"`` axis of a mesh, padded to a multiple of the device count.
+
+    Several processes: ``process_items`` are the real rows each process fed, ``process_starts``
+    the global rows where they start.
+    """
 
     values: Any
     mask: jax.Array
     n_items: int
     sharding: NamedSharding
-    #: several processes: the real rows each process fed, and the global row where they start
     process_items: tuple[int, ...] = ()
     process_starts: tuple[int, ...] = ()
 
-    @property
-    def n_processes(self) -> int:
-        return max(1, len(self.process_items))
-
-    @property
-    def n_devices(self) -> int:
-        return int(self.sharding.mesh.shape[self.sharding.spec[0]])
-
-    @property
-    def padded_items(self) -> int:
-        return int(self.mask.shape[0])
-
-    @property
-    def n_padding(self) -> int:
-        return self.padded_items - self.n_items
-
-    @property
-    def items_per_device(self) -> int:
-        return self.padded_items // self.n_devices
+    n_processes = property(lambda self: max(1, len(self.process_items)))
+    n_devices = property(lambda self: int(self.sharding.mesh.shape[AXIS]))
+    padded_items = property(lambda self: int(self.mask.shape[0]))
+    n_padding = property(lambda self: self.padded_items - self.n_items)
+    items_per_device = property(lambda self: self.padded_items // self.n_devices)
 
     def unpad(self, result: Any) -> Any:
         """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real ones."""
@@ -73,19 +63,6 @@ class ShardedBatch(Rows):
             f"{self.items_per_device} rows per device, spec {self.sharding.spec})"
         )
 
-    def _rows(self) -> list[tuple]:
-        return [
-            ("items", self.n_items),
-            ("padding rows (mask False)", self.n_padding),
-            ("devices", self.n_devices),
-            ("processes", self.n_processes),
-            ("rows per device", self.items_per_device),
-            ("PartitionSpec", str(self.sharding.spec)),
-        ]
-
-
-AXIS = "batch"
-
 
 def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
     """Lays the leading (batch) axis of ``x`` out over the ``"batch"`` axis of ``mesh``.
@@ -100,36 +77,22 @@ def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
       >>> sb.n_items, sb.mask.shape == (sb.padded_items,), float((sb.values.sum(1) * sb.mask).sum())
       (5, True, 45.0)
     """
-    if not isinstance(mesh, Mesh):
+    if not isinstance(mesh, Mesh) or AXIS not in mesh.axis_names:
+        got = tuple(mesh.axis_names) if isinstance(mesh, Mesh) else type(mesh).__name__
         raise TypeError(
-            f"`mesh` must be a jax.sharding.Mesh, e.g. jax.make_mesh((n,), ('batch',)), got "
-            f"{type(mesh).__name__}."
-        )
-    if AXIS not in mesh.axis_names:
-        raise ValueError(
-            f"`mesh` has axes {tuple(mesh.axis_names)}, none named 'batch' (the axis the batch "
-            "is split over); build it with jax.make_mesh((n,), ('batch',))."
+            f"`mesh` must be a jax.sharding.Mesh with a 'batch' axis (the axis the batch is split "
+            f"over), got {got}; build it with jax.make_mesh((n,), ('batch',))."
         )
     check_array_tree(x, "x")
-    leaves, treedef = jax.tree_util.tree_flatten_with_path(x)
-    if not leaves:
-        raise ValueError("`x` holds no arrays; pass an array [batch, ...] or a pytree of them.")
-    sizes = {}
-    for path, leaf in leaves:
-        where = "x" + jax.tree_util.keystr(path)
-        if np.ndim(leaf) == 0:
-            raise ValueError(
-                f"`{where}` is a scalar; every leaf needs a leading batch axis. A value "
-                "shared by all items is a parameter: pass it to your function separately."
-            )
-        sizes[where] = int(np.shape(leaf)[0])
-    if len(set(sizes.values())) > 1:
+    leaves, treedef = jax.tree_util.tree_flatten(x)
+    sizes = {int(np.shape(leaf)[0]) if np.ndim(leaf) else None for leaf in leaves}
+    if len(sizes) != 1 or None in sizes:
         raise ValueError(
-            f"the leaves of `x` have different batch sizes {sizes}; every leaf must have "
-            "the same leading (batch) axis."
+            f"`x` must be an array [batch, ...] or a pytree of them, every leaf with the same "
+            f"leading (batch) axis, got leading sizes {sizes or 'none (no arrays)'}; a scalar "
+            "shared by all items is a parameter: pass it to your function separately."
         )
-    n_items = next(iter(sizes.values()))
-    leaves = [leaf for _, leaf in leaves]
+    (n_items,) = sizes
     if any(d.process_index != jax.process_index() for d in mesh.devices.flat):
         return _shard_process_local(leaves, treedef, n_items, mesh)
     n_devices = int(mesh.shape[AXIS])

@@ -10,7 +10,6 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.experimental import multihost_utils
 
 from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
 from batchlab._util.format import Rows, format_bytes, format_seconds
@@ -69,9 +68,9 @@ def measure_scaling(
     devices: Sequence[Any] | None = None,
     repeat: int = 5,
 ) -> Scaling:
-    """Runs ``fn(batch, *params)`` with the batch sharded over each of ``device_counts`` (of
-    ``devices``, default ``jax.devices()``) and ``params`` replicated; compares with one device.
-    ``repeat``: timing rounds per count (the counts are timed interleaved).
+    """Runs ``fn(batch, *params)`` (in one process) with the batch sharded over each of
+    ``device_counts`` (of ``devices``, default ``jax.devices()``) and ``params`` replicated;
+    compares with one device. ``repeat``: timing rounds per count (timed interleaved).
 
     Example:
       >>> import jax.numpy as jnp
@@ -83,26 +82,23 @@ def measure_scaling(
     check_positive_ints(device_counts, "device_counts")
     check_positive_int(repeat, "repeat")
     devices = list(jax.devices() if devices is None else devices)
-    n_proc = jax.process_count()
-    for n in device_counts:
-        if n > len(devices):
-            raise ValueError(
-                f"`device_counts` holds {n!r}, but there are {len(devices)} device(s); use "
-                f"counts from 1 to {len(devices)} (on CPU, simulate more with "
-                "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts)."
-            )
-        if n % n_proc:
-            raise ValueError(
-                f"`device_counts` holds {n}, which the {n_proc} processes cannot share evenly; "
-                f"with several processes every count must be a multiple of {n_proc} (each "
-                "process feeds its rows to its share of the devices)."
-            )
-    # one device, no padding; several processes: every process's rows gathered first
-    whole = _gather_rows(x) if n_proc > 1 else x
-    ref_leaves = jax.tree_util.tree_leaves(jax.device_get(jax.jit(fn)(whole, *params)))
+    if jax.process_count() > 1:
+        raise ValueError(
+            f"`measure_scaling` compares with one device of one process, got "
+            f"{jax.process_count()} processes; call it in a single process (several processes: "
+            "shard_batch and jax.jit inside the job, as notebook 11's two_process_job does)."
+        )
+    bad = [n for n in device_counts if n > len(devices)]
+    if bad:
+        raise ValueError(
+            f"`device_counts` holds {bad[0]!r}, but there are {len(devices)} device(s); use "
+            f"counts from 1 to {len(devices)} (on CPU, simulate more with "
+            "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts)."
+        )
+    ref_leaves = jax.tree_util.tree_leaves(jax.device_get(jax.jit(fn)(x, *params)))
     jitted, plans, rows, same, calls = jax.jit(fn), {}, {}, {}, {}
     for n in device_counts:
-        mesh = jax.make_mesh((n,), ("batch",), devices=_take_devices(devices, n, n_proc))
+        mesh = jax.make_mesh((n,), ("batch",), devices=devices[:n])
         sb = shard_batch(x, mesh)
         args = (sb.values, *replicate(params, mesh))
         plans[n], rows[n] = memory_estimate(fn, *args), sb.items_per_device
@@ -120,28 +116,5 @@ def measure_scaling(
                      plans[n].planned_bytes, seconds[str(n)], bool(same[n]))
         for n in device_counts
     ]  # fmt: skip
-    n_items = int(np.shape(jax.tree_util.tree_leaves(whole)[0])[0])
+    n_items = int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])
     return Scaling(n_items, tuple(points))
-
-
-def _take_devices(devices: list, n: int, n_proc: int) -> list:
-    """The first ``n`` devices; several processes: the first ``n / n_proc`` of each, in order."""
-    by_process: dict[int, list] = {}
-    for d in devices:
-        by_process.setdefault(d.process_index, []).append(d)
-    return [d for p in sorted(by_process) for d in by_process[p][: n // n_proc]]
-
-
-def _gather_rows(x: Any) -> Any:
-    """Every process's rows of ``x``, concatenated in process order, on every process (host)."""
-    n = int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])
-    counts = np.asarray(multihost_utils.process_allgather(np.int64(n))).reshape(-1)
-    most = int(counts.max())
-
-    def gather(leaf: Any) -> np.ndarray:
-        host = np.asarray(leaf)
-        padded = np.pad(host, [(0, most - host.shape[0])] + [(0, 0)] * (host.ndim - 1))
-        every = np.asarray(multihost_utils.process_allgather(padded, tiled=True))
-        return np.concatenate([every[i * most : i * most + c] for i, c in enumerate(counts)])
-
-    return jax.tree_util.tree_map(gather, x)

@@ -25,29 +25,25 @@ from batchlab._util.format import format_seconds
 ENV_COORDINATOR = "BATCHLAB_COORDINATOR"
 ENV_NUM_PROCESSES = "BATCHLAB_NUM_PROCESSES"
 ENV_PROCESS_ID = "BATCHLAB_PROCESS_ID"
-ENV_DEVICES = "BATCHLAB_DEVICES_PER_PROCESS"
 LOOPBACK = "127.0.0.1"
 _CHILD = [sys.executable, "-m", "batchlab.scaling.distributed._child"]
 
 
-def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port that is free on ``host`` now (the OS picks it; bound to loopback only)."""
+def free_port() -> int:
+    """A TCP port that is free on loopback now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
+        s.bind((LOOPBACK, 0))
         return int(s.getsockname()[1])
 
 
 def initialize(**kwargs: Any) -> None:
-    """Connects this process to the others: ``jax.distributed.initialize`` with the right settings."""
+    """``jax.distributed.initialize``, under :func:`launch` with the launcher's settings."""
     if jax.distributed.is_initialized():
         return
     if ENV_NUM_PROCESSES not in os.environ:
         jax.distributed.initialize(**kwargs)
         return
-    jax.config.update("jax_platforms", "cpu")
-    jax.config.update("jax_num_cpu_devices", int(os.environ[ENV_DEVICES]))
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(
+    jax.distributed.initialize(  # the CPU settings come in the environment (_child_env)
         coordinator_address=os.environ[ENV_COORDINATOR],
         # JAX's default binds the coordinator to every interface ("[::]:port"): loopback only
         coordinator_bind_address=os.environ[ENV_COORDINATOR],
@@ -120,7 +116,6 @@ def _child_env(coordinator: str, n: int, i: int, devices: int) -> dict[str, str]
         ENV_COORDINATOR: coordinator,
         ENV_NUM_PROCESSES: str(n),
         ENV_PROCESS_ID: str(i),
-        ENV_DEVICES: str(devices),
         "JAX_PLATFORMS": "cpu",
         "JAX_NUM_CPU_DEVICES": str(devices),
         "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
@@ -146,21 +141,19 @@ def _pickle_job(job: Callable, args: tuple) -> bytes:
 
 def _check_launch_args(job: Any, processes: Any, devices_per_process: Any, timeout: Any) -> None:
     for name, value in (("processes", processes), ("devices_per_process", devices_per_process)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"`{name}` must be an int, got {type(value).__name__} {value!r}.")
-        if not 1 <= value <= 64:
-            raise ValueError(
-                f"`{name}`={value} is out of range; use 1 to 64 (each process is a Python "
-                "process with its own JAX runtime, about 200 MiB)."
+        is_int = isinstance(value, int) and not isinstance(value, bool)
+        if not is_int or not 1 <= value <= 64:
+            raise (ValueError if is_int else TypeError)(
+                f"`{name}` must be an int from 1 to 64 (each process is a Python process with its "
+                f"own JAX runtime, about 200 MiB), got {value!r}."
             )
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise ValueError(f"`timeout` must be a positive number of seconds, got {timeout!r}.")
-    if not callable(job) and not isinstance(job, (str, os.PathLike)):
-        raise TypeError(
-            f"`job` must be a function or the path of a Python script, got {type(job).__name__}."
+    is_path = isinstance(job, (str, os.PathLike))
+    if not callable(job) and not (is_path and Path(job).is_file()):
+        raise (ValueError if is_path else TypeError)(
+            f"`job` must be a function or the path of a Python script file, got {job!r:.60}."
         )
-    if not callable(job) and not Path(job).is_file():
-        raise ValueError(f"`job`={str(job)!r} is not a file; pass the path of a Python script.")
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -266,10 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = vars(parser.parse_args(argv))  # processes, devices_per_process, timeout
 
-    def terminate(signum: int, frame: Any) -> None:  # a CI's SIGTERM cleans up like Ctrl-C
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
+    # a CI's SIGTERM cleans up like Ctrl-C (the default SIGINT handler raises KeyboardInterrupt)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         run = launch(options.pop("script"), args=options.pop("args"), check=False, **options)
     except (TypeError, ValueError) as e:

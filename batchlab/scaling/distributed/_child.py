@@ -21,13 +21,11 @@ def main(argv: list[str]) -> None:
         payload, result = rest
         job, args = cloudpickle.loads(Path(payload).read_bytes())
         Path(result).write_bytes(pickle.dumps(job(*args)))
-    elif mode == "script":
+    else:  # "script" (the launcher passes no other mode)
         path, *args = rest
         sys.argv = [path, *args]
         sys.path.insert(0, str(Path(path).parent))
         runpy.run_path(path, run_name="__main__")
-    else:
-        raise SystemExit(f"unknown mode {mode!r}; use 'call' or 'script'")
 
 
 def _exit_now(code: int) -> None:
