@@ -7,7 +7,12 @@ from typing import Any
 
 import jax
 
-from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
+from batchlab._util.checks import (
+    check_callable,
+    check_choice,
+    check_positive_int,
+    check_positive_ints,
+)
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab.batching.comparison import Comparison, StrategyResult, compare
 from batchlab.batching.comparison_plot import plot_comparison
@@ -21,9 +26,7 @@ from batchlab.widgets.explorer import Explorer
 
 
 class BatchSizeExplorer(Explorer):
-    """A batch-size slider that re-measures ``fn`` (:func:`batchlab.measure`) and redraws.
-
-    ``make_batch(batch_size)`` gives the arguments.
+    """A batch-size slider: ``fn`` on ``make_batch(batch_size)``, measured and redrawn.
 
     Example:
       >>> import jax.numpy as jnp
@@ -72,8 +75,7 @@ class BatchSizeExplorer(Explorer):
         return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
 
     def per_item(self, *, paired: bool = True) -> PerItemCost:
-        """Every measured batch size as a :class:`PerItemCost`; ``paired``: the smallest and
-        the largest batch timed again, interleaved (else the points as measured)."""
+        """The measured sizes as a :class:`PerItemCost` (``paired``: ends re-timed, interleaved)."""
 
         def call_at(batch_size: int) -> Callable[[], Any]:
             args = self._args(batch_size)
@@ -102,12 +104,9 @@ class BatchSizeExplorer(Explorer):
 
 
 class StrategyExplorer(Explorer):
-    """The picked strategies at the chosen batch size; plots every point measured so far.
+    """The ticked strategies at a batch size, from one :func:`batchlab.compare` run each.
 
-    ``args``: the largest batch (smaller batch sizes take its first items); ``chunk``: items
-    per chunk for ``"chunked"``; ``manual``: the hand-batched ``fn``. The strategies shown at
-    a batch size come from one :func:`batchlab.compare` run (interleaved, paired by round):
-    a result is never set beside one timed apart.
+    ``args``: the largest batch (smaller ones take its first items); ``manual``: hand-batched.
     """
 
     def __init__(
@@ -127,8 +126,7 @@ class StrategyExplorer(Explorer):
         self.choices = {"batch_size": tuple(sizes)}
         options = [s for s in STRATEGIES if s != "manual" or manual is not None]
         for s in strategies:
-            if s not in options:
-                raise ValueError(f"`strategies` may hold {options}, got {s!r}.")
+            check_choice(s, "strategies", options)
         self.name = getattr(fn, "__name__", "fn")
         self.points: dict[tuple[str, int], StrategyResult] = {}
 

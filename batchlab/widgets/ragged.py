@@ -1,8 +1,4 @@
-"""Padding strategies (04) and bucket counts (05), measured on token pooling.
-
-The workload (an embedding lookup per token, then the masked mean) grows with the padded
-elements. A bucket setting's plan is drawn first; then each bucket shape is compiled once.
-"""
+"""Padding strategies (04) and bucket counts (05), measured on token pooling (lookup, masked mean)."""
 
 from __future__ import annotations
 
@@ -65,13 +61,9 @@ class PaddingPoint(NamedTuple):
     correct: float
     measurement: Measurement
 
-    @property
-    def flops(self) -> float | None:
-        """XLA's ``cost_analysis`` flops."""
-        return self.measurement.memory.flops
-
     def __repr__(self) -> str:
-        flops = "" if self.flops is None else f", {self.flops / 1e6:.2f} M flops"
+        flops = self.measurement.memory.flops
+        flops = "" if flops is None else f", {flops / 1e6:.2f} M flops"
         return (
             f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, "
             f"padding {self.waste:.1%}, {self.truncated} items cut, {self.correct:.0%} items "
@@ -83,8 +75,8 @@ class PaddingPoint(NamedTuple):
 class PaddingExplorer(Explorer):
     """Strategy and size -> wasted compute, run time, memory and correctness, measured.
 
-    ``max`` pads to the longest, ``multiple`` to the next multiple of ``size``, ``fixed`` pads
-    or *cuts* to ``size`` (cut items come out wrong), ``pack`` puts items back to back.
+    ``max``: to the longest; ``multiple``: to a multiple of ``size``; ``fixed``: pads or *cuts*
+    to ``size`` (cut items come out wrong); ``pack``: items back to back.
 
     Example:
       >>> from batchlab import Ragged
@@ -106,7 +98,7 @@ class PaddingExplorer(Explorer):
     ):
         self.data, self.table = token_workload(data, vocab, features, 0)
         sizes = tuple(check_positive_ints(sizes, "sizes"))
-        self.choices = {"size": sizes}
+        self.choices = {"strategy": tuple(PAD_COLORS), "size": sizes}
         self.reference = mean_pool_reference(self.data, self.table)
         self.measure_options = measure_options
         super().__init__(
@@ -123,8 +115,6 @@ class PaddingExplorer(Explorer):
         self.update()
 
     def _compute_point(self, strategy: str, size: int) -> PaddingPoint:
-        if strategy not in PAD_COLORS:
-            raise ValueError(f"`strategy` must be one of {list(PAD_COLORS)}, got {strategy!r}.")
         if strategy == "pack":
             p = pack(self.data)
             args, fn, length, truncated = (p, self.table), packed_mean_pool, p.padded_elements, 0
@@ -183,10 +173,7 @@ def _draw_padding(ex: PaddingExplorer):
 
 
 class BucketExplorer(Explorer):
-    """Bucket count and boundary rule -> padding, compilations, run time of the dataset.
-
-    ``measure_options``: ``max_time``, ``repeat`` or ``tolerance`` for each setting's run.
-    """
+    """Bucket count and boundary rule -> padding, compilations, run time; the plan drawn first."""
 
     def __init__(
         self,
@@ -200,11 +187,10 @@ class BucketExplorer(Explorer):
         self.data, self.table = token_workload(data, vocab, features, 0)
         counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
         self.choices = {"n_buckets": counts}
-        unknown = sorted(set(measure_options) - set(RUN_OPTIONS))
-        if unknown:
+        if set(measure_options) - set(RUN_OPTIONS):
             raise TypeError(
-                f"BucketExplorer got unexpected option(s) {unknown}: a setting's run accepts "
-                f"{', '.join(RUN_OPTIONS)} (as in batchlab.measure)."
+                f"`measure_options` may hold {', '.join(RUN_OPTIONS)} (as in batchlab.measure), "
+                f"got {sorted(measure_options)}."
             )
 
         @functools.lru_cache(maxsize=1)  # the preview's plan, reused by the measurement
