@@ -45,7 +45,6 @@ class Explorer:
       (16, 9, 16, 'square 16 (from cache: nothing re-measured)')
     """
 
-    reports_compiles = False  # True when ``describe`` itself reports the compilations
     plot_per_setting = False  # True when a setting's plot never changes once measured
 
     def __init__(
@@ -151,7 +150,7 @@ class Explorer:
         text = self._describe(result)
         if self.last_from_cache:
             return text + " <i>(from cache: nothing re-measured)</i>"
-        if self.last_compiles and not self.reports_compiles:
+        if self.last_compiles:
             return text + (
                 f" <i>(new setting: {self.last_compiles} XLA compilation(s), "
                 f"{format_seconds(self.last_compile_seconds)} of compiling, not counted as run time)</i>"

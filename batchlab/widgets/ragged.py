@@ -34,12 +34,21 @@ from batchlab.widgets.explorer import Explorer
 PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "pack": "tab:green"}
 
 
-def plot_runs(ax, x: list, points: list, color: str, label: str) -> None:
-    """The points' run times in ms at ``x``: median, bars from min to max."""
-    med = np.array([q.measurement.median for q in points]) * 1e3
-    lo = med - np.array([q.measurement.min for q in points]) * 1e3
-    hi = np.array([q.measurement.max for q in points]) * 1e3 - med
-    ax.errorbar(x, med, yerr=[lo, hi], fmt="o-", color=color, capsize=3, label=label)
+def plot_runs(ax, ex: Explorer, kind: str, colors: dict, x: str, label: str) -> dict:
+    """Run times (ms) of every point measured, one series per ``kind`` (median, min..max)."""
+    series = {}
+    for name, color in colors.items():
+        by_x = {getattr(q, x): q for q in ex.cache.values() if getattr(q, kind) == name}
+        if by_x:
+            xs = sorted(by_x)
+            series[name] = (xs, [by_x[k] for k in xs])
+            lo, med, hi = (
+                1e3 * np.array([getattr(by_x[k].measurement, s) for k in xs])
+                for s in ("min", "median", "max")
+            )
+            style = dict(fmt="o-", color=color, capsize=3, label=label.format(name))
+            ax.errorbar(xs, med, yerr=[med - lo, hi - med], **style)
+    return series
 
 
 def ring_current(ax, x: float, seconds: float) -> None:
@@ -153,12 +162,7 @@ def _draw_padding(ex: PaddingExplorer):
         ax_m.set(title=f"dark = data, light = pad ({p.waste:.0%} pads)", ylabel="item (64 shown)")
     ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
-    for strategy, color in PAD_COLORS.items():  # x = positions computed, y = median run time
-        by_x = {q.padded_elements: q for q in ex.cache.values() if q.strategy == strategy}
-        if by_x:
-            pts = [by_x[x] for x in sorted(by_x)]
-            label = f"{strategy} (median, bar = min..max)"
-            plot_runs(ax_t, [q.padded_elements for q in pts], pts, color, label)
+    plot_runs(ax_t, ex, "strategy", PAD_COLORS, "padded_elements", "{} (median, bar = min..max)")
     ring_current(ax_t, p.padded_elements, p.measurement.median)
     ax_t.set(xscale="log", yscale="log", xlabel="positions computed (log scale)")
     for axis, fmt in ((ax_t.xaxis, "{:,.0f}"), (ax_t.yaxis, "{:g}")):  # plain numbers, no 2x10^0
@@ -233,13 +237,13 @@ def _draw_buckets(ex: BucketExplorer):
     done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
     ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
-    for rule in BOUNDARY_RULES:
-        pts = sorted((q for q in ex.cache.values() if q.rule == rule), key=lambda q: q.n_buckets)
-        if pts:
-            c, k = RULE_COLORS.get(rule, "k"), [q.n_buckets for q in pts]
-            plot_runs(ax_t, k, pts, c, f"{rule}: run, one epoch (median, min..max)")
-            label = f"{rule}: compile, all buckets (right axis)"
-            ax_c.plot(k, [q.compile_seconds for q in pts], "s--", color=c, alpha=0.6, label=label)
+    colors = {rule: RULE_COLORS.get(rule, "k") for rule in BOUNDARY_RULES}
+    label = "{}: run, one epoch (median, min..max)"
+    for rule, (k, pts) in plot_runs(ax_t, ex, "rule", colors, "n_buckets", label).items():
+        label = f"{rule}: compile, all buckets (right axis)"
+        ax_c.plot(
+            k, [q.compile_seconds for q in pts], "s--", color=colors[rule], alpha=0.6, label=label
+        )
     if measuring:  # nothing measured yet for this setting: mark where its point will be
         ax_t.axvline(
             p.n_buckets, color="black", ls=":", lw=1.5, label="current setting (measuring)"
