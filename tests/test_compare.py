@@ -113,7 +113,7 @@ def test_strategy_explorer_keeps_every_point_measured(inputs):
 def test_strategy_explorer_errors(inputs):
     from batchlab.widgets import StrategyExplorer
 
-    with pytest.raises(ValueError, match="`strategies` must be one of"):
+    with pytest.raises(ValueError, match="`strategies` may hold"):
         StrategyExplorer(mlp, *inputs, batch_sizes=[8], strategies=("manual",))
     with pytest.raises(ValueError, match="`batch_sizes` is empty"):
         StrategyExplorer(mlp, *inputs, batch_sizes=[])

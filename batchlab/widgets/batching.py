@@ -7,12 +7,7 @@ from typing import Any
 
 import jax
 
-from batchlab._util.checks import (
-    check_callable,
-    check_choice,
-    check_positive_int,
-    check_positive_ints,
-)
+from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab.batching.comparison import Comparison, StrategyResult, compare
 from batchlab.batching.comparison_plot import plot_comparison
@@ -114,7 +109,8 @@ class StrategyExplorer(Explorer):
         self.choices = {"batch_size": tuple(sizes)}
         options = [s for s in STRATEGIES if s != "manual" or manual is not None]
         for s in strategies:
-            check_choice(s, "strategies", options)
+            if s not in options:
+                raise ValueError(f"`strategies` may hold {options}, got {s!r}.")
         self.name = getattr(fn, "__name__", "fn")
         self.points: dict[tuple[str, int], StrategyResult] = {}
 

@@ -65,7 +65,7 @@ class Explorer:
         self.result = self.error = self.pending = self._ui = None
         self.last_update_seconds = self.last_first_answer_seconds = None
         self.last_from_cache, self.last_compiles = False, 0
-        self.last_compile_seconds = self.last_trace_seconds = 0.0
+        self.last_compile_seconds = 0.0
         self.status_text = ""
         self.control_widgets: dict[str, Any] = {}
         self._png: dict[tuple, bytes] = {}
@@ -92,7 +92,7 @@ class Explorer:
         key = self._key(new)
         cached = key in self.cache
         self.last_first_answer_seconds = None
-        self.last_compiles, self.last_compile_seconds, self.last_trace_seconds = 0, 0.0, 0.0
+        self.last_compiles, self.last_compile_seconds = 0, 0.0
         if not cached:
             what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
             try:
@@ -122,18 +122,14 @@ class Explorer:
 
         lead = what
         if self._preview is None:
-            busy(
-                f"compiling and measuring {what} (a new setting: XLA compiles first if its "
-                "shapes are new)..."
-            )
+            busy(f"compiling and measuring {what} (XLA compiles new shapes first)...")
         else:
             self.pending = self._preview(**params)
             lead = f"{what}: {self.pending!r}"
             busy(f"{lead}; compiling and measuring...")
             if self._ui is not None and self._draw is not None:
-                with contextlib.suppress(
-                    Exception
-                ):  # a preview that cannot draw keeps the old plot
+                # a preview that cannot draw keeps the old plot
+                with contextlib.suppress(Exception):
                     self._image.value = _to_png(self._draw(self))
             self.last_first_answer_seconds = time.perf_counter() - t0
         with count_compiles() as compiles:
@@ -143,7 +139,6 @@ class Explorer:
             )
             result = self._compute(**params)
         self.last_compiles, self.last_compile_seconds = compiles.count, compiles.seconds
-        self.last_trace_seconds = compiles.trace_seconds
         return result
 
     def _done_text(self, result: Any) -> str:
@@ -160,6 +155,8 @@ class Explorer:
     def figure(self):
         """The figure the widget shows for the current result (``None`` without ``draw``)."""
         return None if self._draw is None or self.result is None else self._draw(self)
+
+    plot = figure
 
     @property
     def widget(self):

@@ -68,10 +68,6 @@ class LoadingExplorer(Explorer):
         """Every setting measured so far, by label."""
         return {r.label: r for r in self.cache.values()}
 
-    def plot(self):
-        """The throughput bars of every setting measured so far (the widget's figure)."""
-        return self.figure()
-
     def _describe(self, r: Throughput) -> str:
         memcpy = self.ceiling.memcpy
         return (

@@ -151,10 +151,8 @@ def _draw_padding(ex: PaddingExplorer):
     shown = np.sort(ex.data.lengths[:64])[::-1]
     if p.strategy == "pack":  # the same 64 items back to back, wrapped at the longest's width
         width = int(shown.max()) if len(shown) else 1
-        flat = np.repeat(np.arange(len(shown)) % 2, shown)
-        grid = np.full(-(-len(flat) // width) * width, -1.0)
-        grid[: len(flat)] = 0.55 + 0.45 * flat
-        grid = grid.reshape(-1, width)
+        flat = 0.55 + 0.45 * np.repeat(np.arange(len(shown)) % 2, shown)
+        grid = np.pad(flat, (0, -len(flat) % width), constant_values=-1.0).reshape(-1, width)
         ax_m.set_title("packed: items back to back (shades alternate), no pads")
         ax_m.set_ylabel(f"row of {width} positions")
     else:
