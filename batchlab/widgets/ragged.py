@@ -236,8 +236,8 @@ def _draw_buckets(ex: BucketExplorer):
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
     ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
     colors = {rule: RULE_COLORS.get(rule, "k") for rule in BOUNDARY_RULES}
-    label = "{}: run, one epoch (median, min..max)"
-    for rule, (k, pts) in plot_runs(ax_t, ex, "rule", colors, "n_buckets", label).items():
+    runs = "{}: run, one epoch (median, min..max)"
+    for rule, (k, pts) in plot_runs(ax_t, ex, "rule", colors, "n_buckets", runs).items():
         label = f"{rule}: compile, all buckets (right axis)"
         ax_c.plot(
             k, [q.compile_seconds for q in pts], "s--", color=colors[rule], alpha=0.6, label=label
