@@ -1,8 +1,4 @@
-"""The kit's drawings, for notebooks: every plot a notebook calls, and the axis helpers.
-
-Plots draw results; they compute nothing. Each lives in the room of what it
-draws and is collected here so a notebook has one place to find them.
-"""
+"""Every plot a notebook calls (each lives in the room of what it draws), and the axis helpers."""
 
 from batchlab._util.plotting import new_figure, short_seconds
 from batchlab.batching.broadcasting import plot_outer_trap

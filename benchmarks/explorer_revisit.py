@@ -121,7 +121,7 @@ def main() -> None:
             t0 = time.perf_counter()
             ex.update(batch_size=b)
             same.append(time.perf_counter() - t0)
-    run = statistics.median(m.median for m in ex.measured.values())
+    run = statistics.median(p.measurement.median for p in ex.as_sweep().points)
     redrawn = revisit[: len(stops)]  # round 1: every plot must be redrawn (the ring moved)
     cached = revisit[len(stops) :]  # rounds 2-3: the rendered plot is cached as well
     med_revisit = statistics.median(redrawn)

@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = r"""
 import json as _json, time as _time
+from batchlab import count_compiles as _count_compiles
 from batchlab.widgets import Explorer as _Explorer
 
 def _stops(control):
@@ -74,13 +75,14 @@ for _name, _ex in list(globals().items()):
         _pick = [_new[len(_new) // 3], _new[-1]] if len(_new) >= 2 else _new
         for _v in dict.fromkeys(_pick):
             _t0 = _time.perf_counter()
-            try:
-                _ex.update(**{_param: _v})
-                _first, _err = _time.perf_counter() - _t0, None
-            except Exception as _e:
-                _first, _err = _time.perf_counter() - _t0, type(_e).__name__
+            with _count_compiles() as _c:  # its trace seconds: tracing and lowering before XLA
+                try:
+                    _ex.update(**{_param: _v})
+                    _first, _err = _time.perf_counter() - _t0, None
+                except Exception as _e:
+                    _first, _err = _time.perf_counter() - _t0, type(_e).__name__
             _compiles, _compile_s = _ex.last_compiles, _ex.last_compile_seconds
-            _trace_s = _ex.last_trace_seconds
+            _trace_s = _c.trace_seconds
             _answer = _ex.last_first_answer_seconds if _err is None else _first
             _ex.update(**{_param: _home})
             _t0 = _time.perf_counter()

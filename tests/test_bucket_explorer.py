@@ -62,7 +62,9 @@ def test_a_revisit_measures_nothing(explorer):
 
 
 def test_an_unknown_timing_option_is_refused_before_any_work(data):
-    with pytest.raises(TypeError, match=r"\['warmup'\].*max_time, repeat, tolerance"):
+    with pytest.raises(
+        TypeError, match=r"`measure_options` may hold max_time, repeat, tolerance.*got \['warmup'\]"
+    ):
         BucketExplorer(data, vocab=20, features=8, bucket_counts=(1, 2), warmup=3)
 
 

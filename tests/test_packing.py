@@ -142,9 +142,10 @@ def test_padding_explorer_pack_strategy_and_bad_strategy():
     padded = ex.update(strategy="max")
     assert packed.correct == padded.correct == 1.0
     assert packed.padded_elements == 30 < padded.padded_elements == 4 * 25
-    assert packed.flops < padded.flops
+    assert packed.measurement.memory.flops < padded.measurement.memory.flops
     with pytest.raises(
-        ValueError, match=r"`strategy` must be one of \['max', 'multiple', 'fixed', 'pack'\]"
+        ValueError,
+        match=r"`strategy`='nope' is not one of this explorer's settings \['max', 'multiple', 'fixed', 'pack'\]",
     ):
         ex.update(strategy="nope")
     assert ex.figure() is not None

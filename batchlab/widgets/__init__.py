@@ -1,31 +1,18 @@
-"""Interactive explorers for the notebooks: controls -> the kit's core -> a plot in place.
-
-Each has a plain-Python entry point, ``explorer.update(**params)``, that tests and the cell
-after each widget call without a browser (the pattern: ``explorer.py``).
-"""
+"""Interactive explorers for the notebooks, each with a plain-Python ``explorer.update(**params)``."""
 
 from __future__ import annotations
 
 import contextlib
 
-# the pattern and the memory gauge
-from batchlab.widgets.explorer import Explorer
-from batchlab.widgets.gauge import MemoryGauge
-
-# one explorer per notebook, in teaching order
-from batchlab.widgets.batching import BatchSizeExplorer  # 00
-from batchlab.widgets.axes import AxesExplorer  # 01
-from batchlab.widgets.axes import BroadcastExplorer  # 02
-from batchlab.widgets.batching import StrategyExplorer  # 03
-from batchlab.widgets.ragged import PaddingExplorer  # 04
-from batchlab.widgets.ragged import BucketExplorer  # 05
-from batchlab.widgets.budget import BudgetExplorer  # 06
-from batchlab.widgets.allocator import AllocatorExplorer  # 08
-from batchlab.widgets.allocator import InPlaceExplorer  # 09
-from batchlab.widgets.loading import LoadingExplorer  # 10
-from batchlab.widgets.loading import ScalingExplorer  # 11
 from batchlab.widgets.advisor import AdvisorExplorer  # 12
-
+from batchlab.widgets.allocator import AllocatorExplorer, InPlaceExplorer  # 08, 09
+from batchlab.widgets.axes import AxesExplorer, BroadcastExplorer  # 01, 02
+from batchlab.widgets.batching import BatchSizeExplorer, StrategyExplorer  # 00, 03
+from batchlab.widgets.budget import BudgetExplorer  # 06
+from batchlab.widgets.explorer import Explorer  # the pattern
+from batchlab.widgets.gauge import MemoryGauge
+from batchlab.widgets.loading import LoadingExplorer, ScalingExplorer  # 10, 11
+from batchlab.widgets.ragged import BucketExplorer, PaddingExplorer  # 04, 05
 
 __all__ = [
     "AdvisorExplorer",

@@ -1,8 +1,6 @@
-"""The advisor's explorer (12): move the budget over what ``advise`` measured; nothing re-measured.
+"""The advisor's explorer (12): the budget moved over what ``advise`` measured, re-decided.
 
-At each budget :func:`batchlab.advisor.decide` re-decides among the timed candidates whose
-plan times the advice's margin fits. The batch size that fits needs compilations and a fresh
-process: it is given at the advice's own budget only.
+The batch size that fits needs compilations and a fresh process: given at the advice's budget only.
 """
 
 from __future__ import annotations

@@ -18,11 +18,7 @@ from batchlab.widgets.explorer import Explorer
 
 
 class AllocatorExplorer(Explorer):
-    """Drop-downs for the workload and the allocator -> the memory map and fragmentation.
-
-    All of it is :func:`batchlab.allocator.simulate` of *synthetic* events on a device
-    ``headroom`` times the live peak; ``"platform"`` has no pool (preallocate is ignored).
-    """
+    """Workload, batch size and allocator -> :func:`batchlab.allocator.simulate`'s memory map."""
 
     def __init__(self, n_items: int = 48, *, batch_sizes=(1, 2, 4, 8, 16), headroom: float = 1.1):
         check_positive_int(n_items, "n_items")

@@ -34,10 +34,7 @@ class AxesOutcome(NamedTuple):
 
 
 class AxesExplorer(Explorer):
-    """One dropdown per argument (its axis or None) and one for ``out_axes`` (starting at 0).
-
-    ``args``: example arguments (arrays or ShapeDtypeStructs); ``in_axes``: the start.
-    """
+    """One dropdown per argument of ``fn`` (its axis or None) and one for ``out_axes``."""
 
     def __init__(self, fn: Callable, *args: Any, in_axes: Sequence[Any] | None = None) -> None:
         check_callable(fn)
@@ -103,20 +100,17 @@ class BroadcastOutcome(NamedTuple):
 
 def _parse_shape(text: str, name: str) -> tuple[int, ...]:
     if not isinstance(text, str):
-        shape = (text,) if isinstance(text, int) and not isinstance(text, bool) else text
-        fix = str(tuple(shape)) if isinstance(shape, (tuple, list)) else "(4, 1)"
+        fix = (text,) if type(text) is int else text if isinstance(text, (tuple, list)) else (4, 1)
         raise TypeError(
             f"`{name}` is the text of a shape box, got {type(text).__name__} {text!r:.40}; "
-            f"write the shape as a string: update({name}={fix!r})."
+            f"write the shape as a string: update({name}={str(tuple(fix))!r})."
         )
     try:
         value = ast.literal_eval(text.strip() or "()")
     except (ValueError, SyntaxError):
         value = None
     value = (value,) if isinstance(value, int) else value
-    if not isinstance(value, tuple) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value
-    ):
+    if not isinstance(value, tuple) or not all(type(d) is int and d >= 0 for d in value):
         raise ValueError(f"`{name}` must be a shape like (4, 1), got {text!r}.")
     return value
 

@@ -21,9 +21,7 @@ from batchlab.widgets.explorer import Explorer
 
 
 class BatchSizeExplorer(Explorer):
-    """A batch-size slider that re-measures ``fn`` (:func:`batchlab.measure`) and redraws.
-
-    ``make_batch(batch_size)`` gives the arguments.
+    """A batch-size slider: ``fn`` on ``make_batch(batch_size)``, measured and redrawn.
 
     Example:
       >>> import jax.numpy as jnp
@@ -32,8 +30,6 @@ class BatchSizeExplorer(Explorer):
       >>> ex.per_item().paired, ex.per_item(paired=False).paired
       (True, False)
     """
-
-    reports_compiles = True
 
     def __init__(
         self,
@@ -66,14 +62,8 @@ class BatchSizeExplorer(Explorer):
         args = self.make_batch(batch_size)
         return tuple(args) if isinstance(args, (tuple, list)) else (args,)
 
-    @property
-    def measured(self) -> dict[int, Measurement]:
-        """Every batch size measured so far, and its :class:`Measurement`."""
-        return {int(dict(k)["batch_size"]): m for k, m in self.cache.items()}
-
     def per_item(self, *, paired: bool = True) -> PerItemCost:
-        """Every measured batch size as a :class:`PerItemCost`; ``paired``: the smallest and
-        the largest batch timed again, interleaved (else the points as measured)."""
+        """The measured sizes as a :class:`PerItemCost` (``paired``: ends re-timed, interleaved)."""
 
         def call_at(batch_size: int) -> Callable[[], Any]:
             args = self._args(batch_size)
@@ -84,30 +74,22 @@ class BatchSizeExplorer(Explorer):
     def as_sweep(self) -> Sweep:
         """Every measured batch size as a :class:`batchlab.measuring.Sweep`."""
         s = Sweep(name=getattr(self.fn, "__name__", "fn"), parameter="batch_size")
-        s.points = [SweepPoint(b, m) for b, m in sorted(self.measured.items())]
+        measured = sorted((int(dict(k)["batch_size"]), m) for k, m in self.cache.items())
+        s.points = [SweepPoint(b, m) for b, m in measured]
         return s
 
     def _describe(self, m: Measurement) -> str:
-        compiled = (
-            f"compile <b>{format_seconds(m.compile_seconds)}</b> ({m.compiles} XLA "
-            "compilation(s), kept apart from run time)"
-            if m.compiles
-            else "no compile (JAX reused a compiled executable)"
-        )
         return (
             f"batch size <b>{self.params['batch_size']}</b>: run <b>{format_seconds(m.median)}</b> "
             f"per batch (wall clock, median of {m.runs}); planned peak "
-            f"<b>{format_bytes(m.memory.planned_bytes)}</b> (compiled memory analysis); {compiled}"
+            f"<b>{format_bytes(m.memory.planned_bytes)}</b> (compiled memory analysis)"
         )
 
 
 class StrategyExplorer(Explorer):
-    """The picked strategies at the chosen batch size; plots every point measured so far.
+    """The ticked strategies at a batch size, from one :func:`batchlab.compare` run each.
 
-    ``args``: the largest batch (smaller batch sizes take its first items); ``chunk``: items
-    per chunk for ``"chunked"``; ``manual``: the hand-batched ``fn``. The strategies shown at
-    a batch size come from one :func:`batchlab.compare` run (interleaved, paired by round):
-    a result is never set beside one timed apart.
+    ``args``: the largest batch (smaller ones take its first items); ``manual``: hand-batched.
     """
 
     def __init__(
@@ -135,14 +117,12 @@ class StrategyExplorer(Explorer):
         def compute(batch_size: int, strategies: tuple) -> Comparison:
             shown = [self.points.get((s, batch_size)) for s in strategies]
             runs = {r.samples.paired if r and r.samples else None for r in shown}
-            if len(strategies) > 1 and (len(runs) != 1 or None in runs):
-                todo = list(strategies)  # not all from one interleaved run: time them together
-            else:
-                todo = [s for s, r in zip(strategies, shown, strict=True) if r is None]
-            if todo:
+            if (
+                len(runs) != 1 or None in runs
+            ):  # not all from one interleaved run: time them together
                 kw = dict(chunk_size=chunk, in_axes=in_axes, batch_sizes=[batch_size])
-                hand = manual if "manual" in todo else None
-                c = compare(fn, *args, strategies=todo, manual=hand, max_time=max_time, **kw)
+                hand = manual if "manual" in strategies else None
+                c = compare(fn, *args, strategies=strategies, manual=hand, max_time=max_time, **kw)
                 self.points.update({(r.strategy, r.items): r for r in c.results})
             return Comparison(self.name, tuple(self.points[(s, batch_size)] for s in strategies))
 
@@ -165,15 +145,11 @@ class StrategyExplorer(Explorer):
             changes["strategies"] = tuple(changes["strategies"])
         return super().update(**changes)
 
-    def as_comparison(self) -> Comparison:
-        """Every point measured so far, for the picked strategies."""
-        points = sorted(self.points.items(), key=lambda kv: kv[0][1])
-        ticked = self.params["strategies"]
-        return Comparison(self.name, tuple(r for (s, _), r in points if s in ticked))
 
-
-def _draw_strategies(ex: StrategyExplorer):
-    c = ex.as_comparison()
+def _draw_strategies(ex: StrategyExplorer):  # every point measured so far, of the ticked ones
+    points = sorted(ex.points.items(), key=lambda kv: kv[0][1])
+    ticked = ex.params["strategies"]
+    c = Comparison(ex.name, tuple(r for (s, _), r in points if s in ticked))
     return plot_comparison(c, current=ex.params["batch_size"] if len(c.batch_sizes) > 1 else None)
 
 

@@ -26,7 +26,6 @@ class BudgetExplorer(Explorer):
       True
     """
 
-    reports_compiles = True
     plot_per_setting = True  # a budget's plot shows only that budget's own search
 
     def __init__(
@@ -41,28 +40,32 @@ class BudgetExplorer(Explorer):
         check_callable(fn)
         check_positive_int(chunk_size, "chunk_size")
         self.choices = {"budget": tuple(check_positive_ints(budgets, "budgets"))}
-        #: planned bytes per batch size, per strategy, shared by every budget's search:
-        #: a batch size compiled for one budget is never compiled again
+        # planned bytes per batch size, per strategy, shared by every budget's search: a batch
+        # size compiled for one budget is never compiled again
         self.known: dict[str, dict[int, int]] = {"vmap": {}, "chunked": {}}
-        self.status_log: list[str] = []
+        self.status_log: list[str] = []  # what the search said while it ran
+        chunks = {"vmap": None, "chunked": chunk_size}
 
         def search(budget: int) -> dict[str, BatchSizeResult]:
+            def busy(text: str) -> None:
+                self.status_log.append(text)
+                self._set_status(text, state="busy", params={**self.params, "budget": budget})
+
             results = {}
-            for name, kw in (("vmap", {}), ("chunked", {"chunk_size": chunk_size})):
-                label = "vmap" if name == "vmap" else f"chunked lax.map, chunk {chunk_size}"
+            for name, chunk in chunks.items():
+                label = f"chunked lax.map, chunk {chunk}" if chunk else name
                 results[name] = max_batch_size(
                     fn,
                     example_item,
                     budget_bytes=budget,
                     strategy=name,
+                    chunk_size=chunk,
                     known=self.known[name],
-                    on_compile=lambda b, label=label: self._busy(
-                        f"compiling batch {b} ({label}) for budget {format_bytes(budget)}\u2026",
-                        budget,
+                    on_compile=lambda b, label=label: busy(
+                        f"compiling batch {b} ({label}) for budget {format_bytes(budget)}\u2026"
                     ),
-                    **kw,
                 )
-            self._busy("measuring\u2026 done: drawing the curves", budget)
+            busy("measuring\u2026 done: drawing the curves")
             return results
 
         super().__init__(
@@ -75,20 +78,12 @@ class BudgetExplorer(Explorer):
         )
         self.update()
 
-    def _busy(self, text: str, budget: int) -> None:
-        """Shows what the search is doing right now (a compile is reported as a compile)."""
-        self.status_log.append(text)
-        self._set_status(text, state="busy", params={**self.params, "budget": budget})
-
 
 def _describe(results: dict[str, BatchSizeResult]) -> str:
     v, c = results["vmap"], results["chunked"]
-    new = v.compilations + c.compilations
-    planned = len(v.curve) + len(c.curve) - new
+    planned = len(v.curve) + len(c.curve) - v.compilations - c.compilations
     return (
         f"budget {format_bytes(v.budget_bytes)}: vmap fits <b>{int(v)}</b> items, "
-        f"chunked lax.map (chunk {c.chunk_size}) fits <b>{int(c)}</b> "
-        f"({new} new XLA compilation(s) of the batched function"
-        + (f", {planned} batch size(s) planned by an earlier budget" if planned else "")
-        + "; compiled memory analysis, nothing run)"
+        f"chunked lax.map (chunk {c.chunk_size}) fits <b>{int(c)}</b> (compiled memory analysis, "
+        f"nothing run; {planned} batch size(s) planned by an earlier budget)"
     )

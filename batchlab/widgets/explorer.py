@@ -1,9 +1,4 @@
-"""The explorer pattern: controls -> a measurement through the core -> a plot updated in place.
-
-While work runs the status says so (XLA compilations apart from run time); plots already
-drawn come from a PNG cache; an error shows the kit's message and the controls go back to
-the last setting that worked.
-"""
+"""The explorer pattern: controls -> a measurement through the core -> a plot updated in place."""
 
 from __future__ import annotations
 
@@ -24,15 +19,12 @@ _STYLE = (
     ".batchlab-status{font-size:14px;line-height:1.4}"
     ".batchlab-error{color:#b00020;white-space:pre-wrap;font-family:monospace;font-size:13px}</style>"
 )
-_PNG_CACHE_SIZE = 64
 
 
 def error_message(exc: BaseException) -> str:
     """The kit's one-paragraph message for an exception: type, then the text (shortened)."""
     text = str(exc).strip() or "(no message)"
-    if len(text) > 1500:
-        text = text[:1500] + " ... (shortened)"
-    return f"{type(exc).__name__}: {text}"
+    return f"{type(exc).__name__}: {text[:1500] + ' ... (shortened)' if len(text) > 1500 else text}"
 
 
 def _to_png(fig: Any) -> bytes:
@@ -42,13 +34,10 @@ def _to_png(fig: Any) -> bytes:
 class Explorer:
     """Parameters -> ``compute`` -> cached result -> ``draw``; the widget is built on first use.
 
-    Args:
-      compute: ``compute(**params) -> result``, through the kit's measuring functions.
-      params: the starting value of every parameter.
-      controls: ``{param: factory}``, ``factory(value)`` making its control (see ``controls``).
-      draw: ``draw(explorer) -> Figure`` (or ``None``); describe: ``result -> HTML line``.
-      preview: ``preview(**params) -> plan``, cheap, shown (its ``repr``; drawn from
-        ``explorer.pending``) while ``compute`` runs for a new setting.
+    ``controls``: ``{param: factory}`` (see ``controls``); ``draw(explorer) -> Figure``;
+    ``describe(result) -> HTML``; ``preview(**params)``: a cheap plan shown (and drawn from
+    ``explorer.pending``) while ``compute`` runs. Plots already drawn come from a PNG cache; an
+    error is shown and the controls go back to the last setting that worked.
 
     Example:
       >>> ex = Explorer(lambda n: n * n, {"n": 3}, describe=lambda r: f"square {r}")
@@ -56,7 +45,6 @@ class Explorer:
       (16, 9, 16, 'square 16 (from cache: nothing re-measured)')
     """
 
-    reports_compiles = False  # True when ``describe`` itself reports the compilations
     plot_per_setting = False  # True when a setting's plot never changes once measured
 
     def __init__(
@@ -77,7 +65,7 @@ class Explorer:
         self.result = self.error = self.pending = self._ui = None
         self.last_update_seconds = self.last_first_answer_seconds = None
         self.last_from_cache, self.last_compiles = False, 0
-        self.last_compile_seconds = self.last_trace_seconds = 0.0
+        self.last_compile_seconds = 0.0
         self.status_text = ""
         self.control_widgets: dict[str, Any] = {}
         self._png: dict[tuple, bytes] = {}
@@ -88,10 +76,7 @@ class Explorer:
         return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
     def update(self, **changes: Any) -> Any:
-        """Sets parameters, measures (or reuses the cache), redraws, returns the result.
-
-        A bad setting raises the kit's error, shown in the widget too; the last good one stays.
-        """
+        """Sets parameters, measures (or reuses the cache), redraws, returns the result."""
         unknown = set(changes) - set(self.params)
         if unknown:
             raise TypeError(
@@ -107,7 +92,7 @@ class Explorer:
         key = self._key(new)
         cached = key in self.cache
         self.last_first_answer_seconds = None
-        self.last_compiles, self.last_compile_seconds, self.last_trace_seconds = 0, 0.0, 0.0
+        self.last_compiles, self.last_compile_seconds = 0, 0.0
         if not cached:
             what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
             try:
@@ -130,41 +115,37 @@ class Explorer:
         return self.result
 
     def _measure(self, params: dict[str, Any], what: str, t0: float) -> Any:
-        """``compute`` for a new setting, its preview (if any) and each compile shown first."""
+        """``compute`` for a new setting; its preview (if any) and each compile shown first."""
+
+        def busy(text: str) -> None:
+            self._set_status(text, state="busy", params=params)
+
+        lead = what
         if self._preview is None:
-            lead = what
-            self._set_status(
-                f"compiling and measuring {what} (a new setting: XLA compiles first if its "
-                "shapes are new)...",
-                state="busy",
-                params=params,
-            )
+            busy(f"compiling and measuring {what} (XLA compiles new shapes first)...")
         else:
             self.pending = self._preview(**params)
             lead = f"{what}: {self.pending!r}"
-            self._set_status(f"{lead}; compiling and measuring...", state="busy", params=params)
+            busy(f"{lead}; compiling and measuring...")
             if self._ui is not None and self._draw is not None:
                 # a preview that cannot draw keeps the old plot
                 with contextlib.suppress(Exception):
                     self._image.value = _to_png(self._draw(self))
             self.last_first_answer_seconds = time.perf_counter() - t0
         with count_compiles() as compiles:
-            compiles.on_compile = lambda name, s: self._set_status(
+            compiles.on_compile = lambda name, s: busy(
                 f"{lead}: compiled {name} ({format_seconds(s)}; {compiles.count} "
-                "compilation(s) so far, not run time); measuring...",
-                state="busy",
-                params=params,
+                "compilation(s) so far, not run time); measuring..."
             )
             result = self._compute(**params)
         self.last_compiles, self.last_compile_seconds = compiles.count, compiles.seconds
-        self.last_trace_seconds = compiles.trace_seconds
         return result
 
     def _done_text(self, result: Any) -> str:
         text = self._describe(result)
         if self.last_from_cache:
             return text + " <i>(from cache: nothing re-measured)</i>"
-        if self.last_compiles and not self.reports_compiles:
+        if self.last_compiles:
             return text + (
                 f" <i>(new setting: {self.last_compiles} XLA compilation(s), "
                 f"{format_seconds(self.last_compile_seconds)} of compiling, not counted as run time)</i>"
@@ -174,6 +155,8 @@ class Explorer:
     def figure(self):
         """The figure the widget shows for the current result (``None`` without ``draw``)."""
         return None if self._draw is None or self.result is None else self._draw(self)
+
+    plot = figure
 
     @property
     def widget(self):
@@ -190,9 +173,7 @@ class Explorer:
             self._image.add_class("batchlab-plot")
             for name, factory in self._controls.items():
                 control = self.control_widgets[name] = factory(self.params[name])
-                control.observe(
-                    lambda change, name=name: self._on_change(name, change["new"]), "value"
-                )
+                control.observe(lambda c, name=name: self._on_change(name, c["new"]), "value")
             title = f"<b style='font-size:15px'>{html.escape(self.title)}</b>" if self.title else ""
             row = w.HBox(list(self.control_widgets.values()), layout=w.Layout(flex_flow="row wrap"))
             self._ui = w.VBox([w.HTML(_STYLE + title), row, self._status, self._image])
@@ -231,10 +212,7 @@ class Explorer:
         self._status.value = (
             f"<div class='batchlab-status' data-state='{state}' data-params='{shown}'>{text}</div>"
         )
-        if state == "busy":
-            self._ui.add_class("batchlab-busy")
-        else:
-            self._ui.remove_class("batchlab-busy")
+        (self._ui.add_class if state == "busy" else self._ui.remove_class)("batchlab-busy")
 
     def _redraw(self) -> str | None:
         """Shows the current plot (from the PNG cache when possible); returns an error or None."""
@@ -248,7 +226,7 @@ class Explorer:
                 return "could not draw the plot: " + error_message(e)
             if fig is None:
                 return None
-            if len(self._png) >= _PNG_CACHE_SIZE:
+            if len(self._png) >= 64:  # the oldest plot goes
                 self._png.pop(next(iter(self._png)))
             self._png[key] = _to_png(fig)
         self._image.value = self._png[key]

@@ -1,8 +1,4 @@
-"""A memory gauge: live device memory on a GPU/TPU, the bytes of live JAX arrays on a CPU.
-
-The CPU backend keeps no allocator statistics (``memory_stats()`` is ``None``): there the
-reading says so; a figure a backend cannot give is absent, never faked.
-"""
+"""A memory gauge: live device memory on a GPU/TPU, the bytes of live JAX arrays on a CPU."""
 
 from __future__ import annotations
 
@@ -27,14 +23,12 @@ class MemoryGauge:
     """Device memory of the first device: ``MemoryGauge().read()``."""
 
     def read(self) -> GaugeReading:
-        """Reads the figures now."""
+        """Reads the figures now; a backend without allocator statistics says so (never faked)."""
         stats, arrays = device_memory(), live_memory().live_array_bytes
-        if stats is not None:
-            used = stats.bytes_in_use
-            return GaugeReading(stats.device, used is not None, used, arrays, "live device figures")
+        if stats is not None and stats.bytes_in_use is not None:
+            return GaugeReading(
+                stats.device, True, stats.bytes_in_use, arrays, "live device figures"
+            )
         dev = jax.devices()[0]
-        note = (
-            f"no live device figures: memory_stats() is None on {dev.platform}; "
-            "showing the bytes of live JAX arrays"
-        )
+        note = f"no live device figures on {dev.platform}: showing the bytes of live JAX arrays"
         return GaugeReading(f"{dev.platform}:{dev.id}", False, None, arrays, note)

@@ -21,12 +21,7 @@ def _dropdown(name: str, options: Sequence[Any]):
 
 
 class LoadingExplorer(Explorer):
-    """Access pattern -> throughput (:func:`~batchlab.loading.speed.measure_loading`) vs the ceiling.
-
-    ``step`` runs on every batch (``None``: load only); ``repeat``: passes per setting (the
-    best kept, 0.3 s at most); ``ceiling``: the run's one ``Ceiling``, so that text and plot
-    quote the same number.
-    """
+    """Access pattern -> throughput (``measure_loading``, ``step`` on every batch) vs ``ceiling``."""
 
     def __init__(
         self,
@@ -41,10 +36,9 @@ class LoadingExplorer(Explorer):
         self.choices = {"batch_size": tuple(batch_sizes)}
         if not isinstance(ceiling, Ceiling):
             raise TypeError(
-                f"`ceiling` must be a Ceiling from batchlab.loading.speed.measure_ceiling(...), "
-                f"got {type(ceiling).__name__}."
+                f"`ceiling` must be a Ceiling from measure_ceiling(...), got {ceiling!r}."
             )
-        self.ceiling = ceiling
+        self.ceiling = ceiling  # one per run: text and plot quote the same number
 
         def compute(prefetch: bool, **setting: Any) -> Throughput:
             kw = dict(step=step, prefetch=2 if prefetch else 0, repeat=repeat, max_time=0.3)
@@ -74,10 +68,6 @@ class LoadingExplorer(Explorer):
         """Every setting measured so far, by label."""
         return {r.label: r for r in self.cache.values()}
 
-    def plot(self):
-        """The throughput bars of every setting measured so far (the widget's figure)."""
-        return self.figure()
-
     def _describe(self, r: Throughput) -> str:
         memcpy = self.ceiling.memcpy
         return (
@@ -88,7 +78,6 @@ class LoadingExplorer(Explorer):
 
 
 def _draw_throughput(ex: LoadingExplorer):
-    """Horizontal bars: bytes/s of every measured setting (red: the current one); the ceiling."""
     from matplotlib.ticker import FuncFormatter
 
     results, ceiling = ex.measured, ex.ceiling
@@ -118,11 +107,9 @@ def _draw_throughput(ex: LoadingExplorer):
 
 
 class ScalingExplorer(Explorer):
-    """Device count and batch size -> per-device compiled memory and run time of ``fn``.
+    """Device count and batch size -> per-device planned memory and run time of ``fn``.
 
-    ``fn(batch, *params)`` runs on ``make_batch(n)`` sharded over the devices (``params``
-    replicated; a batch the devices do not divide is padded); ``devices``: ``None`` for
-    ``jax.devices()``.
+    ``fn(batch, *params)`` on ``make_batch(n)`` sharded over ``devices`` (``params`` replicated).
 
     Example:
       >>> import jax.numpy as jnp

@@ -1,8 +1,4 @@
-"""Padding strategies (04) and bucket counts (05), measured on token pooling.
-
-The workload (an embedding lookup per token, then the masked mean) grows with the padded
-elements. A bucket setting's plan is drawn first; then each bucket shape is compiled once.
-"""
+"""Padding strategies (04) and bucket counts (05), measured on token pooling (lookup, masked mean)."""
 
 from __future__ import annotations
 
@@ -38,12 +34,21 @@ from batchlab.widgets.explorer import Explorer
 PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "pack": "tab:green"}
 
 
-def plot_runs(ax, x: list, points: list, color: str, label: str) -> None:
-    """The points' run times in ms at ``x``: median, bars from min to max."""
-    med = np.array([q.measurement.median for q in points]) * 1e3
-    lo = med - np.array([q.measurement.min for q in points]) * 1e3
-    hi = np.array([q.measurement.max for q in points]) * 1e3 - med
-    ax.errorbar(x, med, yerr=[lo, hi], fmt="o-", color=color, capsize=3, label=label)
+def plot_runs(ax, ex: Explorer, kind: str, colors: dict, x: str, label: str) -> dict:
+    """Run times (ms) of every point measured, one series per ``kind`` (median, min..max)."""
+    series = {}
+    for name, color in colors.items():
+        by_x = {getattr(q, x): q for q in ex.cache.values() if getattr(q, kind) == name}
+        if by_x:
+            xs = sorted(by_x)
+            series[name] = (xs, [by_x[k] for k in xs])
+            lo, med, hi = (
+                1e3 * np.array([getattr(by_x[k].measurement, s) for k in xs])
+                for s in ("min", "median", "max")
+            )
+            style = dict(fmt="o-", color=color, capsize=3, label=label.format(name))
+            ax.errorbar(xs, med, yerr=[med - lo, hi - med], **style)
+    return series
 
 
 def ring_current(ax, x: float, seconds: float) -> None:
@@ -65,13 +70,9 @@ class PaddingPoint(NamedTuple):
     correct: float
     measurement: Measurement
 
-    @property
-    def flops(self) -> float | None:
-        """XLA's ``cost_analysis`` flops."""
-        return self.measurement.memory.flops
-
     def __repr__(self) -> str:
-        flops = "" if self.flops is None else f", {self.flops / 1e6:.2f} M flops"
+        flops = self.measurement.memory.flops
+        flops = "" if flops is None else f", {flops / 1e6:.2f} M flops"
         return (
             f"PaddingPoint({self.strategy} {self.size}: length {self.padded_length}, "
             f"padding {self.waste:.1%}, {self.truncated} items cut, {self.correct:.0%} items "
@@ -83,8 +84,8 @@ class PaddingPoint(NamedTuple):
 class PaddingExplorer(Explorer):
     """Strategy and size -> wasted compute, run time, memory and correctness, measured.
 
-    ``max`` pads to the longest, ``multiple`` to the next multiple of ``size``, ``fixed`` pads
-    or *cuts* to ``size`` (cut items come out wrong), ``pack`` puts items back to back.
+    ``max``: to the longest; ``multiple``: to a multiple of ``size``; ``fixed``: pads or *cuts*
+    to ``size`` (cut items come out wrong); ``pack``: items back to back.
 
     Example:
       >>> from batchlab import Ragged
@@ -106,7 +107,7 @@ class PaddingExplorer(Explorer):
     ):
         self.data, self.table = token_workload(data, vocab, features, 0)
         sizes = tuple(check_positive_ints(sizes, "sizes"))
-        self.choices = {"size": sizes}
+        self.choices = {"strategy": tuple(PAD_COLORS), "size": sizes}
         self.reference = mean_pool_reference(self.data, self.table)
         self.measure_options = measure_options
         super().__init__(
@@ -123,8 +124,6 @@ class PaddingExplorer(Explorer):
         self.update()
 
     def _compute_point(self, strategy: str, size: int) -> PaddingPoint:
-        if strategy not in PAD_COLORS:
-            raise ValueError(f"`strategy` must be one of {list(PAD_COLORS)}, got {strategy!r}.")
         if strategy == "pack":
             p = pack(self.data)
             args, fn, length, truncated = (p, self.table), packed_mean_pool, p.padded_elements, 0
@@ -152,10 +151,8 @@ def _draw_padding(ex: PaddingExplorer):
     shown = np.sort(ex.data.lengths[:64])[::-1]
     if p.strategy == "pack":  # the same 64 items back to back, wrapped at the longest's width
         width = int(shown.max()) if len(shown) else 1
-        flat = np.repeat(np.arange(len(shown)) % 2, shown)
-        grid = np.full(-(-len(flat) // width) * width, -1.0)
-        grid[: len(flat)] = 0.55 + 0.45 * flat
-        grid = grid.reshape(-1, width)
+        flat = 0.55 + 0.45 * np.repeat(np.arange(len(shown)) % 2, shown)
+        grid = np.pad(flat, (0, -len(flat) % width), constant_values=-1.0).reshape(-1, width)
         ax_m.set_title("packed: items back to back (shades alternate), no pads")
         ax_m.set_ylabel(f"row of {width} positions")
     else:
@@ -163,12 +160,7 @@ def _draw_padding(ex: PaddingExplorer):
         ax_m.set(title=f"dark = data, light = pad ({p.waste:.0%} pads)", ylabel="item (64 shown)")
     ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
-    for strategy, color in PAD_COLORS.items():  # x = positions computed, y = median run time
-        by_x = {q.padded_elements: q for q in ex.cache.values() if q.strategy == strategy}
-        if by_x:
-            pts = [by_x[x] for x in sorted(by_x)]
-            label = f"{strategy} (median, bar = min..max)"
-            plot_runs(ax_t, [q.padded_elements for q in pts], pts, color, label)
+    plot_runs(ax_t, ex, "strategy", PAD_COLORS, "padded_elements", "{} (median, bar = min..max)")
     ring_current(ax_t, p.padded_elements, p.measurement.median)
     ax_t.set(xscale="log", yscale="log", xlabel="positions computed (log scale)")
     for axis, fmt in ((ax_t.xaxis, "{:,.0f}"), (ax_t.yaxis, "{:g}")):  # plain numbers, no 2x10^0
@@ -183,10 +175,7 @@ def _draw_padding(ex: PaddingExplorer):
 
 
 class BucketExplorer(Explorer):
-    """Bucket count and boundary rule -> padding, compilations, run time of the dataset.
-
-    ``measure_options``: ``max_time``, ``repeat`` or ``tolerance`` for each setting's run.
-    """
+    """Bucket count and boundary rule -> padding, compilations, run time; the plan drawn first."""
 
     def __init__(
         self,
@@ -200,11 +189,10 @@ class BucketExplorer(Explorer):
         self.data, self.table = token_workload(data, vocab, features, 0)
         counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
         self.choices = {"n_buckets": counts}
-        unknown = sorted(set(measure_options) - set(RUN_OPTIONS))
-        if unknown:
+        if set(measure_options) - set(RUN_OPTIONS):
             raise TypeError(
-                f"BucketExplorer got unexpected option(s) {unknown}: a setting's run accepts "
-                f"{', '.join(RUN_OPTIONS)} (as in batchlab.measure)."
+                f"`measure_options` may hold {', '.join(RUN_OPTIONS)} (as in batchlab.measure), "
+                f"got {sorted(measure_options)}."
             )
 
         @functools.lru_cache(maxsize=1)  # the preview's plan, reused by the measurement
@@ -247,13 +235,13 @@ def _draw_buckets(ex: BucketExplorer):
     done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
     ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
-    for rule in BOUNDARY_RULES:
-        pts = sorted((q for q in ex.cache.values() if q.rule == rule), key=lambda q: q.n_buckets)
-        if pts:
-            c, k = RULE_COLORS.get(rule, "k"), [q.n_buckets for q in pts]
-            plot_runs(ax_t, k, pts, c, f"{rule}: run, one epoch (median, min..max)")
-            label = f"{rule}: compile, all buckets (right axis)"
-            ax_c.plot(k, [q.compile_seconds for q in pts], "s--", color=c, alpha=0.6, label=label)
+    colors = {rule: RULE_COLORS.get(rule, "k") for rule in BOUNDARY_RULES}
+    runs = "{}: run, one epoch (median, min..max)"
+    for rule, (k, pts) in plot_runs(ax_t, ex, "rule", colors, "n_buckets", runs).items():
+        label = f"{rule}: compile, all buckets (right axis)"
+        ax_c.plot(
+            k, [q.compile_seconds for q in pts], "s--", color=colors[rule], alpha=0.6, label=label
+        )
     if measuring:  # nothing measured yet for this setting: mark where its point will be
         ax_t.axvline(
             p.n_buckets, color="black", ls=":", lw=1.5, label="current setting (measuring)"
