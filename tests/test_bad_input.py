@@ -812,7 +812,7 @@ case(
 case(
     "make_dataset(item_shape=3)",
     lambda: loading.make_dataset(tempfile.mkdtemp(), 2, 3),
-    TypeError,
+    ValueError,
     r"`item_shape`",
 )
 case("batch_indices(n_items=-1)", lambda: loading.batch_indices(-1, 2), ValueError, r"`n_items`")

@@ -58,15 +58,15 @@ def test_loader_dtype_numpy_does_not_know(tmp_path):
 def test_dataset_folder_that_is_a_file(tmp_path):
     a_file = tmp_path / "afile"
     a_file.write_text("")
-    with pytest.raises(ValueError, match=r"`directory` .*afile is a file, not a folder"):
+    with pytest.raises(ValueError, match=r"`directory` .*afile cannot hold the dataset"):
         loading.make_dataset(a_file, 2, (3,))
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "items").write_text("")
-    with pytest.raises(ValueError, match=r"items is a file, not a folder"):
+    with pytest.raises(ValueError, match=r"`directory` .*d cannot hold the dataset .*items"):
         loading.make_dataset(tmp_path / "d", 2, (3,))
     assert sorted(os.listdir(tmp_path / "d")) == ["items"]  # nothing written
     dataset = loading.Dataset(a_file, 2, (3,), "float32")
-    with pytest.raises(ValueError, match=r"`dataset`'s directory .* is a file, not a folder"):
+    with pytest.raises(FileNotFoundError, match=r"`path` .*afile/bulk\.npy is not a file"):
         next(loading.iter_batches(dataset, 2))
 
 
