@@ -553,7 +553,7 @@ case(
         [np.zeros(1), np.zeros(3)]
     ),
     ValueError,
-    r"`outputs\[0\]` has 1 rows",
+    r"`outputs` must be a list .*got \[\(1,\), \(3,\)\]",
 )
 case(
     "Buckets.restore(wrong count)",

@@ -135,7 +135,7 @@ def test_report_on_shipped_data():
         (
             lambda: bucketize([[1], [2, 3]], n_buckets=2).restore([1]),
             ValueError,
-            "`outputs` has 1 entries",
+            r"`outputs` must be a list of one array per bucket \(2\).*got \[\(\)\]",
         ),
     ],
 )
@@ -265,7 +265,9 @@ def test_batch_size_change_exercise(answer, ok, hint):
 
 def test_restore_checks_rows_per_bucket():
     batches = bucket_batches([[1], [2, 3], [4]], boundaries=[1, 2], batch_size=2)
-    with pytest.raises(ValueError, match=r"`outputs\[0\]` has 1 rows but bucket 0 holds 2 items"):
+    with pytest.raises(
+        ValueError, match=r"one row per item of its bucket \(\[2, 1\]\).*got \[\(1,\), \(2,\)\]"
+    ):
         batches.restore([np.zeros(1), np.zeros(2)])
     # a bucket's filler rows are dropped: bucket 1 holds one item in a 2-row batch
     assert batches.restore([np.array([10, 30]), np.array([20, 0])]).tolist() == [10, 20, 30]
