@@ -544,7 +544,7 @@ case(
     "bucketize(boundaries too small)",
     lambda: batchlab.bucketize(SEQS, boundaries=[1]),
     ValueError,
-    r"last boundary is 1",
+    r"`boundaries` must .* the last >= the longest",
 )
 case("bucketize(seqs=None)", lambda: batchlab.bucketize(None, n_buckets=2), TypeError, r"`seqs`")
 case(

@@ -120,13 +120,13 @@ def test_report_on_shipped_data():
         (
             lambda: bucketize([[1] * 5], boundaries=[2, 4]),
             ValueError,
-            "longest item has length 5.*add a boundary >= 5",
+            "longest item's length 5, got \\[2, 4\\]; add a boundary >= 5",
         ),
-        (lambda: bucketize([[1]], boundaries=[4, 2]), ValueError, "strictly increasing"),
+        (lambda: bucketize([[1]], boundaries=[4, 2]), ValueError, r"strictly increasing ints.*got \[4, 2\]"),
         (
             lambda: bucketize([[1]], boundaries=[2.5]),
-            TypeError,
-            "`boundaries` must be a non-empty list of ints",
+            ValueError,
+            r"`boundaries` must be positive, strictly increasing ints.*got \[2\.5\]",
         ),
         (lambda: bucketize([[1]], n_buckets=0), ValueError, "`n_buckets` must be at least 1"),
         (lambda: rule_boundaries([1, 2], "median"), ValueError, "`rule` must be one of"),
@@ -214,7 +214,7 @@ def test_bucket_batches_shuffles_batch_order():
             ValueError,
             "`tokens_per_batch` must be at least 1",
         ),
-        (dict(batch_size=2, boundaries=[1]), ValueError, "longest item has length 2"),
+        (dict(batch_size=2, boundaries=[1]), ValueError, "the longest item's length 2"),
     ],
 )
 def test_bucket_batches_errors(kwargs, error, match):

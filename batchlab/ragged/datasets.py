@@ -14,10 +14,6 @@ from batchlab.ragged.padding import Ragged
 
 DATA_DIR = Path(str(resources.files("batchlab.ragged") / "data"))
 STDLIB_FILE = "stdlib_functions.npz"
-_REGENERATE = (
-    "regenerate it with: python scripts/make_ragged_dataset.py (from the repository root; it "
-    "writes batchlab/ragged/data/), or reinstall batchlab"
-)
 
 
 @dataclass(frozen=True)
@@ -51,18 +47,18 @@ def load_stdlib_functions() -> TokenDataset:
     """Loads the shipped dataset (``batchlab/ragged/data/``): one token-id sequence per stdlib
     function."""
     path = DATA_DIR / STDLIB_FILE
-    what = f"The ragged dataset {path.name!r}"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{what} is missing (looked in {path.parent.name}/); {_REGENERATE}."
-        )
     try:
         with np.load(path, allow_pickle=False) as f:
             tokens, offsets, vocab, source = (
                 f[k] for k in ("tokens", "offsets", "vocab", "source")
             )
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
-        raise ValueError(f"{what} is corrupt ({type(e).__name__}: {e}); {_REGENERATE}.") from None
+        error = FileNotFoundError if isinstance(e, FileNotFoundError) else ValueError
+        raise error(
+            f"The ragged dataset {path.name!r} is missing or corrupt ({type(e).__name__}: {e}); "
+            "regenerate it with: python scripts/make_ragged_dataset.py (from the repository "
+            "root; it writes batchlab/ragged/data/), or reinstall batchlab."
+        ) from None
     return TokenDataset(Ragged(tokens, offsets), vocab, str(source))
 
 
