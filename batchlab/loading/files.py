@@ -125,11 +125,11 @@ def load_npy(
         or (shape is not None and tuple(array.shape) != tuple(shape))
         or (dtype is not None and array.dtype != dtype)
     ):
-        what = got or f"no plain .npy array ({type(array).__name__}: {str(array)[:60]})"
+        what = got or f"no plain .npy array (np.load: {type(array).__name__})"
         raise ValueError(
             f"`path` {path} holds {what}, expected {want}. batchlab never unpickles; "
             "save plain arrays with np.save(path, np.asarray(x, dtype=...))."
-        )
+        ) from (array if isinstance(array, BaseException) else None)
     return array
 
 

@@ -75,7 +75,7 @@ class Buckets(Cost, Rows):
             ok = ok and shape[:1] in ((rows[0],), (rows[1],)) and shape[1:] == shapes[0][1:]
         if not ok:
             got = shapes[:8] if is_list else f"{type(outputs).__name__} {outputs!r:.40}"
-            raise ValueError(
+            raise (ValueError if is_list else TypeError)(
                 f"`outputs` must be a list of one array per bucket ({len(self)}), each with one "
                 f"row per item of its bucket ({[len(b.indices) for b in self.buckets][:8]}) and "
                 f"one row shape, got {got}. Reduce over the sequence axis first (e.g. "
