@@ -146,7 +146,7 @@ def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None
       >>> bs.restore([b.padded.lengths for b in bs]).tolist()   # back in input order
       [3, 1, 2]
     """
-    return _batches(seqs, boundaries, n_buckets)
+    return bucket_batches(seqs, boundaries=boundaries, n_buckets=n_buckets)
 
 
 def bucket_batches(
@@ -163,26 +163,22 @@ def bucket_batches(
     Args:
       seqs, boundaries, n_buckets: as in :func:`bucketize`.
       batch_size: rows per batch, the same for every bucket.
-      tokens_per_batch: instead, positions per batch: ``max(1, tokens_per_batch // boundary)`` rows.
+      tokens_per_batch: instead, positions per batch: ``max(1, tokens_per_batch // boundary)``
+        rows (neither: one batch per bucket, as :func:`bucketize`).
       seed: shuffle the items within each bucket and the order of the batches (an epoch, as a
         training loop sees it); ``None`` keeps input order.
 
     Returns:
       :class:`Buckets` with one entry per batch; ``restore`` drops the filler rows.
     """
-    if (batch_size is None) == (tokens_per_batch is None):
+    if batch_size is not None and tokens_per_batch is not None:
         raise ValueError(
-            "pass exactly one of `batch_size` (rows per batch, e.g. 64) or `tokens_per_batch` "
-            f"(positions per batch, e.g. 8192), got batch_size={batch_size!r} and "
+            "pass one of `batch_size` (rows per batch, e.g. 64) or `tokens_per_batch` "
+            f"(positions per batch, e.g. 8192), not both; got batch_size={batch_size!r} and "
             f"tokens_per_batch={tokens_per_batch!r}."
         )
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
     tokens = check_positive_int(tokens_per_batch, "tokens_per_batch", allow_none=True)
-    return _batches(seqs, boundaries, n_buckets, seed=seed, batch_size=batch_size, tokens=tokens)
-
-
-def _batches(seqs, boundaries, n_buckets, *, seed=None, batch_size=None, tokens=None) -> Buckets:
-    """Buckets the items; with ``batch_size`` or ``tokens``, cuts each into batches of one shape."""
     if (boundaries is None) == (n_buckets is None):
         raise ValueError(
             "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "
