@@ -21,7 +21,6 @@ import batchlab
 from batchlab import exercises, loading
 from batchlab.exercises import check, exercise
 from batchlab.ragged import (
-    lognormal_lengths,
     masked_logsumexp,
     masked_max,
     masked_mean,
@@ -140,17 +139,6 @@ def test_isolated_measure_refuses_what_it_cannot_carry(tmp_path, monkeypatch):
 
     with pytest.raises(TypeError, match=r"`fn` or its arguments could not be rebuilt in the fresh"):
         batchlab.measure(only_here_mod.double, jnp.ones(4), isolated=True, repeat=1)
-
-
-def test_huge_length_samplers_refuse_before_trying():
-    with pytest.raises(ValueError, match=r"`n` asks for 10,000,000,000,000 lengths .* GiB"):
-        lognormal_lengths(10**13)
-    with pytest.raises(
-        ValueError, match=r"`sigma`=1000.0 .*past what int64 holds; pass max_length="
-    ):
-        lognormal_lengths(5, sigma=1000.0)
-    assert lognormal_lengths(5, sigma=1000.0, max_length=64).max() <= 64
-    assert lognormal_lengths(5, median=10, seed=0).tolist() == [11, 9, 19, 11, 6]
 
 
 # ------------------------------------------------------------------------- silent results
