@@ -70,7 +70,7 @@ def test_pickled_object_array_is_refused(tmp_path):
     np.save(p, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
     with pytest.raises(
         ValueError,
-        match=r"obj\.npy.*no plain \.npy array \(np\.load: ValueError\).*never unpickles",
+        match=r"obj\.npy.*is no plain \.npy array \(np\.load raised ValueError\).*never unpickles",
     ) as info:
         load_npy(p)
     assert "allow_pickle=False" in str(info.value.__cause__)  # numpy's own refusal, chained
@@ -103,7 +103,7 @@ def test_npz_is_not_a_npy(tmp_path):
     p = tmp_path / "a.npz"
     np.savez(p, x=np.zeros(2))
     with pytest.raises(
-        ValueError, match=r"a\.npz.*no plain \.npy array \(np\.load: NpzFile\).*expected"
+        ValueError, match=r"a\.npz.*is no plain \.npy array \(np\.load returned NpzFile\).*expected"
     ):
         load_npy(p)
 
@@ -112,10 +112,10 @@ def test_shape_and_dtype_mismatch(tmp_path):
     p = tmp_path / "x.npy"
     np.save(p, np.zeros((2, 3), np.float32))
     with pytest.raises(
-        ValueError, match=r"x\.npy.*holds float32\[2, 3\], expected float32\[3, 2\]"
+        ValueError, match=r"x\.npy.*holds float32\[2, 3\]; expected float32\[3, 2\]"
     ):
         load_npy(p, shape=(3, 2), dtype="float32")
-    with pytest.raises(ValueError, match=r"x\.npy.*holds float32\[2, 3\], expected int32"):
+    with pytest.raises(ValueError, match=r"x\.npy.*holds float32\[2, 3\]; expected int32"):
         load_npy(p, dtype="int32")
 
 
@@ -132,7 +132,7 @@ def test_bulk_file_of_another_dataset(tmp_path):
     d = make_dataset(tmp_path, 4, (2,))
     np.save(d.bulk_path, np.zeros((5, 2), np.float32))
     with pytest.raises(
-        ValueError, match=r"bulk\.npy.*holds float32\[5, 2\], expected float32\[4, 2\]"
+        ValueError, match=r"bulk\.npy.*holds float32\[5, 2\]; expected float32\[4, 2\]"
     ):
         next(iter_batches(d, 2, method="bulk"))
 

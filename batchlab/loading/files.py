@@ -125,11 +125,13 @@ def load_npy(
         or (shape is not None and tuple(array.shape) != tuple(shape))
         or (dtype is not None and array.dtype != dtype)
     ):
-        what = got or f"no plain .npy array (np.load: {type(array).__name__})"
+        error = isinstance(array, BaseException)
+        how = f"{'raised' if error else 'returned'} {type(array).__name__}"
+        why = f"holds {got}" if got else f"is no plain .npy array (np.load {how})"
         raise ValueError(
-            f"`path` {path} holds {what}, expected {want}. batchlab never unpickles; "
-            "save plain arrays with np.save(path, np.asarray(x, dtype=...))."
-        ) from (array if isinstance(array, BaseException) else None)
+            f"`path` {path} {why}; expected {want}. batchlab never unpickles (a pickle can run "
+            "code): save plain arrays with np.save(path, np.asarray(x, dtype=...))."
+        ) from (array if error else None)
     return array
 
 
