@@ -84,9 +84,7 @@ class Buckets(Cost, Rows):
         pairs = zip(outputs, self.buckets, strict=True)
         stacked = np.concatenate([np.asarray(o)[: len(b.indices)] for o, b in pairs] or [[]])
         order = np.concatenate([b.indices for b in self.buckets] or [np.zeros(0, np.int64)])
-        result = np.empty_like(stacked)
-        result[order] = stacked
-        return result
+        return stacked[np.argsort(order)]  # order is a permutation: row k goes to order[k]
 
     def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
         """``fn(padded)`` on every bucket, results in input order (one compile per shape, jitted)."""
