@@ -99,7 +99,7 @@ def main() -> int:
         "",
         "A. waiting loader (I/O-like wait = compute time) + mmap slice, per pass:",
         f"   {four(a)}",
-        f"   asynchronous dispatch alone (serial no sync vs serial sync): {a.async_speedup:.2f}x",
+        f"   asynchronous dispatch alone (serial no sync vs serial sync): {a.serial_sync / a.serial_async:.2f}x",
         f"A1. prefetch vs the best serial loop: {a.speedup:.2f}x (best passes); target > "
         f"{TARGET_BEST}x on the paired rounds: {a1.outcome}: {a1.deciding} (small: the loop "
         "that does not sync already overlaps)",

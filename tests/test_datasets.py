@@ -1,4 +1,4 @@
-"""The shipped ragged dataset and the synthetic length generators."""
+"""The shipped ragged dataset."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import batchlab
 from batchlab import load_stdlib_functions
-from batchlab.ragged import datasets, lognormal_lengths
+from batchlab.ragged import datasets
 from batchlab.ragged.datasets import DATA_DIR, STDLIB_FILE
 
 
@@ -56,27 +56,3 @@ def test_corrupt_file_says_how_to_regenerate(tmp_path, monkeypatch, damage):
     monkeypatch.setattr(datasets, "DATA_DIR", tmp_path)
     with pytest.raises(ValueError, match=r"corrupt.*make_ragged_dataset.py"):
         load_stdlib_functions()
-
-
-@pytest.mark.parametrize("n", [1, 1000])
-def test_generators_seeded_and_in_range(n):
-    a = lognormal_lengths(n, median=20, sigma=1.0, max_length=100, seed=3)
-    assert a.shape == (n,) and a.min() >= 1 and a.max() <= 100
-    assert np.array_equal(a, lognormal_lengths(n, median=20, sigma=1.0, max_length=100, seed=3))
-
-
-@pytest.mark.parametrize(
-    "call, error, match",
-    [
-        (lambda: lognormal_lengths(0), ValueError, "`n` must be at least 1"),
-        (lambda: lognormal_lengths(5, sigma=0), ValueError, "`sigma` must be positive"),
-        (
-            lambda: lognormal_lengths(5, max_length=2.5),
-            TypeError,
-            "`max_length` must be a positive int",
-        ),
-    ],
-)
-def test_generator_errors(call, error, match):
-    with pytest.raises(error, match=match):
-        call()

@@ -126,11 +126,11 @@ def test_under_vmap():
 @pytest.mark.parametrize(
     "mask, axis, error, match",
     [
-        (np.ones((2, 3), np.int32), 1, TypeError, "`mask` must be boolean"),
-        (np.ones((3, 2), bool), 1, ValueError, r"`mask` has shape \(3, 2\) but `x` has \(2, 3\)"),
-        (np.ones((2, 3, 1), bool), 1, ValueError, "`mask` has shape"),
-        (np.ones((2,), bool), 1, ValueError, r"`axis`=1 is not an axis of `mask`"),
-        (np.ones((2, 3), bool), (0, 1), TypeError, "`axis` must be one int"),
+        (np.ones((2, 3), np.int32), 1, TypeError, r"`mask` must be boolean.*got int32\(2, 3\)"),
+        (np.ones((3, 2), bool), 1, ValueError, r"got bool\(3, 2\) for x \(2, 3\)"),
+        (np.ones((2, 3, 1), bool), 1, ValueError, r"got bool\(2, 3, 1\) for x"),
+        (np.ones((2,), bool), 1, ValueError, r"`axis` must be one int, an axis of `mask`.*axis=1"),
+        (np.ones((2, 3), bool), (0, 1), TypeError, r"`axis` must be one int.*axis=\(0, 1\)"),
     ],
 )
 def test_errors(mask, axis, error, match):

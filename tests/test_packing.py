@@ -105,7 +105,7 @@ def test_layout_and_counts():
         (lambda: pack([[1], [2]], max_items=1), ValueError, r"2 items but `max_items`=1"),
         (lambda: pack([[1]], total_length=2.0), TypeError, "`total_length` must be an int"),
         (lambda: pack([[1]], max_items=-1), ValueError, "`max_items` must be at least 0"),
-        (lambda: pack("abc"), TypeError, "`seqs` must be a list of sequences"),
+        (lambda: pack("abc"), TypeError, "`seqs` must be a list of 1-D sequences"),
     ],
 )
 def test_errors(call, error, match):

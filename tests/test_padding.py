@@ -107,15 +107,11 @@ def test_bad_options(kwargs, error, match):
 @pytest.mark.parametrize(
     "seqs, error, match",
     [
-        ("abc", TypeError, "`seqs` must be a list of sequences"),
-        (5, TypeError, "`seqs` must be a list of sequences"),
-        (np.arange(3), TypeError, "1-D array"),
-        ([[1, 2], 3], TypeError, r"`seqs\[1\]` is a scalar"),
-        (
-            [np.ones(2), np.ones((2, 4))],
-            ValueError,
-            r"`seqs\[1\]` has shape \(2, 4\); items must be 1-D sequences",
-        ),
+        ("abc", TypeError, "`seqs` must be a list of 1-D sequences.*got str 'abc'"),
+        (5, TypeError, "`seqs` must be a list of 1-D sequences.*got int 5"),
+        (np.arange(3), TypeError, r"got `seqs\[0\]` of shape \(\)"),
+        ([[1, 2], 3], TypeError, r"got `seqs\[1\]` of shape \(\)"),
+        ([np.ones(2), np.ones((2, 4))], TypeError, r"got `seqs\[1\]` of shape \(2, 4\)"),
     ],
 )
 def test_bad_seqs(seqs, error, match):

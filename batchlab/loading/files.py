@@ -52,21 +52,11 @@ class Dataset:
         )
 
 
-def _check_path(value: Any, name: str, what: str) -> None:
+def _check_path(value: Any, name: str) -> Path:
     if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(
-            f"`{name}` must be a {what} path (str or Path), got {type(value).__name__} "
-            f"{value!r:.40}" + ("; e.g. tempfile.mkdtemp()." if what == "folder" else ".")
-        )
-
-
-def _not_a_folder(name: str, directory: Path, *folders: Path) -> None:
-    for folder in (directory, *folders):
-        if folder.exists() and not folder.is_dir():
-            raise ValueError(
-                f"{name} {directory} cannot hold the dataset: {folder} is a file, not a folder. "
-                "Pass a folder path (e.g. tempfile.mkdtemp()), or move that file away."
-            )
+        got = f"{type(value).__name__} {value!r:.40}"
+        raise TypeError(f"`{name}` must be a path (str or Path), got {got}.")
+    return Path(value)
 
 
 def make_dataset(
@@ -80,20 +70,23 @@ def make_dataset(
       >>> make_dataset(tempfile.mkdtemp(), 4, (3,))
       Dataset(4 items of float32[3], 12 B each, 48 B in all; 4 per-item .npy files + one bulk .npy)
     """
-    _check_path(directory, "directory", "folder")
+    directory = _check_path(directory, "directory")
     check_positive_int(n_items, "n_items")
-    if isinstance(item_shape, (int, np.integer)) or not hasattr(item_shape, "__iter__"):
-        raise TypeError(
-            f"`item_shape` must be a tuple of sizes, e.g. ({item_shape!r},), got {item_shape!r}."
+    shape = np.array(item_shape, dtype=object)
+    if shape.ndim != 1 or not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
+        raise ValueError(
+            f"`item_shape` must be a tuple of sizes >= 0, e.g. (3,), got {item_shape!r}."
         )
-    item_shape = tuple(int(s) for s in item_shape)
-    if any(s < 0 for s in item_shape):
-        raise ValueError(f"`item_shape` must hold sizes >= 0, got item_shape={item_shape}.")
-    directory = Path(directory)
-    _not_a_folder("`directory`", directory, directory / "items")
-    (directory / "items").mkdir(parents=True, exist_ok=True)
-    data = np.random.default_rng(seed).standard_normal((n_items, *item_shape)).astype(np.float32)
-    dataset = Dataset(directory, n_items, item_shape, "float32")
+    dataset = Dataset(directory, n_items, tuple(int(s) for s in shape), "float32")
+    try:
+        (directory / "items").mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(
+            f"`directory` {directory} cannot hold the dataset ({e.strerror}: {e.filename}); "
+            "pass a folder path, e.g. tempfile.mkdtemp()."
+        ) from None
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((n_items, *dataset.item_shape)).astype(np.float32)
     np.save(dataset.bulk_path, data, allow_pickle=False)
     for i in range(n_items):
         np.save(dataset.item_path(i), data[i], allow_pickle=False)
@@ -103,7 +96,7 @@ def make_dataset(
 def load_npy(
     path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any = None, mmap: bool = False
 ) -> np.ndarray:
-    """Loads one ``.npy`` file safely: no pickles, and the ``shape`` and ``dtype`` checked
+    """Loads one ``.npy`` file safely: never unpickles, checks ``shape`` and ``dtype``
     (``None``: any); ``mmap`` memory-maps it read-only.
 
     Example:
@@ -112,53 +105,33 @@ def load_npy(
       >>> load_npy(p, shape=(2, 3), dtype="float64").sum()
       np.float64(0.0)
     """
-    _check_path(path, "path", "file")
-    dtype, path = check_dtype(dtype), Path(path)
-    want = (
-        f"{np.dtype(dtype).name if dtype is not None else 'any dtype'}"
-        f"{list(shape) if shape is not None else ' of any shape'}"
-    )
+    path, dtype = _check_path(path, "path"), check_dtype(dtype)
+    name = np.dtype(dtype).name if dtype is not None else "any dtype"
+    want = name + (str(list(shape)) if shape is not None else "")
     if not path.is_file():
         raise FileNotFoundError(
-            f"`path` {path} does not exist (or is not a file); expected a .npy file holding {want}. "
-            "Check the directory, or regenerate the data with batchlab.loading.make_dataset(...)."
-        )
-    with open(path, "rb") as f:
-        magic = f.read(6)
-    if magic != b"\x93NUMPY":
-        if magic[:1] == b"\x80":
-            kind = "a pickle"
-        elif magic[:2] == b"PK":
-            kind = "an .npz archive (a zip of arrays)"
-        else:
-            kind = f"corrupt or another format (it starts with {magic!r}, not the .npy magic bytes)"
-        raise ValueError(
-            f"`path` {path} is {kind}, not a .npy file; expected {want}. batchlab reads "
-            "plain .npy files only and never unpickles. Save with np.save(path, array)."
+            f"`path` {path} is not a file; expected a .npy file of {want}. "
+            "Regenerate the data with batchlab.loading.make_dataset(...)."
         )
     try:
         array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except (ValueError, OSError, EOFError) as e:
-        if "pickle" in str(e) or "Object arrays" in str(e):
-            raise ValueError(
-                f"`path` {path} holds pickled Python objects (an object array); batchlab refuses "
-                "pickles (allow_pickle=False) because unpickling can run arbitrary code. Save plain "
-                f"arrays instead: np.save(path, np.asarray(x, dtype=...)). Expected {want}."
-            ) from e
+        array = e
+    if isinstance(array, np.lib.npyio.NpzFile):
+        array.close()
+    got = f"{array.dtype.name}{list(array.shape)}" if isinstance(array, np.ndarray) else None
+    if (
+        got is None
+        or (shape is not None and tuple(array.shape) != tuple(shape))
+        or (dtype is not None and array.dtype != dtype)
+    ):
+        error = isinstance(array, BaseException)
+        how = f"{'raised' if error else 'returned'} {type(array).__name__}"
+        why = f"holds {got}" if got else f"is no plain .npy array (np.load {how})"
         raise ValueError(
-            f"`path` {path} is corrupt or truncated ({e}); expected a .npy file holding {want}. "
-            "Regenerate it with np.save(path, array)."
-        ) from e
-    if shape is not None and tuple(array.shape) != tuple(shape):
-        raise ValueError(
-            f"`path` {path} holds an array of shape {list(array.shape)}, expected {want}. "
-            "Was it written for a different dataset?"
-        )
-    if dtype is not None and array.dtype != np.dtype(dtype):
-        raise ValueError(
-            f"`path` {path} holds dtype {array.dtype.name}, expected {want}. "
-            "Convert when saving: np.save(path, x.astype(dtype))."
-        )
+            f"`path` {path} {why}; expected {want}. batchlab never unpickles (a pickle can run "
+            "code): save plain arrays with np.save(path, np.asarray(x, dtype=...))."
+        ) from (array if error else None)
     return array
 
 
@@ -205,7 +178,6 @@ def iter_batches(
         )
     check_choice(method, "method", METHODS)
     check_choice(transfer, "transfer", TRANSFERS)
-    _not_a_folder("`dataset`'s directory", dataset.directory)
     batches = batch_indices(dataset.n_items, batch_size, order=order)
     item = dict(shape=dataset.item_shape, dtype=dataset.dtype)
     if method != "per_item":

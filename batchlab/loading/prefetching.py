@@ -9,7 +9,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 
@@ -22,37 +22,29 @@ _ids = itertools.count()
 _DONE = object()
 
 
-class _Failure(NamedTuple):
-    error: BaseException
-    index: int
-
-
-def _put(q: queue.Queue, stop: threading.Event, item: Any) -> bool:
-    """Puts ``item`` unless the consumer stopped; never blocks forever."""
-    while not stop.is_set():
-        try:
-            q.put(item, timeout=0.05)
-            return True
-        except queue.Full:
-            continue
-    return False
-
-
 def _produce(source: Iterator, q: queue.Queue, stop: threading.Event) -> None:
+    """Puts device batches on ``q``, then ``_DONE`` or the loader's error; stops with ``stop``."""
     for index in itertools.count():
-        if stop.is_set():
-            return
         try:
             # a named span in the profiler trace: batchlab.trace() shows it on this thread's lane
             with jax.profiler.TraceAnnotation(f"prefetch batch {index}"):
                 item = jax.device_put(next(source))
         except StopIteration:
-            _put(q, stop, _DONE)
-            return
+            item = _DONE
         except BaseException as e:
-            _put(q, stop, _Failure(e, index))
-            return
-        if not _put(q, stop, item):
+            if hasattr(e, "add_note"):  # Python 3.11+
+                e.add_note(
+                    f"(raised by the loader in prefetch's background thread, "
+                    f"after {index} batch(es) were delivered)"
+                )
+            item = e
+        while not stop.is_set():  # never blocks forever on a full queue
+            try:
+                q.put(item, timeout=0.05)
+                break
+            except queue.Full:
+                pass
+        if stop.is_set() or item is _DONE or isinstance(item, BaseException):
             return
 
 
@@ -66,17 +58,13 @@ def prefetch(iterator: Iterable[Any], size: int = 2) -> Iterator[Any]:
       [0, 1, 2, 3]
     """
     size = check_positive_int(size, "size")
-    try:
-        if iterator is None or isinstance(iterator, (str, bytes)):
-            raise TypeError
-        source = iter(iterator)
-    except TypeError:
+    if isinstance(iterator, (str, bytes)) or not hasattr(iterator, "__iter__"):
         raise TypeError(
             f"`iterator` must be iterable (a generator, a list of batches, ...), got "
             f"{type(iterator).__name__} {iterator!r:.60}. Pass the batches, e.g. "
             "prefetch(iter_batches(...)), not a single batch."
-        ) from None
-    return _consume(source, size)  # a generator of its own: the checks above run at once
+        )
+    return _consume(iter(iterator), size)  # a generator of its own: the checks above run at once
 
 
 def _consume(source: Iterator, size: int) -> Iterator[Any]:
@@ -87,21 +75,11 @@ def _consume(source: Iterator, size: int) -> Iterator[Any]:
     thread.start()
     try:
         while (item := q.get()) is not _DONE:
-            if isinstance(item, _Failure):
-                if hasattr(item.error, "add_note"):  # Python 3.11+
-                    item.error.add_note(
-                        f"(raised by the loader in prefetch's background thread, "
-                        f"after {item.index} batch(es) were delivered)"
-                    )
-                raise item.error
+            if isinstance(item, BaseException):
+                raise item
             yield item
     finally:
-        stop.set()
-        while True:  # unblock a producer waiting on a full queue
-            try:
-                q.get_nowait()
-            except queue.Empty:
-                break
+        stop.set()  # the producer gives up its next put within 0.05 s
         thread.join(timeout=10.0)
         if not thread.is_alive() and hasattr(source, "close"):
             source.close()  # run the loader's own cleanup (open files, ...)
@@ -177,11 +155,6 @@ class PrefetchComparison(Rows):
           1.71
         """
         return self.serial_sync / self.prefetch_sync
-
-    @property
-    def async_speedup(self) -> float:
-        """serial waiting every step / serial not waiting: what asynchronous dispatch gives."""
-        return self.serial_sync / self.serial_async
 
     def hidden_share(self, load_seconds: float) -> dict[str, float]:
         """How much of the hideable time each pipeline hid, given the loader's time per batch.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -113,16 +114,12 @@ def measure_loading(
 
 def last_level_cache_bytes() -> int | None:
     """Size of the CPU's largest cache (Linux sysfs), ``None`` where the OS does not say."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     sizes = []
     for path in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*/size"):
-        try:
-            with open(path) as f:
-                text = f.read().strip().upper()
-        except OSError:
-            continue
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            sizes.append(int(digits) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1))
+        text = Path(path).read_text().strip().upper()  # e.g. "32K"
+        if text.rstrip("KMG").isdigit():
+            sizes.append(int(text.rstrip("KMG")) * units.get(text[-1:], 1))
     return max(sizes, default=None)
 
 

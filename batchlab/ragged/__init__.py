@@ -2,7 +2,7 @@
 
 from batchlab.ragged.boundaries import optimal_boundaries
 from batchlab.ragged.bucketing import bucket_batches, bucketize
-from batchlab.ragged.datasets import load_stdlib_functions, lognormal_lengths
+from batchlab.ragged.datasets import load_stdlib_functions
 from batchlab.ragged.masking import (
     masked_logsumexp,
     masked_max,
@@ -23,7 +23,6 @@ __all__ = [
     "bucket_batches",
     "bucketize",
     "load_stdlib_functions",
-    "lognormal_lengths",
     "masked_logsumexp",
     "masked_max",
     "masked_mean",

@@ -33,18 +33,14 @@ def lengths_of(lengths: Any) -> np.ndarray:
 
 
 def check_boundaries(boundaries: Any, lengths: np.ndarray) -> np.ndarray:
-    """``boundaries`` as int64, checked: increasing ints that cover every length."""
-    b = np.asarray(boundaries)
-    if b.ndim != 1 or b.size == 0 or b.dtype.kind not in "iu":
-        raise TypeError(f"`boundaries` must be a non-empty list of ints, got {boundaries!r:.60}.")
-    if np.any(np.diff(b) <= 0) or b[0] < 1:
+    """``boundaries`` as int64, checked: positive, strictly increasing ints that cover every length."""
+    b, longest = np.asarray(boundaries), int(lengths.max()) if len(lengths) else 0
+    ok = b.ndim == 1 and b.size > 0 and b.dtype.kind in "iu"
+    if not (ok and b[0] >= 1 and np.all(np.diff(b) > 0) and b[-1] >= longest):
         raise ValueError(
-            f"`boundaries` must be positive and strictly increasing, got {b.tolist()}."
-        )
-    if len(lengths) and lengths.max() > b[-1]:
-        raise ValueError(
-            f"the longest item has length {lengths.max()} but the last boundary is {b[-1]}; "
-            f"add a boundary >= {lengths.max()} (or pad with truncate=True first)."
+            f"`boundaries` must be positive, strictly increasing ints, the last >= the longest "
+            f"item's length {longest}, got {boundaries!r:.60}; add a boundary >= {longest} "
+            f"(or pad with truncate=True first)."
         )
     return b.astype(np.int64)
 

@@ -67,40 +67,24 @@ class Buckets(Cost, Rows):
 
     def restore(self, outputs: list[Any]) -> np.ndarray:
         """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order."""
-        if not isinstance(outputs, (list, tuple)):
-            raise TypeError(
-                f"`outputs` must be a list (one per bucket), got {type(outputs).__name__}."
+        is_list = isinstance(outputs, (list, tuple))
+        ok = is_list and len(outputs) == len(self.buckets)
+        shapes = [np.shape(o) for o in outputs] if is_list else []
+        for shape, b in zip(shapes, self.buckets, strict=False):
+            rows = (len(b.indices), len(b.padded.lengths))
+            ok = ok and shape[:1] in ((rows[0],), (rows[1],)) and shape[1:] == shapes[0][1:]
+        if not ok:
+            got = shapes[:8] if is_list else f"{type(outputs).__name__} {outputs!r:.40}"
+            raise (ValueError if is_list else TypeError)(
+                f"`outputs` must be a list of one array per bucket ({len(self)}), each with one "
+                f"row per item of its bucket ({[len(b.indices) for b in self.buckets][:8]}) and "
+                f"one row shape, got {got}. Reduce over the sequence axis first (e.g. "
+                f"masked_mean(out, b.padded.mask, axis=1))."
             )
-        if len(outputs) != len(self.buckets):
-            raise ValueError(
-                f"`outputs` has {len(outputs)} entries for {len(self)} buckets; pass one each."
-            )
-        for k, (o, b) in enumerate(zip(outputs, self.buckets, strict=True)):
-            shape, items, rows = np.shape(o) or (0,), len(b.indices), len(b.padded.lengths)
-            if shape[0] not in (items, rows):
-                hint = ""
-                if np.shape(o) == ():
-                    hint = " (a per-bucket scalar is not a per-item output)"
-                elif shape[0] in (rows * b.boundary, b.padded.true_elements):
-                    hint = ": this looks like one row per position; reduce over the sequence "
-                    hint += "axis first (e.g. masked_mean(out, b.padded.mask, axis=1))"
-                raise ValueError(
-                    f"`outputs[{k}]` has {shape[0]} rows but bucket {k} holds {items} items "
-                    f"(padded shape {b.padded.values.shape}); each output needs one row per "
-                    f"item of its bucket, in the bucket's order{hint}."
-                )
-            if shape[1:] != np.shape(outputs[0])[1:]:
-                raise ValueError(
-                    f"`outputs[{k}]` has rows of shape {shape[1:]} but `outputs[0]` has "
-                    f"{np.shape(outputs[0])[1:]}; per-item results need one shape in every "
-                    f"bucket: reduce over the sequence axis (e.g. masked_mean) first."
-                )
         pairs = zip(outputs, self.buckets, strict=True)
         stacked = np.concatenate([np.asarray(o)[: len(b.indices)] for o, b in pairs] or [[]])
         order = np.concatenate([b.indices for b in self.buckets] or [np.zeros(0, np.int64)])
-        result = np.empty_like(stacked)
-        result[order] = stacked
-        return result
+        return stacked[np.argsort(order)]  # order is a permutation: row k goes to order[k]
 
     def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
         """``fn(padded)`` on every bucket, results in input order (one compile per shape, jitted)."""
@@ -136,10 +120,9 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
     shape, rows = np.shape(jax.tree_util.tree_leaves(out)[0]), len(padded.lengths)
     if shape[:1] != (rows + 1,):
         raise ValueError(
-            f"`fn` returned shape {shape} for {rows + 1} rows (bucket {k} padded with one more "
-            f"row): its leading axis does not follow the batch's rows, so it is not one output "
-            f"per item (e.g. a sum over the items, one value per position). Reduce over the "
-            f"sequence axis instead, e.g. masked_sum(p.values, p.mask, axis=1)."
+            f"`fn` returned shape {shape} for {rows + 1} rows (bucket {k} with one row added): "
+            "its leading axis does not follow the batch's rows, so it is not one output per "
+            "item. Reduce over the sequence axis, e.g. masked_sum(p.values, p.mask, axis=1)."
         )
 
 
@@ -161,7 +144,7 @@ def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None
       >>> bs.restore([b.padded.lengths for b in bs]).tolist()   # back in input order
       [3, 1, 2]
     """
-    return _batches(seqs, boundaries, n_buckets)
+    return bucket_batches(seqs, boundaries=boundaries, n_buckets=n_buckets)
 
 
 def bucket_batches(
@@ -178,26 +161,22 @@ def bucket_batches(
     Args:
       seqs, boundaries, n_buckets: as in :func:`bucketize`.
       batch_size: rows per batch, the same for every bucket.
-      tokens_per_batch: instead, positions per batch: ``max(1, tokens_per_batch // boundary)`` rows.
+      tokens_per_batch: instead, positions per batch: ``max(1, tokens_per_batch // boundary)``
+        rows (neither: one batch per bucket, as :func:`bucketize`).
       seed: shuffle the items within each bucket and the order of the batches (an epoch, as a
         training loop sees it); ``None`` keeps input order.
 
     Returns:
       :class:`Buckets` with one entry per batch; ``restore`` drops the filler rows.
     """
-    if (batch_size is None) == (tokens_per_batch is None):
+    if batch_size is not None and tokens_per_batch is not None:
         raise ValueError(
-            "pass exactly one of `batch_size` (rows per batch, e.g. 64) or `tokens_per_batch` "
-            f"(positions per batch, e.g. 8192), got batch_size={batch_size!r} and "
+            "pass one of `batch_size` (rows per batch, e.g. 64) or `tokens_per_batch` "
+            f"(positions per batch, e.g. 8192), not both; got batch_size={batch_size!r} and "
             f"tokens_per_batch={tokens_per_batch!r}."
         )
     batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
     tokens = check_positive_int(tokens_per_batch, "tokens_per_batch", allow_none=True)
-    return _batches(seqs, boundaries, n_buckets, seed=seed, batch_size=batch_size, tokens=tokens)
-
-
-def _batches(seqs, boundaries, n_buckets, *, seed=None, batch_size=None, tokens=None) -> Buckets:
-    """Buckets the items; with ``batch_size`` or ``tokens``, cuts each into batches of one shape."""
     if (boundaries is None) == (n_buckets is None):
         raise ValueError(
             "pass exactly one of `boundaries` (e.g. [32, 64, 128]) or `n_buckets` (e.g. 8), "

@@ -44,25 +44,21 @@ def _prepare(x: Any, mask: Any, axis: int) -> tuple[Array, Array, int]:
     """Checks shapes and dtypes before any computation; aligns the mask with ``x``."""
     x = jnp.asarray(check_numeric_array(x, "x"))
     mask = jnp.asarray(check_numeric_array(mask, "mask"))
-    if mask.dtype != jnp.bool_:
-        raise TypeError(
-            f"`mask` must be boolean, got dtype {mask.dtype}; build it with a comparison "
-            f"(e.g. positions < lengths[:, None]) or convert with mask.astype(bool)."
+    fits = mask.ndim <= x.ndim and all(
+        m in (1, n) for m, n in zip(mask.shape, x.shape, strict=False)
+    )
+    if mask.dtype != jnp.bool_ or not fits:
+        raise (ValueError if mask.dtype == jnp.bool_ else TypeError)(
+            f"`mask` must be boolean, of x's shape or its leading axes (size 1 on an axis it "
+            f"shares, e.g. (batch, 1, seq) for heads), got {mask.dtype}{mask.shape} for x "
+            f"{x.shape}; build it with a comparison (positions < lengths[:, None])."
         )
-    if mask.ndim > x.ndim or any(
-        m not in (1, n) for m, n in zip(mask.shape, x.shape, strict=False)
-    ):
-        raise ValueError(
-            f"`mask` has shape {mask.shape} but `x` has {x.shape}; the mask must have x's shape or "
-            f"its leading axes, with size 1 on an axis it shares (e.g. (batch, 1, seq) for heads)."
-        )
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"`axis` must be one int (the sequence axis), got {axis!r}.")
+    is_int = isinstance(axis, (int, np.integer)) and not isinstance(axis, bool)
     # a negative axis of a mask with fewer dims than x would count from the mask's end
-    if not -mask.ndim <= axis < mask.ndim or (mask.ndim == 1 < x.ndim and axis < 0):
-        raise ValueError(
-            f"`axis`={axis} is not an axis of `mask` (shape {mask.shape}, x {x.shape}); pass "
-            f"the reduced masked axis, counted from the front, e.g. axis=1 for a (batch, seq) mask."
+    if not is_int or not -mask.ndim <= axis < mask.ndim or (mask.ndim == 1 < x.ndim and axis < 0):
+        raise (ValueError if is_int else TypeError)(
+            f"`axis` must be one int, an axis of `mask` (shape {mask.shape}, x {x.shape}) counted "
+            f"from the front, e.g. axis=1 for a (batch, seq) mask, got axis={axis!r}."
         )
     axis, mask = axis % mask.ndim, mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
     return x, jnp.broadcast_to(mask, x.shape), axis

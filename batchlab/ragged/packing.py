@@ -1,11 +1,9 @@
 """Packing ragged items back to back: a segment reduction that computes no pads.
 
-A mask does not skip work (a ``where``, then a full-size sum). Packing does: the items
-back to back in one array, each position's item index as its *segment id*, reduced with
-``jax.ops.segment_sum``: work proportional to the true length. With a fixed
-``total_length`` and ``max_items`` every batch has one shape (one compile); the tail gets
-segment id ``max_items``, out of range, so ``segment_sum`` drops it. An empty item's mean
-is 0, as :func:`batchlab.masked_mean` gives a fully masked row.
+A mask still computes every pad (a ``where``, then a full-size sum); packing puts the items back
+to back with each position's item index as its *segment id*, reduced by
+``jax.ops.segment_sum``: work proportional to the true length. The tail past the items gets
+segment id ``max_items``, out of range, so ``segment_sum`` drops it.
 
 Example:
   >>> p = pack([[1, 2, 3], [4], []], total_length=6, max_items=4)
@@ -49,11 +47,8 @@ class Packed(NamedTuple):
 def pack(seqs: Any, *, total_length: int | None = None, max_items: int | None = None) -> Packed:
     """Packs ragged items back to back into one array, with segment ids and lengths.
 
-    Args:
-      seqs: a list of 1-D sequences or a :class:`~batchlab.Ragged`.
-      total_length: the packed length; default: the sum of the lengths (no tail, zeros).
-      max_items: the number of segments; default: the number of items. Fix both (e.g. to
-        the largest batch's) and every batch has one shape: one compile.
+    ``total_length`` (default: the sum of the lengths) and ``max_items`` (default: the item
+    count) fix the shape: set both to the largest batch's and every batch compiles once.
     """
     total_length = check_size(total_length, "total_length")
     max_items = check_size(max_items, "max_items")

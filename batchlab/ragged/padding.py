@@ -89,23 +89,16 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
     """A list of 1-D sequences (or a :class:`Ragged`) -> :class:`Ragged`."""
     if isinstance(seqs, Ragged):
         return seqs if dtype is None else Ragged(seqs.flat.astype(dtype, copy=False), seqs.offsets)
-    if isinstance(seqs, (str, bytes, dict)) or not hasattr(seqs, "__len__"):
+    ok = not isinstance(seqs, (str, bytes, dict)) and hasattr(seqs, "__len__")
+    items = [np.asarray(s, dtype=dtype) for s in seqs] if ok else []
+    bad = next((i for i, s in enumerate(items) if s.ndim != 1), None)
+    if not ok or bad is not None:
         got = f"{type(seqs).__name__} {seqs!r:.60}"
-        raise TypeError(f"`{name}` must be a list of sequences (e.g. [[1, 2], [3]]), got {got}.")
-    if isinstance(seqs, np.ndarray) and seqs.dtype != object and seqs.ndim < 2:
+        got = got if not ok else f"`{name}[{bad}]` of shape {items[bad].shape}"
         raise TypeError(
-            f"`{name}` is a {seqs.ndim}-D array {seqs.shape}; pass a list of sequences "
-            f"(wrap one sequence as [seq])."
+            f"`{name}` must be a list of 1-D sequences, e.g. [[1, 2], [3]] (wrap one sequence "
+            f"as [seq]), got {got}."
         )
-    items = [np.asarray(s, dtype=dtype) for s in seqs]
-    for i, s in enumerate(items):
-        if s.ndim == 0:
-            raise TypeError(f"`{name}[{i}]` is a scalar {s!r}; write [x] for a length-1 item.")
-        if s.ndim > 1:
-            raise ValueError(
-                f"`{name}[{i}]` has shape {s.shape}; items must be 1-D sequences (e.g. token "
-                f"ids): pad the ids, then gather their features (table[p.values])."
-            )
     # empty items ([] is float64) take the others' dtype
     dtypes = {s.dtype for s in items if s.size} or {s.dtype for s in items} or {np.float64}
     dtype = dtype or np.result_type(*dtypes)
@@ -220,20 +213,12 @@ def unpad(padded: Padded) -> list[np.ndarray]:
         got = f"{type(padded).__name__} {padded!r:.40}"
         raise TypeError(f"`padded` must be a Padded (values, mask, lengths) from pad(), got {got}.")
     values, mask, lengths = (np.asarray(a) for a in padded)
-    if mask.dtype != bool:
-        raise TypeError(
-            f"`mask` of `padded` must be a bool array (True = real element), got {mask.dtype}; "
-            f"an int mask would be read as indices. Use mask.astype(bool)."
-        )
-    if values.shape[: mask.ndim] != mask.shape or mask.ndim != 2:
-        raise ValueError(
-            f"`mask` of `padded` has shape {mask.shape} but `values` has {values.shape}: the mask "
-            f"must be (batch, length), the leading axes of `values`."
-        )
-    ok = lengths.shape == mask.shape[:1] and np.array_equal(lengths, mask.sum(axis=1))
+    ok = mask.dtype == bool and mask.ndim == 2 and values.shape[:2] == mask.shape
+    ok = ok and np.array_equal(lengths, mask.sum(axis=1))
     if not ok or not np.array_equal(mask, np.arange(mask.shape[1]) < lengths.reshape(-1, 1)):
         raise ValueError(
-            f"`lengths` of `padded` ({lengths.tolist()[:8]}) and its mask disagree: each mask row "
-            f"must be True for the first `lengths` positions, then False; rebuild it with pad()."
+            f"`padded` must hold a bool `mask` (batch, length) over the leading axes of `values`, "
+            f"True for the first `lengths` positions of each row; got values {values.shape}, "
+            f"mask {mask.dtype}{mask.shape}, lengths {lengths.tolist()[:8]}. Rebuild it with pad()."
         )
     return np.split(values[mask], np.cumsum(lengths)[:-1]) if len(lengths) else []
