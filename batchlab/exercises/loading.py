@@ -41,11 +41,7 @@ def pipeline_time(answer: Any) -> tuple[bool, str]:
                 f"With prefetch, {case}: the two run at the same time (which one sets the pace?), "
                 f"except before the first compute and after the last load. You gave {ahead:g}."
             )
-    # the praise repeats no formula: stored notebook outputs must not give the answer away
-    return True, (
-        "Right for every case. Now compare the largest speed-up for 12 batches with what the "
-        "loops above measured."
-    )
+    return True, "Right for every case. Compare its speed-up for 12 batches with the loops'."
 
 
 @exercise(
@@ -118,11 +114,7 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
             "Not yet. Look at the two timelines: while the main thread waits for a loss "
             "(grey), can the next 'load batch' span run? And between two waits?"
         )
-    # the praise names no direction and no number: stored outputs must not give it away
-    return True, (
-        "Right, as traced in this run. Now say why, in terms of what the main thread does "
-        "while the device computes."
-    )
+    return True, "Right, as traced in this run. Now say why."
 
 
 @exercise(
@@ -156,7 +148,4 @@ def bigger_weights(
             "gives. Measure it: argument bytes on 1 device divided by those on 8, with the new "
             "weights replicated."
         )
-    return True, (
-        "Right, direction and size. Now say why in one sentence, in terms of what the mesh "
-        "splits and what it copies."
-    )
+    return True, "Right, direction and size. Now say why in one sentence."

@@ -32,10 +32,7 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
         wrong.append("output: one float32 score per item in the batch")
     if wrong:
         return False, "Not all figures match the compiled plan. " + "; ".join(wrong) + "."
-    return True, (
-        "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and "
-        "dtypes."
-    )
+    return True, "Both match XLA's compiled memory analysis."
 
 
 @exercise(
@@ -63,8 +60,4 @@ def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple
         )
     if hints:
         return False, "Not yet. " + " ".join(hints)
-    # the praise names no direction and no number: stored notebook outputs must not give it away
-    return True, (
-        f"Right on both (measured on {jax.default_backend()}). Now say why: read the dtype of "
-        f"every value in the temp allocation of bl.buffer_assignment(fn, *args) with {name} inputs."
-    )
+    return True, f"Right on both (measured on {jax.default_backend()}). Now say why."
