@@ -13,6 +13,7 @@ import html
 import importlib
 import inspect
 import pkgutil
+import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,9 +99,24 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
     try:
         ok, message = checker(answer, **context)
     except Exception as e:
-        first = str(e).splitlines()[0] if str(e) else ""
-        return CheckResult(exercise_id, False, f"Your answer raised {type(e).__name__}: {first}")
+        first = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        given = ", ".join(f"{n}={_describe(v)}" for n, v in context.items())
+        how = "the check called it with" if callable(answer) else "checked with"
+        called = f" ({how} {given})" if given else ""
+        return CheckResult(exercise_id, False, f"Your answer raised {first}{called}")
     return CheckResult(exercise_id, bool(ok), message)
+
+
+def _describe(value: Any) -> str:
+    """``float32[4, 3]`` for arrays, a function's name, else the type and a short repr."""
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if isinstance(shape, tuple) and dtype is not None:
+        return f"{dtype}{list(shape)}"
+    if isinstance(value, (int, float, complex, bool)):
+        return repr(value)
+    if callable(value):  # no address: stored notebook outputs stay stable
+        return f"function {getattr(value, '__name__', type(value).__name__)}"
+    return f"{type(value).__name__} {reprlib.repr(value)}"
 
 
 def _unanswered(answer: Any) -> bool:

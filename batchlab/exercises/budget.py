@@ -25,24 +25,12 @@ def _chunk_effect(
     if answer == measured:
         return True, "Right: the chunked program's planned bytes decide, as max_batch_size found."
     if answer >= chunk8_answer:
-        return False, (
-            "Fewer fit. A bigger chunk means bigger temporaries for every step of the scan: how "
-            "many bytes do one chunk's D x D matrices take, against the budget?"
-        )
+        return False, "Fewer fit: how big are one chunk's D x D temporaries, against the budget?"
     if answer == 0:
-        return False, (
-            "Some items still fit. What does lax.map do with a batch smaller than one chunk? "
-            "(It is the remainder.)"
-        )
+        return False, "Some still fit: what does lax.map do with a batch below one chunk?"
     if answer > measured:
-        return False, (
-            "Fewer fit than that. Does one whole chunk's temporaries fit the budget at all? If "
-            "not, which batches never need a whole chunk?"
-        )
-    return False, (
-        "More fit than that. A batch smaller than one chunk runs as a plain vmap: how many "
-        "items did vmap fit in this budget?"
-    )
+        return False, "Fewer fit than that: do one chunk's temporaries fit the budget at all?"
+    return False, "More fit: a batch below one chunk runs as a plain vmap. How many did vmap fit?"
 
 
 @exercise(
@@ -96,10 +84,7 @@ def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
     if abs(np.log2(answer / measured_ratio)) <= 0.6:
         return True, "Right order. Now say why, from the buffer of one item that grows fastest."
     if answer > measured_ratio:
-        return False, (
-            "Fewer items fit than that. Which buffer of one item is largest, and how does its "
-            "size depend on D?"
-        )
+        return False, "Fewer items fit than that: how does one item's largest buffer grow with D?"
     return False, "More items fit than that: look again at which buffer grows fastest with D."
 
 
@@ -115,10 +100,7 @@ def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
         return True, "Right, and run_batches finds that size itself."
     if answer < measured_ratio:
         return False, "More than that fits. How do planned bytes grow with the batch (06's curve)?"
-    return False, (
-        "Less than that fits: part of the plan does not grow with the budget, and the batch is a "
-        "whole number of items."
-    )
+    return False, "Less than that fits: part of the plan does not grow with the budget."
 
 
 @exercise(
