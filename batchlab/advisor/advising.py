@@ -37,36 +37,35 @@ SOURCE = "bl.measuring.interleaved: wall clock of one call, paired by round"
 MAX_FITS = 3
 
 
-def _batch_length(example: Any, in_axes: Any) -> int:
-    axes = in_axes if isinstance(in_axes, tuple) else (0,)
-    args = example if isinstance(in_axes, tuple) else (example,)
-    sizes = {
-        np.shape(x)[0] if np.ndim(x) else None
-        for a, ax in zip(args, axes, strict=True)
-        if ax == 0
-        for x in jax.tree_util.tree_leaves(a)
-    }
-    if len(sizes) != 1 or None in sizes:
-        raise ValueError(
-            f"`example` is a batch (in_axes={in_axes!r}), so every batched leaf needs the same "
-            f"leading size; got sizes {sorted(map(str, sizes))}."
-        )
-    return int(sizes.pop())
-
-
-def _item_and_batch(example: Any, in_axes: Any, n: int) -> tuple[Any, tuple, Any]:
-    """(one item as max_batch_size takes it, the arguments of a batch of ``n``, the axes)."""
+def _item_and_batch(example: Any, in_axes: Any, n: int | None) -> tuple[Any, tuple, Any, int]:
+    """(one item as max_batch_size takes it, the arguments of a batch of ``n`` (default: the
+    example batch, or 256 repeats of one item), the axes, ``n``)."""
 
     def each(f, a):
         return jax.tree_util.tree_map(lambda x: f(np.asarray(x)), a)
 
     if in_axes is None:  # one item: the batch repeats it
-        return example, (each(lambda x: np.repeat(x[None], n, 0), example),), 0
-    if isinstance(in_axes, tuple):
-        pairs = list(zip(example, in_axes, strict=True))
-        item = tuple(each(lambda x: x[0], a) if ax == 0 else a for a, ax in pairs)
-        return item, tuple(each(lambda x: x[:n], a) if ax == 0 else a for a, ax in pairs), in_axes
-    return each(lambda x: x[0], example), (each(lambda x: x[:n], example),), 0
+        n = n or 256
+        return example, (each(lambda x: np.repeat(x[None], n, 0), example),), 0, n
+    args, axes = (example, in_axes) if isinstance(in_axes, tuple) else ((example,), (0,))
+    pairs = list(zip(args, axes, strict=True))
+    leaves = [x for a, ax in pairs if ax == 0 for x in jax.tree_util.tree_leaves(a)]
+    sizes = {np.shape(x)[0] if np.ndim(x) else None for x in leaves}
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError(
+            f"`example` is a batch (in_axes={in_axes!r}), so every batched leaf needs the same "
+            f"leading size; got sizes {sorted(map(str, sizes))}."
+        )
+    have = sizes.pop()
+    if (n or have) > have:
+        raise ValueError(
+            f"`batch_size`={n} is larger than the example batch ({have} items); pass a "
+            "smaller batch_size, a bigger example, or one item with in_axes=None."
+        )
+    n = n or have
+    item = tuple(each(lambda x: x[0], a) if ax == 0 else a for a, ax in pairs)
+    args = tuple(each(lambda x: x[:n], a) if ax == 0 else a for a, ax in pairs)
+    return (item, args, in_axes, n) if isinstance(in_axes, tuple) else (item[0], args, 0, n)
 
 
 def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, packed_fn):
@@ -192,14 +191,7 @@ def advise(
         cands = ragged_candidates(fn, data, n, packed_fn)
         items = len(data)
     else:
-        have = None if in_axes is None else _batch_length(example, in_axes)
-        n = batch_size or have or 256
-        if have is not None and n > have:
-            raise ValueError(
-                f"`batch_size`={n} is larger than the example batch ({have} items); pass a "
-                "smaller batch_size, a bigger example, or one item with in_axes=None."
-            )
-        item, args, axes = _item_and_batch(example, in_axes, n)
+        item, args, axes, n = _item_and_batch(example, in_axes, batch_size)
         try:  # the user's own error, before anything compiles
             jax.eval_shape(fn, *item) if isinstance(axes, tuple) else jax.eval_shape(fn, item)
         except Exception as e:
@@ -217,8 +209,7 @@ def advise(
                 f"plans {format_bytes(lean.planned)}): measured at the fitted size, {small} items"
             )
             if small:
-                n = small
-                item, args, axes = _item_and_batch(example, in_axes, n)
+                item, args, axes, n = _item_and_batch(example, in_axes, small)
                 cands = dense_candidates(fn, args, axes, n, strategies)
             else:  # every plan stays over the budget: nothing is timed
                 lead += "; not one item fits"
