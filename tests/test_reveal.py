@@ -34,7 +34,6 @@ def test_no_guess_still_reveals(guess):
 def test_units_print_in_human_units():
     r = exercises.reveal("t.bytes", 2048, measured=1024, unit="bytes")
     assert "2.00 KiB" in repr(r) and "1.00 KiB" in repr(r)
-    assert r.ratio == 2.0
 
 
 def test_html_escapes_the_guess():
@@ -49,17 +48,17 @@ def test_html_escapes_the_guess():
         (dict(prediction_id="t.x", guess="8", measured=8), TypeError, "`guess` must be a number"),
         (dict(prediction_id="t.x", guess=True, measured=8), TypeError, "`guess` must be a number"),
         (dict(prediction_id="t.x", guess=8, measured="vmap"), TypeError, "one of the choices"),
-        (dict(prediction_id="t.x", guess=float("nan"), measured=8), ValueError, "`guess` is NaN"),
+        (dict(prediction_id="t.x", guess=float("nan"), measured=8), ValueError, "`guess` must be"),
         (
             dict(prediction_id="t.x", guess=1, measured=float("nan")),
             ValueError,
-            "`measured` is NaN",
+            r"`measured` must be a number \(not NaN\)",
         ),
         (dict(prediction_id="t.x", guess=1, measured=[1]), TypeError, "`measured` must be"),
         (
             dict(prediction_id="t.x", guess="map", measured="vmap", choices=["vmap", "loop"]),
             ValueError,
-            "one of",
+            r"one of the choices \['vmap', 'loop'\]",
         ),
     ],
 )

@@ -1,11 +1,7 @@
-"""``advise``: the fastest way to batch the user's function that fits the budget, measured here.
-
-1. **Plan** every candidate (:mod:`batchlab.advisor.candidates`) with XLA; those over the budget
-   are not run. When none fits, the batch shrinks to what the leanest plan fits.
-2. **Time** the rest with the one sampler (:func:`batchlab.measuring.interleaved`): a short run
-   screens out the clearly slower, a longer one decides (:func:`batchlab.advisor.decide`).
-3. **Fit** the pick: :func:`batchlab.max_batch_size` with ``margin="calibrated"``. A pick that
-   cannot run the measured batch with that margin is left out, and the next is fitted.
+"""``advise``: plan every candidate with XLA (those over the budget are not run), time the rest
+with the one sampler (a short run screens, a longer one decides: :func:`decide`), then fit the
+pick with :func:`batchlab.max_batch_size` (``margin="calibrated"``); a pick that cannot run the
+timed batch with that margin is left out and the next one is fitted.
 """
 
 from __future__ import annotations
@@ -41,65 +37,57 @@ SOURCE = "bl.measuring.interleaved: wall clock of one call, paired by round"
 MAX_FITS = 3
 
 
-def _batch_length(example: Any, in_axes: Any) -> int:
-    axes = in_axes if isinstance(in_axes, tuple) else (0,)
-    args = example if isinstance(in_axes, tuple) else (example,)
-    sizes = {
-        np.shape(x)[0] if np.ndim(x) else None
-        for a, ax in zip(args, axes, strict=True)
-        if ax == 0
-        for x in jax.tree_util.tree_leaves(a)
-    }
-    if len(sizes) != 1 or None in sizes:
-        raise ValueError(
-            f"`example` is a batch (in_axes={in_axes!r}), so every batched leaf needs the same "
-            f"leading size; got sizes {sorted(map(str, sizes))}."
-        )
-    return int(sizes.pop())
-
-
-def _item_and_batch(example: Any, in_axes: Any, n: int) -> tuple[Any, tuple, Any]:
-    """(one item as max_batch_size takes it, the arguments of a batch of ``n``, the axes)."""
+def _item_and_batch(example: Any, in_axes: Any, n: int | None) -> tuple[Any, tuple, Any, int]:
+    """(one item as max_batch_size takes it, the arguments of a batch of ``n`` (default: the
+    example batch, or 256 repeats of one item), the axes, ``n``)."""
 
     def each(f, a):
         return jax.tree_util.tree_map(lambda x: f(np.asarray(x)), a)
 
     if in_axes is None:  # one item: the batch repeats it
-        return example, (each(lambda x: np.repeat(x[None], n, 0), example),), 0
-    if isinstance(in_axes, tuple):
-        pairs = list(zip(example, in_axes, strict=True))
-        item = tuple(each(lambda x: x[0], a) if ax == 0 else a for a, ax in pairs)
-        return item, tuple(each(lambda x: x[:n], a) if ax == 0 else a for a, ax in pairs), in_axes
-    return each(lambda x: x[0], example), (each(lambda x: x[:n], example),), 0
+        n = n or 256
+        return example, (each(lambda x: np.repeat(x[None], n, 0), example),), 0, n
+    args, axes = (example, in_axes) if isinstance(in_axes, tuple) else ((example,), (0,))
+    pairs = list(zip(args, axes, strict=True))
+    leaves = [x for a, ax in pairs if ax == 0 for x in jax.tree_util.tree_leaves(a)]
+    sizes = {np.shape(x)[0] if np.ndim(x) else None for x in leaves}
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError(
+            f"`example` is a batch (in_axes={in_axes!r}), so every batched leaf needs the same "
+            f"leading size; got sizes {sorted(map(str, sizes))}."
+        )
+    have = sizes.pop()
+    if (n or have) > have:
+        raise ValueError(
+            f"`batch_size`={n} is larger than the example batch ({have} items); pass a "
+            "smaller batch_size, a bigger example, or one item with in_axes=None."
+        )
+    n = n or have
+    item = tuple(each(lambda x: x[0], a) if ax == 0 else a for a, ax in pairs)
+    args = tuple(each(lambda x: x[:n], a) if ax == 0 else a for a, ax in pairs)
+    return (item, args, in_axes, n) if isinstance(in_axes, tuple) else (item[0], args, 0, n)
 
 
 def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, packed_fn):
     """Every argument, before anything compiles; True for ragged ``example``."""
     check_callable(fn)
     ragged = isinstance(example, (Ragged, TokenDataset))
-    if ragged and in_axes is not None:
+    if ragged and (in_axes is not None or len(example) == 0):
         raise ValueError(
-            "`in_axes` does not apply to ragged input: `fn(values, mask)` takes one padded "
-            f"item; got in_axes={in_axes!r}. Leave it None."
+            f"a ragged `example` ({len(example)} items) must hold items and take no `in_axes` "
+            f"(`fn(values, mask)` takes one padded item), got in_axes={in_axes!r}."
         )
-    if ragged and len(example) == 0:
-        raise ValueError("`example` holds no items: the advisor needs a workload to measure.")
     if not ragged:
         check_array_tree(example, "example")
-        if in_axes is not None and in_axes != 0 and not isinstance(in_axes, tuple):
-            raise ValueError(
-                f"`in_axes` must be None (`example` is one item), 0, or a tuple of 0 and None "
-                f"(e.g. in_axes=(0, None) for fn(x, weights)), got in_axes={in_axes!r}."
-            )
-        if isinstance(in_axes, tuple):
-            try:
+        try:
+            if in_axes is not None:
                 check_in_axes(in_axes, example)
-            except ValueError as e:  # the same rule; here the argument is `example`
-                raise ValueError(str(e).replace("example_item", "example")) from None
-        if packed_fn is not None:
+        except ValueError as e:  # the same rule, and None: `example` is one item
             raise ValueError(
-                "`packed_fn` is for ragged input (a bl.Ragged or a TokenDataset) only."
-            )
+                f"{e} Or in_axes=None: `example` is one item.".replace("_item", "")
+            ) from None
+        if packed_fn is not None:
+            raise ValueError("`packed_fn` is for ragged input (bl.Ragged, TokenDataset) only.")
     check_positive_int(budget, "budget")
     check_positive_int(batch_size, "batch_size", allow_none=True)
     if isinstance(strategies, str) or not strategies or not set(strategies) <= set(ADVISED):
@@ -107,7 +95,7 @@ def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, pa
             f"`strategies` must be a non-empty list drawn from {ADVISED}, got {strategies!r}."
         )
     check_positive_float(max_seconds, "max_seconds")
-    if packed_fn is not None:
+    if ragged and packed_fn is not None:
         check_callable(packed_fn, "packed_fn")
     return ragged
 
@@ -187,7 +175,7 @@ def advise(
     start = time.perf_counter()
     budget = Budget(int(budget), "given")
     bar = tqdm(total=4, desc="advise: planning", disable=not progress, leave=False)
-    lead, margin, how = "", None, "not fitted yet"
+    lead, margin, how, size, verdict = "", None, "not fitted", 0, (None, None, False, (), "")
     if ragged:
         data = example.ragged if isinstance(example, TokenDataset) else as_ragged(example)
         n = batch_size or 64
@@ -203,14 +191,7 @@ def advise(
         cands = ragged_candidates(fn, data, n, packed_fn)
         items = len(data)
     else:
-        have = None if in_axes is None else _batch_length(example, in_axes)
-        n = batch_size or have or 256
-        if have is not None and n > have:
-            raise ValueError(
-                f"`batch_size`={n} is larger than the example batch ({have} items); pass a "
-                "smaller batch_size, a bigger example, or one item with in_axes=None."
-            )
-        item, args, axes = _item_and_batch(example, in_axes, n)
+        item, args, axes, n = _item_and_batch(example, in_axes, batch_size)
         try:  # the user's own error, before anything compiles
             jax.eval_shape(fn, *item) if isinstance(axes, tuple) else jax.eval_shape(fn, item)
         except Exception as e:
@@ -227,28 +208,24 @@ def advise(
                 f"nothing fits {format_bytes(budget.bytes)} at {n} items (the leanest, {lean.label}, "
                 f"plans {format_bytes(lean.planned)}): measured at the fitted size, {small} items"
             )
-            if small == 0:
-                bar.close()
-                return _nothing(fn, cands, n, budget, lead + "; not one item fits", start)
-            n = small
-            item, args, axes = _item_and_batch(example, in_axes, n)
-            cands = dense_candidates(fn, args, axes, n, strategies)
+            if small:
+                item, args, axes, n = _item_and_batch(example, in_axes, small)
+                cands = dense_candidates(fn, args, axes, n, strategies)
+            else:  # every plan stays over the budget: nothing is timed
+                lead += "; not one item fits"
         items = n
     bar.update(1)
     over = {c.label for c in cands if c.planned * (margin or 1.0) > budget.bytes}
     timed = [c for c in cands if c.label not in over]
-    if not timed:
-        bar.close()
-        return _nothing(
-            fn, cands, items, budget, f"no candidate fits with margin {margin:.2f}", start
-        )
     planned = {c.label: c.planned for c in cands}
-    samples, dropped = _time(timed, items, max_seconds, bar, planned)
+    samples, dropped = _time(timed, items, max_seconds, bar, planned) if timed else ({}, {})
     pool = {k: v for k, v in samples.items() if k not in dropped}
+    if not timed and not lead:
+        lead = f"no candidate fits with margin {margin:.2f}"
     excluded: list[tuple[str, str]] = []
     known: dict[str, dict[int, int]] = {}  # plans already made, per candidate (no compile twice)
     bar.set_description("advise: fitting the budget (a fresh process)")
-    for attempt in range(MAX_FITS):
+    for attempt in range(MAX_FITS if pool else 0):
         verdict = decide(pool, planned)
         pick = next(c for c in cands if c.label == verdict.pick)
         if ragged:
@@ -281,11 +258,3 @@ def advise(
     mode, secs = "ragged" if ragged else "dense", time.perf_counter() - start
     return Advice(fn_name(fn), mode, items, results, *verdict, budget, margin, how, size,
                   tuple(excluded), lead, secs)  # fmt: skip
-
-
-def _nothing(fn, cands, n, budget, lead, start) -> Advice:
-    results = tuple(
-        CandidateResult(*c[:3], n, c.planned, None, c.code, "over the budget") for c in cands
-    )
-    return Advice(fn_name(fn), "dense", n, results, None, None, False, (), "", budget, None,
-                  "not fitted", 0, (), lead, time.perf_counter() - start)  # fmt: skip

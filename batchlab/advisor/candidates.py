@@ -1,9 +1,6 @@
-"""The ways to batch the user's function, each planned by XLA and ready to call.
-
-A :class:`Candidate` holds its label, XLA's plan (the kit's one plan path,
-:func:`batchlab.runs.planning.compile_program`), a zero-argument call on the measured data
-(the compiled program itself: timing it compiles nothing again) and the plain JAX to paste.
-"""
+"""The ways to batch the user's function (:class:`Candidate`): XLA's plan (the kit's one plan
+path), a zero-argument call on the measured data (the compiled program: timing it compiles
+nothing again) and the plain JAX to paste."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""From paired timings to a pick: the fastest, only where the per-round ratios say so.
-
-The fastest median is the pick when every other is *slower*: ``ratio_above(other, fastest,
-1.0)`` holds (its per-round ratios' distribution-free interval lies above 1). Candidates it
-cannot tell from the fastest, but each shown within 1.1x of it (``ratio_below``), are
-equivalent: the pick is the smallest plan (XLA's, deterministic). Otherwise there is not
-enough evidence, and the verdict names the fastest median so far.
-"""
+"""From paired timings to a pick: the fastest median where every other is shown slower
+(``ratio_above(other, fastest, 1.0)``); among those it cannot tell apart, each shown within
+1.1x (``ratio_below``), the smallest plan; otherwise not enough evidence: the fastest median."""
 
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 A checker ``checker(answer, **context) -> (ok, message)`` is registered under "topic.name" in
 a topic submodule; a notebook calls ``exercises.check("tour.predict_bytes", my_answer)``.
-Solutions sit between ``# BEGIN SOLUTION`` and ``# END SOLUTION``; ``scripts/workshop.py``
-builds student copies with a stub (``...``) there.
+Solutions sit between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` (with the explanation in a
+comment there: stored outputs are visible to every learner); ``scripts/workshop.py`` builds
+student copies with a stub (``...``) there.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import html
 import importlib
 import inspect
 import pkgutil
+import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,24 +82,16 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
     """Checks a learner's answer to one exercise; truthy when correct.
 
     ``context`` is what the checker needs from the notebook. A wrong answer, the stub ``...``,
-    or an error in the learner's code is a hint, never raised.
-
-    Raises:
-      KeyError: unknown ``exercise_id`` (the message lists the known ones).
-      TypeError: ``context`` lacks an input the exercise needs (the message names it).
+    or an error in the learner's code is a hint, never raised; an unknown ``exercise_id``
+    (``KeyError``) or a ``context`` the checker cannot take (``TypeError``) is raised.
     """
     checker, _ = _lookup(exercise_id)
-    signature = inspect.signature(checker)
     try:
-        signature.bind(answer, **context)
+        inspect.signature(checker).bind(answer, **context)
     except TypeError as e:
-        params = list(signature.parameters.values())[1:]
-        kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        needed = [p.name for p in params if p.default is p.empty and p.kind in kinds]
-        call = ", ".join(["answer", *(f"{n}=..." for n in needed)])
         raise TypeError(
-            f"check({exercise_id!r}, ...) was called with context {sorted(context)}, but this "
-            f"exercise needs {needed} ({e}); call check({exercise_id!r}, {call})."
+            f"check({exercise_id!r}, answer, ...) got the context {sorted(context)}: {e}; pass "
+            "each input the exercise needs as a keyword, e.g. check(id, answer, x=x)."
         ) from None
     if _unanswered(answer):
         stub = "No answer yet: replace every ... with your answer and run again."
@@ -114,7 +108,7 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
 
 
 def _describe(value: Any) -> str:
-    """A short description of a context value: ``float32[4, 3]`` for arrays, else type and repr."""
+    """``float32[4, 3]`` for arrays, a function's name, else the type and a short repr."""
     shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
     if isinstance(shape, tuple) and dtype is not None:
         return f"{dtype}{list(shape)}"
@@ -122,16 +116,15 @@ def _describe(value: Any) -> str:
         return repr(value)
     if callable(value):  # no address: stored notebook outputs stay stable
         return f"function {getattr(value, '__name__', type(value).__name__)}"
-    text = repr(value)
-    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
+    return f"{type(value).__name__} {reprlib.repr(value)}"
 
 
 def _unanswered(answer: Any) -> bool:
     """True for ``...`` (the student stub) or a dict/list/tuple still holding one."""
     if isinstance(answer, dict):
-        return any(_unanswered(v) for v in answer.values())
+        answer = list(answer.values())
     if isinstance(answer, (list, tuple)):
-        return any(_unanswered(v) for v in answer)
+        return any(map(_unanswered, answer))
     return answer is Ellipsis or answer is NotImplemented
 
 
@@ -146,8 +139,8 @@ DIRECTIONS = ("shrinks", "same", "grows")
 
 
 def direction(new: float, old: float, tolerance: float = 0.05, words=DIRECTIONS) -> str:
-    """``words[2]`` (grows) when ``new`` is above ``old`` by more than ``tolerance`` of ``old``,
-    ``words[0]`` (shrinks) when below by more, else ``words[1]`` (same)."""
+    """``words[2]`` when ``new`` exceeds ``old`` by over ``tolerance`` of ``old``, ``words[0]``
+    when below by more, else ``words[1]``."""
     margin = tolerance * abs(old)
     return words[2] if new > old + margin else words[0] if new < old - margin else words[1]
 

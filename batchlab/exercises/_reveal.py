@@ -22,7 +22,7 @@ def callout(color: str, body: str) -> str:
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+    return isinstance(x, numbers.Real) and not isinstance(x, bool) and not math.isnan(x)
 
 
 def _show(value: Any, unit: str) -> str:
@@ -53,13 +53,6 @@ class Reveal:
         return self.guess is not None
 
     @property
-    def ratio(self) -> float | None:
-        """``guess / measured`` for numbers (``None`` for choices, no guess or a zero)."""
-        if self.made and _is_number(self.guess) and _is_number(self.measured) and self.measured:
-            return float(self.guess) / float(self.measured)
-        return None
-
-    @property
     def verdict(self) -> str:
         """How far off the guess was, in words computed from the two values."""
         if not self.made:
@@ -69,9 +62,9 @@ class Reveal:
             return "right" if right else f"not this time: you chose {self.guess!r}"
         if self.guess == self.measured:
             return "exact"
-        r = self.ratio
-        if r is None:  # measured is zero, guess is not
+        if not self.measured:
             return "off: the measured value is 0"
+        r = float(self.guess) / float(self.measured)
         if r <= 0:
             return "off: the guess has the wrong sign"
         factor, side = (r, "too high") if r > 1 else (1 / r, "too low")
@@ -109,37 +102,21 @@ def reveal(
     unit: str = "",
     choices: Sequence[str] | None = None,
 ) -> Reveal:
-    """Shows a committed prediction beside the measured value and how far off it was.
-
-    Args:
-      prediction_id: ``"topic.name"``.
-      guess: a number, a string (one of ``choices``), or ``None`` / ``...`` when none was made.
-      measured: the value measured in this run (a number, or a string for a choice).
-      unit: the unit of both; ``"bytes"`` and ``"seconds"`` print in human units.
-      choices: for a choice, the allowed answers.
-    """
+    """Shows a committed prediction (a number, or a string among ``choices``; ``None`` or
+    ``...``: none made) beside the value ``measured`` in this run ("topic.name" names it)."""
     if not isinstance(prediction_id, str) or "." not in prediction_id:
         raise ValueError(f"`prediction_id` must look like 'topic.name', got {prediction_id!r}.")
+    choice = isinstance(measured, str)
+    if not (choice or _is_number(measured)):
+        raise (ValueError if isinstance(measured, numbers.Real) else TypeError)(
+            f"`measured` must be a number (not NaN) or a string (a choice), got {measured!r}."
+        )
     guess = None if guess is Ellipsis else guess  # the student stub
-    if not (_is_number(measured) or isinstance(measured, str)):
-        raise TypeError(
-            f"`measured` must be a number or a string (a choice), got {type(measured).__name__}."
+    allowed = choices if choices is not None else [guess] if isinstance(guess, str) else []
+    if guess is not None and (guess not in allowed if choice else not _is_number(guess)):
+        want = f"one of the choices {list(choices or ['(strings)'])}" if choice else "a number"
+        same_type = isinstance(guess, str) == choice and not isinstance(guess, bool)
+        raise (ValueError if same_type else TypeError)(
+            f"`guess` must be {want} for {prediction_id!r}, got {guess!r}."
         )
-    if _is_number(measured) and math.isnan(float(measured)):
-        raise ValueError(f"`measured` is NaN for {prediction_id!r}: nothing to compare with.")
-    if guess is None:
-        return Reveal(prediction_id, guess, measured, unit)
-    if isinstance(measured, str) and not isinstance(guess, str):
-        raise TypeError(
-            f"`guess` must be one of the choices (a string) for {prediction_id!r}, got {guess!r}."
-        )
-    if not isinstance(measured, str) and not _is_number(guess):
-        raise TypeError(
-            f"`guess` must be a number for {prediction_id!r}, got {guess!r} "
-            f"({type(guess).__name__}); write e.g. my_guess = 8."
-        )
-    if _is_number(guess) and math.isnan(float(guess)):
-        raise ValueError("`guess` is NaN: write a number.")
-    if choices is not None and guess not in choices:
-        raise ValueError(f"`guess` must be one of {list(choices)}, got {guess!r}.")
     return Reveal(prediction_id, guess, measured, unit)

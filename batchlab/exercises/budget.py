@@ -22,34 +22,15 @@ def _chunk_effect(
 ) -> tuple[bool, str]:
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) or answer < 0:
         return False, "Give a whole number of items (an int)."
-    if answer == measured and measured == vmap_answer:
-        return True, (
-            "Right: one chunk's temporaries (chunk x D x D x 4 bytes) alone no longer fit the "
-            "budget, so no batch of a chunk or more fits; a batch smaller than one chunk never "
-            "enters the scan: lax.map runs it as one vmap (the remainder), so the vmap answer "
-            "still fits."
-        )
     if answer == measured:
         return True, "Right: the chunked program's planned bytes decide, as max_batch_size found."
     if answer >= chunk8_answer:
-        return False, (
-            "Fewer fit. A bigger chunk means bigger temporaries for every step of the scan: how "
-            "many bytes do one chunk's D x D matrices take, against the budget?"
-        )
+        return False, "Fewer fit: how big are one chunk's D x D temporaries, against the budget?"
     if answer == 0:
-        return False, (
-            "Some items still fit. What does lax.map do with a batch smaller than one chunk? "
-            "(It is the remainder.)"
-        )
+        return False, "Some still fit: what does lax.map do with a batch below one chunk?"
     if answer > measured:
-        return False, (
-            "Fewer fit than that. Does one whole chunk's temporaries fit the budget at all? If "
-            "not, which batches never need a whole chunk?"
-        )
-    return False, (
-        "More fit than that. A batch smaller than one chunk runs as a plain vmap: how many "
-        "items did vmap fit in this budget?"
-    )
+        return False, "Fewer fit than that: do one chunk's temporaries fit the budget at all?"
+    return False, "More fit: a batch below one chunk runs as a plain vmap. How many did vmap fit?"
 
 
 @exercise(
@@ -72,10 +53,7 @@ def _largest_batch(
                 f"For a budget of {budget} bytes your answer {got} is {size}. Compare "
                 f"the planned bytes (MemoryEstimate.planned_bytes) with the budget."
             )
-    return True, (
-        "Right for every budget. Now count your compilations: how many did yours need, and how "
-        "many did max_batch_size need above?"
-    )
+    return True, "Right for every budget. How many compilations did yours need?"
 
 
 @exercise(
@@ -104,15 +82,9 @@ def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
     if answer >= 1:
         return False, "A larger item needs more memory per item: can more fit the same budget?"
     if abs(np.log2(answer / measured_ratio)) <= 0.6:
-        return True, (
-            "Right order: each item's D x D temporary grows with D squared, and it dominates the "
-            "argument and output (which grow with D), so the batch shrinks about fourfold."
-        )
+        return True, "Right order. Now say why, from the buffer of one item that grows fastest."
     if answer > measured_ratio:
-        return False, (
-            "Fewer items fit than that. Which buffer of one item is largest, and how does its "
-            "size depend on D?"
-        )
+        return False, "Fewer items fit than that: how does one item's largest buffer grow with D?"
     return False, "More items fit than that: look again at which buffer grows fastest with D."
 
 
@@ -125,16 +97,10 @@ def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
     if not isinstance(answer, _NUMBER) or answer <= 0:
         return False, "Give a positive ratio: new batch size / old batch size."
     if abs(np.log2(answer / measured_ratio)) <= 0.4:
-        return True, (
-            "Right: planned bytes grow in proportion to the batch (one D x D temporary per item), "
-            "so twice the budget holds about twice the items, and the run finds that size itself."
-        )
+        return True, "Right, and run_batches finds that size itself."
     if answer < measured_ratio:
         return False, "More than that fits. How do planned bytes grow with the batch (06's curve)?"
-    return False, (
-        "Less than that fits: part of the plan does not grow with the budget, and the batch is a "
-        "whole number of items."
-    )
+    return False, "Less than that fits: part of the plan does not grow with the budget."
 
 
 @exercise(
@@ -148,8 +114,7 @@ def wider_mlp(answer: Any, *, old_ratio: float, new_ratio: float) -> tuple[bool,
         answer,
         direction(new_ratio, old_ratio, 0.02, ("falls", "stays", "rises")),
         ("rises", "falls", "stays"),
-        "Right. Now say why in one sentence: which part of the plan both programs hold whole, "
-        "which part only vmap holds for every item, and how each grows with the width.",
+        "Right. Now say why in one sentence.",
         "Not that direction. Split each plan in two: what every program holds once, whatever "
         "the batch (the weights), and what vmap holds per item but lax.map only per chunk "
         "(the hidden activations). Which of the two grows faster when the width doubles?",

@@ -30,22 +30,13 @@ def pipeline_time(answer: Any) -> tuple[bool, str]:
             )
         ahead = float(answer(n, load, compute, True))
         want = load + (n - 1) * max(load, compute) + compute
-        if np.isclose(ahead, n * max(load, compute), rtol=1e-6) and not np.isclose(ahead, want):
-            return False, (
-                f"With prefetch, {case}: the pace is right, but count the start-up: the first "
-                f"compute waits for the first load, and the last compute runs after the last "
-                f"load. You gave {ahead:g}."
-            )
         if not np.isclose(ahead, want, rtol=1e-6):
             return False, (
-                f"With prefetch, {case}: the two run at the same time (which one sets the pace?), "
-                f"except before the first compute and after the last load. You gave {ahead:g}."
+                f"With prefetch, {case}: the two run at the same time (which sets the pace?), "
+                f"but count the start-up: the first compute waits for the first load, the last "
+                f"compute runs after the last load. You gave {ahead:g}."
             )
-    # the praise repeats no formula: stored notebook outputs must not give the answer away
-    return True, (
-        "Right for every case. Now compare the largest speed-up for 12 batches with what the "
-        "loops above measured."
-    )
+    return True, "Right for every case. Compare its speed-up for 12 batches with the loops'."
 
 
 @exercise(
@@ -99,11 +90,9 @@ def _share_direction(new: float, old: float, margin: float = 0.1) -> str:
 )
 def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
     """Traces ``answer['loop']()``; compares its overlap share with ``reference`` (a Timeline)."""
-    if not isinstance(answer, dict) or not {"loop", "overlap"} <= set(answer):
-        return False, "Answer {'loop': your_function, 'overlap': 'grows'/'same'/'shrinks'}."
-    if not callable(answer["loop"]):
-        return False, "answer['loop'] must be the function itself (no parentheses): it is called."
-    if answer["overlap"] not in DIRECTIONS:
+    if not isinstance(answer, dict) or not callable(answer.get("loop")):
+        return False, "Answer {'loop': the function itself (no parentheses), 'overlap': ...}."
+    if answer.get("overlap") not in DIRECTIONS:
         return False, f"answer['overlap'] must be one of {DIRECTIONS}, got {answer['overlap']!r}."
     with trace(label="your loop") as t:
         got = answer["loop"]()
@@ -118,11 +107,7 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
             "Not yet. Look at the two timelines: while the main thread waits for a loss "
             "(grey), can the next 'load batch' span run? And between two waits?"
         )
-    # the praise names no direction and no number: stored outputs must not give it away
-    return True, (
-        "Right, as traced in this run. Now say why, in terms of what the main thread does "
-        "while the device computes."
-    )
+    return True, "Right, as traced in this run. Now say why."
 
 
 @exercise(
@@ -134,13 +119,13 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
 def bigger_weights(
     answer: Any, *, batch_bytes: int, weight_bytes: int, n_devices: int, old_ratio: float
 ) -> tuple[bool, str]:
-    if not isinstance(answer, dict) or set(answer) != {"direction", "ratio"}:
+    if not isinstance(answer, dict) or answer.keys() != {"direction", "ratio"}:
         return False, "Answer with dict(direction='rises' | 'falls' | 'stays', ratio=<a number>)."
     direction, ratio = answer["direction"], answer["ratio"]
-    if direction not in ("rises", "falls", "stays"):
-        return False, f"`direction` must be one of ('rises', 'falls', 'stays'), got {direction!r}."
     # per device: the batch's share (1/n of it) plus a whole copy of the weights
     want = (batch_bytes + weight_bytes) / (batch_bytes / n_devices + weight_bytes)
+    if direction not in ("rises", "falls", "stays"):
+        return False, f"`direction` must be one of ('rises', 'falls', 'stays'), got {direction!r}."
     if direction != ("falls" if want < old_ratio else "rises"):
         return False, (
             "Not that direction. Per device, the arguments are the device's share of the batch "
@@ -156,7 +141,4 @@ def bigger_weights(
             "gives. Measure it: argument bytes on 1 device divided by those on 8, with the new "
             "weights replicated."
         )
-    return True, (
-        "Right, direction and size. Now say why in one sentence, in terms of what the mesh "
-        "splits and what it copies."
-    )
+    return True, "Right, direction and size. Now say why in one sentence."

@@ -38,10 +38,7 @@ def chunk_count(answer: Any) -> tuple[bool, str]:
     if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
         return False, f"Give a whole number (an int), got {type(answer).__name__}."
     if answer == 16:
-        return True, (
-            "Right: the loop runs the full chunks, then one more vmap(f) takes the leftover items; "
-            "all of it inside one compiled program, so still one dispatch from Python."
-        )
+        return True, "Right."
     if answer == 15:
         return False, "That counts the full chunks only: what runs the items they leave over?"
     if answer == 1:
@@ -62,7 +59,6 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
         time_ratio, temp_ratio, dispatch_ratio = (float(v) for v in answer)
     except (TypeError, ValueError):
         return False, "Give three numbers: (time, temp, dispatch ratio), small chunk over large."
-    small, large = chunks
     # dispatches: one chunk alone is one call; more chunks are a split, a step each, a concatenation
     steps = [-(-items // c) for c in chunks]
     calls = [1 if n == 1 else n + 2 for n in steps]
@@ -76,9 +72,4 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
     if not time_ratio > 0:
         return False, "The time ratio is small over large chunk's seconds: a positive number."
     # the time ratio is not judged: a timing never decides a check (a busy machine can flip it)
-    return True, (
-        f"Right: {dispatch_ratio:.1f}x the dispatches, each paying a fixed overhead that, on small "
-        f"items, outweighs a chunk's work (compare your time ratio); the step's temp shrinks with "
-        f"the chunk, but the whole call's temp ({temp_ratio:.2f}x, not {small / large:.2f}x) also "
-        f"holds a copy of the inputs and the chunk outputs, which do not shrink."
-    )
+    return True, "Right. Now explain each ratio (why is the temp ratio not small / large?)."

@@ -32,10 +32,7 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
         wrong.append("output: one float32 score per item in the batch")
     if wrong:
         return False, "Not all figures match the compiled plan. " + "; ".join(wrong) + "."
-    return True, (
-        "Both match XLA's compiled memory analysis: inputs and outputs follow from shapes and "
-        "dtypes."
-    )
+    return True, "Both match XLA's compiled memory analysis."
 
 
 @exercise(
@@ -45,11 +42,9 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
     "{'argument': ..., 'temp': ...}, then explain why.",
 )
 def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple[bool, str]:
-    if not isinstance(answer, dict) or not {"argument", "temp"} <= set(answer):
-        return False, "A dict {'argument': ..., 'temp': ...}, each 'shrinks', 'same' or 'grows'."
-    bad = [k for k in ("argument", "temp") if answer[k] not in DIRECTIONS]
-    if bad:
-        return False, f"Each value must be one of {DIRECTIONS}; check {bad}."
+    keys = ("argument", "temp")
+    if not isinstance(answer, dict) or any(answer.get(k) not in DIRECTIONS for k in keys):
+        return False, f"A dict {{'argument': ..., 'temp': ...}}: each must be one of {DIRECTIONS}."
     old = memory_estimate(fn, *args)
     new = memory_estimate(fn, *(jnp.asarray(a).astype(dtype) for a in args))
     name = np.dtype(dtype).name
@@ -63,8 +58,4 @@ def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple
         )
     if hints:
         return False, "Not yet. " + " ".join(hints)
-    # the praise names no direction and no number: stored notebook outputs must not give it away
-    return True, (
-        f"Right on both (measured on {jax.default_backend()}). Now say why: read the dtype of "
-        f"every value in the temp allocation of bl.buffer_assignment(fn, *args) with {name} inputs."
-    )
+    return True, f"Right on both (measured on {jax.default_backend()}). Now say why."
