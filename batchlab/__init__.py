@@ -77,7 +77,7 @@ from batchlab.runs import CheckpointError, default_budget, max_batch_size, run_b
 from batchlab.measuring import compiled_update, donate, eager_update
 
 # 10 loading (the rest is batchlab.loading)
-from batchlab.loading import compare_prefetch, prefetch
+from batchlab.loading import prefetch
 
 # 11 scaling out
 from batchlab.scaling import launch, measure_scaling, shard_batch
@@ -139,7 +139,6 @@ __all__ = [
     "donate",
     "eager_update",
     # 10
-    "compare_prefetch",
     "loading",
     "prefetch",
     # 11

@@ -36,10 +36,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import Report, load, verdict
+from prefetch_pipelines import PrefetchComparison, compare_prefetch
 
 import batchlab as bl
 from batchlab.claims.rules import median_interval
-from batchlab.loading import PrefetchComparison, compare_prefetch
 
 
 def _verdict(ok: bool) -> str:

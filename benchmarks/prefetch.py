@@ -1,6 +1,6 @@
 """Prefetch against the best serial loop: one run, four pipelines side by side.
 
-The four (batchlab.compare_prefetch): serial or prefetched, syncing every
+The four (compare_prefetch, benchmarks/prefetch_pipelines.py): serial or prefetched, syncing every
 step (``block_until_ready``, as a loop that reads the loss each step must)
 or not (JAX's asynchronous dispatch: the next load runs while the device
 computes). Best pass of each, interleaved in one run (timeit's advice:
@@ -35,7 +35,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import batchlab
-from batchlab import compare_prefetch, loading
+from batchlab import loading
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from prefetch_pipelines import compare_prefetch
 
 TARGET_BEST, TARGET_SYNC = 0.9, 1.6
 FEATURES, BATCH, N_BATCHES, STEP_SECONDS = 256, 128, 24, 0.010

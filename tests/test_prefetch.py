@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
+import sys
 import threading
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +16,15 @@ import pytest
 from conftest import assert_close
 
 from batchlab import prefetch
-from batchlab.loading import compare_prefetch, prefetch_threads
+from batchlab.loading import prefetch_threads
+
+# the four-pipeline comparison lives beside the benchmarks that use it
+_spec = importlib.util.spec_from_file_location(
+    "prefetch_pipelines", Path(__file__).parents[1] / "benchmarks" / "prefetch_pipelines.py"
+)
+_pipelines = sys.modules["prefetch_pipelines"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_pipelines)
+compare_prefetch, PrefetchComparison = _pipelines.compare_prefetch, _pipelines.PrefetchComparison
 
 
 def _wait_no_threads(timeout: float = 5.0) -> list:
@@ -263,8 +274,6 @@ def test_compare_prefetch_bad_args():
 
 
 def test_hidden_share_reads_compute_from_the_syncing_pass():
-    from batchlab.loading import PrefetchComparison
-
     # 10 batches, L = 0.1 s, C = 0.1 s: sync 2.0 s; a perfect overlap takes 1.0 s
     c = PrefetchComparison(10, 2.0, 1.0, 1.5, 2.0, 2)
     assert c.hidden_share(0.1) == {
