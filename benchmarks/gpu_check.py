@@ -12,7 +12,7 @@ i.e. the peak above what was allocated before the call, plus the call's own
 arguments. Then it exercises the other GPU-only paths once each:
 
   live figures   device_memory() fields and its fragmentation figure, the
-                 gauge's live reading, default_budget() from free device memory
+                 live arrays, default_budget() from free device memory
   real OOM       run_batches on a batch far larger than the device: XLA's own
                  RESOURCE_EXHAUSTED must make it halve the batch and finish
 
@@ -113,17 +113,12 @@ def fresh_peak(index: int) -> dict:
 
 
 def live_paths(report: Report) -> None:
-    """device_memory, the gauge and default_budget on a real device."""
-    from batchlab.widgets import MemoryGauge
-
+    """device_memory, live_memory and default_budget on a real device."""
     stats = bl.device_memory()
     report.line(f"device_memory(): {stats!r}")
     assert stats is not None and stats.bytes_in_use is not None, "a GPU must report bytes_in_use"
     report.line(f"fragmentation figure: {stats.fragmentation}")
-    reading = MemoryGauge().read()
-    report.line(
-        f"gauge reading live: {reading.live} (in use {bl.format_bytes(reading.in_use_bytes)})"
-    )
+    report.line(f"live JAX arrays: {bl.format_bytes(bl.measuring.live_memory().live_array_bytes)}")
     budget = bl.default_budget()
     report.line(f"default_budget(): {bl.format_bytes(budget.bytes)} from {budget.source}")
     report.line(

@@ -1,4 +1,4 @@
-"""Explorers, controls and the memory gauge, through their plain-Python entry points.
+"""Explorers and controls, through their plain-Python entry points.
 
 The widgets are built (ipywidgets works without a browser) and driven by
 setting control values, exactly what a slider release does in JupyterLab;
@@ -12,9 +12,8 @@ import jax.numpy as jnp
 import pytest
 
 import batchlab as bl
-from batchlab.widgets import BatchSizeExplorer, Explorer, MemoryGauge, controls
+from batchlab.widgets import BatchSizeExplorer, Explorer, controls
 from batchlab.widgets.explorer import error_message
-from batchlab.widgets.gauge import GaugeReading
 
 
 def counting_explorer(**kwargs):
@@ -224,16 +223,6 @@ def test_every_control_measures_on_release():
         w = factory(value)
         assert w.value == value
         assert w.continuous_update is False
-
-
-# ------------------------------------------------------------------ gauge
-def test_gauge_on_this_backend():
-    r = MemoryGauge().read()
-    assert isinstance(r, GaugeReading) and r.live_array_bytes >= 0
-    if jax.default_backend() == "cpu":
-        assert not r.live and r.in_use_bytes is None and "no live device figures" in r.note
-    else:
-        assert r.live and r.in_use_bytes is not None and "live" in r.note
 
 
 def test_status_reports_each_compile_live_then_the_result():

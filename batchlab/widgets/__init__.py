@@ -10,7 +10,6 @@ from batchlab.widgets.axes import AxesExplorer, BroadcastExplorer  # 01, 02
 from batchlab.widgets.batching import BatchSizeExplorer, StrategyExplorer  # 00, 03
 from batchlab.widgets.budget import BudgetExplorer  # 06
 from batchlab.widgets.explorer import Explorer  # the pattern
-from batchlab.widgets.gauge import MemoryGauge
 from batchlab.widgets.loading import LoadingExplorer, ScalingExplorer  # 10, 11
 from batchlab.widgets.ragged import BucketExplorer, PaddingExplorer  # 04, 05
 
@@ -25,7 +24,6 @@ __all__ = [
     "Explorer",
     "InPlaceExplorer",
     "LoadingExplorer",
-    "MemoryGauge",
     "PaddingExplorer",
     "ScalingExplorer",
     "StrategyExplorer",
