@@ -121,9 +121,7 @@ def test_an_optax_transform_is_part_of_the_fingerprint(tmp_path):
         per_item_step(optax.adam(1e-3)), xs, batch_size=2, checkpoint=path, progress=False
     )
     assert again.resumed_items == 6  # an equal optimizer resumes
-    with pytest.raises(
-        batchlab.CheckpointError, match=r"different run: fn changed"
-    ):
+    with pytest.raises(batchlab.CheckpointError, match=r"different run: fn changed"):
         batchlab.run_batches(
             per_item_step(optax.adam(1e-2)), xs, batch_size=3, checkpoint=path, progress=False
         )
@@ -151,7 +149,5 @@ def test_a_flax_nnx_module_is_fingerprinted_like_an_equinox_one(tmp_path):
     ):
         batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)
     model = nnx.Linear(D, 4, rngs=nnx.Rngs(0))
-    with pytest.raises(
-        batchlab.CheckpointError, match=r"fn changed since the journal was written"
-    ):
+    with pytest.raises(batchlab.CheckpointError, match=r"fn changed since the journal was written"):
         batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)
