@@ -161,11 +161,8 @@ class Journal:
             return cls(path, [], len(blob), 0, settings)
         data = path.read_bytes()
         if not data.startswith(_MAGIC):
-            if _MAGIC.startswith(data):
-                raise _corrupt(path, f"it is cut short: {len(data)} bytes, not even its header")
-            raise _corrupt(
-                path, "not a batchlab run journal (an old .npz checkpoint, or another file)"
-            )
+            cut = f"it is cut short: {len(data)} bytes, not even its header"
+            raise _corrupt(path, cut if _MAGIC.startswith(data) else "not a batchlab run journal")
         first = _decode(data, len(_MAGIC), path)
         if first is None:
             raise _corrupt(path, "it is cut short inside its header")

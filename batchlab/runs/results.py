@@ -23,10 +23,8 @@ class Failure(NamedTuple):
 
 
 class BatchLog(NamedTuple):
-    """One call of the batch program: first item, batch size, items in it, outcome, wall time.
-
-    ``depth`` 0 is a batch; the halves of a bisection follow it with depth 1, 2, ...
-    """
+    """One call of the batch program: first item, batch size, items in it, outcome, wall time,
+    ``depth`` (0: a batch; 1, 2, ...: the halves of its bisection)."""
 
     start: int
     size: int
@@ -255,14 +253,11 @@ class RunInterrupted(KeyboardInterrupt):
 
     def __init__(self, result: RunResult, checkpoint: str | None = None) -> None:
         done = len(result.indices) + len(result.failures)
+        after = f"they are saved in {checkpoint!r}: rerun the same call to resume"
         if checkpoint is None:
             after = "pass checkpoint=path to keep finished work for a rerun"
-        elif result.checkpoint_error is None:
-            after = f"they are saved in {checkpoint!r}: rerun the same call to resume"
-        else:
-            after = (
-                f"the checkpoint {checkpoint!r} is missing some of them ({result.checkpoint_error})"
-            )
+        elif result.checkpoint_error is not None:
+            after = f"the checkpoint {checkpoint!r} is missing some ({result.checkpoint_error})"
         super().__init__(
             f"run_batches stopped by Ctrl-C ({result.stop_reason}); {done} of {result.n_items} "
             f"items finished, in this exception's `.result`; {after}."
