@@ -1,10 +1,5 @@
-"""A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process.
-
-XLA's plan is a lower bound of what a call needs (XLA:CPU allocates outside it: YNNPACK packs
-matrix weights). :func:`calibrate` runs the batch at a small and a larger size in a fresh
-process (:func:`batchlab._util.child.run_child`); the larger observed / planned ratio, never
-below 1, is the margin.
-"""
+"""A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process
+(XLA's plan is a lower bound: XLA:CPU allocates outside it, e.g. YNNPACK packs matrix weights)."""
 
 from __future__ import annotations
 
@@ -161,12 +156,8 @@ def calibrate(
     in_axes: Any = 0,
     known: dict[int, int] | None = None,
 ) -> Calibration:
-    """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``, in a fresh process.
-
-    On CPU one process measures every size (its resident peak reset before each); on a GPU,
-    whose peak cannot be reset, one process per size. Cached per ``fn``, shapes, settings and
-    sizes; ``known``: planned bytes per size already compiled.
-    """
+    """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes`` in a fresh process
+    (on a GPU, whose peak cannot be reset, one per size); cached; ``known``: plans already made."""
     leaves, tree = jax.tree_util.tree_flatten(example_item)
     shapes = tuple((tuple(np.shape(x)), str(np.dtype(x.dtype))) for x in leaves)
     key = (id(fn), str(tree), shapes, strategy, chunk_size, repr(in_axes), tuple(sizes))

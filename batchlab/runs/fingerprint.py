@@ -1,9 +1,5 @@
-"""What a checkpoint belongs to: fingerprints of functions, data and settings.
-
-:func:`fn_fingerprint` hashes what decides a function's output: its code and constants,
-defaults, closure values, the globals it reads, ``partial`` arguments, an object's attributes,
-and a pytree node (an equinox or flax module) by its type, static fields and leaves.
-"""
+"""What a checkpoint belongs to: fingerprints of functions (:func:`fn_fingerprint`), data and
+settings."""
 
 from __future__ import annotations
 
@@ -184,8 +180,10 @@ def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
 
 
 def fn_fingerprint(fn: Any) -> str:
-    """16 hex digits of SHA-256 of what decides ``fn``'s output; raises :class:`Unfingerprintable`
-    for a value that cannot be hashed (an open file, a generator).
+    """16 hex digits of SHA-256 of what decides ``fn``'s output: its code and constants, defaults,
+    closure values, the globals it reads, ``partial`` arguments, an object's attributes, and a
+    pytree node (an equinox or flax module) by its type, static fields and leaves; raises
+    :class:`Unfingerprintable` for a value that cannot be hashed (an open file, a generator).
 
     Example:
       >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 2)

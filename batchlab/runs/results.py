@@ -44,11 +44,8 @@ class BatchLog(NamedTuple):
 
 @dataclass(frozen=True)
 class RunResult(Rows):
-    """The outcome of :func:`batchlab.run_batches`.
-
-    ``outputs``: the good items' outputs stacked in input order (or ``None``), ``indices``
-    their item indices; ``batches``: every call, memory retries and bisection halves included.
-    """
+    """The outcome of :func:`batchlab.run_batches`: ``outputs`` of the good items in input order
+    (or ``None``) at ``indices``; ``batches``: every call, retries and bisection halves included."""
 
     n_items: int
     outputs: Any
@@ -149,11 +146,8 @@ _SIZES = ("size", "ok_size", "fail_size")  # where the sizing search stood
 
 @dataclass
 class RunState:
-    """The mutable progress of a run, saved and restored one journal record per batch.
-
-    The next size after a memory error lies between ``ok_size`` (the last that ran) and
-    ``fail_size`` (the smallest that failed above it).
-    """
+    """The mutable progress of a run, saved and restored one journal record per batch; the size
+    after a memory error lies between ``ok_size`` (ran) and ``fail_size`` (failed above it)."""
 
     n_items: int
     position: int = 0
