@@ -199,7 +199,7 @@ def bisection_costs() -> str:
 
 
 class LimitRun(NamedTuple):
-    """A batch run in a fresh process under ``RLIMIT_AS`` = its measured baseline + ``budget_bytes``."""
+    """A batch run in a fresh process under ``RLIMIT_AS`` = its baseline + ``budget_bytes``."""
 
     batch_size: int
     budget_bytes: int
@@ -219,7 +219,7 @@ def _vm_size() -> int | None:
 
 
 def _limit(run: Any, args: Any, budget: int) -> dict:
-    """In the child: one call under ``RLIMIT_AS`` = the warmed-up baseline (``VmSize``) + ``budget``."""
+    """In the child: one call under ``RLIMIT_AS`` = the warmed-up ``VmSize`` + ``budget``."""
     base = _vm_size()
     if base is None:
         return {"ran": None, "source": "no address-space figure here (needs Linux /proc)"}

@@ -114,14 +114,11 @@ class BatchSizeResult(Rows):
             rows.append(("warning", "planned bytes are not monotone in the batch size"))
         return rows
 
-    @property
-    def source(self) -> str:
-        if self.calibration is None:
-            return "compiled memory analysis (XLA), nothing executed"
-        return "compiled memory analysis (XLA); the margin's batches run in a fresh process"
-
     def _title(self) -> str:
-        return f"max_batch_size ({self.source})"
+        ran = ", nothing executed"
+        if self.calibration is not None:
+            ran = "; the margin's batches run in a fresh process"
+        return f"max_batch_size (compiled memory analysis (XLA){ran})"
 
 
 def check_in_axes(in_axes: Any, example_item: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -212,11 +213,12 @@ class RunState:
         self.saved_batches = len(self.batches)
         return header, arrays
 
-    def restore(self, records: list, treedef: Any, *, sizes: bool) -> None:
+    def restore(self, records: list, traced: Callable, *, sizes: bool) -> None:
         """Folds journal records back into this state (outputs bit for bit; items that failed
-        with an error run again); ``sizes=False``: not where the sizing stood (other settings)."""
+        with an error run again); ``traced()``: the output structure when none is stored;
+        ``sizes=False``: not where the sizing stood (other settings)."""
         stored = [h["treedef"] for h, _ in records if h.get("treedef") is not None]
-        treedef = treedef_from_json(stored[0]) if stored else treedef  # as fn returned it
+        treedef = treedef_from_json(stored[0]) if stored else traced()  # as fn returned it
         for header, arrays in records:
             leaves = [arrays[f"out_{k}"] for k in range(sum(k.startswith("out_") for k in arrays))]
             idx = arrays["indices"].tolist()

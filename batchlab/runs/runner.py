@@ -120,9 +120,7 @@ def run_batches(
     resumed = journal is not None and bool(journal.records)
     if resumed:
         same = journal.settings == settings
-        known = any(h.get("treedef") is not None for h, _ in journal.records)
-        treedef = None if known else _output_treedef(runner, data)  # no retrace when stored
-        state.restore(journal.records, treedef, sizes=same)
+        state.restore(journal.records, lambda: _output_treedef(runner, data), sizes=same)
         state.other_size = not same  # other settings: the finished items stay, the rest re-sized
     if not resumed or state.other_size:
         state.size = min(batch_size, max(data.n, 1))
