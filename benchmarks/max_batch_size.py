@@ -23,12 +23,15 @@ Usage: .venv/bin/python benchmarks/max_batch_size.py [--limits-only]
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
+import resource
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -36,8 +39,9 @@ import numpy as np
 
 import batchlab
 from batchlab import format_bytes, format_seconds, text_table
-from batchlab.runs.calibration import run_under_limit
-from batchlab.runs.planning import planned_bytes
+from batchlab._util.child import TIMEOUT
+from batchlab.runs.calibration import BatchJob, call, run_jobs
+from batchlab.runs.planning import batch_args, planned_bytes, unjit
 from batchlab.runs.search import compilation_target
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -192,6 +196,58 @@ def bisection_costs() -> str:
         "\nrun_batches with a jax.debug.callback check failing on k items, one per batch; runs "
         "counted by wrapping the batched function (the first try of every batch included)"
     )
+
+
+class LimitRun(NamedTuple):
+    """A batch run in a fresh process under ``RLIMIT_AS`` = its baseline + ``budget_bytes``."""
+
+    batch_size: int
+    budget_bytes: int
+    ran: bool | None
+    error: str | None
+    baseline_bytes: int | None
+    source: str
+
+
+def _vm_size() -> int | None:
+    """This process's address space (``VmSize`` in ``/proc/self/status``, Linux), else None."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            return next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmSize:"))
+    except (OSError, StopIteration):
+        return None
+
+
+def _limit(run: Any, args: Any, budget: int) -> dict:
+    """In the child: one call under ``RLIMIT_AS`` = the warmed-up ``VmSize`` + ``budget``."""
+    base = _vm_size()
+    if base is None:
+        return {"ran": None, "source": "no address-space figure here (needs Linux /proc)"}
+    resource.setrlimit(resource.RLIMIT_AS, (base + int(budget), resource.RLIM_INFINITY))
+    try:
+        call(run, args)
+        outcome = {"ran": True, "error": None}
+    except Exception as e:  # the limit bit: its message is the figure
+        outcome = {"ran": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    source = "RLIMIT_AS = VmSize after a warm-up call (compiled, freed, trimmed) + budget"
+    return {**outcome, "baseline_bytes": base, "source": source}
+
+
+def run_under_limit(
+    fn, example_item, batch_size, budget_bytes, *, strategy="vmap", chunk_size=None
+):
+    """Runs a batch in a fresh process limited to its warmed-up baseline (``VmSize``) +
+    ``budget_bytes`` of address space; ``ran`` is ``None`` off Linux (also used by
+    tests/test_advisor.py)."""
+    job = BatchJob(unjit(fn), strategy, chunk_size, 0)
+    measure = functools.partial(_limit, budget=int(budget_bytes))
+    jobs = [("run", measure, job, batch_args(example_item, batch_size))]
+    r = run_jobs(jobs, TIMEOUT)["run"]
+    error = r.get("error") or (r.get("source") if r.get("ran") is False else None)
+    figures = (r.get("ran"), error, r.get("baseline_bytes"), str(r.get("source")))
+    return LimitRun(int(batch_size), int(budget_bytes), *figures)
 
 
 W1 = np.ones((256, 512), np.float32) / 100

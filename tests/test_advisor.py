@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import jax
@@ -16,7 +18,6 @@ from batchlab.advisor import advising as advise_module
 from batchlab.advisor.candidates import chunk_sweep, pack_groups
 from batchlab.advisor.choice import decide, screen
 from batchlab.claims import Samples
-from batchlab.runs.calibration import run_under_limit
 
 
 def outer_sum(x):  # a 1 MiB temp per item of 512 floats (the dot needs it whole)
@@ -284,7 +285,12 @@ def mlp(x):
 @pytest.mark.parametrize("strategy", ["vmap", "chunked"])
 def test_advised_batch_runs_under_an_address_space_limit(strategy):
     """A fresh process: address space limited to its measured baseline + the budget
-    (:func:`batchlab.runs.calibration.run_under_limit`)."""
+    (``run_under_limit`` of benchmarks/max_batch_size.py)."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "max_batch_size.py"
+    spec = importlib.util.spec_from_file_location("max_batch_size_benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    run_under_limit = bench.run_under_limit
     budget = 64 * 2**20
     a = bl.advise(
         mlp,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from batchlab.runs.checkpoint import _MAGIC, _RECORD, CheckpointError, Journal, check_writable
-from batchlab.runs.fingerprint import digest, fingerprint, fn_fingerprint, fn_fingerprint_parts
+from batchlab.runs.fingerprint import digest, fingerprint, fn_fingerprint
 
 PARTS = {"fn": "f", "items": "abc"}
 
@@ -70,12 +70,14 @@ def test_journal_damage_is_refused(tmp_path):
 def test_check_writable(tmp_path, monkeypatch):
     with pytest.raises(TypeError, match=r"`checkpoint` must be a file path"):
         check_writable(3)
-    with pytest.raises(ValueError, match=r"must be a file path, got the folder"):
+    with pytest.raises(ValueError, match=r"must be a file path this run can write.*is a folder"):
         check_writable(tmp_path)
     (tmp_path / "ro.ckpt").write_bytes(b"")
     monkeypatch.setattr(os, "access", lambda *a: False)  # root ignores chmod; mock the check
-    with pytest.raises(ValueError, match=r"`checkpoint` file .* is read-only"):
+    with pytest.raises(ValueError, match=r"`checkpoint` must be .*the file is read-only"):
         check_writable(tmp_path / "ro.ckpt")
+    with pytest.raises(ValueError, match=r"`checkpoint` folder .* does not exist"):
+        check_writable(tmp_path / "nowhere" / "run.ckpt")
 
 
 def _make_closure(k):
@@ -101,7 +103,6 @@ def test_fn_fingerprint_sees_what_decides_the_output():
     assert fn_fingerprint(nested_a) != fn_fingerprint(nested_b)  # nested code constants
     p = functools.partial(max, 3)
     assert fn_fingerprint(p) != fn_fingerprint(functools.partial(max, 4))
-    assert list(fn_fingerprint_parts(_make_closure(2))) == ["fn code", "fn closure variable 'k'"]
     gen = (i for i in range(3))
     from batchlab.runs.fingerprint import Unfingerprintable
 

@@ -10,7 +10,7 @@ import optax
 import pytest
 
 import batchlab
-from batchlab.runs.fingerprint import describe, fn_fingerprint
+from batchlab.runs.fingerprint import fn_fingerprint
 from batchlab.runs.planning import batch_planner, batch_spec
 
 D = 16
@@ -31,7 +31,6 @@ def test_an_equinox_module_is_fingerprinted_as_one_pytree():
     ln = eqx.nn.LayerNorm(D)
     changed = eqx.tree_at(lambda m: m.weight, ln, ln.weight * 2)
     assert same and weights and static and fn_fingerprint(ln) != fn_fingerprint(changed)
-    assert "MLP (equinox pytree" in describe(mlp(0))
 
 
 MODEL = mlp(0)
@@ -74,9 +73,7 @@ def test_an_equinox_model_fn_resumes_without_run_name(tmp_path):
     try:
         with pytest.raises(
             batchlab.CheckpointError,
-            match=r"fn's global 'MODEL' \(a MLP \(equinox pytree, 8 leaves\)\) has other weights "
-            r"than when the checkpoint was written: \.layers\[0\]\.weight float32\[32,\d+\] has "
-            r"other values",
+            match=r"fn changed since the journal was written",
         ):
             batchlab.run_batches(model_fn, xs[:8], batch_size=4, checkpoint=path, progress=False)
     finally:
@@ -124,9 +121,7 @@ def test_an_optax_transform_is_part_of_the_fingerprint(tmp_path):
         per_item_step(optax.adam(1e-3)), xs, batch_size=2, checkpoint=path, progress=False
     )
     assert again.resumed_items == 6  # an equal optimizer resumes
-    with pytest.raises(
-        batchlab.CheckpointError, match=r"different run of fn.*closure variable 'opt'"
-    ):
+    with pytest.raises(batchlab.CheckpointError, match=r"different run: fn changed"):
         batchlab.run_batches(
             per_item_step(optax.adam(1e-2)), xs, batch_size=3, checkpoint=path, progress=False
         )
@@ -134,8 +129,8 @@ def test_an_optax_transform_is_part_of_the_fingerprint(tmp_path):
 
 def test_a_flax_nnx_module_is_fingerprinted_like_an_equinox_one(tmp_path):
     """Issue 34: a closed-over nnx module was refused ("PytreeState": a node without children
-    read as an unhashable leaf) unless run_name was given; now it resumes, and other weights are
-    refused in words: which leaf, and whether its values or its shape changed."""
+    read as an unhashable leaf) unless run_name was given; now it resumes, and other weights
+    (values or shapes) are refused."""
     nnx = pytest.importorskip("flax.nnx")
     xs, path = data(8), tmp_path / "run.ckpt"
     model = nnx.Linear(D, 3, rngs=nnx.Rngs(0))
@@ -150,13 +145,9 @@ def test_a_flax_nnx_module_is_fingerprinted_like_an_equinox_one(tmp_path):
     model = nnx.Linear(D, 3, rngs=nnx.Rngs(1))
     with pytest.raises(
         batchlab.CheckpointError,
-        match=r"fn's closure variable 'model' \(a Linear \(flax pytree, 2 leaves\)\) has other "
-        r"weights than when the checkpoint was written: \.kernel\.value float32\[16,3\] has other "
-        r"values\.",
+        match=r"fn changed since the journal was written",
     ):
         batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)
     model = nnx.Linear(D, 4, rngs=nnx.Rngs(0))
-    with pytest.raises(
-        batchlab.CheckpointError, match=r"\.bias\.value was float32\[3\], is float32\[4\]"
-    ):
+    with pytest.raises(batchlab.CheckpointError, match=r"fn changed since the journal was written"):
         batchlab.run_batches(fn, xs, batch_size=4, checkpoint=path, progress=False)

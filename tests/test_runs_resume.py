@@ -120,11 +120,7 @@ def test_changed_global_message_then_resume_as_it_says_loses_nothing(tmp_path):
         with pytest.raises(batchlab.CheckpointError) as info:
             batchlab.run_batches(logged_batch, xs, **kw)
         message = str(info.value)
-        assert (
-            "fn's global 'LOG_PATH' was 'run-1.log' when the checkpoint was written and is "
-            "'run-2.log' now" in message
-        )
-        assert "fn's global 'CALLS'" in message and "fn's global 'SEEN'" in message
+        assert "fn changed since the journal was written" in message
         assert "run_name='my-run-v1'" in message and "start over" in message
         SEEN.clear()
         resumed = batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
@@ -144,13 +140,13 @@ def test_run_name_refusals_say_how_to_resume(tmp_path):
         item_fn, data(4), batch_size=2, checkpoint=path, run_name="a", progress=False
     )
     with pytest.raises(
-        batchlab.CheckpointError, match=r"run_name 'a' there, 'b' now.*run_name='a'"
+        batchlab.CheckpointError, match=r"run_name='a', got run_name='b'; pass run_name='a'"
     ):
         batchlab.run_batches(
             item_fn, data(4), batch_size=2, checkpoint=path, run_name="b", progress=False
         )
     with pytest.raises(
-        batchlab.CheckpointError, match=r"written under run_name='a'; pass run_name='a'"
+        batchlab.CheckpointError, match=r"written under run_name='a', got run_name=None; pass"
     ):
         batchlab.run_batches(item_fn, data(4), batch_size=2, checkpoint=path, progress=False)
 
@@ -196,24 +192,6 @@ def test_a_checkpoint_that_cannot_be_created_fails_before_any_work(monkeypatch, 
         )
     monkeypatch.setattr(os, "fsync", real)
     assert calls == [] and not (tmp_path / "c.ckpt").exists()
-
-
-def test_no_room_for_the_outputs_fails_before_any_work(monkeypatch, tmp_path):
-    import shutil
-
-    usage = shutil.disk_usage(tmp_path)
-    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage._replace(free=100))
-
-    def fn(x):
-        return x * 2  # 20 bytes out per item: 200 bytes for 10 items, 100 free
-
-    with pytest.raises(
-        ValueError, match=r"has 100 B free, but this run's outputs need about 200 B"
-    ):
-        batchlab.run_batches(
-            fn, data(10), batch_size=2, checkpoint=tmp_path / "c.ckpt", progress=False
-        )
-    assert not (tmp_path / "c.ckpt").exists()  # refused before the header, before any batch
 
 
 def test_a_failed_first_save_is_said_in_the_result_and_on_screen(monkeypatch, tmp_path):

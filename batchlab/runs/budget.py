@@ -1,7 +1,4 @@
-"""The largest batch that fits a memory budget, from XLA's compiled plans (nothing runs).
-
-Each size tried is one compilation of ``batch(fn)`` for ``ShapeDtypeStruct`` inputs.
-"""
+"""The largest batch that fits a memory budget, from XLA's compiled plans (nothing runs)."""
 
 from __future__ import annotations
 
@@ -37,10 +34,8 @@ class Budget(NamedTuple):
 
 
 def default_budget() -> Budget:
-    """The memory a batch may plan to use on this machine.
-
-    On a GPU/TPU ``bytes_limit - bytes_in_use`` from ``memory_stats()`` (0 when no room is
-    left); on CPU, which keeps no statistics, half the host memory available now (psutil).
+    """The memory a batch may plan to use here: a device's free memory (``memory_stats()``),
+    on CPU half the host memory available now (psutil).
 
     Example:
       >>> default_budget().bytes > 0
@@ -57,11 +52,8 @@ def default_budget() -> Budget:
 
 @dataclass(frozen=True)
 class BatchSizeResult(Rows):
-    """What :func:`max_batch_size` found; ``int(result)`` is the batch size.
-
-    ``curve``: ``(batch_size, planned_bytes)`` for every size the search looked at, sorted;
-    ``compilations``: how many of them this call compiled (the others came from ``known``).
-    """
+    """What :func:`max_batch_size` found; ``int(result)`` is the batch size, ``curve`` the
+    ``(batch_size, planned_bytes)`` the search looked at, ``compilations`` the new ones."""
 
     batch_size: int
     budget_bytes: int
@@ -122,14 +114,11 @@ class BatchSizeResult(Rows):
             rows.append(("warning", "planned bytes are not monotone in the batch size"))
         return rows
 
-    @property
-    def source(self) -> str:
-        if self.calibration is None:
-            return "compiled memory analysis (XLA), nothing executed"
-        return "compiled memory analysis (XLA); the margin's batches run in a fresh process"
-
     def _title(self) -> str:
-        return f"max_batch_size ({self.source})"
+        ran = ", nothing executed"
+        if self.calibration is not None:
+            ran = "; the margin's batches run in a fresh process"
+        return f"max_batch_size (compiled memory analysis (XLA){ran})"
 
 
 def check_in_axes(in_axes: Any, example_item: Any) -> None:
@@ -137,22 +126,20 @@ def check_in_axes(in_axes: Any, example_item: Any) -> None:
     zero = lambda a: isinstance(a, int) and not isinstance(a, bool) and a == 0  # noqa: E731
     if zero(in_axes):
         return
-    if not isinstance(in_axes, tuple) or not all(a is None or zero(a) for a in in_axes):
-        raise ValueError(
-            f"`in_axes` must be 0 or a tuple of 0 (batched) and None (shared), one per argument, "
-            f"got in_axes={in_axes!r}; e.g. in_axes=(0, None) for fn(x, weights)."
-        )
-    if not isinstance(example_item, tuple) or len(example_item) != len(in_axes):
-        tuple_ = isinstance(example_item, tuple)
+    tuple_ = isinstance(example_item, tuple)
+    if not (
+        isinstance(in_axes, tuple)
+        and all(a is None or zero(a) for a in in_axes)
+        and 0 in in_axes
+        and tuple_
+        and len(example_item) == len(in_axes)
+    ):
         got = f"a tuple of {len(example_item)}" if tuple_ else type(example_item).__name__
         raise ValueError(
-            f"with in_axes={in_axes!r}, `example_item` must be the tuple of fn's {len(in_axes)} "
-            f"arguments for one item, got {got}; e.g. example_item=(x_item, weights)."
-        )
-    if 0 not in in_axes:
-        raise ValueError(
-            f"`in_axes` must batch at least one argument (a 0), got in_axes={in_axes!r}: with every "
-            f"argument shared there is no batch to size."
+            f"`in_axes` must be 0 or a tuple of 0 (batched, one at least) and None (shared), one "
+            f"per argument in the tuple `example_item`; got in_axes={in_axes!r} and "
+            f"`example_item` {got}. E.g. in_axes=(0, None), example_item=(x_item, weights) for "
+            f"fn(x, weights)."
         )
 
 
@@ -172,7 +159,7 @@ def max_batch_size(
 ) -> BatchSizeResult:
     """The largest batch of ``batch(fn, strategy=...)`` whose planned memory fits ``budget_bytes``.
 
-    The search ends on a measured pair: the answer fits, the answer + 1 does not.
+    Ends on a measured pair: the answer fits, the answer + 1 does not.
 
     Args:
       fn: a function of ONE item; example_item: one item (arrays or ``ShapeDtypeStruct``).

@@ -12,13 +12,8 @@ _STYLES = (("s-", 7, 3), ("o--", 5, 2), ("^-.", 5, 2), ("v:", 5, 2))
 
 
 def plot_budget_curves(results: list):
-    """Planned bytes versus batch size for several :func:`batchlab.max_batch_size` results, with
-    the budget line.
-
-    Each curve is drawn from the points its search looked at; each answer is ringed. For a chunked
-    ``lax.map``, sizes that are not a multiple of the chunk plan a remainder apart: they are
-    drawn as separate marks, not joined to the line. Log-log axes (base 2).
-    """
+    """Planned bytes versus batch size of :func:`batchlab.max_batch_size` results (each answer
+    ringed; a chunk's remainder sizes as separate marks), with the budget line, log2 axes."""
     axes = new_figure(1, width=7.0, height=4.2)[1]
     for i, r in enumerate(results):
         label = r.strategy + (f" (chunk {r.chunk_size})" if r.chunk_size else "")

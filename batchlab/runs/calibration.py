@@ -1,17 +1,11 @@
-"""A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process.
-
-XLA's plan is a lower bound of what a call needs (XLA:CPU allocates outside it: YNNPACK packs
-matrix weights). :func:`calibrate` runs the batch at a small and a larger size in a fresh
-process (:func:`batchlab._util.child.run_child`); the larger observed / planned ratio, never
-below 1, is the margin. :func:`run_under_limit` runs one batch under ``RLIMIT_AS`` (Linux).
-"""
+"""A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process
+(XLA's plan is a lower bound: XLA:CPU allocates outside it, e.g. YNNPACK packs matrix weights)."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import gc
-import resource
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -58,7 +52,7 @@ def _trim() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _call(run: Any, args: Any) -> Any:
+def call(run: Any, args: Any) -> Any:
     """One call on device arrays (specs made as zeros, one buffer each)."""
 
     def put(a):
@@ -69,12 +63,12 @@ def _call(run: Any, args: Any) -> Any:
     return jax.block_until_ready(run(*jax.tree_util.tree_map(put, args)))
 
 
-def _observe(run: Any, args: Any) -> dict:
+def observe(run: Any, args: Any) -> dict:
     """The peak of one call: host RSS growth on CPU (``VmHWM`` reset), the device peak on a GPU."""
     device = jax.devices()[0]
     if device.memory_stats() is not None:
         before = int(device.memory_stats().get("bytes_in_use", 0))
-        _call(run, args)
+        call(run, args)
         peak = int(device.memory_stats().get("peak_bytes_in_use", 0))
         source = "device memory_stats: peak_bytes_in_use - bytes_in_use before"
         return {"bytes": max(peak - before, 0), "source": source}
@@ -86,36 +80,20 @@ def _observe(run: Any, args: Any) -> dict:
         before = None
     if before is None:
         return {"bytes": None, "source": "no resettable host peak here (needs Linux /proc)"}
-    _call(run, args)
+    call(run, args)
     source = "host peak RSS (VmHWM, reset before the call) - RSS before, fresh process"
     return {"bytes": max(int(_status("VmHWM")) - before, 0), "source": source}
 
 
-def _limit(run: Any, args: Any, budget: int) -> dict:
-    """One call under ``RLIMIT_AS`` = the warmed-up baseline (``VmSize``) + ``budget``."""
-    base = _status("VmSize")
-    if base is None:
-        return {"ran": None, "source": "no address-space figure here (needs Linux /proc)"}
-    resource.setrlimit(resource.RLIMIT_AS, (base + int(budget), resource.RLIM_INFINITY))
-    try:
-        _call(run, args)
-        outcome = {"ran": True, "error": None}
-    except Exception as e:  # the limit bit: its message is the figure
-        outcome = {"ran": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
-    source = "RLIMIT_AS = VmSize after a warm-up call (compiled, freed, trimmed) + budget"
-    return {**outcome, "baseline_bytes": base, "source": source}
-
-
 def run_here(jobs: list) -> dict:
-    """``{label: reply}`` for ``(label, kind, run, args, budget)`` jobs, one after the other."""
+    """``{label: measure(run, args)}`` for ``(label, measure, run, args)`` jobs, one after the
+    other (``measure`` is :func:`observe`, or a caller's own: the benchmarks' limit run)."""
     result = {}
-    for label, kind, run, args, budget in jobs:
+    for label, measure, run, args in jobs:
         try:
-            _call(run, args)  # compiles every program it needs
+            call(run, args)  # compiles every program it needs
             _trim()
-            result[label] = _limit(run, args, budget) if kind == "limit" else _observe(run, args)
+            result[label] = measure(run, args)
         except Exception as e:  # one job's failure (e.g. out of memory) is its figure
             why = f"failed: {type(e).__name__}: {str(e)[:200]}"
             result[label] = {"bytes": None, "ran": None, "source": why}
@@ -138,8 +116,7 @@ def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
         why, ran = f"could not rebuild the jobs here ({e.get('type')}: {e.get('message')})", None
     elif reply is not None:
         return reply
-    failed = {"bytes": None, "ran": ran, "source": why}
-    return {job[0]: {**failed, "error": why} if ran is False else failed for job in jobs}
+    return {job[0]: {"bytes": None, "ran": ran, "source": why} for job in jobs}
 
 
 class BatchJob:
@@ -167,8 +144,6 @@ class Calibration(NamedTuple):
     ratio: float
     points: tuple[tuple[int, int, int | None], ...]
     source: str
-    strategy: str
-    chunk_size: int | None
 
 
 def calibrate(
@@ -181,12 +156,8 @@ def calibrate(
     in_axes: Any = 0,
     known: dict[int, int] | None = None,
 ) -> Calibration:
-    """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``, in a fresh process.
-
-    On CPU one process measures every size (its resident peak reset before each); on a GPU,
-    whose peak cannot be reset, one process per size. Cached per ``fn``, shapes, settings and
-    sizes; ``known``: planned bytes per size already compiled.
-    """
+    """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes`` in a fresh process
+    (on a GPU, whose peak cannot be reset, one per size); cached; ``known``: plans already made."""
     leaves, tree = jax.tree_util.tree_flatten(example_item)
     shapes = tuple((tuple(np.shape(x)), str(np.dtype(x.dtype))) for x in leaves)
     key = (id(fn), str(tree), shapes, strategy, chunk_size, repr(in_axes), tuple(sizes))
@@ -205,7 +176,7 @@ def calibrate(
         for i, ax in enumerate(shared):
             if ax is None:
                 args[i] = jax.tree_util.tree_map(host, example_item[i])
-        jobs.append((str(b), "observe", job, tuple(args), 0))
+        jobs.append((str(b), observe, job, tuple(args)))
     if device_memory() is None:
         reply = run_jobs(jobs, TIMEOUT)
     else:
@@ -224,35 +195,6 @@ def calibrate(
         f"jax {jax.__version__} {jax.default_backend()}"
     )
     how = how if seen else f"nothing observed ({sources}): the plan as is"
-    result = Calibration(float(max([1.0, *seen])), points, how, strategy, chunk_size)
+    result = Calibration(float(max([1.0, *seen])), points, how)
     CACHE[key] = (fn, result)
     return result
-
-
-class LimitRun(NamedTuple):
-    """A batch run in a fresh process under ``RLIMIT_AS`` = its measured baseline + ``budget_bytes``."""
-
-    batch_size: int
-    budget_bytes: int
-    ran: bool | None
-    error: str | None
-    baseline_bytes: int | None
-    source: str
-
-
-def run_under_limit(
-    fn: Callable,
-    example_item: Any,
-    batch_size: int,
-    budget_bytes: int,
-    *,
-    strategy: str = "vmap",
-    chunk_size: int | None = None,
-) -> LimitRun:
-    """Runs a batch in a fresh process limited to its warmed-up baseline (``VmSize``) +
-    ``budget_bytes`` of address space; ``ran`` is ``None`` off Linux."""
-    job = BatchJob(unjit(fn), strategy, chunk_size, 0)
-    args = batch_args(example_item, batch_size)
-    r = run_jobs([("run", "limit", job, args, int(budget_bytes))], TIMEOUT)["run"]
-    figures = [r.get(k) for k in ("ran", "error", "baseline_bytes")]
-    return LimitRun(int(batch_size), int(budget_bytes), *figures, str(r.get("source")))

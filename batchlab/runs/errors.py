@@ -1,10 +1,5 @@
-"""What went wrong in a batch: out of memory, an interrupt, or a bug in ``fn``, told apart.
-
-XLA:CPU reports one failing allocation in several forms, depending on what ran before:
-``RESOURCE_EXHAUSTED: Out of memory ...``, ``INTERNAL: Error dispatching computation: Out of
-memory allocating N bytes`` and ``INTERNAL: YNNPACK operation failed``; all of them, and a
-host ``MemoryError``, are memory (:func:`is_out_of_memory`).
-"""
+"""What went wrong in a batch: out of memory (every form, :func:`is_out_of_memory`), an
+interrupt, or a bug in ``fn``, told apart."""
 
 from __future__ import annotations
 
@@ -48,7 +43,9 @@ class FnBug(Exception):
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """True for every out-of-memory form XLA raises and for host ``MemoryError``.
+    """True for every out-of-memory form XLA raises (XLA:CPU's depend on what ran before:
+    ``RESOURCE_EXHAUSTED``, ``INTERNAL: ... Out of memory allocating``, ``INTERNAL: YNNPACK
+    operation failed``) and for host ``MemoryError``.
 
     Example:
       >>> import jax
@@ -141,12 +138,8 @@ class InterruptFlag:
 
 
 def exit_as_interrupted() -> None:
-    """A script that RunInterrupted ends exits with status 130, as Ctrl-C ends Python, not 1.
-
-    CPython exits by SIGINT only for an uncaught exception of type exactly
-    ``KeyboardInterrupt``; so where the default ``sys.excepthook`` would print it (a plain
-    script), this hook prints it, runs the ``atexit`` handlers and ends by SIGINT.
-    """
+    """A script that RunInterrupted ends exits by SIGINT (status 130), as Ctrl-C ends Python
+    (CPython does so only for exactly ``KeyboardInterrupt``); only under the default excepthook."""
     if sys.excepthook is not sys.__excepthook__ or os.name != "posix":
         return
 

@@ -1,14 +1,8 @@
-"""What a checkpoint belongs to: fingerprints of functions, data and settings.
-
-:func:`fn_fingerprint` hashes what decides a function's output: its code and constants,
-defaults, closure values, the globals it reads, ``partial`` arguments, an object's attributes,
-and a pytree node (an equinox or flax module) by its type, static fields and leaves.
-:func:`fn_descriptions` puts the same parts in words, so a refusal can say what changed.
-"""
+"""What a checkpoint belongs to: fingerprints of functions (:func:`fn_fingerprint`), data and
+settings."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -23,7 +17,6 @@ _PLAIN = (type(None), bool, int, float, complex, str, bytes)
 # callables from these packages are named, not hashed (their code is the library's); a pytree
 # node from them (an equinox layer) is still hashed by its leaves and static fields
 _LIBRARIES = ("jax", "jaxlib", "numpy", "builtins", "math", "scipy", "equinox", "optax", "flax")
-_WEIGHTS = 64  # the leaves of a model named in a refusal's words, at most
 
 
 class Unfingerprintable(Exception):
@@ -187,8 +180,10 @@ def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
 
 
 def fn_fingerprint(fn: Any) -> str:
-    """16 hex digits of SHA-256 of what decides ``fn``'s output; raises :class:`Unfingerprintable`
-    for a value that cannot be hashed (an open file, a generator).
+    """16 hex digits of SHA-256 of what decides ``fn``'s output: its code and constants, defaults,
+    closure values, the globals it reads, ``partial`` arguments, an object's attributes, and a
+    pytree node (an equinox or flax module) by its type, static fields and leaves; raises
+    :class:`Unfingerprintable` for a value that cannot be hashed (an open file, a generator).
 
     Example:
       >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 2)
@@ -199,105 +194,3 @@ def fn_fingerprint(fn: Any) -> str:
     h = hashlib.sha256()
     _hash(h, fn, set(), 0, "fn")
     return h.hexdigest()[:16]
-
-
-def _reads(fn: Any) -> tuple[Any, list[tuple[str, Any]]]:
-    """The plain function inside ``fn``'s wrappers (or None) and what it reads, by part name."""
-    while getattr(fn, "__wrapped__", fn) is not fn and fn.__wrapped__ is not None:
-        fn = fn.__wrapped__
-    if not isinstance(fn, types.FunctionType):
-        return None, []
-    reads = [(f"fn closure variable {var!r}", value) for var, value in _cells(fn)]
-    return fn, reads + [(f"fn global {var!r}", value) for var, value in _globals(fn)]
-
-
-def fn_fingerprint_parts(fn: Any) -> dict[str, str]:
-    """:func:`fn_fingerprint` split by source for a plain function (``"fn code"``, one entry per
-    closure variable and global read); one ``"fn"`` entry for other callables."""
-    inner, reads = _reads(fn)
-    if inner is None:
-        return {"fn": fn_fingerprint(fn)}
-    seen, out = {id(inner)}, {}
-    code = (inner.__code__, inner.__defaults__, inner.__kwdefaults__)
-    for key, value in [("fn code", code), *reads]:
-        h = hashlib.sha256()
-        _hash(h, value, seen, 1, key[3:])
-        out[key] = h.hexdigest()[:16]
-    return out
-
-
-def describe(value: Any, depth: int = 0) -> str:
-    """A value in a few words for a refusal: its repr when short and plain, else its kind.
-
-    Example:
-      >>> describe(2.0), describe("run.log"), describe(np.zeros((3, 2), np.float32))
-      ('2.0', "'run.log'", 'a float32 array of shape (3, 2)')
-    """
-    kind = type(value)
-    if isinstance(value, _PLAIN):
-        text = repr(value)
-        return text if len(text) <= 80 else f"a {kind.__name__} of {len(value)} characters"
-    if isinstance(value, _ARRAYS):
-        return f"a {np.dtype(value.dtype).name} array of shape {tuple(np.shape(value))}"
-    if isinstance(value, (tuple, list)) and len(value) <= 4 and depth < 2:
-        inner = ", ".join(describe(v, depth + 1) for v in value)
-        tuple_ = isinstance(value, tuple)
-        text = f"({inner}{',' if len(value) == 1 else ''})" if tuple_ else f"[{inner}]"
-        if len(text) <= 120:
-            return text
-    if isinstance(value, types.FunctionType) and depth < 2:
-        reads = [f"{v}={describe(x, 2)}" for v, x in _globals(value) if isinstance(x, _PLAIN)]
-        return f"function {value.__qualname__}" + (f" reading {', '.join(reads)}" if reads else "")
-    if _is_node(value):  # a model: each weight by path, dtype, shape and a short hash
-        leaves = jax.tree_util.tree_flatten_with_path(value)[0]
-        weights = "; ".join(f"{jax.tree_util.keystr(p)} {_weight(x)}" for p, x in leaves[:_WEIGHTS])
-        more = f"; {len(leaves) - _WEIGHTS} more" if len(leaves) > _WEIGHTS else ""
-        return (
-            f"a {kind.__qualname__} ({kind.__module__.split('.')[0]} pytree, {len(leaves)} "
-            f"leaves: {weights}{more})"
-        )
-    return f"a {kind.__qualname__} object"
-
-
-def _weight(leaf: Any) -> str:
-    if isinstance(leaf, _ARRAYS):
-        shape = ",".join(map(str, np.shape(leaf)))
-        return f"{np.dtype(leaf.dtype).name}[{shape}] #{_sha256(np.asarray(leaf))[:8]}"
-    return repr(leaf)[:40]
-
-
-def weights_changed(was: str, now: str) -> str | None:
-    """Which leaves of a model differ between two :func:`describe` texts (None if not models).
-
-    Example:
-      >>> a = "a Linear (flax pytree, 2 leaves: .b float32[2] #00; .w float32[3,2] #11)"
-      >>> weights_changed(a, a.replace("#11", "#22"))
-      '.w float32[3,2] has other values'
-    """
-
-    def leaves(text):
-        _, sep, body = text.partition(" leaves: ")
-        if not sep or not body.endswith(")"):
-            return None
-        return dict(item.split(" ", 1) for item in body[:-1].split("; ") if " " in item)
-
-    old, new = leaves(was), leaves(now)
-    if old is None or new is None:
-        return None
-    changes = []
-    for path in [p for p in old if p in new and old[p] != new[p]]:
-        a, b = old[path].split(" #")[0], new[path].split(" #")[0]
-        changes.append(f"{path} {a} has other values" if a == b else f"{path} was {a}, is {b}")
-    changes += [f"{p} is new" for p in new if p not in old and p != "more"]
-    changes += [f"{p} is gone" for p in old if p not in new and p != "more"]
-    if not changes:
-        return None
-    return "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
-
-
-def fn_descriptions(fn: Any) -> dict[str, str]:
-    """The parts of :func:`fn_fingerprint_parts`, in words (:func:`describe`); code stays unnamed."""
-    inner, reads = _reads(fn)
-    with contextlib.suppress(Exception):  # words are a courtesy: the fingerprint decides
-        return {"fn": describe(fn)} if inner is None else {k: describe(v) for k, v in reads}
-    return {}

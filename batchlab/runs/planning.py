@@ -1,8 +1,5 @@
-"""Planned bytes of a batch, from XLA's compiled memory analysis (nothing is allocated).
-
-Plans go through :func:`batchlab._util.compile.compile_fn`, the kit's one plan path:
-closed-over arrays are planned as arguments.
-"""
+"""Planned bytes of a batch, from XLA's compiled memory analysis (nothing is allocated), through
+the kit's one plan path (:func:`batchlab._util.compile.compile_fn`)."""
 
 from __future__ import annotations
 

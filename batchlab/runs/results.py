@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -23,10 +24,8 @@ class Failure(NamedTuple):
 
 
 class BatchLog(NamedTuple):
-    """One call of the batch program: first item, batch size, items in it, outcome, wall time.
-
-    ``depth`` 0 is a batch; the halves of a bisection follow it with depth 1, 2, ...
-    """
+    """One call of the batch program: first item, batch size, items in it, outcome, wall time,
+    ``depth`` (0: a batch; 1, 2, ...: the halves of its bisection)."""
 
     start: int
     size: int
@@ -46,11 +45,8 @@ class BatchLog(NamedTuple):
 
 @dataclass(frozen=True)
 class RunResult(Rows):
-    """The outcome of :func:`batchlab.run_batches`.
-
-    ``outputs``: the good items' outputs stacked in input order (or ``None``), ``indices``
-    their item indices; ``batches``: every call, memory retries and bisection halves included.
-    """
+    """The outcome of :func:`batchlab.run_batches`: ``outputs`` of the good items in input order
+    (or ``None``) at ``indices``; ``batches``: every call, retries and bisection halves included."""
 
     n_items: int
     outputs: Any
@@ -151,11 +147,8 @@ _SIZES = ("size", "ok_size", "fail_size")  # where the sizing search stood
 
 @dataclass
 class RunState:
-    """The mutable progress of a run, saved and restored one journal record per batch.
-
-    The next size after a memory error lies between ``ok_size`` (the last that ran) and
-    ``fail_size`` (the smallest that failed above it).
-    """
+    """The mutable progress of a run, saved and restored one journal record per batch; the size
+    after a memory error lies between ``ok_size`` (ran) and ``fail_size`` (failed above it)."""
 
     n_items: int
     position: int = 0
@@ -220,11 +213,12 @@ class RunState:
         self.saved_batches = len(self.batches)
         return header, arrays
 
-    def restore(self, records: list, treedef: Any, *, sizes: bool) -> None:
+    def restore(self, records: list, traced: Callable, *, sizes: bool) -> None:
         """Folds journal records back into this state (outputs bit for bit; items that failed
-        with an error run again); ``sizes=False``: not where the sizing stood (other settings)."""
+        with an error run again); ``traced()``: the output structure when none is stored;
+        ``sizes=False``: not where the sizing stood (other settings)."""
         stored = [h["treedef"] for h, _ in records if h.get("treedef") is not None]
-        treedef = treedef_from_json(stored[0]) if stored else treedef  # as fn returned it
+        treedef = treedef_from_json(stored[0]) if stored else traced()  # as fn returned it
         for header, arrays in records:
             leaves = [arrays[f"out_{k}"] for k in range(sum(k.startswith("out_") for k in arrays))]
             idx = arrays["indices"].tolist()
@@ -255,14 +249,11 @@ class RunInterrupted(KeyboardInterrupt):
 
     def __init__(self, result: RunResult, checkpoint: str | None = None) -> None:
         done = len(result.indices) + len(result.failures)
+        after = f"they are saved in {checkpoint!r}: rerun the same call to resume"
         if checkpoint is None:
             after = "pass checkpoint=path to keep finished work for a rerun"
-        elif result.checkpoint_error is None:
-            after = f"they are saved in {checkpoint!r}: rerun the same call to resume"
-        else:
-            after = (
-                f"the checkpoint {checkpoint!r} is missing some of them ({result.checkpoint_error})"
-            )
+        elif result.checkpoint_error is not None:
+            after = f"the checkpoint {checkpoint!r} is missing some ({result.checkpoint_error})"
         super().__init__(
             f"run_batches stopped by Ctrl-C ({result.stop_reason}); {done} of {result.n_items} "
             f"items finished, in this exception's `.result`; {after}."

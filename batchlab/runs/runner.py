@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import time
 import warnings
@@ -26,16 +25,10 @@ import jax
 import numpy as np
 
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
-from batchlab._util.compile import function_name
 from batchlab.runs.attempt import BatchRunner, Items
-from batchlab.runs.checkpoint import CheckpointError, Journal, check_room, check_writable
+from batchlab.runs.checkpoint import CheckpointError, Journal, check_writable
 from batchlab.runs.errors import FnBug, InterruptFlag, OutOfMemory, exit_as_interrupted
-from batchlab.runs.fingerprint import (
-    Unfingerprintable,
-    digest,
-    fn_descriptions,
-    fn_fingerprint_parts,
-)
+from batchlab.runs.fingerprint import Unfingerprintable, digest, fn_fingerprint
 from batchlab.runs.planning import batch_spec
 from batchlab.runs.results import (
     BatchFnError,
@@ -107,12 +100,6 @@ def run_batches(
       ([3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0], True, [4, 4, 2])
     """
     check_callable(fn)
-    if isinstance(batch_size, str):
-        raise TypeError(
-            f"`batch_size` must be a positive int, got {batch_size!r}; for the largest batch a "
-            f"budget fits, pass batch_size=int(batchlab.max_batch_size(fn, one_item, "
-            f"budget_bytes=...))."
-        )
     batch_size = check_positive_int(batch_size, "batch_size")
     if budget_bytes is not None:
         budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
@@ -133,9 +120,7 @@ def run_batches(
     resumed = journal is not None and bool(journal.records)
     if resumed:
         same = journal.settings == settings
-        known = any(h.get("treedef") is not None for h, _ in journal.records)
-        treedef = None if known else _output_treedef(runner, data)  # no retrace when stored
-        state.restore(journal.records, treedef, sizes=same)
+        state.restore(journal.records, lambda: _output_treedef(runner, data), sizes=same)
         state.other_size = not same  # other settings: the finished items stay, the rest re-sized
     if not resumed or state.other_size:
         state.size = min(batch_size, max(data.n, 1))
@@ -146,25 +131,16 @@ def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Jo
     """Fingerprints the run (``fn``, the items, the settings that change outputs) and opens or
     creates its journal; the batch settings are stored, not fingerprinted."""
     try:
-        fn_parts = {"run_name": run_name} if run_name else fn_fingerprint_parts(fn)
+        fn_part = {"run_name": run_name} if run_name else {"fn": fn_fingerprint(fn)}
     except Unfingerprintable as e:
         raise CheckpointError(
             f"`fn` cannot be fingerprinted for the checkpoint ({e}), so a resume could not tell "
             f"whether it is the same function. Name the run instead: run_batches(..., "
             f"checkpoint=..., run_name='my-run-v1'), and change the name when fn changes."
         ) from e
-    parts = {"fn": function_name(fn), **fn_parts, "items": digest(items)[:16], "n_items": data.n}
+    parts = {**fn_part, "items": digest(items)[:16], "n_items": data.n}
     parts.update(check_nan=runner.check_nan, batched=runner.batched)
-    described = {"fn": function_name(fn), **({} if run_name else fn_descriptions(fn))}
-    if not os.path.exists(checkpoint) and data.n and not runner.batched:
-        # a batched fn is the user's own code, called only for real batches: not traced here
-        try:
-            leaves = jax.tree_util.tree_leaves(jax.eval_shape(runner.fn, data.spec_item))
-            per_item = sum(np.dtype(a.dtype).itemsize * math.prod(a.shape) for a in leaves)
-        except Exception:
-            per_item = 0  # cannot tell from shapes
-        check_room(checkpoint, data.n * int(per_item))
-    return Journal.open(checkpoint, parts, settings=settings, described=described)
+    return Journal.open(checkpoint, parts, settings=settings)
 
 
 def _output_treedef(runner: BatchRunner, data: Items):
@@ -261,10 +237,7 @@ def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
             f"the save of the batch at item {state.batches[-1].start} failed ({why}); "
             f"{str(journal.path)!r} keeps only the {len(journal.records)} batch(es) saved before it"
         )
-        state.stop_reason = (
-            f"checkpoint write failed ({why}); the checkpoint keeps the batches before "
-            f"this one, and this result holds everything computed"
-        )
+        state.stop_reason = f"checkpoint write failed: {state.checkpoint_error}"
         warnings.warn(
             f"run_batches stopped: {state.checkpoint_error}. The result holds every item computed; "
             f"free space (or pass another `checkpoint` path) and rerun to resume.",

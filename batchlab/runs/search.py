@@ -32,14 +32,8 @@ def search(
     stats: dict | None = None,
     in_axes: Any = 0,
 ) -> tuple[int, dict[int, int]]:
-    """The largest batch size whose planned bytes fit: ``(answer, {batch: planned bytes})``.
-
-    It ends on a measured pair: ``answer`` fits, ``answer + 1`` does not (or is ``upper``).
-    ``"bisect"`` doubles from 1, then bisects; ``"interpolate"`` aims where the line through
-    the last two points meets the budget and checks the neighbour of a guess that fits.
-    ``known`` (read and extended) gives a warm start; ``multiple``: a ``lax.map`` chunk;
-    ``stats["compiled"]`` counts the new compilations.
-    """
+    """``(answer, {batch: planned bytes})`` for :func:`batchlab.max_batch_size` (its ``method``,
+    ``known``, ``on_compile``); ``multiple``: a ``lax.map`` chunk; ``stats["compiled"]`` counts."""
     planner = batch_planner(jitted)
     known = {} if known is None else known
     visited: dict[int, int] = {}
