@@ -109,8 +109,17 @@ def test_memory_estimate_runs_nothing():
 
 
 def test_repr_and_html_are_human():
-    est = bl.memory_estimate(lambda a: a * 2, jax.ShapeDtypeStruct((1024,), jnp.float32))
-    assert "argument=4.00 KiB" in repr(est)
+    def double(a):
+        return a * 2
+
+    est = bl.memory_estimate(double, jax.ShapeDtypeStruct((1024,), jnp.float32))
+    assert est.name == "double" and repr(est).startswith(
+        f"MemoryEstimate(double on {jax.default_backend()}"
+    )
+    labels = [k for k, _ in est._rows()]
+    assert labels == ["argument", "output", "temp", "alias", "planned", "flops", "planned from"]
+    assert "argument=4.00 KiB, output=4.00 KiB" in repr(est)
+    assert f"flops=1.02 k, planned from={est.planned_from}" in repr(est)  # 1,024 multiplies
     assert "compiled memory analysis" in est._repr_html_()
 
 
