@@ -205,16 +205,12 @@ def fix_hint(outs: Callable, leaves: list, lf: Leaf, spec: tuple, batch: int) ->
 
 def _ragged_list(arg: Any, name: str, axis: Any) -> None:
     """A Python list of items whose sizes along the mapped axis differ: point to padding."""
-    if not isinstance(arg, (list, tuple)) or len(arg) < 2 or axis is None or not is_axis_leaf(axis):
+    if not isinstance(arg, (list, tuple)) or len(arg) < 2 or not isinstance(axis, int):
         return
-    lengths = []
-    for item in arg:
-        if isinstance(item, (list, tuple)):
-            lengths.append(len(item))
-        elif hasattr(item, "shape") and -len(item.shape) <= axis < len(item.shape):
-            lengths.append(item.shape[axis])
-        else:
-            return
+    try:
+        lengths = [len(x) if isinstance(x, (list, tuple)) else x.shape[axis] for x in arg]
+    except (AttributeError, IndexError, TypeError):
+        return
     if len(set(lengths)) > 1:
         shown = ", ".join(str(n) for n in lengths[:8]) + (", ..." if len(lengths) > 8 else "")
         raise BatchAxisError(

@@ -129,12 +129,13 @@ def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any) 
     check_axis_types(in_axes, "in_axes")
     check_axis_types(out_axes, "out_axes")
     check_choice(strategy, "strategy", STRATEGIES[:-1])
-    chunked = {"chunked": True, "host": True, "map": None}.get(strategy, False)
-    if chunked is not None and chunked != (chunk_size is not None):
+    needs, takes = strategy in ("chunked", "host"), strategy in ("map", "chunked", "host")
+    if (needs and chunk_size is None) or (not takes and chunk_size is not None):
         raise ValueError(
-            f"`chunk_size` is items per chunk, required by strategy='chunked' and 'host', "
-            f"optional for 'map', taken by no other; got chunk_size={chunk_size!r} with "
-            f"strategy={strategy!r}: {'give one (e.g. 32)' if chunked else 'drop it'}."
+            f"`chunk_size` is required for strategy={strategy!r}: items per chunk, e.g. 32"
+            if needs
+            else f"`chunk_size` only applies to strategy='chunked', 'host' or 'map', got "
+            f"chunk_size={chunk_size!r} with strategy={strategy!r}; drop it."
         )
     return check_positive_int(chunk_size, "chunk_size", allow_none=True)
 
