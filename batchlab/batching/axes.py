@@ -89,10 +89,8 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Leaf, 
     except (ValueError, TypeError):
         raise BatchAxisError(
             f"`out_axes`={out_axes!r} does not match what fn returns "
-            f"({jax.tree_util.tree_structure(out)}, {len(jax.tree_util.tree_leaves(out))} output "
-            f"array(s)): there is no output for some "
-            f"of its entries. Give one axis for all outputs (e.g. out_axes=0) or a tree shaped "
-            f"like the output."
+            f"({jax.tree_util.tree_structure(out)}): some of its entries have no output. Give "
+            f"one axis for all outputs (e.g. out_axes=0) or a tree shaped like the output."
         ) from None
     labels = [
         "out" + jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(out)[0]

@@ -224,11 +224,11 @@ def compare(
     check_positive_float(max_time, "max_time")
     check_positive_int(chunk_size, "chunk_size", allow_none=True)
     res = resolve(fn, args, in_axes)
-    for b in batch_sizes or []:
-        if b > res.batch_size:
-            raise ValueError(
-                f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {b}."
-            )
+    if max(batch_sizes or [0]) > res.batch_size:
+        raise ValueError(
+            f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got "
+            f"{batch_sizes}."
+        )
     reference = batch(fn, strategy="vmap", in_axes=in_axes)
     results = []
     for b in batch_sizes or [res.batch_size]:

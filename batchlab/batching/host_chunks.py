@@ -117,8 +117,7 @@ class HostPlan(Rows):
     def _rows(self) -> list[tuple[str, str]]:
         rest = f"1 remainder of {self.remainder}" if self.remainder else "no remainder"
         return [
-            ("items, chunk", f"{self.items} items in chunks of {self.chunk}"),
-            ("chunks", f"{self.full_chunks} full + {rest}"),
+            ("chunks", f"{self.items} items: {self.full_chunks} full of {self.chunk} + {rest}"),
             ("programs compiled", str(self.programs)),
             ("dispatches per call", str(self.dispatches)),
             ("planned temp per step", format_bytes(self.temp_bytes)),

@@ -90,9 +90,8 @@ def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
             if isinstance(x, jax.core.Tracer):
                 raise TypeError(
                     f"strategy='host' dispatches one compiled program per chunk from Python, so "
-                    f"it cannot run while JAX traces it (`{label}` is a {type(x).__name__}: the "
-                    f"batched function was called inside jax.jit, grad, vmap or scan). Call it "
-                    f"outside the transformation, or use strategy='chunked' with the same "
+                    f"it cannot run inside jax.jit, grad, vmap or scan (`{label}` is a "
+                    f"{type(x).__name__}): call it outside, or use strategy='chunked' with the same "
                     f"chunk_size (the same chunks, as one lax.map inside the program) or "
                     f"strategy='vmap'."
                 )
@@ -189,12 +188,11 @@ def batch(
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
         flat, tdef = jax.tree_util.tree_flatten((*args, *kwargs.values()))
-        shapes = tuple(
-            (type(x), getattr(x, "shape", None), getattr(x, "dtype", None)) for x in flat
-        )
-        if (tdef, tuple(kwargs), shapes) not in seen:
-            seen[tdef, tuple(kwargs), shapes] = program_for(args, kwargs)
-        program, res = seen[tdef, tuple(kwargs), shapes]
+        shapes = [(type(x), getattr(x, "shape", None), getattr(x, "dtype", None)) for x in flat]
+        key = (tdef, tuple(kwargs), tuple(shapes))
+        if key not in seen:
+            seen[key] = program_for(args, kwargs)
+        program, res = seen[key]
         return program(*res.inputs(flat))
 
     def plan(*args: Any, **kwargs: Any) -> HostPlan:
