@@ -86,7 +86,11 @@ def test_varargs_names():
             dict(in_axes=(2, None)),
             r"axis 2 of `x`, but `x` has shape \(5, 3\) \(2 axes\); valid axes are -2..1",
         ),
-        ((jnp.float32(1.0), jnp.ones((3, 2))), dict(in_axes=(0, None)), r"`x` is a scalar"),
+        (
+            (jnp.float32(1.0), jnp.ones((3, 2))),
+            dict(in_axes=(0, None)),
+            r"`x` has shape \(\) \(0 axes\); a scalar takes None",
+        ),
         (
             (jnp.ones((5, 3)), jnp.ones((3, 2))),
             dict(in_axes=(0,)),

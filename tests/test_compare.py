@@ -38,7 +38,9 @@ def test_every_strategy_measured_and_agrees(inputs):
         assert r.measurement is not None, r.error
         assert r.agrees is True
         assert (
-            r.items == 32 and r.run_seconds > 0 and r.compile_seconds > 0 and r.items_per_second > 0
+            r.items == 32
+            and r.run_seconds > 0
+            and r.measurement.trace_lower_seconds + r.measurement.compile_seconds > 0
         )
     # planned memory: chunks of 4 hold an eighth of the hidden activations that full vmap holds
     assert c.get("chunked").temp_bytes < c.get("vmap").temp_bytes / 4
@@ -52,7 +54,7 @@ def test_every_strategy_measured_and_agrees(inputs):
     # host: one chunk's temp + its input copy and chunk outputs, still well under vmap's
     assert c.get("host").temp_bytes < c.get("vmap").temp_bytes / 2
     text = repr(c)
-    assert "agrees with vmap: yes" in text and "items/s" in text and "dispatch(es)" in text
+    assert "agrees with vmap" in text and "yes" in text and "items/s" in text
     assert "<table" in c._repr_html_()
     assert c.plot().axes
 
@@ -78,7 +80,9 @@ def test_sweep_over_batch_sizes(inputs):
 def test_errors(inputs):
     with pytest.raises(ValueError, match="`strategies` may hold"):
         compare(mlp, *inputs, strategies=("pmap",))
-    with pytest.raises(ValueError, match="pass manual=my_batched_fn"):
+    with pytest.raises(
+        ValueError, match=r"\('manual' with manual=my_batched_fn\), got \('manual',\)"
+    ):
         compare(mlp, *inputs, strategies=("manual",))
     with pytest.raises(ValueError, match=r"`batch_sizes` must lie in 1..32"):
         compare(mlp, *inputs, in_axes=(0, None, None), batch_sizes=[128])

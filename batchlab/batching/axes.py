@@ -25,23 +25,12 @@ OUT_HEADER = ("output", "per-item shape", "batch axis", "batched shape")
 
 
 @dataclass(frozen=True)
-class OutputAxis:
-    """One output leaf: the shape one item produces, where the batch axis goes, the result."""
-
-    label: str
-    item_shape: tuple[int, ...]
-    dtype: Any
-    axis: int | None
-    shape: tuple[int, ...]
-
-
-@dataclass(frozen=True)
 class AxesExplanation(Rows):
     """What ``jax.vmap(fn, in_axes, out_axes)`` does with these arguments."""
 
     batch_size: int
     inputs: tuple[Leaf, ...]
-    outputs: tuple[OutputAxis, ...]
+    outputs: tuple[Leaf, ...]  # output k's batched shape and its batch axis
     in_axes: tuple
     out_axes: Any
     source: str = SOURCE
@@ -91,7 +80,7 @@ def _structs(res: Resolved, item: bool) -> tuple:
     return jax.tree_util.tree_unflatten(res.treedef, leaves)
 
 
-def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[OutputAxis, ...]:
+def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Leaf, ...]:
     """Checks ``out_axes`` against the per-item outputs (abstract evaluation only)."""
     check_axis_types(out_axes, "out_axes")
     out = jax.eval_shape(fn, *_structs(res, item=True))
@@ -100,10 +89,8 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Output
     except (ValueError, TypeError):
         raise BatchAxisError(
             f"`out_axes`={out_axes!r} does not match what fn returns "
-            f"({jax.tree_util.tree_structure(out)}, {len(jax.tree_util.tree_leaves(out))} output "
-            f"array(s)): there is no output for some "
-            f"of its entries. Give one axis for all outputs (e.g. out_axes=0) or a tree shaped "
-            f"like the output."
+            f"({jax.tree_util.tree_structure(out)}): some of its entries have no output. Give "
+            f"one axis for all outputs (e.g. out_axes=0) or a tree shaped like the output."
         ) from None
     labels = [
         "out" + jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(out)[0]
@@ -124,7 +111,7 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Output
                     f"batch axis. Use an axis for it (e.g. 0); None is only for outputs that are "
                     f"the same for every item."
                 ) from None
-            rows.append(OutputAxis(label, item, leaf.dtype, None, item))
+            rows.append(Leaf(k, label, item, leaf.dtype, None))
             continue
         if not -rank <= ax < rank:
             raise BatchAxisError(
@@ -133,9 +120,7 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Output
                 f"positions are {-rank}..{rank - 1}."
             )
         ax = ax % rank
-        rows.append(
-            OutputAxis(label, item, leaf.dtype, ax, (*item[:ax], res.batch_size, *item[ax:]))
-        )
+        rows.append(Leaf(k, label, (*item[:ax], res.batch_size, *item[ax:]), leaf.dtype, ax))
     return tuple(rows)
 
 

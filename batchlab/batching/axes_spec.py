@@ -67,18 +67,6 @@ def out_axis_per_leaf(out: Any, out_axes: Any) -> tuple[list, list, Any]:
     return jtu.tree_leaves(out), axis_per_leaf(out_axes, subtrees), jtu.tree_structure(out)
 
 
-def static_key(leaf: Any) -> Any:
-    """What a compiled program keys on for a value passed to ``fn`` untouched."""
-    if isinstance(leaf, (np.ndarray, np.generic)):
-        a = np.asarray(leaf)
-        return ("numpy", a.shape, a.dtype.str, a.tobytes())
-    try:
-        hash(leaf)
-        return (type(leaf), leaf)  # 1, 1.0 and True hash alike: the type tells them apart
-    except TypeError:
-        return ("id", id(leaf))  # unhashable: the cached program holds the object, so the id lives
-
-
 def call_with(fn: Callable, every: Any, n_pos: int, kw_names: tuple) -> Any:
     """``fn(*positional, **keywords)`` from the flat tuple of both (keyword values last)."""
     return fn(*every[:n_pos], **dict(zip(kw_names, every[n_pos:], strict=True)))
@@ -97,7 +85,6 @@ class Leaf:
     shape: tuple[int, ...]
     dtype: Any
     axis: int | None
-    static: bool = False  # not a jax.Array and not mapped: passed to fn untouched, as vmap does
 
     @property
     def size(self) -> int | None:
@@ -110,18 +97,13 @@ class Leaf:
 
 @dataclass(frozen=True)
 class Resolved:
-    """The spec read against one call: flat leaves, their tree, the batch size.
-
-    ``mapped`` and ``shared`` are the positions of the mapped and of the unmapped array
-    leaves (a program's inputs); ``kept`` holds the static leaves (None elsewhere).
-    """
+    """The spec read against one call: flat leaves, their tree, the batch size."""
 
     in_axes: tuple
     leaves: tuple[Leaf, ...]
     treedef: Any  # of the tuple of positional args, then keyword values (in kw_names order)
     batch_size: int
     kw_names: tuple[str, ...]
-    kept: tuple
 
     @cached_property
     def mapped(self) -> tuple[int, ...]:
@@ -129,22 +111,17 @@ class Resolved:
 
     @cached_property
     def shared(self) -> tuple[int, ...]:
-        return tuple(k for k, lf in enumerate(self.leaves) if lf.axis is None and not lf.static)
+        return tuple(k for k, lf in enumerate(self.leaves) if lf.axis is None)
 
     @cached_property
     def axes(self) -> tuple[int, ...]:
         return tuple(self.leaves[k].axis for k in self.mapped)
 
     @property
-    def statics(self) -> tuple:
-        """(position, :func:`static_key`) of each value passed to ``fn`` untouched."""
-        return tuple((k, static_key(v)) for k, v in enumerate(self.kept) if self.leaves[k].static)
-
-    @property
     def key(self) -> tuple:
         """What a compiled program depends on besides the shapes of its inputs."""
         ranks = tuple(len(lf.shape) for lf in self.leaves)
-        return (self.treedef, self.mapped, self.axes, self.shared, self.statics, ranks)
+        return (self.treedef, self.kw_names, self.axes, ranks)
 
     def inputs(self, flat: list) -> tuple[list, list]:
         """A call's flat leaves -> (its mapped array leaves, its shared ones)."""
@@ -152,7 +129,7 @@ class Resolved:
 
     def call(self, fn: Callable, items: list, shared: list) -> Any:
         """``fn`` on one item (or a chunk under vmap): mapped leaves from ``items``."""
-        full = list(self.kept)
+        full = [None] * len(self.leaves)
         for k, x in [*zip(self.mapped, items, strict=True), *zip(self.shared, shared, strict=True)]:
             full[k] = x
         every = jtu.tree_unflatten(self.treedef, full)
@@ -161,16 +138,13 @@ class Resolved:
 
 def _item_outputs(fn: Callable, every: list, n_pos: int, kw_names: tuple, leaves: list) -> Callable:
     """``outs(arg, axis)``: per-item output shapes, argument ``arg`` mapped on ``axis``."""
-    values = jtu.tree_leaves(tuple(every))
 
     def outs(arg: int, axis: int | None) -> list | None:
         structs = [
-            v
-            if lf.static
-            else jax.ShapeDtypeStruct(_drop(lf.shape, axis), lf.dtype)
-            if lf.arg == arg
-            else jax.ShapeDtypeStruct(lf.item_shape, lf.dtype)
-            for lf, v in zip(leaves, values, strict=True)
+            jax.ShapeDtypeStruct(
+                _drop(lf.shape, axis) if lf.arg == arg else lf.item_shape, lf.dtype
+            )
+            for lf in leaves
         ]
         tree = jtu.tree_unflatten(jtu.tree_structure(tuple(every)), structs)
         try:
@@ -231,16 +205,12 @@ def fix_hint(outs: Callable, leaves: list, lf: Leaf, spec: tuple, batch: int) ->
 
 def _ragged_list(arg: Any, name: str, axis: Any) -> None:
     """A Python list of items whose sizes along the mapped axis differ: point to padding."""
-    if not isinstance(arg, (list, tuple)) or len(arg) < 2 or axis is None or not is_axis_leaf(axis):
+    if not isinstance(arg, (list, tuple)) or len(arg) < 2 or not isinstance(axis, int):
         return
-    lengths = []
-    for item in arg:
-        if isinstance(item, (list, tuple)):
-            lengths.append(len(item))
-        elif hasattr(item, "shape") and -len(item.shape) <= axis < len(item.shape):
-            lengths.append(item.shape[axis])
-        else:
-            return
+    try:
+        lengths = [len(x) if isinstance(x, (list, tuple)) else x.shape[axis] for x in arg]
+    except (AttributeError, IndexError, TypeError):
+        return
     if len(set(lengths)) > 1:
         shown = ", ".join(str(n) for n in lengths[:8]) + (", ..." if len(lengths) > 8 else "")
         raise BatchAxisError(
@@ -273,8 +243,8 @@ def _normalize(in_axes: Any, n_args: int, names: list[str]) -> tuple:
     return tuple(in_axes)
 
 
-def _arg_leaves(i: int, arg: Any, arg_spec: Any, name: str, spec: tuple, static_ok: bool):
-    """The leaves of argument ``i``: (Leaf, value) each, its axis checked against its shape."""
+def _arg_leaves(i: int, arg: Any, arg_spec: Any, name: str) -> list[Leaf]:
+    """The leaves of argument ``i``, each axis checked against its leaf's shape."""
     try:
         subtrees = jtu.tree_structure(arg_spec, is_leaf=is_axis_leaf).flatten_up_to(arg)
     except (ValueError, TypeError) as e:
@@ -284,43 +254,24 @@ def _arg_leaves(i: int, arg: Any, arg_spec: Any, name: str, spec: tuple, static_
             f"Give one axis for the whole argument (e.g. 0 or None) or a tree with exactly "
             f"its keys."
         ) from None
-    fix = (
-        suggest(spec, i)
-        if i < len(spec)
-        else "pass it positionally with in_axes None (jax.vmap maps keyword arguments on axis 0)"
-    )
     out = []
     flat = jtu.tree_flatten_with_path(arg)[0]
     for (path, leaf), ax in zip(flat, axis_per_leaf(arg_spec, subtrees), strict=False):
         label = name + jtu.keystr(path)
         if isinstance(leaf, numbers.Number):
             shape, dtype = (), np.result_type(type(leaf))
-        elif hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
-            shape, dtype = tuple(leaf.shape), leaf.dtype
-        elif ax is not None:
-            raise TypeError(
-                f"`{label}` is a {type(leaf).__name__} ({leaf!r:.40}), which has no axes to "
-                f"map (jax.vmap: 'not a valid JAX type'). Map only arrays; pass configuration "
-                f"values unmapped: {fix}."
-            )
         else:
-            out.append((Leaf(i, label, (), None, None, static=True), leaf))
-            continue
+            shape, dtype = tuple(leaf.shape), leaf.dtype
         rank = len(shape)
         if ax is not None and not -rank <= ax < rank:
-            if rank == 0:
-                raise BatchAxisError(
-                    f"`{label}` is a scalar (shape ()), it has no axis {ax} to map. If it is "
-                    f"shared by all items, do not map it: {fix}."
-                )
+            valid = (
+                f"valid axes are {-rank}..{rank - 1}, or None" if rank else "a scalar takes None"
+            )
             raise BatchAxisError(
                 f"in_axes asks for axis {ax} of `{label}`, but `{label}` has shape {shape} "
-                f"({rank} axes); valid axes are {-rank}..{rank - 1}, or None if `{label}` "
-                f"is shared by all items."
+                f"({rank} axes); {valid} if `{label}` is shared by all items."
             )
-        traced = isinstance(leaf, (jax.Array, jax.ShapeDtypeStruct))
-        static = static_ok and ax is None and not traced
-        out.append((Leaf(i, label, shape, dtype, None if ax is None else ax % rank, static), leaf))
+        out.append(Leaf(i, label, shape, dtype, None if ax is None else ax % rank))
     return out
 
 
@@ -329,8 +280,6 @@ def resolve(
     args: tuple,
     in_axes: Any,
     kwargs: dict | None = None,
-    *,
-    allow_static: bool = False,
 ) -> Resolved:
     """Reads ``in_axes`` against ``args`` (shapes only) and finds the batch size."""
     kwargs = kwargs or {}
@@ -338,15 +287,13 @@ def resolve(
     spec = _normalize(in_axes, len(args), names)
     kw_names = tuple(kwargs)
     every = [*args, *(kwargs[k] for k in kw_names)]
-    pairs = []
+    leaves = []
     for i, (arg, arg_spec, name) in enumerate(
         zip(every, (*spec, *(0,) * len(kw_names)), (*names, *kw_names), strict=True)
     ):
-        if not allow_static:
-            check_array_tree(arg, name)
+        check_array_tree(arg, name)
         _ragged_list(arg, name, arg_spec)
-        pairs += _arg_leaves(i, arg, arg_spec, name, spec, allow_static)
-    leaves = [lf for lf, _ in pairs]
+        leaves += _arg_leaves(i, arg, arg_spec, name)
     mapped = [lf for lf in leaves if lf.axis is not None]
     if not mapped:
         raise BatchAxisError(
@@ -373,5 +320,4 @@ def resolve(
                 f"`{lf.label}` has {lf.size} along axis {lf.axis} but the batch has {batch} items "
                 f"(sizes found: {found}). {fix}"
             )
-    kept = tuple(v if lf.static else None for lf, v in pairs)
-    return Resolved(spec, tuple(leaves), jtu.tree_structure(tuple(every)), batch, kw_names, kept)
+    return Resolved(spec, tuple(leaves), jtu.tree_structure(tuple(every)), batch, kw_names)

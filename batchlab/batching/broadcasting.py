@@ -116,15 +116,7 @@ def _traps(shapes: list[tuple[int, ...]], names: list[str], rank: int) -> list[s
 
 
 def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> tuple[int, ...]:
-    """The shape that broadcasting these operands gives, or an error that shows why not.
-
-    Args:
-      *arrays_or_shapes: arrays (anything with ``.shape``), numbers, or
-        shapes given as tuples of ints.
-      names: one name per operand for the messages (default ``a``, ``b``, ...).
-
-    Returns:
-      The broadcast shape, a tuple of ints (as ``jnp.broadcast_shapes``).
+    """The broadcast shape of arrays, numbers or shapes (``names`` them), or why there is none.
 
     Example:
       >>> check_broadcast((8, 1, 3), (5, 1))
@@ -160,7 +152,7 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
 
 
 def aligned(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> str:
-    """The operands' shapes right-aligned as broadcasting sees them (for notebooks).
+    """The operands' shapes right-aligned as broadcasting sees them.
 
     Example:
       >>> print(aligned((8, 1, 3), (5, 1), names=["x", "y"]))

@@ -59,28 +59,13 @@ class StrategyResult:
         name = "loop (eager)" if self.strategy == "loop" else self.strategy
         return f"{name} (chunk {self.chunk})" if self.chunk else name
 
-    def _figure(self, get: Callable[[Measurement], Any]) -> Any:
-        return None if self.measurement is None else get(self.measurement)
-
     @property
     def run_seconds(self) -> float | None:
-        return self._figure(lambda m: m.median)
-
-    @property
-    def compile_seconds(self) -> float | None:
-        return self._figure(lambda m: m.trace_lower_seconds + m.compile_seconds)
-
-    @property
-    def items_per_second(self) -> float | None:
-        return self.items / self.run_seconds if self.run_seconds else None
+        return None if self.measurement is None else self.measurement.median
 
     @property
     def temp_bytes(self) -> int | None:
-        return self._figure(lambda m: m.memory.temp_bytes)
-
-    @property
-    def peak_bytes(self) -> int | None:
-        return self._figure(lambda m: m.memory.planned_bytes)
+        return None if self.measurement is None else self.measurement.memory.temp_bytes
 
 
 @dataclass(frozen=True)
@@ -123,45 +108,32 @@ class Comparison(Rows):
             f"{self.strategies} at {self.batch_sizes}."
         )
 
+    def _title(self) -> str:
+        return f"{self.name}: {self.source}"
+
     def _rows(self) -> list[tuple]:
         rows = []
         for r in self.results:
-            if r.measurement is None:
-                rows.append((r.label, r.items, *["-"] * 7, r.error or ""))
+            m = r.measurement
+            if m is None:
+                rows.append((r.label, r.items, *["-"] * 7, r.error))
                 continue
+            compile_s = m.trace_lower_seconds + m.compile_seconds
             rows.append(
                 (
                     r.label,
                     r.items,
                     format_bytes(r.temp_bytes),
-                    format_bytes(r.peak_bytes),
-                    r.measurement.compiles,
+                    format_bytes(m.memory.planned_bytes),
+                    m.compiles,
                     r.dispatches,
                     {True: "yes", False: "NO", None: "-"}[r.agrees],
                     format_seconds(r.run_seconds),
-                    format_seconds(r.compile_seconds),
-                    f"{format_count(r.items_per_second)} items/s",
+                    format_seconds(compile_s),
+                    f"{format_count(r.items / r.run_seconds)} items/s",
                 )
             )
         return rows
-
-    def _caption(self) -> str:
-        return f"{self.name}: {self.source}"
-
-    def __repr__(self) -> str:
-        # stable figures first and timings last, so that sanitized timings never shift a column
-        lines = [f"Comparison of {self.name} ({self.source})"]
-        width = max(len(r.label) for r in self.results)
-        for r, c in zip(self.results, self._rows(), strict=True):
-            head = f"  {r.label:<{width}} {r.items:>6} items: "
-            if r.measurement is None:
-                lines.append(head + c[-1])
-                continue
-            lines.append(
-                f"{head}temp {c[2]}, peak {c[3]}, {c[4]} compile(s), {c[5]} dispatch(es), "
-                f"agrees with vmap: {c[6]}; run {c[7]}, compile {c[8]}, {c[9]}"
-            )
-        return "\n".join(lines)
 
     def plot(self):
         """Bars per strategy (one batch size) or lines against batch size (a sweep)."""
@@ -226,12 +198,10 @@ def compare(
 ) -> Comparison:
     """Measures each batching strategy on the same inputs, timed interleaved.
 
-    ``args`` is a whole batch; ``strategies`` are names from ``STRATEGIES`` (``"loop"`` and
-    ``"host"`` dispatch from Python and are timed as they run); ``chunk_size`` defaults to
-    an eighth of the batch; ``manual``, the hand-batched ``fn``, adds ``"manual"``;
-    ``batch_sizes`` sweeps sizes up to the batch's; ``max_time``: seconds of timing per
-    strategy and batch size (at most 15 interleaved rounds). Returns a :class:`Comparison`,
-    each output checked against ``jax.vmap``'s.
+    ``args`` is a whole batch; ``chunk_size`` defaults to an eighth of the batch; ``manual``
+    (``fn`` batched by hand) adds ``"manual"``; ``batch_sizes`` sweeps sizes up to the batch's;
+    ``max_time``: seconds of timing per strategy and batch size. Each output is checked
+    against ``jax.vmap``'s.
 
     Example:
       >>> import jax.numpy as jnp
@@ -240,33 +210,25 @@ def compare(
       [('vmap', True, 1), ('chunked (chunk 2)', True, 1)]
     """
     check_callable(fn)
-    if isinstance(strategies, str):
-        raise TypeError(
-            f"`strategies` must be a list of strategy names, got the string {strategies!r}; "
-            f"pass [{strategies!r}]."
-        )
-    if batch_sizes is not None:
-        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
-    strategies = list(strategies)
-    if manual is not None and "manual" not in strategies:
-        strategies.append("manual")
-    for s in strategies:
-        if s not in STRATEGIES:
-            raise ValueError(f"`strategies` may hold {STRATEGIES}, got {s!r}.")
-    if "manual" in strategies and manual is None:
-        raise ValueError(
-            "strategy 'manual' needs the hand-batched function: pass manual=my_batched_fn."
-        )
     if manual is not None:
         check_callable(manual, "manual")
+    allowed = STRATEGIES if manual is not None else STRATEGIES[:-1]
+    if isinstance(strategies, str) or not set(strategies) <= set(allowed):
+        raise ValueError(
+            f"`strategies` may hold {allowed} ('manual' with manual=my_batched_fn), got "
+            f"{strategies!r}."
+        )
+    strategies = list(dict.fromkeys([*strategies, *(["manual"] if manual is not None else [])]))
+    if batch_sizes is not None:
+        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
     check_positive_float(max_time, "max_time")
     check_positive_int(chunk_size, "chunk_size", allow_none=True)
     res = resolve(fn, args, in_axes)
-    for b in batch_sizes or []:
-        if b > res.batch_size:
-            raise ValueError(
-                f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {b}."
-            )
+    if max(batch_sizes or [0]) > res.batch_size:
+        raise ValueError(
+            f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got "
+            f"{batch_sizes}."
+        )
     reference = batch(fn, strategy="vmap", in_axes=in_axes)
     results = []
     for b in batch_sizes or [res.batch_size]:

@@ -23,17 +23,16 @@ COLORS = {
 
 def _spread(rs: list) -> np.ndarray:
     """min..max of each result's timing samples, as error-bar offsets from its median."""
-    med = np.array([r.run_seconds for r in rs])
-    lo = np.array([min(r.measurement.times) for r in rs])
-    hi = np.array([max(r.measurement.times) for r in rs])
-    return np.vstack([med - lo, hi - med])
+    times = [(r.run_seconds, min(r.measurement.times), max(r.measurement.times)) for r in rs]
+    return np.array([[med - lo, hi - med] for med, lo, hi in times]).T
 
 
 def _bars(ax_t: Any, ax_m: Any, ok: list, items: int) -> None:
     """One batch size: a bar per strategy, its value written at the end."""
     colors = [COLORS[r.strategy] for r in ok]
+    times = [r.run_seconds for r in ok]
     for ax, values, fmt in (
-        (ax_t, [r.run_seconds for r in ok], format_seconds),
+        (ax_t, times, format_seconds),
         (ax_m, [r.temp_bytes for r in ok], format_bytes),
     ):
         bars = ax.barh([r.label for r in ok], values, color=colors)
@@ -43,7 +42,6 @@ def _bars(ax_t: Any, ax_m: Any, ok: list, items: int) -> None:
         ax.invert_yaxis()
         ax.margins(x=0.35)
     label = "min..max of the timing samples"
-    times = [r.run_seconds for r in ok]
     ax_t.errorbar(
         times, range(len(ok)), xerr=_spread(ok), fmt="none", ecolor="k", capsize=4, label=label
     )
@@ -69,10 +67,8 @@ def _lines(ax_t: Any, ax_m: Any, c: Any, ok: list, current: int | None) -> None:
             xs, ys, yerr=_spread(rs), marker="o", color=color, label=s, capsize=3, **style
         )
         ax_m.plot(xs, [r.temp_bytes for r in rs], marker="s", color=color, label=s, **style)
-    for ax, values, name in (
-        (ax_t, [r.run_seconds for r in ok], "run time per batch"),
-        (ax_m, [r.temp_bytes for r in ok], "planned temp memory"),
-    ):
+    for ax, name in ((ax_t, "run time per batch"), (ax_m, "planned temp memory")):
+        values = [r.run_seconds if ax is ax_t else r.temp_bytes for r in ok]
         log2_axis(ax, "x")
         ax.set_xlabel("batch size (items, log scale)")
         if current is not None:

@@ -22,8 +22,8 @@ COMPILE_NOTE = (
 )
 
 
-def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, flops, how: str):
-    """The plan of the largest dispatched program, widened to the whole call."""
+def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, how: str):
+    """The plan of the largest dispatched program, widened to the whole call (no flops)."""
     arg, outb = nbytes(args), nbytes(out)
     return dataclasses.replace(
         step,
@@ -32,7 +32,7 @@ def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, flops, how: st
         temp_bytes=temp,
         alias_bytes=0,
         xla_peak_bytes=None,
-        flops=flops,
+        flops=None,
         name="dispatched",
         planned_bytes=arg + outb + temp,
         planned_from=f"inputs + output + {how}",
@@ -80,26 +80,21 @@ def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, 
     """(plan, dispatches per call) of ``fn_s = batch(fn, strategy=s)`` called on ``sub``."""
     if s == "host":
         p = fn_s.plan(*sub)
-        steps = [
-            (m, n)
-            for m, n in ((p.full_step, p.full_chunks), (p.remainder_step, 1))
-            if m is not None
-        ]
-        known = all(m.flops is not None for m, _ in steps)
-        flops = sum(m.flops * n for m, n in steps) if known else None
-        big = max((m for m, _ in steps), key=lambda m: m.temp_bytes)
+        big = max(
+            (m for m in (p.full_step, p.remainder_step) if m is not None),
+            key=lambda m: m.temp_bytes,
+        )
         how = "the largest step's temp + the chunks' input copy + chunk outputs until concatenated"
-        return widened(big, sub, out, p.extra_bytes, flops, how), p.dispatches
+        return widened(big, sub, out, p.extra_bytes, how), p.dispatches
     # loop: the per-item program, on item 0
     item = [
         x if lf.axis is None else jax.lax.index_in_dim(x, 0, lf.axis, keepdims=False)
         for x, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
     ]
     step = memory_estimate(fn, *jax.tree_util.tree_unflatten(res.treedef, item))
-    flops = None if step.flops is None else step.flops * res.batch_size
     how = "the item program's temp + item outputs held for the stack"
     mapped = sum(lf.axis is not None for lf in res.leaves)
     moved = sum(lf.axis not in (None, 0) for lf in res.leaves)
     # moveaxis per moved leaf; per item a slice per mapped leaf and the step; one stack
     dispatches = moved + res.batch_size * (mapped + 1) + 1
-    return widened(step, sub, out, step.temp_bytes + nbytes(out), flops, how), dispatches
+    return widened(step, sub, out, step.temp_bytes + nbytes(out), how), dispatches

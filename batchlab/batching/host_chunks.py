@@ -1,12 +1,10 @@
-"""Chunks dispatched from Python: one jitted ``vmap`` per chunk (strategy ``"host"``)::
+"""Strategy ``"host"``: one jitted ``vmap`` per chunk, dispatched from Python (notebook 03)::
 
     step = jax.jit(jax.vmap(fn))
     out = jnp.concatenate([step(xs[i:i + k]) for i in range(0, len(xs), k)])
 
-Each chunk is a top-level program (its dot as fast as in ``vmap``, not slowed down as in a
-``lax.map`` body) with one chunk's temp memory; the costs: a dispatch per chunk, two
-programs (full chunks, remainder), the chunk outputs held until concatenated, and no outer
-``jax.jit`` (it would unroll).
+Each chunk is a top-level program with one chunk's temp memory; it costs a dispatch per chunk,
+two programs (full chunks, remainder) and the chunk outputs, held until concatenated.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.format import Rows, format_bytes
-from batchlab.batching.axes_spec import Resolved, out_axis_per_leaf
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 
 
@@ -35,7 +32,7 @@ def bounds(n: int, k: int) -> list[tuple[int, int]]:
 
 
 @functools.partial(jax.jit, static_argnums=1)
-def _concat(parts: list, axes: tuple) -> list:
+def concat(parts: list, axes: tuple) -> list:
     """Each output leaf's chunks concatenated along its batch axis (None: the first chunk's)."""
     return [
         p[0] if ax is None else jnp.concatenate(p, axis=ax)
@@ -71,41 +68,6 @@ def split_chunks(mapped: list, ranges: tuple, axes: tuple) -> list:
     return chunks
 
 
-def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
-    """``program(mapped, shared)``: ``jax.jit(jax.vmap(fn))`` per chunk, then a concatenation."""
-
-    @jax.jit
-    def step(chunk: list, shared: list) -> Any:
-        item = lambda xs: res.call(fn, list(xs), shared)  # noqa: E731
-        return jax.vmap(item, in_axes=(list(res.axes),), out_axes=out_axes)(chunk)
-
-    labels = [res.leaves[i].label for i in (*res.mapped, *res.shared)]
-
-    def program(mapped: list, shared: list) -> Any:
-        for x, label in zip([*mapped, *shared], labels, strict=False):
-            if isinstance(x, jax.core.Tracer):
-                raise TypeError(
-                    f"strategy='host' dispatches one compiled program per chunk from Python, so "
-                    f"it cannot run while JAX traces it (`{label}` is a {type(x).__name__}: the "
-                    f"batched function was called inside jax.jit, grad, vmap or scan). Call it "
-                    f"outside the transformation, or use strategy='chunked' with the same "
-                    f"chunk_size (the same chunks, as one lax.map inside the program) or "
-                    f"strategy='vmap'."
-                )
-        n = mapped[0].shape[res.axes[0]]
-        if n <= chunk_size:
-            return step(mapped, shared)  # one chunk: no slices, no concatenation
-        ranges = tuple(bounds(n, chunk_size))
-        outs = [step(chunk, shared) for chunk in split_chunks(mapped, ranges, res.axes)]
-        leaves, per, treedef = out_axis_per_leaf(outs[0], out_axes)
-        columns = [leaves, *(jax.tree_util.tree_leaves(o) for o in outs[1:])]
-        parts = [list(chunk_leaves) for chunk_leaves in zip(*columns, strict=True)]
-        return jax.tree_util.tree_unflatten(treedef, _concat(parts, tuple(per)))
-
-    program.step = step  # type: ignore[attr-defined]
-    return program
-
-
 def nbytes(tree: Any) -> int:
     """Bytes of the arrays and ``jax.ShapeDtypeStruct`` leaves; 0 for a Python value."""
     leaves = [
@@ -116,7 +78,7 @@ def nbytes(tree: Any) -> int:
 
 @dataclass(frozen=True)
 class HostPlan(Rows):
-    """What strategy ``"host"`` does for one call, counted and planned (XLA), before it runs."""
+    """What ``"host"`` does for one call, planned (XLA) before it runs: chunks, programs, bytes."""
 
     items: int
     chunk: int
@@ -129,7 +91,6 @@ class HostPlan(Rows):
     input_copy_bytes: int
     chunk_output_bytes: int
     argument_bytes: int
-    output_bytes: int
 
     _header = ("", "strategy='host'")
     _inline = True
@@ -147,8 +108,8 @@ class HostPlan(Rows):
 
     @property
     def planned_bytes(self) -> int:
-        """What one call holds at most: its arguments, its output and :attr:`extra_bytes`."""
-        return self.argument_bytes + self.output_bytes + self.extra_bytes
+        """What one call holds at most: arguments, output and :attr:`extra_bytes`."""
+        return self.argument_bytes + self.chunk_output_bytes + self.extra_bytes
 
     def _title(self) -> str:
         return "compiled memory analysis (XLA) per step"
@@ -156,8 +117,7 @@ class HostPlan(Rows):
     def _rows(self) -> list[tuple[str, str]]:
         rest = f"1 remainder of {self.remainder}" if self.remainder else "no remainder"
         return [
-            ("items, chunk", f"{self.items} items in chunks of {self.chunk}"),
-            ("chunks", f"{self.full_chunks} full + {rest}"),
+            ("chunks", f"{self.items} items: {self.full_chunks} full of {self.chunk} + {rest}"),
             ("programs compiled", str(self.programs)),
             ("dispatches per call", str(self.dispatches)),
             ("planned temp per step", format_bytes(self.temp_bytes)),
@@ -198,5 +158,4 @@ def plan_call(program: Callable, axes: tuple, mapped: list, shared: list, n: int
         input_copy_bytes=nbytes(on_device) if slices else 0,
         chunk_output_bytes=outputs,
         argument_bytes=nbytes([mapped, shared]),
-        output_bytes=outputs,  # the concatenation of the chunk outputs
     )

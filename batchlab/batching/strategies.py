@@ -1,10 +1,7 @@
-"""Five ways to run a per-item function over a batch, each a drop-in for ``jax.vmap``.
+"""Five ways to run a per-item function over a batch (notebook 03), each one short function.
 
-Each strategy is one short function below: ``program(mapped, shared)`` takes a call's
-mapped array leaves and its shared ones and returns what ``jax.vmap`` returns. ``"host"``
-(one jitted vmap per chunk, dispatched from Python) is in :mod:`host_chunks`. Every one runs
-compiled code, so timing a call after the first compares strategies, not dispatch modes.
-``"manual"`` (``fn`` batched by hand) is measured beside them by ``compare(manual=)``.
+``program(mapped, shared)`` takes a call's mapped array leaves and its shared ones and returns
+what ``jax.vmap`` returns.
 """
 
 from __future__ import annotations
@@ -23,9 +20,8 @@ from batchlab.batching.axes_spec import (
     check_axis_types,
     out_axis_per_leaf,
     resolve,
-    static_key,
 )
-from batchlab.batching.host_chunks import HostPlan, host_program, plan_call
+from batchlab.batching.host_chunks import HostPlan, bounds, concat, plan_call, split_chunks
 
 #: every strategy ``batch`` takes, then "manual" (``compare(manual=)``, batched by hand)
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
@@ -35,8 +31,6 @@ DISPATCHED: tuple[str, ...] = ("loop", "host")
 PLANNED: tuple[str, ...] = ("vmap", "map", "chunked", "host")
 #: what ``advise`` chooses between
 ADVISED: tuple[str, ...] = ("vmap", "chunked", "host")
-#: compiled programs kept per batched function (the oldest is dropped first)
-CACHE_SIZE = 64
 
 
 def to_front(mapped: list, axes: tuple) -> list:
@@ -56,11 +50,11 @@ def place_outputs(stacked: Any, out_axes: Any) -> Any:
 def vmap_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None):
     """``"vmap"``: ``jax.jit(jax.vmap(fn))``, one program for the whole batch."""
 
-    def program(mapped: list, shared: list) -> Any:
+    def vmap_step(mapped: list, shared: list) -> Any:  # also host's step, one chunk
         item = lambda xs: res.call(fn, list(xs), shared)  # noqa: E731
         return jax.vmap(item, in_axes=(list(res.axes),), out_axes=out_axes)(mapped)
 
-    return jax.jit(program)
+    return jax.jit(vmap_step)
 
 
 def map_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int | None):
@@ -86,7 +80,34 @@ def loop_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = 
     return program
 
 
-#: the program of each strategy ("host": one jitted vmap per chunk, in host_chunks.py)
+def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
+    """``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk, dispatched from Python, concatenated."""
+    step = vmap_program(fn, res, out_axes)
+    labels = [res.leaves[i].label for i in (*res.mapped, *res.shared)]
+
+    def program(mapped: list, shared: list) -> Any:
+        for x, label in zip([*mapped, *shared], labels, strict=False):
+            if isinstance(x, jax.core.Tracer):
+                raise TypeError(
+                    f"strategy='host' dispatches one compiled program per chunk from Python, so "
+                    f"it cannot run inside jax.jit, grad, vmap or scan (`{label}` is a "
+                    f"{type(x).__name__}): call it outside, or use strategy='chunked' with the same "
+                    f"chunk_size (the same chunks, as one lax.map inside the program) or "
+                    f"strategy='vmap'."
+                )
+        n = mapped[0].shape[res.axes[0]]
+        if n <= chunk_size:
+            return step(mapped, shared)  # one chunk: no slices, no concatenation
+        ranges = tuple(bounds(n, chunk_size))
+        outs = [step(chunk, shared) for chunk in split_chunks(mapped, ranges, res.axes)]
+        _, per, treedef = out_axis_per_leaf(outs[0], out_axes)
+        parts = list(zip(*map(jax.tree_util.tree_leaves, outs), strict=True))
+        return jax.tree_util.tree_unflatten(treedef, concat(parts, tuple(per)))
+
+    program.step = step  # type: ignore[attr-defined]
+    return program
+
+
 PROGRAMS = {
     "vmap": vmap_program,
     "map": map_program,
@@ -96,52 +117,24 @@ PROGRAMS = {
 }
 
 
-def remember(cache: dict, key: Any, make: Callable[[], Any]) -> Any:
-    """``cache[key]``, made by ``make()`` the first time; the oldest entry goes past CACHE_SIZE."""
-    if key not in cache:
-        if len(cache) >= CACHE_SIZE:
-            cache.pop(next(iter(cache)))
-        cache[key] = make()
-    return cache[key]
-
-
-def _raise_out_axes(error: ValueError, out_axes: Any) -> None:
-    """JAX's own out-of-bounds ``out_axes`` error, with the argument named beside it."""
-    if out_axes != 0 and "out of bounds" in str(error):
-        raise ValueError(
-            f"`out_axes`={out_axes!r} is not an axis of fn's output with the batch axis added "
-            f"(JAX says: {str(error).splitlines()[0]}). An output of rank r takes out_axes in "
-            f"-(r+1)..r; e.g. out_axes=0 puts the batch first."
-        ) from error
-
-
 def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any) -> int | None:
     """The options ``batch`` takes, checked before anything traces; returns ``chunk_size``."""
     if isinstance(in_axes, dict):
         raise TypeError(
             f"`in_axes` must be an int, None, or a tuple with one entry per positional argument "
-            f"(jax.vmap raises the same TypeError), got the dict {in_axes!r}. A dict of axes "
-            f"belongs inside the tuple, for a dict argument: in_axes=({in_axes!r},)."
+            f"(as in jax.vmap), got the dict {in_axes!r}; for a dict argument write "
+            f"in_axes=({in_axes!r},)."
         )
     check_axis_types(in_axes, "in_axes")
     check_axis_types(out_axes, "out_axes")
-    if strategy == "manual":
-        raise ValueError(
-            "strategy='manual' is a function you batched by hand: call it (jax.jit it) as it "
-            "is; `batch` maps a per-item function. compare(fn, *args, manual=your_fn) measures "
-            "it beside the strategies."
-        )
     check_choice(strategy, "strategy", STRATEGIES[:-1])
-    if strategy in ("chunked", "host") and chunk_size is None:
+    needs, takes = strategy in ("chunked", "host"), strategy in ("map", "chunked", "host")
+    if (needs and chunk_size is None) or (not takes and chunk_size is not None):
         raise ValueError(
-            f"`chunk_size` is required for strategy={strategy!r}: the number of items per "
-            "chunk (e.g. chunk_size=32); smaller chunks use less memory, larger ones run faster."
-        )
-    if strategy not in ("map", "chunked", "host") and chunk_size is not None:
-        raise ValueError(
-            f"`chunk_size` only applies to strategy='chunked', 'host' or 'map', got "
-            f"chunk_size={chunk_size!r} with strategy={strategy!r}; drop it or pick a chunked "
-            "strategy."
+            f"`chunk_size` is required for strategy={strategy!r}: items per chunk, e.g. 32"
+            if needs
+            else f"`chunk_size` only applies to strategy='chunked', 'host' or 'map', got "
+            f"chunk_size={chunk_size!r} with strategy={strategy!r}; drop it."
         )
     return check_positive_int(chunk_size, "chunk_size", allow_none=True)
 
@@ -154,63 +147,53 @@ def batch(
     in_axes: Any = 0,
     out_axes: Any = 0,
 ) -> Callable:
-    """Turns a per-item function into a batched one, with a chosen strategy.
+    """Turns a per-item function into a batched one: ``jax.jit(jax.vmap(fn))`` by another way.
 
-    Every strategy returns what ``jax.vmap(fn, in_axes, out_axes)`` returns (to float
-    tolerance) and accepts what it accepts: keyword arguments (mapped on axis 0), pytrees,
-    unmapped Python values (passed to ``fn`` untouched), a remainder, an empty batch.
-    ``chunk_size`` (items per chunk) is required for ``"chunked"`` and ``"host"``, optional
-    for ``"map"``. The result is compiled (``batch(fn)`` is ``jax.jit(jax.vmap(fn))``), named
-    as ``fn``, and carries ``.fn``, ``.strategy``, ``.chunk_size`` and ``.plan(*args)`` (a
-    :class:`HostPlan`, for ``"host"``).
+    Every strategy returns what ``jax.jit(jax.vmap(fn, in_axes, out_axes))`` returns and
+    accepts what it accepts (keyword arguments mapped on axis 0, pytrees, a remainder, an
+    empty batch). ``chunk_size``: items per chunk. The result is named as ``fn`` and carries
+    ``.fn``, ``.strategy``, ``.chunk_size`` and ``.plan(*args)`` (a :class:`HostPlan`).
 
     >>> import jax.numpy as jnp
-    >>> f = batch(lambda x, n: x[:n], strategy="host", chunk_size=4, in_axes=(0, None))
-    >>> f(jnp.ones((10, 3)), 2).shape  # 2 chunks of 4, a remainder of 2; n stays the int 2
+    >>> f = batch(lambda x, w: x @ w, strategy="host", chunk_size=4, in_axes=(0, None))
+    >>> f(jnp.ones((10, 3)), jnp.ones((3, 2))).shape  # 2 chunks of 4, a remainder of 2
     (10, 2)
     """
     check_callable(fn)
     chunk_size = _check_options(strategy, chunk_size, in_axes, out_axes)
-    programs: dict[tuple, Callable] = {}  # per kind of call (tree, axes, static values, ranks)
+    programs: dict[tuple, Callable] = {}  # per tree, axes and ranks: shapes share a program
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
-        res = resolve(fn, args, in_axes, kwargs, allow_static=True)
+        res = resolve(fn, args, in_axes, kwargs)  # BatchAxisError before tracing
         kind = "vmap" if res.batch_size == 0 else strategy  # an empty batch: vmap's program
-
-        def make() -> Callable:
-            if kind != "vmap":  # vmap's own errors (out_axes, output types), before any strategy
-                leaves = jax.tree_util.tree_leaves((*args, *kwargs.values()))
-                try:
-                    jax.eval_shape(vmap_program(fn, res, out_axes), *res.inputs(leaves))
-                except ValueError as e:
-                    _raise_out_axes(e, out_axes)
+        if (res.key, kind) not in programs:
+            leaves = jax.tree_util.tree_leaves((*args, *kwargs.values()))
+            try:  # vmap's own errors (out_axes, output types), before any strategy runs
+                jax.eval_shape(vmap_program(fn, res, out_axes), *res.inputs(leaves))
+            except ValueError as e:
+                if "out of bounds" not in str(e):
                     raise
-            return PROGRAMS[kind](fn, res, out_axes, chunk_size)
+                raise ValueError(
+                    f"`out_axes`={out_axes!r} is not an axis of fn's output with the batch axis "
+                    f"added (JAX: {str(e).splitlines()[0]}); an output of rank r takes out_axes "
+                    f"in -(r+1)..r."
+                ) from e
+            programs[res.key, kind] = PROGRAMS[kind](fn, res, out_axes, chunk_size)
+        return programs[res.key, kind], res
 
-        return remember(programs, (res.key, kind), make), res
-
-    # A call with the leaf types, shapes and static values of an earlier one skips resolve():
-    # a Python-dispatched strategy pays this wrapper on every call (host on the MLP
-    # benchmark: 6.2x vmap's time with resolve() on every call, 1.5x without).
+    # per leaf types and shapes: a repeated call skips resolve(), which host pays on every
+    # call (on the MLP benchmark 6.2x vmap's time with it, 1.5x without)
     seen: dict[tuple, tuple] = {}
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
         flat, tdef = jax.tree_util.tree_flatten((*args, *kwargs.values()))
         shapes = [(type(x), getattr(x, "shape", None), getattr(x, "dtype", None)) for x in flat]
-        sig = (tdef, tuple(kwargs), tuple(shapes))
-        hit = seen.get(sig)
-        if hit is None or any(static_key(flat[k]) != key for k, key in hit[2]):
-            program, res = program_for(args, kwargs)  # BatchAxisError before tracing
-            seen.pop(sig, None)
-            hit = remember(seen, sig, lambda: (program, res, res.statics))
-        program, res, _ = hit
-        try:
-            return program(*res.inputs(flat))
-        except ValueError as e:
-            if strategy == "vmap":
-                _raise_out_axes(e, out_axes)
-            raise
+        key = (tdef, tuple(kwargs), tuple(shapes))
+        if key not in seen:
+            seen[key] = program_for(args, kwargs)
+        program, res = seen[key]
+        return program(*res.inputs(flat))
 
     def plan(*args: Any, **kwargs: Any) -> HostPlan:
         """What ``"host"`` does for this call: chunks, programs, dispatches, XLA's plan per step."""
@@ -224,9 +207,8 @@ def batch(
         mapped, shared = res.inputs(jax.tree_util.tree_leaves((*args, *kwargs.values())))
         return plan_call(program, res.axes, mapped, shared, res.batch_size, chunk_size)
 
-    # as jax.vmap: fn's name, qualname, module, __wrapped__ (functools.wraps above), docstring
-    batched.__name__ = getattr(fn, "__name__", function_name(fn))
-    batched.__qualname__ = getattr(fn, "__qualname__", batched.__name__)
+    if not hasattr(fn, "__name__"):  # functools.wraps copied the rest, as jax.vmap does
+        batched.__name__ = batched.__qualname__ = function_name(fn)
     for attr, value in dict(fn=fn, strategy=strategy, chunk_size=chunk_size, plan=plan).items():
         setattr(batched, attr, value)
     return batched
