@@ -67,7 +67,7 @@ def test_jitted_closure_and_measure_run_the_hoisted_plan():
     np.testing.assert_allclose(np.asarray(c.call()), np.asarray(jax.vmap(mlp)(xs)), rtol=1e-6)
 
 
-def _fake(arg, out, tmp, alias, peak=None):
+def _fake(arg, out, tmp, alias, peak=None, **executable):
     stats = SimpleNamespace(
         argument_size_in_bytes=arg,
         output_size_in_bytes=out,
@@ -76,15 +76,17 @@ def _fake(arg, out, tmp, alias, peak=None):
         generated_code_size_in_bytes=0,
         peak_memory_in_bytes=peak,
     )
-    return SimpleNamespace(memory_analysis=lambda: stats, cost_analysis=lambda: None)
+    return SimpleNamespace(memory_analysis=lambda: stats, cost_analysis=lambda: None, **executable)
 
 
 def test_donated_bytes_come_off_the_planned_figure():
-    est = estimate_from_compiled(_fake(arg=1000, out=1000, tmp=24, alias=1000))
+    est = estimate_from_compiled(_fake(arg=1000, out=1000, tmp=24, alias=1000), "fn")
     assert est.planned_bytes == 1024  # argument + output + temp - alias
-    assert estimate_from_compiled(_fake(1000, 1000, 24, 0)).planned_bytes == 2024
-    assert estimate_from_compiled(_fake(1000, 1000, 24, 1000, peak=1500)).planned_bytes == 1500
-    assert estimate_from_compiled(_fake(1000, 1000, 24, 0, peak=1500)).planned_bytes == 2024
+    assert estimate_from_compiled(_fake(1000, 1000, 24, 0), "fn").planned_bytes == 2024
+    assert (
+        estimate_from_compiled(_fake(1000, 1000, 24, 1000, peak=1500), "fn").planned_bytes == 1500
+    )
+    assert estimate_from_compiled(_fake(1000, 1000, 24, 0, peak=1500), "fn").planned_bytes == 2024
 
 
 def test_donation_lowers_the_plan_of_a_real_update():
@@ -107,7 +109,16 @@ def test_donation_lowers_the_plan_of_a_real_update():
 def test_which_figure_the_plan_came_from():
     from batchlab.measuring.memory import PEAK_FROM_XLA, PEAK_NO_XLA
 
-    tie = estimate_from_compiled(_fake(1000, 1000, 24, 1000, peak=1024))
+    tie = estimate_from_compiled(_fake(1000, 1000, 24, 1000, peak=1024), "fn")
     assert tie.planned_bytes == 1024 and tie.planned_from == PEAK_FROM_XLA  # a tie: XLA's own
-    zero = estimate_from_compiled(_fake(1000, 1000, 24, 0, peak=0))  # 0: XLA gave no peak
+    zero = estimate_from_compiled(_fake(1000, 1000, 24, 0, peak=0), "fn")  # 0: XLA gave no peak
     assert zero.xla_peak_bytes is None and zero.planned_from == PEAK_NO_XLA
+    one = estimate_from_compiled(_fake(1000, 1000, 24, 0, peak=1), "fn")  # a peak, if tiny
+    assert one.xla_peak_bytes == 1 and one.planned_bytes == 2024
+
+
+def test_backend_is_the_compiled_programs_device_not_the_default():
+    tpu = SimpleNamespace(device_set=[SimpleNamespace(platform="tpu")])
+    est = estimate_from_compiled(_fake(8, 8, 0, 0, input_shardings=[[tpu]]), "fn")
+    assert est.backend == "tpu" and est.name == "fn"
+    assert estimate_from_compiled(_fake(8, 8, 0, 0), "g").backend == jax.default_backend()

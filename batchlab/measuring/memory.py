@@ -57,7 +57,7 @@ class MemoryEstimate(Rows):
         return f"{self.name} on {self.backend}, {self.source}"
 
 
-def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
+def estimate_from_compiled(executable, name: str) -> MemoryEstimate:
     """Builds a :class:`MemoryEstimate` from a ``jax.stages.Compiled``."""
     stats = executable.memory_analysis()
     if stats is None:
@@ -67,7 +67,7 @@ def estimate_from_compiled(executable, name: str = "fn") -> MemoryEstimate:
         )
     sizes = (getattr(stats, f"{k}_size_in_bytes") for k in ("argument", "output", "temp", "alias"))
     arg, out, tmp, alias = map(int, sizes)
-    xla_peak = getattr(stats, "peak_memory_in_bytes", None)
+    xla_peak = stats.peak_memory_in_bytes  # None or 0: XLA gave no peak
     xla_peak = int(xla_peak) if xla_peak is not None and int(xla_peak) > 0 else None
     total = arg + out + tmp - alias
     if xla_peak is None:
