@@ -1,11 +1,4 @@
-"""Strategy ``"host"``: one jitted ``vmap`` per chunk, dispatched from Python (notebook 03)::
-
-    step = jax.jit(jax.vmap(fn))
-    out = jnp.concatenate([step(xs[i:i + k]) for i in range(0, len(xs), k)])
-
-Each chunk is a top-level program with one chunk's temp memory; it costs a dispatch per chunk,
-two programs (full chunks, remainder) and the chunk outputs, held until concatenated.
-"""
+"""Strategy ``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk, dispatched from Python, concatenated."""
 
 from __future__ import annotations
 
