@@ -229,7 +229,7 @@ def _normalize(in_axes: Any, n_args: int, names: list[str]) -> tuple:
         return (in_axes,) * n_args
     if not isinstance(in_axes, (tuple, list)) or len(in_axes) != n_args:
         raise BatchAxisError(
-            f"`in_axes` must be an int, None, or a tuple with one entry per argument of "
+            f"`in_axes` must be an int, None, or a tuple of {n_args} entries, one per argument of "
             f"fn({', '.join(names)}), got {in_axes!r}; write e.g. "
             f"in_axes=({', '.join(['0'] + ['None'] * (n_args - 1))})."
         )
