@@ -94,7 +94,8 @@ def test_varargs_names():
         (
             (jnp.ones((5, 3)), jnp.ones((3, 2))),
             dict(in_axes=(0,)),
-            r"`in_axes` has 1 entry .* 2 argument",
+            r"`in_axes` must be an int, None, or a tuple of 2 entries, one per argument of "
+            r"fn\(x, w\), got \(0,\); write e.g. in_axes=\(0, None\)",
         ),
         (
             (jnp.ones((5, 3)), jnp.ones((3, 2))),

@@ -336,9 +336,15 @@ def test_host_plan_counts_and_memory():
     assert (one.programs, one.dispatches, one.full_chunks, one.remainder) == (1, 1, 0, 1000)
     assert one.extra_bytes == one.temp_bytes
     assert "dispatches per call" in repr(p) and "<table" in p._repr_html_()
-    with pytest.raises(ValueError, match="`plan` describes strategy='host' only"):
+    with pytest.raises(
+        ValueError,
+        match=r"`plan` describes strategy='host' on a non-empty batch; this is strategy='vmap' on 1000",
+    ):
         batch(outer).plan(x)
-    with pytest.raises(ValueError, match="`plan` needs a non-empty batch"):
+    with pytest.raises(
+        ValueError,
+        match=r"`plan` describes strategy='host' on a non-empty batch; this is strategy='host' on 0 items",
+    ):
         batch(outer, strategy="host", chunk_size=2).plan(jnp.ones((0, 3)))
 
 

@@ -125,10 +125,7 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Leaf, 
 
 
 def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) -> AxesExplanation:
-    """Explains what ``jax.vmap(fn, in_axes, out_axes)(*args)`` does, without running it.
-
-    ``args`` are arrays, numbers, ``jax.ShapeDtypeStruct`` or pytrees of them; ``in_axes``
-    and ``out_axes`` are as in ``jax.vmap``. Returns an :class:`AxesExplanation`.
+    """What ``jax.vmap(fn, in_axes, out_axes)(*args)`` does, from shapes only.
 
     Example:
       >>> import jax.numpy as jnp

@@ -227,17 +227,10 @@ def _normalize(in_axes: Any, n_args: int, names: list[str]) -> tuple:
     check_axis_types(in_axes, "in_axes")
     if is_axis_leaf(in_axes):
         return (in_axes,) * n_args
-    if not isinstance(in_axes, (tuple, list)):
+    if not isinstance(in_axes, (tuple, list)) or len(in_axes) != n_args:
         raise BatchAxisError(
-            f"`in_axes` must be an int, None, or a tuple with one entry per argument, got "
-            f"{type(in_axes).__name__} {in_axes!r}; for fn({', '.join(names)}) write e.g. "
-            f"in_axes=({', '.join(['0'] * n_args)})."
-        )
-    if len(in_axes) != n_args:
-        n = len(in_axes)
-        raise BatchAxisError(
-            f"`in_axes` has {n} entr{'y' if n == 1 else 'ies'} {in_axes!r} but fn was called "
-            f"with {n_args} argument(s) ({', '.join(names)}); give one entry per argument, e.g. "
+            f"`in_axes` must be an int, None, or a tuple of {n_args} entries, one per argument of "
+            f"fn({', '.join(names)}), got {in_axes!r}; write e.g. "
             f"in_axes=({', '.join(['0'] + ['None'] * (n_args - 1))})."
         )
     return tuple(in_axes)

@@ -196,12 +196,10 @@ def compare(
     batch_sizes: Sequence[int] | None = None,
     max_time: float = 0.3,
 ) -> Comparison:
-    """Measures each batching strategy on the same inputs, timed interleaved.
+    """Each strategy on the same batch ``args``, timed interleaved, checked against ``jax.vmap``.
 
-    ``args`` is a whole batch; ``chunk_size`` defaults to an eighth of the batch; ``manual``
-    (``fn`` batched by hand) adds ``"manual"``; ``batch_sizes`` sweeps sizes up to the batch's;
-    ``max_time``: seconds of timing per strategy and batch size. Each output is checked
-    against ``jax.vmap``'s.
+    ``chunk_size`` defaults to an eighth of the batch; ``manual`` (batched by hand) adds
+    ``"manual"``; ``batch_sizes`` sweeps sizes up to the batch's.
 
     Example:
       >>> import jax.numpy as jnp

@@ -53,10 +53,7 @@ def measure_dispatched(
         t0 = time.perf_counter()
         out = jax.block_until_ready(fn(*args))
         first = time.perf_counter() - t0
-
-    def call() -> Any:
-        return fn(*args)
-
+    call = lambda: fn(*args)  # noqa: E731
     number = autorange(call, 0.02)
     samples = take_samples(call, number, repeat, max_time, tolerance)
     median = sorted(samples)[len(samples) // 2]

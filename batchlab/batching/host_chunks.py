@@ -1,11 +1,4 @@
-"""Strategy ``"host"``: one jitted ``vmap`` per chunk, dispatched from Python (notebook 03)::
-
-    step = jax.jit(jax.vmap(fn))
-    out = jnp.concatenate([step(xs[i:i + k]) for i in range(0, len(xs), k)])
-
-Each chunk is a top-level program with one chunk's temp memory; it costs a dispatch per chunk,
-two programs (full chunks, remainder) and the chunk outputs, held until concatenated.
-"""
+"""Strategy ``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk, dispatched from Python, concatenated."""
 
 from __future__ import annotations
 
@@ -40,9 +33,8 @@ def concat(parts: list, axes: tuple) -> list:
     ]
 
 
-# All slices in one dispatch: an eager slice per chunk costs a dispatch each (5x vmap's time
-# on the MLP benchmark), a dynamic_slice inside the step slows XLA:CPU's dot down (7.6x on the
-# outer product); the price is a copy of the mapped inputs, held for the call.
+# One dispatch for all slices: eager slices cost 5x vmap's time (MLP benchmark), a dynamic_slice
+# in the step 7.6x (outer product, XLA:CPU); the price is a copy of the mapped inputs.
 @functools.partial(jax.jit, static_argnums=(1, 2))
 def _split(xs: list, ranges: tuple, axes: tuple) -> list:
     """Every chunk of every leaf: [[leaf slices of chunk 0], [chunk 1], ...]."""
@@ -97,18 +89,16 @@ class HostPlan(Rows):
 
     @property
     def temp_bytes(self) -> int:
-        """The largest temp memory of the step programs."""
         return max(m.temp_bytes for m in (self.full_step, self.remainder_step) if m is not None)
 
     @property
     def extra_bytes(self) -> int:
-        """What one call holds beyond vmap's own plan (inputs + output + temp), at most."""
+        """What one call holds beyond vmap's own plan, at most."""
         outputs = self.chunk_output_bytes if self.dispatches > 1 else 0
         return self.temp_bytes + self.input_copy_bytes + outputs
 
     @property
     def planned_bytes(self) -> int:
-        """What one call holds at most: arguments, output and :attr:`extra_bytes`."""
         return self.argument_bytes + self.chunk_output_bytes + self.extra_bytes
 
     def _title(self) -> str:

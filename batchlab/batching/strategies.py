@@ -1,8 +1,4 @@
-"""Five ways to run a per-item function over a batch (notebook 03), each one short function.
-
-``program(mapped, shared)`` takes a call's mapped array leaves and its shared ones and returns
-what ``jax.vmap`` returns.
-"""
+"""Five ways to run a per-item function over a batch (notebook 03): ``program(mapped, shared)``."""
 
 from __future__ import annotations
 
@@ -147,12 +143,9 @@ def batch(
     in_axes: Any = 0,
     out_axes: Any = 0,
 ) -> Callable:
-    """Turns a per-item function into a batched one: ``jax.jit(jax.vmap(fn))`` by another way.
+    """``jax.jit(jax.vmap(fn, in_axes, out_axes))`` by another ``strategy``: same inputs, same result.
 
-    Every strategy returns what ``jax.jit(jax.vmap(fn, in_axes, out_axes))`` returns and
-    accepts what it accepts (keyword arguments mapped on axis 0, pytrees, a remainder, an
-    empty batch). ``chunk_size``: items per chunk. The result is named as ``fn`` and carries
-    ``.fn``, ``.strategy``, ``.chunk_size`` and ``.plan(*args)`` (a :class:`HostPlan`).
+    The result carries ``.fn``, ``.strategy``, ``.chunk_size`` and ``.plan(*args)`` (host only).
 
     >>> import jax.numpy as jnp
     >>> f = batch(lambda x, w: x @ w, strategy="host", chunk_size=4, in_axes=(0, None))
@@ -181,8 +174,7 @@ def batch(
             programs[res.key, kind] = PROGRAMS[kind](fn, res, out_axes, chunk_size)
         return programs[res.key, kind], res
 
-    # per leaf types and shapes: a repeated call skips resolve(), which host pays on every
-    # call (on the MLP benchmark 6.2x vmap's time with it, 1.5x without)
+    # a repeated call skips resolve() (host's time on the MLP benchmark: 6.2x vmap's -> 1.5x)
     seen: dict[tuple, tuple] = {}
 
     @functools.wraps(fn)
@@ -196,14 +188,14 @@ def batch(
         return program(*res.inputs(flat))
 
     def plan(*args: Any, **kwargs: Any) -> HostPlan:
-        """What ``"host"`` does for this call: chunks, programs, dispatches, XLA's plan per step."""
-        if strategy != "host":
+        """What ``"host"`` does for this call: a :class:`HostPlan`."""
+        n = resolve(fn, args, in_axes, kwargs).batch_size
+        if strategy != "host" or n == 0:
             raise ValueError(
-                f"`plan` describes strategy='host' only; this is strategy={strategy!r}."
+                f"`plan` describes strategy='host' on a non-empty batch; this is "
+                f"strategy={strategy!r} on {n} items."
             )
         program, res = program_for(args, kwargs)
-        if res.batch_size == 0:
-            raise ValueError("`plan` needs a non-empty batch; this call maps no items.")
         mapped, shared = res.inputs(jax.tree_util.tree_leaves((*args, *kwargs.values())))
         return plan_call(program, res.axes, mapped, shared, res.batch_size, chunk_size)
 
