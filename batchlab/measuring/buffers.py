@@ -1,7 +1,4 @@
-"""XLA's own buffer assignment for one compiled function: which values share memory, and when.
-
-Read from the buffer-assignment and live-range reports XLA writes with ``--xla_dump_to``.
-"""
+"""XLA's buffer assignment for one function (its ``--xla_dump_to`` reports): who shares memory."""
 
 from __future__ import annotations
 

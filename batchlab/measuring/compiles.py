@@ -64,19 +64,14 @@ def _listener(event: str, duration: float, **kwargs) -> None:
 
 @functools.cache
 def _install() -> None:
-    """Once per process, never removed (unregister APIs differ between jax versions)."""
     jax.monitoring.register_event_duration_secs_listener(_listener)
 
 
 @contextmanager
 def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
-    """Counts XLA compilations inside the ``with`` block, of computations whose name contains
-    ``match`` (``None``: all, with the small ones that creating arrays may compile)."""
+    """Counts XLA compilations in the ``with`` block whose name contains ``match`` (``None``: all)."""
     if match is not None and not isinstance(match, str):
-        raise TypeError(
-            f"`match` must be a string (part of a function's name, e.g. match='my_fn') or None, "
-            f"got {type(match).__name__} {match!r}."
-        )
+        raise TypeError(f"`match` must be part of a function's name (str) or None, got {match!r}.")
     counter = CompileCount(match)
     with _lock:
         _install()
@@ -132,16 +127,16 @@ def _reason(message: str) -> str:
     return " ".join(keep)
 
 
+def _is_call(c) -> bool:
+    if not (isinstance(c, (tuple, list)) and len(c) == 3):
+        return False
+    return isinstance(c[0], str) and callable(c[1]) and isinstance(c[2], tuple)
+
+
 def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
-    """Calls ``fn(*args)`` of each ``(label, fn, args)`` in order, waited for; counts its
-    compilations and records JAX's reason (one jitted ``fn`` in several calls: its cache hits)."""
+    """Calls each ``(label, fn, args)`` in order; counts its compilations and JAX's reason."""
     listed = isinstance(calls, Sequence) and not isinstance(calls, (str, bytes))
-    bad = [
-        c
-        for c in (calls if listed else ())
-        if not (isinstance(c, (tuple, list)) and len(c) == 3 and isinstance(c[0], str))
-        or not (callable(c[1]) and isinstance(c[2], tuple))
-    ]
+    bad = [c for c in (calls if listed else ()) if not _is_call(c)]
     if not listed or bad:
         got = f"{bad[0]!r:.80}" if listed else type(calls).__name__
         raise TypeError(

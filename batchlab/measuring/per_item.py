@@ -26,12 +26,7 @@ def machine_label() -> str:
 
 @dataclass(frozen=True)
 class PerItemCost:
-    """A vmap batch-size sweep: seconds per call and per item at each batch size.
-
-    ``speedup`` is the median of the per-round ratios when ``samples`` come from one
-    interleaved run (``paired``); else the ratio of the fastest samples, which a load burst
-    during one side, measured apart, moves least.
-    """
+    """A vmap batch-size sweep: seconds per call and per item at each batch size."""
 
     batch_sizes: tuple[int, ...]
     medians: tuple[float, ...]
@@ -53,7 +48,8 @@ class PerItemCost:
 
     @property
     def speedup(self) -> float:
-        """Per-item time at the smallest batch over the per-item time at the largest."""
+        """Per-item time, smallest over largest batch: median per-round ratio if ``paired``, else
+        the ratio of the fastest samples (which a load burst on one side moves least)."""
         b = self.batch_sizes
         if len(b) < 2:
             raise ValueError(f"only batch size(s) {list(b)} measured: a speed-up needs two.")
