@@ -93,17 +93,11 @@ class CompileReason(NamedTuple):
 
 @dataclass(frozen=True)
 class CompileReasons(Rows):
-    """Every call of :func:`explain_compiles`, in order; ``reasons[label]`` gives one."""
+    """Every call of :func:`explain_compiles`, in order."""
 
     rows: tuple[CompileReason, ...]
     source: str = SOURCE
     _header = ("call", "compilations", "JAX's reason (jax_explain_cache_misses)")
-
-    def __getitem__(self, label: str) -> CompileReason:
-        for row in self.rows:
-            if row.label == label:
-                return row
-        raise KeyError(f"No call labelled {label!r}; labels: {[r.label for r in self.rows]}.")
 
     def _rows(self) -> list[tuple[str, str, str]]:
         hit = "(compiled, but JAX logged no tracing cache miss)"
@@ -143,9 +137,6 @@ def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileRea
             "`calls` must be a list of (label: str, fn, args: tuple) triples, e.g. "
             f"[('new shape', jax.jit(f), (x,))]; got {got}."
         )
-    labels = [c[0] for c in calls]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"`calls` labels must be distinct, got {labels}.")
     handler, logger = logging.handlers.BufferingHandler(2**31), logging.getLogger("jax")
     handler.setLevel(logging.WARNING)
     propagate = logger.propagate
