@@ -22,5 +22,5 @@ def test_usage_errors_raise():
         bl.measuring.sweep(lambda x: x, 3, [1])
     with pytest.raises(TypeError, match=r"`args\[0\]` is a str"):
         bl.measuring.sweep(lambda x: x, lambda n: ("bad",), [1, 2])
-    with pytest.raises(ValueError, match=r"`values` must be a non-empty list of positive ints.*got \[4, 0\]"):
+    with pytest.raises(ValueError, match=r"`values` must be .*positive ints.*got \[4, 0\]"):
         bl.measuring.sweep(lambda x: x, lambda n: (jnp.ones(n),), [4, 0])
