@@ -118,11 +118,8 @@ class PerItemCost:
 def per_item_cost(
     sweep: Any, *, call_at: Callable[[int], Callable[[], Any]] | None = None
 ) -> PerItemCost:
-    """Per-item time of a vmap batch-size sweep (e.g. ``explorer.as_sweep()``).
-
-    ``call_at``: ``b -> zero-argument call`` of the batched function at batch size ``b``; the
-    smallest and largest batch are then timed again, interleaved, for a paired speed-up.
-    """
+    """Per-item time of a vmap batch-size sweep (e.g. ``explorer.as_sweep()``); with ``call_at``
+    (``b -> zero-argument call`` at batch ``b``) the end sizes are re-timed interleaved, paired."""
     if not hasattr(sweep, "ok"):
         raise TypeError(
             "`sweep` must be a batchlab.measuring.Sweep (e.g. explorer.as_sweep()), got "
