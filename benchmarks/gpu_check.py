@@ -109,7 +109,11 @@ def fresh_peak(index: int) -> dict:
     stats = bl.device_memory()
     before = stats.bytes_in_use if stats else 0
     m = bl.measure(fn, *args, repeat=3)
-    return {"before": before, "peak": m.device_peak_bytes, "argument": m.memory.argument_bytes}
+    return {
+        "before": before,
+        "peak": m.device_after.peak_bytes_in_use,
+        "argument": m.memory.argument_bytes,
+    }
 
 
 def live_paths(report: Report) -> None:

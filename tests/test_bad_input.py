@@ -280,12 +280,6 @@ case(
     TypeError,
     r"`repaet`",
 )
-case(
-    "device_memory(device='gpu7')",
-    lambda: batchlab.device_memory("gpu7"),
-    (TypeError, ValueError),
-    r"`device`",
-)
 case("sizes(topic=5)", lambda: batchlab.sizes(5), (TypeError, ValueError), r"`topic`")
 
 # ----------------------------------------------------- strategies, axes (01-03)

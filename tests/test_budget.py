@@ -11,9 +11,9 @@ import pytest
 
 import batchlab
 from batchlab.batching import batch
-from batchlab.measuring.live import DeviceMemory, device_memory
+from batchlab.measuring import live as live_module
+from batchlab.measuring.live import DeviceMemory
 from batchlab.plots import plot_budget_curves
-from batchlab.runs import budget as budget_module
 from batchlab.runs import compilation_target, default_budget, planned_bytes
 from batchlab.runs.search import search
 
@@ -255,7 +255,7 @@ class _FakeDevice:
 def on_device(monkeypatch, stats):
     """default_budget() on a fake device reporting ``stats``."""
     dev = _FakeDevice(stats)
-    monkeypatch.setattr(budget_module, "device_memory", lambda: device_memory(dev))
+    monkeypatch.setattr(live_module.jax, "devices", lambda: [dev])
     return default_budget()
 
 

@@ -125,7 +125,7 @@ def test_errors(monkeypatch):
         batchlab.buffer_assignment(lambda s: s, "text")
     with pytest.raises(ValueError, match=r"already jax.jit-wrapped; pass the plain function"):
         batchlab.buffer_assignment(jax.jit(lambda x: x), jnp.ones(3))
-    monkeypatch.setattr("batchlab.measuring.buffers.glob.glob", lambda pattern: [])
+    monkeypatch.setattr("batchlab.measuring.buffers.Path.glob", lambda self, pattern: iter([]))
     with pytest.raises(RuntimeError, match=r"no .*buffer-assignment"):
         batchlab.buffer_assignment(lambda x: x + 1, jnp.ones(3))
 

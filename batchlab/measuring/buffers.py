@@ -1,11 +1,7 @@
-"""XLA's own buffer assignment for one compiled function: which values share memory, and when.
-
-Read from the buffer-assignment and live-range reports XLA writes with ``--xla_dump_to``.
-"""
+"""XLA's buffer assignment for one function (its ``--xla_dump_to`` reports): who shares memory."""
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import tempfile
@@ -81,8 +77,8 @@ def parse_reports(buffer_text: str, live_range_text: str) -> tuple[list[XlaAlloc
     for line in buffer_text.splitlines():
         if m := _ALLOC.match(line):
             live_out = "maybe-live-out" in m.group(3)
-            kind = next((k for w, k in _KINDS.items() if w in m.group(3)), None)
-            kind = kind or ("output" if live_out else "temp")
+            default = "output" if live_out else "temp"
+            kind = next((k for w, k in _KINDS.items() if w in m.group(3)), default)
             allocations.append(XlaAllocation(int(m.group(1)), int(m.group(2)), kind, live_out, ()))
         elif allocations and (m := _VALUE.match(line)):
             name = m.group(1)
@@ -184,28 +180,22 @@ class BufferAssignment(Rows):
         return fig
 
 
-def _reports(lowered, compiler_options: dict) -> tuple[str, str, str]:
-    """Compiles ``lowered`` with XLA's dump options: (buffer report, live ranges, HLO text)."""
+def _reports(payload: Any) -> dict:
+    """Compiles with XLA's dump options: texts (buffer report, live ranges, HLO) and backend."""
+    fn, donate_argnums, args, options = payload
+    lowered = jax.jit(fn, donate_argnums=donate_argnums).lower(*args)
     with tempfile.TemporaryDirectory(prefix="batchlab-xla-") as folder:
         dump = {"xla_dump_to": folder, "xla_dump_hlo_as_text": True}
-        compiled = lowered.compile(compiler_options={**compiler_options, **dump})
-        found = sorted(
-            glob.glob(os.path.join(folder, "*after_optimizations-buffer-assignment.txt"))
-        )
+        compiled = lowered.compile(compiler_options={**options, **dump})
+        found = sorted(Path(folder).glob("*after_optimizations-buffer-assignment.txt"))
         if not found:
             raise RuntimeError(
                 "XLA wrote no *-buffer-assignment.txt report for this compilation; "
                 "is a persistent compilation cache serving it? Disable it and retry."
             )
-        ranges = Path(found[-1].replace("-buffer-assignment.txt", "-live-range.txt"))
+        ranges = Path(str(found[-1]).replace("-buffer-assignment.txt", "-live-range.txt"))
         live_text = ranges.read_text() if ranges.exists() else ""
-        return Path(found[-1]).read_text(), live_text, compiled.as_text()
-
-
-def _reports_here(payload: Any) -> dict:
-    """The child side of ``buffer_assignment(..., xla_flags=...)``."""
-    fn, donate_argnums, args, options = payload
-    texts = _reports(jax.jit(fn, donate_argnums=donate_argnums).lower(*args), options)
+        texts = found[-1].read_text(), live_text, compiled.as_text()
     return {"texts": texts, "backend": jax.default_backend()}
 
 
@@ -218,9 +208,8 @@ def buffer_assignment(
 ) -> BufferAssignment:
     """Compiles ``jax.jit(fn, donate_argnums=...)(*args)`` and returns XLA's buffer assignment.
 
-    ``compiler_options`` are per compilation (``.compile(compiler_options=...)``); ``xla_flags``
-    (e.g. ``"--xla_cpu_enable_concurrency_optimized_scheduler=false"``) are read once per
-    process, so the compilation then runs in a fresh Python process with them (and both).
+    ``compiler_options`` go to ``.compile()``; ``xla_flags`` (read once per process) compile in a
+    fresh Python process.
     """
     check_callable(fn)
     if is_jitted(fn):
@@ -234,23 +223,21 @@ def buffer_assignment(
             f"`xla_flags` must be a string like '--xla_foo=false', got {type(xla_flags).__name__}."
         )
     check_array_tree(args, "args")
-    backend, options = jax.default_backend(), dict(compiler_options or {})
-    if xla_flags:
+    payload = (fn, donate_argnums, args, dict(compiler_options or {}))
+    if not xla_flags:
+        data = _reports(payload)
+    else:
         flags = (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()
-        payload = (fn, donate_argnums, args, options)
-        child = run_child(_reports_here, payload, env={"XLA_FLAGS": flags})
+        child = run_child(_reports, payload, env={"XLA_FLAGS": flags})
         data = child.reply
         if data is None or "error" in data:
             why = child.why if data is None else "{type}: {message}".format(**data["error"])
             raise RuntimeError(
                 f"compiling in a fresh process with XLA_FLAGS={xla_flags!r} failed: {why}"
             )
-        (buffer_text, live_text, hlo_text), backend = data["texts"], data["backend"]
-    else:
-        lowered = jax.jit(fn, donate_argnums=donate_argnums).lower(*args)
-        buffer_text, live_text, hlo_text = _reports(lowered, options)
+    buffer_text, live_text, hlo_text = data["texts"]
     allocations, sequence = parse_reports(buffer_text, live_text)
     op_names = tuple(parse_op_names(hlo_text).items())
     return BufferAssignment(
-        function_name(fn), tuple(allocations), tuple(sequence), backend, op_names
+        function_name(fn), tuple(allocations), tuple(sequence), data["backend"], op_names
     )

@@ -64,19 +64,14 @@ def _listener(event: str, duration: float, **kwargs) -> None:
 
 @functools.cache
 def _install() -> None:
-    """Once per process, never removed (unregister APIs differ between jax versions)."""
     jax.monitoring.register_event_duration_secs_listener(_listener)
 
 
 @contextmanager
 def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
-    """Counts XLA compilations inside the ``with`` block, of computations whose name contains
-    ``match`` (``None``: all, with the small ones that creating arrays may compile)."""
+    """Counts XLA compilations in the ``with`` block whose name contains ``match`` (``None``: all)."""
     if match is not None and not isinstance(match, str):
-        raise TypeError(
-            f"`match` must be a string (part of a function's name, e.g. match='my_fn') or None, "
-            f"got {type(match).__name__} {match!r}."
-        )
+        raise TypeError(f"`match` must be part of a function's name (str) or None, got {match!r}.")
     counter = CompileCount(match)
     with _lock:
         _install()
@@ -98,17 +93,11 @@ class CompileReason(NamedTuple):
 
 @dataclass(frozen=True)
 class CompileReasons(Rows):
-    """Every call of :func:`explain_compiles`, in order; ``reasons[label]`` gives one."""
+    """Every call of :func:`explain_compiles`, in order."""
 
     rows: tuple[CompileReason, ...]
     source: str = SOURCE
     _header = ("call", "compilations", "JAX's reason (jax_explain_cache_misses)")
-
-    def __getitem__(self, label: str) -> CompileReason:
-        for row in self.rows:
-            if row.label == label:
-                return row
-        raise KeyError(f"No call labelled {label!r}; labels: {[r.label for r in self.rows]}.")
 
     def _rows(self) -> list[tuple[str, str, str]]:
         hit = "(compiled, but JAX logged no tracing cache miss)"
@@ -132,25 +121,22 @@ def _reason(message: str) -> str:
     return " ".join(keep)
 
 
+def _is_call(c) -> bool:
+    if not (isinstance(c, (tuple, list)) and len(c) == 3):
+        return False
+    return isinstance(c[0], str) and callable(c[1]) and isinstance(c[2], tuple)
+
+
 def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
-    """Calls ``fn(*args)`` of each ``(label, fn, args)`` in order, waited for; counts its
-    compilations and records JAX's reason (one jitted ``fn`` in several calls: its cache hits)."""
+    """Calls each ``(label, fn, args)`` in order; counts its compilations and JAX's reason."""
     listed = isinstance(calls, Sequence) and not isinstance(calls, (str, bytes))
-    bad = [
-        c
-        for c in (calls if listed else ())
-        if not (isinstance(c, (tuple, list)) and len(c) == 3 and isinstance(c[0], str))
-        or not (callable(c[1]) and isinstance(c[2], tuple))
-    ]
+    bad = [c for c in (calls if listed else ()) if not _is_call(c)]
     if not listed or bad:
         got = f"{bad[0]!r:.80}" if listed else type(calls).__name__
         raise TypeError(
             "`calls` must be a list of (label: str, fn, args: tuple) triples, e.g. "
             f"[('new shape', jax.jit(f), (x,))]; got {got}."
         )
-    labels = [c[0] for c in calls]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"`calls` labels must be distinct, got {labels}.")
     handler, logger = logging.handlers.BufferingHandler(2**31), logging.getLogger("jax")
     handler.setLevel(logging.WARNING)
     propagate = logger.propagate

@@ -135,10 +135,8 @@ class Donation(Rows):
 def donate(
     fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = 0, **kwargs: Any
 ) -> Donation:
-    """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays and reports the donation.
-
-    ``fn`` is plain (``donate`` jits it); the caller's arrays are never consumed, only copies.
-    """
+    """Calls ``jax.jit(fn, donate_argnums=...)`` (plain ``fn``) on copies of the arrays (never
+    the caller's) and reports the donation."""
     check_callable(fn)
     nums = check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
     named = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())

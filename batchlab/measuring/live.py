@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
 
 import jax
 import psutil
@@ -62,14 +61,9 @@ class DeviceMemory(Rows):
 DEVICE_KEYS = tuple(f.name for f in fields(DeviceMemory))[1:-1]
 
 
-def device_memory(device: Any = None) -> DeviceMemory | None:
-    """The allocator's live figures for ``device`` (``None``: the first), or ``None`` on CPU."""
-    if device is not None and not hasattr(device, "memory_stats"):
-        raise TypeError(
-            f"`device` must be a jax.Device or None (the first device), got {device!r}; "
-            "e.g. device=jax.devices()[1]."
-        )
-    dev = jax.devices()[0] if device is None else device
+def device_memory() -> DeviceMemory | None:
+    """The first device's allocator figures, or ``None`` where it keeps none (CPU)."""
+    dev = jax.devices()[0]
     try:
         stats = dev.memory_stats()
     except Exception:  # some plugins raise instead of returning None

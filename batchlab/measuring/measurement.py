@@ -47,11 +47,6 @@ class Measurement(Rows):
         """Number of timing samples."""
         return len(self.times)
 
-    @property
-    def device_peak_bytes(self) -> int | None:
-        """Process-wide device peak after the runs (see ``notes``)."""
-        return None if self.device_after is None else self.device_after.peak_bytes_in_use
-
     def _rows(self) -> list[tuple[str, str, str]]:
         cached = " (cached: 0 compilations)" if self.compiles == 0 else ""
         samples = f"wall clock, {self.runs} samples x {self.number} calls"
@@ -69,7 +64,7 @@ class Measurement(Rows):
         ]
         if self.device_after is not None:
             rows.append(("device in use", format_bytes(self.device_after.bytes_in_use), device))
-            peak = format_bytes(self.device_peak_bytes)
+            peak = format_bytes(self.device_after.peak_bytes_in_use)
             rows.append(("device peak", peak, f"{device} (process-wide)"))
         return rows
 

@@ -26,12 +26,7 @@ def machine_label() -> str:
 
 @dataclass(frozen=True)
 class PerItemCost:
-    """A vmap batch-size sweep: seconds per call and per item at each batch size.
-
-    ``speedup`` is the median of the per-round ratios when ``samples`` come from one
-    interleaved run (``paired``); else the ratio of the fastest samples, which a load burst
-    during one side, measured apart, moves least.
-    """
+    """A vmap batch-size sweep: seconds per call and per item at each batch size."""
 
     batch_sizes: tuple[int, ...]
     medians: tuple[float, ...]
@@ -53,7 +48,8 @@ class PerItemCost:
 
     @property
     def speedup(self) -> float:
-        """Per-item time at the smallest batch over the per-item time at the largest."""
+        """Per-item time, smallest over largest batch: median per-round ratio if ``paired``, else
+        the ratio of the fastest samples (which a load burst on one side moves least)."""
         b = self.batch_sizes
         if len(b) < 2:
             raise ValueError(f"only batch size(s) {list(b)} measured: a speed-up needs two.")
@@ -122,11 +118,8 @@ class PerItemCost:
 def per_item_cost(
     sweep: Any, *, call_at: Callable[[int], Callable[[], Any]] | None = None
 ) -> PerItemCost:
-    """Per-item time of a vmap batch-size sweep (e.g. ``explorer.as_sweep()``).
-
-    ``call_at``: ``b -> zero-argument call`` of the batched function at batch size ``b``; the
-    smallest and largest batch are then timed again, interleaved, for a paired speed-up.
-    """
+    """Per-item time of a vmap batch-size sweep (e.g. ``explorer.as_sweep()``); with ``call_at``
+    (``b -> zero-argument call`` at batch ``b``) the end sizes are re-timed interleaved, paired."""
     if not hasattr(sweep, "ok"):
         raise TypeError(
             "`sweep` must be a batchlab.measuring.Sweep (e.g. explorer.as_sweep()), got "

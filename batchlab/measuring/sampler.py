@@ -1,8 +1,4 @@
-"""The kit's one sampler: every candidate in every round, so a load burst slows a whole round.
-
-Timed one after another, a burst lands on one candidate only; round-robin (rotated order,
-each call blocked until ready), the per-round ratio ``a[i] / b[i]`` cancels it.
-"""
+"""The kit's one sampler: round-robin, so a load burst slows a whole round and its ratio cancels it."""
 
 from __future__ import annotations
 
@@ -30,12 +26,10 @@ def interleaved(
     min_sample_time: float = 0.002,
     source: str = SOURCE,
 ) -> dict[str, Samples]:
-    """Times zero-argument callables round-robin: ``{label: Samples}`` (seconds per call) paired
-    by round, so ``ratio_above(a, b, ...)`` decides on the per-round ratios.
+    """Times zero-argument callables round-robin: ``{label: Samples}`` paired by round.
 
-    Each sample lasts ``min_sample_time`` (autoranged, after one compiling call); a round keeps
-    each candidate's fastest of ``passes`` passes; ``rounds`` samples each (15: a 96% interval)
-    or fewer once ``max_seconds`` is spent.
+    A round keeps each candidate's fastest of ``passes`` samples of ``min_sample_time``;
+    ``rounds`` rounds (15: a 96% interval) or fewer once ``max_seconds`` is spent.
     """
     if not isinstance(candidates, Mapping) or not all(
         isinstance(k, str) and callable(v) for k, v in candidates.items()
@@ -46,11 +40,10 @@ def interleaved(
         )
     if len(candidates) < 2:
         raise ValueError(
-            f"`candidates` has {len(candidates)} entry; interleaving compares two or more. "
-            "Time one function with bl.measure(fn, *args)."
+            f"`candidates` has {len(candidates)} entry; interleaving compares two or more "
+            "(time one with bl.measure)."
         )
-    rounds = check_positive_int(rounds, "rounds")
-    if rounds < 2:
+    if check_positive_int(rounds, "rounds") < 2:
         raise ValueError(f"`rounds` must be at least 2 (a spread needs repeats), got {rounds}.")
     passes = check_positive_int(passes, "passes")
     check_positive_float(max_seconds, "max_seconds")

@@ -29,14 +29,6 @@ class Sweep:
     def ok(self) -> list[SweepPoint]:
         return self.points
 
-    @property
-    def values(self) -> list[Any]:
-        return [p.value for p in self.points]
-
-    @property
-    def peak_bytes(self) -> list[int]:
-        return [p.measurement.memory.planned_bytes for p in self.points]
-
 
 def sweep(
     fn: Callable,
@@ -44,10 +36,7 @@ def sweep(
     values: Iterable[int],
     **measure_options: Any,
 ) -> Sweep:
-    """Measures ``fn(*make_args(v))`` for each batch size ``v`` in ``values``.
-
-    ``measure_options`` go to :func:`batchlab.measure` (e.g. ``max_time``).
-    """
+    """Measures ``fn(*make_args(v))`` for each batch size ``v``; options go to ``measure``."""
     check_callable(fn)
     check_callable(make_args, "make_args")
     values = check_positive_ints(values, "values")

@@ -1,8 +1,4 @@
-"""Runtime, measured the way XLA programs must be measured.
-
-JAX dispatches asynchronously, so a timing is only honest around ``jax.block_until_ready``
-on every output leaf, with the first call (trace + compile) kept apart.
-"""
+"""Runtime around ``jax.block_until_ready`` (JAX dispatches asynchronously), compile apart."""
 
 from __future__ import annotations
 
@@ -34,8 +30,7 @@ def sample(call: Callable[[], Any], number: int) -> float:
 
 
 def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float = 2.0) -> int:
-    """Calls per sample so that one sample lasts ``min_sample_time`` (tries grow at most 10x;
-    none starts after ``max_time / 5``: five samples must fit the budget)."""
+    """Calls per sample so that one lasts ``min_sample_time`` (no try after ``max_time / 5``)."""
     number, start = 1, time.perf_counter()
     while True:
         elapsed = sample(call, number) * number
@@ -49,8 +44,7 @@ def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float =
 def take_samples(
     call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
 ) -> list[float]:
-    """``repeat`` samples of ``number`` calls; ``None``: at least 5, until the latest 3 moved
-    the median by less than ``tolerance`` (a fraction) or ``max_time`` is spent."""
+    """``repeat`` samples; ``None``: 5+, until the median is stable to ``tolerance`` or time is up."""
     if repeat is not None:
         return [sample(call, number) for _ in range(repeat)]
     samples: list[float] = []
@@ -66,7 +60,7 @@ def take_samples(
 
 
 def time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[float]:
-    """One candidate, nothing to pair it with: up to ``rounds`` samples in ``max_time`` (2+)."""
+    """Up to ``rounds`` samples (at least 2) of one call in ``max_time``."""
     number, start, values = autorange(call, 0.002), time.perf_counter(), []
     while len(values) < rounds and (len(values) < 2 or time.perf_counter() - start < max_time):
         values.append(sample(call, number))
@@ -74,7 +68,6 @@ def time_alone(call: Callable[[], Any], rounds: int, max_time: float) -> list[fl
 
 
 def _check_call(fn: Callable, args: tuple, kwargs: dict) -> None:
-    """Catches a misspelled option (passed on to ``fn``) and a top-level ``None`` argument."""
     try:
         params = inspect.signature(getattr(fn, "__wrapped__", fn)).parameters.values()
     except (TypeError, ValueError):
@@ -97,7 +90,6 @@ def _check_call(fn: Callable, args: tuple, kwargs: dict) -> None:
 
 
 def _compile(fn, args, kwargs):
-    """``compile_fn``, refusing outputs that are not arrays and functions that donate."""
     try:
         compiled = compile_fn(fn, args, kwargs)
     except TypeError as e:
@@ -124,14 +116,7 @@ def measure(
     tolerance: float = 0.02,
     **kwargs: Any,
 ) -> Measurement:
-    """Compiles ``fn`` once, then times steady-state calls.
-
-    Compile time is kept apart (``compile_seconds``, ``first_call_seconds``); samples of
-    ``number`` calls each (autoranged to last 20 ms) are taken until the median is stable
-    to ``tolerance`` (a fraction) or ``max_time`` is spent (at least 5), or ``repeat`` of them.
-
-    ``fn`` is plain or jitted (static arguments: jit it with them).
-    """
+    """Compiles ``fn`` (plain or jitted) once, then times steady-state calls (see take_samples)."""
     check_callable(fn)
     repeat = check_positive_int(repeat, "repeat", allow_none=True)
     check_positive_float(max_time, "max_time")
