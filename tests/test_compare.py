@@ -119,7 +119,7 @@ def test_strategy_explorer_errors(inputs):
 
     with pytest.raises(ValueError, match="`strategies` may hold"):
         StrategyExplorer(mlp, *inputs, batch_sizes=[8], strategies=("manual",))
-    with pytest.raises(ValueError, match="`batch_sizes` is empty"):
+    with pytest.raises(ValueError, match="`batch_sizes` must be a non-empty list"):
         StrategyExplorer(mlp, *inputs, batch_sizes=[])
     with pytest.raises(ValueError, match="`chunk` must be at least 1"):
         StrategyExplorer(mlp, *inputs, batch_sizes=[8], chunk=0)

@@ -1,7 +1,4 @@
-"""The advisor's explorer (12): the budget moved over what ``advise`` measured, re-decided.
-
-The batch size that fits needs compilations and a fresh process: given at the advice's budget only.
-"""
+"""The advisor's explorer (12): the budget moved over what ``advise`` measured, re-decided."""
 
 from __future__ import annotations
 
@@ -23,7 +20,7 @@ class AdvisorSetting(NamedTuple):
     recommended: str | None
     decided: bool
     tied: tuple[str, ...]
-    batch_size: int | None  # only at the advice's own budget
+    batch_size: int | None  # only at the advice's own budget (it needs a fresh process)
 
 
 def setting(advice: Advice, budget: int) -> AdvisorSetting:

@@ -40,8 +40,7 @@ class BudgetExplorer(Explorer):
         check_callable(fn)
         check_positive_int(chunk_size, "chunk_size")
         self.choices = {"budget": tuple(check_positive_ints(budgets, "budgets"))}
-        # planned bytes per batch size, per strategy, shared by every budget's search: a batch
-        # size compiled for one budget is never compiled again
+        # planned bytes per batch size and strategy, shared: each batch size is compiled once
         self.known: dict[str, dict[int, int]] = {"vmap": {}, "chunked": {}}
         self.status_log: list[str] = []  # what the search said while it ran
         chunks = {"vmap": None, "chunked": chunk_size}

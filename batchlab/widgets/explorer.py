@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import json
 import re
@@ -27,17 +28,10 @@ def error_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:1500] + ' ... (shortened)' if len(text) > 1500 else text}"
 
 
-def _to_png(fig: Any) -> bytes:
-    return figure_to_png(fig, dpi=80, tight=False)  # tight=False: no second layout pass
-
-
 class Explorer:
-    """Parameters -> ``compute`` -> cached result -> ``draw``; the widget is built on first use.
+    """Parameters -> ``compute`` -> cached result -> ``draw``; on an error, back to the last good one.
 
-    ``controls``: ``{param: factory}`` (see ``controls``); ``draw(explorer) -> Figure``;
-    ``describe(result) -> HTML``; ``preview(**params)``: a cheap plan shown (and drawn from
-    ``explorer.pending``) while ``compute`` runs. Plots already drawn come from a PNG cache; an
-    error is shown and the controls go back to the last setting that worked.
+    ``preview(**params)``: a cheap plan shown (as ``explorer.pending``) while ``compute`` runs.
 
     Example:
       >>> ex = Explorer(lambda n: n * n, {"n": 3}, describe=lambda r: f"square {r}")
@@ -117,9 +111,7 @@ class Explorer:
     def _measure(self, params: dict[str, Any], what: str, t0: float) -> Any:
         """``compute`` for a new setting; its preview (if any) and each compile shown first."""
 
-        def busy(text: str) -> None:
-            self._set_status(text, state="busy", params=params)
-
+        busy = functools.partial(self._set_status, state="busy", params=params)
         lead = what
         if self._preview is None:
             busy(f"compiling and measuring {what} (XLA compiles new shapes first)...")
@@ -130,7 +122,7 @@ class Explorer:
             if self._ui is not None and self._draw is not None:
                 # a preview that cannot draw keeps the old plot
                 with contextlib.suppress(Exception):
-                    self._image.value = _to_png(self._draw(self))
+                    self._image.value = figure_to_png(self._draw(self), dpi=80, tight=False)
             self.last_first_answer_seconds = time.perf_counter() - t0
         with count_compiles() as compiles:
             compiles.on_compile = lambda name, s: busy(
@@ -228,7 +220,7 @@ class Explorer:
                 return None
             if len(self._png) >= 64:  # the oldest plot goes
                 self._png.pop(next(iter(self._png)))
-            self._png[key] = _to_png(fig)
+            self._png[key] = figure_to_png(fig, dpi=80, tight=False)
         self._image.value = self._png[key]
         return None
 
