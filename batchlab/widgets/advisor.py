@@ -8,7 +8,7 @@ from typing import NamedTuple
 from batchlab._util.checks import check_positive_int
 from batchlab._util.format import format_bytes
 from batchlab.advisor import Advice, decide, plot_candidates
-from batchlab.widgets.controls import budget_slider
+from batchlab.widgets.controls import stops_slider
 from batchlab.widgets.explorer import Explorer
 
 
@@ -60,7 +60,7 @@ class AdvisorExplorer(Explorer):
         super().__init__(
             lambda budget: setting(advice, budget),
             {"budget": budget},
-            controls={"budget": budget_slider(stops)},
+            controls={"budget": stops_slider(stops, "budget", "420px", format_bytes)},
             draw=lambda ex: plot_candidates(
                 advice, budget=ex.result.budget, pick=ex.result.recommended
             ),

@@ -137,11 +137,6 @@ class StrategyExplorer(Explorer):
         )
         self.update()
 
-    def update(self, **changes: Any) -> Comparison:
-        if "strategies" in changes:  # a list from code, a tuple from the control: one cache key
-            changes["strategies"] = tuple(changes["strategies"])
-        return super().update(**changes)
-
 
 def _draw_strategies(ex: StrategyExplorer):  # every point measured so far, of the ticked ones
     points = sorted(ex.points.items(), key=lambda kv: kv[0][1])

@@ -39,8 +39,6 @@ class Explorer:
       (16, 9, 16, 'square 16 (from cache: nothing re-measured)')
     """
 
-    plot_per_setting = False  # True when a setting's plot never changes once measured
-
     def __init__(
         self,
         compute: Callable[..., Any],
@@ -70,12 +68,13 @@ class Explorer:
         return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
     def update(self, **changes: Any) -> Any:
-        """Sets parameters, measures (or reuses the cache), redraws, returns the result."""
+        """Sets parameters (a list as a tuple), measures or reuses the cache, redraws, returns it."""
         unknown = set(changes) - set(self.params)
         if unknown:
             raise TypeError(
                 f"update() got unknown parameter(s) {sorted(unknown)}; this explorer has {sorted(self.params)}."
             )
+        changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items()}
         new, t0 = {**self.params, **changes}, time.perf_counter()
         for name, stops in getattr(self, "choices", {}).items():  # what the controls can show
             if new[name] not in stops:
@@ -110,7 +109,6 @@ class Explorer:
 
     def _measure(self, params: dict[str, Any], what: str, t0: float) -> Any:
         """``compute`` for a new setting; its preview (if any) and each compile shown first."""
-
         busy = functools.partial(self._set_status, state="busy", params=params)
         lead = what
         if self._preview is None:
@@ -210,7 +208,7 @@ class Explorer:
         """Shows the current plot (from the PNG cache when possible); returns an error or None."""
         if self._ui is None or self._draw is None:
             return None
-        key = (self._key(self.params), 0 if self.plot_per_setting else self._version)
+        key = (self._key(self.params), self._version)
         if key not in self._png:
             try:
                 fig = self._draw(self)
