@@ -188,7 +188,7 @@ def test_batch_size_explorer_widget_slider():
     ex = BatchSizeExplorer(row_sums, make_batch, [1, 2, 4], repeat=3)
     _ = ex.widget
     slider = ex.control_widgets["batch_size"]
-    assert list(slider.options) == [1, 2, 4] and slider.continuous_update is False
+    assert [v for _, v in slider.options] == [1, 2, 4] and slider.continuous_update is False
     slider.value = 4
     assert ex.params["batch_size"] == 4 and ex.as_sweep().values == [1, 4]
     assert "batch size <b>4</b>" in ex._status.value
@@ -217,7 +217,7 @@ def test_batch_size_explorer_argument_errors(stops, match):
 def test_every_control_measures_on_release():
     factories = {
         "batch": (controls.stops_slider([1, 2, 4], "batch size"), 2),
-        "budget": (controls.budget_slider([2**10, 2**20]), 2**20),
+        "budget": (controls.stops_slider([2**10, 2**20], "budget", shown=bl.format_bytes), 2**20),
     }
     for factory, value in factories.values():
         w = factory(value)

@@ -1,7 +1,4 @@
-"""The advisor's explorer (12): the budget moved over what ``advise`` measured, re-decided.
-
-The batch size that fits needs compilations and a fresh process: given at the advice's budget only.
-"""
+"""The advisor's explorer (12): the budget moved over what ``advise`` measured, re-decided."""
 
 from __future__ import annotations
 
@@ -11,7 +8,7 @@ from typing import NamedTuple
 from batchlab._util.checks import check_positive_int
 from batchlab._util.format import format_bytes
 from batchlab.advisor import Advice, decide, plot_candidates
-from batchlab.widgets.controls import budget_slider
+from batchlab.widgets.controls import stops_slider
 from batchlab.widgets.explorer import Explorer
 
 
@@ -23,7 +20,7 @@ class AdvisorSetting(NamedTuple):
     recommended: str | None
     decided: bool
     tied: tuple[str, ...]
-    batch_size: int | None  # only at the advice's own budget
+    batch_size: int | None  # only at the advice's own budget (it needs a fresh process)
 
 
 def setting(advice: Advice, budget: int) -> AdvisorSetting:
@@ -63,7 +60,7 @@ class AdvisorExplorer(Explorer):
         super().__init__(
             lambda budget: setting(advice, budget),
             {"budget": budget},
-            controls={"budget": budget_slider(stops)},
+            controls={"budget": stops_slider(stops, "budget", "420px", format_bytes)},
             draw=lambda ex: plot_candidates(
                 advice, budget=ex.result.budget, pick=ex.result.recommended
             ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -65,10 +66,7 @@ class BatchSizeExplorer(Explorer):
     def per_item(self, *, paired: bool = True) -> PerItemCost:
         """The measured sizes as a :class:`PerItemCost` (``paired``: ends re-timed, interleaved)."""
 
-        def call_at(batch_size: int) -> Callable[[], Any]:
-            args = self._args(batch_size)
-            return lambda: self._jitted(*args)
-
+        call_at = lambda b: functools.partial(self._jitted, *self._args(b))  # noqa: E731
         return per_item_cost(self.as_sweep(), call_at=call_at if paired else None)
 
     def as_sweep(self) -> Sweep:
@@ -117,9 +115,8 @@ class StrategyExplorer(Explorer):
         def compute(batch_size: int, strategies: tuple) -> Comparison:
             shown = [self.points.get((s, batch_size)) for s in strategies]
             runs = {r.samples.paired if r and r.samples else None for r in shown}
-            if (
-                len(runs) != 1 or None in runs
-            ):  # not all from one interleaved run: time them together
+            # not all from one interleaved run: time them together
+            if len(runs) != 1 or None in runs:
                 kw = dict(chunk_size=chunk, in_axes=in_axes, batch_sizes=[batch_size])
                 hand = manual if "manual" in strategies else None
                 c = compare(fn, *args, strategies=strategies, manual=hand, max_time=max_time, **kw)
@@ -139,11 +136,6 @@ class StrategyExplorer(Explorer):
             title="Batching strategies",
         )
         self.update()
-
-    def update(self, **changes: Any) -> Comparison:
-        if "strategies" in changes:  # a list from code, a tuple from the control: one cache key
-            changes["strategies"] = tuple(changes["strategies"])
-        return super().update(**changes)
 
 
 def _draw_strategies(ex: StrategyExplorer):  # every point measured so far, of the ticked ones

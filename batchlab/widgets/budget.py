@@ -9,7 +9,7 @@ from batchlab._util.checks import check_callable, check_positive_int, check_posi
 from batchlab._util.format import format_bytes
 from batchlab.runs.budget import BatchSizeResult, max_batch_size
 from batchlab.runs.budget_plot import plot_budget_curves
-from batchlab.widgets.controls import budget_slider
+from batchlab.widgets.controls import stops_slider
 from batchlab.widgets.explorer import Explorer
 
 
@@ -26,8 +26,6 @@ class BudgetExplorer(Explorer):
       True
     """
 
-    plot_per_setting = True  # a budget's plot shows only that budget's own search
-
     def __init__(
         self,
         fn: Callable,
@@ -40,8 +38,7 @@ class BudgetExplorer(Explorer):
         check_callable(fn)
         check_positive_int(chunk_size, "chunk_size")
         self.choices = {"budget": tuple(check_positive_ints(budgets, "budgets"))}
-        # planned bytes per batch size, per strategy, shared by every budget's search: a batch
-        # size compiled for one budget is never compiled again
+        # planned bytes per batch size and strategy, shared: each batch size is compiled once
         self.known: dict[str, dict[int, int]] = {"vmap": {}, "chunked": {}}
         self.status_log: list[str] = []  # what the search said while it ran
         chunks = {"vmap": None, "chunked": chunk_size}
@@ -71,7 +68,9 @@ class BudgetExplorer(Explorer):
         super().__init__(
             search,
             {"budget": budget},
-            controls={"budget": budget_slider(self.choices["budget"])},
+            controls={
+                "budget": stops_slider(self.choices["budget"], "budget", "420px", format_bytes)
+            },
             draw=lambda ex: plot_budget_curves(list(ex.result.values())),
             describe=_describe,
             title="Largest batch for a memory budget",

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from batchlab._util.format import format_bytes
-
 
 def control(kind: str, *, width: str = "auto", **options: Any) -> Callable[[Any], Any]:
     """``factory(value)`` -> ``ipywidgets.<kind>(value=value, **options)``."""
@@ -23,18 +21,12 @@ def control(kind: str, *, width: str = "auto", **options: Any) -> Callable[[Any]
     return make
 
 
-def choice(options: Sequence[Any], *, description: str, label: Callable = str, width: str = "auto"):
-    """A dropdown over ``options``, each shown as ``label(value)``."""
+def choice(options: Sequence[Any], *, description: str, label: Callable = str, **kw: Any):
+    """A dropdown (or ``kind=`` another selection) over ``options``, shown as ``label(value)``."""
     shown = [(label(o), o) for o in options]
-    return control("Dropdown", options=shown, description=description, width=width)
+    return control(kw.pop("kind", "Dropdown"), options=shown, description=description, **kw)
 
 
-def stops_slider(stops: Sequence[Any], label: str, width: str = "360px"):
-    """A slider over exactly these values."""
-    return control("SelectionSlider", options=list(stops), description=label, width=width)
-
-
-def budget_slider(budgets: Sequence[int]):
-    """A slider over these budgets (bytes), labelled in binary units."""
-    shown = [(format_bytes(b), b) for b in budgets]
-    return control("SelectionSlider", options=shown, description="budget", width="420px")
+def stops_slider(stops: Sequence[Any], label: str, width: str = "360px", shown: Callable = str):
+    """A slider over exactly these values, each shown as ``shown(value)``."""
+    return choice(stops, description=label, label=shown, width=width, kind="SelectionSlider")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import json
 import re
@@ -27,25 +28,16 @@ def error_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:1500] + ' ... (shortened)' if len(text) > 1500 else text}"
 
 
-def _to_png(fig: Any) -> bytes:
-    return figure_to_png(fig, dpi=80, tight=False)  # tight=False: no second layout pass
-
-
 class Explorer:
-    """Parameters -> ``compute`` -> cached result -> ``draw``; the widget is built on first use.
+    """Parameters -> ``compute`` -> cached result -> ``draw``; on an error, back to the last good one.
 
-    ``controls``: ``{param: factory}`` (see ``controls``); ``draw(explorer) -> Figure``;
-    ``describe(result) -> HTML``; ``preview(**params)``: a cheap plan shown (and drawn from
-    ``explorer.pending``) while ``compute`` runs. Plots already drawn come from a PNG cache; an
-    error is shown and the controls go back to the last setting that worked.
+    ``preview(**params)``: a cheap plan shown (as ``explorer.pending``) while ``compute`` runs.
 
     Example:
       >>> ex = Explorer(lambda n: n * n, {"n": 3}, describe=lambda r: f"square {r}")
       >>> ex.update(n=4), ex.update(n=3), ex.update(n=4), ex.status_text
       (16, 9, 16, 'square 16 (from cache: nothing re-measured)')
     """
-
-    plot_per_setting = False  # True when a setting's plot never changes once measured
 
     def __init__(
         self,
@@ -76,12 +68,13 @@ class Explorer:
         return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
     def update(self, **changes: Any) -> Any:
-        """Sets parameters, measures (or reuses the cache), redraws, returns the result."""
+        """Sets parameters (a list as a tuple), measures or reuses the cache, redraws, returns it."""
         unknown = set(changes) - set(self.params)
         if unknown:
             raise TypeError(
                 f"update() got unknown parameter(s) {sorted(unknown)}; this explorer has {sorted(self.params)}."
             )
+        changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items()}
         new, t0 = {**self.params, **changes}, time.perf_counter()
         for name, stops in getattr(self, "choices", {}).items():  # what the controls can show
             if new[name] not in stops:
@@ -116,10 +109,7 @@ class Explorer:
 
     def _measure(self, params: dict[str, Any], what: str, t0: float) -> Any:
         """``compute`` for a new setting; its preview (if any) and each compile shown first."""
-
-        def busy(text: str) -> None:
-            self._set_status(text, state="busy", params=params)
-
+        busy = functools.partial(self._set_status, state="busy", params=params)
         lead = what
         if self._preview is None:
             busy(f"compiling and measuring {what} (XLA compiles new shapes first)...")
@@ -130,7 +120,7 @@ class Explorer:
             if self._ui is not None and self._draw is not None:
                 # a preview that cannot draw keeps the old plot
                 with contextlib.suppress(Exception):
-                    self._image.value = _to_png(self._draw(self))
+                    self._image.value = figure_to_png(self._draw(self), dpi=80, tight=False)
             self.last_first_answer_seconds = time.perf_counter() - t0
         with count_compiles() as compiles:
             compiles.on_compile = lambda name, s: busy(
@@ -218,7 +208,7 @@ class Explorer:
         """Shows the current plot (from the PNG cache when possible); returns an error or None."""
         if self._ui is None or self._draw is None:
             return None
-        key = (self._key(self.params), 0 if self.plot_per_setting else self._version)
+        key = (self._key(self.params), self._version)
         if key not in self._png:
             try:
                 fig = self._draw(self)
@@ -228,7 +218,7 @@ class Explorer:
                 return None
             if len(self._png) >= 64:  # the oldest plot goes
                 self._png.pop(next(iter(self._png)))
-            self._png[key] = _to_png(fig)
+            self._png[key] = figure_to_png(fig, dpi=80, tight=False)
         self._image.value = self._png[key]
         return None
 

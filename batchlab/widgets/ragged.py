@@ -118,7 +118,6 @@ class PaddingExplorer(Explorer):
                 "size": stops_slider(sizes, "length / multiple"),
             },
             draw=_draw_padding,
-            describe=repr,
             title="Padding explorer",
         )
         self.update()
@@ -210,7 +209,6 @@ class BucketExplorer(Explorer):
                 "n_buckets": stops_slider(counts, "buckets"),
             },
             draw=_draw_buckets,
-            describe=repr,
             title="Bucket explorer",
             preview=lambda rule, n_buckets: planned(rule, n_buckets)[0],
         )
