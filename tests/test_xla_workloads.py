@@ -56,5 +56,8 @@ def test_bad_arguments():
         X.training_workload(0, donate=False)
     with pytest.raises(ValueError, match=r"`batch_tokens` gives 1 sizes for 2 steps"):
         X.training_workload(2, donate=False, batch_tokens=[128])
-    with pytest.raises(ValueError, match=r"`batch_tokens` must hold positive ints"):
+    with pytest.raises(
+        ValueError,
+        match=r"`batch_tokens` must be a non-empty list of positive ints, .*got \[128, 0\]",
+    ):
         X.training_workload(2, donate=False, batch_tokens=[128, 0])
