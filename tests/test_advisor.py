@@ -238,7 +238,10 @@ def test_ragged_candidates_pad_buckets_pack_per_batch():
         (dict(in_axes=1), r"`in_axes` must be 0 or a tuple.*Or in_axes=None"),
         (dict(example=(np.ones((8, 2)), np.ones((4, 2))), in_axes=(0, 0)), "same leading size"),
         (dict(example=bl.Ragged.from_lengths(np.ones(3), [1, 2]), in_axes=0), "a ragged `example`"),
-        (dict(in_axes=(0, None)), "`example` must be the tuple of fn's 2"),
+        (
+            dict(in_axes=(0, None)),
+            r"one per argument in the tuple `example`; got .* `example` ndarray",
+        ),
         (dict(budget=-5), "`budget`"),
         (dict(budget=None), "`budget` must be a positive int"),
         (dict(strategies=["loop"]), "`strategies` must be"),

@@ -69,6 +69,9 @@ ONE_THING = {
         "each strategy's compile and first call (one thing each); its run times are interleaved"
     ),
     ("batchlab/_util/compile.py", "compile_fn"): "the two phases of one compile (lower, compile)",
+    ("batchlab/runs/calibration.py", "run_here"): (
+        "each job's peak memory in a fresh process (VmHWM, memory not time), one after the other"
+    ),
     ("benchmarks/explorer_revisit.py", "budget_explorer"): (
         "an explorer's first visit and its revisit (a cache hit): a first visit happens once, "
         "so it cannot be repeated round-robin"
