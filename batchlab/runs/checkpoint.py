@@ -199,24 +199,22 @@ class Journal:
 def check_parts(path: Path, theirs: dict, parts: dict) -> None:
     """Raises :class:`CheckpointError` unless the journal's ``theirs`` and ``parts`` agree; a
     ``"run_name"`` vouches for ``fn`` (its ``"fn"`` fingerprint is then not compared)."""
-    ckpt, restart = f"`checkpoint` file {str(path)!r}", "pass another `checkpoint` path"
-    data = sorted(k for k in set(theirs) | set(parts) if k not in ("fn", "run_name"))
-    if differ := [k for k in data if theirs.get(k) != parts.get(k)]:
-        detail = "; ".join(f"{k}: {theirs.get(k)!r} there, {parts.get(k)!r} now" for k in differ)
+    keys = sorted((set(theirs) | set(parts)) - {"fn", "run_name"})
+    if theirs.get("run_name") is not None:
+        keys.append("run_name")
+    elif parts.get("run_name") is None:
+        keys.append("fn")
+    if differ := [k for k in keys if theirs.get(k) != parts.get(k)]:
+        say = lambda k: f"{k}: {theirs.get(k)!r} there, {parts.get(k)!r} now"  # noqa: E731
+        detail = "; ".join(_FN_CHANGED if k == "fn" else say(k) for k in differ)
         raise CheckpointError(
-            f"{ckpt} was written by a different run ({detail}); it is not reused. Delete it or "
-            f"{restart} to start over, or pass the same items and settings to resume it."
+            f"`checkpoint` file {str(path)!r} was written by a different run ({detail}); it is not "
+            f"reused. Delete it or pass another `checkpoint` path to start over, or pass the same "
+            f"items and settings to resume it."
         )
-    name, now = theirs.get("run_name"), parts.get("run_name")
-    if name is not None and name != now:
-        raise CheckpointError(
-            f"{ckpt} was written under run_name={name!r}, got run_name={now!r}; pass "
-            f"run_name={name!r} to resume it, or delete it ({restart}) to start over."
-        )
-    if now is None and theirs.get("fn") != parts.get("fn"):
-        raise CheckpointError(
-            f"{ckpt} was written by a different run: fn changed since the journal was written (its "
-            f"code, or a value it reads); it is not reused. To start over delete it or {restart}, "
-            f"or restore fn; if fn still computes the same outputs, resume deliberately: "
-            f"run_batches(..., checkpoint={str(path)!r}, run_name='my-run-v1')."
-        )
+
+
+_FN_CHANGED = (
+    "fn changed since the journal was written (its code, or a value it reads); if it still "
+    "computes the same outputs, resume deliberately with run_name='my-run-v1'"
+)
