@@ -1,10 +1,6 @@
-"""The checkpoint journal of :func:`batchlab.run_batches`: written safely, never silently reused.
-
-A fingerprinted header record, then one record per finished batch (raw array bytes and a JSON
-header: no pickle), each closed by its SHA-256 and fsynced: a kill loses at most the batch in
-flight (a record cut short is dropped; one whose hash differs is refused). The batch settings
-are stored, not fingerprinted: a run resumes at another batch size.
-"""
+"""The checkpoint journal of :func:`batchlab.run_batches`: a fingerprinted header, then one
+record per finished batch (JSON and raw bytes, no pickle), each closed by its SHA-256 and
+fsynced: a kill loses at most the batch in flight. Batch settings are stored, not fingerprinted."""
 
 from __future__ import annotations
 
@@ -137,8 +133,7 @@ class Journal:
         *,
         settings: dict[str, Any] | None = None,
     ) -> Journal:
-        """Reads (and verifies) the journal at ``path``, or creates it with ``parts``' header;
-        ``parts`` are compared (:func:`check_parts`), ``settings`` only stored."""
+        """Reads and verifies the journal at ``path`` (``parts`` must agree), or creates it."""
         path, settings = check_writable(path), dict(settings or {})
         if not path.exists():
             header = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint(parts)}
@@ -179,7 +174,7 @@ class Journal:
         return cls(path, records, at, len(data) - at, header.get("settings") or {})
 
     def append(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        """Appends one record and fsyncs; on a write error the file is cut back to its last record."""
+        """Appends one record and fsyncs; a failed write is cut back off."""
         blob = _encode(header, arrays)
         with open(self.path, "r+b") as f:
             f.truncate(self.size)  # drops a record a kill cut short
