@@ -150,12 +150,10 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
         desc="run_batches",
         disable=not progress or quiet,
     )
-    interrupted = False
     with InterruptFlag() as flag, bar:
         while state.position < data.n or state.retry:
             if flag.set:
                 state.stop_reason = "interrupted (Ctrl-C): stopped after the last finished batch"
-                interrupted = True
                 break
             size, idx_start = state.size, state.position
             if state.retry:  # items that failed before a resume: run them again first
@@ -183,7 +181,6 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                     state.stop_reason = (
                         "interrupted (KeyboardInterrupt) during a batch; that batch is not kept"
                     )
-                    interrupted = True
                     break
                 except FnBug as e:
                     raise BatchFnError(now(), str(e)) from (e.__cause__ or e)
@@ -192,9 +189,9 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                     failures += nan_failures
             retried, state.retry = state.retry[: len(idx)], state.retry[len(idx) :]
             status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
+            status = "error in fn, bisected" if halves else status
             state.add(found, failures, retried)
             start = idx[0] if retried else state.position
-            status = "error in fn, bisected" if halves else status
             log = BatchLog(start, size, len(idx), status, time.perf_counter() - b0)
             state.batches += [log, *halves]
             state.position = end
@@ -204,7 +201,7 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                 break
             bar.update(end - idx_start)
     result = now()
-    if interrupted:
+    if (state.stop_reason or "").startswith("interrupted"):
         exit_as_interrupted()
         raise RunInterrupted(result, None if journal is None else str(journal.path))
     return result
