@@ -34,16 +34,12 @@ def _corrupt(path: Path, why: str) -> CheckpointError:
     )
 
 
-def _folder(path: Path) -> Path:
-    return path.parent if str(path.parent) else Path(".")
-
-
 def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
     """Raises unless ``path`` is a file this run can write; removes killed writes' temp files."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`{name}` must be a file path (str), got {type(path).__name__} {path!r}.")
     path, why = Path(path), None
-    folder = _folder(path)
+    folder = path.parent
     if path.is_dir():
         why = "that is a folder"
     elif not folder.is_dir():
@@ -121,9 +117,8 @@ class Journal:
       [2]
     """
 
-    def __init__(self, path: Path, records: list, size: int, dropped: int, settings: dict):
-        self.path, self.records, self.size, self.dropped_bytes = path, records, size, dropped
-        self.settings = settings
+    def __init__(self, path: Path, records: list, size: int, settings: dict):
+        self.path, self.records, self.size, self.settings = path, records, size, settings
 
     @classmethod
     def open(
@@ -139,7 +134,7 @@ class Journal:
             header = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint(parts)}
             header.update(parts=parts, settings=settings)
             blob = _MAGIC + _encode(header, {})
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=_folder(path))
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             try:  # a fsynced temp file renamed over the path: a kill leaves no half header
                 with os.fdopen(fd, "wb") as f:
                     f.write(blob)
@@ -153,7 +148,7 @@ class Journal:
                     f"`checkpoint` file {str(path)!r} could not be created ({e.strerror or e}); "
                     f"nothing has run. Free space in its folder or pass another `checkpoint` path."
                 ) from e
-            return cls(path, [], len(blob), 0, settings)
+            return cls(path, [], len(blob), settings)
         data = path.read_bytes()
         if not data.startswith(_MAGIC):
             cut = f"it is cut short: {len(data)} bytes, not even its header"
@@ -171,7 +166,7 @@ class Journal:
         while (rec := _decode(data, at, path)) is not None:
             records.append(rec[:2])
             at = rec[2]
-        return cls(path, records, at, len(data) - at, header.get("settings") or {})
+        return cls(path, records, at, header.get("settings") or {})
 
     def append(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Appends one record and fsyncs; a failed write is cut back off."""

@@ -33,10 +33,6 @@ class BatchLog(NamedTuple):
     depth: int = 0
 
     @property
-    def ran(self) -> bool:
-        return self.status.startswith("ok")
-
-    @property
     def out_of_memory(self) -> bool:
         return self.status.startswith(("out of memory", "over budget"))
 
