@@ -213,9 +213,9 @@ def test_known_plans_are_reused_and_answers_unchanged(strategy, chunk):
 
 def test_search_stats():
     jitted = jax.jit(batched(widen))
-    stats: dict = {}
-    answer, curve = search(jitted, ITEM, 64 * 1024, 100, stats=stats)
-    assert curve[answer] <= 64 * 1024 < curve[answer + 1] and stats["compiled"] == len(curve)
+    known: dict = {}
+    answer, curve = search(jitted, ITEM, 64 * 1024, 100, known=known)
+    assert curve[answer] <= 64 * 1024 < curve[answer + 1] and known == curve
 
 
 def test_known_and_on_compile_types():

@@ -140,13 +140,13 @@ def test_run_name_refusals_say_how_to_resume(tmp_path):
         item_fn, data(4), batch_size=2, checkpoint=path, run_name="a", progress=False
     )
     with pytest.raises(
-        batchlab.CheckpointError, match=r"run_name='a', got run_name='b'; pass run_name='a'"
+        batchlab.CheckpointError, match=r"different run \(run_name: 'a' there, 'b' now\)"
     ):
         batchlab.run_batches(
             item_fn, data(4), batch_size=2, checkpoint=path, run_name="b", progress=False
         )
     with pytest.raises(
-        batchlab.CheckpointError, match=r"written under run_name='a', got run_name=None; pass"
+        batchlab.CheckpointError, match=r"different run \(run_name: 'a' there, None now\)"
     ):
         batchlab.run_batches(item_fn, data(4), batch_size=2, checkpoint=path, progress=False)
 

@@ -53,10 +53,8 @@ class Items:
         self.spec_item, self.list, self.tree = None, items, None
         if isinstance(items, list):
             self.n = len(items)
-            specs = []
-            for item in items:
-                leaves, treedef = jax.tree_util.tree_flatten(item)
-                specs.append((str(treedef), tuple(_leaf_spec(leaf) for leaf in leaves)))
+            flat = [jax.tree_util.tree_flatten(item) for item in items]
+            specs = [(str(treedef), tuple(map(_leaf_spec, leaves))) for leaves, treedef in flat]
             if not items:
                 return
             common, _ = Counter(specs).most_common(1)[0]
@@ -186,9 +184,8 @@ class BatchRunner:
                 self.bisect(part, error, found, failures, log, depth + 1)
 
     def attempt(self, idx: list[int], size: int, nothing_ran_yet: bool) -> tuple[list, list, list]:
-        """Runs one batch, bisecting it on an error: ``(found, failures, halves)`` (an
-        :class:`OutOfMemory` met in a half carries ``.halves``); FnBug when ``fn`` fails the
-        same way on everything."""
+        """Runs one batch, bisecting it on an error: ``(found, failures, halves)``; FnBug when
+        ``fn`` fails the same way on everything."""
         try:
             return [(idx, *self.run(idx, size))], [], []
         except (OutOfMemory, FnBug):

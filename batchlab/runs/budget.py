@@ -123,17 +123,10 @@ class BatchSizeResult(Rows):
 
 def check_in_axes(in_axes: Any, example_item: Any) -> None:
     """``in_axes`` is 0, or a tuple of 0/None matching the tuple ``example_item``, one 0 at least."""
-    zero = lambda a: isinstance(a, int) and not isinstance(a, bool) and a == 0  # noqa: E731
-    if zero(in_axes):
-        return
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,)
     tuple_ = isinstance(example_item, tuple)
-    if not (
-        isinstance(in_axes, tuple)
-        and all(a is None or zero(a) for a in in_axes)
-        and 0 in in_axes
-        and tuple_
-        and len(example_item) == len(in_axes)
-    ):
+    same = axes is not in_axes or (tuple_ and len(example_item) == len(axes))
+    if not (same and all(a is None or (type(a) is int and a == 0) for a in axes) and 0 in axes):
         got = f"a tuple of {len(example_item)}" if tuple_ else type(example_item).__name__
         raise ValueError(
             f"`in_axes` must be 0 or a tuple of 0 (batched, one at least) and None (shared), one "
@@ -157,24 +150,19 @@ def max_batch_size(
     in_axes: int | tuple = 0,
     margin: str | None = None,
 ) -> BatchSizeResult:
-    """The largest batch of ``batch(fn, strategy=...)`` whose planned memory fits ``budget_bytes``.
-
-    Ends on a measured pair: the answer fits, the answer + 1 does not.
+    """The largest batch of ``batch(fn, strategy=...)`` whose planned memory fits ``budget_bytes``
+    (default :func:`default_budget`): the answer fits, the answer + 1 does not.
 
     Args:
       fn: a function of ONE item; example_item: one item (arrays or ``ShapeDtypeStruct``).
-      budget_bytes: the budget; ``None`` uses :func:`default_budget`.
-      strategy: one of :data:`batchlab.batching.PLANNED`; chunk_size: items per chunk.
       upper: the largest batch size worth trying (e.g. the dataset size).
-      method: ``"interpolate"`` (aims along the curve, about 4 compilations on a straight
-        line) or ``"bisect"`` (doubling, then bisection: ``2 * floor(log2(answer)) + 2``).
-      known: ``{batch: planned bytes}`` from earlier searches of the SAME fn, item and
-        strategy; read and extended, so no size is compiled twice.
+      method: ``"interpolate"`` (aims along the curve) or ``"bisect"`` (doubling, then bisection).
+      known: ``{batch: planned bytes}`` of earlier searches of the SAME fn, item and strategy;
+        read and extended, so no size is compiled twice.
       on_compile: called with the batch size before each compilation.
-      in_axes: ``0``, or as in ``jax.vmap`` a tuple of 0 (batched) and None (shared) per
-        argument; ``example_item`` is then the tuple of arguments.
-      margin: ``None``: compare with the whole budget; ``"calibrated"``: with ``budget /
-        ratio``, the plan-to-real ratio measured in a fresh process (:func:`calibrate`).
+      in_axes: as in ``jax.vmap``, 0 or a tuple of 0 and None (shared) per argument.
+      margin: ``"calibrated"`` compares with ``budget / ratio``, the plan-to-real ratio measured
+        in a fresh process (:func:`calibrate`).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -217,10 +205,10 @@ def max_batch_size(
     # lax.map plans a remainder apart: search the multiples of the chunk first
     multiple = chunk_size if strategy in ("map", "chunked") and (chunk_size or 0) > 1 else None
     known = {} if known is None else known  # a calibrated search plans twice: share the points
-    stats = {"compiled": 0}
+    before = len(known)
 
     def largest(limit: int) -> tuple[int, dict]:
-        kw = dict(method=method, known=known, on_compile=on_compile, stats=stats, in_axes=in_axes)
+        kw = dict(method=method, known=known, on_compile=on_compile, in_axes=in_axes)
         return search(f, example_item, limit, upper, multiple, **kw)
 
     answer, curve = largest(budget.bytes)
@@ -237,4 +225,4 @@ def max_batch_size(
             curve = {**curve, **again}
     curve = tuple(sorted(curve.items()))
     found = (answer, budget.bytes, budget.source, strategy, chunk_size, curve, upper)
-    return BatchSizeResult(*found, stats["compiled"], method, margin, source, calibration)
+    return BatchSizeResult(*found, len(known) - before, method, margin, source, calibration)

@@ -1,5 +1,5 @@
 """A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process
-(XLA's plan is a lower bound: XLA:CPU allocates outside it, e.g. YNNPACK packs matrix weights)."""
+(XLA's plan is a lower bound: XLA:CPU allocates outside it)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ MAX_CALIBRATION_BYTES = 1 << 30
 
 
 def calibration_sizes(answer: int, planned: dict[int, int]) -> tuple[int, ...]:
-    """A quarter of the raw answer and the answer (scaled down while its plan passes 1 GiB)."""
+    """A quarter of the answer and the answer (scaled down to a 1 GiB plan)."""
     p = planned.get(answer) or 0
     large = max(1, int(answer * MAX_CALIBRATION_BYTES / p)) if p > MAX_CALIBRATION_BYTES else answer
     return tuple(sorted({max(1, large // 4), large}))
@@ -46,7 +46,7 @@ def _status(field: str) -> int | None:
 
 
 def _trim() -> None:
-    """Frees what Python and glibc keep, so the next call's pages are faulted in anew."""
+    """Frees what Python and glibc keep."""
     gc.collect()
     with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -86,8 +86,7 @@ def observe(run: Any, args: Any) -> dict:
 
 
 def run_here(jobs: list) -> dict:
-    """``{label: measure(run, args)}`` for ``(label, measure, run, args)`` jobs, one after the
-    other (``measure`` is :func:`observe`, or a caller's own: the benchmarks' limit run)."""
+    """``{label: measure(run, args)}`` for ``(label, measure, run, args)`` jobs, in turn."""
     result = {}
     for label, measure, run, args in jobs:
         try:
@@ -105,8 +104,7 @@ def run_here(jobs: list) -> dict:
 
 
 def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
-    """:func:`run_here` in ONE fresh process; a child that dies or runs out of time answers
-    every job with ``None`` and the reason."""
+    """:func:`run_here` in ONE fresh process; a child that dies answers every job with ``None``."""
     child = run_child(run_here, cloudpickle.dumps(jobs), timeout=timeout)
     reply, why, ran = child.reply, child.why, False
     if reply is None and child.returncode is None:
@@ -120,8 +118,7 @@ def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
 
 
 class BatchJob:
-    """``job(*args)`` runs ``batch(fn, ...)``, built on the first call in the child (the
-    user's function is pickled by value, the kit by reference; a jitted program is not)."""
+    """``job(*args)`` runs ``batch(fn, ...)``, built in the child (a jitted program is not pickled)."""
 
     def __init__(self, fn: Callable, strategy: str, chunk_size: int | None, in_axes: Any):
         self.fn, self.strategy, self.chunk_size, self.in_axes = fn, strategy, chunk_size, in_axes
@@ -157,7 +154,7 @@ def calibrate(
     known: dict[int, int] | None = None,
 ) -> Calibration:
     """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes`` in a fresh process
-    (on a GPU, whose peak cannot be reset, one per size); cached; ``known``: plans already made."""
+    (one per size on a GPU, whose peak cannot be reset); cached."""
     leaves, tree = jax.tree_util.tree_flatten(example_item)
     shapes = tuple((tuple(np.shape(x)), str(np.dtype(x.dtype))) for x in leaves)
     key = (id(fn), str(tree), shapes, strategy, chunk_size, repr(in_axes), tuple(sizes))

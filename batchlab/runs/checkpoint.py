@@ -1,10 +1,6 @@
-"""The checkpoint journal of :func:`batchlab.run_batches`: written safely, never silently reused.
-
-A fingerprinted header record, then one record per finished batch (raw array bytes and a JSON
-header: no pickle), each closed by its SHA-256 and fsynced: a kill loses at most the batch in
-flight (a record cut short is dropped; one whose hash differs is refused). The batch settings
-are stored, not fingerprinted: a run resumes at another batch size.
-"""
+"""The checkpoint journal of :func:`batchlab.run_batches`: a fingerprinted header, then one
+record per finished batch (JSON and raw bytes, no pickle), each closed by its SHA-256 and
+fsynced: a kill loses at most the batch in flight. Batch settings are stored, not fingerprinted."""
 
 from __future__ import annotations
 
@@ -38,16 +34,12 @@ def _corrupt(path: Path, why: str) -> CheckpointError:
     )
 
 
-def _folder(path: Path) -> Path:
-    return path.parent if str(path.parent) else Path(".")
-
-
 def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
     """Raises unless ``path`` is a file this run can write; removes killed writes' temp files."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`{name}` must be a file path (str), got {type(path).__name__} {path!r}.")
     path, why = Path(path), None
-    folder = _folder(path)
+    folder = path.parent
     if path.is_dir():
         why = "that is a folder"
     elif not folder.is_dir():
@@ -125,9 +117,8 @@ class Journal:
       [2]
     """
 
-    def __init__(self, path: Path, records: list, size: int, dropped: int, settings: dict):
-        self.path, self.records, self.size, self.dropped_bytes = path, records, size, dropped
-        self.settings = settings
+    def __init__(self, path: Path, records: list, size: int, settings: dict):
+        self.path, self.records, self.size, self.settings = path, records, size, settings
 
     @classmethod
     def open(
@@ -137,14 +128,13 @@ class Journal:
         *,
         settings: dict[str, Any] | None = None,
     ) -> Journal:
-        """Reads (and verifies) the journal at ``path``, or creates it with ``parts``' header;
-        ``parts`` are compared (:func:`check_parts`), ``settings`` only stored."""
+        """Reads and verifies the journal at ``path`` (``parts`` must agree), or creates it."""
         path, settings = check_writable(path), dict(settings or {})
         if not path.exists():
             header = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint(parts)}
             header.update(parts=parts, settings=settings)
             blob = _MAGIC + _encode(header, {})
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=_folder(path))
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             try:  # a fsynced temp file renamed over the path: a kill leaves no half header
                 with os.fdopen(fd, "wb") as f:
                     f.write(blob)
@@ -158,7 +148,7 @@ class Journal:
                     f"`checkpoint` file {str(path)!r} could not be created ({e.strerror or e}); "
                     f"nothing has run. Free space in its folder or pass another `checkpoint` path."
                 ) from e
-            return cls(path, [], len(blob), 0, settings)
+            return cls(path, [], len(blob), settings)
         data = path.read_bytes()
         if not data.startswith(_MAGIC):
             cut = f"it is cut short: {len(data)} bytes, not even its header"
@@ -176,10 +166,10 @@ class Journal:
         while (rec := _decode(data, at, path)) is not None:
             records.append(rec[:2])
             at = rec[2]
-        return cls(path, records, at, len(data) - at, header.get("settings") or {})
+        return cls(path, records, at, header.get("settings") or {})
 
     def append(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        """Appends one record and fsyncs; on a write error the file is cut back to its last record."""
+        """Appends one record and fsyncs; a failed write is cut back off."""
         blob = _encode(header, arrays)
         with open(self.path, "r+b") as f:
             f.truncate(self.size)  # drops a record a kill cut short
@@ -199,24 +189,22 @@ class Journal:
 def check_parts(path: Path, theirs: dict, parts: dict) -> None:
     """Raises :class:`CheckpointError` unless the journal's ``theirs`` and ``parts`` agree; a
     ``"run_name"`` vouches for ``fn`` (its ``"fn"`` fingerprint is then not compared)."""
-    ckpt, restart = f"`checkpoint` file {str(path)!r}", "pass another `checkpoint` path"
-    data = sorted(k for k in set(theirs) | set(parts) if k not in ("fn", "run_name"))
-    if differ := [k for k in data if theirs.get(k) != parts.get(k)]:
-        detail = "; ".join(f"{k}: {theirs.get(k)!r} there, {parts.get(k)!r} now" for k in differ)
+    keys = sorted((set(theirs) | set(parts)) - {"fn", "run_name"})
+    if theirs.get("run_name") is not None:
+        keys.append("run_name")
+    elif parts.get("run_name") is None:
+        keys.append("fn")
+    if differ := [k for k in keys if theirs.get(k) != parts.get(k)]:
+        say = lambda k: f"{k}: {theirs.get(k)!r} there, {parts.get(k)!r} now"  # noqa: E731
+        detail = "; ".join(_FN_CHANGED if k == "fn" else say(k) for k in differ)
         raise CheckpointError(
-            f"{ckpt} was written by a different run ({detail}); it is not reused. Delete it or "
-            f"{restart} to start over, or pass the same items and settings to resume it."
+            f"`checkpoint` file {str(path)!r} was written by a different run ({detail}); it is not "
+            f"reused. Delete it or pass another `checkpoint` path to start over, or pass the same "
+            f"items and settings to resume it."
         )
-    name, now = theirs.get("run_name"), parts.get("run_name")
-    if name is not None and name != now:
-        raise CheckpointError(
-            f"{ckpt} was written under run_name={name!r}, got run_name={now!r}; pass "
-            f"run_name={name!r} to resume it, or delete it ({restart}) to start over."
-        )
-    if now is None and theirs.get("fn") != parts.get("fn"):
-        raise CheckpointError(
-            f"{ckpt} was written by a different run: fn changed since the journal was written (its "
-            f"code, or a value it reads); it is not reused. To start over delete it or {restart}, "
-            f"or restore fn; if fn still computes the same outputs, resume deliberately: "
-            f"run_batches(..., checkpoint={str(path)!r}, run_name='my-run-v1')."
-        )
+
+
+_FN_CHANGED = (
+    "fn changed since the journal was written (its code, or a value it reads); if it still "
+    "computes the same outputs, resume deliberately with run_name='my-run-v1'"
+)

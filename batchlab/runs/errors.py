@@ -1,5 +1,4 @@
-"""What went wrong in a batch: out of memory (every form, :func:`is_out_of_memory`), an
-interrupt, or a bug in ``fn``, told apart."""
+"""What went wrong in a batch: out of memory (every form), an interrupt, or a bug in ``fn``."""
 
 from __future__ import annotations
 
@@ -43,14 +42,11 @@ class FnBug(Exception):
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """True for every out-of-memory form XLA raises (XLA:CPU's depend on what ran before:
-    ``RESOURCE_EXHAUSTED``, ``INTERNAL: ... Out of memory allocating``, ``INTERNAL: YNNPACK
-    operation failed``) and for host ``MemoryError``.
+    """True for every out-of-memory form XLA raises (``RESOURCE_EXHAUSTED``, XLA:CPU's
+    ``INTERNAL: ... Out of memory``/``YNNPACK operation failed``) and a host ``MemoryError``.
 
     Example:
       >>> import jax
-      >>> is_out_of_memory(jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory"))
-      True
       >>> is_out_of_memory(jax.errors.JaxRuntimeError(
       ...     "INTERNAL: Error dispatching computation: Out of memory allocating 4294967296 bytes."))
       True
@@ -75,14 +71,8 @@ def oom_kind(error: BaseException) -> str:
 
 
 def is_interrupt(error: BaseException) -> bool:
-    """True for ``KeyboardInterrupt``, also one raised in a host callback (inside a
-    ``JaxRuntimeError`` whose text holds the callback's traceback).
-
-    Example:
-      >>> import jax
-      >>> is_interrupt(jax.errors.JaxRuntimeError("INTERNAL: CpuCallback error: ...\\nKeyboardInterrupt"))
-      True
-    """
+    """True for ``KeyboardInterrupt``, also one raised in a host callback (its traceback is
+    the text of a ``JaxRuntimeError``)."""
     if isinstance(error, KeyboardInterrupt):
         return True
     return isinstance(error, jax.errors.JaxRuntimeError) and bool(
@@ -91,14 +81,11 @@ def is_interrupt(error: BaseException) -> bool:
 
 
 def short_message(error: BaseException) -> str:
-    """The error's last ``Name: text`` line (and the lines continuing it), without the
-    decoration around it (a callback's traceback, ``equinox.error_if``'s dashes).
+    """The error's last ``Name: text`` line (and its continuation lines), without decoration.
 
     Example:
       >>> short_message(ValueError("bad\\n  detail\\nValueError: the real cause"))
       'ValueError: the real cause'
-      >>> short_message(RuntimeError("------\\nE: boom\\n------"))
-      'RuntimeError: E: boom'
     """
     lines = [ln.strip() for ln in str(error).strip().splitlines()]
     words = [ln for ln in lines if ln and not _DECORATION.match(ln)]
@@ -138,8 +125,7 @@ class InterruptFlag:
 
 
 def exit_as_interrupted() -> None:
-    """A script that RunInterrupted ends exits by SIGINT (status 130), as Ctrl-C ends Python
-    (CPython does so only for exactly ``KeyboardInterrupt``); only under the default excepthook."""
+    """A script that RunInterrupted ends exits by SIGINT (status 130), as Ctrl-C ends Python."""
     if sys.excepthook is not sys.__excepthook__ or os.name != "posix":
         return
 

@@ -1,5 +1,4 @@
-"""What a checkpoint belongs to: fingerprints of functions (:func:`fn_fingerprint`), data and
-settings."""
+"""What a checkpoint belongs to: fingerprints of functions, data and settings."""
 
 from __future__ import annotations
 
@@ -73,7 +72,7 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 
 def _cells(fn: types.FunctionType) -> list[tuple[str, Any]]:
-    """``fn``'s closure variables and their values (None for a cell not yet assigned)."""
+    """``fn``'s closure variables and their values."""
     out = []
     for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=False):
         try:
@@ -81,12 +80,6 @@ def _cells(fn: types.FunctionType) -> list[tuple[str, Any]]:
         except ValueError:  # a cell not yet assigned
             out.append((var, None))
     return out
-
-
-def _globals(fn: types.FunctionType) -> list[tuple[str, Any]]:
-    """The globals ``fn``'s code (nested code too) names, and their values, by name."""
-    names = sorted(_global_names(fn.__code__) & set(fn.__globals__))
-    return [(v, fn.__globals__[v]) for v in names]
 
 
 def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
@@ -162,8 +155,8 @@ def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
         _hash(h, (v.__code__, v.__defaults__, v.__kwdefaults__), seen, depth, f"{where}")
         for var, value in _cells(v):
             _hash(h, value, seen, depth + 1, f"closure variable {var!r} of {name}")
-        for var, value in _globals(v):
-            _hash(h, value, seen, depth + 1, f"global {var!r} read by {name}")
+        for var in sorted(_global_names(v.__code__) & set(v.__globals__)):
+            _hash(h, v.__globals__[var], seen, depth + 1, f"global {var!r} read by {name}")
     elif isinstance(v, types.BuiltinFunctionType):
         put(f"builtin:{getattr(v, '__module__', None) or ''}.{name};")
     else:  # a callable object: its class's __call__ and its attributes
@@ -180,10 +173,9 @@ def _hash(h, v: Any, seen: set, depth: int, where: str) -> None:
 
 
 def fn_fingerprint(fn: Any) -> str:
-    """16 hex digits of SHA-256 of what decides ``fn``'s output: its code and constants, defaults,
-    closure values, the globals it reads, ``partial`` arguments, an object's attributes, and a
-    pytree node (an equinox or flax module) by its type, static fields and leaves; raises
-    :class:`Unfingerprintable` for a value that cannot be hashed (an open file, a generator).
+    """16 hex digits of SHA-256 of what decides ``fn``'s output (code, constants, defaults,
+    closures, globals it reads, attributes, a model's leaves); raises :class:`Unfingerprintable`
+    for a value that cannot be hashed (an open file).
 
     Example:
       >>> fn_fingerprint(lambda b: b * 2) == fn_fingerprint(lambda b: b * 2)

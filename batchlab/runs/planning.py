@@ -1,5 +1,4 @@
-"""Planned bytes of a batch, from XLA's compiled memory analysis (nothing is allocated), through
-the kit's one plan path (:func:`batchlab._util.compile.compile_fn`)."""
+"""Planned bytes of a batch from XLA's compiled memory analysis, through the kit's one plan path."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 
 
 def planned_bytes(estimate: MemoryEstimate) -> int:
-    """The figure a budget is compared with: :attr:`MemoryEstimate.planned_bytes` (a lower bound)."""
+    """The figure a budget is compared with (a lower bound)."""
     return int(estimate.planned_bytes)
 
 
@@ -53,8 +52,7 @@ def compile_program(f: Callable, *specs: Any) -> Program:
 
 
 def batch_planner(f: Callable) -> Callable[..., int]:
-    """``plan(*batch_args) -> planned bytes`` for a function of a whole batch; for
-    ``batch(..., strategy="host")`` (a Python loop) its ``HostPlan``."""
+    """``plan(*batch_args) -> planned bytes`` for a function of a whole batch (host: its ``plan``)."""
     if getattr(f, "strategy", None) == "host" and hasattr(f, "plan"):
         return lambda *specs: int(f.plan(*specs).planned_bytes)
     return lambda *specs: compile_program(f, *specs).planned
@@ -77,8 +75,7 @@ def batch_spec(example_item: Any, batch_size: int) -> Any:
 
 
 def batch_args(example_item: Any, batch_size: int, in_axes: Any = 0) -> tuple:
-    """The arguments of a batched call: ``(batch,)``, or per ``in_axes`` (0: batched, None: the
-    argument of the tuple ``example_item`` passed whole)."""
+    """The arguments of a batched call: ``(batch,)``, or one per ``in_axes`` (None: passed whole)."""
     if not isinstance(in_axes, tuple):
         return (batch_spec(example_item, batch_size),)
     return tuple(

@@ -14,8 +14,7 @@ from batchlab._util.format import Rows, format_count, format_seconds
 
 
 class Failure(NamedTuple):
-    """One item without output: its index, the kind of fault, the error's ``Name: text`` line
-    and its whole text (``detail``)."""
+    """One item without output: index, kind of fault, ``Name: text`` line, whole text."""
 
     index: int
     kind: str
@@ -24,8 +23,7 @@ class Failure(NamedTuple):
 
 
 class BatchLog(NamedTuple):
-    """One call of the batch program: first item, batch size, items in it, outcome, wall time,
-    ``depth`` (0: a batch; 1, 2, ...: the halves of its bisection)."""
+    """One call of the batch program; ``depth`` 0 is a batch, 1, 2, ... its bisection halves."""
 
     start: int
     size: int
@@ -33,10 +31,6 @@ class BatchLog(NamedTuple):
     status: str
     seconds: float
     depth: int = 0
-
-    @property
-    def ran(self) -> bool:
-        return self.status.startswith("ok")
 
     @property
     def out_of_memory(self) -> bool:
@@ -74,7 +68,7 @@ class RunResult(Rows):
 
     @property
     def throughput(self) -> float | None:
-        """Items finished per second in this call (resumed items not counted)."""
+        """Items finished per second in this call (not resumed ones)."""
         done = len(self.indices) + len(self.failures) - self.resumed_items
         return done / self.seconds if self.seconds > 0 else None
 
@@ -138,8 +132,8 @@ def treedef_from_json(data: Any) -> Any:
     return jax.tree_util.tree_structure(dec(data))
 
 
-class _Leaf:
-    """A placeholder leaf (not a pytree node)."""
+class _Leaf:  # a placeholder leaf (not a pytree node)
+    pass
 
 
 _SIZES = ("size", "ok_size", "fail_size")  # where the sizing search stood
@@ -147,8 +141,8 @@ _SIZES = ("size", "ok_size", "fail_size")  # where the sizing search stood
 
 @dataclass
 class RunState:
-    """The mutable progress of a run, saved and restored one journal record per batch; the size
-    after a memory error lies between ``ok_size`` (ran) and ``fail_size`` (failed above it)."""
+    """The mutable progress of a run, saved one journal record per batch; a memory error sizes
+    between ``ok_size`` (ran) and ``fail_size`` (failed)."""
 
     n_items: int
     position: int = 0
@@ -214,9 +208,8 @@ class RunState:
         return header, arrays
 
     def restore(self, records: list, traced: Callable, *, sizes: bool) -> None:
-        """Folds journal records back into this state (outputs bit for bit; items that failed
-        with an error run again); ``traced()``: the output structure when none is stored;
-        ``sizes=False``: not where the sizing stood (other settings)."""
+        """Folds journal records back in (items that failed with an error run again); ``traced()``:
+        the output structure when none is stored; ``sizes=False``: keep the new sizing."""
         stored = [h["treedef"] for h, _ in records if h.get("treedef") is not None]
         treedef = treedef_from_json(stored[0]) if stored else traced()  # as fn returned it
         for header, arrays in records:
@@ -234,7 +227,7 @@ class RunState:
 
 class BatchFnError(ValueError):
     """``fn`` is broken (the same error on every item, or the wrong shape); ``.result`` keeps
-    what finished, the original error is ``__cause__``."""
+    what finished."""
 
     def __init__(self, result: RunResult, message: str) -> None:
         super().__init__(f"{message} The {len(result.indices)} finished outputs are in `.result`.")
@@ -242,10 +235,8 @@ class BatchFnError(ValueError):
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped :func:`batchlab.run_batches`; ``.result`` keeps what finished.
-
-    A ``KeyboardInterrupt``: a script stops there; in IPython ``sys.last_value.result``.
-    """
+    """Ctrl-C stopped :func:`batchlab.run_batches` (a ``KeyboardInterrupt``); ``.result`` keeps
+    what finished (in IPython ``sys.last_value.result``)."""
 
     def __init__(self, result: RunResult, checkpoint: str | None = None) -> None:
         done = len(result.indices) + len(result.failures)

@@ -1,17 +1,6 @@
-"""Run a whole dataset in batches without losing finished work (notebook 07).
-
-:func:`run_batches` keeps going when things go wrong:
-
-* **out of memory** (every form XLA raises, a host ``MemoryError``, or a plan over
-  ``budget_bytes``): the same items are retried smaller (halved, then bisected);
-* **bad items** (another shape or dtype, an error in ``fn``, NaN/inf with
-  ``check_nan=True``): recorded by index, found by bisection; the same error on every item
-  is a broken ``fn`` (:class:`BatchFnError`);
-* **Ctrl-C**: the batch in flight finishes and is saved, then :class:`RunInterrupted`
-  carries the partial result (a script exits with status 130); a second Ctrl-C stops at once;
-* **checkpoint**: each finished batch is appended to a fingerprinted journal; the same call
-  resumes it bit for bit, at any ``batch_size``.
-"""
+"""Run a whole dataset in batches without losing finished work (notebook 07): out of memory
+(every form, or over ``budget_bytes``) retries smaller, bad items are bisected out, Ctrl-C
+stops after the batch in flight (:class:`RunInterrupted`), a checkpoint resumes at any size."""
 
 from __future__ import annotations
 
@@ -76,22 +65,17 @@ def run_batches(
     """Runs ``fn`` over every item in batches, surviving memory limits, bad items and Ctrl-C.
 
     Args:
-      fn: a function of ONE item (``strategy="vmap"``: run as ``jax.jit(jax.vmap(fn))``), or
-        with ``strategy="manual"`` of a whole batch (leading axis), called as given.
+      fn: a function of ONE item (run as ``jit(vmap(fn))``), or of a whole batch with
+        ``strategy="manual"``.
       items: a ``list`` of items (pytrees of arrays), or arrays with the items along axis 0.
-      batch_size: items per batch to start with (the largest a budget fits:
-        ``int(batchlab.max_batch_size(fn, item, budget_bytes=...))``).
+      batch_size: items per batch to start with (e.g. ``int(batchlab.max_batch_size(...))``).
       budget_bytes: planned bytes a batch may use; a batch over it is retried smaller.
-      checkpoint: a file path; finished batches are appended there and a rerun resumes
-        (items that failed with an error are run again).
-      run_name: names the run in the checkpoint instead of ``fn``'s fingerprint (for an
-        ``fn`` that reads what cannot be hashed): you vouch it is the same.
+      checkpoint: a file path a rerun resumes from (items that failed with an error run again).
+      run_name: names the run in the checkpoint instead of ``fn``'s fingerprint.
 
-    Returns a :class:`RunResult`; out of memory even at one item stops the run
-    (``stop_reason`` says so). Raises :class:`BatchFnError` (a broken ``fn``) and
-    :class:`RunInterrupted` (Ctrl-C), each keeping what finished in ``.result``, and
-    ``CheckpointError`` (a corrupt or mismatched checkpoint, an ``fn`` that cannot be
-    fingerprinted); bad arguments raise before anything runs.
+    Returns a :class:`RunResult` (out of memory at one item stops it, see ``stop_reason``);
+    raises :class:`BatchFnError` (broken ``fn``), :class:`RunInterrupted` (Ctrl-C), both with
+    ``.result``, and ``CheckpointError``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -166,12 +150,10 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
         desc="run_batches",
         disable=not progress or quiet,
     )
-    interrupted = False
     with InterruptFlag() as flag, bar:
         while state.position < data.n or state.retry:
             if flag.set:
                 state.stop_reason = "interrupted (Ctrl-C): stopped after the last finished batch"
-                interrupted = True
                 break
             size, idx_start = state.size, state.position
             if state.retry:  # items that failed before a resume: run them again first
@@ -199,7 +181,6 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                     state.stop_reason = (
                         "interrupted (KeyboardInterrupt) during a batch; that batch is not kept"
                     )
-                    interrupted = True
                     break
                 except FnBug as e:
                     raise BatchFnError(now(), str(e)) from (e.__cause__ or e)
@@ -208,9 +189,9 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                     failures += nan_failures
             retried, state.retry = state.retry[: len(idx)], state.retry[len(idx) :]
             status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
+            status = "error in fn, bisected" if halves else status
             state.add(found, failures, retried)
             start = idx[0] if retried else state.position
-            status = "error in fn, bisected" if halves else status
             log = BatchLog(start, size, len(idx), status, time.perf_counter() - b0)
             state.batches += [log, *halves]
             state.position = end
@@ -220,7 +201,7 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                 break
             bar.update(end - idx_start)
     result = now()
-    if interrupted:
+    if (state.stop_reason or "").startswith("interrupted"):
         exit_as_interrupted()
         raise RunInterrupted(result, None if journal is None else str(journal.path))
     return result

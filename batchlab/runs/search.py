@@ -29,23 +29,19 @@ def search(
     method: str = "interpolate",
     known: dict[int, int] | None = None,
     on_compile: Callable[[int], None] | None = None,
-    stats: dict | None = None,
     in_axes: Any = 0,
 ) -> tuple[int, dict[int, int]]:
     """``(answer, {batch: planned bytes})`` for :func:`batchlab.max_batch_size` (its ``method``,
-    ``known``, ``on_compile``); ``multiple``: a ``lax.map`` chunk; ``stats["compiled"]`` counts."""
+    ``known`` (extended), ``on_compile``); ``multiple``: a ``lax.map`` chunk."""
     planner = batch_planner(jitted)
     known = {} if known is None else known
     visited: dict[int, int] = {}
-    stats = {} if stats is None else stats
-    stats.setdefault("compiled", 0)
 
     def plan(b: int) -> int:
         if b not in known:
             if on_compile is not None:
                 on_compile(b)
             known[b] = planner(*batch_args(example_item, b, in_axes))
-            stats["compiled"] += 1
         visited[b] = known[b]
         return known[b]
 
