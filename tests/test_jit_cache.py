@@ -36,6 +36,9 @@ def test_each_part_of_the_cache_key_compiles_again():
         ]
     )
     assert [row.compiles for row in r.rows] == [1, 0, 1, 1, 1, 1, 1, 0, 1]
+    assert r["weak"] is r.rows[4]  # indexed by label, as notebook 00 reads it
+    with pytest.raises(KeyError, match="No call labelled 'nope'; labels: \\['first', 'values'"):
+        r["nope"]
     r = {row.label: row for row in r.rows} | {"table": r}
     assert r["first"].reason.startswith("never seen function")
     assert r["values"].reason == ""  # a cache hit logs nothing

@@ -99,6 +99,13 @@ class CompileReasons(Rows):
     source: str = SOURCE
     _header = ("call", "compilations", "JAX's reason (jax_explain_cache_misses)")
 
+    def __getitem__(self, label: str) -> CompileReason:
+        """The first call with this label (notebook 00 reads ``why["s = 2.0, ..."].reason``)."""
+        for row in self.rows:
+            if row.label == label:
+                return row
+        raise KeyError(f"No call labelled {label!r}; labels: {[r.label for r in self.rows]}.")
+
     def _rows(self) -> list[tuple[str, str, str]]:
         hit = "(compiled, but JAX logged no tracing cache miss)"
         shown = {0: "(cache hit: nothing logged)"}
