@@ -29,6 +29,15 @@ class Sweep:
     def ok(self) -> list[SweepPoint]:
         return self.points
 
+    @property
+    def values(self) -> list[Any]:
+        return [p.value for p in self.points]
+
+    @property
+    def peak_bytes(self) -> list[int]:
+        """Each point's planned peak (notebook 00 checks that they grow with the batch)."""
+        return [p.measurement.memory.planned_bytes for p in self.points]
+
 
 def sweep(
     fn: Callable,
