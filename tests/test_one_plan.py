@@ -67,16 +67,15 @@ def test_jitted_closure_and_measure_run_the_hoisted_plan():
     np.testing.assert_allclose(np.asarray(c.call()), np.asarray(jax.vmap(mlp)(xs)), rtol=1e-6)
 
 
-def _fake(arg, out, tmp, alias, peak=None, **executable):
+def _fake(arg, out, tmp, alias, peak=None, cost=None, **executable):
     stats = SimpleNamespace(
         argument_size_in_bytes=arg,
         output_size_in_bytes=out,
         temp_size_in_bytes=tmp,
         alias_size_in_bytes=alias,
-        generated_code_size_in_bytes=0,
         peak_memory_in_bytes=peak,
     )
-    return SimpleNamespace(memory_analysis=lambda: stats, cost_analysis=lambda: None, **executable)
+    return SimpleNamespace(memory_analysis=lambda: stats, cost_analysis=lambda: cost, **executable)
 
 
 def test_donated_bytes_come_off_the_planned_figure():
@@ -122,3 +121,11 @@ def test_backend_is_the_compiled_programs_device_not_the_default():
     est = estimate_from_compiled(_fake(8, 8, 0, 0, input_shardings=[[tpu]]), "fn")
     assert est.backend == "tpu" and est.name == "fn"
     assert estimate_from_compiled(_fake(8, 8, 0, 0), "g").backend == jax.default_backend()
+
+
+def test_flops_from_the_cost_analysis_none_when_it_has_none():
+    def flops(cost):
+        return estimate_from_compiled(_fake(8, 8, 0, 0, cost=cost), "fn").flops
+
+    assert flops({"flops": 0.0}) == 0.0 and flops({"flops": 12}) == 12.0  # 0 is a figure
+    assert flops({"flops": -1.0}) is None and flops({}) is None and flops(None) is None

@@ -37,12 +37,10 @@ class MemoryEstimate(Rows):
     output_bytes: int
     temp_bytes: int
     alias_bytes: int
-    generated_code_bytes: int
     planned_bytes: int
     planned_from: str
     xla_peak_bytes: int | None
     flops: float | None
-    bytes_accessed: float | None
     backend: str
     name: str = "fn"
     source: str = "compiled memory analysis (XLA)"
@@ -76,7 +74,7 @@ def estimate_from_compiled(executable, name: str) -> MemoryEstimate:
         peak, source = xla_peak, PEAK_FROM_XLA
     else:
         peak, source = total, PEAK_SUM_ABOVE_XLA
-    try:
+    try:  # the device the program was compiled for
         backend = next(iter(executable.input_shardings[0][0].device_set)).platform
     except Exception:  # no input, or a stand-in executable
         backend = jax.default_backend()
@@ -84,21 +82,18 @@ def estimate_from_compiled(executable, name: str) -> MemoryEstimate:
         cost = executable.cost_analysis() or {}
     except Exception:  # some backends do not implement it
         cost = {}
-    # flops and bytes accessed; None where the cost analysis has none
-    values = [cost.get(k) for k in ("flops", "bytes accessed")]
-    flops, accessed = [float(v) if v is not None and v >= 0 else None for v in values]
+    flops = cost.get("flops")  # None where the cost analysis has none (or a negative figure)
+    flops = float(flops) if flops is not None and flops >= 0 else None
     return MemoryEstimate(
         argument_bytes=arg,
         output_bytes=out,
         temp_bytes=tmp,
         alias_bytes=alias,
-        generated_code_bytes=int(stats.generated_code_size_in_bytes),
         planned_bytes=peak,
         planned_from=source,
         xla_peak_bytes=xla_peak,
         flops=flops,
-        bytes_accessed=accessed,
-        backend=backend if isinstance(backend, str) else jax.default_backend(),
+        backend=backend,
         name=name,
     )
 

@@ -117,13 +117,13 @@ def measure_buckets(
 def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
     """XLA's plans of the buckets' programs, widened to the epoch."""
     if not plans:
-        return MemoryEstimate(0, 0, 0, 0, 0, 0, "no buckets", None, 0.0, 0.0, jax.default_backend())
+        return MemoryEstimate(0, 0, 0, 0, 0, "no buckets", None, 0.0, jax.default_backend())
 
     def total(name: str) -> float | None:
         values = [getattr(p, name) for p in plans]
         return None if None in values else sum(values)
 
-    keys = ("argument_bytes", "output_bytes", "generated_code_bytes", "flops", "bytes_accessed")
+    keys = ("argument_bytes", "output_bytes", "flops")
     sums = {k: total(k) for k in keys}
     sums.update(temp_bytes=max(p.temp_bytes for p in plans), alias_bytes=0, xla_peak_bytes=None)
     sums["planned_bytes"] = sums["argument_bytes"] + sums["output_bytes"] + sums["temp_bytes"]
