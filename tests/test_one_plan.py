@@ -123,6 +123,16 @@ def test_backend_is_the_compiled_programs_device_not_the_default():
     assert estimate_from_compiled(_fake(8, 8, 0, 0), "g").backend == jax.default_backend()
 
 
+def test_a_backend_without_memory_analysis_is_named():
+    no_stats = SimpleNamespace(memory_analysis=lambda: None)
+    with pytest.raises(
+        RuntimeError,
+        match=rf"^The {jax.default_backend()} backend returned no compiled memory analysis; "
+        r"memory_estimate needs XLA's CompiledMemoryStats\.$",
+    ):
+        estimate_from_compiled(no_stats, "fn")
+
+
 def test_flops_from_the_cost_analysis_none_when_it_has_none():
     def flops(cost):
         return estimate_from_compiled(_fake(8, 8, 0, 0, cost=cost), "fn").flops
