@@ -163,3 +163,9 @@ def test_padding_explorer_pack_strategy_and_bad_strategy():
     ):
         ex.update(strategy="nope")
     assert ex.figure() is not None
+
+
+def test_pack_ids_and_lengths_are_int32_as_segment_sum_takes_them():
+    p = pack([[5, 6], [7]], total_length=4, max_items=3)
+    assert p.segment_ids.dtype == np.int32 and p.lengths.dtype == np.int32
+    assert p.segment_ids.tolist() == [0, 0, 1, 3] and p.lengths.tolist() == [2, 1, 0]
