@@ -1,8 +1,12 @@
-"""Shared test settings: JAX's strictness on, one array-comparison helper."""
+"""Shared test settings: JAX's strictness on, one array-comparison helper, benchmark loading."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import signal
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -47,3 +51,13 @@ def assert_close(actual, expected) -> None:
 def maybe_jit(request):
     """Parametrizes a test over [identity, jax.jit]."""
     return (lambda f: f) if request.param == "plain" else jax.jit
+
+
+@functools.cache
+def load_benchmark(name: str):
+    """The script ``benchmarks/<name>.py`` as a module, loaded once (code the package left)."""
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
+    spec.loader.exec_module(module)
+    return module

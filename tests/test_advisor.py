@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 import batchlab as bl
 from batchlab.advisor import advising as advise_module
@@ -292,11 +291,7 @@ def mlp(x):
 def test_advised_batch_runs_under_an_address_space_limit(strategy):
     """A fresh process: address space limited to its measured baseline + the budget
     (``run_under_limit`` of benchmarks/max_batch_size.py)."""
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "max_batch_size.py"
-    spec = importlib.util.spec_from_file_location("max_batch_size_benchmark", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    run_under_limit = bench.run_under_limit
+    run_under_limit = load_benchmark("max_batch_size").run_under_limit
     budget = 64 * 2**20
     a = bl.advise(
         mlp,

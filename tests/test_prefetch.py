@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import gc
-import importlib.util
-import sys
 import threading
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_close
+from conftest import assert_close, load_benchmark
 
 from batchlab import prefetch
 from batchlab.loading import prefetch_threads
 
 # the four-pipeline comparison lives beside the benchmarks that use it
-_spec = importlib.util.spec_from_file_location(
-    "prefetch_pipelines", Path(__file__).parents[1] / "benchmarks" / "prefetch_pipelines.py"
-)
-_pipelines = sys.modules["prefetch_pipelines"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_pipelines)
+_pipelines = load_benchmark("prefetch_pipelines")
 compare_prefetch, PrefetchComparison = _pipelines.compare_prefetch, _pipelines.PrefetchComparison
 
 

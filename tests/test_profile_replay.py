@@ -4,20 +4,14 @@ the GPU check (benchmarks/gpu_fragmentation.py)."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-import os
 
 import pytest
+from conftest import load_benchmark
 
 from batchlab import allocator as A
 
-_spec = importlib.util.spec_from_file_location(
-    "gpu_fragmentation",
-    os.path.join(os.path.dirname(__file__), "..", "benchmarks", "gpu_fragmentation.py"),
-)
-_script = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_script)
+_script = load_benchmark("gpu_fragmentation")
 BfcEvent, compare_with_model, parse_bfc_events = (
     _script.BfcEvent,
     _script.compare_with_model,

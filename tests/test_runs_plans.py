@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import load_benchmark
 
 import batchlab
 from batchlab.runs import calibration
@@ -143,11 +142,7 @@ def elementwise(x):  # in, out and nothing else: the plan is what runs
 def run_under_limit(*args, **kw):
     """``run_under_limit`` of benchmarks/max_batch_size.py: a batch in a fresh process under
     ``RLIMIT_AS`` = its baseline + the budget."""
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "max_batch_size.py"
-    spec = importlib.util.spec_from_file_location("max_batch_size_benchmark", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench.run_under_limit(*args, **kw)
+    return load_benchmark("max_batch_size").run_under_limit(*args, **kw)
 
 
 def _fake_children(factor, calls):
