@@ -1,4 +1,4 @@
-"""Resumes that keep every finished item: another batch size, a changed global, refusals in
+"""Resumes that keep every finished item: another batch size, a manual fn by name, refusals in
 words, damaged files, failed saves, and Ctrl-C in a script (issues 24 and 26)."""
 
 from __future__ import annotations
@@ -89,12 +89,11 @@ def test_resume_at_another_batch_size_recomputes_nothing(tmp_path, first, second
     assert "other batch settings" in repr(resumed)
 
 
-CALLS: list = []  # a global call counter the batched fn reads (its fingerprint changes with it)
+CALLS: list = []
 SEEN: list = []
 
 
 def logged_batch(batch):
-    _ = LOG_PATH  # read from sys.argv in a script; the outputs do not depend on it
     if len(CALLS) == 2 and STOP["on"]:
         raise KeyboardInterrupt  # a kill after two saved batches
     CALLS.append(1)
@@ -105,33 +104,50 @@ def logged_batch(batch):
 STOP = {"on": True}
 
 
-def test_changed_global_message_then_resume_as_it_says_loses_nothing(tmp_path):
-    global LOG_PATH
+def test_a_manual_fn_needs_a_run_name_and_then_resumes_losing_nothing(tmp_path):
     xs, path = indexed(24), tmp_path / "run.ckpt"
     kw = dict(batch_size=4, strategy="manual", checkpoint=path, progress=False)
     CALLS.clear(), SEEN.clear()
     STOP["on"] = True
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(
+        batchlab.CheckpointError, match=r"runs `fn` as Python.*run_name='my-run-v1'"
+    ):
         batchlab.run_batches(logged_batch, xs, **kw)
+    assert CALLS == [] and not path.exists()  # refused before any work
+    with pytest.raises(KeyboardInterrupt):
+        batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
     assert sorted(SEEN) == list(range(8))
-    LOG_PATH = "run-2.log"  # the next session takes another log path from sys.argv
     STOP["on"] = False
+    SEEN.clear()
+    resumed = batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
+    assert resumed.complete and resumed.resumed_items == 8
+    assert sorted(SEEN) == list(range(8, 24))  # every finished item kept, none recomputed
+    clean = batchlab.run_batches(logged_fn, xs[:, :-1], batch_size=4, progress=False)
+    np.testing.assert_array_equal(resumed.outputs, clean.outputs)
+    again = batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
+    assert again.resumed_items == 24  # the same name resumes again
+
+
+def test_a_global_that_does_not_change_the_jaxpr_resumes_without_run_name(tmp_path):
+    """The fingerprint is the program jit compiles: a log path read in Python is the same run,
+    a constant that enters the program is not."""
+    global LOG_PATH, SCALE
+    path = tmp_path / "run.ckpt"
+    first = batchlab.run_batches(logged_fn, data(8), batch_size=4, checkpoint=path, progress=False)
+    LOG_PATH = "run-2.log"  # the next session takes another log path from sys.argv
     try:
-        with pytest.raises(batchlab.CheckpointError) as info:
-            batchlab.run_batches(logged_batch, xs, **kw)
-        message = str(info.value)
-        assert "fn changed since the journal was written" in message
-        assert "run_name='my-run-v1'" in message and "start over" in message
-        SEEN.clear()
-        resumed = batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
-        assert resumed.complete and resumed.resumed_items == 8
-        assert sorted(SEEN) == list(range(8, 24))  # every finished item kept, none recomputed
-        clean = batchlab.run_batches(logged_fn, xs[:, :-1], batch_size=4, progress=False)
-        np.testing.assert_array_equal(resumed.outputs, clean.outputs)
-        again = batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
-        assert again.resumed_items == 24  # the same name resumes again
+        again = batchlab.run_batches(
+            logged_fn, data(8), batch_size=4, checkpoint=path, progress=False
+        )
+        assert again.resumed_items == 8 and np.array_equal(again.outputs, first.outputs)
+        batchlab.run_batches(item_fn, data(8), batch_size=4, checkpoint=path.with_suffix(".2"))
+        SCALE = 3.0
+        with pytest.raises(batchlab.CheckpointError, match=r"fn changed since the journal"):
+            batchlab.run_batches(
+                item_fn, data(8), batch_size=4, checkpoint=path.with_suffix(".2"), progress=False
+            )
     finally:
-        LOG_PATH = "run-1.log"
+        LOG_PATH, SCALE = "run-1.log", 2.0
 
 
 def test_run_name_refusals_say_how_to_resume(tmp_path):

@@ -205,6 +205,7 @@ def check_parts(path: Path, theirs: dict, parts: dict) -> None:
 
 
 _FN_CHANGED = (
-    "fn changed since the journal was written (its code, or a value it reads); if it still "
-    "computes the same outputs, resume deliberately with run_name='my-run-v1'"
+    "fn changed since the journal was written (its jaxpr has other operations, or other values "
+    "it closes over); if it still computes the same outputs, resume deliberately with "
+    "run_name='my-run-v1'"
 )

@@ -17,7 +17,7 @@ from batchlab._util.checks import check_bool, check_callable, check_choice, chec
 from batchlab.runs.attempt import BatchRunner, Items
 from batchlab.runs.checkpoint import CheckpointError, Journal, check_writable
 from batchlab.runs.errors import FnBug, InterruptFlag, OutOfMemory, exit_as_interrupted
-from batchlab.runs.fingerprint import Unfingerprintable, digest, fn_fingerprint
+from batchlab.runs.fingerprint import digest, fn_fingerprint
 from batchlab.runs.planning import batch_spec
 from batchlab.runs.results import (
     BatchFnError,
@@ -71,7 +71,8 @@ def run_batches(
       batch_size: items per batch to start with (e.g. ``int(batchlab.max_batch_size(...))``).
       budget_bytes: planned bytes a batch may use; a batch over it is retried smaller.
       checkpoint: a file path a rerun resumes from (items that failed with an error run again).
-      run_name: names the run in the checkpoint instead of ``fn``'s fingerprint.
+      run_name: names the run in the checkpoint instead of ``fn``'s jaxpr fingerprint (needed
+        with ``strategy="manual"``).
 
     Returns a :class:`RunResult` (out of memory at one item stops it, see ``stop_reason``);
     raises :class:`BatchFnError` (broken ``fn``), :class:`RunInterrupted` (Ctrl-C), both with
@@ -112,15 +113,23 @@ def run_batches(
 
 
 def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Journal:
-    """Fingerprints the run (``fn``, the items, the settings that change outputs) and opens or
-    creates its journal; the batch settings are stored, not fingerprinted."""
-    try:
-        fn_part = {"run_name": run_name} if run_name else {"fn": fn_fingerprint(fn)}
-    except Unfingerprintable as e:
+    """Fingerprints the run (the jaxpr of ``fn``, the items, the settings that change outputs)
+    and opens or creates its journal; the batch settings are stored, not fingerprinted."""
+    if runner.batched and not run_name:
         raise CheckpointError(
-            f"`fn` cannot be fingerprinted for the checkpoint ({e}), so a resume could not tell "
-            f"whether it is the same function. Name the run instead: run_batches(..., "
-            f"checkpoint=..., run_name='my-run-v1'), and change the name when fn changes."
+            "strategy='manual' runs `fn` as Python (it may read files, counters or the host), "
+            "which no trace can see, so a resume could not tell whether it is the same function. "
+            "Name the run: run_batches(..., checkpoint=..., run_name='my-run-v1'), and change "
+            "the name when fn changes."
+        )
+    try:
+        fn_part = {"run_name": run_name} if run_name else {"fn": fn_fingerprint(fn, data.spec_item)}
+    except Exception as e:
+        raise CheckpointError(
+            f"`fn` cannot be traced on one item for the checkpoint's fingerprint "
+            f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}). Run it without "
+            f"`checkpoint` to see the error, or name the run: run_batches(..., checkpoint=..., "
+            f"run_name='my-run-v1'), and change the name when fn changes."
         ) from e
     parts = {**fn_part, "items": digest(items)[:16], "n_items": data.n}
     parts.update(check_nan=runner.check_nan, batched=runner.batched)
