@@ -24,13 +24,14 @@ def data(n, seed=0):
     return np.random.default_rng(seed).normal(size=(n, D)).astype(np.float32)
 
 
-def test_an_equinox_module_is_fingerprinted_as_one_pytree():
-    same = fn_fingerprint(mlp(0)) == fn_fingerprint(mlp(0))
-    weights = fn_fingerprint(mlp(0)) != fn_fingerprint(mlp(1))
-    static = fn_fingerprint(mlp(0)) != fn_fingerprint(mlp(0, activation=jax.nn.tanh))
+def test_an_equinox_module_is_fingerprinted_by_its_jaxpr_and_weights():
+    x = jax.ShapeDtypeStruct((D,), jnp.float32)
+    same = fn_fingerprint(mlp(0), x) == fn_fingerprint(mlp(0), x)
+    weights = fn_fingerprint(mlp(0), x) != fn_fingerprint(mlp(1), x)
+    static = fn_fingerprint(mlp(0), x) != fn_fingerprint(mlp(0, activation=jax.nn.tanh), x)
     ln = eqx.nn.LayerNorm(D)
     changed = eqx.tree_at(lambda m: m.weight, ln, ln.weight * 2)
-    assert same and weights and static and fn_fingerprint(ln) != fn_fingerprint(changed)
+    assert same and weights and static and fn_fingerprint(ln, x) != fn_fingerprint(changed, x)
 
 
 MODEL = mlp(0)

@@ -205,6 +205,7 @@ def test_a_checkpoint_that_cannot_be_created_fails_before_any_work(monkeypatch, 
             batch_size=2,
             strategy="manual",
             checkpoint=tmp_path / "c.ckpt",
+            run_name="v1",
         )
     monkeypatch.setattr(os, "fsync", real)
     assert calls == [] and not (tmp_path / "c.ckpt").exists()

@@ -45,5 +45,6 @@ def fn_fingerprint(fn: Callable, spec: Any) -> str:
       >>> fn_fingerprint(lambda b: b * 2, x) == fn_fingerprint(lambda b: b * 3, x)
       False
     """
-    closed = jax.make_jaxpr(fn)(spec)
+    closed = jax.make_jaxpr(lambda x: fn(x))(spec)  # a new function: jit's trace cache would
+    # keep the program of a global's old value
     return hashlib.sha256((str(closed.jaxpr) + digest(closed.consts)).encode()).hexdigest()[:16]
