@@ -275,9 +275,8 @@ def model_peak(
         t = X.batched_workload(size["n_items"], batch_size=size["batch_size"], **dims)
     else:
         t = X.training_workload(
-            size["steps"],
+            [size["max_len"]] * size["steps"],
             donate=workload.endswith("donated"),
-            batch_tokens=size["max_len"],
             d_model=size["d_model"],
             d_hidden=size["d_hidden"],
         )
