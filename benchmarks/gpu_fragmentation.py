@@ -75,13 +75,13 @@ class BfcEvent(NamedTuple):
 
 
 def parse_bfc_events(path) -> list[BfcEvent]:
-    """The ``MemoryAllocation`` / ``MemoryDeallocation`` events of a Chrome/perfetto trace JSON,
+    """The ``MemoryAllocation`` / ``MemoryDeallocation`` events of a ``perfetto_trace.json.gz``,
     in time order, of the allocator with the most events (e.g. ``"GPU_0_bfc"``)."""
     from batchlab.timeline.parse import read_events
 
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(
-            "`path` must be the path of a Chrome/perfetto trace JSON (.json or .json.gz), got "
+            "`path` must be the path of a perfetto_trace.json.gz (jax.profiler writes one), got "
             f"{type(path).__name__}; write the trace to a file first."
         )
     found = []
