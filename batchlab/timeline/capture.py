@@ -77,7 +77,6 @@ def timeline(
     steps = check_positive_int(steps, "steps")
     items = check_positive_int(items, "items", allow_none=True)
     jax.block_until_ready(fn(*args))
-    out = None
     with trace(items=steps * items if items else None, label=label) as t:
         for i in range(steps):
             with jax.profiler.TraceAnnotation(f"step {i}"):
