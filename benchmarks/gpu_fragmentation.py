@@ -75,13 +75,13 @@ class BfcEvent(NamedTuple):
 
 
 def parse_bfc_events(path) -> list[BfcEvent]:
-    """The ``MemoryAllocation`` / ``MemoryDeallocation`` events of a Chrome/perfetto trace JSON,
+    """The ``MemoryAllocation`` / ``MemoryDeallocation`` events of a ``perfetto_trace.json.gz``,
     in time order, of the allocator with the most events (e.g. ``"GPU_0_bfc"``)."""
     from batchlab.timeline.parse import read_events
 
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(
-            "`path` must be the path of a Chrome/perfetto trace JSON (.json or .json.gz), got "
+            "`path` must be the path of a perfetto_trace.json.gz (jax.profiler writes one), got "
             f"{type(path).__name__}; write the trace to a file first."
         )
     found = []
@@ -275,9 +275,8 @@ def model_peak(
         t = X.batched_workload(size["n_items"], batch_size=size["batch_size"], **dims)
     else:
         t = X.training_workload(
-            size["steps"],
+            [size["max_len"]] * size["steps"],
             donate=workload.endswith("donated"),
-            batch_tokens=size["max_len"],
             d_model=size["d_model"],
             d_hidden=size["d_hidden"],
         )

@@ -1,11 +1,4 @@
-"""A readable simulation of the allocator policies that matter for JAX on GPUs.
-
-Example:
-  >>> from batchlab import allocator
-  >>> tl = allocator.replay(allocator.workloads.batched(16, batch_size=4), allocator.BFCAllocator(1 << 30))
-  >>> tl.allocations, len(tl.failures)
-  (12, 0)
-"""
+"""A readable simulation of the allocator policies that matter for JAX on GPUs (notebook 08)."""
 
 from batchlab.allocator import workloads, xla_workloads
 from batchlab.allocator.bfc import BFCAllocator, bin_num_for_size

@@ -29,11 +29,7 @@ class Events:
     source: str = "synthetic workload (batchlab.allocator.workloads)"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.events, tuple):
-            raise TypeError(
-                f"`events` must be a tuple of Event, got {type(self.events).__name__}; "
-                "use Events.from_events(...) or EventsBuilder."
-            )
+        object.__setattr__(self, "events", tuple(self.events))
         live: set = set()
         for i, e in enumerate(self.events):
             alloc = e.kind == "alloc"
@@ -61,7 +57,7 @@ class Events:
     @property
     def peak_live_bytes(self) -> int:
         """The most bytes live at once (no allocator: just the sum of live sizes)."""
-        return self._peak(lambda n: n)
+        return self._peak(int)
 
     def peak_rounded_bytes(self) -> int:
         """The live peak with every request rounded up to XLA's 256 bytes."""
@@ -86,7 +82,7 @@ class Events:
 
 
 class EventsBuilder:
-    """Records events with one tick of time each."""
+    """Records events with one tick of time each; ``free`` takes any number of ids."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
@@ -94,8 +90,8 @@ class EventsBuilder:
     def alloc(self, id: Hashable, size: int, owner: str = "") -> None:
         self.events.append(Event(len(self.events), "alloc", id, int(size), owner))
 
-    def free(self, id: Hashable) -> None:
-        self.events.append(Event(len(self.events), "free", id))
+    def free(self, *ids: Hashable) -> None:
+        self.events += [Event(len(self.events) + i, "free", id) for i, id in enumerate(ids)]
 
     def build(self, name: str = "trace", source: str = Events.source) -> Events:
         return Events(tuple(self.events), name, source)

@@ -113,10 +113,9 @@ def plot_capacity_scan(scans):
             smallest.append((scan.smallest / peak, row))
     for points, (label, marker, style) in zip((fits, fails, smallest), SCAN_MARKS, strict=True):
         ax.plot(*np.reshape(points, (-1, 2)).T, marker, **style, label=label)
-    how = [f"bfc, {'pool' if s.preallocate else 'grown on demand'}" for s in scans]
+    how = {True: "bfc, pool", False: "bfc, grown on demand"}
     labels = [
-        f"{s.events_name}\n({h if s.policy == 'bfc' else s.policy})"
-        for s, h in zip(scans, how, strict=True)
+        f"{s.events_name}\n({how[s.preallocate] if s.policy == 'bfc' else s.policy})" for s in scans
     ]
     ax.set_yticks(range(len(scans)), labels)
     ax.set_ylim(-0.6, len(scans) - 0.4)

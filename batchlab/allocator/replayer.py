@@ -14,6 +14,7 @@ from batchlab.allocator.bfc import BFCAllocator
 from batchlab.allocator.events import Events
 
 STATS = ("in_use", "bytes_in_use", "pool_bytes", "largest_free", "fragmentation")  # per event
+HEADROOMS = tuple(1 + i / 100 for i in range(101))  # capacity_scan's default: 1.00x .. 2.00x
 POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
 
@@ -155,12 +156,11 @@ def capacity_scan(
     policy: str = "bfc",
     *,
     preallocate: bool = True,
-    headrooms=None,
+    headrooms=HEADROOMS,
     capacities=None,
 ) -> CapacityScan:
-    """Replays ``events`` on every capacity and records which fit (no bisection: fitting is not
-    monotone). ``headrooms``: multiples of the live peak (default 1.00, 1.01, ..., 2.00), or
-    ``capacities`` in bytes.
+    """Replays ``events`` on every capacity (no bisection: fitting is not monotone);
+    ``headrooms``: multiples of the live peak, or ``capacities`` in bytes.
 
     Example:
       >>> from batchlab.allocator import workloads
@@ -171,14 +171,12 @@ def capacity_scan(
     check_events(events)
     peak = max(events.peak_rounded_bytes(), 1)
     if capacities is None:
-        if headrooms is None:
-            headrooms = [1 + i / 100 for i in range(101)]
         headrooms = [float(h) for h in headrooms]
         if not headrooms or min(headrooms) < 1:
             raise ValueError(
                 f"`headrooms` must be multiples of the live peak, each at least 1, got {headrooms}."
             )
-        capacities = [max(256, -(-int(peak * h) // 256) * 256) for h in headrooms]
+        capacities = [round_up(int(peak * h)) for h in headrooms]
     capacities = sorted({int(c) for c in capacities})
     if not capacities:
         raise ValueError("`capacities` is empty; give at least one capacity in bytes.")

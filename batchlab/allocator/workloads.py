@@ -34,10 +34,8 @@ def _groups_trace(name: str, groups: list) -> Events:
         b.alloc(f"in{i}", items * length * MiB, "input")
         b.alloc(f"act{i}", 2 * items * length * MiB, "activations")
         b.alloc(f"out{i}", items * MiB, "result")
-        b.free(f"act{i}")
-        b.free(f"in{i}")
-    for i in range(len(groups)):
-        b.free(f"out{i}")
+        b.free(f"act{i}", f"in{i}")
+    b.free(*(f"out{i}" for i in range(len(groups))))
     return b.build(name)
 
 
@@ -87,8 +85,7 @@ def training(steps: int, *, donate: bool) -> Events:
             b.alloc(f"params{s + 1}", params_bytes, "params")
             b.free(current)
             current = f"params{s + 1}"
-        b.free(f"grads{s}")
-        b.free(f"batch{s}")
+        b.free(f"grads{s}", f"batch{s}")
     b.free(current)
     return b.build("training (donated)" if donate else "training")
 

@@ -24,8 +24,8 @@ def block(x, w1, w2):
 
 
 def compiler_options() -> dict:
-    """The compiler options the event lists use: on CPU, XLA's library ("YNN") fusions off, so
-    a matmul chain's intermediates are XLA buffers (as on a GPU), not the library's scratch."""
+    """On CPU, XLA's library ("YNN") fusions off, so a matmul chain's intermediates are XLA
+    buffers (as on a GPU), not the library's scratch."""
     return {"xla_cpu_experimental_ynn_fusion_type": ""} if jax.default_backend() == "cpu" else {}
 
 
@@ -55,7 +55,7 @@ class CallEventsBuilder(EventsBuilder):
         made = {(tag, kind, i): n for i, (_, kind, n) in enumerate(plan.launch_allocations()) if n}
         for id_, n in made.items():
             self.alloc(id_, n, "temp (one block per call)" if id_[1] == "temp" else owner)
-        self.free_all(id_ for id_ in made if id_[1] == "temp")
+        self.free(*(id_ for id_ in made if id_[1] == "temp"))
         self.calls += 1
         self.call_allocations += len(made)
         return {id_: n for id_, n in made.items() if id_[1] == "output"}
@@ -63,10 +63,6 @@ class CallEventsBuilder(EventsBuilder):
     def alloc_all(self, specs: dict, owner: str) -> None:  # {id: ShapeDtypeStruct}
         for id_, spec in specs.items():
             self.alloc(id_, spec.size * spec.dtype.itemsize, owner)
-
-    def free_all(self, ids) -> None:
-        for id_ in ids:
-            self.free(id_)
 
     def workload(self, name: str, plans: dict) -> XlaWorkload:
         return XlaWorkload(self.build(name, SOURCE), plans, self.calls, self.call_allocations)
@@ -91,8 +87,8 @@ def _block_calls(name, calls, weights, plans, keep_results=True) -> XlaWorkload:
         if keep_results:
             results += outs
         else:  # jax.device_get(out): the result lives on the host, its device buffer is freed
-            b.free_all(outs)
-    b.free_all([*results, "w1", "w2"])
+            b.free(*outs)
+    b.free(*results, "w1", "w2")
     return b.workload(name, plans)
 
 
@@ -136,34 +132,23 @@ def batched_workload(
     return _block_calls(f"batched (batch {batch_size})", calls, weights, {max_len: plan})
 
 
-def loss_fn(params, x):
-    w1, w2 = params
-    return jnp.mean((x + jax.nn.gelu(x @ w1) @ w2) ** 2)
-
-
 def train_step(params, x):
-    """SGD on :func:`loss_fn`: returns new parameters and the loss."""
-    loss, grads = jax.value_and_grad(loss_fn)(params, x)
+    """SGD on the squared output of one MLP block: returns new parameters and the loss."""
+
+    def loss_fn(params):
+        w1, w2 = params
+        return jnp.mean((x + jax.nn.gelu(x @ w1) @ w2) ** 2)
+
+    loss, grads = jax.value_and_grad(loss_fn)(params)
     return jax.tree.map(lambda p, g: p - 1e-3 * g, params, grads), loss
 
 
 def training_workload(
-    steps: int,
-    *,
-    donate: bool,
-    batch_tokens: int | Sequence[int] = 4096,
-    d_model: int = 4096,
-    d_hidden: int = 16384,
+    batch_tokens: Sequence[int], *, donate: bool, d_model: int = 4096, d_hidden: int = 16384
 ) -> XlaWorkload:
-    """``params, loss = step(params, batch)`` in a Python loop, with or without
-    ``donate_argnums=0``; ``batch_tokens``: one batch size for every step, or one per step."""
-    check_positive_int(steps, "steps")
-    many = isinstance(batch_tokens, Sequence)
-    tokens = check_positive_ints(batch_tokens if many else [batch_tokens] * steps, "batch_tokens")
-    if len(tokens) != steps:
-        raise ValueError(
-            f"`batch_tokens` gives {len(tokens)} sizes for {steps} steps; give one per step."
-        )
+    """``params, loss = step(params, batch)`` in a Python loop, one step per entry of
+    ``batch_tokens`` (its batch size), with or without ``donate_argnums=0``."""
+    tokens = check_positive_ints(batch_tokens, "batch_tokens")
     w1, w2 = weight_specs(d_model, d_hidden, jnp.float32)
     xs = {t: jax.ShapeDtypeStruct((t, d_model), jnp.float32) for t in tokens}
     donate_argnums = (0,) if donate else ()
@@ -179,10 +164,10 @@ def training_workload(
         b.free(("x", s))
         big = [o for o, n in outs.items() if n > 1024]
         if big:  # not donated: the old parameters die when params is rebound
-            b.free_all(params)
+            b.free(*params)
             params = big
-        b.free_all(o for o in outs if o not in big)  # the loss scalar, dropped after printing
-    b.free_all(params)
+        b.free(*(o for o in outs if o not in big))  # the loss scalar, dropped after printing
+    b.free(*params)
     return b.workload("training (donated)" if donate else "training", plans)
 
 

@@ -14,14 +14,6 @@ from batchlab._util.checks import check_callable, check_positive_int
 from batchlab.timeline.model import Timeline, build_timeline
 from batchlab.timeline.parse import WRAPPER, find_trace_file
 
-_TEMPORARY: list[str] = []  # folders the kit made; removed when Python exits
-
-
-@atexit.register
-def _remove_temporary_folders() -> None:
-    for folder in _TEMPORARY:
-        shutil.rmtree(folder, ignore_errors=True)
-
 
 class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.profiler.trace
     """Captures a profiler trace of the code inside (into a temporary folder, removed when
@@ -35,7 +27,7 @@ class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.pr
 
     def __enter__(self) -> trace:
         self._dir = tempfile.mkdtemp(prefix="batchlab-trace-")
-        _TEMPORARY.append(self._dir)
+        atexit.register(shutil.rmtree, self._dir, ignore_errors=True)
         options = jax.profiler.ProfileOptions()
         options.python_tracer_level = 0
         try:
@@ -85,7 +77,6 @@ def timeline(
     steps = check_positive_int(steps, "steps")
     items = check_positive_int(items, "items", allow_none=True)
     jax.block_until_ready(fn(*args))
-    out = None
     with trace(items=steps * items if items else None, label=label) as t:
         for i in range(steps):
             with jax.profiler.TraceAnnotation(f"step {i}"):

@@ -76,18 +76,9 @@ def find_trace_file(log_dir: str | Path) -> Path:
 
 
 def read_events(path: str | Path) -> list[dict[str, Any]]:
-    """The trace events of a ``.json.gz`` (or plain ``.json``) Perfetto/Chrome trace file."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        data = json.load(f)
-    events = data.get("traceEvents") if isinstance(data, dict) else data
-    if not isinstance(events, list):
-        raise ValueError(
-            f"`path` {path.name} is not a Chrome/Perfetto trace: expected a JSON object with a "
-            f"'traceEvents' list (or a list of events), got {type(data).__name__}."
-        )
-    return events
+    """The trace events of the ``perfetto_trace.json.gz`` JAX writes."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return json.load(f)["traceEvents"]
 
 
 def _span_kind(name: str, args: dict, lane_kind: str, parent_kind: str | None) -> str:

@@ -11,6 +11,7 @@ import jax
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from batchlab._util.checks import check_bool
 from batchlab._util.plotting import bytes_axis, short_bytes
 from batchlab.timeline.intervals import merge
 
@@ -34,8 +35,7 @@ def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
     timelines = list(timelines)
     if not timelines:
         raise ValueError("`timelines` is empty: pass one or more Timeline results.")
-    if not isinstance(share_time, bool):
-        raise TypeError(f"`share_time` must be True or False, got {share_time!r}.")
+    check_bool(share_time, "share_time")
     extra = 0.0 if share_time else 0.35  # an x label under every panel
     panels = []  # (timeline, None) for its lanes, then (timeline, memory curve) when it has one
     for t in timelines:
