@@ -21,9 +21,10 @@ def _hand_trace(answer):
     a.free("b")
     if answer == a.allocate("d", 600).offset:
         return True, "Right: best fit picks the 1024-byte hole b left, not the larger free tail."
-    if answer == 3072:
-        return False, "That is the free tail. Best fit takes the *smallest* free chunk that fits."
-    return False, "Round every request up to 256 bytes, then list the free chunks after `free b`."
+    return False, (
+        "Round every request up to 256 bytes and list the free chunks after `free b`: best fit "
+        "takes the *smallest* free chunk that fits."
+    )
 
 
 @exercise(
@@ -34,10 +35,7 @@ def _hand_trace(answer):
 def _donation_alias(answer, *, step, args, params_index):
     """``step(*args)`` with the parameters at ``params_index``."""
     nbytes = args[params_index].nbytes
-    try:
-        est = memory_estimate(jax.jit(step, donate_argnums=answer), *args)
-    except Exception as e:  # bad argnums
-        return False, f"jax.jit rejected it: {type(e).__name__}; donate_argnums are positions: (0,)"
+    est = memory_estimate(jax.jit(step, donate_argnums=answer), *args)
     extra = sorted(({answer} if isinstance(answer, int) else set(answer)) - {params_index})
     if est.alias_bytes == nbytes and not extra:
         return True, f"alias_bytes = {est.alias_bytes} = params.nbytes: the update is in place."
@@ -46,9 +44,7 @@ def _donation_alias(answer, *, step, args, params_index):
             f"The parameters' bytes alias, but you also donated position(s) {extra}, which the "
             f"output cannot reuse: JAX warns and keeps them. Donate only the parameters."
         )
-    if est.alias_bytes:
-        return False, "Some bytes alias, not the parameters'. Which input does the output replace?"
-    return False, "alias_bytes is 0: no donated input is reusable. Count positions from 0."
+    return False, "Not the parameters' bytes alias: which input (from 0) does the output replace?"
 
 
 @exercise(
@@ -86,12 +82,6 @@ def _growth_vs_pool(answer, *, pool, grown):
     "bytes one eager update writes grow (a number; measure it with bl.eager_update)?",
 )
 def _loop_scaling(answer):
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        return False, "Give a number, e.g. 1.0 if the time did not change."
-    if 1.9 <= value <= 2.1:
+    if 1.9 <= float(answer) <= 2.1:
         return True, "Right. Does its time grow as much? Compare a small and a large array."
-    if value < 1.9:
-        return False, "Does the result of x.at[i].set(v) live in a new buffer? How big is it?"
-    return False, "More than the array grew? Check what one update writes: one new array."
+    return False, "Does the result of x.at[i].set(v) live in a new buffer? How big is it?"

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from batchlab.exercises import DIRECTIONS, exercise
+from batchlab.exercises import DIRECTIONS, choose, exercise
 from batchlab.timeline.capture import trace
 
 #: (batches, load seconds, compute seconds): load-bound, compute-bound, balanced, one batch
@@ -75,12 +75,6 @@ def padding_rows(answer: Any) -> tuple[bool, str]:
     return True, "Right: (-n) % d rows, at most d - 1, and the mask marks them False."
 
 
-def _share_direction(new: float, old: float, margin: float = 0.1) -> str:
-    """``"grows"``, ``"same"`` or ``"shrinks"`` for a share in [0, 1], ``margin`` apart."""
-    d = new - old
-    return "grows" if d > margin else "shrinks" if d < -margin else "same"
-
-
 @exercise(
     "loading.sync_less",
     "Change the loop that reads the loss every step so that it reads it only every 4th step "
@@ -102,7 +96,8 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
             f"Your loop returned {len(got)} losses; the loop that syncs every step returns "
             f"{len(want)}, and they should be the same numbers in the same order."
         )
-    if answer["overlap"] != _share_direction(t.result.overlap_share, reference.overlap_share):
+    d = t.result.overlap_share - reference.overlap_share  # a share in [0, 1]: 0.1 apart
+    if answer["overlap"] != ("grows" if d > 0.1 else "shrinks" if d < -0.1 else "same"):
         return False, (
             "Not yet. Look at the two timelines: while the main thread waits for a loss "
             "(grey), can the next 'load batch' span run? And between two waits?"
@@ -121,24 +116,22 @@ def bigger_weights(
 ) -> tuple[bool, str]:
     if not isinstance(answer, dict) or answer.keys() != {"direction", "ratio"}:
         return False, "Answer with dict(direction='rises' | 'falls' | 'stays', ratio=<a number>)."
-    direction, ratio = answer["direction"], answer["ratio"]
     # per device: the batch's share (1/n of it) plus a whole copy of the weights
     want = (batch_bytes + weight_bytes) / (batch_bytes / n_devices + weight_bytes)
-    if direction not in ("rises", "falls", "stays"):
-        return False, f"`direction` must be one of ('rises', 'falls', 'stays'), got {direction!r}."
-    if direction != ("falls" if want < old_ratio else "rises"):
+    ok, hint = choose(
+        answer["direction"],
+        "falls" if want < old_ratio else "rises",
+        ("rises", "falls", "stays"),
+        "",
+        "Not that direction. Per device, the arguments are the device's share of the batch "
+        "plus what every device holds whole. Which of the two did you make larger?",
+    )
+    if not ok:
+        return False, hint
+    if not abs(float(answer["ratio"]) / want - 1) < 0.15:
         return False, (
-            "Not that direction. Per device, the arguments are the device's share of the batch "
-            "plus what every device holds whole. Which of the two did you make larger?"
-        )
-    try:
-        ratio = float(ratio)
-    except (TypeError, ValueError):
-        return False, f"`ratio` must be a number (your measured ratio), got {ratio!r}."
-    if not abs(ratio / want - 1) < 0.15:
-        return False, (
-            f"The direction is right, but {ratio:.2f} is not what the compiled memory analysis "
-            "gives. Measure it: argument bytes on 1 device divided by those on 8, with the new "
-            "weights replicated."
+            f"The direction is right, but {answer['ratio']:.2f} is not what the compiled memory "
+            "analysis gives. Measure it: argument bytes on 1 device divided by those on 8, with "
+            "the new weights replicated."
         )
     return True, "Right, direction and size. Now say why in one sentence."

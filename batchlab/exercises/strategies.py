@@ -55,10 +55,7 @@ def chunk_count(answer: Any) -> tuple[bool, str]:
     "dispatch ratio), small chunk over large chunk, and explain each.",
 )
 def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tuple[bool, str]:
-    try:
-        time_ratio, temp_ratio, dispatch_ratio = (float(v) for v in answer)
-    except (TypeError, ValueError):
-        return False, "Give three numbers: (time, temp, dispatch ratio), small chunk over large."
+    time_ratio, temp_ratio, dispatch_ratio = (float(v) for v in answer)
     # dispatches: one chunk alone is one call; more chunks are a split, a step each, a concatenation
     steps = [-(-items // c) for c in chunks]
     calls = [1 if n == 1 else n + 2 for n in steps]
