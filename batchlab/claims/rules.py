@@ -1,9 +1,8 @@
-"""Rules: from a claim's evidence (the figures named in ``reads``) to *holds*, *does not hold*
-or *inconclusive here* (a timing interval straddling the threshold, or a figure that is ``None``).
-"""
+"""Rules: from the figures named in ``reads`` to *holds*, *does not hold* or *inconclusive here*."""
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import operator
@@ -74,10 +73,8 @@ def _span(ev: Evidence) -> tuple[float, float, float] | None:
 
 @dataclass(frozen=True)
 class Ratio:
-    """``numerator / denominator`` above (or below) ``threshold``: holds when its whole interval
-    is on the claimed side, does not hold when all of it is on the other. Paired samples: the
-    median of the per-round ratios and its :func:`median_interval`; unpaired: the ratio of the
-    fastest samples, ranging fastest/slowest to slowest/fastest."""
+    """``numerator / denominator`` above (or below) ``threshold`` over its whole interval: paired,
+    the per-round ratios' :func:`median_interval`; unpaired, fastest/slowest to slowest/fastest."""
 
     numerator: str
     denominator: str
@@ -125,14 +122,8 @@ class Ratio:
         return Decision(outcome, text, timed, short, value)
 
 
-def ratio_above(numerator: str, denominator: str, threshold: float) -> Ratio:
-    """Holds when ``numerator / denominator`` is above ``threshold`` over the whole spread."""
-    return Ratio(numerator, denominator, threshold, above=True)
-
-
-def ratio_below(numerator: str, denominator: str, threshold: float) -> Ratio:
-    """Holds when ``numerator / denominator`` is below ``threshold`` over the whole spread."""
-    return Ratio(numerator, denominator, threshold, above=False)
+ratio_above = functools.partial(Ratio, above=True)  # ratio_above(numerator, denominator, t)
+ratio_below = functools.partial(Ratio, above=False)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -148,7 +139,6 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _number(evidence: Mapping[str, Evidence], name: str) -> Number:
-    """The Number called ``name``; timing samples are refused."""
     if isinstance(evidence[name], Samples):
         raise TypeError(
             f"`{name}` holds timing samples; equals and relation compare deterministic figures "

@@ -48,14 +48,11 @@ def all_batches(answer: Any) -> tuple[bool, str]:
     for n, b in [(10, 3), (9, 3), (0, 4), (2, 5)]:
         got = [np.asarray(x).tolist() for x in answer(n, b)]
         flat = [i for x in got for i in x]
-        if flat != list(range(n)):
-            missing = sorted(set(range(n)) - set(flat))
+        if flat != list(range(n)) or any(len(x) > b or len(x) == 0 for x in got):
             return False, (
-                f"For n_items={n}, batch_size={b} the batches hold {len(flat)} indices; "
-                f"missing {missing[:5]}. What happens to the remainder n % batch_size?"
+                f"For n_items={n}, batch_size={b} the batches hold {len(flat)} indices in "
+                f"{len(got)} batches of 1 to {b}? What happens to the remainder n % batch_size?"
             )
-        if any(len(x) > b or len(x) == 0 for x in got):
-            return False, f"For n_items={n}, batch_size={b} a batch is empty or over batch_size."
     return True, "Right for every case, including the remainder and an empty dataset."
 
 
@@ -83,7 +80,6 @@ def padding_rows(answer: Any) -> tuple[bool, str]:
     "{'loop': your_function, 'overlap': 'grows' | 'same' | 'shrinks'}, then say why.",
 )
 def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
-    """Traces ``answer['loop']()``; compares its overlap share with ``reference`` (a Timeline)."""
     if not isinstance(answer, dict) or not callable(answer.get("loop")):
         return False, "Answer {'loop': the function itself (no parentheses), 'overlap': ...}."
     if answer.get("overlap") not in DIRECTIONS:
