@@ -12,10 +12,7 @@ from batchlab.batching.axes import BatchAxisError, explain_axes
 from batchlab.exercises import choose, exercise
 
 
-@exercise(
-    "axes.item_shape",
-    "x has shape (4, 6, 3) and is mapped with in_axes=1. What shape does fn see per item?",
-)
+@exercise("axes.item_shape", "Shape fn sees per item of x (4, 6, 3) with in_axes=1?")
 def item_shape(answer: Any) -> tuple[bool, str]:
     if isinstance(answer, (str, bytes)):  # "43" would read as (4, 3)
         return False, "Answer with a shape, a tuple of ints like (2, 5), not a string."
@@ -24,12 +21,7 @@ def item_shape(answer: Any) -> tuple[bool, str]:
     return False, "vmap removes exactly the axis in_axes names, counting from 0, from (4, 6, 3)."
 
 
-@exercise(
-    "axes.columns_batch",
-    "x holds one item per COLUMN: shape (F, B) = (3, 5); w (3, 2) is shared. Give "
-    "{'in_axes': ..., 'out_axes': ...} so that vmap runs predict(x, w) = x @ w over the 5 "
-    "columns and returns the outputs with the batch LAST: shape (2, 5).",
-)
+@exercise("axes.columns_batch", "in_axes and out_axes mapping x @ w over x's 5 columns.")
 def columns_batch(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, str]:
     if not isinstance(answer, dict) or not {"in_axes", "out_axes"} <= set(answer):
         return False, "Answer with a dict {'in_axes': ..., 'out_axes': ...}."
@@ -47,12 +39,7 @@ def columns_batch(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, s
     return True, "Right: in_axes picks the axis that holds the items, out_axes where they go."
 
 
-@exercise(
-    "axes.non_square",
-    "Change the square batch x_sq from (3, 3) to 3 items of 4 features, (3, 4), with w of "
-    "shape (4,). What does in_axes=(1, None) give now: 'error', 'wrong answer' or "
-    "'right answer'? Then say why.",
-)
+@exercise("axes.non_square", "in_axes=(1, None) on a (3, 4) batch: error, wrong or right answer?")
 def non_square(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, str]:
     try:
         wrong = jax.vmap(fn, in_axes=(1, None))(x, w)

@@ -20,11 +20,7 @@ def predict_shape(answer: Any) -> tuple[bool, str]:
     return False, "Align the shapes from the RIGHT, then on each axis take the size that is not 1."
 
 
-@exercise(
-    "broadcasting.residual",
-    "Write residual(pred, y) for pred of shape (n, 1) and y of shape (n,) "
-    "that returns the (n,) element-wise differences pred - y.",
-)
+@exercise("broadcasting.residual", "residual(pred, y): the (n,) differences of (n, 1) and (n,).")
 def residual(answer: Any) -> tuple[bool, str]:
     pred = np.arange(6.0, dtype=np.float32).reshape(6, 1)
     y = np.linspace(0.0, 1.0, 6, dtype=np.float32)
@@ -38,12 +34,7 @@ def residual(answer: Any) -> tuple[bool, str]:
     return True, "Right: both operands have one shape, so the difference is element by element."
 
 
-@exercise(
-    "broadcasting.batch_of_one",
-    "Change n from 6 to 1 in the (n, 1) - (n,) MSE. What does the MSE as written give: "
-    "'error', 'wrong answer' or 'right answer'? Then say why, and what it means for a "
-    "test that uses a batch of one.",
-)
+@exercise("broadcasting.batch_of_one", "(n, 1) - (n,) MSE at n = 1: error, wrong or right answer?")
 def batch_of_one(answer: Any, *, n: int) -> tuple[bool, str]:
     pred = jax.random.normal(jax.random.key(3), (n, 1))
     labels = jax.random.normal(jax.random.key(4), (n,))

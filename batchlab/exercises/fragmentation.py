@@ -9,11 +9,7 @@ from batchlab.exercises import exercise
 from batchlab.measuring.memory import memory_estimate
 
 
-@exercise(
-    "fragmentation.hand_trace",
-    "On a BFCAllocator(4096) with 256-byte alignment: allocate a=1000 B, b=1000 B, c=1000 B, "
-    "free b, then allocate d=600 B. At which offset does d land?",
-)
+@exercise("fragmentation.hand_trace", "Offset of d=600 B after a, b, c of 1000 B and free b?")
 def _hand_trace(answer):
     a = BFCAllocator(4096)
     for name in "abc":
@@ -27,11 +23,7 @@ def _hand_trace(answer):
     )
 
 
-@exercise(
-    "fragmentation.donation_alias",
-    "Donate the parameters of a step so that XLA reuses their buffer: give the donate_argnums "
-    "that make alias_bytes equal the parameters' size, and donate nothing the output cannot reuse.",
-)
+@exercise("fragmentation.donation_alias", "donate_argnums aliasing exactly the parameters.")
 def _donation_alias(answer, *, step, args, params_index):
     """``step(*args)`` with the parameters at ``params_index``."""
     nbytes = args[params_index].nbytes
@@ -47,11 +39,7 @@ def _donation_alias(answer, *, step, args, params_index):
     return False, "Not the parameters' bytes alias: which input (from 0) does the output replace?"
 
 
-@exercise(
-    "fragmentation.fixed_shape",
-    "Pick the workload of batchlab.allocator.WORKLOADS whose simulation needs no more memory than "
-    "its live peak (overhead 1.0) on the BFC allocator, and is NOT a training loop.",
-)
+@exercise("fragmentation.fixed_shape", "The workload with overhead 1.0 that is no training loop.")
 def _fixed_shape(answer):
     if answer == "batched":
         return True, "One fixed shape: every freed block fits the next request exactly."
@@ -60,12 +48,7 @@ def _fixed_shape(answer):
     return False, "Choose among 'per-item', 'batched', 'bucketed'."
 
 
-@exercise(
-    "fragmentation.growth_vs_pool",
-    "Scan the batched XLA events again with preallocate=False (regions grown on demand, "
-    "XLA_PYTHON_CLIENT_PREALLOCATE=false). Does it need a 'larger', 'smaller' or the 'same' "
-    "device, as a multiple of its live peak, as the preallocated pool? Why?",
-)
+@exercise("fragmentation.growth_vs_pool", "preallocate=False: a larger, smaller or same device?")
 def _growth_vs_pool(answer, *, pool, grown):
     if pool.overhead is None or grown.overhead is None:
         return False, "One of the scans found no fitting device; widen the headrooms."
@@ -76,11 +59,7 @@ def _growth_vs_pool(answer, *, pool, grown):
     return True, "Right; compare the memory maps to see where the regions went."
 
 
-@exercise(
-    "fragmentation.loop_scaling",
-    "In the eager loop `x = x.at[i].set(v)`, double the array size. By what factor do the "
-    "bytes one eager update writes grow (a number; measure it with bl.eager_update)?",
-)
+@exercise("fragmentation.loop_scaling", "Growth of one eager update's bytes as the array doubles.")
 def _loop_scaling(answer):
     if 1.9 <= float(answer) <= 2.1:
         return True, "Right. Does its time grow as much? Compare a small and a large array."

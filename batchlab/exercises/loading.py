@@ -13,12 +13,7 @@ from batchlab.timeline.capture import trace
 PIPELINES = [(10, 1.0, 1.0), (10, 2.0, 0.5), (10, 0.25, 3.0), (1, 1.0, 1.0), (12, 0.5, 0.5)]
 
 
-@exercise(
-    "loading.pipeline_time",
-    "Write pipeline_seconds(n, load, compute, prefetch) -> the exact seconds for n batches, each "
-    "taking `load` s to load and `compute` s to compute, run serially or with prefetch, counting "
-    "the start-up (nothing computes before the first load ends, nothing loads after the last).",
-)
+@exercise("loading.pipeline_time", "pipeline_seconds(n, load, compute, prefetch), exactly.")
 def pipeline_time(answer: Any) -> tuple[bool, str]:
     for n, load, compute in PIPELINES:
         case = f"load={load} and compute={compute}"
@@ -39,11 +34,7 @@ def pipeline_time(answer: Any) -> tuple[bool, str]:
     return True, "Right for every case. Compare its speed-up for 12 batches with the loops'."
 
 
-@exercise(
-    "loading.all_batches",
-    "Write batches(n_items, batch_size) -> list of index arrays covering every item once, "
-    "in order, none dropped.",
-)
+@exercise("loading.all_batches", "batches(n_items, batch_size): every item once, in order.")
 def all_batches(answer: Any) -> tuple[bool, str]:
     for n, b in [(10, 3), (9, 3), (0, 4), (2, 5)]:
         got = [np.asarray(x).tolist() for x in answer(n, b)]
@@ -56,11 +47,7 @@ def all_batches(answer: Any) -> tuple[bool, str]:
     return True, "Right for every case, including the remainder and an empty dataset."
 
 
-@exercise(
-    "loading.padding_rows",
-    "Write padding_rows(n_items, n_devices) -> how many padding rows shard_batch adds so that "
-    "every device holds the same number of rows.",
-)
+@exercise("loading.padding_rows", "padding_rows(n_items, n_devices): rows shard_batch adds.")
 def padding_rows(answer: Any) -> tuple[bool, str]:
     for n, d in [(13, 8), (16, 8), (1, 8), (0, 4), (7, 3), (9, 1)]:
         got = int(answer(n, d))
@@ -72,13 +59,7 @@ def padding_rows(answer: Any) -> tuple[bool, str]:
     return True, "Right: (-n) % d rows, at most d - 1, and the mask marks them False."
 
 
-@exercise(
-    "loading.sync_less",
-    "Change the loop that reads the loss every step so that it reads it only every 4th step "
-    "(keep the other losses on the device; return all the losses as floats, in order). Does the "
-    "overlap share in its trace grow, stay the same or shrink? Answer "
-    "{'loop': your_function, 'overlap': 'grows' | 'same' | 'shrinks'}, then say why.",
-)
+@exercise("loading.sync_less", "Sync every 4th step: {'loop': ..., 'overlap': ...}.")
 def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
     if not isinstance(answer, dict) or not callable(answer.get("loop")):
         return False, "Answer {'loop': the function itself (no parentheses), 'overlap': ...}."
@@ -101,12 +82,7 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
     return True, "Right, as traced in this run. Now say why."
 
 
-@exercise(
-    "scaling.bigger_weights",
-    "Make the replicated weights 8x larger (hidden 256 -> 2048) and measure again on 1 and 8 "
-    "devices. Does the argument-memory ratio (1 device / 8 devices) rise, fall or stay, and "
-    "what is it now? Answer dict(direction=..., ratio=...).",
-)
+@exercise("scaling.bigger_weights", "8x weights: dict(direction=..., ratio=...).")
 def bigger_weights(
     answer: Any, *, batch_bytes: int, weight_bytes: int, n_devices: int, old_ratio: float
 ) -> tuple[bool, str]:

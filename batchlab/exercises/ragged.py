@@ -13,11 +13,7 @@ from batchlab.exercises import direction, exercise
 from batchlab.ragged.boundaries import optimal_boundaries, padded_elements
 
 
-@exercise(
-    "ragged.wasted_fraction",
-    "Items of lengths `lengths` are padded to the longest one. What fraction of the "
-    "padded positions are pads (a number between 0 and 1)?",
-)
+@exercise("ragged.wasted_fraction", "Fraction of the padded positions that are pads (0 to 1).")
 def wasted_fraction(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     lengths = np.asarray(lengths)
     if abs(float(answer) - (1 - lengths.sum() / (len(lengths) * lengths.max()))) < 1e-3:
@@ -25,11 +21,7 @@ def wasted_fraction(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     return False, "Count pads, not data: padded is batch x longest; data fills sum(lengths)."
 
 
-@exercise(
-    "ragged.masked_mean",
-    "Write `my_masked_mean(x, mask)`: the mean over axis 1 of the positions where `mask` is True, "
-    "0.0 for a row with no True at all, with no NaN in its value or its gradient.",
-)
+@exercise("ragged.masked_mean", "my_masked_mean(x, mask): NaN-free, 0.0 for an empty row.")
 def masked_mean_exercise(answer: Callable, *, x: Any, mask: Any) -> tuple[bool, str]:
     x, mask = jnp.asarray(x), jnp.asarray(mask)
     rows = [np.asarray(x[i])[np.asarray(mask[i])] for i in range(x.shape[0])]
@@ -47,12 +39,7 @@ def masked_mean_exercise(answer: Callable, *, x: Any, mask: Any) -> tuple[bool, 
     return True, "Correct, including empty rows and a NaN-free gradient (the 'double where' trick)."
 
 
-@exercise(
-    "ragged.predict_compiles",
-    "A freshly jitted function is called once on every sequence of `lengths`, unpadded. "
-    "How many compilations happen? And if every sequence is first padded to its bucket "
-    "boundary in `boundaries` (one call per sequence)? Answer (raw, bucketed).",
-)
+@exercise("ragged.predict_compiles", "Compilations unpadded and bucketed: (raw, bucketed).")
 def predict_compiles(answer: Any, *, lengths: Any, boundaries: Any) -> tuple[bool, str]:
     raw, bucketed = (int(v) for v in answer)
     if raw != len(np.unique(lengths)):
@@ -62,11 +49,7 @@ def predict_compiles(answer: Any, *, lengths: Any, boundaries: Any) -> tuple[boo
     return True, "Right: one compilation per distinct shape; bucketing caps it at used buckets."
 
 
-@exercise(
-    "ragged.three_boundaries",
-    "Choose 3 bucket boundaries (a sorted list of ints, the last >= the longest length) for "
-    "`lengths` whose padded size is within 5% of the best possible with 3 buckets.",
-)
+@exercise("ragged.three_boundaries", "3 bucket boundaries within 5% of the best padded size.")
 def three_boundaries(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     lengths, b = np.asarray(lengths), [int(v) for v in answer]
     if len(b) != 3 or b != sorted(set(b)) or b[-1] < lengths.max():
@@ -81,12 +64,7 @@ def three_boundaries(answer: Any, *, lengths: Any) -> tuple[bool, str]:
     )
 
 
-@exercise(
-    "ragged.long_item",
-    "Add one item of `extra` tokens to the padded batch of items with lengths `lengths`. By what "
-    "factor do the flops of the padded masked mean grow, and by what factor those of the packed "
-    "mean? Answer (padded_factor, packed_factor); the order of magnitude is what counts.",
-)
+@exercise("ragged.long_item", "One long item's flop factors: (padded_factor, packed_factor).")
 def long_item(answer: Any, *, lengths: Any, extra: int) -> tuple[bool, str]:
     lengths = np.asarray(lengths)
     padded = (len(lengths) + 1) * max(int(lengths.max()), extra) / (len(lengths) * lengths.max())
@@ -105,12 +83,7 @@ def long_item(answer: Any, *, lengths: Any, extra: int) -> tuple[bool, str]:
     return True, "Right."
 
 
-@exercise(
-    "ragged.batch_size_change",
-    "An epoch of `bucket_batches` with `boundaries` and `batch_size=old` is rebuilt with "
-    "`batch_size=new`. For each of 'compiles', 'filler_rows' and 'batches', answer 'more', "
-    "'fewer' or 'same' (a dict).",
-)
+@exercise("ragged.batch_size_change", "New batch_size: compiles, filler_rows, batches (a dict).")
 def batch_size_change(
     answer: Any, *, lengths: Any, boundaries: Any, old: int, new: int
 ) -> tuple[bool, str]:

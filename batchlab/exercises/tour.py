@@ -13,11 +13,7 @@ from batchlab.exercises import DIRECTIONS, direction, exercise
 from batchlab.measuring.memory import memory_estimate
 
 
-@exercise(
-    "tour.predict_bytes",
-    "Predict the argument and output bytes XLA plans for the batched scorer "
-    "at batch size B, as a dict {'argument': ..., 'output': ...}.",
-)
+@exercise("tour.predict_bytes", "Bytes XLA plans for the scorer's arguments and output (a dict).")
 def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str]:
     if not isinstance(answer, dict) or not {"argument", "output"} <= set(answer):
         return False, "Answer with a dict with the keys 'argument' and 'output' (in bytes)."
@@ -30,12 +26,7 @@ def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str
     )
 
 
-@exercise(
-    "tour.change_dtype",
-    "Change the scorer's inputs from float32 to another dtype (e.g. bfloat16). For the "
-    "argument and the temp bytes, say 'shrinks', 'same' or 'grows', as a dict "
-    "{'argument': ..., 'temp': ...}, then explain why.",
-)
+@exercise("tour.change_dtype", "Another dtype: argument and temp bytes shrink, same or grow?")
 def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple[bool, str]:
     keys = ("argument", "temp")
     if not isinstance(answer, dict) or any(answer.get(k) not in DIRECTIONS for k in keys):
