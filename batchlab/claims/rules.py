@@ -54,9 +54,8 @@ def median_interval(ratios: list[float]) -> tuple[float, float, float] | None:
 def _paired(num: Evidence, den: Evidence) -> list[float] | None:
     """Per-round ratios when both sides are paired samples of one run (or one side is exact)."""
     if isinstance(num, Samples) and isinstance(den, Samples):
-        if num.paired is None or num.paired != den.paired:
-            return None
-        return [a / b for a, b in zip(num.values, den.values, strict=True)]
+        same = num.paired is not None and num.paired == den.paired
+        return [a / b for a, b in zip(num.values, den.values, strict=True)] if same else None
     if isinstance(num, Samples) and num.paired and den.value:
         return [a / float(den.value) for a in num.values]
     if isinstance(den, Samples) and den.paired and num.value is not None:

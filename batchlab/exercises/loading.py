@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from batchlab.exercises import DIRECTIONS, choose, exercise
+from batchlab.exercises import DIRECTIONS, exercise
 from batchlab.timeline.capture import trace
 
 #: (batches, load seconds, compute seconds): load-bound, compute-bound, balanced, one batch
@@ -90,16 +90,11 @@ def bigger_weights(
         return False, "Answer with dict(direction='rises' | 'falls' | 'stays', ratio=<a number>)."
     # per device: the batch's share (1/n of it) plus a whole copy of the weights
     want = (batch_bytes + weight_bytes) / (batch_bytes / n_devices + weight_bytes)
-    ok, hint = choose(
-        answer["direction"],
-        "falls" if want < old_ratio else "rises",
-        ("rises", "falls", "stays"),
-        "",
-        "Not that direction. Per device, the arguments are the device's share of the batch "
-        "plus what every device holds whole. Which of the two did you make larger?",
-    )
-    if not ok:
-        return False, hint
+    if answer["direction"] != ("falls" if want < old_ratio else "rises"):
+        return False, (
+            "Not that direction ('rises', 'falls' or 'stays'?). Per device, the arguments are the "
+            "device's share of the batch plus what every device holds whole: which grew?"
+        )
     if not abs(float(answer["ratio"]) / want - 1) < 0.15:
         return False, (
             f"The direction is right, but {answer['ratio']:.2f} is not what the compiled memory "

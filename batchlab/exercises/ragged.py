@@ -71,15 +71,9 @@ def long_item(answer: Any, *, lengths: Any, extra: int) -> tuple[bool, str]:
     packed = (lengths.sum() + extra) / lengths.sum()
     a_padded, a_packed = (float(v) for v in answer)
     if not 0.5 <= a_padded / padded <= 2:
-        return False, (
-            "The padded factor is off: a padded batch is items x longest positions, and a mask "
-            "computes every one. What does one long item do to the longest?"
-        )
+        return False, "The padded factor is off: a mask computes items x longest; and now?"
     if not 0.5 <= a_packed / packed <= 2:
-        return False, (
-            "The packed factor is off: a packed batch is the sum of the lengths, nothing more. "
-            "How much does one item add to that sum?"
-        )
+        return False, "The packed factor is off: packing costs the sum of the lengths, no more."
     return True, "Right."
 
 
