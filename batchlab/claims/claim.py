@@ -61,8 +61,7 @@ class Claim:
     outcome = property(lambda self: self.decision.outcome)  # holds / does not hold / inconclusive
 
     def __repr__(self) -> str:
-        wall_clock = " (wall clock)" if self.decision.timed else ""
-        return f"{self.statement}: {self.outcome}{wall_clock}; {self.decision.deciding}"
+        return f"{self.statement}: {Check(self).verdict}; {self.decision.deciding}"
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,8 @@ COVERAGE = 0.95
 
 
 def median_interval(ratios: list[float]) -> tuple[float, float, float] | None:
-    """(median, low, high): the sign test's distribution-free interval for the median of
-    ``ratios``, ``r_(k)`` to ``r_(n+1-k)`` with the largest ``k`` whose coverage
-    ``1 - 2 P(Bin(n, 1/2) < k)`` is at least :data:`COVERAGE`. ``None`` below 6 ratios."""
+    """(median, low, high): the sign test's interval ``r_(k)`` to ``r_(n+1-k)``, the largest ``k``
+    with coverage ``1 - 2 P(Bin(n, 1/2) < k)`` >= :data:`COVERAGE`; ``None`` below 6 ratios."""
     n, r = len(ratios), sorted(ratios)
     tail, k = 0.0, 0  # tail = P(Bin(n, 1/2) <= k - 1)
     while 1 - 2 * (tail + math.comb(n, k) / 2**n) >= COVERAGE:

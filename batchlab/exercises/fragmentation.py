@@ -25,7 +25,6 @@ def _hand_trace(answer):
 
 @exercise("fragmentation.donation_alias", "donate_argnums aliasing exactly the parameters.")
 def _donation_alias(answer, *, step, args, params_index):
-    """``step(*args)`` with the parameters at ``params_index``."""
     nbytes = args[params_index].nbytes
     est = memory_estimate(jax.jit(step, donate_argnums=answer), *args)
     extra = sorted(({answer} if isinstance(answer, int) else set(answer)) - {params_index})
