@@ -1,9 +1,4 @@
-"""Claims decided by evidence, and a notebook's :class:`Record` of them.
-
-A **finding** runs one rule on the ``case`` and on a ``contrast`` where the *rival* explanation
-is true; it stands only when the two read opposite ways, else it reads *inconclusive here*.
-A **check** is a fact with no contrast, listed apart.
-"""
+"""Claims decided by evidence, and a notebook's :class:`Record` of them."""
 
 from __future__ import annotations
 
@@ -23,9 +18,8 @@ Figures = Sequence[Evidence] | Mapping[str, Evidence]
 
 @dataclass(frozen=True)
 class Claim:
-    """A ``statement`` (plain words, no cause: a finding's contrast tests that) decided by
-    ``rule`` on the ``evidence`` measured in the cell (Number and Samples, or the dict an
-    interleaved run returns) when it is built; ``source`` names the source claim it tests."""
+    """A ``statement`` (plain words, no cause) decided by ``rule`` on the ``evidence`` (Number and
+    Samples, or an interleaved run's dict) when built; ``source`` names the source claim tested."""
 
     statement: str
     evidence: Figures
@@ -67,8 +61,7 @@ class Claim:
     outcome = property(lambda self: self.decision.outcome)  # holds / does not hold / inconclusive
 
     def __repr__(self) -> str:
-        wall_clock = " (wall clock)" if self.decision.timed else ""
-        return f"{self.statement}: {self.outcome}{wall_clock}; {self.decision.deciding}"
+        return f"{self.statement}: {Check(self).verdict}; {self.decision.deciding}"
 
 
 @dataclass(frozen=True)
@@ -81,10 +74,7 @@ class Check:
     outcome = property(lambda self: self.claim.outcome)
     timed = property(lambda self: self.claim.decision.timed)
 
-    @property
-    def verdict(self) -> str:
-        """The outcome, marked "(wall clock)" when timings decided it."""
-        return self.outcome + (" (wall clock)" if self.timed else "")
+    verdict = property(lambda self: self.outcome + (" (wall clock)" if self.timed else ""))
 
     def __repr__(self) -> str:
         return f"check, {self.verdict}: {self.claim.decision.deciding}"
@@ -92,21 +82,20 @@ class Check:
 
 @dataclass(frozen=True)
 class Finding(Check):
-    """A claim decided on its case, shown able to fail by a contrast where the rival is true."""
+    """A claim decided on its case and on a ``contrast`` where the ``rival`` explanation is true:
+    it stands only when the two read opposite ways, else it reads *inconclusive here*."""
 
     contrast: Claim
     rival: str
 
-    @property
-    def discriminates(self) -> bool:
-        """The contrast reads the other way (one holds, the other does not)."""
-        return {self.claim.outcome, self.contrast.outcome} == {HOLDS, FAILS}
+    discriminates = property(
+        lambda self: {self.claim.outcome, self.contrast.outcome} == {HOLDS, FAILS}
+    )
 
     outcome = property(lambda self: self.claim.outcome if self.discriminates else INCONCLUSIVE)
     timed = property(lambda self: self.claim.decision.timed or self.contrast.decision.timed)
 
     def __repr__(self) -> str:
-        """One line: the verdict, the case's numbers, the rival's case's."""
         d, c = self.claim.decision, self.contrast.decision
         tail = "" if self.discriminates else " (no contrast: not evidence here)"
         rival = f"rival's case: {c.outcome}, {c.value or c.deciding}{tail}"

@@ -1,5 +1,4 @@
-"""What a claim rests on: named figures measured in the cell (each naming the code it came
-from), and the :class:`Scope` they hold in."""
+"""What a claim rests on: named figures, each naming its source, and the :class:`Scope`."""
 
 from __future__ import annotations
 
@@ -48,10 +47,8 @@ def format_value(value: Any, unit: str = "") -> str:
 
 @dataclass(frozen=True)
 class Number:
-    """One deterministic figure (a count, bytes, a shape, a flag) and the code that measured it.
-
-    ``value`` is ``None`` when this backend cannot give it (a rule then reads *inconclusive
-    here*); ``unit`` is one of ``UNITS``.
+    """One deterministic figure (a count, bytes, a shape, a flag; ``None``: not measurable on this
+    backend) and the code that measured it.
 
     Example:
       >>> Number("compilations", 2, "jax.monitoring compile events")
@@ -73,11 +70,8 @@ class Number:
 
 @dataclass(frozen=True)
 class Samples:
-    """Repeated timings of one thing, in seconds (or seconds per item): never a single number.
-
-    Samples of one :func:`batchlab.measuring.interleaved` call share a ``paired`` token:
-    sample ``i`` of each was taken in the same round, so a rule reads the per-round ratios.
-    """
+    """Repeated timings of one thing, in seconds (or per item); samples of one ``interleaved`` call
+    share a ``paired`` token (sample ``i`` of each: the same round)."""
 
     name: str
     values: tuple[float, ...]
@@ -123,8 +117,7 @@ Evidence = Number | Samples
 
 @dataclass(frozen=True)
 class Scope:
-    """Where a claim's numbers hold: this machine's backend, device kind and JAX version (unless
-    given), and the ``sizes`` and ``dtype`` they were measured at."""
+    """Where a claim's numbers hold: backend, device kind, JAX version, ``sizes`` and ``dtype``."""
 
     sizes: Mapping[str, Any] = field(default_factory=dict)
     dtype: str | None = None

@@ -1,9 +1,8 @@
-"""Rules: from a claim's evidence (the figures named in ``reads``) to *holds*, *does not hold*
-or *inconclusive here* (a timing interval straddling the threshold, or a figure that is ``None``).
-"""
+"""Rules: from the figures named in ``reads`` to *holds*, *does not hold* or *inconclusive here*."""
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import operator
@@ -42,9 +41,8 @@ COVERAGE = 0.95
 
 
 def median_interval(ratios: list[float]) -> tuple[float, float, float] | None:
-    """(median, low, high): the sign test's distribution-free interval for the median of
-    ``ratios``, ``r_(k)`` to ``r_(n+1-k)`` with the largest ``k`` whose coverage
-    ``1 - 2 P(Bin(n, 1/2) < k)`` is at least :data:`COVERAGE`. ``None`` below 6 ratios."""
+    """(median, low, high): the sign test's interval ``r_(k)`` to ``r_(n+1-k)``, the largest ``k``
+    with coverage ``1 - 2 P(Bin(n, 1/2) < k)`` >= :data:`COVERAGE`; ``None`` below 6 ratios."""
     n, r = len(ratios), sorted(ratios)
     tail, k = 0.0, 0  # tail = P(Bin(n, 1/2) <= k - 1)
     while 1 - 2 * (tail + math.comb(n, k) / 2**n) >= COVERAGE:
@@ -55,9 +53,8 @@ def median_interval(ratios: list[float]) -> tuple[float, float, float] | None:
 def _paired(num: Evidence, den: Evidence) -> list[float] | None:
     """Per-round ratios when both sides are paired samples of one run (or one side is exact)."""
     if isinstance(num, Samples) and isinstance(den, Samples):
-        if num.paired is None or num.paired != den.paired:
-            return None
-        return [a / b for a, b in zip(num.values, den.values, strict=True)]
+        same = num.paired is not None and num.paired == den.paired
+        return [a / b for a, b in zip(num.values, den.values, strict=True)] if same else None
     if isinstance(num, Samples) and num.paired and den.value:
         return [a / float(den.value) for a in num.values]
     if isinstance(den, Samples) and den.paired and num.value is not None:
@@ -74,10 +71,8 @@ def _span(ev: Evidence) -> tuple[float, float, float] | None:
 
 @dataclass(frozen=True)
 class Ratio:
-    """``numerator / denominator`` above (or below) ``threshold``: holds when its whole interval
-    is on the claimed side, does not hold when all of it is on the other. Paired samples: the
-    median of the per-round ratios and its :func:`median_interval`; unpaired: the ratio of the
-    fastest samples, ranging fastest/slowest to slowest/fastest."""
+    """``numerator / denominator`` above (or below) ``threshold`` over its whole interval: paired,
+    the per-round ratios' :func:`median_interval`; unpaired, fastest/slowest to slowest/fastest."""
 
     numerator: str
     denominator: str
@@ -125,14 +120,8 @@ class Ratio:
         return Decision(outcome, text, timed, short, value)
 
 
-def ratio_above(numerator: str, denominator: str, threshold: float) -> Ratio:
-    """Holds when ``numerator / denominator`` is above ``threshold`` over the whole spread."""
-    return Ratio(numerator, denominator, threshold, above=True)
-
-
-def ratio_below(numerator: str, denominator: str, threshold: float) -> Ratio:
-    """Holds when ``numerator / denominator`` is below ``threshold`` over the whole spread."""
-    return Ratio(numerator, denominator, threshold, above=False)
+ratio_above = functools.partial(Ratio, above=True)  # ratio_above(numerator, denominator, t)
+ratio_below = functools.partial(Ratio, above=False)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -148,7 +137,6 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _number(evidence: Mapping[str, Evidence], name: str) -> Number:
-    """The Number called ``name``; timing samples are refused."""
     if isinstance(evidence[name], Samples):
         raise TypeError(
             f"`{name}` holds timing samples; equals and relation compare deterministic figures "

@@ -1,6 +1,4 @@
-"""The eleven claims of the kit's two source texts (``seeds/``), by the names a learner reads
-everywhere: notebook 00's list, the README, a finding's ``source=``.
-"""
+"""The eleven claims of the kit's two source texts (``seeds/``), by the names a learner reads."""
 
 from __future__ import annotations
 

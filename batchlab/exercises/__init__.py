@@ -1,10 +1,7 @@
 """Exercises with automatic checks: a hint on a wrong answer, never the solution.
 
-A checker ``checker(answer, **context) -> (ok, message)`` is registered under "topic.name" in
-a topic submodule; a notebook calls ``exercises.check("tour.predict_bytes", my_answer)``.
-Solutions sit between ``# BEGIN SOLUTION`` and ``# END SOLUTION`` (with the explanation in a
-comment there: stored outputs are visible to every learner); ``scripts/workshop.py`` builds
-student copies with a stub (``...``) there.
+A topic module registers ``checker(answer, **context) -> (ok, message)`` with ``@exercise``;
+a notebook calls ``exercises.check("tour.predict_bytes", my_answer, **context)``.
 """
 
 from __future__ import annotations
@@ -79,12 +76,8 @@ class CheckResult:
 
 
 def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
-    """Checks a learner's answer to one exercise; truthy when correct.
-
-    ``context`` is what the checker needs from the notebook. A wrong answer, the stub ``...``,
-    or an error in the learner's code is a hint, never raised; an unknown ``exercise_id``
-    (``KeyError``) or a ``context`` the checker cannot take (``TypeError``) is raised.
-    """
+    """Checks a learner's answer (truthy when correct): a wrong one, the stub ``...`` or an error
+    in it is a hint; an unknown id or a ``context`` the checker cannot take is raised."""
     checker, _ = _lookup(exercise_id)
     try:
         inspect.signature(checker).bind(answer, **context)
@@ -139,8 +132,7 @@ DIRECTIONS = ("shrinks", "same", "grows")
 
 
 def direction(new: float, old: float, tolerance: float = 0.05, words=DIRECTIONS) -> str:
-    """``words[2]`` when ``new`` exceeds ``old`` by over ``tolerance`` of ``old``, ``words[0]``
-    when below by more, else ``words[1]``."""
+    """``words[2]`` when ``new`` exceeds ``old`` by over ``tolerance`` of it, ``words[0]`` below."""
     margin = tolerance * abs(old)
     return words[2] if new > old + margin else words[0] if new < old - margin else words[1]
 

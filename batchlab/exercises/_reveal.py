@@ -1,8 +1,4 @@
-"""Predict, then measure: a learner's committed guess shown beside the measurement.
-
-With no guess (``None``, or the student stub ``...``) the reveal still runs and says "no
-prediction made", so "Run All" reaches the end of every notebook.
-"""
+"""Predict, then measure: a learner's committed guess shown beside the measurement."""
 
 from __future__ import annotations
 
@@ -39,18 +35,14 @@ def _show(value: Any, unit: str) -> str:
 
 @dataclass(frozen=True)
 class Reveal:
-    """A committed prediction (``guess``, ``None`` when none was made) beside the value
-    ``measured`` in this run, both in ``unit`` (``"bytes"``, ``"seconds"``: human units)."""
+    """A committed ``guess`` (``None``: none made) beside the value ``measured``, in ``unit``."""
 
     prediction_id: str
     guess: Any
     measured: Any
     unit: str = ""
 
-    @property
-    def made(self) -> bool:
-        """Whether the learner committed a prediction."""
-        return self.guess is not None
+    made = property(lambda self: self.guess is not None)  # whether a prediction was committed
 
     @property
     def verdict(self) -> str:

@@ -12,60 +12,34 @@ from batchlab.batching.axes import BatchAxisError, explain_axes
 from batchlab.exercises import choose, exercise
 
 
-@exercise(
-    "axes.item_shape",
-    "x has shape (4, 6, 3) and is mapped with in_axes=1. What shape does fn see per item?",
-)
+@exercise("axes.item_shape", "Shape fn sees per item of x (4, 6, 3) with in_axes=1?")
 def item_shape(answer: Any) -> tuple[bool, str]:
-    shape = "Answer with a shape, a tuple of ints like (2, 5)"
     if isinstance(answer, (str, bytes)):  # "43" would read as (4, 3)
-        return False, f"{shape}, not a string."
-    try:
-        answer = tuple(int(d) for d in answer)
-    except (TypeError, ValueError):
-        return False, f"{shape}."
-    if answer == (4, 3):
+        return False, "Answer with a shape, a tuple of ints like (2, 5), not a string."
+    if tuple(answer) == (4, 3):
         return True, "Right: vmap removes the mapped axis, only that one; the others keep order."
-    if answer == (6, 3):
-        return False, "That removes axis 0. in_axes=1 names the mapped axis, counting from 0."
-    if len(answer) == 3:
-        return False, "vmap removes the mapped axis: one item has one axis fewer than the batch."
-    return False, "Remove exactly the axis that in_axes names from (4, 6, 3)."
+    return False, "vmap removes exactly the axis in_axes names, counting from 0, from (4, 6, 3)."
 
 
-@exercise(
-    "axes.columns_batch",
-    "x holds one item per COLUMN: shape (F, B) = (3, 5); w (3, 2) is shared. Give "
-    "{'in_axes': ..., 'out_axes': ...} so that vmap runs predict(x, w) = x @ w over the 5 "
-    "columns and returns the outputs with the batch LAST: shape (2, 5).",
-)
+@exercise("axes.columns_batch", "in_axes and out_axes mapping x @ w over x's 5 columns.")
 def columns_batch(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, str]:
     if not isinstance(answer, dict) or not {"in_axes", "out_axes"} <= set(answer):
         return False, "Answer with a dict {'in_axes': ..., 'out_axes': ...}."
     try:
         e = explain_axes(fn, x, w, in_axes=answer["in_axes"], out_axes=answer["out_axes"])
-    except BatchAxisError as err:
-        return False, f"vmap would refuse it: {str(err).split('.')[0]}."
-    except TypeError as err:  # e.g. each call sees shapes that cannot be multiplied
-        why = str(err).splitlines()[0]
-        return False, f"Each call would fail ({why}): which axis of x holds the 5 items?"
+    except (BatchAxisError, TypeError) as err:  # TypeError: each call sees unmultipliable shapes
+        why = str(err).splitlines()[0].split(". ")[0]  # the first sentence: never the fix
+        return False, f"vmap would refuse it ({why}): which axes hold the items?"
     mapped = {lf.label: lf.axis for lf in e.inputs}
-    if mapped.get("w") is not None:
-        return False, "w is the same for every item: which in_axes entry means 'not mapped'?"
-    if e.batch_size != x.shape[1] or mapped.get("x") != 1:
-        return False, "The batch has 5 items, one per column: which axis of x has size 5?"
+    if mapped.get("w") is not None or e.batch_size != x.shape[1] or mapped.get("x") != 1:
+        return False, "5 items, one per column of x, and w the same for every item: which in_axes?"
     if e.outputs[0].shape != (w.shape[1], x.shape[1]):
         got = e.outputs[0].shape
         return False, f"The output comes out as {got}: out_axes says where the batch axis goes."
     return True, "Right: in_axes picks the axis that holds the items, out_axes where they go."
 
 
-@exercise(
-    "axes.non_square",
-    "Change the square batch x_sq from (3, 3) to 3 items of 4 features, (3, 4), with w of "
-    "shape (4,). What does in_axes=(1, None) give now: 'error', 'wrong answer' or "
-    "'right answer'? Then say why.",
-)
+@exercise("axes.non_square", "in_axes=(1, None) on a (3, 4) batch: error, wrong or right answer?")
 def non_square(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, str]:
     try:
         wrong = jax.vmap(fn, in_axes=(1, None))(x, w)

@@ -13,22 +13,14 @@ from batchlab.exercises import choose, exercise
 
 @exercise("broadcasting.predict_shape", "What shape do (8, 1, 3) and (5, 1) broadcast to?")
 def predict_shape(answer: Any) -> tuple[bool, str]:
-    try:
-        answer = tuple(int(d) for d in answer)
-    except TypeError:
-        return False, "Answer with a shape, a tuple of ints."
-    if answer == (8, 5, 3):
+    if tuple(answer) == (8, 5, 3):
         return True, "Right: aligned from the right, a missing axis counts as 1, each 1 stretches."
     if len(answer) != 3:
         return False, "The result has as many axes as the longest operand."
     return False, "Align the shapes from the RIGHT, then on each axis take the size that is not 1."
 
 
-@exercise(
-    "broadcasting.residual",
-    "Write residual(pred, y) for pred of shape (n, 1) and y of shape (n,) "
-    "that returns the (n,) element-wise differences pred - y.",
-)
+@exercise("broadcasting.residual", "residual(pred, y): the (n,) differences of (n, 1) and (n,).")
 def residual(answer: Any) -> tuple[bool, str]:
     pred = np.arange(6.0, dtype=np.float32).reshape(6, 1)
     y = np.linspace(0.0, 1.0, 6, dtype=np.float32)
@@ -42,12 +34,7 @@ def residual(answer: Any) -> tuple[bool, str]:
     return True, "Right: both operands have one shape, so the difference is element by element."
 
 
-@exercise(
-    "broadcasting.batch_of_one",
-    "Change n from 6 to 1 in the (n, 1) - (n,) MSE. What does the MSE as written give: "
-    "'error', 'wrong answer' or 'right answer'? Then say why, and what it means for a "
-    "test that uses a batch of one.",
-)
+@exercise("broadcasting.batch_of_one", "(n, 1) - (n,) MSE at n = 1: error, wrong or right answer?")
 def batch_of_one(answer: Any, *, n: int) -> tuple[bool, str]:
     pred = jax.random.normal(jax.random.key(3), (n, 1))
     labels = jax.random.normal(jax.random.key(4), (n,))

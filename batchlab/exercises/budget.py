@@ -10,26 +10,16 @@ import numpy as np
 from batchlab.exercises import choose, direction, exercise
 from batchlab.runs.budget import max_batch_size
 
-_NUMBER = (int, float, np.integer, np.floating)
-
 
 @exercise(
     "budget.chunk_effect",
     "Double the chunk of a chunked lax.map and keep the budget: how many items fit now? (an int)",
 )
-def _chunk_effect(
-    answer: Any, *, measured: int, vmap_answer: int, chunk8_answer: int
-) -> tuple[bool, str]:
-    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) or answer < 0:
-        return False, "Give a whole number of items (an int)."
+def _chunk_effect(answer: Any, *, measured: int) -> tuple[bool, str]:
     if answer == measured:
         return True, "Right: the chunked program's planned bytes decide, as max_batch_size found."
-    if answer >= chunk8_answer:
-        return False, "Fewer fit: how big are one chunk's D x D temporaries, against the budget?"
-    if answer == 0:
-        return False, "Some still fit: what does lax.map do with a batch below one chunk?"
     if answer > measured:
-        return False, "Fewer fit than that: do one chunk's temporaries fit the budget at all?"
+        return False, "Fewer fit: how big are one chunk's D x D temporaries, against the budget?"
     return False, "More fit: a batch below one chunk runs as a plain vmap. How many did vmap fit?"
 
 
@@ -41,17 +31,12 @@ def _chunk_effect(
 def _largest_batch(
     answer: Callable, *, fn: Callable, item: Any, budgets: list[int]
 ) -> tuple[bool, str]:
-    if not callable(answer):
-        return False, "Pass your function itself: largest, not largest(...)."
     for budget in budgets:
         expected, got = int(max_batch_size(fn, item, budget_bytes=budget)), answer(fn, item, budget)
         if int(got) != expected:
-            size = (
-                "too large: it does not fit" if got > expected else "too small: a larger one fits"
-            )
             return False, (
-                f"For a budget of {budget} bytes your answer {got} is {size}. Compare "
-                f"the planned bytes (MemoryEstimate.planned_bytes) with the budget."
+                f"For a budget of {budget} bytes your answer {got} is wrong: compare the planned "
+                "bytes (MemoryEstimate.planned_bytes) of it and of one more item with the budget."
             )
     return True, "Right for every budget. How many compilations did yours need?"
 
@@ -62,12 +47,8 @@ def _largest_batch(
     "for the same items and the same failures?",
 )
 def _resume_equal(answer: Callable, *, a: Any, b: Any, different: Any) -> tuple[bool, str]:
-    if not callable(answer):
-        return False, "Pass your function itself: same, not same(...)."
-    if not answer(a, b):
-        return False, "Your function says two equal runs differ: check indices, outputs, failures."
-    if answer(a, different):
-        return False, "Your function says two different runs are the same: compare the outputs?"
+    if not answer(a, b) or answer(a, different):
+        return False, "Compare indices, outputs, failures: equal runs match, different ones do not."
     return True, "Right: indices, outputs (exactly, same program) and failures must all match."
 
 
@@ -77,12 +58,10 @@ def _resume_equal(answer: Callable, *, a: Any, b: Any, different: Any) -> tuple[
     "many times the old one? (a ratio, e.g. 0.5 for half)",
 )
 def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
-    if not isinstance(answer, _NUMBER) or answer <= 0:
-        return False, "Give a positive ratio: new largest batch / old largest batch."
+    if answer > 0 and abs(np.log2(answer / measured_ratio)) <= 0.6:
+        return True, "Right order. Now say why, from the buffer of one item that grows fastest."
     if answer >= 1:
         return False, "A larger item needs more memory per item: can more fit the same budget?"
-    if abs(np.log2(answer / measured_ratio)) <= 0.6:
-        return True, "Right order. Now say why, from the buffer of one item that grows fastest."
     if answer > measured_ratio:
         return False, "Fewer items fit than that: how does one item's largest buffer grow with D?"
     return False, "More items fit than that: look again at which buffer grows fastest with D."
@@ -94,9 +73,7 @@ def _features_effect(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
     "how many times the old one? (a ratio)",
 )
 def _double_budget(answer: Any, *, measured_ratio: float) -> tuple[bool, str]:
-    if not isinstance(answer, _NUMBER) or answer <= 0:
-        return False, "Give a positive ratio: new batch size / old batch size."
-    if abs(np.log2(answer / measured_ratio)) <= 0.4:
+    if answer > 0 and abs(np.log2(answer / measured_ratio)) <= 0.4:
         return True, "Right, and run_batches finds that size itself."
     if answer < measured_ratio:
         return False, "More than that fits. How do planned bytes grow with the batch (06's curve)?"

@@ -13,12 +13,7 @@ from batchlab.timeline.capture import trace
 PIPELINES = [(10, 1.0, 1.0), (10, 2.0, 0.5), (10, 0.25, 3.0), (1, 1.0, 1.0), (12, 0.5, 0.5)]
 
 
-@exercise(
-    "loading.pipeline_time",
-    "Write pipeline_seconds(n, load, compute, prefetch) -> the exact seconds for n batches, each "
-    "taking `load` s to load and `compute` s to compute, run serially or with prefetch, counting "
-    "the start-up (nothing computes before the first load ends, nothing loads after the last).",
-)
+@exercise("loading.pipeline_time", "pipeline_seconds(n, load, compute, prefetch), exactly.")
 def pipeline_time(answer: Any) -> tuple[bool, str]:
     for n, load, compute in PIPELINES:
         case = f"load={load} and compute={compute}"
@@ -39,31 +34,20 @@ def pipeline_time(answer: Any) -> tuple[bool, str]:
     return True, "Right for every case. Compare its speed-up for 12 batches with the loops'."
 
 
-@exercise(
-    "loading.all_batches",
-    "Write batches(n_items, batch_size) -> list of index arrays covering every item once, "
-    "in order, none dropped.",
-)
+@exercise("loading.all_batches", "batches(n_items, batch_size): every item once, in order.")
 def all_batches(answer: Any) -> tuple[bool, str]:
     for n, b in [(10, 3), (9, 3), (0, 4), (2, 5)]:
         got = [np.asarray(x).tolist() for x in answer(n, b)]
         flat = [i for x in got for i in x]
-        if flat != list(range(n)):
-            missing = sorted(set(range(n)) - set(flat))
+        if flat != list(range(n)) or any(len(x) > b or len(x) == 0 for x in got):
             return False, (
-                f"For n_items={n}, batch_size={b} the batches hold {len(flat)} indices; "
-                f"missing {missing[:5]}. What happens to the remainder n % batch_size?"
+                f"For n_items={n}, batch_size={b} the batches hold {len(flat)} indices in "
+                f"{len(got)} batches of 1 to {b}? What happens to the remainder n % batch_size?"
             )
-        if any(len(x) > b or len(x) == 0 for x in got):
-            return False, f"For n_items={n}, batch_size={b} a batch is empty or over batch_size."
     return True, "Right for every case, including the remainder and an empty dataset."
 
 
-@exercise(
-    "loading.padding_rows",
-    "Write padding_rows(n_items, n_devices) -> how many padding rows shard_batch adds so that "
-    "every device holds the same number of rows.",
-)
+@exercise("loading.padding_rows", "padding_rows(n_items, n_devices): rows shard_batch adds.")
 def padding_rows(answer: Any) -> tuple[bool, str]:
     for n, d in [(13, 8), (16, 8), (1, 8), (0, 4), (7, 3), (9, 1)]:
         got = int(answer(n, d))
@@ -75,21 +59,8 @@ def padding_rows(answer: Any) -> tuple[bool, str]:
     return True, "Right: (-n) % d rows, at most d - 1, and the mask marks them False."
 
 
-def _share_direction(new: float, old: float, margin: float = 0.1) -> str:
-    """``"grows"``, ``"same"`` or ``"shrinks"`` for a share in [0, 1], ``margin`` apart."""
-    d = new - old
-    return "grows" if d > margin else "shrinks" if d < -margin else "same"
-
-
-@exercise(
-    "loading.sync_less",
-    "Change the loop that reads the loss every step so that it reads it only every 4th step "
-    "(keep the other losses on the device; return all the losses as floats, in order). Does the "
-    "overlap share in its trace grow, stay the same or shrink? Answer "
-    "{'loop': your_function, 'overlap': 'grows' | 'same' | 'shrinks'}, then say why.",
-)
+@exercise("loading.sync_less", "Sync every 4th step: {'loop': ..., 'overlap': ...}.")
 def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
-    """Traces ``answer['loop']()``; compares its overlap share with ``reference`` (a Timeline)."""
     if not isinstance(answer, dict) or not callable(answer.get("loop")):
         return False, "Answer {'loop': the function itself (no parentheses), 'overlap': ...}."
     if answer.get("overlap") not in DIRECTIONS:
@@ -102,7 +73,8 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
             f"Your loop returned {len(got)} losses; the loop that syncs every step returns "
             f"{len(want)}, and they should be the same numbers in the same order."
         )
-    if answer["overlap"] != _share_direction(t.result.overlap_share, reference.overlap_share):
+    d = t.result.overlap_share - reference.overlap_share  # a share in [0, 1]: 0.1 apart
+    if answer["overlap"] != ("grows" if d > 0.1 else "shrinks" if d < -0.1 else "same"):
         return False, (
             "Not yet. Look at the two timelines: while the main thread waits for a loss "
             "(grey), can the next 'load batch' span run? And between two waits?"
@@ -110,35 +82,23 @@ def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
     return True, "Right, as traced in this run. Now say why."
 
 
-@exercise(
-    "scaling.bigger_weights",
-    "Make the replicated weights 8x larger (hidden 256 -> 2048) and measure again on 1 and 8 "
-    "devices. Does the argument-memory ratio (1 device / 8 devices) rise, fall or stay, and "
-    "what is it now? Answer dict(direction=..., ratio=...).",
-)
+@exercise("scaling.bigger_weights", "8x weights: dict(direction=..., ratio=...).")
 def bigger_weights(
     answer: Any, *, batch_bytes: int, weight_bytes: int, n_devices: int, old_ratio: float
 ) -> tuple[bool, str]:
     if not isinstance(answer, dict) or answer.keys() != {"direction", "ratio"}:
         return False, "Answer with dict(direction='rises' | 'falls' | 'stays', ratio=<a number>)."
-    direction, ratio = answer["direction"], answer["ratio"]
     # per device: the batch's share (1/n of it) plus a whole copy of the weights
     want = (batch_bytes + weight_bytes) / (batch_bytes / n_devices + weight_bytes)
-    if direction not in ("rises", "falls", "stays"):
-        return False, f"`direction` must be one of ('rises', 'falls', 'stays'), got {direction!r}."
-    if direction != ("falls" if want < old_ratio else "rises"):
+    if answer["direction"] != ("falls" if want < old_ratio else "rises"):
         return False, (
-            "Not that direction. Per device, the arguments are the device's share of the batch "
-            "plus what every device holds whole. Which of the two did you make larger?"
+            "Not that direction ('rises', 'falls' or 'stays'?). Per device, the arguments are the "
+            "device's share of the batch plus what every device holds whole: which grew?"
         )
-    try:
-        ratio = float(ratio)
-    except (TypeError, ValueError):
-        return False, f"`ratio` must be a number (your measured ratio), got {ratio!r}."
-    if not abs(ratio / want - 1) < 0.15:
+    if not abs(float(answer["ratio"]) / want - 1) < 0.15:
         return False, (
-            f"The direction is right, but {ratio:.2f} is not what the compiled memory analysis "
-            "gives. Measure it: argument bytes on 1 device divided by those on 8, with the new "
-            "weights replicated."
+            f"The direction is right, but {answer['ratio']:.2f} is not what the compiled memory "
+            "analysis gives. Measure it: argument bytes on 1 device divided by those on 8, with "
+            "the new weights replicated."
         )
     return True, "Right, direction and size. Now say why in one sentence."
