@@ -60,7 +60,7 @@ class AdvisorExplorer(Explorer):
         super().__init__(
             lambda budget: setting(advice, budget),
             {"budget": budget},
-            controls={"budget": stops_slider(stops, "budget", "420px", format_bytes)},
+            controls={"budget": stops_slider(stops, "budget", width="420px", label=format_bytes)},
             draw=lambda ex: plot_candidates(
                 advice, budget=ex.result.budget, pick=ex.result.recommended
             ),

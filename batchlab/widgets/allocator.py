@@ -90,11 +90,7 @@ class InPlaceExplorer(Explorer):
                 "update": choice(UPDATES, description="x is"),
                 "size": stops_slider(sizes, "size"),
             },
-            draw=_draw_update,
-            describe=lambda r: (
-                f"{r.copies} copy instruction(s); alias {r.memory.alias_bytes} B; "
-                f"temp {r.memory.temp_bytes} B (compiled analysis)"
-            ),
+            draw=_draw_update,  # described by the CompiledUpdate's own repr
             title="In-place update explorer",
         )
         self.update()

@@ -99,19 +99,16 @@ class BroadcastOutcome(NamedTuple):
 
 
 def _parse_shape(text: str, name: str) -> tuple[int, ...]:
-    if not isinstance(text, str):
-        fix = (text,) if type(text) is int else text if isinstance(text, (tuple, list)) else (4, 1)
-        raise TypeError(
-            f"`{name}` is the text of a shape box, got {type(text).__name__} {text!r:.40}; "
-            f"write the shape as a string: update({name}={str(tuple(fix))!r})."
-        )
     try:
         value = ast.literal_eval(text.strip() or "()")
-    except (ValueError, SyntaxError):
+    except (AttributeError, ValueError, SyntaxError):  # not text, or not a Python literal
         value = None
-    value = (value,) if isinstance(value, int) else value
+    value = (value,) if type(value) is int else value
     if not isinstance(value, tuple) or not all(type(d) is int and d >= 0 for d in value):
-        raise ValueError(f"`{name}` must be a shape like (4, 1), got {text!r}.")
+        raise (ValueError if isinstance(text, str) else TypeError)(
+            f"`{name}` must be a shape like (4, 1), typed as text (update({name}='(4, 1)')), "
+            f"got {text!r:.40}."
+        )
     return value
 
 

@@ -71,10 +71,8 @@ class BatchSizeExplorer(Explorer):
 
     def as_sweep(self) -> Sweep:
         """Every measured batch size as a :class:`batchlab.measuring.Sweep`."""
-        s = Sweep(name=getattr(self.fn, "__name__", "fn"), parameter="batch_size")
         measured = sorted((int(dict(k)["batch_size"]), m) for k, m in self.cache.items())
-        s.points = [SweepPoint(b, m) for b, m in measured]
-        return s
+        return Sweep(getattr(self.fn, "__name__", "fn"), points=[SweepPoint(*p) for p in measured])
 
     def _describe(self, m: Measurement) -> str:
         return (
@@ -106,9 +104,6 @@ class StrategyExplorer(Explorer):
         sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.choices = {"batch_size": tuple(sizes)}
         options = [s for s in STRATEGIES if s != "manual" or manual is not None]
-        for s in strategies:
-            if s not in options:
-                raise ValueError(f"`strategies` may hold {options}, got {s!r}.")
         self.name = getattr(fn, "__name__", "fn")
         self.points: dict[tuple[str, int], StrategyResult] = {}
 

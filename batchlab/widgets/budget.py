@@ -69,7 +69,9 @@ class BudgetExplorer(Explorer):
             search,
             {"budget": budget},
             controls={
-                "budget": stops_slider(self.choices["budget"], "budget", "420px", format_bytes)
+                "budget": stops_slider(
+                    self.choices["budget"], "budget", width="420px", label=format_bytes
+                )
             },
             draw=lambda ex: plot_budget_curves(list(ex.result.values())),
             describe=_describe,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,9 +16,7 @@ from batchlab.scaling.speedup import ScalingPoint, measure_scaling
 from batchlab.widgets.controls import choice, control
 from batchlab.widgets.explorer import Explorer
 
-
-def _dropdown(name: str, options: Sequence[Any]):
-    return choice(options, description=name, width="220px")
+_dropdown = functools.partial(choice, width="220px")
 
 
 class LoadingExplorer(Explorer):
@@ -45,10 +44,10 @@ class LoadingExplorer(Explorer):
             return measure_loading(dataset, **setting, **kw)
 
         controls = {
-            "batch_size": _dropdown("batch size", batch_sizes),
-            "method": _dropdown("method", METHODS),
-            "order": _dropdown("order", ORDERS),
-            "transfer": _dropdown("transfer per", TRANSFERS),
+            "batch_size": _dropdown(batch_sizes, "batch size"),
+            "method": _dropdown(METHODS, "method"),
+            "order": _dropdown(ORDERS, "order"),
+            "transfer": _dropdown(TRANSFERS, "transfer per"),
             "prefetch": control("Checkbox", description="prefetch", indent=False),
             "sync": control("Checkbox", description="sync every step", indent=False),
         }
@@ -143,8 +142,8 @@ class ScalingExplorer(Explorer):
             compute,
             {"n_devices": device_counts[0], "batch_size": batch_sizes[0]},
             controls={
-                "n_devices": _dropdown("devices", device_counts),
-                "batch_size": _dropdown("batch size", batch_sizes),
+                "n_devices": _dropdown(device_counts, "devices"),
+                "batch_size": _dropdown(batch_sizes, "batch size"),
             },
             draw=_draw_scaling,
             describe=_describe_scaling,
