@@ -56,7 +56,6 @@ class AdvisorExplorer(Explorer):
             )
         budget = advice.budget.bytes
         stops = sorted({budget, *(check_positive_int(b, "budgets") for b in budgets)})
-        self.choices = {"budget": tuple(stops)}
         super().__init__(
             lambda budget: setting(advice, budget),
             {"budget": budget},

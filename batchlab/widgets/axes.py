@@ -72,6 +72,7 @@ class AxesExplorer(Explorer):
             describe=_describe,
             title="vmap axes explorer",
         )
+        self.choices = {}  # any axis from Python: a wrong one comes back as JAX's error
         self.update()
 
 

@@ -45,7 +45,6 @@ class BatchSizeExplorer(Explorer):
         check_callable(make_batch, "make_batch")
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.fn, self.make_batch = fn, make_batch
-        self.choices = {"batch_size": tuple(batch_sizes)}
         self._jitted = jax.jit(fn)
         super().__init__(
             lambda batch_size: measure(fn, *self._args(batch_size), **measure_options),
@@ -102,7 +101,6 @@ class StrategyExplorer(Explorer):
         check_callable(fn)
         check_positive_int(chunk, "chunk")
         sizes = check_positive_ints(batch_sizes, "batch_sizes")
-        self.choices = {"batch_size": tuple(sizes)}
         options = [s for s in STRATEGIES if s != "manual" or manual is not None]
         self.name = getattr(fn, "__name__", "fn")
         self.points: dict[tuple[str, int], StrategyResult] = {}

@@ -23,9 +23,15 @@ def control(kind: str, *, width: str = "auto", **options: Any) -> Callable[[Any]
 
 
 def choice(options: Sequence[Any], description: str, *, label: Callable = str, **kw: Any):
-    """A dropdown (or ``kind=`` another selection) over ``options``, shown as ``label(value)``."""
+    """A dropdown (or ``kind=`` another selection) over ``options``, shown as ``label(value)``.
+
+    ``factory.stops``: the options, the only settings ``Explorer.update`` accepts for it.
+    """
+    options = tuple(options)
     shown = [(label(o), o) for o in options]
-    return control(kw.pop("kind", "Dropdown"), options=shown, description=description, **kw)
+    make = control(kw.pop("kind", "Dropdown"), options=shown, description=description, **kw)
+    make.stops = options
+    return make
 
 
 # a slider over exactly these values: stops_slider(stops, "budget", label=format_bytes)

@@ -64,6 +64,7 @@ class Explorer:
         self.control_widgets: dict[str, Any] = {}
         self._png: dict[tuple, bytes] = {}  # plots drawn since the last new measurement
         self._syncing = False
+        self.choices = {n: f.stops for n, f in self._controls.items() if hasattr(f, "stops")}
 
     def _key(self, params: dict[str, Any]) -> tuple:
         return tuple(sorted((k, repr(v)) for k, v in params.items()))
@@ -77,7 +78,7 @@ class Explorer:
             )
         changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items()}
         new, t0 = {**self.params, **changes}, time.perf_counter()
-        for name, stops in getattr(self, "choices", {}).items():  # what the controls can show
+        for name, stops in self.choices.items():  # what the controls can show
             if new[name] not in stops:
                 raise ValueError(
                     f"`{name}`={new[name]!r} is not one of this explorer's settings {list(stops)}; "
@@ -176,6 +177,7 @@ class Explorer:
             with contextlib.suppress(Exception):  # a value the control cannot show
                 control.value = self.params[name]
         self._syncing = False
+        self.choices = {n: f.stops for n, f in self._controls.items() if hasattr(f, "stops")}
 
     def _set_status(self, text: str, *, state: str, params: dict[str, Any]) -> None:
         """The status line; ``data-state`` and ``data-params`` are what the browser test reads."""

@@ -32,7 +32,6 @@ class LoadingExplorer(Explorer):
         ceiling: Ceiling,
     ) -> None:
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
-        self.choices = {"batch_size": tuple(batch_sizes)}
         if not isinstance(ceiling, Ceiling):
             raise TypeError(
                 f"`ceiling` must be a Ceiling from measure_ceiling(...), got {ceiling!r}."
@@ -132,7 +131,6 @@ class ScalingExplorer(Explorer):
         check_callable(make_batch, "make_batch")
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         device_counts = check_positive_ints(device_counts, "device_counts")
-        self.choices = {"n_devices": tuple(device_counts), "batch_size": tuple(batch_sizes)}
 
         def compute(n_devices: int, batch_size: int) -> ScalingPoint:
             kw = dict(params=params, devices=devices, repeat=5)

@@ -42,10 +42,8 @@ def plot_runs(ax, ex: Explorer, kind: str, colors: dict, x: str, label: str) -> 
         if by_x:
             xs = sorted(by_x)
             series[name] = (xs, [by_x[k] for k in xs])
-            lo, med, hi = (
-                1e3 * np.array([getattr(by_x[k].measurement, s) for k in xs])
-                for s in ("min", "median", "max")
-            )
+            m = [by_x[k].measurement for k in xs]
+            lo, med, hi = 1e3 * np.array([(q.min, q.median, q.max) for q in m]).T
             style = dict(fmt="o-", color=color, capsize=3, label=label.format(name))
             ax.errorbar(xs, med, yerr=[med - lo, hi - med], **style)
     return series
@@ -107,7 +105,6 @@ class PaddingExplorer(Explorer):
     ):
         self.data, self.table = token_workload(data, vocab, features, 0)
         sizes = tuple(check_positive_ints(sizes, "sizes"))
-        self.choices = {"strategy": tuple(PAD_COLORS), "size": sizes}
         self.reference = mean_pool_reference(self.data, self.table)
         self.measure_options = measure_options
         super().__init__(
@@ -187,7 +184,6 @@ class BucketExplorer(Explorer):
     ):
         self.data, self.table = token_workload(data, vocab, features, 0)
         counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
-        self.choices = {"n_buckets": counts}
         if set(measure_options) - set(RUN_OPTIONS):
             raise TypeError(
                 f"`measure_options` may hold {', '.join(RUN_OPTIONS)} (as in batchlab.measure), "
@@ -224,11 +220,9 @@ def _draw_buckets(ex: BucketExplorer):
     plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
     color = RULE_COLORS.get(p.rule, "k")
     edges = [(max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1) * 0.9, *p.boundaries]
-    for k in range(len(p.boundaries)):  # neighbouring buckets alternate shades
+    for k, span in enumerate(zip(edges, p.boundaries, strict=False)):  # shades alternate
         label = f"{p.rule} buckets" if k == 0 else None
-        ax_h.axvspan(
-            edges[k], edges[k + 1], color=color, alpha=0.08 if k % 2 else 0.22, lw=0, label=label
-        )
+        ax_h.axvspan(*span, color=color, alpha=0.08 if k % 2 else 0.22, lw=0, label=label)
     ax_h.legend(fontsize=9, loc="upper right")
     done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
