@@ -134,7 +134,6 @@ class BroadcastExplorer(Explorer):
             _broadcast,
             {"a": a, "b": b},
             controls=box,
-            describe=lambda r: f"<pre style='font-size:12px'>{html.escape(repr(r))}</pre>",
             title="Broadcasting explorer",
         )
         self.update()

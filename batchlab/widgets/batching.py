@@ -125,7 +125,6 @@ class StrategyExplorer(Explorer):
                 "strategies": control("SelectMultiple", options=options, description="strategies"),
             },
             draw=_draw_strategies,
-            describe=_describe_comparison,
             title="Batching strategies",
         )
         self.update()
@@ -136,13 +135,3 @@ def _draw_strategies(ex: StrategyExplorer):  # every point measured so far, of t
     ticked = ex.params["strategies"]
     c = Comparison(ex.name, tuple(r for (s, _), r in points if s in ticked))
     return plot_comparison(c, current=ex.params["batch_size"] if len(c.batch_sizes) > 1 else None)
-
-
-def _describe_comparison(c: Comparison) -> str:
-    parts = [
-        f"{r.label}: {r.error}"
-        if r.measurement is None
-        else f"{r.label}: <b>{format_seconds(r.run_seconds)}</b>, temp {format_bytes(r.temp_bytes)}"
-        for r in c.results
-    ]
-    return "; ".join(parts) + " (wall clock median; compiled memory analysis)"

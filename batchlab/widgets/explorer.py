@@ -31,6 +31,11 @@ def error_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:1500] + ' ... (shortened)' if len(text) > 1500 else text}"
 
 
+def _pre(result: Any) -> str:
+    """The default status line: the result as the kit prints it."""
+    return f"<pre style='font-size:12px;white-space:pre-wrap'>{html.escape(repr(result))}</pre>"
+
+
 class Explorer:
     """Parameters -> ``compute`` -> cached result -> ``draw``; on an error, back to the last good one.
 
@@ -55,7 +60,7 @@ class Explorer:
     ) -> None:
         self._compute, self._preview, self._controls = compute, preview, dict(controls or {})
         self.params, self._draw, self.title = dict(params), draw, title
-        self._describe = describe or (lambda r: html.escape(repr(r)))
+        self._describe = describe or _pre
         self.cache: dict[tuple, Any] = {}
         self.result = self.error = self.pending = self._ui = None
         self.last_update_seconds = self.last_first_answer_seconds = None
@@ -63,7 +68,6 @@ class Explorer:
         self.status_text = ""
         self.control_widgets: dict[str, Any] = {}
         self._png: dict[tuple, bytes] = {}  # plots drawn since the last new measurement
-        self._syncing = False
         self.choices = {n: f.stops for n, f in self._controls.items() if hasattr(f, "stops")}
 
     def _key(self, params: dict[str, Any]) -> tuple:
@@ -166,18 +170,15 @@ class Explorer:
         return self._ui
 
     def _on_change(self, name: str, value: Any) -> None:
-        if not self._syncing:
+        if value != self.params[name]:  # not a control moved back to the setting shown
             with contextlib.suppress(Exception):  # already shown in the widget by update()
                 self.update(**{name: value})
 
     def _sync_controls(self) -> None:
         """Moves the controls to ``params`` (an unchanged value notifies no observer)."""
-        self._syncing = True
         for name, control in self.control_widgets.items():
             with contextlib.suppress(Exception):  # a value the control cannot show
                 control.value = self.params[name]
-        self._syncing = False
-        self.choices = {n: f.stops for n, f in self._controls.items() if hasattr(f, "stops")}
 
     def _set_status(self, text: str, *, state: str, params: dict[str, Any]) -> None:
         """The status line; ``data-state`` and ``data-params`` are what the browser test reads."""

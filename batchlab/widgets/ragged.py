@@ -35,7 +35,8 @@ PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "
 
 
 def plot_runs(ax, ex: Explorer, kind: str, colors: dict, x: str, label: str) -> dict:
-    """Run times (ms) of every point measured, one series per ``kind`` (median, min..max)."""
+    """Run times (ms) of every point measured, one series per ``kind`` (median, min..max);
+    a black ring around the current setting's (none while a preview is shown)."""
     series = {}
     for name, color in colors.items():
         by_x = {getattr(q, x): q for q in ex.cache.values() if getattr(q, kind) == name}
@@ -46,14 +47,10 @@ def plot_runs(ax, ex: Explorer, kind: str, colors: dict, x: str, label: str) -> 
             lo, med, hi = 1e3 * np.array([(q.min, q.median, q.max) for q in m]).T
             style = dict(fmt="o-", color=color, capsize=3, label=label.format(name))
             ax.errorbar(xs, med, yerr=[med - lo, hi - med], **style)
+    if ex.pending is None:
+        at, ms = getattr(ex.result, x), ex.result.measurement.median * 1e3
+        ax.plot([at], [ms], "o", ms=14, mfc="none", mec="black", mew=2, label="current setting")
     return series
-
-
-def ring_current(ax, x: float, seconds: float) -> None:
-    """The black ring around the current setting's run-time point (ms)."""
-    ax.plot(
-        [x], [seconds * 1e3], "o", ms=14, mfc="none", mec="black", mew=2, label="current setting"
-    )
 
 
 class PaddingPoint(NamedTuple):
@@ -157,7 +154,6 @@ def _draw_padding(ex: PaddingExplorer):
     ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
     plot_runs(ax_t, ex, "strategy", PAD_COLORS, "padded_elements", "{} (median, bar = min..max)")
-    ring_current(ax_t, p.padded_elements, p.measurement.median)
     ax_t.set(xscale="log", yscale="log", xlabel="positions computed (log scale)")
     for axis, fmt in ((ax_t.xaxis, "{:,.0f}"), (ax_t.yaxis, "{:g}")):  # plain numbers, no 2x10^0
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -238,8 +234,6 @@ def _draw_buckets(ex: BucketExplorer):
         ax_t.axvline(
             p.n_buckets, color="black", ls=":", lw=1.5, label="current setting (measuring)"
         )
-    else:
-        ring_current(ax_t, p.n_buckets, p.measurement.median)
     shown = sorted({q.n_buckets for q in ex.cache.values()} | {p.n_buckets})
     ax_t.set_xticks(shown, [str(k) for k in shown])
     ax_t.set(xlim=(0, max(shown) + 1), ylim=(0, None), xlabel="buckets (= compilations)")
