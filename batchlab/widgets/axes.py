@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import html
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -69,21 +68,10 @@ class AxesExplorer(Explorer):
             params,
             controls=controls,
             draw=lambda ex: ex.result.explanation.plot() if ex.result.ok else None,
-            describe=_describe,
             title="vmap axes explorer",
         )
         self.choices = {}  # any axis from Python: a wrong one comes back as JAX's error
         self.update()
-
-
-def _describe(r: AxesOutcome) -> str:
-    if not r.ok:
-        return f"<span style='color:#b00020'>&#9888; BatchAxisError: {html.escape(r.error)}</span>"
-    shapes = ", ".join(f"{html.escape(x.label)}: {x.item_shape}" for x in r.explanation.inputs)
-    return (
-        f"batch of <b>{r.explanation.batch_size}</b> items; each call of fn sees {shapes} "
-        "(abstract evaluation, nothing ran)"
-    )
 
 
 class BroadcastOutcome(NamedTuple):

@@ -32,8 +32,10 @@ def error_message(exc: BaseException) -> str:
 
 
 def _pre(result: Any) -> str:
-    """The default status line: the result as the kit prints it."""
-    return f"<pre style='font-size:12px;white-space:pre-wrap'>{html.escape(repr(result))}</pre>"
+    """The default status line: the result as the kit prints it (red when it holds an error)."""
+    red = ";color:#b00020" if getattr(result, "error", None) else ""
+    style = f"font-size:12px;white-space:pre-wrap{red}"
+    return f"<pre style='{style}'>{html.escape(repr(result))}</pre>"
 
 
 class Explorer:
