@@ -29,17 +29,15 @@ from batchlab.widgets import BroadcastExplorer
 # ------------------------------------------------------------- raw errors from below the kit
 
 
-@pytest.mark.parametrize(
-    ("value", "suggested"), [(5, r"'\(5,\)'"), ((5, 1), r"'\(5, 1\)'"), (None, r"'\(4, 1\)'")]
-)
-def test_explorer_update_with_a_non_text_shape_names_it(value, suggested):
+@pytest.mark.parametrize(("value", "shown"), [(5, "5"), ((5, 1), r"\(5, 1\)"), (None, "None")])
+def test_explorer_update_with_a_non_text_shape_names_it(value, shown):
     ex = BroadcastExplorer("(5,)", "(5, 1)")
     with pytest.raises(
-        TypeError, match=rf"`a` is the text of a shape box, got .*update\(a={suggested}\)"
+        TypeError, match=rf"`a` must be a shape like \(4, 1\), typed as text .*got {shown}\."
     ):
         ex.update(a=value)
     assert ex.params["a"] == "(5,)"  # the last good setting is kept
-    with pytest.raises(ValueError, match=r"`b` must be a shape like \(4, 1\)"):
+    with pytest.raises(ValueError, match=r"`b` must be a shape like \(4, 1\).*got '\(True,\)'"):
         ex.update(b="(True,)")
 
 

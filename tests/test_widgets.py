@@ -217,7 +217,7 @@ def test_batch_size_explorer_argument_errors(stops, match):
 def test_every_control_measures_on_release():
     factories = {
         "batch": (controls.stops_slider([1, 2, 4], "batch size"), 2),
-        "budget": (controls.stops_slider([2**10, 2**20], "budget", shown=bl.format_bytes), 2**20),
+        "budget": (controls.stops_slider([2**10, 2**20], "budget", label=bl.format_bytes), 2**20),
     }
     for factory, value in factories.values():
         w = factory(value)

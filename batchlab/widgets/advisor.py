@@ -56,11 +56,10 @@ class AdvisorExplorer(Explorer):
             )
         budget = advice.budget.bytes
         stops = sorted({budget, *(check_positive_int(b, "budgets") for b in budgets)})
-        self.choices = {"budget": tuple(stops)}
         super().__init__(
             lambda budget: setting(advice, budget),
             {"budget": budget},
-            controls={"budget": stops_slider(stops, "budget", "420px", format_bytes)},
+            controls={"budget": stops_slider(stops, "budget", width="420px", label=format_bytes)},
             draw=lambda ex: plot_candidates(
                 advice, budget=ex.result.budget, pick=ex.result.recommended
             ),

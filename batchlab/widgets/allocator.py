@@ -23,7 +23,6 @@ class AllocatorExplorer(Explorer):
     def __init__(self, n_items: int = 48, *, batch_sizes=(1, 2, 4, 8, 16), headroom: float = 1.1):
         check_positive_int(n_items, "n_items")
         batch_sizes = tuple(check_positive_ints(batch_sizes, "batch_sizes"))
-        self.choices = {"batch_size": batch_sizes}
 
         def compute(workload: str, batch_size: int, policy: str, preallocate: bool) -> Simulation:
             pool = preallocate and policy != "platform"  # the platform allocator has no pool
@@ -82,7 +81,6 @@ class InPlaceExplorer(Explorer):
 
     def __init__(self, sizes=(1 << 10, 1 << 14, 1 << 16)) -> None:
         sizes = tuple(check_positive_ints(sizes, "sizes"))
-        self.choices = {"update": UPDATES, "size": sizes}
         super().__init__(
             _compiled_update,
             {"update": UPDATES[0], "size": sizes[0]},
@@ -90,11 +88,7 @@ class InPlaceExplorer(Explorer):
                 "update": choice(UPDATES, description="x is"),
                 "size": stops_slider(sizes, "size"),
             },
-            draw=_draw_update,
-            describe=lambda r: (
-                f"{r.copies} copy instruction(s); alias {r.memory.alias_bytes} B; "
-                f"temp {r.memory.temp_bytes} B (compiled analysis)"
-            ),
+            draw=_draw_update,  # described by the CompiledUpdate's own repr
             title="In-place update explorer",
         )
         self.update()

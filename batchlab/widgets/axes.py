@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import html
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -69,20 +68,10 @@ class AxesExplorer(Explorer):
             params,
             controls=controls,
             draw=lambda ex: ex.result.explanation.plot() if ex.result.ok else None,
-            describe=_describe,
             title="vmap axes explorer",
         )
+        self.choices = {}  # any axis from Python: a wrong one comes back as JAX's error
         self.update()
-
-
-def _describe(r: AxesOutcome) -> str:
-    if not r.ok:
-        return f"<span style='color:#b00020'>&#9888; BatchAxisError: {html.escape(r.error)}</span>"
-    shapes = ", ".join(f"{html.escape(x.label)}: {x.item_shape}" for x in r.explanation.inputs)
-    return (
-        f"batch of <b>{r.explanation.batch_size}</b> items; each call of fn sees {shapes} "
-        "(abstract evaluation, nothing ran)"
-    )
 
 
 class BroadcastOutcome(NamedTuple):
@@ -99,19 +88,16 @@ class BroadcastOutcome(NamedTuple):
 
 
 def _parse_shape(text: str, name: str) -> tuple[int, ...]:
-    if not isinstance(text, str):
-        fix = (text,) if type(text) is int else text if isinstance(text, (tuple, list)) else (4, 1)
-        raise TypeError(
-            f"`{name}` is the text of a shape box, got {type(text).__name__} {text!r:.40}; "
-            f"write the shape as a string: update({name}={str(tuple(fix))!r})."
-        )
     try:
         value = ast.literal_eval(text.strip() or "()")
-    except (ValueError, SyntaxError):
+    except (AttributeError, ValueError, SyntaxError):  # not text, or not a Python literal
         value = None
-    value = (value,) if isinstance(value, int) else value
+    value = (value,) if type(value) is int else value
     if not isinstance(value, tuple) or not all(type(d) is int and d >= 0 for d in value):
-        raise ValueError(f"`{name}` must be a shape like (4, 1), got {text!r}.")
+        raise (ValueError if isinstance(text, str) else TypeError)(
+            f"`{name}` must be a shape like (4, 1), typed as text (update({name}='(4, 1)')), "
+            f"got {text!r:.40}."
+        )
     return value
 
 
@@ -136,7 +122,6 @@ class BroadcastExplorer(Explorer):
             _broadcast,
             {"a": a, "b": b},
             controls=box,
-            describe=lambda r: f"<pre style='font-size:12px'>{html.escape(repr(r))}</pre>",
             title="Broadcasting explorer",
         )
         self.update()

@@ -45,7 +45,6 @@ class BatchSizeExplorer(Explorer):
         check_callable(make_batch, "make_batch")
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         self.fn, self.make_batch = fn, make_batch
-        self.choices = {"batch_size": tuple(batch_sizes)}
         self._jitted = jax.jit(fn)
         super().__init__(
             lambda batch_size: measure(fn, *self._args(batch_size), **measure_options),
@@ -71,10 +70,8 @@ class BatchSizeExplorer(Explorer):
 
     def as_sweep(self) -> Sweep:
         """Every measured batch size as a :class:`batchlab.measuring.Sweep`."""
-        s = Sweep(name=getattr(self.fn, "__name__", "fn"), parameter="batch_size")
         measured = sorted((int(dict(k)["batch_size"]), m) for k, m in self.cache.items())
-        s.points = [SweepPoint(b, m) for b, m in measured]
-        return s
+        return Sweep(getattr(self.fn, "__name__", "fn"), points=[SweepPoint(*p) for p in measured])
 
     def _describe(self, m: Measurement) -> str:
         return (
@@ -104,11 +101,7 @@ class StrategyExplorer(Explorer):
         check_callable(fn)
         check_positive_int(chunk, "chunk")
         sizes = check_positive_ints(batch_sizes, "batch_sizes")
-        self.choices = {"batch_size": tuple(sizes)}
         options = [s for s in STRATEGIES if s != "manual" or manual is not None]
-        for s in strategies:
-            if s not in options:
-                raise ValueError(f"`strategies` may hold {options}, got {s!r}.")
         self.name = getattr(fn, "__name__", "fn")
         self.points: dict[tuple[str, int], StrategyResult] = {}
 
@@ -132,7 +125,6 @@ class StrategyExplorer(Explorer):
                 "strategies": control("SelectMultiple", options=options, description="strategies"),
             },
             draw=_draw_strategies,
-            describe=_describe_comparison,
             title="Batching strategies",
         )
         self.update()
@@ -143,13 +135,3 @@ def _draw_strategies(ex: StrategyExplorer):  # every point measured so far, of t
     ticked = ex.params["strategies"]
     c = Comparison(ex.name, tuple(r for (s, _), r in points if s in ticked))
     return plot_comparison(c, current=ex.params["batch_size"] if len(c.batch_sizes) > 1 else None)
-
-
-def _describe_comparison(c: Comparison) -> str:
-    parts = [
-        f"{r.label}: {r.error}"
-        if r.measurement is None
-        else f"{r.label}: <b>{format_seconds(r.run_seconds)}</b>, temp {format_bytes(r.temp_bytes)}"
-        for r in c.results
-    ]
-    return "; ".join(parts) + " (wall clock median; compiled memory analysis)"

@@ -37,7 +37,7 @@ class BudgetExplorer(Explorer):
     ) -> None:
         check_callable(fn)
         check_positive_int(chunk_size, "chunk_size")
-        self.choices = {"budget": tuple(check_positive_ints(budgets, "budgets"))}
+        budgets = check_positive_ints(budgets, "budgets")
         # planned bytes per batch size and strategy, shared: each batch size is compiled once
         self.known: dict[str, dict[int, int]] = {"vmap": {}, "chunked": {}}
         self.status_log: list[str] = []  # what the search said while it ran
@@ -68,9 +68,7 @@ class BudgetExplorer(Explorer):
         super().__init__(
             search,
             {"budget": budget},
-            controls={
-                "budget": stops_slider(self.choices["budget"], "budget", "420px", format_bytes)
-            },
+            controls={"budget": stops_slider(budgets, "budget", width="420px", label=format_bytes)},
             draw=lambda ex: plot_budget_curves(list(ex.result.values())),
             describe=_describe,
             title="Largest batch for a memory budget",

@@ -11,6 +11,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import ipywidgets as w
+from IPython.display import display
+
 from batchlab._util.format import format_seconds
 from batchlab._util.plotting import figure_to_png
 from batchlab.measuring.compiles import count_compiles
@@ -26,6 +29,13 @@ def error_message(exc: BaseException) -> str:
     """The kit's one-paragraph message for an exception: type, then the text (shortened)."""
     text = str(exc).strip() or "(no message)"
     return f"{type(exc).__name__}: {text[:1500] + ' ... (shortened)' if len(text) > 1500 else text}"
+
+
+def _pre(result: Any) -> str:
+    """The default status line: the result as the kit prints it (red when it holds an error)."""
+    red = ";color:#b00020" if getattr(result, "error", None) else ""
+    style = f"font-size:12px;white-space:pre-wrap{red}"
+    return f"<pre style='{style}'>{html.escape(repr(result))}</pre>"
 
 
 class Explorer:
@@ -52,17 +62,15 @@ class Explorer:
     ) -> None:
         self._compute, self._preview, self._controls = compute, preview, dict(controls or {})
         self.params, self._draw, self.title = dict(params), draw, title
-        self._describe = describe or (lambda r: html.escape(repr(r)))
+        self._describe = describe or _pre
         self.cache: dict[tuple, Any] = {}
         self.result = self.error = self.pending = self._ui = None
         self.last_update_seconds = self.last_first_answer_seconds = None
-        self.last_from_cache, self.last_compiles = False, 0
-        self.last_compile_seconds = 0.0
+        self.last_from_cache, self.last_compiles, self.last_compile_seconds = False, 0, 0.0
         self.status_text = ""
         self.control_widgets: dict[str, Any] = {}
-        self._png: dict[tuple, bytes] = {}
-        self._version = 0  # bumped by every new measurement: the plots of the others change
-        self._syncing = False
+        self._png: dict[tuple, bytes] = {}  # plots drawn since the last new measurement
+        self.choices = {n: f.stops for n, f in self._controls.items() if hasattr(f, "stops")}
 
     def _key(self, params: dict[str, Any]) -> tuple:
         return tuple(sorted((k, repr(v)) for k, v in params.items()))
@@ -76,17 +84,16 @@ class Explorer:
             )
         changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items()}
         new, t0 = {**self.params, **changes}, time.perf_counter()
-        for name, stops in getattr(self, "choices", {}).items():  # what the controls can show
+        for name, stops in self.choices.items():  # what the controls can show
             if new[name] not in stops:
                 raise ValueError(
                     f"`{name}`={new[name]!r} is not one of this explorer's settings {list(stops)}; "
                     f"pick one of them (or build the explorer with it among the stops)."
                 )
         key = self._key(new)
-        cached = key in self.cache
-        self.last_first_answer_seconds = None
-        self.last_compiles, self.last_compile_seconds = 0, 0.0
-        if not cached:
+        self.last_from_cache = key in self.cache
+        self.last_first_answer_seconds, self.last_compiles, self.last_compile_seconds = None, 0, 0.0
+        if not self.last_from_cache:
             what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
             try:
                 self.cache[key] = self._measure(new, what, t0)
@@ -95,44 +102,39 @@ class Explorer:
                 self._set_status(self.error, state="error", params=new)
                 self._sync_controls()  # back to the last setting that worked
                 raise
-            self._version += 1
-        self.params, self.result, self.last_from_cache = new, self.cache[key], cached
-        self.pending = None
+            self._png.clear()  # every plot shows what was measured so far: the old ones are stale
+        self.params, self.result, self.pending = new, self.cache[key], None
         self._sync_controls()
         self.error = self._redraw()
         self.last_update_seconds = time.perf_counter() - t0
-        if self.last_first_answer_seconds is None:
-            self.last_first_answer_seconds = self.last_update_seconds
+        self.last_first_answer_seconds = self.last_first_answer_seconds or self.last_update_seconds
         state = "error" if self.error else "done"
-        self._set_status(self.error or self._done_text(self.result), state=state, params=new)
+        self._set_status(self.error or self._done_text(), state=state, params=new)
         return self.result
 
     def _measure(self, params: dict[str, Any], what: str, t0: float) -> Any:
         """``compute`` for a new setting; its preview (if any) and each compile shown first."""
         busy = functools.partial(self._set_status, state="busy", params=params)
-        lead = what
-        if self._preview is None:
-            busy(f"compiling and measuring {what} (XLA compiles new shapes first)...")
-        else:
+        if self._preview is not None:
             self.pending = self._preview(**params)
-            lead = f"{what}: {self.pending!r}"
-            busy(f"{lead}; compiling and measuring...")
+            what = f"{what}: {self.pending!r}"
             if self._ui is not None and self._draw is not None:
                 # a preview that cannot draw keeps the old plot
                 with contextlib.suppress(Exception):
                     self._image.value = figure_to_png(self._draw(self), dpi=80, tight=False)
             self.last_first_answer_seconds = time.perf_counter() - t0
+        busy(f"compiling and measuring {what} (XLA compiles new shapes first)...")
         with count_compiles() as compiles:
             compiles.on_compile = lambda name, s: busy(
-                f"{lead}: compiled {name} ({format_seconds(s)}; {compiles.count} "
+                f"{what}: compiled {name} ({format_seconds(s)}; {compiles.count} "
                 "compilation(s) so far, not run time); measuring..."
             )
             result = self._compute(**params)
         self.last_compiles, self.last_compile_seconds = compiles.count, compiles.seconds
         return result
 
-    def _done_text(self, result: Any) -> str:
-        text = self._describe(result)
+    def _done_text(self) -> str:
+        text = self._describe(self.result)
         if self.last_from_cache:
             return text + " <i>(from cache: nothing re-measured)</i>"
         if self.last_compiles:
@@ -152,13 +154,9 @@ class Explorer:
     def widget(self):
         """The ipywidgets front end (built on first use)."""
         if self._ui is None:
-            import ipywidgets as w
-
             self._status = w.HTML(layout=w.Layout(min_height="2.5em"))
-            display = None if self._draw else "none"
-            layout = w.Layout(
-                max_width="100%", width="auto", align_self="flex-start", display=display
-            )
+            hidden = {} if self._draw else {"display": "none"}
+            layout = w.Layout(max_width="100%", width="auto", align_self="flex-start", **hidden)
             self._image = w.Image(format="png", layout=layout)
             self._image.add_class("batchlab-plot")
             for name, factory in self._controls.items():
@@ -170,21 +168,19 @@ class Explorer:
             self._ui.add_class("batchlab-explorer")
             if self.result is not None:
                 self._redraw()
-                self._set_status(self._done_text(self.result), state="done", params=self.params)
+                self._set_status(self._done_text(), state="done", params=self.params)
         return self._ui
 
     def _on_change(self, name: str, value: Any) -> None:
-        if not self._syncing:
+        if value != self.params[name]:  # not a control moved back to the setting shown
             with contextlib.suppress(Exception):  # already shown in the widget by update()
                 self.update(**{name: value})
 
     def _sync_controls(self) -> None:
         """Moves the controls to ``params`` (an unchanged value notifies no observer)."""
-        self._syncing = True
         for name, control in self.control_widgets.items():
             with contextlib.suppress(Exception):  # a value the control cannot show
                 control.value = self.params[name]
-        self._syncing = False
 
     def _set_status(self, text: str, *, state: str, params: dict[str, Any]) -> None:
         """The status line; ``data-state`` and ``data-params`` are what the browser test reads."""
@@ -208,7 +204,7 @@ class Explorer:
         """Shows the current plot (from the PNG cache when possible); returns an error or None."""
         if self._ui is None or self._draw is None:
             return None
-        key = (self._key(self.params), self._version)
+        key = self._key(self.params)
         if key not in self._png:
             try:
                 fig = self._draw(self)
@@ -216,13 +212,9 @@ class Explorer:
                 return "could not draw the plot: " + error_message(e)
             if fig is None:
                 return None
-            if len(self._png) >= 64:  # the oldest plot goes
-                self._png.pop(next(iter(self._png)))
             self._png[key] = figure_to_png(fig, dpi=80, tight=False)
         self._image.value = self._png[key]
         return None
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
-
         display(self.widget)

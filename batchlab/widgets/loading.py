@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,9 +16,7 @@ from batchlab.scaling.speedup import ScalingPoint, measure_scaling
 from batchlab.widgets.controls import choice, control
 from batchlab.widgets.explorer import Explorer
 
-
-def _dropdown(name: str, options: Sequence[Any]):
-    return choice(options, description=name, width="220px")
+_dropdown = functools.partial(choice, width="220px")
 
 
 class LoadingExplorer(Explorer):
@@ -33,7 +32,6 @@ class LoadingExplorer(Explorer):
         ceiling: Ceiling,
     ) -> None:
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
-        self.choices = {"batch_size": tuple(batch_sizes)}
         if not isinstance(ceiling, Ceiling):
             raise TypeError(
                 f"`ceiling` must be a Ceiling from measure_ceiling(...), got {ceiling!r}."
@@ -45,10 +43,10 @@ class LoadingExplorer(Explorer):
             return measure_loading(dataset, **setting, **kw)
 
         controls = {
-            "batch_size": _dropdown("batch size", batch_sizes),
-            "method": _dropdown("method", METHODS),
-            "order": _dropdown("order", ORDERS),
-            "transfer": _dropdown("transfer per", TRANSFERS),
+            "batch_size": _dropdown(batch_sizes, "batch size"),
+            "method": _dropdown(METHODS, "method"),
+            "order": _dropdown(ORDERS, "order"),
+            "transfer": _dropdown(TRANSFERS, "transfer per"),
             "prefetch": control("Checkbox", description="prefetch", indent=False),
             "sync": control("Checkbox", description="sync every step", indent=False),
         }
@@ -133,7 +131,6 @@ class ScalingExplorer(Explorer):
         check_callable(make_batch, "make_batch")
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         device_counts = check_positive_ints(device_counts, "device_counts")
-        self.choices = {"n_devices": tuple(device_counts), "batch_size": tuple(batch_sizes)}
 
         def compute(n_devices: int, batch_size: int) -> ScalingPoint:
             kw = dict(params=params, devices=devices, repeat=5)
@@ -143,8 +140,8 @@ class ScalingExplorer(Explorer):
             compute,
             {"n_devices": device_counts[0], "batch_size": batch_sizes[0]},
             controls={
-                "n_devices": _dropdown("devices", device_counts),
-                "batch_size": _dropdown("batch size", batch_sizes),
+                "n_devices": _dropdown(device_counts, "devices"),
+                "batch_size": _dropdown(batch_sizes, "batch size"),
             },
             draw=_draw_scaling,
             describe=_describe_scaling,

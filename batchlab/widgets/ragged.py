@@ -35,27 +35,22 @@ PAD_COLORS = {"max": "tab:red", "multiple": "tab:orange", "fixed": "tab:gray", "
 
 
 def plot_runs(ax, ex: Explorer, kind: str, colors: dict, x: str, label: str) -> dict:
-    """Run times (ms) of every point measured, one series per ``kind`` (median, min..max)."""
+    """Run times (ms) of every point measured, one series per ``kind`` (median, min..max);
+    a black ring around the current setting's (none while a preview is shown)."""
     series = {}
     for name, color in colors.items():
         by_x = {getattr(q, x): q for q in ex.cache.values() if getattr(q, kind) == name}
         if by_x:
             xs = sorted(by_x)
             series[name] = (xs, [by_x[k] for k in xs])
-            lo, med, hi = (
-                1e3 * np.array([getattr(by_x[k].measurement, s) for k in xs])
-                for s in ("min", "median", "max")
-            )
+            m = [by_x[k].measurement for k in xs]
+            lo, med, hi = 1e3 * np.array([(q.min, q.median, q.max) for q in m]).T
             style = dict(fmt="o-", color=color, capsize=3, label=label.format(name))
             ax.errorbar(xs, med, yerr=[med - lo, hi - med], **style)
+    if ex.pending is None:
+        at, ms = getattr(ex.result, x), ex.result.measurement.median * 1e3
+        ax.plot([at], [ms], "o", ms=14, mfc="none", mec="black", mew=2, label="current setting")
     return series
-
-
-def ring_current(ax, x: float, seconds: float) -> None:
-    """The black ring around the current setting's run-time point (ms)."""
-    ax.plot(
-        [x], [seconds * 1e3], "o", ms=14, mfc="none", mec="black", mew=2, label="current setting"
-    )
 
 
 class PaddingPoint(NamedTuple):
@@ -107,7 +102,6 @@ class PaddingExplorer(Explorer):
     ):
         self.data, self.table = token_workload(data, vocab, features, 0)
         sizes = tuple(check_positive_ints(sizes, "sizes"))
-        self.choices = {"strategy": tuple(PAD_COLORS), "size": sizes}
         self.reference = mean_pool_reference(self.data, self.table)
         self.measure_options = measure_options
         super().__init__(
@@ -160,7 +154,6 @@ def _draw_padding(ex: PaddingExplorer):
     ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
     plot_runs(ax_t, ex, "strategy", PAD_COLORS, "padded_elements", "{} (median, bar = min..max)")
-    ring_current(ax_t, p.padded_elements, p.measurement.median)
     ax_t.set(xscale="log", yscale="log", xlabel="positions computed (log scale)")
     for axis, fmt in ((ax_t.xaxis, "{:,.0f}"), (ax_t.yaxis, "{:g}")):  # plain numbers, no 2x10^0
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -187,7 +180,6 @@ class BucketExplorer(Explorer):
     ):
         self.data, self.table = token_workload(data, vocab, features, 0)
         counts = tuple(check_positive_ints(bucket_counts, "bucket_counts"))
-        self.choices = {"n_buckets": counts}
         if set(measure_options) - set(RUN_OPTIONS):
             raise TypeError(
                 f"`measure_options` may hold {', '.join(RUN_OPTIONS)} (as in batchlab.measure), "
@@ -224,11 +216,9 @@ def _draw_buckets(ex: BucketExplorer):
     plot_padding_report(PaddingReport(ex.data.lengths, ()), axes=ax_h)
     color = RULE_COLORS.get(p.rule, "k")
     edges = [(max(int(ex.data.lengths.min()), 1) if len(ex.data) else 1) * 0.9, *p.boundaries]
-    for k in range(len(p.boundaries)):  # neighbouring buckets alternate shades
+    for k, span in enumerate(zip(edges, p.boundaries, strict=False)):  # shades alternate
         label = f"{p.rule} buckets" if k == 0 else None
-        ax_h.axvspan(
-            edges[k], edges[k + 1], color=color, alpha=0.08 if k % 2 else 0.22, lw=0, label=label
-        )
+        ax_h.axvspan(*span, color=color, alpha=0.08 if k % 2 else 0.22, lw=0, label=label)
     ax_h.legend(fontsize=9, loc="upper right")
     done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
@@ -244,8 +234,6 @@ def _draw_buckets(ex: BucketExplorer):
         ax_t.axvline(
             p.n_buckets, color="black", ls=":", lw=1.5, label="current setting (measuring)"
         )
-    else:
-        ring_current(ax_t, p.n_buckets, p.measurement.median)
     shown = sorted({q.n_buckets for q in ex.cache.values()} | {p.n_buckets})
     ax_t.set_xticks(shown, [str(k) for k in shown])
     ax_t.set(xlim=(0, max(shown) + 1), ylim=(0, None), xlabel="buckets (= compilations)")
