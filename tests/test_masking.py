@@ -163,3 +163,66 @@ def test_zero_length_axis():
     assert masked_max(x, m, axis=1).tolist() == [-np.inf, -np.inf]
     assert masked_logsumexp(x, m, axis=1).tolist() == [-np.inf, -np.inf]
     assert masked_softmax(x, m, axis=1).shape == (2, 0)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16, jnp.int8, jnp.uint8, jnp.bool_])
+def test_dtypes_and_values_follow_jaxs_own_reductions(dtype):
+    """With nothing masked, each reduction gives what JAX's plain one gives, in its dtype
+    (float16 stays float16; integers become float for mean, softmax and logsumexp)."""
+    x = jnp.asarray(np.arange(12).reshape(3, 4) % 5, dtype)
+    m = jnp.ones((3, 4), bool)
+    xf = x if jnp.issubdtype(dtype, jnp.inexact) else x.astype(jnp.float32)
+    pairs = {
+        "sum": (masked_sum(x, m, axis=1), jnp.sum(x, axis=1)),
+        "max": (masked_max(x, m, axis=1), jnp.max(x, axis=1)),
+        "mean": (masked_mean(x, m, axis=1), jnp.mean(x, axis=1)),
+        "softmax": (masked_softmax(x, m, axis=1), jax.nn.softmax(xf, axis=1)),
+        "logsumexp": (masked_logsumexp(x, m, axis=1), jax.nn.logsumexp(xf, axis=1)),
+    }
+    for name, (got, want) in pairs.items():
+        assert got.dtype == want.dtype, name
+        np.testing.assert_allclose(np.float32(got), np.float32(want), rtol=1e-2, err_msg=name)
+    empty = m.at[0].set(False)  # a typed `empty` still gives x's dtype
+    assert masked_mean(x, empty, axis=1, empty=np.float32(1)).dtype == jnp.mean(x, axis=1).dtype
+    if jnp.issubdtype(dtype, jnp.inexact):
+        assert masked_max(x, empty, axis=1, empty=np.float32(1)).dtype == dtype
+
+
+def test_a_bool_max_of_an_all_false_item_is_false():
+    x, m = jnp.array([[False, False], [False, True]]), jnp.array([[True, True], [True, True]])
+    assert masked_max(x, m, axis=1).tolist() == [False, True]
+
+
+def test_softmax_and_logsumexp_shift_each_row_by_its_own_max():
+    """Rows far apart in scale: a shared shift would underflow the small row to 0 (-inf), no
+    shift would overflow exp(1000) to inf."""
+    x = jnp.array([[0.0, 0.0, 5.0], [1000.0, 1000.0, 2000.0]])
+    m = jnp.array([[True, True, False], [True, True, False]])
+    np.testing.assert_allclose(masked_logsumexp(x, m, axis=1), [np.log(2), 1000 + np.log(2)])
+    np.testing.assert_allclose(masked_softmax(x, m, axis=1), [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]])
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: masked_sum("abc", jnp.ones(3, bool)), TypeError, r"^`x` must be a numeric"),
+        (lambda: masked_sum(jnp.ones(3), "abc"), TypeError, r"^`mask` must be a numeric"),
+        (lambda: masked_mean(jnp.ones(3), jnp.ones(3, bool), empty="0"), TypeError, r"`empty`"),
+        (
+            lambda: masked_max(jnp.ones(3, jnp.int8), jnp.ones(3, bool), empty=300),
+            ValueError,
+            r"`empty`",
+        ),
+    ],
+)
+def test_bad_x_mask_and_empty_are_named(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_the_reference_of_no_items_is_an_empty_table_of_its_dtype():
+    from batchlab.ragged import mean_pool_reference
+    from batchlab.ragged.padding import as_ragged
+
+    out = mean_pool_reference(as_ragged([]), np.ones((5, 3), np.float16))
+    assert out.shape == (0, 3) and out.dtype == np.float16
