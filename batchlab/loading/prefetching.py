@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
@@ -34,11 +35,9 @@ def _produce(source: Iterator, q: queue.Queue, stop: threading.Event) -> None:
                 )
             item = e
         while not stop.is_set():  # never blocks forever on a full queue
-            try:
+            with contextlib.suppress(queue.Full):
                 q.put(item, timeout=0.05)
                 break
-            except queue.Full:
-                pass
         if stop.is_set() or item is _DONE or isinstance(item, BaseException):
             return
 

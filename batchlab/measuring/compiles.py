@@ -134,12 +134,11 @@ def _is_call(c) -> bool:
 def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
     """Calls each ``(label, fn, args)`` in order; counts its compilations and JAX's reason."""
     listed = isinstance(calls, Sequence) and not isinstance(calls, (str, bytes))
-    bad = [c for c in (calls if listed else ()) if not _is_call(c)]
-    if not listed or bad:
-        got = f"{bad[0]!r:.80}" if listed else type(calls).__name__
+    bad = [c for c in calls if not _is_call(c)] if listed else [calls]
+    if bad:
         raise TypeError(
             "`calls` must be a list of (label: str, fn, args: tuple) triples, e.g. "
-            f"[('new shape', jax.jit(f), (x,))]; got {got}."
+            f"[('new shape', jax.jit(f), (x,))]; got {bad[0]!r:.80}."
         )
     handler, logger = logging.handlers.BufferingHandler(2**31), logging.getLogger("jax")
     handler.setLevel(logging.WARNING)
