@@ -112,13 +112,10 @@ def load_npy(
         array = e
     if isinstance(array, np.lib.npyio.NpzFile):
         array.close()
-    got = f"{array.dtype.name}{list(array.shape)}" if isinstance(array, np.ndarray) else None
-    if (
-        got is None
-        or (shape is not None and tuple(array.shape) != tuple(shape))
-        or (dtype is not None and array.dtype != dtype)
-    ):
+    good = isinstance(array, np.ndarray) and (shape is None or tuple(shape) == array.shape)
+    if not good or (dtype is not None and array.dtype != dtype):
         error = isinstance(array, BaseException)
+        got = f"{array.dtype.name}{list(array.shape)}" if isinstance(array, np.ndarray) else None
         how = f"{'raised' if error else 'returned'} {type(array).__name__}"
         why = f"holds {got}" if got else f"is no plain .npy array (np.load {how})"
         raise ValueError(
