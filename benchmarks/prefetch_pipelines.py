@@ -1,5 +1,5 @@
 """The same batches four ways, timed round-robin: serial or prefetched, waiting every step or
-not (``bl.prefetch``, ``bl.loading`` one_pass). Used by benchmarks/prefetch.py and
+not (``bl.prefetch``, ``one_pass``). Used by benchmarks/prefetch.py and
 benchmarks/overlap_targets.py (``python benchmarks/prefetch.py``); not part of the package."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import jax
 
 from batchlab._util.checks import check_callable, check_positive_int
 from batchlab._util.format import Rows, format_seconds
-from batchlab.loading.prefetching import one_pass
+from batchlab.loading.prefetching import prefetch
 from batchlab.measuring.sampler import interleaved
 
 PIPELINES = (
@@ -22,6 +22,22 @@ PIPELINES = (
     "prefetch, sync every step",
     "prefetch, no sync",
 )
+
+
+def one_pass(batches: Iterable[Any], step: Callable, *, size: int = 0, sync: bool = False) -> int:
+    """Runs ``step`` on every batch, prefetched ``size`` ahead (0: not); returns the batch count.
+
+    ``sync`` waits for every step's result; else only the last is waited for, and JAX's
+    asynchronous dispatch lets the next load run while the device computes.
+    """
+    n, out = 0, None
+    for b in prefetch(batches, size=size) if size else batches:
+        out = step(b)
+        if sync:
+            jax.block_until_ready(out)
+        n += 1
+    jax.block_until_ready(out)
+    return n
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def test_jax_log_is_restored_and_not_printed(capsys):
 @pytest.mark.parametrize(
     "calls, error, match",
     [
-        ("f(x)", TypeError, "`calls` must be a list of .* got str"),
+        ("f(x)", TypeError, r"`calls` must be a list of .* got 'f\(x\)'"),
         ([("a", jnp.sin)], TypeError, r"`calls` must be a list of .*got \('a', "),
         ([(1, jnp.sin, (1.0,))], TypeError, r"\(label: str, fn, args: tuple\).*got \(1, "),
         ([("a", "sin", (1.0,))], TypeError, r"`calls` must be .*got \('a', 'sin'"),

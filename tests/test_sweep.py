@@ -12,8 +12,8 @@ def test_sweep_measures_every_value():
     s = bl.measuring.sweep(
         lambda x: (x * 2).sum(), lambda n: (jnp.ones((n, 8)),), [1, 4, 16], repeat=3
     )
-    assert s.values == [1, 4, 16] and [p.value for p in s.ok] == [1, 4, 16]
-    assert s.peak_bytes == [p.measurement.memory.planned_bytes for p in s.ok]
+    assert s.values == [1, 4, 16] and [p.value for p in s.points] == [1, 4, 16]
+    assert s.peak_bytes == [p.measurement.memory.planned_bytes for p in s.points]
     assert s.peak_bytes == sorted(s.peak_bytes) and s.peak_bytes[0] < s.peak_bytes[-1]
 
 

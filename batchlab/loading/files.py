@@ -33,13 +33,8 @@ class Dataset:
     def item_bytes(self) -> int:
         return int(np.prod(self.item_shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
 
-    @property
-    def total_bytes(self) -> int:
-        return self.n_items * self.item_bytes
-
-    @property
-    def bulk_path(self) -> Path:
-        return self.directory / "bulk.npy"
+    total_bytes = property(lambda self: self.n_items * self.item_bytes)
+    bulk_path = property(lambda self: self.directory / "bulk.npy")
 
     def item_path(self, i: int) -> Path:
         return self.directory / "items" / f"{i:06d}.npy"
@@ -62,8 +57,7 @@ def _check_path(value: Any, name: str) -> Path:
 def make_dataset(
     directory: str | Path, n_items: int, item_shape: Sequence[int], *, seed: int = 0
 ) -> Dataset:
-    """Writes ``n_items`` random float32 items as per-item files and as one bulk file in
-    ``directory`` (created if missing; use a temporary one).
+    """Writes ``n_items`` random float32 items as per-item files and one bulk file.
 
     Example:
       >>> import tempfile
@@ -96,8 +90,7 @@ def make_dataset(
 def load_npy(
     path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any = None, mmap: bool = False
 ) -> np.ndarray:
-    """Loads one ``.npy`` file safely: never unpickles, checks ``shape`` and ``dtype``
-    (``None``: any); ``mmap`` memory-maps it read-only.
+    """Loads one ``.npy`` file (never unpickles), checking ``shape`` and ``dtype`` if given.
 
     Example:
       >>> import tempfile, os
@@ -119,13 +112,10 @@ def load_npy(
         array = e
     if isinstance(array, np.lib.npyio.NpzFile):
         array.close()
-    got = f"{array.dtype.name}{list(array.shape)}" if isinstance(array, np.ndarray) else None
-    if (
-        got is None
-        or (shape is not None and tuple(array.shape) != tuple(shape))
-        or (dtype is not None and array.dtype != dtype)
-    ):
+    good = isinstance(array, np.ndarray) and (shape is None or tuple(shape) == array.shape)
+    if not good or (dtype is not None and array.dtype != dtype):
         error = isinstance(array, BaseException)
+        got = f"{array.dtype.name}{list(array.shape)}" if isinstance(array, np.ndarray) else None
         how = f"{'raised' if error else 'returned'} {type(array).__name__}"
         why = f"holds {got}" if got else f"is no plain .npy array (np.load {how})"
         raise ValueError(
@@ -136,9 +126,7 @@ def load_npy(
 
 
 def batch_indices(n_items: int, batch_size: int, *, order: str = "contiguous") -> list[np.ndarray]:
-    """Item indices of every batch; the last batch keeps the remainder (nothing dropped).
-
-    ``order="random"`` is one fixed permutation (``numpy.random.default_rng(0)``).
+    """Item indices of every batch, the remainder last; ``"random"``: one fixed permutation.
 
     Example:
       >>> [b.tolist() for b in batch_indices(5, 2)]
@@ -162,14 +150,10 @@ def iter_batches(
     order: str = "contiguous",
     transfer: str = "batch",
 ) -> Iterator[jax.Array]:
-    """Yields the dataset as device batches, loaded one way; the remainder is the last batch.
+    """Yields the dataset as device batches (the remainder last), loaded one way.
 
-    Args:
-      method: ``"per_item"`` (one file per item), ``"bulk"`` (one file read whole) or
-        ``"mmap"`` (the bulk file memory-mapped: only the rows a batch needs are read).
-      order: ``"contiguous"`` or ``"random"`` (see :func:`batch_indices`).
-      transfer: ``"batch"`` (one ``device_put`` per batch) or ``"item"`` (one per item,
-        then one ``jnp.stack``), to the default device.
+    ``method``: one file per item, the bulk file read whole, or it memory-mapped (only the
+    rows a batch needs are read); ``transfer``: one ``device_put`` per batch or per item.
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(

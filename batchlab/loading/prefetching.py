@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import jax
@@ -18,7 +19,7 @@ _DONE = object()
 
 
 def _produce(source: Iterator, q: queue.Queue, stop: threading.Event) -> None:
-    """Puts device batches on ``q``, then ``_DONE`` or the loader's error; stops with ``stop``."""
+    """Puts device batches on ``q``, then ``_DONE`` or the loader's error, until ``stop``."""
     for index in itertools.count():
         try:
             # a named span in the profiler trace: batchlab.trace() shows it on this thread's lane
@@ -34,18 +35,15 @@ def _produce(source: Iterator, q: queue.Queue, stop: threading.Event) -> None:
                 )
             item = e
         while not stop.is_set():  # never blocks forever on a full queue
-            try:
+            with contextlib.suppress(queue.Full):
                 q.put(item, timeout=0.05)
                 break
-            except queue.Full:
-                pass
         if stop.is_set() or item is _DONE or isinstance(item, BaseException):
             return
 
 
 def prefetch(iterator: Iterable[Any], size: int = 2) -> Iterator[Any]:
-    """Loads and transfers (to the default device) up to ``size`` batches ahead in a background
-    thread. Each waiting batch holds device memory: 2 is enough to overlap.
+    """Loads and transfers up to ``size`` batches ahead in a background thread (2 overlaps).
 
     Example:
       >>> import numpy as np
@@ -90,19 +88,3 @@ def prefetch_threads() -> list[threading.Thread]:
       []
     """
     return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]
-
-
-def one_pass(batches: Iterable[Any], step: Callable, *, size: int = 0, sync: bool = False) -> int:
-    """Runs ``step`` on every batch, prefetched ``size`` ahead (0: not); returns the batch count.
-
-    ``sync`` waits for every step's result (``jax.block_until_ready``); else only the last is
-    waited for, and JAX's asynchronous dispatch lets the next load run while the device computes.
-    """
-    n, out = 0, None
-    for b in prefetch(batches, size=size) if size else batches:
-        out = step(b)
-        if sync:
-            jax.block_until_ready(out)
-        n += 1
-    jax.block_until_ready(out)
-    return n

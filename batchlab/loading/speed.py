@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from batchlab._util.checks import check_bool, check_positive_float, check_positive_int
 from batchlab._util.format import Rows, format_bytes, format_count
 from batchlab.loading.files import Dataset, iter_batches
-from batchlab.loading.prefetching import one_pass
+from batchlab.loading.prefetching import prefetch as prefetch_batches
 from batchlab.measuring.sampler import interleaved
 
 
@@ -43,17 +44,9 @@ class Throughput:
     source: str = "wall clock (time.perf_counter) around a full pass, best of passes"
     slowest: float | None = None  # the slowest pass, for the spread a plot draws
 
-    @property
-    def slowest_bytes_per_s(self) -> float:
-        return _per_s(self.bytes, self.slowest or self.seconds)
-
-    @property
-    def items_per_s(self) -> float:
-        return _per_s(self.items, self.seconds)
-
-    @property
-    def bytes_per_s(self) -> float:
-        return _per_s(self.bytes, self.seconds)
+    items_per_s = property(lambda self: _per_s(self.items, self.seconds))
+    bytes_per_s = property(lambda self: _per_s(self.bytes, self.seconds))
+    slowest_bytes_per_s = property(lambda self: _per_s(self.bytes, self.slowest or self.seconds))
 
     def __repr__(self) -> str:
         return (
@@ -75,16 +68,11 @@ def measure_loading(
     repeat: int = 3,
     max_time: float | None = None,
 ) -> Throughput:
-    """Times full passes over ``dataset`` loaded one way (``batch_size``, ``method``, ``order``,
-    ``transfer`` as in :func:`iter_batches`), the best of ``repeat`` passes kept.
+    """Best of ``repeat`` timed passes over ``dataset`` loaded as :func:`iter_batches` does.
 
-    Args:
-      step: ``step(batch)`` run on every batch (``None``: load only).
-      prefetch: batches loaded ahead in a background thread (0: none), see :func:`prefetch`.
-      sync: wait for every step's result, as a loop that reads the loss each step must
-        (see :func:`one_pass`).
-      max_time: seconds of timed passes after which no new pass starts (at least one runs;
-        ``Throughput.runs`` says how many ran), so an explorer's slow settings answer fast.
+    ``step(batch)`` runs on every batch (``None``: load only), ``prefetch`` batches ahead
+    (:func:`prefetch`), waiting for each result when ``sync``; no pass starts after
+    ``max_time`` seconds (``Throughput.runs`` says how many ran).
     """
     check_positive_int(repeat, "repeat")
     if max_time is not None:
@@ -97,7 +85,12 @@ def measure_loading(
 
     def run_once() -> None:
         batches = iter_batches(dataset, batch_size, method=method, order=order, transfer=transfer)
-        one_pass(batches, step or (lambda b: b), size=prefetch, sync=sync)
+        out = None
+        for batch in prefetch_batches(batches, size=prefetch) if prefetch else batches:
+            out = step(batch) if step else batch
+            if sync:
+                jax.block_until_ready(out)
+        jax.block_until_ready(out)  # else JAX's async dispatch overlaps loads with steps
 
     run_once()  # warm-up: compiles `step`, fills the page cache
     times: list[float] = []
@@ -178,17 +171,14 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None 
         )
     finally:
         path.unlink(missing_ok=True)
+    size, n = format_bytes(nbytes), nbytes // item
     if cache is None:
         where = "size of the cache unknown"
     elif nbytes > cache:
         where = f"> the {format_bytes(cache)} cache: RAM"
     else:
         where = f"fits in the {format_bytes(cache)} cache: cache bandwidth"
-    size, n = format_bytes(nbytes), nbytes // item
-    copy = Throughput(
-        f"memcpy (np.copyto) of {size} ({where})", n, nbytes, timed["memcpy"].fastest, repeat
-    )
-    read = Throughput(
-        f"sequential read of a {size} file (page cache)", n, nbytes, timed["read"].fastest, repeat
-    )
+    labels = {"memcpy": f"memcpy (np.copyto) of {size} ({where})"}
+    labels["read"] = f"sequential read of a {size} file (page cache)"
+    copy, read = (Throughput(v, n, nbytes, timed[k].fastest, repeat) for k, v in labels.items())
     return Ceiling(copy, read, nbytes, cache)

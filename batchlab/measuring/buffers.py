@@ -50,10 +50,8 @@ class XlaAllocation(NamedTuple):
     live_out: bool
     values: tuple[XlaValue, ...]
 
-    @property
-    def live(self) -> list[XlaValue]:
-        """Values with a live range (thread-local scalars of sub-computations left out)."""
-        return [v for v in self.values if v.start is not None]
+    #: values with a live range (thread-local scalars of sub-computations left out)
+    live = property(lambda self: [v for v in self.values if v.start is not None])
 
 
 def parse_op_names(hlo_text: str) -> dict[str, str]:
@@ -117,15 +115,12 @@ class BufferAssignment(Rows):
             rows.append((name, "output", a.size))
         return rows + ([("temp", "temp", self.temp_bytes)] if self.temp_bytes else [])
 
-    @property
-    def temp_bytes(self) -> int:
-        """Bytes of XLA's temp allocation(s): the scratch memory of one call."""
-        return sum(a.size for a in self.allocations_of("temp"))
-
-    @property
-    def temp_value_bytes(self) -> int:
-        """Sum of the sizes of all values placed in temp: what they would take without reuse."""
-        return sum(v.size for a in self.allocations_of("temp") for v in a.live)
+    #: XLA's temp allocation(s): the scratch memory of one call
+    temp_bytes = property(lambda self: sum(a.size for a in self.allocations_of("temp")))
+    #: the values placed in temp: what they would take without reuse
+    temp_value_bytes = property(
+        lambda self: sum(v.size for a in self.allocations_of("temp") for v in a.live)
+    )
 
     def _rows(self) -> list[tuple[str, ...]]:
         rows = []
@@ -146,8 +141,7 @@ class BufferAssignment(Rows):
         )
 
     def plot(self):
-        """One band per allocation (height = bytes), each value a box at XLA's offset from its
-        first to its last step."""
+        """One band per allocation (height: bytes), a box per value from its first to last step."""
         from matplotlib.patches import Rectangle
 
         fig, ax = new_figure(1, width=11, height=4.6)
@@ -206,10 +200,9 @@ def buffer_assignment(
     compiler_options: dict | None = None,
     xla_flags: str | None = None,
 ) -> BufferAssignment:
-    """Compiles ``jax.jit(fn, donate_argnums=...)(*args)`` and returns XLA's buffer assignment.
+    """XLA's buffer assignment of ``jax.jit(fn, donate_argnums=...)(*args)``.
 
-    ``compiler_options`` go to ``.compile()``; ``xla_flags`` (read once per process) compile in a
-    fresh Python process.
+    ``compiler_options`` go to ``.compile()``; with ``xla_flags`` it compiles in a fresh process.
     """
     check_callable(fn)
     if is_jitted(fn):

@@ -39,9 +39,7 @@ class CompileCount:
     #: called as ``on_compile(name, seconds)`` after each compilation is recorded
     on_compile: Callable[[str, float], None] | None = None
 
-    @property
-    def count(self) -> int:
-        return len(self.names)
+    count = property(lambda self: len(self.names))
 
     def __repr__(self) -> str:
         return f"CompileCount(count={self.count}, compile time={format_seconds(self.seconds)})"
@@ -100,11 +98,11 @@ class CompileReasons(Rows):
     _header = ("call", "compilations", "JAX's reason (jax_explain_cache_misses)")
 
     def __getitem__(self, label: str) -> CompileReason:
-        """The first call with this label (notebook 00 reads ``why["s = 2.0, ..."].reason``)."""
-        for row in self.rows:
-            if row.label == label:
-                return row
-        raise KeyError(f"No call labelled {label!r}; labels: {[r.label for r in self.rows]}.")
+        """The first call with this label: ``why["s = 2.0, ..."].reason``."""
+        found = [r for r in self.rows if r.label == label]
+        if not found:
+            raise KeyError(f"No call labelled {label!r}; labels: {[r.label for r in self.rows]}.")
+        return found[0]
 
     def _rows(self) -> list[tuple[str, str, str]]:
         hit = "(compiled, but JAX logged no tracing cache miss)"
@@ -129,20 +127,18 @@ def _reason(message: str) -> str:
 
 
 def _is_call(c) -> bool:
-    if not (isinstance(c, (tuple, list)) and len(c) == 3):
-        return False
-    return isinstance(c[0], str) and callable(c[1]) and isinstance(c[2], tuple)
+    triple = isinstance(c, (tuple, list)) and len(c) == 3
+    return triple and isinstance(c[0], str) and callable(c[1]) and isinstance(c[2], tuple)
 
 
 def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
     """Calls each ``(label, fn, args)`` in order; counts its compilations and JAX's reason."""
     listed = isinstance(calls, Sequence) and not isinstance(calls, (str, bytes))
-    bad = [c for c in (calls if listed else ()) if not _is_call(c)]
-    if not listed or bad:
-        got = f"{bad[0]!r:.80}" if listed else type(calls).__name__
+    bad = [c for c in calls if not _is_call(c)] if listed else [calls]
+    if bad:
         raise TypeError(
             "`calls` must be a list of (label: str, fn, args: tuple) triples, e.g. "
-            f"[('new shape', jax.jit(f), (x,))]; got {got}."
+            f"[('new shape', jax.jit(f), (x,))]; got {bad[0]!r:.80}."
         )
     handler, logger = logging.handlers.BufferingHandler(2**31), logging.getLogger("jax")
     handler.setLevel(logging.WARNING)

@@ -116,9 +116,7 @@ class Donation(Rows):
     source: str = "compiled memory analysis (alias bytes), jax.Array.is_deleted() after a call"
     _inline = True
 
-    @property
-    def any_deleted(self) -> bool:
-        return any(d for _, d in self.deleted)
+    any_deleted = property(lambda self: any(d for _, d in self.deleted))
 
     def _rows(self):
         return [
@@ -135,8 +133,7 @@ class Donation(Rows):
 def donate(
     fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = 0, **kwargs: Any
 ) -> Donation:
-    """Calls ``jax.jit(fn, donate_argnums=...)`` (plain ``fn``) on copies of the arrays (never
-    the caller's) and reports the donation."""
+    """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays; reports the donation."""
     check_callable(fn)
     nums = check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
     named = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())

@@ -29,15 +29,10 @@ class DeviceMemory(Rows):
             return None
         return max(capacity - self.bytes_in_use, 0)
 
-    @property
-    def room_bytes(self) -> int | None:
-        """What the allocator can still hand out: ``bytes_limit - bytes_in_use``."""
-        return self._room(self.bytes_limit or self.pool_bytes)
-
-    @property
-    def free_in_pool_bytes(self) -> int | None:
-        """Free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``."""
-        return self._room(self.pool_bytes or self.bytes_limit)
+    #: what the allocator can still hand out: ``bytes_limit - bytes_in_use``
+    room_bytes = property(lambda self: self._room(self.bytes_limit or self.pool_bytes))
+    #: free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``
+    free_in_pool_bytes = property(lambda self: self._room(self.pool_bytes or self.bytes_limit))
 
     @property
     def fragmentation(self) -> float | None:
@@ -103,11 +98,5 @@ class LiveMemory(Rows):
 
 def live_memory() -> LiveMemory:
     """Bytes of every live JAX array, and the host process's RSS."""
-    sizes = []
-    for a in jax.live_arrays():
-        try:
-            if not a.is_deleted():
-                sizes.append(int(a.nbytes))
-        except Exception:  # an array deleted concurrently
-            continue
+    sizes = [int(a.nbytes) for a in jax.live_arrays() if not a.is_deleted()]
     return LiveMemory(sum(sizes), len(sizes), int(psutil.Process().memory_info().rss))

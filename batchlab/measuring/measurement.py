@@ -30,22 +30,10 @@ class Measurement(Rows):
     source: str = "wall clock around jax.block_until_ready (time.perf_counter)"
     _header = ("figure", "value", "source")
 
-    @property
-    def median(self) -> float:
-        return statistics.median(self.times)
-
-    @property
-    def min(self) -> float:
-        return min(self.times)
-
-    @property
-    def max(self) -> float:
-        return max(self.times)
-
-    @property
-    def runs(self) -> int:
-        """Number of timing samples."""
-        return len(self.times)
+    median = property(lambda self: statistics.median(self.times))
+    min = property(lambda self: min(self.times))
+    max = property(lambda self: max(self.times))
+    runs = property(lambda self: len(self.times))  # timing samples
 
     def _rows(self) -> list[tuple[str, str, str]]:
         cached = " (cached: 0 compilations)" if self.compiles == 0 else ""

@@ -36,10 +36,8 @@ class PerItemCost:
     #: seconds per item of the smallest and largest batch (``"batch B"``), paired by round
     samples: dict[str, Samples] | None = field(default=None, compare=False, repr=False)
 
-    @property
-    def paired(self) -> bool:
-        """True when the speed-up is the median of per-round ratios of one interleaved run."""
-        return self.samples is not None
+    #: the speed-up is the median of per-round ratios of one interleaved run
+    paired = property(lambda self: self.samples is not None)
 
     @property
     def per_item(self) -> tuple[float, ...]:
@@ -48,8 +46,7 @@ class PerItemCost:
 
     @property
     def speedup(self) -> float:
-        """Per-item time, smallest over largest batch: median per-round ratio if ``paired``, else
-        the ratio of the fastest samples (which a load burst on one side moves least)."""
+        """Per-item time, smallest over largest batch: median per-round ratio, else fastest's."""
         b = self.batch_sizes
         if len(b) < 2:
             raise ValueError(f"only batch size(s) {list(b)} measured: a speed-up needs two.")
@@ -90,7 +87,7 @@ class PerItemCost:
             ax_t.plot([current], [per_item[b.index(current)]], "o", **RING, label=ring)
         if memory is not None:
             ax_m = axes[1]
-            points = sorted(memory.ok, key=lambda p: p.value)
+            points = sorted(memory.points, key=lambda p: p.value)
             xs, plans = [p.value for p in points], [p.measurement.memory for p in points]
             peak = [m.planned_bytes for m in plans]
             label = "planned peak (argument + output + temp)"
@@ -120,12 +117,12 @@ def per_item_cost(
 ) -> PerItemCost:
     """Per-item time of a vmap batch-size sweep (e.g. ``explorer.as_sweep()``); with ``call_at``
     (``b -> zero-argument call`` at batch ``b``) the end sizes are re-timed interleaved, paired."""
-    if not hasattr(sweep, "ok"):
+    if not hasattr(sweep, "points"):
         raise TypeError(
             "`sweep` must be a batchlab.measuring.Sweep (e.g. explorer.as_sweep()), got "
             f"{type(sweep).__name__}."
         )
-    points = sorted(sweep.ok, key=lambda p: p.value)
+    points = sorted(sweep.points, key=lambda p: p.value)
     if not points:
         raise ValueError(
             "`sweep` has no measured batch size; measure at least one "

@@ -25,18 +25,8 @@ class Sweep:
     parameter: str = "batch_size"
     points: list[SweepPoint] = field(default_factory=list)
 
-    @property
-    def ok(self) -> list[SweepPoint]:
-        return self.points
-
-    @property
-    def values(self) -> list[Any]:
-        return [p.value for p in self.points]
-
-    @property
-    def peak_bytes(self) -> list[int]:
-        """Each point's planned peak (notebook 00 checks that they grow with the batch)."""
-        return [p.measurement.memory.planned_bytes for p in self.points]
+    values = property(lambda self: [p.value for p in self.points])
+    peak_bytes = property(lambda self: [p.measurement.memory.planned_bytes for p in self.points])
 
 
 def sweep(
