@@ -19,18 +19,14 @@ AXIS = "batch"
 
 @dataclass(frozen=True)
 class ShardedBatch:
-    """A batch laid out along the ``"batch"`` axis of a mesh, padded to a multiple of the device count.
-
-    Several processes: ``process_items`` are the real rows each process fed, ``process_starts``
-    the global rows where they start.
-    """
+    """A batch laid out along the ``"batch"`` axis of a mesh, padded to a multiple of the device count."""
 
     values: Any
     mask: jax.Array
     n_items: int
     sharding: NamedSharding
-    process_items: tuple[int, ...] = ()
-    process_starts: tuple[int, ...] = ()
+    process_items: tuple[int, ...] = ()  # several processes: the real rows each fed
+    process_starts: tuple[int, ...] = ()  # and the global row where each one's rows start
 
     n_processes = property(lambda self: max(1, len(self.process_items)))
     n_devices = property(lambda self: int(self.sharding.mesh.shape[AXIS]))
@@ -65,10 +61,9 @@ class ShardedBatch:
 
 
 def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
-    """Lays the leading (batch) axis of ``x`` out over the ``"batch"`` axis of ``mesh``.
+    """Lays the leading axis of ``x`` (arrays; several processes: this one's rows) over ``mesh``.
 
-    ``x``: an array ``[batch, ...]`` or a pytree of them (several processes: this process's
-    rows). Padding rows are zeros, and the mask excludes them.
+    Padding rows are zeros, and the mask excludes them.
 
     Example:
       >>> import jax, jax.numpy as jnp

@@ -20,6 +20,7 @@ from typing import Any
 import cloudpickle
 import jax
 
+from batchlab._util.checks import check_positive_float, check_positive_int
 from batchlab._util.format import format_seconds
 
 ENV_COORDINATOR = "BATCHLAB_COORDINATOR"
@@ -128,8 +129,9 @@ def _child_env(coordinator: str, n: int, i: int, devices: int) -> dict[str, str]
 def _pickle_job(job: Callable, args: tuple) -> bytes:
     """cloudpickle ``(job, args)``, the job's own module by value (the children need not import it)."""
     module = sys.modules.get(getattr(job, "__module__", None) or "")
-    by_value = module is not None and module.__name__ not in ("__main__", "builtins")
-    by_value = by_value and not module.__name__.startswith("batchlab")
+    by_value = module is not None and not module.__name__.startswith(
+        ("__main__", "builtins", "batchlab")
+    )
     if by_value:
         cloudpickle.register_pickle_by_value(module)
     try:
@@ -141,14 +143,9 @@ def _pickle_job(job: Callable, args: tuple) -> bytes:
 
 def _check_launch_args(job: Any, processes: Any, devices_per_process: Any, timeout: Any) -> None:
     for name, value in (("processes", processes), ("devices_per_process", devices_per_process)):
-        is_int = isinstance(value, int) and not isinstance(value, bool)
-        if not is_int or not 1 <= value <= 64:
-            raise (ValueError if is_int else TypeError)(
-                f"`{name}` must be an int from 1 to 64 (each process is a Python process with its "
-                f"own JAX runtime, about 200 MiB), got {value!r}."
-            )
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"`timeout` must be a positive number of seconds, got {timeout!r}.")
+        if check_positive_int(value, name) > 64:
+            raise ValueError(f"`{name}` must be at most 64 (a JAX runtime each), got {value!r}.")
+    check_positive_float(timeout, "timeout")
     is_path = isinstance(job, (str, os.PathLike))
     if not callable(job) and not (is_path and Path(job).is_file()):
         raise (ValueError if is_path else TypeError)(
@@ -159,10 +156,7 @@ def _check_launch_args(job: Any, processes: Any, devices_per_process: Any, timeo
 def _kill_group(proc: subprocess.Popen) -> None:
     """Kills the process group that ``proc`` leads (the process and every child it started)."""
     with contextlib.suppress(OSError):
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # Windows: no process groups
-            proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def launch(
