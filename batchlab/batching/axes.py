@@ -83,23 +83,18 @@ class AxesExplanation(Rows):
             font = dict(va="center", fontsize=12, family="monospace", fontweight="bold")
             ax.text(0, y, arrow + label, **font)
             _boxes(ax, label_w, y, shape, mapped)
-            ax.annotate(
-                "", (x + 0.2, y), (x - 0.7, y), arrowprops=dict(arrowstyle="<-" if arrow else "->")
-            )
+            arrowprops = dict(arrowstyle="<-" if arrow else "->")
+            ax.annotate("", (x + 0.2, y), (x - 0.7, y), arrowprops=arrowprops)
             _boxes(ax, x + 0.5, y, item, None)
         ax.axhline(-len(self.inputs) + 0.25, color="0.6", lw=0.8, ls="--")
         ax.set_xlim(-0.2, label_w + 2 * width + 2)
         ax.set_ylim(-len(rows) - 0.2, 1.0)
-        ax.text(
-            label_w, 0.65, f"batched (orange: batch axis, {self.batch_size} items)", fontsize=11
-        )
+        head = f"batched (orange: batch axis, {self.batch_size} items)"
+        ax.text(label_w, 0.65, head, fontsize=11)
         ax.text(x + 0.5, 0.65, "one item (what fn sees)", fontsize=11)
         ax.set_axis_off()
-        ax.set_title(
-            f"vmap with in_axes={self.in_axes!r}, out_axes={self.out_axes!r}",
-            fontsize=12,
-            loc="left",
-        )
+        title = f"vmap with in_axes={self.in_axes!r}, out_axes={self.out_axes!r}"
+        ax.set_title(title, fontsize=12, loc="left")
         return fig
 
 

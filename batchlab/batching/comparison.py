@@ -162,23 +162,19 @@ def _agree(a: Any, b: Any) -> bool:
 
 def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) -> tuple:
     """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, Measurement's)."""
-    with count_compiles() as compiles:
-        if s in DISPATCHED:  # it compiles its programs inside its first call
-            call, trace_lower, compile_s = (lambda: fn_s(*sub)), 0.0, 0.0
-        else:
-            compiled = compile_fn(fn_s, sub, {})
-            call, trace_lower = compiled.call, compiled.trace_lower_seconds
-            compile_s = compiled.compile_seconds
+    with count_compiles() as compiles:  # a dispatched strategy compiles inside its first call
+        compiled = None if s in DISPATCHED else compile_fn(fn_s, sub, {})
+        call = compiled.call if compiled else lambda: fn_s(*sub)
         t0 = time.perf_counter()
         out = jax.block_until_ready(call())
         first = time.perf_counter() - t0
-    if s in DISPATCHED:
+    if compiled is None:
         memory, dispatches = dispatched_plan(fn, fn_s, s, sub, res, out)
     else:
         memory, dispatches = estimate_from_compiled(compiled.executable, compiled.name), 1
     fields = dict(
-        trace_lower_seconds=trace_lower,
-        compile_seconds=compile_s,
+        trace_lower_seconds=compiled.trace_lower_seconds if compiled else 0.0,
+        compile_seconds=compiled.compile_seconds if compiled else 0.0,
         first_call_seconds=first,
         memory=memory,
         compiles=compiles.count,
@@ -198,8 +194,7 @@ def compare(
 ) -> Comparison:
     """Each strategy on the same batch ``args``, timed interleaved, checked against ``jax.vmap``.
 
-    ``chunk_size`` defaults to an eighth of the batch; ``manual`` (batched by hand) adds
-    ``"manual"``; ``batch_sizes`` sweeps sizes up to the batch's.
+    ``chunk_size``: an eighth of the batch unless given; ``manual``: your hand-batched ``fn``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -235,10 +230,8 @@ def compare(
         done: dict[str, tuple] = {}  # strategy: (its place in results, call, output, fields)
         for s in strategies:
             chunk = (chunk_size or max(1, b // 8)) if s in ("chunked", "host") else None
-            if s in ("manual", "vmap"):
-                fn_s = manual if s == "manual" else reference
-            else:
-                fn_s = batch(fn, strategy=s, chunk_size=chunk, in_axes=in_axes)
+            own = {"manual": manual, "vmap": reference}.get(s)
+            fn_s = own or batch(fn, strategy=s, chunk_size=chunk, in_axes=in_axes)
             try:
                 call, out, dispatches, fields = _prepare(fn, fn_s, s, sub, res_b)
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures

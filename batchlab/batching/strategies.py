@@ -136,8 +136,6 @@ def batch(
 ) -> Callable:
     """``jax.jit(jax.vmap(fn, in_axes, out_axes))`` by another ``strategy``: same inputs, same result.
 
-    The result carries ``.fn``, ``.strategy``, ``.chunk_size`` and ``.plan(*args)`` (host only).
-
     >>> import jax.numpy as jnp
     >>> f = batch(lambda x, w: x @ w, strategy="host", chunk_size=4, in_axes=(0, None))
     >>> f(jnp.ones((10, 3)), jnp.ones((3, 2))).shape  # 2 chunks of 4, a remainder of 2
@@ -192,6 +190,5 @@ def batch(
 
     if not hasattr(fn, "__name__"):  # functools.wraps copied the rest, as jax.vmap does
         batched.__name__ = batched.__qualname__ = function_name(fn)
-    for attr, value in dict(fn=fn, strategy=strategy, chunk_size=chunk_size, plan=plan).items():
-        setattr(batched, attr, value)
+    vars(batched).update(fn=fn, strategy=strategy, chunk_size=chunk_size, plan=plan)
     return batched

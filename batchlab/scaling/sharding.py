@@ -61,9 +61,7 @@ class ShardedBatch:
 
 
 def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
-    """Lays the leading axis of ``x`` (arrays; several processes: this one's rows) over ``mesh``.
-
-    Padding rows are zeros, and the mask excludes them.
+    """Lays the leading axis of ``x`` over ``mesh``, padded with zero rows that the mask excludes.
 
     Example:
       >>> import jax, jax.numpy as jnp

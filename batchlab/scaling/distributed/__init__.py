@@ -41,17 +41,16 @@ def initialize(**kwargs: Any) -> None:
     """``jax.distributed.initialize``, under :func:`launch` with the launcher's settings."""
     if jax.distributed.is_initialized():
         return
-    if ENV_NUM_PROCESSES not in os.environ:
-        jax.distributed.initialize(**kwargs)
-        return
-    jax.distributed.initialize(  # the CPU settings come in the environment (_child_env)
-        coordinator_address=os.environ[ENV_COORDINATOR],
-        # JAX's default binds the coordinator to every interface ("[::]:port"): loopback only
-        coordinator_bind_address=os.environ[ENV_COORDINATOR],
-        num_processes=int(os.environ[ENV_NUM_PROCESSES]),
-        process_id=int(os.environ[ENV_PROCESS_ID]),
-        **kwargs,
-    )
+    if ENV_NUM_PROCESSES in os.environ:  # the CPU settings come in the environment (_child_env)
+        kwargs = dict(
+            coordinator_address=os.environ[ENV_COORDINATOR],
+            # JAX's default binds the coordinator to every interface ("[::]:port"): loopback only
+            coordinator_bind_address=os.environ[ENV_COORDINATOR],
+            num_processes=int(os.environ[ENV_NUM_PROCESSES]),
+            process_id=int(os.environ[ENV_PROCESS_ID]),
+            **kwargs,
+        )
+    jax.distributed.initialize(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -168,13 +167,8 @@ def launch(
     timeout: float = 60.0,
     check: bool = True,
 ) -> Launch:
-    """Runs ``job`` in ``processes`` local JAX processes that form one multi-process runtime.
-
-    ``job`` is a function (cloudpickled, called as ``job(*args)`` after :func:`initialize`; its
-    return value must pickle) or a script's path (run as ``python script *args``; it calls
-    :func:`initialize`). ``timeout``: seconds for the whole job, then every process is killed;
-    ``check``: raise when a process fails or the job times out. The :class:`Launch` holds each
-    process's exit code, stdout, stderr and return value.
+    """Runs ``job`` (a function whose result pickles, or a script calling :func:`initialize`) in
+    ``processes`` local JAX processes forming one runtime; all are killed after ``timeout`` s.
 
     Example:
       >>> def count():
