@@ -134,12 +134,8 @@ def _item_outputs(fn: Callable, every: list, n_pos: int, kw_names: tuple, leaves
     """``outs(arg, axis)``: per-item output shapes, argument ``arg`` mapped on ``axis``."""
 
     def outs(arg: int, axis: int | None) -> list | None:
-        structs = [
-            jax.ShapeDtypeStruct(
-                _drop(lf.shape, axis) if lf.arg == arg else lf.item_shape, lf.dtype
-            )
-            for lf in leaves
-        ]
+        shapes = [_drop(lf.shape, axis) if lf.arg == arg else lf.item_shape for lf in leaves]
+        structs = [jax.ShapeDtypeStruct(s, lf.dtype) for s, lf in zip(shapes, leaves, strict=True)]
         tree = jtu.tree_unflatten(jtu.tree_structure(tuple(every)), structs)
         try:
             out = jax.eval_shape(lambda *a: call_with(fn, a, n_pos, kw_names), *tree)

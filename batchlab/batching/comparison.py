@@ -212,19 +212,18 @@ def compare(
             f"{strategies!r}."
         )
     strategies = list(dict.fromkeys([*strategies, *(["manual"] if manual is not None else [])]))
-    if batch_sizes is not None:
-        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
+    sizes = None if batch_sizes is None else check_positive_ints(batch_sizes, "batch_sizes")
     check_positive_float(max_time, "max_time")
     check_positive_int(chunk_size, "chunk_size", allow_none=True)
     res = resolve(fn, args, in_axes)
-    if max(batch_sizes or [0]) > res.batch_size:
+    sizes = sizes or [res.batch_size]
+    if max(sizes) > res.batch_size:
         raise ValueError(
-            f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got "
-            f"{batch_sizes}."
+            f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {sizes}."
         )
     reference = batch(fn, strategy="vmap", in_axes=in_axes)
     results = []
-    for b in batch_sizes or [res.batch_size]:
+    for b in sizes:
         sub = _take(args, res, b)
         res_b = resolve(fn, sub, in_axes)
         done: dict[str, tuple] = {}  # strategy: (its place in results, call, output, fields)

@@ -38,16 +38,10 @@ class ShardedBatch:
         if self.n_padding == 0:
             return result
         whole = NamedSharding(self.sharding.mesh, PartitionSpec())
-        if self.n_processes > 1:  # each process's padding sits after its own rows
-            starts = zip(self.process_starts, self.process_items, strict=True)
-            keep = np.concatenate([s + np.arange(n) for s, n in starts])
-            gather = jax.jit(lambda r: r, out_shardings=whole)  # every row to every process
-            return jax.tree_util.tree_map(lambda r: gather(r)[keep], result)
-
-        def cut(r: Any) -> Any:
-            return (jax.device_put(r, whole) if isinstance(r, jax.Array) else r)[: self.n_items]
-
-        return jax.tree_util.tree_map(cut, result)
+        starts = zip(self.process_starts, self.process_items, strict=True)
+        keep = np.concatenate([s + np.arange(n) for s, n in starts])  # padding after each's rows
+        gather = jax.jit(lambda r: r, out_shardings=whole)  # every row to every process
+        return jax.tree_util.tree_map(lambda r: gather(r)[keep], result)
 
     def __repr__(self) -> str:
         where = f"{self.n_devices} device(s)"
