@@ -61,7 +61,7 @@ def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict]:
             fn if getattr(fn, "strategy", None) == "host" else None
         )
         memory[name] = (
-            host.plan(*args).full_step if host is not None else bl.memory_estimate(fn, *args)
+            host.plan(*args).steps[0] if host is not None else bl.memory_estimate(fn, *args)
         )
     calls = {name: (lambda fn=fn: fn(*args)) for name, fn in fns.items()}
     return memory, bl.measuring.interleaved(calls, rounds=ROUNDS, max_seconds=max_time * len(fns))

@@ -280,11 +280,11 @@ def test_free_port_is_loopback_and_bindable():
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        (dict(processes=0), ValueError, r"`processes` must be an int from 1 to 64.*got 0"),
-        (dict(processes=2.0), TypeError, r"`processes` must be an int from 1 to 64.*got 2.0"),
-        (dict(devices_per_process=True), TypeError, "`devices_per_process` must be an int"),
-        (dict(devices_per_process=65), ValueError, r"`devices_per_process` must .*got 65"),
-        (dict(timeout=0), ValueError, "`timeout` must be a positive number"),
+        (dict(processes=0), ValueError, r"`processes` must be at least 1, got processes=0"),
+        (dict(processes=2.0), TypeError, r"`processes` must be a positive int, got float 2.0"),
+        (dict(devices_per_process=True), TypeError, "`devices_per_process` must be a positive int"),
+        (dict(devices_per_process=65), ValueError, r"`devices_per_process` must be at most 64.*65"),
+        (dict(timeout=0), ValueError, "`timeout` must be positive, got timeout=0"),
         (dict(job=3), TypeError, "`job` must be a function or the path .*got 3"),
         (dict(job="no/such/script.py"), ValueError, r"script file, got 'no/such/script.py'"),
     ],

@@ -213,10 +213,8 @@ def test_unmapped_python_and_numpy_values_are_traced_as_under_jit_of_vmap(strate
 
 
 def test_axis_spec_errors_are_raised_when_batch_is_called():
-    with pytest.raises(
-        TypeError, match=r"`in_axes` must be an int, None, or a tuple.*got the dict"
-    ):
-        batch(mlp, in_axes={"x": 0})
+    with pytest.raises(BatchAxisError, match=r"`in_axes` must be an int, None, or a tuple"):
+        batch(mlp, in_axes={"x": 0})(jnp.ones((4, 3)), {"w": jnp.ones((3, 2)), "b": jnp.ones(2)})
     for strategy, batch_size in ALL:
         with pytest.raises(TypeError, match="`out_axes` may hold only ints"):
             batch(mlp, strategy=strategy, chunk_size=batch_size, out_axes="a")

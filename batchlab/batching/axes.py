@@ -68,8 +68,34 @@ class AxesExplanation(Rows):
         )
 
     def plot(self):
-        """Draws every shape as a row of boxes, the mapped axis highlighted."""
-        return plot_axes(self)
+        """Every shape as a row of boxes (batch axis orange): batched -> per item -> batched output."""
+        from matplotlib.figure import Figure
+
+        rows = [("", lf.label, lf.shape, lf.axis, lf.item_shape) for lf in self.inputs]
+        rows += [("→ ", o.label, o.shape, o.axis, o.item_shape) for o in self.outputs]
+        width = max(max(len(r[2]) for r in rows), 3) + 1.5
+        fig = Figure(figsize=(7 + 0.6 * width, 0.75 * len(rows) + 1.3), layout="constrained")
+        ax = fig.subplots()
+        label_w = 0.23 * max(len(r[1]) for r in rows) + 1.0
+        x = label_w + width + 0.6
+        for i, (arrow, label, shape, mapped, item) in enumerate(rows):
+            y = -i - (0.5 if arrow else 0)
+            font = dict(va="center", fontsize=12, family="monospace", fontweight="bold")
+            ax.text(0, y, arrow + label, **font)
+            _boxes(ax, label_w, y, shape, mapped)
+            arrowprops = dict(arrowstyle="<-" if arrow else "->")
+            ax.annotate("", (x + 0.2, y), (x - 0.7, y), arrowprops=arrowprops)
+            _boxes(ax, x + 0.5, y, item, None)
+        ax.axhline(-len(self.inputs) + 0.25, color="0.6", lw=0.8, ls="--")
+        ax.set_xlim(-0.2, label_w + 2 * width + 2)
+        ax.set_ylim(-len(rows) - 0.2, 1.0)
+        head = f"batched (orange: batch axis, {self.batch_size} items)"
+        ax.text(label_w, 0.65, head, fontsize=11)
+        ax.text(x + 0.5, 0.65, "one item (what fn sees)", fontsize=11)
+        ax.set_axis_off()
+        title = f"vmap with in_axes={self.in_axes!r}, out_axes={self.out_axes!r}"
+        ax.set_title(title, fontsize=12, loc="left")
+        return fig
 
 
 def _structs(res: Resolved, item: bool) -> tuple:
@@ -151,35 +177,3 @@ def _boxes(ax, x: float, y: float, shape: tuple, mapped: int | None) -> None:
         color = "#f5a623" if k == mapped else "#cfe2f3"
         ax.add_patch(Rectangle((x + k, y - 0.35), 0.9, 0.7, facecolor=color, edgecolor="0.2"))
         ax.text(x + k + 0.45, y, str(size), ha="center", va="center", fontsize=11)
-
-
-def plot_axes(e: AxesExplanation):
-    """Every input and output shape as boxes: batched shape -> per item -> batched output."""
-    from matplotlib.figure import Figure
-
-    rows = [("", lf.label, lf.shape, lf.axis, lf.item_shape) for lf in e.inputs]
-    rows += [("→ ", o.label, o.shape, o.axis, o.item_shape) for o in e.outputs]
-    width = max(max(len(r[2]) for r in rows), 3) + 1.5
-    fig = Figure(figsize=(7 + 0.6 * width, 0.75 * len(rows) + 1.3), layout="constrained")
-    ax = fig.subplots()
-    label_w = 0.23 * max(len(r[1]) for r in rows) + 1.0
-    x = label_w + width + 0.6
-    for i, (arrow, label, shape, mapped, item) in enumerate(rows):
-        y = -i - (0.5 if arrow else 0)
-        font = dict(va="center", fontsize=12, family="monospace", fontweight="bold")
-        ax.text(0, y, arrow + label, **font)
-        _boxes(ax, label_w, y, shape, mapped)
-        ax.annotate(
-            "", (x + 0.2, y), (x - 0.7, y), arrowprops=dict(arrowstyle="<-" if arrow else "->")
-        )
-        _boxes(ax, x + 0.5, y, item, None)
-    ax.axhline(-len(e.inputs) + 0.25, color="0.6", lw=0.8, ls="--")
-    ax.set_xlim(-0.2, label_w + 2 * width + 2)
-    ax.set_ylim(-len(rows) - 0.2, 1.0)
-    ax.text(label_w, 0.65, f"batched (orange: batch axis, {e.batch_size} items)", fontsize=11)
-    ax.text(x + 0.5, 0.65, "one item (what fn sees)", fontsize=11)
-    ax.set_axis_off()
-    ax.set_title(
-        f"vmap with in_axes={e.in_axes!r}, out_axes={e.out_axes!r}", fontsize=12, loc="left"
-    )
-    return fig

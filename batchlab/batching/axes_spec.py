@@ -106,16 +106,8 @@ class Resolved:
     kw_names: tuple[str, ...]
 
     @cached_property
-    def mapped(self) -> tuple[int, ...]:
-        return tuple(k for k, lf in enumerate(self.leaves) if lf.axis is not None)
-
-    @cached_property
-    def shared(self) -> tuple[int, ...]:
-        return tuple(k for k, lf in enumerate(self.leaves) if lf.axis is None)
-
-    @cached_property
     def axes(self) -> tuple[int, ...]:
-        return tuple(self.leaves[k].axis for k in self.mapped)
+        return tuple(lf.axis for lf in self.leaves if lf.axis is not None)
 
     @property
     def key(self) -> tuple:
@@ -125,13 +117,15 @@ class Resolved:
 
     def inputs(self, flat: list) -> tuple[list, list]:
         """A call's flat leaves -> (its mapped array leaves, its shared ones)."""
-        return [flat[k] for k in self.mapped], [flat[k] for k in self.shared]
+        split: tuple[list, list] = ([], [])
+        for x, lf in zip(flat, self.leaves, strict=True):
+            split[lf.axis is None].append(x)
+        return split
 
     def call(self, fn: Callable, items: list, shared: list) -> Any:
         """``fn`` on one item (or a chunk under vmap): mapped leaves from ``items``."""
-        full = [None] * len(self.leaves)
-        for k, x in [*zip(self.mapped, items, strict=True), *zip(self.shared, shared, strict=True)]:
-            full[k] = x
+        mapped, rest = iter(items), iter(shared)
+        full = [next(rest) if lf.axis is None else next(mapped) for lf in self.leaves]
         every = jtu.tree_unflatten(self.treedef, full)
         return call_with(fn, every, len(every) - len(self.kw_names), self.kw_names)
 
@@ -140,12 +134,8 @@ def _item_outputs(fn: Callable, every: list, n_pos: int, kw_names: tuple, leaves
     """``outs(arg, axis)``: per-item output shapes, argument ``arg`` mapped on ``axis``."""
 
     def outs(arg: int, axis: int | None) -> list | None:
-        structs = [
-            jax.ShapeDtypeStruct(
-                _drop(lf.shape, axis) if lf.arg == arg else lf.item_shape, lf.dtype
-            )
-            for lf in leaves
-        ]
+        shapes = [_drop(lf.shape, axis) if lf.arg == arg else lf.item_shape for lf in leaves]
+        structs = [jax.ShapeDtypeStruct(s, lf.dtype) for s, lf in zip(shapes, leaves, strict=True)]
         tree = jtu.tree_unflatten(jtu.tree_structure(tuple(every)), structs)
         try:
             out = jax.eval_shape(lambda *a: call_with(fn, a, n_pos, kw_names), *tree)

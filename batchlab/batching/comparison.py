@@ -162,23 +162,19 @@ def _agree(a: Any, b: Any) -> bool:
 
 def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) -> tuple:
     """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, Measurement's)."""
-    with count_compiles() as compiles:
-        if s in DISPATCHED:  # it compiles its programs inside its first call
-            call, trace_lower, compile_s = (lambda: fn_s(*sub)), 0.0, 0.0
-        else:
-            compiled = compile_fn(fn_s, sub, {})
-            call, trace_lower = compiled.call, compiled.trace_lower_seconds
-            compile_s = compiled.compile_seconds
+    with count_compiles() as compiles:  # a dispatched strategy compiles inside its first call
+        compiled = None if s in DISPATCHED else compile_fn(fn_s, sub, {})
+        call = compiled.call if compiled else lambda: fn_s(*sub)
         t0 = time.perf_counter()
         out = jax.block_until_ready(call())
         first = time.perf_counter() - t0
-    if s in DISPATCHED:
+    if compiled is None:
         memory, dispatches = dispatched_plan(fn, fn_s, s, sub, res, out)
     else:
         memory, dispatches = estimate_from_compiled(compiled.executable, compiled.name), 1
     fields = dict(
-        trace_lower_seconds=trace_lower,
-        compile_seconds=compile_s,
+        trace_lower_seconds=compiled.trace_lower_seconds if compiled else 0.0,
+        compile_seconds=compiled.compile_seconds if compiled else 0.0,
         first_call_seconds=first,
         memory=memory,
         compiles=compiles.count,
@@ -198,8 +194,7 @@ def compare(
 ) -> Comparison:
     """Each strategy on the same batch ``args``, timed interleaved, checked against ``jax.vmap``.
 
-    ``chunk_size`` defaults to an eighth of the batch; ``manual`` (batched by hand) adds
-    ``"manual"``; ``batch_sizes`` sweeps sizes up to the batch's.
+    ``chunk_size``: an eighth of the batch unless given; ``manual``: your hand-batched ``fn``.
 
     Example:
       >>> import jax.numpy as jnp
@@ -217,28 +212,25 @@ def compare(
             f"{strategies!r}."
         )
     strategies = list(dict.fromkeys([*strategies, *(["manual"] if manual is not None else [])]))
-    if batch_sizes is not None:
-        batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
+    sizes = None if batch_sizes is None else check_positive_ints(batch_sizes, "batch_sizes")
     check_positive_float(max_time, "max_time")
     check_positive_int(chunk_size, "chunk_size", allow_none=True)
     res = resolve(fn, args, in_axes)
-    if max(batch_sizes or [0]) > res.batch_size:
+    sizes = sizes or [res.batch_size]
+    if max(sizes) > res.batch_size:
         raise ValueError(
-            f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got "
-            f"{batch_sizes}."
+            f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {sizes}."
         )
     reference = batch(fn, strategy="vmap", in_axes=in_axes)
     results = []
-    for b in batch_sizes or [res.batch_size]:
+    for b in sizes:
         sub = _take(args, res, b)
         res_b = resolve(fn, sub, in_axes)
         done: dict[str, tuple] = {}  # strategy: (its place in results, call, output, fields)
         for s in strategies:
             chunk = (chunk_size or max(1, b // 8)) if s in ("chunked", "host") else None
-            if s in ("manual", "vmap"):
-                fn_s = manual if s == "manual" else reference
-            else:
-                fn_s = batch(fn, strategy=s, chunk_size=chunk, in_axes=in_axes)
+            own = {"manual": manual, "vmap": reference}.get(s)
+            fn_s = own or batch(fn, strategy=s, chunk_size=chunk, in_axes=in_axes)
             try:
                 call, out, dispatches, fields = _prepare(fn, fn_s, s, sub, res_b)
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures

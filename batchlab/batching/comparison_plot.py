@@ -10,15 +10,9 @@ import numpy as np
 
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab._util.plotting import bytes_axis, log2_axis, new_figure, short_bytes, short_seconds
+from batchlab.batching.strategies import STRATEGIES
 
-COLORS = {
-    "loop": "tab:red",
-    "vmap": "tab:blue",
-    "map": "tab:green",
-    "chunked": "tab:orange",
-    "host": "tab:cyan",
-    "manual": "tab:purple",
-}
+COLORS = {s: f"C{i}" for i, s in enumerate(STRATEGIES)}  # matplotlib's colour cycle
 
 
 def _spread(rs: list) -> np.ndarray:

@@ -77,10 +77,7 @@ def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, 
     """(plan, dispatches per call) of ``fn_s = batch(fn, strategy=s)`` called on ``sub``."""
     if s == "host":
         p = fn_s.plan(*sub)
-        big = max(
-            (m for m in (p.full_step, p.remainder_step) if m is not None),
-            key=lambda m: m.temp_bytes,
-        )
+        big = max(p.steps, key=lambda m: m.temp_bytes)
         how = "the largest step's temp + the chunks' input copy + chunk outputs until concatenated"
         return widened(big, sub, out, p.extra_bytes, how), p.dispatches
     # loop: the per-item program, on item 0

@@ -48,16 +48,13 @@ def split_chunks(mapped: list, ranges: tuple, axes: tuple) -> list:
     """Chunks of the mapped leaves: numpy leaves as views, jax leaves by one jitted split."""
     dev = [i for i, x in enumerate(mapped) if not isinstance(x, np.ndarray)]
     parts = _split([mapped[i] for i in dev], ranges, tuple(axes[i] for i in dev)) if dev else None
-    chunks = []
-    for c, (a, b) in enumerate(ranges):
-        leaves = [
-            x[(slice(None),) * ax + (slice(a, b),)] if isinstance(x, np.ndarray) else None
+    return [
+        [
+            x[(slice(None),) * ax + (slice(a, b),)] if isinstance(x, np.ndarray) else next(on_dev)
             for x, ax in zip(mapped, axes, strict=True)
         ]
-        for j, i in enumerate(dev):
-            leaves[i] = parts[c][j]
-        chunks.append(leaves)
-    return chunks
+        for (a, b), on_dev in zip(ranges, map(iter, parts or [()] * len(ranges)), strict=True)
+    ]
 
 
 def nbytes(tree: Any) -> int:
@@ -74,12 +71,8 @@ class HostPlan(Rows):
 
     items: int
     chunk: int
-    full_chunks: int
-    remainder: int
-    programs: int
     dispatches: int
-    full_step: MemoryEstimate | None
-    remainder_step: MemoryEstimate | None
+    steps: tuple[MemoryEstimate, ...]  # the full chunks' step program (if any), the remainder's
     input_copy_bytes: int
     chunk_output_bytes: int
     argument_bytes: int
@@ -87,9 +80,10 @@ class HostPlan(Rows):
     _header = ("", "strategy='host'")
     _inline = True
 
-    @property
-    def temp_bytes(self) -> int:
-        return max(m.temp_bytes for m in (self.full_step, self.remainder_step) if m is not None)
+    full_chunks = property(lambda self: self.items // self.chunk)
+    remainder = property(lambda self: self.items % self.chunk)
+    programs = property(lambda self: len(self.steps))
+    temp_bytes = property(lambda self: max(m.temp_bytes for m in self.steps))
 
     @property
     def extra_bytes(self) -> int:
@@ -121,31 +115,25 @@ class HostPlan(Rows):
 def plan_call(program: Callable, axes: tuple, mapped: list, shared: list, n: int, k: int):
     """Compiles (does not run) the step programs of one call and counts its dispatches."""
     chunks = bounds(n, k)
-    full, rest = divmod(n, k)
+    sizes = sorted({b - a for a, b in chunks}, reverse=True)  # the full chunk, the remainder
 
-    def estimate(a: int, b: int) -> MemoryEstimate:
+    def estimate(size: int) -> MemoryEstimate:
         chunk = [
-            jax.ShapeDtypeStruct((*x.shape[:ax], b - a, *x.shape[ax + 1 :]), x.dtype)
+            jax.ShapeDtypeStruct((*x.shape[:ax], size, *x.shape[ax + 1 :]), x.dtype)
             for x, ax in zip(mapped, axes, strict=True)
         ]
         return estimate_from_compiled(program.step.lower(chunk, shared).compile(), "host step")
 
-    first = estimate(*chunks[0])
-    last = estimate(*chunks[-1]) if rest and full else None
+    steps = tuple(map(estimate, sizes))
     several = len(chunks) > 1
     on_device = [x for x in mapped if not isinstance(x, np.ndarray)]
     slices = 1 if several and on_device else 0
-    outputs = first.output_bytes * max(full, 1) + (last.output_bytes if last is not None else 0)
     return HostPlan(
         items=n,
         chunk=k,
-        full_chunks=full,
-        remainder=rest,
-        programs=1 + (last is not None),
         dispatches=slices + len(chunks) + several,
-        full_step=first if full else None,
-        remainder_step=last if last is not None else (None if full else first),
+        steps=steps,
         input_copy_bytes=nbytes(on_device) if slices else 0,
-        chunk_output_bytes=outputs,
+        chunk_output_bytes=sum(steps[sizes.index(b - a)].output_bytes for a, b in chunks),
         argument_bytes=nbytes([mapped, shared]),
     )

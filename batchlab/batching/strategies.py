@@ -79,18 +79,15 @@ def loop_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = 
 def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
     """``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk, dispatched from Python, concatenated."""
     step = vmap_program(fn, res, out_axes)
-    labels = [res.leaves[i].label for i in (*res.mapped, *res.shared)]
 
     def program(mapped: list, shared: list) -> Any:
-        for x, label in zip([*mapped, *shared], labels, strict=False):
-            if isinstance(x, jax.core.Tracer):
-                raise TypeError(
-                    f"strategy='host' dispatches one compiled program per chunk from Python, so "
-                    f"it cannot run inside jax.jit, grad, vmap or scan (`{label}` is a "
-                    f"{type(x).__name__}): call it outside, or use strategy='chunked' with the same "
-                    f"chunk_size (the same chunks, as one lax.map inside the program) or "
-                    f"strategy='vmap'."
-                )
+        if any(isinstance(x, jax.core.Tracer) for x in [*mapped, *shared]):
+            raise TypeError(
+                "strategy='host' dispatches one compiled program per chunk from Python, so it "
+                "cannot run inside jax.jit, grad, vmap or scan (it got a tracer): call it outside, "
+                "or use strategy='chunked' with the same chunk_size (the same chunks, as one "
+                "lax.map inside the program) or strategy='vmap'."
+            )
         n = mapped[0].shape[res.axes[0]]
         if n <= chunk_size:
             return step(mapped, shared)  # one chunk: no slices, no concatenation
@@ -115,12 +112,6 @@ PROGRAMS = {
 
 def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any) -> int | None:
     """The options ``batch`` takes, checked before anything traces; returns ``chunk_size``."""
-    if isinstance(in_axes, dict):
-        raise TypeError(
-            f"`in_axes` must be an int, None, or a tuple with one entry per positional argument "
-            f"(as in jax.vmap), got the dict {in_axes!r}; for a dict argument write "
-            f"in_axes=({in_axes!r},)."
-        )
     check_axis_types(in_axes, "in_axes")
     check_axis_types(out_axes, "out_axes")
     check_choice(strategy, "strategy", STRATEGIES[:-1])
@@ -144,8 +135,6 @@ def batch(
     out_axes: Any = 0,
 ) -> Callable:
     """``jax.jit(jax.vmap(fn, in_axes, out_axes))`` by another ``strategy``: same inputs, same result.
-
-    The result carries ``.fn``, ``.strategy``, ``.chunk_size`` and ``.plan(*args)`` (host only).
 
     >>> import jax.numpy as jnp
     >>> f = batch(lambda x, w: x @ w, strategy="host", chunk_size=4, in_axes=(0, None))
@@ -201,6 +190,5 @@ def batch(
 
     if not hasattr(fn, "__name__"):  # functools.wraps copied the rest, as jax.vmap does
         batched.__name__ = batched.__qualname__ = function_name(fn)
-    for attr, value in dict(fn=fn, strategy=strategy, chunk_size=chunk_size, plan=plan).items():
-        setattr(batched, attr, value)
+    vars(batched).update(fn=fn, strategy=strategy, chunk_size=chunk_size, plan=plan)
     return batched

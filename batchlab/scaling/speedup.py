@@ -68,9 +68,7 @@ def measure_scaling(
     devices: Sequence[Any] | None = None,
     repeat: int = 5,
 ) -> Scaling:
-    """Runs ``fn(batch, *params)`` (in one process) with the batch sharded over each of
-    ``device_counts`` (of ``devices``, default ``jax.devices()``) and ``params`` replicated;
-    compares with one device. ``repeat``: timing rounds per count (timed interleaved).
+    """``fn(x, *params)`` with ``x`` sharded over each of ``device_counts``, against one device.
 
     Example:
       >>> import jax.numpy as jnp
@@ -116,5 +114,4 @@ def measure_scaling(
                      plans[n].planned_bytes, seconds[str(n)], bool(same[n]))
         for n in device_counts
     ]  # fmt: skip
-    n_items = int(np.shape(jax.tree_util.tree_leaves(x)[0])[0])
-    return Scaling(n_items, tuple(points))
+    return Scaling(sb.n_items, tuple(points))

@@ -20,6 +20,7 @@ from typing import Any
 import cloudpickle
 import jax
 
+from batchlab._util.checks import check_positive_float, check_positive_int
 from batchlab._util.format import format_seconds
 
 ENV_COORDINATOR = "BATCHLAB_COORDINATOR"
@@ -40,17 +41,16 @@ def initialize(**kwargs: Any) -> None:
     """``jax.distributed.initialize``, under :func:`launch` with the launcher's settings."""
     if jax.distributed.is_initialized():
         return
-    if ENV_NUM_PROCESSES not in os.environ:
-        jax.distributed.initialize(**kwargs)
-        return
-    jax.distributed.initialize(  # the CPU settings come in the environment (_child_env)
-        coordinator_address=os.environ[ENV_COORDINATOR],
-        # JAX's default binds the coordinator to every interface ("[::]:port"): loopback only
-        coordinator_bind_address=os.environ[ENV_COORDINATOR],
-        num_processes=int(os.environ[ENV_NUM_PROCESSES]),
-        process_id=int(os.environ[ENV_PROCESS_ID]),
-        **kwargs,
-    )
+    if ENV_NUM_PROCESSES in os.environ:  # the CPU settings come in the environment (_child_env)
+        kwargs = dict(
+            coordinator_address=os.environ[ENV_COORDINATOR],
+            # JAX's default binds the coordinator to every interface ("[::]:port"): loopback only
+            coordinator_bind_address=os.environ[ENV_COORDINATOR],
+            num_processes=int(os.environ[ENV_NUM_PROCESSES]),
+            process_id=int(os.environ[ENV_PROCESS_ID]),
+            **kwargs,
+        )
+    jax.distributed.initialize(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -128,8 +128,9 @@ def _child_env(coordinator: str, n: int, i: int, devices: int) -> dict[str, str]
 def _pickle_job(job: Callable, args: tuple) -> bytes:
     """cloudpickle ``(job, args)``, the job's own module by value (the children need not import it)."""
     module = sys.modules.get(getattr(job, "__module__", None) or "")
-    by_value = module is not None and module.__name__ not in ("__main__", "builtins")
-    by_value = by_value and not module.__name__.startswith("batchlab")
+    by_value = module is not None and not module.__name__.startswith(
+        ("__main__", "builtins", "batchlab")
+    )
     if by_value:
         cloudpickle.register_pickle_by_value(module)
     try:
@@ -141,14 +142,9 @@ def _pickle_job(job: Callable, args: tuple) -> bytes:
 
 def _check_launch_args(job: Any, processes: Any, devices_per_process: Any, timeout: Any) -> None:
     for name, value in (("processes", processes), ("devices_per_process", devices_per_process)):
-        is_int = isinstance(value, int) and not isinstance(value, bool)
-        if not is_int or not 1 <= value <= 64:
-            raise (ValueError if is_int else TypeError)(
-                f"`{name}` must be an int from 1 to 64 (each process is a Python process with its "
-                f"own JAX runtime, about 200 MiB), got {value!r}."
-            )
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ValueError(f"`timeout` must be a positive number of seconds, got {timeout!r}.")
+        if check_positive_int(value, name) > 64:
+            raise ValueError(f"`{name}` must be at most 64 (a JAX runtime each), got {value!r}.")
+    check_positive_float(timeout, "timeout")
     is_path = isinstance(job, (str, os.PathLike))
     if not callable(job) and not (is_path and Path(job).is_file()):
         raise (ValueError if is_path else TypeError)(
@@ -159,10 +155,7 @@ def _check_launch_args(job: Any, processes: Any, devices_per_process: Any, timeo
 def _kill_group(proc: subprocess.Popen) -> None:
     """Kills the process group that ``proc`` leads (the process and every child it started)."""
     with contextlib.suppress(OSError):
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # Windows: no process groups
-            proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def launch(
@@ -174,13 +167,8 @@ def launch(
     timeout: float = 60.0,
     check: bool = True,
 ) -> Launch:
-    """Runs ``job`` in ``processes`` local JAX processes that form one multi-process runtime.
-
-    ``job`` is a function (cloudpickled, called as ``job(*args)`` after :func:`initialize`; its
-    return value must pickle) or a script's path (run as ``python script *args``; it calls
-    :func:`initialize`). ``timeout``: seconds for the whole job, then every process is killed;
-    ``check``: raise when a process fails or the job times out. The :class:`Launch` holds each
-    process's exit code, stdout, stderr and return value.
+    """Runs ``job`` (a function whose result pickles, or a script calling :func:`initialize`) in
+    ``processes`` local JAX processes forming one runtime; all are killed after ``timeout`` s.
 
     Example:
       >>> def count():

@@ -29,8 +29,7 @@ def main(argv: list[str]) -> None:
 
 
 def _exit_now(code: int) -> None:
-    """Leaves at once: a normal exit would wait in JAX's shutdown barrier for the other
-    processes (up to 5 minutes), so the launcher would not see this failure."""
+    """Leaves at once, not waiting (up to 5 min) in JAX's shutdown barrier for the others."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
