@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
@@ -24,10 +25,10 @@ class ShardedBatch:
     mask: jax.Array
     n_items: int
     sharding: NamedSharding
-    process_items: tuple[int, ...]  # the real rows each process fed
-    process_starts: tuple[int, ...]  # the global row where each process's rows start
+    process_items: tuple[int, ...] = ()  # several processes: the real rows each fed
+    process_starts: tuple[int, ...] = ()  # and the global row where each one's rows start
 
-    n_processes = property(lambda self: len(self.process_items))
+    n_processes = property(lambda self: max(1, len(self.process_items)))
     n_devices = property(lambda self: int(self.sharding.mesh.shape[AXIS]))
     padded_items = property(lambda self: int(self.mask.shape[0]))
     n_padding = property(lambda self: self.padded_items - self.n_items)
@@ -38,14 +39,20 @@ class ShardedBatch:
         if self.n_padding == 0:
             return result
         whole = NamedSharding(self.sharding.mesh, PartitionSpec())
-        starts = zip(self.process_starts, self.process_items, strict=True)
-        keep = np.concatenate([s + np.arange(n) for s, n in starts])  # padding after each's rows
-        gather = jax.jit(lambda r: r, out_shardings=whole)  # every row to every process
-        return jax.tree_util.tree_map(lambda r: gather(r)[keep], result)
+        if self.process_items:  # each process's padding sits after its own rows
+            starts = zip(self.process_starts, self.process_items, strict=True)
+            keep = np.concatenate([s + np.arange(n) for s, n in starts])
+            gather = jax.jit(lambda r: r, out_shardings=whole)  # every row to every process
+            return jax.tree_util.tree_map(lambda r: gather(r)[keep], result)
+
+        def cut(r: Any) -> Any:
+            return (jax.device_put(r, whole) if isinstance(r, jax.Array) else r)[: self.n_items]
+
+        return jax.tree_util.tree_map(cut, result)
 
     def __repr__(self) -> str:
         where = f"{self.n_devices} device(s)"
-        if self.n_processes > 1:
+        if self.process_items:
             where += f" of {self.n_processes} processes (rows fed {list(self.process_items)})"
         return (
             f"ShardedBatch({self.n_items} items + {self.n_padding} padding over {where}, "
@@ -78,53 +85,69 @@ def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
             f"leading (batch) axis, got leading sizes {sizes or 'none (no arrays)'}; a scalar "
             "shared by all items is a parameter: pass it to your function separately."
         )
-    (n_local,) = sizes
+    (n_items,) = sizes
+    if any(d.process_index != jax.process_index() for d in mesh.devices.flat):
+        return _shard_process_local(leaves, treedef, n_items, mesh)
+    n_devices = int(mesh.shape[AXIS])
+    padded = -(-n_items // n_devices) * n_devices
+    sharding = NamedSharding(mesh, PartitionSpec(AXIS))
+
+    def place(leaf: Any) -> jax.Array:
+        widths = [(0, padded - n_items)] + [(0, 0)] * (np.ndim(leaf) - 1)
+        pad = np.pad if isinstance(leaf, np.ndarray) else jnp.pad
+        return jax.device_put(pad(leaf, widths), sharding)
+
+    values = jax.tree_util.tree_unflatten(treedef, [place(leaf) for leaf in leaves])
+    mask = jax.device_put(np.arange(padded) < n_items, sharding)
+    return ShardedBatch(values, mask, n_items, sharding)
+
+
+def _process_blocks(sharding: NamedSharding, n_devices: int) -> dict[int, list[int]]:
+    """Which blocks of the batch axis (one per mesh position) each process's devices hold."""
+    blocks: dict[int, set[int]] = {}
+    for device, index in sharding.devices_indices_map((n_devices,)).items():
+        blocks.setdefault(device.process_index, set()).add(index[0].start)
+    ordered = {p: sorted(b) for p, b in sorted(blocks.items(), key=lambda kv: min(kv[1]))}
+    sizes = {len(b) for b in ordered.values()}
+    contiguous = all(b == list(range(b[0], b[0] + len(b))) for b in ordered.values())
+    if len(ordered) != jax.process_count() or len(sizes) != 1 or not contiguous:
+        raise ValueError(
+            f"the mesh must give each of the {jax.process_count()} processes an equal, contiguous "
+            f"block of the 'batch' axis; its processes hold blocks {ordered}. Build it from all "
+            "devices in process order, e.g. jax.make_mesh((jax.device_count(),), ('batch',))."
+        )
+    return ordered
+
+
+def _shard_process_local(leaves: list, treedef: Any, n_local: int, mesh: Mesh) -> ShardedBatch:
+    """:func:`shard_batch` over a mesh of several processes; ``leaves``: this process's rows."""
     sharding = NamedSharding(mesh, PartitionSpec(AXIS))
     n_devices = int(mesh.shape[AXIS])
-    local = all(d.process_index == jax.process_index() for d in mesh.devices.flat)
+    blocks = _process_blocks(sharding, n_devices)
+    mine = blocks[jax.process_index()]
     hosts = [np.asarray(leaf) for leaf in leaves]
     layout = repr([(h.shape[1:], h.dtype.str) for h in hosts]).encode()
-    row = np.array([n_local, zlib.crc32(layout)], np.int64)
-    table = (
-        row[None] if local else np.asarray(multihost_utils.process_allgather(row)).reshape(-1, 2)
-    )
+    table = np.asarray(
+        multihost_utils.process_allgather(np.array([n_local, zlib.crc32(layout)], np.int64))
+    ).reshape(jax.process_count(), 2)
     if len(set(table[:, 1].tolist())) > 1:
         raise ValueError(
             "the processes passed leaves of different shapes or dtypes beyond the batch axis (this "
             f"process: {layout.decode()}); every process must feed rows of the same layout."
         )
-    blocks = _process_blocks(sharding, n_devices, len(table))
-    mine = blocks[jax.process_index()]
-    per_block = -(-int(table[:, 0].max()) // len(mine))
+    per_block = max(1, -(-int(table[:, 0].max()) // len(mine)))
 
     def place(host: np.ndarray, fill: Any = 0) -> jax.Array:
         widths = [(0, per_block * len(mine) - n_local)] + [(0, 0)] * (host.ndim - 1)
-        rows = np.pad(host, widths, constant_values=fill)
+        local = np.pad(host, widths, constant_values=fill)
         shape = (n_devices * per_block, *host.shape[1:])
-        return jax.make_array_from_process_local_data(sharding, rows, shape)
+        return jax.make_array_from_process_local_data(sharding, local, shape)
 
     values = jax.tree_util.tree_unflatten(treedef, [place(h) for h in hosts])
     mask = place(np.ones(n_local, bool), fill=False)
     items = tuple(int(n) for n in table[:, 0])
-    starts = tuple(blocks[p][0] * per_block for p in sorted(blocks))
+    starts = tuple(blocks[p][0] * per_block for p in range(jax.process_count()))
     return ShardedBatch(values, mask, sum(items), sharding, items, starts)
-
-
-def _process_blocks(sharding: NamedSharding, n_devices: int, n_processes: int) -> dict:
-    """Which blocks of the batch axis (one per mesh position) each process's devices hold."""
-    blocks: dict[int, set[int]] = {}
-    for device, index in sharding.devices_indices_map((n_devices,)).items():
-        blocks.setdefault(device.process_index, set()).add(index[0].indices(n_devices)[0])
-    ordered = {p: sorted(b) for p, b in sorted(blocks.items(), key=lambda kv: min(kv[1]))}
-    sizes = {len(b) for b in ordered.values()}
-    contiguous = all(b == list(range(b[0], b[0] + len(b))) for b in ordered.values())
-    if len(ordered) != n_processes or len(sizes) != 1 or not contiguous:
-        raise ValueError(
-            f"the mesh must give each of the {n_processes} processes an equal, contiguous "
-            f"block of the 'batch' axis; its processes hold blocks {ordered}. Build it from all "
-            "devices in process order, e.g. jax.make_mesh((jax.device_count(),), ('batch',))."
-        )
-    return ordered
 
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
