@@ -226,3 +226,12 @@ def test_the_reference_of_no_items_is_an_empty_table_of_its_dtype():
 
     out = mean_pool_reference(as_ragged([]), np.ones((5, 3), np.float16))
     assert out.shape == (0, 3) and out.dtype == np.float16
+
+
+def test_a_mask_shared_along_an_axis_and_a_mask_of_rows_over_axis_0():
+    x = jnp.arange(24.0).reshape(2, 4, 3)  # (batch, heads, seq): one mask for every head
+    m = jnp.array([[[True, True, False]], [[True, False, False]]])  # (batch, 1, seq)
+    expected = np.where(np.broadcast_to(m, x.shape), x, 0).sum(2)
+    np.testing.assert_array_equal(masked_sum(x, m, axis=2), expected)
+    y, rows = jnp.arange(12.0).reshape(3, 4), jnp.array([True, False, True])
+    np.testing.assert_array_equal(masked_sum(y, rows, axis=0), y[0] + y[2])
