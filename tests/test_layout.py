@@ -25,7 +25,7 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
 CHILD_ENTRIES = {"scaling/distributed/_child.py"}
 MAX_LINES = 420
 #: the whole package, a ratchet: at most 12,000 lines is the aim (22,188 -> 17,069 -> 15,639 -> 13,679)
-MAX_PACKAGE_LINES = 13_750
+MAX_PACKAGE_LINES = 13_000
 
 
 def module_name(path: Path) -> str:
