@@ -266,6 +266,17 @@ def test_default_budget_is_limit_minus_in_use_not_pool(monkeypatch):
     assert pool_only.bytes == 400 and "pool_bytes - bytes_in_use" in pool_only.source
 
 
+def test_on_the_host_the_budget_is_half_the_available_memory(monkeypatch):
+    class Memory:
+        available = 7 * 2**30 + 1
+
+    monkeypatch.setattr(live_module.jax, "devices", lambda: [_FakeDevice(None)])
+    monkeypatch.setattr("psutil.virtual_memory", lambda: Memory)
+    b = default_budget()
+    assert b == (Memory.available // 2, "50% of available host memory (psutil)")
+    assert type(b.bytes) is int and repr(b).startswith("Budget(3.50 GiB; source: 50%")
+
+
 def test_a_full_device_gives_no_room_never_the_hosts_memory(monkeypatch):
     """A GPU with 0 bytes left is a budget of 0 (0 is falsy: it used to fall back to host RAM)."""
     full = on_device(monkeypatch, {"bytes_in_use": 4000, "pool_bytes": 4000, "bytes_limit": 4000})

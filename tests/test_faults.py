@@ -358,10 +358,13 @@ def test_disk_full_mid_run_keeps_the_result_and_the_checkpoint(monkeypatch, tmp_
         return real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    with pytest.warns(RuntimeWarning, match=r"the save of the batch at item 8 failed"):
+    with pytest.warns(RuntimeWarning, match=r"the save of the batch at item 8 failed") as said:
         first = batchlab.run_batches(item_fn, xs, batch_size=4, checkpoint=path, progress=False)
     monkeypatch.setattr(os, "fsync", real_fsync)
-    assert "keeps only the 2 batch(es)" in first.checkpoint_error
+    assert said[0].filename == __file__  # the warning points at the caller's line
+    assert f"failed (No space left on device); {str(path)!r} keeps only the 2 batch(es)" in (
+        first.checkpoint_error
+    )
     assert not first.complete and "No space left" in first.stop_reason
     assert list(first.indices) == list(range(12))  # the batch whose write failed is in the result
     assert len(Journal.open(path, _parts_of(path)).records) == 2  # the checkpoint before it

@@ -123,6 +123,20 @@ def test_nan_check():
     assert batchlab.run_batches(item_fn, xs, batch_size=4, progress=False).failures == ()
 
 
+def test_nan_check_reads_every_float_leaf_of_a_tree_of_rows():
+    """A NaN in the first float leaf is found though the last one is clean; rows of any shape;
+    an integer leaf is not checked (it cannot hold NaN)."""
+    xs = data(8)
+
+    def fn(x):
+        return {"a": jnp.outer(x, x) * x[0], "b": jnp.ones(3), "n": jnp.arange(2)}
+
+    xs[6, 0] = np.nan
+    r = batchlab.run_batches(fn, xs, batch_size=4, check_nan=True, progress=False)
+    assert r.failed_indices == [6] and r.failures[0].kind == "NaN/inf output"
+    assert r.outputs["a"].shape == (7, 5, 5) and r.outputs["n"].dtype == np.int32
+
+
 def test_keyboard_interrupt_inside_a_batch_then_resume(tmp_path):
     xs = data(30)
     calls = {"n": 0}

@@ -110,7 +110,8 @@ def test_a_manual_fn_needs_a_run_name_and_then_resumes_losing_nothing(tmp_path):
     CALLS.clear(), SEEN.clear()
     STOP["on"] = True
     with pytest.raises(
-        batchlab.CheckpointError, match=r"runs `fn` as Python.*run_name='my-run-v1'"
+        batchlab.CheckpointError,
+        match=r"^strategy='manual' runs `fn` as Python.*run_name='my-run-v1'",
     ):
         batchlab.run_batches(logged_batch, xs, **kw)
     assert CALLS == [] and not path.exists()  # refused before any work
