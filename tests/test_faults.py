@@ -455,19 +455,41 @@ def test_foreign_items_are_refused(tmp_path):
         )
 
 
-def test_a_fn_that_cannot_be_traced_asks_for_a_run_name(tmp_path):
+@pytest.mark.parametrize(
+    "error, said",
+    [
+        (None, r"TracerArrayConversionError: The numpy\.ndarray conversion method __array__\(\) "),
+        (ValueError(), r"ValueError: \)\. Run it without `checkpoint`"),
+    ],
+)
+def test_a_fn_that_cannot_be_traced_asks_for_a_run_name(tmp_path, error, said):
     calls = []
 
     def fn(x):  # host code a trace cannot see through
         calls.append(1)
+        if error is not None:
+            raise error
         return np.asarray(x).sum()
 
     path = tmp_path / "run.ckpt"
-    with pytest.raises(
-        batchlab.CheckpointError, match=r"cannot be traced .*TracerArrayConversionError.*run_name="
-    ):
+    with pytest.raises(batchlab.CheckpointError, match=r"cannot be traced .*\(" + said) as e:
         batchlab.run_batches(fn, data(4), batch_size=2, checkpoint=path, progress=False)
-    assert not path.exists()  # refused before any work
+    assert "run_name='my-run-v1'" in str(e.value) and not path.exists()  # before any work
+
+
+def test_the_journal_header_names_what_the_run_belongs_to(tmp_path):
+    from batchlab.runs.fingerprint import digest, fn_fingerprint
+
+    xs, path = data(6), tmp_path / "run.ckpt"
+    batchlab.run_batches(item_fn, xs, batch_size=2, checkpoint=path, progress=False)
+    spec = jax.ShapeDtypeStruct(xs.shape[1:], xs.dtype)
+    assert _parts_of(path) == {
+        "fn": fn_fingerprint(item_fn, spec),
+        "items": digest(xs)[:16],
+        "n_items": 6,
+        "check_nan": False,
+        "batched": False,
+    }
 
 
 def test_an_npz_file_is_refused_as_a_checkpoint(tmp_path):
