@@ -490,6 +490,8 @@ def test_the_journal_header_names_what_the_run_belongs_to(tmp_path):
         "check_nan": False,
         "batched": False,
     }
+    same = batchlab.run_batches(item_fn, xs, batch_size=2, checkpoint=path, progress=False)
+    assert same.resumed_items == 6 and not same.resumed_at_other_size  # its settings were stored
 
 
 def test_an_npz_file_is_refused_as_a_checkpoint(tmp_path):
