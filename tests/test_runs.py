@@ -210,6 +210,7 @@ def test_faults_together_resume_equals_fault_free(tmp_path):
     )
     clean = batchlab.run_batches(batch_fn, xs, **kw)
     assert clean.complete and clean.retries >= 1 and clean.failed_indices == [4, 30]
+    assert clean.budget_bytes == 2048  # the result says what it ran under
     assert clean.batch_sizes == [fits]
     path = str(tmp_path / "ck.ckpt")
     trigger.update(at=2, calls=0)
