@@ -108,7 +108,8 @@ def test_bad_shapes_and_dtypes_in_a_list():
     items[2] = np.zeros((5,), np.float32)
     items[7] = np.zeros((4,), np.int32)
     r = batchlab.run_batches(lambda x: x.sum(), items, batch_size=4, progress=False)
-    assert r.failed_indices == [2, 7]
+    assert r.failed_indices == [2, 7] and {f.kind for f in r.failures} == {"bad item"}
+    assert 0 <= r.seconds < 60  # this call's wall clock
     assert "item 2 is (5,) float32 where the other items are (4,) float32" in r.failures[0].message
     assert "int32" in r.failures[1].message
     np.testing.assert_array_equal(r.outputs, [4.0 * i for i in range(10) if i not in (2, 7)])
@@ -332,3 +333,38 @@ def test_bisecting_a_callback_error_prints_nothing_and_keeps_the_traceback(capfd
     assert "pure_callback" in r.failures[0].detail and "item 5 is bad" in r.failures[0].detail
     assert sum(b.depth > 0 for b in r.batches) >= 6  # it did bisect: every half ran quietly
     assert not logging.getLogger("jax._src.callback").filters  # JAX's logger as it was
+
+
+@pytest.mark.parametrize(
+    "setting, shown",
+    [(None, True), ("", True), ("0", True), ("False", True), ("1", False), ("TRUE", False)],
+)
+def test_the_progress_bar_counts_items_and_honours_tqdm_disable(
+    monkeypatch, capsys, tmp_path, setting, shown
+):
+    """tqdm.notebook ignores TQDM_DISABLE, so run_batches reads it (any case) for notebooks too."""
+    if setting is None:
+        monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    else:
+        monkeypatch.setenv("TQDM_DISABLE", setting)
+    path = tmp_path / "run.ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        batchlab.run_batches(_stop_in_the_third_call, data(12), batch_size=4, checkpoint=path,
+                             strategy="manual", run_name="bar")  # fmt: skip
+    capsys.readouterr()
+    STOPS["on"] = False
+    batchlab.run_batches(_stop_in_the_third_call, data(12), batch_size=4, checkpoint=path,
+                         strategy="manual", run_name="bar")  # fmt: skip
+    err = capsys.readouterr().err
+    assert ("run_batches: 100%" in err and "12/12" in err and "item/s" in err) == shown, err
+    STOPS.update(on=True, calls=0)
+
+
+STOPS = {"on": True, "calls": 0}
+
+
+def _stop_in_the_third_call(batch):
+    STOPS["calls"] += 1
+    if STOPS["on"] and STOPS["calls"] == 3:
+        raise KeyboardInterrupt
+    return jax.vmap(item_fn)(batch)
