@@ -181,3 +181,48 @@ def test_remainder_after_a_memory_error_stays_below_the_failed_size():
     failed = min(b.size for b in r.batches if b.out_of_memory)
     assert r.complete and all(b.size < failed and b.size == b.items for b in ran[-1:])
     assert sum(b.items for b in ran) == 100
+
+
+def test_a_memory_error_is_logged_where_it_struck_and_one_item_still_runs():
+    """Only one item fits: the run shrinks to 1 and completes; each failed call is logged with
+    its first item, its size and items, and its own duration."""
+    r = batchlab.run_batches(
+        grows(1), data(5, d=2), batch_size=4, strategy="manual", progress=False
+    )
+    assert r.complete and r.batch_sizes == [1] and len(r.indices) == 5
+    failed = [b for b in r.batches if b.out_of_memory]
+    assert r.retries == len(failed) == 2  # 4, then 2, then 1 runs
+    assert [(b.start, b.size, b.items) for b in failed] == [(0, 4, 4), (0, 2, 2)]
+    assert all(0 <= b.seconds < 30 for b in r.batches)
+
+
+def test_a_memory_error_in_a_bisection_half_is_logged_as_the_bisected_batch():
+    """A bad item is being bisected out when a half runs out of memory: the batch's line says it
+    was bisected, and the run goes on smaller."""
+    xs = data(8, d=2)
+    xs[1, 0] = 1e6
+    calls = []
+
+    def fn(batch):
+        calls.append(batch.shape[0])
+        if (np.asarray(batch)[:, 0] == 1e6).any() and batch.shape[0] > 1:
+            raise ValueError("item out of range")
+        if len(calls) == 3:  # the second half of the first bisection
+            raise jax.errors.JaxRuntimeError(REAL_OOM_TEXTS[0])
+        if (np.asarray(batch)[:, 0] == 1e6).any():
+            raise ValueError("item out of range")
+        return jax.vmap(item_fn)(batch)
+
+    r = batchlab.run_batches(fn, xs, batch_size=4, strategy="manual", progress=False)
+    assert r.batches[0].status == "error in fn, bisected" and r.batches[0].depth == 0
+    assert r.complete and r.failed_indices == [1] and r.retries == 1
+
+
+def test_nan_outputs_and_bad_items_in_one_batch_are_all_failures():
+    items = [np.full(3, float(i), np.float32) for i in range(6)]
+    items[1], items[2] = np.zeros(4, np.float32), np.full(3, np.nan, np.float32)
+    r = batchlab.run_batches(lambda x: x * 2, items, batch_size=6, check_nan=True, progress=False)
+    assert r.failed_indices == [1, 2] and [f.kind for f in r.failures] == [
+        "bad item",
+        "NaN/inf output",
+    ]
