@@ -49,7 +49,7 @@ student: setup  ## workshop copies: student/ (solutions stubbed, outputs cleared
 	$(BIN)/python scripts/workshop.py instructor --out instructor
 
 # mutation testing ([tool.mutmut] in pyproject.toml: the plan formula, masking and packing, the
-# budget search); the score and every survivor are kept in benchmarks/results/mutants.md
+# runs budget and runner); the score and every survivor are kept in benchmarks/results/mutants.md
 mutants: setup  ## mutmut over the core; results in mutants/ (`mutmut results`, `mutmut show NAME`)
 	env -u PYTHONPATH $(BIN)/mutmut run --max-children 2
 	$(BIN)/mutmut results
