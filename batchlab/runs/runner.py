@@ -112,6 +112,12 @@ def run_batches(
     return _loop(runner, data, state, journal, progress, budget_bytes)
 
 
+NAME_THE_RUN = (
+    "Name the run: run_batches(..., checkpoint=..., run_name='my-run-v1'), and change the name "
+    "when fn changes."
+)
+
+
 def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Journal:
     """Fingerprints the run (the jaxpr of ``fn``, the items, the settings that change outputs)
     and opens or creates its journal; the batch settings are stored, not fingerprinted."""
@@ -119,8 +125,7 @@ def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Jo
         raise CheckpointError(
             "strategy='manual' runs `fn` as Python (it may read files, counters or the host), "
             "which no trace can see, so a resume could not tell whether it is the same function. "
-            "Name the run: run_batches(..., checkpoint=..., run_name='my-run-v1'), and change "
-            "the name when fn changes."
+            + NAME_THE_RUN
         )
     try:
         fn_part = {"run_name": run_name} if run_name else {"fn": fn_fingerprint(fn, data.spec_item)}
@@ -128,8 +133,7 @@ def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Jo
         raise CheckpointError(
             f"`fn` cannot be traced on one item for the checkpoint's fingerprint "
             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}). Run it without "
-            f"`checkpoint` to see the error, or name the run: run_batches(..., checkpoint=..., "
-            f"run_name='my-run-v1'), and change the name when fn changes."
+            f"`checkpoint` to see the error. {NAME_THE_RUN}"
         ) from e
     parts = {**fn_part, "items": digest(items)[:16], "n_items": data.n}
     parts.update(check_nan=runner.check_nan, batched=runner.batched)
