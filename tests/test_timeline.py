@@ -197,18 +197,18 @@ def test_timeline_writes_a_trace_file_and_draws():
     r = timeline(jax.jit(lambda x: x @ x), jnp.ones((64, 64)), steps=3)
     assert r.trace_path.endswith(".json.gz")
     assert str(find_trace_file(r.trace_path.rsplit("/", 1)[0])) == r.trace_path
-    assert r.memory is None and "unrun on GPU" in r.memory_note
     fig = r.plot()
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == [lane.name for lane in r.lanes]
     assert ax.get_xlabel().startswith("time since") and "(ms)" in ax.get_xlabel()
     assert "cpu" in fig.get_suptitle() and jax.__version__ in fig.get_suptitle()
-    assert fig.legends and "memory curve absent" in fig.legends[0].get_title().get_text()
+    assert fig.legends and fig.legends[0].get_texts()
     assert "Timeline(" in repr(r) and "3 dispatches" in repr(r)
 
 
 def _synthetic_gpu_trace(path):
-    """A small trace shaped like a GPU one: host dispatch, two device streams, allocator events."""
+    """A small trace shaped like a GPU one: host dispatch, two device streams, allocator events
+    (which are not spans)."""
     mib = 1 << 20
     host, gpu, tid = 1, 2, 10
 
@@ -273,7 +273,7 @@ def _synthetic_gpu_trace(path):
         json.dump({"displayTimeUnit": "ns", "traceEvents": events}, f)
 
 
-def test_synthetic_gpu_trace_streams_and_memory_curve(tmp_path):
+def test_synthetic_gpu_trace_streams(tmp_path):
     path = tmp_path / "perfetto_trace.json.gz"
     _synthetic_gpu_trace(path)
     r = build_timeline(path, items=2)
@@ -283,18 +283,8 @@ def test_synthetic_gpu_trace_streams_and_memory_curve(tmp_path):
     assert r.device_busy == pytest.approx((275 + 490) * 1e-6)  # kernels only, not the memcpy
     assert r.dispatches == 2 and r.dispatches_per_item == 1.0
     assert r.overlap == 0  # the host only dispatched and waited
-    m = r.memory
-    mib = 1 << 20
-    assert m.allocator == "GPU_0_bfc" and m.peak_bytes == 6 * mib
-    assert m.bytes_in_use == (1 * mib, 5 * mib, 4 * mib, 6 * mib, 2 * mib, 0)
-    assert m.largest_outstanding == (1 * mib, 4 * mib, 4 * mib, 4 * mib, 2 * mib, 0)
-    assert m.times[0] == pytest.approx(20e-6)
-    fig = r.plot()
-    assert len(fig.axes) == 2, "lanes and the memory panel"
-    mem_ax = fig.axes[1]
-    ticks = [t.get_text() for t in mem_ax.get_yticklabels()]
-    assert "4 MiB" in ticks and all(t.endswith(("B", "iB")) for t in ticks if t)
-    assert "6 MiB" in mem_ax.get_title()
+    assert not r.find("Memory"), "allocator events are not spans"
+    assert len(r.plot().axes) == 1
 
 
 def test_overlap_is_per_thread_an_inline_op_does_not_hide_the_loader(tmp_path):

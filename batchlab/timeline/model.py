@@ -5,17 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import jax
-
 from batchlab._util.format import format_seconds
 from batchlab.timeline.intervals import intersect_length, subtract, union_length
-from batchlab.timeline.parse import Lane, MemoryCurve, Span, memory_curve, parse_events, read_events
+from batchlab.timeline.parse import Lane, Span, parse_events, read_events
 from batchlab.timeline.plot import plot_timelines
-
-NO_MEMORY_CPU = (
-    "no allocator events: XLA:CPU records none (its buffers come from malloc); on a GPU the "
-    "BFC allocator's MemoryAllocation events give the curve (unrun on GPU in this kit's CI)"
-)
 
 
 @dataclass(frozen=True)
@@ -34,8 +27,6 @@ class Timeline:
     transfers: int
     items: int | None
     trace_path: str
-    memory: MemoryCurve | None
-    memory_note: str  # why ``memory`` is None
     label: str
 
     @property
@@ -57,7 +48,7 @@ class Timeline:
         return [s for s in self.spans if s.name.startswith(name)]
 
     def plot(self):
-        """One row per lane, time in ms, and the memory panel when there are allocator events."""
+        """One row per lane, time in ms."""
         return plot_timelines([self])
 
     def __repr__(self) -> str:
@@ -75,8 +66,7 @@ def _intervals(spans, keep) -> list[tuple[float, float]]:
 
 def build_timeline(path: str | Path, *, items: int | None = None, label: str = "") -> Timeline:
     """Parses a ``perfetto_trace.json.gz`` into a :class:`Timeline`."""
-    events = read_events(path)
-    lanes, spans, wall = parse_events(events)
+    lanes, spans, wall = parse_events(read_events(path))
     host_lanes = {lane.index for lane in lanes if lane.kind in ("python", "loader")}
     device_lanes = {lane.index for lane in lanes if lane.kind == "device"}
     on_host = [s for s in spans if s.lane in host_lanes]
@@ -98,10 +88,6 @@ def build_timeline(path: str | Path, *, items: int | None = None, label: str = "
             s.kind == kind and (s.parent < 0 or spans[s.parent].kind != kind) for s in on_host
         )
 
-    memory = memory_curve(events)
-    absent = (
-        NO_MEMORY_CPU if jax.default_backend() == "cpu" else "the trace holds no allocator events"
-    )
     return Timeline(
         lanes=lanes,
         spans=spans,
@@ -115,7 +101,5 @@ def build_timeline(path: str | Path, *, items: int | None = None, label: str = "
         transfers=outermost("transfer"),
         items=items,
         trace_path=str(path),
-        memory=memory,
-        memory_note="" if memory else absent,
         label=label,
     )

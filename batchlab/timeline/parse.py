@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 WRAPPER = "batchlab.trace"  # the kit's own annotation around the traced code
-_SKIP = ("ThreadpoolListener::", "end: ")
+# not spans: pool bookkeeping and the allocator's per-allocation events
+_SKIP = ("ThreadpoolListener::", "end: ", "MemoryAllocation", "MemoryDeallocation")
 _WAIT = re.compile(
     r"Await|BlockHostUntilReady|block_until_ready|^Wait for |Synchronize"
     r"|^np\.asarray\(jax\.Array\)|copy_to_host"  # reading a result on the host waits for it
@@ -19,7 +20,6 @@ _WAIT = re.compile(
 _TRANSFER = re.compile(r"^(DevicePut|batched_device_put|BatchedCopyToDevice|Memcpy|memcpy)")
 _COMPILE = re.compile(r"^(backend_compile|lower_sharding_computation|jit_compile|compile)")
 _COMPILER_THREAD = re.compile(r"Compiler|codegen|compile", re.I)
-MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
 _ORDER = {"python": 1, "loader": 1, "device": 2, "runtime": 3, "compiler": 4}  # main thread: 0
 
 
@@ -47,21 +47,6 @@ class Span:
     @property
     def end(self) -> float:
         return self.start + self.duration
-
-
-@dataclass(frozen=True)
-class MemoryCurve:
-    """Allocator events over time: bytes in use and the largest allocation outstanding."""
-
-    times: tuple[float, ...]  # seconds from the start of the traced code
-    bytes_in_use: tuple[int, ...]  # the allocator's own running total (``bytes_allocated``)
-    largest_outstanding: tuple[int, ...]  # largest allocation alive after each event
-    allocator: str
-    source: str = "allocator TraceMe events (MemoryAllocation / MemoryDeallocation)"
-
-    @property
-    def peak_bytes(self) -> int:
-        return max(self.bytes_in_use, default=0)
 
 
 def find_trace_file(log_dir: str | Path) -> Path:
@@ -125,7 +110,7 @@ def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[
     by_lane: dict[tuple, list[dict]] = {}
     for e in complete:
         name = str(e.get("name", ""))
-        skip = name == WRAPPER or name.startswith(_SKIP) or name in MEMORY_EVENTS
+        skip = name == WRAPPER or name.startswith(_SKIP)
         if not skip and t0 <= float(e["ts"]) <= t1:
             by_lane.setdefault((e.get("pid"), e.get("tid")), []).append(e)
     names = {key: thread.get(key, str(key[1])) for key in by_lane}
@@ -157,27 +142,3 @@ def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[
             spans.append(Span(lane.index, name, start, dur, len(stack), parent, span_kind))
             stack.append(len(spans) - 1)
     return tuple(lanes), tuple(spans), max(t1 - t0, 0.0) * 1e-6
-
-
-def memory_curve(events: list[dict[str, Any]]) -> MemoryCurve | None:
-    """The allocator's bytes in use over time, or ``None`` when the trace has no allocator events."""
-    rows = sorted(
-        (e for e in events if e.get("name") in MEMORY_EVENTS and "ts" in e),
-        key=lambda e: float(e["ts"]),
-    )
-    if not rows:
-        return None
-    start = next((e for e in events if e.get("name") == WRAPPER and "ts" in e), rows[0])
-    alive: dict[str, int] = {}  # address -> bytes
-    times, in_use, largest = [], [], []
-    for e in rows:
-        args = e.get("args") or {}
-        if e["name"] == "MemoryAllocation":
-            alive[str(args.get("addr", ""))] = int(float(args.get("allocation_bytes", 0)))
-        else:
-            alive.pop(str(args.get("addr", "")), None)
-        times.append((float(e["ts"]) - float(start["ts"])) * 1e-6)
-        in_use.append(int(float(args.get("bytes_allocated", sum(alive.values())))))
-        largest.append(max(alive.values(), default=0))
-    name = str((rows[0].get("args") or {}).get("allocator_name", "allocator"))
-    return MemoryCurve(tuple(times), tuple(in_use), tuple(largest), name)

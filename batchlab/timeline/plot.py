@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +11,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from batchlab._util.checks import check_bool
-from batchlab._util.plotting import bytes_axis, short_bytes
 from batchlab.timeline.intervals import merge
 
 COLORS = {
@@ -30,26 +28,18 @@ MAX_DEPTH = 3  # nesting levels drawn per lane (deeper spans are left out of the
 
 
 def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
-    """Timelines stacked, one row per lane (time in ms), on one time axis or each on its own;
-    a timeline with allocator events gets a memory panel below its lanes."""
+    """Timelines stacked, one row per lane (time in ms), on one time axis or each on its own."""
     timelines = list(timelines)
     if not timelines:
         raise ValueError("`timelines` is empty: pass one or more Timeline results.")
     check_bool(share_time, "share_time")
     extra = 0.0 if share_time else 0.35  # an x label under every panel
-    panels = []  # (timeline, None) for its lanes, then (timeline, memory curve) when it has one
-    for t in timelines:
-        panels += [(t, None)] + ([(t, t.memory)] if t.memory is not None else [])
-    heights = [2.0 if m else 0.55 * max(len(t.lanes), 1) + 0.7 + extra for t, m in panels]
+    heights = [0.55 * max(len(t.lanes), 1) + 0.7 + extra for t in timelines]
     fig = Figure(figsize=(12, sum(heights) + 1.6), layout="constrained")
-    axes = fig.subplots(len(panels), 1, sharex=share_time, height_ratios=heights, squeeze=False)
+    axes = fig.subplots(len(timelines), 1, sharex=share_time, height_ratios=heights, squeeze=False)
     wall = max(t.wall for t in timelines)
     kinds: set[str] = set()
-    for ax, (t, memory) in zip(axes[:, 0], panels, strict=True):
-        if memory is not None:
-            _memory(ax, memory)
-            ax.set_xlim(0, (wall if share_time else t.wall) * 1e3)
-            continue
+    for ax, t in zip(axes[:, 0], timelines, strict=True):
         kinds |= _draw_lanes(ax, t, wall if share_time else t.wall)
         figures = (
             f"{'' if share_time else f'{t.wall * 1e3:.3g} ms shown; '}overlap {t.overlap * 1e3:.1f}"
@@ -65,7 +55,13 @@ def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
     scale = f", {scale}" if len(timelines) > 1 else ""
     setup = f"{jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}"
     fig.suptitle(f"what ran when{scale} (one warmed trace; {setup})", fontsize=12)
-    _legend(fig, kinds, timelines)
+    handles = [  # one legend entry per kind drawn, below the panels
+        Patch(facecolor=c, label=label, hatch="//" if k == "idle" else None, edgecolor="0.75")
+        for k, (c, label) in COLORS.items()
+        if k in kinds
+    ]
+    if handles:
+        fig.legend(handles=handles, loc="outside lower center", fontsize=10, ncol=4, frameon=False)
     return fig
 
 
@@ -98,30 +94,6 @@ def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
     return {kind for (_, _, kind) in groups} | ({"idle"} if gaps else set())
 
 
-def _legend(fig, kinds: set[str], timelines: list) -> None:
-    """One legend entry per kind drawn, below the panels, with the memory note."""
-    handles = [
-        Patch(facecolor=c, label=label, hatch="//" if k == "idle" else None, edgecolor="0.75")
-        for k, (c, label) in COLORS.items()
-        if k in kinds
-    ]
-    if not handles:
-        return
-    note = None
-    if all(t.memory is None for t in timelines):
-        note = "\n".join(textwrap.wrap(f"memory curve absent: {timelines[0].memory_note}", 130))
-    legend = fig.legend(
-        handles=handles,
-        loc="outside lower center",
-        fontsize=10,
-        ncol=min(4, len(handles)),
-        frameon=False,
-        title=note,
-        title_fontsize=9,
-    )
-    legend.get_title().set_color("0.3")
-
-
 def _labels(ax, t: Any, row_h: float, wall_ms: float) -> None:
     """Names inside the spans wide enough to hold them (at most 40 labels, widest first)."""
     width_px = ax.figure.get_figwidth() * 100 * 0.8  # at dpi 100; font sizes scale alike
@@ -134,17 +106,3 @@ def _labels(ax, t: Any, row_h: float, wall_ms: float) -> None:
     for _, s, text in sorted(fits, key=lambda f: -f[0])[:40]:
         x, y = (s.start + s.duration / 2) * 1e3, s.lane - 0.4 + (s.depth + 0.46) * row_h
         ax.text(x, y, text, ha="center", va="center", fontsize=9, color="black", clip_on=True)
-
-
-def _memory(ax, memory: Any) -> None:
-    times = [x * 1e3 for x in memory.times]
-    label = f"bytes in use ({memory.allocator})"
-    ax.step(times, memory.bytes_in_use, where="post", color="tab:blue", lw=2, label=label)
-    dashed = dict(where="post", color="tab:orange", lw=1.5, ls="--")
-    ax.step(times, memory.largest_outstanding, **dashed, label="largest allocation outstanding")
-    ax.set(ylim=(0, max(memory.peak_bytes, 1) * 1.1), ylabel="device memory", xlabel=TIME_AXIS)
-    bytes_axis(ax.yaxis)  # ticks at multiples of a power of two bytes
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper left", fontsize=10)
-    peak = short_bytes(max(memory.peak_bytes, 1))
-    ax.set_title(f"allocator events over time (peak {peak}; {memory.source})", fontsize=11)
