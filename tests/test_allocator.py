@@ -8,12 +8,12 @@ import pytest
 from batchlab import allocator as A
 from batchlab import exercises
 from batchlab.allocator import simulation
-from batchlab.allocator.base import (
+from batchlab.allocator.bfc import (
     ALIGNMENT,
     FREE,
     UNRESERVED,
     USED,
-    Allocator,
+    BFCAllocator,
     FirstFitAllocator,
 )
 from batchlab.allocator.events import Event, EventsBuilder
@@ -24,7 +24,7 @@ MiB = 1 << 20
 SETUPS = [("bfc", True), ("bfc", False), ("first-fit", False), ("first-fit", True)]
 
 
-def check_invariants(a: Allocator) -> None:
+def check_invariants(a: BFCAllocator) -> None:
     position = 0
     for chunk in a.chunks:  # contiguous, non-overlapping, covering the device
         assert chunk.offset == position and chunk.size > 0

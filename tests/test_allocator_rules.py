@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from batchlab import allocator as A
-from batchlab.allocator.base import ALIGNMENT, FREE, UNRESERVED, USED, PlatformAllocator
-from batchlab.allocator.bfc import K_INITIAL_REGION, K_MAX_INTERNAL_FRAGMENTATION, bin_num_for_size
+from batchlab.allocator.bfc import (
+    ALIGNMENT,
+    FREE,
+    K_INITIAL_REGION,
+    K_MAX_INTERNAL_FRAGMENTATION,
+    UNRESERVED,
+    USED,
+    PlatformAllocator,
+    bin_num_for_size,
+)
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from batchlab._util.format import format_bytes
-from batchlab.allocator.base import round_up
+from batchlab.allocator.bfc import round_up
 
 
 class Event(NamedTuple):

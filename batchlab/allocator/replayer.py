@@ -9,8 +9,7 @@ from typing import NamedTuple
 
 from batchlab._util.checks import check_choice
 from batchlab._util.format import Rows, format_bytes
-from batchlab.allocator.base import Allocator, FirstFitAllocator, PlatformAllocator, round_up
-from batchlab.allocator.bfc import BFCAllocator
+from batchlab.allocator.bfc import BFCAllocator, FirstFitAllocator, PlatformAllocator, round_up
 from batchlab.allocator.events import Events
 
 STATS = ("in_use", "bytes_in_use", "pool_bytes", "largest_free", "fragmentation")  # per event
@@ -18,7 +17,7 @@ HEADROOMS = tuple(1 + i / 100 for i in range(101))  # capacity_scan's default: 1
 POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
 
 
-def make_allocator(policy: str, capacity: int, *, preallocate: bool = True) -> Allocator:
+def make_allocator(policy: str, capacity: int, *, preallocate: bool = True) -> BFCAllocator:
     """A fresh allocator by name: ``"bfc"`` (XLA's), ``"platform"`` or ``"first-fit"`` (a contrast)."""
     return POLICIES[check_choice(policy, "policy", sorted(POLICIES))](
         capacity, preallocate=preallocate
@@ -195,10 +194,10 @@ def check_events(events) -> None:
         )
 
 
-def replay(events: Events, allocator: Allocator) -> Replay:
+def replay(events: Events, allocator: BFCAllocator) -> Replay:
     """Feeds every event of ``events`` to a fresh ``allocator`` and records what happened."""
     check_events(events)
-    if not isinstance(allocator, Allocator):
+    if not isinstance(allocator, BFCAllocator):
         raise TypeError(
             f"`allocator` must be a batchlab.allocator allocator (BFCAllocator, ...), "
             f"got {type(allocator).__name__}; make one with make_allocator(policy, capacity)."
