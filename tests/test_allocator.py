@@ -187,10 +187,10 @@ def test_replay_blocks_never_overlap(policy, preallocate):
 
 # ---------------------------------------------------------------- workloads and simulation
 def test_batching_means_fewer_allocations():
-    assert A.workloads.per_item(48).n_allocs == 3 * 48
-    assert A.workloads.batched(48, batch_size=8).n_allocs == 3 * 6
+    assert workload("per-item", 48).n_allocs == 3 * 48
+    assert workload("batched", 48, batch_size=8).n_allocs == 3 * 6
     assert (
-        A.workloads.batched(50, batch_size=8).n_allocs == 3 * 7
+        workload("batched", 50, batch_size=8).n_allocs == 3 * 7
     )  # remainder: one more padded batch
 
 
@@ -273,18 +273,18 @@ def test_bad_allocators_and_calls():
     with pytest.raises(KeyError, match=r"not allocated here"):
         a.free("y")
     with pytest.raises(ValueError, match=r"fresh one"):
-        A.replay(A.workloads.per_item(2), a)
+        A.replay(workload("per-item", 2), a)
     with pytest.raises(TypeError, match=r"`events` must be"):
         A.replay([], A.BFCAllocator(4096))
     with pytest.raises(TypeError, match=r"`allocator` must be"):
-        A.replay(A.workloads.per_item(2), "bfc")
+        A.replay(workload("per-item", 2), "bfc")
 
 
 def test_bad_workloads(monkeypatch):
     with pytest.raises(ValueError, match=r"`n_items`"):
-        A.workloads.per_item(-1)
+        workload("per-item", -1)
     with pytest.raises(ValueError, match=r"`batch_size`"):
-        A.workloads.batched(8, batch_size=0)
+        workload("batched", 8, batch_size=0)
     with pytest.raises(ValueError, match=r"`name` must be one of"):
         workload("random", 8)
     with pytest.raises(ValueError, match=r"`headroom` must be at least 1"):

@@ -57,7 +57,7 @@ def synthetic_profile(trace, capacity, *, encode_in_name=False, shift=0):
 
 
 def workload():
-    return A.workloads.per_item(12)
+    return A.workloads.workload("per-item", 12)
 
 
 def write(profile, folder):

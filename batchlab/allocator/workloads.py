@@ -27,42 +27,6 @@ def item_lengths(n_items: int, max_len: int = 64, len_step: int = 1) -> np.ndarr
     return rng.integers(1, max_len // len_step + 1, size=int(n_items)) * len_step
 
 
-def _groups_trace(name: str, groups: list) -> Events:
-    """groups: (items, padded length) -> input, activations (2x), result (1 row per item)."""
-    b = EventsBuilder()
-    for i, (items, length) in enumerate(groups):
-        b.alloc(f"in{i}", items * length * MiB, "input")
-        b.alloc(f"act{i}", 2 * items * length * MiB, "activations")
-        b.alloc(f"out{i}", items * MiB, "result")
-        b.free(f"act{i}", f"in{i}")
-    b.free(*(f"out{i}" for i in range(len(groups))))
-    return b.build(name)
-
-
-def per_item(n_items: int) -> Events:
-    """One item at a time: every group has its own length (up to 64 rows)."""
-    return _groups_trace("per-item", [(1, int(n)) for n in item_lengths(n_items)])
-
-
-def batched(n_items: int, *, batch_size: int) -> Events:
-    """``batch_size`` items per group, all padded to 64 rows: one fixed shape."""
-    check_positive_int(batch_size, "batch_size")
-    n_batches = -(-len(item_lengths(n_items)) // batch_size)
-    return _groups_trace(f"batched (batch {batch_size})", [(batch_size, 64)] * n_batches)
-
-
-def bucketed(n_items: int, *, batch_size: int) -> Events:
-    """Items sorted into length buckets (16, 32, 64 rows); each group padded to its bucket only."""
-    check_positive_int(batch_size, "batch_size")
-    counts = np.bincount(np.searchsorted(BUCKETS, item_lengths(n_items)), minlength=len(BUCKETS))
-    groups = [
-        (batch_size, bound)
-        for bound, n in zip(BUCKETS, counts, strict=True)
-        for _ in range(-(-n // batch_size))
-    ]
-    return _groups_trace(f"bucketed (batch {batch_size})", groups)
-
-
 def training(steps: int, *, donate: bool) -> Events:
     """A training loop: each step reads a batch (256 MiB), makes activations (768 MiB) and
     gradients, and without donation writes new parameters (1 GiB) before freeing the old.
@@ -91,11 +55,32 @@ def training(steps: int, *, donate: bool) -> Events:
 
 
 def workload(name: str, n_items: int, *, batch_size: int = 8) -> Events:
-    """One of :data:`WORKLOADS` by name (what the explorer's drop-down calls)."""
+    """One of :data:`WORKLOADS` by name (what the explorer's drop-down calls). Each group of
+    items is an input, activations (2x) and a result (1 row per item); ``per-item``: one item
+    at a time at its own length; ``batched``: groups padded to 64 rows, one fixed shape;
+    ``bucketed``: groups padded to their length bucket (16, 32 or 64 rows) only."""
     if name not in WORKLOADS:
         raise ValueError(f"`name` must be one of {WORKLOADS}, got {name!r}.")
+    check_positive_int(batch_size, "batch_size")
     if name.startswith("training"):
         return training(max(1, n_items // batch_size), donate=name.endswith("donated"))
+    lengths = item_lengths(n_items)
     if name == "per-item":
-        return per_item(n_items)
-    return (batched if name == "batched" else bucketed)(n_items, batch_size=batch_size)
+        groups = [(1, int(n)) for n in lengths]
+    elif name == "batched":
+        groups = [(batch_size, 64)] * -(-len(lengths) // batch_size)
+    else:
+        counts = np.bincount(np.searchsorted(BUCKETS, lengths), minlength=len(BUCKETS))
+        groups = [
+            (batch_size, bound)
+            for bound, n in zip(BUCKETS, counts, strict=True)
+            for _ in range(-(-n // batch_size))
+        ]
+    b = EventsBuilder()
+    for i, (items, length) in enumerate(groups):
+        b.alloc(f"in{i}", items * length * MiB, "input")
+        b.alloc(f"act{i}", 2 * items * length * MiB, "activations")
+        b.alloc(f"out{i}", items * MiB, "result")
+        b.free(f"act{i}", f"in{i}")
+    b.free(*(f"out{i}" for i in range(len(groups))))
+    return b.build(name if name == "per-item" else f"{name} (batch {batch_size})")
