@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from batchlab._util.checks import check_bool
-from batchlab.timeline.intervals import merge
+from batchlab.timeline.intervals import merge, subtract
 
 COLORS = {
     "annotation": ("tab:green", "your annotations (TraceAnnotation)"),
@@ -82,9 +82,8 @@ def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
         # spans under a pixel apart are drawn as one bar: the same picture, far fewer shapes
         joined = [(a, b - a) for a, b in merge(bars, gap=min_w)]
         ax.broken_barh(joined, (y, row_h * 0.92), facecolors=COLORS[kind][0], linewidth=0)
-    busy = merge([(s.start * 1e3, s.end * 1e3) for s in t.spans], gap=min_w)
-    edges = [0.0, *(x for span in busy for x in span), wall_ms]
-    gaps = [(a, b) for a, b in zip(edges[::2], edges[1::2], strict=True) if b - a > wall_ms / 100]
+    busy = [(s.start * 1e3, s.end * 1e3) for s in t.spans]
+    gaps = [(a, b) for a, b in subtract([(0.0, wall_ms)], busy) if b - a > wall_ms / 100]
     for a, b in gaps:  # idle: nothing traced in any lane
         ax.axvspan(a, b, facecolor=COLORS["idle"][0], hatch="//", ec="0.75", lw=0, zorder=0)
     _labels(ax, t, row_h, wall_ms)
