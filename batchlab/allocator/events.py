@@ -1,4 +1,4 @@
-"""Allocation traces: what a program asks of its allocator, in order."""
+"""Allocation events: what a program asks of its allocator, in order."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class Events:
     """A checked sequence of events: time never goes back, every free matches an earlier alloc."""
 
     events: tuple[Event, ...]
-    name: str = "trace"
+    name: str = "events"
     source: str = "synthetic workload (batchlab.allocator.workloads)"
 
     def __post_init__(self) -> None:
@@ -47,7 +47,7 @@ class Events:
             live ^= {e.id}  # an alloc adds the id, a free removes it
 
     @classmethod
-    def from_events(cls, events: Iterable[Event | tuple], name: str = "trace") -> Events:
+    def from_events(cls, events: Iterable[Event | tuple], name: str = "events") -> Events:
         return cls(tuple(Event(*e) for e in events), name, "hand-written events")
 
     @property
@@ -93,5 +93,5 @@ class EventsBuilder:
     def free(self, *ids: Hashable) -> None:
         self.events += [Event(len(self.events) + i, "free", id) for i, id in enumerate(ids)]
 
-    def build(self, name: str = "trace", source: str = Events.source) -> Events:
+    def build(self, name: str = "events", source: str = Events.source) -> Events:
         return Events(tuple(self.events), name, source)
