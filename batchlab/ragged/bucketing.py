@@ -24,11 +24,6 @@ class Bucket:
     indices: np.ndarray
     padded: Padded
 
-    @property
-    def filler_rows(self) -> int:
-        """Rows of ``padded`` that hold no input item (fully masked)."""
-        return int(self.padded.values.shape[0]) - len(self.indices)
-
 
 @dataclass(frozen=True)
 class Buckets(Cost, Rows):
@@ -63,7 +58,7 @@ class Buckets(Cost, Rows):
     @property
     def filler_rows(self) -> int:
         """Fully masked rows added to fill the last batch of each bucket."""
-        return sum(b.filler_rows for b in self.buckets)
+        return sum(len(b.padded.lengths) - len(b.indices) for b in self.buckets)
 
     def restore(self, outputs: list[Any]) -> np.ndarray:
         """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order."""
@@ -129,13 +124,8 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
 def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None) -> Buckets:
     """Groups items by length and pads each group (with zeros) to its bucket boundary.
 
-    Args:
-      seqs: 1-D sequences or a :class:`Ragged`.
-      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
-      n_buckets: instead, this many :func:`optimal_boundaries`.
-
-    Returns:
-      :class:`Buckets`: the non-empty buckets by increasing boundary, with their items' ``indices``.
+    One batch per non-empty bucket, by increasing boundary (:func:`bucket_batches` documents
+    the arguments).
 
     Example:
       >>> bs = bucketize([[1, 2, 3], [4], [5, 6]], boundaries=[2, 4])
@@ -159,7 +149,9 @@ def bucket_batches(
     """Fixed-shape batches per bucket: every batch of a bucket is ``(rows, boundary)``.
 
     Args:
-      seqs, boundaries, n_buckets: as in :func:`bucketize`.
+      seqs: 1-D sequences or a :class:`Ragged`.
+      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
+      n_buckets: instead, this many :func:`optimal_boundaries`.
       batch_size: rows per batch, the same for every bucket.
       tokens_per_batch: instead, positions per batch: ``max(1, tokens_per_batch // boundary)``
         rows (neither: one batch per bucket, as :func:`bucketize`).
@@ -167,7 +159,8 @@ def bucket_batches(
         training loop sees it); ``None`` keeps input order.
 
     Returns:
-      :class:`Buckets` with one entry per batch; ``restore`` drops the filler rows.
+      :class:`Buckets` with one entry per batch (and its items' ``indices``); ``restore``
+      drops the filler rows.
     """
     if batch_size is not None and tokens_per_batch is not None:
         raise ValueError(
