@@ -23,13 +23,7 @@ from batchlab._util import checks
 
 @dataclass(frozen=True)
 class Ragged:
-    """Ragged data stored without padding: all items back to back, plus offsets.
-
-    Example:
-      >>> r = Ragged.from_lengths([1, 2, 3, 4], [3, 0, 1])
-      >>> len(r), r.lengths.tolist(), r.item(2).tolist()
-      (3, [3, 0, 1], [4])
-    """
+    """Ragged data stored without padding: all items back to back (``flat``), plus offsets."""
 
     flat: np.ndarray
     offsets: np.ndarray
@@ -85,7 +79,7 @@ class Padded(NamedTuple):
     waste = Cost.waste
 
 
-def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
+def as_ragged(seqs: Any, *, dtype: Any = None) -> Ragged:
     """A list of 1-D sequences (or a :class:`Ragged`) -> :class:`Ragged`."""
     if isinstance(seqs, Ragged):
         return seqs if dtype is None else Ragged(seqs.flat.astype(dtype, copy=False), seqs.offsets)
@@ -94,9 +88,9 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
     bad = next((i for i, s in enumerate(items) if s.ndim != 1), None)
     if not ok or bad is not None:
         got = f"{type(seqs).__name__} {seqs!r:.60}"
-        got = got if not ok else f"`{name}[{bad}]` of shape {items[bad].shape}"
+        got = got if not ok else f"`seqs[{bad}]` of shape {items[bad].shape}"
         raise TypeError(
-            f"`{name}` must be a list of 1-D sequences, e.g. [[1, 2], [3]] (wrap one sequence "
+            f"`seqs` must be a list of 1-D sequences, e.g. [[1, 2], [3]] (wrap one sequence "
             f"as [seq]), got {got}."
         )
     # empty items ([] is float64) take the others' dtype
