@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -29,10 +30,7 @@ class Dataset:
     item_shape: tuple[int, ...]
     dtype: str
 
-    @property
-    def item_bytes(self) -> int:
-        return int(np.prod(self.item_shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
-
+    item_bytes = property(lambda self: math.prod(self.item_shape) * np.dtype(self.dtype).itemsize)
     total_bytes = property(lambda self: self.n_items * self.item_bytes)
     bulk_path = property(lambda self: self.directory / "bulk.npy")
 

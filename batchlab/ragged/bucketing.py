@@ -42,13 +42,8 @@ class Buckets(Cost, Rows):
     def __len__(self) -> int:
         return len(self.buckets)
 
-    @property
-    def true_elements(self) -> int:
-        return sum(b.padded.true_elements for b in self.buckets)
-
-    @property
-    def padded_elements(self) -> int:
-        return sum(b.padded.padded_elements for b in self.buckets)
+    true_elements = property(lambda self: sum(b.padded.true_elements for b in self.buckets))
+    padded_elements = property(lambda self: sum(b.padded.padded_elements for b in self.buckets))
 
     @property
     def shapes(self) -> int:

@@ -1,13 +1,4 @@
-"""Padding ragged sequences to one array, with a mask and the true lengths.
-
-Example:
-  >>> p = pad([[1, 2, 3], [4]])
-  >>> p.values
-  array([[1, 2, 3],
-         [4, 0, 0]])
-  >>> p.mask.sum(axis=1), p.lengths
-  (array([3, 1]), array([3, 1], dtype=int32))
-"""
+"""Padding ragged sequences to one array, with a mask and the true lengths."""
 
 from __future__ import annotations
 
@@ -32,9 +23,7 @@ class Ragged:
     def from_lengths(cls, flat: Any, lengths: Any) -> Ragged:
         return cls(np.asarray(flat), np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]))
 
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
+    lengths = property(lambda self: np.diff(self.offsets))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -68,14 +57,8 @@ class Padded(NamedTuple):
     mask: np.ndarray
     lengths: np.ndarray
 
-    @property
-    def padded_elements(self) -> int:
-        return int(self.mask.size)
-
-    @property
-    def true_elements(self) -> int:
-        return int(np.sum(self.lengths))
-
+    padded_elements = property(lambda self: int(self.mask.size))
+    true_elements = property(lambda self: int(np.sum(self.lengths)))
     waste = Cost.waste
 
 
@@ -145,6 +128,11 @@ def pad(
       value, dtype: the pad value (it must fit) and the result dtype (default: the items').
       casting: ``"same_value"`` refuses a ``dtype`` that changes a value (1.5 -> int,
         300 -> uint8); ``"unsafe"`` casts as numpy's astype.
+
+    Example:
+      >>> p = pad([[1, 2, 3], [4]])
+      >>> p.values.tolist(), p.mask.sum(axis=1).tolist(), p.lengths.tolist()
+      ([[1, 2, 3], [4, 0, 0]], [3, 1], [3, 1])
     """
     checks.check_bool(truncate, "truncate")
     checks.check_choice(casting, "casting", ("same_value", "unsafe"))

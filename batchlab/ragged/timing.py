@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -26,7 +25,7 @@ BOUNDARY_RULES = ("optimal", "quantile", "fixed")
 RUN_OPTIONS = ("max_time", "repeat", "tolerance")
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class BucketPlan(RuleCost):
     """What a bucketing setting will cost before anything is compiled or run."""
 
@@ -39,7 +38,7 @@ class BucketPlan(RuleCost):
         )
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class BucketPoint(RuleCost):
     """One bucketing setting: padding, compilations (count and seconds), run time of all buckets."""
 
@@ -107,13 +106,9 @@ def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
     """XLA's plans of the buckets' programs, widened to the epoch."""
     if not plans:
         return MemoryEstimate(0, 0, 0, 0, 0, "no buckets", None, 0.0, jax.default_backend())
-
-    def total(name: str) -> float | None:
-        values = [getattr(p, name) for p in plans]
-        return None if None in values else sum(values)
-
-    keys = ("argument_bytes", "output_bytes", "flops")
-    sums = {k: total(k) for k in keys}
+    flops = [p.flops for p in plans]
+    sums = {k: sum(getattr(p, k) for p in plans) for k in ("argument_bytes", "output_bytes")}
+    sums["flops"] = None if None in flops else sum(flops)
     sums.update(temp_bytes=max(p.temp_bytes for p in plans), alias_bytes=0, xla_peak_bytes=None)
     sums["planned_bytes"] = sums["argument_bytes"] + sums["output_bytes"] + sums["temp_bytes"]
     sums["planned_from"] = "every bucket's inputs + outputs + the largest temp"
