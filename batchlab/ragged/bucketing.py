@@ -14,6 +14,8 @@ from batchlab._util.format import Rows
 from batchlab.ragged.boundaries import check_boundaries, optimal_boundaries
 from batchlab.ragged.padding import Cost, Padded, as_ragged, scatter_rows
 
+REDUCE_HINT = "Reduce over the sequence axis first, e.g. masked_sum(p.values, p.mask, axis=1)."
+
 
 @dataclass(frozen=True)
 class Bucket:
@@ -68,8 +70,7 @@ class Buckets(Cost, Rows):
             raise (ValueError if is_list else TypeError)(
                 f"`outputs` must be a list of one array per bucket ({len(self)}), each with one "
                 f"row per item of its bucket ({[len(b.indices) for b in self.buckets][:8]}) and "
-                f"one row shape, got {got}. Reduce over the sequence axis first (e.g. "
-                f"masked_mean(out, b.padded.mask, axis=1))."
+                f"one row shape, got {got}. {REDUCE_HINT}"
             )
         pairs = zip(outputs, self.buckets, strict=True)
         stacked = np.concatenate([np.asarray(o)[: len(b.indices)] for o, b in pairs] or [[]])
@@ -112,7 +113,7 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
         raise ValueError(
             f"`fn` returned shape {shape} for {rows + 1} rows (bucket {k} with one row added): "
             "its leading axis does not follow the batch's rows, so it is not one output per "
-            "item. Reduce over the sequence axis, e.g. masked_sum(p.values, p.mask, axis=1)."
+            f"item. {REDUCE_HINT}"
         )
 
 
