@@ -19,7 +19,7 @@ from batchlab.loading.files import (
     load_npy,
     make_dataset,
 )
-from batchlab.loading.speed import measure_ceiling, measure_loading
+from batchlab.loading.speed import format_rate, measure_ceiling, measure_loading
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +170,7 @@ def test_measure_loading_counts_items_and_bytes(dataset, maybe_jit, prefetch):
     assert t.items == dataset.n_items and t.bytes == dataset.total_bytes
     assert t.items_per_s > 0 and t.bytes_per_s == pytest.approx(t.items_per_s * dataset.item_bytes)
     assert "per_item" in repr(t) and "items/s" in repr(t)
+    assert format_rate(2.5e9) == "2.50 GB/s"  # decimal units, as disk figures are quoted
 
 
 def test_ceiling_measures_beyond_the_cache_by_default(dataset, monkeypatch):

@@ -19,12 +19,7 @@ from batchlab.measuring.sampler import interleaved
 
 
 def format_rate(bytes_per_s: float) -> str:
-    """Bytes per second in decimal units, as disk and network figures are quoted.
-
-    Example:
-      >>> format_rate(2.5e9)
-      '2.50 GB/s'
-    """
+    """Bytes per second in decimal units (``2.50 GB/s``), as disk and network figures are quoted."""
     return f"{format_count(bytes_per_s)}B/s"
 
 
