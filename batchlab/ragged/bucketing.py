@@ -19,8 +19,7 @@ REDUCE_HINT = "Reduce over the sequence axis first, e.g. masked_sum(p.values, p.
 
 @dataclass(frozen=True)
 class Bucket:
-    """One bucket (or one batch of a bucket): its items padded to ``boundary``, and their
-    positions in the input."""
+    """One bucket (or one batch of it): its items (``indices`` in the input) padded to ``boundary``."""
 
     boundary: int
     indices: np.ndarray
@@ -174,9 +173,8 @@ def bucket_batches(
     ragged = as_ragged(seqs)
     lengths = ragged.lengths
     if n_buckets is not None:
-        b = optimal_boundaries(lengths, n_buckets)
-    else:
-        b = check_boundaries(boundaries, lengths)
+        boundaries = optimal_boundaries(lengths, n_buckets)
+    b = check_boundaries(boundaries, lengths)
     which = np.searchsorted(b, lengths)
     rng = None if seed is None else np.random.default_rng(seed)
     batches = []
