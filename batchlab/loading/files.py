@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -29,10 +30,7 @@ class Dataset:
     item_shape: tuple[int, ...]
     dtype: str
 
-    @property
-    def item_bytes(self) -> int:
-        return int(np.prod(self.item_shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
-
+    item_bytes = property(lambda self: math.prod(self.item_shape) * np.dtype(self.dtype).itemsize)
     total_bytes = property(lambda self: self.n_items * self.item_bytes)
     bulk_path = property(lambda self: self.directory / "bulk.npy")
 
@@ -57,13 +55,7 @@ def _check_path(value: Any, name: str) -> Path:
 def make_dataset(
     directory: str | Path, n_items: int, item_shape: Sequence[int], *, seed: int = 0
 ) -> Dataset:
-    """Writes ``n_items`` random float32 items as per-item files and one bulk file.
-
-    Example:
-      >>> import tempfile
-      >>> make_dataset(tempfile.mkdtemp(), 4, (3,))
-      Dataset(4 items of float32[3], 12 B each, 48 B in all; 4 per-item .npy files + one bulk .npy)
-    """
+    """Writes ``n_items`` random float32 items as per-item files and one bulk file."""
     directory = _check_path(directory, "directory")
     check_positive_int(n_items, "n_items")
     shape = np.array(item_shape, dtype=object)
@@ -126,12 +118,7 @@ def load_npy(
 
 
 def batch_indices(n_items: int, batch_size: int, *, order: str = "contiguous") -> list[np.ndarray]:
-    """Item indices of every batch, the remainder last; ``"random"``: one fixed permutation.
-
-    Example:
-      >>> [b.tolist() for b in batch_indices(5, 2)]
-      [[0, 1], [2, 3], [4]]
-    """
+    """Item indices of every batch, the remainder last; ``"random"``: one fixed permutation."""
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
         raise ValueError(f"`n_items` must be an int >= 0, got n_items={n_items!r}.")
     check_positive_int(batch_size, "batch_size")

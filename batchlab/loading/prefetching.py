@@ -79,12 +79,5 @@ def _consume(source: Iterator, size: int) -> Iterator[Any]:
 
 
 def prefetch_threads() -> list[threading.Thread]:
-    """The prefetch threads alive now (none is left hanging after a ``break``).
-
-    Example:
-      >>> it = prefetch(iter(range(100)), size=1)
-      >>> _ = next(it); it.close()
-      >>> prefetch_threads()
-      []
-    """
+    """The prefetch threads alive now (none is left hanging after a ``break``)."""
     return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX) and t.is_alive()]

@@ -19,17 +19,8 @@ from batchlab.measuring.sampler import interleaved
 
 
 def format_rate(bytes_per_s: float) -> str:
-    """Bytes per second in decimal units, as disk and network figures are quoted.
-
-    Example:
-      >>> format_rate(2.5e9)
-      '2.50 GB/s'
-    """
+    """Bytes per second in decimal units (``2.50 GB/s``), as disk and network figures are quoted."""
     return f"{format_count(bytes_per_s)}B/s"
-
-
-def _per_s(n: int, seconds: float) -> float:
-    return n / seconds if seconds > 0 else float("inf")
 
 
 @dataclass(frozen=True)
@@ -44,9 +35,9 @@ class Throughput:
     source: str = "wall clock (time.perf_counter) around a full pass, best of passes"
     slowest: float | None = None  # the slowest pass, for the spread a plot draws
 
-    items_per_s = property(lambda self: _per_s(self.items, self.seconds))
-    bytes_per_s = property(lambda self: _per_s(self.bytes, self.seconds))
-    slowest_bytes_per_s = property(lambda self: _per_s(self.bytes, self.slowest or self.seconds))
+    items_per_s = property(lambda self: self.items / self.seconds)
+    bytes_per_s = property(lambda self: self.bytes / self.seconds)
+    slowest_bytes_per_s = property(lambda self: self.bytes / (self.slowest or self.seconds))
 
     def __repr__(self) -> str:
         return (
@@ -140,14 +131,12 @@ class Ceiling(Rows):
         return [(t.label, format_rate(t.bytes_per_s)) for t in (self.memcpy, self.file_read)]
 
 
-def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None = None) -> Ceiling:
-    """Measures the ceiling: a memcpy and a sequential file read of ``min_bytes`` (default: 4x
-    the last-level cache), interleaved one pass each per round so a burst slows both alike.
-    """
+def measure_ceiling(dataset: Dataset, *, repeat: int = 5) -> Ceiling:
+    """Measures RAM's ceiling: a memcpy and a sequential file read of 4x the last-level cache,
+    interleaved one pass each per round so a burst slows both alike."""
     check_positive_int(repeat, "repeat")
-    check_positive_int(min_bytes, "min_bytes", allow_none=True)
     cache = last_level_cache_bytes()
-    target = min_bytes if min_bytes is not None else 4 * (cache or (32 << 20))
+    target = 4 * (cache or (32 << 20))
     item = max(dataset.item_bytes, 1)
     nbytes = max(dataset.total_bytes, -(-target // item) * item)
     data = np.ones(nbytes, dtype=np.uint8)
@@ -172,12 +161,7 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5, min_bytes: int | None 
     finally:
         path.unlink(missing_ok=True)
     size, n = format_bytes(nbytes), nbytes // item
-    if cache is None:
-        where = "size of the cache unknown"
-    elif nbytes > cache:
-        where = f"> the {format_bytes(cache)} cache: RAM"
-    else:
-        where = f"fits in the {format_bytes(cache)} cache: cache bandwidth"
+    where = f"> the {format_bytes(cache)} cache: RAM" if cache else "size of the cache unknown"
     labels = {"memcpy": f"memcpy (np.copyto) of {size} ({where})"}
     labels["read"] = f"sequential read of a {size} file (page cache)"
     copy, read = (Throughput(v, n, nbytes, timed[k].fastest, repeat) for k, v in labels.items())

@@ -15,10 +15,8 @@ from batchlab.ragged.masking import (
 from batchlab.ragged.packing import pack, packed_mean_pool
 from batchlab.ragged.padding import Ragged, pad, unpad
 from batchlab.ragged.report import padding_report
-from batchlab.ragged.timing import BucketPlan
 
 __all__ = [
-    "BucketPlan",
     "Ragged",
     "bucket_batches",
     "bucketize",

@@ -14,20 +14,16 @@ from batchlab._util.format import Rows
 from batchlab.ragged.boundaries import check_boundaries, optimal_boundaries
 from batchlab.ragged.padding import Cost, Padded, as_ragged, scatter_rows
 
+REDUCE_HINT = "Reduce over the sequence axis first, e.g. masked_sum(p.values, p.mask, axis=1)."
+
 
 @dataclass(frozen=True)
 class Bucket:
-    """One bucket (or one batch of a bucket): its items padded to ``boundary``, and their
-    positions in the input."""
+    """One bucket (or one batch of it): its items (``indices`` in the input) padded to ``boundary``."""
 
     boundary: int
     indices: np.ndarray
     padded: Padded
-
-    @property
-    def filler_rows(self) -> int:
-        """Rows of ``padded`` that hold no input item (fully masked)."""
-        return int(self.padded.values.shape[0]) - len(self.indices)
 
 
 @dataclass(frozen=True)
@@ -47,13 +43,8 @@ class Buckets(Cost, Rows):
     def __len__(self) -> int:
         return len(self.buckets)
 
-    @property
-    def true_elements(self) -> int:
-        return sum(b.padded.true_elements for b in self.buckets)
-
-    @property
-    def padded_elements(self) -> int:
-        return sum(b.padded.padded_elements for b in self.buckets)
+    true_elements = property(lambda self: sum(b.padded.true_elements for b in self.buckets))
+    padded_elements = property(lambda self: sum(b.padded.padded_elements for b in self.buckets))
 
     @property
     def shapes(self) -> int:
@@ -63,7 +54,7 @@ class Buckets(Cost, Rows):
     @property
     def filler_rows(self) -> int:
         """Fully masked rows added to fill the last batch of each bucket."""
-        return sum(b.filler_rows for b in self.buckets)
+        return sum(len(b.padded.lengths) - len(b.indices) for b in self.buckets)
 
     def restore(self, outputs: list[Any]) -> np.ndarray:
         """Per-bucket outputs (leading axis = the bucket's rows) -> one array in input order."""
@@ -78,8 +69,7 @@ class Buckets(Cost, Rows):
             raise (ValueError if is_list else TypeError)(
                 f"`outputs` must be a list of one array per bucket ({len(self)}), each with one "
                 f"row per item of its bucket ({[len(b.indices) for b in self.buckets][:8]}) and "
-                f"one row shape, got {got}. Reduce over the sequence axis first (e.g. "
-                f"masked_mean(out, b.padded.mask, axis=1))."
+                f"one row shape, got {got}. {REDUCE_HINT}"
             )
         pairs = zip(outputs, self.buckets, strict=True)
         stacked = np.concatenate([np.asarray(o)[: len(b.indices)] for o, b in pairs] or [[]])
@@ -122,20 +112,15 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
         raise ValueError(
             f"`fn` returned shape {shape} for {rows + 1} rows (bucket {k} with one row added): "
             "its leading axis does not follow the batch's rows, so it is not one output per "
-            "item. Reduce over the sequence axis, e.g. masked_sum(p.values, p.mask, axis=1)."
+            f"item. {REDUCE_HINT}"
         )
 
 
 def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None) -> Buckets:
     """Groups items by length and pads each group (with zeros) to its bucket boundary.
 
-    Args:
-      seqs: 1-D sequences or a :class:`Ragged`.
-      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
-      n_buckets: instead, this many :func:`optimal_boundaries`.
-
-    Returns:
-      :class:`Buckets`: the non-empty buckets by increasing boundary, with their items' ``indices``.
+    One batch per non-empty bucket, by increasing boundary (:func:`bucket_batches` documents
+    the arguments).
 
     Example:
       >>> bs = bucketize([[1, 2, 3], [4], [5, 6]], boundaries=[2, 4])
@@ -159,7 +144,9 @@ def bucket_batches(
     """Fixed-shape batches per bucket: every batch of a bucket is ``(rows, boundary)``.
 
     Args:
-      seqs, boundaries, n_buckets: as in :func:`bucketize`.
+      seqs: 1-D sequences or a :class:`Ragged`.
+      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
+      n_buckets: instead, this many :func:`optimal_boundaries`.
       batch_size: rows per batch, the same for every bucket.
       tokens_per_batch: instead, positions per batch: ``max(1, tokens_per_batch // boundary)``
         rows (neither: one batch per bucket, as :func:`bucketize`).
@@ -167,7 +154,8 @@ def bucket_batches(
         training loop sees it); ``None`` keeps input order.
 
     Returns:
-      :class:`Buckets` with one entry per batch; ``restore`` drops the filler rows.
+      :class:`Buckets` with one entry per batch (and its items' ``indices``); ``restore``
+      drops the filler rows.
     """
     if batch_size is not None and tokens_per_batch is not None:
         raise ValueError(
@@ -185,9 +173,8 @@ def bucket_batches(
     ragged = as_ragged(seqs)
     lengths = ragged.lengths
     if n_buckets is not None:
-        b = optimal_boundaries(lengths, n_buckets)
-    else:
-        b = check_boundaries(boundaries, lengths)
+        boundaries = optimal_boundaries(lengths, n_buckets)
+    b = check_boundaries(boundaries, lengths)
     which = np.searchsorted(b, lengths)
     rng = None if seed is None else np.random.default_rng(seed)
     batches = []

@@ -16,23 +16,17 @@ STDLIB_FILE = "stdlib_functions.npz"
 
 
 @dataclass(frozen=True)
-class TokenDataset:
-    """Ragged token-id sequences with their vocabulary."""
+class TokenDataset(Ragged):
+    """Ragged token-id sequences with their vocabulary (``ragged``: the plain :class:`Ragged`)."""
 
-    ragged: Ragged
     vocab: np.ndarray
     source: str
 
-    @property
-    def lengths(self) -> np.ndarray:
-        return self.ragged.lengths
-
-    def __len__(self) -> int:
-        return len(self.ragged)
+    ragged = property(lambda self: Ragged(self.flat, self.offsets))
 
     def sequences(self, n: int) -> list[np.ndarray]:
         """The first ``n`` sequences as a list of arrays (views)."""
-        return [self.ragged.item(i) for i in range(min(n, len(self)))]
+        return [self.item(i) for i in range(min(n, len(self)))]
 
     def __repr__(self) -> str:
         lengths = self.lengths
@@ -58,4 +52,4 @@ def load_stdlib_functions() -> TokenDataset:
             "regenerate it with: python scripts/make_ragged_dataset.py (from the repository "
             "root; it writes batchlab/ragged/data/), or reinstall batchlab."
         ) from None
-    return TokenDataset(Ragged(tokens, offsets), vocab, str(source))
+    return TokenDataset(tokens, offsets, vocab, str(source))

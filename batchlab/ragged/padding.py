@@ -1,13 +1,4 @@
-"""Padding ragged sequences to one array, with a mask and the true lengths.
-
-Example:
-  >>> p = pad([[1, 2, 3], [4]])
-  >>> p.values
-  array([[1, 2, 3],
-         [4, 0, 0]])
-  >>> p.mask.sum(axis=1), p.lengths
-  (array([3, 1]), array([3, 1], dtype=int32))
-"""
+"""Padding ragged sequences to one array, with a mask and the true lengths."""
 
 from __future__ import annotations
 
@@ -23,13 +14,7 @@ from batchlab._util import checks
 
 @dataclass(frozen=True)
 class Ragged:
-    """Ragged data stored without padding: all items back to back, plus offsets.
-
-    Example:
-      >>> r = Ragged.from_lengths([1, 2, 3, 4], [3, 0, 1])
-      >>> len(r), r.lengths.tolist(), r.item(2).tolist()
-      (3, [3, 0, 1], [4])
-    """
+    """Ragged data stored without padding: all items back to back (``flat``), plus offsets."""
 
     flat: np.ndarray
     offsets: np.ndarray
@@ -38,9 +23,7 @@ class Ragged:
     def from_lengths(cls, flat: Any, lengths: Any) -> Ragged:
         return cls(np.asarray(flat), np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]))
 
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
+    lengths = property(lambda self: np.diff(self.offsets))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -74,18 +57,12 @@ class Padded(NamedTuple):
     mask: np.ndarray
     lengths: np.ndarray
 
-    @property
-    def padded_elements(self) -> int:
-        return int(self.mask.size)
-
-    @property
-    def true_elements(self) -> int:
-        return int(np.sum(self.lengths))
-
+    padded_elements = property(lambda self: int(self.mask.size))
+    true_elements = property(lambda self: int(np.sum(self.lengths)))
     waste = Cost.waste
 
 
-def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
+def as_ragged(seqs: Any, *, dtype: Any = None) -> Ragged:
     """A list of 1-D sequences (or a :class:`Ragged`) -> :class:`Ragged`."""
     if isinstance(seqs, Ragged):
         return seqs if dtype is None else Ragged(seqs.flat.astype(dtype, copy=False), seqs.offsets)
@@ -94,9 +71,9 @@ def as_ragged(seqs: Any, *, dtype: Any = None, name: str = "seqs") -> Ragged:
     bad = next((i for i, s in enumerate(items) if s.ndim != 1), None)
     if not ok or bad is not None:
         got = f"{type(seqs).__name__} {seqs!r:.60}"
-        got = got if not ok else f"`{name}[{bad}]` of shape {items[bad].shape}"
+        got = got if not ok else f"`seqs[{bad}]` of shape {items[bad].shape}"
         raise TypeError(
-            f"`{name}` must be a list of 1-D sequences, e.g. [[1, 2], [3]] (wrap one sequence "
+            f"`seqs` must be a list of 1-D sequences, e.g. [[1, 2], [3]] (wrap one sequence "
             f"as [seq]), got {got}."
         )
     # empty items ([] is float64) take the others' dtype
@@ -151,6 +128,11 @@ def pad(
       value, dtype: the pad value (it must fit) and the result dtype (default: the items').
       casting: ``"same_value"`` refuses a ``dtype`` that changes a value (1.5 -> int,
         300 -> uint8); ``"unsafe"`` casts as numpy's astype.
+
+    Example:
+      >>> p = pad([[1, 2, 3], [4]])
+      >>> p.values.tolist(), p.mask.sum(axis=1).tolist(), p.lengths.tolist()
+      ([[1, 2, 3], [4, 0, 0]], [3, 1], [3, 1])
     """
     checks.check_bool(truncate, "truncate")
     checks.check_choice(casting, "casting", ("same_value", "unsafe"))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from batchlab._util.format import Rows
 from batchlab._util.plotting import new_figure
@@ -19,10 +20,10 @@ RULE_COLORS = dict(
 
 @dataclass(frozen=True)
 class RuleCost(Cost):
-    """What one padding rule costs on a length distribution."""
+    """What one boundary rule costs on a length distribution (``ratio``: padded over ragged)."""
 
     rule: str
-    boundaries: np.ndarray
+    boundaries: tuple[int, ...]
     padded_elements: int
     true_elements: int
     shapes: int
@@ -60,6 +61,14 @@ class PaddingReport(Rows):
         return plot_padding_report(self)
 
 
+def rule_cost(lengths: np.ndarray, rule: str, n_buckets: int) -> RuleCost:
+    """The boundaries of ``rule`` on checked ``lengths``, and what padding to them costs."""
+    b = rule_boundaries(lengths, rule, n_buckets=n_buckets)
+    used = np.unique(np.searchsorted(b, lengths)).size  # non-empty buckets: compiled shapes
+    padded = padded_elements(lengths, b)
+    return RuleCost(rule, tuple(int(x) for x in b), padded, int(lengths.sum()), used)
+
+
 def padding_report(lengths: Any, *, n_buckets: int = 8) -> PaddingReport:
     """Counts padded elements, wasted compute and compiled shapes for every rule of ``RULES``.
 
@@ -76,22 +85,13 @@ def padding_report(lengths: Any, *, n_buckets: int = 8) -> PaddingReport:
             f"`lengths` are too large to count padded elements in int64 (longest "
             f"{lengths.max()}, {lengths.size} items): pass lengths in tokens, not bytes or ids."
         )
-    rows = []
-    for name in RULES:
-        b = rule_boundaries(lengths, name, n_buckets=n_buckets)
-        counts = np.bincount(np.searchsorted(b, lengths), minlength=len(b))
-        padded = int(np.dot(counts, b))
-        rows.append(RuleCost(name, b, padded, int(lengths.sum()), int(np.count_nonzero(counts))))
-    return PaddingReport(lengths, tuple(rows))
+    return PaddingReport(lengths, tuple(rule_cost(lengths, r, n_buckets) for r in RULES))
 
 
 def plot_padding_report(report: PaddingReport, *, axes=None):
-    """Length histogram on top; below, one lane per rule with its buckets as spans.
+    """Length histogram on top; below, one lane per rule with its bucket boundaries.
 
     With ``axes``, only the histogram, drawn there."""
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
-
     lengths, rows = report.lengths, report.rows
     lo, hi = (max(int(lengths.min()), 1), max(int(lengths.max()), 2)) if len(lengths) else (1, 2)
     if axes is not None:
@@ -102,28 +102,16 @@ def plot_padding_report(report: PaddingReport, *, axes=None):
     ax_h, ax_l = fig.subplots(2, 1, sharex=True, gridspec_kw=ratios)
     _length_histogram(ax_h, lengths, lo, hi)
     ax_h.set_xlabel("")
-    ax_h.set_title(
-        f"{len(lengths):,} lengths and where each rule puts its buckets (counted, not timed)"
-    )
+    ax_h.set_title(f"{len(lengths):,} lengths and where each rule puts its boundaries (counted)")
     for y, row in enumerate(reversed(rows)):
-        edges = np.concatenate([[lo * 0.9], row.boundaries])
-        widths, color = np.diff(edges), RULE_COLORS.get(row.rule, "black")
-        style = {"height": 0.62, "color": color, "edgecolor": "white", "linewidth": 1.2}
-        for first, alpha in ((0, 0.75), (1, 0.35)):  # neighbouring buckets alternate shades
-            ax_l.barh(y, widths[first::2], left=edges[first:-1:2], alpha=alpha, **style)
+        ax_l.vlines(row.boundaries, y - 0.3, y + 0.3, color=RULE_COLORS.get(row.rule), lw=2.5)
         label = f"{row.ratio:.2f}x ragged, {row.shapes} shape{'s' * (row.shapes != 1)}"
         ax_l.text(hi * 1.9, y, label, va="center", fontsize=11)
     ax_l.set_yticks(range(len(rows)), [r.rule for r in reversed(rows)])
     ax_l.set(ylim=(-0.6, len(rows) - 0.4), xscale="log", xlim=(lo * 0.85, hi * 1.8))
-    ax_l.set_xlabel(
-        "sequence length (tokens, log scale); a bucket pads its items to its right edge"
-    )
-    shades = [
-        Patch(color="0.3", alpha=0.75, label="bucket"),
-        Patch(color="0.3", alpha=0.35, label="next bucket (shades alternate)"),
-    ]
-    legend = {"loc": "upper left", "bbox_to_anchor": (1.0, -0.15), "frameon": False}
-    ax_l.legend(handles=shades, fontsize=10, **legend)
+    ax_l.set_xlabel("sequence length (tokens, log scale); an item pads to the next boundary up")
+    ax_l.vlines([], 0, 0, color="0.3", lw=2.5, label="bucket boundary (colour: rule)")
+    ax_l.legend(loc="upper left", bbox_to_anchor=(1.0, -0.15), frameon=False, fontsize=10)
     ax_l.grid(True, axis="x", alpha=0.3, which="both")
     return fig
 
@@ -141,15 +129,12 @@ def _length_histogram(ax, lengths, lo: int, hi: int) -> None:
 def plot_tradeoff(lengths: Any, bucket_counts: Any):
     """Buckets (= compilations) against padded size / ragged minimum, per rule."""
     fig, ax = new_figure(1, width=7.5, height=4.2)
-    lengths = np.asarray(lengths)
+    lengths = lengths_of(lengths)
     for s in ("quantile", "optimal"):
-        bounds = [rule_boundaries(lengths, s, n_buckets=k) for k in bucket_counts]
-        ratios = [padded_elements(lengths, b) / lengths.sum() for b in bounds]
+        ratios = [rule_cost(lengths, s, k).ratio for k in bucket_counts]
         ax.plot(bucket_counts, ratios, "o-", color=RULE_COLORS[s], label=s)
-    p2 = rule_boundaries(lengths, "pow2")
-    shapes = np.unique(np.searchsorted(p2, lengths)).size
-    ratio = padded_elements(lengths, p2) / lengths.sum()
-    ax.plot(shapes, ratio, "D", ms=10, color=RULE_COLORS["pow2"], label="power of two")
+    p2 = rule_cost(lengths, "pow2", 1)
+    ax.plot(p2.shapes, p2.ratio, "D", ms=10, color=RULE_COLORS["pow2"], label="power of two")
     ax.axhline(1.0, color="black", lw=1, ls="--", label="ragged minimum")
     ax.set(xlabel="buckets (= compilations)", ylabel="padded / true elements (log scale)")
     ax.set(yscale="log", title="fewer compilations cost more padding (counted)")

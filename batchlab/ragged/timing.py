@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -14,36 +13,23 @@ from batchlab.batching.dispatch import measure_dispatched
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
-from batchlab.ragged.boundaries import rule_boundaries
+from batchlab.ragged.boundaries import lengths_of
 from batchlab.ragged.bucketing import Buckets, bucketize
 from batchlab.ragged.masking import mean_pool
-from batchlab.ragged.padding import Cost, as_ragged
+from batchlab.ragged.padding import as_ragged
+from batchlab.ragged.report import RuleCost, rule_cost
 
 #: the rules that place bucket boundaries in the explorer
 BOUNDARY_RULES = ("optimal", "quantile", "fixed")
 #: the timing options a setting's run accepts (see :func:`batchlab.measure`)
 RUN_OPTIONS = ("max_time", "repeat", "tolerance")
-RUN_NOTE = (
-    "compiled ahead of time, one program per bucket shape (compile_seconds: JAX's compile "
-    "events); run = one jitted call per bucket, wall clock around jax.block_until_ready"
-)
 
 
-@dataclass(frozen=True)
-class _Setting(Cost):
-    """A bucketing setting and its padding, counted (``ratio``: padded over ragged)."""
-
-    rule: str
-    n_buckets: int
-    boundaries: tuple[int, ...]
-    shapes: int
-    padded_elements: int
-    true_elements: int
-
-
-@dataclass(frozen=True)
-class BucketPlan(_Setting):
+@dataclasses.dataclass(frozen=True)
+class BucketPlan(RuleCost):
     """What a bucketing setting will cost before anything is compiled or run."""
+
+    n_buckets: int
 
     def __repr__(self) -> str:
         return (
@@ -52,10 +38,11 @@ class BucketPlan(_Setting):
         )
 
 
-@dataclass(frozen=True)
-class BucketPoint(_Setting):
+@dataclasses.dataclass(frozen=True)
+class BucketPoint(RuleCost):
     """One bucketing setting: padding, compilations (count and seconds), run time of all buckets."""
 
+    n_buckets: int
     compiles: int
     compile_seconds: float
     measurement: Measurement
@@ -79,19 +66,16 @@ def token_workload(data: Any, vocab: int, features: int, seed: int) -> tuple[Any
 
 def plan_buckets(data: Any, rule: str, n_buckets: int, features: int) -> tuple[BucketPlan, Buckets]:
     """What a setting will cost, nothing compiled or timed: its plan and its buckets."""
-    b = rule_boundaries(data.lengths, rule, n_buckets=n_buckets)
-    buckets = bucketize(data, boundaries=b)
-    counts = (len(buckets), buckets.padded_elements, buckets.true_elements)
-    return BucketPlan(rule, n_buckets, tuple(int(x) for x in b), *counts), buckets
+    cost = rule_cost(lengths_of(data.lengths), rule, n_buckets)
+    return BucketPlan(**vars(cost), n_buckets=n_buckets), bucketize(
+        data, boundaries=cost.boundaries
+    )
 
 
 def measure_buckets(
     plan: BucketPlan, buckets: Buckets, table: jax.Array, **run_options: Any
 ) -> BucketPoint:
-    """Compiles every bucket shape once (counted), then times one jitted call per bucket.
-
-    ``run_options``: ``max_time``, ``repeat`` or ``tolerance`` (as in :func:`batchlab.measure`).
-    """
+    """Compiles every bucket shape once (counted), then times one jitted call per bucket."""
     arrays = [(bk.padded.values, bk.padded.mask) for bk in buckets]
 
     def pool(values, mask, table):  # a new function per setting: JAX caches traces and
@@ -109,8 +93,12 @@ def measure_buckets(
         meas, _ = measure_dispatched(
             run_buckets, (arrays, table), lambda out: summed_plan(plans), **run_options
         )
+    note = (
+        "compiled ahead of time, one program per bucket shape (compile_seconds: JAX's compile "
+        "events); run = one jitted call per bucket, wall clock around jax.block_until_ready"
+    )
     counted = {"compiles": c.count, "compile_seconds": c.seconds}
-    meas = dataclasses.replace(meas, name="pool, every bucket", notes=(RUN_NOTE,), **counted)
+    meas = dataclasses.replace(meas, name="pool, every bucket", notes=(note,), **counted)
     return BucketPoint(**vars(plan), **counted, measurement=meas, trace_seconds=c.trace_seconds)
 
 
@@ -118,13 +106,9 @@ def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
     """XLA's plans of the buckets' programs, widened to the epoch."""
     if not plans:
         return MemoryEstimate(0, 0, 0, 0, 0, "no buckets", None, 0.0, jax.default_backend())
-
-    def total(name: str) -> float | None:
-        values = [getattr(p, name) for p in plans]
-        return None if None in values else sum(values)
-
-    keys = ("argument_bytes", "output_bytes", "flops")
-    sums = {k: total(k) for k in keys}
+    flops = [p.flops for p in plans]
+    sums = {k: sum(getattr(p, k) for p in plans) for k in ("argument_bytes", "output_bytes")}
+    sums["flops"] = None if None in flops else sum(flops)
     sums.update(temp_bytes=max(p.temp_bytes for p in plans), alias_bytes=0, xla_peak_bytes=None)
     sums["planned_bytes"] = sums["argument_bytes"] + sums["output_bytes"] + sums["temp_bytes"]
     sums["planned_from"] = "every bucket's inputs + outputs + the largest temp"
