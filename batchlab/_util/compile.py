@@ -20,8 +20,7 @@ from batchlab._util.checks import check_argnums, check_array_tree, check_callabl
 
 @dataclass
 class Compiled:
-    """``fn`` compiled for one set of inputs; ``call()`` runs it through ``jax.jit``'s own
-    dispatch, which shares the ahead-of-time compile's cache."""
+    """``fn`` compiled for one set of inputs; ``call()`` runs it through ``jax.jit`` (same cache)."""
 
     executable: Any  # jax.stages.Compiled
     jitted: Callable
