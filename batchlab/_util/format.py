@@ -107,6 +107,8 @@ class Rows:
         return type(self).__name__
 
     def __repr__(self) -> str:
+        if hasattr(self, "_tables"):
+            return "\n\n".join(f"{c}:\n{text_table(r, h)}" for c, r, h in self._tables())
         rows = self._rows()
         if getattr(self, "_inline", False):
             cells = ", ".join(f"{k}={v}" for k, v in rows)
