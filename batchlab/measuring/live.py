@@ -42,9 +42,8 @@ class DeviceMemory(Rows):
         return max(0.0, 1.0 - min(largest, free) / free) if free else 0.0
 
     def _rows(self) -> list[tuple[str, str]]:
-        rows = [
-            (k, format_bytes(getattr(self, k))) for k in DEVICE_KEYS if getattr(self, k) is not None
-        ]
+        values = {k: getattr(self, k) for k in DEVICE_KEYS}
+        rows = [(k, format_bytes(v)) for k, v in values.items() if v is not None]
         if self.fragmentation is not None:
             rows.append(("fragmentation", f"{self.fragmentation:.1%}"))
         return rows
