@@ -34,10 +34,7 @@ def check_callable(fn: Any, name: str = "fn") -> Callable:
 
 
 def check_array_tree(tree: Any, name: str = "args") -> None:
-    """Raises ``TypeError``, with its path, at a leaf that is not an array, a number or None.
-
-    A string or a ragged list would otherwise fail deep inside tracing.
-    """
+    """Raises ``TypeError``, with its path, at a leaf that is not an array, a number or None."""
     leaves, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda x: x is None)
     for path, leaf in leaves:
         if leaf is None or isinstance(leaf, (*ARRAY_TYPES, numbers.Number)):

@@ -1,8 +1,7 @@
 """Every fresh Python process the kit starts (but the multi-process launcher's): one helper.
 
-The parent sends ``task`` (a kit function pickled by reference, or ``"module:name"``) and
-``payload`` (cloudpickle: the user's function by value) on stdin; the child writes
-``task(payload)``'s dict as JSON to a 0600 file. Nothing the child writes is unpickled.
+``task`` (a kit function, or ``"module:name"``) and ``payload`` (cloudpickled) go in on stdin;
+``task(payload)``'s dict comes back as JSON in a 0600 file: nothing the child writes is unpickled.
 """
 
 from __future__ import annotations
@@ -70,17 +69,14 @@ def run_child(
 
 def main(path: str) -> None:
     """The child: ``task(payload)`` from stdin, its dict as JSON to ``path``."""
-    loading = True
     try:
         task = pickle.load(sys.stdin.buffer)
         if isinstance(task, str):  # "module:name"
             module, name = task.split(":")
             task = getattr(importlib.import_module(module), name)
-        payload = cloudpickle.load(sys.stdin.buffer)
-        loading = False
-        reply = task(payload)
+        reply = task(cloudpickle.load(sys.stdin.buffer))
     except Exception as e:  # sent back as text; the parent re-raises or reports it
-        reply = {"error": {"type": type(e).__name__, "message": str(e), "loading": loading}}
+        reply = {"error": {"type": type(e).__name__, "message": str(e)}}
     sys.stdout.flush()
     with open(path, "w", encoding="utf-8") as f:
         json.dump(reply, f)

@@ -1,9 +1,8 @@
 """The one plan path: any user function to one compiled XLA executable, each stage timed.
 
-Every planned figure of the kit comes from :func:`compile_fn`. XLA plans closed-over arrays
-apart from arguments, so :func:`compile_fn` hoists them into a first argument: ``x -> tanh(x @
-W)`` plans the same whether ``W`` is closed over or passed (constants of a ``jax.jit`` nested
-below the top, a ``lax.map`` body, stay).
+XLA plans closed-over arrays apart from arguments, so :func:`compile_fn` hoists them into a
+first argument: ``x -> tanh(x @ W)`` plans the same whether ``W`` is closed over or passed
+(constants of a nested ``jax.jit`` or a ``lax.map`` body stay).
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ from batchlab._util.checks import check_argnums, check_array_tree, check_callabl
 
 @dataclass
 class Compiled:
-    """``fn`` compiled for one set of inputs; ``call()`` runs it through ``jax.jit``'s own
-    dispatch, which shares the ahead-of-time compile's cache."""
+    """``fn`` compiled for one set of inputs; ``call()`` runs it through ``jax.jit`` (same cache)."""
 
     executable: Any  # jax.stages.Compiled
     jitted: Callable
@@ -83,26 +81,26 @@ def compile_fn(
     t0 = time.perf_counter()
     traced = jitted.trace(*args, **kwargs)
     closed = _unwrap_jit(traced.jaxpr)
+    call, consts = (jitted, args, kwargs), ()
     if not any(_is_const(c) for c in closed.consts):
         lowered = traced.lower()
-        t1 = time.perf_counter()
-        executable = lowered.compile()
-        return Compiled(executable, jitted, args, kwargs, t1 - t0, time.perf_counter() - t1, name)
-    hoisted = _hoist(closed, traced, name)
-    on_device = tuple(jax.device_put(c) if _is_const(c) else c for c in closed.consts)
-    dynamic = jax.tree_util.tree_leaves((dyn_args, kwargs))
-    if len(dynamic) != len(closed.jaxpr.invars):  # cannot tell them apart
-        dynamic = None
-    specs = dynamic or [
-        jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in closed.jaxpr.invars
-    ]
-    lowered = hoisted.lower(on_device, *specs)
+    else:
+        hoisted = _hoist(closed, traced, name)
+        consts = tuple(jax.device_put(c) if _is_const(c) else c for c in closed.consts)
+        dynamic = jax.tree_util.tree_leaves((dyn_args, kwargs))
+        if len(dynamic) != len(closed.jaxpr.invars):  # cannot tell them apart
+            dynamic = None
+        specs = dynamic or [
+            jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in closed.jaxpr.invars
+        ]
+        lowered = hoisted.lower(consts, *specs)
+        # dynamic None: a jitted fn with static arguments of its own runs as the user wrote it
+        if dynamic is not None:
+            call = (hoisted, (consts, *dynamic), {})
     t1 = time.perf_counter()
     executable = lowered.compile()
     t2 = time.perf_counter()
-    # dynamic None: a jitted fn with static arguments of its own runs as the user wrote it
-    call = (jitted, args, kwargs) if dynamic is None else (hoisted, (on_device, *dynamic), {})
-    return Compiled(executable, *call, t1 - t0, t2 - t1, name, on_device, True)
+    return Compiled(executable, *call, t1 - t0, t2 - t1, name, consts, bool(consts))
 
 
 def _is_const(c: Any) -> bool:

@@ -91,10 +91,9 @@ def html_table(
 class Rows:
     """Text and HTML reprs from one ``_rows()`` (cells in human units) and ``_title()``.
 
-    Hooks: ``_header`` (column names), ``_inline`` (a one-line repr of ``label=value``),
-    ``_caption()`` (HTML caption), ``_tables()`` (several ``(caption, rows, header)``),
-    ``_notes()`` (lines after the table). A ``NamedTuple`` assigns ``__repr__ = Rows.__repr__``
-    and ``_repr_html_ = Rows._repr_html_`` (hence the ``getattr`` reads).
+    Optional: ``_header``, ``_inline`` (a one-line ``label=value`` repr), ``_tables()`` (several
+    ``(caption, rows, header)``), ``_notes()`` (lines after the table). A ``NamedTuple`` assigns
+    ``__repr__ = Rows.__repr__`` and ``_repr_html_ = Rows._repr_html_`` (hence the ``getattr``s).
     """
 
     _header: tuple[str, ...] = ("figure", "value")
@@ -108,6 +107,8 @@ class Rows:
         return type(self).__name__
 
     def __repr__(self) -> str:
+        if hasattr(self, "_tables"):
+            return "\n\n".join(f"{c}:\n{text_table(r, h)}" for c, r, h in self._tables())
         rows = self._rows()
         if getattr(self, "_inline", False):
             cells = ", ".join(f"{k}={v}" for k, v in rows)
@@ -120,8 +121,7 @@ class Rows:
         if hasattr(self, "_tables"):
             tables = self._tables()
         else:
-            caption = getattr(self, "_caption", self._title)()
-            tables = [(caption, self._rows(), getattr(self, "_header", Rows._header))]
+            tables = [(self._title(), self._rows(), getattr(self, "_header", Rows._header))]
         notes = getattr(self, "_notes", tuple)()
         return "".join(html_table(r, header=h, caption=c) for c, r, h in tables) + "".join(
             f"<pre>{html.escape(n)}</pre>" for n in notes

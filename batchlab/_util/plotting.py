@@ -80,8 +80,7 @@ def bytes_axis(axis) -> None:
 
 
 def figure_to_png(fig, dpi: int = 90, *, tight: bool = True) -> bytes:
-    """PNG bytes of a figure; ``tight`` crops to the drawn content (outside legends kept)
-    at the cost of a second layout pass, which explorers redrawing on every move skip."""
+    """PNG bytes of a figure; ``tight`` crops to the content (a second layout pass)."""
     buf = io.BytesIO()
     extra = {"bbox_inches": "tight", "pad_inches": 0.1} if tight else {}
     fig.savefig(buf, format="png", dpi=dpi, **extra)

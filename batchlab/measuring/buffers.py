@@ -200,10 +200,8 @@ def buffer_assignment(
     compiler_options: dict | None = None,
     xla_flags: str | None = None,
 ) -> BufferAssignment:
-    """XLA's buffer assignment of ``jax.jit(fn, donate_argnums=...)(*args)``.
-
-    ``compiler_options`` go to ``.compile()``; with ``xla_flags`` it compiles in a fresh process.
-    """
+    """XLA's buffer assignment of ``jax.jit(fn, donate_argnums=...)(*args)``; with ``xla_flags``
+    it compiles in a fresh process (``compiler_options`` go to ``.compile()``)."""
     check_callable(fn)
     if is_jitted(fn):
         raise ValueError(

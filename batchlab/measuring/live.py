@@ -20,7 +20,6 @@ class DeviceMemory(Rows):
     bytes_limit: int | None = None
     largest_free_block_bytes: int | None = None
     pool_bytes: int | None = None
-    num_allocs: int | None = None
     source: str = "device memory stats (jax.Device.memory_stats())"
     _inline = True
 
@@ -43,8 +42,8 @@ class DeviceMemory(Rows):
         return max(0.0, 1.0 - min(largest, free) / free) if free else 0.0
 
     def _rows(self) -> list[tuple[str, str]]:
-        rows = [(k, getattr(self, k)) for k in DEVICE_KEYS if getattr(self, k) is not None]
-        rows = [(k, str(v) if k == "num_allocs" else format_bytes(v)) for k, v in rows]
+        values = {k: getattr(self, k) for k in DEVICE_KEYS}
+        rows = [(k, format_bytes(v)) for k, v in values.items() if v is not None]
         if self.fragmentation is not None:
             rows.append(("fragmentation", f"{self.fragmentation:.1%}"))
         return rows

@@ -64,7 +64,7 @@ class Measurement(Rows):
             f"compile {rows['compile']}, planned peak {rows['planned peak']})"
         )
 
-    def _caption(self) -> str:
+    def _title(self) -> str:
         return f"Measurement of {self.name} on {self.memory.backend}"
 
     def _notes(self) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from batchlab._util.format import format_seconds, text_table
+from batchlab._util.format import Rows, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.sampler import interleaved
@@ -25,7 +25,7 @@ def machine_label() -> str:
 
 
 @dataclass(frozen=True)
-class PerItemCost:
+class PerItemCost(Rows):
     """A vmap batch-size sweep: seconds per call and per item at each batch size."""
 
     batch_sizes: tuple[int, ...]
@@ -35,6 +35,7 @@ class PerItemCost:
     source: str = SOURCE
     #: seconds per item of the smallest and largest batch (``"batch B"``), paired by round
     samples: dict[str, Samples] | None = field(default=None, compare=False, repr=False)
+    _header = ("call", "per call (median)", "per item")
 
     #: the speed-up is the median of per-round ratios of one interleaved run
     paired = property(lambda self: self.samples is not None)
@@ -61,11 +62,9 @@ class PerItemCost:
             for b, t in zip(self.batch_sizes, self.medians, strict=True)
         ]
 
-    def __repr__(self) -> str:
+    def _title(self) -> str:
         how = "ratios: paired rounds" if self.paired else "ratios: fastest samples, measured apart"
-        return f"PerItemCost(source: {self.source}; {how})\n" + text_table(
-            self._rows(), ("call", "per call (median)", "per item")
-        )
+        return f"source: {self.source}; {how}"
 
     def plot(self, *, current: int | None = None, memory: Any = None):
         """Left: vmap time per item (median, min..max bars). Right (with a :class:`Sweep` as

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import jax
 import jaxlib
 
-from batchlab._util.format import Rows, text_table
+from batchlab._util.format import Rows
 from batchlab.measuring.live import device_memory_unavailable_reason
 
 ALLOCATOR_VARIABLES = {
@@ -43,11 +43,6 @@ class Environment(Rows):
             (sources, self.memory_sources, ("figure", "available", "source")),
             (allocator, self.allocator_settings, ("variable", "value")),
         ]
-
-    def __repr__(self) -> str:
-        return "\n\n".join(
-            f"{c}:\n{text_table(rows, header)}" for c, rows, header in self._tables()
-        )
 
 
 def environment() -> Environment:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import statistics
 import time
@@ -18,7 +17,7 @@ from batchlab.measuring.live import device_memory, live_memory
 from batchlab.measuring.measurement import PEAK_NOTE, Measurement
 from batchlab.measuring.memory import estimate_from_compiled
 
-_OPTIONS = ("repeat", "max_time", "tolerance")
+_OPTIONS = "`repeat=`, `max_time=`, `tolerance=`"
 
 
 def sample(call: Callable[[], Any], number: int) -> float:
@@ -75,10 +74,9 @@ def _check_call(fn: Callable, args: tuple, kwargs: dict) -> None:
     if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params):
         names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
         for key in [k for k in kwargs if k not in names]:
-            close = [f"; did you mean `{c}=`?" for c in difflib.get_close_matches(key, _OPTIONS)]
             raise TypeError(
-                f"`{key}` is neither an option of measure() {_OPTIONS} nor an argument of `fn` "
-                f"(it takes {sorted(names)}){close[0] if close else '.'}"
+                f"`{key}` is neither an option of measure() ({_OPTIONS}) nor an argument of `fn` "
+                f"(it takes {sorted(names)})."
             )
     for i, a in enumerate([] if is_jitted(fn) else args):  # a jitted fn has its own statics
         if a is None:
