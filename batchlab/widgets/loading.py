@@ -8,7 +8,7 @@ from typing import Any
 
 from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
-from batchlab._util.plotting import bytes_axis, new_figure
+from batchlab._util.plotting import bytes_axis, log2_axis, new_figure
 from batchlab.loading.files import METHODS, ORDERS, TRANSFERS, Dataset
 from batchlab.loading.speed import Ceiling, Throughput, format_rate, measure_loading
 from batchlab.measuring.per_item import machine_label
@@ -167,10 +167,8 @@ def _draw_scaling(ex: ScalingExplorer):
     ax_t.set_ylabel("run time per batch (ms)")
     ax_t.set_title("wall clock, median", fontsize=11)
     for ax in (ax_m, ax_t):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(n, [str(v) for v in n])
-        ax.set(xlabel="devices", ylim=(0, None))
-        ax.minorticks_off()
+        log2_axis(ax)
+        ax.set(xticks=n, xlabel="devices (log scale)", ylim=(0, None))
         ax.grid(True, alpha=0.3)
     fig.suptitle(f"batch of {ex.params['batch_size']} sharded over the devices", fontsize=12)
     return fig

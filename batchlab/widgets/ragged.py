@@ -11,7 +11,7 @@ import numpy as np
 
 from batchlab._util.checks import check_positive_ints
 from batchlab._util.format import format_bytes, format_seconds
-from batchlab._util.plotting import new_figure
+from batchlab._util.plotting import log2_axis, new_figure
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.per_item import machine_label
 from batchlab.measuring.timing import measure
@@ -137,8 +137,6 @@ class PaddingExplorer(Explorer):
 
 
 def _draw_padding(ex: PaddingExplorer):
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
     fig, (ax_m, ax_t) = new_figure(2, width=5.6, height=4.2)
     p = ex.result
     shown = np.sort(ex.data.lengths[:64])[::-1]
@@ -154,12 +152,9 @@ def _draw_padding(ex: PaddingExplorer):
     ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
     plot_runs(ax_t, ex, "strategy", PAD_COLORS, "padded_elements", "{} (median, bar = min..max)")
-    ax_t.set(xscale="log", yscale="log", xlabel="positions computed (log scale)")
-    for axis, fmt in ((ax_t.xaxis, "{:,.0f}"), (ax_t.yaxis, "{:g}")):  # plain numbers, no 2x10^0
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt.format(v)))
-        axis.set_minor_formatter(NullFormatter())
-    ax_t.set_ylabel("run time, ms (log scale)")
+    log2_axis(ax_t, "x")  # plain numbers at powers of two, no 2x10^0
+    log2_axis(ax_t, "y")
+    ax_t.set(xlabel="positions computed (log scale)", ylabel="run time, ms (log scale)")
     ax_t.set_title(f"{p.correct:.0%} items correct; {machine_label()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
     ax_t.legend(fontsize=9, loc="lower right")  # pack sits at the left, its bars reach up
