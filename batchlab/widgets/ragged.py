@@ -217,13 +217,12 @@ def _draw_buckets(ex: BucketExplorer):
     ax_h.legend(fontsize=9, loc="upper right")
     done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
-    ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
     colors = {rule: RULE_COLORS.get(rule, "k") for rule in BOUNDARY_RULES}
     runs = "{}: run, one epoch (median, min..max)"
     for rule, (k, pts) in plot_runs(ax_t, ex, "rule", colors, "n_buckets", runs).items():
-        label = f"{rule}: compile, all buckets (right axis)"
-        ax_c.plot(
-            k, [q.compile_seconds for q in pts], "s--", color=colors[rule], alpha=0.6, label=label
+        compiles = [1e3 * q.compile_seconds for q in pts]
+        ax_t.plot(
+            k, compiles, "s--", color=colors[rule], alpha=0.6, label=f"{rule}: compile, all buckets"
         )
     if measuring:  # nothing measured yet for this setting: mark where its point will be
         ax_t.axvline(
@@ -231,15 +230,12 @@ def _draw_buckets(ex: BucketExplorer):
         )
     shown = sorted({q.n_buckets for q in ex.cache.values()} | {p.n_buckets})
     ax_t.set_xticks(shown, [str(k) for k in shown])
-    ax_t.set(xlim=(0, max(shown) + 1), ylim=(0, None), xlabel="buckets (= compilations)")
-    ax_t.set_ylabel("run, ms per epoch (circles)")
-    ax_c.set(ylim=(0, None), ylabel="compile, s (squares, dashed)")
+    ax_t.set(xlim=(0, max(shown) + 1), xlabel="buckets (= compilations)")
+    log2_axis(ax_t, "y")  # run and compile times, ms, a decade or more apart
+    ax_t.set_ylabel("time, ms (log scale)")
     ax_t.set_title(f"run vs compile time; {machine_label()}", fontsize=10)
     ax_h.minorticks_off()
     ax_t.grid(True, alpha=0.3)
     # below the panel: inside it would cover the run points at the low bucket counts
-    (h1, l1), (h2, l2) = ax_t.get_legend_handles_labels(), ax_c.get_legend_handles_labels()
-    ax_t.legend(
-        h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2
-    )
+    ax_t.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     return fig
