@@ -96,8 +96,7 @@ def _draw_throughput(ex: LoadingExplorer):
     ax.set(xscale="log", xlim=(min([*low, top]) / 3, top * 3))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
     ax.set_xlabel("throughput, bytes/s (log scale; wall clock, bar: best pass)")
-    below = (0.5, -0.32 if len(labels) < 4 else -0.2)
-    ax.legend(loc="upper center", bbox_to_anchor=below, ncol=1, fontsize=9, frameon=False)
+    fig.legend(loc="outside lower center", fontsize=9, frameon=False)  # constrained: not clipped
     ax.grid(True, axis="x", alpha=0.3)
     title = "loading throughput against this machine's ceiling (red: current setting)"
     ax.set_title(f"{title}\n{machine_label()}", fontsize=12)
