@@ -241,7 +241,7 @@ def test_explorer_takes_the_runs_one_ceiling(dataset, monkeypatch):
     c = measure_ceiling(dataset, repeat=1)
     ex = LoadingExplorer(dataset, [4], repeat=1, ceiling=c)
     assert ex.ceiling is c and ex.update(sync=True).items == dataset.n_items
-    assert ex.plot() is not None
+    assert ex.figure() is not None
     with pytest.raises(TypeError, match="`ceiling` must be a Ceiling"):
         LoadingExplorer(dataset, [4], repeat=1, ceiling=2.5)
 

@@ -8,7 +8,7 @@ import pytest
 
 import batchlab as bl
 from batchlab.widgets import AdvisorExplorer
-from batchlab.widgets.advisor import AdvisorSetting
+from batchlab.widgets.budget import AdvisorSetting
 
 BUDGET = 2**19  # 512 KiB: vmap's 64 items (a 16 KiB outer product each) do not fit, chunks do
 

@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 
 from batchlab._util.checks import check_positive_int, check_positive_ints
-from batchlab._util.plotting import bytes_axis, new_figure
 from batchlab.allocator.replayer import POLICIES, differences_text
 from batchlab.allocator.simulation import Simulation, simulate
 from batchlab.allocator.workloads import WORKLOADS
@@ -70,7 +69,7 @@ def _compiled_update(update: str, size: int):
 
 
 class InPlaceExplorer(Explorer):
-    """Where does ``x.at[0].set(1)`` write? Pick the case and the size; see XLA's plan.
+    """Where does ``x.at[0].set(1)`` write? Pick the case and the size; see XLA's plan (its table).
 
     Example:
       >>> ex = InPlaceExplorer(sizes=(256, 1024))
@@ -88,18 +87,6 @@ class InPlaceExplorer(Explorer):
                 "update": choice(UPDATES, description="x is"),
                 "size": stops_slider(sizes, "size"),
             },
-            draw=_draw_update,  # described by the CompiledUpdate's own repr
             title="In-place update explorer",
         )
         self.update()
-
-
-def _draw_update(ex: InPlaceExplorer):
-    m = ex.result.memory
-    fig, ax = new_figure(1, width=7, height=3.4)
-    values = [m.argument_bytes, m.output_bytes, m.temp_bytes, m.alias_bytes]
-    colors = ["tab:blue", "tab:green", "tab:orange", "tab:purple"]
-    ax.bar(["argument", "output", "temp", "alias"], values, color=colors)
-    bytes_axis(ax.yaxis)
-    ax.set_title(f"x is {ex.params['update']}: {ex.result.copies} copy [compiled analysis, XLA]")
-    return fig

@@ -1,12 +1,13 @@
-"""06's budget slider: the largest batch that fits, for vmap and for chunked lax.map."""
+"""Memory-budget sliders: 06's largest batch per strategy, and 12's advice re-decided."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
 from batchlab._util.format import format_bytes
+from batchlab.advisor import Advice, decide, plot_candidates
 from batchlab.runs.budget import BatchSizeResult, max_batch_size
 from batchlab.runs.budget_plot import plot_budget_curves
 from batchlab.widgets.controls import stops_slider
@@ -70,13 +71,13 @@ class BudgetExplorer(Explorer):
             {"budget": budget},
             controls={"budget": stops_slider(budgets, "budget", width="420px", label=format_bytes)},
             draw=lambda ex: plot_budget_curves(list(ex.result.values())),
-            describe=_describe,
+            describe=_describe_budgets,
             title="Largest batch for a memory budget",
         )
         self.update()
 
 
-def _describe(results: dict[str, BatchSizeResult]) -> str:
+def _describe_budgets(results: dict[str, BatchSizeResult]) -> str:
     v, c = results["vmap"], results["chunked"]
     planned = len(v.curve) + len(c.curve) - v.compilations - c.compilations
     return (
@@ -84,3 +85,67 @@ def _describe(results: dict[str, BatchSizeResult]) -> str:
         f"chunked lax.map (chunk {c.chunk_size}) fits <b>{int(c)}</b> (compiled memory analysis, "
         f"nothing run; {planned} batch size(s) planned by an earlier budget)"
     )
+
+
+class AdvisorSetting(NamedTuple):
+    """The advice re-decided at one budget: what fits, the pick, whether the timings decided it."""
+
+    budget: int
+    fits: tuple[str, ...]
+    recommended: str | None
+    decided: bool
+    tied: tuple[str, ...]
+    batch_size: int | None  # only at the advice's own budget (it needs a fresh process)
+
+
+def setting(advice: Advice, budget: int) -> AdvisorSetting:
+    """The advice at ``budget``: fitting timed candidates, re-decided on their own run's samples."""
+    m, own_budget = advice.margin or 1.0, advice.budget.bytes
+    fits = [c for c in advice.candidates if c.samples is not None and c.planned_bytes * m <= budget]
+    # left out: a fresh process found it cannot run all the items at the advice's budget, so it
+    # cannot at a smaller one either; at its own budget the pool is the one advise decided in
+    left = {c.label for c in advice.candidates if c.note.startswith("left out")}
+    if budget == own_budget:
+        timed = [c for c in advice.candidates if c.samples is not None and c.label not in left]
+        pool = [c for c in timed if not c.note.startswith("screened")]
+    else:
+        keep = [c for c in fits if budget > own_budget or c.label not in left]
+        pool = [c for c in keep if not c.note.startswith("screened")] or keep
+    if not pool:
+        return AdvisorSetting(int(budget), (), None, False, (), None)
+    v = decide({c.label: c.samples for c in pool}, {c.label: c.planned_bytes for c in pool})
+    own = budget == own_budget and v.pick == advice.recommended
+    labels = tuple(c.label for c in fits)
+    return AdvisorSetting(
+        int(budget), labels, v.pick, v.decided, v.tied, advice.batch_size if own else None
+    )
+
+
+class AdvisorExplorer(Explorer):
+    """A budget slider over one :func:`batchlab.advise` result; starts at the advice's budget."""
+
+    def __init__(self, advice: Advice, budgets: Sequence[int]) -> None:
+        if not isinstance(advice, Advice):
+            raise TypeError(
+                f"`advice` must be what bl.advise returned, got {type(advice).__name__}."
+            )
+        budget = advice.budget.bytes
+        stops = sorted({budget, *(check_positive_int(b, "budgets") for b in budgets)})
+        super().__init__(
+            lambda budget: setting(advice, budget),
+            {"budget": budget},
+            controls={"budget": stops_slider(stops, "budget", width="420px", label=format_bytes)},
+            draw=lambda ex: plot_candidates(
+                advice, budget=ex.result.budget, pick=ex.result.recommended
+            ),
+            describe=_describe_advice,
+            title="The advice over the budget",
+        )
+        self.update()
+
+
+def _describe_advice(s: AdvisorSetting) -> str:
+    head = f"budget {format_bytes(s.budget)}: {len(s.fits)} timed candidates fit; pick <b>{s.recommended}</b>"
+    if not s.decided and s.tied:
+        head += f" (not enough evidence among {', '.join(s.tied)}: the smallest plan)"
+    return head + " (from the advice's measurements: nothing re-measured)"

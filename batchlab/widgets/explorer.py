@@ -148,8 +148,6 @@ class Explorer:
         """The figure the widget shows for the current result (``None`` without ``draw``)."""
         return None if self._draw is None or self.result is None else self._draw(self)
 
-    plot = figure
-
     @property
     def widget(self):
         """The ipywidgets front end (built on first use)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
-from batchlab._util.plotting import bytes_axis, new_figure
+from batchlab._util.plotting import bytes_axis, log2_axis, new_figure
 from batchlab.loading.files import METHODS, ORDERS, TRANSFERS, Dataset
 from batchlab.loading.speed import Ceiling, Throughput, format_rate, measure_loading
 from batchlab.measuring.per_item import machine_label
@@ -96,8 +96,7 @@ def _draw_throughput(ex: LoadingExplorer):
     ax.set(xscale="log", xlim=(min([*low, top]) / 3, top * 3))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
     ax.set_xlabel("throughput, bytes/s (log scale; wall clock, bar: best pass)")
-    below = (0.5, -0.32 if len(labels) < 4 else -0.2)
-    ax.legend(loc="upper center", bbox_to_anchor=below, ncol=1, fontsize=9, frameon=False)
+    fig.legend(loc="outside lower center", fontsize=9, frameon=False)  # constrained: not clipped
     ax.grid(True, axis="x", alpha=0.3)
     title = "loading throughput against this machine's ceiling (red: current setting)"
     ax.set_title(f"{title}\n{machine_label()}", fontsize=12)
@@ -167,10 +166,8 @@ def _draw_scaling(ex: ScalingExplorer):
     ax_t.set_ylabel("run time per batch (ms)")
     ax_t.set_title("wall clock, median", fontsize=11)
     for ax in (ax_m, ax_t):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(n, [str(v) for v in n])
-        ax.set(xlabel="devices", ylim=(0, None))
-        ax.minorticks_off()
+        log2_axis(ax)
+        ax.set(xticks=n, xlabel="devices (log scale)", ylim=(0, None))
         ax.grid(True, alpha=0.3)
     fig.suptitle(f"batch of {ex.params['batch_size']} sharded over the devices", fontsize=12)
     return fig

@@ -11,7 +11,7 @@ import numpy as np
 
 from batchlab._util.checks import check_positive_ints
 from batchlab._util.format import format_bytes, format_seconds
-from batchlab._util.plotting import new_figure
+from batchlab._util.plotting import log2_axis, new_figure
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.per_item import machine_label
 from batchlab.measuring.timing import measure
@@ -137,8 +137,6 @@ class PaddingExplorer(Explorer):
 
 
 def _draw_padding(ex: PaddingExplorer):
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
     fig, (ax_m, ax_t) = new_figure(2, width=5.6, height=4.2)
     p = ex.result
     shown = np.sort(ex.data.lengths[:64])[::-1]
@@ -154,12 +152,9 @@ def _draw_padding(ex: PaddingExplorer):
     ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
     ax_m.set_xlabel("position")
     plot_runs(ax_t, ex, "strategy", PAD_COLORS, "padded_elements", "{} (median, bar = min..max)")
-    ax_t.set(xscale="log", yscale="log", xlabel="positions computed (log scale)")
-    for axis, fmt in ((ax_t.xaxis, "{:,.0f}"), (ax_t.yaxis, "{:g}")):  # plain numbers, no 2x10^0
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt.format(v)))
-        axis.set_minor_formatter(NullFormatter())
-    ax_t.set_ylabel("run time, ms (log scale)")
+    log2_axis(ax_t, "x")  # plain numbers at powers of two, no 2x10^0
+    log2_axis(ax_t, "y")
+    ax_t.set(xlabel="positions computed (log scale)", ylabel="run time, ms (log scale)")
     ax_t.set_title(f"{p.correct:.0%} items correct; {machine_label()}", fontsize=10)
     ax_t.grid(True, alpha=0.3, which="both")
     ax_t.legend(fontsize=9, loc="lower right")  # pack sits at the left, its bars reach up
@@ -222,13 +217,12 @@ def _draw_buckets(ex: BucketExplorer):
     ax_h.legend(fontsize=9, loc="upper right")
     done = f"{p.shapes} shapes: compiling..." if measuring else f"{p.compiles} compiles"
     ax_h.set_title(f"{p.ratio:.2f}x ragged, {done}", fontsize=11)
-    ax_c = ax_t.twinx()  # compile seconds on their own axis: another unit, another scale
     colors = {rule: RULE_COLORS.get(rule, "k") for rule in BOUNDARY_RULES}
     runs = "{}: run, one epoch (median, min..max)"
     for rule, (k, pts) in plot_runs(ax_t, ex, "rule", colors, "n_buckets", runs).items():
-        label = f"{rule}: compile, all buckets (right axis)"
-        ax_c.plot(
-            k, [q.compile_seconds for q in pts], "s--", color=colors[rule], alpha=0.6, label=label
+        compiles = [1e3 * q.compile_seconds for q in pts]
+        ax_t.plot(
+            k, compiles, "s--", color=colors[rule], alpha=0.6, label=f"{rule}: compile, all buckets"
         )
     if measuring:  # nothing measured yet for this setting: mark where its point will be
         ax_t.axvline(
@@ -236,15 +230,12 @@ def _draw_buckets(ex: BucketExplorer):
         )
     shown = sorted({q.n_buckets for q in ex.cache.values()} | {p.n_buckets})
     ax_t.set_xticks(shown, [str(k) for k in shown])
-    ax_t.set(xlim=(0, max(shown) + 1), ylim=(0, None), xlabel="buckets (= compilations)")
-    ax_t.set_ylabel("run, ms per epoch (circles)")
-    ax_c.set(ylim=(0, None), ylabel="compile, s (squares, dashed)")
+    ax_t.set(xlim=(0, max(shown) + 1), xlabel="buckets (= compilations)")
+    log2_axis(ax_t, "y")  # run and compile times, ms, a decade or more apart
+    ax_t.set_ylabel("time, ms (log scale)")
     ax_t.set_title(f"run vs compile time; {machine_label()}", fontsize=10)
     ax_h.minorticks_off()
     ax_t.grid(True, alpha=0.3)
     # below the panel: inside it would cover the run points at the low bucket counts
-    (h1, l1), (h2, l2) = ax_t.get_legend_handles_labels(), ax_c.get_legend_handles_labels()
-    ax_t.legend(
-        h1 + h2, l1 + l2, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2
-    )
+    ax_t.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     return fig

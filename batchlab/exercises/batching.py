@@ -1,0 +1,181 @@
+"""Exercises for notebooks 00 (the tour), 01 (vmap axes), 02 (broadcasting) and 03 (vmap
+versus manual batching): hints point at the concept, never the answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from batchlab.batching.axes import BatchAxisError, explain_axes
+from batchlab.exercises import DIRECTIONS, choose, direction, exercise
+from batchlab.measuring.memory import memory_estimate
+
+
+@exercise("tour.predict_bytes", "Bytes XLA plans for the scorer's arguments and output (a dict).")
+def predict_bytes(answer: dict, *, fn: Callable, args: tuple) -> tuple[bool, str]:
+    if not isinstance(answer, dict) or not {"argument", "output"} <= set(answer):
+        return False, "Answer with a dict with the keys 'argument' and 'output' (in bytes)."
+    est = memory_estimate(fn, *args)
+    if (int(answer["argument"]), int(answer["output"])) == (est.argument_bytes, est.output_bytes):
+        return True, "Both match XLA's compiled memory analysis."
+    return False, (
+        "Not all figures match the compiled plan: the arguments are every input (the batch x, the "
+        "shared weights w, the vector v) at 4 bytes per float32; the output one score per item."
+    )
+
+
+@exercise("tour.change_dtype", "Another dtype: argument and temp bytes shrink, same or grow?")
+def change_dtype(answer: Any, *, fn: Callable, args: tuple, dtype: Any) -> tuple[bool, str]:
+    keys = ("argument", "temp")
+    if not isinstance(answer, dict) or any(answer.get(k) not in DIRECTIONS for k in keys):
+        return False, f"A dict {{'argument': ..., 'temp': ...}}: each must be one of {DIRECTIONS}."
+    old = memory_estimate(fn, *args)
+    new = memory_estimate(fn, *(jnp.asarray(a).astype(dtype) for a in args))
+    name = np.dtype(dtype).name
+    if answer["argument"] != direction(new.argument_bytes, old.argument_bytes):
+        return False, f"Not yet. How many bytes does one {name} element take, against float32's 4?"
+    if answer["temp"] != direction(new.temp_bytes, old.temp_bytes):
+        return False, (
+            f"Not yet. Run bl.buffer_assignment(fn, *args) with the {name} inputs and read the "
+            f"dtype of every value in the temp allocation: is the arithmetic done in {name}?"
+        )
+    return True, f"Right on both (measured on {jax.default_backend()}). Now say why."
+
+
+@exercise("axes.item_shape", "Shape fn sees per item of x (4, 6, 3) with in_axes=1?")
+def item_shape(answer: Any) -> tuple[bool, str]:
+    if isinstance(answer, (str, bytes)):  # "43" would read as (4, 3)
+        return False, "Answer with a shape, a tuple of ints like (2, 5), not a string."
+    if tuple(answer) == (4, 3):
+        return True, "Right: vmap removes the mapped axis, only that one; the others keep order."
+    return False, "vmap removes exactly the axis in_axes names, counting from 0, from (4, 6, 3)."
+
+
+@exercise("axes.columns_batch", "in_axes and out_axes mapping x @ w over x's 5 columns.")
+def columns_batch(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, str]:
+    if not isinstance(answer, dict) or not {"in_axes", "out_axes"} <= set(answer):
+        return False, "Answer with a dict {'in_axes': ..., 'out_axes': ...}."
+    try:
+        e = explain_axes(fn, x, w, in_axes=answer["in_axes"], out_axes=answer["out_axes"])
+    except (BatchAxisError, TypeError) as err:  # TypeError: each call sees unmultipliable shapes
+        why = str(err).splitlines()[0].split(". ")[0]  # the first sentence: never the fix
+        return False, f"vmap would refuse it ({why}): which axes hold the items?"
+    mapped = {lf.label: lf.axis for lf in e.inputs}
+    if mapped.get("w") is not None or e.batch_size != x.shape[1] or mapped.get("x") != 1:
+        return False, "5 items, one per column of x, and w the same for every item: which in_axes?"
+    if e.outputs[0].shape != (w.shape[1], x.shape[1]):
+        got = e.outputs[0].shape
+        return False, f"The output comes out as {got}: out_axes says where the batch axis goes."
+    return True, "Right: in_axes picks the axis that holds the items, out_axes where they go."
+
+
+@exercise("axes.non_square", "in_axes=(1, None) on a (3, 4) batch: error, wrong or right answer?")
+def non_square(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, str]:
+    try:
+        wrong = jax.vmap(fn, in_axes=(1, None))(x, w)
+    except (TypeError, ValueError):
+        truth = "error"
+    else:
+        right = jax.vmap(fn, in_axes=(0, None))(x, w)
+        same = wrong.shape == right.shape and bool(jnp.allclose(wrong, right))
+        truth = "right answer" if same else "wrong answer"
+    return choose(
+        answer,
+        truth,
+        ("error", "wrong answer", "right answer"),
+        "Right. Now say why, from the shape each call sees and the shape of w.",
+        "Not this time. With in_axes=(1, None), what shape does each call see for x, and can "
+        "it be multiplied by w? Try it with plain jax.vmap and read JAX's message.",
+    )
+
+
+@exercise("broadcasting.predict_shape", "What shape do (8, 1, 3) and (5, 1) broadcast to?")
+def predict_shape(answer: Any) -> tuple[bool, str]:
+    if tuple(answer) == (8, 5, 3):
+        return True, "Right: aligned from the right, a missing axis counts as 1, each 1 stretches."
+    if len(answer) != 3:
+        return False, "The result has as many axes as the longest operand."
+    return False, "Align the shapes from the RIGHT, then on each axis take the size that is not 1."
+
+
+@exercise("broadcasting.residual", "residual(pred, y): the (n,) differences of (n, 1) and (n,).")
+def residual(answer: Any) -> tuple[bool, str]:
+    pred = np.arange(6.0, dtype=np.float32).reshape(6, 1)
+    y = np.linspace(0.0, 1.0, 6, dtype=np.float32)
+    with jax.numpy_rank_promotion("allow"):
+        out = np.asarray(answer(pred, y))
+    if out.shape != (6,):
+        hint = " an outer product: every pred against every y" if out.shape == (6, 6) else ""
+        return False, f"Your result has shape {out.shape}:{hint}. Make both operands (n,) first."
+    if not np.allclose(out, pred[:, 0] - y):
+        return False, "The shape is right but the values are not pred[i] - y[i]."
+    return True, "Right: both operands have one shape, so the difference is element by element."
+
+
+@exercise("broadcasting.batch_of_one", "(n, 1) - (n,) MSE at n = 1: error, wrong or right answer?")
+def batch_of_one(answer: Any, *, n: int) -> tuple[bool, str]:
+    pred = jax.random.normal(jax.random.key(3), (n, 1))
+    labels = jax.random.normal(jax.random.key(4), (n,))
+    with jax.numpy_rank_promotion("allow"):  # (n, 1) - (n,) broadcasts: it never raises
+        written = jnp.mean((pred - labels) ** 2)
+    same = bool(jnp.allclose(written, jnp.mean((pred[:, 0] - labels) ** 2), rtol=1e-6))
+    return choose(
+        answer,
+        "right answer" if same else "wrong answer",
+        ("error", "wrong answer", "right answer"),
+        "Right. Now say why, and what a test with this batch size can catch.",
+        f"Not this time. With n = {n}, what shape does pred - labels have, how many pairs "
+        "(i, j) does the mean average over, and how many of them are the pairs you meant?",
+    )
+
+
+@exercise("strategies.manual_pairwise", "pairwise_all(xs, ys): (n, m) distances without vmap.")
+def manual_pairwise(answer: Any) -> tuple[bool, str]:
+    rng = np.random.default_rng(7)
+    xs, ys = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(4, 3)).astype(np.float32)
+    expected = np.sqrt(((xs[:, None, :] - ys[None]) ** 2).sum(-1))  # what vmap of one row gives
+    out = np.asarray(answer(jnp.asarray(xs), jnp.asarray(ys)))
+    if out.shape != expected.shape:
+        return False, f"Your result has shape {out.shape}; want one row per x, one column per y."
+    if not np.allclose(out, expected, rtol=1e-4, atol=1e-5):
+        return False, "The shape is right, not the values: which axis do you sum the squares over?"
+    return True, "Right: the same numbers as vmap, written by hand with broadcasting."
+
+
+@exercise("strategies.chunk_count", "vmap(f) runs at chunk_size=64 on 1000 items? Give an int.")
+def chunk_count(answer: Any) -> tuple[bool, str]:
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
+        return False, f"Give a whole number (an int), got {type(answer).__name__}."
+    if answer == 16:
+        return True, "Right."
+    if answer == 15:
+        return False, "That counts the full chunks only: what runs the items they leave over?"
+    if answer == 1:
+        return False, "1 is the number of dispatches (one program); how often does vmap(f) run?"
+    return False, (
+        "Divide 1000 by 64: the whole part is the loop's iterations; then count one more run if "
+        "anything is left over. Check it with jax.make_jaxpr: the scan's `length`, plus one."
+    )
+
+
+@exercise("strategies.host_chunk_size", "Small/large host chunk: (time, temp, dispatch) ratios.")
+def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tuple[bool, str]:
+    time_ratio, temp_ratio, dispatch_ratio = (float(v) for v in answer)
+    # dispatches: one chunk alone is one call; more chunks are a split, a step each, a concatenation
+    steps = [-(-items // c) for c in chunks]
+    calls = [1 if n == 1 else n + 2 for n in steps]
+    if abs(dispatch_ratio - calls[0] / calls[1]) > 0.01 * calls[0] / calls[1]:
+        return False, (
+            "Count the dispatches again: besides one step per chunk, the host loop makes one more "
+            "call before the steps and one after them. Use the `dispatches` column of bl.compare."
+        )
+    if not temp_ratio < 1:
+        return False, "Smaller chunks hold fewer intermediates: did you divide small by large?"
+    if not time_ratio > 0:
+        return False, "The time ratio is small over large chunk's seconds: a positive number."
+    # the time ratio is not judged: a timing never decides a check (a busy machine can flip it)
+    return True, "Right. Now explain each ratio (why is the temp ratio not small / large?)."
