@@ -1,8 +1,5 @@
-"""``advise``: plan every candidate with XLA (those over the budget are not run), time the rest
-with the one sampler (a short run screens, a longer one decides: :func:`decide`), then fit the
-pick with :func:`batchlab.max_batch_size` (``margin="calibrated"``); a pick that cannot run the
-timed batch with that margin is left out and the next one is fitted.
-"""
+"""``advise``: plan every candidate with XLA, time those within the budget (one sampler),
+fit the pick with ``max_batch_size`` (calibrated margin); a pick that does not fit is left out."""
 
 from __future__ import annotations
 
@@ -103,11 +100,8 @@ def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, pa
 def _time(
     cands: list, items: int, max_seconds: float, bar, planned: dict[str, int]
 ) -> tuple[dict, dict[str, str]]:
-    """Interleaved samples of the candidates worth timing, and why the others were dropped.
-
-    A short run screens, a longer one times the rest; when it cannot decide, a third times the
-    tied only, pooled with the second's rounds (each round timed all of them: still paired).
-    """
+    """Interleaved samples of the candidates worth timing, and why the others were dropped: a short
+    run screens, a longer one decides; if it cannot, a third times the tied, pooled (still paired)."""
     calls = {c.label: c.call for c in cands}
     if len(calls) == 1:  # one candidate: nothing to order; two rounds for its figure
         calls["_twice"] = next(iter(calls.values()))

@@ -83,17 +83,13 @@ class Ratio:
         if not isinstance(self.threshold, numbers.Real) or not self.threshold > 0:
             raise ValueError(f"`threshold` must be a positive number, got {self.threshold!r}.")
 
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return (self.numerator, self.denominator)
+    reads = property(lambda self: (self.numerator, self.denominator))
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         num, den = evidence[self.numerator], evidence[self.denominator]
-        timed = num.timed or den.timed
-        name = f"{self.numerator} / {self.denominator}"
+        timed, name = num.timed or den.timed, f"{self.numerator} / {self.denominator}"
         claimed = f"; claimed {'>' if self.above else '<'} {self.threshold:g}x"
-        ratios = _paired(num, den)
-        short = ""
+        ratios, short = _paired(num, den), ""
         if ratios is not None:
             interval = median_interval(ratios)
             if interval is None:
@@ -152,9 +148,7 @@ class Equals:
     name: str
     expected: Any
 
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return (self.name,)
+    reads = property(lambda self: (self.name,))
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         ev = _number(evidence, self.name)
@@ -230,9 +224,7 @@ class AllOf:
                 "`all_of` takes one or more rules (ratio_above, equals, relation, ...)."
             )
 
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(n for p in self.parts for n in p.reads))
+    reads = property(lambda self: tuple(dict.fromkeys(n for p in self.parts for n in p.reads)))
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         decisions = [p(evidence) for p in self.parts]

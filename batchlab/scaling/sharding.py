@@ -152,10 +152,4 @@ def _shard_process_local(leaves: list, treedef: Any, n_local: int, mesh: Mesh) -
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
     """Places parameters shared by every item whole on every device of ``mesh`` (``PartitionSpec()``)."""
-
-    def local(a: Any) -> Any:
-        if isinstance(a, jax.Array) and not a.is_fully_addressable and a.is_fully_replicated:
-            return np.asarray(a)
-        return a
-
-    return jax.device_put(jax.tree_util.tree_map(local, tree), NamedSharding(mesh, PartitionSpec()))
+    return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
