@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from batchlab._util.checks import check_choice, check_positive_float
 from batchlab.claims.evidence import Evidence, Number, Samples, format_value
 
 HOLDS = "holds"
@@ -80,8 +81,7 @@ class Ratio:
     above: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.threshold, numbers.Real) or not self.threshold > 0:
-            raise ValueError(f"`threshold` must be a positive number, got {self.threshold!r}.")
+        check_positive_float(self.threshold, "threshold")
 
     reads = property(lambda self: (self.numerator, self.denominator))
 
@@ -187,8 +187,7 @@ class Relation:
     right: str | float
 
     def __post_init__(self):
-        if self.op not in _OPS:
-            raise ValueError(f"`op` must be one of {tuple(_OPS)}, got {self.op!r}.")
+        check_choice(self.op, "op", _OPS)
         if not isinstance(self.right, (str, numbers.Real)) or isinstance(self.right, bool):
             raise TypeError(
                 f"`right` must name a figure of the evidence or be a number, got {self.right!r}."
