@@ -249,6 +249,5 @@ def advise(
         CandidateResult(*c[:3], items, c.planned, samples.get(c.label), c.code, notes.get(c[0], ""))
         for c in cands
     )
-    mode, secs = "ragged" if ragged else "dense", time.perf_counter() - start
-    return Advice(fn_name(fn), mode, items, results, *verdict, budget, margin, how, size,
-                  tuple(excluded), lead, secs)  # fmt: skip
+    return Advice(fn_name(fn), items, results, *verdict, budget, margin, how, size,
+                  tuple(excluded), lead, time.perf_counter() - start)  # fmt: skip

@@ -74,7 +74,6 @@ class Advice(Rows):
     """
 
     name: str
-    mode: str
     items: int
     candidates: tuple[CandidateResult, ...]
     recommended: str | None
@@ -105,7 +104,7 @@ class Advice(Rows):
     @property
     def unit(self) -> str:
         """What ``batch_size`` counts: items, rows (padding) or tokens (buckets, packs)."""
-        if self.mode == "dense" or self.best is None:
+        if self.best is None or self.best.strategy not in ("pad", "buckets", "pack"):
             return "items"
         return "rows" if self.best.strategy == "pad" else "tokens"
 

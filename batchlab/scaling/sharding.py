@@ -28,7 +28,6 @@ class ShardedBatch:
     process_items: tuple[int, ...] = ()  # several processes: the real rows each fed
     process_starts: tuple[int, ...] = ()  # and the global row where each one's rows start
 
-    n_processes = property(lambda self: max(1, len(self.process_items)))
     n_devices = property(lambda self: int(self.sharding.mesh.shape[AXIS]))
     padded_items = property(lambda self: int(self.mask.shape[0]))
     n_padding = property(lambda self: self.padded_items - self.n_items)
@@ -53,7 +52,7 @@ class ShardedBatch:
     def __repr__(self) -> str:
         where = f"{self.n_devices} device(s)"
         if self.process_items:
-            where += f" of {self.n_processes} processes (rows fed {list(self.process_items)})"
+            where += f" of {len(self.process_items)} processes (rows fed {list(self.process_items)})"
         return (
             f"ShardedBatch({self.n_items} items + {self.n_padding} padding over {where}, "
             f"{self.items_per_device} rows per device, spec {self.sharding.spec})"
