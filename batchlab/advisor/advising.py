@@ -217,7 +217,6 @@ def advise(
     if not timed and not lead:
         lead = f"no candidate fits with margin {margin:.2f}"
     excluded: list[tuple[str, str]] = []
-    known: dict[str, dict[int, int]] = {}  # plans already made, per candidate (no compile twice)
     bar.set_description("advise: fitting the budget (a fresh process)")
     for attempt in range(MAX_FITS if pool else 0):
         verdict = decide(pool, planned)
@@ -227,7 +226,7 @@ def advise(
             break
         fit = max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, strategy=pick.strategy,
                              chunk_size=pick.chunk, in_axes=axes, upper=upper or 16 * n,
-                             margin="calibrated", known=known.setdefault(pick.label, {n: pick.planned}))  # fmt: skip
+                             margin="calibrated", known={n: pick.planned})  # fmt: skip
         size, margin, how = int(fit), float(fit.margin), str(fit.margin_source)
         if size >= n or len(pool) == 1 or attempt == MAX_FITS - 1:
             if size < n and not lead:

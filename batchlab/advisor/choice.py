@@ -49,6 +49,5 @@ def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdic
     if far:  # not enough evidence: the fastest median so far, said to be undecided
         return Verdict(fastest, far[0], False, tuple(tied), slower[far[0]].deciding)
     pick = min(tied, key=lambda k: (planned[k], samples[k].median))
-    other = pick if pick != fastest else tied[1]
-    runner = fastest if pick != fastest else tied[1]
+    other, runner = (pick, fastest) if pick != fastest else (tied[1], tied[1])
     return Verdict(pick, runner, True, tuple(tied), near[other].deciding)
