@@ -214,7 +214,7 @@ def test_bad_evidence_and_rules_are_refused():
         Number("", 1, "a")
     with pytest.raises(ValueError, match="`unit` must be one of"):
         Number("n", 1, "a", unit="GB")
-    with pytest.raises(ValueError, match="`threshold` must be a positive number"):
+    with pytest.raises(ValueError, match="`threshold` must be positive"):
         cl.ratio_above("a", "b", 0)
     with pytest.raises(ValueError, match="`op` must be one of"):
         cl.relation("a", "=<", 1)

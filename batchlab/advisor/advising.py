@@ -1,8 +1,5 @@
-"""``advise``: plan every candidate with XLA (those over the budget are not run), time the rest
-with the one sampler (a short run screens, a longer one decides: :func:`decide`), then fit the
-pick with :func:`batchlab.max_batch_size` (``margin="calibrated"``); a pick that cannot run the
-timed batch with that margin is left out and the next one is fitted.
-"""
+"""``advise``: plan every candidate with XLA, time those within the budget (one sampler),
+fit the pick with ``max_batch_size`` (calibrated margin); a pick that does not fit is left out."""
 
 from __future__ import annotations
 
@@ -103,11 +100,8 @@ def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, pa
 def _time(
     cands: list, items: int, max_seconds: float, bar, planned: dict[str, int]
 ) -> tuple[dict, dict[str, str]]:
-    """Interleaved samples of the candidates worth timing, and why the others were dropped.
-
-    A short run screens, a longer one times the rest; when it cannot decide, a third times the
-    tied only, pooled with the second's rounds (each round timed all of them: still paired).
-    """
+    """Interleaved samples of the candidates worth timing, and why the others were dropped: a short
+    run screens, a longer one decides; if it cannot, a third times the tied, pooled (still paired)."""
     calls = {c.label: c.call for c in cands}
     if len(calls) == 1:  # one candidate: nothing to order; two rounds for its figure
         calls["_twice"] = next(iter(calls.values()))
@@ -223,7 +217,6 @@ def advise(
     if not timed and not lead:
         lead = f"no candidate fits with margin {margin:.2f}"
     excluded: list[tuple[str, str]] = []
-    known: dict[str, dict[int, int]] = {}  # plans already made, per candidate (no compile twice)
     bar.set_description("advise: fitting the budget (a fresh process)")
     for attempt in range(MAX_FITS if pool else 0):
         verdict = decide(pool, planned)
@@ -233,7 +226,7 @@ def advise(
             break
         fit = max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, strategy=pick.strategy,
                              chunk_size=pick.chunk, in_axes=axes, upper=upper or 16 * n,
-                             margin="calibrated", known=known.setdefault(pick.label, {n: pick.planned}))  # fmt: skip
+                             margin="calibrated", known={n: pick.planned})  # fmt: skip
         size, margin, how = int(fit), float(fit.margin), str(fit.margin_source)
         if size >= n or len(pool) == 1 or attempt == MAX_FITS - 1:
             if size < n and not lead:
@@ -255,6 +248,5 @@ def advise(
         CandidateResult(*c[:3], items, c.planned, samples.get(c.label), c.code, notes.get(c[0], ""))
         for c in cands
     )
-    mode, secs = "ragged" if ragged else "dense", time.perf_counter() - start
-    return Advice(fn_name(fn), mode, items, results, *verdict, budget, margin, how, size,
-                  tuple(excluded), lead, secs)  # fmt: skip
+    return Advice(fn_name(fn), items, results, *verdict, budget, margin, how, size,
+                  tuple(excluded), lead, time.perf_counter() - start)  # fmt: skip

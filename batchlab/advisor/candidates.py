@@ -37,10 +37,6 @@ def chunk_sweep(n: int) -> list[int]:
     return [1 << i for i in range(max(0, n - 1).bit_length()) if 1 << i < n]
 
 
-def _device(tree: Any) -> Any:
-    return jax.tree_util.tree_map(lambda a: jax.device_put(a) if hasattr(a, "shape") else a, tree)
-
-
 def dense_code(name: str, strategy: str, k: int | None, in_axes: Any) -> str:
     """Plain JAX for one dense candidate (``args``: the batch, then shared arguments)."""
     axes = "" if in_axes == 0 else f", in_axes={in_axes!r}"
@@ -68,7 +64,7 @@ def dense_candidates(
     """vmap, lax.map at every chunk size, host chunks of at most 4 dispatches; planned at ``n``."""
     plain, name, chunks = unjit(fn), fn_name(fn), chunk_sweep(n)
     specs = tuple(jax.tree_util.tree_map(spec_of, a) for a in args)
-    on_device = _device(args)
+    on_device = jax.device_put(args)
     settings = [("vmap", None)] if "vmap" in strategies else []
     settings += [("chunked", k) for k in chunks if "chunked" in strategies]
     settings += [("host", k) for k in chunks if "host" in strategies and 4 * k >= n]
@@ -92,7 +88,7 @@ def _padded_steps(fn: Callable, batches: list) -> tuple[int, Callable[[], Any]]:
         key = (v.shape, m.shape)
         if key not in programs:
             programs[key] = compile_program(jax.vmap(fn), spec_of(v), spec_of(m))
-    on_device = _device(batches)
+    on_device = jax.device_put(batches)
     plan = max(p.planned for p in programs.values())
     return plan, lambda: [programs[(v.shape, m.shape)](v, m) for v, m in on_device]
 
@@ -144,7 +140,7 @@ def ragged_candidates(
         program = compile_program(
             lambda v, s: step(v, s, most), spec_of(packs[0].values), spec_of(packs[0].segment_ids)
         )
-        on_device = _device([(p.values, p.segment_ids) for p in packs])
+        on_device = jax.device_put([(p.values, p.segment_ids) for p in packs])
         code = (
             f"groups = consecutive items of at most {tokens} tokens (at most {most} items)\n"
             f"packs = [bl.pack(items, total_length={tokens}, max_items={most}) for items in groups]\n"

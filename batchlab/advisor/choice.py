@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -25,13 +24,9 @@ class Verdict(NamedTuple):
     deciding: str
 
 
-def _median(s: Samples) -> float:
-    return statistics.median(s.values)
-
-
 def screen(samples: Mapping[str, Samples]) -> list[str]:
     """The labels shown over :data:`SCREEN_RATIO` x slower than the fastest (dropped)."""
-    fastest = min(samples, key=lambda k: _median(samples[k]))
+    fastest = min(samples, key=lambda k: samples[k].median)
     return [
         k
         for k in samples
@@ -43,7 +38,7 @@ def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdic
     """The pick among ``samples`` (one interleaved run), and the numbers that decided it."""
     if len(samples) == 1:
         return Verdict(next(iter(samples)), None, True, (), "")
-    order = sorted(samples, key=lambda k: _median(samples[k]))
+    order = sorted(samples, key=lambda k: samples[k].median)
     fastest = order[0]
     slower = {k: ratio_above(k, fastest, 1.0)(samples) for k in order[1:]}
     tied = [fastest] + [k for k in order[1:] if slower[k].outcome != HOLDS]
@@ -53,7 +48,6 @@ def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdic
     far = [k for k in tied[1:] if near[k].outcome != HOLDS]
     if far:  # not enough evidence: the fastest median so far, said to be undecided
         return Verdict(fastest, far[0], False, tuple(tied), slower[far[0]].deciding)
-    pick = min(tied, key=lambda k: (planned[k], _median(samples[k])))
-    other = pick if pick != fastest else tied[1]
-    runner = fastest if pick != fastest else tied[1]
+    pick = min(tied, key=lambda k: (planned[k], samples[k].median))
+    other, runner = (pick, fastest) if pick != fastest else (tied[1], tied[1])
     return Verdict(pick, runner, True, tuple(tied), near[other].deciding)

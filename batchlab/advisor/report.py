@@ -3,7 +3,6 @@ pick, the fit (:func:`batchlab.max_batch_size`, calibrated margin) and why."""
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 import jax
@@ -29,10 +28,39 @@ class CandidateResult:
     code: str
     note: str = ""
 
-    @property
-    def per_item(self) -> float | None:
-        """Seconds per item (median sample), ``None`` if not timed."""
-        return None if self.samples is None else statistics.median(self.samples.values) / self.items
+    per_item = property(lambda self: self.samples and self.samples.median / self.items)
+
+
+def plot_candidates(advice: Advice, *, budget: int | None = None, pick: str | None = None):
+    """x: planned peak (XLA); y: median time per item (bar: fastest .. slowest round).
+    ``budget`` and ``pick`` (an explorer's setting) replace the advice's own."""
+    fig, ax = new_figure(width=9, height=4.8)
+    timed = [c for c in advice.candidates if c.samples is not None]
+    for i, c in enumerate(timed):
+        v = [s / c.items for s in c.samples.values]
+        err = [[c.per_item - min(v)], [max(v) - c.per_item]]
+        mark = "s" if c.strategy == "host" else "o"
+        ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, color=f"C{i % 10}",
+                    capsize=3, label=c.label)  # fmt: skip
+        if c.label == (pick or advice.recommended):
+            ax.plot([c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="k", label="pick")
+    line = max(1, int((budget or advice.budget.bytes) / (advice.margin or 1.0)))
+    ax.axvline(line, color="tab:red", ls="--", lw=1, label=f"budget / margin {format_bytes(line)}")
+    xs = [c.planned_bytes for c in timed] + [line]
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(min(xs) / 1.15, max(xs) * 1.15)
+    ax.xaxis.set_major_locator(LogLocator(base=2, subs=(1.0, 1.5)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(short_bytes))
+    ax.yaxis.set_major_formatter(FuncFormatter(short_seconds))
+    ax.yaxis.set_minor_formatter(FuncFormatter(short_seconds))
+    ax.set_xlabel("planned peak of one call (XLA compiled memory analysis)")
+    ax.set_ylabel("time per item (median round)")
+    ax.set_title(f"advise({advice.name}), {advice.items} items: bl.measuring.interleaved, "
+                 f"{jax.default_backend()}, jax {jax.__version__}", fontsize=11)  # fmt: skip
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
+    return fig
 
 
 @dataclass(frozen=True)
@@ -46,7 +74,6 @@ class Advice(Rows):
     """
 
     name: str
-    mode: str
     items: int
     candidates: tuple[CandidateResult, ...]
     recommended: str | None
@@ -72,14 +99,12 @@ class Advice(Rows):
             f"no candidate {label!r}; this advice has {[c.label for c in self.candidates]}."
         )
 
-    @property
-    def best(self) -> CandidateResult | None:
-        return None if self.recommended is None else self[self.recommended]
+    best = property(lambda self: self.recommended and self[self.recommended])
 
     @property
     def unit(self) -> str:
         """What ``batch_size`` counts: items, rows (padding) or tokens (buckets, packs)."""
-        if self.mode == "dense" or self.best is None:
+        if self.best is None or self.best.strategy not in ("pad", "buckets", "pack"):
             return "items"
         return "rows" if self.best.strategy == "pad" else "tokens"
 
@@ -144,38 +169,4 @@ class Advice(Rows):
     def _notes(self) -> tuple[str, ...]:
         return (self.why,)
 
-    def plot(self):
-        """Time per item against XLA's planned peak, one mark per timed candidate."""
-        return plot_candidates(self)
-
-
-def plot_candidates(advice: Advice, *, budget: int | None = None, pick: str | None = None):
-    """x: planned peak (XLA); y: median time per item (bar: fastest .. slowest round).
-    ``budget`` and ``pick`` (an explorer's setting) replace the advice's own."""
-    fig, ax = new_figure(width=9, height=4.8)
-    timed = [c for c in advice.candidates if c.samples is not None]
-    for i, c in enumerate(timed):
-        v = [s / c.items for s in c.samples.values]
-        err = [[c.per_item - min(v)], [max(v) - c.per_item]]
-        mark = "s" if c.strategy == "host" else "o"
-        ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, color=f"C{i % 10}",
-                    capsize=3, label=c.label)  # fmt: skip
-        if c.label == (pick or advice.recommended):
-            ax.plot([c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="k", label="pick")
-    line = max(1, int((budget or advice.budget.bytes) / (advice.margin or 1.0)))
-    ax.axvline(line, color="tab:red", ls="--", lw=1, label=f"budget / margin {format_bytes(line)}")
-    xs = [c.planned_bytes for c in timed] + [line]
-    ax.set_xscale("log", base=2)
-    ax.set_xlim(min(xs) / 1.15, max(xs) * 1.15)
-    ax.xaxis.set_major_locator(LogLocator(base=2, subs=(1.0, 1.5)))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_yscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(short_bytes))
-    ax.yaxis.set_major_formatter(FuncFormatter(short_seconds))
-    ax.yaxis.set_minor_formatter(FuncFormatter(short_seconds))
-    ax.set_xlabel("planned peak of one call (XLA compiled memory analysis)")
-    ax.set_ylabel("time per item (median round)")
-    ax.set_title(f"advise({advice.name}), {advice.items} items: bl.measuring.interleaved, "
-                 f"{jax.default_backend()}, jax {jax.__version__}", fontsize=11)  # fmt: skip
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)
-    return fig
+    plot = plot_candidates  # time per item against XLA's planned peak

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from batchlab.claims.claim import Check, Claim, Record
+from batchlab.claims.claim import Claim, Record
 from batchlab.claims.evidence import Number, Samples, Scope
 from batchlab.claims.rules import (
     FAILS,
@@ -25,7 +25,6 @@ __all__ = [
     "NAMES",
     "OUTCOMES",
     "SOURCE_CLAIMS",
-    "Check",
     "Claim",
     "Decision",
     "Number",

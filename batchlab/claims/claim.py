@@ -152,13 +152,8 @@ class Record(Rows):
         self.entries.append(Check(Claim(statement, evidence, rule, self.scope)))
         return self.entries[-1]
 
-    @property
-    def findings(self) -> list[Finding]:
-        return [e for e in self.entries if isinstance(e, Finding)]
-
-    @property
-    def checks(self) -> list[Check]:
-        return [e for e in self.entries if not isinstance(e, Finding)]
+    findings = property(lambda self: [e for e in self.entries if isinstance(e, Finding)])
+    checks = property(lambda self: [e for e in self.entries if not isinstance(e, Finding)])
 
     def _rows(self) -> list[tuple[str, str, str]]:
         return [

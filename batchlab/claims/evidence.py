@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from batchlab._util.checks import check_positive_int
+from batchlab._util.checks import check_choice, check_positive_int
 from batchlab._util.format import format_bytes, format_seconds
 
 #: units a Number or Samples may carry; "B" prints bytes exactly, "s" as a duration
@@ -22,8 +22,7 @@ def _check(name: Any, source: Any, unit: Any) -> None:
     for what, text in (("name", name), ("source", source)):
         if not isinstance(text, str) or not text.strip():
             raise TypeError(f"`{what}` must be a non-empty string naming the figure, got {text!r}.")
-    if unit not in UNITS:
-        raise ValueError(f"`unit` must be one of {UNITS}, got {unit!r}.")
+    check_choice(unit, "unit", UNITS)
 
 
 def format_value(value: Any, unit: str = "") -> str:

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from batchlab._util.checks import check_choice, check_positive_float
 from batchlab.claims.evidence import Evidence, Number, Samples, format_value
 
 HOLDS = "holds"
@@ -80,20 +81,15 @@ class Ratio:
     above: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.threshold, numbers.Real) or not self.threshold > 0:
-            raise ValueError(f"`threshold` must be a positive number, got {self.threshold!r}.")
+        check_positive_float(self.threshold, "threshold")
 
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return (self.numerator, self.denominator)
+    reads = property(lambda self: (self.numerator, self.denominator))
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         num, den = evidence[self.numerator], evidence[self.denominator]
-        timed = num.timed or den.timed
-        name = f"{self.numerator} / {self.denominator}"
+        timed, name = num.timed or den.timed, f"{self.numerator} / {self.denominator}"
         claimed = f"; claimed {'>' if self.above else '<'} {self.threshold:g}x"
-        ratios = _paired(num, den)
-        short = ""
+        ratios, short = _paired(num, den), ""
         if ratios is not None:
             interval = median_interval(ratios)
             if interval is None:
@@ -152,9 +148,7 @@ class Equals:
     name: str
     expected: Any
 
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return (self.name,)
+    reads = property(lambda self: (self.name,))
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         ev = _number(evidence, self.name)
@@ -193,8 +187,7 @@ class Relation:
     right: str | float
 
     def __post_init__(self):
-        if self.op not in _OPS:
-            raise ValueError(f"`op` must be one of {tuple(_OPS)}, got {self.op!r}.")
+        check_choice(self.op, "op", _OPS)
         if not isinstance(self.right, (str, numbers.Real)) or isinstance(self.right, bool):
             raise TypeError(
                 f"`right` must name a figure of the evidence or be a number, got {self.right!r}."
@@ -230,9 +223,7 @@ class AllOf:
                 "`all_of` takes one or more rules (ratio_above, equals, relation, ...)."
             )
 
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(n for p in self.parts for n in p.reads))
+    reads = property(lambda self: tuple(dict.fromkeys(n for p in self.parts for n in p.reads)))
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         decisions = [p(evidence) for p in self.parts]

@@ -28,7 +28,6 @@ class ShardedBatch:
     process_items: tuple[int, ...] = ()  # several processes: the real rows each fed
     process_starts: tuple[int, ...] = ()  # and the global row where each one's rows start
 
-    n_processes = property(lambda self: max(1, len(self.process_items)))
     n_devices = property(lambda self: int(self.sharding.mesh.shape[AXIS]))
     padded_items = property(lambda self: int(self.mask.shape[0]))
     n_padding = property(lambda self: self.padded_items - self.n_items)
@@ -52,8 +51,8 @@ class ShardedBatch:
 
     def __repr__(self) -> str:
         where = f"{self.n_devices} device(s)"
-        if self.process_items:
-            where += f" of {self.n_processes} processes (rows fed {list(self.process_items)})"
+        if rows := list(self.process_items):
+            where += f" of {len(rows)} processes (rows fed {rows})"
         return (
             f"ShardedBatch({self.n_items} items + {self.n_padding} padding over {where}, "
             f"{self.items_per_device} rows per device, spec {self.sharding.spec})"
@@ -137,14 +136,13 @@ def _shard_process_local(leaves: list, treedef: Any, n_local: int, mesh: Mesh) -
         )
     per_block = max(1, -(-int(table[:, 0].max()) // len(mine)))
 
-    def place(host: np.ndarray, fill: Any = 0) -> jax.Array:
-        widths = [(0, per_block * len(mine) - n_local)] + [(0, 0)] * (host.ndim - 1)
-        local = np.pad(host, widths, constant_values=fill)
+    def place(host: np.ndarray) -> jax.Array:  # zero (False) rows after this process's own
+        local = np.pad(host, [(0, per_block * len(mine) - n_local)] + [(0, 0)] * (host.ndim - 1))
         shape = (n_devices * per_block, *host.shape[1:])
         return jax.make_array_from_process_local_data(sharding, local, shape)
 
     values = jax.tree_util.tree_unflatten(treedef, [place(h) for h in hosts])
-    mask = place(np.ones(n_local, bool), fill=False)
+    mask = place(np.ones(n_local, bool))
     items = tuple(int(n) for n in table[:, 0])
     starts = tuple(blocks[p][0] * per_block for p in range(jax.process_count()))
     return ShardedBatch(values, mask, sum(items), sharding, items, starts)
@@ -152,10 +150,4 @@ def _shard_process_local(leaves: list, treedef: Any, n_local: int, mesh: Mesh) -
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
     """Places parameters shared by every item whole on every device of ``mesh`` (``PartitionSpec()``)."""
-
-    def local(a: Any) -> Any:
-        if isinstance(a, jax.Array) and not a.is_fully_addressable and a.is_fully_replicated:
-            return np.asarray(a)
-        return a
-
-    return jax.device_put(jax.tree_util.tree_map(local, tree), NamedSharding(mesh, PartitionSpec()))
+    return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))

@@ -38,17 +38,17 @@ class Scaling(Rows):
 
     n_items: int
     points: tuple[ScalingPoint, ...]
-    source: str = (
-        "per-device memory: compiled memory analysis of the partitioned program (XLA); "
-        "run time: median of interleaved wall-clock rounds around jax.block_until_ready"
-    )
 
     # run time last, under a wide header: sanitized timings never shift the other columns
     _header = ("devices", "rows/device", "argument/device", "temp/device", "peak/device",
                "equals 1 device", "run time (wall clock)")  # fmt: skip
 
     def _title(self) -> str:
-        return f"a batch of {self.n_items}; {self.source}"
+        return (
+            f"a batch of {self.n_items}; per-device memory: compiled memory analysis of the "
+            "partitioned program (XLA); run time: median of interleaved wall-clock rounds around "
+            "jax.block_until_ready"
+        )
 
     def _rows(self) -> list[tuple]:
         return [

@@ -64,9 +64,7 @@ class ProcessRun:
     value: Any = None
     stopped: str = ""  # why the launcher ended it ("" when it exited by itself)
 
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.stopped
+    ok = property(lambda self: self.returncode == 0 and not self.stopped)
 
 
 @dataclass(frozen=True)
@@ -79,14 +77,8 @@ class Launch:
     timed_out: bool
     coordinator: str
 
-    @property
-    def ok(self) -> bool:
-        return not self.timed_out and all(p.ok for p in self.processes)
-
-    @property
-    def values(self) -> list[Any]:
-        """The job function's return value in each process (process order)."""
-        return [p.value for p in self.processes]
+    ok = property(lambda self: not self.timed_out and all(p.ok for p in self.processes))
+    values = property(lambda self: [p.value for p in self.processes])  # the job's, in order
 
     def _failure(self) -> str:
         return "\n".join(
@@ -140,24 +132,6 @@ def _pickle_job(job: Callable, args: tuple) -> bytes:
             cloudpickle.unregister_pickle_by_value(module)
 
 
-def _check_launch_args(job: Any, processes: Any, devices_per_process: Any, timeout: Any) -> None:
-    for name, value in (("processes", processes), ("devices_per_process", devices_per_process)):
-        if check_positive_int(value, name) > 64:
-            raise ValueError(f"`{name}` must be at most 64 (a JAX runtime each), got {value!r}.")
-    check_positive_float(timeout, "timeout")
-    is_path = isinstance(job, (str, os.PathLike))
-    if not callable(job) and not (is_path and Path(job).is_file()):
-        raise (ValueError if is_path else TypeError)(
-            f"`job` must be a function or the path of a Python script file, got {job!r:.60}."
-        )
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kills the process group that ``proc`` leads (the process and every child it started)."""
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def launch(
     job: Callable[..., Any] | str | os.PathLike,
     *,
@@ -177,16 +151,21 @@ def launch(
       >>> launch(count, processes=2, devices_per_process=2).values
       [(0, 2, 4), (1, 2, 4)]
     """
-    _check_launch_args(job, processes, devices_per_process, timeout)
+    for name, value in (("processes", processes), ("devices_per_process", devices_per_process)):
+        if check_positive_int(value, name) > 64:
+            raise ValueError(f"`{name}` must be at most 64 (a JAX runtime each), got {value!r}.")
+    check_positive_float(timeout, "timeout")
+    is_path = isinstance(job, (str, os.PathLike))
+    if not callable(job) and not (is_path and Path(job).is_file()):
+        raise (ValueError if is_path else TypeError)(
+            f"`job` must be a function or the path of a Python script file, got {job!r:.60}."
+        )
     coordinator = f"{LOOPBACK}:{free_port()}"
     with tempfile.TemporaryDirectory(prefix="batchlab-launch-") as tmp:
         tmp = Path(tmp)
         if callable(job):
             (tmp / "job.pkl").write_bytes(_pickle_job(job, tuple(args)))
-        procs: list[subprocess.Popen] = []
-        stopped: dict[int, str] = {}
-        timed_out = False
-        start = time.perf_counter()
+        procs, stopped, timed_out, start = [], {}, False, time.perf_counter()
         try:
             for i in range(processes):
                 if callable(job):
@@ -207,9 +186,10 @@ def launch(
                     stopped = {i: why for i, p in enumerate(procs) if p.poll() is None}
                     break
                 time.sleep(0.02)
-        finally:  # every group, also on success (a job may have started children of its own)
+        finally:  # every process group, also on success (a job may have started children)
             for p in procs:
-                _kill_group(p)
+                with contextlib.suppress(OSError):
+                    os.killpg(p.pid, signal.SIGKILL)
             for p in procs:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     p.wait(timeout=10)
@@ -222,13 +202,10 @@ def launch(
             out, err = ((tmp / f"{i}.{s}").read_text(errors="replace") for s in ("out", "err"))
             runs.append(ProcessRun(i, p.returncode, out, err, value, stopped.get(i, "")))
     result = Launch(tuple(runs), devices_per_process, seconds, timed_out, coordinator)
-    if check and timed_out:
-        raise TimeoutError(
-            f"The job did not finish within `timeout`={timeout:g} s; every process was killed. "
-            f"Raise `timeout` or shrink the job.\n{result._failure()}"
-        )
     if check and not result.ok:
-        raise RuntimeError(f"The multi-process job failed:\n{result._failure()}")
+        why = f"did not finish within `timeout`={timeout:g} s; every process was killed. Raise "
+        why = why + "`timeout` or shrink the job." if timed_out else "failed:"
+        raise (TimeoutError if timed_out else RuntimeError)(f"The job {why}\n{result._failure()}")
     return result
 
 
@@ -263,6 +240,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             for line in text.splitlines():
                 print(f"[process {p.process_id}] {line}", file=stream)
     print(run, file=sys.stderr)
-    if run.timed_out:
-        return 124
-    return next((p.returncode or 1 for p in run.processes if not p.ok), 0)
+    return 124 if run.timed_out else next((p.returncode or 1 for p in run.processes if not p.ok), 0)
