@@ -57,10 +57,12 @@ def test_plan_of_a_whole_batch_jitted_fn_with_closed_weights():
 def test_hoisted_program_computes_what_the_closure_computes():
     xs = jax.random.normal(jax.random.key(1), (12, D))
     program = compile_program(jax.vmap(closed), batch_spec(ITEM, 12))
-    assert program.hoisted and program.const_bytes == W.nbytes
+    assert program.compiled.hoisted and program.compiled.const_bytes == W.nbytes
     np.testing.assert_allclose(program(xs), jax.vmap(closed)(xs), rtol=1e-6, atol=1e-6)
     plain = compile_program(jax.vmap(lambda x: jnp.tanh(x) * 2), batch_spec(ITEM, 12))
-    assert not plain.hoisted and plain.consts == ()  # nothing closed over: lowered as before
+    assert (
+        not plain.compiled.hoisted and plain.compiled.consts == ()
+    )  # nothing closed over: lowered as before
 
 
 @pytest.mark.parametrize("budget_kib", [96, 160, 400])
