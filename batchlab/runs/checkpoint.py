@@ -43,8 +43,13 @@ def check_writable(path: str | os.PathLike) -> Path:
         why = f"the `checkpoint` folder {str(folder)!r} does not exist (os.makedirs it first)"
     elif path.exists() and not os.access(path, os.W_OK):
         why = "the file is read-only"
-    elif not os.access(folder, os.W_OK):  # the journal is created and renamed there
-        why = f"the `checkpoint` folder {str(folder)!r} is not writable"
+    else:  # a probe file: os.access can be wrong (network and read-only mounts, root)
+        try:
+            fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            why = f"the `checkpoint` folder {str(folder)!r} is not writable ({e.strerror or e})"
     if why is not None:
         raise ValueError(
             f"`checkpoint` must be a file path this run can write, got {str(path)!r}: {why}; pass "
