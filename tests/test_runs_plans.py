@@ -256,3 +256,16 @@ def test_the_calibrated_batch_runs_under_the_limit(strategy, chunk):
         mlp, MLP_ITEM, 4 * int(r), BUDGET, strategy=strategy, chunk_size=chunk
     )
     assert control.ran is False, control
+
+
+def test_observe_on_a_device_with_allocator_stats_is_its_peak_growth(monkeypatch):
+    """GPU/TPU: the peak the call reached above what was in use before it (no device in CI)."""
+    from batchlab.measuring.live import DeviceMemory
+
+    stats = iter([DeviceMemory("gpu", bytes_in_use=100), DeviceMemory("gpu", 100, 4196)])
+    monkeypatch.setattr(calibration, "device_memory", lambda: next(stats))
+    seen = calibration.observe(lambda x: x * 2, (jax.ShapeDtypeStruct((4,), jnp.float32),))
+    assert seen == {
+        "bytes": 4096,
+        "source": "device memory_stats: peak_bytes_in_use - bytes_in_use before",
+    }

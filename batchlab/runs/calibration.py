@@ -65,13 +65,11 @@ def call(run: Any, args: Any) -> Any:
 
 def observe(run: Any, args: Any) -> dict:
     """The peak of one call: host RSS growth on CPU (``VmHWM`` reset), the device peak on a GPU."""
-    device = jax.devices()[0]
-    if device.memory_stats() is not None:
-        before = int(device.memory_stats().get("bytes_in_use", 0))
+    if (stats := device_memory()) is not None:
         call(run, args)
-        peak = int(device.memory_stats().get("peak_bytes_in_use", 0))
+        peak = device_memory().peak_bytes_in_use or 0
         source = "device memory_stats: peak_bytes_in_use - bytes_in_use before"
-        return {"bytes": max(peak - before, 0), "source": source}
+        return {"bytes": max(peak - (stats.bytes_in_use or 0), 0), "source": source}
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
             f.write("5")  # resets the resident high-water mark (Linux >= 4.0)
