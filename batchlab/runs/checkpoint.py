@@ -118,13 +118,7 @@ class Journal:
         self.path, self.records, self.size, self.settings = path, records, size, settings
 
     @classmethod
-    def open(
-        cls,
-        path: str | os.PathLike,
-        parts: dict[str, Any],
-        *,
-        settings: dict[str, Any] | None = None,
-    ) -> Journal:
+    def open(cls, path: str | os.PathLike, parts: dict, *, settings: dict | None = None) -> Journal:
         """Reads and verifies the journal at ``path`` (``parts`` must agree), or creates it."""
         path, settings = check_writable(path), dict(settings or {})
         if not path.exists():
