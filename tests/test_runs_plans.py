@@ -57,10 +57,12 @@ def test_plan_of_a_whole_batch_jitted_fn_with_closed_weights():
 def test_hoisted_program_computes_what_the_closure_computes():
     xs = jax.random.normal(jax.random.key(1), (12, D))
     program = compile_program(jax.vmap(closed), batch_spec(ITEM, 12))
-    assert program.hoisted and program.const_bytes == W.nbytes
+    assert program.compiled.hoisted and program.compiled.const_bytes == W.nbytes
     np.testing.assert_allclose(program(xs), jax.vmap(closed)(xs), rtol=1e-6, atol=1e-6)
     plain = compile_program(jax.vmap(lambda x: jnp.tanh(x) * 2), batch_spec(ITEM, 12))
-    assert not plain.hoisted and plain.consts == ()  # nothing closed over: lowered as before
+    assert (
+        not plain.compiled.hoisted and plain.compiled.consts == ()
+    )  # nothing closed over: lowered as before
 
 
 @pytest.mark.parametrize("budget_kib", [96, 160, 400])
@@ -254,3 +256,16 @@ def test_the_calibrated_batch_runs_under_the_limit(strategy, chunk):
         mlp, MLP_ITEM, 4 * int(r), BUDGET, strategy=strategy, chunk_size=chunk
     )
     assert control.ran is False, control
+
+
+def test_observe_on_a_device_with_allocator_stats_is_its_peak_growth(monkeypatch):
+    """GPU/TPU: the peak the call reached above what was in use before it (no device in CI)."""
+    from batchlab.measuring.live import DeviceMemory
+
+    stats = iter([DeviceMemory("gpu", bytes_in_use=100), DeviceMemory("gpu", 100, 4196)])
+    monkeypatch.setattr(calibration, "device_memory", lambda: next(stats))
+    seen = calibration.observe(lambda x: x * 2, (jax.ShapeDtypeStruct((4,), jnp.float32),))
+    assert seen == {
+        "bytes": 4096,
+        "source": "device memory_stats: peak_bytes_in_use - bytes_in_use before",
+    }

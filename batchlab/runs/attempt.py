@@ -151,9 +151,7 @@ class BatchRunner:
                     f"strategy='vmap'."
                 )
             rows = [np.asarray(leaf)[: len(idx)] for leaf in leaves]
-        except (OutOfMemory, FnBug):
-            raise
-        except BaseException as e:
+        except BaseException as e:  # the kit's own OutOfMemory and FnBug pass as they are
             if is_interrupt(e):
                 raise KeyboardInterrupt from e
             if is_out_of_memory(e):

@@ -18,7 +18,7 @@ from batchlab._util.child import TIMEOUT, run_child
 from batchlab._util.format import format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
-from batchlab.runs.planning import batch_args, batch_planner, compile_program, unjit
+from batchlab.runs.planning import batch_args, batch_planner, compile_program, spec_of, unjit
 
 #: calibrations already measured: ``{key: (fn, Calibration)}`` (fn kept: ids are reused)
 CACHE: dict[tuple, tuple[Any, Any]] = {}
@@ -65,13 +65,11 @@ def call(run: Any, args: Any) -> Any:
 
 def observe(run: Any, args: Any) -> dict:
     """The peak of one call: host RSS growth on CPU (``VmHWM`` reset), the device peak on a GPU."""
-    device = jax.devices()[0]
-    if device.memory_stats() is not None:
-        before = int(device.memory_stats().get("bytes_in_use", 0))
+    if (stats := device_memory()) is not None:
         call(run, args)
-        peak = int(device.memory_stats().get("peak_bytes_in_use", 0))
+        peak = device_memory().peak_bytes_in_use or 0
         source = "device memory_stats: peak_bytes_in_use - bytes_in_use before"
-        return {"bytes": max(peak - before, 0), "source": source}
+        return {"bytes": max(peak - (stats.bytes_in_use or 0), 0), "source": source}
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
             f.write("5")  # resets the resident high-water mark (Linux >= 4.0)
@@ -155,9 +153,8 @@ def calibrate(
 ) -> Calibration:
     """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes`` in a fresh process
     (one per size on a GPU, whose peak cannot be reset); cached."""
-    leaves, tree = jax.tree_util.tree_flatten(example_item)
-    shapes = tuple((tuple(np.shape(x)), str(np.dtype(x.dtype))) for x in leaves)
-    key = (id(fn), str(tree), shapes, strategy, chunk_size, repr(in_axes), tuple(sizes))
+    shapes = str(jax.tree_util.tree_map(spec_of, example_item))  # structure, shapes, dtypes
+    key = (id(fn), shapes, strategy, chunk_size, repr(in_axes), tuple(sizes))
     if key in CACHE and CACHE[key][0] is fn:
         return CACHE[key][1]
     plain, known = unjit(fn), known or {}
@@ -181,7 +178,7 @@ def calibrate(
     # closed-over arrays are resident before the call (they travel with fn): the plan counts
     # them, the growth cannot, so they are added to it
     spec = batch_args(example_item, min(sizes), in_axes)
-    consts = 0 if strategy == "host" else compile_program(batched, *spec).const_bytes
+    consts = 0 if strategy == "host" else compile_program(batched, *spec).compiled.const_bytes
     observed = {b: reply.get(str(b), {}).get("bytes") for b in sizes}
     points = tuple((b, planned[b], None if o is None else o + consts) for b, o in observed.items())
     sources = "; ".join(sorted({str(reply.get(str(b), {}).get("source")) for b in sizes}))

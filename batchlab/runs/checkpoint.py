@@ -1,6 +1,6 @@
-"""The checkpoint journal of :func:`batchlab.run_batches`: a fingerprinted header, then one
+"""The checkpoint journal of :func:`batchlab.run_batches`: a header naming the run, then one
 record per finished batch (JSON and raw bytes, no pickle), each closed by its SHA-256 and
-fsynced: a kill loses at most the batch in flight. Batch settings are stored, not fingerprinted."""
+fsynced: a kill loses at most the batch in flight. Batch settings are stored, not compared."""
 
 from __future__ import annotations
 
@@ -15,11 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from batchlab.runs.fingerprint import fingerprint
-
-FORMAT = "batchlab-checkpoint"
-VERSION = 1
-_MAGIC = b"BATCHLAB-JOURNAL-1\n"
+_MAGIC = b"BATCHLAB-JOURNAL-1\n"  # the format and its version
 _RECORD = b"REC1"
 
 
@@ -34,28 +30,29 @@ def _corrupt(path: Path, why: str) -> CheckpointError:
     )
 
 
-def check_writable(path: str | os.PathLike, name: str = "checkpoint") -> Path:
+def check_writable(path: str | os.PathLike) -> Path:
     """Raises unless ``path`` is a file this run can write; removes killed writes' temp files."""
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"`{name}` must be a file path (str), got {type(path).__name__} {path!r}.")
-    path, why = Path(path), None
-    folder = path.parent
+        raise TypeError(
+            f"`checkpoint` must be a file path (str), got {type(path).__name__} {path!r}."
+        )
+    path, why, folder = Path(path), None, Path(path).parent
     if path.is_dir():
         why = "that is a folder"
     elif not folder.is_dir():
-        why = f"the `{name}` folder {str(folder)!r} does not exist (os.makedirs it first)"
+        why = f"the `checkpoint` folder {str(folder)!r} does not exist (os.makedirs it first)"
     elif path.exists() and not os.access(path, os.W_OK):
         why = "the file is read-only"
-    else:
+    else:  # a probe file: os.access can be wrong (network and read-only mounts, root)
         try:
             fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
             os.close(fd)
             os.unlink(probe)
         except OSError as e:
-            why = f"the `{name}` folder {str(folder)!r} is not writable ({e.strerror or e})"
+            why = f"the `checkpoint` folder {str(folder)!r} is not writable ({e.strerror or e})"
     if why is not None:
         raise ValueError(
-            f"`{name}` must be a file path this run can write, got {str(path)!r}: {why}; pass "
+            f"`checkpoint` must be a file path this run can write, got {str(path)!r}: {why}; pass "
             f"another path, e.g. os.path.join(tempfile.mkdtemp(), 'run.ckpt')."
         )
     for orphan in folder.glob(f".{path.name}.*.tmp"):
@@ -106,7 +103,7 @@ def _decode(data: bytes, at: int, path: Path):
 
 
 class Journal:
-    """An append-only checkpoint: a fingerprinted header, then one record per batch.
+    """An append-only checkpoint: a header (the run's ``parts``), then one record per batch.
 
     Example:
       >>> import numpy as np, tempfile, os
@@ -121,19 +118,11 @@ class Journal:
         self.path, self.records, self.size, self.settings = path, records, size, settings
 
     @classmethod
-    def open(
-        cls,
-        path: str | os.PathLike,
-        parts: dict[str, Any],
-        *,
-        settings: dict[str, Any] | None = None,
-    ) -> Journal:
+    def open(cls, path: str | os.PathLike, parts: dict, *, settings: dict | None = None) -> Journal:
         """Reads and verifies the journal at ``path`` (``parts`` must agree), or creates it."""
         path, settings = check_writable(path), dict(settings or {})
         if not path.exists():
-            header = {"format": FORMAT, "version": VERSION, "fingerprint": fingerprint(parts)}
-            header.update(parts=parts, settings=settings)
-            blob = _MAGIC + _encode(header, {})
+            blob = _MAGIC + _encode({"parts": parts, "settings": settings}, {})
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             try:  # a fsynced temp file renamed over the path: a kill leaves no half header
                 with os.fdopen(fd, "wb") as f:
@@ -157,10 +146,6 @@ class Journal:
         if first is None:
             raise _corrupt(path, "it is cut short inside its header")
         header, _, at = first
-        if header.get("format") != FORMAT or header.get("version") != VERSION:
-            raise _corrupt(
-                path, f"format {header.get('format')!r} version {header.get('version')!r}"
-            )
         check_parts(path, header.get("parts", {}), parts)
         records = []
         while (rec := _decode(data, at, path)) is not None:

@@ -71,8 +71,7 @@ def oom_kind(error: BaseException) -> str:
 
 
 def is_interrupt(error: BaseException) -> bool:
-    """True for ``KeyboardInterrupt``, also one raised in a host callback (its traceback is
-    the text of a ``JaxRuntimeError``)."""
+    """True for ``KeyboardInterrupt``, also one raised in a host callback (a ``JaxRuntimeError``)."""
     if isinstance(error, KeyboardInterrupt):
         return True
     return isinstance(error, jax.errors.JaxRuntimeError) and bool(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -25,11 +24,6 @@ def digest(tree: Any) -> str:
         h.update(f"{leaf.dtype.str}{leaf.shape}".encode())
         h.update(np.ascontiguousarray(leaf).tobytes())
     return h.hexdigest()
-
-
-def fingerprint(parts: dict[str, Any]) -> str:
-    """A short, stable hash of JSON-able ``parts`` (what a checkpoint belongs to)."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def fn_fingerprint(fn: Callable, spec: Any) -> str:

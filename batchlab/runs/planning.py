@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from batchlab._util.compile import compile_fn
+from batchlab._util.compile import Compiled, compile_fn
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
 
 
@@ -18,23 +18,18 @@ def planned_bytes(estimate: MemoryEstimate) -> int:
 
 
 class Program(NamedTuple):
-    """A compiled batch program; with ``hoisted``, its closed-over arrays are its first argument."""
+    """A compiled batch program (:func:`compile_fn`'s result: closed-over arrays hoisted) and its plan."""
 
-    compiled: Any
-    consts: tuple
+    compiled: Compiled
     estimate: MemoryEstimate
-    hoisted: bool = False
 
     @property
     def planned(self) -> int:
         return planned_bytes(self.estimate)
 
-    @property
-    def const_bytes(self) -> int:
-        return int(sum(c.nbytes for c in self.consts))
-
     def __call__(self, *args):
-        return self.compiled(self.consts, *args) if self.hoisted else self.compiled(*args)
+        c = self.compiled
+        return c.executable(c.consts, *args) if c.hoisted else c.executable(*args)
 
 
 def unjit(fn: Callable) -> Callable:
@@ -47,8 +42,7 @@ def unjit(fn: Callable) -> Callable:
 def compile_program(f: Callable, *specs: Any) -> Program:
     """``jax.jit(f)`` compiled for ``specs`` by :func:`compile_fn`."""
     c = compile_fn(f, specs, {})
-    estimate = estimate_from_compiled(c.executable, c.name)
-    return Program(c.executable, c.consts, estimate, hoisted=c.hoisted)
+    return Program(c, estimate_from_compiled(c.executable, c.name))
 
 
 def batch_planner(f: Callable) -> Callable[..., int]:

@@ -100,19 +100,16 @@ def treedef_to_json(treedef: Any) -> Any:
     """fn's output structure as JSON (dicts, lists, tuples, None, leaves), None for other nodes."""
 
     def enc(x):
-        if x is None:
-            return {"none": True}
-        if isinstance(x, int):
-            return {"leaf": x}
-        if type(x) is dict:
-            return {"dict": [[k, enc(v)] for k, v in x.items()]}
-        if type(x) in (list, tuple):
-            return {type(x).__name__: [enc(v) for v in x]}
-        raise TypeError(type(x).__name__)
+        if x is None or isinstance(x, int):
+            return {"none": True} if x is None else {"leaf": x}
+        if type(x) not in (dict, list, tuple):
+            raise TypeError(type(x).__name__)
+        items = [[k, enc(v)] for k, v in x.items()] if type(x) is dict else list(map(enc, x))
+        return {type(x).__name__: items}
 
     try:
         out = enc(jax.tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves))))
-        json.dumps(out)
+        json.dumps(out)  # dict keys must be JSON too
         return out
     except (TypeError, AttributeError):
         return None
@@ -120,14 +117,12 @@ def treedef_to_json(treedef: Any) -> Any:
 
 def treedef_from_json(data: Any) -> Any:
     def dec(x):
-        if "leaf" in x:
-            return _Leaf()
+        if "leaf" in x or "none" in x:
+            return _Leaf() if "leaf" in x else None
         if "dict" in x:
             return {k: dec(v) for k, v in x["dict"]}
-        if "none" in x:
-            return None
         kind = list if "list" in x else tuple
-        return kind(dec(v) for v in x[kind.__name__])
+        return kind(map(dec, x[kind.__name__]))
 
     return jax.tree_util.tree_structure(dec(data))
 
