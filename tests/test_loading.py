@@ -191,9 +191,11 @@ def test_last_level_cache_is_a_size_or_unknown():
     assert size is None or size >= 1 << 10
 
 
+@pytest.mark.parametrize("step", [None, lambda b: b.sum()])
 @pytest.mark.parametrize("sync", [False, True])
-def test_measure_loading_sync_label(dataset, sync):
-    t = measure_loading(dataset, 4, step=lambda b: b.sum(), sync=sync, repeat=1)
+def test_measure_loading_sync_label(dataset, sync, step):
+    # load only, sync still waits for each transfer: a setting of its own in the explorer
+    t = measure_loading(dataset, 4, step=step, sync=sync, repeat=1)
     assert ("sync every step" in t.label) == sync and t.items == dataset.n_items
     with pytest.raises(TypeError, match="`sync` must be True or False"):
         measure_loading(dataset, 4, sync="yes")
@@ -241,6 +243,8 @@ def test_explorer_takes_the_runs_one_ceiling(dataset, monkeypatch):
     c = measure_ceiling(dataset, repeat=1)
     ex = LoadingExplorer(dataset, [4], repeat=1, ceiling=c)
     assert ex.ceiling is c and ex.update(sync=True).items == dataset.n_items
+    ex.update(sync=False)
+    assert len(ex.measured) == 2  # two settings, two bars: the sync one is not overwritten
     assert ex.figure() is not None
     with pytest.raises(TypeError, match="`ceiling` must be a Ceiling"):
         LoadingExplorer(dataset, [4], repeat=1, ceiling=2.5)

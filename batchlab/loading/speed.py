@@ -91,7 +91,7 @@ def measure_loading(
         times.append(time.perf_counter() - t0)
     label = f"{method}, {order}, transfer per {transfer}, batch {batch_size}"
     label += f", prefetch {prefetch}" if prefetch else ""
-    label += ", sync every step" if sync and step is not None else ""
+    label += ", sync every step" if sync else ""  # also load only: it waits for each transfer
     n, size = dataset.n_items, dataset.total_bytes
     return Throughput(label, n, size, min(times), len(times), slowest=max(times))
 
