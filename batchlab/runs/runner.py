@@ -15,9 +15,14 @@ import numpy as np
 
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab.runs.attempt import BatchRunner, Items
-from batchlab.runs.checkpoint import CheckpointError, Journal, check_writable
+from batchlab.runs.checkpoint import (
+    CheckpointError,
+    Journal,
+    check_writable,
+    digest,
+    fn_fingerprint,
+)
 from batchlab.runs.errors import FnBug, InterruptFlag, OutOfMemory, exit_as_interrupted
-from batchlab.runs.fingerprint import digest, fn_fingerprint
 from batchlab.runs.planning import batch_spec
 from batchlab.runs.results import (
     BatchFnError,
