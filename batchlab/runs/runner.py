@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab.runs.attempt import BatchRunner, Items
@@ -202,9 +201,6 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                     break
                 except FnBug as e:
                     raise BatchFnError(now(), str(e)) from (e.__cause__ or e)
-                if runner.check_nan:
-                    found, nan_failures = _split_nan(found)
-                    failures += nan_failures
             retried, state.retry = state.retry[: len(idx)], state.retry[len(idx) :]
             status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
             status = "error in fn, bisected" if halves else status
@@ -244,21 +240,3 @@ def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
             stacklevel=4,
         )
         return False
-
-
-def _split_nan(found):
-    """Moves items whose outputs hold NaN or inf from ``found`` to failures."""
-    kept, failures = [], []
-    for idx, leaves, tree in found:
-        bad = np.zeros(len(idx), bool)
-        for leaf in leaves:
-            if np.issubdtype(leaf.dtype, np.inexact):
-                bad |= ~np.isfinite(leaf.reshape(len(idx), -1)).all(axis=1)
-        for i in np.flatnonzero(bad):
-            failures.append(
-                Failure(idx[i], "NaN/inf output", f"output of item {idx[i]} contains NaN or inf")
-            )
-        keep = np.flatnonzero(~bad)
-        if keep.size:
-            kept.append(([idx[i] for i in keep], [leaf[keep] for leaf in leaves], tree))
-    return kept, failures
