@@ -106,12 +106,11 @@ def run_batches(
     journal = None
     if checkpoint is not None:
         journal = _open_journal(checkpoint, fn, items, data, runner, run_name, settings)
-    resumed = journal is not None and bool(journal.records)
-    if resumed:
-        same = journal.settings == settings
-        state.restore(journal.records, lambda: _output_treedef(runner, data), sizes=same)
-        state.other_size = not same  # other settings: the finished items stay, the rest re-sized
-    if not resumed or state.other_size:
+    if journal is not None and journal.records:
+        state.other_size = journal.settings != settings  # finished items stay, the rest re-sized
+        treedef = lambda: _output_treedef(runner, data)  # noqa: E731
+        state.restore(journal.records, treedef, sizes=not state.other_size)
+    if not state.size:  # a new run, or one resumed at other settings
         state.size = min(batch_size, max(data.n, 1))
     return _loop(runner, data, state, journal, progress, budget_bytes)
 
