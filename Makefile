@@ -72,7 +72,6 @@ KIT_SWEEPS = --deselect=tests/test_distributed.py::test_a_failing_process_stops_
              --deselect=tests/test_distributed.py::test_timeout_kills_every_process \
              --deselect=tests/test_distributed.py::test_success_ends_leftover_children \
              --deselect=tests/test_distributed.py::test_ctrl_c_stops_every_process \
-             --deselect=tests/test_distributed.py::test_command_line \
              --deselect=tests/test_budget.py::test_interpolation_agrees_with_bisection_and_compiles_less \
              --deselect=tests/test_budget.py::test_known_plans_are_reused_and_answers_unchanged \
              --deselect=tests/test_faults.py::test_sigkill_at_random_points_then_resume_is_bit_identical

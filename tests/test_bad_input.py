@@ -803,7 +803,10 @@ case(
     r"`dataset`",
 )
 case(
-    "launch(processes=0)", lambda: batchlab.launch("x.py", processes=0), ValueError, r"`processes`"
+    "launch(processes=0)",
+    lambda: batchlab.launch(lambda: None, processes=0),
+    ValueError,
+    r"`processes`",
 )
 case("launch(job=5)", lambda: batchlab.launch(5), TypeError, r"`job`")
 case(

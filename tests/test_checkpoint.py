@@ -9,8 +9,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from batchlab.runs.checkpoint import _MAGIC, _RECORD, CheckpointError, Journal, check_writable
-from batchlab.runs.fingerprint import digest, fn_fingerprint
+from batchlab.runs.checkpoint import (
+    _MAGIC,
+    _RECORD,
+    CheckpointError,
+    Journal,
+    check_writable,
+    digest,
+    fn_fingerprint,
+)
 
 PARTS = {"fn": "f", "items": "abc"}
 
@@ -113,7 +120,7 @@ def test_fn_fingerprint_is_the_jaxpr_and_its_constants():
 SCRIPT = """
 import sys
 import jax, jax.numpy as jnp, numpy as np
-from batchlab.runs.fingerprint import fn_fingerprint
+from batchlab.runs.checkpoint import fn_fingerprint
 
 w = np.linspace(0, 1, 9, dtype=np.float32).reshape(3, 3)
 

@@ -22,7 +22,7 @@ import numpy as np
 import psutil
 import pytest
 
-from batchlab.scaling.distributed import LOOPBACK, free_port, launch, main
+from batchlab.scaling.distributed import LOOPBACK, free_port, launch
 
 ROWS = (13, 8)  # uneven: process 0 feeds 13 rows, process 1 feeds 8
 FEATURES = 6
@@ -206,67 +206,27 @@ def test_success_ends_leftover_children(tmp_path):
     assert_gone(pids(tmp_path))  # the `sleep 300` each job left behind is gone too
 
 
-SCRIPT = textwrap.dedent("""
-    import os, sys, time
-    from batchlab.scaling.distributed import initialize
-    initialize()  # a no-op here (the launcher did it); on a cluster: jax.distributed.initialize()
-    import jax
-    with open(os.path.join(sys.argv[1], str(jax.process_index())), "w") as f:
-        f.write(str(os.getpid()))
-    print("process", jax.process_index(), "of", jax.process_count(), "sees", jax.device_count())
-    if sys.argv[2] == "sleep":
-        time.sleep(300)
+# a Python session that launches 2 sleeping processes (pid_then), then gets Ctrl-C
+CTRL_C = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from test_distributed import pid_then
+    from batchlab import launch
+    launch(pid_then, processes=2, devices_per_process=1, args=("sleep", sys.argv[2]))
 """)
 
 
-def test_command_line(tmp_path, capsys):
-    script = tmp_path / "job.py"
-    script.write_text(SCRIPT)
-    (tmp_path / "pids").mkdir()
-    rc = main(
-        [
-            "--processes",
-            "2",
-            "--devices-per-process",
-            "2",
-            str(script),
-            str(tmp_path / "pids"),
-            "go",
-        ]
-    )
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    assert (
-        "[process 0] process 0 of 2 sees 4" in out.out and "[process 1] process 1 of 2" in out.out
-    )
-    assert_gone(pids(tmp_path / "pids"))
-
-
 def test_ctrl_c_stops_every_process(tmp_path):
-    script = tmp_path / "job.py"
-    script.write_text(SCRIPT)
-    (tmp_path / "pids").mkdir()
-    cmd = [
-        sys.executable,
-        "-m",
-        "batchlab.scaling.distributed",
-        "--processes",
-        "2",
-        "--devices-per-process",
-        "1",
-        str(script),
-        str(tmp_path / "pids"),
-        "sleep",
-    ]
+    cmd = [sys.executable, "-c", CTRL_C, str(Path(__file__).parent), str(tmp_path)]
     launcher = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while len(list((tmp_path / "pids").iterdir())) < 2:
+    while len(list(tmp_path.iterdir())) < 4:  # both processes and their grandchildren started
         assert time.time() < deadline and launcher.poll() is None, launcher.communicate()
         time.sleep(0.1)
     launcher.send_signal(signal.SIGINT)  # what Ctrl-C in a terminal (or a kernel interrupt) sends
     _, err = launcher.communicate(timeout=30)
-    assert launcher.returncode == 130 and "every process was stopped" in err
-    assert_gone(pids(tmp_path / "pids"))
+    assert "KeyboardInterrupt" in err
+    assert_gone(pids(tmp_path))
 
 
 def test_free_port_is_loopback_and_bindable():
@@ -285,8 +245,8 @@ def test_free_port_is_loopback_and_bindable():
         (dict(devices_per_process=True), TypeError, "`devices_per_process` must be a positive int"),
         (dict(devices_per_process=65), ValueError, r"`devices_per_process` must be at most 64.*65"),
         (dict(timeout=0), ValueError, "`timeout` must be positive, got timeout=0"),
-        (dict(job=3), TypeError, "`job` must be a function or the path .*got 3"),
-        (dict(job="no/such/script.py"), ValueError, r"script file, got 'no/such/script.py'"),
+        (dict(job=3), TypeError, r"`job` must be a function \(run in every process\), got 3"),
+        (dict(job="job.py"), TypeError, r"`job` must be a function .*got 'job.py'"),
     ],
 )
 def test_bad_arguments_fail_before_any_process(kwargs, error, match):
@@ -295,12 +255,6 @@ def test_bad_arguments_fail_before_any_process(kwargs, error, match):
     with pytest.raises(error, match=match):
         launch(kwargs.pop("job"), **kwargs)
     assert {p.pid for p in psutil.Process().children(recursive=True)} <= before
-
-
-def test_command_line_rejects_a_missing_script(capsys):
-    with pytest.raises(SystemExit):
-        main(["--processes", "2", "missing.py"])
-    assert "script file, got 'missing.py'" in capsys.readouterr().err
 
 
 def test_initialize_outside_the_launcher_calls_jax(monkeypatch):

@@ -477,7 +477,7 @@ def test_a_fn_that_cannot_be_traced_asks_for_a_run_name(tmp_path, error, said):
 
 
 def test_the_journal_header_names_what_the_run_belongs_to(tmp_path):
-    from batchlab.runs.fingerprint import digest, fn_fingerprint
+    from batchlab.runs.checkpoint import digest, fn_fingerprint
 
     xs, path = data(6), tmp_path / "run.ckpt"
     batchlab.run_batches(item_fn, xs, batch_size=2, checkpoint=path, progress=False)

@@ -10,7 +10,7 @@ import optax
 import pytest
 
 import batchlab
-from batchlab.runs.fingerprint import fn_fingerprint
+from batchlab.runs.checkpoint import fn_fingerprint
 from batchlab.runs.planning import batch_planner, batch_spec
 
 D = 16

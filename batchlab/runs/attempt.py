@@ -177,24 +177,21 @@ class BatchRunner:
                 status, error = "error in fn" if len(part) == 1 else "error in fn, bisected", e
             log.append(BatchLog(part[0], half, len(part), status, time.perf_counter() - t0, depth))
             if isinstance(error, OutOfMemory):
+                error.halves = log  # every half run so far, for the run's log
                 raise error
             if error is not None:
                 self.bisect(part, error, found, failures, log, depth + 1)
 
     def attempt(self, idx: list[int], size: int, nothing_ran_yet: bool) -> tuple[list, list, list]:
-        """Runs one batch, bisecting it on an error: ``(found, failures, halves)``; FnBug when
-        ``fn`` fails the same way on everything."""
+        """Runs one batch, bisecting it on an error, NaN/inf outputs out with ``check_nan``:
+        ``(found, failures, halves)``; FnBug when ``fn`` fails the same way on everything."""
+        found, failures, log = [], [], []
         try:
-            return [(idx, *self.run(idx, size))], [], []
+            found.append((idx, *self.run(idx, size)))
         except (OutOfMemory, FnBug):
             raise
         except Exception as e:
-            found, failures, log = [], [], []
-            try:
-                self.bisect(idx, e, found, failures, log)
-            except OutOfMemory as oom:
-                oom.halves = log
-                raise
+            self.bisect(idx, e, found, failures, log)
             message = short_message(e)
             same = all(f.message == message for f in failures)
             if nothing_ran_yet and not found and len(idx) >= 2 and same:
@@ -204,4 +201,22 @@ class BatchRunner:
                     f"Fix `fn` (try it on one item: fn(items[0])); with strategy='manual' it "
                     f"takes a whole batch."
                 ) from e
-            return found, failures, log
+        return _split_nan(found, failures) if self.check_nan else found, failures, log
+
+
+def _split_nan(found: list, failures: list) -> list:
+    """``found`` without items whose outputs hold NaN or inf; those go to ``failures``."""
+    kept = []
+    for idx, leaves, tree in found:
+        bad = np.zeros(len(idx), bool)
+        for leaf in leaves:
+            if np.issubdtype(leaf.dtype, np.inexact):
+                bad |= ~np.isfinite(leaf.reshape(len(idx), -1)).all(axis=1)
+        for i in np.flatnonzero(bad):
+            failures.append(
+                Failure(idx[i], "NaN/inf output", f"output of item {idx[i]} contains NaN or inf")
+            )
+        keep = np.flatnonzero(~bad)
+        if keep.size:
+            kept.append(([idx[i] for i in keep], [leaf[keep] for leaf in leaves], tree))
+    return kept

@@ -1,6 +1,7 @@
-"""The checkpoint journal of :func:`batchlab.run_batches`: a header naming the run, then one
-record per finished batch (JSON and raw bytes, no pickle), each closed by its SHA-256 and
-fsynced: a kill loses at most the batch in flight. Batch settings are stored, not compared."""
+"""The checkpoint journal of :func:`batchlab.run_batches`: a header naming the run (what the
+checkpoint belongs to: the program ``fn`` traces to, the items, the settings), then one record
+per finished batch (JSON and raw bytes, no pickle), each closed by its SHA-256 and fsynced: a
+kill loses at most the batch in flight. Batch settings are stored, not compared."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import json
 import os
 import struct
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 _MAGIC = b"BATCHLAB-JOURNAL-1\n"  # the format and its version
@@ -21,6 +24,40 @@ _RECORD = b"REC1"
 
 class CheckpointError(ValueError):
     """A checkpoint that is corrupt, or that belongs to a different run."""
+
+
+def digest(tree: Any) -> str:
+    """SHA-256 of a pytree's structure and of every leaf's dtype, shape and bytes.
+
+    Example:
+      >>> import numpy as np
+      >>> digest([np.zeros(3)]) == digest([np.zeros(3)]) != digest([np.ones(3)])
+      True
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    h = hashlib.sha256(str(treedef).encode())
+    for leaf in map(np.asarray, leaves):
+        h.update(f"{leaf.dtype.str}{leaf.shape}".encode())
+        h.update(np.ascontiguousarray(leaf).tobytes())
+    return h.hexdigest()
+
+
+def fn_fingerprint(fn: Callable, spec: Any) -> str:
+    """16 hex digits of SHA-256 of ``jax.make_jaxpr(fn)(spec)``: the program and the constants
+    it closes over (weights, a global it reads), which is what ``jit`` compiles. Python that
+    traces to the same program is the same run.
+
+    Example:
+      >>> import jax
+      >>> x = jax.ShapeDtypeStruct((3,), "float32")
+      >>> fn_fingerprint(lambda b: b * 2, x) == fn_fingerprint(lambda items: items * 2, x)
+      True
+      >>> fn_fingerprint(lambda b: b * 2, x) == fn_fingerprint(lambda b: b * 3, x)
+      False
+    """
+    closed = jax.make_jaxpr(lambda x: fn(x))(spec)  # a new function: jit's trace cache would
+    # keep the program of a global's old value
+    return hashlib.sha256((str(closed.jaxpr) + digest(closed.consts)).encode()).hexdigest()[:16]
 
 
 def _corrupt(path: Path, why: str) -> CheckpointError:

@@ -66,12 +66,6 @@ class RunResult(Rows):
         """The distinct batch sizes of the batches that finished."""
         return sorted({b.size for b in self.batches if b.depth == 0 and not b.out_of_memory})
 
-    @property
-    def throughput(self) -> float | None:
-        """Items finished per second in this call (not resumed ones)."""
-        done = len(self.indices) + len(self.failures) - self.resumed_items
-        return done / self.seconds if self.seconds > 0 else None
-
     def _title(self) -> str:
         return self.source
 
@@ -91,9 +85,11 @@ class RunResult(Rows):
         rows += [(f"failed item {f.index}", f"{f.kind}: {f.message}") for f in self.failures[:10]]
         if len(self.failures) > 10:
             rows.append(("...", f"{len(self.failures) - 10} more failures"))
-        rate = self.throughput
-        speed = f"{format_count(rate or 0)} items/s in {format_seconds(self.seconds)}"
-        return [*rows, ("throughput", "n/a" if rate is None else speed)]
+        if self.seconds <= 0:
+            return [*rows, ("throughput", "n/a")]
+        done = len(self.indices) + len(self.failures) - self.resumed_items  # in this call
+        speed = f"{format_count(done / self.seconds)} items/s in {format_seconds(self.seconds)}"
+        return [*rows, ("throughput", speed)]
 
 
 def treedef_to_json(treedef: Any) -> Any:

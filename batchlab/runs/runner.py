@@ -11,13 +11,17 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab.runs.attempt import BatchRunner, Items
-from batchlab.runs.checkpoint import CheckpointError, Journal, check_writable
+from batchlab.runs.checkpoint import (
+    CheckpointError,
+    Journal,
+    check_writable,
+    digest,
+    fn_fingerprint,
+)
 from batchlab.runs.errors import FnBug, InterruptFlag, OutOfMemory, exit_as_interrupted
-from batchlab.runs.fingerprint import digest, fn_fingerprint
 from batchlab.runs.planning import batch_spec
 from batchlab.runs.results import (
     BatchFnError,
@@ -102,12 +106,11 @@ def run_batches(
     journal = None
     if checkpoint is not None:
         journal = _open_journal(checkpoint, fn, items, data, runner, run_name, settings)
-    resumed = journal is not None and bool(journal.records)
-    if resumed:
-        same = journal.settings == settings
-        state.restore(journal.records, lambda: _output_treedef(runner, data), sizes=same)
-        state.other_size = not same  # other settings: the finished items stay, the rest re-sized
-    if not resumed or state.other_size:
+    if journal is not None and journal.records:
+        state.other_size = journal.settings != settings  # finished items stay, the rest re-sized
+        treedef = lambda: _output_treedef(runner, data)  # noqa: E731
+        state.restore(journal.records, treedef, sizes=not state.other_size)
+    if not state.size:  # a new run, or one resumed at other settings
         state.size = min(batch_size, max(data.n, 1))
     return _loop(runner, data, state, journal, progress, budget_bytes)
 
@@ -197,9 +200,6 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                     break
                 except FnBug as e:
                     raise BatchFnError(now(), str(e)) from (e.__cause__ or e)
-                if runner.check_nan:
-                    found, nan_failures = _split_nan(found)
-                    failures += nan_failures
             retried, state.retry = state.retry[: len(idx)], state.retry[len(idx) :]
             status = "ok" if not failures else f"ok, {len(failures)} bad item(s)"
             status = "error in fn, bisected" if halves else status
@@ -239,21 +239,3 @@ def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
             stacklevel=4,
         )
         return False
-
-
-def _split_nan(found):
-    """Moves items whose outputs hold NaN or inf from ``found`` to failures."""
-    kept, failures = [], []
-    for idx, leaves, tree in found:
-        bad = np.zeros(len(idx), bool)
-        for leaf in leaves:
-            if np.issubdtype(leaf.dtype, np.inexact):
-                bad |= ~np.isfinite(leaf.reshape(len(idx), -1)).all(axis=1)
-        for i in np.flatnonzero(bad):
-            failures.append(
-                Failure(idx[i], "NaN/inf output", f"output of item {idx[i]} contains NaN or inf")
-            )
-        keep = np.flatnonzero(~bad)
-        if keep.size:
-            kept.append(([idx[i] for i in keep], [leaf[keep] for leaf in leaves], tree))
-    return kept, failures

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import pickle
@@ -133,7 +132,7 @@ def _pickle_job(job: Callable, args: tuple) -> bytes:
 
 
 def launch(
-    job: Callable[..., Any] | str | os.PathLike,
+    job: Callable[..., Any],
     *,
     processes: int = 2,
     devices_per_process: int = 4,
@@ -141,8 +140,8 @@ def launch(
     timeout: float = 60.0,
     check: bool = True,
 ) -> Launch:
-    """Runs ``job`` (a function whose result pickles, or a script calling :func:`initialize`) in
-    ``processes`` local JAX processes forming one runtime; all are killed after ``timeout`` s.
+    """Runs ``job`` (a function whose result pickles) in ``processes`` local JAX processes forming
+    one runtime; all are killed after ``timeout`` s, on a failure, on Ctrl-C and at the end.
 
     Example:
       >>> def count():
@@ -155,23 +154,16 @@ def launch(
         if check_positive_int(value, name) > 64:
             raise ValueError(f"`{name}` must be at most 64 (a JAX runtime each), got {value!r}.")
     check_positive_float(timeout, "timeout")
-    is_path = isinstance(job, (str, os.PathLike))
-    if not callable(job) and not (is_path and Path(job).is_file()):
-        raise (ValueError if is_path else TypeError)(
-            f"`job` must be a function or the path of a Python script file, got {job!r:.60}."
-        )
+    if not callable(job):
+        raise TypeError(f"`job` must be a function (run in every process), got {job!r:.60}.")
     coordinator = f"{LOOPBACK}:{free_port()}"
     with tempfile.TemporaryDirectory(prefix="batchlab-launch-") as tmp:
         tmp = Path(tmp)
-        if callable(job):
-            (tmp / "job.pkl").write_bytes(_pickle_job(job, tuple(args)))
+        (tmp / "job.pkl").write_bytes(_pickle_job(job, tuple(args)))
         procs, stopped, timed_out, start = [], {}, False, time.perf_counter()
         try:
             for i in range(processes):
-                if callable(job):
-                    cmd = [*_CHILD, "call", str(tmp / "job.pkl"), str(tmp / f"{i}.result")]
-                else:
-                    cmd = [*_CHILD, "script", str(Path(job).resolve()), *map(str, args)]
+                cmd = [*_CHILD, str(tmp / "job.pkl"), str(tmp / f"{i}.result")]
                 env = _child_env(coordinator, processes, i, devices_per_process)
                 with open(tmp / f"{i}.out", "wb") as out, open(tmp / f"{i}.err", "wb") as err:
                     # its own session and process group: killed as a whole
@@ -197,7 +189,7 @@ def launch(
         runs = []
         for i, p in enumerate(procs):
             result = tmp / f"{i}.result"
-            ran = callable(job) and p.returncode == 0 and result.is_file()
+            ran = p.returncode == 0 and result.is_file()
             value = pickle.loads(result.read_bytes()) if ran else None
             out, err = ((tmp / f"{i}.{s}").read_text(errors="replace") for s in ("out", "err"))
             runs.append(ProcessRun(i, p.returncode, out, err, value, stopped.get(i, "")))
@@ -207,37 +199,3 @@ def launch(
         why = why + "`timeout` or shrink the job." if timed_out else "failed:"
         raise (TimeoutError if timed_out else RuntimeError)(f"The job {why}\n{result._failure()}")
     return result
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m batchlab.scaling.distributed --processes 2 --devices-per-process 4 SCRIPT [ARGS...]``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m batchlab.scaling.distributed",
-        description="Run SCRIPT as several JAX processes on this machine (127.0.0.1), "
-        "each with its own simulated CPU devices. SCRIPT calls "
-        "batchlab.scaling.distributed.initialize() before using JAX.",
-    )
-    parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--devices-per-process", type=int, default=4)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
-    parser.add_argument("script")
-    parser.add_argument("args", nargs=argparse.REMAINDER)
-    options = vars(parser.parse_args(argv))  # processes, devices_per_process, timeout
-
-    # a CI's SIGTERM cleans up like Ctrl-C (the default SIGINT handler raises KeyboardInterrupt)
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        run = launch(options.pop("script"), args=options.pop("args"), check=False, **options)
-    except (TypeError, ValueError) as e:
-        parser.error(str(e))
-    except KeyboardInterrupt:
-        print("interrupted: every process was stopped", file=sys.stderr)
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    for p in run.processes:
-        for stream, text in ((sys.stdout, p.stdout), (sys.stderr, p.stderr)):
-            for line in text.splitlines():
-                print(f"[process {p.process_id}] {line}", file=stream)
-    print(run, file=sys.stderr)
-    return 124 if run.timed_out else next((p.returncode or 1 for p in run.processes if not p.ok), 0)

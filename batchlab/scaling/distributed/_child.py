@@ -1,46 +1,27 @@
-"""The child side of :func:`batchlab.scaling.distributed.launch`: ``call`` or ``script``."""
+"""The child side of :func:`batchlab.scaling.distributed.launch`: runs the pickled job."""
 
 from __future__ import annotations
 
 import os
 import pickle
-import runpy
 import sys
 import traceback
 from pathlib import Path
 
 
-def main(argv: list[str]) -> None:
+def main(payload: str, result: str) -> None:
     from batchlab.scaling.distributed import initialize
 
-    mode, *rest = argv
     initialize()  # before the job is unpickled: its arrays may need the backend
-    if mode == "call":  # plain pickle reads what cloudpickle wrote
-        payload, result = rest
-        job, args = pickle.loads(Path(payload).read_bytes())
-        Path(result).write_bytes(pickle.dumps(job(*args)))
-    else:  # "script" (the launcher passes no other mode)
-        path, *args = rest
-        sys.argv = [path, *args]
-        sys.path.insert(0, str(Path(path).parent))
-        runpy.run_path(path, run_name="__main__")
-
-
-def _exit_now(code: int) -> None:
-    """Leaves at once, not waiting (up to 5 min) in JAX's shutdown barrier for the others."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    job, args = pickle.loads(Path(payload).read_bytes())  # plain pickle reads cloudpickle's
+    Path(result).write_bytes(pickle.dumps(job(*args)))
 
 
 if __name__ == "__main__":
     try:
-        main(sys.argv[1:])
-    except SystemExit as e:
-        if e.code not in (None, 0):
-            if isinstance(e.code, str):
-                print(e.code, file=sys.stderr)
-            _exit_now(e.code if isinstance(e.code, int) else 1)
+        main(*sys.argv[1:])
     except BaseException:
         traceback.print_exc()
-        _exit_now(1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)  # at once, not waiting (up to 5 min) in JAX's shutdown barrier for the others
