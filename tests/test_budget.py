@@ -367,3 +367,44 @@ def test_max_batch_size_plans_the_host_loop_by_its_host_plan():
 def test_host_strategy_needs_a_chunk_size():
     with pytest.raises(ValueError, match="`chunk_size` is required for strategy='host'"):
         batchlab.max_batch_size(_outer, jax.ShapeDtypeStruct((8,), jnp.float32), strategy="host")
+
+
+def _result(**changes):
+    from batchlab.runs.budget import BatchSizeResult
+
+    fields = dict(batch_size=8, budget_bytes=3 << 20, budget_source="given", strategy="chunked",
+                  chunk_size=4, curve=((4, 1 << 20), (8, 2 << 20), (16, 4 << 20)), upper=64,
+                  compilations=2, method="bisection", margin=1.5,
+                  margin_source="calibrated: 1.50x measured", calibration=None)  # fmt: skip
+    return BatchSizeResult(**{**fields, **changes})
+
+
+def test_the_result_table_reads_every_figure_of_the_search():
+    from batchlab._util.format import format_bytes
+
+    assert _result()._rows() == [
+        ("largest batch", "8"),
+        ("planned bytes there", "2.00 MiB"),
+        ("budget", "3.00 MiB (given)"),
+        ("margin", "1.50x (calibrated: 1.50x measured)"),
+        ("plan compared with", f"budget / margin = {format_bytes(int((3 << 20) / 1.5))}"),
+        ("strategy", "chunked (chunk_size=4)"),
+        ("compilations", "2 (bisection search; 1 more sizes planned earlier)"),
+    ]
+    plain = _result(margin=None, margin_source=None, strategy="vmap", chunk_size=None,
+                    compilations=2, batch_size=64, curve=((32, 2 << 20), (64, 1 << 20)))  # fmt: skip
+    assert plain._rows() == [
+        ("largest batch", "64 (capped by `upper`)"),
+        ("planned bytes there", "1.00 MiB"),
+        ("budget", "3.00 MiB (given)"),
+        ("strategy", "vmap"),
+        ("compilations", "2 (bisection search)"),
+        ("warning", "planned bytes are not monotone in the batch size"),
+    ]
+    assert plain.planned_budget_bytes == 3 << 20 and _result().planned_budget_bytes == 2 << 20
+    assert _result()._title() == "max_batch_size (compiled memory analysis (XLA), nothing executed)"
+    ran = _result(calibration=object())._title()
+    assert (
+        ran
+        == "max_batch_size (compiled memory analysis (XLA); the margin's batches run in a fresh process)"
+    )
