@@ -4,7 +4,6 @@ from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
 from batchlab.batching.broadcasting import (
     BroadcastError,
     SilentBroadcastWarning,
-    aligned,
     check_broadcast,
     plot_outer_trap,
 )
@@ -19,7 +18,6 @@ __all__ = [
     "BroadcastError",
     "Comparison",
     "SilentBroadcastWarning",
-    "aligned",
     "batch",
     "check_broadcast",
     "compare",
