@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -237,31 +236,26 @@ def compare(
     for b in sizes:
         sub = _take(args, res, b)
         res_b = resolve(fn, sub, in_axes)
-        done: dict[str, tuple] = {}  # strategy: (its place in results, call, output, measured)
+        row, ready = {}, {}  # strategy: its result; (chunk, call, output, dispatches, measured)
         for s in strategies:
             chunk = (chunk_size or max(1, b // 8)) if s in ("chunked", "host") else None
             own = {"manual": manual, "vmap": reference}.get(s)
             fn_s = own or batch(fn, strategy=s, chunk_size=chunk, in_axes=in_axes)
             try:
-                call, out, dispatches, measured = _prepare(fn, fn_s, s, sub, res_b)
+                ready[s] = (chunk, *_prepare(fn, fn_s, s, sub, res_b))
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures
                 error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
-                results.append(StrategyResult(s, b, chunk, None, error=error))
-                continue
-            done[s] = (len(results), call, out, measured)
-            results.append(StrategyResult(s, b, chunk, None, dispatches=dispatches))
-        if not done:
-            continue
-        calls = {s: d[1] for s, d in done.items()}
+                row[s] = StrategyResult(s, b, chunk, None, error=error)
+        calls = {s: p[1] for s, p in ready.items()}
         if len(calls) >= 2:
             timed = interleaved(calls, rounds=15, max_seconds=max_time * len(calls))
-        else:
-            ((s, call),) = calls.items()
-            timed = {s: Samples(s, time_alone(call, 15, max_time), SOURCES)}
-        expected = reference(*sub)
-        for s, (k, _, out, measured) in done.items():
+        else:  # one strategy: nothing to interleave with
+            timed = {s: Samples(s, time_alone(c, 15, max_time), SOURCES) for s, c in calls.items()}
+        expected = reference(*sub) if ready else None
+        for s, (chunk, _, out, dispatches, measured) in ready.items():
             m = measured(tuple(timed[s].values))
-            results[k] = dataclasses.replace(
-                results[k], measurement=m, samples=timed[s], agrees=_agree(out, expected)
+            row[s] = StrategyResult(
+                s, b, chunk, m, _agree(out, expected), None, dispatches, timed[s]
             )
+        results += [row[s] for s in strategies]
     return Comparison(function_name(fn), tuple(results))
