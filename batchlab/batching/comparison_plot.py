@@ -23,21 +23,17 @@ def _spread(rs: list) -> np.ndarray:
 
 def _bars(ax_t: Any, ax_m: Any, ok: list, items: int) -> None:
     """One batch size: a bar per strategy, its value written past the bar (and its spread)."""
-    times, temps = [r.run_seconds for r in ok], [r.temp_bytes for r in ok]
-    ends = [max(r.measurement.times) for r in ok]
-    for ax, values, at, fmt in (
-        (ax_t, times, ends, format_seconds),
-        (ax_m, temps, temps, format_bytes),
+    spread = dict(
+        xerr=_spread(ok), capsize=4, error_kw=dict(label="min..max of the timing samples")
+    )
+    for ax, values, fmt, kw in (
+        (ax_t, [r.run_seconds for r in ok], format_seconds, spread),
+        (ax_m, [r.temp_bytes for r in ok], format_bytes, {}),
     ):
-        ax.barh([r.label for r in ok], values, color=[COLORS[r.strategy] for r in ok])
-        for y, (v, end) in enumerate(zip(values, at, strict=True)):
-            ax.text(end, y, " " + fmt(v), va="center", fontsize=10)
+        bars = ax.barh([r.label for r in ok], values, color=[COLORS[r.strategy] for r in ok], **kw)
+        ax.bar_label(bars, [" " + fmt(v) for v in values], fontsize=10)
         ax.invert_yaxis()
         ax.margins(x=0.35)
-    label = "min..max of the timing samples"
-    ax_t.errorbar(
-        times, range(len(ok)), xerr=_spread(ok), fmt="none", ecolor="k", capsize=4, label=label
-    )
     ax_t.legend(fontsize=9, loc="lower right")
     ax_m.set_yticklabels([])
     ax_t.set(xlabel=f"run time per batch of {items} items")
