@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from batchlab import BroadcastError, SilentBroadcastWarning, check_broadcast
-from batchlab.batching.broadcasting import plot_outer_trap
+from batchlab.batching.broadcasting import aligned, plot_outer_trap
 
 
 @pytest.mark.parametrize(
@@ -88,6 +88,10 @@ def test_bad_inputs():
         check_broadcast((-1, 2))
     with pytest.raises(ValueError, match="`names` has 1 entries but 2 operands"):
         check_broadcast((2,), (2,), names=["x"])
+
+
+def test_aligned():
+    assert aligned((8, 1, 3), (5, 1), names=["x", "y"]).splitlines()[1] == "  y:        5  1"
 
 
 def test_plot_outer_trap():

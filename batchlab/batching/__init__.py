@@ -4,6 +4,7 @@ from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
 from batchlab.batching.broadcasting import (
     BroadcastError,
     SilentBroadcastWarning,
+    aligned,
     check_broadcast,
     plot_outer_trap,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "BroadcastError",
     "Comparison",
     "SilentBroadcastWarning",
+    "aligned",
     "batch",
     "check_broadcast",
     "compare",

@@ -153,6 +153,18 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
     return tuple(result)
 
 
+def aligned(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> str:
+    """The operands' shapes right-aligned as broadcasting sees them.
+
+    Example:
+      >>> print(aligned((8, 1, 3), (5, 1), names=["x", "y"]))
+        x:      8  1  3
+        y:         5  1
+        axis   -3 -2 -1
+    """
+    return _aligned(*_operands(arrays_or_shapes, names), set())
+
+
 def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels"):
     """Shows an accidental ``(n, n)`` broadcast next to the ``(n,)`` values that were meant."""
     result, intended = np.asarray(result), np.asarray(intended)
