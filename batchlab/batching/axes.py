@@ -10,7 +10,7 @@ import jax
 from matplotlib.patches import Rectangle
 
 from batchlab._util.checks import check_callable
-from batchlab._util.format import Rows, text_table
+from batchlab._util.format import Rows
 from batchlab._util.plotting import new_figure
 from batchlab.batching.axes_spec import (
     BatchAxisError,
@@ -57,17 +57,11 @@ class AxesExplanation(Rows):
             )
             for o in self.outputs
         ]
+        where = f"batch of {self.batch_size} items, in_axes={self.in_axes!r} ({self.source})"
         return [
-            (f"inputs: batch of {self.batch_size} items ({self.source})", ins, IN_HEADER),
-            ("outputs", outs, OUT_HEADER),
+            (f"inputs: {where}", ins, IN_HEADER),
+            (f"outputs: out_axes={self.out_axes!r}", outs, OUT_HEADER),
         ]
-
-    def __repr__(self) -> str:
-        return (
-            f"AxesExplanation(batch of {self.batch_size} items; in_axes={self.in_axes!r}, "
-            f"out_axes={self.out_axes!r}; {self.source})\n"
-            + "\n\n".join(text_table(rows, header) for _, rows, header in self._tables())
-        )
 
     def plot(self):
         """Every shape as a row of boxes (batch axis orange): batched -> per item -> batched output."""
