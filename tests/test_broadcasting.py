@@ -68,7 +68,10 @@ def test_outer_product_trap_warns():
 
 
 def test_mask_trap_warns():
-    with pytest.warns(SilentBroadcastWarning, match=r"`mask` \(4,\) matches both.*mask\[:, None\]"):
+    with pytest.warns(
+        SilentBroadcastWarning,
+        match=r"`mask` \(4,\) matches the LEADING .*LAST axes.*mask\[:, None\]",
+    ):
         check_broadcast((4,), (4, 4), names=["mask", "values"])
 
 
@@ -180,7 +183,7 @@ def test_every_broadcast_diagnosis_agrees_with_jax(shapes):
                 assert max(np.prod(shapes[i]), np.prod(shapes[j])) < np.prod(pair), (shapes, text)
                 assert f"broadcast to {pair}" in text
             else:  # "applied along the LAST axes": a leading match would broadcast elsewhere
-                name, fix = re.search(r"use (\w)\[(.*)\]\.", text).groups()
+                name, fix = re.search(r"trailing axes: (\w)\[(.*)\] has shape", text).groups()
                 k = ord(name) - ord("a")
                 moved = shapes[k] + (1,) * fix.count("None")
                 assert _real(moved, *[s for j, s in enumerate(shapes) if j != k]) == real

@@ -333,7 +333,9 @@ def test_host_plan_counts_and_memory():
     one = batch(outer, strategy="host", chunk_size=2000).plan(x)
     assert (one.programs, one.dispatches, one.full_chunks, one.remainder) == (1, 1, 0, 1000)
     assert one.extra_bytes == one.temp_bytes
-    assert "dispatches per call" in repr(p) and "<table" in p._repr_html_()
+    assert "dispatches per call=10" in repr(p) and "<table" in p._repr_html_()
+    assert "chunks=1000 items: 7 full of 128 + 1 remainder of 104" in repr(p)
+    assert "full of 2000 + 1 remainder of 1000" in repr(one)
     with pytest.raises(
         ValueError,
         match=r"`plan` describes strategy='host' on a non-empty batch; this is strategy='vmap' on 1000",

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+from matplotlib.patches import Rectangle
 
 from batchlab._util.checks import check_callable
-from batchlab._util.format import Rows, text_table
+from batchlab._util.format import Rows
+from batchlab._util.plotting import new_figure
 from batchlab.batching.axes_spec import (
     BatchAxisError,
     Leaf,
@@ -55,42 +57,31 @@ class AxesExplanation(Rows):
             )
             for o in self.outputs
         ]
+        where = f"batch of {self.batch_size} items, in_axes={self.in_axes!r} ({self.source})"
         return [
-            (f"inputs: batch of {self.batch_size} items ({self.source})", ins, IN_HEADER),
-            ("outputs", outs, OUT_HEADER),
+            (f"inputs: {where}", ins, IN_HEADER),
+            (f"outputs: out_axes={self.out_axes!r}", outs, OUT_HEADER),
         ]
-
-    def __repr__(self) -> str:
-        return (
-            f"AxesExplanation(batch of {self.batch_size} items; in_axes={self.in_axes!r}, "
-            f"out_axes={self.out_axes!r}; {self.source})\n"
-            + "\n\n".join(text_table(rows, header) for _, rows, header in self._tables())
-        )
 
     def plot(self):
         """Every shape as a row of boxes (batch axis orange): batched -> per item -> batched output."""
-        from matplotlib.figure import Figure
-
-        rows = [("", lf.label, lf.shape, lf.axis, lf.item_shape) for lf in self.inputs]
-        rows += [("→ ", o.label, o.shape, o.axis, o.item_shape) for o in self.outputs]
-        width = max(max(len(r[2]) for r in rows), 3) + 1.5
-        fig = Figure(figsize=(7 + 0.6 * width, 0.75 * len(rows) + 1.3), layout="constrained")
-        ax = fig.subplots()
-        label_w = 0.23 * max(len(r[1]) for r in rows) + 1.0
+        rows = [(lf.label, lf.shape, lf.axis, lf.item_shape, "->") for lf in self.inputs]
+        rows += [("→ " + o.label, o.shape, o.axis, o.item_shape, "<-") for o in self.outputs]
+        width = max(3, *(len(r[1]) for r in rows)) + 1.5
+        label_w = 0.23 * max(len(r[0]) for r in rows) + 1.0
         x = label_w + width + 0.6
-        for i, (arrow, label, shape, mapped, item) in enumerate(rows):
-            y = -i - (0.5 if arrow else 0)
-            font = dict(va="center", fontsize=12, family="monospace", fontweight="bold")
-            ax.text(0, y, arrow + label, **font)
+        fig, ax = new_figure(width=7 + 0.6 * width, height=0.75 * len(rows) + 1.3)
+        for i, (label, shape, mapped, item, arrow) in enumerate(rows):
+            y = -i - 0.5 * (i >= len(self.inputs))
+            ax.text(0, y, label, va="center", fontsize=12, family="monospace", fontweight="bold")
             _boxes(ax, label_w, y, shape, mapped)
-            arrowprops = dict(arrowstyle="<-" if arrow else "->")
-            ax.annotate("", (x + 0.2, y), (x - 0.7, y), arrowprops=arrowprops)
+            ax.annotate("", (x + 0.2, y), (x - 0.7, y), arrowprops=dict(arrowstyle=arrow))
             _boxes(ax, x + 0.5, y, item, None)
         ax.axhline(-len(self.inputs) + 0.25, color="0.6", lw=0.8, ls="--")
-        ax.set_xlim(-0.2, label_w + 2 * width + 2)
-        ax.set_ylim(-len(rows) - 0.2, 1.0)
-        head = f"batched (orange: batch axis, {self.batch_size} items)"
-        ax.text(label_w, 0.65, head, fontsize=11)
+        ax.set(xlim=(-0.2, label_w + 2 * width + 2), ylim=(-len(rows) - 0.2, 1.0))
+        ax.text(
+            label_w, 0.65, f"batched (orange: batch axis, {self.batch_size} items)", fontsize=11
+        )
         ax.text(x + 0.5, 0.65, "one item (what fn sees)", fontsize=11)
         ax.set_axis_off()
         title = f"vmap with in_axes={self.in_axes!r}, out_axes={self.out_axes!r}"
@@ -169,8 +160,6 @@ def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) 
 
 def _boxes(ax, x: float, y: float, shape: tuple, mapped: int | None) -> None:
     """Draws ``shape`` as boxes from ``x``; the mapped axis in orange."""
-    from matplotlib.patches import Rectangle
-
     if not shape:
         ax.text(x, y, "scalar ()", va="center", fontsize=11, color="0.3")
     for k, size in enumerate(shape):

@@ -241,10 +241,8 @@ def _arg_leaves(i: int, arg: Any, arg_spec: Any, name: str) -> list[Leaf]:
     flat = jtu.tree_flatten_with_path(arg)[0]
     for (path, leaf), ax in zip(flat, axis_per_leaf(arg_spec, subtrees), strict=False):
         label = name + jtu.keystr(path)
-        if isinstance(leaf, numbers.Number):
-            shape, dtype = (), np.result_type(type(leaf))
-        else:
-            shape, dtype = tuple(leaf.shape), leaf.dtype
+        shape = tuple(getattr(leaf, "shape", ()))  # a Python number: ()
+        dtype = leaf.dtype if hasattr(leaf, "dtype") else np.result_type(type(leaf))
         rank = len(shape)
         if ax is not None and not -rank <= ax < rank:
             valid = (

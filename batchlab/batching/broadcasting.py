@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 
 class BroadcastError(ValueError):
@@ -63,26 +65,20 @@ def _aligned(shapes: list[tuple[int, ...]], names: list[str], conflicts: set[int
     return "\n".join(lines)
 
 
-def _leading(a: tuple, b: tuple) -> bool:
-    """``a`` is shorter than ``b`` and matches its LEADING axes."""
-    return 0 < len(a) < len(b) and b[: len(a)] == a
-
-
-def _per_row(name: str, a: tuple, b: tuple) -> str:
-    """The index that gives ``a`` trailing axes to match ``b`` (one value per row)."""
-    return f"{name}[{', '.join([':'] * len(a) + ['None'] * (len(b) - len(a)))}]"
-
-
-def _left_hint(shapes: list[tuple[int, ...]], names: list[str]) -> str:
-    """If a lower-rank shape matches the leading axes of another, suggest trailing None axes."""
+def _per_row(shapes: list[tuple[int, ...]], names: list[str], last: bool) -> list[str]:
+    """Operands whose shape is the LEADING axes of another's (``last``: and its trailing ones)."""
+    also = " and its trailing ones, but broadcasting aligns from the right: it is applied along "
+    also = also + "the LAST axes, silently" if last else ""
+    found = []
     for (i, a), (j, b) in itertools.permutations(enumerate(shapes), 2):
-        if _leading(a, b):
-            return (
-                f" `{names[i]}` {a} matches the LEADING axes of `{names[j]}` {b}; if it holds "
-                f"one value per row (e.g. a mask over the batch), give it trailing axes: "
-                f"{_per_row(names[i], a, b)} has shape {a + (1,) * (len(b) - len(a))}."
+        if 0 < len(a) < len(b) and b[: len(a)] == a and (not last or b[-len(a) :] == a):
+            fix = f"{names[i]}[{', '.join([':'] * len(a) + ['None'] * (len(b) - len(a)))}]"
+            found.append(
+                f"`{names[i]}` {a} matches the LEADING axes of `{names[j]}` {b}{also}. If it "
+                f"holds one value per row (e.g. a mask over the batch), give it trailing axes: "
+                f"{fix} has shape {a + (1,) * (len(b) - len(a))}."
             )
-    return ""
+    return found
 
 
 def _traps(shapes: list[tuple[int, ...]], names: list[str], rank: int) -> list[str]:
@@ -104,15 +100,7 @@ def _traps(shapes: list[tuple[int, ...]], names: list[str], rank: int) -> list[s
                     f"If you meant them element by element, give them the same shape first "
                     f"(e.g. .reshape(-1) or [:, None] on one of them)."
                 )
-    for (i, a), (j, b) in itertools.permutations(enumerate(shapes), 2):
-        if _leading(a, b) and b[-len(a) :] == a:
-            found.append(
-                f"`{names[i]}` {a} matches both the leading and the trailing axes of "
-                f"`{names[j]}` {b}. Broadcasting aligns from the right, so it is applied along "
-                f"the LAST axes. If it holds one value per row (e.g. a mask over the batch), "
-                f"this is silently wrong: use {_per_row(names[i], a, b)}."
-            )
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found + _per_row(shapes, names, last=True)))
 
 
 def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> tuple[int, ...]:
@@ -144,7 +132,8 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
         raise BroadcastError(
             f"shapes {' and '.join(map(str, shapes))} do not broadcast. Aligned from the right, "
             f"sizes on one axis must be equal or 1:\n{_aligned(shapes, names, conflicts)}\n"
-            f"{'; '.join(details)} (different sizes, none of them 1)." + _left_hint(shapes, names)
+            f"{'; '.join(details)} (different sizes, none of them 1)."
+            + "".join(" " + hint for hint in _per_row(shapes, names, last=False)[:1])
         )
     for message in _traps(shapes, names, rank):
         warnings.warn(message, SilentBroadcastWarning, stacklevel=2)
@@ -165,9 +154,6 @@ def aligned(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> str:
 
 def plot_outer_trap(result: Any, intended: Any, *, title: str = "pred - labels"):
     """Shows an accidental ``(n, n)`` broadcast next to the ``(n,)`` values that were meant."""
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
-
     result, intended = np.asarray(result), np.asarray(intended)
     fig = Figure(figsize=(7.6, 4.4), layout="constrained")
     ax, ax_i = fig.subplots(1, 2, width_ratios=[result.shape[1], 1.6])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -161,25 +160,36 @@ def _agree(a: Any, b: Any) -> bool:
 
 
 def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) -> tuple:
-    """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, Measurement's)."""
-    with count_compiles() as compiles:  # a dispatched strategy compiles inside its first call
-        compiled = None if s in DISPATCHED else compile_fn(fn_s, sub, {})
-        call = compiled.call if compiled else lambda: fn_s(*sub)
+    """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, times -> Measurement)."""
+    dispatched = s in DISPATCHED  # it compiles inside its first call, timed with the compiles
+    with count_compiles() as compiles:
+        compiled = None if dispatched else compile_fn(fn_s, sub, {})
+        call = (lambda: fn_s(*sub)) if dispatched else compiled.call
         t0 = time.perf_counter()
         out = jax.block_until_ready(call())
         first = time.perf_counter() - t0
-    if compiled is None:
+    if dispatched:
         memory, dispatches = dispatched_plan(fn, fn_s, s, sub, res, out)
     else:
         memory, dispatches = estimate_from_compiled(compiled.executable, compiled.name), 1
-    fields = dict(
-        trace_lower_seconds=compiled.trace_lower_seconds if compiled else 0.0,
-        compile_seconds=compiled.compile_seconds if compiled else 0.0,
-        first_call_seconds=first,
-        memory=memory,
-        compiles=compiles.count,
-    )
-    return call, out, dispatches, fields
+
+    def measured(times: tuple) -> Measurement:
+        steady = sorted(times)[len(times) // 2]
+        return Measurement(
+            name=function_name(fn),
+            trace_lower_seconds=0.0 if dispatched else compiled.trace_lower_seconds,
+            compile_seconds=max(first - steady, 0.0) if dispatched else compiled.compile_seconds,
+            first_call_seconds=first,
+            times=times,
+            number=1,
+            memory=memory,
+            live=live_memory(),
+            compiles=compiles.count,
+            notes=(COMPILE_NOTE, SAMPLE_NOTE) if dispatched else (SAMPLE_NOTE,),
+            source=SOURCES,
+        )
+
+    return call, out, dispatches, measured
 
 
 def compare(
@@ -226,43 +236,26 @@ def compare(
     for b in sizes:
         sub = _take(args, res, b)
         res_b = resolve(fn, sub, in_axes)
-        done: dict[str, tuple] = {}  # strategy: (its place in results, call, output, fields)
+        row, ready = {}, {}  # strategy: its result; (chunk, call, output, dispatches, measured)
         for s in strategies:
             chunk = (chunk_size or max(1, b // 8)) if s in ("chunked", "host") else None
             own = {"manual": manual, "vmap": reference}.get(s)
             fn_s = own or batch(fn, strategy=s, chunk_size=chunk, in_axes=in_axes)
             try:
-                call, out, dispatches, fields = _prepare(fn, fn_s, s, sub, res_b)
+                ready[s] = (chunk, *_prepare(fn, fn_s, s, sub, res_b))
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures
                 error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
-                results.append(StrategyResult(s, b, chunk, None, error=error))
-                continue
-            done[s] = (len(results), call, out, fields)
-            results.append(StrategyResult(s, b, chunk, None, dispatches=dispatches))
-        if not done:
-            continue
-        calls = {s: d[1] for s, d in done.items()}
+                row[s] = StrategyResult(s, b, chunk, None, error=error)
+        calls = {s: p[1] for s, p in ready.items()}
         if len(calls) >= 2:
             timed = interleaved(calls, rounds=15, max_seconds=max_time * len(calls))
-        else:
-            ((s, call),) = calls.items()
-            timed = {s: Samples(s, time_alone(call, 15, max_time), SOURCES)}
-        expected = reference(*sub)
-        for s, (k, _, out, fields) in done.items():
-            times = tuple(timed[s].values)
-            if s in DISPATCHED:  # its compile is the first call minus a steady one
-                median = sorted(times)[len(times) // 2]
-                fields["compile_seconds"] = max(fields["first_call_seconds"] - median, 0.0)
-            m = Measurement(
-                name=function_name(fn),
-                times=times,
-                number=1,
-                live=live_memory(),
-                notes=(COMPILE_NOTE, SAMPLE_NOTE) if s in DISPATCHED else (SAMPLE_NOTE,),
-                source=SOURCES,
-                **fields,
+        else:  # one strategy: nothing to interleave with
+            timed = {s: Samples(s, time_alone(c, 15, max_time), SOURCES) for s, c in calls.items()}
+        expected = reference(*sub) if ready else None
+        for s, (chunk, _, out, dispatches, measured) in ready.items():
+            m = measured(tuple(timed[s].values))
+            row[s] = StrategyResult(
+                s, b, chunk, m, _agree(out, expected), None, dispatches, timed[s]
             )
-            results[k] = dataclasses.replace(
-                results[k], measurement=m, samples=timed[s], agrees=_agree(out, expected)
-            )
+        results += [row[s] for s in strategies]
     return Comparison(function_name(fn), tuple(results))

@@ -101,13 +101,20 @@ def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
     return program
 
 
-PROGRAMS = {
-    "vmap": vmap_program,
-    "map": map_program,
-    "chunked": map_program,
-    "loop": loop_program,
-    "host": host_program,
-}
+def check_out_axes(fn: Callable, res: Resolved, out_axes: Any, args: tuple) -> None:
+    """vmap's own errors (out_axes, output types), before any strategy runs."""
+    try:
+        jax.eval_shape(
+            vmap_program(fn, res, out_axes), *res.inputs(jax.tree_util.tree_leaves(args))
+        )
+    except ValueError as e:
+        if "out of bounds" not in str(e):
+            raise
+        raise ValueError(
+            f"`out_axes`={out_axes!r} is not an axis of fn's output with the batch axis "
+            f"added (JAX: {str(e).splitlines()[0]}); an output of rank r takes out_axes "
+            f"in -(r+1)..r."
+        ) from e
 
 
 def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any) -> int | None:
@@ -144,47 +151,36 @@ def batch(
     check_callable(fn)
     chunk_size = _check_options(strategy, chunk_size, in_axes, out_axes)
     programs: dict[tuple, Callable] = {}  # per tree, axes and ranks: shapes share a program
+    seen: dict[tuple, tuple] = {}  # per shapes: (program, res); a repeat skips resolve()
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
         res = resolve(fn, args, in_axes, kwargs)  # BatchAxisError before tracing
         kind = "vmap" if res.batch_size == 0 else strategy  # an empty batch: vmap's program
         if (res.key, kind) not in programs:
-            leaves = jax.tree_util.tree_leaves((*args, *kwargs.values()))
-            try:  # vmap's own errors (out_axes, output types), before any strategy runs
-                jax.eval_shape(vmap_program(fn, res, out_axes), *res.inputs(leaves))
-            except ValueError as e:
-                if "out of bounds" not in str(e):
-                    raise
-                raise ValueError(
-                    f"`out_axes`={out_axes!r} is not an axis of fn's output with the batch axis "
-                    f"added (JAX: {str(e).splitlines()[0]}); an output of rank r takes out_axes "
-                    f"in -(r+1)..r."
-                ) from e
-            programs[res.key, kind] = PROGRAMS[kind](fn, res, out_axes, chunk_size)
+            check_out_axes(fn, res, out_axes, (*args, *kwargs.values()))
+            make = {"vmap": vmap_program, "map": map_program, "chunked": map_program}
+            make |= {"loop": loop_program, "host": host_program}
+            programs[res.key, kind] = make[kind](fn, res, out_axes, chunk_size)
         return programs[res.key, kind], res
-
-    # a repeated call skips resolve() (host's time on the MLP benchmark: 6.2x vmap's -> 1.5x)
-    seen: dict[tuple, tuple] = {}
 
     @functools.wraps(fn)
     def batched(*args: Any, **kwargs: Any) -> Any:
         flat, tdef = jax.tree_util.tree_flatten((*args, *kwargs.values()))
         shapes = [(type(x), getattr(x, "shape", None), getattr(x, "dtype", None)) for x in flat]
         key = (tdef, tuple(kwargs), tuple(shapes))
-        if key not in seen:
+        if key not in seen:  # host's time on the MLP benchmark without this: 6.2x vmap's -> 1.5x
             seen[key] = program_for(args, kwargs)
         program, res = seen[key]
         return program(*res.inputs(flat))
 
     def plan(*args: Any, **kwargs: Any) -> HostPlan:
         """What ``"host"`` does for this call: a :class:`HostPlan`."""
-        n = resolve(fn, args, in_axes, kwargs).batch_size
-        if strategy != "host" or n == 0:
+        program, res = program_for(args, kwargs)
+        if strategy != "host" or res.batch_size == 0:
             raise ValueError(
                 f"`plan` describes strategy='host' on a non-empty batch; this is "
-                f"strategy={strategy!r} on {n} items."
+                f"strategy={strategy!r} on {res.batch_size} items."
             )
-        program, res = program_for(args, kwargs)
         mapped, shared = res.inputs(jax.tree_util.tree_leaves((*args, *kwargs.values())))
         return plan_call(program, res.axes, mapped, shared, res.batch_size, chunk_size)
 
