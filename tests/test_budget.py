@@ -408,3 +408,13 @@ def test_the_result_table_reads_every_figure_of_the_search():
         ran
         == "max_batch_size (compiled memory analysis (XLA); the margin's batches run in a fresh process)"
     )
+
+
+def test_a_given_budget_is_named_given_and_only_axis_0_or_none_is_planned():
+    item = jax.ShapeDtypeStruct((8,), jnp.float32)
+    r = batchlab.max_batch_size(lambda x: 2 * x, item, budget_bytes=1 << 16, upper=64)
+    assert r.budget_source == "given" and "(given)" in repr(r)
+    w = jax.ShapeDtypeStruct((8, 8), jnp.float32)
+    for axes in [(1, None), (0, 1), (None, None), (True, None)]:
+        with pytest.raises(ValueError, match="`in_axes` must be 0 or a tuple of 0"):
+            batchlab.max_batch_size(lambda x, w: x @ w, (item, w), in_axes=axes)
