@@ -76,12 +76,13 @@ def test_chunked_fits_far_more_than_vmap():
     assert temps[0] == temps[1] == temps[2]
 
 
-def test_chunked_remainder_is_not_monotone_and_is_probed():
+@pytest.mark.parametrize("strategy, chunk", [("chunked", 8), ("map", 8), ("chunked", 2)])
+def test_chunked_remainder_is_not_monotone_and_is_probed(strategy, chunk):
     """lax.map plans a remainder apart: batch 241 plans more than batch 248 (chunk 8)."""
-    assert planned(widen, 241, "chunked", 8) > planned(widen, 248, "chunked", 8)
-    budget = planned(widen, 248, "chunked", 8)
+    assert planned(widen, 248 - chunk + 1, strategy, chunk) > planned(widen, 248, strategy, chunk)
+    budget = planned(widen, 248, strategy, chunk)
     r = batchlab.max_batch_size(
-        widen, ITEM, budget_bytes=budget, strategy="chunked", chunk_size=8, upper=300
+        widen, ITEM, budget_bytes=budget, strategy=strategy, chunk_size=chunk, upper=300
     )
     assert int(r) >= 248 and not r.monotone and "not monotone" in repr(r)
 
@@ -418,3 +419,12 @@ def test_a_given_budget_is_named_given_and_only_axis_0_or_none_is_planned():
     for axes in [(1, None), (0, 1), (None, None), (True, None)]:
         with pytest.raises(ValueError, match="`in_axes` must be 0 or a tuple of 0"):
             batchlab.max_batch_size(lambda x, w: x @ w, (item, w), in_axes=axes)
+
+
+def test_a_calibrated_search_where_nothing_fits_says_so_and_runs_nothing():
+    item = jax.ShapeDtypeStruct((256,), jnp.float32)
+    r = batchlab.max_batch_size(lambda x: 2 * x, item, budget_bytes=1, margin="calibrated")
+    assert int(r) == 0 and r.calibration is None and r.margin == 1.0
+    assert r.margin_source == "not calibrated: not even one item fits the plan"
+    with pytest.raises(TypeError, match=r"`known` must be a dict .* got list\."):
+        batchlab.max_batch_size(lambda x: 2 * x, item, known=[(1, 1024)])
