@@ -269,3 +269,21 @@ def test_observe_on_a_device_with_allocator_stats_is_its_peak_growth(monkeypatch
         "bytes": 4096,
         "source": "device memory_stats: peak_bytes_in_use - bytes_in_use before",
     }
+
+
+def test_the_calibration_runs_the_searched_program_strategy_chunk_and_axes(monkeypatch):
+    """The batches a calibration runs are those of the search: same strategy, chunk, in_axes."""
+    jobs_seen = []
+
+    def run_jobs(jobs, timeout):
+        jobs_seen.extend(job for _, _, job, _ in jobs)
+        return {label: {"bytes": None, "source": "fake"} for label, *_ in jobs}
+
+    monkeypatch.setattr(calibration, "run_jobs", run_jobs)
+    monkeypatch.setattr(calibration, "CACHE", {})
+    w = jax.ShapeDtypeStruct((ITEM.shape[0], 8), jnp.float32)
+    r = batchlab.max_batch_size(lambda x, w: jnp.tanh(x @ w), (ITEM, w), in_axes=(0, None),
+                                strategy="chunked", chunk_size=4, budget_bytes=2**20,
+                                margin="calibrated")  # fmt: skip
+    assert int(r) > 0 and len(jobs_seen) == 2
+    assert {(j.strategy, j.chunk_size, j.in_axes) for j in jobs_seen} == {("chunked", 4, (0, None))}
