@@ -175,12 +175,13 @@ def batch(
 
     def plan(*args: Any, **kwargs: Any) -> HostPlan:
         """What ``"host"`` does for this call: a :class:`HostPlan`."""
-        program, res = program_for(args, kwargs)
+        res = resolve(fn, args, in_axes, kwargs)  # refused before any program is built
         if strategy != "host" or res.batch_size == 0:
             raise ValueError(
                 f"`plan` describes strategy='host' on a non-empty batch; this is "
                 f"strategy={strategy!r} on {res.batch_size} items."
             )
+        program, res = program_for(args, kwargs)
         mapped, shared = res.inputs(jax.tree_util.tree_leaves((*args, *kwargs.values())))
         return plan_call(program, res.axes, mapped, shared, res.batch_size, chunk_size)
 
