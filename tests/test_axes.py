@@ -77,44 +77,44 @@ def test_varargs_names():
     "args,kwargs,match",
     [
         (
-            (jnp.ones((5, 3)), jnp.ones((3, 2))),
+            (np.ones((5, 3)), np.ones((3, 2))),
             dict(in_axes=0),
             r"`w` has 3 along axis 0 but the batch has 5 items.*use in_axes=\(0, None\)",
         ),
         (
-            (jnp.ones((5, 3)), jnp.ones((3, 2))),
+            (np.ones((5, 3)), np.ones((3, 2))),
             dict(in_axes=(2, None)),
             r"axis 2 of `x`, but `x` has shape \(5, 3\) \(2 axes\); valid axes are -2..1",
         ),
         (
-            (jnp.float32(1.0), jnp.ones((3, 2))),
+            (np.float32(1.0), np.ones((3, 2))),
             dict(in_axes=(0, None)),
             r"`x` has shape \(\) \(0 axes\); a scalar takes None",
         ),
         (
-            (jnp.ones((5, 3)), jnp.ones((3, 2))),
+            (np.ones((5, 3)), np.ones((3, 2))),
             dict(in_axes=(0,)),
             r"`in_axes` must be an int, None, or a tuple of 2 entries, one per argument of "
             r"fn\(x, w\), got \(0,\); write e.g. in_axes=\(0, None\)",
         ),
         (
-            (jnp.ones((5, 3)), jnp.ones((3, 2))),
+            (np.ones((5, 3)), np.ones((3, 2))),
             dict(in_axes={"x": 0}),
             r"`in_axes` must be an int, None, or a tuple",
         ),
-        ((jnp.ones((5, 3)), jnp.ones((3, 2))), dict(in_axes=(None, None)), r"maps no argument"),
+        ((np.ones((5, 3)), np.ones((3, 2))), dict(in_axes=(None, None)), r"maps no argument"),
         (
-            (jnp.ones((5, 3)), jnp.ones((3, 2))),
+            (np.ones((5, 3)), np.ones((3, 2))),
             dict(in_axes=(0, None), out_axes=None),
             r"out_axes gives None .*`out`",
         ),
         (
-            (jnp.ones((5, 3)), jnp.ones((3, 2))),
+            (np.ones((5, 3)), np.ones((3, 2))),
             dict(in_axes=(0, None), out_axes=2),
             r"valid positions are -2..1",
         ),
         (
-            (jnp.ones((5, 3)), jnp.ones((3, 2))),
+            (np.ones((5, 3)), np.ones((3, 2))),
             dict(in_axes=(0, None), out_axes=(0, 0)),
             r"`out_axes`=\(0, 0\) does not match",
         ),
