@@ -4,9 +4,8 @@ fit the pick with ``max_batch_size`` (calibrated margin); a pick that does not f
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -20,9 +19,10 @@ from batchlab._util.checks import (
 )
 from batchlab._util.format import format_bytes
 from batchlab.advisor.candidates import dense_candidates, fn_name, ragged_candidates
-from batchlab.advisor.choice import decide, screen
 from batchlab.advisor.report import Advice, CandidateResult
 from batchlab.batching.strategies import ADVISED
+from batchlab.claims.evidence import Samples
+from batchlab.claims.rules import HOLDS, ratio_above, ratio_below
 from batchlab.measuring.sampler import interleaved
 from batchlab.ragged.datasets import TokenDataset
 from batchlab.ragged.padding import Ragged, as_ragged
@@ -32,6 +32,49 @@ from batchlab.runs.planning import unjit
 SOURCE = "bl.measuring.interleaved: wall clock of one call, paired by round"
 #: fits tried before the advice gives the last one's fitted size (each is a fresh process)
 MAX_FITS = 3
+#: a short run's candidates shown this much slower than its fastest are not timed further
+SCREEN_RATIO = 1.5
+#: candidates the timings cannot order but each shown within this of the fastest are equivalent
+WITHIN = 1.1
+
+
+class Verdict(NamedTuple):
+    pick: str
+    runner_up: str | None
+    decided: bool
+    tied: tuple[str, ...]
+    deciding: str
+
+
+def screen(samples: Mapping[str, Samples]) -> list[str]:
+    """The labels shown over :data:`SCREEN_RATIO` x slower than the fastest (dropped)."""
+    fastest = min(samples, key=lambda k: samples[k].median)
+    return [
+        k
+        for k in samples
+        if k != fastest and ratio_above(k, fastest, SCREEN_RATIO)(samples).outcome == HOLDS
+    ]
+
+
+def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdict:
+    """The pick among ``samples`` (one interleaved run) and the numbers that decided it: the
+    fastest median where every other is shown slower; among those it cannot order, each shown
+    within :data:`WITHIN` x, the smallest plan; otherwise not enough evidence: the fastest median."""
+    if len(samples) == 1:
+        return Verdict(next(iter(samples)), None, True, (), "")
+    order = sorted(samples, key=lambda k: samples[k].median)
+    fastest = order[0]
+    slower = {k: ratio_above(k, fastest, 1.0)(samples) for k in order[1:]}
+    tied = [fastest] + [k for k in order[1:] if slower[k].outcome != HOLDS]
+    if len(tied) == 1:
+        return Verdict(fastest, order[1], True, (), slower[order[1]].deciding)
+    near = {k: ratio_below(k, fastest, WITHIN)(samples) for k in tied[1:]}
+    far = [k for k in tied[1:] if near[k].outcome != HOLDS]
+    if far:  # not enough evidence: the fastest median so far, said to be undecided
+        return Verdict(fastest, far[0], False, tuple(tied), slower[far[0]].deciding)
+    pick = min(tied, key=lambda k: (planned[k], samples[k].median))
+    other, runner = (pick, fastest) if pick != fastest else (tied[1], tied[1])
+    return Verdict(pick, runner, True, tuple(tied), near[other].deciding)
 
 
 def _item_and_batch(example: Any, in_axes: Any, n: int | None) -> tuple[Any, tuple, Any, int]:
@@ -97,11 +140,9 @@ def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, pa
     return ragged
 
 
-def _time(
-    cands: list, items: int, max_seconds: float, bar, planned: dict[str, int]
-) -> tuple[dict, dict[str, str]]:
+def _time(cands: list, items: int, max_seconds: float, bar) -> tuple[dict, dict[str, str]]:
     """Interleaved samples of the candidates worth timing, and why the others were dropped: a short
-    run screens, a longer one decides; if it cannot, a third times the tied, pooled (still paired)."""
+    run screens, a longer one (paired by round) decides, or ``decide`` says it cannot."""
     calls = {c.label: c.call for c in cands}
     if len(calls) == 1:  # one candidate: nothing to order; two rounds for its figure
         calls["_twice"] = next(iter(calls.values()))
@@ -115,18 +156,7 @@ def _time(
     if len(kept) < 2:  # the short run decides: its fastest against the runner-up
         return short, {}
     bar.set_description(f"advise: timing {len(kept)} candidates")
-    full = interleaved(kept, rounds=15, passes=2, max_seconds=max_seconds / 2, source=SOURCE)
-    verdict = decide(full, planned)
-    if not verdict.decided:
-        bar.set_description(f"advise: timing the {len(verdict.tied)} it cannot order")
-        more = interleaved({k: kept[k] for k in verdict.tied}, rounds=15, passes=2,
-                           max_seconds=max_seconds / 4, source=SOURCE)  # fmt: skip
-        token = next(iter(more.values())).paired
-        for k, s in more.items():
-            full[k] = replace(s, values=full[k].values + s.values, paired=token)
-        rounds = len(full[verdict.pick].values)
-        for k in set(kept) - set(verdict.tied):
-            dropped[k] = f"screened out: slower than {verdict.pick} ({rounds} rounds)"
+    full = interleaved(kept, rounds=15, passes=2, max_seconds=max_seconds * 3 / 4, source=SOURCE)
     bar.update(1)
     return {**short, **full}, dropped  # the screened keep their short run's samples
 
@@ -212,7 +242,7 @@ def advise(
     over = {c.label for c in cands if c.planned * (margin or 1.0) > budget.bytes}
     timed = [c for c in cands if c.label not in over]
     planned = {c.label: c.planned for c in cands}
-    samples, dropped = _time(timed, items, max_seconds, bar, planned) if timed else ({}, {})
+    samples, dropped = _time(timed, items, max_seconds, bar) if timed else ({}, {})
     pool = {k: v for k, v in samples.items() if k not in dropped}
     if not timed and not lead:
         lead = f"no candidate fits with margin {margin:.2f}"
