@@ -8,8 +8,7 @@ from typing import Any, NamedTuple
 from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
 from batchlab._util.format import format_bytes
 from batchlab.advisor import Advice, decide, plot_candidates
-from batchlab.runs.budget import BatchSizeResult, max_batch_size
-from batchlab.runs.budget_plot import plot_budget_curves
+from batchlab.runs.budget import BatchSizeResult, max_batch_size, plot_budget_curves
 from batchlab.widgets.controls import stops_slider
 from batchlab.widgets.explorer import Explorer
 
