@@ -38,12 +38,7 @@ class Budget(NamedTuple):
 
 def default_budget() -> Budget:
     """The memory a batch may plan to use here: a device's free memory (``memory_stats()``),
-    on CPU half the host memory available now (psutil).
-
-    Example:
-      >>> default_budget().bytes > 0
-      True
-    """
+    on CPU half the host memory available now (psutil)."""
     stats = device_memory()
     if stats is not None and stats.room_bytes is not None:
         what = "bytes_limit" if stats.bytes_limit else "pool_bytes"
@@ -182,8 +177,7 @@ def max_batch_size(
       128
     """
     check_array_tree(example_item, "example_item")
-    if strategy not in PLANNED:
-        raise ValueError(f"`strategy` must be one of {PLANNED}, got {strategy!r}.")
+    check_choice(strategy, "strategy", PLANNED)
     check_in_axes(in_axes, example_item)
     if not (margin is None or (isinstance(margin, str) and margin == "calibrated")):
         raise (ValueError if isinstance(margin, str) else TypeError)(

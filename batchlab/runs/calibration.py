@@ -116,14 +116,12 @@ def run_jobs(jobs: list, timeout: float) -> dict[str, dict]:
 
 
 class BatchJob:
-    """``job(*args)`` runs ``batch(fn, ...)``, built in the child (a jitted program is not pickled)."""
+    """``job(*args)`` runs ``batch(fn, ...)``, built on the first call (in the child: a jitted
+    program is not pickled)."""
 
     def __init__(self, fn: Callable, strategy: str, chunk_size: int | None, in_axes: Any):
         self.fn, self.strategy, self.chunk_size, self.in_axes = fn, strategy, chunk_size, in_axes
         self._program: Callable | None = None
-
-    def __getstate__(self) -> dict:
-        return {**self.__dict__, "_program": None}
 
     def __call__(self, *args: Any) -> Any:
         if self._program is None:

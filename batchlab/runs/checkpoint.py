@@ -27,13 +27,7 @@ class CheckpointError(ValueError):
 
 
 def digest(tree: Any) -> str:
-    """SHA-256 of a pytree's structure and of every leaf's dtype, shape and bytes.
-
-    Example:
-      >>> import numpy as np
-      >>> digest([np.zeros(3)]) == digest([np.zeros(3)]) != digest([np.ones(3)])
-      True
-    """
+    """SHA-256 of a pytree's structure and of every leaf's dtype, shape and bytes."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     h = hashlib.sha256(str(treedef).encode())
     for leaf in map(np.asarray, leaves):
@@ -140,16 +134,7 @@ def _decode(data: bytes, at: int, path: Path):
 
 
 class Journal:
-    """An append-only checkpoint: a header (the run's ``parts``), then one record per batch.
-
-    Example:
-      >>> import numpy as np, tempfile, os
-      >>> p = os.path.join(tempfile.mkdtemp(), "run.ckpt")
-      >>> j = Journal.open(p, {"fn": "f"})
-      >>> j.append({"position": 2}, {"indices": np.arange(2)})
-      >>> [h["position"] for h, _ in Journal.open(p, {"fn": "f"}).records]
-      [2]
-    """
+    """An append-only checkpoint: a header (the run's ``parts``), then one record per batch."""
 
     def __init__(self, path: Path, records: list, size: int, settings: dict):
         self.path, self.records, self.size, self.settings = path, records, size, settings

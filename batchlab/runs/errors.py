@@ -80,12 +80,7 @@ def is_interrupt(error: BaseException) -> bool:
 
 
 def short_message(error: BaseException) -> str:
-    """The error's last ``Name: text`` line (and its continuation lines), without decoration.
-
-    Example:
-      >>> short_message(ValueError("bad\\n  detail\\nValueError: the real cause"))
-      'ValueError: the real cause'
-    """
+    """The error's last ``Name: text`` line (and its continuation lines), without decoration."""
     lines = [ln.strip() for ln in str(error).strip().splitlines()]
     words = [ln for ln in lines if ln and not _DECORATION.match(ln)]
     starts = [i for i, ln in enumerate(lines) if _ERROR_LINE.match(ln)]
@@ -120,7 +115,6 @@ class InterruptFlag:
     def __exit__(self, *exc):
         if self._old is not None:
             signal.signal(signal.SIGINT, self._old)
-        return False
 
 
 def exit_as_interrupted() -> None:

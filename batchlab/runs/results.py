@@ -114,17 +114,13 @@ def treedef_to_json(treedef: Any) -> Any:
 def treedef_from_json(data: Any) -> Any:
     def dec(x):
         if "leaf" in x or "none" in x:
-            return _Leaf() if "leaf" in x else None
+            return object() if "leaf" in x else None  # a placeholder leaf
         if "dict" in x:
             return {k: dec(v) for k, v in x["dict"]}
         kind = list if "list" in x else tuple
         return kind(map(dec, x[kind.__name__]))
 
     return jax.tree_util.tree_structure(dec(data))
-
-
-class _Leaf:  # a placeholder leaf (not a pytree node)
-    pass
 
 
 _SIZES = ("size", "ok_size", "fail_size")  # where the sizing search stood

@@ -90,8 +90,7 @@ def run_batches(
     """
     check_callable(fn)
     batch_size = check_positive_int(batch_size, "batch_size")
-    if budget_bytes is not None:
-        budget_bytes = check_positive_int(budget_bytes, "budget_bytes")
+    budget_bytes = check_positive_int(budget_bytes, "budget_bytes", allow_none=True)
     batched = check_choice(strategy, "strategy", ("vmap", "manual")) == "manual"
     check_bool(progress, "progress")
     check_bool(check_nan, "check_nan")
