@@ -73,11 +73,9 @@ def observe(run: Any, args: Any) -> dict:
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
             f.write("5")  # resets the resident high-water mark (Linux >= 4.0)
-        before = _status("VmRSS")
     except OSError:
-        before = None
-    if before is None:
         return {"bytes": None, "source": "no resettable host peak here (needs Linux /proc)"}
+    before = _status("VmRSS")
     call(run, args)
     source = "host peak RSS (VmHWM, reset before the call) - RSS before, fresh process"
     return {"bytes": max(int(_status("VmHWM")) - before, 0), "source": source}
