@@ -158,10 +158,7 @@ def chunk_count(answer: Any) -> tuple[bool, str]:
         return False, "That counts the full chunks only: what runs the items they leave over?"
     if answer == 1:
         return False, "1 is the number of dispatches (one program); how often does vmap(f) run?"
-    return False, (
-        "Divide 1000 by 64: the whole part is the loop's iterations; then count one more run if "
-        "anything is left over. Check it with jax.make_jaxpr: the scan's `length`, plus one."
-    )
+    return False, "Divide 1000 by 64, then check jax.make_jaxpr: the scan's `length`, plus one."
 
 
 @exercise("strategies.host_chunk_size", "Small/large host chunk: (time, temp, dispatch) ratios.")
