@@ -1,13 +1,7 @@
 """batchlab: measure what batching does in JAX, instead of repeating claims about it.
 
-The public face: the names below, one block per notebook, in teaching order.
-Each block's room (a folder) holds the rest of its concept, public too:
-``batchlab.measuring``, ``batching``, ``ragged``, ``runs``, ``allocator``,
-``timeline``, ``loading``, ``scaling``; every verdict is a claim object
-(``batchlab.claims``, the floor above ``_util``); notebooks also use
-``batchlab.widgets``, ``batchlab.plots`` and ``batchlab.exercises``. The flow
-is one way: a function and data -> a strategy (``batching``, ``ragged``) ->
-compiled -> measured (``measuring``) -> shown (``widgets``, ``plots``).
+The public face: the names below, one block per notebook, in teaching order; each room (a
+folder: ``batchlab.measuring``, ``runs``, ...) holds the rest of its concept (README, "Layout").
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ def test_format_bytes(n, text):
         (0.0123, "12.3 ms"),
         (2.5e-5, "25.0 µs"),
         (4e-9, "4.00 ns"),
+        (2.5e-7, "250 ns"),
         (0, "0.00 ns"),
         (123.4, "123 s"),
         (None, "n/a"),
@@ -47,6 +48,7 @@ def test_format_seconds(t, text):
 
 def test_format_count_and_tables():
     assert format_count(2.5e9) == "2.50 G"
+    assert (format_count(1234567), format_count(12)) == ("1.23 M", "12")
     assert format_count(None) == "n/a"
     assert "<td" in html_table([("a", "<b>")], header=("k", "v"))
     assert "&lt;b&gt;" in html_table([("a", "<b>")])

@@ -129,7 +129,7 @@ def test_no_private_name_is_imported_from_another_module():
             )
             for a in node.names:
                 private = a.name.startswith("_") and not a.name.startswith("__")
-                # a room's private module (exercises/_reveal) may be used inside its own room
+                # a room's private module (_child.py) may be used inside its own room
                 if (private and not (node.module or "").startswith(own_package)) or (
                     private and not (ROOT / node.module.replace(".", "/") / f"{a.name}.py").exists()
                 ):

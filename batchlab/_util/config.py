@@ -1,11 +1,6 @@
 """Problem sizes for every notebook, per profile: ``cpu`` (CI and laptops: each notebook
 under a minute on 2 cores) or ``gpu`` (sizes that make memory effects obvious). The profile
-follows the backend; ``BATCHLAB_PROFILE=cpu`` forces one.
-
-Example:
-  >>> sizes("tour", profile="cpu").batch_sizes[0]
-  1
-"""
+follows the backend; ``BATCHLAB_PROFILE=cpu`` forces one."""
 
 from __future__ import annotations
 
@@ -38,14 +33,12 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
         kernel=(9, 33),
         loop_items=(32, 64),
         outer_dim=(64, 128),  # the outer product per item, (D,) -> (D, D) intermediate
-        max_time=(0.1, 0.3),
     ),
     # 04-05 ragged data
     "ragged": dict(
         n_items=(256, 4096),
         features=(16, 128),
         pad_sizes=((16, 32, 64, 128, 256, 512), (16, 32, 64, 128, 256, 512, 1024)),
-        max_time=(0.1, 0.3),
         bucket_items=(2048, 6811),
         bucket_counts=((1, 2, 4, 8, 16), (1, 2, 4, 8, 16, 32)),
     ),

@@ -12,11 +12,7 @@ _CELL = "<{0} style='{1}padding:2px 8px'>{2}</{0}>"
 
 
 def format_bytes(n: float | None) -> str:
-    """A byte count in binary units; ``"n/a"`` for ``None`` (a figure the backend cannot give).
-
-    >>> format_bytes(1536), format_bytes(12), format_bytes(None)
-    ('1.50 KiB', '12 B', 'n/a')
-    """
+    """A byte count in binary units ("1.50 KiB"); "n/a" for ``None`` (a figure not given)."""
     if n is None:
         return "n/a"
     sign, n = "-" if n < 0 else "", abs(float(n))
@@ -30,11 +26,7 @@ def format_bytes(n: float | None) -> str:
 
 
 def format_seconds(t: float | None) -> str:
-    """A duration with three significant digits.
-
-    >>> format_seconds(0.00123), format_seconds(2.5e-7), format_seconds(3.0)
-    ('1.23 ms', '250 ns', '3.00 s')
-    """
+    """A duration with three significant digits ("1.23 ms", "250 ns")."""
     if t is None:
         return "n/a"
     unit, scale = next((u, s) for u, s in SECOND_UNITS if abs(t) >= s or u == "ns")
@@ -44,11 +36,7 @@ def format_seconds(t: float | None) -> str:
 
 
 def format_count(n: float | None) -> str:
-    """A large count (flops, items/s) with k/M/G/T suffixes.
-
-    >>> format_count(1234567), format_count(12)
-    ('1.23 M', '12')
-    """
+    """A large count (flops, items/s) with k/M/G/T suffixes ("1.23 M", "12")."""
     if n is None:
         return "n/a"
     n = float(n)

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import matplotlib
+from IPython import get_ipython
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, Locator
 
@@ -87,15 +88,7 @@ def figure_to_png(fig, dpi: int = 90, *, tight: bool = True) -> bytes:
     return buf.getvalue()
 
 
-def _register_png_formatter() -> None:
-    """Lets a bare ``Figure`` at the end of a notebook cell show as a picture (no pyplot)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    if (shell := get_ipython()) is not None:
-        formatter = shell.display_formatter.formatters["image/png"]
-        formatter.for_type(Figure, lambda fig: figure_to_png(fig, dpi=100))
-
-
-_register_png_formatter()
+if (_shell := get_ipython()) is not None:  # a bare Figure ending a notebook cell shows as a picture
+    _shell.display_formatter.formatters["image/png"].for_type(
+        Figure, lambda f: figure_to_png(f, dpi=100)
+    )

@@ -28,8 +28,7 @@ def pipeline_time(answer: Any) -> tuple[bool, str]:
         if not np.isclose(ahead, want, rtol=1e-6):
             return False, (
                 f"With prefetch, {case}: the two run at the same time (which sets the pace?), "
-                f"but count the start-up: the first compute waits for the first load, the last "
-                f"compute runs after the last load. You gave {ahead:g}."
+                f"but count the start-up, as the task says. You gave {ahead:g}."
             )
     return True, "Right for every case. Compare its speed-up for 12 batches with the loops'."
 
@@ -98,7 +97,6 @@ def bigger_weights(
     if not abs(float(answer["ratio"]) / want - 1) < 0.15:
         return False, (
             f"The direction is right, but {answer['ratio']:.2f} is not what the compiled memory "
-            "analysis gives. Measure it: argument bytes on 1 device divided by those on 8, with "
-            "the new weights replicated."
+            "analysis gives: measure it, as the task says."
         )
     return True, "Right, direction and size. Now say why in one sentence."

@@ -82,14 +82,7 @@ def make_dataset(
 def load_npy(
     path: str | Path, *, shape: Sequence[int] | None = None, dtype: Any = None, mmap: bool = False
 ) -> np.ndarray:
-    """Loads one ``.npy`` file (never unpickles), checking ``shape`` and ``dtype`` if given.
-
-    Example:
-      >>> import tempfile, os
-      >>> p = os.path.join(tempfile.mkdtemp(), "x.npy"); np.save(p, np.zeros((2, 3)))
-      >>> load_npy(p, shape=(2, 3), dtype="float64").sum()
-      np.float64(0.0)
-    """
+    """Loads one ``.npy`` file (never unpickles), checking ``shape`` and ``dtype`` if given."""
     path, dtype = _check_path(path, "path"), check_dtype(dtype)
     name = np.dtype(dtype).name if dtype is not None else "any dtype"
     want = name + (str(list(shape)) if shape is not None else "")

@@ -43,13 +43,8 @@ def _produce(source: Iterator, q: queue.Queue, stop: threading.Event) -> None:
 
 
 def prefetch(iterator: Iterable[Any], size: int = 2) -> Iterator[Any]:
-    """Loads and transfers up to ``size`` batches ahead in a background thread (2 overlaps).
-
-    Example:
-      >>> import numpy as np
-      >>> [int(b[0]) for b in prefetch((np.full(3, i) for i in range(4)), size=2)]
-      [0, 1, 2, 3]
-    """
+    """Loads and transfers up to ``size`` batches ahead in a background thread (2 overlaps),
+    yielding them in order."""
     size = check_positive_int(size, "size")
     if isinstance(iterator, (str, bytes)) or not hasattr(iterator, "__iter__"):
         raise TypeError(

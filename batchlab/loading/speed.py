@@ -32,7 +32,6 @@ class Throughput:
     bytes: int
     seconds: float
     runs: int
-    source: str = "wall clock (time.perf_counter) around a full pass, best of passes"
     slowest: float | None = None  # the slowest pass, for the spread a plot draws
 
     items_per_s = property(lambda self: self.items / self.seconds)

@@ -60,15 +60,8 @@ class ShardedBatch:
 
 
 def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
-    """Lays the leading axis of ``x`` over ``mesh``, padded with zero rows that the mask excludes.
-
-    Example:
-      >>> import jax, jax.numpy as jnp
-      >>> mesh = jax.make_mesh((jax.device_count(),), ("batch",))
-      >>> sb = shard_batch(jnp.arange(10.0).reshape(5, 2), mesh)
-      >>> sb.n_items, sb.mask.shape == (sb.padded_items,), float((sb.values.sum(1) * sb.mask).sum())
-      (5, True, 45.0)
-    """
+    """Lays the leading axis of ``x`` over the "batch" axis of ``mesh``, padded with zero rows
+    that the mask excludes."""
     if not isinstance(mesh, Mesh) or AXIS not in mesh.axis_names:
         got = tuple(mesh.axis_names) if isinstance(mesh, Mesh) else type(mesh).__name__
         raise TypeError(

@@ -68,14 +68,7 @@ def measure_scaling(
     devices: Sequence[Any] | None = None,
     repeat: int = 5,
 ) -> Scaling:
-    """``fn(x, *params)`` with ``x`` sharded over each of ``device_counts``, against one device.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> s = measure_scaling(lambda b: jnp.tanh(b) * 2, jnp.ones((6, 4)), [1], repeat=1)
-      >>> s.points[0].n_devices, s.points[0].matches_single_device
-      (1, True)
-    """
+    """``fn(x, *params)`` with ``x`` sharded over each of ``device_counts``, against one device."""
     check_callable(fn)
     check_positive_ints(device_counts, "device_counts")
     check_positive_int(repeat, "repeat")

@@ -79,14 +79,6 @@ class Launch:
     ok = property(lambda self: not self.timed_out and all(p.ok for p in self.processes))
     values = property(lambda self: [p.value for p in self.processes])  # the job's, in order
 
-    def _failure(self) -> str:
-        return "\n".join(
-            f"process {p.process_id}: {p.stopped or f'exit code {p.returncode}'}\n"
-            + (p.stderr.strip() or p.stdout.strip())[-2000:]
-            for p in self.processes
-            if not p.ok
-        )
-
     def __repr__(self) -> str:
         state = "ok" if self.ok else ("timed out" if self.timed_out else "FAILED")
         codes = ", ".join(f"{p.process_id}: {p.stopped or p.returncode}" for p in self.processes)
@@ -141,15 +133,7 @@ def launch(
     check: bool = True,
 ) -> Launch:
     """Runs ``job`` (a function whose result pickles) in ``processes`` local JAX processes forming
-    one runtime; all are killed after ``timeout`` s, on a failure, on Ctrl-C and at the end.
-
-    Example:
-      >>> def count():
-      ...     import jax
-      ...     return jax.process_index(), jax.process_count(), jax.device_count()
-      >>> launch(count, processes=2, devices_per_process=2).values
-      [(0, 2, 4), (1, 2, 4)]
-    """
+    one runtime; all are killed after ``timeout`` s, on a failure, on Ctrl-C and at the end."""
     for name, value in (("processes", processes), ("devices_per_process", devices_per_process)):
         if check_positive_int(value, name) > 64:
             raise ValueError(f"`{name}` must be at most 64 (a JAX runtime each), got {value!r}.")
@@ -197,5 +181,11 @@ def launch(
     if check and not result.ok:
         why = f"did not finish within `timeout`={timeout:g} s; every process was killed. Raise "
         why = why + "`timeout` or shrink the job." if timed_out else "failed:"
-        raise (TimeoutError if timed_out else RuntimeError)(f"The job {why}\n{result._failure()}")
+        failures = "\n".join(
+            f"process {p.process_id}: {p.stopped or f'exit code {p.returncode}'}\n"
+            + (p.stderr.strip() or p.stdout.strip())[-2000:]
+            for p in runs
+            if not p.ok
+        )
+        raise (TimeoutError if timed_out else RuntimeError)(f"The job {why}\n{failures}")
     return result

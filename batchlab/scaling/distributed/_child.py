@@ -21,7 +21,5 @@ if __name__ == "__main__":
     try:
         main(*sys.argv[1:])
     except BaseException:
-        traceback.print_exc()
-        sys.stdout.flush()
-        sys.stderr.flush()
+        traceback.print_exc()  # unbuffered (PYTHONUNBUFFERED=1 from the launcher): nothing to flush
         os._exit(1)  # at once, not waiting (up to 5 min) in JAX's shutdown barrier for the others
