@@ -9,16 +9,16 @@ from typing import NamedTuple
 
 from batchlab._util.checks import check_choice
 from batchlab._util.format import Rows, format_bytes
-from batchlab.allocator.bfc import BFCAllocator, FirstFitAllocator, PlatformAllocator, round_up
+from batchlab.allocator.bfc import BFCAllocator, PlatformAllocator, round_up
 from batchlab.allocator.events import Events
 
 STATS = ("in_use", "bytes_in_use", "pool_bytes", "largest_free", "fragmentation")  # per event
 HEADROOMS = tuple(1 + i / 100 for i in range(101))  # capacity_scan's default: 1.00x .. 2.00x
-POLICIES = {"bfc": BFCAllocator, "first-fit": FirstFitAllocator, "platform": PlatformAllocator}
+POLICIES = {"bfc": BFCAllocator, "platform": PlatformAllocator}
 
 
 def make_allocator(policy: str, capacity: int, *, preallocate: bool = True) -> BFCAllocator:
-    """A fresh allocator by name: ``"bfc"`` (XLA's), ``"platform"`` or ``"first-fit"`` (a contrast)."""
+    """A fresh allocator by name: ``"bfc"`` (XLA's) or ``"platform"`` (a contrast)."""
     return POLICIES[check_choice(policy, "policy", sorted(POLICIES))](
         capacity, preallocate=preallocate
     )
