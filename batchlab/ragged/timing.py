@@ -13,11 +13,10 @@ from batchlab.batching.dispatch import measure_dispatched
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
-from batchlab.ragged.boundaries import lengths_of
+from batchlab.ragged.boundaries import RuleCost, lengths_of, rule_cost
 from batchlab.ragged.bucketing import Buckets, bucketize
 from batchlab.ragged.masking import mean_pool
 from batchlab.ragged.padding import as_ragged
-from batchlab.ragged.report import RuleCost, rule_cost
 
 #: the rules that place bucket boundaries in the explorer
 BOUNDARY_RULES = ("optimal", "quantile", "fixed")

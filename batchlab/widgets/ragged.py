@@ -15,10 +15,10 @@ from batchlab._util.plotting import log2_axis, new_figure
 from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.per_item import machine_label
 from batchlab.measuring.timing import measure
+from batchlab.ragged.boundaries import RULE_COLORS, PaddingReport, plot_padding_report
 from batchlab.ragged.masking import mean_pool, mean_pool_reference
 from batchlab.ragged.packing import pack, packed_mean_pool
 from batchlab.ragged.padding import pad
-from batchlab.ragged.report import RULE_COLORS, PaddingReport, plot_padding_report
 from batchlab.ragged.timing import (
     BOUNDARY_RULES,
     RUN_OPTIONS,
