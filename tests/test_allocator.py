@@ -7,7 +7,7 @@ import pytest
 
 from batchlab import allocator as A
 from batchlab import exercises
-from batchlab.allocator import simulation
+from batchlab.allocator import workloads
 from batchlab.allocator.bfc import ALIGNMENT, FREE, USED, BFCAllocator
 from batchlab.allocator.events import Event, EventsBuilder
 from batchlab.allocator.replayer import CapacityScan, make_allocator
@@ -273,7 +273,7 @@ def test_bad_workloads(monkeypatch):
     with pytest.raises(ValueError, match=r"`headroom` must be at least 1"):
         A.simulate("batched", 8, headroom=0.5)
     none_fits = CapacityScan("t", "bfc", True, 256, (256,), (False,))
-    monkeypatch.setattr(simulation, "capacity_scan", lambda *args, **kwargs: none_fits)
+    monkeypatch.setattr(workloads, "capacity_scan", lambda *args, **kwargs: none_fits)
     with pytest.raises(ValueError, match=r"does not fit even on 2x"):
         A.simulate("per-item", 2)
 
