@@ -16,10 +16,7 @@ from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.per_item import machine_label
 from batchlab.measuring.timing import measure
 from batchlab.ragged.boundaries import RULE_COLORS, PaddingReport, plot_padding_report
-from batchlab.ragged.masking import mean_pool, mean_pool_reference
-from batchlab.ragged.packing import pack, packed_mean_pool
-from batchlab.ragged.padding import pad
-from batchlab.ragged.timing import (
+from batchlab.ragged.bucketing import (
     BOUNDARY_RULES,
     RUN_OPTIONS,
     BucketPlan,
@@ -28,6 +25,9 @@ from batchlab.ragged.timing import (
     plan_buckets,
     token_workload,
 )
+from batchlab.ragged.masking import mean_pool, mean_pool_reference
+from batchlab.ragged.packing import pack, packed_mean_pool
+from batchlab.ragged.padding import pad
 from batchlab.widgets.controls import choice, stops_slider
 from batchlab.widgets.explorer import Explorer
 
