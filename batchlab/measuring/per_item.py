@@ -15,9 +15,8 @@ from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import Rows, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
 from batchlab.claims.evidence import Samples
-from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.sampler import interleaved
-from batchlab.measuring.timing import measure
+from batchlab.measuring.timing import Measurement, measure
 
 SOURCE = "wall clock around jax.block_until_ready (batchlab.measure)"
 RING = dict(ms=16, mfc="none", mec="red", mew=2.5)  # the current setting, ringed

@@ -14,8 +14,8 @@ from batchlab._util.checks import check_positive_int
 from batchlab._util.format import Rows, format_seconds
 from batchlab.batching.dispatch import measure_dispatched
 from batchlab.measuring.compiles import count_compiles
-from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
+from batchlab.measuring.timing import Measurement
 from batchlab.ragged.boundaries import (
     RuleCost,
     check_boundaries,

@@ -12,9 +12,8 @@ import numpy as np
 from batchlab._util.checks import check_positive_ints
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure
-from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.per_item import machine_label
-from batchlab.measuring.timing import measure
+from batchlab.measuring.timing import Measurement, measure
 from batchlab.ragged.boundaries import RULE_COLORS, PaddingReport, plot_padding_report
 from batchlab.ragged.bucketing import (
     BOUNDARY_RULES,
