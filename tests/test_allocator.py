@@ -9,8 +9,7 @@ from batchlab import allocator as A
 from batchlab import exercises
 from batchlab.allocator import workloads
 from batchlab.allocator.bfc import ALIGNMENT, FREE, USED, BFCAllocator
-from batchlab.allocator.events import Event, EventsBuilder
-from batchlab.allocator.replayer import CapacityScan, make_allocator
+from batchlab.allocator.replayer import CapacityScan, Event, EventsBuilder, make_allocator
 from batchlab.allocator.workloads import workload
 
 MiB = 1 << 20

@@ -85,16 +85,6 @@ class BFCAllocator:
         xla = "only if the sub-allocator SupportsCoalescing() (a reserved VA range)"
         return [("grown regions merge", "no (separate cudaMalloc regions)", xla)]
 
-    def _find(self, rounded: int) -> int | None:  # the piece for ``rounded`` bytes, or None
-        # XLA searches the bins from BinNumForSize(rounded) up, each in (size, address) order,
-        # and takes the first free chunk that fits; without one, the pool grows (if it may).
-        fits = [
-            (bin_num_for_size(c.size), c.size, c.offset, i)
-            for i, c in enumerate(self.chunks)
-            if c.state == FREE and c.size >= rounded
-        ]
-        return min(fits)[-1] if fits else self._grow(rounded)
-
     def _grow(self, rounded: int) -> int | None:
         tail = self.chunks[-1]  # regions come from the tail: memory_limit_ - pool_bytes
         if self.preallocate or tail.state != UNRESERVED or rounded > tail.size:
@@ -127,7 +117,14 @@ class BFCAllocator:
         return chunk
 
     def _place(self, rounded: int) -> Piece | None:
-        if (index := self._find(rounded)) is None:
+        # XLA searches the bins from BinNumForSize(rounded) up, each in (size, address) order,
+        # and takes the first free chunk that fits; without one, the pool grows (if it may).
+        fits = [
+            (bin_num_for_size(c.size), c.size, c.offset, i)
+            for i, c in enumerate(self.chunks)
+            if c.state == FREE and c.size >= rounded
+        ]
+        if (index := min(fits)[-1] if fits else self._grow(rounded)) is None:
             return None
         chunk = self.chunks[index]
         # ShouldSplitChunk: the rest is worth a chunk of its own

@@ -7,10 +7,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from batchlab._util.checks import check_positive_float, check_positive_int
-from batchlab.allocator.events import Events, EventsBuilder
+from batchlab._util.checks import check_choice, check_positive_float, check_positive_int
 from batchlab.allocator.plots import plot_replay
-from batchlab.allocator.replayer import Replay, capacity_scan, make_allocator, replay
+from batchlab.allocator.replayer import (
+    Events,
+    EventsBuilder,
+    Replay,
+    capacity_scan,
+    make_allocator,
+    replay,
+)
 
 MiB = 1 << 20
 BUCKETS = (16, 32, 64)  # the bucketed workload's length bounds, in rows
@@ -64,8 +70,7 @@ def workload(name: str, n_items: int, *, batch_size: int = 8) -> Events:
     items is an input, activations (2x) and a result (1 row per item); ``per-item``: one item
     at a time at its own length; ``batched``: groups padded to 64 rows, one fixed shape;
     ``bucketed``: groups padded to their length bucket (16, 32 or 64 rows) only."""
-    if name not in WORKLOADS:
-        raise ValueError(f"`name` must be one of {WORKLOADS}, got {name!r}.")
+    check_choice(name, "name", WORKLOADS)
     check_positive_int(batch_size, "batch_size")
     if name.startswith("training"):
         return training(max(1, n_items // batch_size), donate=name.endswith("donated"))
