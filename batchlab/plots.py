@@ -2,7 +2,7 @@
 
 from batchlab._util.plotting import new_figure, short_seconds
 from batchlab.batching.broadcasting import plot_outer_trap
-from batchlab.ragged.report import plot_tradeoff
+from batchlab.ragged.boundaries import plot_tradeoff
 from batchlab.runs.budget import plot_budget_curves
 from batchlab.timeline.plot import plot_timelines
 

@@ -7,21 +7,13 @@ import pytest
 
 from batchlab import allocator as A
 from batchlab import exercises
-from batchlab.allocator import simulation
-from batchlab.allocator.bfc import (
-    ALIGNMENT,
-    FREE,
-    UNRESERVED,
-    USED,
-    BFCAllocator,
-    FirstFitAllocator,
-)
-from batchlab.allocator.events import Event, EventsBuilder
-from batchlab.allocator.replayer import CapacityScan, make_allocator
+from batchlab.allocator import workloads
+from batchlab.allocator.bfc import ALIGNMENT, FREE, USED, BFCAllocator
+from batchlab.allocator.replayer import CapacityScan, Event, EventsBuilder, make_allocator
 from batchlab.allocator.workloads import workload
 
 MiB = 1 << 20
-SETUPS = [("bfc", True), ("bfc", False), ("first-fit", False), ("first-fit", True)]
+SETUPS = [("bfc", True), ("bfc", False)]
 
 
 def check_invariants(a: BFCAllocator) -> None:
@@ -123,16 +115,6 @@ def test_regions_never_merge():
     check_invariants(a)
 
 
-def test_first_fit_platform_calls_the_device_for_everything():
-    a = FirstFitAllocator(4096)
-    for name in "abc":
-        a.allocate(name, 1000)
-    a.free("b")
-    assert a.device_calls == 4 and a.pool_bytes == 2048
-    assert a.allocate("d", 10).offset == 1024  # lowest address that fits
-    assert [c.state for c in a.chunks] == [USED, USED, UNRESERVED, USED, UNRESERVED]
-
-
 def test_exercise_hand_trace():
     assert exercises.check("fragmentation.hand_trace", 1024)
     assert not exercises.check("fragmentation.hand_trace", 3072)
@@ -232,7 +214,7 @@ def test_explorer_entry_point():
     from batchlab.widgets import AllocatorExplorer
 
     ex = AllocatorExplorer(16, batch_sizes=(1, 4))
-    sim = ex.update(workload="per-item", policy="first-fit", preallocate=False)
+    sim = ex.update(workload="per-item", policy="platform", preallocate=False)
     assert sim.replay.device_calls == sim.replay.allocations + sim.replay.frees
 
 
@@ -290,7 +272,7 @@ def test_bad_workloads(monkeypatch):
     with pytest.raises(ValueError, match=r"`headroom` must be at least 1"):
         A.simulate("batched", 8, headroom=0.5)
     none_fits = CapacityScan("t", "bfc", True, 256, (256,), (False,))
-    monkeypatch.setattr(simulation, "capacity_scan", lambda *args, **kwargs: none_fits)
+    monkeypatch.setattr(workloads, "capacity_scan", lambda *args, **kwargs: none_fits)
     with pytest.raises(ValueError, match=r"does not fit even on 2x"):
         A.simulate("per-item", 2)
 

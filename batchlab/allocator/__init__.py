@@ -2,11 +2,9 @@
 
 from batchlab.allocator import workloads, xla_workloads
 from batchlab.allocator.bfc import BFCAllocator, bin_num_for_size
-from batchlab.allocator.events import Events
 from batchlab.allocator.plots import plot_capacity_scan, plot_replay
-from batchlab.allocator.replayer import capacity_scan, differences_text, replay
-from batchlab.allocator.simulation import simulate
-from batchlab.allocator.workloads import WORKLOADS
+from batchlab.allocator.replayer import Events, capacity_scan, differences_text, replay
+from batchlab.allocator.workloads import WORKLOADS, simulate
 from batchlab.allocator.xla_workloads import events_from_buffers
 
 __all__ = [

@@ -1,5 +1,5 @@
 """XLA's best-fit-with-coalescing (BFC) allocator, rule by rule (xla/tsl/framework/bfc_allocator.cc),
-on a simulated address space (a list of pieces), and two contrasts: first fit and the platform.
+on a simulated address space (a list of pieces), and the platform allocator as a contrast.
 
 Example:
   >>> a = BFCAllocator(4096)
@@ -65,7 +65,6 @@ class BFCAllocator:
     """
 
     policy = "bfc"
-    freed_state = FREE  # what a freed piece becomes (a pool keeps it)
 
     def __init__(self, capacity: int, *, preallocate: bool = True) -> None:
         self.capacity = check_int(capacity, "capacity", ALIGNMENT) // ALIGNMENT * ALIGNMENT
@@ -85,19 +84,6 @@ class BFCAllocator:
             return []
         xla = "only if the sub-allocator SupportsCoalescing() (a reserved VA range)"
         return [("grown regions merge", "no (separate cudaMalloc regions)", xla)]
-
-    def _find(self, rounded: int) -> int | None:  # the piece for ``rounded`` bytes, or None
-        # XLA searches the bins from BinNumForSize(rounded) up, each in (size, address) order,
-        # and takes the first free chunk that fits; without one, the pool grows (if it may).
-        fits = [
-            (bin_num_for_size(c.size), c.size, c.offset, i)
-            for i, c in enumerate(self.chunks)
-            if c.state == FREE and c.size >= rounded
-        ]
-        return min(fits)[-1] if fits else self._grow(rounded)
-
-    def _should_split(self, chunk: Piece, rounded: int) -> bool:
-        return chunk.size >= 2 * rounded or chunk.size - rounded >= K_MAX_INTERNAL_FRAGMENTATION
 
     def _grow(self, rounded: int) -> int | None:
         tail = self.chunks[-1]  # regions come from the tail: memory_limit_ - pool_bytes
@@ -131,15 +117,21 @@ class BFCAllocator:
         return chunk
 
     def _place(self, rounded: int) -> Piece | None:
-        if (index := self._find(rounded)) is None:
+        # XLA searches the bins from BinNumForSize(rounded) up, each in (size, address) order,
+        # and takes the first free chunk that fits; without one, the pool grows (if it may).
+        fits = [
+            (bin_num_for_size(c.size), c.size, c.offset, i)
+            for i, c in enumerate(self.chunks)
+            if c.state == FREE and c.size >= rounded
+        ]
+        if (index := min(fits)[-1] if fits else self._grow(rounded)) is None:
             return None
         chunk = self.chunks[index]
-        if self._should_split(chunk, rounded):
-            rest = Piece(chunk.offset + rounded, chunk.size - rounded, chunk.state, chunk.region)
+        # ShouldSplitChunk: the rest is worth a chunk of its own
+        if chunk.size >= 2 * rounded or chunk.size - rounded >= K_MAX_INTERNAL_FRAGMENTATION:
+            rest = Piece(chunk.offset + rounded, chunk.size - rounded, FREE, chunk.region)
             self.chunks.insert(index + 1, rest)
             chunk.size = rounded
-        if chunk.state == UNRESERVED:  # no pool: every allocation is a device call
-            self.device_calls += 1
         return chunk
 
     def free(self, id: Hashable) -> None:
@@ -151,15 +143,12 @@ class BFCAllocator:
         self._release(self.live.pop(id))
 
     def _release(self, chunk: Piece) -> None:
-        chunk.state, chunk.id, chunk.owner, chunk.requested = self.freed_state, None, "", 0
-        if chunk.state == UNRESERVED:
-            chunk.region = -1
-            self.device_calls += 1  # handed straight back to the device
+        chunk.state, chunk.id, chunk.owner, chunk.requested = FREE, None, "", 0
         index = self.chunks.index(chunk)
         for right in (index + 1, index):  # merge the right neighbour first, then the left one
             if 0 < right < len(self.chunks):
                 a, b = self.chunks[right - 1], self.chunks[right]
-                if a.state == b.state != USED and a.region == b.region:
+                if a.state == b.state == FREE and a.region == b.region:
                     a.size += b.size
                     del self.chunks[right]
 
@@ -201,27 +190,6 @@ class BFCAllocator:
         """XLA's ``GetFragmentation``: ``1 - largest free piece / (pool_bytes - bytes_in_use)``."""
         free = self.pool_bytes - self.bytes_in_use
         return 0.0 if free <= 0 else 1.0 - self.largest_free_block / free
-
-
-class FirstFitAllocator(BFCAllocator):
-    """Lowest-address fit, a textbook contrast; without a pool every allocate and free is a device call."""
-
-    policy = "first-fit"
-
-    def __init__(self, capacity: int, *, preallocate: bool = False) -> None:
-        super().__init__(capacity, preallocate=preallocate)
-        self.freed_state = FREE if preallocate else UNRESERVED
-
-    def differences_from_xla(self) -> list[tuple[str, str, str]]:
-        return [("policy", self.policy, "bfc")]
-
-    def _find(self, rounded: int) -> int | None:
-        wanted = self.freed_state  # pool pieces, or device memory when there is no pool
-        fits = (i for i, c in enumerate(self.chunks) if c.state == wanted and c.size >= rounded)
-        return next(fits, None)
-
-    def _should_split(self, chunk: Piece, rounded: int) -> bool:
-        return chunk.size > rounded
 
 
 class PlatformAllocator(BFCAllocator):

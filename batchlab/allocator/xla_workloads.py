@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from batchlab._util.checks import check_positive_int, check_positive_ints
-from batchlab.allocator.events import Event, Events, EventsBuilder
+from batchlab.allocator.replayer import Event, Events, EventsBuilder
 from batchlab.allocator.workloads import item_lengths
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
 

@@ -25,10 +25,9 @@ from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
-from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import estimate_from_compiled
 from batchlab.measuring.sampler import interleaved
-from batchlab.measuring.timing import time_alone
+from batchlab.measuring.timing import Measurement, time_alone
 
 SOURCES = (
     "run: bl.measuring.interleaved (round-robin, paired by round), wall clock around "

@@ -12,9 +12,8 @@ import jax
 from batchlab.batching.host_chunks import nbytes
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
-from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.memory import MemoryEstimate, memory_estimate
-from batchlab.measuring.timing import autorange, take_samples
+from batchlab.measuring.timing import Measurement, autorange, take_samples
 
 COMPILE_NOTE = (
     "compile_seconds = first call minus the steady median: a Python-dispatched strategy "

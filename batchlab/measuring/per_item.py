@@ -1,19 +1,22 @@
-"""What a bigger batch buys per item: the batch-size explorer's speed-up and plot."""
+"""A batch-size sweep (the batch-size explorer's points) and what a bigger batch buys per item:
+its speed-up and plot."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import numpy as np
 
+from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import Rows, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.sampler import interleaved
+from batchlab.measuring.timing import Measurement, measure
 
 SOURCE = "wall clock around jax.block_until_ready (batchlab.measure)"
 RING = dict(ms=16, mfc="none", mec="red", mew=2.5)  # the current setting, ringed
@@ -22,6 +25,41 @@ RING = dict(ms=16, mfc="none", mec="red", mew=2.5)  # the current setting, ringe
 def machine_label() -> str:
     """Backend, CPU cores and jax version, for the title of a timing plot."""
     return f"{jax.default_backend()}, {os.cpu_count()} CPU cores, jax {jax.__version__}"
+
+
+@dataclass
+class SweepPoint:
+    value: Any
+    measurement: Measurement
+
+
+@dataclass
+class Sweep:
+    """Measurements of one function at several batch sizes."""
+
+    name: str
+    points: list[SweepPoint] = field(default_factory=list)
+
+    values = property(lambda self: [p.value for p in self.points])
+    peak_bytes = property(lambda self: [p.measurement.memory.planned_bytes for p in self.points])
+
+
+def sweep(
+    fn: Callable,
+    make_args: Callable[[Any], Sequence[Any]],
+    values: Iterable[int],
+    **measure_options: Any,
+) -> Sweep:
+    """Measures ``fn(*make_args(v))`` for each batch size ``v``; options go to ``measure``."""
+    check_callable(fn)
+    check_callable(make_args, "make_args")
+    values = check_positive_ints(values, "values")
+    result = Sweep(name=getattr(fn, "__name__", "fn"))
+    for v in values:
+        args = make_args(v)
+        args = args if isinstance(args, (tuple, list)) else (args,)
+        result.points.append(SweepPoint(v, measure(fn, *args, **measure_options)))
+    return result
 
 
 @dataclass(frozen=True)

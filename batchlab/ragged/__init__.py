@@ -1,6 +1,6 @@
 """Items of different lengths (04-05): pad, pack, mask, bucket, and what each costs."""
 
-from batchlab.ragged.boundaries import optimal_boundaries
+from batchlab.ragged.boundaries import optimal_boundaries, padding_report
 from batchlab.ragged.bucketing import bucket_batches, bucketize
 from batchlab.ragged.datasets import load_stdlib_functions
 from batchlab.ragged.masking import (
@@ -14,7 +14,6 @@ from batchlab.ragged.masking import (
 )
 from batchlab.ragged.packing import pack, packed_mean_pool
 from batchlab.ragged.padding import Ragged, pad, unpad
-from batchlab.ragged.report import padding_report
 
 __all__ = [
     "Ragged",

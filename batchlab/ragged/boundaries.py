@@ -1,4 +1,5 @@
-"""Where bucket boundaries go: the boundary rules and the padding they cost.
+"""Where bucket boundaries go: the boundary rules, and the padding, wasted compute and compiled
+shapes each costs (:func:`padding_report`, counted, not timed).
 
 Example:
   >>> lengths = [3, 3, 4, 9, 10, 30]
@@ -12,13 +13,21 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from batchlab._util.checks import check_choice, check_positive_int
+from batchlab._util.format import Rows
+from batchlab._util.plotting import new_figure
+from batchlab.ragged.padding import Cost
 
 RULES = ("max", "fixed", "pow2", "quantile", "optimal")
+RULE_COLORS = dict(
+    zip(RULES, ("tab:red", "tab:gray", "tab:orange", "tab:purple", "tab:green"), strict=True)
+)
 
 
 def lengths_of(lengths: Any) -> np.ndarray:
@@ -108,3 +117,128 @@ def rule_boundaries(lengths: Any, rule: str, *, n_buckets: int = 8) -> np.ndarra
     else:
         edges = np.quantile(clipped, np.arange(1, n_buckets + 1) / n_buckets, method="inverted_cdf")
     return np.unique(edges.astype(np.int64))
+
+
+@dataclass(frozen=True)
+class RuleCost(Cost):
+    """What one boundary rule costs on a length distribution (``ratio``: padded over ragged)."""
+
+    rule: str
+    boundaries: tuple[int, ...]
+    padded_elements: int
+    true_elements: int
+    shapes: int
+
+
+@dataclass(frozen=True)
+class PaddingReport(Rows):
+    """Padding cost of several rules on one length distribution (:func:`padding_report`)."""
+
+    lengths: np.ndarray
+    rows: tuple[RuleCost, ...]
+
+    _header = ("rule", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
+
+    def __getitem__(self, rule: str) -> RuleCost:
+        for r in self.rows:
+            if r.rule == rule:
+                return r
+        raise KeyError(f"no rule {rule!r} in this report; it has {[r.rule for r in self.rows]}.")
+
+    def _rows(self) -> list[tuple]:
+        return [
+            (r.rule, f"{r.padded_elements:,}", f"{r.ratio:.2f}x", f"{r.waste:.1%}", r.shapes)
+            for r in self.rows
+        ]
+
+    def _title(self) -> str:
+        return (
+            f"{len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements "
+            "(counted, not timed)"
+        )
+
+    def plot(self):
+        """Length histogram with each rule's boundaries drawn."""
+        return plot_padding_report(self)
+
+
+def rule_cost(lengths: np.ndarray, rule: str, n_buckets: int) -> RuleCost:
+    """The boundaries of ``rule`` on checked ``lengths``, and what padding to them costs."""
+    b = rule_boundaries(lengths, rule, n_buckets=n_buckets)
+    used = np.unique(np.searchsorted(b, lengths)).size  # non-empty buckets: compiled shapes
+    padded = padded_elements(lengths, b)
+    return RuleCost(rule, tuple(int(x) for x in b), padded, int(lengths.sum()), used)
+
+
+def padding_report(lengths: Any, *, n_buckets: int = 8) -> PaddingReport:
+    """Counts padded elements, wasted compute and compiled shapes for every rule of ``RULES``.
+
+    ``n_buckets`` is the bucket count of the ``fixed``, ``quantile`` and ``optimal`` rules.
+
+    Example:
+      >>> r = padding_report([2, 3, 3, 8], n_buckets=2)
+      >>> r["max"].padded_elements, r["optimal"].padded_elements, r["optimal"].shapes
+      (32, 17, 2)
+    """
+    lengths = lengths_of(lengths)
+    if lengths.size and int(lengths.max()) > (2**62) // lengths.size:
+        raise ValueError(
+            f"`lengths` are too large to count padded elements in int64 (longest "
+            f"{lengths.max()}, {lengths.size} items): pass lengths in tokens, not bytes or ids."
+        )
+    return PaddingReport(lengths, tuple(rule_cost(lengths, r, n_buckets) for r in RULES))
+
+
+def plot_padding_report(report: PaddingReport, *, axes=None):
+    """Length histogram on top; below, one lane per rule with its bucket boundaries.
+
+    With ``axes``, only the histogram, drawn there."""
+    lengths, rows = report.lengths, report.rows
+    lo, hi = (max(int(lengths.min()), 1), max(int(lengths.max()), 2)) if len(lengths) else (1, 2)
+    if axes is not None:
+        _length_histogram(axes, lengths, lo, hi)
+        return axes.figure
+    fig = Figure(figsize=(11.0, 3.2 + 0.55 * len(rows)), layout="constrained")
+    ratios = {"height_ratios": [2.2, 0.5 + 0.45 * len(rows)]}
+    ax_h, ax_l = fig.subplots(2, 1, sharex=True, gridspec_kw=ratios)
+    _length_histogram(ax_h, lengths, lo, hi)
+    ax_h.set_xlabel("")
+    ax_h.set_title(f"{len(lengths):,} lengths and where each rule puts its boundaries (counted)")
+    for y, row in enumerate(reversed(rows)):
+        ax_l.vlines(row.boundaries, y - 0.3, y + 0.3, color=RULE_COLORS.get(row.rule), lw=2.5)
+        label = f"{row.ratio:.2f}x ragged, {row.shapes} shape{'s' * (row.shapes != 1)}"
+        ax_l.text(hi * 1.9, y, label, va="center", fontsize=11)
+    ax_l.set_yticks(range(len(rows)), [r.rule for r in reversed(rows)])
+    ax_l.set(ylim=(-0.6, len(rows) - 0.4), xscale="log", xlim=(lo * 0.85, hi * 1.8))
+    ax_l.set_xlabel("sequence length (tokens, log scale); an item pads to the next boundary up")
+    ax_l.vlines([], 0, 0, color="0.3", lw=2.5, label="bucket boundary (colour: rule)")
+    ax_l.legend(loc="upper left", bbox_to_anchor=(1.0, -0.15), frameon=False, fontsize=10)
+    ax_l.grid(True, axis="x", alpha=0.3, which="both")
+    return fig
+
+
+def _length_histogram(ax, lengths, lo: int, hi: int) -> None:
+    bins = np.geomspace(lo * 0.9, hi * 1.05, 50)
+    # stepfilled: one patch, not one per bin, so it redraws in a fraction of the time
+    label = "items per length bin"
+    ax.hist(lengths, bins, color="tab:blue", alpha=0.6, histtype="stepfilled", label=label)
+    ax.set(xscale="log", xlim=(lo * 0.85, hi * 1.8), ylabel="items")
+    ax.set_xlabel("sequence length (tokens, log scale)")
+    ax.legend(fontsize=10, loc="upper right")
+
+
+def plot_tradeoff(lengths: Any, bucket_counts: Any):
+    """Buckets (= compilations) against padded size / ragged minimum, per rule."""
+    fig, ax = new_figure(1, width=7.5, height=4.2)
+    lengths = lengths_of(lengths)
+    for s in ("quantile", "optimal"):
+        ratios = [rule_cost(lengths, s, k).ratio for k in bucket_counts]
+        ax.plot(bucket_counts, ratios, "o-", color=RULE_COLORS[s], label=s)
+    p2 = rule_cost(lengths, "pow2", 1)
+    ax.plot(p2.shapes, p2.ratio, "D", ms=10, color=RULE_COLORS["pow2"], label="power of two")
+    ax.axhline(1.0, color="black", lw=1, ls="--", label="ragged minimum")
+    ax.set(xlabel="buckets (= compilations)", ylabel="padded / true elements (log scale)")
+    ax.set(yscale="log", title="fewer compilations cost more padding (counted)")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=10)
+    return fig

@@ -1,17 +1,29 @@
-"""Bucketing by length: less padding than pad-to-max, fewer shapes than no padding."""
+"""Bucketing by length: less padding than pad-to-max, fewer shapes than no padding; and what a
+bucketed epoch costs, measured (05's explorer): padding, compilations, run time."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jax
 import numpy as np
 
 from batchlab._util.checks import check_positive_int
-from batchlab._util.format import Rows
-from batchlab.ragged.boundaries import check_boundaries, optimal_boundaries
+from batchlab._util.format import Rows, format_seconds
+from batchlab.batching.dispatch import measure_dispatched
+from batchlab.measuring.compiles import count_compiles
+from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
+from batchlab.measuring.timing import Measurement
+from batchlab.ragged.boundaries import (
+    RuleCost,
+    check_boundaries,
+    lengths_of,
+    optimal_boundaries,
+    rule_cost,
+)
+from batchlab.ragged.masking import mean_pool
 from batchlab.ragged.padding import Cost, Padded, as_ragged, scatter_rows
 
 REDUCE_HINT = "Reduce over the sequence axis first, e.g. masked_sum(p.values, p.mask, axis=1)."
@@ -193,3 +205,99 @@ def bucket_batches(
     if rng is not None:
         batches = [batches[i] for i in rng.permutation(len(batches))]
     return Buckets(tuple(batches), b, len(lengths))
+
+
+#: the rules that place bucket boundaries in the explorer
+BOUNDARY_RULES = ("optimal", "quantile", "fixed")
+#: the timing options a setting's run accepts (see :func:`batchlab.measure`)
+RUN_OPTIONS = ("max_time", "repeat", "tolerance")
+
+
+@dataclass(frozen=True)
+class BucketPlan(RuleCost):
+    """What a bucketing setting will cost before anything is compiled or run."""
+
+    n_buckets: int
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.n_buckets} {self.rule} buckets: {self.ratio:.2f}x ragged, "
+            f"{self.shapes} shapes to compile"
+        )
+
+
+@dataclass(frozen=True)
+class BucketPoint(RuleCost):
+    """One bucketing setting: padding, compilations (count and seconds), run time of all buckets."""
+
+    n_buckets: int
+    compiles: int
+    compile_seconds: float
+    measurement: Measurement
+    trace_seconds: float
+
+    def __repr__(self) -> str:
+        return (
+            f"BucketPoint({self.rule}, {self.n_buckets} buckets: {self.ratio:.2f}x ragged, "
+            f"{self.compiles} compiles ({format_seconds(self.compile_seconds)}, "
+            f"+{format_seconds(self.trace_seconds)} tracing), "
+            f"run {format_seconds(self.measurement.median)} for all buckets)"
+        )
+
+
+def token_workload(data: Any, vocab: int, features: int, seed: int) -> tuple[Any, jax.Array]:
+    """The pooling workload of 04 and 05, checked: ``(Ragged token ids, (vocab, features) table)``."""
+    check_positive_int(vocab, "vocab")
+    check_positive_int(features, "features")
+    return as_ragged(data), jax.random.normal(jax.random.key(seed), (vocab, features))
+
+
+def plan_buckets(data: Any, rule: str, n_buckets: int, features: int) -> tuple[BucketPlan, Buckets]:
+    """What a setting will cost, nothing compiled or timed: its plan and its buckets."""
+    cost = rule_cost(lengths_of(data.lengths), rule, n_buckets)
+    return BucketPlan(**vars(cost), n_buckets=n_buckets), bucketize(
+        data, boundaries=cost.boundaries
+    )
+
+
+def measure_buckets(
+    plan: BucketPlan, buckets: Buckets, table: jax.Array, **run_options: Any
+) -> BucketPoint:
+    """Compiles every bucket shape once (counted), then times one jitted call per bucket."""
+    arrays = [(bk.padded.values, bk.padded.mask) for bk in buckets]
+
+    def pool(values, mask, table):  # a new function per setting: JAX caches traces and
+        return mean_pool(values, mask, table)  # programs per function, so nothing is reused
+
+    fresh = jax.jit(pool)
+
+    def run_buckets(arrays, table):  # an epoch's work: one jitted call per bucket
+        return [fresh(v, m, table) for v, m in arrays]
+
+    # every compilation of `pool` is counted: one per bucket shape, ahead of time; a JAX
+    # that compiled again on the first call would show twice the shapes here
+    with count_compiles(match="pool") as c:
+        plans = [estimate_from_compiled(fresh.lower(*a, table).compile(), "pool") for a in arrays]
+        meas, _ = measure_dispatched(
+            run_buckets, (arrays, table), lambda out: summed_plan(plans), **run_options
+        )
+    note = (
+        "compiled ahead of time, one program per bucket shape (compile_seconds: JAX's compile "
+        "events); run = one jitted call per bucket, wall clock around jax.block_until_ready"
+    )
+    counted = {"compiles": c.count, "compile_seconds": c.seconds}
+    meas = replace(meas, name="pool, every bucket", notes=(note,), **counted)
+    return BucketPoint(**vars(plan), **counted, measurement=meas, trace_seconds=c.trace_seconds)
+
+
+def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
+    """XLA's plans of the buckets' programs, widened to the epoch."""
+    if not plans:
+        return MemoryEstimate(0, 0, 0, 0, 0, "no buckets", None, 0.0, jax.default_backend())
+    flops = [p.flops for p in plans]
+    sums = {k: sum(getattr(p, k) for p in plans) for k in ("argument_bytes", "output_bytes")}
+    sums["flops"] = None if None in flops else sum(flops)
+    sums.update(temp_bytes=max(p.temp_bytes for p in plans), alias_bytes=0, xla_peak_bytes=None)
+    sums["planned_bytes"] = sums["argument_bytes"] + sums["output_bytes"] + sums["temp_bytes"]
+    sums["planned_from"] = "every bucket's inputs + outputs + the largest temp"
+    return replace(plans[0], **sums, name="pool, every bucket")

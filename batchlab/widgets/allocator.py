@@ -9,8 +9,7 @@ import jax.numpy as jnp
 
 from batchlab._util.checks import check_positive_int, check_positive_ints
 from batchlab.allocator.replayer import POLICIES, differences_text
-from batchlab.allocator.simulation import Simulation, simulate
-from batchlab.allocator.workloads import WORKLOADS
+from batchlab.allocator.workloads import WORKLOADS, Simulation, simulate
 from batchlab.measuring.inplace import compiled_update
 from batchlab.widgets.controls import choice, control, stops_slider
 from batchlab.widgets.explorer import Explorer

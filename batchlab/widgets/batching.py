@@ -13,10 +13,8 @@ from batchlab._util.format import format_bytes, format_seconds
 from batchlab.batching.comparison import Comparison, StrategyResult, compare
 from batchlab.batching.comparison_plot import plot_comparison
 from batchlab.batching.strategies import STRATEGIES
-from batchlab.measuring.measurement import Measurement
-from batchlab.measuring.per_item import PerItemCost, per_item_cost
-from batchlab.measuring.sweeps import Sweep, SweepPoint
-from batchlab.measuring.timing import measure
+from batchlab.measuring.per_item import PerItemCost, Sweep, SweepPoint, per_item_cost
+from batchlab.measuring.timing import Measurement, measure
 from batchlab.widgets.controls import control, stops_slider
 from batchlab.widgets.explorer import Explorer
 

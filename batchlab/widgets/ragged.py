@@ -12,14 +12,10 @@ import numpy as np
 from batchlab._util.checks import check_positive_ints
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure
-from batchlab.measuring.measurement import Measurement
 from batchlab.measuring.per_item import machine_label
-from batchlab.measuring.timing import measure
-from batchlab.ragged.masking import mean_pool, mean_pool_reference
-from batchlab.ragged.packing import pack, packed_mean_pool
-from batchlab.ragged.padding import pad
-from batchlab.ragged.report import RULE_COLORS, PaddingReport, plot_padding_report
-from batchlab.ragged.timing import (
+from batchlab.measuring.timing import Measurement, measure
+from batchlab.ragged.boundaries import RULE_COLORS, PaddingReport, plot_padding_report
+from batchlab.ragged.bucketing import (
     BOUNDARY_RULES,
     RUN_OPTIONS,
     BucketPlan,
@@ -28,6 +24,9 @@ from batchlab.ragged.timing import (
     plan_buckets,
     token_workload,
 )
+from batchlab.ragged.masking import mean_pool, mean_pool_reference
+from batchlab.ragged.packing import pack, packed_mean_pool
+from batchlab.ragged.padding import pad
 from batchlab.widgets.controls import choice, stops_slider
 from batchlab.widgets.explorer import Explorer
 
