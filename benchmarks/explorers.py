@@ -81,7 +81,7 @@ for _name, _ex in list(globals().items()):
                     _first, _err = _time.perf_counter() - _t0, None
                 except Exception as _e:
                     _first, _err = _time.perf_counter() - _t0, type(_e).__name__
-            _compiles, _compile_s = _ex.last_compiles, _ex.last_compile_seconds
+            _compiles, _compile_s = _c.count, _c.seconds
             _trace_s = _c.trace_seconds
             _answer = _ex.last_first_answer_seconds if _err is None else _first
             _ex.update(**{_param: _home})

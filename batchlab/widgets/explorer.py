@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import html
 import json
 import re
@@ -14,9 +13,7 @@ from typing import Any
 import ipywidgets as w
 from IPython.display import display
 
-from batchlab._util.format import format_seconds
 from batchlab._util.plotting import figure_to_png
-from batchlab.measuring.compiles import count_compiles
 
 _STYLE = (
     "<style>.batchlab-busy .batchlab-plot{opacity:.35;transition:opacity .15s}"
@@ -66,7 +63,7 @@ class Explorer:
         self.cache: dict[tuple, Any] = {}
         self.result = self.error = self.pending = self._ui = None
         self.last_update_seconds = self.last_first_answer_seconds = None
-        self.last_from_cache, self.last_compiles, self.last_compile_seconds = False, 0, 0.0
+        self.last_from_cache = False
         self.status_text = ""
         self.control_widgets: dict[str, Any] = {}
         self._png: dict[tuple, bytes] = {}  # plots drawn since the last new measurement
@@ -92,7 +89,7 @@ class Explorer:
                 )
         key = self._key(new)
         self.last_from_cache = key in self.cache
-        self.last_first_answer_seconds, self.last_compiles, self.last_compile_seconds = None, 0, 0.0
+        self.last_first_answer_seconds = None
         if not self.last_from_cache:
             what = ", ".join(f"{k}={v!r}" for k, v in changes.items()) or "the starting setting"
             try:
@@ -113,8 +110,7 @@ class Explorer:
         return self.result
 
     def _measure(self, params: dict[str, Any], what: str, t0: float) -> Any:
-        """``compute`` for a new setting; its preview (if any) and each compile shown first."""
-        busy = functools.partial(self._set_status, state="busy", params=params)
+        """``compute`` for a new setting; its preview (if any) shown first."""
         if self._preview is not None:
             self.pending = self._preview(**params)
             what = f"{what}: {self.pending!r}"
@@ -123,26 +119,13 @@ class Explorer:
                 with contextlib.suppress(Exception):
                     self._image.value = figure_to_png(self._draw(self), dpi=80, tight=False)
             self.last_first_answer_seconds = time.perf_counter() - t0
-        busy(f"compiling and measuring {what} (XLA compiles new shapes first)...")
-        with count_compiles() as compiles:
-            compiles.on_compile = lambda name, s: busy(
-                f"{what}: compiled {name} ({format_seconds(s)}; {compiles.count} "
-                "compilation(s) so far, not run time); measuring..."
-            )
-            result = self._compute(**params)
-        self.last_compiles, self.last_compile_seconds = compiles.count, compiles.seconds
-        return result
+        text = f"compiling and measuring {what} (XLA compiles new shapes first)..."
+        self._set_status(text, state="busy", params=params)
+        return self._compute(**params)
 
     def _done_text(self) -> str:
         text = self._describe(self.result)
-        if self.last_from_cache:
-            return text + " <i>(from cache: nothing re-measured)</i>"
-        if self.last_compiles:
-            return text + (
-                f" <i>(new setting: {self.last_compiles} XLA compilation(s), "
-                f"{format_seconds(self.last_compile_seconds)} of compiling, not counted as run time)</i>"
-            )
-        return text
+        return text + " <i>(from cache: nothing re-measured)</i>" if self.last_from_cache else text
 
     def figure(self):
         """The figure the widget shows for the current result (``None`` without ``draw``)."""

@@ -136,27 +136,16 @@ class PaddingExplorer(Explorer):
 
 
 def _draw_padding(ex: PaddingExplorer):
-    fig, (ax_m, ax_t) = new_figure(2, width=5.6, height=4.2)
+    fig, ax = new_figure(1, width=6.4, height=4.2)
     p = ex.result
-    shown = np.sort(ex.data.lengths[:64])[::-1]
-    if p.strategy == "pack":  # the same 64 items back to back, wrapped at the longest's width
-        width = int(shown.max()) if len(shown) else 1
-        flat = 0.55 + 0.45 * np.repeat(np.arange(len(shown)) % 2, shown)
-        grid = np.pad(flat, (0, -len(flat) % width), constant_values=-1.0).reshape(-1, width)
-        ax_m.set_title("packed: items back to back (shades alternate), no pads")
-        ax_m.set_ylabel(f"row of {width} positions")
-    else:
-        grid = np.arange(p.padded_length)[None, :] < shown[:, None]
-        ax_m.set(title=f"dark = data, light = pad ({p.waste:.0%} pads)", ylabel="item (64 shown)")
-    ax_m.imshow(grid, aspect="auto", cmap="Blues", interpolation="nearest", vmin=-0.3, vmax=1)
-    ax_m.set_xlabel("position")
-    plot_runs(ax_t, ex, "strategy", PAD_COLORS, "padded_elements", "{} (median, bar = min..max)")
-    log2_axis(ax_t, "x")  # plain numbers at powers of two, no 2x10^0
-    log2_axis(ax_t, "y")
-    ax_t.set(xlabel="positions computed (log scale)", ylabel="run time, ms (log scale)")
-    ax_t.set_title(f"{p.correct:.0%} items correct; {machine_label()}", fontsize=10)
-    ax_t.grid(True, alpha=0.3, which="both")
-    ax_t.legend(fontsize=9, loc="lower right")  # pack sits at the left, its bars reach up
+    plot_runs(ax, ex, "strategy", PAD_COLORS, "padded_elements", "{} (median, bar = min..max)")
+    log2_axis(ax, "x")  # plain numbers at powers of two, no 2x10^0
+    log2_axis(ax, "y")
+    ax.set(xlabel="positions computed (log scale)", ylabel="run time, ms (log scale)")
+    title = f"{p.strategy} {p.size}: {p.waste:.0%} pads, {p.correct:.0%} items correct"
+    ax.set_title(f"{title}\n{machine_label()}", fontsize=10)
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=9, loc="lower right")  # pack sits at the left, its bars reach up
     return fig
 
 
