@@ -4,9 +4,13 @@ Written from a mutation-testing sample of batching (benchmarks/results/mutants.m
 test reads a figure or a text a learner sees, which no other test read.
 """
 
+import dataclasses
+
 import jax.numpy as jnp
 
 import batchlab as bl
+from batchlab._util.format import format_bytes
+from batchlab.batching.comparison import SOURCES, StrategyResult
 
 
 def test_the_axes_table_says_which_argument_is_mapped_and_which_is_shared():
@@ -59,3 +63,78 @@ def test_the_comparison_plot_draws_each_strategys_figures_and_spread():
             got = list(line.get_ydata())
             want = [r.temp_bytes for r in sweep.results if r.strategy == line.get_label()]
             assert got == want and list(line.get_xdata()) == [4, 16]
+
+
+def test_the_axes_text_is_every_row_of_both_tables():
+    e = bl.explain_axes(lambda x, w: (x @ w, w.sum()), jnp.ones((5, 3)), jnp.ones((3, 2)),
+                        in_axes=(0, None), out_axes=(1, None))  # fmt: skip
+    assert repr(e).splitlines() == [
+        "inputs: batch of 5 items, in_axes=(0, None) (abstract evaluation (jax.eval_shape): "
+        "shapes only, nothing ran):",
+        "argument  shape   mapped               batch  per-item shape fn sees",
+        "--------  ------  -------------------  -----  ----------------------",
+        "x         (5, 3)  axis 0               5      (3,)",
+        "w         (3, 2)  not mapped (shared)  -      (3, 2)",
+        "",
+        "outputs: out_axes=(1, None):",
+        "output  per-item shape  batch axis          batched shape",
+        "------  --------------  ------------------  -------------",
+        "out[0]  (2,)            axis 1              (2, 5)",
+        "out[1]  ()              none (not batched)  ()",
+    ]
+    assert "<caption" in e._repr_html_() and "not mapped (shared)" in e._repr_html_()
+
+
+def _host_plan(items, chunk, dispatches, temps):
+    """A host plan with made-up step bytes (``temps``): its figures are worked out by hand."""
+    f = bl.batch(lambda x, w: x @ w, strategy="host", chunk_size=4, in_axes=(0, None))
+    real = f.plan(jnp.ones((10, 3)), jnp.ones((3, 2)))
+    steps = tuple(dataclasses.replace(real.steps[0], temp_bytes=t) for t in temps)
+    return dataclasses.replace(real, items=items, chunk=chunk, dispatches=dispatches, steps=steps,
+                               input_copy_bytes=100, chunk_output_bytes=60, argument_bytes=1000)  # fmt: skip
+
+
+def test_the_host_plan_adds_its_bytes_the_way_its_rows_say():
+    # 10 items in chunks of 4: the largest step temp (300) + the input copy (100) + the chunk
+    # outputs (60, held until concatenated) beyond vmap; the call adds arguments and the output
+    plan = _host_plan(10, 4, 3, (300, 200))
+    assert repr(plan) == (
+        "HostPlan(compiled memory analysis (XLA) per step: chunks=10 items: 2 full of 4 + "
+        "1 remainder of 2, programs compiled=2, dispatches per call=3, planned temp per step=300 B, "
+        "copy of the inputs, in chunks=100 B, chunk outputs, until concatenated=60 B, beyond vmap's "
+        "plan (temp + copies + chunk outputs)=460 B, planned for the call (+ arguments + output)="
+        "1.48 KiB)"
+    )
+    assert plan.extra_bytes == 460 and plan.planned_bytes == 1000 + 60 + 460
+    # one chunk, one dispatch: its output is the call's output, nothing is held to concatenate
+    one = _host_plan(4, 4, 1, (300,))
+    assert (one.full_chunks, one.remainder, one.programs) == (1, 0, 1)
+    assert (
+        one.extra_bytes == 400
+        and dict(one._rows())["chunks"] == "4 items: 1 full of 4 + no remainder"
+    )
+    assert "compiled memory analysis (XLA) per step" in one._repr_html_()
+
+
+def test_the_comparison_table_reads_each_result():
+    c = bl.compare(
+        lambda x: x * 2, jnp.ones((16, 4)), strategies=("vmap", "chunked"), max_time=0.01
+    )
+    vmap, chunked = c.results
+    m = dataclasses.replace(vmap.measurement, times=(2e-3, 1e-3, 3e-3), trace_lower_seconds=0.25,
+                            compile_seconds=0.5, compiles=1,
+                            memory=dataclasses.replace(vmap.measurement.memory, temp_bytes=2048))  # fmt: skip
+    fixed = dataclasses.replace(c, results=(
+        dataclasses.replace(vmap, measurement=m, agrees=True, dispatches=1),
+        dataclasses.replace(chunked, measurement=m, agrees=False, dispatches=8),
+        StrategyResult("loop", 16, None, None, error="MemoryError: out of memory"),
+    ))  # fmt: skip
+    planned = format_bytes(m.memory.planned_bytes)
+    assert fixed._rows() == [
+        ("vmap", 16, "2.00 KiB", planned, 1, 1, "yes", "2.00 ms", "750 ms", "8.00 k items/s"),
+        ("chunked (chunk 2)", 16, "2.00 KiB", planned, 1, 8, "NO", "2.00 ms", "750 ms",
+         "8.00 k items/s"),
+        ("loop (eager)", 16, *["-"] * 7, "MemoryError: out of memory"),
+    ]  # fmt: skip
+    assert repr(fixed).startswith(f"Comparison: {c.name}: {SOURCES}")
+    assert fixed.get("chunked").dispatches == 8 and fixed.get("vmap", 16).agrees
