@@ -18,6 +18,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 
 import batchlab as bl
@@ -50,7 +51,7 @@ def _text(t):
     )  # fmt: skip
 
 
-def _axes(ax):
+def _axes(ax, renderer):
     texts = [_text(t) for t in ax.texts]
     for a in ax.texts:
         if getattr(a, "arrow_patch", None) is not None:
@@ -74,6 +75,7 @@ def _axes(ax):
     ]
     legend = ax.get_legend()
     return dict(
+        place=_r(ax.get_position().bounds),
         title={k: _text(ax.title if k == "center" else getattr(ax, f"_{k}_title"))
                for k in ("left", "center")},
         labels=[ax.get_xlabel(), ax.get_ylabel()],
@@ -87,17 +89,18 @@ def _axes(ax):
         legend=None if legend is None else dict(
             texts=[t.get_text() for t in legend.get_texts()], title=legend.get_title().get_text(),
             size=_r(legend.get_texts()[0].get_fontsize()) if legend.get_texts() else None,
-            frame=legend.get_frame_on()),
+            frame=legend.get_frame_on(), box=_r(legend.get_window_extent(renderer).bounds)),
     )  # fmt: skip
 
 
 def describe(fig, replace: dict[str, str] = {}) -> dict:  # noqa: B006 (read only)
     """A figure as JSON: its size, suptitle and every axes' artists (after a layout)."""
-    fig.draw_without_rendering()
+    FigureCanvasAgg(fig).draw()  # a layout and a renderer to measure the legends with
+    renderer = fig.canvas.get_renderer()
     got = dict(
         size=_r(fig.get_size_inches()),
         suptitle=None if fig._suptitle is None else _text(fig._suptitle),
-        axes=[_axes(ax) for ax in fig.axes],
+        axes=[_axes(ax, renderer) for ax in fig.axes],
     )
     text = json.dumps(got, indent=1, sort_keys=True)
     for old, new in replace.items():
@@ -124,7 +127,8 @@ def test_the_axes_drawing_is_the_approved_one():
 
 
 def test_the_outer_trap_drawing_is_the_approved_one():
-    pred, labels = np.arange(4.0)[:, None] / 2, np.array([1.0, 0.0, 2.0, -1.0])
+    # the largest magnitude is negative (-3): a colour scale from the data alone would differ
+    pred, labels = np.arange(4.0)[:, None] / 2, np.array([1.0, 0.0, 3.0, -1.0])
     fig = bl.plots.plot_outer_trap(pred - labels, pred[:, 0] - labels, title="pred - labels")
     check("outer_trap", describe(fig))
 
