@@ -53,14 +53,10 @@ class Events:
     def from_events(cls, events: Iterable[Event | tuple], name: str = "events") -> Events:
         return cls(tuple(Event(*e) for e in events), name, "hand-written events")
 
-    @property
-    def n_allocs(self) -> int:
-        return sum(e.kind == "alloc" for e in self.events)
+    n_allocs = property(lambda self: sum(e.kind == "alloc" for e in self.events))
 
-    @property
-    def peak_live_bytes(self) -> int:
-        """The most bytes live at once (no allocator: just the sum of live sizes)."""
-        return self._peak(int)
+    #: the most bytes live at once (no allocator: just the sum of live sizes)
+    peak_live_bytes = property(lambda self: self._peak(int))
 
     def peak_rounded_bytes(self) -> int:
         """The live peak with every request rounded up to XLA's 256 bytes."""
@@ -155,13 +151,9 @@ class Replay:
     device_calls: int
     differences: tuple[tuple[str, str, str], ...] = ()  # (parameter, here, XLA) where not XLA's
 
-    @property
-    def peak_in_use(self) -> int:
-        return max(self.in_use, default=0)
+    peak_in_use = property(lambda self: max(self.in_use, default=0))
 
-    @property
-    def max_fragmentation(self) -> float:
-        return max(self.fragmentation, default=0.0)
+    max_fragmentation = property(lambda self: max(self.fragmentation, default=0.0))
 
     @property
     def failures_despite_free(self) -> int:
@@ -205,9 +197,7 @@ class CapacityScan(Rows):
         pairs = zip(self.capacities, self.fits, strict=True)
         return tuple(c for c, ok in pairs if s is not None and c > s and not ok)
 
-    @property
-    def monotone(self) -> bool:
-        return not self.failing_above_smallest
+    monotone = property(lambda self: not self.failing_above_smallest)
 
     def intervals(self) -> list[tuple[int, int, bool]]:
         """Runs of consecutive scanned capacities with the same outcome: (first, last, fits)."""

@@ -175,15 +175,12 @@ def events_from_buffers(
     assignment: BufferAssignment, kinds: Sequence[str] = ("parameter", "output", "temp")
 ) -> Events:
     """Each value of the given allocation kinds as an alloc/free pair at its live range."""
-    events = []
-    for a in assignment.allocations_of(*kinds):
-        for v in a.values:
-            if v.start is not None and v.size > 0:
-                events.append((v.start, 0, Event(v.start, "alloc", v.name, v.size, a.kind)))
-                events.append((v.end, 1, Event(v.end, "free", v.name)))
-    events.sort(key=lambda e: e[:2])
+    values = [(a, v) for a in assignment.allocations_of(*kinds) for v in a.values]
+    values = [(a, v) for a, v in values if v.start is not None and v.size > 0]
+    allocs = [(v.start, 0, Event(v.start, "alloc", v.name, v.size, a.kind)) for a, v in values]
+    frees = [(v.end, 1, Event(v.end, "free", v.name)) for _, v in values]
     return Events(
-        tuple(e[2] for e in events),
+        tuple(e[2] for e in sorted(allocs + frees, key=lambda e: e[:2])),
         f"XLA values of {assignment.name}",
         "XLA live ranges (xla_dump_to), replayed by the kit's simulation",
     )

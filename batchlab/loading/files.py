@@ -145,10 +145,8 @@ def iter_batches(
     batches = batch_indices(dataset.n_items, batch_size, order=order)
     item = dict(shape=dataset.item_shape, dtype=dataset.dtype)
     if method != "per_item":
-        shape = (dataset.n_items, *dataset.item_shape)
-        source = load_npy(
-            dataset.bulk_path, mmap=method == "mmap", shape=shape, dtype=dataset.dtype
-        )
+        bulk = dict(item, shape=(dataset.n_items, *dataset.item_shape))
+        source = load_npy(dataset.bulk_path, mmap=method == "mmap", **bulk)
     for number, idx in enumerate(batches):
         with jax.profiler.TraceAnnotation(f"load batch {number}"):
             if method == "per_item":

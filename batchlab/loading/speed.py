@@ -149,14 +149,10 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5) -> Ceiling:
             while f.readinto(buffer):
                 pass
 
+    calls = {"memcpy": lambda: np.copyto(dest, data), "read": read_file}
+    options = dict(rounds=max(2, repeat), passes=1, max_seconds=3600.0, min_sample_time=1e-9)
     try:
-        timed = interleaved(
-            {"memcpy": lambda: np.copyto(dest, data), "read": read_file},
-            rounds=max(2, repeat),
-            passes=1,
-            max_seconds=3600.0,
-            min_sample_time=1e-9,
-        )
+        timed = interleaved(calls, **options)
     finally:
         path.unlink(missing_ok=True)
     size, n = format_bytes(nbytes), nbytes // item

@@ -84,18 +84,7 @@ def estimate_from_compiled(executable, name: str) -> MemoryEstimate:
         cost = {}
     flops = cost.get("flops")  # None where the cost analysis has none (or a negative figure)
     flops = float(flops) if flops is not None and flops >= 0 else None
-    return MemoryEstimate(
-        argument_bytes=arg,
-        output_bytes=out,
-        temp_bytes=tmp,
-        alias_bytes=alias,
-        planned_bytes=peak,
-        planned_from=source,
-        xla_peak_bytes=xla_peak,
-        flops=flops,
-        backend=backend,
-        name=name,
-    )
+    return MemoryEstimate(arg, out, tmp, alias, peak, source, xla_peak, flops, backend, name)
 
 
 def memory_estimate(

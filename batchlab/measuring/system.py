@@ -59,12 +59,7 @@ def environment() -> Environment:
         ("host memory", "yes", "host process resident set size (psutil)"),
         ("compilations", "yes", "jax.monitoring compile events (count_compiles)"),
     )
-    return Environment(
-        python=platform.python_version(),
-        jax_version=jax.__version__,
-        jaxlib_version=getattr(jaxlib, "__version__", "?"),
-        backend=jax.default_backend(),
-        devices=tuple(f"{d.platform}:{d.id} ({d.device_kind})" for d in jax.devices()),
-        memory_sources=sources,
-        allocator_settings=tuple((k, os.environ.get(k, d)) for k, d in ALLOCATOR_VARIABLES.items()),
-    )
+    versions = (platform.python_version(), jax.__version__, getattr(jaxlib, "__version__", "?"))
+    devices = tuple(f"{d.platform}:{d.id} ({d.device_kind})" for d in jax.devices())
+    settings = tuple((k, os.environ.get(k, d)) for k, d in ALLOCATOR_VARIABLES.items())
+    return Environment(*versions, jax.default_backend(), devices, sources, settings)

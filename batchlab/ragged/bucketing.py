@@ -58,10 +58,8 @@ class Buckets(Cost, Rows):
     true_elements = property(lambda self: sum(b.padded.true_elements for b in self.buckets))
     padded_elements = property(lambda self: sum(b.padded.padded_elements for b in self.buckets))
 
-    @property
-    def shapes(self) -> int:
-        """Distinct array shapes among the buckets: what ``jit`` compiles for, at most."""
-        return len({b.padded.values.shape for b in self.buckets})
+    #: distinct array shapes among the buckets: what ``jit`` compiles for, at most
+    shapes = property(lambda self: len({b.padded.values.shape for b in self.buckets}))
 
     @property
     def filler_rows(self) -> int:

@@ -39,12 +39,10 @@ class TokenDataset(Ragged):
 def load_stdlib_functions() -> TokenDataset:
     """Loads the shipped dataset (``batchlab/ragged/data/``): one token-id sequence per stdlib
     function."""
-    path = DATA_DIR / STDLIB_FILE
+    path, keys = DATA_DIR / STDLIB_FILE, ("tokens", "offsets", "vocab", "source")
     try:
         with np.load(path, allow_pickle=False) as f:
-            tokens, offsets, vocab, source = (
-                f[k] for k in ("tokens", "offsets", "vocab", "source")
-            )
+            tokens, offsets, vocab, source = (f[k] for k in keys)
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as e:
         error = FileNotFoundError if isinstance(e, FileNotFoundError) else ValueError
         raise error(

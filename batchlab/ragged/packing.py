@@ -32,13 +32,9 @@ class Packed(NamedTuple):
     segment_ids: np.ndarray
     lengths: np.ndarray
 
-    @property
-    def num_segments(self) -> int:
-        return int(self.lengths.shape[0])
+    num_segments = property(lambda self: int(self.lengths.shape[0]))
 
-    @property
-    def padded_elements(self) -> int:
-        return int(self.segment_ids.shape[0])
+    padded_elements = property(lambda self: int(self.segment_ids.shape[0]))
 
     true_elements = Padded.true_elements
     waste = Cost.waste  # the tail's share: 0 when total_length is the sum of the lengths

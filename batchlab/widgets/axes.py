@@ -23,9 +23,7 @@ class AxesOutcome(NamedTuple):
     explanation: AxesExplanation | None
     error: str | None
 
-    @property
-    def ok(self) -> bool:
-        return self.error is None
+    ok = property(lambda self: self.error is None)
 
     def __repr__(self) -> str:
         found = repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}"
