@@ -20,14 +20,14 @@ from batchlab._util.compile import compile_fn, function_name
 from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
 from batchlab.batching.axes_spec import resolve
 from batchlab.batching.comparison_plot import plot_comparison
-from batchlab.batching.dispatch import COMPILE_NOTE, dispatched_plan
+from batchlab.batching.dispatch import dispatched_plan
 from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.memory import estimate_from_compiled
 from batchlab.measuring.sampler import interleaved
-from batchlab.measuring.timing import Measurement, time_alone
+from batchlab.measuring.timing import COMPILE_NOTE, Measurement, time_alone
 
 SOURCES = (
     "run: bl.measuring.interleaved (round-robin, paired by round), wall clock around "

@@ -1,24 +1,15 @@
-"""Timing and planning a batched function that dispatches from Python (``"loop"``, ``"host"``)."""
+"""Planning a batched function that dispatches from Python (``"loop"``, ``"host"``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from typing import Any
 
 import jax
 
 from batchlab.batching.host_chunks import nbytes
-from batchlab.measuring.compiles import count_compiles
-from batchlab.measuring.live import live_memory
 from batchlab.measuring.memory import MemoryEstimate, memory_estimate
-from batchlab.measuring.timing import Measurement, autorange, take_samples
-
-COMPILE_NOTE = (
-    "compile_seconds = first call minus the steady median: a Python-dispatched strategy "
-    "compiles its programs inside its first call"
-)
 
 
 def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, how: str):
@@ -36,40 +27,6 @@ def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, how: str):
         planned_bytes=arg + outb + temp,
         planned_from=f"inputs + output + {how}",
     )
-
-
-def measure_dispatched(
-    fn: Callable,
-    args: tuple,
-    memory: Callable[[Any], MemoryEstimate],
-    *,
-    max_time: float = 0.3,
-    repeat: int | None = None,
-    tolerance: float = 0.02,
-) -> tuple[Measurement, Any]:
-    """Times ``fn(*args)`` as it runs (no outer jit); ``memory(out)`` gives its plan."""
-    with count_compiles() as compiles:
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        first = time.perf_counter() - t0
-    call = lambda: fn(*args)  # noqa: E731
-    number = autorange(call, 0.02)
-    samples = take_samples(call, number, repeat, max_time, tolerance)
-    median = sorted(samples)[len(samples) // 2]
-    m = Measurement(
-        name=getattr(fn, "__name__", "fn"),
-        trace_lower_seconds=0.0,
-        compile_seconds=max(first - median, 0.0),
-        first_call_seconds=first,
-        times=tuple(samples),
-        number=number,
-        memory=memory(out),
-        live=live_memory(),
-        compiles=compiles.count,
-        notes=(COMPILE_NOTE,),
-        source="wall clock around jax.block_until_ready of the whole Python-dispatched call",
-    )
-    return m, out
 
 
 def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, out: Any):

@@ -12,10 +12,9 @@ import numpy as np
 
 from batchlab._util.checks import check_positive_int
 from batchlab._util.format import Rows, format_seconds
-from batchlab.batching.dispatch import measure_dispatched
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
-from batchlab.measuring.timing import Measurement
+from batchlab.measuring.timing import Measurement, measure_dispatched
 from batchlab.ragged.boundaries import (
     RuleCost,
     check_boundaries,
