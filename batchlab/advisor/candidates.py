@@ -83,11 +83,10 @@ def dense_candidates(
 
 def _padded_steps(fn: Callable, batches: list) -> tuple[int, Callable[[], Any]]:
     """The largest batch's plan, and one call running every batch (one program per shape)."""
-    programs = {}
-    for v, m in batches:
-        key = (v.shape, m.shape)
-        if key not in programs:
-            programs[key] = compile_program(jax.vmap(fn), spec_of(v), spec_of(m))
+    shapes = {(v.shape, m.shape): (v, m) for v, m in batches}
+    programs = {
+        k: compile_program(jax.vmap(fn), spec_of(v), spec_of(m)) for k, (v, m) in shapes.items()
+    }
     on_device = jax.device_put(batches)
     plan = max(p.planned for p in programs.values())
     return plan, lambda: [programs[(v.shape, m.shape)](v, m) for v, m in on_device]

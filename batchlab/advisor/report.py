@@ -104,9 +104,8 @@ class Advice(Rows):
     @property
     def unit(self) -> str:
         """What ``batch_size`` counts: items, rows (padding) or tokens (buckets, packs)."""
-        if self.best is None or self.best.strategy not in ("pad", "buckets", "pack"):
-            return "items"
-        return "rows" if self.best.strategy == "pad" else "tokens"
+        strategy = self.best and self.best.strategy
+        return {"pad": "rows", "buckets": "tokens", "pack": "tokens"}.get(strategy, "items")
 
     def _fit(self) -> str:
         how = self.margin_source.split(":")[0]  # "calibrated", "given", "not calibrated"

@@ -21,7 +21,7 @@ from batchlab.runs.checkpoint import (
     digest,
     fn_fingerprint,
 )
-from batchlab.runs.errors import FnBug, InterruptFlag, OutOfMemory, exit_as_interrupted
+from batchlab.runs.errors import FnBug, OutOfMemory, exit_as_interrupted, interrupt_flag
 from batchlab.runs.planning import batch_spec
 from batchlab.runs.results import (
     BatchFnError,
@@ -165,7 +165,7 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
         desc="run_batches",
         disable=not progress or quiet,
     )
-    with InterruptFlag() as flag, bar:
+    with interrupt_flag() as flag, bar:
         while state.position < data.n or state.retry:
             if flag.set:
                 state.stop_reason = "interrupted (Ctrl-C): stopped after the last finished batch"

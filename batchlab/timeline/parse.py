@@ -110,8 +110,7 @@ def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[
     by_lane: dict[tuple, list[dict]] = {}
     for e in complete:
         name = str(e.get("name", ""))
-        skip = name == WRAPPER or name.startswith(_SKIP)
-        if not skip and t0 <= float(e["ts"]) <= t1:
+        if name != WRAPPER and not name.startswith(_SKIP) and t0 <= float(e["ts"]) <= t1:
             by_lane.setdefault((e.get("pid"), e.get("tid")), []).append(e)
     names = {key: thread.get(key, str(key[1])) for key in by_lane}
     kinds = {
