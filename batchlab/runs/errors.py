@@ -73,11 +73,9 @@ def oom_kind(error: BaseException) -> str:
 
 def is_interrupt(error: BaseException) -> bool:
     """True for ``KeyboardInterrupt``, also one raised in a host callback (a ``JaxRuntimeError``)."""
-    if isinstance(error, KeyboardInterrupt):
-        return True
-    return isinstance(error, jax.errors.JaxRuntimeError) and bool(
-        re.search(r"^KeyboardInterrupt\b", str(error), re.M)
-    )
+    if isinstance(error, jax.errors.JaxRuntimeError):
+        return bool(re.search(r"^KeyboardInterrupt\b", str(error), re.M))
+    return isinstance(error, KeyboardInterrupt)
 
 
 def short_message(error: BaseException) -> str:

@@ -10,8 +10,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import jax
-
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab.runs.attempt import BatchRunner, Items
 from batchlab.runs.checkpoint import (
@@ -22,7 +20,6 @@ from batchlab.runs.checkpoint import (
     fn_fingerprint,
 )
 from batchlab.runs.errors import FnBug, OutOfMemory, exit_as_interrupted, interrupt_flag
-from batchlab.runs.planning import batch_spec
 from batchlab.runs.results import (
     BatchFnError,
     BatchLog,
@@ -107,8 +104,7 @@ def run_batches(
         journal = _open_journal(checkpoint, fn, items, data, runner, run_name, settings)
     if journal is not None and journal.records:
         state.other_size = journal.settings != settings  # finished items stay, the rest re-sized
-        treedef = lambda: _output_treedef(runner, data)  # noqa: E731
-        state.restore(journal.records, treedef, sizes=not state.other_size)
+        state.restore(journal.records, runner.output_treedef, sizes=not state.other_size)
     if not state.size:  # a new run, or one resumed at other settings
         state.size = min(batch_size, max(data.n, 1))
     return _loop(runner, data, state, journal, progress, budget_bytes)
@@ -140,15 +136,6 @@ def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Jo
     parts = {**fn_part, "items": digest(items)[:16], "n_items": data.n}
     parts.update(check_nan=runner.check_nan, batched=runner.batched)
     return Journal.open(checkpoint, parts, settings=settings)
-
-
-def _output_treedef(runner: BatchRunner, data: Items):
-    """The structure of fn's output, to rebuild outputs read from a checkpoint."""
-    try:
-        spec = batch_spec(data.spec_item, 1) if runner.batched else data.spec_item
-        return jax.tree_util.tree_structure(jax.eval_shape(runner.fn, spec))
-    except Exception:
-        return jax.tree_util.tree_structure(0)
 
 
 def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
