@@ -94,14 +94,13 @@ def _padded_steps(fn: Callable, batches: list) -> tuple[int, Callable[[], Any]]:
 
 def pack_groups(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
     """Consecutive items grouped so that each group holds at most ``tokens`` tokens."""
-    groups, start, total = [], 0, 0
+    starts, total = [0], 0
     for i, n in enumerate(lengths):
-        if total + n > tokens and i > start:
-            groups.append(np.arange(start, i))
-            start, total = i, 0
+        if total + n > tokens and i > starts[-1]:
+            starts.append(i)
+            total = 0
         total += int(n)
-    groups.append(np.arange(start, len(lengths)))
-    return groups
+    return np.split(np.arange(len(lengths)), starts[1:])
 
 
 def ragged_candidates(

@@ -29,9 +29,9 @@ class Timeline:
     trace_path: str
     label: str
 
-    @property
-    def dispatches_per_item(self) -> float | None:
-        return self.dispatches / self.items if self.items else None
+    dispatches_per_item = property(
+        lambda self: self.dispatches / self.items if self.items else None
+    )
 
     @property
     def overlap_share(self) -> float:
@@ -72,9 +72,8 @@ def build_timeline(path: str | Path, *, items: int | None = None, label: str = "
         outer = [(s.start, s.end) for s in mine if s.depth == 0]
         busy = subtract(outer, [(s.start, s.end) for s in mine if s.kind == "wait"])
         host += busy
-        work += subtract(
-            busy, [(s.start, s.end) for s in mine if s.kind in ("dispatch", "compute")]
-        )
+        inline = [(s.start, s.end) for s in mine if s.kind in ("dispatch", "compute")]
+        work += subtract(busy, inline)
     # XLA ops on the device streams; without any (XLA:CPU), wherever they ran
     on_device = [s for s in spans if s.lane in device_lanes or not device_lanes]
     device = [(s.start, s.end) for s in on_device if s.kind == "compute"]

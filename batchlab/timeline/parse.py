@@ -44,9 +44,7 @@ class Span:
     parent: int  # index of the enclosing span in Timeline.spans, -1 if none
     kind: str  # "dispatch", "wait", "compute", "transfer", "compile", "annotation", "runtime"
 
-    @property
-    def end(self) -> float:
-        return self.start + self.duration
+    end = property(lambda self: self.start + self.duration)
 
 
 def find_trace_file(log_dir: str | Path) -> Path:
