@@ -212,9 +212,8 @@ def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
         journal.append(*state.record(found, failures, retried))
         return True
     except OSError as e:
-        why = e.strerror or e
         state.checkpoint_error = (
-            f"the save of the batch at item {state.batches[-1].start} failed ({why}); "
+            f"the save of the batch at item {state.batches[-1].start} failed ({e.strerror or e}); "
             f"{str(journal.path)!r} keeps only the {len(journal.records)} batch(es) saved before it"
         )
         state.stop_reason = f"checkpoint write failed: {state.checkpoint_error}"
