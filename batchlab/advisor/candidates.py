@@ -83,11 +83,10 @@ def dense_candidates(
 
 def _padded_steps(fn: Callable, batches: list) -> tuple[int, Callable[[], Any]]:
     """The largest batch's plan, and one call running every batch (one program per shape)."""
-    programs = {}
-    for v, m in batches:
-        key = (v.shape, m.shape)
-        if key not in programs:
-            programs[key] = compile_program(jax.vmap(fn), spec_of(v), spec_of(m))
+    shapes = {(v.shape, m.shape): (v, m) for v, m in batches}
+    programs = {
+        k: compile_program(jax.vmap(fn), spec_of(v), spec_of(m)) for k, (v, m) in shapes.items()
+    }
     on_device = jax.device_put(batches)
     plan = max(p.planned for p in programs.values())
     return plan, lambda: [programs[(v.shape, m.shape)](v, m) for v, m in on_device]
@@ -95,14 +94,13 @@ def _padded_steps(fn: Callable, batches: list) -> tuple[int, Callable[[], Any]]:
 
 def pack_groups(lengths: np.ndarray, tokens: int) -> list[np.ndarray]:
     """Consecutive items grouped so that each group holds at most ``tokens`` tokens."""
-    groups, start, total = [], 0, 0
+    starts, total = [0], 0
     for i, n in enumerate(lengths):
-        if total + n > tokens and i > start:
-            groups.append(np.arange(start, i))
-            start, total = i, 0
+        if total + n > tokens and i > starts[-1]:
+            starts.append(i)
+            total = 0
         total += int(n)
-    groups.append(np.arange(start, len(lengths)))
-    return groups
+    return np.split(np.arange(len(lengths)), starts[1:])
 
 
 def ragged_candidates(

@@ -104,9 +104,8 @@ class Advice(Rows):
     @property
     def unit(self) -> str:
         """What ``batch_size`` counts: items, rows (padding) or tokens (buckets, packs)."""
-        if self.best is None or self.best.strategy not in ("pad", "buckets", "pack"):
-            return "items"
-        return "rows" if self.best.strategy == "pad" else "tokens"
+        strategy = self.best and self.best.strategy
+        return {"pad": "rows", "buckets": "tokens", "pack": "tokens"}.get(strategy, "items")
 
     def _fit(self) -> str:
         how = self.margin_source.split(":")[0]  # "calibrated", "given", "not calibrated"
@@ -144,12 +143,9 @@ class Advice(Rows):
                 f"not enough evidence to order {tied}; the fastest median so far: "
                 f"{self.recommended} (rerun with a larger max_seconds to decide)"
             )
-        lines = [self.lead, pick] if self.lead else [pick]
-        if self.deciding:
-            lines.append(f"deciding: {self.deciding}")
-        lines.append(
-            f"fit: {self.batch_size} {self.unit} per batch of {self.recommended}, {self._fit()}"
-        )
+        deciding = f"deciding: {self.deciding}" if self.deciding else ""
+        fit = f"fit: {self.batch_size} {self.unit} per batch of {self.recommended}, {self._fit()}"
+        lines = [line for line in (self.lead, pick, deciding, fit) if line]
         lines += [f"left out: {label}: {why}" for label, why in self.excluded[: 9 - len(lines)]]
         return "\n".join(lines[:10])
 

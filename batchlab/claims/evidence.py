@@ -47,12 +47,7 @@ def format_value(value: Any, unit: str = "") -> str:
 @dataclass(frozen=True)
 class Number:
     """One deterministic figure (a count, bytes, a shape, a flag; ``None``: not measurable on this
-    backend) and the code that measured it.
-
-    Example:
-      >>> Number("compilations", 2, "jax.monitoring compile events")
-      Number(compilations = 2; jax.monitoring compile events)
-    """
+    backend) and the code that measured it."""
 
     name: str
     value: Any

@@ -128,6 +128,16 @@ class BatchRunner:
             )
         return program
 
+    def output_treedef(self):
+        """The structure of fn's output, to rebuild outputs read from a checkpoint."""
+        try:
+            spec = self.items.spec_item
+            return jax.tree_util.tree_structure(
+                jax.eval_shape(self.fn, batch_spec(spec, 1) if self.batched else spec)
+            )
+        except Exception:
+            return jax.tree_util.tree_structure(0)
+
     def run(self, idx: list[int], size: int) -> tuple[list[np.ndarray], Any]:
         """Output rows and structure for ``idx``, padded to ``size`` (a bisection's halves share
         one compile); a batched ``fn`` gets exactly ``idx``."""

@@ -71,20 +71,14 @@ class BatchSizeResult(Rows):
         """The figure the plan was compared with: the budget, divided by ``margin`` if any."""
         return max(1, int(self.budget_bytes / self.margin)) if self.margin else self.budget_bytes
 
-    @property
-    def planned_bytes(self) -> int | None:
-        """Planned bytes at the answer (``None`` when nothing fits)."""
-        return dict(self.curve).get(self.batch_size)
+    planned_bytes = property(lambda self: dict(self.curve).get(self.batch_size))  # None: no fit
 
     @property
     def monotone(self) -> bool:
         """Whether the planned bytes never drop as the batch grows."""
         return all(a <= b for (_, a), (_, b) in itertools.pairwise(self.curve))
 
-    @property
-    def capped(self) -> bool:
-        """True when the search stopped at ``upper``, not at the budget."""
-        return self.batch_size == self.upper
+    capped = property(lambda self: self.batch_size == self.upper)  # stopped at `upper`, not budget
 
     def __int__(self) -> int:
         return self.batch_size

@@ -55,12 +55,10 @@ def _trim() -> None:
 def call(run: Any, args: Any) -> Any:
     """One call on device arrays (specs made as zeros, one buffer each)."""
 
-    def put(a):
-        return jax.device_put(
-            jnp.zeros(a.shape, a.dtype) if isinstance(a, jax.ShapeDtypeStruct) else a
-        )
+    def zeros(a):
+        return jnp.zeros(a.shape, a.dtype) if isinstance(a, jax.ShapeDtypeStruct) else a
 
-    return jax.block_until_ready(run(*jax.tree_util.tree_map(put, args)))
+    return jax.block_until_ready(run(*jax.device_put(jax.tree_util.tree_map(zeros, args))))
 
 
 def observe(run: Any, args: Any) -> dict:

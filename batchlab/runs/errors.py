@@ -9,6 +9,7 @@ import re
 import signal
 import sys
 import threading
+import types
 
 import jax
 
@@ -72,11 +73,9 @@ def oom_kind(error: BaseException) -> str:
 
 def is_interrupt(error: BaseException) -> bool:
     """True for ``KeyboardInterrupt``, also one raised in a host callback (a ``JaxRuntimeError``)."""
-    if isinstance(error, KeyboardInterrupt):
-        return True
-    return isinstance(error, jax.errors.JaxRuntimeError) and bool(
-        re.search(r"^KeyboardInterrupt\b", str(error), re.M)
-    )
+    if isinstance(error, jax.errors.JaxRuntimeError):
+        return bool(re.search(r"^KeyboardInterrupt\b", str(error), re.M))
+    return isinstance(error, KeyboardInterrupt)
 
 
 def short_message(error: BaseException) -> str:
@@ -96,25 +95,23 @@ def short_message(error: BaseException) -> str:
     return text if len(text) <= 1000 else text[:997] + "..."
 
 
-class InterruptFlag:
-    """SIGINT sets a flag (stop after this batch); a second Ctrl-C interrupts at once."""
+@contextlib.contextmanager
+def interrupt_flag():
+    """SIGINT sets ``flag.set`` (stop after this batch); a second Ctrl-C interrupts at once."""
+    flag = types.SimpleNamespace(set=False)
 
-    def __init__(self) -> None:
-        self.set, self._old = False, None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._old = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.set:
+    def handle(signum, frame):
+        if flag.set:
             raise KeyboardInterrupt
-        self.set = True
+        flag.set = True
 
-    def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, handle) if main else None
+    try:
+        yield flag
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
 
 
 def exit_as_interrupted() -> None:

@@ -23,9 +23,7 @@ class Program(NamedTuple):
     compiled: Compiled
     estimate: MemoryEstimate
 
-    @property
-    def planned(self) -> int:
-        return planned_bytes(self.estimate)
+    planned = property(lambda self: planned_bytes(self.estimate))
 
     def __call__(self, *args):
         c = self.compiled

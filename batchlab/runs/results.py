@@ -32,9 +32,7 @@ class BatchLog(NamedTuple):
     seconds: float
     depth: int = 0
 
-    @property
-    def out_of_memory(self) -> bool:
-        return self.status.startswith(("out of memory", "over budget"))
+    out_of_memory = property(lambda self: self.status.startswith(("out of memory", "over budget")))
 
 
 @dataclass(frozen=True)
@@ -57,9 +55,7 @@ class RunResult(Rows):
     checkpoint_error: str | None = None
     resumed_at_other_size: bool = False
 
-    @property
-    def failed_indices(self) -> list[int]:
-        return [f.index for f in self.failures]
+    failed_indices = property(lambda self: [f.index for f in self.failures])
 
     @property
     def batch_sizes(self) -> list[int]:

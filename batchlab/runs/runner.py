@@ -10,8 +10,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import jax
-
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab.runs.attempt import BatchRunner, Items
 from batchlab.runs.checkpoint import (
@@ -21,8 +19,7 @@ from batchlab.runs.checkpoint import (
     digest,
     fn_fingerprint,
 )
-from batchlab.runs.errors import FnBug, InterruptFlag, OutOfMemory, exit_as_interrupted
-from batchlab.runs.planning import batch_spec
+from batchlab.runs.errors import FnBug, OutOfMemory, exit_as_interrupted, interrupt_flag
 from batchlab.runs.results import (
     BatchFnError,
     BatchLog,
@@ -107,8 +104,7 @@ def run_batches(
         journal = _open_journal(checkpoint, fn, items, data, runner, run_name, settings)
     if journal is not None and journal.records:
         state.other_size = journal.settings != settings  # finished items stay, the rest re-sized
-        treedef = lambda: _output_treedef(runner, data)  # noqa: E731
-        state.restore(journal.records, treedef, sizes=not state.other_size)
+        state.restore(journal.records, runner.output_treedef, sizes=not state.other_size)
     if not state.size:  # a new run, or one resumed at other settings
         state.size = min(batch_size, max(data.n, 1))
     return _loop(runner, data, state, journal, progress, budget_bytes)
@@ -142,15 +138,6 @@ def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Jo
     return Journal.open(checkpoint, parts, settings=settings)
 
 
-def _output_treedef(runner: BatchRunner, data: Items):
-    """The structure of fn's output, to rebuild outputs read from a checkpoint."""
-    try:
-        spec = batch_spec(data.spec_item, 1) if runner.batched else data.spec_item
-        return jax.tree_util.tree_structure(jax.eval_shape(runner.fn, spec))
-    except Exception:
-        return jax.tree_util.tree_structure(0)
-
-
 def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
     from tqdm.auto import tqdm
 
@@ -165,7 +152,7 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
         desc="run_batches",
         disable=not progress or quiet,
     )
-    with InterruptFlag() as flag, bar:
+    with interrupt_flag() as flag, bar:
         while state.position < data.n or state.retry:
             if flag.set:
                 state.stop_reason = "interrupted (Ctrl-C): stopped after the last finished batch"
@@ -225,9 +212,8 @@ def _save(journal: Journal, state: RunState, found, failures, retried) -> bool:
         journal.append(*state.record(found, failures, retried))
         return True
     except OSError as e:
-        why = e.strerror or e
         state.checkpoint_error = (
-            f"the save of the batch at item {state.batches[-1].start} failed ({why}); "
+            f"the save of the batch at item {state.batches[-1].start} failed ({e.strerror or e}); "
             f"{str(journal.path)!r} keeps only the {len(journal.records)} batch(es) saved before it"
         )
         state.stop_reason = f"checkpoint write failed: {state.checkpoint_error}"

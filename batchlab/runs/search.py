@@ -73,15 +73,10 @@ def _largest(plans, known, budget, upper, method, step) -> int:
     fitting = sorted(u for u, p in known.items() if p <= budget)
     prev, hi = None, None  # prev: the fitting point before lo, for extrapolation
     if method == "interpolate" and fitting:  # warm start from earlier searches
-        lo = fitting[-1]
-        plan(lo)
-        if len(fitting) > 1:
-            prev = fitting[-2]
-            plan(prev)
-        misses = [u for u, p in known.items() if u > lo and p > budget]
-        if misses:
-            hi = min(misses)
-            plan(hi)
+        lo, prev = fitting[-1], (fitting[-2] if len(fitting) > 1 else None)
+        hi = min((u for u, p in known.items() if u > lo and p > budget), default=None)
+        for u in {lo, prev, hi} - {None}:
+            plan(u)  # the bracket's points are part of this search's curve
     elif not fits(1):
         return 0
     else:
@@ -118,11 +113,8 @@ def _refine(plan, fits, budget, lo, hi, method) -> int:
             g = (lo + hi) // 2 if g is None else min(max(g, lo + 1), hi - 1)
         if fits(g):
             lo = g
-            if not bisect_next and lo + 1 < hi:
-                if fits(lo + 1):
-                    lo += 1
-                else:
-                    hi = lo + 1
+            if not bisect_next and lo + 1 < hi:  # aimed at the answer: its neighbour settles it
+                lo, hi = (lo + 1, hi) if fits(lo + 1) else (lo, lo + 1)
         else:
             hi = g
         bisect_next = method == "bisect" or (not bisect_next and hi - lo > width // 2)

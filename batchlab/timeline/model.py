@@ -29,9 +29,9 @@ class Timeline:
     trace_path: str
     label: str
 
-    @property
-    def dispatches_per_item(self) -> float | None:
-        return self.dispatches / self.items if self.items else None
+    dispatches_per_item = property(
+        lambda self: self.dispatches / self.items if self.items else None
+    )
 
     @property
     def overlap_share(self) -> float:
@@ -60,10 +60,6 @@ class Timeline:
         )
 
 
-def _intervals(spans, keep) -> list[tuple[float, float]]:
-    return [(s.start, s.end) for s in spans if keep(s)]
-
-
 def build_timeline(path: str | Path, *, items: int | None = None, label: str = "") -> Timeline:
     """Parses a ``perfetto_trace.json.gz`` into a :class:`Timeline`."""
     lanes, spans, wall = parse_events(read_events(path))
@@ -73,15 +69,14 @@ def build_timeline(path: str | Path, *, items: int | None = None, label: str = "
     host, work = [], []  # per lane: one thread's wait does not stop another thread's work
     for lane in host_lanes:
         mine = [s for s in on_host if s.lane == lane]
-        busy = subtract(
-            _intervals(mine, lambda s: s.depth == 0), _intervals(mine, lambda s: s.kind == "wait")
-        )
+        outer = [(s.start, s.end) for s in mine if s.depth == 0]
+        busy = subtract(outer, [(s.start, s.end) for s in mine if s.kind == "wait"])
         host += busy
-        work += subtract(busy, _intervals(mine, lambda s: s.kind in ("dispatch", "compute")))
+        inline = [(s.start, s.end) for s in mine if s.kind in ("dispatch", "compute")]
+        work += subtract(busy, inline)
     # XLA ops on the device streams; without any (XLA:CPU), wherever they ran
-    device = _intervals(
-        spans, lambda s: s.kind == "compute" and (s.lane in device_lanes or not device_lanes)
-    )
+    on_device = [s for s in spans if s.lane in device_lanes or not device_lanes]
+    device = [(s.start, s.end) for s in on_device if s.kind == "compute"]
 
     def outermost(kind: str) -> int:
         return sum(

@@ -44,9 +44,7 @@ class Span:
     parent: int  # index of the enclosing span in Timeline.spans, -1 if none
     kind: str  # "dispatch", "wait", "compute", "transfer", "compile", "annotation", "runtime"
 
-    @property
-    def end(self) -> float:
-        return self.start + self.duration
+    end = property(lambda self: self.start + self.duration)
 
 
 def find_trace_file(log_dir: str | Path) -> Path:
@@ -110,8 +108,7 @@ def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[
     by_lane: dict[tuple, list[dict]] = {}
     for e in complete:
         name = str(e.get("name", ""))
-        skip = name == WRAPPER or name.startswith(_SKIP)
-        if not skip and t0 <= float(e["ts"]) <= t1:
+        if name != WRAPPER and not name.startswith(_SKIP) and t0 <= float(e["ts"]) <= t1:
             by_lane.setdefault((e.get("pid"), e.get("tid")), []).append(e)
     names = {key: thread.get(key, str(key[1])) for key in by_lane}
     kinds = {

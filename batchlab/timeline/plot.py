@@ -86,15 +86,7 @@ def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
     gaps = [(a, b) for a, b in subtract([(0.0, wall_ms)], busy) if b - a > wall_ms / 100]
     for a, b in gaps:  # idle: nothing traced in any lane
         ax.axvspan(a, b, facecolor=COLORS["idle"][0], hatch="//", ec="0.75", lw=0, zorder=0)
-    _labels(ax, t, row_h, wall_ms)
-    ax.set_yticks(list(range(n)), [lane.name for lane in t.lanes] or ["(no spans)"], fontsize=11)
-    ax.set(ylim=(n - 0.5, -0.5), xlim=(0, wall_ms))
-    ax.grid(True, axis="x", alpha=0.3)
-    return {kind for (_, _, kind) in groups} | ({"idle"} if gaps else set())
-
-
-def _labels(ax, t: Any, row_h: float, wall_ms: float) -> None:
-    """Names inside the spans wide enough to hold them (at most 40 labels, widest first)."""
+    # names inside the spans wide enough to hold them (at most 40 labels, widest first)
     width_px = ax.figure.get_figwidth() * 100 * 0.8  # at dpi 100; font sizes scale alike
     fits = []
     for s in t.spans:
@@ -105,3 +97,7 @@ def _labels(ax, t: Any, row_h: float, wall_ms: float) -> None:
     for _, s, text in sorted(fits, key=lambda f: -f[0])[:40]:
         x, y = (s.start + s.duration / 2) * 1e3, s.lane - 0.4 + (s.depth + 0.46) * row_h
         ax.text(x, y, text, ha="center", va="center", fontsize=9, color="black", clip_on=True)
+    ax.set_yticks(list(range(n)), [lane.name for lane in t.lanes] or ["(no spans)"], fontsize=11)
+    ax.set(ylim=(n - 0.5, -0.5), xlim=(0, wall_ms))
+    ax.grid(True, axis="x", alpha=0.3)
+    return {kind for (_, _, kind) in groups} | ({"idle"} if gaps else set())
