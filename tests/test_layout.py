@@ -24,8 +24,8 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
 #: child-process entry points: they import the kit after the process is set up
 CHILD_ENTRIES = {"scaling/distributed/_child.py"}
 MAX_LINES = 420
-#: the whole package, a ratchet: at most 12,000 lines is the aim (22,188 -> 17,069 -> 15,639 -> 13,679 -> 12,989 -> 12,415)
-MAX_PACKAGE_LINES = 12_450
+#: the whole package, a ratchet: at most 12,000 lines is the aim (22,188 -> 17,069 -> 15,639 -> 13,679 -> 12,989 -> 12,415 -> 11,980)
+MAX_PACKAGE_LINES = 12_000
 
 
 def module_name(path: Path) -> str:
