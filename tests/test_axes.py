@@ -429,3 +429,44 @@ def test_a_key_mapped_on_its_sequence_axis_is_told_to_map_the_batch_axis():
     assert "map it, in_axes=(0, 0, None): each item sees `k` as (7, 3) and returns (7,)" in msg
     assert jax.vmap(scores, in_axes=(0, 0, None))(q, k, t).shape == (5, 7)
     assert "(5, 7) instead of (5,)" not in msg
+
+
+def test_the_fix_for_a_wrong_sized_argument_counts_what_is_missing_or_extra_as_jax_computes():
+    x = jnp.ones((5, 3))
+    said = {}
+    for n in (3, 8, 4):
+        with pytest.raises(BatchAxisError) as e:
+            explain_axes(lambda x, v: v @ x, x, jnp.ones((n, 3)), in_axes=(0, 0))
+        said[n] = str(e.value)
+        # what the message says passing `v` whole gives is what jax.vmap gives
+        whole = jax.vmap(lambda x, v: v @ x, in_axes=(0, None))(x, jnp.ones((n, 3)))
+        assert f"the batched output {whole.shape} instead of (5,), silently" in said[n]
+    assert said[3].endswith("2 are missing: give it 5 (or keep only the items it has entries for).")
+    assert said[8].endswith("3 are extra: give it 5 (or keep only the items it has entries for).")
+    assert "each item's output becomes (8,) instead of ()" in said[8]
+    assert said[4].endswith(
+        ", 1 is missing: give it 5 (or keep only the items it has entries for)."
+    )
+
+
+def test_out_axes_none_and_negative_positions_read_each_output():
+    x, w = jnp.ones((5, 3)), jnp.ones((3, 2), jnp.bfloat16)
+    # an output the same for every item may take None, and the outputs after it keep their axes
+    e = explain_axes(lambda x, w: (w.sum(), x.sum()), x, w, in_axes=(0, None), out_axes=(None, 0))
+    assert [(o.arg, o.label, o.shape, o.dtype, o.axis) for o in e.outputs] == [
+        (0, "out[0]", (), jnp.bfloat16, None),
+        (1, "out[1]", (5,), jnp.float32, 0),
+    ]
+    # None for an output that depends on the mapped `x` is refused, as jax.vmap refuses it
+    both = lambda x, w: (x.sum() + w.sum(), x * 2)  # noqa: E731
+    with pytest.raises(ValueError):
+        jax.vmap(both, in_axes=(0, None), out_axes=(None, 0))(x, w)
+    with pytest.raises(
+        BatchAxisError, match=r"out_axes gives None \(no batch axis\) for `out\[0\]`"
+    ):
+        explain_axes(both, x, w, in_axes=(0, None), out_axes=(None, 0))
+    # -rank is the first valid position, as in jax.vmap
+    assert jax.vmap(lambda x: x * 2, out_axes=-2)(x).shape == (5, 3)
+    assert explain_axes(lambda x: x * 2, x, out_axes=-2).outputs[0].axis == 0
+    with pytest.raises(BatchAxisError, match=r"\(PyTreeDef\(\*\)\): some of its entries"):
+        explain_axes(lambda x: x * 2, x, out_axes=(0, 0))

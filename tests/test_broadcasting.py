@@ -213,3 +213,50 @@ def test_the_outer_product_it_warns_about_is_what_jax_computes(n):
     with jax.numpy_rank_promotion("allow"):
         assert (pred - labels).shape == shape == (n, n)
         assert float(jnp.abs(jnp.diagonal(pred - labels)).max()) == 0.0  # the meant ones
+
+
+def test_the_conflict_message_aligns_marks_and_gives_the_first_per_row_fix_only():
+    # three per-row readings exist ((4,) of (4, 3), (4,) and (4, 3) of (4, 3, 5)): one is shown
+    with pytest.raises(BroadcastError) as e:
+        check_broadcast((4, 3), (4,), (4, 3, 5), names=["x", "mask", "y"])
+    assert str(e.value) == (
+        "shapes (4, 3) and (4,) and (4, 3, 5) do not broadcast. Aligned from the right, sizes on "
+        "one axis must be equal or 1:\n"
+        "  x:        4  3\n"
+        "  mask:        4\n"
+        "  y:     4  3  5\n"
+        "            ^  ^\n"
+        "  axis  -3 -2 -1\n"
+        "axis -2: `x` has 4, `y` has 3; axis -1: `x` has 3, `mask` has 4, `y` has 5 (different "
+        "sizes, none of them 1). `x` (4, 3) matches the LEADING axes of `y` (4, 3, 5). If it holds "
+        "one value per row (e.g. a mask over the batch), give it trailing axes: x[:, :, None] has "
+        "shape (4, 3, 1)."
+    )
+    # a scalar matches no leading axes: the hint is the mask's, and the fix it gives works
+    with pytest.raises(BroadcastError, match=r"none of them 1\)\. `m` \(4,\) matches") as e:
+        check_broadcast(2.0, (4, 3), (4,), names=["s", "x", "m"])
+    assert str(e.value).count("LEADING") == 1 and "m[:, None] has shape (4, 1)" in str(e.value)
+    assert (jnp.ones((4, 3)) * jnp.ones(4)[:, None]).shape == (4, 3)
+
+
+def test_a_per_row_operand_matching_the_last_axes_too_is_warned_in_full():
+    with pytest.warns(SilentBroadcastWarning) as w:
+        assert check_broadcast((4,), (4, 3, 4), names=["m", "x"]) == (4, 3, 4)
+    assert [str(x.message) for x in w] == [
+        "`m` (4,) matches the LEADING axes of `x` (4, 3, 4) and its trailing ones, but "
+        "broadcasting aligns from the right: it is applied along the LAST axes, silently. If it "
+        "holds one value per row (e.g. a mask over the batch), give it trailing axes: "
+        "m[:, None, None] has shape (4, 1, 1)."
+    ]
+    with warnings.catch_warnings():  # only the trailing axes match: broadcasting's own meaning
+        warnings.simplefilter("error")
+        assert check_broadcast((4,), (3, 5, 4)) == (3, 5, 4)
+
+
+def test_aligned_columns_names_and_no_operands():
+    assert aligned((100, 3), (3,)) == "  a:    100   3\n  b:          3\n  axis   -2  -1"
+    assert aligned() == "  axis  " and check_broadcast() == () == jnp.broadcast_shapes()
+    assert aligned(*[(2,)] * 27).splitlines()[25:27] == ["  z:      2", "  arg26:  2"]
+    with pytest.raises(TypeError, match=r"^`a` must be an array, a number or a shape \(a tuple "
+                       r"of ints\), got tuple \(3\.5, 2\)\.$"):  # fmt: skip
+        check_broadcast((3.5, 2))
