@@ -138,3 +138,43 @@ def test_the_comparison_table_reads_each_result():
     ]  # fmt: skip
     assert repr(fixed).startswith(f"Comparison: {c.name}: {SOURCES}")
     assert fixed.get("chunked").dispatches == 8 and fixed.get("vmap", 16).agrees
+
+
+def _outer(x):  # per item a (64, 64) intermediate: a chunk of 4 plans twice the temp of 2
+    return (jnp.tanh(x)[:, None] * x[None, :]).sum(1)
+
+
+def test_a_dispatched_call_is_planned_from_its_largest_step_and_what_it_holds_beside():
+    xs = jnp.ones((10, 64))
+    c = bl.compare(_outer, xs, strategies=("vmap", "host", "loop"), chunk_size=4, max_time=0.01)
+    out = _outer(xs[0]).nbytes * 10
+    host = c.get("host").measurement.memory
+    plan = bl.batch(_outer, strategy="host", chunk_size=4).plan(xs)
+    temps = [s.temp_bytes for s in plan.steps]
+    assert len(temps) == 2 and max(temps) > min(temps) > 0  # the full chunks' and the remainder's
+    assert plan.extra_bytes == max(temps) + plan.input_copy_bytes + plan.chunk_output_bytes
+    assert (host.argument_bytes, host.output_bytes, host.temp_bytes) == (
+        xs.nbytes, out, plan.extra_bytes)  # fmt: skip
+    assert host.planned_bytes == xs.nbytes + out + plan.extra_bytes and host.alias_bytes == 0
+    assert host.planned_from == (
+        "inputs + output + the largest step's temp + the chunks' input copy + chunk outputs "
+        "until concatenated"
+    )
+    assert (host.name, host.backend, c.get("host").dispatches) == ("dispatched", "cpu", 5)
+    # the loop: one item's program, its outputs held until stacked
+    loop, step = c.get("loop"), bl.memory_estimate(_outer, xs[0])
+    m = loop.measurement.memory
+    assert (m.argument_bytes, m.output_bytes, m.temp_bytes) == (
+        xs.nbytes,
+        out,
+        step.temp_bytes + out,
+    )
+    assert (
+        m.planned_from
+        == "inputs + output + the item program's temp + item outputs held for the stack"
+    )
+    assert m.planned_bytes == xs.nbytes + out + step.temp_bytes + out and m.flops is None
+    # per item: a slice and the step; one stack; a batch axis other than 0 is moved first
+    assert loop.dispatches == 10 * 2 + 1
+    moved = bl.compare(_outer, xs.T, strategies=("vmap", "loop"), in_axes=1, max_time=0.01)
+    assert moved.get("loop").dispatches == 1 + 10 * 2 + 1
