@@ -6,7 +6,10 @@ test reads a figure or a text a learner sees, which no other test read.
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
+import numpy as np
+import pytest
 
 import batchlab as bl
 from batchlab._util.format import format_bytes
@@ -178,3 +181,51 @@ def test_a_dispatched_call_is_planned_from_its_largest_step_and_what_it_holds_be
     assert loop.dispatches == 10 * 2 + 1
     moved = bl.compare(_outer, xs.T, strategies=("vmap", "loop"), in_axes=1, max_time=0.01)
     assert moved.get("loop").dispatches == 1 + 10 * 2 + 1
+
+
+def _twice(x):
+    return x * 2
+
+
+def test_agreement_with_vmap_is_read_per_leaf_shape_and_dtype_tolerance():
+    xs = jnp.ones((16, 4))
+
+    def agrees(manual, xs=xs):
+        c = bl.compare(_twice, xs, strategies=("vmap",), manual=manual, max_time=0.01)
+        return c.get("manual").agrees
+
+    assert agrees(lambda x: x + x) is True
+    assert agrees(lambda x: x * 2 + 1e-3) is False  # float32: off by 1e-3 is another result
+    half = jnp.ones((16, 4), jnp.bfloat16)
+    assert agrees(lambda x: x * 2 + jnp.bfloat16(4e-3), half) is True  # bfloat16: within 1e-2
+    assert agrees(lambda x: x * 2 + jnp.bfloat16(0.05), half) is False
+    assert agrees(lambda x: (x * 2)[None]) is False  # (1, 16, 4): broadcastable, not the same
+    assert agrees(lambda x: (x * 2, x)) is False  # one more output
+
+
+def test_each_strategys_measurement_names_the_function_and_its_first_call():
+    c = bl.compare(_twice, jnp.ones((16, 4)), strategies=("vmap", "chunked", "host"), max_time=0.01)
+    for r in c.results:
+        m = r.measurement
+        assert (m.name, m.number, type(m.live).__name__) == ("_twice", 1, "LiveMemory")
+        assert m.compile_seconds > 0 and 0 < m.first_call_seconds < 60 and m.runs == len(m.times)
+        assert m.memory.name == ("dispatched" if r.strategy == "host" else "_twice")
+    host = c.get("host").measurement  # compiles inside its first call: counted there
+    assert host.compile_seconds <= host.first_call_seconds
+
+
+def test_host_chunks_of_numpy_inputs_along_any_axis_equal_vmap():
+    x = np.arange(2 * 11 * 3, dtype=np.float32).reshape(2, 11, 3)
+    w = np.arange(3, dtype=np.float32)
+
+    def f(x, w):
+        return x @ w
+
+    want = jax.vmap(f, in_axes=(1, None))(x, w)
+    for chunk in (1, 4, 11, 12):
+        got = bl.batch(f, strategy="host", chunk_size=chunk, in_axes=(1, None))(x, w)
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match=r"^strategy='host' dispatches one compiled program per "
+                       r"chunk from Python, so it cannot run inside jax.jit, grad, vmap or scan "
+                       r"\(it got a tracer\): call it outside, or use strategy='chunked'"):  # fmt: skip
+        jax.jit(bl.batch(f, strategy="host", chunk_size=4, in_axes=(1, None)))(x, w)
