@@ -229,3 +229,42 @@ def test_host_chunks_of_numpy_inputs_along_any_axis_equal_vmap():
                        r"chunk from Python, so it cannot run inside jax.jit, grad, vmap or scan "
                        r"\(it got a tracer\): call it outside, or use strategy='chunked'"):  # fmt: skip
         jax.jit(bl.batch(f, strategy="host", chunk_size=4, in_axes=(1, None)))(x, w)
+
+
+def test_the_host_plan_of_two_chunks_on_device_numpy_and_a_moved_axis():
+    x = jnp.ones((8, 64))
+    plan = bl.batch(_outer, strategy="host", chunk_size=4).plan(x)
+    # one slicing program, two chunks, one concatenation; the input copied once, in chunks
+    assert (plan.dispatches, plan.input_copy_bytes, plan.argument_bytes) == (4, x.nbytes, x.nbytes)
+    assert plan.chunk_output_bytes == _outer(x).nbytes and plan.steps[0].name == "host step"
+    # numpy inputs are sliced on the host: nothing to slice on the device, nothing copied there
+    host = bl.batch(_outer, strategy="host", chunk_size=4).plan(np.ones((8, 64), np.float32))
+    assert (host.dispatches, host.input_copy_bytes) == (3, 0)
+    # 10 items: the full chunks' step first, then the remainder's; along axis 1 the same steps
+    ten = bl.batch(_outer, strategy="host", chunk_size=4).plan(jnp.ones((10, 64)))
+    moved = bl.batch(_outer, strategy="host", chunk_size=4, in_axes=1).plan(jnp.ones((64, 10)))
+    assert [s.argument_bytes for s in ten.steps] == [4 * 64 * 4, 2 * 64 * 4]
+    assert [s.argument_bytes for s in moved.steps] == [4 * 64 * 4, 2 * 64 * 4]
+
+
+def test_a_strategy_that_fails_keeps_its_error_and_the_others_figures():
+    def broken(x):
+        raise ValueError("no hand-batched version yet\n(details)")
+
+    c = bl.compare(_twice, jnp.ones((8, 4)), strategies=("vmap", "chunked", "manual"),
+                   manual=broken, max_time=0.01)  # fmt: skip
+    assert c.name == "_twice" and [r.label for r in c.results] == [
+        "vmap", "chunked (chunk 1)", "manual"]  # fmt: skip
+    bad = c.get("manual")
+    assert (bad.strategy, bad.items, bad.chunk, bad.measurement) == ("manual", 8, None, None)
+    assert bad.error == "ValueError: no hand-batched version yet"
+    assert c.get("vmap").measurement is not None and c.get("chunked").agrees
+
+
+def test_a_sweep_takes_the_first_items_along_the_mapped_axis():
+    xs = jnp.arange(64.0).reshape(4, 16)  # 16 items along axis 1
+    c = bl.compare(_twice, xs, strategies=("vmap", "chunked"), in_axes=1, batch_sizes=(4, 16),
+                   max_time=0.01)  # fmt: skip
+    for r in c.results:
+        assert r.agrees and r.measurement.memory.argument_bytes == 4 * r.items * 4
+        assert len(r.measurement.times) <= 15  # 15 interleaved rounds at most
