@@ -82,8 +82,8 @@ def _axes(ax, renderer):
         lim=_r([ax.get_xlim(), ax.get_ylim()]), scale=[ax.get_xscale(), ax.get_yscale()],
         on=ax.axison, ticks=[[t.get_text() for t in ax.get_xticklabels()],
                              [t.get_text() for t in ax.get_yticklabels()]],
-        grid=[bool(a.get_gridlines()) and a.get_gridlines()[0].get_visible()
-              for a in (ax.xaxis, ax.yaxis)],
+        grid=[[g.get_visible(), _r(g.get_alpha())] for g in (a.get_gridlines()[:1] for a in (ax.xaxis, ax.yaxis)) for g in g],
+        minor=[t.get_text() for t in ax.get_yticklabels(minor=True)],
         texts=texts, lines=lines, patches=patches, images=images,
         bars=[type(c).__name__ for c in ax.containers],
         legend=None if legend is None else dict(
@@ -131,6 +131,9 @@ def test_the_outer_trap_drawing_is_the_approved_one():
     pred, labels = np.arange(4.0)[:, None] / 2, np.array([1.0, 0.0, 3.0, -1.0])
     fig = bl.plots.plot_outer_trap(pred - labels, pred[:, 0] - labels, title="pred - labels")
     check("outer_trap", describe(fig))
+    # and one whose largest magnitude is positive (3) while its lowest value is -1
+    fig = bl.plots.plot_outer_trap(np.array([[3.0, -1.0], [0.5, 1.0]]), np.array([3.0, 1.0]))
+    check("outer_trap_positive", describe(fig))
 
 
 def _fixed(c, times: dict, temp: dict):
@@ -177,3 +180,7 @@ def test_the_comparison_sweep_is_the_approved_one():
     wide = {k: (t[0] * (300 if k[1] == 16 else 1),) for k, t in times.items()}  # spans >= 20x
     fig = _fixed(c, wide, {k: v * 1000 + 8 for k, v in temp.items()}).plot()
     check("comparison_sweep_log", describe(fig, {_where(): "<machine>"}))
+    # exactly 20x between the fastest and the slowest run: log scale; no temp at all: 0..1
+    edge = {k: (0.125 if k == ("vmap", 4) else 2.5,) for k in times}
+    fig = _fixed(c, edge, dict.fromkeys(temp, 0)).plot()
+    check("comparison_sweep_edges", describe(fig, {_where(): "<machine>"}))
