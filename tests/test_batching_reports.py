@@ -214,8 +214,12 @@ def test_each_strategys_measurement_names_the_function_and_its_first_call():
         assert (m.name, m.number, type(m.live).__name__) == ("_twice", 1, "LiveMemory")
         assert m.compile_seconds > 0 and 0 < m.first_call_seconds < 60 and m.runs == len(m.times)
         assert m.memory.name == ("dispatched" if r.strategy == "host" else "_twice")
+        assert m.compiles >= 1 and m.source == SOURCES and m.notes[-1].startswith("times: one")
+        ahead = r.strategy != "host"  # compiled ahead of time: trace and compile timed apart
+        assert (m.trace_lower_seconds > 0) == ahead and (len(m.notes) == 1) == ahead
     host = c.get("host").measurement  # compiles inside its first call: counted there
-    assert host.compile_seconds <= host.first_call_seconds
+    assert host.compile_seconds <= host.first_call_seconds and host.trace_lower_seconds == 0.0
+    assert host.notes[0].startswith("compile_seconds = first call minus the steady median")
 
 
 def test_host_chunks_of_numpy_inputs_along_any_axis_equal_vmap():
