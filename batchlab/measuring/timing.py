@@ -13,7 +13,7 @@ from typing import Any
 import jax
 
 from batchlab._util.checks import check_callable, check_positive_float, check_positive_int
-from batchlab._util.compile import compile_fn, is_jitted
+from batchlab._util.compile import compile_fn, function_name, is_jitted
 from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import DeviceMemory, LiveMemory, device_memory, live_memory
@@ -231,7 +231,7 @@ def measure_dispatched(
     samples = take_samples(call, number, repeat, max_time, tolerance)
     median = sorted(samples)[len(samples) // 2]
     m = Measurement(
-        name=getattr(fn, "__name__", "fn"),
+        name=function_name(fn),
         trace_lower_seconds=0.0,
         compile_seconds=max(first - median, 0.0),
         first_call_seconds=first,
