@@ -470,3 +470,23 @@ def test_out_axes_none_and_negative_positions_read_each_output():
     assert explain_axes(lambda x: x * 2, x, out_axes=-2).outputs[0].axis == 0
     with pytest.raises(BatchAxisError, match=r"\(PyTreeDef\(\*\)\): some of its entries"):
         explain_axes(lambda x: x * 2, x, out_axes=(0, 0))
+
+
+def test_the_fix_for_one_leaf_of_a_dict_argument_unmaps_that_leaf_alone_as_jax_computes():
+    # one argument, a dict whose leaves sit on different axes; `v` has 5 entries, the batch 4
+    f = lambda d: d["x"] @ d["v"].T + d["w"].sum()  # noqa: E731
+    x, w, v = jnp.ones((2, 4, 3)), jnp.ones((4,)), jnp.ones((5, 3))
+    in_axes = ({"x": 1, "v": 0, "w": 0},)
+    with pytest.raises(BatchAxisError) as e:
+        explain_axes(f, {"x": x, "v": v, "w": w}, in_axes=in_axes)
+    said = str(e.value)
+    suggested = "in_axes=({'v': None, 'w': 0, 'x': 1},)"
+    assert f"Do not pass `d['v']` whole: {suggested} raises nothing" in said
+    # the suggested in_axes, run in jax.vmap, gives what the message says; v of 4 items, the rest
+    whole = jax.vmap(f, in_axes=eval(suggested.removeprefix("in_axes=")))({"x": x, "v": v, "w": w})
+    right = jax.vmap(f, in_axes=in_axes)({"x": x, "v": jnp.ones((4, 3)), "w": w})
+    assert (whole.shape, right.shape) == ((4, 2, 5), (4, 2))
+    assert (
+        "each item's output becomes (2, 5) instead of (2,) and the batched output (4, 2, 5) "
+        "instead of (4, 2), silently. If its entries are one per item, 1 is extra"
+    ) in said

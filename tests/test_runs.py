@@ -115,6 +115,21 @@ def test_bad_shapes_and_dtypes_in_a_list():
     np.testing.assert_array_equal(r.outputs, [4.0 * i for i in range(10) if i not in (2, 7)])
 
 
+def test_bad_items_of_pytrees_are_described_leaf_by_leaf():
+    x = np.ones(3, np.float32)
+    items = [(x, x)] * 4 + [(x, "label"), (x,)]
+    r = batchlab.run_batches(lambda p: p[0] @ p[1], items, batch_size=2, progress=False)
+    assert r.failed_indices == [4, 5]
+    common = "PyTreeDef((*, *)) with leaves [(3,) float32, (3,) float32]"
+    assert [f.message for f in r.failures] == [
+        f"item 4 is PyTreeDef((*, *)) with leaves [(3,) float32, a str (not an array)] "
+        f"where the other items are {common}",
+        f"item 5 is (3,) float32 where the other items are {common}",
+    ]
+    with pytest.raises(TypeError, match=r"^`items` must hold arrays .*; most items are a str "):
+        batchlab.run_batches(lambda s: s, ["a", "b", x], batch_size=2, progress=False)
+
+
 def test_nan_check():
     xs = data(12)
     xs[5, 1] = np.nan

@@ -91,16 +91,17 @@ def test_bisection_halves_are_logged_with_their_depth():
 
     r = batchlab.run_batches(picky, xs, batch_size=8, strategy="manual", progress=False)
     assert r.failed_indices == [5] and len(r.batches) == len(calls)
-    assert [(b.size, b.depth, b.status) for b in r.batches] == [
-        (8, 0, "error in fn, bisected"),  # items 0-7
-        (4, 1, "ok"),  # 0-3
-        (4, 1, "error in fn, bisected"),  # 4-7
-        (2, 2, "error in fn, bisected"),  # 4-5
-        (1, 3, "ok"),  # 4
-        (1, 3, "error in fn"),  # 5: pinned
-        (2, 2, "ok"),  # 6-7
-        (8, 0, "ok"),  # 8-15
+    assert [(b.start, b.size, b.items, b.depth, b.status) for b in r.batches] == [
+        (0, 8, 8, 0, "error in fn, bisected"),  # items 0-7
+        (0, 4, 4, 1, "ok"),  # 0-3
+        (4, 4, 4, 1, "error in fn, bisected"),  # 4-7
+        (4, 2, 2, 2, "error in fn, bisected"),  # 4-5
+        (4, 1, 1, 3, "ok"),  # 4
+        (5, 1, 1, 3, "error in fn"),  # 5: pinned
+        (6, 2, 2, 2, "ok"),  # 6-7
+        (8, 8, 8, 0, "ok"),  # 8-15
     ]
+    assert all(0 <= b.seconds <= r.seconds for b in r.batches)  # each call's own wall clock
     assert r.batch_sizes == [8] and r.retries == 0
 
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import typing
 from pathlib import Path
 
 import jax
@@ -111,7 +112,9 @@ def test_a_manual_fn_needs_a_run_name_and_then_resumes_losing_nothing(tmp_path):
     STOP["on"] = True
     with pytest.raises(
         batchlab.CheckpointError,
-        match=r"^strategy='manual' runs `fn` as Python.*run_name='my-run-v1'",
+        match=r"^strategy='manual' runs `fn` as Python \(it may read files, counters or the "
+        r"host\), which no trace can see, so a resume could not tell whether it is the same "
+        r"function\. Name the run: .*run_name='my-run-v1'",
     ):
         batchlab.run_batches(logged_batch, xs, **kw)
     assert CALLS == [] and not path.exists()  # refused before any work
@@ -341,3 +344,30 @@ def test_a_script_stopped_by_a_real_sigint_exits_with_status_130(tmp_path):
         cwd=Path(__file__).parent.parent,
     )
     assert again.returncode == 0 and "NEXT LINE RAN True" in again.stdout, again.stderr[-2000:]
+
+
+class Pooled(typing.NamedTuple):
+    total: jax.Array
+    peak: jax.Array
+
+
+def pooled(x):  # one item; `x @ x` fails on a batch's shape
+    return Pooled(x @ x, x.max())
+
+
+def pooled_batch(batch):  # a whole batch; fails on one item's shape
+    return Pooled((batch * batch).sum(axis=1), batch.max(axis=1))
+
+
+@pytest.mark.parametrize("strategy", ["vmap", "manual"])
+def test_a_resume_rebuilds_a_namedtuple_output_the_journal_cannot_store(tmp_path, strategy):
+    # the journal stores dicts, lists and tuples; a namedtuple's structure is traced again
+    xs, path = data(10), tmp_path / "run.ckpt"
+    fn = pooled if strategy == "vmap" else pooled_batch
+    kw = dict(batch_size=4, strategy=strategy, progress=False, checkpoint=path, run_name="pool")
+    first = batchlab.run_batches(fn, xs, **kw)
+    resumed = batchlab.run_batches(fn, xs, **kw)  # every item from the journal
+    assert resumed.resumed_items == 10 and first.complete and resumed.complete
+    assert type(resumed.outputs) is Pooled and type(first.outputs) is Pooled
+    np.testing.assert_allclose(resumed.outputs.total, (xs * xs).sum(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(resumed.outputs.peak, xs.max(axis=1))

@@ -44,3 +44,12 @@ def test_when_the_room_shrinks_it_settles_again(start, first, data):
     steps = 2 * math.ceil(math.log2(start + 1)) + 2
     tried = drive(start, [first] * steps + [later] * (steps + 3))
     assert tried[-3:] == [later] * 3
+
+
+def test_the_sizes_tried_halve_until_one_runs_then_bisect():
+    # out of memory from 16 down: halves (8, 4), then between what ran and what failed (6, 5)
+    assert drive(16, [5] * 8) == [16, 8, 4, 6, 5, 5, 5, 5]
+    # 3 fails, 1 runs (3 // 2), 2 fails: it settles on 1
+    assert drive(3, [1] * 5) == [3, 1, 2, 1, 1]
+    # 9 ran, then the room shrank to 4: 9 fails, what ran is forgotten and the search halves again
+    assert drive(9, [9, 4, 4, 4, 4, 4, 4]) == [9, 9, 4, 6, 5, 4, 4]

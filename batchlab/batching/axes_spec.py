@@ -131,10 +131,10 @@ class Resolved:
 
 
 def _item_outputs(fn: Callable, every: list, n_pos: int, kw_names: tuple, leaves: list) -> Callable:
-    """``outs(arg, axis)``: per-item output shapes, argument ``arg`` mapped on ``axis``."""
+    """``outs(leaf, axis)``: per-item output shapes, ``leaf`` mapped on ``axis``."""
 
-    def outs(arg: int, axis: int | None) -> list | None:
-        shapes = [_drop(lf.shape, axis) if lf.arg == arg else lf.item_shape for lf in leaves]
+    def outs(leaf: Leaf, axis: int | None) -> list | None:
+        shapes = [_drop(lf.shape, axis) if lf is leaf else lf.item_shape for lf in leaves]
         structs = [jax.ShapeDtypeStruct(s, lf.dtype) for s, lf in zip(shapes, leaves, strict=True)]
         tree = jtu.tree_unflatten(jtu.tree_structure(tuple(every)), structs)
         try:
@@ -148,7 +148,7 @@ def _item_outputs(fn: Callable, every: list, n_pos: int, kw_names: tuple, leaves
 
 def _shapes_text(shapes: list, batch: int | None = None) -> str:
     shown = [(batch, *s) if batch is not None else s for s in shapes]
-    return str(shown[0]) if len(shown) == 1 else ", ".join(map(str, shown))
+    return ", ".join(map(str, shown))
 
 
 def movable(outs: Callable, leaves: list, lf: Leaf, batch: int) -> tuple | None:
@@ -156,14 +156,20 @@ def movable(outs: Callable, leaves: list, lf: Leaf, batch: int) -> tuple | None:
     if sum(m.arg == lf.arg for m in leaves) != 1:
         return None
     for a, size in enumerate(lf.shape):
-        if size == batch and a != lf.axis and (got := outs(lf.arg, a)) is not None:
+        if size == batch and a != lf.axis and (got := outs(lf, a)) is not None:
             return a, got
     return None
 
 
-def fix_hint(outs: Callable, leaves: list, lf: Leaf, spec: tuple, batch: int) -> str:
+def leaf_axes(arg: Any, leaves: list, lf: Leaf, axis: int | None) -> Any:
+    """The ``in_axes`` entry of ``lf``'s argument with ``lf`` alone on ``axis``."""
+    own = [axis if m is lf else m.axis for m in leaves if m.arg == lf.arg]
+    return jtu.tree_unflatten(jtu.tree_structure(arg), own)
+
+
+def fix_hint(outs: Callable, leaves: list, lf: Leaf, spec: tuple, batch: int, arg: Any) -> str:
     """The fix for a leaf whose size is not the batch's, each suggestion evaluated first."""
-    k, use = lf.label, suggest(spec, lf.arg)
+    k, use = lf.label, suggest(spec, lf.arg, leaf_axes(arg, leaves, lf, None))
     if (moved := movable(outs, leaves, lf, batch)) is not None:
         a, got = moved
         return (
@@ -171,7 +177,7 @@ def fix_hint(outs: Callable, leaves: list, lf: Leaf, spec: tuple, batch: int) ->
             f"{suggest(spec, lf.arg, a)}: each item sees `{k}` as "
             f"{_drop(lf.shape, a)} and returns {_shapes_text(got)}."
         )
-    whole, mapped = outs(lf.arg, None), outs(lf.arg, lf.axis)
+    whole, mapped = outs(lf, None), outs(lf, lf.axis)
     if whole is None:
         return (
             f"Passing `{k}` whole ({use}) does not fit fn either: give `{k}` {batch} "
@@ -291,7 +297,7 @@ def resolve(
         if lf.size != batch:
             found = ", ".join(f"`{m.label}`: {m.size} (axis {m.axis})" for m in mapped)
             fix = (
-                fix_hint(outs, leaves, lf, spec, batch)
+                fix_hint(outs, leaves, lf, spec, batch, every[lf.arg])
                 if lf.arg < len(spec)
                 else f"`{lf.label}` is a keyword argument, which jax.vmap always maps on axis 0; "
                 f"if it is shared by all items, pass it positionally with in_axes None; otherwise "
