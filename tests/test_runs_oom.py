@@ -227,3 +227,41 @@ def test_nan_outputs_and_bad_items_in_one_batch_are_all_failures():
         "bad item",
         "NaN/inf output",
     ]
+
+
+def test_a_bisections_halves_share_one_compile_and_a_manual_fn_sees_only_its_items():
+    def host(x):
+        if np.any(np.asarray(x) == 5.0):
+            raise ValueError("item 5 is bad")
+        return np.asarray(x) * 2
+
+    def per_item(x):
+        out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return jax.pure_callback(host, out, x, vmap_method="sequential")
+
+    xs = np.arange(7, dtype=np.float32)
+    with batchlab.count_compiles() as compiles:
+        r = batchlab.run_batches(per_item, xs, batch_size=7, progress=False)
+    assert r.failed_indices == [5]
+    # 7 -> halves of 4 and 3 (padded to 4) -> 2 and 1 (padded to 2) -> 1 and 1
+    assert [(b.start, b.size, b.items) for b in r.batches] == [
+        (0, 7, 7),
+        (0, 4, 4),
+        (4, 4, 3),
+        (4, 2, 2),
+        (4, 1, 1),
+        (5, 1, 1),
+        (6, 2, 1),
+    ]
+    assert compiles.count == 4, compiles  # one program per size: 7, 4, 2 and 1
+    seen = []
+
+    def batched(batch):
+        seen.append(np.asarray(batch).tolist())
+        if 5.0 in seen[-1]:
+            raise ValueError("item 5 is bad")
+        return batch * 2
+
+    r = batchlab.run_batches(batched, xs, batch_size=7, strategy="manual", progress=False)
+    assert r.failed_indices == [5]
+    assert seen == [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 3], [4, 5, 6], [4, 5], [4], [5], [6]]

@@ -51,5 +51,6 @@ def test_the_sizes_tried_halve_until_one_runs_then_bisect():
     assert drive(16, [5] * 8) == [16, 8, 4, 6, 5, 5, 5, 5]
     # 3 fails, 1 runs (3 // 2), 2 fails: it settles on 1
     assert drive(3, [1] * 5) == [3, 1, 2, 1, 1]
+    assert drive(2, [1] * 3) == [2, 1, 1]
     # 9 ran, then the room shrank to 4: 9 fails, what ran is forgotten and the search halves again
     assert drive(9, [9, 4, 4, 4, 4, 4, 4]) == [9, 9, 4, 6, 5, 4, 4]
