@@ -141,6 +141,13 @@ def test_ragged_list_points_to_padding():
         explain_axes(lambda xs: sum(x.sum() for x in xs), xs)
     with pytest.raises(BatchAxisError, match="different lengths"):
         explain_axes(lambda xs: xs, [[1.0, 2.0], [3.0]])
+    many = [jnp.ones(n) for n in range(1, 11)]  # ten lengths: the first eight are shown
+    with pytest.raises(
+        BatchAxisError,
+        match=r"of 10 items of different lengths \(1, 2, 3, 4, "
+        r"5, 6, 7, 8, \.\.\.\) along the mapped axis 0\.",
+    ):
+        explain_axes(lambda xs: xs, many)
 
 
 def test_batch_axis_error_is_a_value_error():

@@ -134,6 +134,23 @@ def test_bad_items_of_pytrees_are_described_leaf_by_leaf():
     ]
     with pytest.raises(TypeError, match=r"^`items` must hold arrays .*; most items are a str "):
         batchlab.run_batches(lambda s: s, ["a", "b", x], batch_size=2, progress=False)
+    # a list where the others are tuples is another structure, with the same leaves
+    r = batchlab.run_batches(
+        lambda p: p[0] @ p[1], [(x, x)] * 3 + [[x, x]], batch_size=2, progress=False
+    )
+    assert r.failed_indices == [3] and "item 3 is PyTreeDef([*, *]) with" in r.failures[0].message
+
+
+def test_items_as_one_array_need_an_item_axis():
+    r = batchlab.run_batches(
+        lambda v: v * 2, np.arange(5.0, dtype=np.float32), batch_size=2, progress=False
+    )
+    assert r.outputs.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0]  # items of shape ()
+    for bad, got in ((np.float32(3.0), "float32"), (jnp.asarray(3.0), "ArrayImpl"), (3, "int")):
+        with pytest.raises(
+            TypeError, match=rf"with the items along axis 0, got {got}; wrap single"
+        ):
+            batchlab.run_batches(lambda v: v, bad, batch_size=2, progress=False)
 
 
 def test_nan_check():

@@ -265,3 +265,66 @@ def test_a_bisections_halves_share_one_compile_and_a_manual_fn_sees_only_its_ite
     r = batchlab.run_batches(batched, xs, batch_size=7, strategy="manual", progress=False)
     assert r.failed_indices == [5]
     assert seen == [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 3], [4, 5, 6], [4, 5], [4], [5], [6]]
+
+
+def test_a_resume_at_the_same_settings_starts_at_the_size_it_learned(tmp_path):
+    xs, path, sizes = data(40), tmp_path / "run.ckpt", []
+
+    def fn(batch):
+        if len(sizes) == 3 and not sizes[-1] == "go on":
+            raise KeyboardInterrupt
+        sizes.append(batch.shape[0])
+        return grows(6)(batch)
+
+    kw = dict(batch_size=16, strategy="manual", checkpoint=path, run_name="learn", progress=False)
+    with pytest.raises(batchlab.runs.RunInterrupted) as stopped:
+        batchlab.run_batches(fn, xs, **kw)
+    assert f"they are saved in {str(path)!r}: rerun the same call to resume" in str(stopped.value)
+    assert sizes == [16, 8, 4]  # two out of memory, then 4 ran (the search goes on at 6)
+    sizes.append("go on")
+    r = batchlab.run_batches(fn, xs, **kw)
+    assert r.complete and r.resumed_items == 4 and not r.resumed_at_other_size
+    assert sizes[4:6] == [6, 7] and 16 not in sizes[4:]  # the search goes on where it stood
+    # the same run at another batch_size keeps the items and sizes itself again from there
+    r2 = batchlab.run_batches(fn, xs, **{**kw, "batch_size": 5})
+    assert r2.resumed_items == 40 and r2.resumed_at_other_size
+
+
+def test_out_of_memory_at_one_item_says_jaxs_message_and_a_batch_of_two_bugs_the_fn():
+    r = batchlab.run_batches(grows(0), data(3), batch_size=1, strategy="manual", progress=False)
+    assert r.stop_reason == (
+        "out of memory (XLA INTERNAL: out of memory) even at batch size 1: "
+        "JaxRuntimeError: INTERNAL: YNNPACK operation failed: error"
+    ), r.stop_reason
+
+    def broken(batch):
+        raise ValueError("boom")
+
+    with pytest.raises(batchlab.runs.BatchFnError, match=r"alone and as a batch of 2") as e:
+        batchlab.run_batches(broken, data(2), batch_size=2, strategy="manual", progress=False)
+    assert type(e.value.__cause__) is ValueError and str(e.value.__cause__) == "boom"
+
+
+def test_a_batch_of_one_failing_is_that_items_error_and_skipped_bad_items_start_the_log():
+    items = [np.full(3, i, np.float32) for i in range(6)]
+    items[2] = np.zeros(4, np.float32)
+
+    def picky(x):  # one item; item 4 fails in its callback
+        def host(v):
+            if np.all(np.asarray(v) == 4.0):
+                raise ValueError("item 4 is bad")
+            return np.asarray(v).sum(keepdims=True)
+
+        return jax.pure_callback(
+            host, jax.ShapeDtypeStruct((1,), x.dtype), x, vmap_method="sequential"
+        )
+
+    r = batchlab.run_batches(picky, items, batch_size=1, progress=False)
+    assert r.failed_indices == [2, 4]
+    assert r.failures[1].message == "ValueError: item 4 is bad"
+    r = batchlab.run_batches(lambda x: x.sum(), items, batch_size=2, progress=False)
+    assert [(b.start, b.items, b.status) for b in r.batches] == [
+        (0, 2, "ok"),
+        (2, 2, "ok, 1 bad item(s)"),
+        (5, 1, "ok"),  # 2 is passed over: 3 and 4 run
+    ]

@@ -14,15 +14,16 @@ from batchlab.runs.runner import _after_oom, _after_success
 
 def drive(start: int, limits: list[int]) -> list[int]:
     """The sizes tried, batch by batch; ``limits[k]``: the largest size that fits at batch k."""
-    state, size, tried = RunState(10**9), start, []
+    state, size, tried, failed = RunState(10**9), start, [], math.inf
     for limit in limits:
+        assert 1 <= size < failed  # every size tried is below the smallest that failed
         tried.append(size)
         if size <= limit:
             size = _after_success(state, size)
         elif size == 1:  # the loop stops here: out of memory at one item
             break
         else:
-            size = _after_oom(state, size)
+            size, failed = _after_oom(state, size), size
     return tried
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -369,3 +371,12 @@ def test_loop_is_eager_one_dispatch_per_item():
         f(x)
         f(x)
     assert c.count == 1  # one per-item program, called 6 times per call (not unrolled)
+
+
+def test_a_function_without_a_name_is_named_by_what_it_wraps():
+    def scale(x, k):
+        return k * x
+
+    b = batch(functools.partial(scale, k=3), strategy="loop")
+    assert b.__name__ == b.__qualname__ == "scale"
+    assert b(jnp.ones(2)).tolist() == [3.0, 3.0]

@@ -31,24 +31,19 @@ from batchlab.runs.results import (
 
 
 def _after_oom(state: RunState, size: int) -> int:
-    """The next size after a memory error: half until one ran, then bisection between
-    ``state.ok_size`` and ``state.fail_size``."""
+    """The next size after a memory error at ``size`` (2 or more: at one item the run stops):
+    half until one ran, then bisection between ``state.ok_size`` and ``state.fail_size``.
+    Every size tried is below the smallest that failed, so ``size`` is the new smallest."""
     if size <= state.ok_size:  # memory got tighter than when ok_size ran: forget it
         state.ok_size = 0
-    state.fail_size = size if state.fail_size is None else min(state.fail_size, size)
-    ok = state.ok_size
-    if ok and size - ok <= 1:
-        return ok
-    return min(max((ok + size) // 2, 1), size - 1) if size > 1 else 1
+    state.fail_size = size
+    return (state.ok_size + size) // 2
 
 
 def _after_success(state: RunState, size: int) -> int:
     """The next size after a batch of ``size`` ran: halfway up to the smallest that failed."""
     state.ok_size = size
-    if state.fail_size is not None and state.fail_size <= size:
-        state.fail_size = None
-    fail = state.fail_size
-    return size if fail is None or fail - size <= 1 else (size + fail) // 2
+    return size if state.fail_size is None else (size + state.fail_size) // 2
 
 
 def run_batches(
