@@ -371,3 +371,26 @@ def test_a_resume_rebuilds_a_namedtuple_output_the_journal_cannot_store(tmp_path
     assert type(resumed.outputs) is Pooled and type(first.outputs) is Pooled
     np.testing.assert_allclose(resumed.outputs.total, (xs * xs).sum(axis=1), rtol=1e-5)
     np.testing.assert_array_equal(resumed.outputs.peak, xs.max(axis=1))
+
+
+def test_a_resume_runs_the_failed_items_first_then_goes_on_at_its_size(tmp_path):
+    xs, path, state = indexed(10), tmp_path / "run.ckpt", {"bad": True}
+    xs[1, 0] = 1e6  # a marker: item 1 fails while "bad" holds
+
+    def fn(batch):
+        b = np.asarray(batch)
+        if state["bad"] and 4 in b[:, -1]:
+            raise KeyboardInterrupt  # stopped at the second window
+        if state["bad"] and (b[:, 0] == 1e6).any():
+            raise ValueError("item out of range")
+        return jax.vmap(item_fn)(batch[:, :-1])
+
+    kw = dict(batch_size=4, strategy="manual", progress=False, checkpoint=path, run_name="retry")
+    with pytest.raises(KeyboardInterrupt):
+        batchlab.run_batches(fn, xs, **kw)
+    state["bad"] = False  # fixed: item 1 runs now
+    r = batchlab.run_batches(fn, xs, **kw)
+    assert r.complete and r.failures == () and r.resumed_items == 4
+    new = [(b.start, b.size, b.items, b.status) for b in r.batches[-3:]]
+    # the retried item alone (a short batch sizes nothing), then the run at 4 from item 4
+    assert new == [(1, 1, 1, "ok"), (4, 4, 4, "ok"), (8, 2, 2, "ok")], new
