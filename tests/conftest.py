@@ -61,3 +61,15 @@ def load_benchmark(name: str):
     module = sys.modules[name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
     spec.loader.exec_module(module)
     return module
+
+
+def fails_on_five(x):
+    """One item through a host callback that raises for the value 5 (an error JAX logs)."""
+
+    def host(v):
+        if np.any(np.asarray(v) == 5.0):
+            raise ValueError("item 5 is bad")
+        return np.asarray(v) * 2
+
+    out = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.pure_callback(host, out, x, vmap_method="sequential")

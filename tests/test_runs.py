@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_close
+from conftest import assert_close, fails_on_five
 
 import batchlab
 from batchlab.runs.errors import is_out_of_memory, short_message
@@ -354,17 +354,8 @@ def test_bisecting_a_callback_error_prints_nothing_and_keeps_the_traceback(capfd
     """Issue 34: JAX logs each pure_callback failure with its traceback (~700 lines for one
     bisection); the run prints none of it, the failure's `.detail` keeps JAX's text."""
 
-    def host(x):
-        if np.any(np.asarray(x) == 5.0):
-            raise ValueError("item 5 is bad")
-        return np.asarray(x) * 2
-
-    def fn(x):
-        out = jax.ShapeDtypeStruct(x.shape, x.dtype)
-        return jax.pure_callback(host, out, x, vmap_method="sequential")
-
     xs = np.arange(16, dtype=np.float32).reshape(16, 1)
-    r = batchlab.run_batches(fn, xs, batch_size=8, progress=False)
+    r = batchlab.run_batches(fails_on_five, xs, batch_size=8, progress=False)
     printed = capfd.readouterr()
     assert len((printed.out + printed.err).splitlines()) <= 3, printed.err[:2000]
     assert r.failed_indices == [5] and r.failures[0].message == "ValueError: item 5 is bad"

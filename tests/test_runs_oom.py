@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import fails_on_five
 
 import batchlab
 from batchlab.runs.errors import is_out_of_memory, oom_kind, short_message
@@ -230,18 +231,9 @@ def test_nan_outputs_and_bad_items_in_one_batch_are_all_failures():
 
 
 def test_a_bisections_halves_share_one_compile_and_a_manual_fn_sees_only_its_items():
-    def host(x):
-        if np.any(np.asarray(x) == 5.0):
-            raise ValueError("item 5 is bad")
-        return np.asarray(x) * 2
-
-    def per_item(x):
-        out = jax.ShapeDtypeStruct(x.shape, x.dtype)
-        return jax.pure_callback(host, out, x, vmap_method="sequential")
-
     xs = np.arange(7, dtype=np.float32)
     with batchlab.count_compiles() as compiles:
-        r = batchlab.run_batches(per_item, xs, batch_size=7, progress=False)
+        r = batchlab.run_batches(fails_on_five, xs, batch_size=7, progress=False)
     assert r.failed_indices == [5]
     # 7 -> halves of 4 and 3 (padded to 4) -> 2 and 1 (padded to 2) -> 1 and 1
     assert [(b.start, b.size, b.items) for b in r.batches] == [
