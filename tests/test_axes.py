@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from batchlab import BatchAxisError, explain_axes
+from batchlab.batching.axes_spec import param_names
 
 
 def predict(x, w):
@@ -71,6 +74,10 @@ def test_shape_dtype_structs_and_never_runs():
 def test_varargs_names():
     e = explain_axes(lambda *xs: xs[0] + xs[1], jnp.ones((3, 2)), jnp.ones((3, 2)))
     assert [lf.label for lf in e.inputs] == ["xs[0]", "xs[1]"]
+    assert param_names(lambda a, *rest: a, 3) == ["a", "rest[0]", "rest[1]"]
+    with pytest.raises(ValueError):  # CPython's max carries no signature
+        inspect.signature(max)
+    assert param_names(max, 3) == ["args[0]", "args[1]", "args[2]"]  # named by position
 
 
 @pytest.mark.parametrize(
@@ -126,10 +133,15 @@ def test_errors(args, kwargs, match):
 
 
 def test_in_axes_tree_mismatch():
+    d = {"a": jnp.ones(3), "b": jnp.ones(3)}
     with pytest.raises(
         BatchAxisError, match=r"in_axes for `d` is \{'a': 0\}, which does not match"
-    ):
-        explain_axes(lambda d: d["a"], {"a": jnp.ones(3), "b": jnp.ones(3)}, in_axes=({"a": 0},))
+    ) as e:
+        explain_axes(lambda d: d["a"], d, in_axes=({"a": 0},))
+    with pytest.raises(ValueError) as jax_error:  # JAX's own words for the mismatch come first
+        jax.tree_util.tree_structure({"a": 0}).flatten_up_to(d)
+    jax_line = str(jax_error.value).splitlines()[0]
+    assert f"`d` ({jax.tree_util.tree_structure(d)}): {jax_line} Give one axis" in str(e.value)
 
 
 def test_ragged_list_points_to_padding():
@@ -148,6 +160,18 @@ def test_ragged_list_points_to_padding():
         r"5, 6, 7, 8, \.\.\.\) along the mapped axis 0\.",
     ):
         explain_axes(lambda xs: xs, many)
+    for n, tail in ((8, r"8\) along"), (9, r"8, \.\.\.\) along")):  # "..." only past eight
+        with pytest.raises(BatchAxisError, match=rf"of {n} items .*\(1, 2, 3, 4, 5, 6, 7, {tail}"):
+            explain_axes(lambda xs: xs, [jnp.ones(k) for k in range(1, n + 1)])
+
+
+def test_an_unmapped_ragged_list_is_shared_as_jax_vmap_shares_it():
+    table = [[1, 2], [3]]  # Python ints of different lengths, not mapped: vmap passes them along
+    f = lambda x, t: x * t[1][0]  # noqa: E731
+    want = jax.vmap(f, in_axes=(0, None))(jnp.ones(3), table)
+    e = explain_axes(f, jnp.ones(3), table, in_axes=(0, None))
+    assert [(o.item_shape, o.shape) for o in e.outputs] == [(want.shape[1:], want.shape)]
+    assert "t[1][0]   ()     not mapped (shared)" in repr(e)
 
 
 def test_batch_axis_error_is_a_value_error():
