@@ -341,6 +341,10 @@ def test_host_plan_counts_and_memory():
     assert "dispatches per call=10" in repr(p) and "<table" in p._repr_html_()
     assert "chunks=1000 items: 7 full of 128 + 1 remainder of 104" in repr(p)
     assert "full of 2000 + 1 remainder of 1000" in repr(one)
+    kw = batch(outer, strategy="host", chunk_size=128).plan(x=x)  # keywords are planned alike
+    assert (kw.full_chunks, kw.remainder, kw.dispatches) == (7, 104, 10)
+    with pytest.raises(BatchAxisError, match=r"axis 1 of `x`, but `x` has shape \(3,\)"):
+        batch(outer, strategy="host", chunk_size=2, in_axes=1).plan(jnp.ones(3))
     with pytest.raises(
         ValueError,
         match=r"`plan` describes strategy='host' on a non-empty batch; this is strategy='vmap' on 1000",
