@@ -521,3 +521,33 @@ def test_the_fix_for_one_leaf_of_a_dict_argument_unmaps_that_leaf_alone_as_jax_c
         "each item's output becomes (2, 5) instead of (2,) and the batched output (4, 2, 5) "
         "instead of (4, 2), silently. If its entries are one per item, 1 is extra"
     ) in said
+
+
+def test_a_tie_is_broken_for_the_size_the_other_argument_can_move_to():
+    # a: 3 on axis 0, b: 4 on axis 0; only a has an axis of 4, so the batch is 4 (seen second)
+    f = lambda a, b: a.sum() + b.sum()  # noqa: E731
+    a, b = jnp.ones((3, 4)), jnp.ones((4, 2))
+    with pytest.raises(BatchAxisError) as e:
+        explain_axes(f, a, b)
+    assert str(e.value).startswith("`a` has 3 along axis 0 but the batch has 4 items")
+    assert "map it, in_axes=(1, 0)" in str(e.value)
+    assert jax.vmap(f, in_axes=(1, 0))(a, b).shape == (4,)  # the fix runs in JAX
+
+
+def test_nothing_mapped_is_refused_as_jax_vmap_refuses_it_with_a_fix():
+    f = lambda x, w: x @ w  # noqa: E731
+    x, w = jnp.ones((5, 3)), jnp.ones((3, 2))
+    with pytest.raises(ValueError, match="at least one non-None value in in_axes"):
+        jax.vmap(f, in_axes=(None, None))(x, w)
+    with pytest.raises(BatchAxisError) as e:
+        explain_axes(f, x, w, in_axes=(None, None))
+    assert str(e.value) == (
+        "in_axes=(None, None) maps no argument of fn(x, w), so there is no batch axis; "
+        "map at least one argument, e.g. in_axes=(0, None)."
+    )
+    assert jax.vmap(f, in_axes=(0, None))(x, w).shape == (5, 2)  # the fix runs in JAX
+    with pytest.raises(BatchAxisError) as e:
+        explain_axes(lambda: 1.0)
+    assert str(e.value).endswith(
+        "fn(), so there is no batch axis; map at least one argument, e.g. in_axes=0."
+    )
