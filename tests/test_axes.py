@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import batchlab
 from batchlab import BatchAxisError, explain_axes
 from batchlab.batching.axes_spec import param_names
 
@@ -179,9 +180,14 @@ def test_batch_axis_error_is_a_value_error():
 
 
 def test_bad_types():
-    with pytest.raises(TypeError, match="`in_axes` may hold only ints"):
+    with pytest.raises(
+        TypeError,
+        match=r"`in_axes` may hold only ints .*got str 'batch' in in_axes=\('batch', None\)\.",
+    ):
         explain_axes(predict, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=("batch", None))
-    with pytest.raises(TypeError, match="`out_axes` may hold only ints"):
+    with pytest.raises(
+        TypeError, match=r"`out_axes` may hold only ints.*got float 1\.0 in out_axes"
+    ):
         explain_axes(predict, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=(0, None), out_axes=1.0)
     with pytest.raises(TypeError, match="`w` is a str"):
         explain_axes(predict, jnp.ones((5, 3)), "weights", in_axes=(0, None))
@@ -529,7 +535,10 @@ def test_a_tie_is_broken_for_the_size_the_other_argument_can_move_to():
     a, b = jnp.ones((3, 4)), jnp.ones((4, 2))
     with pytest.raises(BatchAxisError) as e:
         explain_axes(f, a, b)
-    assert str(e.value).startswith("`a` has 3 along axis 0 but the batch has 4 items")
+    assert str(e.value).startswith(
+        "`a` has 3 along axis 0 but the batch has 4 items (sizes found: `a`: 3 (axis 0), `b`: 4 "
+        "(axis 0)). Axis 1 of `a` has 4"
+    )
     assert "map it, in_axes=(1, 0)" in str(e.value)
     assert jax.vmap(f, in_axes=(1, 0))(a, b).shape == (4,)  # the fix runs in JAX
 
@@ -550,4 +559,18 @@ def test_nothing_mapped_is_refused_as_jax_vmap_refuses_it_with_a_fix():
         explain_axes(lambda: 1.0)
     assert str(e.value).endswith(
         "fn(), so there is no batch axis; map at least one argument, e.g. in_axes=0."
+    )
+
+
+def test_a_wrong_sized_keyword_argument_is_refused_as_jax_vmap_refuses_it():
+    f = lambda x, *, w: x * w.sum()  # noqa: E731
+    x, w = jnp.ones((5, 3)), jnp.ones(4)
+    with pytest.raises(ValueError, match="vmap got inconsistent sizes"):
+        jax.vmap(f)(x, w=w)  # jax.vmap maps keyword arguments on axis 0, always
+    with pytest.raises(BatchAxisError) as e:
+        batchlab.batch(f)(x, w=w)
+    assert str(e.value) == (
+        "`w` has 4 along axis 0 but the batch has 5 items (sizes found: `x`: 5 (axis 0), `w`: 4 "
+        "(axis 0)). `w` is a keyword argument, which jax.vmap always maps on axis 0; if it is "
+        "shared by all items, pass it positionally with in_axes None; otherwise give it 5 items."
     )
