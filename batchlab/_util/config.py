@@ -1,6 +1,8 @@
 """Problem sizes for every notebook, per profile: ``cpu`` (CI and laptops: each notebook
-under a minute on 2 cores) or ``gpu`` (sizes that make memory effects obvious). The profile
-follows the backend; ``BATCHLAB_PROFILE=cpu`` forces one."""
+under 30 s on 2 cores), ``tpu`` (the CPU's sizes, with the overrides in ``TPU``: a jitted call
+costs ~0.5 ms there, so notebooks of many small calls keep small sizes) or ``gpu`` (sizes that
+make memory effects obvious). The profile follows the backend (``backend_facts().profile``);
+``BATCHLAB_PROFILE=cpu`` forces one."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import os
 from collections import namedtuple
 from typing import Any
 
-import jax
+from batchlab._util.backend import backend_facts
 
 _XLA = dict(n_items=48, batch_size=8, d_model=4096, d_hidden=16384, max_len=4096, len_step=512)
 
@@ -86,7 +88,9 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
         uneven_batch=(1001, 65535),
     ),
 }
-PROFILES = ("cpu", "gpu")
+#: topic -> size -> value on the TPU where it differs from the CPU's
+TPU: dict[str, dict[str, Any]] = {}
+PROFILES = ("cpu", "tpu", "gpu")
 
 
 def sizes(topic: str, *, profile: str | None = None) -> tuple:
@@ -95,13 +99,14 @@ def sizes(topic: str, *, profile: str | None = None) -> tuple:
     if topic not in TOPICS:
         raise ValueError(f"`topic` must be one of {sorted(TOPICS)}, got {topic!r}.")
     if profile is None:
-        backend = "cpu" if jax.default_backend() == "cpu" else "gpu"
-        profile = os.environ.get("BATCHLAB_PROFILE") or backend
+        profile = os.environ.get("BATCHLAB_PROFILE") or backend_facts().profile
     if profile not in PROFILES:
         raise ValueError(
             f"`profile` (or BATCHLAB_PROFILE) must be one of {list(PROFILES)}, got {profile!r}; "
             "leave both unset to follow the backend."
         )
-    i = PROFILES.index(profile)
+    i = 1 if profile == "gpu" else 0
     values = {k: v[i] for k, v in TOPICS[topic].items()}
+    if profile == "tpu":
+        values.update(TPU.get(topic, {}))
     return namedtuple("Sizes", ["topic", "profile", *values])(topic, profile, *values.values())
