@@ -2,10 +2,10 @@
 
 Usage: python scripts/run_on_device.py [--out notebooks/tpu] [notebooks/NN_topic.ipynb ...]
 
-Each notebook runs in a fresh kernel, one at a time (one process can hold a TPU), on an
-ipc-transport kernel: its channels are unix sockets, so it runs where even loopback TCP is
-refused. Errors do not stop the run: each cell's error is recorded and the next cell runs,
-so one run lists every failure. A watchdog ends a kernel whose resident memory passes
+Each notebook runs in a fresh process, one at a time (one process can hold a TPU), in that
+process's own IPython shell: no kernel, no socket, so it runs where even loopback TCP is
+refused (a Jupyter kernel's zmq dies there, ipc transport too). Errors do not stop the run: each cell's error is recorded and the next cell runs,
+so one run lists every failure. A watchdog ends a process whose resident memory passes
 ``--max-rss-gib`` (a notebook must never fill the host). The executed copy goes to
 ``--out/NN_topic.ipynb`` and a line per notebook to ``--out/summary.json``: wall time, errors,
 backend, device kind, jax version, date, and the hash of the notebook's code, so that a CI test
@@ -16,10 +16,14 @@ imports JAX: the kernel is the only process that opens the device.
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
 import datetime as dt
 import hashlib
+import io
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -27,9 +31,6 @@ from pathlib import Path
 
 import nbformat
 import psutil
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the last cell the runner adds (and removes from the stored copy): what ran, as JSON
@@ -47,55 +48,126 @@ def code_hash(nb) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def watch_memory(km: KernelManager, limit: int, stop: threading.Event, hit: list) -> None:
-    """Kill the kernel (and its children) if their resident memory passes ``limit`` bytes."""
-    while not stop.wait(0.5):
+def watch_memory(pid: int, limit: int, stop: threading.Event, hit: list) -> None:
+    """Kill process ``pid`` (and its children) if their resident memory passes ``limit`` bytes."""
+    while not stop.wait(0.2):
         try:
-            proc = psutil.Process(km.provisioner.process.pid)
+            proc = psutil.Process(pid)
             procs = [proc, *proc.children(recursive=True)]
             rss = sum(p.memory_info().rss for p in procs)
-        except Exception:
+        except psutil.Error:
             continue
         if rss > limit:
             hit.append(rss)
             for p in procs:
-                try:
+                with contextlib.suppress(psutil.Error):
                     p.kill()
-                except psutil.Error:
-                    pass
             return
 
 
+class _Stream(io.TextIOBase):
+    """sys.stdout / sys.stderr of a cell: text appended to the cell's outputs, in order."""
+
+    def __init__(self, outputs: list, name: str):
+        self.outputs, self.name = outputs, name
+
+    def write(self, text: str) -> int:
+        if not text:
+            return 0
+        last = self.outputs[-1] if self.outputs else None
+        if last is not None and last.output_type == "stream" and last.name == self.name:
+            last.text += text
+        else:
+            self.outputs.append(nbformat.v4.new_output("stream", name=self.name, text=text))
+        return len(text)
+
+
+def _jsonable(data: dict) -> dict:
+    """A display's mime bundle as a notebook stores it: binary (PNG) base64-encoded."""
+    return {k: base64.b64encode(v).decode() if isinstance(v, bytes) else v for k, v in data.items()}
+
+
+def execute_in_process(path: Path) -> None:
+    """The child: run ``path`` cell by cell in this process's IPython shell, write it back."""
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.interactiveshell import InteractiveShell
+
+    nb = nbformat.read(path, as_version=4)
+    os.chdir(path.parent if path.parent.name != "tpu" else ROOT / "notebooks")
+    shell = InteractiveShell.instance()
+    outputs: list = []
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data, metadata=None, *args, **kwargs):
+            outputs.append(nbformat.v4.new_output("display_data", data=_jsonable(data), metadata=metadata or {}))
+
+        def clear_output(self, wait=False):
+            pass
+
+    class Hook(DisplayHook):
+        def write_output_prompt(self):
+            pass
+
+        def write_format_data(self, format_dict, md_dict=None):
+            outputs.append(nbformat.v4.new_output(
+                "execute_result", data=_jsonable(format_dict), metadata=md_dict or {},
+                execution_count=self.prompt_count))
+
+    shell.display_pub = Publisher(shell=shell)
+    shell.displayhook = Hook(shell=shell, cache_size=shell.cache_size)
+    shell.display_trap.hook = shell.displayhook
+
+    def show_error(etype, evalue, stb):
+        outputs.append(nbformat.v4.new_output(
+            "error", ename=getattr(etype, "__name__", str(etype)), evalue=str(evalue),
+            traceback=list(stb)))
+
+    shell._showtraceback = show_error
+    shell.InteractiveTB.set_mode("Plain")
+    stdout, stderr = sys.stdout, sys.stderr
+    shell.run_cell("%matplotlib inline", silent=True)
+    for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        outputs.clear()
+        sys.stdout, sys.stderr = _Stream(outputs, "stdout"), _Stream(outputs, "stderr")
+        try:
+            shell.run_cell(cell.source, store_history=True)
+        finally:
+            sys.stdout, sys.stderr = stdout, stderr
+        cell.outputs = list(outputs)
+        cell.execution_count = n + 1
+        print(f"cell {n + 1}: {len(outputs)} outputs", flush=True)
+    nbformat.write(nb, path)
+
+
 def run_one(path: Path, out: Path, timeout: int, max_rss: int) -> dict:
+    """Run a copy of ``path`` in a fresh process (the only one holding the device) into ``out``."""
     nb = nbformat.read(path, as_version=4)
     digest = code_hash(nb)
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
-    km = KernelManager(kernel_name="python3", transport="ipc")
-    km.ip = str(Path("/tmp") / f"batchlab-kernel-{os.getpid()}-{path.stem}")
-    client = NotebookClient(
-        nb,
-        km=km,
-        timeout=timeout,
-        allow_errors=True,
-        resources={"metadata": {"path": str(path.parent)}},
-    )
-    stop, hit = threading.Event(), []
-    fatal = None
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / path.name
+    nbformat.write(nb, target)
     t0 = time.perf_counter()
+    child = subprocess.Popen([sys.executable, __file__, "--child", str(target)],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    stop, hit = threading.Event(), []
+    watcher = threading.Thread(target=watch_memory, args=(child.pid, max_rss, stop, hit))
+    watcher.start()
     try:
-        with client.setup_kernel():
-            watcher = threading.Thread(target=watch_memory, args=(km, max_rss, stop, hit))
-            watcher.start()
-            t0 = time.perf_counter()
-            for i, cell in enumerate(nb.cells):
-                client.execute_cell(cell, i)
-    except (DeadKernelError, CellTimeoutError, RuntimeError) as e:
-        fatal = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        if hit:
-            fatal = f"host memory: kernel RSS {hit[0] / 2**30:.1f} GiB > limit; killed ({fatal})"
-    finally:
-        stop.set()
+        log, _ = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        log, _ = child.communicate()
+    stop.set()
     wall = time.perf_counter() - t0
+    fatal = None
+    if child.returncode != 0:
+        fatal = f"exit {child.returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}"[:400]
+        if hit:
+            fatal = f"host memory: RSS {hit[0] / 2**30:.1f} GiB > limit, killed"
+        (out / f"{path.stem}.log").write_text(log)
+    nb = nbformat.read(target, as_version=4)
     probe = nb.cells.pop()
     facts = {}
     for o in probe.get("outputs", []):
@@ -107,8 +179,7 @@ def run_one(path: Path, out: Path, timeout: int, max_rss: int) -> dict:
         for o in c.get("outputs", []) if c.cell_type == "code" else []:
             if o.output_type == "error":
                 errors.append({"cell": i, "id": c.get("id"), "error": f"{o.ename}: {o.evalue}"[:400]})
-    out.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, out / path.name)
+    nbformat.write(nb, target)
     return {
         "notebook": path.name,
         "code_hash": digest,
@@ -124,9 +195,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("paths", nargs="*", type=Path)
     parser.add_argument("--out", type=Path, default=ROOT / "notebooks" / "tpu")
-    parser.add_argument("--timeout", type=int, default=240, help="per-cell timeout (s)")
+    parser.add_argument("--timeout", type=int, default=300, help="per-notebook timeout (s)")
     parser.add_argument("--max-rss-gib", type=float, default=30.0)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        execute_in_process(args.child.resolve())
+        return 0
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.pop("BATCHLAB_PROFILE", None)  # the device's own profile
     paths = args.paths or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
