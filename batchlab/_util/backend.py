@@ -81,6 +81,26 @@ class BackendFacts:
         return int(np.prod(major, dtype=np.int64)) * rows * cols * itemsize
 
 
+    def tolerance(self, dtype=np.float32) -> dict[str, float]:
+        """``rtol``/``atol`` for comparing results of ``dtype`` computed on this backend.
+
+        float32 takes the backend's default-matmul-precision tolerance; float64 is tight;
+        16-bit floats are loose everywhere; integers and bools are exact.
+
+        Example:
+          >>> FACTS["cpu"].tolerance(np.float32), FACTS["tpu"].tolerance(np.int32)
+          ({'rtol': 1e-05, 'atol': 1e-06}, {'rtol': 0, 'atol': 0})
+        """
+        dtype = np.dtype(dtype)
+        if dtype == np.float64:
+            return {"rtol": 1e-10, "atol": 1e-12}
+        if dtype.kind == "f" and dtype.itemsize == 2 or dtype.name == "bfloat16":
+            return {"rtol": 2e-2, "atol": 2e-2}
+        if dtype.kind in "fcV":
+            return {"rtol": self.float32_rtol, "atol": self.float32_rtol / 10}
+        return {"rtol": 0, "atol": 0}
+
+
 FACTS: dict[str, BackendFacts] = {
     "cpu": BackendFacts(
         name="cpu",
@@ -146,24 +166,3 @@ def backend_facts(name: str | None = None) -> BackendFacts:
     if name not in FACTS:
         raise ValueError(f"`name` must be one of {sorted(FACTS)} (or None), got {name!r}.")
     return FACTS[name]
-
-
-def float32_tolerance(dtype=np.float32, *, name: str | None = None) -> dict[str, float]:
-    """``rtol``/``atol`` for comparing results of ``dtype`` on backend ``name``.
-
-    float32 takes the backend's default-matmul-precision tolerance; float64 is tight;
-    16-bit floats are loose everywhere; integers and bools are exact.
-
-    Example:
-      >>> float32_tolerance(np.float32, name="cpu")
-      {'rtol': 1e-05, 'atol': 1e-06}
-    """
-    dtype = np.dtype(dtype)
-    if dtype == np.float64:
-        return {"rtol": 1e-10, "atol": 1e-12}
-    if dtype.kind == "f" and dtype.itemsize == 2 or dtype.name == "bfloat16":
-        return {"rtol": 2e-2, "atol": 2e-2}
-    if dtype.kind in "fcV":
-        rtol = backend_facts(name).float32_rtol
-        return {"rtol": rtol, "atol": rtol / 10}
-    return {"rtol": 0, "atol": 0}
