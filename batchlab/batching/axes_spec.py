@@ -113,8 +113,8 @@ class Layout:
     Attributes:
       treedef: the tree of ``(args, kwargs)``.
       axes: per leaf, its batch axis (>= 0), or None where it is not mapped.
-      traced: per leaf, whether the compiled programs take it as an argument: a mapped leaf or
-        a JAX array; any other unmapped value (a function, a string, a Python number, a numpy
+      traced: per leaf, whether the compiled programs take it as an argument: a mapped leaf, a
+        JAX array or a ``jax.ShapeDtypeStruct``; any other unmapped value (a function, a string, a Python number, a numpy
         array) reaches ``fn`` untouched, closed over, as ``jax.vmap`` passes it.
       batch_size: the size of the mapped axes.
     """
@@ -184,7 +184,8 @@ def layout_of(fn: Callable, in_axes: Any, args: tuple, kwargs: dict) -> Layout:
     subtrees, axes = prefix.flatten_up_to((args, kwargs)), []
     for ax, sub in zip(jtu.tree_leaves((spec, 0), is_leaf=is_axis_leaf), subtrees, strict=True):
         axes += [None if ax is None else ax % np.ndim(x) for x in jtu.tree_leaves(sub)]
-    traced = [ax is not None or isinstance(x, jax.Array) for x, ax in zip(flat, axes, strict=True)]
+    arrays = (jax.Array, jax.ShapeDtypeStruct)  # a ShapeDtypeStruct: planned, never run
+    traced = [ax is not None or isinstance(x, arrays) for x, ax in zip(flat, axes, strict=True)]
     n = next((np.shape(x)[ax] for x, ax in zip(flat, axes, strict=True) if ax is not None), 0)
     return Layout(treedef, tuple(axes), tuple(traced), n)
 
