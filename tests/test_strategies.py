@@ -29,7 +29,7 @@ ALL = [
 
 
 def wrap(maybe_jit, strategy, f):
-    """maybe_jit(f), except that strategy='host' under jit must refuse (it dispatches from Python)."""
+    """maybe_jit(f), except that strategy='host' under jit must refuse (dispatched from Python)."""
     if strategy == "host" and maybe_jit is jax.jit:
 
         def refused(*args):
@@ -220,7 +220,7 @@ def test_unmapped_values_reach_fn_untouched_as_under_jax_vmap(strategy, batch_si
 
 
 def test_axis_spec_errors_are_jax_vmaps_own_raised_when_batch_is_built():
-    """A top-level dict, a float axis, a str: refused by jax.vmap itself, as jax.vmap refuses them."""
+    """A top-level dict, a float axis, a str, a bool: refused by jax.vmap itself, with its words."""
     for spec in ({"x": 0}, (0.5, None), "a", True):
         with pytest.raises(TypeError) as want:
             jax.vmap(mlp, in_axes=spec)
@@ -356,12 +356,14 @@ def test_host_plan_counts_and_memory():
         batch(outer, strategy="host", chunk_size=2, in_axes=1).plan(jnp.ones(3))
     with pytest.raises(
         ValueError,
-        match=r"`plan` describes strategy='host' on a non-empty batch; this is strategy='vmap' on 1000",
+        match=r"`plan` describes strategy='host' on a non-empty batch; "
+        r"this is strategy='vmap' on 1000",
     ):
         batch(outer).plan(x)
     with pytest.raises(
         ValueError,
-        match=r"`plan` describes strategy='host' on a non-empty batch; this is strategy='host' on 0 items",
+        match=r"`plan` describes strategy='host' on a non-empty batch; "
+        r"this is strategy='host' on 0 items",
     ):
         batch(outer, strategy="host", chunk_size=2).plan(jnp.ones((0, 3)))
 

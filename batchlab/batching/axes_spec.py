@@ -113,9 +113,10 @@ class Layout:
     Attributes:
       treedef: the tree of ``(args, kwargs)``.
       axes: per leaf, its batch axis (>= 0), or None where it is not mapped.
-      traced: per leaf, whether the compiled programs take it as an argument: a mapped leaf, a
-        JAX array or a ``jax.ShapeDtypeStruct``; any other unmapped value (a function, a string, a Python number, a numpy
-        array) reaches ``fn`` untouched, closed over, as ``jax.vmap`` passes it.
+      traced: per leaf, whether the compiled programs take it as an argument: a mapped leaf,
+        a JAX array or a ``jax.ShapeDtypeStruct``; any other unmapped value (a function, a
+        string, a Python number, a numpy array) reaches ``fn`` untouched, closed over, as
+        ``jax.vmap`` passes it.
       batch_size: the size of the mapped axes.
     """
 

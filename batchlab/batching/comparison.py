@@ -159,7 +159,7 @@ def _agree(a: Any, b: Any) -> bool:
 
 
 def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any) -> tuple:
-    """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, times -> Measurement)."""
+    """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, Measurement maker)."""
     dispatched = s in DISPATCHED  # it compiles inside its first call, timed with the compiles
     with count_compiles() as compiles:
         compiled = None if dispatched else compile_fn(fn_s, sub, {})

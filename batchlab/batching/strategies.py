@@ -140,7 +140,7 @@ def batch(
     in_axes: Any = 0,
     out_axes: Any = 0,
 ) -> Callable:
-    """``jax.jit(jax.vmap(fn, in_axes, out_axes))`` by another ``strategy``: same inputs, same result.
+    """``jax.jit(jax.vmap(fn, in_axes, out_axes))`` run by another ``strategy``, same result.
 
     ``in_axes`` and ``out_axes`` go to ``jax.vmap`` as they are, so every call ``jax.vmap``
     accepts works under every strategy and every call it refuses is refused with its error.
