@@ -2,9 +2,10 @@
 
 Hypothesis generates a per-item function from a few primitives, a pytree of
 arguments (arrays mapped on random axes, dicts, tuples, namedtuples, unmapped
-Python numbers, unmapped arrays, a keyword argument),
-random ``in_axes``/``out_axes`` (negative, None, prefix trees, sometimes
-invalid) and batch sizes (0, 1, primes, larger than the chunk). For each case
+Python numbers, unmapped arrays, a keyword argument, and unmapped values that
+are not arrays: a function, a string mode, a bool flag, an int used as a shape),
+random ``in_axes``/``out_axes`` (negative, None, prefix trees, a top-level list
+or dict, sometimes invalid) and batch sizes (0, 1, primes, larger than the chunk). For each case
 ``jax.vmap`` is the reference: the same values, shapes and dtypes, or an error
 of the same kind (ValueError / TypeError) where vmap raises.
 
@@ -55,15 +56,16 @@ PRIMS = {
 }
 
 # an argument: (kind, item shape, spec); spec: axis int / None, or per-leaf axes for containers
+#: unmapped values that are not JAX arrays (issue 48): jax.vmap hands them to fn untouched
+PLAIN = ("int", "float", "fn", "mode", "flag", "shape")
+VALUES = {"int": 2, "float": 0.5, "fn": jnp.cos, "mode": "double", "flag": True, "shape": 3}
 ITEM_SHAPES = [(), (4,)]  # 4 is never a batch size, so a wrong axis shows
 
 
 @st.composite
 def arg_spec(draw):
-    kind = draw(
-        st.sampled_from(["array", "array", "dict", "tuple", "pair", "shared", "int", "float"])
-    )
-    if kind in ("int", "float"):
+    kind = draw(st.sampled_from(["array", "array", "dict", "tuple", "pair", "shared", *PLAIN]))
+    if kind in PLAIN:
         return (kind, (), None)
     if kind == "shared":
         return (kind, (4,), None)
@@ -91,7 +93,8 @@ def case(draw):
         st.sampled_from([0, 0, -1, 1, None, (0, None), (-1, 0), (None, 0), (0, 0, 0), {"x": 0}])
     )
     chunks = {s: draw(st.sampled_from(v)) for s, v in CHUNKS.items()}
-    return args, kw, prims, n, out_axes, chunks
+    top = draw(st.sampled_from(["tuple", "tuple", "list", "dict"]))  # jax.vmap refuses a dict
+    return args, kw, prims, n, out_axes, chunks, top
 
 
 def _leaf(shape: tuple, n: int, axis: int | None, seed: int) -> np.ndarray:
@@ -109,11 +112,8 @@ def _leaf(shape: tuple, n: int, axis: int | None, seed: int) -> np.ndarray:
 def build_args(args: tuple, kw: Any, n: int) -> tuple[tuple, dict, tuple]:
     values, in_axes = [], []
     for i, (kind, shape, spec) in enumerate(args):
-        if kind == "int":
-            values.append(2)
-            in_axes.append(None)
-        elif kind == "float":
-            values.append(0.5)
+        if kind in PLAIN:
+            values.append(VALUES[kind])
             in_axes.append(None)
         elif kind == "shared":
             values.append(_leaf(shape, n, None, i))
@@ -148,13 +148,21 @@ def make_fn(kinds: tuple, has_kw: bool, prims: tuple):
     """fn(*args, k=...) -> (x, s): x from the first array leaf, s a scalar from every leaf."""
 
     def fn(*args, k=None):
-        scale, shift = 1.0, 0
+        scale, shift, post = 1.0, 0, []
         leaves = []
         for kind, a in zip(kinds, args, strict=True):
             if kind == "int":
-                shift = a  # traced under batch, as under jax.jit(jax.vmap(fn))
+                shift = a  # a Python int, untouched, as jax.vmap passes it
             elif kind == "float":
                 scale = a
+            elif kind == "fn":
+                post.append(a)  # a function
+            elif kind == "mode":
+                scale = scale * (2.0 if a == "double" else 1.0)  # a string compared in Python
+            elif kind == "flag":
+                post.append(jnp.negative if a else (lambda v: v))  # `if flag:` in Python
+            elif kind == "shape":
+                shift = shift + jnp.arange(a).sum()  # an int used as a shape
             else:
                 leaves += jax.tree_util.tree_leaves(a)
         if k is not None:
@@ -162,6 +170,8 @@ def make_fn(kinds: tuple, has_kw: bool, prims: tuple):
         y = leaves[0] if leaves else jnp.float32(0.0)
         for p in prims:
             y = PRIMS[p](y) + shift
+        for p in post:
+            y = p(y)
         s = sum(jnp.sum(PRIMS[prims[0]](v)) for v in leaves) * scale
         return y * scale, s
 
@@ -195,9 +205,15 @@ def _run(f, args, kwargs):
         return None, e
 
 
+def top_level(in_axes: tuple, top: str) -> Any:
+    """The same in_axes as a tuple, a list (jax.vmap takes it) or a dict (jax.vmap refuses it)."""
+    return {"tuple": in_axes, "list": list(in_axes), "dict": dict(enumerate(in_axes))}[top]
+
+
 def check_case(c: tuple, strategies=STRATEGIES) -> None:
-    args, kw, prims, n, out_axes, chunks = c
+    args, kw, prims, n, out_axes, chunks, top = c
     values, kwargs, in_axes = build_args(args, kw, n)
+    in_axes = top_level(in_axes, top)
     fn = make_fn(tuple(a[0] for a in args), kw is not None, prims)
     expected, vmap_error = _run(
         lambda *a, **k: jax.vmap(fn, in_axes, out_axes)(*a, **k), values, kwargs
@@ -246,24 +262,27 @@ def test_batch_behaves_like_vmap(c):
 
 def test_the_generator_covers_what_the_issue_lists():
     """The cases include errors and successes, every batch size and each kind of argument."""
-    seen: dict[str, set] = {"n": set(), "kinds": set(), "vmap_errors": set(), "out_axes": set()}
+    seen: dict[str, set] = {k: set() for k in ("n", "kinds", "vmap_errors", "out_axes", "top")}
 
     @settings(PROFILE, max_examples=EXAMPLES)
     @given(c=case())
     def collect(c):
-        args, kw, prims, n, out_axes, _ = c
+        args, kw, prims, n, out_axes, _, top = c
         seen["n"].add(n)
+        seen["top"].add(top)
         seen["kinds"].update(a[0] for a in args)
         seen["out_axes"].add(repr(out_axes))
         values, kwargs, in_axes = build_args(args, kw, n)
+        in_axes = top_level(in_axes, top)
         fn = make_fn(tuple(a[0] for a in args), kw is not None, prims)
         _, err = _run(lambda *a, **k: jax.vmap(fn, in_axes, out_axes)(*a, **k), values, kwargs)
         seen["vmap_errors"].add(type(err).__name__ if err else "ok")
 
     collect()
     assert seen["n"] == {0, 1, 2, 3, 5, 7}
-    assert seen["kinds"] == {"array", "dict", "tuple", "pair", "shared", "int", "float"}
-    assert {"ok", "ValueError"} <= seen["vmap_errors"]
+    assert seen["kinds"] == {"array", "dict", "tuple", "pair", "shared", *PLAIN}
+    assert {"ok", "ValueError", "TypeError"} <= seen["vmap_errors"]
+    assert seen["top"] == {"tuple", "list", "dict"}
     assert len(seen["out_axes"]) >= 8
 
 

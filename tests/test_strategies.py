@@ -29,7 +29,7 @@ ALL = [
 
 
 def wrap(maybe_jit, strategy, f):
-    """maybe_jit(f), except that strategy='host' under jit must refuse (it dispatches from Python)."""
+    """maybe_jit(f), except that strategy='host' under jit must refuse (dispatched from Python)."""
     if strategy == "host" and maybe_jit is jax.jit:
 
         def refused(*args):
@@ -203,25 +203,34 @@ def test_tuples_with_per_leaf_specs_are_not_ragged(strategy, batch_size):
 
 
 @pytest.mark.parametrize("strategy,batch_size", ALL)
-def test_unmapped_python_and_numpy_values_are_traced_as_under_jit_of_vmap(strategy, batch_size):
+def test_unmapped_values_reach_fn_untouched_as_under_jax_vmap(strategy, batch_size):
+    """A Python number, a numpy array, a string: what jax.vmap hands fn, fn gets, unchanged."""
     x = jnp.arange(12.0).reshape(4, 3)
-    f = lambda x, c, w: x * c + w  # noqa: E731
-    b = batch(f, strategy=strategy, chunk_size=batch_size, in_axes=(0, None, None))
-    assert_close(b(x, 2.0, np.ones(3)), jax.vmap(f, (0, None, None))(x, 2.0, np.ones(3)))
-    with pytest.raises(TypeError, match=r"`name` is a str .*JAX can only trace arrays"):
-        batch(lambda x, name: x, strategy=strategy, chunk_size=batch_size, in_axes=(0, None))(
-            x, "abc"
-        )
+    seen = []
+
+    def f(x, c, w, name):
+        seen.append((type(c), type(w), name))
+        return x * c + w.sum() if name == "abc" else x
+
+    b = batch(f, strategy=strategy, chunk_size=batch_size, in_axes=(0, None, None, None))
+    want = jax.vmap(f, (0, None, None, None))(x, 2.0, np.ones(3), "abc")
+    assert_close(b(x, 2.0, np.ones(3), "abc"), want)
+    assert set(seen) == {(float, np.ndarray, "abc")}
+    assert_close(b(x, 3.0, np.ones(3), "abc"), x * 3.0 + 3.0)  # a new value: a new program
 
 
-def test_axis_spec_errors_are_raised_when_batch_is_called():
-    with pytest.raises(BatchAxisError, match=r"`in_axes` must be an int, None, or a tuple"):
-        batch(mlp, in_axes={"x": 0})(jnp.ones((4, 3)), {"w": jnp.ones((3, 2)), "b": jnp.ones(2)})
-    for strategy, batch_size in ALL:
-        with pytest.raises(TypeError, match="`out_axes` may hold only ints"):
-            batch(mlp, strategy=strategy, chunk_size=batch_size, out_axes="a")
-        with pytest.raises(TypeError, match="`in_axes` may hold only ints"):
-            batch(mlp, strategy=strategy, chunk_size=batch_size, in_axes=(0.5, None))
+def test_axis_spec_errors_are_jax_vmaps_own_raised_when_batch_is_built():
+    """A top-level dict, a float axis, a str, a bool: refused by jax.vmap itself, with its words."""
+    for spec in ({"x": 0}, (0.5, None), "a", True):
+        with pytest.raises(TypeError) as want:
+            jax.vmap(mlp, in_axes=spec)
+        for strategy, batch_size in ALL:
+            with pytest.raises(TypeError) as got:
+                batch(mlp, strategy=strategy, chunk_size=batch_size, in_axes=spec)
+            assert str(got.value).startswith(str(want.value)), (str(got.value), str(want.value))
+            assert f"(`in_axes`={spec!r}, `out_axes`=0)" in str(got.value)
+    with pytest.raises(TypeError, match=r"^vmap out_axes must be an int, None, or \(nested\)"):
+        batch(mlp, out_axes="a")
 
 
 @pytest.mark.parametrize("strategy,batch_size", ALL)
@@ -253,7 +262,7 @@ def test_keeps_name_qualname_module_and_wrapped_as_vmap_does(strategy, chunk_siz
         assert getattr(b, attr) == getattr(v, attr) == getattr(scale, attr), attr
     assert b.__wrapped__ is v.__wrapped__ is scale
     assert b.fn is scale and b.strategy == strategy and b.chunk_size == chunk_size
-    assert b.__doc__ is scale.__doc__
+    assert b.__doc__ == v.__doc__ and b.__doc__.startswith("Vectorized version of scale. ")
 
 
 # ---- one call convention: every strategy runs compiled code --------------------------------
@@ -347,12 +356,14 @@ def test_host_plan_counts_and_memory():
         batch(outer, strategy="host", chunk_size=2, in_axes=1).plan(jnp.ones(3))
     with pytest.raises(
         ValueError,
-        match=r"`plan` describes strategy='host' on a non-empty batch; this is strategy='vmap' on 1000",
+        match=r"`plan` describes strategy='host' on a non-empty batch; "
+        r"this is strategy='vmap' on 1000",
     ):
         batch(outer).plan(x)
     with pytest.raises(
         ValueError,
-        match=r"`plan` describes strategy='host' on a non-empty batch; this is strategy='host' on 0 items",
+        match=r"`plan` describes strategy='host' on a non-empty batch; "
+        r"this is strategy='host' on 0 items",
     ):
         batch(outer, strategy="host", chunk_size=2).plan(jnp.ones((0, 3)))
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import jax
@@ -105,29 +105,90 @@ class Resolved:
     batch_size: int
     kw_names: tuple[str, ...]
 
-    @cached_property
-    def axes(self) -> tuple[int, ...]:
-        return tuple(lf.axis for lf in self.leaves if lf.axis is not None)
+
+@dataclass(frozen=True)
+class Layout:
+    """What ``jax.vmap(fn, in_axes)`` reads from one call's leaves, ``(args, kwargs)`` flattened.
+
+    Attributes:
+      treedef: the tree of ``(args, kwargs)``.
+      axes: per leaf, its batch axis (>= 0), or None where it is not mapped.
+      traced: per leaf, whether the compiled programs take it as an argument: a mapped leaf,
+        a JAX array or a ``jax.ShapeDtypeStruct``; any other unmapped value (a function, a
+        string, a Python number, a numpy array) reaches ``fn`` untouched, closed over, as
+        ``jax.vmap`` passes it.
+      batch_size: the size of the mapped axes.
+    """
+
+    treedef: Any
+    axes: tuple[int | None, ...]
+    traced: tuple[bool, ...]
+    batch_size: int
 
     @property
-    def key(self) -> tuple:
-        """What a compiled program depends on besides the shapes of its inputs."""
-        ranks = tuple(len(lf.shape) for lf in self.leaves)
-        return (self.treedef, self.kw_names, self.axes, ranks)
+    def mapped_axes(self) -> tuple[int, ...]:
+        """The batch axis of each mapped leaf, in order."""
+        return tuple(ax for ax in self.axes if ax is not None)
 
-    def inputs(self, flat: list) -> tuple[list, list]:
-        """A call's flat leaves -> (its mapped array leaves, its shared ones)."""
-        split: tuple[list, list] = ([], [])
-        for x, lf in zip(flat, self.leaves, strict=True):
-            split[lf.axis is None].append(x)
-        return split
+    def split(self, flat: list) -> tuple[list, list, list]:
+        """A call's leaves -> (mapped leaves, other traced leaves, untouched values)."""
+        out: tuple[list, list, list] = ([], [], [])
+        for x, ax, t in zip(flat, self.axes, self.traced, strict=True):
+            out[0 if ax is not None else 1 if t else 2].append(x)
+        return out
 
-    def call(self, fn: Callable, items: list, shared: list) -> Any:
-        """``fn`` on one item (or a chunk under vmap): mapped leaves from ``items``."""
-        mapped, rest = iter(items), iter(shared)
-        full = [next(rest) if lf.axis is None else next(mapped) for lf in self.leaves]
-        every = jtu.tree_unflatten(self.treedef, full)
-        return call_with(fn, every, len(every) - len(self.kw_names), self.kw_names)
+    def call(self, fn: Callable, mapped: list, shared: list, static: list) -> Any:
+        """``fn(*args, **kwargs)`` with the leaves put back where they came from."""
+        parts = iter(mapped), iter(shared), iter(static)
+        flat = [
+            next(parts[0 if ax is not None else 1 if t else 2])
+            for ax, t in zip(self.axes, self.traced, strict=True)
+        ]
+        args, kwargs = jtu.tree_unflatten(self.treedef, flat)
+        return fn(*args, **kwargs)
+
+
+def layout_of(fn: Callable, in_axes: Any, args: tuple, kwargs: dict) -> Layout:
+    """Hands ``in_axes`` and the call to ``jax.vmap``, then reads which leaves it maps.
+
+    ``jax.vmap`` checks the call (tree prefix, sizes, ranks) with a function that computes
+    nothing; once it accepts, the prefix ``in_axes`` is spread over the leaves.
+
+    Args:
+      fn: the per-item function (named in the kit's diagnosis).
+      in_axes: as in ``jax.vmap`` (keyword arguments are mapped on axis 0).
+      args: the positional arguments of the call.
+      kwargs: its keyword arguments.
+
+    Returns:
+      The call's :class:`Layout`.
+
+    Raises:
+      BatchAxisError: where ``jax.vmap`` raises a ``ValueError`` that the kit can explain:
+        the kit's diagnosis and fix, then JAX's own message.
+      ValueError, TypeError: ``jax.vmap``'s own error, unchanged, everywhere else.
+    """
+    try:
+        nothing = functools.wraps(fn)(lambda *a, **k: ())  # fn's signature names the arguments
+        jax.vmap(nothing, in_axes=in_axes)(*args, **kwargs)
+    except ValueError as e:
+        try:
+            resolve(fn, args, in_axes, kwargs)
+        except BatchAxisError as kit:
+            raise BatchAxisError(f"{kit}\nJAX's own words: {e}") from e
+        except (TypeError, ValueError):
+            pass
+        raise
+    spec = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
+    prefix = jtu.tree_structure((spec, 0), is_leaf=is_axis_leaf)
+    flat, treedef = jtu.tree_flatten((args, kwargs))
+    subtrees, axes = prefix.flatten_up_to((args, kwargs)), []
+    for ax, sub in zip(jtu.tree_leaves((spec, 0), is_leaf=is_axis_leaf), subtrees, strict=True):
+        axes += [None if ax is None else ax % np.ndim(x) for x in jtu.tree_leaves(sub)]
+    arrays = (jax.Array, jax.ShapeDtypeStruct)  # a ShapeDtypeStruct: planned, never run
+    traced = [ax is not None or isinstance(x, arrays) for x, ax in zip(flat, axes, strict=True)]
+    n = next((np.shape(x)[ax] for x, ax in zip(flat, axes, strict=True) if ax is not None), 0)
+    return Layout(treedef, tuple(axes), tuple(traced), n)
 
 
 def _item_outputs(fn: Callable, every: list, n_pos: int, kw_names: tuple, leaves: list) -> Callable:

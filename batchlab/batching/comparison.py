@@ -18,7 +18,7 @@ from batchlab._util.checks import (
 )
 from batchlab._util.compile import compile_fn, function_name
 from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
-from batchlab.batching.axes_spec import resolve
+from batchlab.batching.axes_spec import layout_of
 from batchlab.batching.comparison_plot import plot_comparison
 from batchlab.batching.dispatch import dispatched_plan
 from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch
@@ -138,14 +138,14 @@ class Comparison(Rows):
         return plot_comparison(self)
 
 
-def _take(args: tuple, res: Any, b: int) -> tuple:
-    """The first ``b`` items of the batch."""
-    leaves = jax.tree_util.tree_leaves(args)
+def _take(args: tuple, lay: Any, b: int) -> tuple:
+    """The first ``b`` items of the batch (``lay``: the call's Layout)."""
+    leaves = jax.tree_util.tree_leaves((args, {}))
     out = [
-        leaf if lf.axis is None else jax.lax.slice_in_dim(leaf, 0, b, axis=lf.axis)
-        for leaf, lf in zip(leaves, res.leaves, strict=False)
+        leaf if ax is None else jax.lax.slice_in_dim(leaf, 0, b, axis=ax)
+        for leaf, ax in zip(leaves, lay.axes, strict=True)
     ]
-    return jax.tree_util.tree_unflatten(res.treedef, out)
+    return jax.tree_util.tree_unflatten(lay.treedef, out)[0]
 
 
 def _agree(a: Any, b: Any) -> bool:
@@ -158,8 +158,8 @@ def _agree(a: Any, b: Any) -> bool:
     )
 
 
-def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) -> tuple:
-    """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, times -> Measurement)."""
+def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any) -> tuple:
+    """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, Measurement maker)."""
     dispatched = s in DISPATCHED  # it compiles inside its first call, timed with the compiles
     with count_compiles() as compiles:
         compiled = None if dispatched else compile_fn(fn_s, sub, {})
@@ -168,7 +168,7 @@ def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any) -> tupl
         out = jax.block_until_ready(call())
         first = time.perf_counter() - t0
     if dispatched:
-        memory, dispatches = dispatched_plan(fn, fn_s, s, sub, res, out)
+        memory, dispatches = dispatched_plan(fn, fn_s, s, sub, lay, out)
     else:
         memory, dispatches = estimate_from_compiled(compiled.executable, compiled.name), 1
 
@@ -224,24 +224,24 @@ def compare(
     sizes = None if batch_sizes is None else check_positive_ints(batch_sizes, "batch_sizes")
     check_positive_float(max_time, "max_time")
     check_positive_int(chunk_size, "chunk_size", allow_none=True)
-    res = resolve(fn, args, in_axes)
-    sizes = sizes or [res.batch_size]
-    if max(sizes) > res.batch_size:
+    lay = layout_of(fn, in_axes, args, {})
+    sizes = sizes or [lay.batch_size]
+    if max(sizes) > lay.batch_size:
         raise ValueError(
-            f"`batch_sizes` must lie in 1..{res.batch_size} (the batch in `args`), got {sizes}."
+            f"`batch_sizes` must lie in 1..{lay.batch_size} (the batch in `args`), got {sizes}."
         )
     reference = batch(fn, strategy="vmap", in_axes=in_axes)
     results = []
     for b in sizes:
-        sub = _take(args, res, b)
-        res_b = resolve(fn, sub, in_axes)
+        sub = _take(args, lay, b)
+        lay_b = layout_of(fn, in_axes, sub, {})
         row, ready = {}, {}  # strategy: its result; (chunk, call, output, dispatches, measured)
         for s in strategies:
             chunk = (chunk_size or max(1, b // 8)) if s in ("chunked", "host") else None
             own = {"manual": manual, "vmap": reference}.get(s)
             fn_s = own or batch(fn, strategy=s, chunk_size=chunk, in_axes=in_axes)
             try:
-                ready[s] = (chunk, *_prepare(fn, fn_s, s, sub, res_b))
+                ready[s] = (chunk, *_prepare(fn, fn_s, s, sub, lay_b))
             except Exception as e:  # e.g. out of memory: keep the other strategies' figures
                 error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
                 row[s] = StrategyResult(s, b, chunk, None, error=error)

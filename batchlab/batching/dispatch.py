@@ -29,22 +29,21 @@ def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, how: str):
     )
 
 
-def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, res: Any, out: Any):
+def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any, out: Any):
     """(plan, dispatches per call) of ``fn_s = batch(fn, strategy=s)`` called on ``sub``."""
     if s == "host":
         p = fn_s.plan(*sub)
         big = max(p.steps, key=lambda m: m.temp_bytes)
         how = "the largest step's temp + the chunks' input copy + chunk outputs until concatenated"
         return widened(big, sub, out, p.extra_bytes, how), p.dispatches
-    # loop: the per-item program, on item 0
+    # loop: the per-item program, on item 0 (``lay``: the call's Layout)
     item = [
-        x if lf.axis is None else jax.lax.index_in_dim(x, 0, lf.axis, keepdims=False)
-        for x, lf in zip(jax.tree_util.tree_leaves(sub), res.leaves, strict=True)
+        x if ax is None else jax.lax.index_in_dim(x, 0, ax, keepdims=False)
+        for x, ax in zip(jax.tree_util.tree_leaves((sub, {})), lay.axes, strict=True)
     ]
-    step = memory_estimate(fn, *jax.tree_util.tree_unflatten(res.treedef, item))
+    step = memory_estimate(fn, *jax.tree_util.tree_unflatten(lay.treedef, item)[0])
     how = "the item program's temp + item outputs held for the stack"
-    mapped = sum(lf.axis is not None for lf in res.leaves)
-    moved = sum(lf.axis not in (None, 0) for lf in res.leaves)
+    mapped, moved = len(lay.mapped_axes), sum(ax != 0 for ax in lay.mapped_axes)
     # moveaxis per moved leaf; per item a slice per mapped leaf and the step; one stack
-    dispatches = moved + res.batch_size * (mapped + 1) + 1
+    dispatches = moved + lay.batch_size * (mapped + 1) + 1
     return widened(step, sub, out, step.temp_bytes + nbytes(out), how), dispatches

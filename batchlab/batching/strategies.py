@@ -1,4 +1,10 @@
-"""Five ways to run a per-item function over a batch (notebook 03): ``program(mapped, shared)``."""
+"""Five ways to run a per-item function over a batch (notebook 03): ``program(mapped, shared)``.
+
+``jax.vmap`` decides what a call means (which leaves are mapped, on which axis, what it refuses);
+a strategy only decides how the mapped leaves are cut into items or chunks. Unmapped values that
+are not JAX arrays (a function, a string, a flag, a shape, a numpy array) reach ``fn`` untouched,
+closed over by the compiled program, as ``jax.vmap`` passes them.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from batchlab._util.checks import check_callable, check_choice, check_positive_int
-from batchlab._util.compile import function_name
-from batchlab.batching.axes_spec import (
-    Resolved,
-    check_axis_types,
-    out_axis_per_leaf,
-    resolve,
-)
+from batchlab.batching.axes_spec import Layout, layout_of, out_axis_per_leaf
 from batchlab.batching.host_chunks import HostPlan, bounds, concat, plan_call, split_chunks
 
 #: every strategy ``batch`` takes, then "manual" (``compare(manual=)``, batched by hand)
@@ -43,42 +44,54 @@ def place_outputs(stacked: Any, out_axes: Any) -> Any:
     return jax.tree_util.tree_unflatten(treedef, placed)
 
 
-def vmap_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None):
-    """``"vmap"``: ``jax.jit(jax.vmap(fn))``, one program for the whole batch."""
+def static_key(x: Any) -> Any:
+    """What a compiled program that closes over ``x`` depends on: its value (a numpy array's
+    bytes), or, for a value that cannot be hashed, the object itself (kept alive by the cache)."""
+    if isinstance(x, np.ndarray):
+        return (np.ndarray, x.shape, x.dtype.str, x.tobytes())
+    try:
+        return (type(x), hash(x), x)
+    except TypeError:
+        return (type(x), id(x))
+
+
+# Each maker: (fn, jax.vmap(fn, in_axes, out_axes), the call's layout, its untouched values,
+# out_axes, chunk_size) -> program(mapped, shared): mapped / shared are the traced leaves.
+def vmap_program(fn: Callable, vf: Callable, lay: Layout, static: list, out_axes: Any, k=None):
+    """``"vmap"``: ``jax.jit(jax.vmap(fn, in_axes, out_axes))``, one program for the batch."""
 
     def vmap_step(mapped: list, shared: list) -> Any:  # also host's step, one chunk
-        item = lambda xs: res.call(fn, list(xs), shared)  # noqa: E731
-        return jax.vmap(item, in_axes=(list(res.axes),), out_axes=out_axes)(mapped)
+        return lay.call(vf, mapped, shared, static)
 
     return jax.jit(vmap_step)
 
 
-def map_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int | None):
+def map_program(fn: Callable, vf: Callable, lay: Layout, static: list, out_axes: Any, k=None):
     """``"map"``, ``"chunked"``: ``jax.lax.map``, ``chunk_size`` items at a time, one program."""
 
     def program(mapped: list, shared: list) -> Any:
-        item = lambda xs: res.call(fn, list(xs), shared)  # noqa: E731
-        stacked = jax.lax.map(item, to_front(mapped, res.axes), batch_size=chunk_size)
+        item = lambda xs: lay.call(fn, list(xs), shared, static)  # noqa: E731
+        stacked = jax.lax.map(item, to_front(mapped, lay.mapped_axes), batch_size=k)
         return place_outputs(stacked, out_axes)
 
     return jax.jit(program)
 
 
-def loop_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: None = None):
+def loop_program(fn: Callable, vf: Callable, lay: Layout, static: list, out_axes: Any, k=None):
     """``"loop"``: one jitted ``fn`` per item, called from Python, then a stack."""
-    step = jax.jit(lambda xs, shared: res.call(fn, xs, shared))
+    step = jax.jit(lambda xs, shared: lay.call(fn, xs, shared, static))
 
     def program(mapped: list, shared: list) -> Any:
-        xs = to_front(mapped, res.axes)
+        xs = to_front(mapped, lay.mapped_axes)
         outs = [step([x[i] for x in xs], shared) for i in range(xs[0].shape[0])]
         return place_outputs(jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *outs), out_axes)
 
     return program
 
 
-def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
-    """``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk, dispatched from Python, concatenated."""
-    step = vmap_program(fn, res, out_axes)
+def host_program(fn: Callable, vf: Callable, lay: Layout, static: list, out_axes: Any, k=None):
+    """``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk of ``k``, dispatched from Python."""
+    step = vmap_program(fn, vf, lay, static, out_axes)
 
     def program(mapped: list, shared: list) -> Any:
         if any(isinstance(x, jax.core.Tracer) for x in [*mapped, *shared]):
@@ -88,11 +101,11 @@ def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
                 "or use strategy='chunked' with the same chunk_size (the same chunks, as one "
                 "lax.map inside the program) or strategy='vmap'."
             )
-        n = mapped[0].shape[res.axes[0]]
-        if n <= chunk_size:
+        n = mapped[0].shape[lay.mapped_axes[0]]
+        if n <= k:
             return step(mapped, shared)  # one chunk: no slices, no concatenation
-        ranges = tuple(bounds(n, chunk_size))
-        outs = [step(chunk, shared) for chunk in split_chunks(mapped, ranges, res.axes)]
+        ranges = tuple(bounds(n, k))
+        outs = [step(chunk, shared) for chunk in split_chunks(mapped, ranges, lay.mapped_axes)]
         _, per, treedef = out_axis_per_leaf(outs[0], out_axes)
         parts = list(zip(*map(jax.tree_util.tree_leaves, outs), strict=True))
         return jax.tree_util.tree_unflatten(treedef, concat(parts, tuple(per)))
@@ -101,26 +114,12 @@ def host_program(fn: Callable, res: Resolved, out_axes: Any, chunk_size: int):
     return program
 
 
-def check_out_axes(fn: Callable, res: Resolved, out_axes: Any, args: tuple) -> None:
-    """vmap's own errors (out_axes, output types), before any strategy runs."""
-    try:
-        jax.eval_shape(
-            vmap_program(fn, res, out_axes), *res.inputs(jax.tree_util.tree_leaves(args))
-        )
-    except ValueError as e:
-        if "out of bounds" not in str(e):
-            raise
-        raise ValueError(
-            f"`out_axes`={out_axes!r} is not an axis of fn's output with the batch axis "
-            f"added (JAX: {str(e).splitlines()[0]}); an output of rank r takes out_axes "
-            f"in -(r+1)..r."
-        ) from e
+MAKERS = {"vmap": vmap_program, "map": map_program, "chunked": map_program}
+MAKERS |= {"loop": loop_program, "host": host_program}
 
 
-def _check_options(strategy: str, chunk_size: Any, in_axes: Any, out_axes: Any) -> int | None:
+def _check_options(strategy: str, chunk_size: Any) -> int | None:
     """The options ``batch`` takes, checked before anything traces; returns ``chunk_size``."""
-    check_axis_types(in_axes, "in_axes")
-    check_axis_types(out_axes, "out_axes")
     check_choice(strategy, "strategy", STRATEGIES[:-1])
     needs, takes = strategy in ("chunked", "host"), strategy in ("map", "chunked", "host")
     if (needs and chunk_size is None) or (not takes and chunk_size is not None):
@@ -141,51 +140,88 @@ def batch(
     in_axes: Any = 0,
     out_axes: Any = 0,
 ) -> Callable:
-    """``jax.jit(jax.vmap(fn, in_axes, out_axes))`` by another ``strategy``: same inputs, same result.
+    """``jax.jit(jax.vmap(fn, in_axes, out_axes))`` run by another ``strategy``, same result.
 
-    >>> import jax.numpy as jnp
-    >>> f = batch(lambda x, w: x @ w, strategy="host", chunk_size=4, in_axes=(0, None))
-    >>> f(jnp.ones((10, 3)), jnp.ones((3, 2))).shape  # 2 chunks of 4, a remainder of 2
-    (10, 2)
+    ``in_axes`` and ``out_axes`` go to ``jax.vmap`` as they are, so every call ``jax.vmap``
+    accepts works under every strategy and every call it refuses is refused with its error.
+    Mapped leaves and unmapped JAX arrays are arguments of the compiled programs; any other
+    unmapped value (a function, a string, a bool, an int used as a shape, a numpy array) reaches
+    ``fn`` untouched, as under ``jax.vmap``, and a new value of it compiles anew.
+
+    Args:
+      fn: the per-item function.
+      strategy: ``"vmap"`` (one program), ``"map"`` / ``"chunked"`` (``jax.lax.map`` with
+        ``batch_size=chunk_size``, one program), ``"host"`` (``jax.jit(jax.vmap(fn))`` per chunk
+        of ``chunk_size`` items, dispatched from Python) or ``"loop"`` (one call per item).
+      chunk_size: items per chunk: required for "chunked" and "host", optional for "map".
+      in_axes: as in ``jax.vmap`` (keyword arguments are mapped on axis 0).
+      out_axes: as in ``jax.vmap``.
+
+    Returns:
+      The batched function, named and documented as ``jax.vmap(fn)`` is, with ``fn``,
+      ``strategy``, ``chunk_size`` and ``plan`` (for "host", a :class:`HostPlan`) attached.
+
+    Raises:
+      TypeError: ``fn`` is not callable, ``chunk_size`` is not an int, or ``jax.vmap`` refuses
+        ``in_axes`` / ``out_axes`` (its own message, naming the argument).
+      ValueError: an unknown ``strategy`` or a ``chunk_size`` it does not take; at call time,
+        what ``jax.vmap`` raises (:class:`BatchAxisError`, with the kit's fix, where it can say).
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> f = batch(lambda x, w: x @ w, strategy="host", chunk_size=4, in_axes=(0, None))
+      >>> f(jnp.ones((10, 3)), jnp.ones((3, 2))).shape  # 2 chunks of 4, a remainder of 2
+      (10, 2)
     """
     check_callable(fn)
-    chunk_size = _check_options(strategy, chunk_size, in_axes, out_axes)
-    programs: dict[tuple, Callable] = {}  # per tree, axes and ranks: shapes share a program
-    seen: dict[tuple, tuple] = {}  # per shapes: (program, res); a repeat skips resolve()
+    k = chunk_size = _check_options(strategy, chunk_size)
+    try:
+        vf = jax.vmap(fn, in_axes=in_axes, out_axes=out_axes)
+    except TypeError as e:  # JAX's words; the kit adds the argument's name
+        raise TypeError(f"{e} (`in_axes`={in_axes!r}, `out_axes`={out_axes!r})") from None
+    programs: dict[tuple, Callable] = {}  # per tree, axes, untouched values, kind: not shapes
+    layouts: dict[tuple, Layout] = {}  # per tree, types and shapes: jax.vmap's reading of it
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
-        res = resolve(fn, args, in_axes, kwargs)  # BatchAxisError before tracing
-        kind = "vmap" if res.batch_size == 0 else strategy  # an empty batch: vmap's program
-        if (res.key, kind) not in programs:
-            check_out_axes(fn, res, out_axes, (*args, *kwargs.values()))
-            make = {"vmap": vmap_program, "map": map_program, "chunked": map_program}
-            make |= {"loop": loop_program, "host": host_program}
-            programs[res.key, kind] = make[kind](fn, res, out_axes, chunk_size)
-        return programs[res.key, kind], res
-
-    @functools.wraps(fn)
-    def batched(*args: Any, **kwargs: Any) -> Any:
-        flat, tdef = jax.tree_util.tree_flatten((*args, *kwargs.values()))
+        flat = jax.tree_util.tree_leaves((args, kwargs))
         shapes = [(type(x), getattr(x, "shape", None), getattr(x, "dtype", None)) for x in flat]
-        key = (tdef, tuple(kwargs), tuple(shapes))
-        if key not in seen:  # host's time on the MLP benchmark without this: 6.2x vmap's -> 1.5x
-            seen[key] = program_for(args, kwargs)
-        program, res = seen[key]
-        return program(*res.inputs(flat))
+        key = (jax.tree_util.tree_structure((args, kwargs)), tuple(shapes))
+        if key not in layouts:  # host's time on the MLP benchmark without this: 6.2x vmap's -> 1.5x
+            layouts[key] = layout_of(fn, in_axes, args, kwargs)
+        lay = layouts[key]
+        mapped, shared, static = lay.split(flat)
+        kind = "vmap" if lay.batch_size == 0 else strategy  # an empty batch: vmap's program
+        pkey = (key[0], lay.axes, lay.traced, tuple(map(static_key, static)), kind)
+        if pkey not in programs:  # jax.vmap's own errors (out_axes, output types) first
+            check = vmap_program(fn, vf, lay, static, out_axes)
+            try:
+                jax.eval_shape(check, mapped, shared)
+            except ValueError as e:
+                if "out of bounds" not in str(e):
+                    raise
+                raise ValueError(
+                    f"`out_axes`={out_axes!r} is not an axis of fn's output with the batch axis "
+                    f"added (JAX: {e}); an output of rank r takes out_axes in -(r+1)..r."
+                ) from e
+            make = MAKERS[kind]
+            programs[pkey] = check if kind == "vmap" else make(fn, vf, lay, static, out_axes, k)
+        return programs[pkey], lay, mapped, shared
+
+    @functools.wraps(vf)
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        program, _, mapped, shared = program_for(args, kwargs)
+        return program(mapped, shared)
 
     def plan(*args: Any, **kwargs: Any) -> HostPlan:
         """What ``"host"`` does for this call: a :class:`HostPlan`."""
-        res = resolve(fn, args, in_axes, kwargs)  # refused before any program is built
-        if strategy != "host" or res.batch_size == 0:
+        program, lay, mapped, shared = program_for(args, kwargs)
+        if strategy != "host" or lay.batch_size == 0:
             raise ValueError(
                 f"`plan` describes strategy='host' on a non-empty batch; this is "
-                f"strategy={strategy!r} on {res.batch_size} items."
+                f"strategy={strategy!r} on {lay.batch_size} items."
             )
-        program, res = program_for(args, kwargs)
-        mapped, shared = res.inputs(jax.tree_util.tree_leaves((*args, *kwargs.values())))
-        return plan_call(program, res.axes, mapped, shared, res.batch_size, chunk_size)
+        return plan_call(program, lay.mapped_axes, mapped, shared, lay.batch_size, chunk_size)
 
-    if not hasattr(fn, "__name__"):  # functools.wraps copied the rest, as jax.vmap does
-        batched.__name__ = batched.__qualname__ = function_name(fn)
     vars(batched).update(fn=fn, strategy=strategy, chunk_size=chunk_size, plan=plan)
+    batched.__wrapped__ = fn  # as jax.vmap's
     return batched
