@@ -78,7 +78,8 @@ class Measurement(Rows):
         return (
             f"Measurement({self.name}: run {rows['run (median)']} median "
             f"[{rows['run (min .. max)']}, {self.runs} samples x {self.number}], "
-            f"compile {rows['compile']}, planned peak {rows['planned peak']})"
+            f"compile {rows['compile']}, planned peak {rows['planned peak']}"
+            + (f", device peak {rows['device peak']})" if "device peak" in rows else ")")
         )
 
     def _title(self) -> str:
