@@ -10,7 +10,33 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export TQDM_DISABLE ?= 1
 
 .PHONY: setup lab test unit notebooks student lint benchmarks browser-test clean mutants
-.PHONY: test-jax-new setup-other-jax
+.PHONY: test-jax-new setup-other-jax device-wheels device-notebooks
+
+# On a lent accelerator (TPU/GPU host without the kit installed): `make device-wheels` here, carry
+# .whl-tpu there, then `. scripts/device_env.sh && make device-notebooks PYTHON_DEVICE=python3`.
+# Every notebook runs in a fresh process (in-process IPython: no kernel, no socket), one at a time
+# (one process holds a TPU); the executed copies and summary.json go to notebooks/tpu/.
+DEVICE_WHEELS = nbclient==0.11.0 nbformat==5.11.1 jupyter_client==8.10.0 jupyter_core==5.9.1 \
+  ipykernel==7.4.0 ipython==9.18.1 ipython_pygments_lexers==1.1.1 ipywidgets==8.1.9 \
+  widgetsnbextension==4.0.16 jupyterlab_widgets==3.0.17 comm==0.2.3 debugpy==1.8.22 \
+  matplotlib-inline==0.2.2 nest-asyncio2==1.7.4 prompt_toolkit==3.0.53 Pygments==2.21.0 \
+  jedi==0.20.1 parso==0.8.7 decorator pexpect==4.9.0 ptyprocess==0.7.0 stack-data==0.6.3 \
+  asttokens==3.0.2 executing==2.3.0 pure_eval==0.2.4 wcwidth==0.9.5 platformdirs==4.14.9 \
+  fastjsonschema==2.22.3 jsonschema==4.26.0 attrs==26.1.0 referencing==0.37.0 rpds-py==2026.9.1 \
+  jsonschema-specifications==2025.9.1 python-dateutil==4.0.0 six==1.17.0 packaging==26.4 \
+  psutil==7.2.2 pyzmq==27.3.0 tornado==6.6.1 traitlets==5.16.1 matplotlib==3.11.2 \
+  contourpy==1.3.3 cycler==0.12.1 fonttools==4.68.0 kiwisolver==1.5.1 pillow==13.0.0 \
+  pyparsing==3.3.3 tqdm==4.70.1 cloudpickle==3.1.3 equinox==0.13.8 jaxtyping==0.3.11 \
+  wadler_lindig==0.1.8 optax==0.2.8 absl-py==2.5.1 typing_extensions==4.16.0
+PYTHON_DEVICE ?= $(BIN)/python
+
+device-wheels: setup  ## the kit's dependencies as wheels for a device host with its own JAX
+	$(BIN)/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+	  --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux2014_x86_64 --platform manylinux_2_24_x86_64 -d .whl-tpu $(DEVICE_WHEELS)
+
+device-notebooks:  ## every notebook on the accelerator at hand -> notebooks/tpu/ (+ summary.json)
+	$(PYTHON_DEVICE) scripts/run_on_device.py --out notebooks/tpu $(NB)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

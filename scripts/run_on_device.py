@@ -7,9 +7,11 @@ process's own IPython shell: no kernel, no socket, so it runs where even loopbac
 refused (a Jupyter kernel's zmq dies there, ipc transport too). Errors do not stop the run: each cell's error is recorded and the next cell runs,
 so one run lists every failure. A watchdog ends a process whose resident memory passes
 ``--max-rss-gib`` (a notebook must never fill the host). The executed copy goes to
-``--out/NN_topic.ipynb`` and a line per notebook to ``--out/summary.json``: wall time, errors,
-backend, device kind, jax version, date, and the hash of the notebook's code, so that a CI test
-can tell a stored copy from a stale one (``tests/test_device_copies.py``). Nothing here
+``--out/NN_topic.ipynb`` and a row per notebook to ``--out/summary.json`` ("runs": wall time,
+errors, backend, device kind, jax version, date, the hash of the notebook's code; "stale": each
+notebook whose code changed since its stored run, with the reason), so that a CI test can tell
+a current copy from a stale one (``tests/test_device_copies.py``). ``--stale REASON`` only
+updates that list (for a change made when no accelerator is lent). Nothing here
 imports JAX: the kernel is the only process that opens the device.
 """
 
@@ -100,7 +102,11 @@ def execute_in_process(path: Path) -> None:
 
     class Publisher(DisplayPublisher):
         def publish(self, data, metadata=None, *args, **kwargs):
-            outputs.append(nbformat.v4.new_output("display_data", data=_jsonable(data), metadata=metadata or {}))
+            outputs.append(
+                nbformat.v4.new_output(
+                    "display_data", data=_jsonable(data), metadata=metadata or {}
+                )
+            )
 
         def clear_output(self, wait=False):
             pass
@@ -110,18 +116,28 @@ def execute_in_process(path: Path) -> None:
             pass
 
         def write_format_data(self, format_dict, md_dict=None):
-            outputs.append(nbformat.v4.new_output(
-                "execute_result", data=_jsonable(format_dict), metadata=md_dict or {},
-                execution_count=self.prompt_count))
+            outputs.append(
+                nbformat.v4.new_output(
+                    "execute_result",
+                    data=_jsonable(format_dict),
+                    metadata=md_dict or {},
+                    execution_count=self.prompt_count,
+                )
+            )
 
     shell.display_pub = Publisher(shell=shell)
     shell.displayhook = Hook(shell=shell, cache_size=shell.cache_size)
     shell.display_trap.hook = shell.displayhook
 
     def show_error(etype, evalue, stb):
-        outputs.append(nbformat.v4.new_output(
-            "error", ename=getattr(etype, "__name__", str(etype)), evalue=str(evalue),
-            traceback=list(stb)))
+        outputs.append(
+            nbformat.v4.new_output(
+                "error",
+                ename=getattr(etype, "__name__", str(etype)),
+                evalue=str(evalue),
+                traceback=list(stb),
+            )
+        )
 
     shell._showtraceback = show_error
     shell.InteractiveTB.set_mode("Plain")
@@ -130,10 +146,12 @@ def execute_in_process(path: Path) -> None:
     for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         outputs.clear()
         sys.stdout, sys.stderr = _Stream(outputs, "stdout"), _Stream(outputs, "stderr")
+        t0 = time.perf_counter()
         try:
             shell.run_cell(cell.source, store_history=True)
         finally:
             sys.stdout, sys.stderr = stdout, stderr
+        cell.metadata["seconds"] = round(time.perf_counter() - t0, 3)
         cell.outputs = list(outputs)
         cell.execution_count = n + 1
         print(f"cell {n + 1}: {len(outputs)} outputs", flush=True)
@@ -149,8 +167,12 @@ def run_one(path: Path, out: Path, timeout: int, max_rss: int) -> dict:
     target = out / path.name
     nbformat.write(nb, target)
     t0 = time.perf_counter()
-    child = subprocess.Popen([sys.executable, __file__, "--child", str(target)],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--child", str(target)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     stop, hit = threading.Event(), []
     watcher = threading.Thread(target=watch_memory, args=(child.pid, max_rss, stop, hit))
     watcher.start()
@@ -163,7 +185,9 @@ def run_one(path: Path, out: Path, timeout: int, max_rss: int) -> dict:
     wall = time.perf_counter() - t0
     fatal = None
     if child.returncode != 0:
-        fatal = f"exit {child.returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}"[:400]
+        fatal = f"exit {child.returncode}: {log.strip().splitlines()[-1] if log.strip() else ''}"[
+            :400
+        ]
         if hit:
             fatal = f"host memory: RSS {hit[0] / 2**30:.1f} GiB > limit, killed"
         (out / f"{path.stem}.log").write_text(log)
@@ -178,17 +202,39 @@ def run_one(path: Path, out: Path, timeout: int, max_rss: int) -> dict:
     for i, c in enumerate(nb.cells):
         for o in c.get("outputs", []) if c.cell_type == "code" else []:
             if o.output_type == "error":
-                errors.append({"cell": i, "id": c.get("id"), "error": f"{o.ename}: {o.evalue}"[:400]})
+                errors.append(
+                    {"cell": i, "id": c.get("id"), "error": f"{o.ename}: {o.evalue}"[:400]}
+                )
     nbformat.write(nb, target)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    first_jax = next((i for i, c in enumerate(code) if "import jax" in c.source), 0)
     return {
         "notebook": path.name,
         "code_hash": digest,
         "wall_s": round(wall, 1),
+        "after_jax_start_s": round(sum(c.metadata.get("seconds", 0) for c in code[first_jax:]), 1),
         "errors": errors,
         "fatal": fatal,
         **facts,
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     }
+
+
+def current_hashes() -> dict[str, str]:
+    """Today's code hash of every notebook in notebooks/."""
+    paths = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    return {p.name: code_hash(nbformat.read(p, as_version=4)) for p in paths}
+
+
+def mark_stale(summary: dict, reason: str) -> dict:
+    """List every notebook whose stored run is missing or ran other code, with ``reason``."""
+    runs = summary.get("runs", {})
+    stale = {
+        name: reason
+        for name, digest in current_hashes().items()
+        if runs.get(name, {}).get("code_hash") != digest
+    }
+    return {"runs": runs, "stale": stale}
 
 
 def main() -> int:
@@ -197,6 +243,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "notebooks" / "tpu")
     parser.add_argument("--timeout", type=int, default=300, help="per-notebook timeout (s)")
     parser.add_argument("--max-rss-gib", type=float, default=30.0)
+    parser.add_argument(
+        "--stale",
+        metavar="REASON",
+        help="run nothing: list every notebook whose stored copy ran other code, with REASON "
+        "(e.g. 'no accelerator lent since the change')",
+    )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -204,20 +256,26 @@ def main() -> int:
         return 0
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.pop("BATCHLAB_PROFILE", None)  # the device's own profile
-    paths = args.paths or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     summary_path = args.out / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    summary.setdefault("runs", {})
+    if args.stale:
+        summary = mark_stale(summary, args.stale)
+        summary_path.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+        print(f"stale: {sorted(summary['stale']) or 'none'}")
+        return 0
+    paths = args.paths or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for p in paths:
         p = p.resolve()
         print(f"{p.name} ...", end=" ", flush=True)
         row = run_one(p, args.out, args.timeout, int(args.max_rss_gib * 2**30))
-        summary[p.name] = row
-        args.out.mkdir(parents=True, exist_ok=True)
-        summary_path.write_text(json.dumps(dict(sorted(summary.items())), indent=1) + "\n")
-        print(f"{row['wall_s']} s, {len(row['errors'])} errors" + (f", {row['fatal']}" if row["fatal"] else ""))
+        summary["runs"][p.name] = row
+        summary = mark_stale(summary, "not run on an accelerator since this change")
+        summary_path.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+        fatal = f", {row['fatal']}" if row["fatal"] else ""
+        print(f"{row['wall_s']} s, {len(row['errors'])} errors{fatal}", flush=True)
         for e in row["errors"]:
-            print(f"   cell {e['cell']}: {e['error'][:300]}")
-        sys.stdout.flush()
+            print(f"   cell {e['cell']}: {e['error'][:300]}", flush=True)
     return 0
 
 
