@@ -237,6 +237,22 @@ def test_free_port_is_loopback_and_bindable():
         s.bind((LOOPBACK, port))
 
 
+def test_refused_sockets_are_named_before_any_process(monkeypatch):
+    import socket
+
+    from batchlab.scaling import distributed
+
+    def refused(*args, **kwargs):  # a TPU host's sandbox: no socket of any family
+        raise OSError(97, "Address family not supported by protocol")
+
+    assert distributed.loopback_unavailable() is None
+    monkeypatch.setattr(socket, "socket", refused)
+    why = distributed.loopback_unavailable()
+    assert why.startswith(f"no TCP socket opens on {LOOPBACK} here (OSError: [Errno 97]"), why
+    with pytest.raises(OSError, match=r"`launch` needs a coordinator on 127.0.0.1, but no TCP"):
+        launch(lambda: None)
+
+
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [

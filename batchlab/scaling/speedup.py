@@ -11,6 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from batchlab._util.backend import backend_facts
 from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
 from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.memory import memory_estimate
@@ -86,7 +87,10 @@ def measure_scaling(
             f"counts from 1 to {len(devices)} (on CPU, simulate more with "
             "XLA_FLAGS=--xla_force_host_platform_device_count=8 before JAX starts)."
         )
-    ref_leaves = jax.tree_util.tree_leaves(jax.device_get(jax.jit(fn)(x, *params)))
+    # the reference runs on the first of the devices compared (not the default backend's device)
+    x_ref, params_ref = jax.device_put((x, tuple(params)), devices[0])
+    ref_leaves = jax.tree_util.tree_leaves(jax.device_get(jax.jit(fn)(x_ref, *params_ref)))
+    tolerance = backend_facts(devices[0].platform).tolerance()  # its float32 matmul precision
     jitted, plans, rows, same, calls = jax.jit(fn), {}, {}, {}, {}
     for n in device_counts:
         mesh = jax.make_mesh((n,), ("batch",), devices=devices[:n])
@@ -95,7 +99,7 @@ def measure_scaling(
         plans[n], rows[n] = memory_estimate(fn, *args), sb.items_per_device
         out = jax.device_get(sb.unpad(jitted(*args)))
         pairs = zip(jax.tree_util.tree_leaves(out), ref_leaves, strict=False)
-        same[n] = all(np.allclose(a, b, rtol=1e-5, atol=1e-5) for a, b in pairs)
+        same[n] = all(np.allclose(a, b, **tolerance) for a, b in pairs)
         calls[str(n)] = functools.partial(jitted, *args)
     if len(calls) > 1:  # every count in every round: a load burst slows them all alike
         seconds = {k: v.median for k, v in interleaved(calls, rounds=max(repeat, 2)).items()}

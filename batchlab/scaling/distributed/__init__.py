@@ -36,6 +36,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def loopback_unavailable() -> str | None:
+    """Why no TCP socket opens on loopback here (:func:`launch` needs one), or ``None``.
+
+    Example:
+      >>> loopback_unavailable() is None  # a sandbox that refuses sockets gives the reason
+      True
+    """
+    try:
+        free_port()
+    except OSError as e:  # seen on a TPU host: [Errno 97] Address family not supported
+        return f"no TCP socket opens on {LOOPBACK} here ({type(e).__name__}: {e})"
+    return None
+
+
 def initialize(**kwargs: Any) -> None:
     """``jax.distributed.initialize``, under :func:`launch` with the launcher's settings."""
     if jax.distributed.is_initialized():
@@ -140,6 +154,9 @@ def launch(
     check_positive_float(timeout, "timeout")
     if not callable(job):
         raise TypeError(f"`job` must be a function (run in every process), got {job!r:.60}.")
+    why = loopback_unavailable()
+    if why:
+        raise OSError(f"`launch` needs a coordinator on {LOOPBACK}, but {why}.")
     coordinator = f"{LOOPBACK}:{free_port()}"
     with tempfile.TemporaryDirectory(prefix="batchlab-launch-") as tmp:
         tmp = Path(tmp)
