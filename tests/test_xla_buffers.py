@@ -118,6 +118,31 @@ allocation 1: size 128, preallocated-temp:
     ]
 
 
+def test_memory_spaces_are_kept_and_temp_bytes_is_main_memory():
+    # header lines as XLA:TPU wrote them (TPU v5e, jax 0.10.2): one temp allocation per color
+    buffers = """allocation 4: size 512, output shape is |f32[64]|, maybe-live-out:
+ value: <9 fusion.1 @0> (size=512,offset=0): f32[64]{0}
+allocation 7: size 4, color 2, preallocated-temp:
+ value: <5 copy-start{2} @0> (size=4,offset=0): u32[]{:S(2)}
+allocation 8: size 512, preallocated-temp:
+ value: <6 copy-start{} @0> (size=512,offset=0): (f32[256,256]{1,0:T(8,128)S(1)})
+allocation 9: size 262144, color 1, preallocated-temp:
+ value: <7 copy-start{0} @0> (size=262144,offset=0): f32[256,256]{1,0:T(8,128)S(1)}
+"""
+    allocations, _ = parse_reports(buffers, "")
+    assert [(a.index, a.kind, a.color) for a in allocations] == [
+        (4, "output", 0),
+        (7, "temp", 2),
+        (8, "temp", 0),
+        (9, "temp", 1),
+    ]
+    ba = batchlab.measuring.BufferAssignment("tpu", tuple(allocations), (), "tpu")
+    assert len(ba.allocations_of("temp")) == 3
+    assert ba.temp_by_color() == {2: 4, 0: 512, 1: 262144}
+    assert ba.temp_bytes == 512 and ba.launch_allocations()[-1] == ("temp", "temp", 512)
+    assert "other memory spaces: 256.00 KiB in color 1, 4 B in color 2" in repr(ba)
+
+
 def test_errors(monkeypatch):
     with pytest.raises(TypeError, match=r"must be a function"):
         batchlab.buffer_assignment(3, jnp.ones(3))

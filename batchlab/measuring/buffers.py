@@ -20,6 +20,7 @@ from batchlab._util.plotting import new_figure
 
 SOURCE = "XLA buffer assignment and live-range reports (xla_dump_to)"
 _ALLOC = re.compile(r"^allocation (\d+): size (\d+)(.*):$")
+_COLOR = re.compile(r", color (\d+)")  # XLA prints a memory space (its color) other than 0
 _VALUE = re.compile(r"^ value: <\d+ (\S+) @\d+> \(size=(\d+),offset=(\d+)\): (.*)$")
 _RANGE = re.compile(r"^\s+(\S+):(\d+)-(\d+)$")
 _STEP = re.compile(r"^\s+(\d+):(\S+)$")
@@ -49,6 +50,7 @@ class XlaAllocation(NamedTuple):
     kind: str  # parameter, output, temp, constant, thread-local
     live_out: bool
     values: tuple[XlaValue, ...]
+    color: int = 0  # XLA's memory space: 0 the device's main memory (a TPU's HBM), else on-chip
 
     #: values with a live range (thread-local scalars of sub-computations left out)
     live = property(lambda self: [v for v in self.values if v.start is not None])
@@ -77,7 +79,9 @@ def parse_reports(buffer_text: str, live_range_text: str) -> tuple[list[XlaAlloc
             live_out = "maybe-live-out" in m.group(3)
             default = "output" if live_out else "temp"
             kind = next((k for w, k in _KINDS.items() if w in m.group(3)), default)
-            allocations.append(XlaAllocation(int(m.group(1)), int(m.group(2)), kind, live_out, ()))
+            color = int(c.group(1)) if (c := _COLOR.search(m.group(3))) else 0
+            index, size = int(m.group(1)), int(m.group(2))
+            allocations.append(XlaAllocation(index, size, kind, live_out, (), color))
         elif allocations and (m := _VALUE.match(line)):
             name = m.group(1)
             start, end = ranges.get(name if name.endswith("}") else name + "{}", (None, None))
@@ -105,7 +109,15 @@ class BufferAssignment(Rows):
         return f"{base} ({op})" if op and op != base else base
 
     def allocations_of(self, *kinds: str) -> list[XlaAllocation]:
+        """The allocations of these kinds in every memory space (XLA:TPU: a temp per color)."""
         return [a for a in self.allocations if a.kind in kinds]
+
+    def temp_by_color(self) -> dict[int, int]:
+        """Temp bytes per memory space (XLA's color; 0 is the device's main memory)."""
+        colors: dict[int, int] = {}
+        for a in self.allocations_of("temp"):
+            colors[a.color] = colors.get(a.color, 0) + a.size
+        return colors
 
     def launch_allocations(self) -> list[tuple[str, str, int]]:
         """What the runtime allocates when this program is launched: ``(name, kind, bytes)``."""
@@ -115,12 +127,15 @@ class BufferAssignment(Rows):
             rows.append((name, "output", a.size))
         return rows + ([("temp", "temp", self.temp_bytes)] if self.temp_bytes else [])
 
-    #: XLA's temp allocation(s): the scratch memory of one call
-    temp_bytes = property(lambda self: sum(a.size for a in self.allocations_of("temp")))
-    #: the values placed in temp: what they would take without reuse
-    temp_value_bytes = property(
-        lambda self: sum(v.size for a in self.allocations_of("temp") for v in a.live)
-    )
+    @property
+    def temp_bytes(self) -> int:
+        """XLA's temp allocation in main memory (color 0): the scratch memory of one call."""
+        return sum(a.size for a in self.allocations_of("temp") if a.color == 0)
+
+    @property
+    def temp_value_bytes(self) -> int:
+        """The values placed in that temp allocation: what they would take without reuse."""
+        return sum(v.size for a in self.allocations_of("temp") if a.color == 0 for v in a.live)
 
     def _rows(self) -> list[tuple[str, ...]]:
         rows = []
@@ -129,15 +144,18 @@ class BufferAssignment(Rows):
             if a.kind == "thread-local" or not names:
                 continue
             kind = a.kind + (" (live out)" if a.live_out and a.kind == "parameter" else "")
+            kind += f" (color {a.color})" if a.color else ""
             shown = ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")
             rows.append((str(a.index), kind, format_bytes(a.size), str(len(names)), shown))
         return rows
 
     def _title(self) -> str:
+        other = {c: n for c, n in self.temp_by_color().items() if c}
+        spaces = ", ".join(f"{format_bytes(n)} in color {c}" for c, n in sorted(other.items()))
         return (
             f"{self.name} on {self.backend}: {len(self.sequence)} instructions, temp "
             f"{format_bytes(self.temp_bytes)} holding {format_bytes(self.temp_value_bytes)} of "
-            f"values; source: {self.source}"
+            f"values{f' (other memory spaces: {spaces})' if other else ''}; source: {self.source}"
         )
 
     def plot(self):
