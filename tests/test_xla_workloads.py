@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import pytest
 
+import batchlab as bl
 from batchlab import allocator as A
 from batchlab.allocator import xla_workloads as X
 
@@ -57,3 +60,26 @@ def test_bad_arguments():
         match=r"`batch_tokens` must be a non-empty list of positive ints, .*got \[128, 0\]",
     ):
         X.training_workload([128, 0], donate=False)
+
+
+def four_sorts(x):
+    return sum(jnp.sort(x * (i + 1)).sum() for i in range(4))
+
+
+def test_cpu_buffer_assignment_in_process_and_with_a_cpu_flag_in_a_cpu_child():
+    spec = jax.ShapeDtypeStruct((1 << 16,), jnp.float32)
+    here = X.cpu_buffer_assignment(four_sorts, spec)
+    plain = bl.buffer_assignment(four_sorts, spec)
+    assert here.backend == "cpu" and here.allocations == plain.allocations
+    flag = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+    frugal = X.cpu_buffer_assignment(four_sorts, spec, xla_flags=flag)
+    assert frugal.backend == "cpu" and frugal.op_names and frugal.sequence
+    assert frugal.temp_bytes < here.temp_bytes  # the flag reached XLA:CPU in the child
+
+
+def test_cpu_buffer_assignment_refuses_bad_flags():
+    spec = jax.ShapeDtypeStruct((8,), jnp.float32)
+    with pytest.raises(TypeError, match=r"`xla_flags` must be a string like"):
+        X.cpu_buffer_assignment(four_sorts, spec, xla_flags=["--xla_foo"])
+    with pytest.raises(RuntimeError, match=r"compiling for the CPU with XLA_FLAGS='--xla_no_such"):
+        X.cpu_buffer_assignment(four_sorts, spec, xla_flags="--xla_no_such_flag=1")

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 
+from batchlab._util.backend import backend_facts
 from batchlab._util.checks import check_positive_int, check_positive_ints
+from batchlab._util.child import run_child
 from batchlab.allocator.replayer import Event, Events, EventsBuilder
 from batchlab.allocator.workloads import item_lengths
-from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
+from batchlab.measuring.buffers import (
+    BufferAssignment,
+    XlaAllocation,
+    XlaValue,
+    buffer_assignment,
+)
 
 SOURCE = "XLA buffer assignment of the real programs (launch order: outputs + temp), caller's order"
 
@@ -24,9 +33,47 @@ def block(x, w1, w2):
 
 
 def compiler_options() -> dict:
-    """On CPU, XLA's library ("YNN") fusions off, so a matmul chain's intermediates are XLA
-    buffers (as on a GPU), not the library's scratch."""
-    return {"xla_cpu_experimental_ynn_fusion_type": ""} if jax.default_backend() == "cpu" else {}
+    """Where the plan holds the temporaries (XLA:CPU, ``fuses_temporaries`` False), XLA's library
+    ("YNN") fusions off, so a matmul chain's intermediates are XLA buffers, not library scratch."""
+    return {} if backend_facts().fuses_temporaries else {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
+def _cpu_plan(payload) -> dict:  # in the CPU-only child: the plan's fields as JSON
+    fn, specs = payload
+    return dataclasses.asdict(buffer_assignment(fn, *specs))
+
+
+def cpu_buffer_assignment(fn, *specs, xla_flags: str | None = None) -> BufferAssignment:
+    """XLA:CPU's buffer assignment of ``jax.jit(fn)(*specs)`` on any host, an accelerator's too.
+
+    Without ``xla_flags`` it compiles in this process for ``jax.devices("cpu")[0]``. XLA reads
+    ``XLA_FLAGS`` once per process, so with ``xla_flags`` (a CPU flag such as
+    ``--xla_cpu_enable_concurrency_optimized_scheduler=false``) it compiles in a fresh process
+    that opens only the CPU (``JAX_PLATFORMS=cpu``): never the accelerator this process holds.
+
+    Example:
+      >>> spec = jax.ShapeDtypeStruct((1024,), jnp.float32)
+      >>> cpu_buffer_assignment(lambda x: jnp.sort(x) * 2, spec).backend
+      'cpu'
+    """
+    if xla_flags is None:
+        cpu = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
+        on_cpu = [jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=cpu) for s in specs]
+        return dataclasses.replace(buffer_assignment(fn, *on_cpu), backend="cpu")
+    if not isinstance(xla_flags, str):
+        raise TypeError(f"`xla_flags` must be a string like '--xla_foo=false', got {xla_flags!r}.")
+    flags = f"{os.environ.get('XLA_FLAGS', '')} {xla_flags}".strip()
+    specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]  # the child's CPU device
+    child = run_child(_cpu_plan, (fn, specs), env={"JAX_PLATFORMS": "cpu", "XLA_FLAGS": flags})
+    got = child.reply
+    if got is None or "error" in got:
+        why = child.why if got is None else "{type}: {message}".format(**got["error"])
+        raise RuntimeError(f"compiling for the CPU with XLA_FLAGS={xla_flags!r} failed: {why}")
+    allocations = tuple(
+        XlaAllocation(*a[:4], tuple(XlaValue(*v) for v in a[4]), *a[5:]) for a in got["allocations"]
+    )
+    fields = {"sequence": tuple(got["sequence"]), "op_names": tuple(map(tuple, got["op_names"]))}
+    return BufferAssignment(got["name"], allocations, backend="cpu", **fields)
 
 
 @functools.cache  # an event list built twice compiles once
