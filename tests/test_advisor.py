@@ -317,3 +317,32 @@ def test_advised_batch_runs_under_an_address_space_limit(strategy):
         mlp, ITEM, 4 * a.batch_size, budget, strategy=strategy, chunk_size=a.best.chunk
     )
     assert control.ran is False, control
+
+
+def test_a_candidate_whose_compile_runs_out_of_memory_is_not_run_and_uncalibrated_says_so(
+    monkeypatch,
+):
+    from batchlab.runs import calibration, planning
+
+    text = (
+        "RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO "
+        "temporaries (256.00T) exceeds available HBM (15.75G)."
+    )  # XLA:TPU raises it from the compile (issue 45)
+    real = planning.compile_fn
+
+    def compile_fn(fn, specs, kwargs, **kw):
+        if getattr(fn, "strategy", None) == "vmap":
+            raise jax.errors.JaxRuntimeError(text)
+        return real(fn, specs, kwargs, **kw)
+
+    monkeypatch.setattr(planning, "compile_fn", compile_fn)
+    monkeypatch.setattr(calibration, "run_jobs", lambda jobs, timeout: {})  # nothing observed
+    monkeypatch.setattr(calibration, "CACHE", {})
+    a = bl.advise(small, np.ones(8, np.float32), 2**24, batch_size=16,
+                  strategies=["vmap", "chunked"], **QUIET)  # fmt: skip
+    assert a["vmap"].samples is None and a["vmap"].note == "out of memory compiling: not run"
+    assert ("vmap", "out of memory", "-", "out of memory compiling: not run") in a._rows()
+    assert (
+        a.recommended.startswith("lax.map") and "vmap ran out of device memory compiling" in a.why
+    )
+    assert a.margin == 1.0 and "(uncalibrated margin)" in a.code  # never "1.00 (calibrated margin)"

@@ -404,11 +404,16 @@ def test_the_result_table_reads_every_figure_of_the_search():
     ]
     assert plain.planned_budget_bytes == 3 << 20 and _result().planned_budget_bytes == 2 << 20
     assert _result()._title() == "max_batch_size (compiled memory analysis (XLA), nothing executed)"
-    ran = _result(calibration=object())._title()
-    assert (
-        ran
-        == "max_batch_size (compiled memory analysis (XLA); the margin's batches run in a fresh process)"
-    )
+    from batchlab.runs.calibration import Calibration
+
+    for where in ("in a fresh process", "in this process"):
+        ran = _result(calibration=Calibration(1.5, (), "measured", where))._title()
+        assert (
+            ran
+            == f"max_batch_size (compiled memory analysis (XLA); the margin's batches run {where})"
+        )
+    oom = _result(no_room=(32, 64))._rows()
+    assert oom[-1] == ("out of memory compiling", "batch 32, 64 (counted as not fitting)")
 
 
 def test_a_given_budget_is_named_given_and_only_axis_0_or_none_is_planned():
@@ -425,6 +430,6 @@ def test_a_calibrated_search_where_nothing_fits_says_so_and_runs_nothing():
     item = jax.ShapeDtypeStruct((256,), jnp.float32)
     r = batchlab.max_batch_size(lambda x: 2 * x, item, budget_bytes=1, margin="calibrated")
     assert int(r) == 0 and r.calibration is None and r.margin == 1.0
-    assert r.margin_source == "not calibrated: not even one item fits the plan"
+    assert r.margin_source == "uncalibrated: not even one item fits the plan"
     with pytest.raises(TypeError, match=r"`known` must be a dict .* got list\."):
         batchlab.max_batch_size(lambda x: 2 * x, item, known=[(1, 1024)])

@@ -320,3 +320,62 @@ def test_a_batch_of_one_failing_is_that_items_error_and_skipped_bad_items_start_
         (2, 2, "ok, 1 bad item(s)"),
         (5, 1, "ok"),  # 2 is passed over: 3 and 4 run
     ]
+
+
+# --------------------------------- out of memory raised when COMPILING (XLA:TPU, issue 45)
+# XLA:TPU's text for a program over HBM, raised by `.compile()` (TPU v5e, jax 0.10.2): the
+# program never runs, so every search and every run must catch it at compile time as well
+TPU_COMPILE_OOM = (
+    "RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO "
+    "temporaries (256.00T) exceeds available HBM (15.75G)."
+)
+
+
+def compile_runs_out_above(monkeypatch, limit, strategy=None):
+    """The kit's compile step as XLA:TPU's: a batch over ``limit`` items (of ``strategy``)
+    raises TPU_COMPILE_OOM from the compile; returns the batch sizes that compiled."""
+    from batchlab.runs import planning
+
+    real, compiled = planning.compile_fn, []
+
+    def compile_fn(fn, specs, kwargs, **kw):
+        n = jax.tree_util.tree_leaves(specs)[0].shape[0]
+        if n > limit and strategy in (None, getattr(fn, "strategy", None)):
+            raise jax.errors.JaxRuntimeError(TPU_COMPILE_OOM)
+        compiled.append(n)
+        return real(fn, specs, kwargs, **kw)
+
+    monkeypatch.setattr(planning, "compile_fn", compile_fn)
+    return compiled
+
+
+def test_the_tpu_compile_text_is_out_of_memory():
+    error = jax.errors.JaxRuntimeError(TPU_COMPILE_OOM)
+    assert is_out_of_memory(error) and oom_kind(error) == "out of memory (XLA RESOURCE_EXHAUSTED)"
+
+
+def test_a_batch_whose_compile_runs_out_of_memory_is_retried_smaller(monkeypatch):
+    compiled = compile_runs_out_above(monkeypatch, 37)
+    xs = data(300)
+    r = batchlab.run_batches(item_fn, xs, batch_size=128, progress=False)
+    assert r.complete and r.batches[0].size == 128
+    assert r.batches[0].status == "out of memory (XLA RESOURCE_EXHAUSTED)"
+    assert max(b.size for b in r.batches if b.status == "ok") <= 37 and max(compiled) <= 37
+    np.testing.assert_allclose(r.outputs, jax.vmap(item_fn)(xs), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["interpolate", "bisect"])
+def test_a_size_whose_compile_runs_out_of_memory_does_not_fit(monkeypatch, method):
+    compile_runs_out_above(monkeypatch, 100)
+    item = jax.ShapeDtypeStruct((256,), jnp.float32)
+    known = {}
+    r = batchlab.max_batch_size(
+        lambda x: 2 * x, item, budget_bytes=1 << 40, method=method, known=known
+    )
+    assert int(r) == 100 and 101 in r.no_room and min(r.no_room) > 100
+    assert max(b for b, _ in r.curve) == 100 and r.monotone  # only real plans in the curve
+    assert (
+        "out of memory compiling",
+        f"batch {', '.join(map(str, r.no_room))} (counted as not fitting)",
+    ) in r._rows()
+    assert known[101] == float("inf")  # a later search of the same fn knows it does not fit

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -172,8 +173,10 @@ def test_calibrated_margin_is_the_observed_ratio_never_below_one(monkeypatch, fa
     assert r.margin == pytest.approx(expected)
     assert [b for b, _, _ in r.calibration.points] == [int(raw) // 4, int(raw)]
     assert calls == [[str(int(raw) // 4), str(int(raw))]]  # one process for both sizes
-    assert r.margin_source.startswith("calibrated: ")
+    # a calibration that observed nothing says so: "uncalibrated", never a calibrated 1.00
+    assert r.margin_source.startswith("uncalibrated: " if factor is None else "calibrated: ")
     assert ("nothing observed" in r.margin_source) == (factor is None)
+    assert r.calibration.observed == (factor is not None)
     by_hand = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=int(2**20 / r.margin))
     assert int(r) == int(by_hand) and r.planned_bytes <= r.planned_budget_bytes
     again = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=2**20, margin="calibrated")
@@ -287,3 +290,47 @@ def test_the_calibration_runs_the_searched_program_strategy_chunk_and_axes(monke
                                 margin="calibrated")  # fmt: skip
     assert int(r) > 0 and len(jobs_seen) == 2
     assert {(j.strategy, j.chunk_size, j.in_axes) for j in jobs_seen} == {("chunked", 4, (0, None))}
+
+
+# ------------------- where no second process may open the device (a TPU, issue 45): in-process
+def _accelerator(monkeypatch, stats):
+    """The TPU's facts on this CPU, and ``calibration.device_memory`` reading ``stats`` (None:
+    no memory_stats); a child would fail the test."""
+    from batchlab._util.backend import FACTS
+
+    monkeypatch.setattr(calibration, "backend_facts", lambda name=None: FACTS["tpu"])
+    monkeypatch.setattr(calibration, "device_memory", lambda: stats and SimpleNamespace(**stats))
+    monkeypatch.setattr(calibration, "run_jobs", lambda *a: pytest.fail("a child process ran"))
+    monkeypatch.setattr(calibration, "CACHE", {})
+
+
+def test_no_second_process_and_no_stats_is_uncalibrated_and_starts_nothing(monkeypatch):
+    _accelerator(monkeypatch, None)
+    r = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=2**20, margin="calibrated")
+    assert r.margin == 1.0 and not r.calibration.observed
+    assert r.margin_source.startswith("uncalibrated: nothing observed (not run: no second process")
+    assert "run nowhere (not run)" in r._title()
+
+
+@pytest.mark.parametrize("start_peak", [0, 1 << 40])
+def test_in_process_calibration_reads_the_peak_smallest_batch_first(monkeypatch, start_peak):
+    stats = dict(bytes_in_use=4096, peak_bytes_in_use=start_peak)
+    _accelerator(monkeypatch, stats)
+    seen = []
+
+    def call(run, args):  # 3x the input's bytes at its peak, the counter never reset
+        n = args[0].shape[0]
+        seen.append(n)
+        stats["peak_bytes_in_use"] = max(stats["peak_bytes_in_use"], 4096 + 3 * n * D * 4)
+
+    monkeypatch.setattr(calibration, "call", call)
+    raw = int(batchlab.max_batch_size(elementwise, ITEM, budget_bytes=2**20))
+    r = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=2**20, margin="calibrated")
+    assert seen == [raw // 4, raw] and "in this process" in r._title()
+    if start_peak:  # an earlier peak hides both calls: said, never guessed
+        assert r.margin == 1.0 and r.margin_source.startswith("uncalibrated: nothing observed")
+        assert "was already above this call's" in r.margin_source
+    else:  # the plan is input + output (2x the input): the ratio is 3 / 2
+        assert r.margin == pytest.approx(1.5, rel=0.01) and r.margin_source.startswith(
+            "calibrated: "
+        )

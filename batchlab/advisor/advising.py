@@ -28,6 +28,7 @@ from batchlab.ragged.datasets import TokenDataset
 from batchlab.ragged.padding import Ragged, as_ragged
 from batchlab.runs.budget import Budget, check_in_axes, max_batch_size
 from batchlab.runs.planning import unjit
+from batchlab.runs.search import NO_ROOM
 
 SOURCE = "bl.measuring.interleaved: wall clock of one call, paired by round"
 #: fits tried before the advice gives the last one's fitted size (each is a fresh process)
@@ -75,6 +76,13 @@ def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdic
     pick = min(tied, key=lambda k: (planned[k], samples[k].median))
     other, runner = (pick, fastest) if pick != fastest else (tied[1], tied[1])
     return Verdict(pick, runner, True, tuple(tied), near[other].deciding)
+
+
+def plan_text(planned: float) -> str:
+    """``plans 1.00 MiB``, or that the compile ran out of device memory (:data:`NO_ROOM`)."""
+    if planned == NO_ROOM:
+        return "ran out of device memory compiling (XLA RESOURCE_EXHAUSTED)"
+    return f"plans {format_bytes(planned)}"
 
 
 def _item_and_batch(example: Any, in_axes: Any, n: int | None) -> tuple[Any, tuple, Any, int]:
@@ -230,7 +238,7 @@ def advise(
                                        strategy=lean.strategy, chunk_size=lean.chunk, upper=n))  # fmt: skip
             lead = (
                 f"nothing fits {format_bytes(budget.bytes)} at {n} items (the leanest, {lean.label}, "
-                f"plans {format_bytes(lean.planned)}): measured at the fitted size, {small} items"
+                f"{plan_text(lean.planned)}): measured at the fitted size, {small} items"
             )
             if small:
                 item, args, axes, n = _item_and_batch(example, in_axes, small)
@@ -247,7 +255,7 @@ def advise(
     if not timed and not lead:
         lead = f"no candidate fits with margin {margin:.2f}"
     excluded: list[tuple[str, str]] = []
-    bar.set_description("advise: fitting the budget (a fresh process)")
+    bar.set_description("advise: fitting the budget (calibrated margin)")
     for attempt in range(MAX_FITS if pool else 0):
         verdict = decide(pool, planned)
         pick = next(c for c in cands if c.label == verdict.pick)
@@ -268,11 +276,11 @@ def advise(
     bar.update(1)
     bar.close()
     if over:  # one line: what was not run, by its plan
-        plans = ", ".join(
-            f"{c.label} plans {format_bytes(c.planned)}" for c in cands if c.label in over
-        )
+        plans = ", ".join(f"{c.label} {plan_text(c.planned)}" for c in cands if c.label in over)
         excluded.append(("not run", f"over the budget at {items} items: {plans}"))
-    notes = {**dict.fromkeys(over, "over the budget: not run"), **dropped}
+    notes = {c.label: "over the budget: not run" for c in cands if c.label in over}
+    notes.update((c.label, "out of memory compiling: not run") for c in cands if c.call is None)
+    notes.update(dropped)
     notes.update((k, "left out: " + w) for k, w in excluded if k in planned)
     results = tuple(
         CandidateResult(*c[:3], items, c.planned, samples.get(c.label), c.code, notes.get(c[0], ""))

@@ -13,17 +13,21 @@ import numpy as np
 from batchlab.batching.strategies import batch
 from batchlab.ragged.bucketing import bucket_batches
 from batchlab.ragged.packing import pack
+from batchlab.runs.errors import is_out_of_memory
 from batchlab.runs.planning import batch_planner, compile_program, spec_of, unjit
+from batchlab.runs.search import NO_ROOM
 
 
 class Candidate(NamedTuple):
-    """One way to batch: label, kind, chunk (or tokens per batch), XLA's plan, a call, the code."""
+    """One way to batch: label, kind, chunk (or tokens per batch), XLA's plan (``NO_ROOM``:
+    its compile ran out of device memory, as XLA:TPU raises; ``call`` is then None), a call,
+    the code."""
 
     label: str
     strategy: str  # vmap, chunked, host; pad, buckets, pack
     chunk: int | None
-    planned: int
-    call: Callable[[], Any]
+    planned: int | float
+    call: Callable[[], Any] | None
     code: str
 
 
@@ -61,7 +65,8 @@ def dense_code(name: str, strategy: str, k: int | None, in_axes: Any) -> str:
 def dense_candidates(
     fn: Callable, args: tuple, in_axes: Any, n: int, strategies: Sequence[str]
 ) -> list[Candidate]:
-    """vmap, lax.map at every chunk size, host chunks of at most 4 dispatches; planned at ``n``."""
+    """vmap, lax.map at every chunk size, host chunks of at most 4 dispatches; planned at ``n``
+    (a compile that runs out of device memory plans :data:`NO_ROOM`)."""
     plain, name, chunks = unjit(fn), fn_name(fn), chunk_sweep(n)
     specs = tuple(jax.tree_util.tree_map(spec_of, a) for a in args)
     on_device = jax.device_put(args)
@@ -71,13 +76,18 @@ def dense_candidates(
     out = []
     for s, k in settings:
         f = batch(plain, strategy=s, chunk_size=k, in_axes=in_axes)
-        if s == "host":  # dispatched from Python: its HostPlan, and the function itself runs
-            planned, call = batch_planner(f)(*specs), (lambda f=f: f(*on_device))
-        else:  # the compiled program runs: timing it compiles nothing again
-            program = compile_program(f, *specs)
-            planned, call = program.planned, (lambda p=program: p(*on_device))
+        try:
+            if s == "host":  # dispatched from Python: its HostPlan, and the function itself runs
+                planned, call = int(batch_planner(f)(*specs)), (lambda f=f: f(*on_device))
+            else:  # the compiled program runs: timing it compiles nothing again
+                program = compile_program(f, *specs)
+                planned, call = int(program.planned), (lambda p=program: p(*on_device))
+        except Exception as e:  # out of memory at compile time (XLA:TPU): no plan, not run
+            if not is_out_of_memory(e):
+                raise
+            planned, call = NO_ROOM, None
         label = "vmap" if k is None else f"{'lax.map' if s == 'chunked' else 'host'} chunk {k}"
-        out.append(Candidate(label, s, k, int(planned), call, dense_code(name, s, k, in_axes)))
+        out.append(Candidate(label, s, k, planned, call, dense_code(name, s, k, in_axes)))
     return out
 
 

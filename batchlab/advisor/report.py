@@ -12,6 +12,7 @@ from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab._util.plotting import new_figure, short_bytes, short_seconds
 from batchlab.claims.evidence import Samples
 from batchlab.runs.budget import Budget
+from batchlab.runs.search import NO_ROOM
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class CandidateResult:
     strategy: str
     chunk: int | None
     items: int
-    planned_bytes: int
+    planned_bytes: int | float  # NO_ROOM (inf): its compile ran out of device memory
     samples: Samples | None
     code: str
     note: str = ""
@@ -108,7 +109,7 @@ class Advice(Rows):
         return {"pad": "rows", "buckets": "tokens", "pack": "tokens"}.get(strategy, "items")
 
     def _fit(self) -> str:
-        how = self.margin_source.split(":")[0]  # "calibrated", "given", "not calibrated"
+        how = self.margin_source.split(":")[0]  # "calibrated", "given", "uncalibrated"
         return (
             f"plan <= {format_bytes(self.budget.bytes)} / {self.margin or 1.0:.2f} ({how} margin)"
         )
@@ -159,7 +160,8 @@ class Advice(Rows):
         rows = []
         for c in self.candidates:
             t = "-" if c.per_item is None else format_seconds(c.per_item)
-            rows.append((c.label, format_bytes(c.planned_bytes), t, c.note or "timed"))
+            plan = "out of memory" if c.planned_bytes == NO_ROOM else format_bytes(c.planned_bytes)
+            rows.append((c.label, plan, t, c.note or "timed"))
         return rows
 
     def _notes(self) -> tuple[str, ...]:

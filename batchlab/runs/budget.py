@@ -23,7 +23,7 @@ from batchlab.batching.strategies import PLANNED, batch
 from batchlab.measuring.live import device_memory
 from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes
 from batchlab.runs.planning import unjit
-from batchlab.runs.search import METHODS, search
+from batchlab.runs.search import METHODS, NO_ROOM, search
 
 
 class Budget(NamedTuple):
@@ -51,7 +51,8 @@ def default_budget() -> Budget:
 @dataclass(frozen=True)
 class BatchSizeResult(Rows):
     """What :func:`max_batch_size` found; ``int(result)`` is the batch size, ``curve`` the
-    ``(batch_size, planned_bytes)`` the search looked at, ``compilations`` the new ones."""
+    ``(batch_size, planned_bytes)`` the search looked at, ``compilations`` the new ones,
+    ``no_room`` the sizes whose compile ran out of device memory (XLA:TPU raises there)."""
 
     batch_size: int
     budget_bytes: int
@@ -65,6 +66,7 @@ class BatchSizeResult(Rows):
     margin: float | None
     margin_source: str | None
     calibration: Calibration | None
+    no_room: tuple[int, ...] = ()
 
     @property
     def planned_budget_bytes(self) -> int:
@@ -102,6 +104,9 @@ class BatchSizeResult(Rows):
             ("strategy", self.strategy + chunk),
             ("compilations", f"{self.compilations} ({self.method} search{more}"),
         ]
+        if self.no_room:
+            sizes = ", ".join(map(str, self.no_room))
+            rows.append(("out of memory compiling", f"batch {sizes} (counted as not fitting)"))
         if not self.monotone:
             rows.append(("warning", "planned bytes are not monotone in the batch size"))
         return rows
@@ -109,7 +114,7 @@ class BatchSizeResult(Rows):
     def _title(self) -> str:
         ran = ", nothing executed"
         if self.calibration is not None:
-            ran = "; the margin's batches run in a fresh process"
+            ran = f"; the margin's batches run {self.calibration.where}"
         return f"max_batch_size (compiled memory analysis (XLA){ran})"
 
 
@@ -154,7 +159,11 @@ def max_batch_size(
       on_compile: called with the batch size before each compilation.
       in_axes: as in ``jax.vmap``, 0 or a tuple of 0 and None (shared) per argument.
       margin: ``"calibrated"`` compares with ``budget / ratio``, the plan-to-real ratio measured
-        in a fresh process (:func:`calibrate`).
+        in a fresh process, or in this one where no second process may open the device
+        (:func:`calibrate`); one that observed nothing says "uncalibrated" (ratio 1.0).
+
+    A batch whose compile runs out of device memory (XLA:TPU raises ``RESOURCE_EXHAUSTED``
+    there) does not fit; it is listed in ``no_room``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -205,18 +214,21 @@ def max_batch_size(
     answer, curve = largest(budget.bytes)
     calibration, source = None, None
     if margin == "calibrated":
-        margin, source = 1.0, "not calibrated: not even one item fits the plan"
+        margin, source = 1.0, "uncalibrated: not even one item fits the plan"
         if answer:
             sizes = calibration_sizes(answer, known)
             kw = dict(strategy=strategy, chunk_size=chunk_size, in_axes=in_axes, known=known)
             calibration = calibrate(unjit(fn), example_item, sizes, **kw)
-            margin, source = calibration.ratio, f"calibrated: {calibration.source}"
+            done = "calibrated" if calibration.observed else "uncalibrated"
+            margin, source = calibration.ratio, f"{done}: {calibration.source}"
         if margin > 1:
             answer, again = largest(max(1, int(budget.bytes / margin)))
             curve = {**curve, **again}
-    curve = tuple(sorted(curve.items()))
+    no_room = tuple(sorted(b for b, p in curve.items() if p == NO_ROOM))
+    curve = tuple(sorted((b, p) for b, p in curve.items() if p != NO_ROOM))
     found = (answer, budget.bytes, budget.source, strategy, chunk_size, curve, upper)
-    return BatchSizeResult(*found, len(known) - before, method, margin, source, calibration)
+    compiled = len(known) - before
+    return BatchSizeResult(*found, compiled, method, margin, source, calibration, no_room)
 
 
 _COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")

@@ -1,5 +1,7 @@
 """A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process
-(XLA's plan is a lower bound: XLA:CPU allocates outside it)."""
+(XLA's plan is a lower bound: XLA:CPU allocates outside it), or in this process where no
+second process may open the device (a TPU is held by one process): there the device's peak
+counter, which only grows, is read around each first call, smallest batch first."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from batchlab._util.backend import backend_facts
 from batchlab._util.child import TIMEOUT, run_child
 from batchlab._util.format import format_bytes
 from batchlab.batching.strategies import batch
@@ -94,6 +97,30 @@ def run_here(jobs: list) -> dict:
     return result
 
 
+def observe_in_process(jobs: list) -> dict:
+    """``{label: bytes}`` of ``(label, _, run, args)`` jobs in THIS process, from the device's
+    ``peak_bytes_in_use``: it is never reset, so each job's first call (compile included) is
+    read as the peak's growth, smallest batch first; a call that stays under an earlier peak
+    is not observed (``None``), never guessed."""
+    result = {}
+    for label, _, run, args in jobs:
+        before = device_memory()
+        try:
+            call(run, args)
+        except Exception as e:  # e.g. out of memory: no figure
+            result[label] = {"bytes": None, "source": f"failed: {type(e).__name__}: {str(e)[:200]}"}
+            continue
+        after = device_memory()
+        if (after.peak_bytes_in_use or 0) <= (before.peak_bytes_in_use or 0):
+            why = "not observed: the device's peak (never reset) was already above this call's"
+            result[label] = {"bytes": None, "source": why}
+            continue
+        grown = after.peak_bytes_in_use - (before.bytes_in_use or 0)
+        source = "device memory_stats: peak_bytes_in_use - bytes_in_use before, this process"
+        result[label] = {"bytes": grown, "source": source}
+    return result
+
+
 # ---- the parent's side
 
 
@@ -128,11 +155,18 @@ class BatchJob:
 
 class Calibration(NamedTuple):
     """The plan-to-real ratio of one batched function: the largest ``observed / planned`` of its
-    ``points`` (``(batch_size, planned_bytes, observed_bytes)``), never below 1.0."""
+    ``points`` (``(batch_size, planned_bytes, observed_bytes)``), never below 1.0; ``where``
+    its batches ran. Nothing observed: ratio 1.0, ``observed`` False (uncalibrated)."""
 
     ratio: float
     points: tuple[tuple[int, int, int | None], ...]
     source: str
+    where: str = "in a fresh process"
+
+    @property
+    def observed(self) -> bool:
+        """Whether any batch was observed (else the ratio is the plan as is: uncalibrated)."""
+        return any(o is not None for _, _, o in self.points)
 
 
 def calibrate(
@@ -145,10 +179,14 @@ def calibrate(
     in_axes: Any = 0,
     known: dict[int, int] | None = None,
 ) -> Calibration:
-    """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes`` in a fresh process
-    (one per size on a GPU, whose peak cannot be reset); cached."""
+    """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``: in one fresh
+    process (host peak RSS) where a second process may open the device
+    (``backend_facts().second_process_may_open``), else in this process from the device's
+    ``memory_stats()`` (:func:`observe_in_process`); with neither, nothing runs and nothing is
+    observed (uncalibrated). Cached."""
     shapes = str(jax.tree_util.tree_map(spec_of, example_item))  # structure, shapes, dtypes
-    key = (id(fn), shapes, strategy, chunk_size, repr(in_axes), tuple(sizes))
+    sizes = tuple(sorted(sizes))  # in-process, the peak only grows: the smallest batch first
+    key = (id(fn), shapes, strategy, chunk_size, repr(in_axes), sizes)
     if key in CACHE and CACHE[key][0] is fn:
         return CACHE[key][1]
     plain, known = unjit(fn), known or {}
@@ -165,10 +203,17 @@ def calibrate(
             if ax is None:
                 args[i] = jax.tree_util.tree_map(host, example_item[i])
         jobs.append((str(b), observe, job, tuple(args)))
-    if device_memory() is None:
-        reply = run_jobs(jobs, TIMEOUT)
+    facts = backend_facts()
+    if facts.second_process_may_open:
+        where, reply = "in a fresh process", run_jobs(jobs, TIMEOUT)
+    elif device_memory() is not None:
+        where, reply = "in this process", observe_in_process(jobs)
     else:
-        reply = {k: v for j in jobs for k, v in run_jobs([j], TIMEOUT / len(jobs)).items()}
+        why = (
+            f"not run: no second process may open the {facts.name} device and it keeps no "
+            "memory_stats() to read in this one"
+        )
+        where, reply = "nowhere (not run)", {j[0]: {"bytes": None, "source": why} for j in jobs}
     # closed-over arrays are resident before the call (they travel with fn): the plan counts
     # them, the growth cannot, so they are added to it
     spec = batch_args(example_item, min(sizes), in_axes)
@@ -183,6 +228,6 @@ def calibrate(
         f"jax {jax.__version__} {jax.default_backend()}"
     )
     how = how if seen else f"nothing observed ({sources}): the plan as is"
-    result = Calibration(float(max([1.0, *seen])), points, how)
+    result = Calibration(float(max([1.0, *seen])), points, how, where)
     CACHE[key] = (fn, result)
     return result

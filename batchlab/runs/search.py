@@ -6,15 +6,20 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from batchlab.runs.errors import is_out_of_memory
 from batchlab.runs.planning import batch_args, batch_planner
 
 METHODS = ("interpolate", "bisect")
 _GROW = 64  # the furthest one extrapolated step may jump: 64 x the last fitting batch
+#: the plan of a batch whose compile ran out of device memory (XLA:TPU raises RESOURCE_EXHAUSTED
+#: when compiling a program over HBM): no plan, and it fits no budget
+NO_ROOM = math.inf
 
 
 def _line(x0: int, y0: int, x1: int, y1: int, budget: int) -> int | None:
-    """Where the line through (x0, y0), (x1, y1) reaches ``budget`` (floor), or None if flat."""
-    if x1 == x0 or y1 <= y0:
+    """Where the line through (x0, y0), (x1, y1) reaches ``budget`` (floor), or None if flat
+    (or ``y1`` is :data:`NO_ROOM`: no plan to aim along, so the caller bisects)."""
+    if x1 == x0 or y1 <= y0 or y1 == NO_ROOM:
         return None
     return x0 + math.floor((budget - y0) * (x1 - x0) / (y1 - y0))
 
@@ -32,7 +37,8 @@ def search(
     in_axes: Any = 0,
 ) -> tuple[int, dict[int, int]]:
     """``(answer, {batch: planned bytes})`` for :func:`batchlab.max_batch_size` (its ``method``,
-    ``known`` (extended), ``on_compile``); ``multiple``: a ``lax.map`` chunk."""
+    ``known`` (extended), ``on_compile``); ``multiple``: a ``lax.map`` chunk. A batch whose
+    compile runs out of memory (XLA:TPU) is planned :data:`NO_ROOM`: it does not fit."""
     planner = batch_planner(jitted)
     known = {} if known is None else known
     visited: dict[int, int] = {}
@@ -41,7 +47,12 @@ def search(
         if b not in known:
             if on_compile is not None:
                 on_compile(b)
-            known[b] = planner(*batch_args(example_item, b, in_axes))
+            try:
+                known[b] = planner(*batch_args(example_item, b, in_axes))
+            except Exception as e:  # out of memory at compile time: this size does not fit
+                if not is_out_of_memory(e):
+                    raise
+                known[b] = NO_ROOM
         visited[b] = known[b]
         return known[b]
 
