@@ -21,7 +21,7 @@ from batchlab import timeline as timeline
 from batchlab import plots as plots  # every drawing a notebook calls (matplotlib only)
 
 # every notebook: the backend's facts, sizes per machine profile, human units
-from batchlab._util.backend import BackendFacts, backend_facts
+from batchlab._util.backend import backend_facts
 from batchlab._util.config import sizes
 from batchlab._util.format import format_bytes, format_count, format_seconds, html_table, text_table
 
@@ -82,7 +82,6 @@ from batchlab.advisor import advise  # its result: batchlab.advisor.Advice
 
 __all__ = [
     # every notebook
-    "BackendFacts",
     "backend_facts",
     "format_bytes",
     "format_count",
