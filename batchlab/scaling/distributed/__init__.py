@@ -40,8 +40,7 @@ def loopback_unavailable() -> str | None:
     """Why no TCP socket opens on loopback here (:func:`launch` needs one), or ``None``.
 
     Example:
-      >>> loopback_unavailable() is None  # a sandbox that refuses sockets gives the reason
-      True
+      >>> why = loopback_unavailable()  # None here; a sandbox that refuses sockets: the reason
     """
     try:
         free_port()
