@@ -261,17 +261,17 @@ def test_the_calibrated_batch_runs_under_the_limit(strategy, chunk):
     assert control.ran is False, control
 
 
-def test_observe_on_a_device_with_allocator_stats_is_its_peak_growth(monkeypatch):
-    """GPU/TPU: the peak the call reached above what was in use before it (no device in CI)."""
+def test_observe_in_process_is_the_peak_growth_and_never_a_hidden_peak(monkeypatch):
+    """GPU/TPU: the peak a first call raised above what was in use before it (no device in CI)."""
     from batchlab.measuring.live import DeviceMemory
 
-    stats = iter([DeviceMemory("gpu", bytes_in_use=100), DeviceMemory("gpu", 100, 4196)])
+    stats = iter([DeviceMemory("tpu", 100, 50)] + [DeviceMemory("tpu", 100, 4196)] * 3)
     monkeypatch.setattr(calibration, "device_memory", lambda: next(stats))
-    seen = calibration.observe(lambda x: x * 2, (jax.ShapeDtypeStruct((4,), jnp.float32),))
-    assert seen == {
-        "bytes": 4096,
-        "source": "device memory_stats: peak_bytes_in_use - bytes_in_use before",
-    }
+    job = ("4", None, lambda x: x * 2, (jax.ShapeDtypeStruct((4,), jnp.float32),))
+    source = "device memory_stats: peak_bytes_in_use growth, this process"
+    assert calibration.observe_in_process([job]) == {"4": {"bytes": 4096, "source": source}}
+    hidden = calibration.observe_in_process([job])  # the peak did not move: not observed
+    assert hidden["4"]["bytes"] is None and "already above" in hidden["4"]["source"]
 
 
 def test_the_calibration_runs_the_searched_program_strategy_chunk_and_axes(monkeypatch):

@@ -19,9 +19,8 @@ from batchlab.runs.search import NO_ROOM
 
 
 class Candidate(NamedTuple):
-    """One way to batch: label, kind, chunk (or tokens per batch), XLA's plan (``NO_ROOM``:
-    its compile ran out of device memory, as XLA:TPU raises; ``call`` is then None), a call,
-    the code."""
+    """One way to batch: label, kind, chunk (or tokens per batch), XLA's plan (``NO_ROOM``: its
+    compile ran out of device memory; ``call`` None), a call, the code."""
 
     label: str
     strategy: str  # vmap, chunked, host; pad, buckets, pack
@@ -65,8 +64,7 @@ def dense_code(name: str, strategy: str, k: int | None, in_axes: Any) -> str:
 def dense_candidates(
     fn: Callable, args: tuple, in_axes: Any, n: int, strategies: Sequence[str]
 ) -> list[Candidate]:
-    """vmap, lax.map at every chunk size, host chunks of at most 4 dispatches; planned at ``n``
-    (a compile that runs out of device memory plans :data:`NO_ROOM`)."""
+    """vmap, lax.map at every chunk size, host chunks of at most 4 dispatches; planned at ``n``."""
     plain, name, chunks = unjit(fn), fn_name(fn), chunk_sweep(n)
     specs = tuple(jax.tree_util.tree_map(spec_of, a) for a in args)
     on_device = jax.device_put(args)

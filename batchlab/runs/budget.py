@@ -159,11 +159,8 @@ def max_batch_size(
       on_compile: called with the batch size before each compilation.
       in_axes: as in ``jax.vmap``, 0 or a tuple of 0 and None (shared) per argument.
       margin: ``"calibrated"`` compares with ``budget / ratio``, the plan-to-real ratio measured
-        in a fresh process, or in this one where no second process may open the device
-        (:func:`calibrate`); one that observed nothing says "uncalibrated" (ratio 1.0).
-
-    A batch whose compile runs out of device memory (XLA:TPU raises ``RESOURCE_EXHAUSTED``
-    there) does not fit; it is listed in ``no_room``.
+        (:func:`calibrate`); one that observed nothing says "uncalibrated" (ratio 1.0). A batch
+        whose compile runs out of device memory (XLA:TPU) does not fit (``no_room``).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -227,8 +224,9 @@ def max_batch_size(
     no_room = tuple(sorted(b for b, p in curve.items() if p == NO_ROOM))
     curve = tuple(sorted((b, p) for b, p in curve.items() if p != NO_ROOM))
     found = (answer, budget.bytes, budget.source, strategy, chunk_size, curve, upper)
-    compiled = len(known) - before
-    return BatchSizeResult(*found, compiled, method, margin, source, calibration, no_room)
+    return BatchSizeResult(
+        *found, len(known) - before, method, margin, source, calibration, no_room
+    )
 
 
 _COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")

@@ -1,7 +1,6 @@
 """A calibrated margin: the plan-to-real ratio of one function, measured in a fresh process
-(XLA's plan is a lower bound: XLA:CPU allocates outside it), or in this process where no
-second process may open the device (a TPU is held by one process): there the device's peak
-counter, which only grows, is read around each first call, smallest batch first."""
+(XLA's plan is a lower bound: XLA:CPU allocates outside it), or in this one where no second
+process may open the device (a TPU is held by one process)."""
 
 from __future__ import annotations
 
@@ -65,12 +64,7 @@ def call(run: Any, args: Any) -> Any:
 
 
 def observe(run: Any, args: Any) -> dict:
-    """The peak of one call: host RSS growth on CPU (``VmHWM`` reset), the device peak on a GPU."""
-    if (stats := device_memory()) is not None:
-        call(run, args)
-        peak = device_memory().peak_bytes_in_use or 0
-        source = "device memory_stats: peak_bytes_in_use - bytes_in_use before"
-        return {"bytes": max(peak - (stats.bytes_in_use or 0), 0), "source": source}
+    """The peak of one call in a fresh process: host RSS growth (``VmHWM`` reset)."""
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
             f.write("5")  # resets the resident high-water mark (Linux >= 4.0)
@@ -98,26 +92,21 @@ def run_here(jobs: list) -> dict:
 
 
 def observe_in_process(jobs: list) -> dict:
-    """``{label: bytes}`` of ``(label, _, run, args)`` jobs in THIS process, from the device's
-    ``peak_bytes_in_use``: it is never reset, so each job's first call (compile included) is
-    read as the peak's growth, smallest batch first; a call that stays under an earlier peak
-    is not observed (``None``), never guessed."""
-    result = {}
+    """``{label: bytes}`` of ``(label, _, run, args)`` jobs in THIS process: the growth of the
+    device's ``peak_bytes_in_use`` (never reset) over each first call, smallest batch first; a
+    call under an earlier peak is not observed (``None``), never guessed."""
+    result, source = {}, "device memory_stats: peak_bytes_in_use growth, this process"
     for label, _, run, args in jobs:
-        before = device_memory()
+        before, got = device_memory(), None
         try:
             call(run, args)
+            peak = device_memory().peak_bytes_in_use
+            got = peak - before.bytes_in_use
+            if peak <= before.peak_bytes_in_use:
+                got, why = None, "not observed: the device's peak was already above this call's"
         except Exception as e:  # e.g. out of memory: no figure
-            result[label] = {"bytes": None, "source": f"failed: {type(e).__name__}: {str(e)[:200]}"}
-            continue
-        after = device_memory()
-        if (after.peak_bytes_in_use or 0) <= (before.peak_bytes_in_use or 0):
-            why = "not observed: the device's peak (never reset) was already above this call's"
-            result[label] = {"bytes": None, "source": why}
-            continue
-        grown = after.peak_bytes_in_use - (before.bytes_in_use or 0)
-        source = "device memory_stats: peak_bytes_in_use - bytes_in_use before, this process"
-        result[label] = {"bytes": grown, "source": source}
+            why = f"failed: {type(e).__name__}: {str(e)[:200]}"
+        result[label] = {"bytes": got, "source": source if got is not None else why}
     return result
 
 
@@ -155,18 +144,16 @@ class BatchJob:
 
 class Calibration(NamedTuple):
     """The plan-to-real ratio of one batched function: the largest ``observed / planned`` of its
-    ``points`` (``(batch_size, planned_bytes, observed_bytes)``), never below 1.0; ``where``
-    its batches ran. Nothing observed: ratio 1.0, ``observed`` False (uncalibrated)."""
+    ``points`` (``(batch_size, planned_bytes, observed_bytes)``), never below 1.0."""
 
     ratio: float
     points: tuple[tuple[int, int, int | None], ...]
     source: str
     where: str = "in a fresh process"
 
-    @property
-    def observed(self) -> bool:
-        """Whether any batch was observed (else the ratio is the plan as is: uncalibrated)."""
-        return any(o is not None for _, _, o in self.points)
+    observed = property(
+        lambda self: any(o is not None for *_, o in self.points)
+    )  # else uncalibrated
 
 
 def calibrate(
@@ -179,11 +166,9 @@ def calibrate(
     in_axes: Any = 0,
     known: dict[int, int] | None = None,
 ) -> Calibration:
-    """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``: in one fresh
-    process (host peak RSS) where a second process may open the device
-    (``backend_facts().second_process_may_open``), else in this process from the device's
-    ``memory_stats()`` (:func:`observe_in_process`); with neither, nothing runs and nothing is
-    observed (uncalibrated). Cached."""
+    """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``: in a fresh process
+    where ``backend_facts().second_process_may_open``, else in this one (:func:`observe_in_process`);
+    with neither, nothing runs (uncalibrated). Cached."""
     shapes = str(jax.tree_util.tree_map(spec_of, example_item))  # structure, shapes, dtypes
     sizes = tuple(sorted(sizes))  # in-process, the peak only grows: the smallest batch first
     key = (id(fn), shapes, strategy, chunk_size, repr(in_axes), sizes)
@@ -209,10 +194,7 @@ def calibrate(
     elif device_memory() is not None:
         where, reply = "in this process", observe_in_process(jobs)
     else:
-        why = (
-            f"not run: no second process may open the {facts.name} device and it keeps no "
-            "memory_stats() to read in this one"
-        )
+        why = f"not run: no second process may open the {facts.name} and it has no memory_stats()"
         where, reply = "nowhere (not run)", {j[0]: {"bytes": None, "source": why} for j in jobs}
     # closed-over arrays are resident before the call (they travel with fn): the plan counts
     # them, the growth cannot, so they are added to it

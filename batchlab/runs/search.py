@@ -11,14 +11,12 @@ from batchlab.runs.planning import batch_args, batch_planner
 
 METHODS = ("interpolate", "bisect")
 _GROW = 64  # the furthest one extrapolated step may jump: 64 x the last fitting batch
-#: the plan of a batch whose compile ran out of device memory (XLA:TPU raises RESOURCE_EXHAUSTED
-#: when compiling a program over HBM): no plan, and it fits no budget
+#: the plan of a batch whose compile ran out of device memory (XLA:TPU): it fits no budget
 NO_ROOM = math.inf
 
 
 def _line(x0: int, y0: int, x1: int, y1: int, budget: int) -> int | None:
-    """Where the line through (x0, y0), (x1, y1) reaches ``budget`` (floor), or None if flat
-    (or ``y1`` is :data:`NO_ROOM`: no plan to aim along, so the caller bisects)."""
+    """Where the line through (x0, y0), (x1, y1) reaches ``budget`` (floor), or None if flat."""
     if x1 == x0 or y1 <= y0 or y1 == NO_ROOM:
         return None
     return x0 + math.floor((budget - y0) * (x1 - x0) / (y1 - y0))
