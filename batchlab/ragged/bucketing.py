@@ -4,7 +4,7 @@ bucketed epoch costs, measured (05's explorer): padding, compilations, run time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -45,6 +45,15 @@ class Buckets(Cost, Rows):
     buckets: tuple[Bucket, ...]
     boundaries: np.ndarray
     n_items: int
+    true_elements: int = field(init=False)
+    padded_elements: int = field(init=False)
+    shapes: int = field(init=False)  # distinct array shapes: what ``jit`` compiles for, at most
+
+    def __post_init__(self):
+        padded = [b.padded for b in self.buckets]
+        object.__setattr__(self, "true_elements", sum(p.true_elements for p in padded))
+        object.__setattr__(self, "padded_elements", sum(p.padded_elements for p in padded))
+        object.__setattr__(self, "shapes", len({p.values.shape for p in padded}))
 
     _header = ("boundary", "batches", "rows per batch", "items", "padding")
 
@@ -53,12 +62,6 @@ class Buckets(Cost, Rows):
 
     def __len__(self) -> int:
         return len(self.buckets)
-
-    true_elements = property(lambda self: sum(b.padded.true_elements for b in self.buckets))
-    padded_elements = property(lambda self: sum(b.padded.padded_elements for b in self.buckets))
-
-    #: distinct array shapes among the buckets: what ``jit`` compiles for, at most
-    shapes = property(lambda self: len({b.padded.values.shape for b in self.buckets}))
 
     @property
     def filler_rows(self) -> int:

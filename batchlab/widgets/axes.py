@@ -23,7 +23,10 @@ class AxesOutcome(NamedTuple):
     explanation: AxesExplanation | None
     error: str | None
 
-    ok = property(lambda self: self.error is None)
+    @property
+    def ok(self) -> bool:
+        """Whether ``jax.vmap`` accepts this setting (no error)."""
+        return self.error is None
 
     def __repr__(self) -> str:
         found = repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}"

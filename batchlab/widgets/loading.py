@@ -61,8 +61,10 @@ class LoadingExplorer(Explorer):
         )
         self.update()
 
-    #: every setting measured so far, by label
-    measured = property(lambda self: {r.label: r for r in self.cache.values()})
+    @property
+    def measured(self) -> dict[str, Throughput]:
+        """Every setting measured so far, by label."""
+        return {r.label: r for r in self.cache.values()}
 
     def _describe(self, r: Throughput) -> str:
         memcpy = self.ceiling.memcpy
