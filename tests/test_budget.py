@@ -297,7 +297,7 @@ def test_room_and_free_in_pool():
     assert s.fragmentation == pytest.approx(0.75)  # measured inside the pool, where the blocks are
 
 
-# --- 'batches wait for free memory' from a measurement; the real out-of-memory on CPU -----------------------------
+# --- 'batches wait for free memory' from a measurement; the real out-of-memory -------------
 
 
 def _real_oom():
@@ -395,7 +395,8 @@ def test_the_result_table_reads_every_figure_of_the_search():
         ("compilations", "2 (bisection search; 1 more sizes planned earlier)"),
     ]
     plain = _result(margin=None, margin_source=None, strategy="vmap", chunk_size=None,
-                    compilations=2, batch_size=64, curve=((32, 2 << 20), (64, 1 << 20)))  # fmt: skip
+                    compilations=2, batch_size=64,
+                    curve=((32, 2 << 20), (64, 1 << 20)))  # fmt: skip
     assert plain._rows() == [
         ("largest batch", "64 (capped by `upper`)"),
         ("planned bytes there", "1.00 MiB"),
@@ -407,9 +408,9 @@ def test_the_result_table_reads_every_figure_of_the_search():
     assert plain.planned_budget_bytes == 3 << 20 and _result().planned_budget_bytes == 2 << 20
     assert _result()._title() == "max_batch_size (compiled memory analysis (XLA), nothing executed)"
     ran = _result(calibration=object())._title()
-    assert (
-        ran
-        == "max_batch_size (compiled memory analysis (XLA); the margin's batches run in a fresh process)"
+    assert ran == (
+        "max_batch_size (compiled memory analysis (XLA); the margin's batches run in a fresh "
+        "process)"
     )
 
 

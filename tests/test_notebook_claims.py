@@ -84,7 +84,7 @@ def _claims_call(node: ast.AST) -> bool:
 
 
 class Built(NamedTuple):
-    """One ``Claim(...)``, ``Control(...)``, ``record.finding(...)`` or ``record.check(...)`` call."""
+    """One ``Claim(...)``, ``Control(...)``, ``record.finding(...)`` or ``record.check(...)``."""
 
     nb: str
     cell: int
@@ -274,7 +274,8 @@ def test_the_static_checks_can_fail(tmp_path):
     code = (
         "%pip install x\n"
         "a = bl.claims.Claim('a', [bl.claims.Number('n', 1, 's')], bl.claims.equals('n', 1))\n"
-        "b = bl.claims.Claim('b', [bl.claims.Number('n', 1, 's')], bl.claims.relation('n', '<', 'n'))\n"
+        "b = bl.claims.Claim('b', [bl.claims.Number('n', 1, 's')],\n"
+        "                    bl.claims.relation('n', '<', 'n'))\n"
         "from batchlab.claims import Control\n"
         "c = Control('c', [], None)\n"
     )
@@ -493,7 +494,7 @@ def lesson(nb: Path) -> Lesson:
     ]
     lesson_cells = list(data["cells"])
     while lesson_cells and "cleanup" in lesson_cells[-1].get("metadata", {}).get("tags", []):
-        lesson_cells.pop()  # a trailing cell tagged `cleanup` (removes temporary files) is not lesson
+        lesson_cells.pop()  # a trailing cell tagged `cleanup` (removes temp files): not lesson
     last = "".join(lesson_cells[-1]["source"]).strip() if lesson_cells else ""
     is_table = [
         c
@@ -539,7 +540,8 @@ def _records(nb: Path) -> bool:
 def test_every_notebook_that_records_is_listed():
     recording = {nb.name[:2] for nb in NOTEBOOKS if _records(nb)}
     assert recording == set(LESSONS), (
-        f"notebooks using bl.claims.Record: {sorted(recording)}; listed in LESSONS: {sorted(LESSONS)}"
+        f"notebooks using bl.claims.Record: {sorted(recording)}; "
+        f"listed in LESSONS: {sorted(LESSONS)}"
     )
 
 

@@ -68,7 +68,7 @@ class AxesExplanation(Rows):
         ]
 
     def plot(self):
-        """Every shape as a row of boxes (batch axis orange): batched -> per item -> batched output."""
+        """Every shape as a row of boxes (batch axis orange): batched -> per item -> output."""
         rows = [(lf.label, lf.shape, lf.axis, lf.item_shape, "->") for lf in self.inputs]
         rows += [("→ " + o.label, o.shape, o.axis, o.item_shape, "<-") for o in self.outputs]
         width = max(3, *(len(r[1]) for r in rows)) + 1.5

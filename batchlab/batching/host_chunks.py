@@ -1,4 +1,4 @@
-"""Strategy ``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk, dispatched from Python, concatenated."""
+"""Strategy ``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk, dispatched from Python, joined."""
 
 from __future__ import annotations
 

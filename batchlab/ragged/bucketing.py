@@ -30,7 +30,8 @@ REDUCE_HINT = "Reduce over the sequence axis first, e.g. masked_sum(p.values, p.
 
 @dataclass(frozen=True)
 class Bucket:
-    """One bucket (or one batch of it): its items (``indices`` in the input) padded to ``boundary``."""
+    """One bucket (or one batch of it): its items (``indices`` in the input) padded to
+    ``boundary``."""
 
     boundary: int
     indices: np.ndarray
@@ -89,7 +90,7 @@ class Buckets(Cost, Rows):
         return stacked[np.argsort(order)]  # order is a permutation: row k goes to order[k]
 
     def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
-        """``fn(padded)`` on every bucket, results in input order (one compile per shape, jitted)."""
+        """``fn(padded)`` on every bucket, results in input order (one compile per shape)."""
         first = {b.padded.values.shape: k for k, b in reversed(list(enumerate(self.buckets)))}
         for k in sorted(first.values()):  # each shape once, at its first bucket
             _check_rows_follow(fn, self.buckets[k].padded, k)
@@ -246,7 +247,7 @@ class BucketPoint(RuleCost):
 
 
 def token_workload(data: Any, vocab: int, features: int, seed: int) -> tuple[Any, jax.Array]:
-    """The pooling workload of 04 and 05, checked: ``(Ragged token ids, (vocab, features) table)``."""
+    """The pooling workload of 04 and 05, checked: ``(Ragged ids, (vocab, features) table)``."""
     check_positive_int(vocab, "vocab")
     check_positive_int(features, "features")
     return as_ragged(data), jax.random.normal(jax.random.key(seed), (vocab, features))

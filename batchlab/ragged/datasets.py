@@ -34,7 +34,8 @@ class TokenDataset(Ragged):
     def __repr__(self) -> str:
         lengths = self.lengths
         return (
-            f"TokenDataset({len(self)} sequences, {lengths.sum():,} tokens, vocab {len(self.vocab)}, "
+            f"TokenDataset({len(self)} sequences, {lengths.sum():,} tokens, "
+            f"vocab {len(self.vocab)}, "
             f"lengths median {int(np.median(lengths))} max {lengths.max()}; {self.source})"
         )
 

@@ -42,7 +42,8 @@ class AxesExplorer(Explorer):
         in_axes = tuple(in_axes) if in_axes is not None else (0,) * len(args)
         if len(in_axes) != len(args):
             raise ValueError(
-                f"`in_axes` needs one entry per argument ({', '.join(self.names)}), got {in_axes!r}."
+                f"`in_axes` needs one entry per argument ({', '.join(self.names)}), "
+                f"got {in_axes!r}."
             )
         params = {**dict(zip(self.names, in_axes, strict=True)), "out_axes": 0}
 

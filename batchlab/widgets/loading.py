@@ -20,7 +20,7 @@ _dropdown = functools.partial(choice, width="220px")
 
 
 class LoadingExplorer(Explorer):
-    """Access pattern -> throughput (``measure_loading``, ``step`` on every batch) vs ``ceiling``."""
+    """Access pattern -> throughput (``measure_loading``, ``step`` per batch) vs ``ceiling``."""
 
     def __init__(
         self,
