@@ -12,6 +12,8 @@ import jax
 import numpy as np
 import pytest
 
+import batchlab
+
 # A process a non-interactive shell starts in the background (`make test &`, a CI lane, nohup)
 # has SIGINT ignored, and Python then installs no KeyboardInterrupt handler: Ctrl-C tests
 # (run_batches, the launcher) would see nothing. Give the tests the handler a terminal run has;
@@ -25,15 +27,9 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 
 
 def tolerance(dtype) -> dict[str, float]:
-    """rtol/atol by dtype: tight for float64, looser for float32 and half types."""
-    dtype = np.dtype(dtype)
-    if dtype == np.float64:
-        return {"rtol": 1e-10, "atol": 1e-12}
-    if dtype.kind == "f" and dtype.itemsize <= 2:  # float16, bfloat16
-        return {"rtol": 1e-2, "atol": 1e-2}
-    if np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.complexfloating):
-        return {"rtol": 1e-5, "atol": 1e-6}
-    return {"rtol": 0, "atol": 0}
+    """rtol/atol by dtype, from the backend's facts: float64 tight, float32 that of the backend's
+    default matmul precision (one bf16 pass on a TPU), 16-bit floats loose, the rest exact."""
+    return batchlab.backend_facts().tolerance(dtype)
 
 
 def assert_close(actual, expected) -> None:

@@ -189,10 +189,27 @@ def test_bad_types():
         TypeError, match=r"`out_axes` may hold only ints.*got float 1\.0 in out_axes"
     ):
         explain_axes(predict, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=(0, None), out_axes=1.0)
-    with pytest.raises(TypeError, match="`w` is a str"):
-        explain_axes(predict, jnp.ones((5, 3)), "weights", in_axes=(0, None))
     with pytest.raises(TypeError, match="must be a function"):
         explain_axes(np.ones(3), jnp.ones(3))
+
+
+def test_unmapped_values_that_are_not_arrays_reach_fn_as_jax_vmap_passes_them():
+    """A string mode, a function, a flag and an int used as a shape: explained, not refused."""
+
+    def f(x, mode, act, flag, n):
+        y = act(x) if mode == "act" else x
+        return (2 * y if flag else y).reshape(n, -1)
+
+    args, in_axes = (jnp.ones((5, 4)), "act", jnp.tanh, True, 2), (0, None, None, None, None)
+    e = explain_axes(f, *args, in_axes=in_axes)
+    assert [(lf.label, lf.axis) for lf in e.inputs][1:] == [
+        (n, None) for n in ["mode", "act", "flag", "n"]
+    ]
+    assert e.outputs[0].shape == jax.vmap(f, in_axes=in_axes)(*args).shape == (5, 2, 2)
+    with pytest.raises(TypeError, match="unsupported operand"):  # fn's own error, on one item
+        explain_axes(predict, jnp.ones((5, 3)), "weights", in_axes=(0, None))
+    with pytest.raises(TypeError, match="not a valid JAX type"):  # jax.vmap's: a string mapped
+        explain_axes(predict, jnp.ones((5, 3)), "weights", in_axes=(0, 0))
 
 
 def test_plot():

@@ -1,12 +1,11 @@
 """Every claim of every notebook, read statically (ast over the code cells, nothing executed).
 
-(a) every old-style ``Claim(...)`` a notebook builds ends up in a ``bl.claims.table([...])``
-    of that notebook (only notebook 12 still builds them);
+(a) no notebook builds an old-style ``Claim(...)`` or ``Control(...)`` itself: they are test
+    tooling now, and a lesson records its verdicts with ``record.finding`` / ``record.check``;
 (b) every rule (a claim's, a control's) written with literals only is evaluated with the
     ``bl.claims`` names, given synthetic evidence for the figures it reads, and probed
     (``claims_probing``, test tooling): it must reach *holds*, *does not hold* and
     *inconclusive here*. A rule that reads notebook variables is skipped with that reason;
-(c) a claim that states a cause (``because=``) has ``controls=``;
 (d) every markdown cell is at most 180 words: ``len(text.split())`` after removing fenced
     code blocks and HTML comments (neither is prose a learner reads as text);
 (e) the shape of a lesson, for every notebook: which verdicts are findings (with a contrast and
@@ -85,7 +84,7 @@ def _claims_call(node: ast.AST) -> bool:
 
 
 class Built(NamedTuple):
-    """One ``Claim(...)``, ``Control(...)``, ``record.finding(...)`` or ``record.check(...)`` call."""
+    """One ``Claim(...)``, ``Control(...)``, ``record.finding(...)`` or ``record.check(...)``."""
 
     nb: str
     cell: int
@@ -139,59 +138,24 @@ def built(nb: Path) -> Iterator[Built]:
             )
 
 
-def tabled_names(nb: Path) -> set[str]:
-    """Variables passed to a ``table(...)`` call: the argument itself, or its list's items,
-    and the items of a list variable passed (``verdicts = [a, b]; table(verdicts)``)."""
-
-    def names(node: ast.expr) -> set[str]:
-        items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
-        items = [i.value if isinstance(i, ast.Starred) else i for i in items]
-        return {i.id for i in items if isinstance(i, ast.Name)}
-
-    passed, lists = set(), {}
-    for _, tree in code_trees(nb):
-        for node in ast.walk(tree):
-            if called(node, "table") and node.args:
-                passed |= names(node.args[0])
-            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)):
-                for t in node.targets:
-                    if isinstance(t, ast.Name):
-                        lists.setdefault(t.id, set()).update(names(node.value))
-    todo = list(passed)
-    while todo:
-        for item in lists.get(todo.pop(), ()):
-            if item not in passed:
-                passed.add(item)
-                todo.append(item)
-    return passed
-
-
 ALL = [b for nb in NOTEBOOKS for b in built(nb)]
-CLAIMS = [b for b in ALL if b.kind == "Claim"]
 
 
 def test_the_notebooks_build_claims():
-    # a floor against lost verdicts: old-style Claim calls (06, 07, 12) plus the findings and
-    # checks recorded by the notebooks listed in LESSONS (34 when the lessons were rewritten)
+    # a floor against lost verdicts: the findings and checks recorded by the notebooks listed
+    # in LESSONS (34 when the lessons were rewritten)
     recorded = sum(len(lesson(nb).findings) + len(lesson(nb).checks) for nb in _lesson_notebooks())
-    assert len(NOTEBOOKS) >= 12 and len(CLAIMS) + recorded >= 30, (len(CLAIMS), recorded)
+    assert len(NOTEBOOKS) >= 12 and recorded >= 30, recorded
+
+
+def old_style(nb: Path) -> list[str]:
+    """Every ``Claim(...)`` / ``Control(...)`` a notebook builds itself, however imported."""
+    return [b.id for b in built(nb) if b.kind in ("Claim", "Control")]
 
 
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name[:2])
-def test_every_claim_ends_up_in_a_claims_table(nb):
-    tabled = tabled_names(nb)
-    loose = [
-        b.id for b in built(nb) if b.kind == "Claim" and not b.in_table and b.holder not in tabled
-    ]
-    assert not loose, (
-        f"claims never passed to bl.claims.table (so never shown in the notebook): {loose}"
-    )
-
-
-@pytest.mark.parametrize("b", CLAIMS, ids=lambda b: b.id)
-def test_a_stated_cause_has_a_control(b):
-    if "because" in b.keywords:
-        assert "controls" in b.keywords, f"{b.id} states a cause without controls="
+def test_no_notebook_builds_old_style_claims(nb):
+    assert not old_style(nb), f"record these with record.finding / record.check: {old_style(nb)}"
 
 
 # --- (b) every literal rule reaches every outcome --------------------------------------------
@@ -310,9 +274,10 @@ def test_the_static_checks_can_fail(tmp_path):
     code = (
         "%pip install x\n"
         "a = bl.claims.Claim('a', [bl.claims.Number('n', 1, 's')], bl.claims.equals('n', 1))\n"
-        "b = bl.claims.Claim('b', [bl.claims.Number('n', 1, 's')], bl.claims.relation('n', '<', 'n'))\n"
-        "kept = [b]\n"
-        "bl.claims.table(kept)\n"
+        "b = bl.claims.Claim('b', [bl.claims.Number('n', 1, 's')],\n"
+        "                    bl.claims.relation('n', '<', 'n'))\n"
+        "from batchlab.claims import Control\n"
+        "c = Control('c', [], None)\n"
     )
     cell = {"cell_type": "code", "source": code, "metadata": {}, "outputs": []}
     prose = {
@@ -325,10 +290,8 @@ def test_the_static_checks_can_fail(tmp_path):
         json.dumps({"cells": [cell, prose], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
     )
     found = list(built(nb))
-    assert [b.holder for b in found] == ["a", "b"] and tabled_names(nb) == {"kept", "b"}
-    assert [b.id for b in found if not b.in_table and b.holder not in tabled_names(nb)] == [
-        "99:cell0:Claim:a"
-    ]
+    assert [b.holder for b in found] == ["a", "b", "c"]
+    assert old_style(nb) == ["99:cell0:Claim:a", "99:cell0:Claim:b", "99:cell0:Control:c"]
     rule, _ = static_rule(found[1])
     assert probe_rule(rule, synthetic(rule, evidence_kinds(nb))).missing == (cl.HOLDS,)
     assert long_cells(nb) == [(1, 181)]
@@ -531,7 +494,7 @@ def lesson(nb: Path) -> Lesson:
     ]
     lesson_cells = list(data["cells"])
     while lesson_cells and "cleanup" in lesson_cells[-1].get("metadata", {}).get("tags", []):
-        lesson_cells.pop()  # a trailing cell tagged `cleanup` (removes temporary files) is not lesson
+        lesson_cells.pop()  # a trailing cell tagged `cleanup` (removes temp files): not lesson
     last = "".join(lesson_cells[-1]["source"]).strip() if lesson_cells else ""
     is_table = [
         c
@@ -577,7 +540,8 @@ def _records(nb: Path) -> bool:
 def test_every_notebook_that_records_is_listed():
     recording = {nb.name[:2] for nb in NOTEBOOKS if _records(nb)}
     assert recording == set(LESSONS), (
-        f"notebooks using bl.claims.Record: {sorted(recording)}; listed in LESSONS: {sorted(LESSONS)}"
+        f"notebooks using bl.claims.Record: {sorted(recording)}; "
+        f"listed in LESSONS: {sorted(LESSONS)}"
     )
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import queue
 import threading
 import time
+import types
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +15,7 @@ import pytest
 from conftest import assert_close, load_benchmark
 
 from batchlab import prefetch
-from batchlab.loading import prefetch_threads
+from batchlab.loading import prefetch_threads, prefetching
 
 # the four-pipeline comparison lives beside the benchmarks that use it
 _pipelines = load_benchmark("prefetch_pipelines")
@@ -151,15 +153,29 @@ def test_not_iterable():
         prefetch(42)
 
 
-def test_prefetch_loads_ahead_while_the_consumer_holds_a_batch_and_at_most_size_plus_one():
+def test_prefetch_loads_ahead_while_the_consumer_holds_a_batch_and_at_most_size_plus_one(
+    monkeypatch,
+):
     """What makes prefetch overlap, shown by causality rather than by a clock.
 
     The consumer takes batch 0 and asks for nothing more: the loader goes on by itself
     (a serial loop would start no load until asked), and stops once ``size`` batches wait in
-    the queue and one more is in its hands. Load changes how soon, never whether.
+    the queue and one more is in its hands: it finds the queue full, and loads nothing more.
+    Load changes how soon, never whether.
     """
     n, size = 8, 2
     started = [threading.Event() for _ in range(n)]
+    full = threading.Event()  # the loader tried to put a batch and found the queue full
+
+    class Watched(queue.Queue):
+        def put(self, item, block=True, timeout=None):
+            try:
+                super().put(item, block, timeout)
+            except queue.Full:
+                full.set()
+                raise
+
+    monkeypatch.setattr(prefetching, "queue", types.SimpleNamespace(Queue=Watched, Full=queue.Full))
 
     def source():
         for i in range(n):
@@ -169,7 +185,9 @@ def test_prefetch_loads_ahead_while_the_consumer_holds_a_batch_and_at_most_size_
     it = prefetch(source(), size=size)
     assert int(next(it)[0]) == 0
     assert all(started[i].wait(60) for i in range(1, size + 2)), "the loader did not run ahead"
-    time.sleep(0.2)  # a chance to overrun the bound, were it not enforced; not a wait on a result
+    full.clear()  # from here on: the loader holds batch size + 1 (or will) and retries its put
+    assert full.wait(60), "the loader never waited on a full queue: its bound is not enforced"
+    # it holds batch size + 1 and waits for room: only a take can let it load one more
     assert not started[size + 2].is_set(), "the loader ran more than size + 1 batches ahead"
     assert [int(b[0]) for b in it] == list(range(1, n))
     assert _wait_no_threads() == []

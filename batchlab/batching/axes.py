@@ -14,11 +14,15 @@ from batchlab._util.format import Rows
 from batchlab._util.plotting import new_figure
 from batchlab.batching.axes_spec import (
     BatchAxisError,
+    Layout,
     Leaf,
-    Resolved,
+    abstract_call,
     check_axis_types,
+    layout_of,
+    leaves_of,
     out_axis_per_leaf,
-    resolve,
+    param_names,
+    per_argument,
 )
 
 SOURCE = "abstract evaluation (jax.eval_shape): shapes only, nothing ran"
@@ -64,7 +68,7 @@ class AxesExplanation(Rows):
         ]
 
     def plot(self):
-        """Every shape as a row of boxes (batch axis orange): batched -> per item -> batched output."""
+        """Every shape as a row of boxes (batch axis orange): batched -> per item -> output."""
         rows = [(lf.label, lf.shape, lf.axis, lf.item_shape, "->") for lf in self.inputs]
         rows += [("→ " + o.label, o.shape, o.axis, o.item_shape, "<-") for o in self.outputs]
         width = max(3, *(len(r[1]) for r in rows)) + 1.5
@@ -89,18 +93,10 @@ class AxesExplanation(Rows):
         return fig
 
 
-def _structs(res: Resolved, item: bool) -> tuple:
-    """The arguments as shapes: one item's (``item``) or the whole batch's."""
-    leaves = [
-        jax.ShapeDtypeStruct(lf.item_shape if item else lf.shape, lf.dtype) for lf in res.leaves
-    ]
-    return jax.tree_util.tree_unflatten(res.treedef, leaves)
-
-
-def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Leaf, ...]:
+def resolve_out_axes(fn: Callable, lay: Layout, flat: list, out_axes: Any) -> tuple[Leaf, ...]:
     """Checks ``out_axes`` against the per-item outputs (abstract evaluation only)."""
     check_axis_types(out_axes, "out_axes")
-    out = jax.eval_shape(fn, *_structs(res, item=True))
+    out = abstract_call(fn, lay.treedef, flat, lay.axes)
     try:
         leaves, axes, treedef = out_axis_per_leaf(out, out_axes)
     except (ValueError, TypeError):
@@ -120,7 +116,7 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Leaf, 
                 treedef, [None if j == k else 0 for j in range(len(leaves))]
             )
             try:
-                jax.eval_shape(jax.vmap(fn, res.in_axes, only), *_structs(res, item=False))
+                abstract_call(fn, lay.treedef, flat, lay.axes, item=False, out_axes=only)
             except ValueError:
                 raise BatchAxisError(
                     f"out_axes gives None (no batch axis) for `{label}`, but `{label}` depends on "
@@ -137,12 +133,22 @@ def resolve_out_axes(fn: Callable, res: Resolved, out_axes: Any) -> tuple[Leaf, 
                 f"positions are {-rank}..{rank - 1}."
             )
         ax = ax % rank
-        rows.append(Leaf(k, label, (*item[:ax], res.batch_size, *item[ax:]), leaf.dtype, ax))
+        rows.append(Leaf(k, label, (*item[:ax], lay.batch_size, *item[ax:]), leaf.dtype, ax))
     return tuple(rows)
 
 
 def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) -> AxesExplanation:
     """What ``jax.vmap(fn, in_axes, out_axes)(*args)`` does, from shapes only.
+
+    ``jax.vmap`` itself reads the call (:func:`layout_of`), so every call it accepts is
+    explained, with unmapped values that are not arrays (a string, a function, a flag) passed
+    to ``fn`` as they are; where it refuses, the kit says why and how to fix it.
+
+    Raises:
+      BatchAxisError: where ``jax.vmap`` would raise a ``ValueError`` the kit can explain, or
+        ``out_axes`` does not fit fn's output.
+      TypeError: ``fn`` is not callable, ``in_axes`` / ``out_axes`` hold something other than
+        ints and None, or ``fn`` fails on one item's shapes.
 
     Example:
       >>> import jax.numpy as jnp
@@ -153,9 +159,13 @@ def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) 
       (5, (3,), (5, 2))
     """
     check_callable(fn)
-    res = resolve(fn, args, in_axes)
-    outputs = resolve_out_axes(fn, res, out_axes)
-    return AxesExplanation(res.batch_size, res.leaves, outputs, res.in_axes, out_axes)
+    check_axis_types(in_axes, "in_axes")
+    spec = per_argument(in_axes, param_names(fn, len(args)))
+    lay = layout_of(fn, in_axes, args, {}, quote=False)
+    flat = jax.tree_util.tree_leaves((args, {}))
+    outputs = resolve_out_axes(fn, lay, flat, out_axes)
+    inputs = tuple(leaves_of(fn, args, {}, list(lay.axes)))
+    return AxesExplanation(lay.batch_size, inputs, outputs, spec, out_axes)
 
 
 def _boxes(ax, x: float, y: float, shape: tuple, mapped: int | None) -> None:

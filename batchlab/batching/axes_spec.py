@@ -1,4 +1,4 @@
-"""Reading a ``vmap``-style ``in_axes`` spec against real arguments, before tracing."""
+"""Reading a ``vmap`` call: which leaves ``jax.vmap`` maps, and why, in words, where it refuses."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from batchlab._util.checks import check_array_tree
-
 jtu = jax.tree_util
+#: unmapped leaves the compiled programs take as arguments (a ShapeDtypeStruct: planned, never
+#: run); any other unmapped value reaches ``fn`` untouched, as under ``jax.vmap``
+ARRAYS = (jax.Array, jax.ShapeDtypeStruct)
 
 
 class BatchAxisError(ValueError):
@@ -28,6 +29,7 @@ def is_axis_leaf(x: Any) -> bool:
 
 
 def check_axis_types(spec: Any, name: str) -> None:
+    """Raises ``TypeError`` at an entry of ``spec`` that is neither an int nor None."""
     for leaf in jtu.tree_leaves(spec, is_leaf=is_axis_leaf):
         if not is_axis_leaf(leaf):
             raise TypeError(
@@ -48,6 +50,20 @@ def param_names(fn: Callable, n: int) -> list[str]:
     return (names + rest)[:n]
 
 
+def per_argument(in_axes: Any, names: list[str]) -> tuple:
+    """One spec per positional argument (vmap's rule: an int or None applies to all)."""
+    if is_axis_leaf(in_axes):
+        return (in_axes,) * len(names)
+    if not isinstance(in_axes, (tuple, list)) or len(in_axes) != len(names):
+        n = len(names)
+        raise BatchAxisError(
+            f"`in_axes` must be an int, None, or a tuple of {n} entries, one per argument of "
+            f"fn({', '.join(names)}), got {in_axes!r}; write e.g. "
+            f"in_axes=({', '.join(['0'] + ['None'] * (n - 1))})."
+        )
+    return tuple(in_axes)
+
+
 def suggest(in_axes: tuple, i: int, value: Any = None) -> str:
     """``in_axes`` with entry ``i`` replaced, written as the user would type it."""
     entries = [repr(v) for v in in_axes]
@@ -55,25 +71,46 @@ def suggest(in_axes: tuple, i: int, value: Any = None) -> str:
     return f"in_axes=({', '.join(entries)}{',' if len(entries) == 1 else ''})"
 
 
-def axis_per_leaf(spec: Any, subtrees: list) -> list:
-    """The axis of every leaf, ``spec`` (a prefix tree) flattened up to ``subtrees``."""
+def axis_per_leaf(spec: Any, tree: Any) -> list:
+    """The axis of every leaf of ``tree``, ``spec`` (a prefix tree of it) spread over its leaves."""
+    subtrees = jtu.tree_structure(spec, is_leaf=is_axis_leaf).flatten_up_to(tree)
     axes = jtu.tree_leaves(spec, is_leaf=is_axis_leaf)
-    return [ax for ax, sub in zip(axes, subtrees, strict=False) for _ in jtu.tree_leaves(sub)]
+    return [ax for ax, sub in zip(axes, subtrees, strict=True) for _ in jtu.tree_leaves(sub)]
 
 
 def out_axis_per_leaf(out: Any, out_axes: Any) -> tuple[list, list, Any]:
     """Output leaves and the out axis of each (``out_axes`` is a prefix tree of ``out``)."""
-    subtrees = jtu.tree_structure(out_axes, is_leaf=is_axis_leaf).flatten_up_to(out)
-    return jtu.tree_leaves(out), axis_per_leaf(out_axes, subtrees), jtu.tree_structure(out)
+    return jtu.tree_leaves(out), axis_per_leaf(out_axes, out), jtu.tree_structure(out)
 
 
-def call_with(fn: Callable, every: Any, n_pos: int, kw_names: tuple) -> Any:
-    """``fn(*positional, **keywords)`` from the flat tuple of both (keyword values last)."""
-    return fn(*every[:n_pos], **dict(zip(kw_names, every[n_pos:], strict=True)))
-
-
-def _drop(shape: tuple, axis: int | None) -> tuple:
+def drop(shape: tuple, axis: int | None) -> tuple:
+    """``shape`` without ``axis`` (None: all of it)."""
     return shape if axis is None else shape[:axis] + shape[axis + 1 :]
+
+
+def abstract_call(
+    fn: Callable, treedef: Any, flat: list, axes: list, *, item: bool = True, out_axes: Any = 0
+) -> Any:
+    """``fn``'s output from shapes only: one item's, or (``item=False``) ``jax.vmap``'s.
+
+    A leaf mapped in ``axes`` and any JAX array or ``ShapeDtypeStruct`` is given as a shape;
+    any other value reaches ``fn`` untouched, as under ``jax.vmap``.
+    """
+    traced = [ax is not None or isinstance(x, ARRAYS) for x, ax in zip(flat, axes, strict=True)]
+
+    def call(structs: list) -> Any:
+        given = iter(structs)
+        args, kwargs = jtu.tree_unflatten(
+            treedef, [next(given) if t else x for x, t in zip(flat, traced, strict=True)]
+        )
+        return fn(*args, **kwargs)
+
+    pairs = [(x, ax) for x, ax, t in zip(flat, axes, traced, strict=True) if t]
+    if item:
+        shapes = [jax.ShapeDtypeStruct(drop(tuple(x.shape), ax), x.dtype) for x, ax in pairs]
+        return jax.eval_shape(call, shapes)
+    batched = jax.vmap(call, in_axes=([ax for _, ax in pairs],), out_axes=out_axes)
+    return jax.eval_shape(batched, [jax.ShapeDtypeStruct(x.shape, x.dtype) for x, _ in pairs])
 
 
 @dataclass(frozen=True)
@@ -88,22 +125,35 @@ class Leaf:
 
     @property
     def size(self) -> int | None:
+        """Its number of items (None where it is not mapped)."""
         return None if self.axis is None else self.shape[self.axis]
 
     @property
     def item_shape(self) -> tuple[int, ...]:
-        return _drop(self.shape, self.axis)
+        """The shape one item sees: ``shape`` without the mapped axis."""
+        return drop(self.shape, self.axis)
 
 
-@dataclass(frozen=True)
-class Resolved:
-    """The spec read against one call: flat leaves, their tree, the batch size."""
-
-    in_axes: tuple
-    leaves: tuple[Leaf, ...]
-    treedef: Any  # of the tuple of positional args, then keyword values (in kw_names order)
-    batch_size: int
-    kw_names: tuple[str, ...]
+def leaves_of(fn: Callable, args: tuple, kwargs: dict, axes: list) -> list[Leaf]:
+    """The call's leaves, named after fn's parameters, each with its axis (checked, normalized)."""
+    kw = sorted(kwargs)  # a dict's leaves come in the order of its sorted keys
+    names = [*param_names(fn, len(args)), *kw]
+    leaves = []
+    for (path, x), ax in zip(jtu.tree_flatten_with_path((args, kwargs))[0], axes, strict=True):
+        i = path[1].idx if path[0].idx == 0 else len(args) + kw.index(path[1].key)
+        label, shape = names[i] + jtu.keystr(path[2:]), tuple(getattr(x, "shape", ()))
+        rank = len(shape)
+        if ax is not None and not -rank <= ax < rank:
+            valid = (
+                f"valid axes are {-rank}..{rank - 1}, or None" if rank else "a scalar takes None"
+            )
+            raise BatchAxisError(
+                f"in_axes asks for axis {ax} of `{label}`, but `{label}` has shape {shape} "
+                f"({rank} axes); {valid} if `{label}` is shared by all items."
+            )
+        dtype = getattr(x, "dtype", None)
+        leaves.append(Leaf(i, label, shape, dtype, None if ax is None else ax % rank))
+    return leaves
 
 
 @dataclass(frozen=True)
@@ -148,7 +198,9 @@ class Layout:
         return fn(*args, **kwargs)
 
 
-def layout_of(fn: Callable, in_axes: Any, args: tuple, kwargs: dict) -> Layout:
+def layout_of(
+    fn: Callable, in_axes: Any, args: tuple, kwargs: dict, *, quote: bool = True
+) -> Layout:
     """Hands ``in_axes`` and the call to ``jax.vmap``, then reads which leaves it maps.
 
     ``jax.vmap`` checks the call (tree prefix, sizes, ranks) with a function that computes
@@ -159,13 +211,14 @@ def layout_of(fn: Callable, in_axes: Any, args: tuple, kwargs: dict) -> Layout:
       in_axes: as in ``jax.vmap`` (keyword arguments are mapped on axis 0).
       args: the positional arguments of the call.
       kwargs: its keyword arguments.
+      quote: whether the kit's diagnosis quotes JAX's own message after its own.
 
     Returns:
       The call's :class:`Layout`.
 
     Raises:
       BatchAxisError: where ``jax.vmap`` raises a ``ValueError`` that the kit can explain:
-        the kit's diagnosis and fix, then JAX's own message.
+        the kit's diagnosis and fix, then (``quote``) JAX's own message.
       ValueError, TypeError: ``jax.vmap``'s own error, unchanged, everywhere else.
     """
     try:
@@ -173,38 +226,22 @@ def layout_of(fn: Callable, in_axes: Any, args: tuple, kwargs: dict) -> Layout:
         jax.vmap(nothing, in_axes=in_axes)(*args, **kwargs)
     except ValueError as e:
         try:
-            resolve(fn, args, in_axes, kwargs)
+            diagnose(fn, args, kwargs, in_axes)
         except BatchAxisError as kit:
-            raise BatchAxisError(f"{kit}\nJAX's own words: {e}") from e
+            raise BatchAxisError(f"{kit}\nJAX's own words: {e}" if quote else str(kit)) from e
         except (TypeError, ValueError):
             pass
         raise
-    spec = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
-    prefix = jtu.tree_structure((spec, 0), is_leaf=is_axis_leaf)
     flat, treedef = jtu.tree_flatten((args, kwargs))
-    subtrees, axes = prefix.flatten_up_to((args, kwargs)), []
-    for ax, sub in zip(jtu.tree_leaves((spec, 0), is_leaf=is_axis_leaf), subtrees, strict=True):
-        axes += [None if ax is None else ax % np.ndim(x) for x in jtu.tree_leaves(sub)]
-    arrays = (jax.Array, jax.ShapeDtypeStruct)  # a ShapeDtypeStruct: planned, never run
-    traced = [ax is not None or isinstance(x, arrays) for x, ax in zip(flat, axes, strict=True)]
+    spec = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
+    axes = axis_per_leaf((spec, 0), (args, kwargs))
+    axes = [None if ax is None else ax % np.ndim(x) for x, ax in zip(flat, axes, strict=True)]
+    traced = [ax is not None or isinstance(x, ARRAYS) for x, ax in zip(flat, axes, strict=True)]
     n = next((np.shape(x)[ax] for x, ax in zip(flat, axes, strict=True) if ax is not None), 0)
     return Layout(treedef, tuple(axes), tuple(traced), n)
 
 
-def _item_outputs(fn: Callable, every: list, n_pos: int, kw_names: tuple, leaves: list) -> Callable:
-    """``outs(leaf, axis)``: per-item output shapes, ``leaf`` mapped on ``axis``."""
-
-    def outs(leaf: Leaf, axis: int | None) -> list | None:
-        shapes = [_drop(lf.shape, axis) if lf is leaf else lf.item_shape for lf in leaves]
-        structs = [jax.ShapeDtypeStruct(s, lf.dtype) for s, lf in zip(shapes, leaves, strict=True)]
-        tree = jtu.tree_unflatten(jtu.tree_structure(tuple(every)), structs)
-        try:
-            out = jax.eval_shape(lambda *a: call_with(fn, a, n_pos, kw_names), *tree)
-        except Exception:
-            return None
-        return [tuple(o.shape) for o in jtu.tree_leaves(out)]
-
-    return outs
+# --- the kit's words where jax.vmap refuses a call --------------------------------------------
 
 
 def _shapes_text(shapes: list, batch: int | None = None) -> str:
@@ -236,7 +273,7 @@ def fix_hint(outs: Callable, leaves: list, lf: Leaf, spec: tuple, batch: int, ar
         return (
             f"Axis {a} of `{k}` has {batch}: if it holds the items, map it, "
             f"{suggest(spec, lf.arg, a)}: each item sees `{k}` as "
-            f"{_drop(lf.shape, a)} and returns {_shapes_text(got)}."
+            f"{drop(lf.shape, a)} and returns {_shapes_text(got)}."
         )
     whole, mapped = outs(lf, None), outs(lf, lf.axis)
     if whole is None:
@@ -279,76 +316,42 @@ def _ragged_list(arg: Any, name: str, axis: Any) -> None:
         )
 
 
-def _normalize(in_axes: Any, n_args: int, names: list[str]) -> tuple:
-    """One spec per positional argument (vmap's rule: an int or None applies to all)."""
-    check_axis_types(in_axes, "in_axes")
-    if is_axis_leaf(in_axes):
-        return (in_axes,) * n_args
-    if not isinstance(in_axes, (tuple, list)) or len(in_axes) != n_args:
-        raise BatchAxisError(
-            f"`in_axes` must be an int, None, or a tuple of {n_args} entries, one per argument of "
-            f"fn({', '.join(names)}), got {in_axes!r}; write e.g. "
-            f"in_axes=({', '.join(['0'] + ['None'] * (n_args - 1))})."
-        )
-    return tuple(in_axes)
+def diagnose(fn: Callable, args: tuple, kwargs: dict, in_axes: Any) -> None:
+    """Raises the kit's :class:`BatchAxisError` for a call ``jax.vmap`` refused: why, and the fix.
 
-
-def _arg_leaves(i: int, arg: Any, arg_spec: Any, name: str) -> list[Leaf]:
-    """The leaves of argument ``i``, each axis checked against its leaf's shape."""
-    try:
-        subtrees = jtu.tree_structure(arg_spec, is_leaf=is_axis_leaf).flatten_up_to(arg)
-    except (ValueError, TypeError) as e:
-        raise BatchAxisError(
-            f"in_axes for `{name}` is {arg_spec!r}, which does not match the structure of "
-            f"`{name}` ({jtu.tree_structure(arg)}): {str(e).splitlines()[0]} "
-            f"Give one axis for the whole argument (e.g. 0 or None) or a tree with exactly "
-            f"its keys."
-        ) from None
-    out = []
-    flat = jtu.tree_flatten_with_path(arg)[0]
-    for (path, leaf), ax in zip(flat, axis_per_leaf(arg_spec, subtrees), strict=False):
-        label = name + jtu.keystr(path)
-        shape = tuple(getattr(leaf, "shape", ()))  # a Python number: ()
-        dtype = leaf.dtype if hasattr(leaf, "dtype") else np.result_type(type(leaf))
-        rank = len(shape)
-        if ax is not None and not -rank <= ax < rank:
-            valid = (
-                f"valid axes are {-rank}..{rank - 1}, or None" if rank else "a scalar takes None"
-            )
-            raise BatchAxisError(
-                f"in_axes asks for axis {ax} of `{label}`, but `{label}` has shape {shape} "
-                f"({rank} axes); {valid} if `{label}` is shared by all items."
-            )
-        out.append(Leaf(i, label, shape, dtype, None if ax is None else ax % rank))
-    return out
-
-
-def resolve(
-    fn: Callable,
-    args: tuple,
-    in_axes: Any,
-    kwargs: dict | None = None,
-) -> Resolved:
-    """Reads ``in_axes`` against ``args`` (shapes only) and finds the batch size."""
-    kwargs = kwargs or {}
+    It reads the call as ``jax.vmap`` does (shapes only) and stops at the first entry of
+    ``in_axes`` that does not fit; every fix it offers is evaluated before it is offered.
+    """
     names = param_names(fn, len(args))
-    spec = _normalize(in_axes, len(args), names)
-    kw_names = tuple(kwargs)
-    every = [*args, *(kwargs[k] for k in kw_names)]
-    leaves = []
-    for i, (arg, arg_spec, name) in enumerate(
-        zip(every, (*spec, *(0,) * len(kw_names)), (*names, *kw_names), strict=True)
-    ):
-        check_array_tree(arg, name)
+    spec, kw = per_argument(in_axes, names), sorted(kwargs)
+    every, specs = [*args, *(kwargs[k] for k in kw)], (*spec, *(0,) * len(kw))
+    for arg, arg_spec, name in zip(every, specs, (*names, *kw), strict=True):
         _ragged_list(arg, name, arg_spec)
-        leaves += _arg_leaves(i, arg, arg_spec, name)
+        try:
+            axis_per_leaf(arg_spec, arg)
+        except (ValueError, TypeError) as e:
+            raise BatchAxisError(
+                f"in_axes for `{name}` is {arg_spec!r}, which does not match the structure of "
+                f"`{name}` ({jtu.tree_structure(arg)}): {str(e).splitlines()[0]} "
+                f"Give one axis for the whole argument (e.g. 0 or None) or a tree with exactly "
+                f"its keys."
+            ) from None
+    leaves = leaves_of(fn, args, kwargs, axis_per_leaf((spec, 0), (args, kwargs)))
     mapped = [lf for lf in leaves if lf.axis is not None]
     if not mapped:
         raise BatchAxisError(
             f"in_axes={in_axes!r} maps no argument of fn({', '.join(names)}), so there is no batch "
             f"axis; map at least one argument, e.g. {suggest(spec, 0, 0) if spec else 'in_axes=0'}."
         )
-    outs = _item_outputs(fn, every, len(args), kw_names, leaves)
+    flat, treedef = jtu.tree_flatten((args, kwargs))
+
+    def outs(leaf: Leaf, axis: int | None) -> list | None:  # per-item outputs, leaf on axis
+        try:
+            axes = [axis if lf is leaf else lf.axis for lf in leaves]
+            return [tuple(o.shape) for o in jtu.tree_leaves(abstract_call(fn, treedef, flat, axes))]
+        except Exception:
+            return None
+
     # the most common size; on a tie, one that every other mapped leaf has on an axis fn takes
     counts = Counter(lf.size for lf in mapped)
     tied = [n for n in counts if counts[n] == max(counts.values())]
@@ -368,4 +371,3 @@ def resolve(
                 f"`{lf.label}` has {lf.size} along axis {lf.axis} but the batch has {batch} items "
                 f"(sizes found: {found}). {fix}"
             )
-    return Resolved(spec, tuple(leaves), jtu.tree_structure(tuple(every)), batch, kw_names)

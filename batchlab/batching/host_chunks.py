@@ -1,10 +1,10 @@
-"""Strategy ``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk, dispatched from Python, concatenated."""
+"""Strategy ``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk, dispatched from Python, joined."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -80,10 +80,16 @@ class HostPlan(Rows):
     _header = ("", "strategy='host'")
     _inline = True
 
-    full_chunks = property(lambda self: self.items // self.chunk)
-    remainder = property(lambda self: self.items % self.chunk)
-    programs = property(lambda self: len(self.steps))
-    temp_bytes = property(lambda self: max(m.temp_bytes for m in self.steps))
+    full_chunks: int = field(init=False)  # chunks of ``chunk`` items
+    remainder: int = field(init=False)  # items in the last, shorter chunk (0: none)
+    programs: int = field(init=False)  # step programs compiled: one per chunk size
+    temp_bytes: int = field(init=False)  # the largest step's planned temporaries
+
+    def __post_init__(self):
+        object.__setattr__(self, "full_chunks", self.items // self.chunk)
+        object.__setattr__(self, "remainder", self.items % self.chunk)
+        object.__setattr__(self, "programs", len(self.steps))
+        object.__setattr__(self, "temp_bytes", max(m.temp_bytes for m in self.steps))
 
     @property
     def extra_bytes(self) -> int:

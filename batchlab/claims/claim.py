@@ -27,6 +27,7 @@ class Claim:
     scope: Scope = field(default_factory=Scope)
     source: str | None = None
     decision: Decision = field(init=False, repr=False)
+    outcome: str = field(init=False)  # holds / does not hold / inconclusive
 
     def __post_init__(self):
         statement, evidence, rule = self.statement, self.evidence, self.rule
@@ -57,8 +58,7 @@ class Claim:
             source_claim(self.source)  # raises for an unknown name
         object.__setattr__(self, "evidence", tuple(evidence))
         object.__setattr__(self, "decision", rule(dict(zip(names, evidence, strict=True))))
-
-    outcome = property(lambda self: self.decision.outcome)  # holds / does not hold / inconclusive
+        object.__setattr__(self, "outcome", self.decision.outcome)
 
     def __repr__(self) -> str:
         return f"{self.statement}: {Check(self).verdict}; {self.decision.deciding}"
@@ -70,11 +70,25 @@ class Check:
 
     claim: Claim
 
-    statement = property(lambda self: self.claim.statement)
-    outcome = property(lambda self: self.claim.outcome)
-    timed = property(lambda self: self.claim.decision.timed)
+    @property
+    def statement(self) -> str:
+        """The claim's statement."""
+        return self.claim.statement
 
-    verdict = property(lambda self: self.outcome + (" (wall clock)" if self.timed else ""))
+    @property
+    def outcome(self) -> str:
+        """holds / does not hold / inconclusive here."""
+        return self.claim.outcome
+
+    @property
+    def timed(self) -> bool:
+        """Whether a timing (wall clock) decided it."""
+        return self.claim.decision.timed
+
+    @property
+    def verdict(self) -> str:
+        """The outcome, marked "(wall clock)" where a timing decided it."""
+        return self.outcome + (" (wall clock)" if self.timed else "")
 
     def __repr__(self) -> str:
         return f"check, {self.verdict}: {self.claim.decision.deciding}"
@@ -88,12 +102,20 @@ class Finding(Check):
     contrast: Claim
     rival: str
 
-    discriminates = property(
-        lambda self: {self.claim.outcome, self.contrast.outcome} == {HOLDS, FAILS}
-    )
+    @property
+    def discriminates(self) -> bool:
+        """Whether the case and the contrast read opposite ways (one holds, one does not)."""
+        return {self.claim.outcome, self.contrast.outcome} == {HOLDS, FAILS}
 
-    outcome = property(lambda self: self.claim.outcome if self.discriminates else INCONCLUSIVE)
-    timed = property(lambda self: self.claim.decision.timed or self.contrast.decision.timed)
+    @property
+    def outcome(self) -> str:
+        """The case's outcome where the contrast discriminates, else inconclusive."""
+        return self.claim.outcome if self.discriminates else INCONCLUSIVE
+
+    @property
+    def timed(self) -> bool:
+        """Whether a timing (wall clock) decided the case or the contrast."""
+        return self.claim.decision.timed or self.contrast.decision.timed
 
     def __repr__(self) -> str:
         d, c = self.claim.decision, self.contrast.decision
@@ -152,8 +174,15 @@ class Record(Rows):
         self.entries.append(Check(Claim(statement, evidence, rule, self.scope)))
         return self.entries[-1]
 
-    findings = property(lambda self: [e for e in self.entries if isinstance(e, Finding)])
-    checks = property(lambda self: [e for e in self.entries if not isinstance(e, Finding)])
+    @property
+    def findings(self) -> list[Finding]:
+        """The findings recorded so far, in order."""
+        return [e for e in self.entries if isinstance(e, Finding)]
+
+    @property
+    def checks(self) -> list[Check]:
+        """The checks recorded so far (not evidence), in order."""
+        return [e for e in self.entries if not isinstance(e, Finding)]
 
     def _rows(self) -> list[tuple[str, str, str]]:
         return [

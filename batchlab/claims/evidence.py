@@ -72,6 +72,9 @@ class Samples:
     source: str
     unit: str = "s"
     paired: str | None = None
+    fastest: float = field(init=False)
+    slowest: float = field(init=False)
+    median: float = field(init=False)
     timed = True
 
     def __post_init__(self):
@@ -86,10 +89,9 @@ class Samples:
                 f"timing samples (a spread needs repeats), got {self.values!r:.80}."
             )
         object.__setattr__(self, "values", values)
-
-    fastest = property(lambda self: min(self.values))
-    slowest = property(lambda self: max(self.values))
-    median = property(lambda self: float(np.median(self.values)))
+        object.__setattr__(self, "fastest", min(values))
+        object.__setattr__(self, "slowest", max(values))
+        object.__setattr__(self, "median", float(np.median(values)))
 
     def per(self, items: int, name: str | None = None) -> Samples:
         """The same samples divided by ``items`` (seconds per item), still paired."""

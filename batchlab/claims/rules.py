@@ -7,7 +7,7 @@ import math
 import numbers
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -79,11 +79,11 @@ class Ratio:
     denominator: str
     threshold: float
     above: bool = True
+    reads: tuple[str, ...] = field(init=False)  # the figures it reads
 
     def __post_init__(self):
         check_positive_float(self.threshold, "threshold")
-
-    reads = property(lambda self: (self.numerator, self.denominator))
+        object.__setattr__(self, "reads", (self.numerator, self.denominator))
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         num, den = evidence[self.numerator], evidence[self.denominator]
@@ -147,8 +147,10 @@ class Equals:
 
     name: str
     expected: Any
+    reads: tuple[str, ...] = field(init=False)  # the figures it reads
 
-    reads = property(lambda self: (self.name,))
+    def __post_init__(self):
+        object.__setattr__(self, "reads", (self.name,))
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         ev = _number(evidence, self.name)
@@ -216,14 +218,15 @@ class AllOf:
     """Every part must hold; one that does not hold decides; otherwise inconclusive."""
 
     parts: tuple
+    reads: tuple[str, ...] = field(init=False)  # the figures its parts read
 
     def __post_init__(self):
         if not self.parts or not all(callable(p) and hasattr(p, "reads") for p in self.parts):
             raise TypeError(
                 "`all_of` takes one or more rules (ratio_above, equals, relation, ...)."
             )
-
-    reads = property(lambda self: tuple(dict.fromkeys(n for p in self.parts for n in p.reads)))
+        reads = tuple(dict.fromkeys(n for p in self.parts for n in p.reads))
+        object.__setattr__(self, "reads", reads)
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         decisions = [p(evidence) for p in self.parts]

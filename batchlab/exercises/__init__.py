@@ -15,7 +15,7 @@ import numbers
 import pkgutil
 import reprlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from batchlab._util.format import format_bytes, format_count, format_seconds
@@ -170,7 +170,10 @@ class Reveal:
     measured: Any
     unit: str = ""
 
-    made = property(lambda self: self.guess is not None)  # whether a prediction was committed
+    made: bool = field(init=False)  # whether a prediction was committed
+
+    def __post_init__(self):
+        object.__setattr__(self, "made", self.guess is not None)
 
     @property
     def verdict(self) -> str:

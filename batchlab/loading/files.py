@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,15 @@ class Dataset:
     item_shape: tuple[int, ...]
     dtype: str
 
-    item_bytes = property(lambda self: math.prod(self.item_shape) * np.dtype(self.dtype).itemsize)
-    total_bytes = property(lambda self: self.n_items * self.item_bytes)
-    bulk_path = property(lambda self: self.directory / "bulk.npy")
+    item_bytes: int = field(init=False)
+    total_bytes: int = field(init=False)
+    bulk_path: Path = field(init=False)
+
+    def __post_init__(self):
+        item_bytes = math.prod(self.item_shape) * np.dtype(self.dtype).itemsize
+        object.__setattr__(self, "item_bytes", item_bytes)
+        object.__setattr__(self, "total_bytes", self.n_items * item_bytes)
+        object.__setattr__(self, "bulk_path", self.directory / "bulk.npy")
 
     def item_path(self, i: int) -> Path:
         return self.directory / "items" / f"{i:06d}.npy"

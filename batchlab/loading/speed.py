@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import glob
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,14 @@ class Throughput:
     runs: int
     slowest: float | None = None  # the slowest pass, for the spread a plot draws
 
-    items_per_s = property(lambda self: self.items / self.seconds)
-    bytes_per_s = property(lambda self: self.bytes / self.seconds)
-    slowest_bytes_per_s = property(lambda self: self.bytes / (self.slowest or self.seconds))
+    items_per_s: float = field(init=False)
+    bytes_per_s: float = field(init=False)
+    slowest_bytes_per_s: float = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "items_per_s", self.items / self.seconds)
+        object.__setattr__(self, "bytes_per_s", self.bytes / self.seconds)
+        object.__setattr__(self, "slowest_bytes_per_s", self.bytes / (self.slowest or self.seconds))
 
     def __repr__(self) -> str:
         return (

@@ -4,7 +4,7 @@ bucketed epoch costs, measured (05's explorer): padding, compilations, run time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jax
@@ -30,7 +30,8 @@ REDUCE_HINT = "Reduce over the sequence axis first, e.g. masked_sum(p.values, p.
 
 @dataclass(frozen=True)
 class Bucket:
-    """One bucket (or one batch of it): its items (``indices`` in the input) padded to ``boundary``."""
+    """One bucket (or one batch of it): its items (``indices`` in the input) padded to
+    ``boundary``."""
 
     boundary: int
     indices: np.ndarray
@@ -45,6 +46,15 @@ class Buckets(Cost, Rows):
     buckets: tuple[Bucket, ...]
     boundaries: np.ndarray
     n_items: int
+    true_elements: int = field(init=False)
+    padded_elements: int = field(init=False)
+    shapes: int = field(init=False)  # distinct array shapes: what ``jit`` compiles for, at most
+
+    def __post_init__(self):
+        padded = [b.padded for b in self.buckets]
+        object.__setattr__(self, "true_elements", sum(p.true_elements for p in padded))
+        object.__setattr__(self, "padded_elements", sum(p.padded_elements for p in padded))
+        object.__setattr__(self, "shapes", len({p.values.shape for p in padded}))
 
     _header = ("boundary", "batches", "rows per batch", "items", "padding")
 
@@ -53,12 +63,6 @@ class Buckets(Cost, Rows):
 
     def __len__(self) -> int:
         return len(self.buckets)
-
-    true_elements = property(lambda self: sum(b.padded.true_elements for b in self.buckets))
-    padded_elements = property(lambda self: sum(b.padded.padded_elements for b in self.buckets))
-
-    #: distinct array shapes among the buckets: what ``jit`` compiles for, at most
-    shapes = property(lambda self: len({b.padded.values.shape for b in self.buckets}))
 
     @property
     def filler_rows(self) -> int:
@@ -86,7 +90,7 @@ class Buckets(Cost, Rows):
         return stacked[np.argsort(order)]  # order is a permutation: row k goes to order[k]
 
     def map(self, fn: Callable[[Padded], Any]) -> np.ndarray:
-        """``fn(padded)`` on every bucket, results in input order (one compile per shape, jitted)."""
+        """``fn(padded)`` on every bucket, results in input order (one compile per shape)."""
         first = {b.padded.values.shape: k for k, b in reversed(list(enumerate(self.buckets)))}
         for k in sorted(first.values()):  # each shape once, at its first bucket
             _check_rows_follow(fn, self.buckets[k].padded, k)
@@ -243,7 +247,7 @@ class BucketPoint(RuleCost):
 
 
 def token_workload(data: Any, vocab: int, features: int, seed: int) -> tuple[Any, jax.Array]:
-    """The pooling workload of 04 and 05, checked: ``(Ragged token ids, (vocab, features) table)``."""
+    """The pooling workload of 04 and 05, checked: ``(Ragged ids, (vocab, features) table)``."""
     check_positive_int(vocab, "vocab")
     check_positive_int(features, "features")
     return as_ragged(data), jax.random.normal(jax.random.key(seed), (vocab, features))

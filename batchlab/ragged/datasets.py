@@ -22,7 +22,10 @@ class TokenDataset(Ragged):
     vocab: np.ndarray
     source: str
 
-    ragged = property(lambda self: Ragged(self.flat, self.offsets))
+    @property
+    def ragged(self) -> Ragged:
+        """The same items as a plain :class:`Ragged` (no vocabulary)."""
+        return Ragged(self.flat, self.offsets)
 
     def sequences(self, n: int) -> list[np.ndarray]:
         """The first ``n`` sequences as a list of arrays (views)."""
@@ -31,7 +34,8 @@ class TokenDataset(Ragged):
     def __repr__(self) -> str:
         lengths = self.lengths
         return (
-            f"TokenDataset({len(self)} sequences, {lengths.sum():,} tokens, vocab {len(self.vocab)}, "
+            f"TokenDataset({len(self)} sequences, {lengths.sum():,} tokens, "
+            f"vocab {len(self.vocab)}, "
             f"lengths median {int(np.median(lengths))} max {lengths.max()}; {self.source})"
         )
 

@@ -32,9 +32,15 @@ class Packed(NamedTuple):
     segment_ids: np.ndarray
     lengths: np.ndarray
 
-    num_segments = property(lambda self: int(self.lengths.shape[0]))
+    @property
+    def num_segments(self) -> int:
+        """The number of items packed."""
+        return int(self.lengths.shape[0])
 
-    padded_elements = property(lambda self: int(self.segment_ids.shape[0]))
+    @property
+    def padded_elements(self) -> int:
+        """Positions computed: the packed length, tail included."""
+        return int(self.segment_ids.shape[0])
 
     true_elements = Padded.true_elements
     waste = Cost.waste  # the tail's share: 0 when total_length is the sum of the lengths

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,12 +18,14 @@ class Ragged:
 
     flat: np.ndarray
     offsets: np.ndarray
+    lengths: np.ndarray = field(init=False)  # each item's length
+
+    def __post_init__(self):
+        object.__setattr__(self, "lengths", np.diff(self.offsets))
 
     @classmethod
     def from_lengths(cls, flat: Any, lengths: Any) -> Ragged:
         return cls(np.asarray(flat), np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]))
-
-    lengths = property(lambda self: np.diff(self.offsets))
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -57,8 +59,16 @@ class Padded(NamedTuple):
     mask: np.ndarray
     lengths: np.ndarray
 
-    padded_elements = property(lambda self: int(self.mask.size))
-    true_elements = property(lambda self: int(np.sum(self.lengths)))
+    @property
+    def padded_elements(self) -> int:
+        """Positions computed: every entry of ``values``, pads included."""
+        return int(self.mask.size)
+
+    @property
+    def true_elements(self) -> int:
+        """Positions that hold data: the sum of ``lengths``."""
+        return int(np.sum(self.lengths))
+
     waste = Cost.waste
 
 

@@ -6,7 +6,7 @@ import gzip
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,10 @@ class Span:
     parent: int  # index of the enclosing span in Timeline.spans, -1 if none
     kind: str  # "dispatch", "wait", "compute", "transfer", "compile", "annotation", "runtime"
 
-    end = property(lambda self: self.start + self.duration)
+    end: float = field(init=False)  # start + duration
+
+    def __post_init__(self):
+        object.__setattr__(self, "end", self.start + self.duration)
 
 
 def find_trace_file(log_dir: str | Path) -> Path:

@@ -23,7 +23,10 @@ class AxesOutcome(NamedTuple):
     explanation: AxesExplanation | None
     error: str | None
 
-    ok = property(lambda self: self.error is None)
+    @property
+    def ok(self) -> bool:
+        """Whether ``jax.vmap`` accepts this setting (no error)."""
+        return self.error is None
 
     def __repr__(self) -> str:
         found = repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}"
@@ -39,7 +42,8 @@ class AxesExplorer(Explorer):
         in_axes = tuple(in_axes) if in_axes is not None else (0,) * len(args)
         if len(in_axes) != len(args):
             raise ValueError(
-                f"`in_axes` needs one entry per argument ({', '.join(self.names)}), got {in_axes!r}."
+                f"`in_axes` needs one entry per argument ({', '.join(self.names)}), "
+                f"got {in_axes!r}."
             )
         params = {**dict(zip(self.names, in_axes, strict=True)), "out_axes": 0}
 

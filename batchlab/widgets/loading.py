@@ -20,7 +20,7 @@ _dropdown = functools.partial(choice, width="220px")
 
 
 class LoadingExplorer(Explorer):
-    """Access pattern -> throughput (``measure_loading``, ``step`` on every batch) vs ``ceiling``."""
+    """Access pattern -> throughput (``measure_loading``, ``step`` per batch) vs ``ceiling``."""
 
     def __init__(
         self,
@@ -61,8 +61,10 @@ class LoadingExplorer(Explorer):
         )
         self.update()
 
-    #: every setting measured so far, by label
-    measured = property(lambda self: {r.label: r for r in self.cache.values()})
+    @property
+    def measured(self) -> dict[str, Throughput]:
+        """Every setting measured so far, by label."""
+        return {r.label: r for r in self.cache.values()}
 
     def _describe(self, r: Throughput) -> str:
         memcpy = self.ceiling.memcpy
