@@ -62,6 +62,7 @@ unit: setup  ## unit tests and doctests only (no notebooks)
 
 notebooks: setup  ## re-execute every notebook in place, storing fresh outputs (NB=path for one)
 	$(BIN)/python scripts/run_notebooks.py $(NB)
+	$(BIN)/python scripts/findings_table.py
 
 lint: setup
 	$(BIN)/ruff check batchlab tests benchmarks scripts notebooks
