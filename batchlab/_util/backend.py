@@ -85,7 +85,6 @@ class BackendFacts:
         rows, cols = -(-rows // sub) * sub, -(-cols // lane) * lane
         return int(np.prod(major, dtype=np.int64)) * rows * cols * itemsize
 
-
     def tolerance(self, dtype=np.float32) -> dict[str, float]:
         """``rtol``/``atol`` for comparing results of ``dtype`` computed on this backend.
 
