@@ -57,7 +57,9 @@ def table() -> str:
         tpu_scope, tpu = claims(ROOT / "notebooks/tpu" / path.name)
         stale = summary.get("stale", {}).get(path.name)
         lines += [f"## {path.stem}", ""]
-        lines.append(f"CPU: {cpu_scope or 'no claims table'}. TPU: {tpu_scope or 'no claims table'}.")
+        lines.append(
+            f"CPU: {cpu_scope or 'no claims table'}. TPU: {tpu_scope or 'no claims table'}."
+        )
         if stale:
             lines.append(f"The TPU copy is stale: {stale}.")
         lines += ["", "| kind | claim | CPU | TPU |", "|---|---|---|---|"]

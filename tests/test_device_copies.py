@@ -20,7 +20,9 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def _runner():
-    spec = importlib.util.spec_from_file_location("run_on_device", ROOT / "scripts/run_on_device.py")
+    spec = importlib.util.spec_from_file_location(
+        "run_on_device", ROOT / "scripts/run_on_device.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

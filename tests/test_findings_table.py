@@ -20,7 +20,9 @@ def test_findings_doc_is_current():
 def test_claims_reads_kind_claim_and_verdict_with_colons_inside(tmp_path):
     import nbformat
 
-    text = "Claims (cpu; jax 0.10.2):\n- finding: a: b: holds (wall clock)\n- check: c: does not hold"
+    text = (
+        "Claims (cpu; jax 0.10.2):\n- finding: a: b: holds (wall clock)\n- check: c: does not hold"
+    )
     cell = nbformat.v4.new_code_cell("record")
     cell.outputs = [
         nbformat.v4.new_output("execute_result", data={"text/plain": text}, execution_count=1)
