@@ -1,0 +1,274 @@
+"""Device sections probe (issue 46): what only an accelerator shows, each figure printed, nothing raised.
+
+Allocations (num_allocs) for per-item calls, one batched call and lax.map; fragmentation (fill HBM
+with 128 MiB blocks, free every other, ask for more than the largest free block); donation
+(bytes_in_use growth with and without it, and a donation XLA cannot use); layouts (planned bytes of
+small shapes against the tile model); precision (matmul and elementwise error at each matmul
+precision); a call's cost; an out-of-memory at call time with live arrays holding the room.
+On the CPU each section prints what the CPU cannot show. Results: benchmarks/results/
+device_sections-tpu.txt (run on a TPU v5e, jax 0.10.2; this docstring was added after that run).
+"""
+
+import time
+import traceback
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import batchlab as bl
+
+facts = bl.backend_facts()
+print("facts:", facts)
+dev = jax.devices()[0]
+
+
+def stats():
+    return dev.memory_stats() or {}
+
+
+print("memory_stats keys:", sorted(stats()))
+
+
+def section(name):
+    def deco(f):
+        t0 = time.perf_counter()
+        try:
+            f()
+        except Exception:
+            print(f"[{name}] FAILED:\n{traceback.format_exc()[-1500:]}")
+        print(f"[{name}] {time.perf_counter() - t0:.1f} s\n", flush=True)
+
+    return deco
+
+
+@section("1 allocations")
+def _():
+    N = 64
+    f = jax.jit(lambda x: jnp.tanh(x) * 2.0)
+    m = jax.jit(lambda xs: jax.lax.map(lambda x: jnp.tanh(x) * 2.0, xs))
+    items = [jnp.full((256,), i, jnp.float32) for i in range(N)]
+    batch = jnp.stack(items)
+    jax.block_until_ready((f(items[0]), f(batch), m(batch)))
+
+    def allocs(run):
+        before = stats().get("num_allocs", 0)
+        jax.block_until_ready(run())
+        return stats().get("num_allocs", 0) - before
+
+    for _rep in range(2):
+        print(
+            {
+                "per-item calls": allocs(lambda: [f(x) for x in items]),
+                "one batched call": allocs(lambda: f(batch)),
+                "lax.map, one call": allocs(lambda: m(batch)),
+            }
+        )
+
+
+@section("2 fragmentation")
+def _():
+    s = stats()
+    s["bytes_limit"]
+    print(
+        "before:",
+        {k: s[k] for k in ("bytes_in_use", "bytes_limit", "largest_free_block_bytes") if k in s},
+    )
+    blk = 128 << 20
+    make = jax.jit(lambda v: jnp.full((blk // 4,), v, jnp.float32))
+    held = []
+    while stats()["bytes_limit"] - stats()["bytes_in_use"] > 3 * blk and len(held) < 200:
+        held.append(make(jnp.float32(len(held))))
+    jax.block_until_ready(held)
+    s = stats()
+    print(
+        f"filled {len(held)} x 128 MiB; in use {s['bytes_in_use'] / 2**30:.2f} GiB; largest free {s.get('largest_free_block_bytes', 0) / 2**20:.0f} MiB"
+    )
+    for i in range(0, len(held), 2):
+        held[i].delete()
+    s = stats()
+    free = s["bytes_limit"] - s["bytes_in_use"]
+    print(
+        f"every other freed: free {free / 2**30:.2f} GiB, largest free block {s.get('largest_free_block_bytes', 0) / 2**20:.0f} MiB"
+    )
+    ask = 4 * blk
+    big = jax.jit(lambda v: jnp.full((ask // 4,), v, jnp.float32))
+    t0 = time.perf_counter()
+    try:
+        r = big(jnp.float32(1))
+        r.block_until_ready()
+        print(f"a {ask >> 20} MiB request with holes: ran ({time.perf_counter() - t0:.3f} s)")
+        s2 = stats()
+        print("after:", s2.get("largest_free_block_bytes"), s2["bytes_in_use"])
+        del r
+    except Exception as e:
+        print(
+            f"a {ask >> 20} MiB request with holes: {type(e).__name__}: {str(e).splitlines()[0][:200]} ({time.perf_counter() - t0:.3f} s)"
+        )
+    # contrast: the same free total with no holes
+    live = [a for a in held if not a.is_deleted()]
+    for a in live:
+        a.delete()
+    held = [make(jnp.float32(i)) for i in range(len(live))]
+    jax.block_until_ready(held)
+    s = stats()
+    free = s["bytes_limit"] - s["bytes_in_use"]
+    print(
+        f"no holes: free {free / 2**30:.2f} GiB, largest free block {s.get('largest_free_block_bytes', 0) / 2**20:.0f} MiB"
+    )
+    try:
+        r = big(jnp.float32(1))
+        r.block_until_ready()
+        print("request without holes: ran")
+        del r
+    except Exception as e:
+        print(f"request without holes: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    for a in held:
+        a.delete()
+    print(
+        "end:",
+        {k: stats()[k] for k in ("bytes_in_use", "largest_free_block_bytes") if k in stats()},
+    )
+
+
+@section("3 donation")
+def _():
+    n = (64 << 20) // 4
+    plain = jax.jit(lambda x: x + 1.0)
+    donated = jax.jit(lambda x: x + 1.0, donate_argnums=0)
+    for name, f in (("plain", plain), ("donated", donated)):
+        x = jnp.zeros((n,), jnp.float32)
+        jax.block_until_ready(x)
+        before = stats()["bytes_in_use"]
+        y = f(x)
+        jax.block_until_ready(y)
+        after = stats()["bytes_in_use"]
+        print(
+            f"{name}: in use grew by {(after - before) / 2**20:.1f} MiB; x deleted: {x.is_deleted()}"
+        )
+        del x, y
+    # a donation XLA cannot use: output of another shape
+    other = jax.jit(lambda x: x[: n // 2] + 1.0, donate_argnums=0)
+    x = jnp.zeros((n,), jnp.float32)
+    before = stats()["bytes_in_use"]
+    import warnings
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        y = other(x)
+        jax.block_until_ready(y)
+    print(
+        f"unusable donation: grew by {(stats()['bytes_in_use'] - before) / 2**20:.1f} MiB; x deleted: {x.is_deleted()}; warnings: {[str(i.message)[:80] for i in w]}"
+    )
+
+
+@section("9 layouts")
+def _():
+    for shape in [(1024, 3), (3, 1024), (1024, 128), (128, 1024), (64,), (1000, 3)]:
+        c = (
+            jax.jit(lambda x: x * 2.0)
+            .lower(jax.ShapeDtypeStruct(shape, jnp.float32))
+            .compile()
+            .memory_analysis()
+        )
+        print(
+            shape,
+            "output",
+            c.output_size_in_bytes,
+            "facts",
+            facts.padded_bytes(shape),
+            "plain",
+            int(np.prod(shape)) * 4,
+        )
+    x = jnp.ones((1024, 3))
+    jax.block_until_ready(x)
+    b = stats()["bytes_in_use"]
+    y = jnp.ones((1024, 3)) * 3
+    jax.block_until_ready(y)
+    print("live (1024,3):", stats()["bytes_in_use"] - b)
+
+
+@section("10 precision")
+def _():
+    rng = np.random.default_rng(0)
+    a, b = (
+        rng.standard_normal((512, 512)).astype(np.float32),
+        rng.standard_normal((512, 512)).astype(np.float32),
+    )
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    eref = np.exp(np.sin(a.astype(np.float64)))
+    for prec in ("default", "float32", "highest"):
+        with jax.default_matmul_precision(prec):
+            mm = np.asarray(jax.jit(lambda x, y: x @ y)(a, b), np.float64)
+            el = np.asarray(jax.jit(lambda x: jnp.exp(jnp.sin(x)))(a), np.float64)
+        print(
+            prec,
+            "matmul rel err",
+            float(np.abs(mm - ref).max() / np.abs(ref).max()),
+            "elementwise rel err",
+            float(np.abs(el - eref).max() / np.abs(eref).max()),
+        )
+
+
+@section("7 call cost")
+def _():
+    empty = jax.jit(lambda x: x)
+    x = jnp.ones(8)
+    empty(x).block_until_ready()
+    y = jnp.ones((2048, 2048))
+    mm = jax.jit(lambda a: a @ a)
+    mm(y).block_until_ready()
+    t = bl.measuring.interleaved(
+        {"empty call": lambda: empty(x), "2048 matmul": lambda: mm(y)}, rounds=6
+    )
+    print("empty jitted call:", t["empty call"].median, "matmul 2048:", t["2048 matmul"].median)
+
+    def loop(k, block):
+        out = x
+        for _ in range(k):
+            out = empty(out)
+            if block:
+                out.block_until_ready()
+        return out
+
+    t = bl.measuring.interleaved(
+        {"100 blocking": lambda: loop(100, True), "100 async": lambda: loop(100, False)}, rounds=6
+    )
+    print(
+        "100 calls blocking each:", t["100 blocking"].median, "not blocking:", t["100 async"].median
+    )
+
+
+@section("5 call-time OOM")
+def _():
+    if "bytes_limit" not in stats():
+        print("no bytes_limit here")
+        return
+    s = stats()
+    limit = s["bytes_limit"]
+    held = jnp.zeros((int(limit * 0.6) // 4,), jnp.float32)
+    jax.block_until_ready(held)
+    n = int(limit * 0.5) // 4
+    f = jax.jit(lambda v: jnp.full((n,), v, jnp.float32))
+    c = f.lower(jnp.float32(1)).compile()
+    print(
+        "compiled a plan of",
+        c.memory_analysis().output_size_in_bytes / 2**30,
+        "GiB with",
+        stats()["bytes_in_use"] / 2**30,
+        "GiB held",
+    )
+    t0 = time.perf_counter()
+    try:
+        c(jnp.float32(1)).block_until_ready()
+        print("ran")
+    except Exception as e:
+        print(
+            f"call-time: {type(e).__name__}: {str(e).splitlines()[0][:200]} after {time.perf_counter() - t0:.3f} s"
+        )
+    held.delete()
+    t0 = time.perf_counter()
+    r = c(jnp.float32(1))
+    r.block_until_ready()
+    print("after delete: ran", time.perf_counter() - t0)
+    del r
