@@ -236,7 +236,7 @@ def capacity_scan(
     headrooms=HEADROOMS,
     capacities=None,
 ) -> CapacityScan:
-    """Replays ``events`` on every capacity (no bisection: fitting is not monotone);
+    """Replays ``events`` on every capacity (no bisection: fitting need not be monotone);
     ``headrooms``: multiples of the live peak, or ``capacities`` in bytes.
 
     Example:
