@@ -252,7 +252,7 @@ def test_a_claim_reads_as_one_line():
 
 def test_the_eleven_source_claims_have_unique_names():
     assert len(cl.NAMES) == len(set(cl.NAMES)) == 11
-    assert cl.source_claim("a batch needs one shape").notebooks == ("01", "04")
+    assert cl.source_claim("a batch needs one shape").notebooks == ("01",)
 
 
 def test_the_readme_lists_every_source_claim_by_name():
@@ -260,3 +260,16 @@ def test_the_readme_lists_every_source_claim_by_name():
     section = readme.split("## The claims, by name", 1)[1].split("\n## ", 1)[0]
     for c in cl.SOURCE_CLAIMS:
         assert f"| {c.name} | {', '.join(c.notebooks)} |" in section, c.name
+
+
+def test_each_source_claim_is_recorded_in_the_notebooks_that_claim_to_measure_it():
+    """A notebook listed for a source claim records a finding or check with that source."""
+    import json
+
+    root = Path(__file__).resolve().parent.parent / "notebooks"
+    for c in cl.SOURCE_CLAIMS:
+        for number in c.notebooks:
+            (path,) = root.glob(f"{number}_*.ipynb")
+            cells = json.loads(path.read_text())["cells"]
+            code = "\n".join("".join(x["source"]) for x in cells if x["cell_type"] == "code")
+            assert c.name in code, f"{path.name} is listed for {c.name!r} but never records it"
