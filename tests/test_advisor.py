@@ -103,8 +103,10 @@ def test_an_undecided_timing_says_so_after_two_runs(monkeypatch):
     import random
     import time as clock
 
+    draws = random.Random(0)  # a fixed sequence of sleeps: the outcome follows it, not luck
+
     def sleeper(lo, hi):
-        return lambda: clock.sleep(random.uniform(lo, hi))
+        return lambda: clock.sleep(draws.uniform(lo, hi))
 
     # a and b tie (per-round a/b from 0.5 to 2); c (4 ms) is slower than either in every round
     # but only 1x-2x slower, so the 6-round screen (all 6 rounds over 1.5x) keeps it unless
