@@ -229,7 +229,9 @@ def test_xla_flags_compile_in_a_fresh_process():
     # its memory-minimizing DFS scheduler does not
     assert default.temp_bytes >= 2 * frugal.temp_bytes
     # per-compilation options travel to the fresh process too
-    options = {"xla_cpu_experimental_ynn_fusion_type": ""} if jax.default_backend() == "cpu" else {}
+    options = (
+        batchlab.allocator.xla_workloads.compiler_options()
+    )  # XLA:CPU fusions off where that applies
     here = batchlab.buffer_assignment(four_sorts, spec, compiler_options=options)
     default_flag = FLAG.replace("false", "true")
     both = batchlab.buffer_assignment(
