@@ -309,8 +309,9 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "per item, a batch of {b_max}",
             "the per-call cost: lax.map, paying it",
             "vectorized work: per item, the batch",
+            "at the default precision a float32",
         ),
-        ("XLA plans the batch's temporaries as",),
+        ("XLA plans score_item's x @ w and",),
     ),
     "01": (
         (
@@ -363,14 +364,17 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "07": (
         (
-            "a run keeps every good item's",
-            "a try that runs out of",
+            "with 60% of the device held",
+            "a per-item flag returned by the",
         ),
         (
             "told only a budget, the run",
+            "host checks, one jax.vmap and jnp.isfinite",
+            "the call-time error comes within 1",
             "XLA's RESOURCE_EXHAUSTED is an exception: run_batches",
             "the stand-in fails exactly when the",
-            "errors inside the program are pinned",
+            "on the stand-in, failed tries",
+            "a callback's errors are pinned on",
             "Ctrl-C stops a run with a",
             "a run resumed from its checkpoint",
         ),
@@ -443,6 +447,7 @@ class Lesson(NamedTuple):
     output_words: list[tuple[int, int]]  # (cell, words) of each code cell's stored output
     last_source: str  # of the last lesson cell (a trailing `cleanup`-tagged cell is not lesson)
     last_words: int  # words of the last lesson cell's stored output (the claims table)
+    guarded: set[str]  # statements recorded only where a backend fact holds (``if facts...``)
 
 
 def _statement(call: ast.Call) -> str:
@@ -462,11 +467,28 @@ def output_text(cell: dict) -> str:
     return "\n".join(parts)
 
 
+def fact_guarded(tree: ast.AST) -> set[str]:
+    """Statements of the claims recorded under a condition on ``facts`` (``bl.backend_facts()``):
+    a device section that records only where the backend has, say, memory stats."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.IfExp)) and "facts." in ast.unparse(node.test):
+            for n in ast.walk(node):
+                if (
+                    isinstance(n, ast.Call)
+                    and _claims_call(n.func)
+                    and n.func.attr in ("finding", "check")
+                ):
+                    out.add(_statement(n))
+    return out
+
+
 def lesson(nb: Path) -> Lesson:
     data = json.loads(nb.read_text())
-    findings, checks, retired, keywords = [], [], [], []
+    findings, checks, retired, keywords, guarded = [], [], [], [], set()
     code_lines = claim_lines = longest = 0
     for i, tree in code_trees(nb):
+        guarded |= fact_guarded(tree)
         src = "".join(data["cells"][i]["source"])
         code_lines += sum(
             1 for ln in src.splitlines() if ln.strip() and not ln.strip().startswith("#")
@@ -521,6 +543,7 @@ def lesson(nb: Path) -> Lesson:
         outputs,
         last,
         last_words,
+        guarded,
     )
 
 
@@ -560,8 +583,14 @@ def test_findings_and_checks_are_listed(nb):
         # case= and contrast= written out, or passed together in a ``**{...}`` splat
         sides = {"case", "contrast"} <= kw or None in kw
         assert sides and "rival" in kw, f"{nb.name}: finding {statement!r} has keywords {kw}"
-    # the stored claims table lists the same: findings first, then checks, one row each
-    assert got.table_rows == ["finding"] * len(want_findings) + ["check"] * len(want_checks), (
+    # the stored claims table lists the same: findings first, then checks, one row each; a claim
+    # recorded only where a backend fact holds (a device section) may be absent from it
+    n_f, n_c = len(want_findings), len(want_checks)
+    g_f = sum(f in got.guarded for f in got.findings)
+    g_c = sum(c in got.guarded for c in got.checks)
+    a, b = got.table_rows.count("finding"), got.table_rows.count("check")
+    assert got.table_rows == ["finding"] * a + ["check"] * b, got.table_rows
+    assert n_f - g_f <= a <= n_f and n_c - g_c <= b <= n_c, (
         f"{nb.name}: the stored claims table has rows {got.table_rows}"
     )
 
@@ -645,3 +674,14 @@ def test_the_table_and_output_limits_can_fail(tmp_path):
     problems = shape_problems(got)
     assert any("over 300: [(0, 301)]" in p for p in problems), problems
     assert "a claims table of 280 words" in problems, problems
+
+
+def test_fact_guarded_reads_only_claims_under_a_backend_fact():
+    tree = ast.parse(
+        "if facts.has_memory_stats:\n"
+        "    record.finding('device', r, case=[], contrast=[], rival='x')\n"
+        "if decided:\n"
+        "    record.check('plain', r, [])\n"
+        "print(record.check('precision', r, []) if facts.float32_rtol > 1e-4 else 'cpu')\n"
+    )
+    assert fact_guarded(tree) == {"device", "precision"}
