@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from batchlab.measuring.system import environment
+from batchlab.measuring.live import environment
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,12 +21,12 @@ from batchlab._util.compile import compile_fn, function_name
 from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
 from batchlab.batching.axes_spec import layout_of
 from batchlab.batching.comparison_plot import plot_comparison
-from batchlab.batching.dispatch import dispatched_plan
+from batchlab.batching.host_chunks import nbytes
 from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch
 from batchlab.claims.evidence import Samples
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
-from batchlab.measuring.memory import estimate_from_compiled
+from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled, memory_estimate
 from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.timing import COMPILE_NOTE, Measurement, time_alone
 
@@ -156,6 +157,44 @@ def _agree(a: Any, b: Any) -> bool:
         x.shape == y.shape and np.allclose(x, y, rtol=t, atol=t)
         for x, y, t in zip(la, lb, tol, strict=True)
     )
+
+
+# --- planning a strategy that dispatches from Python ("loop", "host") ---
+def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, how: str):
+    """The plan of the largest dispatched program, widened to the whole call (no flops)."""
+    arg, outb = nbytes(args), nbytes(out)
+    return dataclasses.replace(
+        step,
+        argument_bytes=arg,
+        output_bytes=outb,
+        temp_bytes=temp,
+        alias_bytes=0,
+        xla_peak_bytes=None,
+        flops=None,
+        name="dispatched",
+        planned_bytes=arg + outb + temp,
+        planned_from=f"inputs + output + {how}",
+    )
+
+
+def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any, out: Any):
+    """(plan, dispatches per call) of ``fn_s = batch(fn, strategy=s)`` called on ``sub``."""
+    if s == "host":
+        p = fn_s.plan(*sub)
+        big = max(p.steps, key=lambda m: m.temp_bytes)
+        how = "the largest step's temp + the chunks' input copy + chunk outputs until concatenated"
+        return widened(big, sub, out, p.extra_bytes, how), p.dispatches
+    # loop: the per-item program, on item 0 (``lay``: the call's Layout)
+    item = [
+        x if ax is None else jax.lax.index_in_dim(x, 0, ax, keepdims=False)
+        for x, ax in zip(jax.tree_util.tree_leaves((sub, {})), lay.axes, strict=True)
+    ]
+    step = memory_estimate(fn, *jax.tree_util.tree_unflatten(lay.treedef, item)[0])
+    how = "the item program's temp + item outputs held for the stack"
+    mapped, moved = len(lay.mapped_axes), sum(ax != 0 for ax in lay.mapped_axes)
+    # moveaxis per moved leaf; per item a slice per mapped leaf and the step; one stack
+    dispatches = moved + lay.batch_size * (mapped + 1) + 1
+    return widened(step, sub, out, step.temp_bytes + nbytes(out), how), dispatches
 
 
 def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any) -> tuple:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from batchlab.claims.claim import Claim, Record
+from batchlab.claims.claim import NAMES, SOURCE_CLAIMS, Claim, Record, source_claim
 from batchlab.claims.evidence import Number, Samples, Scope
 from batchlab.claims.rules import (
     FAILS,
@@ -16,7 +16,6 @@ from batchlab.claims.rules import (
     ratio_below,
     relation,
 )
-from batchlab.claims.sources import NAMES, SOURCE_CLAIMS, source_claim
 
 __all__ = [
     "FAILS",

@@ -3,11 +3,15 @@
 from batchlab.measuring.buffers import BufferAssignment, buffer_assignment
 from batchlab.measuring.compiles import count_compiles, explain_compiles
 from batchlab.measuring.inplace import compiled_update, donate, eager_update
-from batchlab.measuring.live import device_memory, device_memory_unavailable_reason, live_memory
+from batchlab.measuring.live import (
+    device_memory,
+    device_memory_unavailable_reason,
+    environment,
+    live_memory,
+)
 from batchlab.measuring.memory import MemoryEstimate, memory_estimate
 from batchlab.measuring.per_item import Sweep, per_item_cost, sweep
 from batchlab.measuring.sampler import interleaved
-from batchlab.measuring.system import environment
 from batchlab.measuring.timing import Measurement, measure
 
 __all__ = [
