@@ -383,13 +383,19 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "one fixed batch shape fits a",
             "sending each result to the host",
             "XLA:CPU's memory-minimizing scheduler plans less temp",
+            "freeing every other block leaves the",
         ),
-        ("one call per batch of {X['batch_size']}",),
+        (
+            "one call per batch of {X['batch_size']}",
+            "the device's num_allocs counts each",
+            "a request above the largest free",
+        ),
     ),
     "09": (
         (
             "eager .at[3].set costs over 10x a",
             "a jitted call per update pays",
+            "with donation one step adds under",
             "with varying batch sizes, donating the",
         ),
         ("at {bl.format_bytes(largest * 4)} the eager",),
