@@ -353,7 +353,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "vmap's planned bytes follow the batch:",
             "a chunked batch of {n_odd} (a",
-            "on CPU, one request above RAM",
+            "on CPU with vm.overcommit_memory = {overcommit},",
             "Linux grants a request above free",
         ),
         (
