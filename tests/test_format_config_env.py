@@ -58,13 +58,16 @@ def test_format_count_and_tables():
 def test_sizes_profiles():
     cpu = bl.sizes("tour", profile="cpu")
     gpu = bl.sizes("tour", profile="gpu")
-    assert cpu.profile == "cpu" and gpu.profile == "gpu"
+    tpu = bl.sizes("tour", profile="tpu")
+    assert cpu.profile == "cpu" and gpu.profile == "gpu" and tpu.profile == "tpu"
     assert max(gpu.batch_sizes) > max(cpu.batch_sizes)
+    # the TPU takes the CPU's sizes unless config.TPU overrides a topic
+    assert tpu._replace(profile="cpu") == cpu
     with pytest.raises(ValueError, match="`topic` must be one of"):
         bl.sizes("nope")
     with pytest.raises(
         ValueError,
-        match=r"`profile` \(or BATCHLAB_PROFILE\) must be one of \['cpu', 'gpu'\], got 'tpu9'",
+        match=r"`profile` \(or BATCHLAB_PROFILE\) must be one of \['cpu', 'tpu', 'gpu'\], got 'tpu9'",
     ):
         bl.sizes("tour", profile="tpu9")
     with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
