@@ -20,8 +20,8 @@ Then the other accelerator-only paths once each:
 Planned bytes are a lower bound of what the device needs (allocator rounding, unsplit chunks,
 library workspace): measured/planned is that gap. On a CPU-only machine it says so, runs what is
 not accelerator-only (XLA's RESOURCE_EXHAUSTED for a 256 TiB request) and exits 0. Results:
-benchmarks/results/accelerator_check-<backend>.txt. Measured on a TPU v5e (with bl.measure's three timed calls in place of
-the three plain calls now made, which give the same peak); unrun on a GPU.
+benchmarks/results/accelerator_check-<backend>.txt. Measured on a TPU v5e by the version before this one, which read the peak after
+bl.measure's calls instead of three plain calls (not yet rerun there); unrun on a GPU.
 
 Run: XLA_PYTHON_CLIENT_PREALLOCATE=false .venv/bin/python benchmarks/accelerator_check.py
 """
