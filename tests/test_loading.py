@@ -234,8 +234,6 @@ def test_exercises_accept_solutions_and_hint_otherwise():
         "loading.all_batches", lambda n, b: [range(i, i + b) for i in range(0, n - b + 1, b)]
     )
     assert not dropped and "remainder" in dropped.message
-    assert exercises.check("loading.padding_rows", lambda n, d: -n % d)
-    assert not exercises.check("loading.padding_rows", lambda n, d: d - n % d)
 
 
 def test_explorer_takes_the_runs_one_ceiling(dataset, monkeypatch):

@@ -46,18 +46,6 @@ def all_batches(answer: Any) -> tuple[bool, str]:
     return True, "Right for every case, including the remainder and an empty dataset."
 
 
-@exercise("loading.padding_rows", "padding_rows(n_items, n_devices): rows shard_batch adds.")
-def padding_rows(answer: Any) -> tuple[bool, str]:
-    for n, d in [(13, 8), (16, 8), (1, 8), (0, 4), (7, 3), (9, 1)]:
-        got = int(answer(n, d))
-        if got != -n % d:
-            return False, (
-                f"For {n} items on {d} devices you gave {got}: after padding, {n} + padding "
-                f"must be a multiple of {d}, and padding must be as small as possible."
-            )
-    return True, "Right: (-n) % d rows, at most d - 1, and the mask marks them False."
-
-
 @exercise("loading.sync_less", "Sync every 4th step: {'loop': ..., 'overlap': ...}.")
 def sync_less(answer: Any, *, reference: Any, losses: Any) -> tuple[bool, str]:
     if not isinstance(answer, dict) or not callable(answer.get("loop")):
