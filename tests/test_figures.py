@@ -184,3 +184,13 @@ def test_the_comparison_sweep_is_the_approved_one():
     edge = {k: (0.125 if k == ("vmap", 4) else 2.5,) for k in times}
     fig = _fixed(c, edge, dict.fromkeys(temp, 0)).plot()
     check("comparison_sweep_edges", describe(fig, {_where(): "<machine>"}))
+
+
+def test_tradeoff_labels_its_ratios_between_the_decades():
+    """05's trade-off curve: ratios of 1x to a few x get labels (1.5x, 2x, 3x), not only 1 and 10."""
+    fig = bl.plots.plot_tradeoff([5, 9, 5, 30, 12, 9, 31, 200, 7, 64], (1, 2, 4))
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim()
+    shown = [t.get_text() for t in ax.get_yticklabels() if lo <= t.get_position()[1] <= hi]
+    assert "1x" in shown and "2x" in shown and len(shown) >= 4, shown
