@@ -371,7 +371,15 @@ def test_plot_timelines_shares_one_time_axis():
     long = timeline(f, jnp.ones(3), steps=6, label="long")
     fig = plot_timelines([short, long])
     assert len(fig.axes) == 2 and fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
-    assert fig.axes[0].get_title(loc="left").startswith("short:")
+    assert fig.axes[0].get_title(loc="left").startswith(f"short: wall {short.wall * 1e3:.3g} ms;")
+    # on the shared axis the shorter run is hatched idle only up to its own end, marked by a line
+    # (which of the two traces is shorter is up to the machine: read it)
+    i, t = min(enumerate([short, long]), key=lambda it: it[1].wall)
+    ax = fig.axes[i]
+    hatched_ends = [p.get_x() + p.get_width() for p in ax.patches if p.get_hatch() == "//"]
+    assert all(end <= t.wall * 1e3 + 1e-9 for end in hatched_ends), hatched_ends
+    if t.wall < 0.99 * max(short.wall, long.wall):
+        assert [ln.get_xdata()[0] for ln in ax.lines] == [pytest.approx(t.wall * 1e3)]
     with pytest.raises(ValueError, match="`timelines` is empty"):
         plot_timelines([])
 

@@ -41,10 +41,9 @@ def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
     kinds: set[str] = set()
     for ax, t in zip(axes[:, 0], timelines, strict=True):
         kinds |= _draw_lanes(ax, t, wall if share_time else t.wall)
-        figures = (
-            f"{'' if share_time else f'{t.wall * 1e3:.3g} ms shown; '}overlap {t.overlap * 1e3:.1f}"
-            f" ms of {t.device_busy * 1e3:.1f} ms device busy, idle {t.idle * 1e3:.1f} ms, "
-            f"{t.dispatches} dispatches"
+        figures = (  # the wall time first: overlap can grow only because device busy grew
+            f"wall {t.wall * 1e3:.3g} ms; device busy {t.device_busy * 1e3:.1f} ms, of it overlap "
+            f"{t.overlap * 1e3:.1f} ms; idle {t.idle * 1e3:.1f} ms; {t.dispatches} dispatches"
         )
         ax.set_title(f"{t.label or 'timeline'}: {figures}", fontsize=12, loc="left")
         if not share_time:
@@ -83,9 +82,13 @@ def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
         joined = [(a, b - a) for a, b in merge(bars, gap=min_w)]
         ax.broken_barh(joined, (y, row_h * 0.92), facecolors=COLORS[kind][0], linewidth=0)
     busy = [(s.start * 1e3, s.end * 1e3) for s in t.spans]
-    gaps = [(a, b) for a, b in subtract([(0.0, wall_ms)], busy) if b - a > wall_ms / 100]
+    own_ms = t.wall * 1e3  # idle only within this run; past its end a shared axis stays blank
+    gaps = [(a, b) for a, b in subtract([(0.0, own_ms)], busy) if b - a > wall_ms / 100]
     for a, b in gaps:  # idle: nothing traced in any lane
         ax.axvspan(a, b, facecolor=COLORS["idle"][0], hatch="//", ec="0.75", lw=0, zorder=0)
+    if own_ms < wall_ms * 0.99:  # where this run ended, on a time axis shared with longer ones
+        ax.axvline(own_ms, color="black", lw=1.2)
+        ax.text(own_ms, -0.5, " end of this run", va="top", fontsize=9)
     # names inside the spans wide enough to hold them (at most 40 labels, widest first)
     width_px = ax.figure.get_figwidth() * 100 * 0.8  # at dpi 100; font sizes scale alike
     fits = []
