@@ -64,6 +64,13 @@ def test_figure_and_widget(advice):
     ex.update(budget=2**30)  # the drawn budget follows the slider
     line = f"budget / margin {bl.format_bytes(int(2**30 / advice.margin))}"
     assert line in ex.figure().axes[0].get_legend_handles_labels()[1]
+    # at a tight budget every timed candidate is past the line, and its legend entry says so
+    ex.update(budget=2**10)
+    handles, labels = ex.figure().axes[0].get_legend_handles_labels()
+    marks = [lab for lab in labels if lab.startswith(("lax.map", "host", "vmap"))]
+    assert marks and all(lab.endswith("(over budget: not picked)") for lab in marks), marks
+    colors = [h[0].get_color() for h, lab in zip(handles, labels) if lab in marks]
+    assert len(set(colors)) == len(colors), "two candidates share a colour"
 
 
 @pytest.mark.parametrize(

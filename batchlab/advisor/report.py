@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jax
+import matplotlib
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from batchlab._util.format import Rows, format_bytes, format_seconds
@@ -37,15 +38,17 @@ def plot_candidates(advice: Advice, *, budget: int | None = None, pick: str | No
     ``budget`` and ``pick`` (an explorer's setting) replace the advice's own."""
     fig, ax = new_figure(width=9, height=4.8)
     timed = [c for c in advice.candidates if c.samples is not None]
+    line = max(1, int((budget or advice.budget.bytes) / (advice.margin or 1.0)))
+    colors = matplotlib.colormaps["tab20" if len(timed) > 10 else "tab10"].colors  # one each
     for i, c in enumerate(timed):
         v = [s / c.items for s in c.samples.values]
         err = [[c.per_item - min(v)], [max(v) - c.per_item]]
         mark = "s" if c.strategy == "host" else "o"
-        ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, color=f"C{i % 10}",
-                    capsize=3, label=c.label)  # fmt: skip
+        over = " (over budget: not picked)" if c.planned_bytes > line else ""
+        ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, capsize=3,
+                    color=colors[i % len(colors)], label=c.label + over)  # fmt: skip
         if c.label == (pick or advice.recommended):
             ax.plot([c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="k", label="pick")
-    line = max(1, int((budget or advice.budget.bytes) / (advice.margin or 1.0)))
     ax.axvline(line, color="tab:red", ls="--", lw=1, label=f"budget / margin {format_bytes(line)}")
     xs = [c.planned_bytes for c in timed] + [line]
     ax.set_xscale("log", base=2)
