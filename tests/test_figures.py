@@ -194,3 +194,26 @@ def test_tradeoff_labels_its_ratios_between_the_decades():
     lo, hi = ax.get_ylim()
     shown = [t.get_text() for t in ax.get_yticklabels() if lo <= t.get_position()[1] <= hi]
     assert "1x" in shown and "2x" in shown and len(shown) >= 4, shown
+
+
+def test_memory_map_draws_a_one_event_block_in_its_own_colour():
+    """08's memory map: a temp block alive for one event is drawn wide enough, with no white edge
+    washing out its colour (the legend's orange must be what the eye sees)."""
+    from matplotlib.collections import PatchCollection
+    from matplotlib.figure import Figure
+
+    from batchlab import allocator
+
+    events = allocator.Events.from_events(
+        [(0, "alloc", "w", 4096, "weights"), (1, "alloc", "t", 256, "temp"), (2, "free", "t")]
+        + [(t, "alloc", f"r{t}", 256, "result output") for t in range(3, 300)],
+        name="one short temp",
+    )
+    replay = allocator.replay(events, allocator.BFCAllocator(1 << 20))
+    ax = Figure().subplots()
+    allocator.plots.plot_memory_map(replay, ax, legend=False)
+    (coll,) = [c for c in ax.collections if isinstance(c, PatchCollection)]
+    faces, edges = coll.get_facecolors(), coll.get_edgecolors()
+    placed = [b for b in replay.blocks if b.offset >= 0]
+    (i,) = [k for k, b in enumerate(placed) if b.owner == "temp"]
+    assert list(edges[i]) == list(faces[i]), (edges[i], faces[i])

@@ -22,10 +22,15 @@ def plot_memory_map(replay: Replay, ax, *, title: str | None = None, legend: boo
     for offset, size, start in replay.regions:  # the pool: reserved but not yet used
         ax.add_patch(Rectangle((start, offset), end - start, size, color="0.88", lw=0, zorder=0))
     placed = [b for b in replay.blocks if b.offset >= 0]  # the platform's driver gives no address
-    patches = [Rectangle((b.start, b.offset), max(b.end - b.start, 0.6), b.size) for b in placed]
+    thin = end / 250  # about two pixels: a block alive for one event still shows its colour
+    widths = [max(b.end - b.start, thin) for b in placed]
+    patches = [
+        Rectangle((b.start, b.offset), w, b.size) for b, w in zip(placed, widths, strict=True)
+    ]
     colors = [owner_color(b.owner) for b in placed]
+    edges = [c if w < 4 * thin else "white" for c, w in zip(colors, widths, strict=True)]
     ax.add_collection(
-        PatchCollection(patches, facecolors=colors, edgecolors="white", linewidths=0.4, zorder=2)
+        PatchCollection(patches, facecolors=colors, edgecolors=edges, linewidths=0.4, zorder=2)
     )
     for f in replay.failures:
         ax.plot([f.time], [replay.capacity * 0.97], "x", **FAILED, zorder=3)
