@@ -360,6 +360,12 @@ case(
 
 # -------------------------------------------------- ragged data (04-05)
 case("pad(dtype='notadtype')", lambda: batchlab.pad(SEQS, dtype="notadtype"), TypeError, r"`dtype`")
+case(
+    "pad of a text item",
+    lambda: batchlab.pad([[1, 2], ["a"]]),
+    TypeError,
+    r"`seqs` must be a list of 1-D sequences of numbers.*`seqs\[1\]` of shape \(1,\), <U1",
+)
 case("pad(length=10**13)", lambda: batchlab.pad(SEQS, length=10**13), ValueError, r"`length`")
 case(
     "pad(length=1) too short",

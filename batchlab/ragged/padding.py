@@ -78,13 +78,13 @@ def as_ragged(seqs: Any, *, dtype: Any = None) -> Ragged:
         return seqs if dtype is None else Ragged(seqs.flat.astype(dtype, copy=False), seqs.offsets)
     ok = not isinstance(seqs, (str, bytes, dict)) and hasattr(seqs, "__len__")
     items = [np.asarray(s, dtype=dtype) for s in seqs] if ok else []
-    bad = next((i for i, s in enumerate(items) if s.ndim != 1), None)
+    bad = next((i for i, s in enumerate(items) if s.ndim != 1 or s.dtype.kind in "USO"), None)
     if not ok or bad is not None:
         got = f"{type(seqs).__name__} {seqs!r:.60}"
-        got = got if not ok else f"`seqs[{bad}]` of shape {items[bad].shape}"
+        got = got if not ok else f"`seqs[{bad}]` of shape {items[bad].shape}, {items[bad].dtype}"
         raise TypeError(
-            f"`seqs` must be a list of 1-D sequences, e.g. [[1, 2], [3]] (wrap one sequence "
-            f"as [seq]), got {got}."
+            f"`seqs` must be a list of 1-D sequences of numbers, e.g. [[1, 2], [3]] (wrap one "
+            f"sequence as [seq]; map text to token ids first), got {got}."
         )
     # empty items ([] is float64) take the others' dtype
     dtypes = {s.dtype for s in items if s.size} or {s.dtype for s in items} or {np.float64}
