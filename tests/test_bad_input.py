@@ -361,6 +361,12 @@ case(
 # -------------------------------------------------- ragged data (04-05)
 case("pad(dtype='notadtype')", lambda: batchlab.pad(SEQS, dtype="notadtype"), TypeError, r"`dtype`")
 case(
+    "max_batch_size(example_item=None)",
+    lambda: batchlab.max_batch_size(lambda x: x, None, budget_bytes=1 << 20),
+    ValueError,
+    r"`example_item` holds no array \(example_item=None\)",
+)
+case(
     "pad of a text item",
     lambda: batchlab.pad([[1, 2], ["a"]]),
     TypeError,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import jax
 import psutil
 from matplotlib.ticker import FuncFormatter
 
@@ -177,6 +178,9 @@ def max_batch_size(
       128
     """
     check_array_tree(example_item, "example_item")
+    if not jax.tree_util.tree_leaves(example_item):
+        raise ValueError(f"`example_item` holds no array ({example_item=}): pass one item, e.g. "
+                         "jax.ShapeDtypeStruct((256,), jnp.float32).")  # fmt: skip
     check_choice(strategy, "strategy", PLANNED)
     check_in_axes(in_axes, example_item)
     if not (margin is None or (isinstance(margin, str) and margin == "calibrated")):
