@@ -8,6 +8,10 @@ BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.batchlab-installed
 export PATH := $(abspath $(BIN)):$(PATH)
 export TQDM_DISABLE ?= 1
+# matplotlib's font cache beside the venv that wrote it: a shared ~/.cache/matplotlib written by
+# another install (a removed venv) names font files that are gone, and the missing-font warnings
+# then land in notebook outputs as stderr (nbval fails on them)
+export MPLCONFIGDIR ?= $(abspath $(VENV))/.mplconfig
 
 .PHONY: setup lab test unit notebooks student lint benchmarks browser-test clean mutants
 .PHONY: test-jax-new setup-other-jax device-wheels device-notebooks

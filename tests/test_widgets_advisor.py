@@ -69,7 +69,7 @@ def test_figure_and_widget(advice):
     handles, labels = ex.figure().axes[0].get_legend_handles_labels()
     marks = [lab for lab in labels if lab.startswith(("lax.map", "host", "vmap"))]
     assert marks and all(lab.endswith("(over budget: not picked)") for lab in marks), marks
-    colors = [h[0].get_color() for h, lab in zip(handles, labels) if lab in marks]
+    colors = [h[0].get_color() for h, lab in zip(handles, labels, strict=True) if lab in marks]
     assert len(set(colors)) == len(colors), "two candidates share a colour"
 
 
