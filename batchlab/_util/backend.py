@@ -41,7 +41,6 @@ class BackendFacts:
         that holds a TPU is 13-15 GiB resident, and such a request took a TPU host down.
       float32_rtol: relative tolerance of float32 results of the default matmul precision
         (TPU: one bf16 pass, about 3 significant digits; GPU: TF32 where the card has it).
-      profile: the size profile of ``batchlab.sizes`` this backend gets.
       source: where these facts come from.
     """
 
@@ -54,7 +53,6 @@ class BackendFacts:
     second_process_may_open: bool
     host_memory_demos: bool
     float32_rtol: float
-    profile: str
     source: str
 
     def padded_bytes(self, shape: tuple[int, ...], dtype=np.float32) -> int:
@@ -116,7 +114,6 @@ FACTS: dict[str, BackendFacts] = {
         second_process_may_open=True,
         host_memory_demos=True,
         float32_rtol=1e-5,
-        profile="cpu",
         source="measured: XLA:CPU, jax 0.10.2 and 0.12 (CI)",
     ),
     "tpu": BackendFacts(
@@ -129,7 +126,6 @@ FACTS: dict[str, BackendFacts] = {
         second_process_may_open=False,
         host_memory_demos=False,
         float32_rtol=2e-2,
-        profile="tpu",
         source="measured: TPU v5 lite (v5e), jax 0.10.2, on a lent machine",
     ),
     "gpu": BackendFacts(
@@ -142,7 +138,6 @@ FACTS: dict[str, BackendFacts] = {
         second_process_may_open=False,
         host_memory_demos=False,
         float32_rtol=5e-3,
-        profile="gpu",
         source="cited from XLA:GPU's source and JAX's docs, unmeasured: no GPU was lent",
     ),
 }

@@ -1,7 +1,7 @@
 """Problem sizes for every notebook, per profile: ``cpu`` (CI and laptops: each notebook
 under 30 s on 2 cores), ``tpu`` (the CPU's sizes, with the overrides in ``TPU``: a jitted call
 costs ~0.5 ms there, so notebooks of many small calls keep small sizes) or ``gpu`` (sizes that
-make memory effects obvious). The profile follows the backend (``backend_facts().profile``);
+make memory effects obvious). The profile is the backend's name (``backend_facts().name``);
 ``BATCHLAB_PROFILE=cpu`` forces one."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def sizes(topic: str, *, profile: str | None = None) -> tuple:
     if topic not in TOPICS:
         raise ValueError(f"`topic` must be one of {sorted(TOPICS)}, got {topic!r}.")
     if profile is None:
-        profile = os.environ.get("BATCHLAB_PROFILE") or backend_facts().profile
+        profile = os.environ.get("BATCHLAB_PROFILE") or backend_facts().name
     if profile not in PROFILES:
         raise ValueError(
             f"`profile` (or BATCHLAB_PROFILE) must be one of {list(PROFILES)}, got {profile!r}; "
