@@ -82,7 +82,7 @@ def _largest(plans, known, budget, upper, method, step) -> int:
     fitting = sorted(u for u, p in known.items() if p <= budget)
     prev, hi = None, None  # prev: the fitting point before lo, for extrapolation
     if method == "interpolate" and fitting:  # warm start from earlier searches
-        lo, prev = fitting[-1], (fitting[-2] if len(fitting) > 1 else None)
+        lo, prev = fitting[-1], (fitting[0] if len(fitting) > 1 else None)  # the widest line
         hi = min((u for u, p in known.items() if u > lo and p > budget), default=None)
         for u in {lo, prev, hi} - {None}:
             plan(u)  # the bracket's points are part of this search's curve
