@@ -80,3 +80,20 @@ def test_host_chunk_size_hints():
         "strategies.host_chunk_size", (0.0, 0.23, 66 / 4), items=512, chunks=(8, 256)
     )
     assert not nonsense.ok and "positive number" in nonsense.message
+
+
+@pytest.mark.parametrize("backend", ["cpu", "tpu"])
+def test_host_chunk_size_temp_ratio_follows_the_backend(backend, monkeypatch):
+    """XLA:TPU fuses the chunk's intermediates: small chunks need not plan fewer extra bytes."""
+    from batchlab._util import backend as facts_module
+
+    monkeypatch.setattr(
+        "batchlab.exercises.batching.backend_facts", lambda: facts_module.FACTS[backend]
+    )
+    args = dict(items=512, chunks=(8, 256))
+    larger = exercises.check("strategies.host_chunk_size", (9.0, 1.4, 66 / 4), **args)
+    assert larger.ok == (backend == "tpu"), larger.message
+    if backend == "cpu":
+        assert "fewer intermediates" in larger.message
+    zero = exercises.check("strategies.host_chunk_size", (9.0, 0.0, 66 / 4), **args)
+    assert not zero.ok

@@ -394,3 +394,13 @@ def test_a_resume_runs_the_failed_items_first_then_goes_on_at_its_size(tmp_path)
     new = [(b.start, b.size, b.items, b.status) for b in r.batches[-3:]]
     # the retried item alone (a short batch sizes nothing), then the run at 4 from item 4
     assert new == [(1, 1, 1, "ok"), (4, 4, 4, "ok"), (8, 2, 2, "ok")], new
+
+
+def test_a_checkpoint_written_on_another_device_is_refused_not_mixed_in(tmp_path, monkeypatch):
+    """A TPU's default float32 matmul is one bf16 pass: its outputs must not join a CPU's."""
+    path = tmp_path / "run.ckpt"
+    first = batchlab.run_batches(item_fn, data(4), batch_size=2, checkpoint=path, progress=False)
+    assert first.complete
+    monkeypatch.setattr("batchlab.runs.runner.device_label", lambda: "tpu (TPU v5 lite)")
+    with pytest.raises(batchlab.CheckpointError, match=r"device: 'cpu \(cpu\)' there, 'tpu"):
+        batchlab.run_batches(item_fn, data(4), batch_size=2, checkpoint=path, progress=False)

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from batchlab._util.backend import backend_facts
 from batchlab.batching.axes import BatchAxisError, explain_axes
 from batchlab.exercises import DIRECTIONS, choose, direction, exercise
 from batchlab.measuring.memory import memory_estimate
@@ -172,8 +173,10 @@ def host_chunk_size(answer: Any, *, items: int, chunks: tuple[int, int]) -> tupl
             "Count the dispatches again: besides one step per chunk, the host loop makes one more "
             "call before the steps and one after them. Use the `dispatches` column of bl.compare."
         )
-    if not temp_ratio < 1:
+    if not temp_ratio < 1 and not backend_facts().fuses_temporaries:  # XLA:TPU fuses them away
         return False, "Smaller chunks hold fewer intermediates: did you divide small by large?"
+    if not temp_ratio > 0:
+        return False, "The temp ratio is small over large chunk's extra bytes: a positive number."
     if not time_ratio > 0:
         return False, "The time ratio is small over large chunk's seconds: a positive number."
     # the time ratio is not judged: a timing never decides a check (a busy machine can flip it)

@@ -10,6 +10,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import jax.numpy as jnp
+
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab.runs.attempt import BatchRunner, Items
 from batchlab.runs.checkpoint import (
@@ -111,6 +113,13 @@ NAME_THE_RUN = (
 )
 
 
+def device_label() -> str:
+    """Where this run's arrays go (``jax.default_device`` honoured): outputs written on one
+    backend are not resumed on another (a TPU's default matmul precision differs from a CPU's)."""
+    device = next(iter(jnp.zeros(()).devices()))
+    return f"{device.platform} ({device.device_kind})"
+
+
 def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Journal:
     """Fingerprints the run (the jaxpr of ``fn``, the items, the settings that change outputs)
     and opens or creates its journal; the batch settings are stored, not fingerprinted."""
@@ -128,7 +137,7 @@ def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Jo
             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}). Run it without "
             f"`checkpoint` to see the error. {NAME_THE_RUN}"
         ) from e
-    parts = {**fn_part, "items": digest(items)[:16], "n_items": data.n}
+    parts = {**fn_part, "items": digest(items)[:16], "n_items": data.n, "device": device_label()}
     parts.update(check_nan=runner.check_nan, batched=runner.batched)
     return Journal.open(checkpoint, parts, settings=settings)
 
