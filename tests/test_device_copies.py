@@ -80,3 +80,26 @@ def test_mark_stale_lists_changed_and_missing_notebooks_only():
     runs[rest[0]] = {"code_hash": "0" * 16}  # ran other code
     marked = RUNNER.mark_stale({"runs": runs}, "why")
     assert marked["stale"] == {first: "why", rest[0]: "why"}
+
+
+def test_a_reference_solution_graded_not_yet_counts_as_an_error():
+    """A solution that is wrong on the device raises nothing: the checker's "not yet" is the sign."""
+    nb = nbformat.v4.new_notebook()
+    ok, wrong = (nbformat.v4.new_code_cell("check()") for _ in range(2))
+    ok.outputs = [nbformat.v4.new_output("stream", name="stdout", text="[a.b] right: ok\n")]
+    plain = {"text/plain": "['[budget.chunk_effect] not yet: More fit']"}
+    wrong.outputs = [nbformat.v4.new_output("execute_result", data=plain, execution_count=1)]
+    nb.cells = [ok, wrong]
+    errors = RUNNER.cell_errors(nb)
+    assert [e["cell"] for e in errors] == [1], errors
+    assert errors[0]["error"].startswith("[budget.chunk_effect] not yet: More fit"), errors
+
+
+@pytest.mark.parametrize("path", sorted(COPIES.glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)
+def test_stored_copies_list_every_error_they_show(path):
+    """The summary's errors are what the stored copy shows (a "not yet" included)."""
+    run = SUMMARY["runs"][path.name]
+    if path.name in SUMMARY["stale"]:
+        pytest.skip("stale: re-run pending")
+    shown = RUNNER.cell_errors(nbformat.read(path, as_version=4))
+    assert shown == run["errors"], (shown, run["errors"])
