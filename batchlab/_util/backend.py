@@ -1,11 +1,6 @@
-"""What each backend does differently, in one place (chex's habit: ``restrict_backends``).
-
-Package, notebooks and tests ask :func:`backend_facts` ("does this backend count fused
-temporaries?", "which float32 tolerance does its default matmul precision give?") instead of
-testing ``jax.default_backend()`` inline. Each fact says where it came from: measured on that
-backend (CPU in CI, TPU v5e on a lent machine) or cited from source and labelled unmeasured
-(GPU: none was lent).
-"""
+"""What each backend does differently, in one place: package, notebooks and tests ask
+:func:`backend_facts` instead of testing ``jax.default_backend()`` inline. Each fact was measured
+(CPU in CI, TPU v5e on a lent machine) or cited from source, unmeasured (GPU: none was lent)."""
 
 from __future__ import annotations
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-import jax
 import numpy as np
 
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab._util.plotting import bytes_axis, log2_axis, new_figure, short_bytes, short_seconds
 from batchlab.batching.strategies import STRATEGIES
+from batchlab.measuring.per_item import machine_label
 
 COLORS = {s: f"C{i}" for i, s in enumerate(STRATEGIES)}  # matplotlib's colour cycle
 
@@ -82,8 +81,7 @@ def plot_comparison(c: Any, *, current: int | None = None):
         _bars(ax_t, ax_m, ok, c.batch_sizes[0])
     else:
         _lines(ax_t, ax_m, c, ok, current)
-    where = f"{jax.default_backend()} backend, {os.cpu_count()} cores, jax {jax.__version__}"
-    ax_t.set_title(f"wall clock, median ({where})", fontsize=10)
+    ax_t.set_title(f"wall clock, median ({machine_label()})", fontsize=10)
     ax_m.set_title("compiled memory analysis")
     ax_t.grid(True, alpha=0.3)
     ax_m.grid(True, alpha=0.3)

@@ -23,8 +23,9 @@ RING = dict(ms=16, mfc="none", mec="red", mew=2.5)  # the current setting, ringe
 
 
 def machine_label() -> str:
-    """Backend, CPU cores and jax version, for the title of a timing plot."""
-    return f"{jax.default_backend()}, {os.cpu_count()} CPU cores, jax {jax.__version__}"
+    """Backend and device kind, host cores and jax version, for the title of a timing plot."""
+    d = jax.devices()[0]
+    return f"{d.platform} ({d.device_kind}), {os.cpu_count()} host cores, jax {jax.__version__}"
 
 
 @dataclass
@@ -127,10 +128,11 @@ class PerItemCost(Rows):
             points = sorted(memory.points, key=lambda p: p.value)
             xs, plans = [p.value for p in points], [p.measurement.memory for p in points]
             peak = [m.planned_bytes for m in plans]
-            label = "planned peak (argument + output + temp)"
+            label = f"planned peak ({plans[-1].planned_from.split(':')[0]})"
             ax_m.plot(xs, peak, "s-", color="tab:orange", lw=2, label=label)
             temp = [max(m.temp_bytes, 1) for m in plans]
-            ax_m.plot(xs, temp, "^-", color="tab:green", lw=2, label="planned temp")
+            zero = " (0 B drawn at 1 B)" if 1 in temp else ""
+            ax_m.plot(xs, temp, "^-", color="tab:green", lw=2, label="planned temp" + zero)
             ax_m.set_yscale("log", base=2)  # ticks at powers of two, in binary units
             ax_m.yaxis.set_major_locator(LogLocator(base=2, numticks=8))
             ax_m.yaxis.set_major_formatter(FuncFormatter(short_bytes))

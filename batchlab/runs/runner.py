@@ -114,8 +114,7 @@ NAME_THE_RUN = (
 
 
 def device_label() -> str:
-    """Where this run's arrays go (``jax.default_device`` honoured): outputs written on one
-    backend are not resumed on another (a TPU's default matmul precision differs from a CPU's)."""
+    """Where this run's arrays go (``jax.default_device`` honoured): one backend per journal."""
     device = next(iter(jnp.zeros(()).devices()))
     return f"{device.platform} ({device.device_kind})"
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
-import jax
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from batchlab._util.checks import check_bool
+from batchlab.measuring.per_item import machine_label
 from batchlab.timeline.intervals import merge, subtract
 
 COLORS = {
@@ -52,8 +51,7 @@ def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
         axes[-1, 0].set_xlabel(TIME_AXIS)
     scale = "same time scale" if share_time else "each panel on its own time scale"
     scale = f", {scale}" if len(timelines) > 1 else ""
-    setup = f"{jax.default_backend()}, {os.cpu_count()} cores, jax {jax.__version__}"
-    fig.suptitle(f"what ran when{scale} (one warmed trace; {setup})", fontsize=12)
+    fig.suptitle(f"what ran when{scale} (one warmed trace; {machine_label()})", fontsize=12)
     handles = [  # one legend entry per kind drawn, below the panels
         Patch(facecolor=c, label=label, hatch="//" if k == "idle" else None, edgecolor="0.75")
         for k, (c, label) in COLORS.items()
