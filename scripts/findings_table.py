@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -40,6 +41,30 @@ def claims(path: Path) -> tuple[str, dict[tuple[str, str], str]]:
     return "", {}
 
 
+def same_claim(key: tuple[str, str]) -> tuple[str, str]:
+    """A claim with its run's numbers and backend name masked: a claim that prints "(0.21)" on
+    the CPU and "(0.31)" on the TPU, or names its backend, is one row."""
+    kind, claim = key
+    return kind, re.sub(r"\b(cpu|tpu|gpu)\b", "<backend>", re.sub(r"\d[\d,.]*", "#", claim))
+
+
+def rows(cpu: dict, tpu: dict) -> list[tuple[str, str, str, str]]:
+    """(kind, claim, CPU verdict, TPU verdict) per claim, in the CPU's order, then the TPU's own;
+    claims equal up to numbers and backend name share a row where that match is one to one."""
+    masked = lambda d: [same_claim(k) for k in d]  # noqa: E731
+    unique = {m for m in masked(cpu) if masked(cpu).count(m) == 1 and masked(tpu).count(m) == 1}
+    tpu_by = {same_claim(k): k for k in tpu if same_claim(k) in unique}
+    out, used = [], set()
+    for key, verdict in cpu.items():
+        twin = key if key in tpu else tpu_by.get(same_claim(key))
+        used.add(twin)
+        figures = ", ".join(re.findall(r"\b(?:cpu|tpu|gpu)\b|\d[\d,.]*", twin[1])) if twin else ""
+        claim = key[1] if twin in (None, key) else f"{key[1]} (TPU's figures: {figures})"
+        out.append((key[0], claim, verdict, tpu.get(twin, "-")))
+    out += [(k[0], k[1], "-", v) for k, v in tpu.items() if k not in used]
+    return out
+
+
 def table() -> str:
     summary = json.loads((ROOT / "notebooks/tpu/summary.json").read_text())
     lines = [
@@ -49,7 +74,8 @@ def table() -> str:
         "`notebooks/` (CI's machine class: 2 cores, validated by nbval), the TPU column from "
         "`notebooks/tpu/` (`make device-notebooks` on a lent TPU v5e). A notebook whose TPU copy "
         "ran older code says so; '-' means the claim was not recorded on that backend (the cell "
-        "said why). GPU: unrun, none was lent.",
+        "said why); a claim whose figures or backend name differ between the two runs shares one "
+        "row, the TPU's figures in brackets. GPU: unrun, none was lent.",
         "",
     ]
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
@@ -63,10 +89,9 @@ def table() -> str:
         if stale:
             lines.append(f"The TPU copy is stale: {stale}.")
         lines += ["", "| kind | claim | CPU | TPU |", "|---|---|---|---|"]
-        for key in [*cpu, *(k for k in tpu if k not in cpu)]:
-            kind, claim = key
+        for kind, claim, cpu_verdict, tpu_verdict in rows(cpu, tpu):
             claim = claim.replace("|", "\\|")
-            lines.append(f"| {kind} | {claim} | {cpu.get(key, '-')} | {tpu.get(key, '-')} |")
+            lines.append(f"| {kind} | {claim} | {cpu_verdict} | {tpu_verdict} |")
         lines.append("")
     return "\n".join(lines)
 

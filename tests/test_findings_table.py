@@ -32,3 +32,39 @@ def test_claims_reads_kind_claim_and_verdict_with_colons_inside(tmp_path):
     scope, rows = findings.claims(path)
     assert scope == "cpu; jax 0.10.2"
     assert rows == {("finding", "a: b"): "holds (wall clock)", ("check", "c"): "does not hold"}
+
+
+def test_claims_equal_up_to_figures_share_a_row_only_when_one_to_one():
+    cpu = {
+        ("finding", "slow on cpu: over 5x"): "holds",
+        ("check", "a batch of 249 plans more than 256"): "holds",
+        ("check", "8 devices"): "holds",
+        ("check", "4 devices"): "holds",  # two CPU claims mask alike: no pairing for them
+    }
+    tpu = {
+        ("finding", "slow on tpu: over 5x"): "inconclusive here",
+        ("check", "a batch of 129 plans more than 136"): "does not hold",
+        ("check", "2 devices"): "holds",
+        ("check", "tpu only"): "holds",
+    }
+    got = findings.rows(cpu, tpu)
+    assert got[0] == (
+        "finding",
+        "slow on cpu: over 5x (TPU's figures: tpu, 5)",
+        "holds",
+        "inconclusive here",
+    )
+    assert got[1][2:] == ("holds", "does not hold") and "(TPU's figures: 129, 136)" in got[1][1]
+    assert got[2] == ("check", "8 devices", "holds", "-") and got[3] == (
+        "check",
+        "4 devices",
+        "holds",
+        "-",
+    )
+    assert ("check", "2 devices", "-", "holds") in got and (
+        "check",
+        "tpu only",
+        "-",
+        "holds",
+    ) in got
+    assert len(got) == 6

@@ -130,7 +130,8 @@ class Check:
 @dataclass(frozen=True)
 class Finding(Check):
     """A claim decided on its case and on a ``contrast`` where the ``rival`` explanation is true:
-    it stands only when the two read opposite ways, else it reads *inconclusive here*."""
+    it holds only when the two read opposite ways; a case that does not hold decides alone (the
+    claim is false here, whatever the contrast); else it reads *inconclusive here*."""
 
     contrast: Claim
     rival: str
@@ -142,8 +143,13 @@ class Finding(Check):
 
     @property
     def outcome(self) -> str:
-        """The case's outcome where the contrast discriminates, else inconclusive."""
-        return self.claim.outcome if self.discriminates else INCONCLUSIVE
+        """The case's outcome where the contrast discriminates or the case fails, else
+        inconclusive."""
+        return (
+            self.claim.outcome
+            if self.discriminates or self.claim.outcome == FAILS
+            else INCONCLUSIVE
+        )
 
     @property
     def timed(self) -> bool:
@@ -152,7 +158,11 @@ class Finding(Check):
 
     def __repr__(self) -> str:
         d, c = self.claim.decision, self.contrast.decision
-        tail = "" if self.discriminates else " (no contrast: not evidence here)"
+        tail = (
+            ""
+            if self.discriminates or self.claim.outcome == FAILS
+            else " (no contrast: not evidence here)"
+        )
         rival = f"rival's case: {c.outcome}, {c.value or c.deciding}{tail}"
         return f"{self.verdict}: {d.short or d.deciding}; {rival}"
 
