@@ -36,24 +36,14 @@ def pipeline_time(answer: Any) -> tuple[bool, str]:
 @exercise("loading.shuffled_slices", "shuffled_batches(n_items, batch_size, seed): slices.")
 def shuffled_slices(answer: Any) -> tuple[bool, str]:
     for n, b in [(10, 3), (9, 3), (0, 4), (2, 5), (64, 4)]:
-        got = [np.asarray(x).tolist() for x in answer(n, b, 0)]
-        if sorted(i for x in got for i in x) != list(range(n)) or any(not x for x in got):
-            return False, (
-                f"For n_items={n}, batch_size={b}: every item once, no empty batch (what happens "
-                f"to the remainder n % batch_size?)."
-            )
-        blocks = {tuple(range(i, min(i + b, n))) for i in range(0, n, b)}
-        if {tuple(x) for x in got} != blocks:
-            return False, (
-                f"For n_items={n}, batch_size={b}: each batch must be one run of neighbours "
-                f"(i, i+1, ...), starting at a multiple of batch_size, so that it is a slice."
-            )
+        got, case = [tuple(np.asarray(x).tolist()) for x in answer(n, b, 0)], f"For {n=}, {b=}"
+        if sorted(i for x in got for i in x) != list(range(n)) or not all(got):
+            return False, f"{case}: every item once, no empty batch; and the remainder n % b?"
+        if set(got) != {tuple(range(i, min(i + b, n))) for i in range(0, n, b)}:
+            return False, f"{case}: each batch is a slice, neighbours from a multiple of b."
     orders = [[int(np.asarray(x)[0]) for x in answer(64, 4, s)] for s in (0, 1, 0)]
     if orders[0] == sorted(orders[0]) or orders[0] == orders[1] or orders[0] != orders[2]:
-        return (
-            False,
-            "The batches' order must be random: new with a new seed, the same with the same.",
-        )
+        return False, "The batches' order must be random: new for a new seed, same for the same."
     return True, "Right for every case, including the remainder and an empty dataset."
 
 
