@@ -229,9 +229,25 @@ def test_exercises_accept_solutions_and_hint_otherwise():
     assert "start-up" in exercises.check("loading.pipeline_time", no_start_up).message
     wrong = exercises.check("loading.pipeline_time", lambda n, L, C, p: n * (L + C))
     assert not wrong and "same time" in wrong.message
-    assert exercises.check("loading.all_batches", lambda n, b: batch_indices(n, b))
+
+
+def shuffled_slices(n, b, seed):
+    starts = np.random.default_rng(seed).permutation(np.arange(0, n, b))
+    return [np.arange(s, min(s + b, n)) for s in starts]
+
+
+def test_shuffled_slices_exercise_accepts_slices_in_random_order_and_hints_otherwise():
+    assert exercises.check("loading.shuffled_slices", shuffled_slices)
+    in_order = exercises.check("loading.shuffled_slices", lambda n, b, s: batch_indices(n, b))
+    assert not in_order and "random" in in_order.message
+    gathers = exercises.check(
+        "loading.shuffled_slices",
+        lambda n, b, s: np.array_split(np.random.default_rng(s).permutation(n), max(1, -(-n // b))),
+    )
+    assert not gathers and "slice" in gathers.message
     dropped = exercises.check(
-        "loading.all_batches", lambda n, b: [range(i, i + b) for i in range(0, n - b + 1, b)]
+        "loading.shuffled_slices",
+        lambda n, b, s: [np.arange(i, i + b) for i in range(0, n - b + 1, b)],
     )
     assert not dropped and "remainder" in dropped.message
 

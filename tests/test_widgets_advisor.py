@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -71,6 +73,22 @@ def test_figure_and_widget(advice):
     assert marks and all(lab.endswith("(over budget: not picked)") for lab in marks), marks
     colors = [h[0].get_color() for h, lab in zip(handles, labels, strict=True) if lab in marks]
     assert len(set(colors)) == len(colors), "two candidates share a colour"
+
+
+@pytest.mark.parametrize("spread", [1.05, 1.3, 2.5, 3.9, 5.0, 11.0, 19.0, 60.0])
+def test_time_axis_labels_three_to_eight_ticks_whatever_the_spread(advice, spread):
+    # a TPU's candidates can sit within 2x of each other (1-2-5 ticks labelled one), a CPU's
+    # over 10x (every 1..9 labelled crowds the axis): 3 to 8 labelled ticks in the drawn range
+    timed = [c for c in advice.candidates if c.samples is not None]
+    fake = []  # the same candidates with hypothetical timings, 1 us to `spread` us per item
+    for i, c in enumerate(timed):
+        per_call = 1e-6 * c.items * spread ** (i / max(1, len(timed) - 1))
+        s = dataclasses.replace(c.samples, values=(per_call,) * len(c.samples.values))
+        fake.append(dataclasses.replace(c, samples=s))
+    ax = bl.advisor.plot_candidates(dataclasses.replace(advice, candidates=tuple(fake))).axes[0]
+    lo, hi = ax.get_ylim()
+    shown = [t for t in ax.get_yticks() if lo <= t <= hi]
+    assert 3 <= len(shown) <= 8, (spread, shown)
 
 
 @pytest.mark.parametrize(

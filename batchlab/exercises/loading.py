@@ -33,16 +33,17 @@ def pipeline_time(answer: Any) -> tuple[bool, str]:
     return True, "Right for every case. Compare its speed-up for 12 batches with the loops'."
 
 
-@exercise("loading.all_batches", "batches(n_items, batch_size): every item once, in order.")
-def all_batches(answer: Any) -> tuple[bool, str]:
-    for n, b in [(10, 3), (9, 3), (0, 4), (2, 5)]:
-        got = [np.asarray(x).tolist() for x in answer(n, b)]
-        flat = [i for x in got for i in x]
-        if flat != list(range(n)) or any(len(x) > b or len(x) == 0 for x in got):
-            return False, (
-                f"For n_items={n}, batch_size={b} the batches hold {len(flat)} indices in "
-                f"{len(got)} batches of 1 to {b}? What happens to the remainder n % batch_size?"
-            )
+@exercise("loading.shuffled_slices", "shuffled_batches(n_items, batch_size, seed): slices.")
+def shuffled_slices(answer: Any) -> tuple[bool, str]:
+    for n, b in [(10, 3), (9, 3), (0, 4), (2, 5), (64, 4)]:
+        got, case = [tuple(np.asarray(x).tolist()) for x in answer(n, b, 0)], f"For {n=}, {b=}"
+        if sorted(i for x in got for i in x) != list(range(n)) or not all(got):
+            return False, f"{case}: every item once, no empty batch; and the remainder n % b?"
+        if set(got) != {tuple(range(i, min(i + b, n))) for i in range(0, n, b)}:
+            return False, f"{case}: each batch is a slice, neighbours from a multiple of b."
+    orders = [[int(np.asarray(x)[0]) for x in answer(64, 4, s)] for s in (0, 1, 0)]
+    if orders[0] == sorted(orders[0]) or orders[0] == orders[1] or orders[0] != orders[2]:
+        return False, "The batches' order must be random: new for a new seed, same for the same."
     return True, "Right for every case, including the remainder and an empty dataset."
 
 
