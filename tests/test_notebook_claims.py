@@ -324,10 +324,9 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "02": (
         (
             "plain JAX, default settings, warns about",
-            "(n, 1) - (n,) makes an",
             "a ({B},) mask times ({B}, {T})",
         ),
-        ("per-item code under vmap applies a",),
+        ("(n, 1) - (n,) makes an", "per-item code under vmap applies a"),
     ),
     "03": (
         (
@@ -362,10 +361,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "07": (
-        (
-            "with 60% of the device held",
-            "a per-item flag returned by the",
-        ),
+        ("with 60% of the device held",),
         (
             "told only a budget, the run",
             "host checks, one jax.vmap and jnp.isfinite",
@@ -374,6 +370,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "the stand-in fails exactly when the",
             "on the stand-in, failed tries",
             "a callback's errors are pinned on",
+            "a per-item flag returned by the",
             "Ctrl-C stops a run with a",
             "a run resumed from its checkpoint",
         ),
