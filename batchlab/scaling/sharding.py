@@ -28,10 +28,25 @@ class ShardedBatch:
     process_items: tuple[int, ...] = ()  # several processes: the real rows each fed
     process_starts: tuple[int, ...] = ()  # and the global row where each one's rows start
 
-    n_devices = property(lambda self: int(self.sharding.mesh.shape[AXIS]))
-    padded_items = property(lambda self: int(self.mask.shape[0]))
-    n_padding = property(lambda self: self.padded_items - self.n_items)
-    items_per_device = property(lambda self: self.padded_items // self.n_devices)
+    @property
+    def n_devices(self) -> int:
+        """Devices the batch is split over."""
+        return int(self.sharding.mesh.shape[AXIS])
+
+    @property
+    def padded_items(self) -> int:
+        """Items after padding to a multiple of ``n_devices``."""
+        return int(self.mask.shape[0])
+
+    @property
+    def n_padding(self) -> int:
+        """Padding items added (``padded_items - n_items``)."""
+        return self.padded_items - self.n_items
+
+    @property
+    def items_per_device(self) -> int:
+        """Items each device holds."""
+        return self.padded_items // self.n_devices
 
     def unpad(self, result: Any) -> Any:
         """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real ones."""

@@ -14,7 +14,7 @@ import numpy as np
 from batchlab._util.backend import backend_facts
 from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
 from batchlab._util.format import Rows, format_bytes, format_seconds
-from batchlab.measuring.memory import memory_estimate
+from batchlab.measuring.plan import memory_estimate
 from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.timing import time_alone
 from batchlab.scaling.sharding import replicate, shard_batch
