@@ -40,8 +40,8 @@ import numpy as np
 import batchlab
 from batchlab import format_bytes, format_seconds, text_table
 from batchlab._util.child import TIMEOUT
+from batchlab.measuring.plan import batch_args, planned_bytes, unjit
 from batchlab.runs.calibration import BatchJob, call, run_jobs
-from batchlab.runs.planning import batch_args, planned_bytes, unjit
 from batchlab.runs.search import compilation_target
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -327,7 +327,8 @@ def test_advised_batch_runs_under_an_address_space_limit(strategy):
 def test_a_candidate_whose_compile_runs_out_of_memory_is_not_run_and_uncalibrated_says_so(
     monkeypatch,
 ):
-    from batchlab.runs import calibration, planning
+    from batchlab.measuring import plan as planning
+    from batchlab.runs import calibration
 
     text = (
         "RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for HLO "

@@ -776,6 +776,18 @@ case(
     r"`device_counts`",
 )
 case(
+    "measure_scaling(x='abc')",
+    lambda: batchlab.measure_scaling(double, "abc", [1]),
+    TypeError,
+    r"`x`",
+)
+case(
+    "measure_scaling(fn drops the batch axis)",
+    lambda: batchlab.measure_scaling(lambda b: b.mean(), jnp.ones(5), [2]),
+    ValueError,
+    r"`fn` must return one result per item \(a leading axis of 5.*got outputs of shape \(\)",
+)
+case(
     "measure_scaling(repeat=0)",
     lambda: batchlab.measure_scaling(double, X, [1], repeat=0),
     ValueError,

@@ -34,6 +34,12 @@ def _needs_x(answer, *, x):
     return True, "fine"
 
 
+@exercise("testing.context_first", "Write f(x) -> x.")
+def _context_first(answer, *, make):
+    x = make()  # the notebook's context runs first
+    return bool(answer(x) == x), "fine"
+
+
 X = jnp.array([1.0, 2.0, 3.0, 100.0])
 MASK = jnp.array([True, True, True, False])
 
@@ -69,6 +75,18 @@ def test_errors_in_the_learners_function_become_hints(answer, error):
     assert not r.ok
     assert r.message.startswith(f"Your answer raised {error}")
     assert "Traceback" not in r.message and "\n" not in r.message
+
+
+def test_an_error_of_the_notebooks_context_is_raised_not_blamed_on_the_answer():
+    def broken_context():
+        raise ZeroDivisionError("the notebook's own cell")
+
+    with pytest.raises(ZeroDivisionError, match="the notebook's own cell") as info:
+        check("testing.context_first", lambda x: x, make=broken_context)
+    assert "before your answer ran: not your answer's error" in "".join(info.value.__notes__)
+    # once the answer runs, its errors are hints
+    r = check("testing.context_first", lambda x: x / 0, make=lambda: 1)
+    assert not r.ok and r.message.startswith("Your answer raised ZeroDivisionError")
 
 
 def test_repr_and_html():

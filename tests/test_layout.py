@@ -28,7 +28,11 @@ MAX_LINES = 420
 #: -> 12,486: the accelerator work (backend facts, out of memory when compiling, in-process
 #: calibration, batch handing in_axes to jax.vmap) added 505 lines and a search for cuts found 19;
 #: issue 48 keeps the cut back to 12,000 open, and this cap only stops further growth)
-MAX_PACKAGE_LINES = 12_500
+#: -> 12,672 (main was at 12,517): issue 48's 38 ``property(lambda)`` as documented @property (+115),
+#: Samples in its own measuring/ module (+15), one plan module (-17), the audit's refusals
+#: (+38); a search for cuts (dead code, duplicates, internal docstrings) found none that keeps
+#: behaviour, so the cut back to 12,000 stays open; -> 12,678: load_npy names `shape` / `dtype`
+MAX_PACKAGE_LINES = 12_678
 
 
 def module_name(path: Path) -> str:

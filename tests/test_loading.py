@@ -108,15 +108,19 @@ def test_npz_is_not_a_npy(tmp_path):
         load_npy(p)
 
 
-def test_shape_and_dtype_mismatch(tmp_path):
+def test_shape_and_dtype_mismatch_names_the_argument_not_pickles(tmp_path):
     p = tmp_path / "x.npy"
     np.save(p, np.zeros((2, 3), np.float32))
     with pytest.raises(
-        ValueError, match=r"x\.npy.*holds float32\[2, 3\]; expected float32\[3, 2\]"
-    ):
+        ValueError,
+        match=r"x\.npy holds float32\[2, 3\]; expected float32\[3, 2\]: `shape`=\(3, 2\)",
+    ) as info:
         load_npy(p, shape=(3, 2), dtype="float32")
-    with pytest.raises(ValueError, match=r"x\.npy.*holds float32\[2, 3\]; expected int32"):
+    assert "pickle" not in str(info.value)
+    with pytest.raises(ValueError, match=r"holds float32\[2, 3\]; expected int32: `dtype`=int32"):
         load_npy(p, dtype="int32")
+    with pytest.raises(ValueError, match=r": `shape`=\(3,\) and `dtype`=int32 does not match"):
+        load_npy(p, shape=(3,), dtype="int32")
 
 
 def test_missing_item_file_during_iteration(tmp_path):

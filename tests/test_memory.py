@@ -9,7 +9,7 @@ import pytest
 
 import batchlab as bl
 from batchlab.measuring.live import DeviceMemory
-from batchlab.measuring.memory import PEAK_FROM_XLA, PEAK_NO_XLA, PEAK_SUM_ABOVE_XLA
+from batchlab.measuring.plan import PEAK_FROM_XLA, PEAK_NO_XLA, PEAK_SUM_ABOVE_XLA
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ ONE_THING = {
     ("batchlab/batching/comparison.py", "compare"): (
         "each strategy's compile and first call (one thing each); its run times are interleaved"
     ),
-    ("batchlab/_util/compile.py", "compile_fn"): "the two phases of one compile (lower, compile)",
+    ("batchlab/measuring/plan.py", "compile_fn"): "the two phases of one compile (lower, compile)",
     ("batchlab/runs/calibration.py", "run_here"): (
         "each job's peak memory in a fresh process (VmHWM, memory not time), one after the other"
     ),

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import batchlab as bl
-from batchlab.measuring.memory import estimate_from_compiled
-from batchlab.runs.planning import batch_planner, batch_spec
+from batchlab.measuring.plan import batch_planner, batch_spec, estimate_from_compiled
 
 D, H = 32, 48
 W1 = jax.random.normal(jax.random.key(0), (D, H), jnp.float32) / D
@@ -60,7 +59,7 @@ def test_jitted_closure_and_measure_run_the_hoisted_plan():
     assert est.argument_bytes == xs.nbytes + W1.nbytes + W2.nbytes
     m = bl.measure(f, xs, repeat=2)
     assert m.memory.planned_bytes == est.planned_bytes
-    from batchlab._util.compile import compile_fn
+    from batchlab.measuring.plan import compile_fn
 
     c = compile_fn(f, (xs,), {})
     assert c.hoisted and c.const_bytes == W1.nbytes + W2.nbytes
@@ -106,7 +105,7 @@ def test_donation_lowers_the_plan_of_a_real_update():
 
 
 def test_which_figure_the_plan_came_from():
-    from batchlab.measuring.memory import PEAK_FROM_XLA, PEAK_NO_XLA
+    from batchlab.measuring.plan import PEAK_FROM_XLA, PEAK_NO_XLA
 
     tie = estimate_from_compiled(_fake(1000, 1000, 24, 1000, peak=1024), "fn")
     assert tie.planned_bytes == 1024 and tie.planned_from == PEAK_FROM_XLA  # a tie: XLA's own

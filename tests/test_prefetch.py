@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import queue
 import threading
 import time
@@ -115,18 +116,32 @@ def test_early_stop_leaves_no_thread(how):
     assert closed.wait(5.0), "the loader's own cleanup (finally) did not run"
 
 
-def test_slow_loader_stop_waits_at_most_one_item():
-    def slow():
-        while True:
-            time.sleep(0.05)
-            yield np.zeros(1)
+def test_stop_ends_a_loader_waiting_on_a_full_queue_and_starts_no_load(monkeypatch):
+    """close() while the loader waits to put a batch on a full queue: it ends, loading no more."""
+    started: list[int] = []
+    puts = threading.Semaphore(0)
 
-    it = prefetch(slow(), size=1)
-    next(it)
-    t0 = time.perf_counter()
+    class Watched(queue.Queue):
+        def put(self, item, block=True, timeout=None):
+            puts.release()
+            return super().put(item, block, timeout)
+
+    monkeypatch.setattr(prefetching, "queue", types.SimpleNamespace(Queue=Watched, Full=queue.Full))
+
+    def source():
+        for i in itertools.count():
+            started.append(i)
+            yield np.full(1, i)
+
+    it = prefetch(source(), size=1)
+    next(it)  # batch 0 taken, batch 1 waits in the queue: the third put (batch 2) finds it full
+    assert all(puts.acquire(timeout=60) for _ in range(3)), "the loader did not run ahead"
+    before = len(started)
     it.close()
-    assert time.perf_counter() - t0 < 2.0
-    assert _wait_no_threads() == []
+    # ended by the time close() returns (a put that blocked on the full queue would keep it
+    # alive past join's timeout), and no load started after close()
+    assert prefetch_threads() == [], "close() returned with the loader still running"
+    assert len(started) == before, f"{len(started) - before} loads started after close()"
 
 
 def test_unstarted_prefetch_starts_no_thread():

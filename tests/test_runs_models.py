@@ -10,8 +10,8 @@ import optax
 import pytest
 
 import batchlab
+from batchlab.measuring.plan import batch_planner, batch_spec
 from batchlab.runs.checkpoint import fn_fingerprint
-from batchlab.runs.planning import batch_planner, batch_spec
 
 D = 16
 

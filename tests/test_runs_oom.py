@@ -334,7 +334,7 @@ TPU_COMPILE_OOM = (
 def compile_runs_out_above(monkeypatch, limit, strategy=None):
     """The kit's compile step as XLA:TPU's: a batch over ``limit`` items (of ``strategy``)
     raises TPU_COMPILE_OOM from the compile; returns the batch sizes that compiled."""
-    from batchlab.runs import planning
+    from batchlab.measuring import plan as planning
 
     real, compiled = planning.compile_fn, []
 

@@ -12,9 +12,9 @@ import pytest
 from conftest import load_benchmark
 
 import batchlab
+from batchlab.measuring.plan import batch_planner, batch_spec, compile_program
 from batchlab.runs import calibration
 from batchlab.runs.errors import is_out_of_memory
-from batchlab.runs.planning import batch_planner, batch_spec, compile_program
 
 D = 64
 W = jax.random.normal(jax.random.key(0), (D, D), jnp.float32) / D  # not constant-foldable
@@ -39,7 +39,7 @@ def with_w(x, w):
 @pytest.mark.parametrize("wrap", [lambda f: f, jax.jit], ids=["plain", "jitted"])
 def test_closed_over_weights_plan_as_arguments(size, strategy, chunk, wrap):
     f_closed = batchlab.batch(
-        batchlab.runs.planning.unjit(wrap(closed)), strategy=strategy, chunk_size=chunk
+        batchlab.measuring.plan.unjit(wrap(closed)), strategy=strategy, chunk_size=chunk
     )
     f_args = batchlab.batch(with_w, strategy=strategy, chunk_size=chunk, in_axes=(0, None))
     plan_closed = batch_planner(f_closed)(batch_spec(ITEM, size))

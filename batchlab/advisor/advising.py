@@ -21,13 +21,13 @@ from batchlab._util.format import format_bytes
 from batchlab.advisor.candidates import dense_candidates, fn_name, ragged_candidates
 from batchlab.advisor.report import Advice, CandidateResult
 from batchlab.batching.strategies import ADVISED
-from batchlab.claims.evidence import Samples
 from batchlab.claims.rules import HOLDS, ratio_above, ratio_below
+from batchlab.measuring.plan import unjit
 from batchlab.measuring.sampler import interleaved
+from batchlab.measuring.samples import Samples
 from batchlab.ragged.datasets import TokenDataset
 from batchlab.ragged.padding import Ragged, as_ragged
 from batchlab.runs.budget import Budget, check_in_axes, max_batch_size
-from batchlab.runs.planning import unjit
 from batchlab.runs.search import NO_ROOM
 
 SOURCE = "bl.measuring.interleaved: wall clock of one call, paired by round"

@@ -11,10 +11,10 @@ import jax
 import numpy as np
 
 from batchlab.batching.strategies import batch
+from batchlab.measuring.plan import batch_planner, compile_program, spec_of, unjit
 from batchlab.ragged.bucketing import bucket_batches
 from batchlab.ragged.packing import pack
 from batchlab.runs.errors import is_out_of_memory
-from batchlab.runs.planning import batch_planner, compile_program, spec_of, unjit
 from batchlab.runs.search import NO_ROOM
 
 

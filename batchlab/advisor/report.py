@@ -11,7 +11,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab._util.plotting import new_figure, short_bytes, short_seconds
-from batchlab.claims.evidence import Samples
+from batchlab.measuring.samples import Samples
 from batchlab.runs.budget import Budget
 from batchlab.runs.search import NO_ROOM
 
@@ -30,7 +30,10 @@ class CandidateResult:
     code: str
     note: str = ""
 
-    per_item = property(lambda self: self.samples and self.samples.median / self.items)
+    @property
+    def per_item(self) -> float | None:
+        """The median time per item, in seconds (None where not timed)."""
+        return self.samples and self.samples.median / self.items
 
 
 def plot_candidates(advice: Advice, *, budget: int | None = None, pick: str | None = None):
@@ -110,7 +113,10 @@ class Advice(Rows):
             f"no candidate {label!r}; this advice has {[c.label for c in self.candidates]}."
         )
 
-    best = property(lambda self: self.recommended and self[self.recommended])
+    @property
+    def best(self) -> CandidateResult | None:
+        """The recommended strategy's row (None where nothing is recommended)."""
+        return self.recommended and self[self.recommended]
 
     @property
     def unit(self) -> str:

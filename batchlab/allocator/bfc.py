@@ -155,23 +155,35 @@ class BFCAllocator:
     def _sizes(self, *states: str) -> list[int]:
         return [c.size for c in self.chunks if c.state in states]
 
-    #: bytes asked for by live allocations
-    in_use = property(lambda self: sum(c.requested for c in self.live.values()))
+    @property
+    def in_use(self) -> int:
+        """Bytes asked for by live allocations."""
+        return sum(c.requested for c in self.live.values())
 
-    #: XLA's ``bytes_in_use``: bytes of the pieces handed out (rounding and unsplit rests)
-    bytes_in_use = property(lambda self: sum(c.size for c in self.live.values()))
+    @property
+    def bytes_in_use(self) -> int:
+        """XLA's ``bytes_in_use``: bytes of the pieces handed out (rounding and unsplit rests)."""
+        return sum(c.size for c in self.live.values())
 
-    #: XLA's ``pool_bytes``: bytes reserved from the device (handed out and free pieces)
-    pool_bytes = property(lambda self: self.bytes_in_use + sum(self._sizes(FREE)))
+    @property
+    def pool_bytes(self) -> int:
+        """XLA's ``pool_bytes``: bytes reserved from the device (handed out and free pieces)."""
+        return self.bytes_in_use + sum(self._sizes(FREE))
 
-    #: bytes not handed out: free pool pieces and unreserved device memory
-    free_total = property(lambda self: self.capacity - self.bytes_in_use)
+    @property
+    def free_total(self) -> int:
+        """Bytes not handed out: free pool pieces and unreserved device memory."""
+        return self.capacity - self.bytes_in_use
 
-    #: the largest single request that could be served now (a free piece, or room to grow)
-    largest_free = property(lambda self: max(self._sizes(FREE, UNRESERVED), default=0))
+    @property
+    def largest_free(self) -> int:
+        """The largest single request that could be served now (a free piece, or room to grow)."""
+        return max(self._sizes(FREE, UNRESERVED), default=0)
 
-    #: XLA's ``largest_free_block_bytes``: the largest free piece *inside the pool*
-    largest_free_block = property(lambda self: max(self._sizes(FREE), default=0))
+    @property
+    def largest_free_block(self) -> int:
+        """XLA's ``largest_free_block_bytes``: the largest free piece *inside the pool*."""
+        return max(self._sizes(FREE), default=0)
 
     @property
     def fragmentation(self) -> float:
@@ -204,4 +216,7 @@ class PlatformAllocator(BFCAllocator):
     def _release(self, chunk: Piece) -> None:
         self.device_calls += 1
 
-    largest_free = property(lambda self: self.capacity - self.bytes_in_use)
+    @property
+    def largest_free(self) -> int:
+        """The largest request that fits now: all bytes not handed out (no fragmentation)."""
+        return self.capacity - self.bytes_in_use

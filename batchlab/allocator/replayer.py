@@ -53,10 +53,15 @@ class Events:
     def from_events(cls, events: Iterable[Event | tuple], name: str = "events") -> Events:
         return cls(tuple(Event(*e) for e in events), name, "hand-written events")
 
-    n_allocs = property(lambda self: sum(e.kind == "alloc" for e in self.events))
+    @property
+    def n_allocs(self) -> int:
+        """Allocation events in the trace."""
+        return sum(e.kind == "alloc" for e in self.events)
 
-    #: the most bytes live at once (no allocator: just the sum of live sizes)
-    peak_live_bytes = property(lambda self: self._peak(int))
+    @property
+    def peak_live_bytes(self) -> int:
+        """The most bytes live at once (no allocator: just the sum of live sizes)."""
+        return self._peak(int)
 
     def peak_rounded_bytes(self) -> int:
         """The live peak with every request rounded up to XLA's 256 bytes."""
@@ -151,9 +156,15 @@ class Replay:
     device_calls: int
     differences: tuple[tuple[str, str, str], ...] = ()  # (parameter, here, XLA) where not XLA's
 
-    peak_in_use = property(lambda self: max(self.in_use, default=0))
+    @property
+    def peak_in_use(self) -> int:
+        """The most bytes in use at any step."""
+        return max(self.in_use, default=0)
 
-    max_fragmentation = property(lambda self: max(self.fragmentation, default=0.0))
+    @property
+    def max_fragmentation(self) -> float:
+        """The worst fragmentation at any step (0 when the trace is empty)."""
+        return max(self.fragmentation, default=0.0)
 
     @property
     def failures_despite_free(self) -> int:
@@ -197,7 +208,10 @@ class CapacityScan(Rows):
         pairs = zip(self.capacities, self.fits, strict=True)
         return tuple(c for c, ok in pairs if s is not None and c > s and not ok)
 
-    monotone = property(lambda self: not self.failing_above_smallest)
+    @property
+    def monotone(self) -> bool:
+        """Whether every capacity above :attr:`smallest` fits too."""
+        return not self.failing_above_smallest
 
     def intervals(self) -> list[tuple[int, int, bool]]:
         """Runs of consecutive scanned capacities with the same outcome: (first, last, fits)."""

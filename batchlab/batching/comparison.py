@@ -17,17 +17,22 @@ from batchlab._util.checks import (
     check_positive_int,
     check_positive_ints,
 )
-from batchlab._util.compile import compile_fn, function_name
 from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
 from batchlab.batching.axes_spec import layout_of
 from batchlab.batching.comparison_plot import plot_comparison
 from batchlab.batching.host_chunks import nbytes
 from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch
-from batchlab.claims.evidence import Samples
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
-from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled, memory_estimate
+from batchlab.measuring.plan import (
+    MemoryEstimate,
+    compile_fn,
+    estimate_from_compiled,
+    function_name,
+    memory_estimate,
+)
 from batchlab.measuring.sampler import interleaved
+from batchlab.measuring.samples import Samples
 from batchlab.measuring.timing import COMPILE_NOTE, Measurement, time_alone
 
 SOURCES = (

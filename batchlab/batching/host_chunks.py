@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.format import Rows, format_bytes
-from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
+from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled
 
 
 def bounds(n: int, k: int) -> list[tuple[int, int]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from batchlab.claims.claim import NAMES, SOURCE_CLAIMS, Claim, Record, source_claim
-from batchlab.claims.evidence import Number, Samples, Scope
+from batchlab.claims.evidence import Number, Scope
 from batchlab.claims.rules import (
     FAILS,
     HOLDS,
@@ -16,6 +16,7 @@ from batchlab.claims.rules import (
     ratio_below,
     relation,
 )
+from batchlab.measuring.samples import Samples  # here too: notebooks 06 and 07 use it
 
 __all__ = [
     "FAILS",

@@ -13,7 +13,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from batchlab._util.checks import check_choice, check_positive_float
-from batchlab.claims.evidence import Evidence, Number, Samples, format_value
+from batchlab.claims.evidence import Evidence, Number
+from batchlab.measuring.samples import Samples, format_value
 
 HOLDS = "holds"
 FAILS = "does not hold"

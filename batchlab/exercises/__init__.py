@@ -7,6 +7,7 @@ a notebook calls ``exercises.check("tour.predict_bytes", my_answer, **context)``
 
 from __future__ import annotations
 
+import functools
 import html
 import importlib
 import inspect
@@ -80,7 +81,8 @@ class CheckResult:
 
 def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
     """Checks a learner's answer (truthy when correct): a wrong one, the stub ``...`` or an error
-    in it is a hint; an unknown id or a ``context`` the checker cannot take is raised."""
+    in it is a hint; an unknown id, a ``context`` the checker cannot take, or an error raised
+    before a function answer ran (the notebook's context) is raised."""
     checker, _ = _lookup(exercise_id)
     try:
         inspect.signature(checker).bind(answer, **context)
@@ -92,9 +94,24 @@ def check(exercise_id: str, answer: Any, **context: Any) -> CheckResult:
     if _unanswered(answer):
         stub = "No answer yet: replace every ... with your answer and run again."
         return CheckResult(exercise_id, False, stub)
+    ran: list[bool] = []  # a function answer notes that it ran: before, an error is not its own
+    given = answer
+    if inspect.isfunction(answer):
+
+        @functools.wraps(answer)
+        def given(*args: Any, **kwargs: Any) -> Any:
+            ran.append(True)
+            return answer(*args, **kwargs)
+
     try:
-        ok, message = checker(answer, **context)
+        ok, message = checker(given, **context)
     except Exception as e:
+        if given is not answer and not ran:
+            e.add_note(
+                f"check({exercise_id!r}, ...): raised by the check's context "
+                f"({', '.join(sorted(context))}) before your answer ran: not your answer's error."
+            )
+            raise
         first = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         given = ", ".join(f"{n}={_describe(v)}" for n, v in context.items())
         how = "the check called it with" if callable(answer) else "checked with"

@@ -14,7 +14,7 @@ import numpy as np
 from batchlab._util.backend import backend_facts
 from batchlab.batching.axes import BatchAxisError, explain_axes
 from batchlab.exercises import DIRECTIONS, choose, direction, exercise
-from batchlab.measuring.memory import memory_estimate
+from batchlab.measuring.plan import memory_estimate
 from batchlab.ragged.boundaries import optimal_boundaries, padded_elements
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from batchlab.allocator import BFCAllocator
 from batchlab.exercises import choose, direction, exercise
-from batchlab.measuring.memory import memory_estimate
+from batchlab.measuring.plan import memory_estimate
 from batchlab.runs.budget import max_batch_size
 
 

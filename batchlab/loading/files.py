@@ -103,17 +103,23 @@ def load_npy(
         array = e
     if isinstance(array, np.lib.npyio.NpzFile):
         array.close()
-    good = isinstance(array, np.ndarray) and (shape is None or tuple(shape) == array.shape)
-    if not good or (dtype is not None and array.dtype != dtype):
-        error = isinstance(array, BaseException)
-        got = f"{array.dtype.name}{list(array.shape)}" if isinstance(array, np.ndarray) else None
-        how = f"{'raised' if error else 'returned'} {type(array).__name__}"
-        why = f"holds {got}" if got else f"is no plain .npy array (np.load {how})"
-        raise ValueError(
-            f"`path` {path} {why}; expected {want}. batchlab never unpickles (a pickle can run "
-            "code): save plain arrays with np.save(path, np.asarray(x, dtype=...))."
-        ) from (array if error else None)
-    return array
+    if isinstance(array, np.ndarray):
+        bad_shape = shape is not None and tuple(shape) != array.shape
+        wrong = [f"`shape`={tuple(shape)}"] if bad_shape else []
+        wrong += [f"`dtype`={name}"] if dtype is not None and array.dtype != dtype else []
+        if wrong:
+            raise ValueError(
+                f"`path` {path} holds {array.dtype.name}{list(array.shape)}; expected {want}: "
+                f"{' and '.join(wrong)} does not match the file. Pass what it holds (None: any), "
+                "or regenerate the data with batchlab.loading.make_dataset(...)."
+            )
+        return array
+    how = f"{'raised' if isinstance(array, BaseException) else 'returned'} {type(array).__name__}"
+    raise ValueError(
+        f"`path` {path} is no plain .npy array (np.load {how}); expected {want}. batchlab never "
+        "unpickles (a pickle can run code): save plain arrays with "
+        "np.save(path, np.asarray(x, dtype=...))."
+    ) from (array if isinstance(array, BaseException) else None)
 
 
 def batch_indices(n_items: int, batch_size: int, *, order: str = "contiguous") -> list[np.ndarray]:

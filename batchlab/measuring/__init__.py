@@ -9,15 +9,17 @@ from batchlab.measuring.live import (
     environment,
     live_memory,
 )
-from batchlab.measuring.memory import MemoryEstimate, memory_estimate
 from batchlab.measuring.per_item import Sweep, per_item_cost, sweep
+from batchlab.measuring.plan import MemoryEstimate, memory_estimate
 from batchlab.measuring.sampler import interleaved
+from batchlab.measuring.samples import Samples
 from batchlab.measuring.timing import Measurement, measure
 
 __all__ = [
     "BufferAssignment",
     "Measurement",
     "MemoryEstimate",
+    "Samples",
     "Sweep",
     "buffer_assignment",
     "compiled_update",

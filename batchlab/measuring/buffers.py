@@ -14,9 +14,9 @@ import jax
 
 from batchlab._util.checks import check_argnums, check_array_tree, check_callable
 from batchlab._util.child import run_child
-from batchlab._util.compile import function_name, is_jitted
 from batchlab._util.format import Rows, format_bytes
 from batchlab._util.plotting import new_figure
+from batchlab.measuring.plan import function_name, is_jitted
 
 SOURCE = "XLA buffer assignment and live-range reports (xla_dump_to)"
 _ALLOC = re.compile(r"^allocation (\d+): size (\d+)(.*):$")
@@ -52,8 +52,10 @@ class XlaAllocation(NamedTuple):
     values: tuple[XlaValue, ...]
     color: int = 0  # XLA's memory space: 0 the device's main memory (a TPU's HBM), else on-chip
 
-    #: values with a live range (thread-local scalars of sub-computations left out)
-    live = property(lambda self: [v for v in self.values if v.start is not None])
+    @property
+    def live(self) -> list:
+        """Values with a live range (thread-local scalars of sub-computations left out)."""
+        return [v for v in self.values if v.start is not None]
 
 
 def parse_op_names(hlo_text: str) -> dict[str, str]:

@@ -39,7 +39,10 @@ class CompileCount:
     #: called as ``on_compile(name, seconds)`` after each compilation is recorded
     on_compile: Callable[[str, float], None] | None = None
 
-    count = property(lambda self: len(self.names))
+    @property
+    def count(self) -> int:
+        """How many compilations were seen."""
+        return len(self.names)
 
     def __repr__(self) -> str:
         return f"CompileCount(count={self.count}, compile time={format_seconds(self.seconds)})"

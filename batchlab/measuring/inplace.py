@@ -13,9 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.checks import check_argnums, check_array_tree, check_callable
-from batchlab._util.compile import function_name
 from batchlab._util.format import Rows, format_bytes
-from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
+from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled, function_name
 
 _COPY = re.compile(r"=\s*\S+\s+copy\(")
 
@@ -116,7 +115,10 @@ class Donation(Rows):
     source: str = "compiled memory analysis (alias bytes), jax.Array.is_deleted() after a call"
     _inline = True
 
-    any_deleted = property(lambda self: any(d for _, d in self.deleted))
+    @property
+    def any_deleted(self) -> bool:
+        """Whether any argument was deleted after the call (its buffer taken)."""
+        return any(d for _, d in self.deleted)
 
     def _rows(self):
         return [

@@ -32,10 +32,15 @@ class DeviceMemory(Rows):
             return None
         return max(capacity - self.bytes_in_use, 0)
 
-    #: what the allocator can still hand out: ``bytes_limit - bytes_in_use``
-    room_bytes = property(lambda self: self._room(self.bytes_limit or self.pool_bytes))
-    #: free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``
-    free_in_pool_bytes = property(lambda self: self._room(self.pool_bytes or self.bytes_limit))
+    @property
+    def room_bytes(self) -> int | None:
+        """What the allocator can still hand out: ``bytes_limit - bytes_in_use``."""
+        return self._room(self.bytes_limit or self.pool_bytes)
+
+    @property
+    def free_in_pool_bytes(self) -> int | None:
+        """Free bytes inside the pool reserved so far: ``pool_bytes - bytes_in_use``."""
+        return self._room(self.pool_bytes or self.bytes_limit)
 
     @property
     def fragmentation(self) -> float | None:

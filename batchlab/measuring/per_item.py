@@ -14,8 +14,8 @@ import numpy as np
 from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import Rows, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
-from batchlab.claims.evidence import Samples
 from batchlab.measuring.sampler import interleaved
+from batchlab.measuring.samples import Samples
 from batchlab.measuring.timing import Measurement, measure
 
 SOURCE = "wall clock around jax.block_until_ready (batchlab.measure)"
@@ -41,8 +41,15 @@ class Sweep:
     name: str
     points: list[SweepPoint] = field(default_factory=list)
 
-    values = property(lambda self: [p.value for p in self.points])
-    peak_bytes = property(lambda self: [p.measurement.memory.planned_bytes for p in self.points])
+    @property
+    def values(self) -> list:
+        """The swept values, in order."""
+        return [p.value for p in self.points]
+
+    @property
+    def peak_bytes(self) -> list[int]:
+        """The planned bytes at each swept value."""
+        return [p.measurement.memory.planned_bytes for p in self.points]
 
 
 def sweep(
@@ -76,8 +83,10 @@ class PerItemCost(Rows):
     samples: dict[str, Samples] | None = field(default=None, compare=False, repr=False)
     _header = ("call", "per call (median)", "per item")
 
-    #: the speed-up is the median of per-round ratios of one interleaved run
-    paired = property(lambda self: self.samples is not None)
+    @property
+    def paired(self) -> bool:
+        """Whether the speed-up is the median of per-round ratios of one interleaved run."""
+        return self.samples is not None
 
     @property
     def per_item(self) -> tuple[float, ...]:

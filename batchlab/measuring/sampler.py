@@ -10,7 +10,7 @@ from typing import Any
 import jax
 
 from batchlab._util.checks import check_positive_float, check_positive_int
-from batchlab.claims.evidence import Samples
+from batchlab.measuring.samples import Samples
 from batchlab.measuring.timing import autorange, sample
 
 SOURCE = "interleaved wall clock around jax.block_until_ready, paired by round"

@@ -13,11 +13,16 @@ from typing import Any
 import jax
 
 from batchlab._util.checks import check_callable, check_positive_float, check_positive_int
-from batchlab._util.compile import compile_fn, function_name, is_jitted
 from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import DeviceMemory, LiveMemory, device_memory, live_memory
-from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
+from batchlab.measuring.plan import (
+    MemoryEstimate,
+    compile_fn,
+    estimate_from_compiled,
+    function_name,
+    is_jitted,
+)
 
 _OPTIONS = "`repeat=`, `max_time=`, `tolerance=`"
 
@@ -47,10 +52,25 @@ class Measurement(Rows):
     source: str = "wall clock around jax.block_until_ready (time.perf_counter)"
     _header = ("figure", "value", "source")
 
-    median = property(lambda self: statistics.median(self.times))
-    min = property(lambda self: min(self.times))
-    max = property(lambda self: max(self.times))
-    runs = property(lambda self: len(self.times))  # timing samples
+    @property
+    def median(self) -> float:
+        """The median time, in seconds."""
+        return statistics.median(self.times)
+
+    @property
+    def min(self) -> float:
+        """The fastest time, in seconds."""
+        return min(self.times)
+
+    @property
+    def max(self) -> float:
+        """The slowest time, in seconds."""
+        return max(self.times)
+
+    @property
+    def runs(self) -> int:
+        """How many timing samples."""
+        return len(self.times)
 
     def _rows(self) -> list[tuple[str, str, str]]:
         cached = " (cached: 0 compilations)" if self.compiles == 0 else ""

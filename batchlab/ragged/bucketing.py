@@ -13,7 +13,7 @@ import numpy as np
 from batchlab._util.checks import check_positive_int
 from batchlab._util.format import Rows, format_seconds
 from batchlab.measuring.compiles import count_compiles
-from batchlab.measuring.memory import MemoryEstimate, estimate_from_compiled
+from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled
 from batchlab.measuring.timing import Measurement, measure_dispatched
 from batchlab.ragged.boundaries import (
     RuleCost,

@@ -2,10 +2,10 @@
 runs that survive out of memory, bad items and Ctrl-C, and resume at any batch size (``run_batches``).
 """
 
+from batchlab.measuring.plan import planned_bytes
 from batchlab.runs.budget import Budget, default_budget, max_batch_size
 from batchlab.runs.checkpoint import CheckpointError
 from batchlab.runs.errors import is_out_of_memory
-from batchlab.runs.planning import planned_bytes
 from batchlab.runs.results import BatchFnError, RunInterrupted, RunResult
 from batchlab.runs.runner import run_batches
 from batchlab.runs.search import compilation_target

@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from batchlab._util.checks import ARRAY_TYPES
+from batchlab.measuring.plan import batch_planner, batch_spec, compile_program, spec_of, unjit
 from batchlab.runs.errors import (
     OOM_BUDGET,
     FnBug,
@@ -21,7 +22,6 @@ from batchlab.runs.errors import (
     oom_kind,
     short_message,
 )
-from batchlab.runs.planning import batch_planner, batch_spec, compile_program, spec_of, unjit
 from batchlab.runs.results import BatchLog, Failure
 
 # JAX logs every exception raised in a callback, traceback and all, once per bisection half;

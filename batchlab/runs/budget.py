@@ -22,8 +22,8 @@ from batchlab._util.format import Rows, format_bytes
 from batchlab._util.plotting import log2_axis, new_figure, short_bytes
 from batchlab.batching.strategies import PLANNED, batch
 from batchlab.measuring.live import device_memory
+from batchlab.measuring.plan import unjit
 from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes
-from batchlab.runs.planning import unjit
 from batchlab.runs.search import METHODS, NO_ROOM, search
 
 
@@ -74,14 +74,20 @@ class BatchSizeResult(Rows):
         """The figure the plan was compared with: the budget, divided by ``margin`` if any."""
         return max(1, int(self.budget_bytes / self.margin)) if self.margin else self.budget_bytes
 
-    planned_bytes = property(lambda self: dict(self.curve).get(self.batch_size))  # None: no fit
+    @property
+    def planned_bytes(self) -> int | None:
+        """The planned bytes at ``batch_size`` (None where no size fits)."""
+        return dict(self.curve).get(self.batch_size)
 
     @property
     def monotone(self) -> bool:
         """Whether the planned bytes never drop as the batch grows."""
         return all(a <= b for (_, a), (_, b) in itertools.pairwise(self.curve))
 
-    capped = property(lambda self: self.batch_size == self.upper)  # stopped at `upper`, not budget
+    @property
+    def capped(self) -> bool:
+        """Whether the search stopped at ``upper`` rather than at the budget."""
+        return self.batch_size == self.upper
 
     def __int__(self) -> int:
         return self.batch_size

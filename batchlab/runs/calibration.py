@@ -20,7 +20,7 @@ from batchlab._util.child import TIMEOUT, run_child
 from batchlab._util.format import format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
-from batchlab.runs.planning import batch_args, batch_planner, compile_program, spec_of, unjit
+from batchlab.measuring.plan import batch_args, batch_planner, compile_program, spec_of, unjit
 
 #: calibrations already measured: ``{key: (fn, Calibration)}`` (fn kept: ids are reused)
 CACHE: dict[tuple, tuple[Any, Any]] = {}

@@ -32,7 +32,10 @@ class BatchLog(NamedTuple):
     seconds: float
     depth: int = 0
 
-    out_of_memory = property(lambda self: self.status.startswith(("out of memory", "over budget")))
+    @property
+    def out_of_memory(self) -> bool:
+        """Whether the batch ran out of memory or over the budget."""
+        return self.status.startswith(("out of memory", "over budget"))
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,10 @@ class RunResult(Rows):
     checkpoint_error: str | None = None
     resumed_at_other_size: bool = False
 
-    failed_indices = property(lambda self: [f.index for f in self.failures])
+    @property
+    def failed_indices(self) -> list[int]:
+        """The index of every item without output (one per failure)."""
+        return [f.index for f in self.failures]
 
     @property
     def batch_sizes(self) -> list[int]:

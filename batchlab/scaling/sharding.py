@@ -28,10 +28,25 @@ class ShardedBatch:
     process_items: tuple[int, ...] = ()  # several processes: the real rows each fed
     process_starts: tuple[int, ...] = ()  # and the global row where each one's rows start
 
-    n_devices = property(lambda self: int(self.sharding.mesh.shape[AXIS]))
-    padded_items = property(lambda self: int(self.mask.shape[0]))
-    n_padding = property(lambda self: self.padded_items - self.n_items)
-    items_per_device = property(lambda self: self.padded_items // self.n_devices)
+    @property
+    def n_devices(self) -> int:
+        """Devices the batch is split over."""
+        return int(self.sharding.mesh.shape[AXIS])
+
+    @property
+    def padded_items(self) -> int:
+        """Items after padding to a multiple of ``n_devices``."""
+        return int(self.mask.shape[0])
+
+    @property
+    def n_padding(self) -> int:
+        """Padding items added (``padded_items - n_items``)."""
+        return self.padded_items - self.n_items
+
+    @property
+    def items_per_device(self) -> int:
+        """Items each device holds."""
+        return self.padded_items // self.n_devices
 
     def unpad(self, result: Any) -> Any:
         """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real ones."""
@@ -59,6 +74,19 @@ class ShardedBatch:
         )
 
 
+def batch_size_of(x: Any) -> int:
+    """The items in ``x``: the leading axis that all of its leaves share (checked)."""
+    check_array_tree(x, "x")
+    sizes = {int(np.shape(leaf)[0]) if np.ndim(leaf) else None for leaf in jax.tree.leaves(x)}
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError(
+            f"`x` must be an array [batch, ...] or a pytree of them, every leaf with the same "
+            f"leading (batch) axis, got leading sizes {sizes or 'none (no arrays)'}; a scalar "
+            "shared by all items is a parameter: pass it to your function separately."
+        )
+    return sizes.pop()
+
+
 def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
     """Lays the leading axis of ``x`` over the "batch" axis of ``mesh``, padded with zero rows
     that the mask excludes."""
@@ -68,16 +96,8 @@ def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
             f"`mesh` must be a jax.sharding.Mesh with a 'batch' axis (the axis the batch is split "
             f"over), got {got}; build it with jax.make_mesh((n,), ('batch',))."
         )
-    check_array_tree(x, "x")
+    n_items = batch_size_of(x)
     leaves, treedef = jax.tree_util.tree_flatten(x)
-    sizes = {int(np.shape(leaf)[0]) if np.ndim(leaf) else None for leaf in leaves}
-    if len(sizes) != 1 or None in sizes:
-        raise ValueError(
-            f"`x` must be an array [batch, ...] or a pytree of them, every leaf with the same "
-            f"leading (batch) axis, got leading sizes {sizes or 'none (no arrays)'}; a scalar "
-            "shared by all items is a parameter: pass it to your function separately."
-        )
-    (n_items,) = sizes
     if any(d.process_index != jax.process_index() for d in mesh.devices.flat):
         return _shard_process_local(leaves, treedef, n_items, mesh)
     n_devices = int(mesh.shape[AXIS])

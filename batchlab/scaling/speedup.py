@@ -12,12 +12,17 @@ import jax
 import numpy as np
 
 from batchlab._util.backend import backend_facts
-from batchlab._util.checks import check_callable, check_positive_int, check_positive_ints
+from batchlab._util.checks import (
+    check_array_tree,
+    check_callable,
+    check_positive_int,
+    check_positive_ints,
+)
 from batchlab._util.format import Rows, format_bytes, format_seconds
-from batchlab.measuring.memory import memory_estimate
+from batchlab.measuring.plan import memory_estimate
 from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.timing import time_alone
-from batchlab.scaling.sharding import replicate, shard_batch
+from batchlab.scaling.sharding import batch_size_of, replicate, shard_batch
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,17 @@ def measure_scaling(
     check_callable(fn)
     check_positive_ints(device_counts, "device_counts")
     check_positive_int(repeat, "repeat")
+    n_items = batch_size_of(x)
+    check_array_tree(params, "params")
+    shapes = [o.shape for o in jax.tree.leaves(jax.eval_shape(fn, x, *params))]
+    if any(shape[:1] != (n_items,) for shape in shapes):
+        raise ValueError(
+            f"`fn` must return one result per item (a leading axis of {n_items}, as `x` has), "
+            f"got outputs of shape {', '.join(map(str, shapes)) or 'none'}: a function that "
+            "reduces over the batch (e.g. b.mean()) would average the padding rows each device "
+            "gets in too. Return per-item results (b * 2; b.mean(axis=1) for items that are "
+            "rows) and reduce over the items after."
+        )
     devices = list(jax.devices() if devices is None else devices)
     if jax.process_count() > 1:
         raise ValueError(

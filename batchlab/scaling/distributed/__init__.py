@@ -76,7 +76,10 @@ class ProcessRun:
     value: Any = None
     stopped: str = ""  # why the launcher ended it ("" when it exited by itself)
 
-    ok = property(lambda self: self.returncode == 0 and not self.stopped)
+    @property
+    def ok(self) -> bool:
+        """Whether the process exited with 0 and was not stopped."""
+        return self.returncode == 0 and not self.stopped
 
 
 @dataclass(frozen=True)
@@ -89,8 +92,15 @@ class Launch:
     timed_out: bool
     coordinator: str
 
-    ok = property(lambda self: not self.timed_out and all(p.ok for p in self.processes))
-    values = property(lambda self: [p.value for p in self.processes])  # the job's, in order
+    @property
+    def ok(self) -> bool:
+        """Whether every process is ok and the job did not time out."""
+        return not self.timed_out and all(p.ok for p in self.processes)
+
+    @property
+    def values(self) -> list:
+        """Each process's value, in the job's order."""
+        return [p.value for p in self.processes]
 
     def __repr__(self) -> str:
         state = "ok" if self.ok else ("timed out" if self.timed_out else "FAILED")
