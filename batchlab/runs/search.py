@@ -6,8 +6,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from batchlab.measuring.plan import batch_args, batch_planner
 from batchlab.runs.errors import is_out_of_memory
-from batchlab.runs.planning import batch_args, batch_planner
 
 METHODS = ("interpolate", "bisect")
 _GROW = 64  # the furthest one extrapolated step may jump: 64 x the last fitting batch
