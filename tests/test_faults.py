@@ -486,6 +486,7 @@ def test_the_journal_header_names_what_the_run_belongs_to(tmp_path):
         "fn": fn_fingerprint(item_fn, spec),
         "items": digest(xs)[:16],
         "n_items": 6,
+        "device": "cpu (cpu)",
         "check_nan": False,
         "batched": False,
     }

@@ -15,7 +15,6 @@ import json
 import os
 from pathlib import Path
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -148,7 +147,9 @@ def _fixed(c, times: dict, temp: dict):
 
 
 def _where() -> str:
-    return f"{jax.default_backend()} backend, {os.cpu_count()} cores, jax {jax.__version__}"
+    from batchlab.measuring.per_item import machine_label
+
+    return machine_label()
 
 
 def _double(x):
