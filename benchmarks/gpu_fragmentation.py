@@ -294,8 +294,10 @@ def fmt(n) -> str:
 def main(argv: list[str]) -> int:
     import jax
 
+    import batchlab as bl
+
     size = SMALL if "--small" in argv else FULL
-    if jax.default_backend() == "cpu" and "--small" not in argv:
+    if not bl.backend_facts().has_memory_stats and "--small" not in argv:
         print(
             "gpu_fragmentation: needs a GPU (jax.Device.memory_stats() is None on the CPU backend and "
             "there are no BFC allocator events); nothing measured. Run it on a GPU machine, or with "

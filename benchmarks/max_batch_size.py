@@ -344,7 +344,7 @@ if __name__ == "__main__":
         out = main()
         print(out)
         (results / "max_batch_size.txt").write_text(out + "\n")
-    if sys.platform.startswith("linux") and jax.default_backend() == "cpu":
+    if sys.platform.startswith("linux") and batchlab.backend_facts().host_memory_demos:
         out = limits()
         print(out)
         (results / f"max_batch_size_limits-{jax.__version__}.txt").write_text(out + "\n")

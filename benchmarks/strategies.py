@@ -46,7 +46,7 @@ from _report import verdict as decided
 import batchlab as bl
 
 ROUNDS = 15
-GPU = jax.default_backend() != "cpu"
+GPU = bl.backend_facts().has_memory_stats  # a device with its own memory: the larger sizes
 
 
 def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict]:
