@@ -390,7 +390,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "09": (
         (
-            "eager .at[3].set costs over 10x a",
+            "eager .at[3].set costs over 1.5x an",
             "a jitted call per update pays",
             "with donation one step adds under",
             "with varying batch sizes, donating the",
