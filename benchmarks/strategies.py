@@ -46,7 +46,7 @@ from _report import verdict as decided
 import batchlab as bl
 
 ROUNDS = 15
-GPU = bl.backend_facts().has_memory_stats  # a device with its own memory: the larger sizes
+ACCELERATOR = bl.backend_facts().has_memory_stats  # a device with its own memory: the larger sizes
 
 
 def best_of(fns: dict, args: tuple, max_time: float) -> tuple[dict, dict]:
@@ -114,9 +114,9 @@ def small(x):
 
 def target_cases(keys) -> list[tuple]:
     """(label, fn, args, in_axes, what) of the two target cases: memory-heavy per-item work."""
-    n, d = (16384, 128) if GPU else (1024, 64)
+    n, d = (16384, 128) if ACCELERATOR else (1024, 64)
     # the MLP at a size where one would chunk (8 MiB of hidden activations on CPU)
-    big_n, big_f, big_h = (65536, 256, 2048) if GPU else (4096, 64, 512)
+    big_n, big_f, big_h = (65536, 256, 2048) if ACCELERATOR else (4096, 64, 512)
     return [
         (
             "outer product per item",
@@ -137,7 +137,7 @@ def target_cases(keys) -> list[tuple]:
 
 def one_thread_ratios() -> dict[str, float]:
     """host / vmap (fastest samples) for the target cases with XLA:CPU on one thread (a child)."""
-    if GPU:
+    if ACCELERATOR:
         return {}
     env = {
         **os.environ,
@@ -181,7 +181,7 @@ def main() -> int:
         return 0
 
     # 1. chunked vs lax.map(batch_size=)
-    n, k, f, h = (65536, 4096, 64, 1024) if GPU else (4096, 512, 16, 256)
+    n, k, f, h = (65536, 4096, 64, 1024) if ACCELERATOR else (4096, 512, 16, 256)
     x, w1, w2 = mlp_inputs(keys[0], n + k // 3, f, h)  # a remainder, so both handle one
     fns = {
         "chunked": bl.batch(mlp, strategy="chunked", chunk_size=k, in_axes=(0, None, None)),
@@ -203,7 +203,7 @@ def main() -> int:
 
     # 2. chunked at N/8 vs vmap on memory-heavy functions: an outer product per item (the
     #    issue's case), and an MLP whose (N, hidden) activations are the temporaries
-    n = (16384, 128)[0] if GPU else 1024
+    n = (16384, 128)[0] if ACCELERATOR else 1024
     x_outer = target_cases(keys)[0][2][0]
     one_thread = one_thread_ratios()
     # the small MLP: a chunk's work is near the cost of a dispatch (the case against the host loop)

@@ -51,8 +51,8 @@ def same_claim(key: tuple[str, str]) -> tuple[str, str]:
 def rows(cpu: dict, tpu: dict) -> list[tuple[str, str, str, str]]:
     """(kind, claim, CPU verdict, TPU verdict) per claim, in the CPU's order, then the TPU's own;
     claims equal up to numbers and backend name share a row where that match is one to one."""
-    masked = lambda d: [same_claim(k) for k in d]  # noqa: E731
-    unique = {m for m in masked(cpu) if masked(cpu).count(m) == 1 and masked(tpu).count(m) == 1}
+    cpu_masked, tpu_masked = [same_claim(k) for k in cpu], [same_claim(k) for k in tpu]
+    unique = {m for m in cpu_masked if cpu_masked.count(m) == 1 and tpu_masked.count(m) == 1}
     tpu_by = {same_claim(k): k for k in tpu if same_claim(k) in unique}
     out, used = [], set()
     for key, verdict in cpu.items():

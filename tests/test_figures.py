@@ -147,7 +147,7 @@ def _fixed(c, times: dict, temp: dict):
 
 
 def _where() -> str:
-    from batchlab.measuring.per_item import machine_label
+    from batchlab._util.backend import machine_label
 
     return machine_label()
 

@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from batchlab._util.backend import machine_label
 from batchlab._util.plotting import figure_to_png
 from batchlab.measuring import per_item_cost, sweep
-from batchlab.measuring.per_item import machine_label
 
 
 def item(x, w):

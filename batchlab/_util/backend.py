@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 
@@ -166,3 +168,15 @@ def backend_facts(name: str | None = None) -> BackendFacts:
     if name not in FACTS:
         raise ValueError(f"`name` must be one of {sorted(FACTS)} (or None), got {name!r}.")
     return FACTS[name]
+
+
+def device_label() -> str:
+    """Where new arrays go (``jax.default_device`` honoured): ``"cpu (cpu)"``,
+    ``"tpu (TPU v5 lite)"``."""
+    device = next(iter(jnp.zeros(()).devices()))
+    return f"{device.platform} ({device.device_kind})"
+
+
+def machine_label() -> str:
+    """The device, host cores and jax version, for the title of a timing plot."""
+    return f"{device_label()}, {os.cpu_count()} host cores, jax {jax.__version__}"

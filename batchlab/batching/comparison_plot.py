@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from batchlab._util.backend import machine_label
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab._util.plotting import bytes_axis, log2_axis, new_figure, short_bytes, short_seconds
 from batchlab.batching.strategies import STRATEGIES
-from batchlab.measuring.per_item import machine_label
 
 COLORS = {s: f"C{i}" for i, s in enumerate(STRATEGIES)}  # matplotlib's colour cycle
 

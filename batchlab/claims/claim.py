@@ -158,11 +158,7 @@ class Finding(Check):
 
     def __repr__(self) -> str:
         d, c = self.claim.decision, self.contrast.decision
-        tail = (
-            ""
-            if self.discriminates or self.claim.outcome == FAILS
-            else " (no contrast: not evidence here)"
-        )
+        tail = " (no contrast: not evidence here)" if self.outcome == INCONCLUSIVE else ""
         rival = f"rival's case: {c.outcome}, {c.value or c.deciding}{tail}"
         return f"{self.verdict}: {d.short or d.deciding}; {rival}"
 

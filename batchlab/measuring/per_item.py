@@ -3,29 +3,23 @@ its speed-up and plot."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax
 import numpy as np
 
+from batchlab._util.backend import machine_label
 from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import Rows, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
+from batchlab.measuring.plan import PEAK_FROM_XLA
 from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.samples import Samples
 from batchlab.measuring.timing import Measurement, measure
 
 SOURCE = "wall clock around jax.block_until_ready (batchlab.measure)"
 RING = dict(ms=16, mfc="none", mec="red", mew=2.5)  # the current setting, ringed
-
-
-def machine_label() -> str:
-    """Backend and device kind, host cores and jax version, for the title of a timing plot."""
-    d = jax.devices()[0]
-    return f"{d.platform} ({d.device_kind}), {os.cpu_count()} host cores, jax {jax.__version__}"
 
 
 @dataclass
@@ -137,7 +131,8 @@ class PerItemCost(Rows):
             points = sorted(memory.points, key=lambda p: p.value)
             xs, plans = [p.value for p in points], [p.measurement.memory for p in points]
             peak = [m.planned_bytes for m in plans]
-            label = f"planned peak ({plans[-1].planned_from.split(':')[0]})"
+            xla = plans[-1].planned_from == PEAK_FROM_XLA
+            label = f"planned peak ({'XLA' if xla else 'argument + output + temp - alias'})"
             ax_m.plot(xs, peak, "s-", color="tab:orange", lw=2, label=label)
             temp = [max(m.temp_bytes, 1) for m in plans]
             zero = " (0 B drawn at 1 B)" if 1 in temp else ""

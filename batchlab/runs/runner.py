@@ -10,8 +10,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import jax.numpy as jnp
-
+from batchlab._util.backend import device_label  # one backend per journal
 from batchlab._util.checks import check_bool, check_callable, check_choice, check_positive_int
 from batchlab.runs.attempt import BatchRunner, Items
 from batchlab.runs.checkpoint import (
@@ -111,12 +110,6 @@ NAME_THE_RUN = (
     "Name the run: run_batches(..., checkpoint=..., run_name='my-run-v1'), and change the name "
     "when fn changes."
 )
-
-
-def device_label() -> str:
-    """Where this run's arrays go (``jax.default_device`` honoured): one backend per journal."""
-    device = next(iter(jnp.zeros(()).devices()))
-    return f"{device.platform} ({device.device_kind})"
 
 
 def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Journal:

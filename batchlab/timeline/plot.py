@@ -8,8 +8,8 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from batchlab._util.backend import machine_label
 from batchlab._util.checks import check_bool
-from batchlab.measuring.per_item import machine_label
 from batchlab.timeline.intervals import merge, subtract
 
 COLORS = {

@@ -6,12 +6,12 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from batchlab._util.backend import machine_label
 from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
 from batchlab._util.plotting import bytes_axis, log2_axis, new_figure
 from batchlab.loading.files import METHODS, ORDERS, TRANSFERS, Dataset
 from batchlab.loading.speed import Ceiling, Throughput, format_rate, measure_loading
-from batchlab.measuring.per_item import machine_label
 from batchlab.scaling.speedup import ScalingPoint, measure_scaling
 from batchlab.widgets.controls import choice, control
 from batchlab.widgets.explorer import Explorer

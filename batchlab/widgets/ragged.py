@@ -9,10 +9,10 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from batchlab._util.backend import machine_label
 from batchlab._util.checks import check_positive_ints
 from batchlab._util.format import format_bytes, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure
-from batchlab.measuring.per_item import machine_label
 from batchlab.measuring.timing import Measurement, measure
 from batchlab.ragged.boundaries import RULE_COLORS, PaddingReport, plot_padding_report
 from batchlab.ragged.bucketing import (
