@@ -350,10 +350,12 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "06": (
         (
-            "vmap's planned bytes follow the batch:",
+            "XLA fuses chain's (B, N) intermediate",
+            "the device's peak counter misses a",
+            "vmap's planned temporaries follow the batch:",
             "a chunked batch of {n_odd} (a",
             "on CPU with vm.overcommit_memory = {overcommit},",
-            "Linux grants a request above free",
+            "with vm.overcommit_memory = {overcommit}, Linux grants",
         ),
         (
             "on CPU, RESOURCE_EXHAUSTED comes within 10",

@@ -50,6 +50,7 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
         chunk_size=(8, 64),
         budgets_kib=((64, 128, 256, 512, 1024, 2048), tuple(2**k for k in range(16, 22))),
         budget_kib=(256, 2**18),
+        fusion_shape=((64, 2**18), (64, 2**22)),  # (B, N): a (B, N) float32 intermediate, 64 MiB
     ),
     # 07: a dataset with bad items, run under a budget that forces halving
     "faults": dict(
