@@ -330,7 +330,8 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "03": (
         (
-            "on small items the eager loop",
+            "on {small_d} x {small_d} items the eager",
+            "a loop waiting for each {lo} x",
             "the hand-batched expansion runs over 2x",
             "vmap's one batched convolution is slow",
             "with large chunks the host loop",

@@ -35,6 +35,8 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
         kernel=(9, 33),
         loop_items=(32, 64),
         outer_dim=(64, 128),  # the outer product per item, (D,) -> (D, D) intermediate
+        item_dims=((16, 96), (16, 512)),  # 03's loop: small and big (d, d) items, loop_items of each
+        call_dims=((16, 64, 256, 512), (128, 1024, 4096, 8192)),  # a blocking call's cost, d x d matmul
     ),
     # 04-05 ragged data
     "ragged": dict(
@@ -90,7 +92,9 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
     ),
 }
 #: topic -> size -> value on the TPU where it differs from the CPU's
-TPU: dict[str, dict[str, Any]] = {}
+TPU: dict[str, dict[str, Any]] = {
+    "strategies": dict(item_dims=(16, 2048), call_dims=(128, 1024, 4096, 8192)),  # ~0.1 ms a call
+}
 PROFILES = ("cpu", "tpu", "gpu")
 
 
