@@ -306,7 +306,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "00": (
         (
             "the tanh writes over the dot's",
-            "per item, a batch of {b_max}",
+            "per item, a batch of 128",
             "the per-call cost: lax.map, paying it",
             "vectorized work: per item, the batch",
             "at the default precision a float32",
