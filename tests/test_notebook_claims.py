@@ -314,12 +314,13 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("XLA plans score_item's x @ w and",),
     ),
     "01": (
+        (),
         (
-            "vmap raises when leaves differ along",
-            "under jax.jit, a packed batch of",
-            "on a square (3, 3) batch,",
+            "a batch needs one shape: vmap raises",
+            "packed with segment ids, the items'",
+            "under jax.jit, a packed batch compiles",
+            "a wrong in_axes raises nothing on a",
         ),
-        ("packed with segment ids, the items'",),
     ),
     "02": (
         (
