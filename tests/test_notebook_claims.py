@@ -323,11 +323,13 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "02": (
+        (),
         (
-            "plain JAX, default settings, warns about",
-            "a ({B},) mask times ({B}, {T})",
+            "plain JAX at default settings gives no",
+            "(n, 1) - (n,) makes an",
+            "different shapes conflict when combined: a",
+            "per-item code under vmap applies a",
         ),
-        ("(n, 1) - (n,) makes an", "per-item code under vmap applies a"),
     ),
     "03": (
         (
