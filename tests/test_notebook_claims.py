@@ -380,7 +380,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "08": (
         (
-            "one fixed batch shape fits a",
+            "one fixed item shape fits a",
             "sending each result to the host",
             "XLA:CPU's memory-minimizing scheduler plans less temp",
             "freeing every other block leaves the",
