@@ -306,7 +306,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "00": (
         (
             "the tanh writes over the dot's",
-            "per item, a batch of {b_max}",
+            "per item, a batch of 128",
             "the per-call cost: lax.map, paying it",
             "vectorized work: per item, the batch",
             "at the default precision a float32",
@@ -314,19 +314,22 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("XLA plans score_item's x @ w and",),
     ),
     "01": (
+        (),
         (
-            "vmap raises when leaves differ along",
-            "under jax.jit, a packed batch of",
-            "on a square (3, 3) batch,",
+            "a batch needs one shape: vmap raises",
+            "packed with segment ids, the items'",
+            "under jax.jit, a packed batch compiles",
+            "a wrong in_axes raises nothing on a",
         ),
-        ("packed with segment ids, the items'",),
     ),
     "02": (
+        (),
         (
-            "plain JAX, default settings, warns about",
-            "a ({B},) mask times ({B}, {T})",
+            "plain JAX at default settings gives no",
+            "(n, 1) - (n,) makes an",
+            "different shapes conflict when combined: a",
+            "per-item code under vmap applies a",
         ),
-        ("(n, 1) - (n,) makes an", "per-item code under vmap applies a"),
     ),
     "03": (
         (
@@ -380,7 +383,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "08": (
         (
-            "one fixed batch shape fits a",
+            "one fixed item shape fits a",
             "sending each result to the host",
             "XLA:CPU's memory-minimizing scheduler plans less temp",
             "freeing every other block leaves the",
