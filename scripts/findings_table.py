@@ -4,7 +4,8 @@ Usage: python scripts/findings_table.py [--check]
 
 Reads the claims table each notebook prints last (``record``) from the stored outputs: the CPU
 run in notebooks/ (validated by nbval in CI) and the accelerator run in notebooks/tpu/
-(``make device-notebooks``), and writes docs/findings.md. ``--check`` exits 1 when that file is
+(``make device-notebooks``), and writes docs/findings.md and the README's claims table (each
+source claim's findings, counted by outcome on each backend). ``--check`` exits 1 when either is
 not what the stored runs give (tests/test_findings_table.py). Nothing is re-measured here.
 """
 
@@ -20,6 +21,10 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "findings.md"
+README = ROOT / "README.md"
+BEGIN = "<!-- claims table: written by scripts/findings_table.py from the stored runs -->"
+END = "<!-- end of the claims table -->"
+OUTCOMES = ("holds", "does not hold", "inconclusive here")
 
 
 def claims(path: Path) -> tuple[str, dict[tuple[str, str], str]]:
@@ -65,6 +70,62 @@ def rows(cpu: dict, tpu: dict) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def tally(verdicts: list[str]) -> str:
+    """``["holds", "holds (wall clock)", "does not hold"]`` -> "2 hold, 1 does not hold"."""
+    counts = {o: sum(v.startswith(o) for v in verdicts) for o in OUTCOMES}
+    words = {"holds": ("holds", "hold"), "does not hold": ("does not hold", "do not hold")}
+    parts = [f"{n} {words.get(o, (o, o))[n > 1]}" for o, n in counts.items() if n]
+    return ", ".join(parts) or "none recorded"
+
+
+def source_rows(tables: dict[str, tuple[dict, dict]], sources) -> list[tuple[str, ...]]:
+    """(name, notebooks, CPU tally, TPU tally) of each source claim: its findings (and checks)
+    whose statement is tagged ``[name]``, in the notebooks the claim names."""
+    out = []
+    for source in sources:
+        tag, cells = f"[{source.name}]", []
+        for side in (0, 1):
+            got = {"finding": [], "check": []}
+            for nb in source.notebooks:
+                for (kind, c), v in tables.get(nb, ({}, {}))[side].items():
+                    got[kind].append(v) if tag in c else None
+            text = tally(got["finding"]) if got["finding"] else "no finding"
+            cells.append(text + (f" (checks: {tally(got['check'])})" if got["check"] else ""))
+        out.append((source.name, ", ".join(source.notebooks), *cells))
+    return out
+
+
+def readme_table(tables: dict[str, tuple[dict, dict]], stale: dict) -> str:
+    from batchlab.claims import SOURCE_CLAIMS  # the eleven names, defined once
+
+    lines = [
+        BEGIN,
+        "| name | measured in | CPU: its findings | TPU v5e: its findings |",
+        "|---|---|---|---|",
+    ]
+    for name, nbs, cpu, tpu in source_rows(tables, SOURCE_CLAIMS):
+        old = [nb for nb in nbs.split(", ") if any(k.startswith(nb + "_") for k in stale)]
+        tpu += f" (TPU copy of {', '.join(old)} stale)" if old else ""
+        lines.append(f"| {name} | {nbs} | {cpu} | {tpu} |")
+    return "\n".join([*lines, END])
+
+
+def all_claims() -> dict[str, tuple[dict, dict]]:
+    """{"00": (CPU claims, TPU claims), ...} from the stored runs."""
+    return {
+        path.name[:2]: (claims(path)[1], claims(ROOT / "notebooks/tpu" / path.name)[1])
+        for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    }
+
+
+def readme() -> str:
+    """README.md with its claims table rewritten from the stored runs."""
+    text = README.read_text()
+    stale = json.loads((ROOT / "notebooks/tpu/summary.json").read_text()).get("stale", {})
+    head, rest = text.split(BEGIN, 1)
+    return head + readme_table(all_claims(), stale) + rest.split(END, 1)[1]
+
+
 def table() -> str:
     summary = json.loads((ROOT / "notebooks/tpu/summary.json").read_text())
     lines = [
@@ -100,14 +161,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    text = table()
+    texts = {OUT: table(), README: readme()}
     if args.check:
-        if not OUT.exists() or OUT.read_text() != text:
-            print(f"{OUT.relative_to(ROOT)} is out of date: run python scripts/findings_table.py")
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)}")
+        old = [p.name for p, t in texts.items() if not p.exists() or p.read_text() != t]
+        if old:
+            print(f"{', '.join(old)} out of date: run python scripts/findings_table.py")
+        return 1 if old else 0
+    for path, text in texts.items():
+        path.write_text(text)
+        print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

@@ -68,3 +68,35 @@ def test_claims_equal_up_to_figures_share_a_row_only_when_one_to_one():
         "holds",
     ) in got
     assert len(got) == 6
+
+
+def test_readme_claims_table_is_current():
+    assert findings.README.read_text() == findings.readme(), (
+        "README.md's claims table is out of date: run python scripts/findings_table.py"
+    )
+
+
+def test_source_rows_count_tagged_findings_by_outcome_on_each_backend():
+    from batchlab.claims import SOURCE_CLAIMS
+
+    first, second = SOURCE_CLAIMS[0], SOURCE_CLAIMS[1]
+    tag = f"[{first.name}]"
+    cpu = {
+        ("finding", f"a {tag}"): "holds (wall clock)",
+        ("finding", f"b {tag}"): "holds",
+        ("finding", "untagged"): "does not hold",
+        ("check", f"c {tag}"): "does not hold",
+    }
+    tpu = {("finding", f"a {tag}"): "inconclusive here (wall clock)"}
+    tables = {first.notebooks[0]: (cpu, tpu)}
+    got = findings.source_rows(tables, [first, second])
+    assert got[0] == (
+        first.name,
+        ", ".join(first.notebooks),
+        "2 hold (checks: 1 does not hold)",
+        "1 inconclusive here",
+    )
+    assert got[1][2:] == ("no finding", "no finding")
+    assert findings.tally(["does not hold", "does not hold (wall clock)", "holds"]) == (
+        "1 holds, 2 do not hold"
+    )
