@@ -262,16 +262,30 @@ def test_the_calibrated_batch_runs_under_the_limit(strategy, chunk):
 
 
 def test_observe_in_process_is_the_peak_growth_and_never_a_hidden_peak(monkeypatch):
-    """GPU/TPU: the peak a first call raised above what was in use before it (no device in CI)."""
+    """GPU: the peak a first call raised above what was in use before it (no device in CI)."""
     from batchlab.measuring.live import DeviceMemory
 
-    stats = iter([DeviceMemory("tpu", 100, 50)] + [DeviceMemory("tpu", 100, 4196)] * 3)
+    from batchlab._util.backend import FACTS
+
+    stats = iter([DeviceMemory("gpu", 100, 50)] + [DeviceMemory("gpu", 100, 4196)] * 3)
     monkeypatch.setattr(calibration, "device_memory", lambda: next(stats))
+    monkeypatch.setattr(calibration, "backend_facts", lambda: FACTS["gpu"])
     job = ("4", None, lambda x: x * 2, (jax.ShapeDtypeStruct((4,), jnp.float32),))
     source = "device memory_stats: peak_bytes_in_use growth, this process"
     assert calibration.observe_in_process([job]) == {"4": {"bytes": 4096, "source": source}}
     hidden = calibration.observe_in_process([job])  # the peak did not move: not observed
     assert hidden["4"]["bytes"] is None and "already above" in hidden["4"]["source"]
+
+
+def test_observe_in_process_refuses_a_counter_that_misses_program_temporaries(monkeypatch):
+    """TPU v5e: the peak counter does not see a jitted program's temps: nothing is observed."""
+    from batchlab._util.backend import FACTS
+
+    monkeypatch.setattr(calibration, "backend_facts", lambda: FACTS["tpu"])
+    monkeypatch.setattr(calibration, "device_memory", lambda: pytest.fail("nothing is read"))
+    job = ("4", None, lambda x: x * 2, (jax.ShapeDtypeStruct((4,), jnp.float32),))
+    got = calibration.observe_in_process([job])
+    assert got["4"]["bytes"] is None and "temporaries" in got["4"]["source"]
 
 
 def test_the_calibration_runs_the_searched_program_strategy_chunk_and_axes(monkeypatch):
@@ -292,13 +306,14 @@ def test_the_calibration_runs_the_searched_program_strategy_chunk_and_axes(monke
     assert {(j.strategy, j.chunk_size, j.in_axes) for j in jobs_seen} == {("chunked", 4, (0, None))}
 
 
-# ------------------- where no second process may open the device (a TPU, issue 45): in-process
+# ------------------- where no second process may open the device (issue 45): in-process
 def _accelerator(monkeypatch, stats):
-    """The TPU's facts on this CPU, and ``calibration.device_memory`` reading ``stats`` (None:
-    no memory_stats); a child would fail the test."""
+    """A GPU's facts on this CPU (no second process; counters that see a program's temps; the
+    TPU's do not: test above), ``calibration.device_memory`` reading ``stats`` (None: no
+    memory_stats); a child would fail the test."""
     from batchlab._util.backend import FACTS
 
-    monkeypatch.setattr(calibration, "backend_facts", lambda name=None: FACTS["tpu"])
+    monkeypatch.setattr(calibration, "backend_facts", lambda name=None: FACTS["gpu"])
     monkeypatch.setattr(calibration, "device_memory", lambda: stats and SimpleNamespace(**stats))
     monkeypatch.setattr(calibration, "run_jobs", lambda *a: pytest.fail("a child process ran"))
     monkeypatch.setattr(calibration, "CACHE", {})

@@ -23,6 +23,9 @@ class BackendFacts:
         ``peak_bytes_in_use``, ...); on the CPU it returns ``None``.
       counts_allocs: those counters' ``num_allocs`` grows with each allocation (TPU v5e: it
         stayed 0 through 64 calls, measured; GPU's BFC allocator counts, cited).
+      counts_program_temps: those counters see a jitted program's temporaries (TPU v5e: a plan
+        of 256 MiB of temp raised ``peak_bytes_in_use`` by 1.3 MB, measured; GPU: XLA takes the
+        temp buffer from the BFC pool the counters describe, cited).
       fuses_temporaries: XLA fuses a batch's elementwise intermediates into the kernels that
         use them, so the compiled plan's ``temp_size_in_bytes`` can be 0 at every batch size
         (XLA:TPU: measured; XLA:GPU: its fusion passes, unmeasured). XLA:CPU plans them.
@@ -46,6 +49,7 @@ class BackendFacts:
     name: str
     has_memory_stats: bool
     counts_allocs: bool
+    counts_program_temps: bool
     fuses_temporaries: bool
     plan_peak_counts_temporaries: bool
     lane_tile: tuple[int, int] | None
@@ -108,6 +112,7 @@ FACTS: dict[str, BackendFacts] = {
         name="cpu",
         has_memory_stats=False,
         counts_allocs=False,
+        counts_program_temps=False,
         fuses_temporaries=False,
         plan_peak_counts_temporaries=False,
         lane_tile=None,
@@ -121,6 +126,7 @@ FACTS: dict[str, BackendFacts] = {
         name="tpu",
         has_memory_stats=True,
         counts_allocs=False,
+        counts_program_temps=False,
         fuses_temporaries=True,
         plan_peak_counts_temporaries=True,
         lane_tile=(8, 128),
@@ -134,6 +140,7 @@ FACTS: dict[str, BackendFacts] = {
         name="gpu",
         has_memory_stats=True,
         counts_allocs=True,
+        counts_program_temps=True,
         fuses_temporaries=True,
         plan_peak_counts_temporaries=True,
         lane_tile=None,

@@ -94,8 +94,12 @@ def run_here(jobs: list) -> dict:
 def observe_in_process(jobs: list) -> dict:
     """``{label: bytes}`` of ``(label, _, run, args)`` jobs in THIS process: the growth of the
     device's ``peak_bytes_in_use`` (never reset) over each first call, smallest batch first; a
-    call under an earlier peak is not observed (``None``), never guessed."""
+    call under an earlier peak, or a device whose counter misses a program's temporaries
+    (``counts_program_temps``), is not observed (``None``), never guessed."""
     result, source = {}, "device memory_stats: peak_bytes_in_use growth, this process"
+    if not backend_facts().counts_program_temps:  # it would read a program's temps as 0 B
+        why = "not observed: this device's peak counter does not count a program's temporaries"
+        return {label: {"bytes": None, "source": why} for label, *_ in jobs}
     for label, _, run, args in jobs:
         before, got = device_memory(), None
         try:
