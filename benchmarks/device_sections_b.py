@@ -61,24 +61,38 @@ def peak_rise(run, *args):
 @section("4 fusion")
 def _():
     B, N = 64, 2**20
-    f = lambda r: jnp.sum(jnp.sin(jnp.cos(r) * 2.0))
-    g = lambda r: jnp.sum(jnp.sin(lax.optimization_barrier(jnp.cos(r) * 2.0)))
+
+    def f(r):
+        return jnp.sum(jnp.sin(jnp.cos(r) * 2.0))
+
+    def g(r):
+        return jnp.sum(jnp.sin(lax.optimization_barrier(jnp.cos(r) * 2.0)))
+
     x = jnp.ones((B, N), jnp.float32) * 0.5
     inter = B * N * 4
     spec = jax.ShapeDtypeStruct((B, N), jnp.float32)
     for name, h in (("fused", f), ("barrier", g)):
         m = jax.jit(jax.vmap(h)).lower(spec).compile().memory_analysis()
-        print(name, "plan temp", m.temp_size_in_bytes, "peak", m.peak_memory_in_bytes, "inter", inter)
+        print(
+            name, "plan temp", m.temp_size_in_bytes, "peak", m.peak_memory_in_bytes, "inter", inter
+        )
     jf, jg = jax.jit(jax.vmap(f)), jax.jit(jax.vmap(g))
     jax.block_until_ready((jf(x[:1]), jg(x[:1])))
-    for name, run in (("jit fused", jf), ("jit barrier", jg), ("eager vmap", jax.vmap(f)),
-                      ("jit fused again", jf)):
+    for name, run in (
+        ("jit fused", jf),
+        ("jit barrier", jg),
+        ("eager vmap", jax.vmap(f)),
+        ("jit fused again", jf),
+    ):
         t0 = time.perf_counter()
-        rise, slack, gap, out = peak_rise(run, x)
-        print(f"{name:16s} rise {rise:>12,d} = {rise / inter:.3f} x inter; slack {slack:,d}; ballast {gap:,d};"
-              f" {time.perf_counter() - t0:.3f} s")
+        rise, slack, gap, _out = peak_rise(run, x)
+        print(
+            f"{name:16s} rise {rise:>12,d} = {rise / inter:.3f} x inter; slack {slack:,d}; ballast {gap:,d};"
+            f" {time.perf_counter() - t0:.3f} s"
+        )
     # a larger peak first: does the ballast still read small rises?
-    big = jnp.ones((4 * B, N)); del big
+    big = jnp.ones((4 * B, N))
+    del big
     rise, slack, gap, _ = peak_rise(jg, x)
     print(f"after a 1 GiB peak: barrier rise {rise / inter:.3f} x, ballast {gap:,d}, slack {slack}")
     rise, slack, gap, _ = peak_rise(jf, x)
@@ -99,8 +113,10 @@ def _():
     t0 = time.perf_counter()
     with bl.count_compiles() as cc:
         adv = bl.max_batch_size(per_item, item, budget_bytes=free)
-    print(f"free {free:,d}; advice {int(adv)} planned {adv.planned_bytes:,d}; {cc.count} compiles "
-          f"{time.perf_counter() - t0:.1f} s; room {s.room_bytes:,d}")
+    print(
+        f"free {free:,d}; advice {int(adv)} planned {adv.planned_bytes:,d}; {cc.count} compiles "
+        f"{time.perf_counter() - t0:.1f} s; room {s.room_bytes:,d}"
+    )
     for tried in (int(adv), int(adv) * 9 // 8, int(adv) * 17 // 16):
         t0 = time.perf_counter()
         try:
@@ -108,7 +124,9 @@ def _():
             jax.block_until_ready(jax.jit(jax.vmap(per_item))(xs))
             print(f"{tried} ran {time.perf_counter() - t0:.2f} s")
         except jax.errors.JaxRuntimeError as e:
-            print(f"{tried} failed {time.perf_counter() - t0:.2f} s: {str(e).splitlines()[0][:200]}")
+            print(
+                f"{tried} failed {time.perf_counter() - t0:.2f} s: {str(e).splitlines()[0][:200]}"
+            )
         del xs
     # the contrast: live arrays hold a quarter of the room, the advice from before
     hold = jnp.zeros((free // 4,), jnp.uint8)
@@ -117,7 +135,9 @@ def _():
         jax.block_until_ready(jax.jit(jax.vmap(per_item))(jnp.ones((int(adv), 512))))
         print("advice with a quarter held: ran")
     except jax.errors.JaxRuntimeError as e:
-        print(f"advice with a quarter held failed {time.perf_counter() - t0:.2f} s: {str(e).splitlines()[0][:200]}")
+        print(
+            f"advice with a quarter held failed {time.perf_counter() - t0:.2f} s: {str(e).splitlines()[0][:200]}"
+        )
     del hold
 
 
@@ -142,9 +162,11 @@ def _():
             for _ in range(K):
                 jax.block_until_ready(fn(a))
         tl = t.result
-        print(f"n={n:5d} wall/call blocking {blocking * 1e6:8.1f} us, not blocking {pipelined * 1e6:8.1f} us;"
-              f" traced: device busy/call {tl.device_busy / K * 1e6:8.1f} us, wall/call {tl.wall / K * 1e6:8.1f} us,"
-              f" dispatches {tl.dispatches}, device lanes {[l.name for l in tl.lane('device')]}")
+        print(
+            f"n={n:5d} wall/call blocking {blocking * 1e6:8.1f} us, not blocking {pipelined * 1e6:8.1f} us;"
+            f" traced: device busy/call {tl.device_busy / K * 1e6:8.1f} us, wall/call {tl.wall / K * 1e6:8.1f} us,"
+            f" dispatches {tl.dispatches}, device lanes {[lane.name for lane in tl.lane('device')]}"
+        )
 
 
 @section("8 host to device")
@@ -161,8 +183,10 @@ def _():
             t0 = time.perf_counter()
             jax.block_until_ready(jax.device_put(items))
             per_batch.append(time.perf_counter() - t0)
-        print(f"{shape}: per item {np.median(per_item) * 1e3:.2f} ms, per batch {np.median(per_batch) * 1e3:.2f} ms,"
-              f" ratio {np.median(per_item) / np.median(per_batch):.1f}x; {items.nbytes / np.median(per_batch) / 1e9:.2f} GB/s")
+        print(
+            f"{shape}: per item {np.median(per_item) * 1e3:.2f} ms, per batch {np.median(per_batch) * 1e3:.2f} ms,"
+            f" ratio {np.median(per_item) / np.median(per_batch):.1f}x; {items.nbytes / np.median(per_batch) / 1e9:.2f} GB/s"
+        )
         with bl.trace(items=shape[0]) as t:
             jax.block_until_ready([jax.device_put(r) for r in items])
         print("  traced per item:", t.result)

@@ -360,6 +360,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "a chunked batch of {n_odd} (a",
             "on CPU with vm.overcommit_memory = {overcommit},",
             "with vm.overcommit_memory = {overcommit}, Linux grants",
+            "max_batch_size for the room live arrays",
         ),
         (
             "on CPU, RESOURCE_EXHAUSTED comes within 10",
