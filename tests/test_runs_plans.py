@@ -263,9 +263,8 @@ def test_the_calibrated_batch_runs_under_the_limit(strategy, chunk):
 
 def test_observe_in_process_is_the_peak_growth_and_never_a_hidden_peak(monkeypatch):
     """GPU: the peak a first call raised above what was in use before it (no device in CI)."""
-    from batchlab.measuring.live import DeviceMemory
-
     from batchlab._util.backend import FACTS
+    from batchlab.measuring.live import DeviceMemory
 
     stats = iter([DeviceMemory("gpu", 100, 50)] + [DeviceMemory("gpu", 100, 4196)] * 3)
     monkeypatch.setattr(calibration, "device_memory", lambda: next(stats))

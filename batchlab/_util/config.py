@@ -35,8 +35,9 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
         kernel=(9, 33),
         loop_items=(32, 64),
         outer_dim=(64, 128),  # the outer product per item, (D,) -> (D, D) intermediate
-        item_dims=((16, 96), (16, 512)),  # 03's loop: small and big (d, d) items, loop_items of each
-        call_dims=((16, 64, 256, 512), (128, 1024, 4096, 8192)),  # a blocking call's cost, d x d matmul
+        # 03: the loop's small and big (d, d) items; a blocking call's d x d matmuls
+        item_dims=((16, 96), (16, 512)),
+        call_dims=((16, 64, 256, 512), (128, 1024, 4096, 8192)),
     ),
     # 04-05 ragged data
     "ragged": dict(
