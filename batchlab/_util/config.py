@@ -95,6 +95,7 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
 #: topic -> size -> value on the TPU where it differs from the CPU's
 TPU: dict[str, dict[str, Any]] = {
     "strategies": dict(item_dims=(16, 2048), call_dims=(128, 1024, 4096, 8192)),  # ~0.1 ms a call
+    "budget": dict(fusion_shape=(64, 2**20)),  # at (64, 2**18) XLA:TPU planned no temp for `kept`
 }
 PROFILES = ("cpu", "tpu", "gpu")
 
