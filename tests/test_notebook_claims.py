@@ -408,6 +408,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "a bulk file loads {data.n_items} items",
             "one transfer per item loads a",
+            "{n_many} device_puts of {bl.format_bytes(put_bytes",
             "a loop that keeps its losses",
             "when the loop reads each loss,",
         ),

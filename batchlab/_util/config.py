@@ -83,6 +83,8 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
         batch_sizes=((16, 64, 256), (64, 256, 1024, 4096)),
         repeat=(3, 5),
         overlap_batches=(12, 24),
+        put_bytes=(8 << 20, 64 << 20),  # 10's host-to-device contrast: one buffer's bytes, split
+        put_items=((1024, 4), (1024, 4)),  # into many small items, then a few large ones
     ),
     "scaling": dict(
         batch=(1024, 65536),
@@ -96,6 +98,7 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
 TPU: dict[str, dict[str, Any]] = {
     "strategies": dict(item_dims=(16, 2048), call_dims=(128, 1024, 4096, 8192)),  # ~0.1 ms a call
     "budget": dict(fusion_shape=(64, 2**20)),  # at (64, 2**18) XLA:TPU planned no temp for `kept`
+    "loading": dict(put_bytes=32 << 20, put_items=(256, 4)),  # ~170 us a device_put: fewer calls
 }
 PROFILES = ("cpu", "tpu", "gpu")
 
