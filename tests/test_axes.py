@@ -579,17 +579,13 @@ def test_nothing_mapped_is_refused_as_jax_vmap_refuses_it_with_a_fix():
     )
 
 
-def test_a_wrong_sized_keyword_argument_is_refused_as_jax_vmap_refuses_it():
+def test_batch_refuses_a_call_with_jax_vmaps_own_error_unchanged():
     f = lambda x, *, w: x * w.sum()  # noqa: E731
     x, w = jnp.ones((5, 3)), jnp.ones(4)
     with pytest.raises(ValueError, match="vmap got inconsistent sizes") as jax_error:
         jax.vmap(f)(x, w=w)  # jax.vmap maps keyword arguments on axis 0, always
-    with pytest.raises(BatchAxisError) as e:
-        batchlab.batch(f)(x, w=w)
-    assert str(e.value) == (
-        "`w` has 4 along axis 0 but the batch has 5 items (sizes found: `x`: 5 (axis 0), `w`: 4 "
-        "(axis 0)). `w` is a keyword argument, which jax.vmap always maps on axis 0; if it is "
-        "shared by all items, pass it positionally with in_axes None; otherwise give it 5 items."
-        f"\nJAX's own words: {jax_error.value}"
-    )
+    for strategy, k in (("vmap", None), ("chunked", 2), ("host", 2), ("loop", None)):
+        with pytest.raises(ValueError) as e:
+            batchlab.batch(f, strategy=strategy, chunk_size=k)(x, w=w)
+        assert type(e.value) is type(jax_error.value) and str(e.value) == str(jax_error.value)
     assert "axis 0 of argument x of type float32[5,3]" in str(jax_error.value)

@@ -18,6 +18,7 @@ from batchlab.batching.axes_spec import (
     Leaf,
     abstract_call,
     check_axis_types,
+    diagnose,
     layout_of,
     leaves_of,
     out_axis_per_leaf,
@@ -161,10 +162,19 @@ def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) 
     check_callable(fn)
     check_axis_types(in_axes, "in_axes")
     spec = per_argument(in_axes, param_names(fn, len(args)))
-    lay = layout_of(fn, in_axes, args, {}, quote=False)
+    try:
+        lay = layout_of(fn, in_axes, args, {})
+    except ValueError as e:
+        try:
+            diagnose(fn, args, in_axes)
+        except BatchAxisError as kit:
+            raise kit from e
+        except (TypeError, ValueError):
+            pass
+        raise
     flat = jax.tree_util.tree_leaves((args, {}))
     outputs = resolve_out_axes(fn, lay, flat, out_axes)
-    inputs = tuple(leaves_of(fn, args, {}, list(lay.axes)))
+    inputs = tuple(leaves_of(fn, args, list(lay.axes)))
     return AxesExplanation(lay.batch_size, inputs, outputs, spec, out_axes)
 
 
