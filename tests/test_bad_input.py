@@ -515,6 +515,18 @@ case(
     r"`n_buckets`",
 )
 case(
+    "padding_report(batch_size=0)",
+    lambda: batchlab.padding_report(LENGTHS, batch_size=0),
+    ValueError,
+    r"`batch_size`",
+)
+case(
+    "padding_report(batch_size=2.5)",
+    lambda: batchlab.padding_report(LENGTHS, batch_size=2.5),
+    TypeError,
+    r"`batch_size`",
+)
+case(
     "optimal_boundaries(200k distinct)",
     lambda: batchlab.optimal_boundaries(np.arange(1, 200_001), 64),
     ValueError,
