@@ -28,16 +28,6 @@ def is_axis_leaf(x: Any) -> bool:
     return x is None or (isinstance(x, numbers.Integral) and not isinstance(x, bool))
 
 
-def check_axis_types(spec: Any, name: str) -> None:
-    """Raises ``TypeError`` at an entry of ``spec`` that is neither an int nor None."""
-    for leaf in jtu.tree_leaves(spec, is_leaf=is_axis_leaf):
-        if not is_axis_leaf(leaf):
-            raise TypeError(
-                f"`{name}` may hold only ints (an axis) and None (not mapped), got "
-                f"{type(leaf).__name__} {leaf!r} in {name}={spec!r}."
-            )
-
-
 def param_names(fn: Callable, n: int) -> list[str]:
     """The parameter name of each positional argument (``args[i]`` when unknown)."""
     try:
@@ -311,22 +301,10 @@ def diagnose(fn: Callable, args: tuple, in_axes: Any) -> None:
     spec = per_argument(in_axes, names)
     for arg, arg_spec, name in zip(args, spec, names, strict=True):
         _ragged_list(arg, name, arg_spec)
-        try:
-            axis_per_leaf(arg_spec, arg)
-        except (ValueError, TypeError) as e:
-            raise BatchAxisError(
-                f"in_axes for `{name}` is {arg_spec!r}, which does not match the structure of "
-                f"`{name}` ({jtu.tree_structure(arg)}): {str(e).splitlines()[0]} "
-                f"Give one axis for the whole argument (e.g. 0 or None) or a tree with exactly "
-                f"its keys."
-            ) from None
-    leaves = leaves_of(fn, args, axis_per_leaf(spec, args))
+    leaves = leaves_of(fn, args, axis_per_leaf(spec, args))  # a tree mismatch: JAX's words
     mapped = [lf for lf in leaves if lf.axis is not None]
-    if not mapped:
-        raise BatchAxisError(
-            f"in_axes={in_axes!r} maps no argument of fn({', '.join(names)}), so there is no batch "
-            f"axis; map at least one argument, e.g. {suggest(spec, 0, 0) if spec else 'in_axes=0'}."
-        )
+    if not mapped:  # nothing mapped: JAX's words
+        return
     flat, treedef = jtu.tree_flatten((args, {}))
 
     def outs(leaf: Leaf, axis: int | None) -> list | None:  # per-item outputs, leaf on axis
