@@ -73,9 +73,16 @@ def run_batches(
         with ``strategy="manual"`` its source and closed-over values): resumes under the same
         name whatever ``fn`` is now.
 
-    Returns a :class:`RunResult` (out of memory at one item stops it, see ``stop_reason``);
-    raises :class:`BatchFnError` (broken ``fn``), :class:`RunInterrupted` (Ctrl-C), both with
-    ``.result``, and ``CheckpointError``.
+    Returns:
+      A :class:`RunResult`: outputs of the items that ran, in input order, their indices and
+      failures (out of memory at one item stops the run: see ``stop_reason``).
+
+    Raises:
+      BatchFnError: ``fn`` is broken (the same error on every item, or a wrong output shape).
+      RunInterrupted: Ctrl-C, after the batch in flight (a ``KeyboardInterrupt``). Both carry
+        what finished in ``.result``.
+      CheckpointError: ``checkpoint`` is corrupt or belongs to another run.
+      ValueError, TypeError: an argument, checked before any work.
 
     Example:
       >>> import jax.numpy as jnp
