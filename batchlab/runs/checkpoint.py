@@ -104,7 +104,7 @@ def _code_key(v: Any, seen: set) -> str:
 
 
 def _source_key(fn: types.FunctionType) -> str:
-    """``fn``'s syntax tree (a lambda: the one its bytecode's positions fall in), or its bytecode."""
+    """``fn``'s syntax tree (a lambda: the one its bytecode's positions lie in), or its bytecode."""
     try:
         lines = inspect.getsource(fn)
         tree = ast.parse(textwrap.dedent(lines))
