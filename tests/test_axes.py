@@ -110,39 +110,16 @@ def test_varargs_names():
             dict(in_axes={"x": 0}),
             r"`in_axes` must be an int, None, or a tuple",
         ),
-        ((np.ones((5, 3)), np.ones((3, 2))), dict(in_axes=(None, None)), r"maps no argument"),
         (
             (np.ones((5, 3)), np.ones((3, 2))),
             dict(in_axes=(0, None), out_axes=None),
             r"out_axes gives None .*`out`",
-        ),
-        (
-            (np.ones((5, 3)), np.ones((3, 2))),
-            dict(in_axes=(0, None), out_axes=2),
-            r"valid positions are -2..1",
-        ),
-        (
-            (np.ones((5, 3)), np.ones((3, 2))),
-            dict(in_axes=(0, None), out_axes=(0, 0)),
-            r"`out_axes`=\(0, 0\) does not match",
         ),
     ],
 )
 def test_errors(args, kwargs, match):
     with pytest.raises(BatchAxisError, match=match):
         explain_axes(predict, *args, **kwargs)
-
-
-def test_in_axes_tree_mismatch():
-    d = {"a": jnp.ones(3), "b": jnp.ones(3)}
-    with pytest.raises(
-        BatchAxisError, match=r"in_axes for `d` is \{'a': 0\}, which does not match"
-    ) as e:
-        explain_axes(lambda d: d["a"], d, in_axes=({"a": 0},))
-    with pytest.raises(ValueError) as jax_error:  # JAX's own words for the mismatch come first
-        jax.tree_util.tree_structure({"a": 0}).flatten_up_to(d)
-    jax_line = str(jax_error.value).splitlines()[0]
-    assert f"`d` ({jax.tree_util.tree_structure(d)}): {jax_line} Give one axis" in str(e.value)
 
 
 def test_ragged_list_points_to_padding():
@@ -179,16 +156,31 @@ def test_batch_axis_error_is_a_value_error():
     assert issubclass(BatchAxisError, ValueError)
 
 
-def test_bad_types():
-    with pytest.raises(
-        TypeError,
-        match=r"`in_axes` may hold only ints .*got str 'batch' in in_axes=\('batch', None\)\.",
-    ):
-        explain_axes(predict, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=("batch", None))
-    with pytest.raises(
-        TypeError, match=r"`out_axes` may hold only ints.*got float 1\.0 in out_axes"
-    ):
-        explain_axes(predict, jnp.ones((5, 3)), jnp.ones((3, 2)), in_axes=(0, None), out_axes=1.0)
+@pytest.mark.parametrize(
+    "fn, args, kwargs",
+    [
+        (lambda d: d["a"], ({"a": jnp.ones(3), "b": jnp.ones(3)},), dict(in_axes=({"a": 0},))),
+        (predict, (jnp.ones((5, 3)), jnp.ones((3, 2))), dict(in_axes=(None, None))),
+        (predict, (jnp.ones((5, 3)), jnp.ones((3, 2))), dict(in_axes=("batch", None))),
+        (predict, (jnp.ones((5, 3)), jnp.ones((3, 2))), dict(in_axes=(0, None), out_axes=1.0)),
+        (predict, (jnp.ones((5, 3)), jnp.ones((3, 2))), dict(in_axes=(0, None), out_axes=2)),
+        (predict, (jnp.ones((5, 3)), jnp.ones((3, 2))), dict(in_axes=(0, None), out_axes=(0, 0))),
+        (lambda: 1.0, (), {}),
+    ],
+    ids=["in-tree", "none-mapped", "in-type", "out-type", "out-rank", "out-tree", "no-args"],
+)
+def test_where_jax_vmap_decides_explain_axes_raises_its_own_error_unchanged(fn, args, kwargs):
+    """A tree mismatch, nothing mapped, a type that is not an axis, an out axis past the rank:
+    JAX's own words teach these, so the kit adds none of its own (issue 48)."""
+    with pytest.raises((ValueError, TypeError)) as jax_error:
+        jax.vmap(fn, **kwargs)(*args)
+    with pytest.raises((ValueError, TypeError)) as kit:
+        explain_axes(fn, *args, **kwargs)
+    assert type(kit.value) is type(jax_error.value) and not isinstance(kit.value, BatchAxisError)
+    assert str(kit.value) == str(jax_error.value)
+
+
+def test_a_function_that_is_not_callable_is_refused():
     with pytest.raises(TypeError, match="must be a function"):
         explain_axes(np.ones(3), jnp.ones(3))
 
@@ -522,8 +514,6 @@ def test_out_axes_none_and_negative_positions_read_each_output():
     # -rank is the first valid position, as in jax.vmap
     assert jax.vmap(lambda x: x * 2, out_axes=-2)(x).shape == (5, 3)
     assert explain_axes(lambda x: x * 2, x, out_axes=-2).outputs[0].axis == 0
-    with pytest.raises(BatchAxisError, match=r"\(PyTreeDef\(\*\)\): some of its entries"):
-        explain_axes(lambda x: x * 2, x, out_axes=(0, 0))
 
 
 def test_the_fix_for_one_leaf_of_a_dict_argument_unmaps_that_leaf_alone_as_jax_computes():
@@ -560,36 +550,13 @@ def test_a_tie_is_broken_for_the_size_the_other_argument_can_move_to():
     assert jax.vmap(f, in_axes=(1, 0))(a, b).shape == (4,)  # the fix runs in JAX
 
 
-def test_nothing_mapped_is_refused_as_jax_vmap_refuses_it_with_a_fix():
-    f = lambda x, w: x @ w  # noqa: E731
-    x, w = jnp.ones((5, 3)), jnp.ones((3, 2))
-    with pytest.raises(ValueError, match="at least one non-None value in in_axes"):
-        jax.vmap(f, in_axes=(None, None))(x, w)
-    with pytest.raises(BatchAxisError) as e:
-        explain_axes(f, x, w, in_axes=(None, None))
-    assert str(e.value) == (
-        "in_axes=(None, None) maps no argument of fn(x, w), so there is no batch axis; "
-        "map at least one argument, e.g. in_axes=(0, None)."
-    )
-    assert jax.vmap(f, in_axes=(0, None))(x, w).shape == (5, 2)  # the fix runs in JAX
-    with pytest.raises(BatchAxisError) as e:
-        explain_axes(lambda: 1.0)
-    assert str(e.value).endswith(
-        "fn(), so there is no batch axis; map at least one argument, e.g. in_axes=0."
-    )
-
-
-def test_a_wrong_sized_keyword_argument_is_refused_as_jax_vmap_refuses_it():
+def test_batch_refuses_a_call_with_jax_vmaps_own_error_unchanged():
     f = lambda x, *, w: x * w.sum()  # noqa: E731
     x, w = jnp.ones((5, 3)), jnp.ones(4)
     with pytest.raises(ValueError, match="vmap got inconsistent sizes") as jax_error:
         jax.vmap(f)(x, w=w)  # jax.vmap maps keyword arguments on axis 0, always
-    with pytest.raises(BatchAxisError) as e:
-        batchlab.batch(f)(x, w=w)
-    assert str(e.value) == (
-        "`w` has 4 along axis 0 but the batch has 5 items (sizes found: `x`: 5 (axis 0), `w`: 4 "
-        "(axis 0)). `w` is a keyword argument, which jax.vmap always maps on axis 0; if it is "
-        "shared by all items, pass it positionally with in_axes None; otherwise give it 5 items."
-        f"\nJAX's own words: {jax_error.value}"
-    )
+    for strategy, k in (("vmap", None), ("chunked", 2), ("host", 2), ("loop", None)):
+        with pytest.raises(ValueError) as e:
+            batchlab.batch(f, strategy=strategy, chunk_size=k)(x, w=w)
+        assert type(e.value) is type(jax_error.value) and str(e.value) == str(jax_error.value)
     assert "axis 0 of argument x of type float32[5,3]" in str(jax_error.value)

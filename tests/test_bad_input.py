@@ -287,8 +287,8 @@ case("batch(out_axes=5)", lambda: batchlab.batch(item_fn, out_axes=5)(X), ValueE
 case(
     "batch(in_axes=5)",
     lambda: batchlab.batch(item_fn, in_axes=5)(X),
-    batchlab.BatchAxisError,
-    r"in_axes asks for axis 5",
+    ValueError,
+    r"vmap was requested to map its argument along axis 5",
 )
 case(
     "batch(in_axes='a')",
@@ -323,8 +323,8 @@ case(
 case(
     "compare(in_axes=5)",
     lambda: batchlab.compare(item_fn, X, in_axes=5),
-    batchlab.BatchAxisError,
-    r"in_axes asks for axis 5",
+    ValueError,
+    r"vmap was requested to map its argument along axis 5",
 )
 case("compare(manual=3)", lambda: batchlab.compare(item_fn, X, manual=3), TypeError, r"`manual`")
 case(
@@ -513,6 +513,18 @@ case(
     lambda: batchlab.padding_report(LENGTHS, n_buckets=0),
     ValueError,
     r"`n_buckets`",
+)
+case(
+    "padding_report(batch_size=0)",
+    lambda: batchlab.padding_report(LENGTHS, batch_size=0),
+    ValueError,
+    r"`batch_size`",
+)
+case(
+    "padding_report(batch_size=2.5)",
+    lambda: batchlab.padding_report(LENGTHS, batch_size=2.5),
+    TypeError,
+    r"`batch_size`",
 )
 case(
     "optimal_boundaries(200k distinct)",

@@ -294,6 +294,39 @@ def test_bucket_batches_count_filler_rows_as_padding():
     assert bs.ratio > ideal.ratio
 
 
+@pytest.mark.parametrize("batch_size", [1, 3, 16, 64, 1000])
+@pytest.mark.parametrize("n", [0, 1, 37])
+def test_padding_report_batches_each_padded_to_their_own_longest(batch_size, n):
+    """With batch_size, each bucket's items (input order) go in batches of batch_size, and each
+    batch pads to its own longest: counted here item by item, as a loop over the batches would."""
+    lengths = np.random.default_rng(n).integers(0, 50, n)
+    report = padding_report(lengths, n_buckets=3, batch_size=batch_size)
+    for row in report.rows:
+        which = np.searchsorted(row.boundaries, lengths)
+        padded, shapes = 0, set()
+        for k in range(len(row.boundaries)):
+            bucket = lengths[which == k]
+            for start in range(0, len(bucket), batch_size):
+                part = bucket[start : start + batch_size]
+                padded += len(part) * int(part.max())
+                shapes.add((len(part), int(part.max())))
+        assert (row.padded_elements, row.shapes) == (padded, len(shapes)), row.rule
+        assert row.true_elements == lengths.sum()
+        plain = padding_report(lengths, n_buckets=3)[row.rule]
+        assert row.padded_elements <= plain.padded_elements  # a batch's longest <= the boundary
+    assert f"batches of {batch_size}, each padded to its longest" in repr(report)
+
+
+def test_padding_report_by_batch_is_the_common_practice_on_a_small_case():
+    lengths = [1, 9, 2, 2, 8, 3]
+    r = padding_report(lengths, batch_size=2)["max"]  # one bucket: batches in input order
+    assert (r.padded_elements, r.shapes) == (2 * 9 + 2 * 2 + 2 * 8, 3)
+    sorted_first = padding_report(sorted(lengths), batch_size=2)["max"]
+    assert sorted_first.padded_elements == 2 * 2 + 2 * 3 + 2 * 9 < r.padded_elements
+    with pytest.raises(ValueError, match=r"`batch_size` must be at least 1"):
+        padding_report(lengths, batch_size=0)
+
+
 def test_padding_report_counts_what_bucketize_pads():
     import batchlab as bl
 

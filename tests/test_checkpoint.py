@@ -145,6 +145,48 @@ def test_fn_fingerprint_is_the_same_in_a_new_process():
     assert len(first) == 16 and first == second
 
 
+CODE_SCRIPT = """
+import functools, sys
+import numpy as np
+from batchlab.runs.checkpoint import code_fingerprint
+
+class Scaler:
+    def __init__(self, k):
+        self.k, self.w = k, np.arange(3.0)
+    def __call__(self, b):
+        return helper(b) * self.k  # comment: not part of the fingerprint
+
+def helper(b):
+    return b + 1
+
+fns = [helper, lambda b: b * 2, functools.partial(helper), Scaler(2), Scaler(2).__call__]
+print(" ".join(code_fingerprint(f) for f in fns))
+"""
+
+
+@pytest.mark.parametrize("how", ["file", "-c"])
+def test_code_fingerprint_is_the_same_in_a_new_process_and_follows_the_code(tmp_path, how):
+    """A manual fn's fingerprint (source, or bytecode without a source file) holds no address
+    and no hash seed; a changed helper it calls, or comment-only edits, are told apart."""
+    import subprocess
+    import sys
+
+    def run(text):
+        script = tmp_path / "job.py"
+        script.write_text(text)
+        argv = [str(script)] if how == "file" else ["-c", text]
+        return subprocess.run(
+            [sys.executable, *argv], capture_output=True, text=True, timeout=120, check=True
+        ).stdout.split()
+
+    first, second = run(CODE_SCRIPT), run(CODE_SCRIPT)
+    assert len(first) == 5 and first == second and len(set(first)) == 5
+    changed = run(CODE_SCRIPT.replace("return b + 1", "return b + 2"))
+    assert [a != b for a, b in zip(first, changed, strict=True)] == [1, 0, 1, 1, 1]
+    if how == "file":  # comments are not in the syntax tree
+        assert run(CODE_SCRIPT.replace("# comment: not", "# not")) == first
+
+
 def test_output_structure_is_stored_as_json():
     import jax
 

@@ -3,7 +3,9 @@ words, damaged files, failed saves, and Ctrl-C in a script (issues 24 and 26).""
 
 from __future__ import annotations
 
+import copy
 import errno
+import functools
 import os
 import signal
 import subprocess
@@ -105,31 +107,77 @@ def logged_batch(batch):
 STOP = {"on": True}
 
 
-def test_a_manual_fn_needs_a_run_name_and_then_resumes_losing_nothing(tmp_path):
+def test_a_manual_fn_resumes_by_its_source_or_by_name_losing_nothing(tmp_path):
     xs, path = indexed(24), tmp_path / "run.ckpt"
     kw = dict(batch_size=4, strategy="manual", checkpoint=path, progress=False)
     CALLS.clear(), SEEN.clear()
     STOP["on"] = True
-    with pytest.raises(
-        batchlab.CheckpointError,
-        match=r"^strategy='manual' runs `fn` as Python \(it may read files, counters or the "
-        r"host\), which no trace can see, so a resume could not tell whether it is the same "
-        r"function\. Name the run: .*run_name='my-run-v1'",
-    ):
+    with pytest.raises(KeyboardInterrupt):  # no run_name: fn's source names the run
         batchlab.run_batches(logged_batch, xs, **kw)
-    assert CALLS == [] and not path.exists()  # refused before any work
-    with pytest.raises(KeyboardInterrupt):
-        batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
     assert sorted(SEEN) == list(range(8))
     STOP["on"] = False
     SEEN.clear()
-    resumed = batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
+    resumed = batchlab.run_batches(logged_batch, xs, **kw)
     assert resumed.complete and resumed.resumed_items == 8
     assert sorted(SEEN) == list(range(8, 24))  # every finished item kept, none recomputed
     clean = batchlab.run_batches(logged_fn, xs[:, :-1], batch_size=4, progress=False)
     np.testing.assert_array_equal(resumed.outputs, clean.outputs)
-    again = batchlab.run_batches(logged_batch, xs, run_name="my-run-v1", **kw)
-    assert again.resumed_items == 24  # the same name resumes again
+    named = dict(kw, checkpoint=tmp_path / "named.ckpt", run_name="my-run-v1")
+    batchlab.run_batches(logged_batch, xs, **named)
+    again = batchlab.run_batches(lambda b: logged_batch(b), xs, **named)  # the name vouches
+    assert again.resumed_items == 24  # the same name resumes again, whatever fn is now
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, b):
+        return b * self.k
+
+
+def times(b, k):
+    return b * k
+
+
+def scaled_by(k):
+    return lambda b: b * k
+
+
+def twice(b):
+    return b * 2
+
+
+def thrice(b):
+    return b * 3
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        (twice, thrice),  # another body
+        (lambda b: b * 2, lambda b: b * 3),
+        (scaled_by(2), scaled_by(3)),  # a closure 2 -> 3
+        (functools.partial(times, k=2), functools.partial(times, k=3)),
+        (Scaler(2), Scaler(3)),
+        (Scaler(2).__call__, Scaler(3).__call__),
+    ],
+    ids=["body", "lambda", "closure", "partial", "object", "method"],
+)
+def test_a_changed_manual_fn_is_refused_and_the_same_one_resumes(tmp_path, before, after):
+    """Issue 48's five faults that lost data: each changed function is refused before any work;
+    the unchanged one (a new object of the same code and values) resumes."""
+    xs, path = np.arange(12, dtype=np.float32).reshape(6, 2), tmp_path / "run.ckpt"
+    kw = dict(batch_size=2, strategy="manual", checkpoint=path, progress=False)
+    first = batchlab.run_batches(before, xs[:4], **dict(kw, checkpoint=tmp_path / "same.ckpt"))
+    fresh = copy.deepcopy(before)  # the same code and values, another object
+    same = batchlab.run_batches(fresh, xs[:4], **dict(kw, checkpoint=tmp_path / "same.ckpt"))
+    assert same.resumed_items == 4 and np.array_equal(same.outputs, first.outputs)
+    batchlab.run_batches(before, xs, **kw)
+    journal = path.read_bytes()
+    with pytest.raises(batchlab.CheckpointError, match=r"fn changed since the journal.*source"):
+        batchlab.run_batches(after, xs, **kw)
+    assert path.read_bytes() == journal  # refused: no stale output mixed with new ones
 
 
 def test_a_global_that_does_not_change_the_jaxpr_resumes_without_run_name(tmp_path):

@@ -158,11 +158,10 @@ def test_errors():
     with pytest.raises(TypeError, match="must be a function"):
         batch(3)
     f = batch(mlp, strategy="chunked", chunk_size=2)
-    with pytest.raises(BatchAxisError, match=r"is a keyword argument, which jax.vmap always maps"):
+    with pytest.raises(ValueError, match=r"vmap got inconsistent sizes") as e:
         f(x=jnp.ones((3, 4)), p=params())
-    with pytest.raises(
-        BatchAxisError, match="`p\\['b'\\]` has 3 along axis 0 but the batch has 5 items"
-    ):
+    assert not isinstance(e.value, BatchAxisError)  # JAX's own error, unchanged
+    with pytest.raises(ValueError, match=r"size 3: axis 0 of argument p\['b'\] of type"):
         f(jnp.ones((5, 4)), params())
 
 
@@ -352,7 +351,7 @@ def test_host_plan_counts_and_memory():
     assert "full of 2000 + 1 remainder of 1000" in repr(one)
     kw = batch(outer, strategy="host", chunk_size=128).plan(x=x)  # keywords are planned alike
     assert (kw.full_chunks, kw.remainder, kw.dispatches) == (7, 104, 10)
-    with pytest.raises(BatchAxisError, match=r"axis 1 of `x`, but `x` has shape \(3,\)"):
+    with pytest.raises(ValueError, match=r"along axis 1, which implies that its rank should"):
         batch(outer, strategy="host", chunk_size=2, in_axes=1).plan(jnp.ones(3))
     with pytest.raises(
         ValueError,

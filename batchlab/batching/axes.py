@@ -17,13 +17,15 @@ from batchlab.batching.axes_spec import (
     Layout,
     Leaf,
     abstract_call,
-    check_axis_types,
+    axis_per_leaf,
+    diagnose,
     layout_of,
     leaves_of,
-    out_axis_per_leaf,
     param_names,
     per_argument,
 )
+
+jtu = jax.tree_util
 
 SOURCE = "abstract evaluation (jax.eval_shape): shapes only, nothing ran"
 IN_HEADER = ("argument", "shape", "mapped", "batch", "per-item shape fn sees")
@@ -94,47 +96,36 @@ class AxesExplanation(Rows):
 
 
 def resolve_out_axes(fn: Callable, lay: Layout, flat: list, out_axes: Any) -> tuple[Leaf, ...]:
-    """Checks ``out_axes`` against the per-item outputs (abstract evaluation only)."""
-    check_axis_types(out_axes, "out_axes")
+    """Each output's batched shape and batch axis, as ``jax.vmap`` gives them (shapes only)."""
     out = abstract_call(fn, lay.treedef, flat, lay.axes)
+    labels = ["out" + jtu.keystr(p) for p, _ in jtu.tree_flatten_with_path(out)[0]]
     try:
-        leaves, axes, treedef = out_axis_per_leaf(out, out_axes)
-    except (ValueError, TypeError):
-        raise BatchAxisError(
-            f"`out_axes`={out_axes!r} does not match what fn returns "
-            f"({jax.tree_util.tree_structure(out)}): some of its entries have no output. Give "
-            f"one axis for all outputs (e.g. out_axes=0) or a tree shaped like the output."
-        ) from None
-    labels = [
-        "out" + jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(out)[0]
-    ]
-    rows = []
-    for k, (label, leaf, ax) in enumerate(zip(labels, leaves, axes, strict=True)):
-        item, rank = tuple(leaf.shape), len(leaf.shape) + 1  # the batched output has one more axis
-        if ax is None:
-            only = jax.tree_util.tree_unflatten(
-                treedef, [None if j == k else 0 for j in range(len(leaves))]
-            )
+        batched = abstract_call(fn, lay.treedef, flat, lay.axes, item=False, out_axes=out_axes)
+    except ValueError as e:  # jax.vmap's words, but the kit's where None meets a batched output
+        try:
+            axes = axis_per_leaf(out_axes, out)
+        except (ValueError, TypeError):
+            raise e from None
+        for k, (leaf, ax) in enumerate(zip(jtu.tree_leaves(out), axes, strict=True)):
+            if ax is not None:
+                continue
+            only = [None if j == k else 0 for j in range(len(axes))]
+            only = jtu.tree_unflatten(jtu.tree_structure(out), only)
             try:
                 abstract_call(fn, lay.treedef, flat, lay.axes, item=False, out_axes=only)
             except ValueError:
                 raise BatchAxisError(
-                    f"out_axes gives None (no batch axis) for `{label}`, but `{label}` depends on "
-                    f"the mapped inputs: every item gives a different {item} value, so it has a "
-                    f"batch axis. Use an axis for it (e.g. 0); None is only for outputs that are "
-                    f"the same for every item."
-                ) from None
-            rows.append(Leaf(k, label, item, leaf.dtype, None))
-            continue
-        if not -rank <= ax < rank:
-            raise BatchAxisError(
-                f"out_axes asks to put the batch axis at {ax} of `{label}`, but one item's "
-                f"`{label}` has shape {item}, so the batched output has {rank} axes; valid "
-                f"positions are {-rank}..{rank - 1}."
-            )
-        ax = ax % rank
-        rows.append(Leaf(k, label, (*item[:ax], lay.batch_size, *item[ax:]), leaf.dtype, ax))
-    return tuple(rows)
+                    f"out_axes gives None (no batch axis) for `{labels[k]}`, but `{labels[k]}` "
+                    f"depends on the mapped inputs: every item gives a different "
+                    f"{tuple(leaf.shape)} value, so it has a batch axis. Use an axis for it (e.g. "
+                    f"0); None is only for outputs that are the same for every item."
+                ) from e
+        raise
+    axes = axis_per_leaf(out_axes, out)
+    return tuple(
+        Leaf(k, label, tuple(b.shape), b.dtype, None if ax is None else ax % b.ndim)
+        for k, (label, b, ax) in enumerate(zip(labels, jtu.tree_leaves(batched), axes, strict=True))
+    )
 
 
 def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) -> AxesExplanation:
@@ -144,11 +135,21 @@ def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) 
     explained, with unmapped values that are not arrays (a string, a function, a flag) passed
     to ``fn`` as they are; where it refuses, the kit says why and how to fix it.
 
+    Args:
+      fn: the per-item function.
+      *args: its arguments, arrays or ``jax.ShapeDtypeStruct`` (nothing is computed).
+      in_axes: as in ``jax.vmap``.
+      out_axes: as in ``jax.vmap``.
+
+    Returns:
+      An :class:`AxesExplanation`: every input leaf and output leaf, batched and per item.
+
     Raises:
-      BatchAxisError: where ``jax.vmap`` would raise a ``ValueError`` the kit can explain, or
-        ``out_axes`` does not fit fn's output.
-      TypeError: ``fn`` is not callable, ``in_axes`` / ``out_axes`` hold something other than
-        ints and None, or ``fn`` fails on one item's shapes.
+      BatchAxisError: where ``jax.vmap`` would raise a ``ValueError`` the kit can explain
+        (sizes that differ, an axis a leaf does not have, an ``in_axes`` of the wrong length, a
+        ragged list, ``None`` in ``out_axes`` for an output that depends on the mapped inputs).
+      ValueError, TypeError: ``jax.vmap``'s own error everywhere else (its words).
+      TypeError: ``fn`` is not callable, or ``fn`` fails on one item's shapes.
 
     Example:
       >>> import jax.numpy as jnp
@@ -159,12 +160,20 @@ def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) 
       (5, (3,), (5, 2))
     """
     check_callable(fn)
-    check_axis_types(in_axes, "in_axes")
     spec = per_argument(in_axes, param_names(fn, len(args)))
-    lay = layout_of(fn, in_axes, args, {}, quote=False)
+    try:
+        lay = layout_of(fn, in_axes, args, {})
+    except ValueError as e:
+        try:
+            diagnose(fn, args, in_axes)
+        except BatchAxisError as kit:
+            raise kit from e
+        except (TypeError, ValueError):
+            pass
+        raise
     flat = jax.tree_util.tree_leaves((args, {}))
     outputs = resolve_out_axes(fn, lay, flat, out_axes)
-    inputs = tuple(leaves_of(fn, args, {}, list(lay.axes)))
+    inputs = tuple(leaves_of(fn, args, list(lay.axes)))
     return AxesExplanation(lay.batch_size, inputs, outputs, spec, out_axes)
 
 

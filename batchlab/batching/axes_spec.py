@@ -28,16 +28,6 @@ def is_axis_leaf(x: Any) -> bool:
     return x is None or (isinstance(x, numbers.Integral) and not isinstance(x, bool))
 
 
-def check_axis_types(spec: Any, name: str) -> None:
-    """Raises ``TypeError`` at an entry of ``spec`` that is neither an int nor None."""
-    for leaf in jtu.tree_leaves(spec, is_leaf=is_axis_leaf):
-        if not is_axis_leaf(leaf):
-            raise TypeError(
-                f"`{name}` may hold only ints (an axis) and None (not mapped), got "
-                f"{type(leaf).__name__} {leaf!r} in {name}={spec!r}."
-            )
-
-
 def param_names(fn: Callable, n: int) -> list[str]:
     """The parameter name of each positional argument (``args[i]`` when unknown)."""
     try:
@@ -134,14 +124,13 @@ class Leaf:
         return drop(self.shape, self.axis)
 
 
-def leaves_of(fn: Callable, args: tuple, kwargs: dict, axes: list) -> list[Leaf]:
+def leaves_of(fn: Callable, args: tuple, axes: list) -> list[Leaf]:
     """The call's leaves, named after fn's parameters, each with its axis (checked, normalized)."""
-    kw = sorted(kwargs)  # a dict's leaves come in the order of its sorted keys
-    names = [*param_names(fn, len(args)), *kw]
+    names = param_names(fn, len(args))
     leaves = []
-    for (path, x), ax in zip(jtu.tree_flatten_with_path((args, kwargs))[0], axes, strict=True):
-        i = path[1].idx if path[0].idx == 0 else len(args) + kw.index(path[1].key)
-        label, shape = names[i] + jtu.keystr(path[2:]), tuple(getattr(x, "shape", ()))
+    for (path, x), ax in zip(jtu.tree_flatten_with_path(args)[0], axes, strict=True):
+        i = path[0].idx
+        label, shape = names[i] + jtu.keystr(path[1:]), tuple(getattr(x, "shape", ()))
         rank = len(shape)
         if ax is not None and not -rank <= ax < rank:
             valid = (
@@ -198,40 +187,26 @@ class Layout:
         return fn(*args, **kwargs)
 
 
-def layout_of(
-    fn: Callable, in_axes: Any, args: tuple, kwargs: dict, *, quote: bool = True
-) -> Layout:
+def layout_of(fn: Callable, in_axes: Any, args: tuple, kwargs: dict) -> Layout:
     """Hands ``in_axes`` and the call to ``jax.vmap``, then reads which leaves it maps.
 
     ``jax.vmap`` checks the call (tree prefix, sizes, ranks) with a function that computes
     nothing; once it accepts, the prefix ``in_axes`` is spread over the leaves.
 
     Args:
-      fn: the per-item function (named in the kit's diagnosis).
+      fn: the per-item function.
       in_axes: as in ``jax.vmap`` (keyword arguments are mapped on axis 0).
       args: the positional arguments of the call.
       kwargs: its keyword arguments.
-      quote: whether the kit's diagnosis quotes JAX's own message after its own.
 
     Returns:
       The call's :class:`Layout`.
 
     Raises:
-      BatchAxisError: where ``jax.vmap`` raises a ``ValueError`` that the kit can explain:
-        the kit's diagnosis and fix, then (``quote``) JAX's own message.
-      ValueError, TypeError: ``jax.vmap``'s own error, unchanged, everywhere else.
+      ValueError, TypeError: ``jax.vmap``'s own error, unchanged.
     """
-    try:
-        nothing = functools.wraps(fn)(lambda *a, **k: ())  # fn's signature names the arguments
-        jax.vmap(nothing, in_axes=in_axes)(*args, **kwargs)
-    except ValueError as e:
-        try:
-            diagnose(fn, args, kwargs, in_axes)
-        except BatchAxisError as kit:
-            raise BatchAxisError(f"{kit}\nJAX's own words: {e}" if quote else str(kit)) from e
-        except (TypeError, ValueError):
-            pass
-        raise
+    nothing = functools.wraps(fn)(lambda *a, **k: ())  # fn's signature names the arguments
+    jax.vmap(nothing, in_axes=in_axes)(*args, **kwargs)
     flat, treedef = jtu.tree_flatten((args, kwargs))
     spec = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
     axes = axis_per_leaf((spec, 0), (args, kwargs))
@@ -316,34 +291,21 @@ def _ragged_list(arg: Any, name: str, axis: Any) -> None:
         )
 
 
-def diagnose(fn: Callable, args: tuple, kwargs: dict, in_axes: Any) -> None:
+def diagnose(fn: Callable, args: tuple, in_axes: Any) -> None:
     """Raises the kit's :class:`BatchAxisError` for a call ``jax.vmap`` refused: why, and the fix.
 
     It reads the call as ``jax.vmap`` does (shapes only) and stops at the first entry of
     ``in_axes`` that does not fit; every fix it offers is evaluated before it is offered.
     """
     names = param_names(fn, len(args))
-    spec, kw = per_argument(in_axes, names), sorted(kwargs)
-    every, specs = [*args, *(kwargs[k] for k in kw)], (*spec, *(0,) * len(kw))
-    for arg, arg_spec, name in zip(every, specs, (*names, *kw), strict=True):
+    spec = per_argument(in_axes, names)
+    for arg, arg_spec, name in zip(args, spec, names, strict=True):
         _ragged_list(arg, name, arg_spec)
-        try:
-            axis_per_leaf(arg_spec, arg)
-        except (ValueError, TypeError) as e:
-            raise BatchAxisError(
-                f"in_axes for `{name}` is {arg_spec!r}, which does not match the structure of "
-                f"`{name}` ({jtu.tree_structure(arg)}): {str(e).splitlines()[0]} "
-                f"Give one axis for the whole argument (e.g. 0 or None) or a tree with exactly "
-                f"its keys."
-            ) from None
-    leaves = leaves_of(fn, args, kwargs, axis_per_leaf((spec, 0), (args, kwargs)))
+    leaves = leaves_of(fn, args, axis_per_leaf(spec, args))  # a tree mismatch: JAX's words
     mapped = [lf for lf in leaves if lf.axis is not None]
-    if not mapped:
-        raise BatchAxisError(
-            f"in_axes={in_axes!r} maps no argument of fn({', '.join(names)}), so there is no batch "
-            f"axis; map at least one argument, e.g. {suggest(spec, 0, 0) if spec else 'in_axes=0'}."
-        )
-    flat, treedef = jtu.tree_flatten((args, kwargs))
+    if not mapped:  # nothing mapped: JAX's words
+        return
+    flat, treedef = jtu.tree_flatten((args, {}))
 
     def outs(leaf: Leaf, axis: int | None) -> list | None:  # per-item outputs, leaf on axis
         try:
@@ -360,13 +322,7 @@ def diagnose(fn: Callable, args: tuple, kwargs: dict, in_axes: Any) -> None:
     for lf in mapped:
         if lf.size != batch:
             found = ", ".join(f"`{m.label}`: {m.size} (axis {m.axis})" for m in mapped)
-            fix = (
-                fix_hint(outs, leaves, lf, spec, batch, every[lf.arg])
-                if lf.arg < len(spec)
-                else f"`{lf.label}` is a keyword argument, which jax.vmap always maps on axis 0; "
-                f"if it is shared by all items, pass it positionally with in_axes None; otherwise "
-                f"give it {batch} items."
-            )
+            fix = fix_hint(outs, leaves, lf, spec, batch, args[lf.arg])
             raise BatchAxisError(
                 f"`{lf.label}` has {lf.size} along axis {lf.axis} but the batch has {batch} items "
                 f"(sizes found: {found}). {fix}"

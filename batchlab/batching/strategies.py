@@ -165,7 +165,7 @@ def batch(
       TypeError: ``fn`` is not callable, ``chunk_size`` is not an int, or ``jax.vmap`` refuses
         ``in_axes`` / ``out_axes`` (its own message, naming the argument).
       ValueError: an unknown ``strategy`` or a ``chunk_size`` it does not take; at call time,
-        what ``jax.vmap`` raises (:class:`BatchAxisError`, with the kit's fix, where it can say).
+        what ``jax.vmap`` raises, its own words (``explain_axes`` says why and how to fix it).
 
     Example:
       >>> import jax.numpy as jnp

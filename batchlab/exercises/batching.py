@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.backend import backend_facts
-from batchlab.batching.axes import BatchAxisError, explain_axes
+from batchlab.batching.axes import explain_axes
 from batchlab.exercises import DIRECTIONS, choose, direction, exercise
 from batchlab.measuring.plan import memory_estimate
 from batchlab.ragged.boundaries import optimal_boundaries, padded_elements
@@ -64,7 +64,7 @@ def columns_batch(answer: Any, *, fn: Callable, x: Any, w: Any) -> tuple[bool, s
         return False, "Answer with a dict {'in_axes': ..., 'out_axes': ...}."
     try:
         e = explain_axes(fn, x, w, in_axes=answer["in_axes"], out_axes=answer["out_axes"])
-    except (BatchAxisError, TypeError) as err:  # TypeError: each call sees unmultipliable shapes
+    except (ValueError, TypeError) as err:  # the kit's words, JAX's, or fn's on one item
         why = str(err).splitlines()[0].split(". ")[0]  # the first sentence: never the fix
         return False, f"vmap would refuse it ({why}): which axes hold the items?"
     mapped = {lf.label: lf.axis for lf in e.inputs}

@@ -70,7 +70,26 @@ def _install() -> None:
 
 @contextmanager
 def count_compiles(match: str | None = None) -> Iterator[CompileCount]:
-    """Counts XLA compilations in the ``with`` block whose name contains ``match`` (``None``: all)."""
+    """Counts XLA compilations in the ``with`` block whose name contains ``match`` (``None``: all).
+
+    Args:
+      match: part of the compiled function's name (``"jit(f)"`` holds ``"f"``), or ``None``.
+
+    Returns:
+      A context manager giving a :class:`CompileCount` (``.count``, read during or after).
+
+    Raises:
+      TypeError: ``match`` is not a string or ``None``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> def double(x):
+      ...     return x * 2
+      >>> with count_compiles("double") as c:
+      ...     _ = [jax.jit(double)(jnp.ones(n)) for n in (3, 3, 4)]  # two shapes
+      >>> c.count
+      2
+    """
     if match is not None and not isinstance(match, str):
         raise TypeError(f"`match` must be part of a function's name (str) or None, got {match!r}.")
     counter = CompileCount(match)

@@ -216,8 +216,23 @@ def memory_estimate(
 ) -> MemoryEstimate:
     """XLA's planned memory for ``fn(*args, **kwargs)`` (plain or jitted): compiles, runs nothing.
 
-    Arguments may be arrays, ``jax.ShapeDtypeStruct``, numbers or pytrees; ``static_argnums``
-    as in ``jax.jit``.
+    Args:
+      fn: the function, plain or ``jax.jit``-ed (arrays it closes over count as arguments).
+      *args: arrays, ``jax.ShapeDtypeStruct``, numbers or pytrees of them.
+      static_argnums: as in ``jax.jit``.
+      **kwargs: keyword arguments of ``fn``, as ``args``.
+
+    Returns:
+      A :class:`MemoryEstimate`; compare budgets with its ``planned_bytes``.
+
+    Raises:
+      TypeError: ``fn`` is not callable, or an argument is not an array, a spec or a number.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> e = memory_estimate(lambda x: x * 2, jax.ShapeDtypeStruct((1024,), jnp.float32))
+      >>> e.argument_bytes, e.output_bytes
+      (4096, 4096)
     """
     compiled = compile_fn(fn, args, kwargs, static_argnums=static_argnums)
     return estimate_from_compiled(compiled.executable, compiled.name)

@@ -203,7 +203,30 @@ def measure(
     tolerance: float = 0.02,
     **kwargs: Any,
 ) -> Measurement:
-    """Compiles ``fn`` (plain or jitted) once, then times steady-state calls (see take_samples)."""
+    """Compiles ``fn`` (plain or jitted) once, then times steady-state calls (see take_samples).
+
+    Args:
+      fn: the function, plain or ``jax.jit``-ed.
+      *args: its arguments (arrays; a ``jax.ShapeDtypeStruct`` cannot run).
+      repeat: timing samples to take (``None``: 5 or more, until the median is stable).
+      max_time: seconds the timing may take.
+      tolerance: how stable the median must be (relative) to stop early.
+      **kwargs: keyword arguments of ``fn``.
+
+    Returns:
+      A :class:`Measurement`: compile and run times apart, the plan, live memory.
+
+    Raises:
+      TypeError: ``fn`` is not callable, an option of the wrong type, or arguments ``fn``
+        cannot take (its own error, before anything compiles).
+      ValueError: an option out of range.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> m = measure(lambda x: x @ x, jnp.ones((64, 64)), repeat=3)
+      >>> m.runs, m.memory.output_bytes
+      (3, 16384)
+    """
     check_callable(fn)
     repeat = check_positive_int(repeat, "repeat", allow_none=True)
     check_positive_float(max_time, "max_time")

@@ -137,6 +137,7 @@ class PaddingReport(Rows):
 
     lengths: np.ndarray
     rows: tuple[RuleCost, ...]
+    batch_size: int | None = None  # items per batch, each padded to its own longest item
 
     _header = ("rule", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
 
@@ -153,9 +154,10 @@ class PaddingReport(Rows):
         ]
 
     def _title(self) -> str:
+        per = self.batch_size and f", batches of {self.batch_size}, each padded to its longest"
         return (
-            f"{len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements "
-            "(counted, not timed)"
+            f"{len(self.lengths):,} items, ragged minimum {int(self.lengths.sum()):,} elements"
+            f"{per or ''} (counted, not timed)"
         )
 
     def plot(self):
@@ -163,31 +165,64 @@ class PaddingReport(Rows):
         return plot_padding_report(self)
 
 
-def rule_cost(lengths: np.ndarray, rule: str, n_buckets: int) -> RuleCost:
-    """The boundaries of ``rule`` on checked ``lengths``, and what padding to them costs."""
+def rule_cost(
+    lengths: np.ndarray, rule: str, n_buckets: int, batch_size: int | None = None
+) -> RuleCost:
+    """The boundaries of ``rule`` on checked ``lengths``, and what padding to them costs; with
+    ``batch_size``, what padding each batch of a bucket (input order) to its own longest costs."""
     b = rule_boundaries(lengths, rule, n_buckets=n_buckets)
-    used = np.unique(np.searchsorted(b, lengths)).size  # non-empty buckets: compiled shapes
-    padded = padded_elements(lengths, b)
+    which = np.searchsorted(b, lengths)
+    if batch_size is None or not len(lengths):
+        used = np.unique(which).size  # non-empty buckets: compiled shapes
+        padded = padded_elements(lengths, b)
+    else:
+        order = np.argsort(which, kind="stable")  # bucket by bucket, input order inside
+        sorted_which, sorted_lengths = which[order], lengths[order]
+        place = np.arange(len(order)) - np.searchsorted(sorted_which, sorted_which)
+        starts = np.flatnonzero(place % batch_size == 0)  # each bucket's batches
+        longest = np.maximum.reduceat(sorted_lengths, starts)
+        rows = np.diff(np.append(starts, len(order)))
+        padded = int((longest * rows).sum())
+        used = len(set(zip(rows.tolist(), longest.tolist(), strict=True)))  # (rows, length)
     return RuleCost(rule, tuple(int(x) for x in b), padded, int(lengths.sum()), used)
 
 
-def padding_report(lengths: Any, *, n_buckets: int = 8) -> PaddingReport:
+def padding_report(
+    lengths: Any, *, n_buckets: int = 8, batch_size: int | None = None
+) -> PaddingReport:
     """Counts padded elements, wasted compute and compiled shapes for every rule of ``RULES``.
 
-    ``n_buckets`` is the bucket count of the ``fixed``, ``quantile`` and ``optimal`` rules.
+    Args:
+      lengths: the items' lengths (1-D non-negative ints).
+      n_buckets: the bucket count of the ``fixed``, ``quantile`` and ``optimal`` rules.
+      batch_size: ``None``: every item is padded to its bucket's boundary (one batch per
+        bucket). An int: each bucket's items, in input order, go in batches of ``batch_size``,
+        each batch padded to its own longest item; shapes are the distinct (rows, length).
+
+    Returns:
+      A :class:`PaddingReport`, one :class:`RuleCost` per rule (``report["optimal"]``).
+
+    Raises:
+      ValueError: ``lengths`` is not 1-D non-negative ints or too large to count in int64;
+        ``n_buckets`` or ``batch_size`` below 1.
+      TypeError: ``batch_size`` is not an int.
 
     Example:
       >>> r = padding_report([2, 3, 3, 8], n_buckets=2)
       >>> r["max"].padded_elements, r["optimal"].padded_elements, r["optimal"].shapes
       (32, 17, 2)
+      >>> padding_report([2, 3, 3, 8], batch_size=2)["max"].padded_elements  # 2 x 3 + 2 x 8
+      22
     """
     lengths = lengths_of(lengths)
+    batch_size = check_positive_int(batch_size, "batch_size", allow_none=True)
     if lengths.size and int(lengths.max()) > (2**62) // lengths.size:
         raise ValueError(
             f"`lengths` are too large to count padded elements in int64 (longest "
             f"{lengths.max()}, {lengths.size} items): pass lengths in tokens, not bytes or ids."
         )
-    return PaddingReport(lengths, tuple(rule_cost(lengths, r, n_buckets) for r in RULES))
+    rows = tuple(rule_cost(lengths, r, n_buckets, batch_size) for r in RULES)
+    return PaddingReport(lengths, rows, batch_size)
 
 
 def plot_padding_report(report: PaddingReport, *, axes=None):

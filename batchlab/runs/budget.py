@@ -182,6 +182,15 @@ def max_batch_size(
       >>> int(max_batch_size(lambda x, w: x @ w, (item, W), in_axes=(0, None),
       ...                    budget_bytes=512 * 1024))
       128
+
+    Returns:
+      A :class:`BatchSizeResult`: an ``int`` (the answer, 0 when not one item fits) with the
+      plans it compiled, their count, the budget and the margin used.
+
+    Raises:
+      ValueError: ``example_item`` holds no array, an unknown ``strategy`` or ``method``, or an
+        ``in_axes`` that does not fit it.
+      TypeError: ``fn`` is not callable, or ``margin`` / ``chunk_size`` of the wrong type.
     """
     check_array_tree(example_item, "example_item")
     if not jax.tree_util.tree_leaves(example_item):

@@ -5,12 +5,17 @@ kill loses at most the batch in flight. Batch settings are stored, not compared.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import hashlib
+import inspect
 import json
 import os
 import struct
 import tempfile
+import textwrap
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,6 +48,88 @@ def fn_fingerprint(fn: Callable, spec: Any) -> str:
     closed = jax.make_jaxpr(lambda x: fn(x))(spec)  # a new function: jit's trace cache would
     # keep the program of a global's old value
     return hashlib.sha256((str(closed.jaxpr) + digest(closed.consts)).encode()).hexdigest()[:16]
+
+
+def code_fingerprint(fn: Callable) -> str:
+    """16 hex digits of SHA-256 of what a Python ``fn`` (``strategy="manual"``) is made of.
+
+    Its source's syntax tree (comments and layout aside; the bytecode where there is no source
+    file), the values it closes over, a ``partial``'s arguments, a callable object's fields,
+    and, the same way, the functions of its module that it calls. Nothing is an address, so a
+    resume in another process reads the same digits; a changed body (``b * 3`` after ``b * 2``)
+    or closed-over value (``Scaler(2)`` -> ``Scaler(3)``) reads others. What ``fn`` reads from
+    files, globals that are not functions, or the host is not seen.
+
+    Example:
+      >>> code_fingerprint(lambda b: b * 2) == code_fingerprint(lambda b: b * 3)
+      False
+    """
+    return hashlib.sha256(_code_key(fn, set()).encode()).hexdigest()[:16]
+
+
+def _code_key(v: Any, seen: set) -> str:
+    """A text that names ``v`` by value, never by address (see :func:`code_fingerprint`)."""
+    if isinstance(v, (np.ndarray, jax.Array, np.generic)):
+        return digest(v)
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes, type)):
+        return repr(v)
+    if isinstance(v, (list, tuple, dict)):
+        items = (
+            sorted(v.items(), key=lambda kv: repr(kv[0])) if isinstance(v, dict) else enumerate(v)
+        )
+        return f"{type(v).__name__}[{','.join(f'{k!r}:{_code_key(x, seen)}' for k, x in items)}]"
+    if isinstance(v, types.ModuleType):
+        return f"module {v.__name__}"
+    if id(v) in seen:  # a recursive function, or one its helpers call back
+        return "<seen>"
+    seen.add(id(v))
+    if isinstance(v, functools.partial):
+        return f"partial({_code_key((v.func, v.args, v.keywords), seen)})"
+    if isinstance(v, types.MethodType):
+        return f"method({_code_key((v.__func__, v.__self__), seen)})"
+    if isinstance(v, types.FunctionType):
+        names, known = v.__code__.co_names, v.__globals__
+        calls = {n: known[n] for n in names if isinstance(known.get(n), types.FunctionType)}
+        cells = [c.cell_contents for c in v.__closure__ or ()]
+        parts = (_source_key(v), v.__defaults__, v.__kwdefaults__, cells, calls)
+        return f"function({_code_key(parts, seen)})"
+    if hasattr(v, "__wrapped__"):  # jax.jit(f)
+        return f"wrapped({_code_key(v.__wrapped__, seen)})"
+    if callable(v) and not isinstance(v, types.BuiltinFunctionType):  # a callable object
+        call = type(v).__call__
+        fields = getattr(v, "__dict__", None)
+        own = call if isinstance(call, types.FunctionType) else type(v).__qualname__
+        return f"{type(v).__qualname__}({_code_key((own, fields), seen)})"
+    return f"{type(v).__module__}.{type(v).__qualname__}"
+
+
+def _source_key(fn: types.FunctionType) -> str:
+    """``fn``'s syntax tree (a lambda: the one its bytecode's positions lie in), or its bytecode."""
+    try:
+        lines = inspect.getsource(fn)
+        tree = ast.parse(textwrap.dedent(lines))
+    except (OSError, TypeError, SyntaxError):  # no source file (python -c), or a cut lambda
+        return _bytecode_key(fn.__code__)
+    if fn.__name__ != "<lambda>":
+        return ast.dump(next(n for n in ast.walk(tree) if isinstance(n, ast.stmt)))
+    cut = min(len(x) - len(x.lstrip()) for x in lines.splitlines() if x.strip())
+    first = fn.__code__.co_firstlineno - 1
+    at = {(a - first, c - cut) for a, _, c, _ in fn.__code__.co_positions() if a and c is not None}
+
+    def span(n: ast.Lambda) -> tuple:
+        return (n.body.lineno, n.body.col_offset), (n.body.end_lineno, n.body.end_col_offset)
+
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
+    inside = [n for n in found if any(span(n)[0] <= p < span(n)[1] for p in at)]
+    inner = max(inside, key=lambda n: span(n)[0], default=None)  # nested: the innermost
+    return ast.dump(inner) if inner else "".join(map(ast.dump, found))
+
+
+def _bytecode_key(code: types.CodeType) -> str:
+    consts = [
+        _bytecode_key(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts
+    ]
+    return repr((code.co_code, code.co_names, code.co_varnames, consts))
 
 
 def _corrupt(path: Path, why: str) -> CheckpointError:
@@ -203,7 +290,7 @@ def check_parts(path: Path, theirs: dict, parts: dict) -> None:
 
 
 _FN_CHANGED = (
-    "fn changed since the journal was written (its jaxpr has other operations, or other values "
-    "it closes over); if it still computes the same outputs, resume deliberately with "
-    "run_name='my-run-v1'"
+    "fn changed since the journal was written (its jaxpr, or with strategy='manual' its source, "
+    "has other operations, or other values it closes over); if it still computes the same "
+    "outputs, resume deliberately with run_name='my-run-v1'"
 )

@@ -17,6 +17,7 @@ from batchlab.runs.checkpoint import (
     CheckpointError,
     Journal,
     check_writable,
+    code_fingerprint,
     digest,
     fn_fingerprint,
 )
@@ -68,12 +69,20 @@ def run_batches(
       batch_size: items per batch to start with (e.g. ``int(batchlab.max_batch_size(...))``).
       budget_bytes: planned bytes a batch may use; a batch over it is retried smaller.
       checkpoint: a file path a rerun resumes from (items that failed with an error run again).
-      run_name: names the run in the checkpoint instead of ``fn``'s jaxpr fingerprint (needed
-        with ``strategy="manual"``).
+      run_name: names the run in the checkpoint instead of ``fn``'s fingerprint (its jaxpr, or
+        with ``strategy="manual"`` its source and closed-over values): resumes under the same
+        name whatever ``fn`` is now.
 
-    Returns a :class:`RunResult` (out of memory at one item stops it, see ``stop_reason``);
-    raises :class:`BatchFnError` (broken ``fn``), :class:`RunInterrupted` (Ctrl-C), both with
-    ``.result``, and ``CheckpointError``.
+    Returns:
+      A :class:`RunResult`: outputs of the items that ran, in input order, their indices and
+      failures (out of memory at one item stops the run: see ``stop_reason``).
+
+    Raises:
+      BatchFnError: ``fn`` is broken (the same error on every item, or a wrong output shape).
+      RunInterrupted: Ctrl-C, after the batch in flight (a ``KeyboardInterrupt``). Both carry
+        what finished in ``.result``.
+      CheckpointError: ``checkpoint`` is corrupt or belongs to another run.
+      ValueError, TypeError: an argument, checked before any work.
 
     Example:
       >>> import jax.numpy as jnp
@@ -113,16 +122,16 @@ NAME_THE_RUN = (
 
 
 def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Journal:
-    """Fingerprints the run (the jaxpr of ``fn``, the items, the settings that change outputs)
-    and opens or creates its journal; the batch settings are stored, not fingerprinted."""
-    if runner.batched and not run_name:
-        raise CheckpointError(
-            "strategy='manual' runs `fn` as Python (it may read files, counters or the host), "
-            "which no trace can see, so a resume could not tell whether it is the same function. "
-            + NAME_THE_RUN
-        )
+    """Fingerprints the run (the jaxpr of ``fn``, or with ``strategy="manual"`` its source and
+    the values it closes over; the items; the settings that change outputs) and opens or creates
+    its journal; the batch settings are stored, not fingerprinted."""
     try:
-        fn_part = {"run_name": run_name} if run_name else {"fn": fn_fingerprint(fn, data.spec_item)}
+        if run_name:
+            fn_part = {"run_name": run_name}
+        else:
+            fn_part = {
+                "fn": code_fingerprint(fn) if runner.batched else fn_fingerprint(fn, data.spec_item)
+            }
     except Exception as e:
         raise CheckpointError(
             f"`fn` cannot be traced on one item for the checkpoint's fingerprint "

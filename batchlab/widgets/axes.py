@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from batchlab._util.checks import check_callable
-from batchlab.batching.axes import AxesExplanation, BatchAxisError, explain_axes
+from batchlab.batching.axes import AxesExplanation, explain_axes
 from batchlab.batching.axes_spec import param_names
 from batchlab.batching.broadcasting import BroadcastError, SilentBroadcastWarning, check_broadcast
 from batchlab.widgets.controls import choice, control
@@ -22,6 +22,7 @@ class AxesOutcome(NamedTuple):
     out_axes: Any
     explanation: AxesExplanation | None
     error: str | None
+    kind: str = "BatchAxisError"  # the error's type: the kit's, or jax.vmap's own ValueError
 
     @property
     def ok(self) -> bool:
@@ -29,7 +30,7 @@ class AxesOutcome(NamedTuple):
         return self.error is None
 
     def __repr__(self) -> str:
-        found = repr(self.explanation) if self.ok else f"BatchAxisError: {self.error}"
+        found = repr(self.explanation) if self.ok else f"{self.kind}: {self.error}"
         return f"in_axes={self.in_axes!r}, out_axes={self.out_axes!r}: {found}"
 
 
@@ -50,10 +51,11 @@ class AxesExplorer(Explorer):
         def compute(**p: Any) -> AxesOutcome:
             spec, out = tuple(p[n] for n in self.names), p["out_axes"]
             try:
-                explained, error = explain_axes(fn, *args, in_axes=spec, out_axes=out), None
-            except BatchAxisError as e:
-                explained, error = None, str(e)
-            return AxesOutcome(spec, out, explained, error)
+                return AxesOutcome(
+                    spec, out, explain_axes(fn, *args, in_axes=spec, out_axes=out), None
+                )
+            except ValueError as e:  # the kit's BatchAxisError, or jax.vmap's own
+                return AxesOutcome(spec, out, None, str(e), type(e).__name__)
 
         def dropdown(name: str, options: list[Any]):
             options = options if params[name] in options else [params[name], *options]
