@@ -110,34 +110,21 @@ def _():
     item = jax.ShapeDtypeStruct((512,), jnp.float32)
     s = bl.device_memory()
     free = s.bytes_limit - s.bytes_in_use
-    t0 = time.perf_counter()
     with bl.count_compiles() as cc:
         adv = bl.max_batch_size(per_item, item, budget_bytes=free)
-    print(
-        f"free {free:,d}; advice {int(adv)} planned {adv.planned_bytes:,d}; {cc.count} compiles "
-        f"{time.perf_counter() - t0:.1f} s; room {s.room_bytes:,d}"
-    )
-    for tried in (int(adv), int(adv) * 9 // 8, int(adv) * 17 // 16):
-        t0 = time.perf_counter()
+    print(f"free {free:,d}; advice {int(adv)} planned {adv.planned_bytes:,d}; {cc.count} compiles")
+
+    def runs(b):
         try:
-            xs = jnp.ones((tried, 512), jnp.float32)
-            jax.block_until_ready(jax.jit(jax.vmap(per_item))(xs))
-            print(f"{tried} ran {time.perf_counter() - t0:.2f} s")
+            jax.block_until_ready(jax.jit(jax.vmap(per_item))(jnp.ones((b, 512), jnp.float32)))
+            return "ran"
         except jax.errors.JaxRuntimeError as e:
-            print(
-                f"{tried} failed {time.perf_counter() - t0:.2f} s: {str(e).splitlines()[0][:200]}"
-            )
-        del xs
-    # the contrast: live arrays hold a quarter of the room, the advice from before
-    hold = jnp.zeros((free // 4,), jnp.uint8)
-    t0 = time.perf_counter()
-    try:
-        jax.block_until_ready(jax.jit(jax.vmap(per_item))(jnp.ones((int(adv), 512))))
-        print("advice with a quarter held: ran")
-    except jax.errors.JaxRuntimeError as e:
-        print(
-            f"advice with a quarter held failed {time.perf_counter() - t0:.2f} s: {str(e).splitlines()[0][:200]}"
-        )
+            return f"failed: {str(e).splitlines()[0][:200]}"
+
+    for tried in (int(adv), int(adv) * 9 // 8, int(adv) * 17 // 16):
+        print(tried, runs(tried))
+    hold = jnp.zeros((free // 4,), jnp.uint8)  # the contrast: live arrays hold a quarter
+    print("advice with a quarter held:", runs(int(adv)))
     del hold
 
 
@@ -150,14 +137,18 @@ def _():
         fn = empty if n == 1 else mm
         jax.block_until_ready(fn(a))
         K = 30
-        t0 = time.perf_counter()
-        for _ in range(K):
-            jax.block_until_ready(fn(a))
-        blocking = (time.perf_counter() - t0) / K
-        t0 = time.perf_counter()
-        outs = [fn(a) for _ in range(K)]
-        jax.block_until_ready(outs)
-        pipelined = (time.perf_counter() - t0) / K
+        t = bl.measuring.interleaved(
+            {
+                "blocking": lambda fn=fn, a=a, K=K: [
+                    jax.block_until_ready(fn(a)) for _ in range(K)
+                ],
+                "not blocking": lambda fn=fn, a=a, K=K: jax.block_until_ready(
+                    [fn(a) for _ in range(K)]
+                ),
+            },
+            rounds=6,
+        )
+        blocking, pipelined = t["blocking"].median / K, t["not blocking"].median / K
         with bl.trace(items=K) as t:
             for _ in range(K):
                 jax.block_until_ready(fn(a))
@@ -174,15 +165,16 @@ def _():
     rng = np.random.default_rng(0)
     for shape in ((256, 1024), (64, 65536)):
         items = rng.standard_normal(shape, dtype=np.float32)
-        K = 5
-        per_item, per_batch = [], []
-        for _ in range(K):
-            t0 = time.perf_counter()
-            jax.block_until_ready([jax.device_put(r) for r in items])
-            per_item.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            jax.block_until_ready(jax.device_put(items))
-            per_batch.append(time.perf_counter() - t0)
+        t = bl.measuring.interleaved(
+            {
+                "per item": lambda items=items: jax.block_until_ready(
+                    [jax.device_put(r) for r in items]
+                ),
+                "per batch": lambda items=items: jax.block_until_ready(jax.device_put(items)),
+            },
+            rounds=6,
+        )
+        per_item, per_batch = t["per item"].values, t["per batch"].values
         print(
             f"{shape}: per item {np.median(per_item) * 1e3:.2f} ms, per batch {np.median(per_batch) * 1e3:.2f} ms,"
             f" ratio {np.median(per_item) / np.median(per_batch):.1f}x; {items.nbytes / np.median(per_batch) / 1e9:.2f} GB/s"
