@@ -74,8 +74,7 @@ def tally(verdicts: list[str]) -> str:
     """``["holds", "holds (wall clock)", "does not hold"]`` -> "2 hold, 1 does not hold"."""
     counts = {o: sum(v.startswith(o) for v in verdicts) for o in OUTCOMES}
     words = {"holds": ("holds", "hold"), "does not hold": ("does not hold", "do not hold")}
-    parts = [f"{n} {words.get(o, (o, o))[n > 1]}" for o, n in counts.items() if n]
-    return ", ".join(parts) or "none recorded"
+    return ", ".join(f"{n} {words.get(o, (o, o))[n > 1]}" for o, n in counts.items() if n)
 
 
 def source_rows(tables: dict[str, tuple[dict, dict]], sources) -> list[tuple[str, ...]]:
@@ -88,7 +87,8 @@ def source_rows(tables: dict[str, tuple[dict, dict]], sources) -> list[tuple[str
             got = {"finding": [], "check": []}
             for nb in source.notebooks:
                 for (kind, c), v in tables.get(nb, ({}, {}))[side].items():
-                    got[kind].append(v) if tag in c else None
+                    if tag in c:
+                        got[kind].append(v)
             text = tally(got["finding"]) if got["finding"] else "no finding"
             cells.append(text + (f" (checks: {tally(got['check'])})" if got["check"] else ""))
         out.append((source.name, ", ".join(source.notebooks), *cells))
@@ -110,24 +110,27 @@ def readme_table(tables: dict[str, tuple[dict, dict]], stale: dict) -> str:
     return "\n".join([*lines, END])
 
 
-def all_claims() -> dict[str, tuple[dict, dict]]:
-    """{"00": (CPU claims, TPU claims), ...} from the stored runs."""
-    return {
-        path.name[:2]: (claims(path)[1], claims(ROOT / "notebooks/tpu" / path.name)[1])
+def stored() -> tuple[dict, dict]:
+    """``({notebook path: ((CPU scope, claims), (TPU scope, claims))}, {stale name: reason})``:
+    each stored run read once."""
+    runs = {
+        path: (claims(path), claims(ROOT / "notebooks/tpu" / path.name))
         for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     }
-
-
-def readme() -> str:
-    """README.md with its claims table rewritten from the stored runs."""
-    text = README.read_text()
-    stale = json.loads((ROOT / "notebooks/tpu/summary.json").read_text()).get("stale", {})
-    head, rest = text.split(BEGIN, 1)
-    return head + readme_table(all_claims(), stale) + rest.split(END, 1)[1]
-
-
-def table() -> str:
     summary = json.loads((ROOT / "notebooks/tpu/summary.json").read_text())
+    return runs, summary.get("stale", {})
+
+
+def readme(runs_and_stale: tuple[dict, dict] | None = None) -> str:
+    """README.md with its claims table rewritten from the stored runs."""
+    runs, stale = runs_and_stale or stored()
+    tables = {path.name[:2]: (cpu[1], tpu[1]) for path, (cpu, tpu) in runs.items()}
+    head, rest = README.read_text().split(BEGIN, 1)
+    return head + readme_table(tables, stale) + rest.split(END, 1)[1]
+
+
+def table(runs_and_stale: tuple[dict, dict] | None = None) -> str:
+    runs, stale_by_name = runs_and_stale or stored()
     lines = [
         "# Findings and checks: CPU and TPU side by side",
         "",
@@ -139,10 +142,8 @@ def table() -> str:
         "row, the TPU's figures in brackets. GPU: unrun, none was lent.",
         "",
     ]
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        cpu_scope, cpu = claims(path)
-        tpu_scope, tpu = claims(ROOT / "notebooks/tpu" / path.name)
-        stale = summary.get("stale", {}).get(path.name)
+    for path, ((cpu_scope, cpu), (tpu_scope, tpu)) in runs.items():
+        stale = stale_by_name.get(path.name)
         lines += [f"## {path.stem}", ""]
         lines.append(
             f"CPU: {cpu_scope or 'no claims table'}. TPU: {tpu_scope or 'no claims table'}."
@@ -161,7 +162,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    texts = {OUT: table(), README: readme()}
+    runs_and_stale = stored()  # every stored notebook read once, for both files
+    texts = {OUT: table(runs_and_stale), README: readme(runs_and_stale)}
     if args.check:
         old = [p.name for p, t in texts.items() if not p.exists() or p.read_text() != t]
         if old:
