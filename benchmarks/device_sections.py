@@ -433,3 +433,205 @@ def _():
         with bl.trace(items=shape[0]) as t:
             jax.block_until_ready(jax.device_put(items))
         print("  traced per batch:", t.result)
+
+
+# Part 3 (issue 46, sections 1, 2, 3, 9, 10 as notebook lessons): the design questions each
+# notebook cell depends on. Results: benchmarks/results/device_sections_c-tpu.txt.
+@section("1c allocations held")
+def _():
+    if "bytes_in_use" not in stats():
+        print(f"{facts.name}: no device memory stats")
+        return
+    N = 64
+    f = jax.jit(lambda x: jnp.tanh(x) * 2.0)
+    m = jax.jit(lambda xs: lax.map(lambda x: jnp.tanh(x) * 2.0, xs))
+    items = [jnp.full((256,), i, jnp.float32) for i in range(N)]
+    batch = jnp.stack(items)
+    jax.block_until_ready((f(items[0]), f(batch), m(batch)))
+    for name, run in (
+        ("per-item calls", lambda: [f(x) for x in items]),
+        ("one batched call", lambda: f(batch)),
+        ("lax.map, one call", lambda: m(batch)),
+        ("eager vmap", lambda: jax.vmap(lambda x: jnp.tanh(x) * 2.0)(batch)),
+        ("eager per item", lambda: [jnp.tanh(x) * 2.0 for x in items]),
+    ):
+        s0 = stats()
+        out = jax.block_until_ready(run())
+        s1 = stats()
+        del out
+        s2 = stats()
+        print(
+            f"{name:18s} held: num_allocs {s1['num_allocs'] - s0['num_allocs']:+d} "
+            f"in_use {s1['bytes_in_use'] - s0['bytes_in_use']:+,d}; after del: "
+            f"num_allocs {s2['num_allocs'] - s0['num_allocs']:+d} peak {s1['peak_bytes_in_use']:,d}"
+        )
+    a = jnp.ones(1000)
+    s0 = stats()
+    a.delete()
+    print("delete one array: num_allocs", stats()["num_allocs"] - s0["num_allocs"])
+
+
+@section("2c compaction")
+def _():
+    if "bytes_in_use" not in stats():
+        print(f"{facts.name}: no device memory stats")
+        return
+    blk = 128 << 20
+    make = jax.jit(lambda v: jnp.full((blk // 4,), v, jnp.float32))
+    big = jax.jit(lambda v: jnp.full((4 * blk // 4,), v, jnp.float32))
+    jax.block_until_ready(big(jnp.float32(0)))
+    for holes in (True, False):
+        held = []
+        while stats()["bytes_limit"] - stats()["bytes_in_use"] > 3 * blk and len(held) < 200:
+            held.append(make(jnp.float32(len(held))))
+        jax.block_until_ready(held)
+        if holes:
+            for i in range(0, len(held), 2):
+                held[i].delete()
+        else:  # same count freed, from the end: one free run
+            for a in held[len(held) - len(held) // 2 - len(held) % 2 :]:
+                a.delete()
+        s = stats()
+        free = s["bytes_limit"] - s["bytes_in_use"]
+        lf = s["largest_free_block_bytes"]
+        t0 = time.perf_counter()
+        try:
+            r = jax.block_until_ready(big(jnp.float32(1)))
+            out = f"ran {time.perf_counter() - t0:.4f} s"
+            del r
+        except Exception as e:
+            out = f"{type(e).__name__} {str(e).splitlines()[0][:160]}"
+        t0 = time.perf_counter()
+        r = jax.block_until_ready(big(jnp.float32(2)))
+        again = time.perf_counter() - t0
+        del r
+        ok = all(float(a[0]) == i for i, a in enumerate(held) if not a.is_deleted())
+        s2 = stats()
+        print(
+            f"holes={holes}: free {free / 2**20:,.0f} MiB largest {lf / 2**20:,.0f} MiB; 512 MiB: {out};"
+            f" again {again:.4f} s; values kept {ok}; largest after {s2['largest_free_block_bytes'] / 2**20:,.0f} MiB"
+        )
+        for a in held:
+            if not a.is_deleted():
+                a.delete()
+        del held
+    # mixed sizes: 64, 128, 192 MiB
+    sizes = [64 << 20, 128 << 20, 192 << 20]
+    held, k = [], 0
+    while stats()["bytes_limit"] - stats()["bytes_in_use"] > 4 * blk and k < 300:
+        held.append(jnp.full((sizes[k % 3] // 4,), k, jnp.float32))
+        k += 1
+    jax.block_until_ready(held)
+    for i in range(0, len(held), 2):
+        held[i].delete()
+    s = stats()
+    print(
+        f"mixed: free {(s['bytes_limit'] - s['bytes_in_use']) / 2**20:,.0f} MiB largest {s['largest_free_block_bytes'] / 2**20:,.0f} MiB"
+    )
+    ask = s["largest_free_block_bytes"] + (64 << 20)
+    g = jax.jit(lambda v: jnp.full((ask // 4,), v, jnp.float32))
+    try:
+        jax.block_until_ready(g(jnp.float32(1)))
+        print(
+            f"mixed: {ask / 2**20:,.0f} MiB ran; largest after {stats()['largest_free_block_bytes'] / 2**20:,.0f} MiB"
+        )
+    except Exception as e:
+        print("mixed:", type(e).__name__, str(e).splitlines()[0][:160])
+    for a in held:
+        if not a.is_deleted():
+            a.delete()
+
+
+@section("3c donation sweep")
+def _():
+    if "bytes_in_use" not in stats():
+        print(f"{facts.name}: no device memory stats")
+        return
+    for mib in (1, 16, 64, 256):
+        n = (mib << 20) // 4
+        plain = jax.jit(lambda x: x + 1.0)
+        donated = jax.jit(lambda x: x + 1.0, donate_argnums=0)
+        state = {"plain": jnp.zeros((n,)), "donated": jnp.zeros((n,))}
+        jax.block_until_ready(state)
+
+        def step(name, f, k=10, state=state):
+            x = state[name]
+            for _ in range(k):
+                x = f(x)
+            state[name] = jax.block_until_ready(x)
+
+        step("plain", plain)
+        step("donated", donated)
+        t = bl.measuring.interleaved(
+            {
+                "plain": lambda p=plain: step("plain", p),
+                "donated": lambda d=donated: step("donated", d),
+            },
+            rounds=6,
+        )
+        s0 = stats()["bytes_in_use"]
+        y = jax.block_until_ready(plain(state["plain"]))
+        grow_p = stats()["bytes_in_use"] - s0
+        del y
+        s0 = stats()["bytes_in_use"]
+        state["donated"] = jax.block_until_ready(donated(state["donated"]))
+        grow_d = stats()["bytes_in_use"] - s0
+        print(
+            f"{mib:4d} MiB: per step plain {t['plain'].median / 10 * 1e6:9.1f} us donated "
+            f"{t['donated'].median / 10 * 1e6:9.1f} us ratio {t['plain'].median / t['donated'].median:.2f}x;"
+            f" in_use growth plain {grow_p / 2**20:.1f} MiB donated {grow_d / 2**20:.1f} MiB"
+        )
+        state.clear()
+
+
+@section("9c layouts sweep")
+def _():
+    if "bytes_in_use" not in stats():
+        print(f"{facts.name}: no device memory stats")
+        return
+    for b in (8, 100, 128, 1000, 1024, 4096):
+        row = []
+        for shape in ((b, 3), (3, b), (b, 128), (b,)):
+            c = jax.jit(lambda x: x * 2.0).lower(jax.ShapeDtypeStruct(shape, jnp.float32)).compile()
+            s0 = stats()["bytes_in_use"]
+            a = jax.device_put(np.ones(shape, np.float32))
+            jax.block_until_ready(a)
+            live = stats()["bytes_in_use"] - s0
+            row.append(
+                f"{shape}: plan {c.memory_analysis().output_size_in_bytes} live {live} "
+                f"plain {int(np.prod(shape)) * 4} layout {getattr(a, 'format', None) or getattr(a, 'layout', None)}"
+            )
+            del a
+        print(" | ".join(row))
+
+
+@section("10c precision")
+def _():
+    rng = np.random.default_rng(0)
+    for n in (256, 1024):
+        a = rng.standard_normal((8, n, n)).astype(np.float32)
+        b = rng.standard_normal((n, n)).astype(np.float32)
+        ref = np.einsum("bij,jk->bik", a.astype(np.float64), b.astype(np.float64))
+        for prec in ("default", "high", "float32", "highest"):
+            with jax.default_matmul_precision(prec):
+                batched = jax.jit(jax.vmap(lambda x, b=b: x @ b))
+                per = jax.jit(lambda x, b=b: x @ b)
+                ab = np.asarray(batched(a), np.float64)
+                ap = np.stack([np.asarray(per(x), np.float64) for x in a])
+                ew = jax.jit(jax.vmap(lambda x: jnp.tanh(x) * 2.0))
+                e = np.asarray(ew(a), np.float64)
+                aj = jnp.asarray(a)
+                t = bl.measuring.interleaved(
+                    {
+                        "batched": lambda f=batched, v=aj: f(v).block_until_ready(),
+                        "tanh": lambda f=ew, v=aj: f(v).block_until_ready(),
+                    },
+                    rounds=4,
+                )
+            scale = np.abs(ref).max()
+            print(
+                f"n={n} {prec:8s} batched err {np.abs(ab - ref).max() / scale:.2e} per-item err "
+                f"{np.abs(ap - ref).max() / scale:.2e} batched-vs-per {np.abs(ab - ap).max() / scale:.2e}"
+                f" tanh err {np.abs(e - np.tanh(a.astype(np.float64)) * 2).max() / 2:.2e}"
+                f" t batched {t['batched'].median * 1e6:.0f} us"
+            )
