@@ -255,7 +255,7 @@ def advise(
     if not timed and not lead:
         lead = f"no candidate fits with margin {margin:.2f}"
     excluded: list[tuple[str, str]] = []
-    bar.set_description("advise: fitting the budget (calibrated margin)")
+    bar.set_description("advise: fitting the budget")  # the report names the margin used
     for attempt in range(MAX_FITS if pool else 0):
         verdict = decide(pool, planned)
         pick = next(c for c in cands if c.label == verdict.pick)
