@@ -314,7 +314,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("XLA plans score_item's x @ w and",),
     ),
     "01": (
-        ("at the default matmul precision a float32",),
+        (),
         (
             "a batch needs one shape: vmap raises",
             "packed with segment ids, the items'",
