@@ -323,7 +323,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "02": (
-        (),
+        ("a (1024, 3) float32 batch takes",),
         (
             "plain JAX at default settings gives no",
             "(n, 1) - (n,) makes an",

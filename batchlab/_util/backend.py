@@ -21,8 +21,8 @@ class BackendFacts:
       name: ``jax.default_backend()``: ``"cpu"``, ``"tpu"`` or ``"gpu"``.
       has_memory_stats: ``Device.memory_stats()`` returns allocator counters (``bytes_in_use``,
         ``peak_bytes_in_use``, ...); on the CPU it returns ``None``.
-      counts_allocs: those counters' ``num_allocs`` grows with each allocation (TPU v5e: it
-        stayed 0 through 64 calls, measured; GPU's BFC allocator counts, cited).
+      counts_allocs: ``num_allocs`` counts every allocation, freed ones too (GPU's BFC, cited);
+        a TPU v5e's counts live buffers (64 held outputs: +64, +0 after ``del``; measured).
       counts_program_temps: those counters see a jitted program's temporaries (TPU v5e: a plan
         of 256 MiB of temp raised ``peak_bytes_in_use`` by 1.3 MB, measured; GPU: XLA takes the
         temp buffer from the BFC pool the counters describe, cited).
@@ -31,8 +31,8 @@ class BackendFacts:
         (XLA:TPU: measured; XLA:GPU: its fusion passes, unmeasured). XLA:CPU plans them.
       plan_peak_counts_temporaries: ``memory_analysis().peak_memory_in_bytes`` includes the
         temporaries (XLA:CPU in jax 0.10 leaves them out).
-      lane_tile: the (sublane, lane) tile a 32-bit array's two minor dimensions are padded to
-        in device memory (TPU: (8, 128): a float32[64] output takes 512 B), or ``None``.
+      lane_tile: the largest (sublane, lane) tile a 32-bit array's two minor dimensions are
+        padded to in device memory (TPU: (8, 128); :meth:`padded_bytes` has the layout), or None.
       oom_at_compile: out of memory is raised when compiling, as soon as the plan exceeds the
         device (XLA:TPU); elsewhere it is raised when the call allocates.
       second_process_may_open: a fresh process may open the device while this one holds it
@@ -60,32 +60,32 @@ class BackendFacts:
     source: str
 
     def padded_bytes(self, shape: tuple[int, ...], dtype=np.float32) -> int:
-        """Bytes ``shape`` of a 32-bit ``dtype`` takes in device memory on this backend.
+        """Bytes an array of ``shape`` and a 32-bit ``dtype`` takes in device memory here.
 
-        Args:
-          shape: the array's shape.
-          dtype: its dtype (the tile is the 32-bit one; other widths are not modelled).
-
-        Returns:
-          ``prod(shape) * itemsize`` where there is no tile. On a TPU: a rank-1 array rounded up
-          to whole lanes (measured: float32[64] takes 512 B), and for more dimensions the two
-          minor ones rounded up to the tile: exact when they are multiples of it, else an upper
-          bound, since XLA:TPU may pick another layout (measured: a float32[1024, 3] output
-          planned 16 KiB where the (8, 128) tile bound is 512 KiB; read the compiled plan).
+        No tile (or another width, not modelled): ``prod(shape) * itemsize``. A TPU: XLA:TPU's
+        layouts read on a v5e (jax 0.10.2), exact for the float32 shapes read there, extrapolated
+        to others: rank 1 in tiles of 128 to 1024 elements, a power of two (float32[8], [100],
+        [128]: 512 B; [256]: 1 KiB; [1000], [1024]: 4 KiB); rank 2 and up, the two minor dims in
+        the order that pads less, the one in sublanes by 8 (4, 2, 1 when fewer). Read for B in 8,
+        100, 128, 1000, 1024, 4096: [B, 3] and [3, B] alike, (4, 128) tiles; [B, 128], (8, 128).
 
         Example:
-          >>> FACTS["tpu"].padded_bytes((64,)), FACTS["cpu"].padded_bytes((64,))
-          (512, 256)
+          >>> [FACTS["tpu"].padded_bytes(s) for s in [(1000, 3), (3, 1024), (100, 128), (8,)]]
+          [16384, 16384, 53248, 512]
         """
         itemsize = np.dtype(dtype).itemsize
         if self.lane_tile is None or itemsize != 4 or not shape:
             return int(np.prod(shape, dtype=np.int64)) * itemsize
         sub, lane = self.lane_tile
-        if len(shape) == 1:  # one row of lanes (seen: float32[64] takes 512 B)
-            return -(-shape[0] // lane) * lane * itemsize
+        if len(shape) == 1:  # a power of two elements, from one row of lanes to a whole tile
+            tile = min(max(lane, 1 << (shape[0] - 1).bit_length()), sub * lane)
+            return -(-shape[0] // tile) * tile * itemsize
         *major, rows, cols = shape
-        rows, cols = -(-rows // sub) * sub, -(-cols // lane) * lane
-        return int(np.prod(major, dtype=np.int64)) * rows * cols * itemsize
+        pads = []  # r in sublanes (tiles of a power of two up to `sub`), c in lanes: either order
+        for r, c in ((rows, cols), (cols, rows)):
+            r_tile = min(sub, 1 << max(r - 1, 0).bit_length())
+            pads.append(-(-r // r_tile) * r_tile * -(-c // lane) * lane)
+        return int(np.prod(major, dtype=np.int64)) * min(pads) * itemsize
 
     def tolerance(self, dtype=np.float32) -> dict[str, float]:
         """``rtol``/``atol`` for comparing results of ``dtype`` computed on this backend.
