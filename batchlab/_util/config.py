@@ -37,7 +37,7 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
         outer_dim=(64, 128),  # the outer product per item, (D,) -> (D, D) intermediate
         # 03: the loop's small and big (d, d) items; a blocking call's d x d matmuls
         item_dims=((16, 96), (16, 512)),
-        call_dims=((16, 64, 256, 512), (128, 1024, 4096, 8192)),
+        call_dims=((16, 64, 256, 1024), (128, 1024, 4096, 8192)),
     ),
     # 04-05 ragged data
     "ragged": dict(
