@@ -368,7 +368,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "07": (
-        ("with 60% of the device held",),
+        ("with live arrays holding {share:.0%} of",),
         (
             "told only a budget, the run",
             "host checks, one jax.vmap and jnp.isfinite",
