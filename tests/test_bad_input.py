@@ -851,12 +851,6 @@ case(
     ValueError,
     r"`items`",
 )
-case(
-    "plot_timelines(share_time='no')",
-    lambda: batchlab.plots.plot_timelines([batchlab.timeline.timeline(double, X)], share_time="no"),
-    TypeError,
-    r"`share_time` must be True or False",
-)
 case("explain_compiles(calls=5)", lambda: batchlab.explain_compiles(5), TypeError, r"`calls`")
 
 # ------------------------------------------------------------ exercises

@@ -22,6 +22,7 @@ from batchlab.timeline import timeline
 from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length
 from batchlab.timeline.model import Timeline, build_timeline
 from batchlab.timeline.parse import find_trace_file
+from batchlab.timeline.plot import TIME_AXIS
 
 W = jax.random.normal(jax.random.key(0), (448, 448)) / 21
 heavy = jax.jit(lambda x: jnp.tanh(jnp.tanh(x @ W) @ W).sum())
@@ -371,6 +372,7 @@ def test_plot_timelines_shares_one_time_axis():
     long = timeline(f, jnp.ones(3), steps=6, label="long")
     fig = plot_timelines([short, long])
     assert len(fig.axes) == 2 and fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
+    assert "same time scale" in fig.get_suptitle() and fig.axes[1].get_xlabel() == TIME_AXIS
     assert fig.axes[0].get_title(loc="left").startswith(f"short: wall {short.wall * 1e3:.3g} ms;")
     # on the shared axis the shorter run is hatched idle only up to its own end, marked by a line
     # (which of the two traces is shorter is up to the machine: read it)
@@ -382,22 +384,6 @@ def test_plot_timelines_shares_one_time_axis():
         assert [ln.get_xdata()[0] for ln in ax.lines] == [pytest.approx(t.wall * 1e3)]
     with pytest.raises(ValueError, match="`timelines` is empty"):
         plot_timelines([])
-
-
-def test_plot_timelines_own_time_axis_per_panel():
-    from batchlab.plots import plot_timelines
-
-    f = jax.jit(lambda x: x * 2)
-    short = timeline(f, jnp.ones(3), steps=1, label="short")
-    long = timeline(f, jnp.ones(3), steps=6, label="long")
-    fig = plot_timelines([short, long], share_time=False)
-    (a, b) = fig.axes
-    assert a.get_xlim() == pytest.approx((0, short.wall * 1e3))
-    assert b.get_xlim() == pytest.approx((0, long.wall * 1e3))
-    assert "own time scale" in fig.get_suptitle() and "own scale" in a.get_xlabel()
-    assert "same time scale" in plot_timelines([short, long]).get_suptitle()
-    with pytest.raises(TypeError, match="`share_time` must be True or False"):
-        plot_timelines([short], share_time="no")
 
 
 def test_temporary_trace_folders_are_removed_at_exit():

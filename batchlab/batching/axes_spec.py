@@ -188,23 +188,9 @@ class Layout:
 
 
 def layout_of(fn: Callable, in_axes: Any, args: tuple, kwargs: dict) -> Layout:
-    """Hands ``in_axes`` and the call to ``jax.vmap``, then reads which leaves it maps.
-
-    ``jax.vmap`` checks the call (tree prefix, sizes, ranks) with a function that computes
-    nothing; once it accepts, the prefix ``in_axes`` is spread over the leaves.
-
-    Args:
-      fn: the per-item function.
-      in_axes: as in ``jax.vmap`` (keyword arguments are mapped on axis 0).
-      args: the positional arguments of the call.
-      kwargs: its keyword arguments.
-
-    Returns:
-      The call's :class:`Layout`.
-
-    Raises:
-      ValueError, TypeError: ``jax.vmap``'s own error, unchanged.
-    """
+    """The call's :class:`Layout`: ``jax.vmap`` checks the call (tree prefix, sizes, ranks; its own
+    error, unchanged) with a function that computes nothing, then ``in_axes`` is spread over the
+    leaves (keyword arguments mapped on axis 0)."""
     nothing = functools.wraps(fn)(lambda *a, **k: ())  # fn's signature names the arguments
     jax.vmap(nothing, in_axes=in_axes)(*args, **kwargs)
     flat, treedef = jtu.tree_flatten((args, kwargs))

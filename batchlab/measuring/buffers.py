@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from collections.abc import Callable, Sequence
@@ -13,7 +12,6 @@ from typing import Any, NamedTuple
 import jax
 
 from batchlab._util.checks import check_argnums, check_array_tree, check_callable
-from batchlab._util.child import run_child
 from batchlab._util.format import Rows, format_bytes
 from batchlab._util.plotting import new_figure
 from batchlab.measuring.plan import function_name, is_jitted
@@ -194,13 +192,26 @@ class BufferAssignment(Rows):
         return fig
 
 
-def _reports(payload: Any) -> dict:
-    """Compiles with XLA's dump options: texts (buffer report, live ranges, HLO) and backend."""
-    fn, donate_argnums, args, options = payload
+def buffer_assignment(
+    fn: Callable,
+    *args: Any,
+    donate_argnums: int | Sequence[int] = (),
+    compiler_options: dict | None = None,
+) -> BufferAssignment:
+    """XLA's buffer assignment of ``jax.jit(fn, donate_argnums=...)(*args)``; ``compiler_options``
+    go to ``.compile()`` (XLA flags: ``batchlab.allocator.xla_workloads.cpu_buffer_assignment``)."""
+    check_callable(fn)
+    if is_jitted(fn):
+        raise ValueError(
+            "`fn` is already jax.jit-wrapped; pass the plain function (with donate_argnums= "
+            "here): buffer_assignment jits it itself, with XLA's report options."
+        )
+    check_argnums(donate_argnums, len(args), "donate_argnums")
+    check_array_tree(args, "args")
     lowered = jax.jit(fn, donate_argnums=donate_argnums).lower(*args)
     with tempfile.TemporaryDirectory(prefix="batchlab-xla-") as folder:
         dump = {"xla_dump_to": folder, "xla_dump_hlo_as_text": True}
-        compiled = lowered.compile(compiler_options={**options, **dump})
+        compiled = lowered.compile(compiler_options={**(compiler_options or {}), **dump})
         found = sorted(Path(folder).glob("*after_optimizations-buffer-assignment.txt"))
         if not found:
             raise RuntimeError(
@@ -209,46 +220,9 @@ def _reports(payload: Any) -> dict:
             )
         ranges = Path(str(found[-1]).replace("-buffer-assignment.txt", "-live-range.txt"))
         live_text = ranges.read_text() if ranges.exists() else ""
-        texts = found[-1].read_text(), live_text, compiled.as_text()
-    return {"texts": texts, "backend": jax.default_backend()}
-
-
-def buffer_assignment(
-    fn: Callable,
-    *args: Any,
-    donate_argnums: int | Sequence[int] = (),
-    compiler_options: dict | None = None,
-    xla_flags: str | None = None,
-) -> BufferAssignment:
-    """XLA's buffer assignment of ``jax.jit(fn, donate_argnums=...)(*args)``; with ``xla_flags``
-    it compiles in a fresh process (``compiler_options`` go to ``.compile()``)."""
-    check_callable(fn)
-    if is_jitted(fn):
-        raise ValueError(
-            "`fn` is already jax.jit-wrapped; pass the plain function (with donate_argnums= "
-            "here): buffer_assignment jits it itself, with XLA's report options."
-        )
-    check_argnums(donate_argnums, len(args), "donate_argnums")
-    if xla_flags is not None and not isinstance(xla_flags, str):
-        raise TypeError(
-            f"`xla_flags` must be a string like '--xla_foo=false', got {type(xla_flags).__name__}."
-        )
-    check_array_tree(args, "args")
-    payload = (fn, donate_argnums, args, dict(compiler_options or {}))
-    if not xla_flags:
-        data = _reports(payload)
-    else:
-        flags = (os.environ.get("XLA_FLAGS", "") + " " + xla_flags).strip()
-        child = run_child(_reports, payload, env={"XLA_FLAGS": flags})
-        data = child.reply
-        if data is None or "error" in data:
-            why = child.why if data is None else "{type}: {message}".format(**data["error"])
-            raise RuntimeError(
-                f"compiling in a fresh process with XLA_FLAGS={xla_flags!r} failed: {why}"
-            )
-    buffer_text, live_text, hlo_text = data["texts"]
+        buffer_text, hlo_text = found[-1].read_text(), compiled.as_text()
     allocations, sequence = parse_reports(buffer_text, live_text)
     op_names = tuple(parse_op_names(hlo_text).items())
     return BufferAssignment(
-        function_name(fn), tuple(allocations), tuple(sequence), data["backend"], op_names
+        function_name(fn), tuple(allocations), tuple(sequence), jax.default_backend(), op_names
     )

@@ -9,7 +9,6 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from batchlab._util.backend import machine_label
-from batchlab._util.checks import check_bool
 from batchlab.timeline.intervals import merge, subtract
 
 COLORS = {
@@ -26,31 +25,25 @@ TIME_AXIS = "time since the traced code started (ms)"
 MAX_DEPTH = 3  # nesting levels drawn per lane (deeper spans are left out of the picture only)
 
 
-def plot_timelines(timelines: Sequence[Any], *, share_time: bool = True):
-    """Timelines stacked, one row per lane (time in ms), on one time axis or each on its own."""
+def plot_timelines(timelines: Sequence[Any]):
+    """Timelines stacked, one row per lane (time in ms), on one time axis."""
     timelines = list(timelines)
     if not timelines:
         raise ValueError("`timelines` is empty: pass one or more Timeline results.")
-    check_bool(share_time, "share_time")
-    extra = 0.0 if share_time else 0.35  # an x label under every panel
-    heights = [0.55 * max(len(t.lanes), 1) + 0.7 + extra for t in timelines]
+    heights = [0.55 * max(len(t.lanes), 1) + 0.7 for t in timelines]
     fig = Figure(figsize=(12, sum(heights) + 1.6), layout="constrained")
-    axes = fig.subplots(len(timelines), 1, sharex=share_time, height_ratios=heights, squeeze=False)
+    axes = fig.subplots(len(timelines), 1, sharex=True, height_ratios=heights, squeeze=False)
     wall = max(t.wall for t in timelines)
     kinds: set[str] = set()
     for ax, t in zip(axes[:, 0], timelines, strict=True):
-        kinds |= _draw_lanes(ax, t, wall if share_time else t.wall)
+        kinds |= _draw_lanes(ax, t, wall)
         figures = (  # the wall time first: overlap can grow only because device busy grew
             f"wall {t.wall * 1e3:.3g} ms; device busy {t.device_busy * 1e3:.1f} ms, of it overlap "
             f"{t.overlap * 1e3:.1f} ms; idle {t.idle * 1e3:.1f} ms; {t.dispatches} dispatches"
         )
         ax.set_title(f"{t.label or 'timeline'}: {figures}", fontsize=12, loc="left")
-        if not share_time:
-            ax.set_xlabel("ms since this run started (this panel's own scale)", fontsize=10)
-    if share_time:
-        axes[-1, 0].set_xlabel(TIME_AXIS)
-    scale = "same time scale" if share_time else "each panel on its own time scale"
-    scale = f", {scale}" if len(timelines) > 1 else ""
+    axes[-1, 0].set_xlabel(TIME_AXIS)
+    scale = ", same time scale" if len(timelines) > 1 else ""
     fig.suptitle(f"what ran when{scale} (one warmed trace; {machine_label()})", fontsize=12)
     handles = [  # one legend entry per kind drawn, below the panels
         Patch(facecolor=c, label=label, hatch="//" if k == "idle" else None, edgecolor="0.75")
