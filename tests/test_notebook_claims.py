@@ -416,10 +416,11 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "11": (
-        ("the masked mean over a padded,",),
+        (),
         (
             "replicated weights keep argument bytes per",
             "{n_max} devices run the batch more",
+            "the masked mean over a padded,",
         ),
     ),
     "12": (
