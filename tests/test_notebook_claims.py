@@ -426,7 +426,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "12": (
         (
             "lax.map chunk 16 plans under half of vmap's peak",
-            "lax.map chunk 1 takes over 2x the time of chunk 128",
+            "lax.map chunk 1 takes over 1.5x the time of chunk 128",
         ),
         ("packing computes under 0.8x the positions of",),
     ),
