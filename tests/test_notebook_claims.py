@@ -323,12 +323,13 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "02": (
-        ("a (1024, 3) float32 batch takes",),
+        (),
         (
             "plain JAX at default settings gives no",
             "(n, 1) - (n,) makes an",
             "different shapes conflict when combined: a",
             "per-item code under vmap applies a",
+            "a (1024, 3) float32 batch takes",
         ),
     ),
     "03": (
@@ -345,8 +346,8 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "04": (
-        ("a jnp.where mask does not skip",),
-        ("bl.pack's positions are the tokens (by",),
+        (),
+        ("bl.pack's positions are the tokens (by", "a jnp.where mask does not skip"),
     ),
     "05": (
         ("8 optimal buckets run over 1.5x",),
@@ -384,13 +385,12 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "08": (
         (
-            "the held outputs of 64 jitted",
             "one fixed item shape fits a",
             "sending each result to the host",
             "XLA:CPU's memory-minimizing scheduler plans less temp",
             "with every other 128 MiB block",
         ),
-        ("one call per batch of {X['batch_size']}",),
+        ("one call per batch of {X['batch_size']}", "the held outputs of 64 jitted"),
     ),
     "09": (
         (
