@@ -44,9 +44,12 @@ def stats():
 print("memory_stats keys:", sorted(stats()))
 
 
-def section(name):
+def section(name, needs_stats=False):
     def deco(f):
         if WANT and name.split()[0] not in WANT:
+            return
+        if needs_stats and "bytes_in_use" not in stats():
+            print(f"[{name}] {facts.name}: no device memory stats\n")
             return
         t0 = time.perf_counter()
         try:
@@ -437,11 +440,8 @@ def _():
 
 # Part 3 (issue 46, sections 1, 2, 3, 9, 10 as notebook lessons): the design questions each
 # notebook cell depends on. Results: benchmarks/results/device_sections_c-tpu.txt.
-@section("1c allocations held")
+@section("1c allocations held", needs_stats=True)
 def _():
-    if "bytes_in_use" not in stats():
-        print(f"{facts.name}: no device memory stats")
-        return
     N = 64
     f = jax.jit(lambda x: jnp.tanh(x) * 2.0)
     m = jax.jit(lambda xs: lax.map(lambda x: jnp.tanh(x) * 2.0, xs))
@@ -471,11 +471,8 @@ def _():
     print("delete one array: num_allocs", stats()["num_allocs"] - s0["num_allocs"])
 
 
-@section("2c compaction")
+@section("2c compaction", needs_stats=True)
 def _():
-    if "bytes_in_use" not in stats():
-        print(f"{facts.name}: no device memory stats")
-        return
     blk = 128 << 20
     make = jax.jit(lambda v: jnp.full((blk // 4,), v, jnp.float32))
     big = jax.jit(lambda v: jnp.full((4 * blk // 4,), v, jnp.float32))
@@ -542,11 +539,8 @@ def _():
             a.delete()
 
 
-@section("3c donation sweep")
+@section("3c donation sweep", needs_stats=True)
 def _():
-    if "bytes_in_use" not in stats():
-        print(f"{facts.name}: no device memory stats")
-        return
     for mib in (1, 16, 64, 256):
         n = (mib << 20) // 4
         plain = jax.jit(lambda x: x + 1.0)
@@ -584,11 +578,8 @@ def _():
         state.clear()
 
 
-@section("9c layouts sweep")
+@section("9c layouts sweep", needs_stats=True)
 def _():
-    if "bytes_in_use" not in stats():
-        print(f"{facts.name}: no device memory stats")
-        return
     for b in (8, 100, 128, 1000, 1024, 4096):
         row = []
         for shape in ((b, 3), (3, b), (b, 128), (b,)):

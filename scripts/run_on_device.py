@@ -144,26 +144,19 @@ def execute_in_process(path: Path) -> None:
     shell.InteractiveTB.set_mode("Plain")
     stdout, stderr = sys.stdout, sys.stderr
     shell.run_cell("%matplotlib inline", silent=True)
-    compiles: list[float] = []  # XLA backend compiles of the running cell (seconds each)
+    from batchlab import count_compiles  # here: the parent process never imports JAX
 
-    def on_duration(event, duration, **_):
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiles.append(duration)
-
-    import jax.monitoring
-
-    jax.monitoring.register_event_duration_secs_listener(on_duration)
     for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         outputs.clear()
-        compiles.clear()
         sys.stdout, sys.stderr = _Stream(outputs, "stdout"), _Stream(outputs, "stderr")
         t0 = time.perf_counter()
         try:
-            shell.run_cell(cell.source, store_history=True)
+            with count_compiles() as compiles:  # XLA backend compiles of this cell
+                shell.run_cell(cell.source, store_history=True)
         finally:
             sys.stdout, sys.stderr = stdout, stderr
         cell.metadata["seconds"] = round(time.perf_counter() - t0, 3)
-        cell.metadata["compiles"] = [len(compiles), round(sum(compiles), 3)]  # count, seconds
+        cell.metadata["compiles"] = [compiles.count, round(compiles.seconds, 3)]  # count, seconds
         cell.outputs = list(outputs)
         cell.execution_count = n + 1
         print(f"cell {n + 1}: {len(outputs)} outputs", flush=True)
