@@ -941,6 +941,23 @@ case(
     r"`chunk_size`",
 )
 case(
+    "BudgetExplorer(known=a chunk of another size)",
+    lambda: _widgets().BudgetExplorer(
+        item_fn,
+        ITEM,
+        [2**20],
+        chunk_size=8,
+        budget=2**20,
+        known=[
+            __import__("batchlab").max_batch_size(
+                item_fn, ITEM, budget_bytes=2**16, strategy="chunked", chunk_size=4
+            )
+        ],
+    ),
+    ValueError,
+    r"`known`",
+)
+case(
     "InPlaceExplorer(sizes=[0])",
     lambda: _widgets().InPlaceExplorer(sizes=(0,)),
     ValueError,

@@ -267,3 +267,23 @@ def test_a_preview_is_shown_while_a_new_setting_is_measured_and_only_then():
     with pytest.raises(ValueError):
         ex.update(n=-1)
     assert ex.pending is None and ex.result == 9  # a failed setting leaves no plan behind
+
+
+def test_budget_explorer_starts_from_known_searches_without_compiling_them_again():
+    from batchlab.widgets import BudgetExplorer
+
+    item = jax.ShapeDtypeStruct((64,), jnp.float32)
+
+    def f(x):
+        return jnp.outer(x, x) @ x
+
+    budget = 2**17
+    v = bl.max_batch_size(f, item, budget_bytes=budget)
+    c = bl.max_batch_size(f, item, budget_bytes=budget, strategy="chunked", chunk_size=8)
+    with bl.count_compiles() as warm:
+        ex = BudgetExplorer(f, item, [budget, 2**18], chunk_size=8, budget=budget, known=[v, c])
+    with bl.count_compiles() as cold:
+        fresh = BudgetExplorer(f, item, [budget, 2**18], chunk_size=8, budget=budget)
+    assert cold.count > 0 and warm.count == 0, (cold.count, warm.count)
+    for name, r in (("vmap", v), ("chunked", c)):
+        assert int(ex.result[name]) == int(fresh.result[name]) == int(r)

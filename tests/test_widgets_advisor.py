@@ -120,3 +120,13 @@ def test_a_candidate_left_out_by_the_fit_stays_out_at_and_below_the_advice_budge
     ex = AdvisorExplorer(moved, [2**18, 2**30])
     assert pick not in (ex.update(budget=BUDGET).recommended, ex.update(budget=2**18).recommended)
     assert pick in ex.update(budget=2**30).fits  # more room: it may run all the items there
+
+
+@pytest.mark.parametrize("decided", [True, False])
+def test_the_pick_ring_says_whether_the_timings_back_it(advice, decided):
+    fig = bl.advisor.plot_candidates(dataclasses.replace(advice, decided=decided))
+    rings = [h for h in fig.axes[0].lines if h.get_label().startswith("pick")]
+    assert len(rings) == 1
+    label, color = rings[0].get_label(), rings[0].get_markeredgecolor()
+    assert ("undecided" in label) is (not decided), label
+    assert (color == "k") is decided, color

@@ -53,6 +53,7 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
         chunk_size=(8, 64),
         budgets_kib=((64, 128, 256, 512, 1024, 2048), tuple(2**k for k in range(16, 22))),
         budget_kib=(256, 2**18),
+        exercise_budgets_kib=((20, 60), (8192, 16384)),  # the linear search: a few items each
         fusion_shape=((64, 2**18), (64, 2**22)),  # (B, N): a (B, N) float32 intermediate, 64 MiB
     ),
     # 07: a dataset with bad items, run under a budget that forces halving
@@ -97,7 +98,9 @@ TOPICS: dict[str, dict[str, tuple[Any, Any]]] = {
 #: topic -> size -> value on the TPU where it differs from the CPU's
 TPU: dict[str, dict[str, Any]] = {
     "strategies": dict(item_dims=(16, 2048), call_dims=(128, 1024, 4096, 8192)),  # ~0.1 ms a call
-    "budget": dict(fusion_shape=(64, 2**20)),  # at (64, 2**18) XLA:TPU planned no temp for `kept`
+    # at (64, 2**18) XLA:TPU planned no temp for `kept`; its tiles make the exercise's 20 and
+    # 60 KiB hold 16 and 56 items (74 compiles, one per size): 8 and 16 KiB hold 8 and 16
+    "budget": dict(fusion_shape=(64, 2**20), exercise_budgets_kib=(8, 16)),
     "loading": dict(put_bytes=32 << 20, put_items=(256, 4)),  # ~170 us a device_put: fewer calls
     "ragged": dict(bucket_items=1024),  # 05: each padded shape compiles, ~0.46 s apiece on a TPU
 }

@@ -36,9 +36,13 @@ class CandidateResult:
         return self.samples and self.samples.median / self.items
 
 
-def plot_candidates(advice: Advice, *, budget: int | None = None, pick: str | None = None):
+def plot_candidates(advice: Advice, *, setting=None):
     """x: planned peak (XLA); y: median time per item (bar: fastest .. slowest round).
-    ``budget`` and ``pick`` (an explorer's setting) replace the advice's own."""
+    ``setting`` (an explorer's: ``budget``, ``recommended``, ``decided``) replaces the advice's
+    own. A pick the timings do not back (undecided) gets a grey ring, labelled so."""
+    budget, pick, decided = None, None, advice.decided
+    if setting is not None:
+        budget, pick, decided = setting.budget, setting.recommended, setting.decided
     fig, ax = new_figure(width=9, height=4.8)
     timed = [c for c in advice.candidates if c.samples is not None]
     line = max(1, int((budget or advice.budget.bytes) / (advice.margin or 1.0)))
@@ -50,8 +54,10 @@ def plot_candidates(advice: Advice, *, budget: int | None = None, pick: str | No
         over = " (over budget: not picked)" if c.planned_bytes > line else ""
         ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, capsize=3,
                     color=colors[i % len(colors)], label=c.label + over)  # fmt: skip
-        if c.label == (pick or advice.recommended):
-            ax.plot([c.planned_bytes], [c.per_item], "o", ms=15, mfc="none", mec="k", label="pick")
+        if c.label == (pick or advice.recommended):  # undecided: grey, and the legend says so
+            ring = ("k", "pick") if decided else ("0.55", "pick, undecided: the fastest median")
+            kw = dict(ms=15, mfc="none", mew=1.5 if decided else 2.5, mec=ring[0], label=ring[1])
+            ax.plot([c.planned_bytes], [c.per_item], "o", **kw)
     ax.axvline(line, color="tab:red", ls="--", lw=1, label=f"budget / margin {format_bytes(line)}")
     xs = [c.planned_bytes for c in timed] + [line]
     ax.set_xscale("log", base=2)

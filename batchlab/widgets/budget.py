@@ -34,12 +34,23 @@ class BudgetExplorer(Explorer):
         *,
         chunk_size: int,
         budget: int,
+        known: Sequence[BatchSizeResult] = (),
     ) -> None:
+        """``known``: earlier :func:`batchlab.max_batch_size` results of the same ``fn`` and item
+        (vmap, or chunked with this ``chunk_size``): their plans are not compiled again."""
         check_callable(fn)
         check_positive_int(chunk_size, "chunk_size")
         budgets = check_positive_ints(budgets, "budgets")
         # planned bytes per batch size and strategy, shared: each batch size is compiled once
         self.known: dict[str, dict[int, int]] = {"vmap": {}, "chunked": {}}
+        for r in known:  # another chunk size plans another program
+            key = (getattr(r, "strategy", None), getattr(r, "chunk_size", None))
+            if key not in (("vmap", None), ("chunked", chunk_size)):
+                raise ValueError(
+                    f"`known` takes max_batch_size results of fn, strategy 'vmap' or 'chunked' "
+                    f"with chunk_size={chunk_size}; got {key}. Leave it out to start afresh."
+                )
+            self.known[r.strategy].update(dict(r.curve))
         self.status_log: list[str] = []  # what the search said while it ran
         chunks = {"vmap": None, "chunked": chunk_size}
 
@@ -134,9 +145,7 @@ class AdvisorExplorer(Explorer):
             lambda budget: setting(advice, budget),
             {"budget": budget},
             controls={"budget": stops_slider(stops, "budget", width="420px", label=format_bytes)},
-            draw=lambda ex: plot_candidates(
-                advice, budget=ex.result.budget, pick=ex.result.recommended
-            ),
+            draw=lambda ex: plot_candidates(advice, setting=ex.result),
             describe=_describe_advice,
             title="The advice over the budget",
         )
