@@ -356,7 +356,8 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "06": (
         (
             "XLA fuses chain's (B, N) intermediate",
-            "the device's peak counter misses a",
+            "peak_bytes_in_use misses a jitted program's",
+            "peak_bytes_reserved shows a jitted program's",
             "vmap's planned temporaries follow the batch:",
             "a chunked batch of {n_odd} (a",
             "on CPU with vm.overcommit_memory = {overcommit},",
