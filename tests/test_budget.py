@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import batchlab
 from batchlab.batching import batch
@@ -436,3 +438,50 @@ def test_a_calibrated_search_where_nothing_fits_says_so_and_runs_nothing():
     assert r.margin_source == "uncalibrated: not even one item fits the plan"
     with pytest.raises(TypeError, match=r"`known` must be a dict .* got list\."):
         batchlab.max_batch_size(lambda x: 2 * x, item, known=[(1, 1024)])
+
+
+def _staircase_search(monkeypatch, plan, budget, tiles):
+    """search() over a synthetic plan of the batch size (nothing compiled): (answer, sizes)."""
+    import batchlab.runs.search as search_module
+
+    monkeypatch.setattr(search_module, "batch_planner", lambda f: lambda x: plan(x.shape[0]))
+    answer, curve = search(None, ITEM, budget, 2**20, tiles=tiles)
+    return answer, len(curve)
+
+
+@pytest.mark.parametrize("budget_kib", [8, 20, 60, 64, 128, 256, 2048])
+def test_on_a_tiled_staircase_aiming_along_the_tiles_takes_a_handful(monkeypatch, budget_kib):
+    # XLA:TPU's plan of a (b, 64) float32 in and out: rows padded to 8, or b on the 128 lanes
+    ru = lambda b, t: -(-b // t) * t  # noqa: E731
+    plan = lambda b: min(1024 * ru(b, 8), 512 * ru(b, 128))  # noqa: E731
+    budget = budget_kib * 1024
+    tiled, n_tiled = _staircase_search(monkeypatch, plan, budget, (128, 8))
+    plain, n_plain = _staircase_search(monkeypatch, plan, budget, ())
+    assert tiled == plain and plan(tiled) <= budget < plan(tiled + 1)
+    assert n_tiled <= 6, n_tiled  # the plain aimed search took 8 to 28 on these budgets
+    assert n_tiled <= n_plain
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    a=st.integers(1, 4096),
+    c=st.integers(1, 4096),
+    base=st.integers(0, 2**20),
+    budget=st.integers(1, 2**26),
+    linear=st.booleans(),
+)
+def test_the_tiled_search_answer_fits_and_the_next_does_not(a, c, base, budget, linear):
+    import batchlab.runs.search as search_module
+
+    ru = lambda b, t: -(-b // t) * t  # noqa: E731
+    plan = (
+        (lambda b: base + a * b) if linear else (lambda b: base + min(a * ru(b, 8), c * ru(b, 128)))
+    )
+    old = search_module.batch_planner
+    search_module.batch_planner = lambda f: lambda x: plan(x.shape[0])
+    try:
+        answer, _ = search(None, ITEM, budget, 2**20, tiles=(128, 8))
+    finally:
+        search_module.batch_planner = old
+    brute = next((b for b in range(1, 2**20 + 1) if plan(b) > budget), 2**20 + 1) - 1
+    assert answer == brute

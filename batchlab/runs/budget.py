@@ -12,6 +12,7 @@ import jax
 import psutil
 from matplotlib.ticker import FuncFormatter
 
+from batchlab._util.backend import backend_facts
 from batchlab._util.checks import (
     check_array_tree,
     check_callable,
@@ -223,9 +224,13 @@ def max_batch_size(
     known = {} if known is None else known  # a calibrated search plans twice: share the points
     before = len(known)
 
+    # padded to tiles (XLA:TPU), plans are a staircase: aim along the tiles' multiples first
+    tile = backend_facts().lane_tile if method == "interpolate" and not multiple else None
+    tiles = tuple(sorted(set(tile or ()), reverse=True))
+
     def largest(limit: int) -> tuple[int, dict]:
         kw = dict(method=method, known=known, on_compile=on_compile, in_axes=in_axes)
-        return search(f, example_item, limit, upper, multiple, **kw)
+        return search(f, example_item, limit, upper, multiple, tiles=tiles, **kw)
 
     answer, curve = largest(budget.bytes)
     calibration, source = None, None

@@ -33,10 +33,12 @@ def search(
     known: dict[int, int] | None = None,
     on_compile: Callable[[int], None] | None = None,
     in_axes: Any = 0,
+    tiles: tuple[int, ...] = (),
 ) -> tuple[int, dict[int, int]]:
     """``(answer, {batch: planned bytes})`` for :func:`batchlab.max_batch_size` (its ``method``,
-    ``known`` (extended), ``on_compile``); ``multiple``: a ``lax.map`` chunk. A batch whose
-    compile runs out of memory (XLA:TPU) is planned :data:`NO_ROOM`: it does not fit."""
+    ``known`` (extended), ``on_compile``); ``multiple``: a ``lax.map`` chunk; ``tiles``: the
+    backend's tile sides, largest first (XLA:TPU's 128 and 8). A batch whose compile runs out
+    of memory (XLA:TPU) is planned :data:`NO_ROOM`: it does not fit."""
     planner = batch_planner(jitted)
     known = {} if known is None else known
     visited: dict[int, int] = {}
@@ -55,21 +57,28 @@ def search(
         return known[b]
 
     fits = lambda b: plan(b) <= budget_bytes  # noqa: E731
-    m, budget = multiple, budget_bytes
-    if not m:
-        return _largest(plan, known, budget, upper, method, 1), visited
     # lax.map plans a remainder (batch % chunk) apart: a batch just above a multiple of the
     # chunk plans MORE than the next multiple (a saw-tooth). Search the multiples (a straight
-    # line), then the block of remainders above the last multiple that fits.
+    # line), then the block of remainders above the last multiple that fits: a tile's way.
+    tiles = (multiple,) if multiple else tiles
+    return _tiled(plan, fits, known, budget_bytes, upper, method, tiles), visited
+
+
+def _tiled(plan, fits, known, budget, upper, method, tiles) -> int:
+    """The largest ``b <= upper`` that fits, aimed along the multiples of each tile first: padded
+    to tiles, plans are a staircase (flat within a tile: a line through two points of one step
+    aims nowhere) and a line over the tile's multiples. Plans grow with the batch, so when
+    ``b + 1`` does not fit the answer is ``b``."""
+    if not tiles:
+        return _largest(plan, known, budget, upper, method, 1)
+    m, rest = tiles[0], tiles[1:]
     q = _largest(plan, known, budget, upper // m, method, m)
     if q == 0:
-        return _largest(plan, known, budget, min(upper, m - 1), method, 1), visited
+        return _tiled(plan, fits, known, budget, min(upper, m - 1), method, rest)
     lo, top = q * m, min(q * m + m - 1, upper)
     if lo == top or not fits(lo + 1):
-        return lo, visited
-    if fits(top):
-        return top, visited
-    return _refine(plan, fits, budget, lo + 1, top, method), visited
+        return lo
+    return top if fits(top) else _refine(plan, fits, budget, lo + 1, top, method)
 
 
 def _largest(plans, known, budget, upper, method, step) -> int:
