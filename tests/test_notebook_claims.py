@@ -308,7 +308,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "the tanh writes over the dot's",
             "per item, a batch of 128",
             "the per-call cost: lax.map, paying it",
-            "vectorized work: per item, the batch",
+            "per item, the batch beats lax.map by",
             "at the default precision a float32",
         ),
         ("XLA plans score_item's x @ w and",),
@@ -362,7 +362,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "a chunked batch of {n_odd} (a",
             "on CPU with vm.overcommit_memory = {overcommit},",
             "with vm.overcommit_memory = {overcommit}, Linux grants",
-            "max_batch_size for the room live arrays",
+            "max_batch_size's advice for the room live",
         ),
         (
             "on CPU, RESOURCE_EXHAUSTED comes within 10",
@@ -413,7 +413,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "from the page cache, a random",
             "a random gather costs over 1.5x",
-            "prefetch makes a loop that keeps",
+            "prefetch speeds a loop that keeps",
         ),
     ),
     "11": (
