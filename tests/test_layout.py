@@ -37,7 +37,7 @@ MAX_LINES = 420
 #: a second search (no function, option or branch that only its own test reached, but for
 #: buffer_assignment(xla_flags=) and plot_timelines(share_time=), both gone) found 47 lines;
 #: -> 12,810: 05's TPU size override (config.py)
-MAX_PACKAGE_LINES = 12_843
+MAX_PACKAGE_LINES = 12_852
 
 
 def module_name(path: Path) -> str:

@@ -397,3 +397,14 @@ def test_temporary_trace_folders_are_removed_at_exit():
     path = Path(out.stdout.strip().splitlines()[-1])
     (folder,) = [p for p in path.parents if p.name.startswith("batchlab-trace-")]
     assert path.name == "perfetto_trace.json.gz" and not folder.exists()  # removed at exit
+
+
+def test_device_busy_between_clips_the_ops_to_a_window(tmp_path):
+    path = tmp_path / "perfetto_trace.json.gz"
+    _synthetic_gpu_trace(path)  # kernels at 25..300 and 310..800 us; a memcpy at 5..20 us
+    r = build_timeline(path)
+    between = lambda a, b: r.device_busy_between(a * 1e-6, b * 1e-6)  # noqa: E731 (from the start)
+    assert between(0, 1000) == pytest.approx(r.device_busy)
+    assert between(100, 400) == pytest.approx((300 - 100 + 400 - 310) * 1e-6)
+    assert between(0, 25) == 0  # the copy is no XLA op
+    assert between(300, 310) == 0

@@ -43,6 +43,15 @@ class Timeline:
         """The lanes of one kind ("python", "loader", "runtime", "device", "compiler")."""
         return [lane for lane in self.lanes if lane.kind == kind]
 
+    def device_busy_between(self, start: float, end: float) -> float:
+        """Seconds XLA's ops ran between ``start`` and ``end`` (e.g. an annotated round's span),
+        counted as :attr:`device_busy` counts the whole trace."""
+        dev = {lane.index for lane in self.lanes if lane.kind == "device"}
+        ops = [s for s in self.spans if s.kind == "compute" and (s.lane in dev or not dev)]
+        return union_length(
+            (max(s.start, start), min(s.end, end)) for s in ops if s.end > start and s.start < end
+        )
+
     def find(self, name: str) -> list[Span]:
         """Spans whose name starts with ``name`` (e.g. ``"load batch"``)."""
         return [s for s in self.spans if s.name.startswith(name)]
