@@ -158,8 +158,8 @@ def check_lossless_cast(arrays: Any, dtype: np.dtype, name: str = "dtype") -> No
             raise ValueError(
                 f"`{name}`={np.dtype(dtype).name} would change values: item {i} holds "
                 f"{src.ravel()[j].item()!r} ({src.dtype}), stored as {cast.ravel()[j].item()!r}. "
-                "Pass a dtype that holds the data, or casting='unsafe' to truncate/wrap as "
-                "numpy's astype does."
+                "Pass a dtype that holds the data, or cast the items first (np.astype truncates "
+                "and wraps)."
             )
 
 

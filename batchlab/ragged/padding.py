@@ -127,7 +127,6 @@ def pad(
     value: Any = 0,
     dtype: Any = None,
     truncate: bool = False,
-    casting: str = "same_value",
 ) -> Padded:
     """Pads ragged items into one array, with a boolean mask and the true lengths.
 
@@ -135,9 +134,8 @@ def pad(
       seqs: 1-D sequences or a :class:`Ragged`.
       length: pad every item to this length (with ``truncate=True``, cut longer ones to it).
       multiple_of: instead, round the longest length up to a multiple of this.
-      value, dtype: the pad value (it must fit) and the result dtype (default: the items').
-      casting: ``"same_value"`` refuses a ``dtype`` that changes a value (1.5 -> int,
-        300 -> uint8); ``"unsafe"`` casts as numpy's astype.
+      value, dtype: the pad value (it must fit) and the result dtype (default: the items'); a
+        ``dtype`` that changes a value (1.5 -> int, 300 -> uint8) is refused.
 
     Example:
       >>> p = pad([[1, 2, 3], [4]])
@@ -145,9 +143,8 @@ def pad(
       ([[1, 2, 3], [4, 0, 0]], [3, 1], [3, 1])
     """
     checks.check_bool(truncate, "truncate")
-    checks.check_choice(casting, "casting", ("same_value", "unsafe"))
     dtype = checks.check_dtype(dtype)
-    if dtype is not None and casting == "same_value" and isinstance(seqs, (Ragged, list, tuple)):
+    if dtype is not None and isinstance(seqs, (Ragged, list, tuple)):
         checks.check_lossless_cast([seqs.flat] if isinstance(seqs, Ragged) else seqs, dtype)
     length, multiple_of = check_size(length, "length"), check_size(multiple_of, "multiple_of", 1)
     if length is not None and multiple_of is not None:
