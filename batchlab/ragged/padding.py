@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -108,17 +107,6 @@ def check_value(value: Any, dtype: np.dtype, name: str = "value", where: str = "
         )
 
 
-def check_size(v: Any, name: str, minimum: int = 0) -> int | None:
-    """``v`` as an int of at least ``minimum``, or ``None``."""
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"`{name}` must be an int, got {type(v).__name__} {v!r}.")
-    if v < minimum:
-        raise ValueError(f"`{name}` must be at least {minimum}, got {name}={v}.")
-    return int(v)
-
-
 def pad(
     seqs: Any,
     *,
@@ -146,7 +134,8 @@ def pad(
     dtype = checks.check_dtype(dtype)
     if dtype is not None and isinstance(seqs, (Ragged, list, tuple)):
         checks.check_lossless_cast([seqs.flat] if isinstance(seqs, Ragged) else seqs, dtype)
-    length, multiple_of = check_size(length, "length"), check_size(multiple_of, "multiple_of", 1)
+    length = checks.check_int(length, "length", allow_none=True)
+    multiple_of = checks.check_int(multiple_of, "multiple_of", 1, allow_none=True)
     if length is not None and multiple_of is not None:
         raise ValueError(f"pass either `length`={length} or `multiple_of`={multiple_of}, not both.")
     ragged = as_ragged(seqs, dtype=dtype)
