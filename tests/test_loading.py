@@ -159,11 +159,11 @@ def test_bad_sizes(tmp_path, dataset):
         make_dataset(tmp_path, 0, (2,))
     with pytest.raises(ValueError, match="`item_shape` must be a tuple of sizes >= 0"):
         make_dataset(tmp_path, 2, (-1,))
-    with pytest.raises(ValueError, match="`n_items` must be an int >= 0"):
+    with pytest.raises(ValueError, match="`n_items` must be at least 0"):
         batch_indices(-1, 2)
     with pytest.raises(ValueError, match="`batch_size` must be at least 1"):
         batch_indices(3, 0)
-    with pytest.raises(ValueError, match="`prefetch` must be an int >= 0"):
+    with pytest.raises(ValueError, match="`prefetch` must be at least 0"):
         measure_loading(dataset, 2, prefetch=-1)
 
 

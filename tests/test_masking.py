@@ -9,7 +9,6 @@ import pytest
 from conftest import assert_close
 
 from batchlab import masked_max, masked_mean, masked_softmax, masked_sum, pad
-from batchlab.ragged import masked_logsumexp
 from batchlab.ragged.padding import Padded
 
 
@@ -54,8 +53,6 @@ def test_reductions_match_per_item_numpy(n, features, dtype, maybe_jit):
         maybe_jit(lambda x, m: masked_max(x, m, axis=1))(x, m),
         _ref(seqs, lambda s: s.max(0), -np.inf, features).astype(dtype),
     )
-    lse = _ref(seqs, lambda s: np.log(np.exp(s).sum(0)), -np.inf, features).astype(dtype)
-    assert_close(maybe_jit(lambda x, m: masked_logsumexp(x, m, axis=1))(x, m), lse)
     sm = maybe_jit(lambda x, m: masked_softmax(x, m, axis=1))(x, m)
     for i, s in enumerate(seqs):
         if len(s):
@@ -71,7 +68,6 @@ def test_empty_rows_documented_values():
     assert masked_mean(x, m, empty=-np.inf).tolist() == [-np.inf, 7.0]
     assert masked_max(x, m).tolist() == [-np.inf, 7.0]
     assert masked_max(x, m, empty=-1.0).tolist() == [-1.0, 7.0]
-    assert masked_logsumexp(x, m).tolist() == [-np.inf, 7.0]
     assert masked_softmax(x, m).tolist() == [[0.0] * 3, [1.0, 0.0, 0.0]]
 
 
@@ -82,7 +78,6 @@ def test_empty_rows_documented_values():
         masked_mean,
         masked_max,
         masked_softmax,
-        masked_logsumexp,
         lambda x, m: masked_mean(x, m, empty=0.0),
     ],
 )
@@ -161,14 +156,13 @@ def test_zero_length_axis():
     assert masked_sum(x, m, axis=1).tolist() == [0.0, 0.0]
     assert masked_mean(x, m, axis=1).tolist() == [0.0, 0.0]
     assert masked_max(x, m, axis=1).tolist() == [-np.inf, -np.inf]
-    assert masked_logsumexp(x, m, axis=1).tolist() == [-np.inf, -np.inf]
     assert masked_softmax(x, m, axis=1).shape == (2, 0)
 
 
 @pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16, jnp.int8, jnp.uint8, jnp.bool_])
 def test_dtypes_and_values_follow_jaxs_own_reductions(dtype):
     """With nothing masked, each reduction gives what JAX's plain one gives, in its dtype
-    (float16 stays float16; integers become float for mean, softmax and logsumexp)."""
+    (float16 stays float16; integers become float for mean and softmax)."""
     x = jnp.asarray(np.arange(12).reshape(3, 4) % 5, dtype)
     m = jnp.ones((3, 4), bool)
     xf = x if jnp.issubdtype(dtype, jnp.inexact) else x.astype(jnp.float32)
@@ -177,7 +171,6 @@ def test_dtypes_and_values_follow_jaxs_own_reductions(dtype):
         "max": (masked_max(x, m, axis=1), jnp.max(x, axis=1)),
         "mean": (masked_mean(x, m, axis=1), jnp.mean(x, axis=1)),
         "softmax": (masked_softmax(x, m, axis=1), jax.nn.softmax(xf, axis=1)),
-        "logsumexp": (masked_logsumexp(x, m, axis=1), jax.nn.logsumexp(xf, axis=1)),
     }
     for name, (got, want) in pairs.items():
         assert got.dtype == want.dtype, name
@@ -193,12 +186,11 @@ def test_a_bool_max_of_an_all_false_item_is_false():
     assert masked_max(x, m, axis=1).tolist() == [False, True]
 
 
-def test_softmax_and_logsumexp_shift_each_row_by_its_own_max():
-    """Rows far apart in scale: a shared shift would underflow the small row to 0 (-inf), no
-    shift would overflow exp(1000) to inf."""
+def test_softmax_shifts_each_row_by_its_own_max():
+    """Rows far apart in scale: a shared shift would underflow the small row to 0, no shift
+    would overflow exp(1000) to inf."""
     x = jnp.array([[0.0, 0.0, 5.0], [1000.0, 1000.0, 2000.0]])
     m = jnp.array([[True, True, False], [True, True, False]])
-    np.testing.assert_allclose(masked_logsumexp(x, m, axis=1), [np.log(2), 1000 + np.log(2)])
     np.testing.assert_allclose(masked_softmax(x, m, axis=1), [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]])
 
 

@@ -9,7 +9,7 @@ function's samples).
 The walk reads every function on its own (nested functions apart) and finds
 its *timed things*: each span ``t0 = time.perf_counter()`` ... ``time.perf_counter()
 - t0`` (what the statements in between call), and each call of a timing
-helper (``measure``, ``measure_dispatched``, ``sample``, ``autorange``) by the
+helper (``measure``, ``sample``, ``autorange``) by the
 function it times, and each call of a function of the same file that times its own body and
 returns the seconds (``old_rewrite(...)``, ``journal(...)``). A function is a sequential
 comparison when
@@ -33,7 +33,7 @@ ROOT = PACKAGE.parent
 #: the one sampler: it is where candidates are timed, round-robin
 SAMPLER = "batchlab/measuring/sampler.py"
 #: timing helpers: these, and every function of the walked files that times a callable it is given
-TIMERS = {"measure": 0, "measure_dispatched": 0, "sample": 0, "autorange": 0}  # name: timed arg
+TIMERS = {"measure": 0, "sample": 0, "autorange": 0}  # name: timed arg
 #: timers of any callable: what they time is their argument; a helper found in the walked files
 #: times its own code applied to it (``old_rewrite(outputs)`` and ``journal(outputs)`` differ)
 GENERIC = frozenset(TIMERS)

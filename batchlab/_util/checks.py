@@ -49,15 +49,21 @@ def check_array_tree(tree: Any, name: str = "args") -> None:
         )
 
 
-def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
-    """Returns ``value`` if it is a positive int (or ``None`` when allowed)."""
+def check_int(value: Any, name: str, minimum: int = 0, *, allow_none: bool = False) -> int | None:
+    """Returns ``value`` if it is an int of at least ``minimum`` (or ``None`` when allowed)."""
     if value is None and allow_none:
         return None
     if not _is_int(value):
-        raise TypeError(f"`{name}` must be a positive int, got {type(value).__name__} {value!r}.")
-    if value < 1:
-        raise ValueError(f"`{name}` must be at least 1, got {name}={value}.")
+        kind = "a positive int" if minimum == 1 else "an int"
+        raise TypeError(f"`{name}` must be {kind}, got {type(value).__name__} {value!r}.")
+    if value < minimum:
+        raise ValueError(f"`{name}` must be at least {minimum}, got {name}={value}.")
     return int(value)
+
+
+def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
+    """Returns ``value`` if it is a positive int (or ``None`` when allowed)."""
+    return check_int(value, name, 1, allow_none=allow_none)
 
 
 def check_positive_float(value: Any, name: str) -> float:
@@ -158,8 +164,8 @@ def check_lossless_cast(arrays: Any, dtype: np.dtype, name: str = "dtype") -> No
             raise ValueError(
                 f"`{name}`={np.dtype(dtype).name} would change values: item {i} holds "
                 f"{src.ravel()[j].item()!r} ({src.dtype}), stored as {cast.ravel()[j].item()!r}. "
-                "Pass a dtype that holds the data, or casting='unsafe' to truncate/wrap as "
-                "numpy's astype does."
+                "Pass a dtype that holds the data, or cast the items first (np.astype truncates "
+                "and wraps)."
             )
 
 

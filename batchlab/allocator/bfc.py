@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from batchlab._util.checks import check_int
+
 USED, FREE, UNRESERVED = "used", "free", "unreserved"
 MiB = 1 << 20
 ALIGNMENT = 256  # XLA rounds every request up to 256 bytes (kMinAllocationSize)
@@ -44,16 +46,6 @@ def round_up(size: int) -> int:
 def bin_num_for_size(size: int) -> int:
     """XLA's ``BinNumForSize``: ``min(20, floor(log2(max(size, 256) >> 8)))``."""
     return min(K_NUM_BINS - 1, (max(size, 256) >> 8).bit_length() - 1)
-
-
-def check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(
-            f"`{name}` must be an int number of bytes, got {type(value).__name__} {value!r}."
-        )
-    if value < minimum:
-        raise ValueError(f"`{name}` must be at least {minimum}, got {name}={value}.")
-    return value
 
 
 class BFCAllocator:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from batchlab._util.checks import check_choice, check_positive_float, check_positive_int
+from batchlab._util.checks import check_choice, check_int, check_positive_float, check_positive_int
 from batchlab.allocator.plots import plot_replay
 from batchlab.allocator.replayer import (
     Events,
@@ -27,8 +27,7 @@ def item_lengths(n_items: int, max_len: int = 64, len_step: int = 1) -> np.ndarr
     """The items' lengths in rows: multiples of ``len_step`` up to ``max_len``, uniform (seed 0)."""
     check_positive_int(max_len, "max_len")
     check_positive_int(len_step, "len_step")
-    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
-        raise ValueError(f"`n_items` must be an int >= 0, got {n_items!r}.")
+    check_int(n_items, "n_items")
     if max_len % len_step:
         raise ValueError(
             f"`max_len`={max_len} must be a multiple of `len_step`={len_step}; e.g. max_len="

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab._util.checks import check_choice, check_dtype, check_positive_int
+from batchlab._util.checks import check_choice, check_dtype, check_int, check_positive_int
 from batchlab._util.format import format_bytes
 
 METHODS = ("per_item", "bulk", "mmap")
@@ -124,8 +124,7 @@ def load_npy(
 
 def batch_indices(n_items: int, batch_size: int, *, order: str = "contiguous") -> list[np.ndarray]:
     """Item indices of every batch, the remainder last; ``"random"``: one fixed permutation."""
-    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 0:
-        raise ValueError(f"`n_items` must be an int >= 0, got n_items={n_items!r}.")
+    check_int(n_items, "n_items")
     check_positive_int(batch_size, "batch_size")
     check_choice(order, "order", ORDERS)
     index = np.arange(n_items)

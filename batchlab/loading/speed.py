@@ -11,7 +11,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from batchlab._util.checks import check_bool, check_positive_float, check_positive_int
+from batchlab._util.checks import check_bool, check_int, check_positive_float, check_positive_int
 from batchlab._util.format import Rows, format_bytes, format_count
 from batchlab.loading.files import Dataset, iter_batches
 from batchlab.loading.prefetching import prefetch as prefetch_batches
@@ -73,10 +73,7 @@ def measure_loading(
     if max_time is not None:
         check_positive_float(max_time, "max_time")
     check_bool(sync, "sync")
-    if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
-        raise ValueError(
-            f"`prefetch` must be an int >= 0 (batches ahead), got prefetch={prefetch!r}."
-        )
+    check_int(prefetch, "prefetch")
 
     def run_once() -> None:
         batches = iter_batches(dataset, batch_size, method=method, order=order, transfer=transfer)

@@ -20,7 +20,6 @@ from batchlab.measuring.plan import (
     MemoryEstimate,
     compile_fn,
     estimate_from_compiled,
-    function_name,
     is_jitted,
 )
 
@@ -254,37 +253,3 @@ def measure(
         device_after=device_after,
         notes=(PEAK_NOTE if device_after is not None else no_stats,),
     )
-
-
-def measure_dispatched(
-    fn: Callable,
-    args: tuple,
-    memory: Callable[[Any], MemoryEstimate],
-    *,
-    max_time: float = 0.3,
-    repeat: int | None = None,
-    tolerance: float = 0.02,
-) -> tuple[Measurement, Any]:
-    """Times ``fn(*args)`` as it runs (no outer jit); ``memory(out)`` gives its plan."""
-    with count_compiles() as compiles:
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(fn(*args))
-        first = time.perf_counter() - t0
-    call = lambda: fn(*args)  # noqa: E731
-    number = autorange(call, 0.02)
-    samples = take_samples(call, number, repeat, max_time, tolerance)
-    median = sorted(samples)[len(samples) // 2]
-    m = Measurement(
-        name=function_name(fn),
-        trace_lower_seconds=0.0,
-        compile_seconds=max(first - median, 0.0),
-        first_call_seconds=first,
-        times=tuple(samples),
-        number=number,
-        memory=memory(out),
-        live=live_memory(),
-        compiles=compiles.count,
-        notes=(COMPILE_NOTE,),
-        source="wall clock around jax.block_until_ready of the whole Python-dispatched call",
-    )
-    return m, out

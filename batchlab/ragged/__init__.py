@@ -4,7 +4,6 @@ from batchlab.ragged.boundaries import optimal_boundaries, padding_report
 from batchlab.ragged.bucketing import bucket_batches, bucketize
 from batchlab.ragged.datasets import load_stdlib_functions
 from batchlab.ragged.masking import (
-    masked_logsumexp,
     masked_max,
     masked_mean,
     masked_softmax,
@@ -20,7 +19,6 @@ __all__ = [
     "bucket_batches",
     "bucketize",
     "load_stdlib_functions",
-    "masked_logsumexp",
     "masked_max",
     "masked_mean",
     "masked_softmax",

@@ -13,8 +13,9 @@ import numpy as np
 from batchlab._util.checks import check_positive_int
 from batchlab._util.format import Rows, format_seconds
 from batchlab.measuring.compiles import count_compiles
+from batchlab.measuring.live import live_memory
 from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled
-from batchlab.measuring.timing import Measurement, measure_dispatched
+from batchlab.measuring.timing import Measurement, autorange, sample, take_samples
 from batchlab.ragged.boundaries import (
     RuleCost,
     check_boundaries,
@@ -262,7 +263,13 @@ def plan_buckets(data: Any, rule: str, n_buckets: int, features: int) -> tuple[B
 
 
 def measure_buckets(
-    plan: BucketPlan, buckets: Buckets, table: jax.Array, **run_options: Any
+    plan: BucketPlan,
+    buckets: Buckets,
+    table: jax.Array,
+    *,
+    max_time: float = 0.3,
+    repeat: int | None = None,
+    tolerance: float = 0.02,
 ) -> BucketPoint:
     """Compiles every bucket shape once (counted), then times one jitted call per bucket."""
     arrays = [(bk.padded.values, bk.padded.mask) for bk in buckets]
@@ -272,22 +279,32 @@ def measure_buckets(
 
     fresh = jax.jit(pool)
 
-    def run_buckets(arrays, table):  # an epoch's work: one jitted call per bucket
+    def run_buckets():  # an epoch's work: one jitted call per bucket
         return [fresh(v, m, table) for v, m in arrays]
 
     # every compilation of `pool` is counted: one per bucket shape, ahead of time; a JAX
     # that compiled again on the first call would show twice the shapes here
     with count_compiles(match="pool") as c:
         plans = [estimate_from_compiled(fresh.lower(*a, table).compile(), "pool") for a in arrays]
-        meas, _ = measure_dispatched(
-            run_buckets, (arrays, table), lambda out: summed_plan(plans), **run_options
-        )
+        first, number = sample(run_buckets, 1), autorange(run_buckets, 0.02)
+        times = take_samples(run_buckets, number, repeat, max_time, tolerance)
     note = (
         "compiled ahead of time, one program per bucket shape (compile_seconds: JAX's compile "
         "events); run = one jitted call per bucket, wall clock around jax.block_until_ready"
     )
     counted = {"compiles": c.count, "compile_seconds": c.seconds}
-    meas = replace(meas, name="pool, every bucket", notes=(note,), **counted)
+    meas = Measurement(
+        name="pool, every bucket",
+        trace_lower_seconds=0.0,
+        first_call_seconds=first,
+        times=tuple(times),
+        number=number,
+        memory=summed_plan(plans),
+        live=live_memory(),
+        notes=(note,),
+        source="wall clock around jax.block_until_ready of the whole Python-dispatched call",
+        **counted,
+    )
     return BucketPoint(**vars(plan), **counted, measurement=meas, trace_seconds=c.trace_seconds)
 
 

@@ -4,8 +4,8 @@ A plain ``x.mean(axis=1)`` over a padded batch averages the pads in. These give,
 item, what the reduction over its unpadded data gives, inside ``jit`` and ``vmap``, with
 zero gradients at pads and never NaN. An item with no data gets what
 ``jax.ops.segment_*`` gives an empty segment (so padded and packed results agree): sum
-``0``, mean ``0`` (``empty=`` to choose), max and logsumexp ``-inf`` (an integer dtype's
-minimum), softmax all zeros. The mask has the shape of ``x`` or of its leading axes, any
+``0``, mean ``0`` (``empty=`` to choose), max ``-inf`` (an integer dtype's minimum),
+softmax all zeros. The mask has the shape of ``x`` or of its leading axes, any
 axis of size 1 shared (``(batch, 1, length)`` for attention); any other shape is refused,
 never broadcast silently. Integers are promoted to float, except by sum and max.
 
@@ -17,8 +17,6 @@ Example:
   Array([1.5, 5. , 0. ], dtype=float32)
   >>> masked_sum(x, mask, axis=1), masked_max(x, mask, axis=1)
   (Array([3., 5., 0.], dtype=float32), Array([  2.,   5., -inf], dtype=float32))
-  >>> masked_logsumexp(x, mask, axis=1)
-  Array([2.31326, 5.       ,      -inf], dtype=float32)
   >>> masked_softmax(x, mask, axis=1)
   Array([[0.268941, 0.731059 , 0.        ],
          [1.        , 0.        , 0.        ],
@@ -117,29 +115,20 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
     return jnp.where(jnp.any(mask, axis=axis), result, jnp.asarray(empty, x.dtype))
 
 
-def _shifted_exp(x: Array, mask: Array, axis: int) -> tuple[Array, Array]:
-    """``exp(x - m)`` at unmasked positions (0 elsewhere) and the finite shift ``m``."""
+def _shifted_exp(x: Array, mask: Array, axis: int) -> Array:
+    """``exp(x - m)`` at unmasked positions (0 elsewhere), ``m`` each row's finite maximum."""
     m = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True, initial=-jnp.inf)
     m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros((), x.dtype)))
     z = jnp.where(mask, x - m, jnp.zeros((), x.dtype))  # pads never reach exp: no inf, no NaN
-    return jnp.where(mask, jnp.exp(z), jnp.zeros((), x.dtype)), m
+    return jnp.where(mask, jnp.exp(z), jnp.zeros((), x.dtype))
 
 
 def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
     """Softmax over ``axis`` among unmasked positions: ``x``'s shape, 0 at pads and empty rows."""
     x, mask, axis = _prepare(x, mask, axis)
-    e, _ = _shifted_exp(to_float(x), mask, axis)
+    e = _shifted_exp(to_float(x), mask, axis)
     total = jnp.sum(e, axis=axis, keepdims=True)
     return e / jnp.where(total > 0, total, jnp.ones((), e.dtype))
-
-
-def masked_logsumexp(x: Any, mask: Any, axis: int = -1) -> Array:
-    """``log(sum(exp(x)))`` over the unmasked positions, computed stably; ``-inf`` if empty."""
-    x, mask, axis = _prepare(x, mask, axis)
-    e, m = _shifted_exp(to_float(x), mask, axis)
-    total = jnp.sum(e, axis=axis)
-    m = jnp.squeeze(m, axis=axis)
-    return jnp.where(total > 0, m + jnp.log(jnp.where(total > 0, total, 1)), -jnp.inf)
 
 
 def mean_pool(values: jax.Array, mask: jax.Array, table: jax.Array) -> jax.Array:

@@ -22,7 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from batchlab.ragged.padding import Cost, Padded, as_ragged, check_size
+from batchlab._util.checks import check_int
+from batchlab.ragged.padding import Cost, Padded, as_ragged
 
 
 class Packed(NamedTuple):
@@ -52,8 +53,8 @@ def pack(seqs: Any, *, total_length: int | None = None, max_items: int | None = 
     ``total_length`` (default: the sum of the lengths) and ``max_items`` (default: the item
     count) fix the shape: set both to the largest batch's and every batch compiles once.
     """
-    total_length = check_size(total_length, "total_length")
-    max_items = check_size(max_items, "max_items")
+    total_length = check_int(total_length, "total_length", allow_none=True)
+    max_items = check_int(max_items, "max_items", allow_none=True)
     ragged = as_ragged(seqs)
     lengths, n = ragged.lengths, len(ragged)
     true = int(lengths.sum())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -108,17 +107,6 @@ def check_value(value: Any, dtype: np.dtype, name: str = "value", where: str = "
         )
 
 
-def check_size(v: Any, name: str, minimum: int = 0) -> int | None:
-    """``v`` as an int of at least ``minimum``, or ``None``."""
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"`{name}` must be an int, got {type(v).__name__} {v!r}.")
-    if v < minimum:
-        raise ValueError(f"`{name}` must be at least {minimum}, got {name}={v}.")
-    return int(v)
-
-
 def pad(
     seqs: Any,
     *,
@@ -127,7 +115,6 @@ def pad(
     value: Any = 0,
     dtype: Any = None,
     truncate: bool = False,
-    casting: str = "same_value",
 ) -> Padded:
     """Pads ragged items into one array, with a boolean mask and the true lengths.
 
@@ -135,9 +122,8 @@ def pad(
       seqs: 1-D sequences or a :class:`Ragged`.
       length: pad every item to this length (with ``truncate=True``, cut longer ones to it).
       multiple_of: instead, round the longest length up to a multiple of this.
-      value, dtype: the pad value (it must fit) and the result dtype (default: the items').
-      casting: ``"same_value"`` refuses a ``dtype`` that changes a value (1.5 -> int,
-        300 -> uint8); ``"unsafe"`` casts as numpy's astype.
+      value, dtype: the pad value (it must fit) and the result dtype (default: the items'); a
+        ``dtype`` that changes a value (1.5 -> int, 300 -> uint8) is refused.
 
     Example:
       >>> p = pad([[1, 2, 3], [4]])
@@ -145,11 +131,11 @@ def pad(
       ([[1, 2, 3], [4, 0, 0]], [3, 1], [3, 1])
     """
     checks.check_bool(truncate, "truncate")
-    checks.check_choice(casting, "casting", ("same_value", "unsafe"))
     dtype = checks.check_dtype(dtype)
-    if dtype is not None and casting == "same_value" and isinstance(seqs, (Ragged, list, tuple)):
+    if dtype is not None and isinstance(seqs, (Ragged, list, tuple)):
         checks.check_lossless_cast([seqs.flat] if isinstance(seqs, Ragged) else seqs, dtype)
-    length, multiple_of = check_size(length, "length"), check_size(multiple_of, "multiple_of", 1)
+    length = checks.check_int(length, "length", allow_none=True)
+    multiple_of = checks.check_int(multiple_of, "multiple_of", 1, allow_none=True)
     if length is not None and multiple_of is not None:
         raise ValueError(f"pass either `length`={length} or `multiple_of`={multiple_of}, not both.")
     ragged = as_ragged(seqs, dtype=dtype)
