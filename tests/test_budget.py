@@ -485,3 +485,28 @@ def test_the_tiled_search_answer_fits_and_the_next_does_not(a, c, base, budget, 
         search_module.batch_planner = old
     brute = next((b for b in range(1, 2**20 + 1) if plan(b) > budget), 2**20 + 1) - 1
     assert answer == brute
+
+
+def test_the_bisect_method_visits_exactly_the_classic_doubling_then_bisection(monkeypatch):
+    plan = lambda b: 1000 * b + 500  # noqa: E731 (a line: aiming would hit the answer at once)
+    budget, seen = 37_000, []
+
+    def classic(b):
+        seen.append(b)
+        return plan(b) <= budget
+
+    lo, hi = 0, 1
+    while classic(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if classic(mid) else (lo, mid)
+    import batchlab.runs.search as search_module
+
+    monkeypatch.setattr(search_module, "batch_planner", lambda f: lambda x: plan(x.shape[0]))
+    answer, curve = search(None, ITEM, budget, 2**20, method="bisect")
+    assert answer == lo == 36 and set(curve) == set(seen), (sorted(curve), sorted(seen))
+
+
+def test_the_compilation_target_is_the_classic_count():
+    assert [compilation_target(a) for a in (0, 1, 2, 7, 8, 512)] == [1, 2, 4, 6, 8, 20]
