@@ -42,8 +42,9 @@ MAX_LINES = 420
 #: one int validator (checks.check_int) for four hand-written copies, and measure_dispatched
 #: (one caller, which replaced half of what it measured) folded into measure_buckets -> 12,801:
 #: the accelerator work of 2026-12-06 (the tiled search, BudgetExplorer(known=), the undecided
-#: ring, Timeline.device_busy_between, per-profile sizes)
-MAX_PACKAGE_LINES = 12_801
+#: ring, Timeline.device_busy_between, per-profile sizes) -> 12,803: one device_ops for the
+#: trace's busy time and a window's
+MAX_PACKAGE_LINES = 12_803
 
 
 def module_name(path: Path) -> str:

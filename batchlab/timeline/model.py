@@ -46,8 +46,7 @@ class Timeline:
     def device_busy_between(self, start: float, end: float) -> float:
         """Seconds XLA's ops ran between ``start`` and ``end`` (e.g. an annotated round's span),
         counted as :attr:`device_busy` counts the whole trace."""
-        dev = {lane.index for lane in self.lanes if lane.kind == "device"}
-        ops = [s for s in self.spans if s.kind == "compute" and (s.lane in dev or not dev)]
+        ops = device_ops(self.lanes, self.spans)
         return union_length(
             (max(s.start, start), min(s.end, end)) for s in ops if s.end > start and s.start < end
         )
@@ -69,11 +68,16 @@ class Timeline:
         )
 
 
+def device_ops(lanes, spans) -> list[Span]:
+    """XLA ops on the device streams; without any (XLA:CPU), wherever they ran."""
+    device = {lane.index for lane in lanes if lane.kind == "device"}
+    return [s for s in spans if s.kind == "compute" and (s.lane in device or not device)]
+
+
 def build_timeline(path: str | Path, *, items: int | None = None, label: str = "") -> Timeline:
     """Parses a ``perfetto_trace.json.gz`` into a :class:`Timeline`."""
     lanes, spans, wall = parse_events(read_events(path))
     host_lanes = {lane.index for lane in lanes if lane.kind in ("python", "loader")}
-    device_lanes = {lane.index for lane in lanes if lane.kind == "device"}
     on_host = [s for s in spans if s.lane in host_lanes]
     host, work = [], []  # per lane: one thread's wait does not stop another thread's work
     for lane in host_lanes:
@@ -83,9 +87,7 @@ def build_timeline(path: str | Path, *, items: int | None = None, label: str = "
         host += busy
         inline = [(s.start, s.end) for s in mine if s.kind in ("dispatch", "compute")]
         work += subtract(busy, inline)
-    # XLA ops on the device streams; without any (XLA:CPU), wherever they ran
-    on_device = [s for s in spans if s.lane in device_lanes or not device_lanes]
-    device = [(s.start, s.end) for s in on_device if s.kind == "compute"]
+    device = [(s.start, s.end) for s in device_ops(lanes, spans)]
 
     def outermost(kind: str) -> int:
         return sum(
