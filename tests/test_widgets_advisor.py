@@ -61,7 +61,10 @@ def test_figure_and_widget(advice):
     ex = AdvisorExplorer(advice, [2**10, 2**30])
     assert ex.choices["budget"] == (2**10, BUDGET, 2**30) and ex.params["budget"] == BUDGET
     labels = ex.figure().axes[0].get_legend_handles_labels()[1]
-    assert "pick" in labels and any(x.startswith("budget / margin") for x in labels)
+    # the ring's label follows the advice's verdict (undecided under load: CI's hogs), tested
+    # both ways in test_the_pick_ring_says_whether_the_timings_back_it
+    ring = "pick" if advice.decided else "pick, undecided: the fastest median"
+    assert ring in labels and any(x.startswith("budget / margin") for x in labels)
     assert ex.widget is not None and set(ex.control_widgets) == {"budget"}
     ex.update(budget=2**30)  # the drawn budget follows the slider
     line = f"budget / margin {bl.format_bytes(int(2**30 / advice.margin))}"
