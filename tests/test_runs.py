@@ -77,6 +77,27 @@ def test_batch_size_from_max_batch_size_runs_within_budget():
     check_good(r, xs)
 
 
+@pytest.mark.parametrize("tiles", [(), (128, 8)])
+def test_over_budget_the_run_searches_the_plans_and_runs_only_what_fits(monkeypatch, tiles):
+    """A batch over the budget by its plan is not halved run by run: max_batch_size's search
+    finds the largest size that fits (along the backend's tiles where it pads), that size runs."""
+    for where in ("attempt", "budget"):  # the run's search and max_batch_size's, on one "backend"
+        monkeypatch.setattr(f"batchlab.runs.{where}.backend_tiles", lambda: tiles)
+    xs, budget = data(300, d=32), 3 * 4096
+    ref = batchlab.max_batch_size(item_fn, xs[0], budget_bytes=budget, upper=255)
+    best = int(ref)
+    assert 1 < best < 255
+    with batchlab.count_compiles() as compiles:
+        r = batchlab.run_batches(item_fn, xs, batch_size=256, budget_bytes=budget, progress=False)
+    assert [b.size for b in r.batches[:2]] == [256, best] and r.retries == 1
+    assert r.batches[0].status.startswith("over budget") and r.batch_sizes[-1] == best
+    assert max(r.batch_sizes) == best and r.complete
+    # the sizes max_batch_size's search compiles (the answer among them: compiled once, run as
+    # compiled), plus 256 and the short last batch; halving run by run compiled ~2 log2(256)
+    assert compiles.count <= ref.compilations + 2, (compiles.count, ref.compilations)
+    check_good(r, xs)
+
+
 def test_nothing_fits_budget():
     r = batchlab.run_batches(item_fn, data(4, d=64), batch_size=4, budget_bytes=16, progress=False)
     assert not r.complete

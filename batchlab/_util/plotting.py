@@ -9,7 +9,7 @@ from typing import Any
 import matplotlib
 from IPython import get_ipython
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, Locator
+from matplotlib.ticker import FuncFormatter, Locator, LogLocator, NullLocator
 
 from batchlab._util.format import BYTE_UNITS, SECOND_UNITS
 
@@ -60,6 +60,20 @@ _EXTRA = ("tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 def owner_color(owner: str) -> str:
     """A fixed colour per owner name, so pictures of different runs compare."""
     return OWNER_COLORS.get(owner, _EXTRA[sum(map(ord, owner)) % len(_EXTRA)])
+
+
+def seconds_log_axis(ax, values) -> None:
+    """A log y axis of durations (``values``, seconds) labelled at 3 to 8 ticks whatever their
+    spread: 1-2-5 over a decade or more, finer steps within one, a 2x window around a narrow range."""
+    ax.set_yscale("log")
+    span = max(values) / min(values) if len(values) else 10.0
+    if span < 2:  # a narrower range labels one or two ticks: show 2x around its middle
+        mid = (max(values) * min(values)) ** 0.5
+        ax.set_ylim(mid / 1.45, mid * 1.45)
+    subs = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8) if span < 4 else (1, 1.5, 2, 3, 5, 7)
+    ax.yaxis.set_major_locator(LogLocator(subs=subs if span < 12 else (1, 2, 5)))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(short_seconds))
 
 
 class _Pow2Locator(Locator):

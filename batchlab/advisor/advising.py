@@ -157,7 +157,7 @@ def _time(cands: list, items: int, max_seconds: float, bar) -> tuple[dict, dict[
     bar.set_description(f"advise: screening {len(cands)} candidates")
     short = interleaved(calls, rounds=6, passes=1, max_seconds=max_seconds / 4, source=SOURCE)
     short.pop("_twice", None)
-    why = f"screened out: over 1.5x the fastest's time (6 rounds at {items} items)"
+    why = f"screened out: over 1.5x the fastest in 6 screening rounds at {items} items (its time)"
     dropped = dict.fromkeys(screen(short), why)
     bar.update(1)
     kept = {k: v for k, v in calls.items() if k not in dropped and k != "_twice"}
@@ -195,6 +195,15 @@ def advise(
       strategies: drawn from ``("vmap", "chunked", "host")`` (dense).
       max_seconds: for the interleaved timing (planning and the fit come on top).
       upper: the largest batch size the fit may give (default 16x the timed batch).
+
+    Returns:
+      An :class:`Advice`: each candidate's planned peak and timing, the pick (``recommended``;
+      ``decided`` False where the timings do not back it), and ``batch_size``, the largest batch
+      of the pick whose plan fits the budget (over the margin).
+
+    Raises:
+      TypeError, ValueError: an argument (``fn``, ``example``, ``in_axes``, ``budget``,
+        ``batch_size``, ``strategies``, ``max_seconds``, ``packed_fn``), checked before any work.
 
     Example:
       >>> import jax.numpy as jnp

@@ -10,7 +10,7 @@ import matplotlib
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from batchlab._util.format import Rows, format_bytes, format_seconds
-from batchlab._util.plotting import new_figure, short_bytes, short_seconds
+from batchlab._util.plotting import new_figure, seconds_log_axis, short_bytes
 from batchlab.measuring.samples import Samples
 from batchlab.runs.budget import Budget
 from batchlab.runs.search import NO_ROOM
@@ -64,17 +64,8 @@ def plot_candidates(advice: Advice, *, setting=None):
     ax.set_xlim(min(xs) / 1.15, max(xs) * 1.15)
     ax.xaxis.set_major_locator(LogLocator(base=2, subs=(1.0, 1.5)))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_yscale("log")
-    ys = [s / c.items for c in timed for s in c.samples.values]
-    span = max(ys) / min(ys) if ys else 10.0
-    if span < 2:  # a narrower range labels one or two ticks: show 2x around its middle
-        mid = (max(ys) * min(ys)) ** 0.5
-        ax.set_ylim(mid / 1.45, mid * 1.45)
-    subs = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8) if span < 4 else (1, 1.5, 2, 3, 5, 7)
-    ax.yaxis.set_major_locator(LogLocator(subs=subs if span < 12 else (1, 2, 5)))  # 3-8 labels
-    ax.yaxis.set_minor_locator(NullLocator())
+    seconds_log_axis(ax, [s / c.items for c in timed for s in c.samples.values])
     ax.xaxis.set_major_formatter(FuncFormatter(short_bytes))
-    ax.yaxis.set_major_formatter(FuncFormatter(short_seconds))
     ax.set_xlabel("planned peak of one call (XLA compiled memory analysis)")
     ax.set_ylabel("time per item (median round; log scale)")
     ax.set_title(f"advise({advice.name}), {advice.items} items: bl.measuring.interleaved, "

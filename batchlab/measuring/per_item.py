@@ -12,7 +12,7 @@ import numpy as np
 from batchlab._util.backend import machine_label
 from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import Rows, format_seconds
-from batchlab._util.plotting import log2_axis, new_figure, short_bytes, short_seconds
+from batchlab._util.plotting import log2_axis, new_figure, seconds_log_axis, short_bytes
 from batchlab.measuring.plan import PEAK_FROM_XLA
 from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.samples import Samples
@@ -120,8 +120,7 @@ class PerItemCost(Rows):
         spread = [per_item - np.array(self.mins) / b, np.array(self.maxs) / b - per_item]
         label = "measured per item (median, bars: min..max)"
         ax_t.errorbar(b, per_item, spread, fmt="o-", color="tab:blue", lw=2, capsize=4, label=label)
-        ax_t.set_yscale("log")
-        ax_t.yaxis.set_major_formatter(FuncFormatter(short_seconds))
+        seconds_log_axis(ax_t, [*(np.array(self.mins) / b), *(np.array(self.maxs) / b)])
         ax_t.set(ylabel="time per item (log scale)", title="run time per item (wall clock)")
         ring = f"current: batch {current}"
         if current in b:

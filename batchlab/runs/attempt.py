@@ -23,6 +23,7 @@ from batchlab.runs.errors import (
     short_message,
 )
 from batchlab.runs.results import BatchLog, Failure
+from batchlab.runs.search import backend_tiles, largest_fitting
 
 # JAX logs every exception raised in a callback, traceback and all, once per bisection half;
 # the same text is kept in the failure's `detail`
@@ -112,7 +113,8 @@ class BatchRunner:
         self.jitted = fn if batched else jax.vmap(unjit(fn))
         self.programs: dict[int, tuple[Any, int | None]] = {}  # size: (program, planned bytes)
 
-    def program(self, size: int):
+    def planned(self, size: int) -> int | None:
+        """The planned bytes of a batch of ``size`` (compiled once per size, kept for the run)."""
         if size not in self.programs:
             spec = batch_spec(self.items.spec_item, size)
             if self.batched:  # planned only against a budget: the user's code runs as given
@@ -121,7 +123,17 @@ class BatchRunner:
             else:
                 program = compile_program(self.jitted, spec)
                 self.programs[size] = (program, program.planned)
-        program, planned = self.programs[size]
+        return self.programs[size][1]
+
+    def largest_within_budget(self, upper: int) -> int:
+        """The largest size ``<= upper`` whose plan fits the budget (0: none), found by
+        :func:`batchlab.max_batch_size`'s search over this run's compiled sizes."""
+        known = {s: p for s, (_, p) in self.programs.items()}
+        return largest_fitting(self.planned, self.budget, upper, backend_tiles(), known=known)[0]
+
+    def program(self, size: int):
+        planned = self.planned(size)
+        program = self.programs[size][0]
         if self.budget is not None and planned > self.budget:
             raise OutOfMemory(
                 OOM_BUDGET, f"batch of {size} plans {planned} bytes > budget_bytes={self.budget}"

@@ -12,7 +12,6 @@ import jax
 import psutil
 from matplotlib.ticker import FuncFormatter
 
-from batchlab._util.backend import backend_facts
 from batchlab._util.checks import (
     check_array_tree,
     check_callable,
@@ -25,7 +24,7 @@ from batchlab.batching.strategies import PLANNED, batch
 from batchlab.measuring.live import device_memory
 from batchlab.measuring.plan import unjit
 from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes
-from batchlab.runs.search import METHODS, NO_ROOM, search
+from batchlab.runs.search import METHODS, NO_ROOM, backend_tiles, search
 
 
 class Budget(NamedTuple):
@@ -225,8 +224,7 @@ def max_batch_size(
     before = len(known)
 
     # padded to tiles (XLA:TPU), plans are a staircase: aim along the tiles' multiples first
-    tile = backend_facts().lane_tile if method == "interpolate" and not multiple else None
-    tiles = tuple(sorted(set(tile or ()), reverse=True))
+    tiles = backend_tiles() if method == "interpolate" and not multiple else ()
 
     def largest(limit: int) -> tuple[int, dict]:
         kw = dict(method=method, known=known, on_compile=on_compile, in_axes=in_axes)

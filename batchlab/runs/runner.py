@@ -21,7 +21,13 @@ from batchlab.runs.checkpoint import (
     digest,
     fn_fingerprint,
 )
-from batchlab.runs.errors import FnBug, OutOfMemory, exit_as_interrupted, interrupt_flag
+from batchlab.runs.errors import (
+    OOM_BUDGET,
+    FnBug,
+    OutOfMemory,
+    exit_as_interrupted,
+    interrupt_flag,
+)
 from batchlab.runs.results import (
     BatchFnError,
     BatchLog,
@@ -67,7 +73,8 @@ def run_batches(
         ``strategy="manual"``.
       items: a ``list`` of items (pytrees of arrays), or arrays with the items along axis 0.
       batch_size: items per batch to start with (e.g. ``int(batchlab.max_batch_size(...))``).
-      budget_bytes: planned bytes a batch may use; a batch over it is retried smaller.
+      budget_bytes: planned bytes a batch may use; a batch over it by its plan is not run: the
+        run goes on at the largest size that fits, found by ``max_batch_size``'s search.
       checkpoint: a file path a rerun resumes from (items that failed with an error run again).
       run_name: names the run in the checkpoint instead of ``fn``'s fingerprint (its jaxpr, or
         with ``strategy="manual"`` its source and closed-over values): resumes under the same
@@ -181,7 +188,11 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                     if size == 1:
                         state.stop_reason = f"{e.kind} even at batch size 1: {e}"
                         break
-                    state.size = _after_oom(state, size)
+                    if e.kind == OOM_BUDGET:  # over by its plan: search the plans, run what fits
+                        fit = runner.largest_within_budget(size - 1)
+                        state.fail_size, state.size = fit + 1, max(fit, 1)
+                    else:  # out of memory when run: halve, then bisect between ran and failed
+                        state.size = _after_oom(state, size)
                     state.retries += 1
                     continue
                 except KeyboardInterrupt:

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from batchlab._util.backend import backend_facts
 from batchlab.measuring.plan import batch_args, batch_planner
 from batchlab.runs.errors import is_out_of_memory
 
@@ -40,6 +41,28 @@ def search(
     backend's tile sides, largest first (XLA:TPU's 128 and 8). A batch whose compile runs out
     of memory (XLA:TPU) is planned :data:`NO_ROOM`: it does not fit."""
     planner = batch_planner(jitted)
+    tiles = (multiple,) if multiple else tiles
+    plan_of = lambda b: planner(*batch_args(example_item, b, in_axes))  # noqa: E731
+    return largest_fitting(plan_of, budget_bytes, upper, tiles, method, known, on_compile)
+
+
+def backend_tiles() -> tuple[int, ...]:
+    """The tile sides the backend pads a batch to, largest first (XLA:TPU: 128, 8; else none)."""
+    return tuple(sorted(set(backend_facts().lane_tile or ()), reverse=True))
+
+
+def largest_fitting(
+    plan_of: Callable[[int], int],
+    budget_bytes: int,
+    upper: int,
+    tiles: tuple[int, ...] = (),
+    method: str = "interpolate",
+    known: dict[int, int] | None = None,
+    on_compile: Callable[[int], None] | None = None,
+) -> tuple[int, dict[int, int]]:
+    """``(the largest b <= upper with plan_of(b) <= budget_bytes (0: none), {b: plan} visited)``;
+    ``plan_of`` compiles a batch of ``b`` and returns its planned bytes (compiled once per ``b``:
+    ``known`` keeps them). :func:`search` and :func:`batchlab.run_batches` share it."""
     known = {} if known is None else known
     visited: dict[int, int] = {}
 
@@ -48,7 +71,7 @@ def search(
             if on_compile is not None:
                 on_compile(b)
             try:
-                known[b] = planner(*batch_args(example_item, b, in_axes))
+                known[b] = plan_of(b)
             except Exception as e:  # out of memory at compile time: this size does not fit
                 if not is_out_of_memory(e):
                     raise
@@ -60,7 +83,6 @@ def search(
     # lax.map plans a remainder (batch % chunk) apart: a batch just above a multiple of the
     # chunk plans MORE than the next multiple (a saw-tooth). Search the multiples (a straight
     # line), then the block of remainders above the last multiple that fits: a tile's way.
-    tiles = (multiple,) if multiple else tiles
     return _tiled(plan, fits, known, budget_bytes, upper, method, tiles), visited
 
 

@@ -37,6 +37,15 @@ def plot_timelines(timelines: Sequence[Any]):
     kinds: set[str] = set()
     for ax, t in zip(axes[:, 0], timelines, strict=True):
         kinds |= _draw_lanes(ax, t, wall)
+        if (
+            t.wall < wall / 4
+        ):  # too short to read on the shared axis: a zoom in the blank past its end
+            zoom = ax.inset_axes([0.3, 0.0, 0.7, 1.0])
+            _draw_lanes(zoom, t, t.wall)
+            zoom.set_yticks([])
+            zoom.tick_params(axis="x", labelsize=9, pad=-14, direction="in")
+            zoom.set_facecolor("0.985")
+            ax.set_title(f"right: zoomed, 0 to {t.wall * 1e3:.3g} ms", fontsize=10, loc="right")
         figures = (  # the wall time first: overlap can grow only because device busy grew
             f"wall {t.wall * 1e3:.3g} ms; device busy {t.device_busy * 1e3:.1f} ms, of it overlap "
             f"{t.overlap * 1e3:.1f} ms; idle {t.idle * 1e3:.1f} ms; {t.dispatches} dispatches"
