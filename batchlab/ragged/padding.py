@@ -17,7 +17,7 @@ class Ragged:
 
     Args:
       flat: every item's values, back to back.
-      offsets: ``len + 1`` increasing positions in ``flat``: item ``i`` is
+      offsets: ``len + 1`` non-decreasing positions in ``flat``: item ``i`` is
         ``flat[offsets[i]:offsets[i + 1]]`` (``Ragged.from_lengths(flat, lengths)`` builds them).
 
     Example:
