@@ -110,7 +110,23 @@ PROFILES = ("cpu", "tpu", "gpu")
 
 def sizes(topic: str, *, profile: str | None = None) -> tuple:
     """The sizes of ``topic`` (a key of ``TOPICS``) for ``profile`` (``None``:
-    ``BATCHLAB_PROFILE`` if set, else the backend's), read-only, as a named tuple."""
+    ``BATCHLAB_PROFILE`` if set, else the backend's), read-only, as a named tuple.
+
+    Args:
+      topic: a notebook's topic, e.g. ``"tour"``, ``"ragged"`` or ``"budget"``.
+      profile: ``"cpu"``, ``"tpu"`` or ``"gpu"``.
+
+    Returns:
+      A named tuple ``Sizes(topic, profile, <one field per size>)``.
+
+    Raises:
+      ValueError: an unknown ``topic``, or a ``profile`` (or ``BATCHLAB_PROFILE``) not in the three.
+
+    Example:
+      >>> s = sizes("axes", profile="cpu")
+      >>> s.profile, s.batch, s.features
+      ('cpu', 5, 3)
+    """
     if topic not in TOPICS:
         raise ValueError(f"`topic` must be one of {sorted(TOPICS)}, got {topic!r}.")
     if profile is None:

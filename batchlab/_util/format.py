@@ -12,7 +12,18 @@ _CELL = "<{0} style='{1}padding:2px 8px'>{2}</{0}>"
 
 
 def format_bytes(n: float | None) -> str:
-    """A byte count in binary units ("1.50 KiB"); "n/a" for ``None`` (a figure not given)."""
+    """A byte count in binary units ("1.50 KiB"); "n/a" for ``None`` (a figure not given).
+
+    Args:
+      n: bytes (negative keeps its sign), or ``None``.
+
+    Returns:
+      The count with two decimals in B, KiB, MiB, GiB or TiB.
+
+    Example:
+      >>> format_bytes(1536), format_bytes(3 * 2**30), format_bytes(None)
+      ('1.50 KiB', '3.00 GiB', 'n/a')
+    """
     if n is None:
         return "n/a"
     sign, n = "-" if n < 0 else "", abs(float(n))
@@ -26,7 +37,18 @@ def format_bytes(n: float | None) -> str:
 
 
 def format_seconds(t: float | None) -> str:
-    """A duration with three significant digits ("1.23 ms", "250 ns")."""
+    """A duration with three significant digits ("1.23 ms", "250 ns").
+
+    Args:
+      t: seconds, or ``None``.
+
+    Returns:
+      The duration in s, ms, µs or ns; "n/a" for ``None``.
+
+    Example:
+      >>> format_seconds(0.00123), format_seconds(2.5e-7)
+      ('1.23 ms', '250 ns')
+    """
     if t is None:
         return "n/a"
     unit, scale = next((u, s) for u, s in SECOND_UNITS if abs(t) >= s or u == "ns")
@@ -36,7 +58,18 @@ def format_seconds(t: float | None) -> str:
 
 
 def format_count(n: float | None) -> str:
-    """A large count (flops, items/s) with k/M/G/T suffixes ("1.23 M", "12")."""
+    """A large count (flops, items/s) with k/M/G/T suffixes ("1.23 M", "12").
+
+    Args:
+      n: the count, or ``None``.
+
+    Returns:
+      The count with two decimals and a suffix from 1,000 up; "n/a" for ``None``.
+
+    Example:
+      >>> format_count(1234567), format_count(12)
+      ('1.23 M', '12')
+    """
     if n is None:
         return "n/a"
     n = float(n)
@@ -47,7 +80,22 @@ def format_count(n: float | None) -> str:
 
 
 def text_table(rows: Sequence[Sequence[object]], header: Sequence[str] | None = None) -> str:
-    """Left-aligned plain-text table (what ``__repr__`` prints)."""
+    """Left-aligned plain-text table (what ``__repr__`` prints).
+
+    Args:
+      rows: the rows, each a sequence of cells (printed with ``str``).
+      header: column names, underlined with dashes.
+
+    Returns:
+      The table's lines joined by newlines; "" when there is neither row nor header.
+
+    Example:
+      >>> print(text_table([("a", 1), ("bb", 22)], header=("name", "n")))
+      name  n
+      ----  --
+      a     1
+      bb    22
+    """
     cells = [[str(c) for c in r] for r in ([header] if header else []) + [list(r) for r in rows]]
     if not cells:
         return ""
@@ -63,7 +111,20 @@ def html_table(
     header: Sequence[str] | None = None,
     caption: str | None = None,
 ) -> str:
-    """A small, escaped HTML table for ``_repr_html_``."""
+    """A small, escaped HTML table for ``_repr_html_``.
+
+    Args:
+      rows: the rows, each a sequence of cells (``str`` of each, HTML-escaped).
+      header: column names (``<th>`` cells).
+      caption: a bold caption above the table.
+
+    Returns:
+      One ``<table>`` element as a string.
+
+    Example:
+      >>> print(html_table([("a<b", 1)]))
+      <table ...><tr><td ...>a&lt;b</td><td ...>1</td></tr></table>
+    """
     out = ['<table style="border-collapse:collapse;font-family:monospace">']
     if caption:
         style = "text-align:left;font-weight:bold"

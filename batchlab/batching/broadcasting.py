@@ -106,6 +106,19 @@ def _traps(shapes: list[tuple[int, ...]], names: list[str], rank: int) -> list[s
 def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> tuple[int, ...]:
     """The broadcast shape of arrays, numbers or shapes (``names`` them), or why there is none.
 
+    Args:
+      *arrays_or_shapes: arrays (anything with ``.shape``), numbers or shapes (tuples of ints).
+      names: one name per operand for the messages (default ``a``, ``b``, ...).
+
+    Returns:
+      The broadcast shape; a broadcast that is almost always a mistake (an outer product, a
+      per-row mask on the last axis) also warns, :class:`SilentBroadcastWarning`.
+
+    Raises:
+      BroadcastError: the shapes do not broadcast (a ``ValueError``; the message aligns them).
+      ValueError: ``names`` does not have one entry per operand, or a shape has a negative size.
+      TypeError: an operand is neither an array, a number nor a shape.
+
     Example:
       >>> check_broadcast((8, 1, 3), (5, 1))
       (8, 5, 3)

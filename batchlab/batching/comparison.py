@@ -247,7 +247,26 @@ def compare(
 ) -> Comparison:
     """Each strategy on the same batch ``args``, timed interleaved, checked against ``jax.vmap``.
 
-    ``chunk_size``: an eighth of the batch unless given; ``manual``: your hand-batched ``fn``.
+    Args:
+      fn: the per-item function; *args: the batch, mapped as ``in_axes`` says.
+      strategies: drawn from ``"loop"``, ``"vmap"``, ``"map"``, ``"chunked"``, ``"host"`` and
+        ``"manual"`` (which needs ``manual``); default: all but ``"manual"``.
+      chunk_size: items per chunk of "chunked" and "host" (default: an eighth of the batch).
+      in_axes: as in ``jax.vmap``.
+      manual: your hand-batched ``fn`` (a function of the whole batch), timed as "manual".
+      batch_sizes: the first items of ``args`` to time at, each (default: the whole batch).
+      max_time: seconds of timing per strategy and batch size.
+
+    Returns:
+      A :class:`Comparison`: per batch size and strategy, its measurement (or the error that
+      stopped it), whether it agrees with ``jax.vmap`` and its dispatches.
+
+    Raises:
+      TypeError: ``fn`` / ``manual`` is not callable, or ``batch_sizes``, ``chunk_size`` or
+        ``max_time`` of the wrong type.
+      ValueError: an unknown ``strategies`` entry ("manual" without ``manual``), a
+        ``batch_sizes`` outside 1..the batch, ``max_time`` or ``chunk_size`` not positive, or
+        what ``jax.vmap`` raises for ``in_axes`` and ``args``.
 
     Example:
       >>> import jax.numpy as jnp

@@ -44,7 +44,25 @@ def _produce(source: Iterator, q: queue.Queue, stop: threading.Event) -> None:
 
 def prefetch(iterator: Iterable[Any], size: int = 2) -> Iterator[Any]:
     """Loads and transfers up to ``size`` batches ahead in a background thread (2 overlaps),
-    yielding them in order."""
+    yielding them in order.
+
+    Args:
+      iterator: the batches (a generator, a list, ...), each a pytree of arrays.
+      size: batches ahead, on the device, at most.
+
+    Returns:
+      An iterator of the batches, each after ``jax.device_put``; the loader's error is raised
+      at the batch it failed on, and leaving the loop early stops the thread.
+
+    Raises:
+      TypeError: ``iterator`` is not iterable (or is a string), or ``size`` is not an int.
+      ValueError: ``size`` is below 1.
+
+    Example:
+      >>> import numpy as np
+      >>> [b.tolist() for b in prefetch(iter([np.arange(2), np.arange(3)]))]
+      [[0, 1], [0, 1, 2]]
+    """
     size = check_positive_int(size, "size")
     if isinstance(iterator, (str, bytes)) or not hasattr(iterator, "__iter__"):
         raise TypeError(

@@ -199,7 +199,23 @@ def buffer_assignment(
     compiler_options: dict | None = None,
 ) -> BufferAssignment:
     """XLA's buffer assignment of ``jax.jit(fn, donate_argnums=...)(*args)``; ``compiler_options``
-    go to ``.compile()`` (XLA flags: ``batchlab.allocator.xla_workloads.cpu_buffer_assignment``)."""
+    go to ``.compile()`` (XLA flags: ``batchlab.allocator.xla_workloads.cpu_buffer_assignment``).
+
+    Args:
+      fn: the plain function (not ``jax.jit``-wrapped); *args: its arguments (arrays or structs).
+      donate_argnums: positional arguments whose buffers the program may reuse.
+      compiler_options: extra options for ``.compile()`` (the report's dump options are added).
+
+    Returns:
+      A :class:`BufferAssignment`: every allocation (kind, size, values), the value sequence,
+      the backend and the jaxpr op of each instruction.
+
+    Raises:
+      TypeError: ``fn`` is not callable, ``donate_argnums`` holds a non-int, or ``args`` a leaf
+        that is not an array or a number.
+      ValueError: ``fn`` is already jitted, or ``donate_argnums`` names an argument not given.
+      RuntimeError: XLA wrote no buffer-assignment report (a persistent compilation cache?).
+    """
     check_callable(fn)
     if is_jitted(fn):
         raise ValueError(

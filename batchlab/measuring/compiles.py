@@ -154,7 +154,17 @@ def _is_call(c) -> bool:
 
 
 def explain_compiles(calls: Sequence[tuple[str, Callable, tuple]]) -> CompileReasons:
-    """Calls each ``(label, fn, args)`` in order; counts its compilations and JAX's reason."""
+    """Calls each ``(label, fn, args)`` in order; counts its compilations and JAX's reason.
+
+    Args:
+      calls: ``(label, fn, args)`` triples, e.g. ``[("new shape", jax.jit(f), (x,))]``.
+
+    Returns:
+      :class:`CompileReasons`: per call, its label, compilations and JAX's cache-miss reason.
+
+    Raises:
+      TypeError: ``calls`` is not a list of ``(str, callable, tuple)`` triples.
+    """
     listed = isinstance(calls, Sequence) and not isinstance(calls, (str, bytes))
     bad = [c for c in calls if not _is_call(c)] if listed else [calls]
     if bad:

@@ -50,7 +50,19 @@ def _check_array(x: Any, name: str) -> jax.Array:
 
 
 def eager_update(x: jax.Array, index: Any = 0, value: Any = 1) -> EagerUpdate:
-    """Runs ``x.at[index].set(value)`` outside ``jit`` and reports whether it copied."""
+    """Runs ``x.at[index].set(value)`` outside ``jit`` and reports whether it copied.
+
+    Args:
+      x: the array to update; index, value: as in ``x.at[index].set(value)``.
+
+    Returns:
+      An :class:`EagerUpdate`: ``x``'s bytes, whether the result is a new buffer and whether
+      ``x`` kept its old value.
+
+    Raises:
+      TypeError: ``x`` is not a ``jax.Array``.
+      ValueError: an int ``index`` outside ``x``'s axis 0 (JAX would drop the update silently).
+    """
     x = _check_array(x, "x")
     whole = isinstance(index, (int, np.integer)) and not isinstance(index, bool)
     if whole and x.ndim and not -x.shape[0] <= index < x.shape[0]:
@@ -91,7 +103,20 @@ class CompiledUpdate(Rows):
 def compiled_update(
     fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = ()
 ) -> CompiledUpdate:
-    """Compiles ``fn(*args)`` (nothing runs) and counts XLA's ``copy`` instructions."""
+    """Compiles ``fn(*args)`` (nothing runs) and counts XLA's ``copy`` instructions.
+
+    Args:
+      fn: the function; *args: its arguments (arrays or ``ShapeDtypeStruct``).
+      donate_argnums: positional arguments whose buffers the program may reuse.
+
+    Returns:
+      A :class:`CompiledUpdate`: the count of ``copy`` instructions and the memory plan.
+
+    Raises:
+      TypeError: ``fn`` is not callable, ``args`` holds a leaf that is not an array or a
+        number, or ``donate_argnums`` a non-int.
+      ValueError: ``donate_argnums`` names an argument not given.
+    """
     check_callable(fn)
     check_array_tree(args, "args")
     check_argnums(donate_argnums, len(args), "donate_argnums")
@@ -135,7 +160,21 @@ class Donation(Rows):
 def donate(
     fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = 0, **kwargs: Any
 ) -> Donation:
-    """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays; reports the donation."""
+    """Calls ``jax.jit(fn, donate_argnums=...)`` on copies of the arrays; reports the donation.
+
+    Args:
+      fn: the function; *args, **kwargs: its arguments, each a ``jax.Array`` (copied first).
+      donate_argnums: as in ``jax.jit``: the arguments whose buffers the call may take.
+
+    Returns:
+      A :class:`Donation`: alias bytes, which arguments were deleted, their bytes, and JAX's
+      warning when a donation could not be used.
+
+    Raises:
+      TypeError: ``fn`` is not callable, an argument is not a ``jax.Array``, or
+        ``donate_argnums`` holds a non-int.
+      ValueError: ``donate_argnums`` names an argument not given.
+    """
     check_callable(fn)
     nums = check_argnums(donate_argnums, len(args) + len(kwargs), "donate_argnums")
     named = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())

@@ -65,7 +65,12 @@ DEVICE_KEYS = tuple(f.name for f in fields(DeviceMemory))[1:-1]
 
 
 def device_memory() -> DeviceMemory | None:
-    """The first device's allocator figures, or ``None`` where it keeps none (CPU)."""
+    """The first device's allocator figures, or ``None`` where it keeps none (CPU).
+
+    Returns:
+      A :class:`DeviceMemory` (bytes in use, peak, limit, largest free block, pool; a figure the
+      backend does not report is ``None``), or ``None`` where ``memory_stats()`` gives nothing.
+    """
     dev = jax.devices()[0]
     try:
         stats = dev.memory_stats()
@@ -144,7 +149,12 @@ class Environment(Rows):
 
 
 def environment() -> Environment:
-    """Describes JAX, its backend and devices, memory sources and allocator settings."""
+    """Describes JAX, its backend and devices, memory sources and allocator settings.
+
+    Returns:
+      An :class:`Environment`: Python, jax and jaxlib versions, the backend, its devices, which
+      memory figures this machine can give (and from where) and the allocator's variables.
+    """
     unavailable = device_memory_unavailable_reason()
     live = "jax.Device.memory_stats(): bytes_in_use, peak, limit, largest free block"
     plan = "compiled memory analysis: jit(f).lower(...).compile().memory_analysis()"

@@ -68,6 +68,22 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
     A dynamic program over the distinct lengths: the cheapest way to cover the first
     ``j`` of them with ``k`` buckets is the cheapest with ``k - 1`` buckets up to some
     ``i``, plus one bucket padding lengths ``i..j-1`` to the ``j-1``-th.
+
+    Args:
+      lengths: the items' lengths (1-D, non-negative ints; 0 counts as 1).
+      n_buckets: the most boundaries wanted (fewer when there are fewer distinct lengths).
+
+    Returns:
+      The boundaries, increasing int64, the last the longest length (``[1]`` for no items).
+
+    Raises:
+      TypeError: ``n_buckets`` is not an int.
+      ValueError: ``lengths`` is not 1-D non-negative ints, ``n_buckets`` is below 1, or the
+        search would take minutes (too many distinct lengths: round them first).
+
+    Example:
+      >>> optimal_boundaries([3, 3, 4, 9, 10, 30], 2).tolist()
+      [10, 30]
     """
     lengths, n_buckets = lengths_of(lengths), check_positive_int(n_buckets, "n_buckets")
     d, c = np.unique(np.maximum(lengths, 1), return_counts=True)

@@ -133,8 +133,20 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
 def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None) -> Buckets:
     """Groups items by length and pads each group (with zeros) to its bucket boundary.
 
-    One batch per non-empty bucket, by increasing boundary (:func:`bucket_batches` documents
-    the arguments).
+    One batch per non-empty bucket, by increasing boundary.
+
+    Args:
+      seqs: 1-D sequences or a :class:`Ragged`.
+      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
+      n_buckets: instead, this many :func:`optimal_boundaries`.
+
+    Returns:
+      :class:`Buckets`: per non-empty bucket its ``boundary``, items' ``indices`` and ``padded``.
+
+    Raises:
+      TypeError: ``seqs`` is not a list of 1-D sequences of numbers, or ``n_buckets`` not an int.
+      ValueError: both or neither of ``boundaries`` and ``n_buckets``, ``n_buckets`` below 1, or
+        ``boundaries`` not positive, strictly increasing ints covering the longest item.
 
     Example:
       >>> bs = bucketize([[1, 2, 3], [4], [5, 6]], boundaries=[2, 4])

@@ -42,7 +42,15 @@ class TokenDataset(Ragged):
 
 def load_stdlib_functions() -> TokenDataset:
     """Loads the shipped dataset (``batchlab/ragged/data/``): one token-id sequence per stdlib
-    function."""
+    function.
+
+    Returns:
+      A :class:`TokenDataset`: a :class:`Ragged` of token ids with its ``vocab`` and ``source``.
+
+    Raises:
+      FileNotFoundError: the dataset file is missing.
+      ValueError: it is corrupt (``scripts/make_ragged_dataset.py`` regenerates it).
+    """
     path, keys = DATA_DIR / STDLIB_FILE, ("tokens", "offsets", "vocab", "source")
     try:
         with np.load(path, allow_pickle=False) as f:

@@ -82,13 +82,48 @@ def masked_sum(x: Any, mask: Any, axis: int = -1) -> Array:
     """Sum over ``axis`` (a mask axis) where ``mask`` is ``True``: ``x``'s shape without ``axis``.
 
     Pad positions may hold anything, even NaN. The other reductions take the same arguments.
+
+    Args:
+      x: the padded values, a numeric array.
+      mask: bool, ``True`` at real data: ``x``'s shape or its leading axes (size 1: shared).
+      axis: the axis reduced, an axis of ``mask`` (a negative one counts from ``mask``'s end).
+
+    Returns:
+      ``x``'s shape without ``axis``, in ``x``'s dtype; 0 for an item with no data.
+
+    Raises:
+      TypeError: ``x`` or ``mask`` is not a numeric array, ``mask`` is not bool, or ``axis`` is
+        not an int.
+      ValueError: ``mask``'s shape does not fit ``x``, or ``axis`` is not an axis of ``mask``.
+
+    Example:
+      >>> x = jnp.array([[1, 2, 99], [5, 99, 99]])
+      >>> masked_sum(x, jnp.array([[True, True, False], [True, False, False]]), axis=1).tolist()
+      [3, 5]
     """
     x, mask, axis = _prepare(x, mask, axis)
     return jnp.sum(jnp.where(mask, x, jnp.zeros((), x.dtype)), axis=axis)
 
 
 def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Array:
-    """Mean over ``axis`` of the unmasked positions; ``empty`` for a fully masked row."""
+    """Mean over ``axis`` of the unmasked positions; ``empty`` for a fully masked row.
+
+    Args:
+      x, mask, axis: as in :func:`masked_sum`.
+      empty: the result for an item with no data (e.g. ``float("nan")``).
+
+    Returns:
+      ``x``'s shape without ``axis``, a float array (integers promoted).
+
+    Raises:
+      TypeError: as :func:`masked_sum`, or ``empty`` is not a number.
+      ValueError: as :func:`masked_sum`.
+
+    Example:
+      >>> x = jnp.array([[1.0, 2.0, 99.0], [5.0, 99.0, 99.0]])
+      >>> masked_mean(x, jnp.array([[True, True, False], [False] * 3]), axis=1).tolist()
+      [1.5, 0.0]
+    """
     _check_empty(empty)
     x, mask, axis = _prepare(x, mask, axis)
     x = to_float(x)
@@ -100,7 +135,24 @@ def masked_mean(x: Any, mask: Any, axis: int = -1, *, empty: float = 0.0) -> Arr
 
 
 def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array:
-    """Maximum over ``axis`` of the unmasked positions, in ``x``'s dtype (``empty``: see above)."""
+    """Maximum over ``axis`` of the unmasked positions, in ``x``'s dtype (``empty``: see above).
+
+    Args:
+      x, mask, axis: as in :func:`masked_sum`.
+      empty: the result for an item with no data (default: ``-inf``, an integer dtype's minimum).
+
+    Returns:
+      ``x``'s shape without ``axis``, in ``x``'s dtype.
+
+    Raises:
+      TypeError: as :func:`masked_sum`, or ``empty`` is not a number.
+      ValueError: as :func:`masked_sum`, or an ``empty`` that ``x``'s integer dtype cannot hold.
+
+    Example:
+      >>> x = jnp.array([[1.0, 2.0, 99.0], [5.0, 99.0, 99.0]])
+      >>> masked_max(x, jnp.array([[True, True, False], [False] * 3]), axis=1).tolist()
+      [2.0, -inf]
+    """
     x, mask, axis = _prepare(x, mask, axis)
     if empty is not None:
         _check_empty(empty, x.dtype)
@@ -124,7 +176,23 @@ def _shifted_exp(x: Array, mask: Array, axis: int) -> Array:
 
 
 def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
-    """Softmax over ``axis`` among unmasked positions: ``x``'s shape, 0 at pads and empty rows."""
+    """Softmax over ``axis`` among unmasked positions: ``x``'s shape, 0 at pads and empty rows.
+
+    Args:
+      x, mask, axis: as in :func:`masked_sum`.
+
+    Returns:
+      A float array of ``x``'s shape (integers promoted): an item's weights sum to 1 (0 if empty).
+
+    Raises:
+      TypeError: as :func:`masked_sum`.
+      ValueError: as :func:`masked_sum`.
+
+    Example:
+      >>> x = jnp.array([[1.0, 2.0, 99.0], [5.0, 99.0, 99.0]])
+      >>> masked_softmax(x, jnp.array([[True, True, False], [True, False, False]])).tolist()
+      [[0.269, 0.731, 0.0], [1.0, 0.0, 0.0]]
+    """
     x, mask, axis = _prepare(x, mask, axis)
     e = _shifted_exp(to_float(x), mask, axis)
     total = jnp.sum(e, axis=axis, keepdims=True)

@@ -52,6 +52,24 @@ def pack(seqs: Any, *, total_length: int | None = None, max_items: int | None = 
 
     ``total_length`` (default: the sum of the lengths) and ``max_items`` (default: the item
     count) fix the shape: set both to the largest batch's and every batch compiles once.
+
+    Args:
+      seqs: 1-D sequences or a :class:`Ragged`.
+      total_length: the packed length; the tail past the items is 0 with segment id ``max_items``.
+      max_items: the number of segments (``lengths`` gets 0 for the missing ones).
+
+    Returns:
+      A :class:`Packed`: ``values`` and ``segment_ids`` (``total_length`` each), and ``lengths``.
+
+    Raises:
+      TypeError: ``seqs`` is not a list of 1-D sequences of numbers, or ``total_length`` /
+        ``max_items`` is not an int.
+      ValueError: ``total_length`` below the items' total length, ``max_items`` below their count.
+
+    Example:
+      >>> p = pack([[1, 2, 3], [4]], total_length=6, max_items=3)
+      >>> p.values.tolist(), p.segment_ids.tolist(), p.lengths.tolist()
+      ([1, 2, 3, 4, 0, 0], [0, 0, 0, 1, 3, 3], [3, 1, 0])
     """
     total_length = check_int(total_length, "total_length", allow_none=True)
     max_items = check_int(max_items, "max_items", allow_none=True)

@@ -13,7 +13,18 @@ from batchlab._util import checks
 
 @dataclass(frozen=True)
 class Ragged:
-    """Ragged data stored without padding: all items back to back (``flat``), plus offsets."""
+    """Ragged data stored without padding: all items back to back (``flat``), plus offsets.
+
+    Args:
+      flat: every item's values, back to back.
+      offsets: ``len + 1`` non-decreasing positions in ``flat``: item ``i`` is
+        ``flat[offsets[i]:offsets[i + 1]]`` (``Ragged.from_lengths(flat, lengths)`` builds them).
+
+    Example:
+      >>> r = Ragged.from_lengths([1, 2, 3, 4], [3, 1])
+      >>> len(r), r.offsets.tolist(), r.lengths.tolist(), r.item(0).tolist()
+      (2, [0, 3, 4], [3, 1], [1, 2, 3])
+    """
 
     flat: np.ndarray
     offsets: np.ndarray
@@ -124,6 +135,17 @@ def pad(
       multiple_of: instead, round the longest length up to a multiple of this.
       value, dtype: the pad value (it must fit) and the result dtype (default: the items'); a
         ``dtype`` that changes a value (1.5 -> int, 300 -> uint8) is refused.
+      truncate: cut items longer than ``length`` (with a warning) instead of refusing them.
+
+    Returns:
+      A :class:`Padded`: ``values`` (items x length), a bool ``mask`` and int32 ``lengths``.
+
+    Raises:
+      TypeError: ``seqs`` is not a list of 1-D sequences of numbers, ``dtype`` is not a dtype,
+        ``length`` / ``multiple_of`` is not an int, or ``truncate`` is not a bool.
+      ValueError: both ``length`` and ``multiple_of``, a ``length`` that would cut an item
+        without ``truncate=True``, a ``value`` or ``dtype`` that changes a value, or a result
+        larger than the host's available memory.
 
     Example:
       >>> p = pad([[1, 2, 3], [4]])
@@ -182,6 +204,16 @@ def scatter_rows(
 
 def unpad(padded: Padded) -> list[np.ndarray]:
     """The items of a :class:`Padded` batch, without padding (inverse of :func:`pad`).
+
+    Args:
+      padded: a :class:`Padded` ``(values, mask, lengths)``, as :func:`pad` returns.
+
+    Returns:
+      One numpy array per item, its first ``lengths[i]`` values.
+
+    Raises:
+      TypeError: ``padded`` is not a ``(values, mask, lengths)`` tuple.
+      ValueError: ``mask`` is not a bool (items, length) prefix mask agreeing with ``lengths``.
 
     Example:
       >>> [s.tolist() for s in unpad(pad([[1, 2, 3], [], [4]]))]

@@ -39,7 +39,11 @@ class Budget(NamedTuple):
 
 def default_budget() -> Budget:
     """The memory a batch may plan to use here: a device's free memory (``memory_stats()``),
-    on CPU half the host memory available now (psutil)."""
+    on CPU half the host memory available now (psutil).
+
+    Returns:
+      A :class:`Budget` ``(bytes, source)``: the figure and where it came from.
+    """
     stats = device_memory()
     if stats is not None and stats.room_bytes is not None:
         what = "bytes_limit" if stats.bytes_limit else "pool_bytes"

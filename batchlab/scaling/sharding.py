@@ -89,7 +89,22 @@ def batch_size_of(x: Any) -> int:
 
 def shard_batch(x: Any, mesh: Mesh) -> ShardedBatch:
     """Lays the leading axis of ``x`` over the "batch" axis of ``mesh``, padded with zero rows
-    that the mask excludes."""
+    that the mask excludes.
+
+    Args:
+      x: an array or a pytree of arrays sharing the leading (items) axis; several processes:
+        this process's rows.
+      mesh: a ``jax.sharding.Mesh`` with a ``"batch"`` axis.
+
+    Returns:
+      A :class:`ShardedBatch`: the padded ``values``, the ``mask`` of real rows, the item count
+      and the sharding (``unpad`` drops the padding rows of a result).
+
+    Raises:
+      TypeError: ``mesh`` is not a Mesh with a "batch" axis, or ``x`` holds a non-array leaf.
+      ValueError: ``x``'s leaves do not share a leading axis; several processes: a mesh that
+        does not give each an equal, contiguous block, or rows of different layouts.
+    """
     if not isinstance(mesh, Mesh) or AXIS not in mesh.axis_names:
         got = tuple(mesh.axis_names) if isinstance(mesh, Mesh) else type(mesh).__name__
         raise TypeError(

@@ -74,7 +74,27 @@ def measure_scaling(
     devices: Sequence[Any] | None = None,
     repeat: int = 5,
 ) -> Scaling:
-    """``fn(x, *params)`` with ``x`` sharded over each of ``device_counts``, against one device."""
+    """``fn(x, *params)`` with ``x`` sharded over each of ``device_counts``, against one device.
+
+    Args:
+      fn: a function of the batch returning one result per item (a leading axis of the items).
+      x: the batch: an array or a pytree of arrays sharing the leading (items) axis.
+      device_counts: the device counts to compare, e.g. ``[1, 2, 4, 8]``.
+      params: further arguments of ``fn``, replicated whole on every device.
+      devices: the devices to use (default ``jax.devices()``); the reference runs on the first.
+      repeat: timing rounds per device count.
+
+    Returns:
+      A :class:`Scaling`: per device count its rows, argument, temp and peak bytes per device,
+      its median run time and whether its result matches one device's.
+
+    Raises:
+      TypeError: ``fn`` is not callable, ``device_counts`` / ``repeat`` not ints, or ``x`` /
+        ``params`` a leaf that is not an array or a number.
+      ValueError: a count below 1 or above the devices, ``repeat`` below 1, leaves of ``x`` of
+        different leading sizes, ``fn`` not returning one result per item, or a call from one
+        of several processes.
+    """
     check_callable(fn)
     check_positive_ints(device_counts, "device_counts")
     check_positive_int(repeat, "repeat")

@@ -18,7 +18,17 @@ from batchlab.timeline.parse import WRAPPER, find_trace_file
 class trace:  # lower case: used as ``with batchlab.trace() as t:``, like jax.profiler.trace
     """Captures a profiler trace of the code inside (into a temporary folder, removed when
     Python exits); ``t.result`` is its :class:`Timeline`: JAX's own spans and your annotations,
-    not Python calls. ``items``: items the code processes (for dispatches per item)."""
+    not Python calls.
+
+    Args:
+      items: items the code processes (for dispatches per item).
+      label: the timeline's name (its repr and plot title).
+
+    Raises:
+      TypeError: ``items`` is not an int.
+      ValueError: ``items`` is below 1.
+      RuntimeError: on entering, when another profiler trace is running.
+    """
 
     def __init__(self, *, items: int | None = None, label: str = "") -> None:
         self.items = check_positive_int(items, "items", allow_none=True)

@@ -156,7 +156,28 @@ def launch(
     check: bool = True,
 ) -> Launch:
     """Runs ``job`` (a function whose result pickles) in ``processes`` local JAX processes forming
-    one runtime; all are killed after ``timeout`` s, on a failure, on Ctrl-C and at the end."""
+    one runtime; all are killed after ``timeout`` s, on a failure, on Ctrl-C and at the end.
+
+    Args:
+      job: called as ``job(*args)`` in every process (cloudpickled; its result must pickle).
+      processes: local JAX processes (at most 64).
+      devices_per_process: CPU devices each process gets (at most 64).
+      args: ``job``'s arguments (they must pickle).
+      timeout: seconds before every process is killed.
+      check: raise when a process fails or the job times out (``False``: return the result).
+
+    Returns:
+      A :class:`Launch`: per process its exit code, output and ``job``'s return value; the
+      seconds taken, whether it timed out, and the coordinator's address.
+
+    Raises:
+      TypeError: ``job`` is not callable, ``processes`` / ``devices_per_process`` not an int, or
+        ``timeout`` not a number.
+      ValueError: ``processes`` / ``devices_per_process`` outside 1..64, or ``timeout`` <= 0.
+      OSError: the loopback coordinator address is unavailable here.
+      TimeoutError: with ``check``, the job did not finish within ``timeout``.
+      RuntimeError: with ``check``, a process failed (its exit code and output in the message).
+    """
     for name, value in (("processes", processes), ("devices_per_process", devices_per_process)):
         if check_positive_int(value, name) > 64:
             raise ValueError(f"`{name}` must be at most 64 (a JAX runtime each), got {value!r}.")
