@@ -369,7 +369,7 @@ def test_plot_timelines_shares_one_time_axis():
 
     f = jax.jit(lambda x: x * 2)
     short = timeline(f, jnp.ones(3), steps=1, label="short")
-    long = timeline(f, jnp.ones(3), steps=6, label="long")
+    long = timeline(f, jnp.ones(3), steps=24, label="long")  # usually over 4x: a zoom
     fig = plot_timelines([short, long])
     assert len(fig.axes) == 2 and fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
     assert "same time scale" in fig.get_suptitle() and fig.axes[1].get_xlabel() == TIME_AXIS
@@ -382,6 +382,14 @@ def test_plot_timelines_shares_one_time_axis():
     assert all(end <= t.wall * 1e3 + 1e-9 for end in hatched_ends), hatched_ends
     if t.wall < 0.99 * max(short.wall, long.wall):
         assert [ln.get_xdata()[0] for ln in ax.lines] == [pytest.approx(t.wall * 1e3)]
+    # under a quarter of the longest, the run is drawn again zoomed to its own length
+    walls = [short.wall, long.wall]
+    for ax, w in zip(fig.axes, walls, strict=True):
+        zooms = ax.child_axes
+        if w < max(walls) / 4:
+            assert len(zooms) == 1 and zooms[0].get_xlim() == pytest.approx((0, w * 1e3))
+        else:
+            assert not zooms
     with pytest.raises(ValueError, match="`timelines` is empty"):
         plot_timelines([])
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from batchlab._util.backend import machine_label
 from batchlab.timeline.intervals import merge, subtract
@@ -45,7 +46,10 @@ def plot_timelines(timelines: Sequence[Any]):
             zoom.set_yticks([])
             zoom.tick_params(axis="x", labelsize=9, pad=-14, direction="in")
             zoom.set_facecolor("0.985")
-            ax.set_title(f"right: zoomed, 0 to {t.wall * 1e3:.3g} ms", fontsize=10, loc="right")
+            zoom.xaxis.set_major_locator(MaxNLocator(5))
+            zoom.xaxis.set_major_formatter(  # its own scale, said at the first tick
+                FuncFormatter(lambda v, pos: ("zoomed: " if pos == 0 else "") + f"{v:.3g} ms")
+            )
         figures = (  # the wall time first: overlap can grow only because device busy grew
             f"wall {t.wall * 1e3:.3g} ms; device busy {t.device_busy * 1e3:.1f} ms, of it overlap "
             f"{t.overlap * 1e3:.1f} ms; idle {t.idle * 1e3:.1f} ms; {t.dispatches} dispatches"
