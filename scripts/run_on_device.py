@@ -243,15 +243,27 @@ def current_hashes() -> dict[str, str]:
     return {p.name: code_hash(nbformat.read(p, as_version=4)) for p in paths}
 
 
-def mark_stale(summary: dict, reason: str) -> dict:
-    """List every notebook whose stored run is missing or ran other code, with ``reason``."""
+#: a stale entry for a notebook whose code is unchanged: the package changed what it prints
+PACKAGE_CHANGE = "package change: "
+
+
+def mark_stale(summary: dict, reason: str, package: tuple[str, ...] = (), rerun=()) -> dict:
+    """List every notebook whose stored run is missing or ran other code, with ``reason``; the
+    ``package`` notebooks (code unchanged, output changed by the package) with ``PACKAGE_CHANGE +
+    reason``; earlier package entries stay until their notebook is ``rerun``."""
     runs = summary.get("runs", {})
     stale = {
         name: reason
         for name, digest in current_hashes().items()
         if runs.get(name, {}).get("code_hash") != digest
     }
-    return {"runs": runs, "stale": stale}
+    earlier = {
+        name: why
+        for name, why in summary.get("stale", {}).items()
+        if why.startswith(PACKAGE_CHANGE) and name not in rerun
+    }
+    earlier |= {name: PACKAGE_CHANGE + reason for name in package}
+    return {"runs": runs, "stale": earlier | stale}
 
 
 def main() -> int:
@@ -266,6 +278,13 @@ def main() -> int:
         help="run nothing: list every notebook whose stored copy ran other code, with REASON "
         "(e.g. 'no accelerator lent since the change')",
     )
+    parser.add_argument(
+        "--package",
+        nargs="+",
+        default=(),
+        metavar="NOTEBOOK",
+        help="with --stale: these notebooks (file names) print otherwise since a package change",
+    )
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -277,7 +296,7 @@ def main() -> int:
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     summary.setdefault("runs", {})
     if args.stale:
-        summary = mark_stale(summary, args.stale)
+        summary = mark_stale(summary, args.stale, tuple(args.package))
         summary_path.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
         print(f"stale: {sorted(summary['stale']) or 'none'}")
         return 0
@@ -287,7 +306,7 @@ def main() -> int:
         print(f"{p.name} ...", end=" ", flush=True)
         row = run_one(p, args.out, args.timeout, int(args.max_rss_gib * 2**30))
         summary["runs"][p.name] = row
-        summary = mark_stale(summary, "not run on an accelerator since this change")
+        summary = mark_stale(summary, "not run on an accelerator since this change", rerun=[p.name])
         summary_path.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
         fatal = f", {row['fatal']}" if row["fatal"] else ""
         print(f"{row['wall_s']} s, {len(row['errors'])} errors{fatal}", flush=True)

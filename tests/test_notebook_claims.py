@@ -476,10 +476,12 @@ def output_text(cell: dict) -> str:
 
 def fact_guarded(tree: ast.AST) -> set[str]:
     """Statements of the claims recorded under a condition on ``facts`` (``bl.backend_facts()``):
-    a device section that records only where the backend has, say, memory stats."""
+    a device section that records only where the backend has, say, memory stats; or on
+    ``simulated`` (11: a mesh of simulated CPU devices times nothing of devices)."""
     out = set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.If, ast.IfExp)) and "facts." in ast.unparse(node.test):
+        test = ast.unparse(node.test) if isinstance(node, (ast.If, ast.IfExp)) else ""
+        if "facts." in test or test.removeprefix("not ") == "simulated":
             for n in ast.walk(node):
                 if (
                     isinstance(n, ast.Call)
@@ -690,5 +692,11 @@ def test_fact_guarded_reads_only_claims_under_a_backend_fact():
         "if decided:\n"
         "    record.check('plain', r, [])\n"
         "print(record.check('precision', r, []) if facts.float32_rtol > 1e-4 else 'cpu')\n"
+        "if simulated:\n"
+        "    print('no devices to time')\n"
+        "else:\n"
+        "    record.check('speed', r, [])\n"
+        "if simulated_too:\n"
+        "    record.check('other', r, [])\n"
     )
-    assert fact_guarded(tree) == {"device", "precision"}
+    assert fact_guarded(tree) == {"device", "precision", "speed"}
