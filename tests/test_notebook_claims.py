@@ -383,8 +383,10 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "08": (
         (
-            "one fixed item shape fits a",
-            "sending each result to the host",
+            "{one}, {POOL}, {KIT}",
+            "{host}, {POOL}, {KIT}",
+            "{one}, {POOL}, {LOADER}",
+            "{host}, {POOL}, {LOADER}",
             "XLA:CPU's memory-minimizing scheduler plans less temp",
             "with every other 128 MiB block",
         ),
