@@ -176,7 +176,7 @@ class Record(Rows):
       ...     case=[Number("allocations", 1, "one call on 8 items")],
       ...     contrast=[Number("allocations", 8, "8 calls, one item each")],
       ...     rival="allocations follow items: 8 per 8 items either way")
-      holds: allocations = 1 < 2; rival's case: does not hold, not: allocations = 8 < 2
+      holds: allocations = 1 < 2; rival's case: does not hold, allocations = 8, not < 2
     """
 
     sizes: Mapping[str, Any] = field(default_factory=dict)

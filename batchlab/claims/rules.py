@@ -208,7 +208,8 @@ class Relation:
         if left.value is None or right.value is None:
             return Decision(INCONCLUSIVE, text.replace(f" {self.op} ", f" {self.op}? "))
         ok = _OPS[self.op](left.value, right.value)
-        return Decision(HOLDS if ok else FAILS, text if ok else f"not: {text}")
+        told = f"{self.left} = {format_value(left.value, left.unit)}, not {self.op} {r_text}"
+        return Decision(HOLDS if ok else FAILS, text if ok else told)
 
 
 relation = Relation
