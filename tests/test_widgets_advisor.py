@@ -133,3 +133,20 @@ def test_the_pick_ring_says_whether_the_timings_back_it(advice, decided):
     label, color = rings[0].get_label(), rings[0].get_markeredgecolor()
     assert ("undecided" in label) is (not decided), label
     assert (color == "k") is decided, color
+
+
+def test_screened_out_candidates_are_drawn_hollow_and_say_so(advice):
+    timed = [c for c in advice.candidates if c.samples is not None]
+    first, rest = timed[0], timed[1:]
+    screened = dataclasses.replace(first, note="screened out: over 1.5x the fastest in 6 rounds")
+    kept = [dataclasses.replace(c, note="") for c in rest]
+    fig = bl.advisor.plot_candidates(dataclasses.replace(advice, candidates=(screened, *kept)))
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    faces = {
+        lab: h[0].get_markerfacecolor()
+        for h, lab in zip(handles, labels, strict=True)
+        if lab.startswith(("lax.map", "host", "vmap"))
+    }
+    hollow = [lab for lab, face in faces.items() if face == "none"]
+    assert hollow == [lab for lab in faces if lab.startswith(first.label + " (screened out")], faces
+    assert len(hollow) == 1 and len(faces) == len(timed)

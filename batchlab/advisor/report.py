@@ -51,9 +51,12 @@ def plot_candidates(advice: Advice, *, setting=None):
         v = [s / c.items for s in c.samples.values]
         err = [[c.per_item - min(v)], [max(v) - c.per_item]]
         mark = "s" if c.strategy == "host" else "o"
-        over = " (over budget: not picked)" if c.planned_bytes > line else ""
+        screened = (c.note or "").startswith("screened out")  # hollow: 6 screening rounds only
+        label = c.label + (" (screened out: hollow)" if screened else "")
+        label += " (over budget: not picked)" if c.planned_bytes > line else ""
         ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, capsize=3,
-                    color=colors[i % len(colors)], label=c.label + over)  # fmt: skip
+                    color=colors[i % len(colors)], label=label,
+                    mfc="none" if screened else None)  # fmt: skip
         if c.label == (pick or advice.recommended):  # undecided: grey, and the legend says so
             ring = ("k", "pick") if decided else ("0.55", "pick, undecided: the fastest median")
             kw = dict(ms=15, mfc="none", mew=1.5 if decided else 2.5, mec=ring[0], label=ring[1])
