@@ -204,12 +204,12 @@ class Relation:
         left, *named = (_number(evidence, n) for n in self.reads)
         right = named[0] if named else Number("limit", self.right, "the claim", left.unit)
         r_text = (f"{self.right} = " if named else "") + format_value(right.value, right.unit)
-        text = f"{self.left} = {format_value(left.value, left.unit)} {self.op} {r_text}"
+        value = f"{self.left} = {format_value(left.value, left.unit)}"
+        text = f"{value} {self.op} {r_text}"
         if left.value is None or right.value is None:
             return Decision(INCONCLUSIVE, text.replace(f" {self.op} ", f" {self.op}? "))
         ok = _OPS[self.op](left.value, right.value)
-        told = f"{self.left} = {format_value(left.value, left.unit)}, not {self.op} {r_text}"
-        return Decision(HOLDS if ok else FAILS, text if ok else told)
+        return Decision(HOLDS if ok else FAILS, text if ok else f"{value}, not {self.op} {r_text}")
 
 
 relation = Relation

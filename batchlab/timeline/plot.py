@@ -38,9 +38,8 @@ def plot_timelines(timelines: Sequence[Any]):
     kinds: set[str] = set()
     for ax, t in zip(axes[:, 0], timelines, strict=True):
         kinds |= _draw_lanes(ax, t, wall)
-        if (
-            t.wall < wall / 4
-        ):  # too short to read on the shared axis: a zoom in the blank past its end
+        # too short to read on the shared axis: a zoom in the blank past its end
+        if t.wall < wall / 4:
             zoom = ax.inset_axes([0.3, 0.0, 0.7, 1.0])
             _draw_lanes(zoom, t, t.wall)
             zoom.set_yticks([])
