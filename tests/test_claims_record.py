@@ -111,3 +111,13 @@ def test_a_timed_finding_line_sanitizes_alike_whatever_the_run_gives():
         lines.append(sanitized(repr(f)))
     assert len(set(lines)) == 1, lines
     assert lines[0].startswith("<verdict> (wall clock): layout / compact= <paired ratios>; claimed")
+
+
+def test_a_wall_clock_sentence_sanitizes_alike_with_parentheses_inside():
+    """10's trace reading either way: a nested '(... at L = 0)' must not end the sentence early."""
+    texts = [
+        "prefetch (wall clock: no faster than sync every step, overlap 3 ms) end",
+        "prefetch (wall clock: 4 ms less wall (the same change costs 1 ms at L = 0), "
+        "overlap 3 ms: the host loaded while XLA computed) end",
+    ]
+    assert {sanitized(t) for t in texts} == {"prefetch (wall clock: <varies>) end"}
