@@ -59,6 +59,24 @@ def test_ratio_of_deterministic_numbers_is_exact(value, want):
     assert d.outcome == want and not d.timed
 
 
+@given(st.lists(st.tuples(st.floats(0.1, 10), st.floats(0.1, 10)), min_size=6, max_size=30))
+def test_estimate_is_the_median_ratio_that_the_rule_reads(pairs):
+    a = Samples("a", [p[0] for p in pairs], "t", paired="r")
+    b = Samples("b", [p[1] for p in pairs], "t", paired="r")
+    want = float(np.median([x / y for x, y in pairs]))
+    assert cl.estimate(a, b) == pytest.approx(want)
+    d = cl.ratio_above("a", "b", 1)(ev(a, b))
+    assert f"median {cl.rules._ratio_text(want)}" in d.deciding
+
+
+def test_estimate_unpaired_is_fastest_over_fastest_and_refuses_no_ratio():
+    a, b = samples("a", 4.0, 9.0), samples("b", 1.0, 3.0)  # unpaired
+    assert cl.estimate(a, b) == 4.0
+    assert cl.estimate(Number("n", 6, "s", "B"), Number("d", 3, "s", "B")) == 2.0
+    with pytest.raises(ValueError, match="denominator must be above 0"):
+        cl.estimate(a, Number("zero", 0, "s", "B"))
+
+
 def test_ratio_exactly_at_the_threshold_is_not_above_it():
     e = ev(Number("a", 4, "x"), Number("b", 1, "x"))
     assert cl.ratio_above("a", "b", 4)(e).outcome == FAILS

@@ -162,7 +162,10 @@ def test_padding_explorer_pack_strategy_and_bad_strategy():
         match=r"`strategy`='nope' is not one of this explorer's settings \['max', 'multiple', 'fixed', 'pack'\]",
     ):
         ex.update(strategy="nope")
-    assert ex.figure() is not None
+    labels = lambda: [ln.get_label() for ln in ex.figure().axes[0].get_lines()]  # noqa: E731
+    assert "items wrong (cut)" not in labels()  # every setting so far computes every item right
+    cut = ex.update(strategy="fixed", size=4)  # cuts the items of 25 tokens
+    assert cut.correct < 1.0 and "items wrong (cut)" in labels()
 
 
 def test_pack_ids_and_lengths_are_int32_as_segment_sum_takes_them():

@@ -71,6 +71,39 @@ def _span(ev: Evidence) -> tuple[float, float, float] | None:
     return None if ev.value is None else (float(ev.value),) * 3
 
 
+def estimate(numerator: Evidence, denominator: Evidence) -> float:
+    """The ratio a timing rule reads: the median per-round ratio of paired samples (one
+    ``interleaved`` run), else fastest over fastest. A reveal or a sentence quoting a finding's
+    ratio uses this, not the ratio of two medians.
+
+    Args:
+      numerator: Samples or a Number.
+      denominator: Samples or a Number.
+
+    Returns:
+      The estimate, a float.
+
+    Raises:
+      ValueError: a side with no value, or a denominator of 0.
+
+    Example:
+      >>> a = Samples("a", (4.0, 9.0, 4.0), "t", paired="r")
+      >>> b = Samples("b", (1.0, 3.0, 2.0), "t", paired="r")
+      >>> estimate(a, b), a.median / b.median
+      (3.0, 2.0)
+    """
+    ratios = _paired(numerator, denominator)
+    if ratios is not None:
+        return float(np.median(ratios))
+    a, b = _span(numerator), _span(denominator)
+    if a is None or b is None or b[0] <= 0:
+        raise ValueError(
+            f"no ratio of {numerator.name!r} to {denominator.name!r}: each side needs a value "
+            "and the denominator must be above 0."
+        )
+    return a[0] / b[0]
+
+
 @dataclass(frozen=True)
 class Ratio:
     """``numerator / denominator`` above (or below) ``threshold`` over its whole interval: paired,

@@ -139,6 +139,10 @@ def _draw_padding(ex: PaddingExplorer):
     fig, ax = new_figure(1, width=6.4, height=4.2)
     p = ex.result
     plot_runs(ax, ex, "strategy", PAD_COLORS, "padded_elements", "{} (median, bar = min..max)")
+    wrong = [q for q in ex.cache.values() if q.correct < 1]  # fast because it cut items: marked
+    if wrong:
+        xs, ms = [q.padded_elements for q in wrong], [1e3 * q.measurement.median for q in wrong]
+        ax.plot(xs, ms, "x", ms=12, mew=2.5, color="crimson", label="items wrong (cut)", zorder=5)
     log2_axis(ax, "x")  # plain numbers at powers of two, no 2x10^0
     log2_axis(ax, "y")
     ax.set(xlabel="positions computed (log scale)", ylabel="run time, ms (log scale)")
