@@ -64,7 +64,8 @@ def owner_color(owner: str) -> str:
 
 def seconds_log_axis(ax, values) -> None:
     """A log y axis of durations (``values``, seconds) labelled at 3 to 8 ticks whatever their
-    spread: 1-2-5 over a decade or more, finer steps within one, a 2x window around a narrow range."""
+    spread: 1-2-5 over a decade or more, finer steps within one, a 2x window around a narrow
+    range."""
     ax.set_yscale("log")
     span = max(values) / min(values) if len(values) else 10.0
     if span < 2:  # a narrower range labels one or two ticks: show 2x around its middle

@@ -60,7 +60,8 @@ def screen(samples: Mapping[str, Samples]) -> list[str]:
 def decide(samples: Mapping[str, Samples], planned: Mapping[str, int]) -> Verdict:
     """The pick among ``samples`` (one interleaved run) and the numbers that decided it: the
     fastest median where every other is shown slower; among those it cannot order, each shown
-    within :data:`WITHIN` x, the smallest plan; otherwise not enough evidence: the fastest median."""
+    within :data:`WITHIN` x, the smallest plan; otherwise not enough evidence: the fastest
+    median."""
     if len(samples) == 1:
         return Verdict(next(iter(samples)), None, True, (), "")
     order = sorted(samples, key=lambda k: samples[k].median)
@@ -227,7 +228,10 @@ def advise(
         )
         margin, how = float(fit.margin), str(fit.margin_source)
         if int(fit) < n:
-            lead = f"nothing fits at {n} rows x {longest} tokens: fitted {int(fit)} rows (budget / {margin:.2f})"
+            lead = (
+                f"nothing fits at {n} rows x {longest} tokens: fitted {int(fit)} rows "
+                f"(budget / {margin:.2f})"
+            )
             n = max(1, int(fit))
         cands = ragged_candidates(fn, data, n, packed_fn)
         items = len(data)
@@ -244,10 +248,12 @@ def advise(
         if cands and min(c.planned for c in cands) > budget.bytes:
             lean = min(cands, key=lambda c: c.planned)
             small = int(max_batch_size(unjit(fn), item, budget_bytes=budget.bytes, in_axes=axes,
-                                       strategy=lean.strategy, chunk_size=lean.chunk, upper=n))  # fmt: skip
+                                       strategy=lean.strategy, chunk_size=lean.chunk,
+                                       upper=n))  # fmt: skip
             lead = (
-                f"nothing fits {format_bytes(budget.bytes)} at {n} items (the leanest, {lean.label}, "
-                f"{plan_text(lean.planned)}): measured at the fitted size, {small} items"
+                f"nothing fits {format_bytes(budget.bytes)} at {n} items (the leanest, "
+                f"{lean.label}, {plan_text(lean.planned)}): measured at the fitted size, "
+                f"{small} items"
             )
             if small:
                 item, args, axes, n = _item_and_batch(example, in_axes, small)

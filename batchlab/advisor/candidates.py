@@ -149,7 +149,8 @@ def ragged_candidates(
         on_device = jax.device_put([(p.values, p.segment_ids) for p in packs])
         code = (
             f"groups = consecutive items of at most {tokens} tokens (at most {most} items)\n"
-            f"packs = [bl.pack(items, total_length={tokens}, max_items={most}) for items in groups]\n"
+            f"packs = [bl.pack(items, total_length={tokens}, max_items={most}) "
+            f"for items in groups]\n"
             f"step = jax.jit({fn_name(packed_fn)}, static_argnums=2)\n"
             f"out = [step(p.values, p.segment_ids, {most}) for p in packs]"
         )

@@ -1,4 +1,5 @@
-"""XLA's best-fit-with-coalescing (BFC) allocator, rule by rule (xla/tsl/framework/bfc_allocator.cc),
+"""XLA's best-fit-with-coalescing (BFC) allocator, rule by rule
+(xla/tsl/framework/bfc_allocator.cc),
 on a simulated address space (a list of pieces), and the platform allocator as a contrast.
 
 Example:

@@ -255,7 +255,8 @@ def capacity_scan(
 
     Example:
       >>> from batchlab.allocator import workloads
-      >>> scan = capacity_scan(workloads.workload("batched", 16, batch_size=4), headrooms=(1.0, 1.5))
+      >>> events = workloads.workload("batched", 16, batch_size=4)
+      >>> scan = capacity_scan(events, headrooms=(1.0, 1.5))
       >>> scan.fits, scan.overhead  # unsplit chunks cost room at exactly the live peak
       ((False, True), 1.5)
     """

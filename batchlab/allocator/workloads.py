@@ -121,7 +121,8 @@ def simulate(
     preallocate: bool = True,
     headroom: float = 1.1,
 ) -> Simulation:
-    """Builds workload ``name``, replays it on ``headroom`` x its live peak, and scans for the device it needs."""
+    """Builds workload ``name``, replays it on ``headroom`` x its live peak, and scans for the
+    device it needs."""
     check_positive_float(headroom, "headroom")
     if headroom < 1:
         raise ValueError(

@@ -203,7 +203,8 @@ def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any, 
 
 
 def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any) -> tuple:
-    """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, Measurement maker)."""
+    """Compiles ``fn_s`` for ``sub``, calls it once: (call, output, dispatches, Measurement
+    maker)."""
     dispatched = s in DISPATCHED  # it compiles inside its first call, timed with the compiles
     with count_compiles() as compiles:
         compiled = None if dispatched else compile_fn(fn_s, sub, {})

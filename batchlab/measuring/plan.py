@@ -21,7 +21,8 @@ from batchlab._util.format import Rows, format_bytes, format_count
 
 @dataclass
 class Compiled:
-    """``fn`` compiled for one set of inputs; ``call()`` runs it through ``jax.jit`` (same cache)."""
+    """``fn`` compiled for one set of inputs; ``call()`` runs it through ``jax.jit`` (same
+    cache)."""
 
     executable: Any  # jax.stages.Compiled
     jitted: Callable
@@ -244,7 +245,8 @@ def planned_bytes(estimate: MemoryEstimate) -> int:
 
 
 class Program(NamedTuple):
-    """A compiled batch program (:func:`compile_fn`'s result: closed-over arrays hoisted) and its plan."""
+    """A compiled batch program (:func:`compile_fn`'s result: closed-over arrays hoisted) and its
+    plan."""
 
     compiled: Compiled
     estimate: MemoryEstimate
@@ -273,7 +275,8 @@ def compile_program(f: Callable, *specs: Any) -> Program:
 
 
 def batch_planner(f: Callable) -> Callable[..., int]:
-    """``plan(*batch_args) -> planned bytes`` for a function of a whole batch (host: its ``plan``)."""
+    """``plan(*batch_args) -> planned bytes`` for a function of a whole batch (host: its
+    ``plan``)."""
     if getattr(f, "strategy", None) == "host" and hasattr(f, "plan"):
         return lambda *specs: int(f.plan(*specs).planned_bytes)
     return lambda *specs: compile_program(f, *specs).planned
@@ -296,7 +299,8 @@ def batch_spec(example_item: Any, batch_size: int) -> Any:
 
 
 def batch_args(example_item: Any, batch_size: int, in_axes: Any = 0) -> tuple:
-    """The arguments of a batched call: ``(batch,)``, or one per ``in_axes`` (None: passed whole)."""
+    """The arguments of a batched call: ``(batch,)``, or one per ``in_axes`` (None: passed
+    whole)."""
     if not isinstance(in_axes, tuple):
         return (batch_spec(example_item, batch_size),)
     return tuple(

@@ -1,4 +1,5 @@
-"""The kit's one sampler: round-robin, so a load burst slows a whole round and its ratio cancels it."""
+"""The kit's one sampler: round-robin, so a load burst slows a whole round and its ratio cancels
+it."""
 
 from __future__ import annotations
 

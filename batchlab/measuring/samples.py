@@ -18,7 +18,8 @@ UNITS = ("", "B", "s", "x", "%")
 
 
 def check_figure(name: Any, source: Any, unit: Any) -> None:
-    """Raises ``TypeError`` for an empty ``name`` / ``source``, ``ValueError`` for an unknown unit."""
+    """Raises ``TypeError`` for an empty ``name`` / ``source``, ``ValueError`` for an unknown
+    unit."""
     for what, text in (("name", name), ("source", source)):
         if not isinstance(text, str) or not text.strip():
             raise TypeError(f"`{what}` must be a non-empty string naming the figure, got {text!r}.")

@@ -131,7 +131,8 @@ def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float =
 def take_samples(
     call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
 ) -> list[float]:
-    """``repeat`` samples; ``None``: 5+, until the median is stable to ``tolerance`` or time is up."""
+    """``repeat`` samples; ``None``: 5+, until the median is stable to ``tolerance`` or time is
+    up."""
     if repeat is not None:
         return [sample(call, number) for _ in range(repeat)]
     samples: list[float] = []

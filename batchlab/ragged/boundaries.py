@@ -7,8 +7,13 @@ Example:
   [4, 10, 30]
   >>> padded_elements(lengths, [4, 10, 30]), padded_elements(lengths, [30])
   (62, 180)
-  >>> {r: rule_boundaries([1, 5, 9, 100], r, n_buckets=2).tolist() for r in RULES}
-  {'max': [100], 'fixed': [50, 100], 'pow2': [1, 2, 4, 8, 16, 32, 64, 128], 'quantile': [5, 100], 'optimal': [9, 100]}
+  >>> for r in RULES:
+  ...     print(r, rule_boundaries([1, 5, 9, 100], r, n_buckets=2).tolist())
+  max [100]
+  fixed [50, 100]
+  pow2 [1, 2, 4, 8, 16, 32, 64, 128]
+  quantile [5, 100]
+  optimal [9, 100]
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ def lengths_of(lengths: Any) -> np.ndarray:
 
 
 def check_boundaries(boundaries: Any, lengths: np.ndarray) -> np.ndarray:
-    """``boundaries`` as int64, checked: positive, strictly increasing ints that cover every length."""
+    """``boundaries`` as int64, checked: positive, strictly increasing ints that cover every
+    length."""
     b, longest = np.asarray(boundaries), int(lengths.max()) if len(lengths) else 0
     ok = b.ndim == 1 and b.size > 0 and b.dtype.kind in "iu"
     if not (ok and b[0] >= 1 and np.all(np.diff(b) > 0) and b[-1] >= longest):
@@ -95,7 +101,8 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
             f"`lengths` has {m} distinct values: the exact search costs n_buckets x {m}^2 steps "
             f"(minutes). Round the lengths first (e.g. np.ceil(lengths / 16) * 16, at most "
             f"{int((2 * 10**9 / k_max) ** 0.5)} distinct values for n_buckets={k_max}) or use "
-            f'batchlab.ragged.boundaries.rule_boundaries(lengths, "quantile", n_buckets={n_buckets}).'
+            f"batchlab.ragged.boundaries.rule_boundaries(lengths, "
+            f'"quantile", n_buckets={n_buckets}).'
         )
     items_below = np.concatenate([[0], np.cumsum(c)]).astype(np.float64)
     best = np.full(m + 1, np.inf)

@@ -1,4 +1,5 @@
-"""One batch attempt of :func:`batchlab.run_batches`: the items, a compiled size, a run, a bisection."""
+"""One batch attempt of :func:`batchlab.run_batches`: the items, a compiled size, a run, a
+bisection."""
 
 from __future__ import annotations
 
@@ -61,26 +62,29 @@ class Items:
             common, _ = Counter(specs).most_common(1)[0]
             if any(leaf[0] == "not an array" for leaf in common[1]):
                 raise TypeError(
-                    f"`items` must hold arrays (or pytrees of arrays); most items are {_describe(common)}."
+                    f"`items` must hold arrays (or pytrees of arrays); most items are "
+                    f"{_describe(common)}."
                 )
             for i, spec in enumerate(specs):
                 if spec != common:
                     self.bad[i] = (
-                        f"item {i} is {_describe(spec)} where the other items are {_describe(common)}"
+                        f"item {i} is {_describe(spec)} where the other items are "
+                        f"{_describe(common)}"
                     )
             self.spec_item = jax.tree_util.tree_map(spec_of, items[specs.index(common)])
             return
         leaves = jax.tree_util.tree_leaves(items)
         if not leaves or not all(isinstance(a, ARRAY_TYPES) and np.ndim(a) >= 1 for a in leaves):
             raise TypeError(
-                f"`items` must be a list of items or an array (pytree of arrays) with the items along "
-                f"axis 0, got {type(items).__name__}; wrap single items in a list: [item0, item1, ...]."
+                f"`items` must be a list of items or an array (pytree of arrays) with the items "
+                f"along axis 0, got {type(items).__name__}; wrap single items in a list: "
+                f"[item0, item1, ...]."
             )
         lengths = sorted({int(np.shape(a)[0]) for a in leaves})
         if len(lengths) > 1:
             raise ValueError(
-                f"`items` leaves disagree on the number of items (axis 0 sizes {lengths}); every leaf "
-                f"needs one row per item."
+                f"`items` leaves disagree on the number of items (axis 0 sizes {lengths}); every "
+                f"leaf needs one row per item."
             )
         self.tree, self.n = items, lengths[0]
         self.spec_item = jax.tree_util.tree_map(
@@ -167,9 +171,9 @@ class BatchRunner:
             wrong = [np.shape(a) for a in leaves if np.ndim(a) == 0 or np.shape(a)[0] != size]
             if self.batched and wrong:
                 raise FnBug(
-                    f"`fn` (strategy='manual') returned an output of shape {wrong[0]} for a batch of "
-                    f"{size} items: every output must keep the batch as its leading axis (size "
-                    f"{size}). Return one row per item, or pass a function of one item with "
+                    f"`fn` (strategy='manual') returned an output of shape {wrong[0]} for a "
+                    f"batch of {size} items: every output must keep the batch as its leading axis "
+                    f"(size {size}). Return one row per item, or pass a function of one item with "
                     f"strategy='vmap'."
                 )
             rows = [np.asarray(leaf)[: len(idx)] for leaf in leaves]

@@ -130,7 +130,8 @@ class BatchSizeResult(Rows):
 
 
 def check_in_axes(in_axes: Any, example_item: Any) -> None:
-    """``in_axes`` is 0, or a tuple of 0/None matching the tuple ``example_item``, one 0 at least."""
+    """``in_axes`` is 0, or a tuple of 0/None matching the tuple ``example_item``, one 0 at
+    least."""
     axes = in_axes if isinstance(in_axes, tuple) else (in_axes,)
     tuple_ = isinstance(example_item, tuple)
     same = axes is not in_axes or (tuple_ and len(example_item) == len(axes))

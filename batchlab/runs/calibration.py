@@ -171,7 +171,8 @@ def calibrate(
     known: dict[int, int] | None = None,
 ) -> Calibration:
     """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``: in a fresh process
-    where ``backend_facts().second_process_may_open``, else in this one (:func:`observe_in_process`);
+    where ``backend_facts().second_process_may_open``, else in this one
+    (:func:`observe_in_process`);
     with neither, nothing runs (uncalibrated). Cached."""
     shapes = str(jax.tree_util.tree_map(spec_of, example_item))  # structure, shapes, dtypes
     sizes = tuple(sorted(sizes))  # in-process, the peak only grows: the smallest batch first

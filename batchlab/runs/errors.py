@@ -48,8 +48,8 @@ def is_out_of_memory(error: BaseException) -> bool:
 
     Example:
       >>> import jax
-      >>> is_out_of_memory(jax.errors.JaxRuntimeError(
-      ...     "INTERNAL: Error dispatching computation: Out of memory allocating 4294967296 bytes."))
+      >>> is_out_of_memory(jax.errors.JaxRuntimeError("INTERNAL: Error dispatching computation: "
+      ...     "Out of memory allocating 4294967296 bytes."))
       True
       >>> is_out_of_memory(ValueError("shape"))
       False
@@ -72,7 +72,8 @@ def oom_kind(error: BaseException) -> str:
 
 
 def is_interrupt(error: BaseException) -> bool:
-    """True for ``KeyboardInterrupt``, also one raised in a host callback (a ``JaxRuntimeError``)."""
+    """True for ``KeyboardInterrupt``, also one raised in a host callback (a
+    ``JaxRuntimeError``)."""
     if isinstance(error, jax.errors.JaxRuntimeError):
         return bool(re.search(r"^KeyboardInterrupt\b", str(error), re.M))
     return isinstance(error, KeyboardInterrupt)

@@ -1,4 +1,5 @@
-"""What a batch run returns (:class:`RunResult`) and the progress a checkpoint saves (:class:`RunState`)."""
+"""What a batch run returns (:class:`RunResult`) and the progress a checkpoint saves
+(:class:`RunState`)."""
 
 from __future__ import annotations
 

@@ -104,7 +104,8 @@ def _tiled(plan, fits, known, budget, upper, method, tiles) -> int:
 
 
 def _largest(plans, known, budget, upper, method, step) -> int:
-    """The largest ``u <= upper`` with ``plans(u * step) <= budget`` (0 if none), neighbours measured."""
+    """The largest ``u <= upper`` with ``plans(u * step) <= budget`` (0 if none), neighbours
+    measured."""
     if upper < 1:
         return 0
     known = {b // step: p for b, p in known.items() if b % step == 0 and 1 <= b // step <= upper}

@@ -19,7 +19,8 @@ AXIS = "batch"
 
 @dataclass(frozen=True)
 class ShardedBatch:
-    """A batch laid out along the ``"batch"`` axis of a mesh, padded to a multiple of the device count."""
+    """A batch laid out along the ``"batch"`` axis of a mesh, padded to a multiple of the device
+    count."""
 
     values: Any
     mask: jax.Array
@@ -49,7 +50,8 @@ class ShardedBatch:
         return self.padded_items // self.n_devices
 
     def unpad(self, result: Any) -> Any:
-        """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real ones."""
+        """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real
+        ones."""
         if self.n_padding == 0:
             return result
         whole = NamedSharding(self.sharding.mesh, PartitionSpec())
@@ -177,5 +179,6 @@ def _shard_process_local(leaves: list, treedef: Any, n_local: int, mesh: Mesh) -
 
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
-    """Places parameters shared by every item whole on every device of ``mesh`` (``PartitionSpec()``)."""
+    """Places parameters shared by every item whole on every device of ``mesh``
+    (``PartitionSpec()``)."""
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))

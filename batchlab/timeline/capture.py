@@ -1,4 +1,5 @@
-"""Capturing a profiler trace: ``with batchlab.trace() as t:`` and ``batchlab.timeline.timeline(fn, ...)``."""
+"""Capturing a profiler trace: ``with batchlab.trace() as t:`` and ``batchlab.timeline.timeline(fn,
+...)``."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 def merge(intervals, gap: float = 0.0) -> list[tuple[float, float]]:
-    """Sorted, disjoint union of ``(start, end)`` intervals (joining those ``gap`` or less apart)."""
+    """Sorted, disjoint union of ``(start, end)`` intervals (joining those ``gap`` or less
+    apart)."""
     out: list[tuple[float, float]] = []
     for lo, hi in sorted((float(a), float(b)) for a, b in intervals):
         if out and lo <= out[-1][1] + gap:

@@ -1,4 +1,5 @@
-"""Interactive explorers for the notebooks, each with a plain-Python ``explorer.update(**params)``."""
+"""Interactive explorers for the notebooks, each with a plain-Python
+``explorer.update(**params)``."""
 
 from __future__ import annotations
 

@@ -48,10 +48,11 @@ def _describe(sim: Simulation) -> str:
     if name == "per-item":
         name += " (one item per call: the batch size does not change this workload)"
     return (
-        f"<b>{html.escape(name)}</b>: {tl.allocations} allocations, {tl.device_calls} device calls; "
-        f"<b>{len(tl.failures)}</b> failed ({tl.failures_despite_free} despite enough free memory); "
-        f"max fragmentation <b>{tl.max_fragmentation:.0%}</b>; needs a device "
-        f"<b>{sim.overhead:.2f}x</b> its live peak [simulation, synthetic events]; differs from XLA: "
+        f"<b>{html.escape(name)}</b>: {tl.allocations} allocations, {tl.device_calls} device "
+        f"calls; <b>{len(tl.failures)}</b> failed ({tl.failures_despite_free} despite enough free "
+        f"memory); max fragmentation <b>{tl.max_fragmentation:.0%}</b>; needs a device "
+        f"<b>{sim.overhead:.2f}x</b> its live peak [simulation, synthetic events]; differs from "
+        f"XLA: "
         f"{html.escape(differences_text(tl.differences))}"
     )
 

@@ -153,7 +153,8 @@ class AdvisorExplorer(Explorer):
 
 
 def _describe_advice(s: AdvisorSetting) -> str:
-    head = f"budget {format_bytes(s.budget)}: {len(s.fits)} timed candidates fit; pick <b>{s.recommended}</b>"
+    fits = f"budget {format_bytes(s.budget)}: {len(s.fits)} timed candidates fit"
+    head = f"{fits}; pick <b>{s.recommended}</b>"
     if not s.decided and s.tied:
         head += f" (not enough evidence among {', '.join(s.tied)}: the smallest plan)"
     return head + " (from the advice's measurements: nothing re-measured)"

@@ -36,7 +36,8 @@ def _pre(result: Any) -> str:
 
 
 class Explorer:
-    """Parameters -> ``compute`` -> cached result -> ``draw``; on an error, back to the last good one.
+    """Parameters -> ``compute`` -> cached result -> ``draw``; on an error, back to the last good
+    one.
 
     ``preview(**params)``: a cheap plan shown (as ``explorer.pending``) while ``compute`` runs.
 
@@ -73,11 +74,13 @@ class Explorer:
         return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
     def update(self, **changes: Any) -> Any:
-        """Sets parameters (a list as a tuple), measures or reuses the cache, redraws, returns it."""
+        """Sets parameters (a list as a tuple), measures or reuses the cache, redraws, returns
+        it."""
         unknown = set(changes) - set(self.params)
         if unknown:
             raise TypeError(
-                f"update() got unknown parameter(s) {sorted(unknown)}; this explorer has {sorted(self.params)}."
+                f"update() got unknown parameter(s) {sorted(unknown)}; this explorer has "
+                f"{sorted(self.params)}."
             )
         changes = {k: tuple(v) if isinstance(v, list) else v for k, v in changes.items()}
         new, t0 = {**self.params, **changes}, time.perf_counter()

@@ -1,4 +1,5 @@
-"""Padding strategies (04) and bucket counts (05), measured on token pooling (lookup, masked mean)."""
+"""Padding strategies (04) and bucket counts (05), measured on token pooling (lookup, masked
+mean)."""
 
 from __future__ import annotations
 
