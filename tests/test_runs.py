@@ -77,6 +77,16 @@ def test_batch_size_from_max_batch_size_runs_within_budget():
     check_good(r, xs)
 
 
+@pytest.mark.parametrize(("name", "want"), [("cpu", ()), ("tpu", (128, 8))])
+def test_the_tiles_searched_are_the_backend_facts_largest_first(monkeypatch, name, want):
+    """The search steps by the larger tile first (XLA:TPU's lane of 128, then its sublanes of 8)."""
+    from batchlab._util.backend import FACTS
+    from batchlab.runs import search
+
+    monkeypatch.setattr(search, "backend_facts", lambda: FACTS[name])
+    assert search.backend_tiles() == want
+
+
 @pytest.mark.parametrize("tiles", [(), (128, 8)])
 def test_over_budget_the_run_searches_the_plans_and_runs_only_what_fits(monkeypatch, tiles):
     """A batch over the budget by its plan is not halved run by run: max_batch_size's search
