@@ -70,7 +70,8 @@ notebooks: setup  ## re-execute every notebook in place, storing fresh outputs (
 
 lint: setup
 	$(BIN)/ruff check batchlab tests benchmarks scripts notebooks
-	$(BIN)/ruff format --check batchlab tests benchmarks scripts
+	$(BIN)/ruff format --check batchlab tests benchmarks scripts notebooks
+	$(BIN)/ruff check --select E501 batchlab notebooks
 
 benchmarks: setup
 	for f in benchmarks/*.py; do case $$f in *accelerator_check*|*device_sections*) ;; *) $(BIN)/python $$f || exit 1;; esac; done
