@@ -238,6 +238,9 @@ def test_ragged_candidates_pad_buckets_pack_per_batch():
     longest = int(data.lengths.max())
     assert a["4 buckets"].chunk == a["pack per batch"].chunk == 16 * longest  # tokens per batch
     assert a.items == 100 and a.margin >= 1 and a.batch_size == a.best.chunk
+    # the fit line says what was fitted: 16 rows of the longest, not tokens up to the budget
+    fit = next(ln for ln in repr(a).splitlines() if ln.startswith("fit:"))
+    assert f"16 rows x {longest} tokens (the longest item), the rows asked for" in fit, fit
     groups = pack_groups(data.lengths, 16 * longest)
     assert np.array_equal(np.concatenate(groups), np.arange(100))
     assert max(data.lengths[g].sum() for g in groups) <= 16 * longest < data.lengths.sum()

@@ -339,7 +339,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "on {small_d} x {small_d} items the eager",
             "a loop waiting for each {lo} x",
             "the hand-batched expansion runs over 2x",
-            "vmap's one batched convolution is slow",
+            "vmap's one batched convolution (conv_general",
             "with large chunks the host loop",
         ),
         (
@@ -349,7 +349,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "04": (
         (),
-        ("bl.pack's positions are the tokens (by", "a jnp.where mask does not skip"),
+        ("a jnp.where mask does not skip",),
     ),
     "05": (
         ("8 optimal buckets run over 1.5x",),

@@ -218,6 +218,7 @@ def advise(
     budget = Budget(int(budget), "given")
     bar = tqdm(total=4, desc="advise: planning", disable=not progress, leave=False)
     lead, margin, how, size, verdict = "", None, "not fitted", 0, (None, None, False, (), "")
+    fit_note = "plan"  # what the fit's plan bound is about
     if ragged:
         data = example.ragged if isinstance(example, TokenDataset) else as_ragged(example)
         n = batch_size or 64
@@ -227,12 +228,14 @@ def advise(
             unjit(fn), item, budget_bytes=budget.bytes, in_axes=(0, 0), upper=n, margin="calibrated"
         )
         margin, how = float(fit.margin), str(fit.margin_source)
+        rows = "the rows asked for"
         if int(fit) < n:
             lead = (
                 f"nothing fits at {n} rows x {longest} tokens: fitted {int(fit)} rows "
                 f"(budget / {margin:.2f})"
             )
-            n = max(1, int(fit))
+            n, rows = max(1, int(fit)), "the rows that fit"
+        fit_note = f"{n} rows x {longest} tokens (the longest item), {rows}: padded, they plan"
         cands = ragged_candidates(fn, data, n, packed_fn)
         items = len(data)
     else:
@@ -302,4 +305,4 @@ def advise(
         for c in cands
     )
     return Advice(fn_name(fn), items, results, *verdict, budget, margin, how, size,
-                  tuple(excluded), lead, time.perf_counter() - start)  # fmt: skip
+                  tuple(excluded), lead, time.perf_counter() - start, fit_note)  # fmt: skip

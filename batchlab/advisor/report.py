@@ -83,8 +83,9 @@ class Advice(Rows):
 
     ``recommended``: the pick (``None``: not one item fits); ``tied``: the candidates the
     timings cannot order; ``decided``: the timings back the pick (``False``: the fastest
-    median); ``batch_size``: the largest batch (items, rows or tokens: ``unit``) whose plan
-    fits ``budget / margin``.
+    median); ``batch_size``: the largest batch (items) whose plan fits ``budget / margin``; on
+    ragged data, the rows asked for (or the rows that fit) of the longest item, as rows or
+    tokens (``unit``): not fitted above them (``fit_note`` says which).
     """
 
     name: str
@@ -102,6 +103,7 @@ class Advice(Rows):
     excluded: tuple[tuple[str, str], ...] = ()
     lead: str = ""
     seconds: float = 0.0
+    fit_note: str = "plan"  # ragged: the rows of the longest item the bound is about
 
     _header = ("candidate", "planned peak (XLA)", "time per item (median)", "")
 
@@ -127,7 +129,8 @@ class Advice(Rows):
     def _fit(self) -> str:
         how = self.margin_source.split(":")[0]  # "calibrated", "given", "uncalibrated"
         return (
-            f"plan <= {format_bytes(self.budget.bytes)} / {self.margin or 1.0:.2f} ({how} margin)"
+            f"{self.fit_note} <= {format_bytes(self.budget.bytes)} / {self.margin or 1.0:.2f} "
+            f"({how} margin)"
         )
 
     @property

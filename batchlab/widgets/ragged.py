@@ -143,11 +143,12 @@ def _draw_padding(ex: PaddingExplorer):
     wrong = [q for q in ex.cache.values() if q.correct < 1]  # fast because it cut items: marked
     if wrong:
         xs, ms = [q.padded_elements for q in wrong], [1e3 * q.measurement.median for q in wrong]
-        ax.plot(xs, ms, "x", ms=12, mew=2.5, color="crimson", label="items wrong (cut)", zorder=5)
+        ax.plot(xs, ms, "x", ms=12, mew=2.5, color="crimson", label="items wrong (cut)", zorder=1)
     log2_axis(ax, "x")  # plain numbers at powers of two, no 2x10^0
     log2_axis(ax, "y")
     ax.set(xlabel="positions computed (log scale)", ylabel="run time, ms (log scale)")
-    title = f"{p.strategy} {p.size}: {p.waste:.0%} pads, {p.correct:.0%} items correct"
+    setting = p.strategy if p.strategy == "pack" else f"{p.strategy} {p.size}"  # no size: pack
+    title = f"{setting}: {p.waste:.0%} pads, {p.correct:.0%} items correct"
     ax.set_title(f"{title}\n{machine_label()}", fontsize=10)
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=9, loc="lower right")  # pack sits at the left, its bars reach up
