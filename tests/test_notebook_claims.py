@@ -342,10 +342,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "vmap's one batched convolution (conv_general",
             "with large chunks the host loop",
         ),
-        (
-            "mlp_batched traces to vmap(mlp)'s jaxpr",
-            "chunked temp is one chunk's hidden",
-        ),
+        ("chunked temp is one chunk's hidden",),
     ),
     "04": (
         (),

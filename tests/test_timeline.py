@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import batchlab
-from batchlab import trace
+from batchlab import format_seconds, trace
 from batchlab.timeline import timeline
 from batchlab.timeline.intervals import intersect_length, merge, subtract, union_length
 from batchlab.timeline.model import Timeline, build_timeline
@@ -373,7 +373,7 @@ def test_plot_timelines_shares_one_time_axis():
     fig = plot_timelines([short, long])
     assert len(fig.axes) == 2 and fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
     assert "same time scale" in fig.get_suptitle() and fig.axes[1].get_xlabel() == TIME_AXIS
-    assert fig.axes[0].get_title(loc="left").startswith(f"short: wall {short.wall * 1e3:.3g} ms;")
+    assert fig.axes[0].get_title(loc="left").startswith(f"short: wall {format_seconds(short.wall)};")
     # on the shared axis the shorter run is hatched idle only up to its own end, marked by a line
     # (which of the two traces is shorter is up to the machine: read it)
     i, t = min(enumerate([short, long]), key=lambda it: it[1].wall)

@@ -72,7 +72,7 @@ class Measurement(Rows):
         return len(self.times)
 
     def _rows(self) -> list[tuple[str, str, str]]:
-        cached = " (cached: 0 compilations)" if self.compiles == 0 else ""
+        cached = " (a cache lookup: 0 compilations)" if self.compiles == 0 else ""
         samples = f"wall clock, {self.runs} samples x {self.number} calls"
         span = f"{format_seconds(self.min)} .. {format_seconds(self.max)}"
         plan, device = "compiled memory analysis", "device memory stats"

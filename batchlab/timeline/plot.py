@@ -10,6 +10,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from batchlab._util.backend import machine_label
+from batchlab._util.format import format_seconds
 from batchlab.timeline.intervals import merge, subtract
 
 COLORS = {
@@ -50,8 +51,9 @@ def plot_timelines(timelines: Sequence[Any]):
                 FuncFormatter(lambda v, pos: ("zoomed: " if pos == 0 else "") + f"{v:.3g} ms")
             )
         figures = (  # the wall time first: overlap can grow only because device busy grew
-            f"wall {t.wall * 1e3:.3g} ms; device busy {t.device_busy * 1e3:.1f} ms, of it overlap "
-            f"{t.overlap * 1e3:.1f} ms; idle {t.idle * 1e3:.1f} ms; {t.dispatches} dispatches"
+            f"wall {format_seconds(t.wall)}; device busy {format_seconds(t.device_busy)}, of it "
+            f"overlap {format_seconds(t.overlap)}; idle {format_seconds(t.idle)}; "
+            f"{t.dispatches} dispatches"
         )
         ax.set_title(f"{t.label or 'timeline'}: {figures}", fontsize=12, loc="left")
     axes[-1, 0].set_xlabel(TIME_AXIS)
