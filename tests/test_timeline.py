@@ -373,7 +373,9 @@ def test_plot_timelines_shares_one_time_axis():
     fig = plot_timelines([short, long])
     assert len(fig.axes) == 2 and fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
     assert "same time scale" in fig.get_suptitle() and fig.axes[1].get_xlabel() == TIME_AXIS
-    assert fig.axes[0].get_title(loc="left").startswith(f"short: wall {format_seconds(short.wall)};")
+    assert (
+        fig.axes[0].get_title(loc="left").startswith(f"short: wall {format_seconds(short.wall)};")
+    )
     # on the shared axis the shorter run is hatched idle only up to its own end, marked by a line
     # (which of the two traces is shorter is up to the machine: read it)
     i, t = min(enumerate([short, long]), key=lambda it: it[1].wall)
