@@ -319,18 +319,15 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (),
         (
             "a batch needs one shape: vmap raises",
-            "packed with segment ids, the items'",
             "under jax.jit, a packed batch compiles",
             "a wrong in_axes raises nothing on a",
         ),
     ),
     "02": (
-        (),
+        ("(n, 1) - (n,) makes an",),
         (
             "plain JAX at default settings gives no",
-            "(n, 1) - (n,) makes an",
             "different shapes conflict when combined: a",
-            "per-item code under vmap applies a",
             "a (1024, 3) float32 batch takes",
         ),
     ),
@@ -416,7 +413,6 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "11": (
         (),
         (
-            "replicated weights keep argument bytes per",
             "{n_max} devices run the batch more",
             "the masked mean over a padded,",
         ),
