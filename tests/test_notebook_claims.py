@@ -360,7 +360,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "with vm.overcommit_memory = {overcommit}, Linux grants",
             "max_batch_size's advice for the room live",
         ),
-        ("on CPU, RESOURCE_EXHAUSTED comes within 10",),
+        (),
     ),
     "07": (
         ("with live arrays holding {share:.0%} of",),

@@ -24,7 +24,7 @@ class SourceClaim(NamedTuple):
 SOURCE_CLAIMS = (
     SourceClaim("batching allocates once per batch", ("08",)),
     SourceClaim("reused blocks keep memory whole", ("08",)),
-    SourceClaim("batches wait for free memory", ("07",)),  # decided where the device keeps counters
+    SourceClaim("batches wait for free memory", ("07",)),  # 07 times the error (a check, device)
     SourceClaim("in-place updates reduce fragmentation", ("09",)),
     SourceClaim("a batch needs one shape", ("01",)),
     SourceClaim("big batches run out of memory", ("06",)),
