@@ -150,3 +150,11 @@ def test_screened_out_candidates_are_drawn_hollow_and_say_so(advice):
     hollow = [lab for lab, face in faces.items() if face == "none"]
     assert hollow == [lab for lab in faces if lab.startswith(first.label + " (screened out")], faces
     assert len(hollow) == 1 and len(faces) == len(timed)
+
+
+@pytest.mark.parametrize("decided", [True, False])
+def test_the_text_calls_an_undecided_reading_so(advice, decided):
+    text = repr(dataclasses.replace(advice, decided=decided, deciding="a / b = 1.0x to 1.3x"))
+    (line,) = [ln for ln in text.splitlines() if "a / b = 1.0x to 1.3x" in ln]
+    want = "deciding: " if decided else "undecided, the nearest reading: "
+    assert line.startswith(want), line

@@ -163,7 +163,8 @@ class Advice(Rows):
                 f"not enough evidence to order {tied}; the fastest median so far: "
                 f"{self.recommended} (rerun with a larger max_seconds to decide)"
             )
-        deciding = f"deciding: {self.deciding}" if self.deciding else ""
+        said = "deciding" if self.decided else "undecided, the nearest reading"
+        deciding = f"{said}: {self.deciding}" if self.deciding else ""
         fit = f"fit: {self.batch_size} {self.unit} per batch of {self.recommended}, {self._fit()}"
         lines = [line for line in (self.lead, pick, deciding, fit) if line]
         lines += [f"left out: {label}: {why}" for label, why in self.excluded[: 9 - len(lines)]]
