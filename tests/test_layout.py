@@ -54,7 +54,8 @@ MAX_LINES = 420
 #: -> 13,400: the advice's fit line says what a ragged fit bounds (fit_note; it claimed a fit)
 #: -> 13,402: a timeline's title in the unit that fits (a vmap run's busy time read 0.0 ms)
 #: -> 13,403: an undecided advice names its reading "the nearest", not "deciding"
-MAX_PACKAGE_LINES = 13_403
+#: -> 13,406: the advice plot labels each point (eleven candidates told apart by colour alone)
+MAX_PACKAGE_LINES = 13_406
 
 
 def module_name(path: Path) -> str:

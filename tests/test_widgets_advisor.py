@@ -158,3 +158,11 @@ def test_the_text_calls_an_undecided_reading_so(advice, decided):
     (line,) = [ln for ln in text.splitlines() if "a / b = 1.0x to 1.3x" in ln]
     want = "deciding: " if decided else "undecided, the nearest reading: "
     assert line.startswith(want), line
+
+
+def test_each_timed_candidate_is_labelled_beside_its_point(advice):
+    fig = bl.advisor.plot_candidates(advice)
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    timed = [c.label for c in advice.candidates if c.samples is not None]
+    short = {t.replace("lax.map chunk ", "map ").replace("host chunk ", "host ") for t in timed}
+    assert short and short <= texts, (short, texts)

@@ -57,6 +57,9 @@ def plot_candidates(advice: Advice, *, setting=None):
         ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, capsize=3,
                     color=colors[i % len(colors)], label=label,
                     mfc="none" if screened else None)  # fmt: skip
+        short = c.label.replace("lax.map chunk ", "map ").replace("host chunk ", "host ")
+        ax.annotate(short, (c.planned_bytes, c.per_item), xytext=(5, 4), textcoords="offset points",
+                    fontsize=8, color="0.2")  # fmt: skip
         if c.label == (pick or advice.recommended):  # undecided: grey, and the legend says so
             ring = ("k", "pick") if decided else ("0.55", "pick, undecided: the fastest median")
             kw = dict(ms=15, mfc="none", mew=1.5 if decided else 2.5, mec=ring[0], label=ring[1])
