@@ -352,13 +352,13 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "06": (
         (
             "XLA fuses chain's (B, N) intermediate",
-            "peak_bytes_in_use misses a jitted program's",
-            "peak_bytes_reserved shows a jitted program's",
+            "peak_bytes_in_use misses jitted kept's ({NB},",
+            "peak_bytes_reserved shows jitted kept's ({NB},",
             "vmap's planned temporaries follow the batch:",
             "a chunked batch of {n_odd} (a",
             "on CPU with vm.overcommit_memory = {overcommit},",
             "with vm.overcommit_memory = {overcommit}, Linux grants",
-            "max_batch_size's advice for the room live",
+            "max_batch_size's advice for grow (a",
         ),
         (),
     ),
