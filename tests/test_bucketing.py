@@ -108,7 +108,7 @@ def test_report_on_shipped_data():
     )
     assert r["max"].padded_elements == len(lengths) * lengths.max()
     assert 0 < r["optimal"].waste < r["max"].waste < 1
-    assert "wasted compute" in repr(r) and "<table" in r._repr_html_()
+    assert "padded fraction" in repr(r) and "<table" in r._repr_html_()
     assert r.plot() is not None
 
 

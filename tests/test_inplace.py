@@ -93,3 +93,18 @@ def test_errors():
         batchlab.donate(upd, jnp.ones(3), donate_argnums="x")
     with pytest.raises(TypeError, match=r"JAX can only trace"):
         batchlab.compiled_update(upd, "x")
+
+
+def test_copy_count_reads_synchronous_and_asynchronous_copies():
+    """An HLO ``copy`` and an asynchronous ``copy-start`` (a TPU's) count once each; the pair's
+    ``copy-done`` and uses of a value named ``copy`` do not."""
+    from batchlab.measuring.inplace import _COPY
+
+    lines = {
+        "  %copy.1 = f32[4]{0} copy(f32[4]{0} %p)": True,
+        "  %copy-start = (f32[4]{0}, f32[4]{0}, u32[]) copy-start(f32[4]{0} %p)": True,
+        "  %copy-done = f32[4]{0} copy-done((f32[4]{0}, f32[4]{0}, u32[]) %copy-start)": False,
+        "  %add = f32[4]{0} add(f32[4]{0} %copy, f32[4]{0} %b)": False,
+        "  ROOT %t = (f32[4]{0}) tuple(f32[4]{0} %copy.1)": False,
+    }
+    assert {line: bool(_COPY.search(line)) for line in lines} == lines

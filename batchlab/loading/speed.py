@@ -160,6 +160,6 @@ def measure_ceiling(dataset: Dataset, *, repeat: int = 5) -> Ceiling:
     size, n = format_bytes(nbytes), nbytes // item
     where = f"> the {format_bytes(cache)} cache: RAM" if cache else "size of the cache unknown"
     labels = {"memcpy": f"memcpy (np.copyto) of {size} ({where})"}
-    labels["read"] = f"sequential read of a {size} file (page cache)"
+    labels["read"] = f"sequential read of a {size} file (page cache, unverified)"
     copy, read = (Throughput(v, n, nbytes, timed[k].fastest, repeat) for k, v in labels.items())
     return Ceiling(copy, read, nbytes, cache)

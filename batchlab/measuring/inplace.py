@@ -16,7 +16,7 @@ from batchlab._util.checks import check_argnums, check_array_tree, check_callabl
 from batchlab._util.format import Rows, format_bytes
 from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled, function_name
 
-_COPY = re.compile(r"=\s*\S+\s+copy\(")
+_COPY = re.compile(r"=\s*[^=]*?\s(?:copy|copy-start)\(")  # a copy, or an async copy-start
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class CompiledUpdate(Rows):
 def compiled_update(
     fn: Callable, *args: Any, donate_argnums: int | Sequence[int] = ()
 ) -> CompiledUpdate:
-    """Compiles ``fn(*args)`` (nothing runs) and counts XLA's ``copy`` instructions.
+    """Compiles ``fn(*args)`` (nothing runs) and counts XLA's copies (``copy``, ``copy-start``).
 
     Args:
       fn: the function; *args: its arguments (arrays or ``ShapeDtypeStruct``).

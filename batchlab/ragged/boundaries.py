@@ -1,4 +1,4 @@
-"""Where bucket boundaries go: the boundary rules, and the padding, wasted compute and compiled
+"""Where bucket boundaries go: the boundary rules, and the padding, padded fraction and compiled
 shapes each costs (:func:`padding_report`, counted, not timed).
 
 Example:
@@ -162,7 +162,7 @@ class PaddingReport(Rows):
     rows: tuple[RuleCost, ...]
     batch_size: int | None = None  # items per batch, each padded to its own longest item
 
-    _header = ("rule", "padded elements", "vs ragged", "wasted compute", "shapes (= compiles)")
+    _header = ("rule", "padded elements", "vs ragged", "padded fraction", "shapes (= compiles)")
 
     def __getitem__(self, rule: str) -> RuleCost:
         for r in self.rows:
@@ -213,7 +213,7 @@ def rule_cost(
 def padding_report(
     lengths: Any, *, n_buckets: int = 8, batch_size: int | None = None
 ) -> PaddingReport:
-    """Counts padded elements, wasted compute and compiled shapes for every rule of ``RULES``.
+    """Counts padded elements, the padded fraction and compiled shapes for every rule of ``RULES``.
 
     Args:
       lengths: the items' lengths (1-D non-negative ints).
