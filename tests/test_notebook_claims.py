@@ -422,7 +422,10 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "lax.map chunk 16 plans under half of vmap's peak",
             "lax.map chunk 1 takes over 1.5x the time of chunk 128",
         ),
-        ("packing computes under 0.8x the positions of",),
+        (
+            "the advice's pick, run at its fitted batch size, adds at most the budget",
+            "packing computes under 0.8x the positions of",
+        ),
     ),
 }
 #: notebooks over a shape limit that this test's author may not edit: the reason, as an xfail
