@@ -21,8 +21,6 @@ class BackendFacts:
       name: ``jax.default_backend()``: ``"cpu"``, ``"tpu"`` or ``"gpu"``.
       has_memory_stats: ``Device.memory_stats()`` returns allocator counters (``bytes_in_use``,
         ``peak_bytes_in_use``, ...); on the CPU it returns ``None``.
-      counts_allocs: ``num_allocs`` counts every allocation, freed ones too (GPU's BFC, cited);
-        a TPU v5e's counts live buffers (64 held outputs: +64, +0 after ``del``; measured).
       counts_program_temps: those counters see a jitted program's temporaries (TPU v5e: a plan
         of 256 MiB of temp raised ``peak_bytes_in_use`` by 1.3 MB, measured; GPU: XLA takes the
         temp buffer from the BFC pool the counters describe, cited).
@@ -48,7 +46,6 @@ class BackendFacts:
 
     name: str
     has_memory_stats: bool
-    counts_allocs: bool
     counts_program_temps: bool
     fuses_temporaries: bool
     plan_peak_counts_temporaries: bool
@@ -111,7 +108,6 @@ FACTS: dict[str, BackendFacts] = {
     "cpu": BackendFacts(
         name="cpu",
         has_memory_stats=False,
-        counts_allocs=False,
         counts_program_temps=False,
         fuses_temporaries=False,
         plan_peak_counts_temporaries=False,
@@ -125,7 +121,6 @@ FACTS: dict[str, BackendFacts] = {
     "tpu": BackendFacts(
         name="tpu",
         has_memory_stats=True,
-        counts_allocs=False,
         counts_program_temps=False,
         fuses_temporaries=True,
         plan_peak_counts_temporaries=True,
@@ -139,7 +134,6 @@ FACTS: dict[str, BackendFacts] = {
     "gpu": BackendFacts(
         name="gpu",
         has_memory_stats=True,
-        counts_allocs=True,
         counts_program_temps=True,
         fuses_temporaries=True,
         plan_peak_counts_temporaries=True,
