@@ -324,9 +324,10 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "02": (
-        ("(n, 1) - (n,) makes an",),
+        (),
         (
             "plain JAX at default settings gives no",
+            "(n, 1) - (n,) makes an",
             "different shapes conflict when combined: a",
             "a (1024, 3) float32 batch takes",
         ),
