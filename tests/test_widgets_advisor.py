@@ -160,9 +160,20 @@ def test_the_text_calls_an_undecided_reading_so(advice, decided):
     assert line.startswith(want), line
 
 
-def test_each_timed_candidate_is_labelled_beside_its_point(advice):
+def test_point_labels_sit_beside_their_points_and_never_cover_each_other(advice):
     fig = bl.advisor.plot_candidates(advice)
-    texts = {t.get_text() for t in fig.axes[0].texts}
-    timed = [c.label for c in advice.candidates if c.samples is not None]
-    short = {t.replace("lax.map chunk ", "map ").replace("host chunk ", "host ") for t in timed}
-    assert short and short <= texts, (short, texts)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    at = {c.label.replace("lax.map chunk ", "map ").replace("host chunk ", "host "): c
+          for c in advice.candidates if c.samples is not None}  # fmt: skip
+    notes = [t for t in ax.texts if t.get_text() in at]
+    assert notes and notes[0].get_text() in {advice.recommended.replace("lax.map chunk ", "map ")}
+    for t in notes:  # each at its own candidate's point
+        c = at[t.get_text()]
+        assert t.xy == (c.planned_bytes, c.per_item), t.get_text()
+    boxes = [t.get_window_extent() for t in notes]
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert not a.overlaps(b), "two point labels print over each other"
+    legend = {t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()}
+    assert {c.label for c in at.values()} <= legend  # one left unlabelled is still named there

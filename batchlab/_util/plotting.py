@@ -62,10 +62,10 @@ def owner_color(owner: str) -> str:
     return OWNER_COLORS.get(owner, _EXTRA[sum(map(ord, owner)) % len(_EXTRA)])
 
 
-def seconds_log_axis(ax, values) -> None:
-    """A log y axis of durations (``values``, seconds) labelled at 3 to 8 ticks whatever their
-    spread: 1-2-5 over a decade or more, finer steps within one, a 2x window around a narrow
-    range."""
+def seconds_log_axis(ax, values, per_second: float = 1.0) -> None:
+    """A log y axis of durations (``values``, in seconds x ``per_second``: 1e3 for ms) labelled at
+    3 to 8 ticks whatever their spread: 1-2-5 over a decade or more, finer steps within one, a
+    2x window around a narrow range."""
     ax.set_yscale("log")
     span = max(values) / min(values) if len(values) else 10.0
     if span < 2:  # a narrower range labels one or two ticks: show 2x around its middle
@@ -74,7 +74,7 @@ def seconds_log_axis(ax, values) -> None:
     subs = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8) if span < 4 else (1, 1.5, 2, 3, 5, 7)
     ax.yaxis.set_major_locator(LogLocator(subs=subs if span < 12 else (1, 2, 5)))
     ax.yaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_major_formatter(FuncFormatter(short_seconds))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: short_seconds(v / per_second)))
 
 
 class _Pow2Locator(Locator):

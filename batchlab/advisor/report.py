@@ -57,9 +57,6 @@ def plot_candidates(advice: Advice, *, setting=None):
         ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, capsize=3,
                     color=colors[i % len(colors)], label=label,
                     mfc="none" if screened else None)  # fmt: skip
-        short = c.label.replace("lax.map chunk ", "map ").replace("host chunk ", "host ")
-        ax.annotate(short, (c.planned_bytes, c.per_item), xytext=(5, 4), textcoords="offset points",
-                    fontsize=8, color="0.2")  # fmt: skip
         if c.label == (pick or advice.recommended):  # undecided: grey, and the legend says so
             ring = ("k", "pick") if decided else ("0.55", "pick, undecided: the fastest median")
             kw = dict(ms=15, mfc="none", mew=1.5 if decided else 2.5, mec=ring[0], label=ring[1])
@@ -74,6 +71,14 @@ def plot_candidates(advice: Advice, *, setting=None):
     ax.xaxis.set_major_formatter(FuncFormatter(short_bytes))
     ax.set_xlabel("planned peak of one call (XLA compiled memory analysis)")
     ax.set_ylabel("time per item (median round; log scale)")
+    placed = []  # point labels in pixels, the pick then fastest first; one covering another: out
+    for c in sorted(timed, key=lambda c: (c.label != (pick or advice.recommended), c.per_item)):
+        x, y = ax.transData.transform((c.planned_bytes, c.per_item))
+        short = c.label.replace("lax.map chunk ", "map ").replace("host chunk ", "host ")
+        if all(abs(x - a) > 5.5 * max(len(short), n) + 8 or abs(y - b) > 13 for a, b, n in placed):
+            placed.append((x, y, len(short)))
+            ax.annotate(short, (c.planned_bytes, c.per_item), xytext=(5, 4),
+                        textcoords="offset points", fontsize=8, color="0.2")  # fmt: skip
     ax.set_title(f"advise({advice.name}), {advice.items} items: bl.measuring.interleaved, "
                  f"{jax.default_backend()}, jax {jax.__version__}", fontsize=11)  # fmt: skip
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), fontsize=9, frameon=False)

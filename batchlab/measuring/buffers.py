@@ -184,6 +184,12 @@ class BufferAssignment(Rows):
         ax.set(
             xlim=(0, steps), ylim=(0, max(base - gap, 1)), xlabel="step in XLA's instruction order"
         )
+        shown = []  # a band's label only where it clears the last one shown (two lines of text)
+        for i, t in enumerate(ticks):
+            if shown and t - ticks[shown[-1]] < 0.08 * max(base - gap, 1):
+                labels[i] = ""
+            else:
+                shown.append(i)
         ax.set_yticks(ticks, labels)
         ax.set_title(
             f"XLA buffer assignment of {self.name} on {self.backend} "

@@ -42,7 +42,7 @@ def plot_timelines(timelines: Sequence[Any]):
         # too short to read on the shared axis: a zoom in the blank past its end
         if t.wall < wall / 4:
             zoom = ax.inset_axes([0.3, 0.0, 0.7, 1.0])
-            _draw_lanes(zoom, t, t.wall)
+            _draw_lanes(zoom, t, t.wall, share=0.7)
             zoom.set_yticks([])
             zoom.tick_params(axis="x", labelsize=9, pad=-14, direction="in")
             zoom.set_facecolor("0.985")
@@ -69,8 +69,9 @@ def plot_timelines(timelines: Sequence[Any]):
     return fig
 
 
-def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
-    """Draws ``t``'s lanes into ``ax`` over ``[0, wall]`` seconds; returns the kinds drawn."""
+def _draw_lanes(ax, t: Any, wall: float, share: float = 1.0) -> set[str]:
+    """Draws ``t``'s lanes into ``ax`` (``share`` of a panel's width: an inset's is less) over
+    ``[0, wall]`` seconds; returns the kinds drawn."""
     n = max(len(t.lanes), 1)
     wall_ms = max(wall * 1e3, 1e-6)
     min_w = wall_ms / 1500  # about one pixel at the default width
@@ -93,16 +94,23 @@ def _draw_lanes(ax, t: Any, wall: float) -> set[str]:
         ax.axvspan(a, b, facecolor=COLORS["idle"][0], hatch="//", ec="0.75", lw=0, zorder=0)
     if own_ms < wall_ms * 0.99:  # where this run ended, on a time axis shared with longer ones
         ax.axvline(own_ms, color="black", lw=1.2)
-        ax.text(own_ms, -0.5, " end of this run", va="top", fontsize=9)
+        right = own_ms > 0.75 * wall_ms  # near the right edge: the words go left of the line
+        text = "end of this run " if right else " end of this run"
+        ax.text(own_ms, -0.5, text, va="top", ha="right" if right else "left", fontsize=9)
     # names inside the spans wide enough to hold them (at most 40 labels, widest first)
-    width_px = ax.figure.get_figwidth() * 100 * 0.8  # at dpi 100; font sizes scale alike
-    fits = []
+    width_px = ax.figure.get_figwidth() * 100 * 0.8 * share  # at dpi 100; fonts scale alike
+    fits, taken = [], {}  # taken: the label extents (px) already placed in each row
     for s in t.spans:
         px = s.duration * 1e3 / wall_ms * width_px
         text = s.name if len(s.name) <= 28 else s.name[:26] + ".."
         if s.depth < 2 and px > 5.8 * len(text) + 6:
             fits.append((px, s, text))
     for _, s, text in sorted(fits, key=lambda f: -f[0])[:40]:
+        mid, half = (s.start + s.duration / 2) * 1e3 / wall_ms * width_px, 2.9 * len(text) + 3
+        row = taken.setdefault((s.lane, s.depth), [])
+        if any(a < mid + half and mid - half < b for a, b in row):
+            continue  # it would print over a wider span's name: spans may overlap in a lane
+        row.append((mid - half, mid + half))
         x, y = (s.start + s.duration / 2) * 1e3, s.lane - 0.4 + (s.depth + 0.46) * row_h
         ax.text(x, y, text, ha="center", va="center", fontsize=9, color="black", clip_on=True)
     ax.set_yticks(list(range(n)), [lane.name for lane in t.lanes] or ["(no spans)"], fontsize=11)

@@ -13,7 +13,7 @@ import numpy as np
 from batchlab._util.backend import machine_label
 from batchlab._util.checks import check_positive_ints
 from batchlab._util.format import format_bytes, format_seconds
-from batchlab._util.plotting import log2_axis, new_figure
+from batchlab._util.plotting import log2_axis, new_figure, seconds_log_axis
 from batchlab.measuring.timing import Measurement, measure
 from batchlab.ragged.boundaries import RULE_COLORS, PaddingReport, plot_padding_report
 from batchlab.ragged.bucketing import (
@@ -145,8 +145,9 @@ def _draw_padding(ex: PaddingExplorer):
         xs, ms = [q.padded_elements for q in wrong], [1e3 * q.measurement.median for q in wrong]
         ax.plot(xs, ms, "x", ms=12, mew=2.5, color="crimson", label="items wrong (cut)", zorder=1)
     log2_axis(ax, "x")  # plain numbers at powers of two, no 2x10^0
-    log2_axis(ax, "y")
-    ax.set(xlabel="positions computed (log scale)", ylabel="run time, ms (log scale)")
+    times = [v * 1e3 for q in ex.cache.values() for v in (q.measurement.min, q.measurement.max)]
+    seconds_log_axis(ax, times, per_second=1e3)  # ticks at 1-2-5 or finer: a narrow range too
+    ax.set(xlabel="positions computed (log scale)", ylabel="run time (log scale)")
     setting = p.strategy if p.strategy == "pack" else f"{p.strategy} {p.size}"  # no size: pack
     title = f"{setting}: {p.waste:.0%} pads, {p.correct:.0%} items correct"
     ax.set_title(f"{title}\n{machine_label()}", fontsize=10)
