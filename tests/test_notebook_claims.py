@@ -421,10 +421,10 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "12": (
         (
             "lax.map chunk 16 plans under half of vmap's peak",
-            "lax.map chunk 1 takes over 1.5x the time of chunk 128",
+            "lax.map chunk 1 takes over 1.25x the time of chunk 128",
         ),
         (
-            "the advice's pick, run at its fitted batch size, adds at most the budget",
+            "the advice's pick, run at its fitted batch size, adds at most the budget less its",
             "packing computes under 0.8x the positions of",
         ),
     ),
