@@ -17,14 +17,18 @@ from batchlab.runs.budget import max_batch_size
 
 @exercise(
     "budget.chunk_effect",
-    "Double the chunk of a chunked lax.map and keep the budget: how many items fit now? (an int)",
+    "Double the chunk of a chunked lax.map and take three quarters of the budget: how many items "
+    "fit now? (an int)",
 )
 def _chunk_effect(answer: Any, *, measured: int) -> tuple[bool, str]:
     if answer == measured:
         return True, "Right: the chunked program's planned bytes decide, as max_batch_size found."
     if answer > measured:
         return False, "Fewer fit: how big are one chunk's D x D temporaries, against the budget?"
-    return False, "More fit: a batch below one chunk runs as a plain vmap. How many did vmap fit?"
+    return False, (
+        "More fit: a batch below one chunk runs as a plain vmap. How many items does a plain vmap "
+        "fit in this budget (its bytes per item)?"
+    )
 
 
 @exercise(

@@ -12,6 +12,7 @@ import jax
 import psutil
 from matplotlib.ticker import FuncFormatter
 
+from batchlab._util.backend import device_label
 from batchlab._util.checks import (
     check_array_tree,
     check_callable,
@@ -261,9 +262,10 @@ _STYLES = (("s-", 7, 3), ("o--", 5, 2), ("^-.", 5, 2), ("v:", 5, 2))
 
 
 def plot_budget_curves(results: list):
-    """Planned bytes versus batch size of :func:`batchlab.max_batch_size` results (each answer
-    ringed; a chunk's remainder sizes as separate marks), with the budget line, log2 axes."""
-    axes = new_figure(1, width=7.0, height=4.2)[1]
+    """Planned bytes versus batch size of :func:`batchlab.max_batch_size` results: each mark one
+    compiled batch size, each answer ringed, a chunk's remainder sizes as crosses, the budget as a
+    red line (in the legend too); log2 axes, labels sized for a projector."""
+    axes = new_figure(1, width=7.0, height=4.6)[1]
     for i, r in enumerate(results):
         label = r.strategy + (f" (chunk {r.chunk_size})" if r.chunk_size else "")
         points = sorted(r.curve)
@@ -276,23 +278,25 @@ def plot_budget_curves(results: list):
             axes.plot(*zip(*line, strict=True), fmt, **kw)
         if rest:
             kw = dict(color=color, ms=8, mew=2, zorder=z)
-            kw["label"] = f"{label}: batch % {chunk} != 0 (remainder planned apart)"
+            kw["label"] = f"{label}: a remainder (batch % {chunk} != 0)"
             axes.plot(*zip(*rest, strict=True), "x", **kw)
         if r.planned_bytes is not None:
             axes.plot([r.batch_size], [r.planned_bytes], "o", ms=14, mfc="none", mec=color, mew=2)
-    axes.plot([], [], "o", ms=12, mfc="none", mec="black", mew=2, label="answer (ringed)")
+    axes.plot([], [], "o", ms=12, mfc="none", mec="black", mew=2, label="largest batch (ringed)")
     budgets = sorted({r.budget_bytes for r in results})
     for b in budgets:
         axes.axhline(b, color="red", ls="--", lw=1.5)
-    top = f" budget {format_bytes(budgets[-1])}"
-    transform = axes.get_yaxis_transform()
-    axes.text(0.01, budgets[-1], top, color="red", ha="left", va="bottom", transform=transform)
+    shown = ", ".join(format_bytes(b) for b in budgets)
+    axes.plot([], [], color="red", ls="--", lw=1.5, label=f"budget {shown}")
     log2_axis(axes, "x")
     axes.set_yscale("log", base=2)
     axes.yaxis.set_major_formatter(FuncFormatter(short_bytes))
-    axes.set_xlabel("batch size (items, log2 axis)")
-    axes.set_ylabel("planned bytes (log2 axis)")
-    axes.set_title("planned bytes per batch (XLA compiled memory analysis)")
+    axes.set_xlabel("batch size (items, log2 scale)")
+    axes.set_ylabel("planned bytes (log2 scale)")
+    axes.set_title(
+        f"each mark: one batch size the search compiled\n"
+        f"(XLA's compiled memory analysis, {device_label()})"
+    )
     axes.grid(True, alpha=0.3)
-    axes.legend(loc="lower right", fontsize=9)
+    axes.legend(loc="best", fontsize=11)  # where it covers the fewest marks (a TPU's curves differ)
     return axes.figure
