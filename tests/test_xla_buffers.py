@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
+from matplotlib.colors import to_hex
 
 import batchlab
 from batchlab import allocator as A
@@ -83,6 +84,21 @@ def test_reprs_and_plot(assignment):
     assert ba.allocations_of("parameter")[0].size == 32
     assert "BufferAssignment: " in repr(assignment) and "<table" in assignment._repr_html_()
     assert len(assignment.plot().axes) == 1
+
+
+def test_plot_legend_shows_every_colour_and_thin_bands_say_so(assignment):
+    (ax,) = assignment.plot().axes
+    shown = {to_hex(h.get_facecolor()) for h in ax.get_legend().legend_handles}
+    assert {to_hex(p.get_facecolor()) for p in ax.patches} <= shown  # every box's colour
+    names = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"argument x", "argument w", "sort", "tanh"} <= set(names), names
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "output 128 B\n(drawn taller)" in labels, labels  # f32[32] under 1/5 of 16 KiB
+    donated = batchlab.buffer_assignment(
+        lambda x: x.at[0].set(1.0), S((256,), jnp.float32), donate_argnums=0
+    )
+    texts = [t.get_text() for t in donated.plot().axes[0].get_legend().get_texts()]
+    assert texts[1].endswith("(the output)"), texts  # the update's result, in x's buffer
 
 
 def test_parse_hand_written_report():

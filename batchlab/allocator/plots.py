@@ -37,7 +37,7 @@ def plot_memory_map(replay: Replay, ax, *, title: str | None = None, legend: boo
     ax.set(xlim=(0, end), ylim=(0, replay.capacity), xlabel=EVENT_AXIS, ylabel="address")
     bytes_axis(ax.yaxis)
     policy = f"{replay.policy} (preallocate={replay.preallocate})"
-    ax.set_title(title or f"memory map: {replay.events_name} on {policy} [simulation]")
+    ax.set_title(title or f"memory map: {replay.events_name}\non {policy} [simulation]")
     if legend:
         owners = sorted({b.owner for b in replay.blocks})
         handles = [Patch(color=owner_color(o), label=o or "buffer") for o in owners]
@@ -86,14 +86,12 @@ def plot_replay(replay: Replay, *, zoom: tuple[int, int] | None = None):
         ax_b.step(replay.times, values, where="post", color=color, lw=lw, ls=ls, label=label)
     bytes_axis(ax_b.yaxis)
     ax_b.set(ylim=(0, replay.capacity * 1.05), title="bytes [simulation]")
-    ax_b.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
+    ax_b.legend(fontsize=11, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     percent = [100 * f for f in replay.fragmentation]
     ax_f.step(replay.times, percent, where="post", color="tab:red", lw=2)
     ax_f.yaxis.set_major_formatter(PercentFormatter())
     ax_f.set_ylim(0, 100)
-    ax_f.set_title("XLA's fragmentation:\n1 - largest free chunk / free pool bytes", fontsize=11)
-    for f in replay.failures:
-        ax_f.axvline(f.time, color="red", alpha=0.3)
+    ax_f.set_title("XLA's fragmentation:\n1 - largest free chunk / free pool bytes", fontsize=12)
     for ax in (ax_b, ax_f):
         ax.set_xlabel(EVENT_AXIS)
         ax.grid(True, alpha=0.3)

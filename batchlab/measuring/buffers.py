@@ -26,7 +26,6 @@ _OP_NAME = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+) = .*?metadata=\{[^}]*?op_na
 #: words of an allocation's header line -> its kind (else "output" if live out, else "temp")
 _KINDS = {"parameter": "parameter", "constant": "constant", "thread-local": "thread-local"}
 _KINDS |= {"output shape": "output", "preallocated-temp": "temp"}
-_TEXT = dict(ha="center", va="center", fontsize=9, color="white", zorder=3, clip_on=True)
 
 
 class XlaValue(NamedTuple):
@@ -159,43 +158,44 @@ class BufferAssignment(Rows):
         )
 
     def plot(self):
-        """One band per allocation (height: bytes), a box per value from its first to last step."""
-        from matplotlib.patches import Rectangle
+        """A band per allocation (height: bytes, at least 1/5 of the tallest), a box per value."""
+        from matplotlib.patches import Patch, Rectangle
 
-        fig, ax = new_figure(1, width=11, height=4.6)
+        fig, ax = new_figure(1, width=11, height=5)
         allocations = [a for a in self.allocations_of("parameter", "output", "temp") if a.live]
         steps = max(len(self.sequence), 1)
-        gap = max((a.size for a in allocations), default=1) * 0.08
-        base, ticks, labels, n = 0.0, [], [], 0
+        tallest = max((a.size for a in allocations), default=1)
+        colours: dict[str, str] = {}  # the op that made a value -> its colour (the legend's)
+        base, ticks, labels = 0.0, [], []
         for a in allocations:
-            ax.add_patch(Rectangle((0, base), steps, a.size, color="0.93", lw=0, zorder=0))
-            for v in a.live:
-                width, corner = max(v.end - v.start, 0.4), (v.start, base + v.offset)
-                style = dict(facecolor=f"C{n % 10}", edgecolor="white", lw=1.5, alpha=0.9)
-                ax.add_patch(Rectangle(corner, width, v.size, zorder=2, **style))
-                if width >= 1 and v.size >= 0.25 * a.size and v.size >= 0.1 * gap / 0.08:
-                    turn = 0 if width >= 0.12 * steps else 90
-                    where = (v.start + width / 2, base + v.offset + v.size / 2)
-                    ax.text(*where, v.name.replace("{}", "")[:14], rotation=turn, **_TEXT)
-                n += 1
-            ticks.append(base + a.size / 2)
-            labels.append(f"{a.kind}\n{format_bytes(a.size)}")
-            base += a.size + gap
-        ax.set(
-            xlim=(0, steps), ylim=(0, max(base - gap, 1)), xlabel="step in XLA's instruction order"
-        )
-        shown = []  # a band's label only where it clears the last one shown (two lines of text)
-        for i, t in enumerate(ticks):
-            if shown and t - ticks[shown[-1]] < 0.08 * max(base - gap, 1):
-                labels[i] = ""
-            else:
-                shown.append(i)
+            scale = max(a.size, tallest / 5) / a.size
+            ax.add_patch(Rectangle((0, base), steps, a.size * scale, color="0.93", lw=0, zorder=0))
+            for i, v in enumerate(a.live):
+                op = self.label(v.name).split(" (")[-1].rstrip(")")
+                made = f"argument {op}" if a.kind == "parameter" and i == 0 else op
+                made += " (the output)" if a.live_out and i == len(a.live) - 1 and i else ""
+                colour = colours.setdefault(made, _PALETTE[min(len(colours), len(_PALETTE) - 1)])
+                box = (v.start, base + v.offset * scale), max(v.end - v.start, 0.4), v.size * scale
+                ax.add_patch(Rectangle(*box, fc=colour, ec="white", lw=1.5))
+            ticks.append(base + a.size * scale / 2)
+            kind = a.kind + " (live out)" * (a.kind == "parameter" and a.live_out)
+            size = format_bytes(a.size)
+            labels.append(f"{kind} {size}\n(drawn taller)" if scale > 1 else f"{kind}\n{size}")
+            base += a.size * scale + 0.08 * tallest
+        top = max(base - 0.08 * tallest, 1)
+        ax.set(xlim=(0, steps), ylim=(0, top), xlabel="step in XLA's instruction order")
         ax.set_yticks(ticks, labels)
-        ax.set_title(
-            f"XLA buffer assignment of {self.name} on {self.backend} "
-            f"[from XLA: boxes sharing a band share bytes]"
-        )
+        ax.set_title(f"XLA buffer assignment of {self.name} on {self.backend} [from XLA: boxes "
+                     "sharing a band share bytes]")  # fmt: skip
+        names = list(colours)[: len(_PALETTE) - 1] + ["other ops"] * (len(colours) >= len(_PALETTE))
+        handles = [Patch(color=colours.get(n, _PALETTE[-1]), label=n) for n in names]
+        handles.append(Patch(color="0.93", label="allocated, no live value"))
+        ax.legend(handles=handles, title="what made each value", loc="upper left", fontsize=11,
+                  bbox_to_anchor=(1.0, 1.0), title_fontsize=11, frameon=False)  # fmt: skip
         return fig
+
+
+_PALETTE = [f"C{i}" for i in (0, 1, 2, 3, 4, 5, 6, 8, 9)] + ["0.55"]  # the last: ops beyond them
 
 
 def buffer_assignment(
