@@ -49,16 +49,14 @@ def shuffled_slices(answer: Any) -> tuple[bool, str]:
 
 @exercise("loading.sync_less", "Sync every 4th step: {'loop': ..., 'overlap': ...}.")
 def sync_less(answer: Any, *, reference: Any) -> tuple[bool, str]:
-    """Traces ``reference`` (the loop that reads every loss) and the learner's loop, alternately,
-    twice each, and derives the expected direction from those traces: the mean overlap shares
-    differ by more than the tolerance (0.1, or twice the larger spread between a loop's two
-    traces) or read 'same'."""
+    """Traces ``reference`` (reads every loss) and the learner's loop, alternately, twice each;
+    the mean overlap shares apart by 0.1 (or twice a loop's own spread) decide the direction."""
     if not isinstance(answer, dict) or not callable(answer.get("loop")):
         return False, "Answer {'loop': the function itself (no parentheses), 'overlap': ...}."
     if answer.get("overlap") not in DIRECTIONS:
         return False, f"answer['overlap'] must be one of {DIRECTIONS}, got {answer['overlap']!r}."
     shares: dict[str, list[float]] = {"reference": [], "yours": []}
-    losses = {}
+    losses: dict[str, list[float]] = {}
     for _ in range(2):  # alternately: a burst of load on the host touches both loops
         for name, loop in (("reference", reference), ("yours", answer["loop"])):
             with trace(label=name) as t:
@@ -72,10 +70,7 @@ def sync_less(answer: Any, *, reference: Any) -> tuple[bool, str]:
         )
     tolerance = max(0.1, 2 * max(max(v) - min(v) for v in shares.values()))
     if tolerance > 0.3:  # the same loop traced twice reads too differently to grade a direction
-        return False, (
-            "This run cannot grade it: two traces of the same loop differ by over 0.15 in "
-            "overlap share. Run the check again (on a quieter machine)."
-        )
+        return False, "This run cannot grade it: a loop's two traces differ by over 0.15. Retry."
     d = float(np.mean(shares["yours"]) - np.mean(shares["reference"]))
     if answer["overlap"] != ("grows" if d > tolerance else "shrinks" if d < -tolerance else "same"):
         return False, (

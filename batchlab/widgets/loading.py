@@ -78,13 +78,12 @@ class LoadingExplorer(Explorer):
 
 def _where(ex: LoadingExplorer, short: bool = False) -> str:
     """Where the dataset's bytes can come from, against the last-level cache."""
-    cache, size = ex.ceiling.cache_bytes, format_bytes(ex.dataset.total_bytes)
-    if cache is None:
-        return f"a {size} dataset; the last-level cache's size is unknown here"
-    if ex.dataset.total_bytes <= cache:
-        tail = "the lines are no ceiling for it" if short else "its rows may come from the cache"
-        return f"a {size} dataset, inside the {format_bytes(cache)} last-level cache: {tail}"
-    return f"a {size} dataset, beyond the {format_bytes(cache)} last-level cache"
+    cache, size = ex.ceiling.cache_bytes, f"a {format_bytes(ex.dataset.total_bytes)} dataset"
+    if cache is None or ex.dataset.total_bytes > cache:
+        where = f"beyond the {format_bytes(cache)} last-level cache" if cache else "cache unknown"
+        return f"{size}, {where}"
+    tail = "the lines are no ceiling for it" if short else "its rows may come from the cache"
+    return f"{size}, inside the {format_bytes(cache)} last-level cache: {tail}"
 
 
 def _draw_throughput(ex: LoadingExplorer):
@@ -120,8 +119,7 @@ class ScalingExplorer(Explorer):
     """Device count and batch size -> per-device planned memory and run time of ``fn``.
 
     ``fn(batch, *params)`` on ``make_batch(n)`` sharded over ``devices`` (``params`` replicated).
-    ``timed=False`` leaves the run time out of the plot and the text: on simulated devices (CPU
-    devices standing in for accelerators, sharing one host's cores) it times the host, not devices.
+    ``timed=False``: no run time in plot and text (simulated devices share the host's cores).
 
     Example:
       >>> import jax.numpy as jnp
