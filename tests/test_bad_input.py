@@ -1023,6 +1023,12 @@ case(
     ValueError,
     r"`batch_sizes`",
 )
+case(
+    "ScalingExplorer(timed='no')",
+    lambda: _widgets().ScalingExplorer(double, make, [2], [1], timed="no"),
+    TypeError,
+    r"`timed`",
+)
 case("AxesExplorer(fn=3)", lambda: _widgets().AxesExplorer(3, X), TypeError, r"`fn`")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import jax
@@ -266,42 +267,36 @@ def test_explorer_takes_the_runs_one_ceiling(dataset, monkeypatch):
     assert ex.ceiling is c and ex.update(sync=True).items == dataset.n_items
     ex.update(sync=False)
     assert len(ex.measured) == 2  # two settings, two bars: the sync one is not overwritten
-    assert ex.figure() is not None
+    title = ex.figure().axes[0].get_title()
+    assert "beyond the 256 B last-level cache" in title and "no ceiling" not in title
+    roomy_cache = dataclasses.replace(c, cache_bytes=1 << 40)  # a cache the dataset fits in
+    roomy = LoadingExplorer(dataset, [4], repeat=1, ceiling=roomy_cache)
+    assert "the lines are no ceiling for it" in roomy.figure().axes[0].get_title()
     with pytest.raises(TypeError, match="`ceiling` must be a Ceiling"):
         LoadingExplorer(dataset, [4], repeat=1, ceiling=2.5)
 
 
 def test_sync_less_exercise_traces_the_learners_loop():
-    import jax
-    import jax.numpy as jnp
+    calls = []
 
-    from batchlab.timeline import timeline
+    def ref():  # no device work: an overlap share of 0 on every trace
+        calls.append("ref")
+        return [1.0, 2.0]
 
-    ref = timeline(jax.jit(lambda x: x + 1), jnp.ones(2), steps=2)  # no host work: share 0
     same = exercises.check(
-        "loading.sync_less",
-        {"loop": lambda: [1.0, 2.0], "overlap": "same"},
-        reference=ref,
-        losses=[1.0, 2.0],
+        "loading.sync_less", {"loop": lambda: [1.0, 2.0], "overlap": "same"}, reference=ref
     )
     assert same, same.message
+    assert calls == ["ref", "ref"]  # traced twice, alternating with the learner's loop
     grows = exercises.check(
-        "loading.sync_less",
-        {"loop": lambda: [1.0, 2.0], "overlap": "grows"},
-        reference=ref,
-        losses=[1.0, 2.0],
+        "loading.sync_less", {"loop": lambda: [1.0, 2.0], "overlap": "grows"}, reference=ref
     )
     assert not grows and "Not yet" in grows.message
     wrong = exercises.check(
-        "loading.sync_less",
-        {"loop": lambda: [1.0], "overlap": "same"},
-        reference=ref,
-        losses=[1.0, 2.0],
+        "loading.sync_less", {"loop": lambda: [1.0], "overlap": "same"}, reference=ref
     )
     assert not wrong and "returned 1 losses" in wrong.message
-    not_fn = exercises.check(
-        "loading.sync_less", {"loop": [1.0], "overlap": "same"}, reference=ref, losses=[1.0]
-    )
+    not_fn = exercises.check("loading.sync_less", {"loop": [1.0], "overlap": "same"}, reference=ref)
     assert not not_fn and "the function itself" in not_fn.message
 
 
@@ -314,3 +309,18 @@ def test_max_time_stops_starting_passes_but_runs_at_least_one(dataset, monkeypat
     )  # the first pass is over budget: it is the only one
     with pytest.raises(ValueError, match="max_time"):
         measure_loading(dataset, 4, max_time=0)
+
+
+def test_scaling_explorer_leaves_the_run_time_out_when_not_timed():
+    import jax.numpy as jnp
+
+    from batchlab.widgets import ScalingExplorer
+
+    def make(n):
+        return jnp.ones((n, 4))
+
+    timed = ScalingExplorer(lambda b: b * 2, make, [3], [1])
+    bare = ScalingExplorer(lambda b: b * 2, make, [3], [1], timed=False)
+    assert len(timed.figure().axes) == 2 and len(bare.figure().axes) == 1
+    texts = [ex._describe(ex.result) for ex in (timed, bare)]  # the explorer's text line
+    assert "wall clock" in texts[0] and "wall clock" not in texts[1]

@@ -412,11 +412,8 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "11": (
-        (),
-        (
-            "{n_max} devices run the batch more",
-            "the masked mean over a padded,",
-        ),
+        ("the masked mean over a padded,",),
+        ("{n_max} devices run the batch more",),
     ),
     "12": (
         (

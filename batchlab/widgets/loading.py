@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from batchlab._util.backend import machine_label
-from batchlab._util.checks import check_callable, check_positive_ints
+from batchlab._util.checks import check_bool, check_callable, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
 from batchlab._util.plotting import bytes_axis, log2_axis, new_figure
 from batchlab.loading.files import METHODS, ORDERS, TRANSFERS, Dataset
@@ -37,6 +37,7 @@ class LoadingExplorer(Explorer):
                 f"`ceiling` must be a Ceiling from measure_ceiling(...), got {ceiling!r}."
             )
         self.ceiling = ceiling  # one per run: text and plot quote the same number
+        self.dataset, self.stepped = dataset, step is not None  # what the plot's title names
 
         def compute(prefetch: bool, **setting: Any) -> Throughput:
             kw = dict(step=step, prefetch=2 if prefetch else 0, repeat=repeat, max_time=0.3)
@@ -70,9 +71,19 @@ class LoadingExplorer(Explorer):
         memcpy = self.ceiling.memcpy
         return (
             f"<b>{format_count(r.items_per_s)} items/s</b>, {format_rate(r.bytes_per_s)} = "
-            f"<b>{r.bytes_per_s / memcpy.bytes_per_s:.1%}</b> of the ceiling, "
-            f"{memcpy.label}: {format_rate(memcpy.bytes_per_s)} (wall clock, same run)"
+            f"<b>{r.bytes_per_s / memcpy.bytes_per_s:.1%}</b> of the reference {memcpy.label}: "
+            f"{format_rate(memcpy.bytes_per_s)} (wall clock, same run; {_where(self)})"
         )
+
+
+def _where(ex: LoadingExplorer, short: bool = False) -> str:
+    """Where the dataset's bytes can come from, against the last-level cache."""
+    cache, size = ex.ceiling.cache_bytes, f"a {format_bytes(ex.dataset.total_bytes)} dataset"
+    if cache is None or ex.dataset.total_bytes > cache:
+        where = f"beyond the {format_bytes(cache)} last-level cache" if cache else "cache unknown"
+        return f"{size}, {where}"
+    tail = "the lines are no ceiling for it" if short else "its rows may come from the cache"
+    return f"{size}, inside the {format_bytes(cache)} last-level cache: {tail}"
 
 
 def _draw_throughput(ex: LoadingExplorer):
@@ -91,15 +102,16 @@ def _draw_throughput(ex: LoadingExplorer):
     ax.set_yticks(rows, labels, fontsize=10)
     ax.invert_yaxis()
     for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
-        ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"ceiling: {t.label}")
+        ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"reference: {t.label}")
     top = max([ceiling.memcpy.bytes_per_s, ceiling.file_read.bytes_per_s, *values])
     ax.set(xscale="log", xlim=(min([*low, top]) / 3, top * 3))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v).replace(".00 ", " ")))
-    ax.set_xlabel("throughput, bytes/s (log scale; wall clock, bar: best pass)")
+    ax.set_xlabel("dataset bytes per second of a pass (log scale; wall clock; bar: best pass)")
     fig.legend(loc="outside lower center", fontsize=9, frameon=False)  # constrained: not clipped
     ax.grid(True, axis="x", alpha=0.3)
-    title = "loading throughput against this machine's ceiling (red: current setting)"
-    ax.set_title(f"{title}\n{machine_label()}", fontsize=12)
+    what = "loading" + (" + a step per batch" if ex.stepped else ", no compute")
+    title = f"{what}, beside two reference lines (red: current setting)\n{_where(ex, True)}"
+    ax.set_title(f"{title}\n{machine_label()}", fontsize=11)
     return fig
 
 
@@ -107,6 +119,7 @@ class ScalingExplorer(Explorer):
     """Device count and batch size -> per-device planned memory and run time of ``fn``.
 
     ``fn(batch, *params)`` on ``make_batch(n)`` sharded over ``devices`` (``params`` replicated).
+    ``timed=False``: no run time in plot and text (simulated devices share the host's cores).
 
     Example:
       >>> import jax.numpy as jnp
@@ -125,9 +138,11 @@ class ScalingExplorer(Explorer):
         *,
         params: tuple = (),
         devices: Sequence[Any] | None = None,
+        timed: bool = True,
     ) -> None:
         check_callable(fn)
         check_callable(make_batch, "make_batch")
+        self.timed = check_bool(timed, "timed")
         batch_sizes = check_positive_ints(batch_sizes, "batch_sizes")
         device_counts = check_positive_ints(device_counts, "device_counts")
 
@@ -143,7 +158,7 @@ class ScalingExplorer(Explorer):
                 "batch_size": _dropdown(batch_sizes, "batch size"),
             },
             draw=_draw_scaling,
-            describe=_describe_scaling,
+            describe=functools.partial(_describe_scaling, timed=self.timed),
             title="Scaling explorer",
         )
         self.update()
@@ -155,17 +170,19 @@ class ScalingExplorer(Explorer):
 
 
 def _draw_scaling(ex: ScalingExplorer):
-    fig, (ax_m, ax_t) = new_figure(2, width=5.0, height=3.6)
+    fig, axes = new_figure(2 if ex.timed else 1, width=5.0 if ex.timed else 6.0, height=3.6)
+    ax_m, *ax_t = axes if ex.timed else [axes]
     pts = ex.points(ex.params["batch_size"])
     n = [p.n_devices for p in pts]
     ax_m.plot(n, [p.peak_bytes for p in pts], "s-", color="tab:orange")
     bytes_axis(ax_m.yaxis)
     ax_m.set_ylabel("planned peak per device")
     ax_m.set_title("compiled memory analysis", fontsize=11)
-    ax_t.plot(n, [p.seconds * 1e3 for p in pts], "o-", color="tab:blue")
-    ax_t.set_ylabel("run time per batch (ms)")
-    ax_t.set_title("wall clock, median", fontsize=11)
-    for ax in (ax_m, ax_t):
+    for ax in ax_t:  # timed=False: no run-time panel
+        ax.plot(n, [p.seconds * 1e3 for p in pts], "o-", color="tab:blue")
+        ax.set_ylabel("run time per batch (ms)")
+        ax.set_title(f"wall clock, median\n{machine_label()}", fontsize=10)
+    for ax in (ax_m, *ax_t):
         log2_axis(ax)
         ax.set(xticks=n, xlabel="devices (log scale)", ylim=(0, None))
         ax.grid(True, alpha=0.3)
@@ -173,9 +190,10 @@ def _draw_scaling(ex: ScalingExplorer):
     return fig
 
 
-def _describe_scaling(p: ScalingPoint) -> str:
+def _describe_scaling(p: ScalingPoint, *, timed: bool = True) -> str:
+    run = f"run {format_seconds(p.seconds)} (wall clock); " if timed else ""
     return (
         f"{p.n_devices} device(s), {p.rows_per_device} rows each: planned peak "
-        f"<b>{format_bytes(p.peak_bytes)}</b> per device (compiled memory analysis); run "
-        f"{format_seconds(p.seconds)} (wall clock); equals one device: {p.matches_single_device}"
+        f"<b>{format_bytes(p.peak_bytes)}</b> per device (compiled memory analysis); {run}"
+        f"equals one device: {p.matches_single_device}"
     )
