@@ -59,7 +59,10 @@ MAX_LINES = 420
 #: read it); no other dead name, option or true duplicate, so the cut back to 12,000 stays open
 #: -> 13,420: four plots stop printing labels over each other (TPU review: timeline span names,
 #:    advice point labels, buffer bands under 8% of the height, the padding explorer's time axis)
-MAX_PACKAGE_LINES = 13_420
+#: -> 13,454: the third review (issue 47): the loading explorer names where its bytes can come
+#:    from (a dataset inside the last-level cache), ScalingExplorer(timed=False) for simulated
+#:    devices, exercise 3 of 10 graded from two traces a side, plot relabelling in 06, 08, 09
+MAX_PACKAGE_LINES = 13_454
 
 
 def module_name(path: Path) -> str:
