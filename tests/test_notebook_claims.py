@@ -313,7 +313,10 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "per item, the batch beats lax.map by",
             "at the default precision a float32",
         ),
-        ("XLA plans score_item's x @ w and",),
+        (
+            "XLA plans score_item's x @ w and",
+            "per item, lax.map in one step of",
+        ),
     ),
     "01": (
         (),
@@ -339,6 +342,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "the hand-batched expansion runs over 2x",
             "vmap's one batched convolution (conv_general",
             "with large chunks the host loop",
+            "lax.map in {N // k} chunks of {k}",
         ),
         ("chunked temp is one chunk's hidden",),
     ),
