@@ -315,7 +315,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         (
             "XLA plans score_item's x @ w and",
-            "per item, lax.map in one step of",
+            "per item, lax.map item by item takes over 1.25x the same",
         ),
     ),
     "01": (
@@ -416,8 +416,11 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "11": (
-        ("the masked mean over a padded,",),
-        ("{n_max} devices run the batch more",),
+        (),
+        (
+            "{n_max} devices run the batch more",
+            "the masked mean over a padded,",
+        ),
     ),
     "12": (
         (

@@ -99,7 +99,7 @@ def _draw_throughput(ex: LoadingExplorer):
     spread = [[v - lo for v, lo in zip(values, low, strict=True)], [0] * len(labels)]
     bars = dict(fmt="none", ecolor="black", capsize=4, label="spread: slowest to best pass")
     ax.errorbar(values, rows, xerr=spread, **bars)
-    ax.set_yticks(rows, labels, fontsize=10)
+    ax.set_yticks(rows, labels, fontsize=11)
     ax.invert_yaxis()
     for t, style in ((ceiling.memcpy, "--"), (ceiling.file_read, ":")):
         ax.axvline(t.bytes_per_s, color="black", ls=style, lw=2, label=f"reference: {t.label}")
