@@ -62,7 +62,9 @@ MAX_LINES = 420
 #: -> 13,454: the third review (issue 47): the loading explorer names where its bytes can come
 #:    from (a dataset inside the last-level cache), ScalingExplorer(timed=False) for simulated
 #:    devices, exercise 3 of 10 graded from two traces a side, plot relabelling in 06, 08, 09
-MAX_PACKAGE_LINES = 13_454
+#: -> 13,476: the calibration reads a TPU's reserved bytes (a program's temps show there, not in
+#:    bytes in use), so the advice's margin is calibrated on a TPU instead of left at 1.00
+MAX_PACKAGE_LINES = 13_476
 
 
 def module_name(path: Path) -> str:

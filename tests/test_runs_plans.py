@@ -261,30 +261,52 @@ def test_the_calibrated_batch_runs_under_the_limit(strategy, chunk):
     assert control.ran is False, control
 
 
-def test_observe_in_process_is_the_peak_growth_and_never_a_hidden_peak(monkeypatch):
-    """GPU: the peak a first call raised above what was in use before it (no device in CI)."""
+def _counters(monkeypatch, facts, readings):
+    """Fake device counters, one DeviceMemory per read; the ballast put on the host device."""
     from batchlab._util.backend import FACTS
-    from batchlab.measuring.live import DeviceMemory
 
-    stats = iter([DeviceMemory("gpu", 100, 50)] + [DeviceMemory("gpu", 100, 4196)] * 3)
+    stats = iter(readings)
     monkeypatch.setattr(calibration, "device_memory", lambda: next(stats))
-    monkeypatch.setattr(calibration, "backend_facts", lambda: FACTS["gpu"])
-    job = ("4", None, lambda x: x * 2, (jax.ShapeDtypeStruct((4,), jnp.float32),))
-    source = "device memory_stats: peak_bytes_in_use growth, this process"
-    assert calibration.observe_in_process([job]) == {"4": {"bytes": 4096, "source": source}}
-    hidden = calibration.observe_in_process([job])  # the peak did not move: not observed
-    assert hidden["4"]["bytes"] is None and "already above" in hidden["4"]["source"]
+    monkeypatch.setattr(calibration, "backend_facts", lambda: FACTS[facts])
+    return ("4", None, lambda x: x * 2, (jax.ShapeDtypeStruct((4,), jnp.float32),))
 
 
-def test_observe_in_process_refuses_a_counter_that_misses_program_temporaries(monkeypatch):
-    """TPU v5e: the peak counter does not see a jitted program's temps: nothing is observed."""
-    from batchlab._util.backend import FACTS
+def test_observe_in_process_is_the_rise_over_the_bytes_in_use_before_the_call(monkeypatch):
+    """GPU: the peak a first call raised above what was in use before it (after the ballast)."""
+    from batchlab.measuring.live import DeviceMemory as M
 
-    monkeypatch.setattr(calibration, "backend_facts", lambda: FACTS["tpu"])
-    monkeypatch.setattr(calibration, "device_memory", lambda: pytest.fail("nothing is read"))
-    job = ("4", None, lambda x: x * 2, (jax.ShapeDtypeStruct((4,), jnp.float32),))
-    got = calibration.observe_in_process([job])
-    assert got["4"]["bytes"] is None and "temporaries" in got["4"]["source"]
+    first, lifted, after = M("gpu", 50, 100), M("gpu", 100, 100), M("gpu", 100, 4196)
+    job = _counters(monkeypatch, "gpu", [first, lifted, after])
+    got = calibration.observe_in_process([job])["4"]
+    assert got["bytes"] == 4096 and "in use and reserved" in got["source"]
+
+
+def test_observe_in_process_adds_the_reserved_rise_and_never_reads_a_hidden_one(monkeypatch):
+    """TPU v5e: a program's temps show in peak_bytes_reserved, not in use (notebook 06)."""
+    from batchlab.measuring.live import DeviceMemory as M
+
+    def tpu(use, peak, reserved, peak_reserved):
+        return M("tpu", use, peak, bytes_reserved=reserved, peak_bytes_reserved=peak_reserved)
+
+    kw = [tpu(100, 100, 0, 0), tpu(100, 100, 0, 0), tpu(100, 600, 3000, 3000)]
+    job = _counters(monkeypatch, "tpu", kw)
+    assert calibration.observe_in_process([job])["4"]["bytes"] == 500 + 3000
+    same = [tpu(100, 100, 3000, 3000), tpu(100, 100, 3000, 3000), tpu(100, 600, 3000, 3000)]
+    job = _counters(monkeypatch, "tpu", same)  # peak = reserved before: the call reserved none
+    assert calibration.observe_in_process([job])["4"]["bytes"] == 500
+    hidden = [tpu(100, 100, 0, 3000), tpu(100, 100, 0, 3000), tpu(100, 600, 2000, 3000)]
+    job = _counters(monkeypatch, "tpu", hidden)  # up to 3000 B could hide under the old peak
+    got = calibration.observe_in_process([job])["4"]
+    assert got["bytes"] is None and "already above" in got["source"]
+
+
+def test_observe_in_process_refuses_counters_that_miss_program_temporaries(monkeypatch):
+    """A device whose bytes in use miss a program's temps and that reports no reserved bytes."""
+    from batchlab.measuring.live import DeviceMemory as M
+
+    job = _counters(monkeypatch, "tpu", [M("tpu", 100, 100)])
+    got = calibration.observe_in_process([job])["4"]
+    assert got["bytes"] is None and "temporaries" in got["source"]
 
 
 def test_the_calibration_runs_the_searched_program_strategy_chunk_and_axes(monkeypatch):
@@ -326,9 +348,10 @@ def test_no_second_process_and_no_stats_is_uncalibrated_and_starts_nothing(monke
     assert "run nowhere (not run)" in r._title()
 
 
-@pytest.mark.parametrize("start_peak", [0, 1 << 40])
+@pytest.mark.parametrize("start_peak", [4096, 1 << 40])
 def test_in_process_calibration_reads_the_peak_smallest_batch_first(monkeypatch, start_peak):
     stats = dict(bytes_in_use=4096, peak_bytes_in_use=start_peak)
+    stats.update(bytes_reserved=None, peak_bytes_reserved=None)  # a GPU reports none
     _accelerator(monkeypatch, stats)
     seen = []
 
@@ -340,11 +363,12 @@ def test_in_process_calibration_reads_the_peak_smallest_batch_first(monkeypatch,
     monkeypatch.setattr(calibration, "call", call)
     raw = int(batchlab.max_batch_size(elementwise, ITEM, budget_bytes=2**20))
     r = batchlab.max_batch_size(elementwise, ITEM, budget_bytes=2**20, margin="calibrated")
-    assert seen == [raw // 4, raw] and "in this process" in r._title()
-    if start_peak:  # an earlier peak hides both calls: said, never guessed
+    if start_peak > calibration.MAX_BALLAST:  # too far to lift: said, never guessed
+        assert seen == [] and "in this process" in r._title()
         assert r.margin == 1.0 and r.margin_source.startswith("uncalibrated: nothing observed")
-        assert "was already above this call's" in r.margin_source
+        assert "1.00 TiB above its use" in r.margin_source
     else:  # the plan is input + output (2x the input): the ratio is 3 / 2
+        assert seen == [raw // 4, raw] and "in this process" in r._title()
         assert r.margin == pytest.approx(1.5, rel=0.01) and r.margin_source.startswith(
             "calibrated: "
         )

@@ -24,6 +24,8 @@ class DeviceMemory(Rows):
     bytes_limit: int | None = None
     largest_free_block_bytes: int | None = None
     pool_bytes: int | None = None
+    bytes_reserved: int | None = None  # TPU: loaded programs' temporaries (notebook 06)
+    peak_bytes_reserved: int | None = None
     source: str = "device memory stats (jax.Device.memory_stats())"
     _inline = True
 

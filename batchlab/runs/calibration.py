@@ -91,25 +91,45 @@ def run_here(jobs: list) -> dict:
     return result
 
 
+def call_rise(run: Any, args: Any) -> tuple[int | None, str]:
+    """What one first call of ``run`` adds to the device, read from its counters: the rise of
+    ``peak_bytes_in_use`` over the bytes in use before it, plus the rise of
+    ``peak_bytes_reserved`` (a TPU reserves a program's temporaries when it loads it: its
+    bytes in use miss them, notebook 06). Peaks never reset, so a ballast first lifts bytes in
+    use to their peak (at most :data:`MAX_BALLAST`): a new peak is then the call's. ``None``
+    where a peak stays hidden under an earlier one, never guessed."""
+    s = device_memory()
+    if not backend_facts().counts_program_temps and s.peak_bytes_reserved is None:
+        return None, "not observed: this device's counters do not show a program's temporaries"
+    lift = s.peak_bytes_in_use - s.bytes_in_use
+    if lift > MAX_BALLAST:
+        return None, f"not observed: the device's peak is {format_bytes(lift)} above its use"
+    ballast = jax.device_put(np.zeros(lift, np.uint8)) if lift else None
+    before = device_memory()
+    call(run, args)
+    after = device_memory()
+    del ballast
+    now, old = before.bytes_reserved or 0, before.peak_bytes_reserved or 0
+    new = after.peak_bytes_reserved or 0
+    if new <= old and old > now:  # a reservation up to old - now would not show
+        return None, "not observed: the reserved peak was already above this call's"
+    reserved = new - now if new > old else 0  # peak = reserved before: the call reserved none
+    return after.peak_bytes_in_use - before.bytes_in_use + reserved, ""
+
+
+#: the largest ballast :func:`call_rise` puts on the device (a host array of that size first)
+MAX_BALLAST = 1 << 30
+
+
 def observe_in_process(jobs: list) -> dict:
-    """``{label: bytes}`` of ``(label, _, run, args)`` jobs in THIS process: the growth of the
-    device's ``peak_bytes_in_use`` (never reset) over each first call, smallest batch first; a
-    call under an earlier peak, or a device whose counter misses a program's temporaries
-    (``counts_program_temps``), is not observed (``None``), never guessed."""
-    result, source = {}, "device memory_stats: peak_bytes_in_use growth, this process"
-    if not backend_facts().counts_program_temps:  # it would read a program's temps as 0 B
-        why = "not observed: this device's peak counter does not count a program's temporaries"
-        return {label: {"bytes": None, "source": why} for label, *_ in jobs}
+    """``{label: bytes}`` of ``(label, _, run, args)`` jobs in THIS process, smallest batch first:
+    :func:`call_rise` of each first call (``None`` where it is hidden or fails, never guessed)."""
+    result, source = {}, "device memory_stats: peak bytes in use and reserved, this process"
     for label, _, run, args in jobs:
-        before, got = device_memory(), None
         try:
-            call(run, args)
-            peak = device_memory().peak_bytes_in_use
-            got = peak - before.bytes_in_use
-            if peak <= before.peak_bytes_in_use:
-                got, why = None, "not observed: the device's peak was already above this call's"
+            got, why = call_rise(run, args)
         except Exception as e:  # e.g. out of memory: no figure
-            why = f"failed: {type(e).__name__}: {str(e)[:200]}"
+            got, why = None, f"failed: {type(e).__name__}: {str(e)[:200]}"
         result[label] = {"bytes": got, "source": source if got is not None else why}
     return result
 
