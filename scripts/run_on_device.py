@@ -8,9 +8,10 @@ refused (a Jupyter kernel's zmq dies there, ipc transport too). Errors do not st
 so one run lists every failure. A watchdog ends a process whose resident memory passes
 ``--max-rss-gib`` (a notebook must never fill the host). The executed copy goes to
 ``--out/NN_topic.ipynb`` and a row per notebook to ``--out/summary.json`` ("runs": wall time,
-errors, backend, device kind, jax version, date, the hash of the notebook's code, JAX's start
-(importing it and opening the device, before the first cell: ``jax_start_s``) apart from the
-cells' own seconds (``after_jax_start_s``); "stale": each
+errors, backend, device kind, jax version, date, the hash of the notebook's code; JAX's start
+before the first cell, timed apart from the cells' own seconds (``after_jax_start_s``): importing
+it and opening the device (``jax_start_s``), then the compiler's start, one jitted op compiled
+and run (``first_compile_s``); "stale": each
 notebook whose code changed since its stored run, with the reason), so that a CI test can tell
 a current copy from a stale one (``tests/test_device_copies.py``). ``--stale REASON`` only
 updates that list (for a change made when no accelerator is lent). Nothing here
@@ -150,7 +151,9 @@ def execute_in_process(path: Path) -> None:
     from batchlab import count_compiles  # here: the parent process never imports JAX
 
     shell.run_cell("import jax as _x; _x.devices()", silent=True)
-    nb.metadata["jax_start_seconds"] = round(time.perf_counter() - t0, 3)
+    t1 = time.perf_counter()  # the compiler's own start: one jitted op, compiled and run
+    shell.run_cell("_x.block_until_ready(_x.jit(lambda a: a + 1)(1.0))", silent=True)
+    nb.metadata["jax_start_seconds"] = [round(t1 - t0, 3), round(time.perf_counter() - t1, 3)]
 
     for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         outputs.clear()
@@ -228,7 +231,7 @@ def run_one(path: Path, out: Path, timeout: int, max_rss: int) -> dict:
             if line.startswith("BATCHLAB-DEVICE-RUN "):
                 facts = json.loads(line.split(" ", 1)[1])
     errors = cell_errors(nb)
-    started = nb.metadata.pop("jax_start_seconds", None)
+    started, first_compile = nb.metadata.pop("jax_start_seconds", [None, None])
     nbformat.write(nb, target)
     code = [c for c in nb.cells if c.cell_type == "code"]
     return {
@@ -236,6 +239,7 @@ def run_one(path: Path, out: Path, timeout: int, max_rss: int) -> dict:
         "code_hash": digest,
         "wall_s": round(wall, 1),
         "jax_start_s": started,
+        "first_compile_s": first_compile,
         "after_jax_start_s": round(sum(c.metadata.get("seconds", 0) for c in code), 1),
         "errors": errors,
         "fatal": fatal,
