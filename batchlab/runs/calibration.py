@@ -175,9 +175,10 @@ class Calibration(NamedTuple):
     source: str
     where: str = "in a fresh process"
 
-    observed = property(
-        lambda self: any(o is not None for *_, o in self.points)
-    )  # else uncalibrated
+    @property
+    def observed(self) -> bool:
+        """Whether any point was observed (else the margin is uncalibrated: the plan as is)."""
+        return any(o is not None for *_, o in self.points)
 
 
 def calibrate(

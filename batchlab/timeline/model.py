@@ -29,9 +29,10 @@ class Timeline:
     trace_path: str
     label: str
 
-    dispatches_per_item = property(
-        lambda self: self.dispatches / self.items if self.items else None
-    )
+    @property
+    def dispatches_per_item(self) -> float | None:
+        """Dispatches per item (None where the items were not counted)."""
+        return self.dispatches / self.items if self.items else None
 
     @property
     def overlap_share(self) -> float:
