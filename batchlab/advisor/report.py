@@ -69,7 +69,7 @@ def plot_candidates(advice: Advice, *, setting=None):
     ax.xaxis.set_minor_locator(NullLocator())
     seconds_log_axis(ax, [s / c.items for c in timed for s in c.samples.values])
     ax.xaxis.set_major_formatter(FuncFormatter(short_bytes))
-    ax.set_xlabel("planned peak of one call (XLA compiled memory analysis)")
+    ax.set_xlabel("planned peak of one call (XLA compiled memory analysis; log scale)")
     ax.set_ylabel("time per item (median round; log scale)")
     placed = []  # point labels in pixels, the pick then fastest first; one covering another: out
     for c in sorted(timed, key=lambda c: (c.label != (pick or advice.recommended), c.per_item)):
