@@ -1,18 +1,24 @@
 """Every fresh Python process the kit starts (but the multi-process launcher's): one helper.
 
-``task`` (a kit function, or ``"module:name"``) and ``payload`` (cloudpickled) go in on stdin;
+``task`` (a kit function, or ``"module:name"``) and ``payload`` (cloudpickled) go in;
 ``task(payload)``'s dict comes back as JSON in a 0600 file: nothing the child writes is unpickled.
+A child is forked from a server process that imported the kit once (started by the first child or
+by :func:`warm`; it never touches a device, so each child's JAX starts fresh): no child pays for
+the import. A child with its own ``env`` (read by JAX when imported) is a new interpreter.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Any, NamedTuple
 
 import cloudpickle
@@ -38,43 +44,140 @@ class ChildResult(NamedTuple):
         return f"the process died (exit status {self.returncode}: {last[0][:160]})"
 
 
+#: the server's first line: it imports the kit (and JAX, touching no device), then forks
+_SERVER = "from batchlab._util.child import serve; serve()"
+_server: list[subprocess.Popen] = []  # the one running server, if any
+_lock = threading.Lock()
+
+
+def warm() -> None:
+    """Starts the server in the background, so that its import overlaps the caller's work."""
+    threading.Thread(target=_running_server, daemon=True).start()
+
+
+def _running_server() -> subprocess.Popen:
+    with _lock:
+        if not _server or _server[0].poll() is not None:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+            env["OPENBLAS_NUM_THREADS"] = "1"  # numpy's pool thread would be forked too
+            _server[:] = [
+                subprocess.Popen(
+                    [sys.executable, "-c", _SERVER],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env=env,
+                    text=True,
+                )
+            ]
+        return _server[0]
+
+
 def run_child(
     task: Any, payload: Any, *, timeout: float = TIMEOUT, env: dict | None = None
 ) -> ChildResult:
-    """Runs ``task(payload)`` in a fresh Python (parent's environment and import path, plus
-    ``env``); its stdout is passed through. Killed after ``timeout`` s: ``reply=None``."""
+    """Runs ``task(payload)`` in a fresh process (forked from the server; with ``env``, a new
+    interpreter with the parent's environment and import path plus ``env``); its stdout is
+    passed through. Killed after ``timeout`` s: ``reply=None``."""
     data = payload if isinstance(payload, bytes) else cloudpickle.dumps(payload)
-    fd, path = tempfile.mkstemp(prefix="batchlab-child-", suffix=".json")
-    os.close(fd)  # mkstemp made it 0600: only this user can write it
-    pythonpath = os.pathsep.join(p for p in sys.path if p)
+    paths = []
+    for suffix in (".json", ".out", ".err", ".in"):
+        fd, path = tempfile.mkstemp(prefix="batchlab-child-", suffix=suffix)
+        os.close(fd)  # mkstemp made it 0600: only this user can write it
+        paths.append(path)
+    timeout = max(float(timeout), 1.0)
     try:
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-c", _ENTRY, path],
-                input=pickle.dumps(task) + data,
-                capture_output=True,
-                env={**os.environ, "PYTHONPATH": pythonpath, **(env or {})},
-                timeout=max(float(timeout), 1.0),
-            )
-        except subprocess.TimeoutExpired as e:
-            return ChildResult(None, None, (e.stderr or b"").decode(errors="replace"))
-        sys.stdout.write(proc.stdout.decode(errors="replace"))  # the user's prints
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(paths[3], "wb") as f:
+            f.write(pickle.dumps(task) + data)
+        returncode = _forked(paths, timeout) if env is None else _interpreter(paths, timeout, env)
+        texts = []
+        for path in paths[:3]:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                texts.append(f.read())
     finally:
-        os.unlink(path)
-    reply = json.loads(text) if text else None
-    return ChildResult(reply, proc.returncode, proc.stderr.decode(errors="replace"))
+        for path in paths:
+            os.unlink(path)
+    text, out, err = texts
+    sys.stdout.write(out)  # the user's prints
+    reply = json.loads(text) if text and returncode is not None else None
+    return ChildResult(reply, returncode, err)
 
 
-def main(path: str) -> None:
-    """The child: ``task(payload)`` from stdin, its dict as JSON to ``path``."""
+def _forked(paths: list[str], timeout: float) -> int | None:
+    """Asks the server for a child: its exit status, None when killed at the timeout (a server
+    that cannot answer gives way to a new interpreter)."""
+    with _lock:
+        server = _server[0] if _server and _server[0].poll() is None else None
+    server = server or _running_server()
+    with _lock:
+        try:
+            server.stdin.write(json.dumps(paths) + "\n")
+            server.stdin.flush()
+            pid = int(server.stdout.readline())
+        except (OSError, ValueError):  # the server died: no fork this time
+            server.kill()
+            return _interpreter(paths, timeout, {})
+        timer = threading.Timer(timeout, _kill, (pid, killed := threading.Event()))
+        timer.start()
+        status = int(server.stdout.readline())
+        timer.cancel()
+        return None if killed.is_set() else status
+
+
+def _kill(pid: int, killed: threading.Event) -> None:
+    killed.set()
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _interpreter(paths: list[str], timeout: float, env: dict) -> int | None:
+    """A new interpreter: its exit status, None when killed at the timeout."""
+    pythonpath = os.pathsep.join(p for p in sys.path if p)
+    with open(paths[3], "rb") as blob, open(paths[1], "wb") as out, open(paths[2], "wb") as err:
+        try:
+            return subprocess.run(
+                [sys.executable, "-c", _ENTRY, paths[0]],
+                stdin=blob,
+                stdout=out,
+                stderr=err,
+                env={**os.environ, "PYTHONPATH": pythonpath, **env},
+                timeout=timeout,
+            ).returncode
+        except subprocess.TimeoutExpired:
+            return None
+
+
+def serve() -> None:
+    """The server: per request line (the paths of :func:`run_child`), forks a child that runs
+    :func:`main`, answers the child's pid, then its exit status."""
+    for line in sys.stdin:
+        paths = json.loads(line)
+        pid = os.fork()
+        if pid == 0:  # the child: stdin, stdout and stderr from and to the files (fd level)
+            code = 1
+            try:
+                for fd, path in ((1, paths[1]), (2, paths[2])):
+                    os.dup2(os.open(path, os.O_WRONLY), fd)
+                with open(paths[3], "rb") as source:
+                    main(paths[0], source)
+                code = 0
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        print(pid, flush=True)
+        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+
+
+def main(path: str, source: Any = None) -> None:
+    """The child: ``task(payload)`` from ``source`` (stdin), its dict as JSON to ``path``."""
+    source = source or sys.stdin.buffer
     try:
-        task = pickle.load(sys.stdin.buffer)
+        task = pickle.load(source)
         if isinstance(task, str):  # "module:name"
             module, name = task.split(":")
             task = getattr(importlib.import_module(module), name)
-        reply = task(cloudpickle.load(sys.stdin.buffer))
+        reply = task(cloudpickle.load(source))
     except Exception as e:  # sent back as text; the parent re-raises or reports it
         reply = {"error": {"type": type(e).__name__, "message": str(e)}}
     sys.stdout.flush()
