@@ -106,9 +106,7 @@ def run_child(
 def _forked(paths: list[str], timeout: float) -> int | None:
     """Asks the server for a child: its exit status, None when killed at the timeout (a server
     that cannot answer gives way to a new interpreter)."""
-    with _lock:
-        server = _server[0] if _server and _server[0].poll() is None else None
-    server = server or _running_server()
+    server = _running_server()
     with _lock:
         try:
             server.stdin.write(json.dumps(paths) + "\n")
