@@ -44,3 +44,10 @@ def test_a_dead_server_is_replaced():
     child._server[0].wait()
     assert child.run_child("builtins:dict", {"b": 2}).reply == {"b": 2}
     assert child._server[0].poll() is None
+
+
+def test_the_child_imports_from_the_parents_path_of_today(tmp_path, monkeypatch):
+    child.run_child("builtins:dict", {})  # the server runs, started with yesterday's path
+    (tmp_path / "late_module_of_the_test.py").write_text("def answer(x):\n    return {'got': x}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert child.run_child("late_module_of_the_test:answer", 7).reply == {"got": 7}

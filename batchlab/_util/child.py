@@ -109,7 +109,7 @@ def _forked(paths: list[str], timeout: float) -> int | None:
     server = _running_server()
     with _lock:
         try:
-            server.stdin.write(json.dumps(paths) + "\n")
+            server.stdin.write(json.dumps([paths, sys.path]) + "\n")  # today's import path
             server.stdin.flush()
             pid = int(server.stdout.readline())
         except (OSError, ValueError):  # the server died: no fork this time
@@ -146,14 +146,15 @@ def _interpreter(paths: list[str], timeout: float, env: dict) -> int | None:
 
 
 def serve() -> None:
-    """The server: per request line (the paths of :func:`run_child`), forks a child that runs
-    :func:`main`, answers the child's pid, then its exit status."""
+    """The server: per request line (the paths of :func:`run_child` and the parent's import path),
+    forks a child that runs :func:`main`, answers the child's pid, then its exit status."""
     for line in sys.stdin:
-        paths = json.loads(line)
+        paths, sys_path = json.loads(line)
         pid = os.fork()
         if pid == 0:  # the child: stdin, stdout and stderr from and to the files (fd level)
             code = 1
             try:
+                sys.path[:] = sys_path
                 for fd, path in ((1, paths[1]), (2, paths[2])):
                     os.dup2(os.open(path, os.O_WRONLY), fd)
                 with open(paths[3], "rb") as source:
