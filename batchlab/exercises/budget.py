@@ -113,7 +113,7 @@ def _hand_trace(answer):
         a.allocate(name, 1000)
     a.free("b")
     if answer == a.allocate("d", 600).offset:
-        return True, "Right: best fit picks the 1024-byte hole b left, not the larger free tail."
+        return True, "Right: b's hole and the tail tie at 1024 B; best fit takes the lower address."
     return False, (
         "Round every request up to 256 bytes and list the free chunks after `free b`: best fit "
         "takes the *smallest* free chunk that fits."
