@@ -25,7 +25,7 @@ import cloudpickle
 
 TIMEOUT = 600.0
 #: the child's first line (not ``-m``: runpy would import this module twice)
-_ENTRY = "import sys; from batchlab._util.child import main; main(sys.argv[1])"
+_ENTRY = "import sys; from batchlab._util.child import run_task; run_task(sys.argv[1])"
 
 
 class ChildResult(NamedTuple):
@@ -147,7 +147,7 @@ def _interpreter(paths: list[str], timeout: float, env: dict) -> int | None:
 
 def serve() -> None:
     """The server: per request line (the paths of :func:`run_child` and the parent's import path),
-    forks a child that runs :func:`main`, answers the child's pid, then its exit status."""
+    forks a child that runs :func:`run_task`, answers the child's pid, then its exit status."""
     for line in sys.stdin:
         paths, sys_path = json.loads(line)
         pid = os.fork()
@@ -158,7 +158,7 @@ def serve() -> None:
                 for fd, path in ((1, paths[1]), (2, paths[2])):
                     os.dup2(os.open(path, os.O_WRONLY), fd)
                 with open(paths[3], "rb") as source:
-                    main(paths[0], source)
+                    run_task(paths[0], source)
                 code = 0
             finally:
                 sys.stdout.flush()
@@ -168,7 +168,7 @@ def serve() -> None:
         print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
 
 
-def main(path: str, source: Any = None) -> None:
+def run_task(path: str, source: Any = None) -> None:
     """The child: ``task(payload)`` from ``source`` (stdin), its dict as JSON to ``path``."""
     source = source or sys.stdin.buffer
     try:
