@@ -194,6 +194,7 @@ def test_output_structure_is_stored_as_json():
 
     tree = jax.tree_util.tree_structure({"a": (1, None, [2, 3]), "b": 4})
     assert treedef_from_json(treedef_to_json(tree)) == tree
+    assert treedef_to_json(jax.tree_util.tree_structure({1: 2})) is None  # retraced instead
     from collections import namedtuple
 
     point = namedtuple("point", "x y")
@@ -207,7 +208,7 @@ def test_journal_header_and_dtype_checks(tmp_path):
 
     path = tmp_path / "run.ckpt"
     # another version of the format: refused by its first line
-    path.write_bytes(b"BATCHLAB-JOURNAL-2\n" + _encode({"parts": PARTS}, {}))
+    path.write_bytes(b"BATCHLAB-JOURNAL-1\n" + _encode({"parts": PARTS}, {}))
     with pytest.raises(CheckpointError, match=r"not a batchlab run journal"):
         Journal.open(path, PARTS)
     # a record whose header claims an object array: refused, never loaded with pickle
