@@ -95,7 +95,7 @@ class RunResult(Rows):
         return [*rows, ("throughput", speed)]
 
 
-def treedef_to_json(treedef: Any) -> str | None:
+def encode_treedef(treedef: Any) -> str | None:
     """fn's output structure as text (JAX's own protobuf form, base64), or None where that form
     cannot hold it (a namedtuple, a registered class, a dict with other than string keys)."""
     try:
@@ -104,7 +104,7 @@ def treedef_to_json(treedef: Any) -> str | None:
         return None
 
 
-def treedef_from_json(text: str) -> Any:
+def decode_treedef(text: str) -> Any:
     data = base64.b64decode(text)
     return jax.tree_util.PyTreeDef.deserialize_using_proto(jax.tree_util.default_registry, data)
 
@@ -175,7 +175,7 @@ class RunState:
             "failures": [list(f) for f in failures],
             "retried": list(retried),
             "batches": [list(b) for b in self.batches[self.saved_batches :]],
-            "treedef": treedef_to_json(found[0][2]) if found else None,
+            "treedef": encode_treedef(found[0][2]) if found else None,
         }
         self.saved_batches = len(self.batches)
         return header, arrays
@@ -184,7 +184,7 @@ class RunState:
         """Folds journal records back in (items that failed with an error run again); ``traced()``:
         the output structure when none is stored; ``sizes=False``: keep the new sizing."""
         stored = [h["treedef"] for h, _ in records if h.get("treedef") is not None]
-        treedef = treedef_from_json(stored[0]) if stored else traced()  # as fn returned it
+        treedef = decode_treedef(stored[0]) if stored else traced()  # as fn returned it
         for header, arrays in records:
             leaves = [arrays[f"out_{k}"] for k in range(sum(k.startswith("out_") for k in arrays))]
             idx = arrays["indices"].tolist()
