@@ -17,7 +17,7 @@ from batchlab.measuring import live as live_module
 from batchlab.measuring.live import DeviceMemory
 from batchlab.plots import plot_budget_curves
 from batchlab.runs import compilation_target, default_budget, planned_bytes
-from batchlab.runs.search import search
+from batchlab.runs.search import largest_fitting
 
 
 def batched(fn, strategy="vmap", chunk_size=None):
@@ -217,7 +217,9 @@ def test_known_plans_are_reused_and_answers_unchanged(strategy, chunk):
 def test_search_stats():
     jitted = jax.jit(batched(widen))
     known: dict = {}
-    answer, curve = search(jitted, ITEM, 64 * 1024, 100, known=known)
+    spec = lambda b: jax.ShapeDtypeStruct((b, *ITEM.shape), ITEM.dtype)  # noqa: E731
+    plan_of = lambda b: batchlab.memory_estimate(jitted, spec(b)).planned_bytes  # noqa: E731
+    answer, curve = largest_fitting(plan_of, 64 * 1024, 100, known=known)
     assert curve[answer] <= 64 * 1024 < curve[answer + 1] and known == curve
 
 
@@ -442,23 +444,20 @@ def test_a_calibrated_search_where_nothing_fits_says_so_and_runs_nothing():
         batchlab.max_batch_size(lambda x: 2 * x, item, known=[(1, 1024)])
 
 
-def _staircase_search(monkeypatch, plan, budget, tiles):
-    """search() over a synthetic plan of the batch size (nothing compiled): (answer, sizes)."""
-    import batchlab.runs.search as search_module
-
-    monkeypatch.setattr(search_module, "batch_planner", lambda f: lambda x: plan(x.shape[0]))
-    answer, curve = search(None, ITEM, budget, 2**20, tiles=tiles)
+def _staircase_search(plan, budget, tiles):
+    """The search over a synthetic plan of the batch size (nothing compiled): (answer, sizes)."""
+    answer, curve = largest_fitting(plan, budget, 2**20, tiles)
     return answer, len(curve)
 
 
 @pytest.mark.parametrize("budget_kib", [8, 20, 60, 64, 128, 256, 2048])
-def test_on_a_tiled_staircase_aiming_along_the_tiles_takes_a_handful(monkeypatch, budget_kib):
+def test_on_a_tiled_staircase_aiming_along_the_tiles_takes_a_handful(budget_kib):
     # XLA:TPU's plan of a (b, 64) float32 in and out: rows padded to 8, or b on the 128 lanes
     ru = lambda b, t: -(-b // t) * t  # noqa: E731
     plan = lambda b: min(1024 * ru(b, 8), 512 * ru(b, 128))  # noqa: E731
     budget = budget_kib * 1024
-    tiled, n_tiled = _staircase_search(monkeypatch, plan, budget, (128, 8))
-    plain, n_plain = _staircase_search(monkeypatch, plan, budget, ())
+    tiled, n_tiled = _staircase_search(plan, budget, (128, 8))
+    plain, n_plain = _staircase_search(plan, budget, ())
     assert tiled == plain and plan(tiled) <= budget < plan(tiled + 1)
     assert n_tiled <= 6, n_tiled  # the plain aimed search took 8 to 28 on these budgets
     assert n_tiled <= n_plain
@@ -473,23 +472,16 @@ def test_on_a_tiled_staircase_aiming_along_the_tiles_takes_a_handful(monkeypatch
     linear=st.booleans(),
 )
 def test_the_tiled_search_answer_fits_and_the_next_does_not(a, c, base, budget, linear):
-    import batchlab.runs.search as search_module
-
     ru = lambda b, t: -(-b // t) * t  # noqa: E731
     plan = (
         (lambda b: base + a * b) if linear else (lambda b: base + min(a * ru(b, 8), c * ru(b, 128)))
     )
-    old = search_module.batch_planner
-    search_module.batch_planner = lambda f: lambda x: plan(x.shape[0])
-    try:
-        answer, _ = search(None, ITEM, budget, 2**20, tiles=(128, 8))
-    finally:
-        search_module.batch_planner = old
+    answer, _ = largest_fitting(plan, budget, 2**20, (128, 8))
     brute = next((b for b in range(1, 2**20 + 1) if plan(b) > budget), 2**20 + 1) - 1
     assert answer == brute
 
 
-def test_the_bisect_method_visits_exactly_the_classic_doubling_then_bisection(monkeypatch):
+def test_the_bisect_method_visits_exactly_the_classic_doubling_then_bisection():
     plan = lambda b: 1000 * b + 500  # noqa: E731 (a line: aiming would hit the answer at once)
     budget, seen = 37_000, []
 
@@ -503,10 +495,7 @@ def test_the_bisect_method_visits_exactly_the_classic_doubling_then_bisection(mo
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if classic(mid) else (lo, mid)
-    import batchlab.runs.search as search_module
-
-    monkeypatch.setattr(search_module, "batch_planner", lambda f: lambda x: plan(x.shape[0]))
-    answer, curve = search(None, ITEM, budget, 2**20, method="bisect")
+    answer, curve = largest_fitting(plan, budget, 2**20, method="bisect")
     assert answer == lo == 36 and set(curve) == set(seen), (sorted(curve), sorted(seen))
 
 

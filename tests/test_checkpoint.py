@@ -187,17 +187,18 @@ def test_code_fingerprint_is_the_same_in_a_new_process_and_follows_the_code(tmp_
         assert run(CODE_SCRIPT.replace("# comment: not", "# not")) == first
 
 
-def test_output_structure_is_stored_as_json():
+def test_output_structure_is_stored_in_jax_protobuf_form():
     import jax
 
-    from batchlab.runs.results import treedef_from_json, treedef_to_json
+    from batchlab.runs.results import decode_treedef, encode_treedef
 
     tree = jax.tree_util.tree_structure({"a": (1, None, [2, 3]), "b": 4})
-    assert treedef_from_json(treedef_to_json(tree)) == tree
+    assert decode_treedef(encode_treedef(tree)) == tree
+    assert encode_treedef(jax.tree_util.tree_structure({1: 2})) is None  # retraced instead
     from collections import namedtuple
 
     point = namedtuple("point", "x y")
-    assert treedef_to_json(jax.tree_util.tree_structure(point(1, 2))) is None  # retraced instead
+    assert encode_treedef(jax.tree_util.tree_structure(point(1, 2))) is None  # retraced instead
 
 
 def test_journal_header_and_dtype_checks(tmp_path):
@@ -207,7 +208,7 @@ def test_journal_header_and_dtype_checks(tmp_path):
 
     path = tmp_path / "run.ckpt"
     # another version of the format: refused by its first line
-    path.write_bytes(b"BATCHLAB-JOURNAL-2\n" + _encode({"parts": PARTS}, {}))
+    path.write_bytes(b"BATCHLAB-JOURNAL-1\n" + _encode({"parts": PARTS}, {}))
     with pytest.raises(CheckpointError, match=r"not a batchlab run journal"):
         Journal.open(path, PARTS)
     # a record whose header claims an object array: refused, never loaded with pickle

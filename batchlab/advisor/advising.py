@@ -126,17 +126,19 @@ def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, pa
             f"a ragged `example` ({len(example)} items) must hold items and take no `in_axes` "
             f"(`fn(values, mask)` takes one padded item), got in_axes={in_axes!r}."
         )
+    if packed_fn is not None and not ragged:
+        raise ValueError("`packed_fn` is for ragged input (bl.Ragged, TokenDataset) only.")
+    if packed_fn is not None:
+        check_callable(packed_fn, "packed_fn")
     if not ragged:
         check_array_tree(example, "example")
-        try:
-            if in_axes is not None:
-                check_in_axes(in_axes, example)
-        except ValueError as e:  # the same rule, and None: `example` is one item
-            raise ValueError(
-                f"{e} Or in_axes=None: `example` is one item.".replace("_item", "")
-            ) from None
-        if packed_fn is not None:
-            raise ValueError("`packed_fn` is for ragged input (bl.Ragged, TokenDataset) only.")
+    try:
+        if not ragged and in_axes is not None:
+            check_in_axes(in_axes, example)
+    except ValueError as e:  # the same rule, and None: `example` is one item
+        raise ValueError(
+            f"{e} Or in_axes=None: `example` is one item.".replace("_item", "")
+        ) from None
     check_positive_int(budget, "budget")
     check_positive_int(batch_size, "batch_size", allow_none=True)
     if isinstance(strategies, str) or not strategies or not set(strategies) <= set(ADVISED):
@@ -144,8 +146,6 @@ def _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, pa
             f"`strategies` must be a non-empty list drawn from {ADVISED}, got {strategies!r}."
         )
     check_positive_float(max_seconds, "max_seconds")
-    if ragged and packed_fn is not None:
-        check_callable(packed_fn, "packed_fn")
     return ragged
 
 

@@ -154,9 +154,8 @@ class Advice(Rows):
         """At most ten lines: the pick, the deciding number, the fit, what faster was left out."""
         if self.best is None:
             return self.lead
-        tied = ", ".join(self.tied[:4]) + (
-            f" and {len(self.tied) - 4} more" if len(self.tied) > 4 else ""
-        )
+        more = f" and {len(self.tied) - 4} more" if len(self.tied) > 4 else ""
+        tied = ", ".join(self.tied[:4]) + more
         if self.runner_up is None:
             pick = f"pick: {self.recommended} (the only candidate timed within the budget)"
         elif not self.tied:

@@ -55,10 +55,10 @@ class Items:
         self.spec_item, self.list, self.tree = None, items, None
         if isinstance(items, list):
             self.n = len(items)
-            flat = [jax.tree_util.tree_flatten(item) for item in items]
-            specs = [(str(treedef), tuple(map(_leaf_spec, leaves))) for leaves, treedef in flat]
             if not items:
                 return
+            flat = [jax.tree_util.tree_flatten(item) for item in items]
+            specs = [(str(treedef), tuple(map(_leaf_spec, leaves))) for leaves, treedef in flat]
             common, _ = Counter(specs).most_common(1)[0]
             if any(leaf[0] == "not an array" for leaf in common[1]):
                 raise TypeError(
@@ -102,7 +102,7 @@ class Items:
     def take(self, indices: list[int]) -> Any:
         """The items at ``indices`` stacked along a new leading axis (numpy, on the host)."""
         if self.tree is None:
-            stack = lambda *xs: np.stack([np.asarray(x) for x in xs])  # noqa: E731
+            stack = lambda *xs: np.stack(xs)  # noqa: E731
             return jax.tree_util.tree_map(stack, *[self.list[i] for i in indices])
         return jax.tree_util.tree_map(lambda a: a[np.asarray(indices)], self.tree)
 
@@ -135,15 +135,6 @@ class BatchRunner:
         known = {s: p for s, (_, p) in self.programs.items()}
         return largest_fitting(self.planned, self.budget, upper, backend_tiles(), known=known)[0]
 
-    def program(self, size: int):
-        planned = self.planned(size)
-        program = self.programs[size][0]
-        if self.budget is not None and planned > self.budget:
-            raise OutOfMemory(
-                OOM_BUDGET, f"batch of {size} plans {planned} bytes > budget_bytes={self.budget}"
-            )
-        return program
-
     def output_treedef(self):
         """The structure of fn's output, to rebuild outputs read from a checkpoint."""
         try:
@@ -160,7 +151,10 @@ class BatchRunner:
         size = len(idx) if self.batched else size
         drop = logging.Filter("nothing")  # a filter naming another logger drops every record
         try:
-            program = self.program(size)
+            planned, program = self.planned(size), self.programs[size][0]
+            if self.budget is not None and planned > self.budget:
+                why = f"batch of {size} plans {planned} bytes > budget_bytes={self.budget}"
+                raise OutOfMemory(OOM_BUDGET, why)
             _CALLBACK_LOG.addFilter(drop)
             try:
                 out = program(self.items.take(idx + [idx[-1]] * (size - len(idx))))

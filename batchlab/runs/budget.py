@@ -23,9 +23,9 @@ from batchlab._util.format import Rows, format_bytes
 from batchlab._util.plotting import log2_axis, new_figure, short_bytes
 from batchlab.batching.strategies import PLANNED, batch
 from batchlab.measuring.live import device_memory
-from batchlab.measuring.plan import unjit
+from batchlab.measuring.plan import batch_args, batch_planner, unjit
 from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes
-from batchlab.runs.search import METHODS, NO_ROOM, backend_tiles, search
+from batchlab.runs.search import METHODS, NO_ROOM, backend_tiles, largest_fitting
 
 
 class Budget(NamedTuple):
@@ -224,17 +224,18 @@ def max_batch_size(
         )
     if on_compile is not None:
         check_callable(on_compile, "on_compile")
-    # lax.map plans a remainder apart: search the multiples of the chunk first
-    multiple = chunk_size if strategy in ("map", "chunked") and (chunk_size or 0) > 1 else None
     known = {} if known is None else known  # a calibrated search plans twice: share the points
     before = len(known)
-
-    # padded to tiles (XLA:TPU), plans are a staircase: aim along the tiles' multiples first
-    tiles = backend_tiles() if method == "interpolate" and not multiple else ()
+    # lax.map plans a remainder apart, and XLA:TPU pads to tiles: the plans are a staircase,
+    # searched along the multiples of the chunk (or the tiles) first
+    tiles = backend_tiles() if method == "interpolate" else ()
+    if strategy in ("map", "chunked") and (chunk_size or 0) > 1:
+        tiles = (chunk_size,)
+    planner = batch_planner(f)
 
     def largest(limit: int) -> tuple[int, dict]:
-        kw = dict(method=method, known=known, on_compile=on_compile, in_axes=in_axes)
-        return search(f, example_item, limit, upper, multiple, tiles=tiles, **kw)
+        plan_of = lambda b: planner(*batch_args(example_item, b, in_axes))  # noqa: E731
+        return largest_fitting(plan_of, limit, upper, tiles, method, known, on_compile)
 
     answer, curve = largest(budget.bytes)
     calibration, source = None, None

@@ -5,16 +5,13 @@ kill loses at most the batch in flight. Batch settings are stored, not compared.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import hashlib
-import inspect
 import json
 import os
 import struct
 import tempfile
-import textwrap
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 
-_MAGIC = b"BATCHLAB-JOURNAL-1\n"  # the format and its version
+_MAGIC = b"BATCHLAB-JOURNAL-2\n"  # format and version (2: the output structure as protobuf)
 _RECORD = b"REC1"
 
 
@@ -53,9 +50,9 @@ def fn_fingerprint(fn: Callable, spec: Any) -> str:
 def code_fingerprint(fn: Callable) -> str:
     """16 hex digits of SHA-256 of what a Python ``fn`` (``strategy="manual"``) is made of.
 
-    Its source's syntax tree (comments and layout aside; the bytecode where there is no source
-    file), the values it closes over, a ``partial``'s arguments, a callable object's fields,
-    and, the same way, the functions of its module that it calls. Nothing is an address, so a
+    Its bytecode (comments and layout aside), the values it closes over, a ``partial``'s
+    arguments, a callable object's fields, and, the same way, the functions of its module that
+    it calls. Nothing is an address, so a
     resume in another process reads the same digits; a changed body (``b * 3`` after ``b * 2``)
     or closed-over value (``Scaler(2)`` -> ``Scaler(3)``) reads others. What ``fn`` reads from
     files, globals that are not functions, or the host is not seen.
@@ -91,7 +88,7 @@ def _code_key(v: Any, seen: set) -> str:
         names, known = v.__code__.co_names, v.__globals__
         calls = {n: known[n] for n in names if isinstance(known.get(n), types.FunctionType)}
         cells = [c.cell_contents for c in v.__closure__ or ()]
-        parts = (_source_key(v), v.__defaults__, v.__kwdefaults__, cells, calls)
+        parts = (_bytecode_key(v.__code__), v.__defaults__, v.__kwdefaults__, cells, calls)
         return f"function({_code_key(parts, seen)})"
     if hasattr(v, "__wrapped__"):  # jax.jit(f)
         return f"wrapped({_code_key(v.__wrapped__, seen)})"
@@ -103,31 +100,13 @@ def _code_key(v: Any, seen: set) -> str:
     return f"{type(v).__module__}.{type(v).__qualname__}"
 
 
-def _source_key(fn: types.FunctionType) -> str:
-    """``fn``'s syntax tree (a lambda: the one its bytecode's positions lie in), or its bytecode."""
-    try:
-        lines = inspect.getsource(fn)
-        tree = ast.parse(textwrap.dedent(lines))
-    except (OSError, TypeError, SyntaxError):  # no source file (python -c), or a cut lambda
-        return _bytecode_key(fn.__code__)
-    if fn.__name__ != "<lambda>":
-        return ast.dump(next(n for n in ast.walk(tree) if isinstance(n, ast.stmt)))
-    cut = min(len(x) - len(x.lstrip()) for x in lines.splitlines() if x.strip())
-    first = fn.__code__.co_firstlineno - 1
-    at = {(a - first, c - cut) for a, _, c, _ in fn.__code__.co_positions() if a and c is not None}
-
-    def span(n: ast.Lambda) -> tuple:
-        return (n.body.lineno, n.body.col_offset), (n.body.end_lineno, n.body.end_col_offset)
-
-    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
-    inside = [n for n in found if any(span(n)[0] <= p < span(n)[1] for p in at)]
-    inner = max(inside, key=lambda n: span(n)[0], default=None)  # nested: the innermost
-    return ast.dump(inner) if inner else "".join(map(ast.dump, found))
-
-
 def _bytecode_key(code: types.CodeType) -> str:
+    """``code``'s instructions, names and constants (a frozenset's sorted: no hash seed)."""
     consts = [
-        _bytecode_key(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts
+        _bytecode_key(c)
+        if isinstance(c, types.CodeType)
+        else repr(sorted(map(repr, c)) if isinstance(c, frozenset) else c)
+        for c in code.co_consts
     ]
     return repr((code.co_code, code.co_names, code.co_varnames, consts))
 

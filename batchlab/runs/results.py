@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import json
+import base64
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -95,35 +95,18 @@ class RunResult(Rows):
         return [*rows, ("throughput", speed)]
 
 
-def treedef_to_json(treedef: Any) -> Any:
-    """fn's output structure as JSON (dicts, lists, tuples, None, leaves), None for other nodes."""
-
-    def enc(x):
-        if x is None or isinstance(x, int):
-            return {"none": True} if x is None else {"leaf": x}
-        if type(x) not in (dict, list, tuple):
-            raise TypeError(type(x).__name__)
-        items = [[k, enc(v)] for k, v in x.items()] if type(x) is dict else list(map(enc, x))
-        return {type(x).__name__: items}
-
+def encode_treedef(treedef: Any) -> str | None:
+    """fn's output structure as text (JAX's own protobuf form, base64), or None where that form
+    cannot hold it (a namedtuple, a registered class, a dict with other than string keys)."""
     try:
-        out = enc(jax.tree_util.tree_unflatten(treedef, list(range(treedef.num_leaves))))
-        json.dumps(out)  # dict keys must be JSON too
-        return out
-    except (TypeError, AttributeError):
+        return base64.b64encode(treedef.serialize_using_proto()).decode()
+    except ValueError:
         return None
 
 
-def treedef_from_json(data: Any) -> Any:
-    def dec(x):
-        if "leaf" in x or "none" in x:
-            return object() if "leaf" in x else None  # a placeholder leaf
-        if "dict" in x:
-            return {k: dec(v) for k, v in x["dict"]}
-        kind = list if "list" in x else tuple
-        return kind(map(dec, x[kind.__name__]))
-
-    return jax.tree_util.tree_structure(dec(data))
+def decode_treedef(text: str) -> Any:
+    data = base64.b64decode(text)
+    return jax.tree_util.PyTreeDef.deserialize_using_proto(jax.tree_util.default_registry, data)
 
 
 _SIZES = ("size", "ok_size", "fail_size")  # where the sizing search stood
@@ -192,7 +175,7 @@ class RunState:
             "failures": [list(f) for f in failures],
             "retried": list(retried),
             "batches": [list(b) for b in self.batches[self.saved_batches :]],
-            "treedef": treedef_to_json(found[0][2]) if found else None,
+            "treedef": encode_treedef(found[0][2]) if found else None,
         }
         self.saved_batches = len(self.batches)
         return header, arrays
@@ -201,7 +184,7 @@ class RunState:
         """Folds journal records back in (items that failed with an error run again); ``traced()``:
         the output structure when none is stored; ``sizes=False``: keep the new sizing."""
         stored = [h["treedef"] for h, _ in records if h.get("treedef") is not None]
-        treedef = treedef_from_json(stored[0]) if stored else traced()  # as fn returned it
+        treedef = decode_treedef(stored[0]) if stored else traced()  # as fn returned it
         for header, arrays in records:
             leaves = [arrays[f"out_{k}"] for k in range(sum(k.startswith("out_") for k in arrays))]
             idx = arrays["indices"].tolist()

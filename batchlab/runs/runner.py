@@ -122,28 +122,22 @@ def run_batches(
     return _loop(runner, data, state, journal, progress, budget_bytes)
 
 
-NAME_THE_RUN = (
-    "Name the run: run_batches(..., checkpoint=..., run_name='my-run-v1'), and change the name "
-    "when fn changes."
-)
-
-
 def _open_journal(checkpoint, fn, items, data, runner, run_name, settings) -> Journal:
-    """Fingerprints the run (the jaxpr of ``fn``, or with ``strategy="manual"`` its source and
-    the values it closes over; the items; the settings that change outputs) and opens or creates
-    its journal; the batch settings are stored, not fingerprinted."""
+    """Opens or creates the journal of this run: ``fn`` (or ``run_name``), the items and the
+    settings that change outputs; the batch settings are stored, not compared."""
     try:
         if run_name:
             fn_part = {"run_name": run_name}
+        elif runner.batched:
+            fn_part = {"fn": code_fingerprint(fn)}
         else:
-            fn_part = {
-                "fn": code_fingerprint(fn) if runner.batched else fn_fingerprint(fn, data.spec_item)
-            }
+            fn_part = {"fn": fn_fingerprint(fn, data.spec_item)}
     except Exception as e:
         raise CheckpointError(
             f"`fn` cannot be traced on one item for the checkpoint's fingerprint "
             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}). Run it without "
-            f"`checkpoint` to see the error. {NAME_THE_RUN}"
+            f"`checkpoint` to see the error. Name the run: run_batches(..., checkpoint=..., "
+            f"run_name='my-run-v1'), and change the name when fn changes."
         ) from e
     parts = {**fn_part, "items": digest(items)[:16], "n_items": data.n, "device": device_label()}
     parts.update(check_nan=runner.check_nan, batched=runner.batched)

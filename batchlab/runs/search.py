@@ -1,13 +1,11 @@
-"""The search for the largest batch whose planned bytes fit a budget (:func:`search`)."""
+"""The search for the largest batch whose planned bytes fit a budget (:func:`largest_fitting`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 from batchlab._util.backend import backend_facts
-from batchlab.measuring.plan import batch_args, batch_planner
 from batchlab.runs.errors import is_out_of_memory
 
 METHODS = ("interpolate", "bisect")
@@ -21,29 +19,6 @@ def _line(x0: int, y0: int, x1: int, y1: int, budget: int) -> int | None:
     if x1 == x0 or y1 <= y0 or y1 == NO_ROOM:
         return None
     return x0 + math.floor((budget - y0) * (x1 - x0) / (y1 - y0))
-
-
-def search(
-    jitted: Callable,
-    example_item: Any,
-    budget_bytes: int,
-    upper: int,
-    multiple: int | None = None,
-    *,
-    method: str = "interpolate",
-    known: dict[int, int] | None = None,
-    on_compile: Callable[[int], None] | None = None,
-    in_axes: Any = 0,
-    tiles: tuple[int, ...] = (),
-) -> tuple[int, dict[int, int]]:
-    """``(answer, {batch: planned bytes})`` for :func:`batchlab.max_batch_size` (its ``method``,
-    ``known`` (extended), ``on_compile``); ``multiple``: a ``lax.map`` chunk; ``tiles``: the
-    backend's tile sides, largest first (XLA:TPU's 128 and 8). A batch whose compile runs out
-    of memory (XLA:TPU) is planned :data:`NO_ROOM`: it does not fit."""
-    planner = batch_planner(jitted)
-    tiles = (multiple,) if multiple else tiles
-    plan_of = lambda b: planner(*batch_args(example_item, b, in_axes))  # noqa: E731
-    return largest_fitting(plan_of, budget_bytes, upper, tiles, method, known, on_compile)
 
 
 def backend_tiles() -> tuple[int, ...]:
@@ -60,9 +35,14 @@ def largest_fitting(
     known: dict[int, int] | None = None,
     on_compile: Callable[[int], None] | None = None,
 ) -> tuple[int, dict[int, int]]:
-    """``(the largest b <= upper with plan_of(b) <= budget_bytes (0: none), {b: plan} visited)``;
-    ``plan_of`` compiles a batch of ``b`` and returns its planned bytes (compiled once per ``b``:
-    ``known`` keeps them). :func:`search` and :func:`batchlab.run_batches` share it."""
+    """``(the largest b <= upper with plan_of(b) <= budget_bytes (0: none), {b: plan} visited)``.
+
+    ``plan_of(b)`` compiles a batch of ``b`` and returns its planned bytes, once per ``b``
+    (``known`` keeps them, and is extended); a compile that runs out of memory (XLA:TPU) plans
+    :data:`NO_ROOM`. ``tiles``: sides the plans step at, largest first (XLA:TPU's 128 and 8, or a
+    ``lax.map`` chunk, whose remainder plans apart): the search aims along their multiples first.
+    :func:`batchlab.max_batch_size` and :func:`batchlab.run_batches` share it.
+    """
     known = {} if known is None else known
     visited: dict[int, int] = {}
 
@@ -80,17 +60,12 @@ def largest_fitting(
         return known[b]
 
     fits = lambda b: plan(b) <= budget_bytes  # noqa: E731
-    # lax.map plans a remainder (batch % chunk) apart: a batch just above a multiple of the
-    # chunk plans MORE than the next multiple (a saw-tooth). Search the multiples (a straight
-    # line), then the block of remainders above the last multiple that fits: a tile's way.
     return _tiled(plan, fits, known, budget_bytes, upper, method, tiles), visited
 
 
 def _tiled(plan, fits, known, budget, upper, method, tiles) -> int:
-    """The largest ``b <= upper`` that fits, aimed along the multiples of each tile first: padded
-    to tiles, plans are a staircase (flat within a tile: a line through two points of one step
-    aims nowhere) and a line over the tile's multiples. Plans grow with the batch, so when
-    ``b + 1`` does not fit the answer is ``b``."""
+    """The largest ``b <= upper`` that fits, found along the multiples of each tile first: padded
+    to tiles, plans are a staircase (a line through two points of one step aims nowhere)."""
     if not tiles:
         return _largest(plan, known, budget, upper, method, 1)
     m, rest = tiles[0], tiles[1:]
@@ -104,8 +79,7 @@ def _tiled(plan, fits, known, budget, upper, method, tiles) -> int:
 
 
 def _largest(plans, known, budget, upper, method, step) -> int:
-    """The largest ``u <= upper`` with ``plans(u * step) <= budget`` (0 if none), neighbours
-    measured."""
+    """The largest ``u <= upper`` with ``plans(u * step) <= budget`` (0 if none)."""
     if upper < 1:
         return 0
     known = {b // step: p for b, p in known.items() if b % step == 0 and 1 <= b // step <= upper}
