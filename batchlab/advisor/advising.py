@@ -28,6 +28,7 @@ from batchlab.measuring.samples import Samples
 from batchlab.ragged.datasets import TokenDataset
 from batchlab.ragged.padding import Ragged, as_ragged
 from batchlab.runs.budget import Budget, check_in_axes, max_batch_size
+from batchlab.runs.calibration import warm_up
 from batchlab.runs.search import NO_ROOM
 
 SOURCE = "bl.measuring.interleaved: wall clock of one call, paired by round"
@@ -214,6 +215,7 @@ def advise(
       (True, True)
     """
     ragged = _check(fn, example, budget, in_axes, batch_size, strategies, max_seconds, packed_fn)
+    warm_up()  # the fit calibrates in a child: its server imports while this plans
     start = time.perf_counter()
     budget = Budget(int(budget), "given")
     bar = tqdm(total=4, desc="advise: planning", disable=not progress, leave=False)

@@ -24,7 +24,7 @@ from batchlab._util.plotting import log2_axis, new_figure, short_bytes
 from batchlab.batching.strategies import PLANNED, batch
 from batchlab.measuring.live import device_memory
 from batchlab.measuring.plan import batch_args, batch_planner, unjit
-from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes
+from batchlab.runs.calibration import Calibration, calibrate, calibration_sizes, warm_up
 from batchlab.runs.search import METHODS, NO_ROOM, backend_tiles, largest_fitting
 
 
@@ -210,6 +210,8 @@ def max_batch_size(
             f"process), got margin={margin!r}; to plan against a budget divided by a ratio of "
             f"your own, pass budget_bytes=int(budget / ratio)."
         )
+    if margin == "calibrated":
+        warm_up()
     f = batch(unjit(fn), strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
     if budget_bytes is None:
         budget = default_budget()

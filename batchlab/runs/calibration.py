@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.backend import backend_facts
-from batchlab._util.child import TIMEOUT, run_child
+from batchlab._util.child import TIMEOUT, run_child, warm
 from batchlab._util.format import format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
@@ -33,6 +33,13 @@ def calibration_sizes(answer: int, planned: dict[int, int]) -> tuple[int, ...]:
     p = planned.get(answer) or 0
     large = max(1, int(answer * MAX_CALIBRATION_BYTES / p)) if p > MAX_CALIBRATION_BYTES else answer
     return tuple(sorted({max(1, large // 4), large}))
+
+
+def warm_up() -> None:
+    """Starts the children's server now where calibrations run in a child (its import of the kit
+    then overlaps the caller's planning)."""
+    if backend_facts().second_process_may_open:
+        warm()
 
 
 # ---- the child's side: each job warms up (compiles), frees everything, then measures one call
