@@ -20,8 +20,7 @@ from batchlab._util.checks import (
 from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
 from batchlab.batching.axes_spec import layout_of
 from batchlab.batching.comparison_plot import plot_comparison
-from batchlab.batching.host_chunks import nbytes
-from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch
+from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch, nbytes
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.plan import (
@@ -164,21 +163,20 @@ def _agree(a: Any, b: Any) -> bool:
     )
 
 
-# --- planning a strategy that dispatches from Python ("loop", "host") ---
-def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, how: str):
-    """The plan of the largest dispatched program, widened to the whole call (no flops)."""
-    arg, outb = nbytes(args), nbytes(out)
+def widened(step: MemoryEstimate, name: str, how: str, args: int, outs: int, temp: int, flops=None):
+    """A program's plan widened to a whole Python-dispatched call: its arguments, outputs and
+    ``temp`` (``how``: what the plan counts); no aliasing, no XLA peak."""
     return dataclasses.replace(
         step,
-        argument_bytes=arg,
-        output_bytes=outb,
+        argument_bytes=args,
+        output_bytes=outs,
         temp_bytes=temp,
         alias_bytes=0,
         xla_peak_bytes=None,
-        flops=None,
-        name="dispatched",
-        planned_bytes=arg + outb + temp,
-        planned_from=f"inputs + output + {how}",
+        flops=flops,
+        name=name,
+        planned_bytes=args + outs + temp,
+        planned_from=how,
     )
 
 
@@ -186,20 +184,22 @@ def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any, 
     """(plan, dispatches per call) of ``fn_s = batch(fn, strategy=s)`` called on ``sub``."""
     if s == "host":
         p = fn_s.plan(*sub)
-        big = max(p.steps, key=lambda m: m.temp_bytes)
+        step, temp = max(p.steps, key=lambda m: m.temp_bytes), p.extra_bytes
         how = "the largest step's temp + the chunks' input copy + chunk outputs until concatenated"
-        return widened(big, sub, out, p.extra_bytes, how), p.dispatches
-    # loop: the per-item program, on item 0 (``lay``: the call's Layout)
-    item = [
-        x if ax is None else jax.lax.index_in_dim(x, 0, ax, keepdims=False)
-        for x, ax in zip(jax.tree_util.tree_leaves((sub, {})), lay.axes, strict=True)
-    ]
-    step = memory_estimate(fn, *jax.tree_util.tree_unflatten(lay.treedef, item)[0])
-    how = "the item program's temp + item outputs held for the stack"
-    mapped, moved = len(lay.mapped_axes), sum(ax != 0 for ax in lay.mapped_axes)
-    # moveaxis per moved leaf; per item a slice per mapped leaf and the step; one stack
-    dispatches = moved + lay.batch_size * (mapped + 1) + 1
-    return widened(step, sub, out, step.temp_bytes + nbytes(out), how), dispatches
+        dispatches = p.dispatches
+    else:  # loop: the per-item program, on item 0 (``lay``: the call's Layout)
+        item = [
+            x if ax is None else jax.lax.index_in_dim(x, 0, ax, keepdims=False)
+            for x, ax in zip(jax.tree_util.tree_leaves((sub, {})), lay.axes, strict=True)
+        ]
+        step = memory_estimate(fn, *jax.tree_util.tree_unflatten(lay.treedef, item)[0])
+        temp = step.temp_bytes + nbytes(out)
+        how = "the item program's temp + item outputs held for the stack"
+        mapped, moved = len(lay.mapped_axes), sum(ax != 0 for ax in lay.mapped_axes)
+        # moveaxis per moved leaf; per item a slice per mapped leaf and the step; one stack
+        dispatches = moved + lay.batch_size * (mapped + 1) + 1
+    how = "inputs + output + " + how
+    return widened(step, "dispatched", how, nbytes(sub), nbytes(out), temp), dispatches
 
 
 def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any) -> tuple:

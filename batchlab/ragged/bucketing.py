@@ -4,7 +4,7 @@ bucketed epoch costs, measured (05's explorer): padding, compilations, run time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -12,6 +12,7 @@ import numpy as np
 
 from batchlab._util.checks import check_positive_int
 from batchlab._util.format import Rows, format_seconds
+from batchlab.batching.comparison import widened
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled
@@ -324,10 +325,10 @@ def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
     """XLA's plans of the buckets' programs, widened to the epoch."""
     if not plans:
         return MemoryEstimate(0, 0, 0, 0, 0, "no buckets", None, 0.0, jax.default_backend())
-    flops = [p.flops for p in plans]
-    sums = {k: sum(getattr(p, k) for p in plans) for k in ("argument_bytes", "output_bytes")}
-    sums["flops"] = None if None in flops else sum(flops)
-    sums.update(temp_bytes=max(p.temp_bytes for p in plans), alias_bytes=0, xla_peak_bytes=None)
-    sums["planned_bytes"] = sums["argument_bytes"] + sums["output_bytes"] + sums["temp_bytes"]
-    sums["planned_from"] = "every bucket's inputs + outputs + the largest temp"
-    return replace(plans[0], **sums, name="pool, every bucket")
+    flops = None if any(p.flops is None for p in plans) else sum(p.flops for p in plans)
+    args, outs = (sum(getattr(p, k) for p in plans) for k in ("argument_bytes", "output_bytes"))
+    temp, how = (
+        max(p.temp_bytes for p in plans),
+        "every bucket's inputs + outputs + the largest temp",
+    )
+    return widened(plans[0], "pool, every bucket", how, args, outs, temp, flops)
