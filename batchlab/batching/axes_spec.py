@@ -63,9 +63,9 @@ def suggest(in_axes: tuple, i: int, value: Any = None) -> str:
 
 def axis_per_leaf(spec: Any, tree: Any) -> list:
     """The axis of every leaf of ``tree``, ``spec`` (a prefix tree of it) spread over its leaves."""
-    subtrees = jtu.tree_structure(spec, is_leaf=is_axis_leaf).flatten_up_to(tree)
-    axes = jtu.tree_leaves(spec, is_leaf=is_axis_leaf)
-    return [ax for ax, sub in zip(axes, subtrees, strict=True) for _ in jtu.tree_leaves(sub)]
+    subtrees = jax.tree.structure(spec, is_leaf=is_axis_leaf).flatten_up_to(tree)
+    axes = jax.tree.leaves(spec, is_leaf=is_axis_leaf)
+    return [ax for ax, sub in zip(axes, subtrees, strict=True) for _ in jax.tree.leaves(sub)]
 
 
 def drop(shape: tuple, axis: int | None) -> tuple:
@@ -81,7 +81,7 @@ def abstract_call(
 
     def call(structs: list) -> Any:
         given = iter(structs)
-        args, kwargs = jtu.tree_unflatten(
+        args, kwargs = jax.tree.unflatten(
             treedef, [next(given) if t else x for x, t in zip(flat, traced, strict=True)]
         )
         return fn(*args, **kwargs)
@@ -171,7 +171,7 @@ class Layout:
             next(parts[0 if ax is not None else 1 if t else 2])
             for ax, t in zip(self.axes, self.traced, strict=True)
         ]
-        args, kwargs = jtu.tree_unflatten(self.treedef, flat)
+        args, kwargs = jax.tree.unflatten(self.treedef, flat)
         return fn(*args, **kwargs)
 
 
@@ -181,7 +181,7 @@ def layout_of(fn: Callable, in_axes: Any, args: tuple, kwargs: dict) -> Layout:
     leaves (keyword arguments mapped on axis 0)."""
     nothing = functools.wraps(fn)(lambda *a, **k: ())  # fn's signature names the arguments
     jax.vmap(nothing, in_axes=in_axes)(*args, **kwargs)
-    flat, treedef = jtu.tree_flatten((args, kwargs))
+    flat, treedef = jax.tree.flatten((args, kwargs))
     spec = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
     axes = axis_per_leaf((spec, 0), (args, kwargs))
     axes = [None if ax is None else ax % np.ndim(x) for x, ax in zip(flat, axes, strict=True)]
@@ -211,7 +211,7 @@ def movable(outs: Callable, leaves: list, lf: Leaf, batch: int) -> tuple | None:
 def fix_hint(outs: Callable, leaves: list, lf: Leaf, spec: tuple, batch: int, arg: Any) -> str:
     """The fix for a leaf whose size is not the batch's, each suggestion evaluated first."""
     own = [None if m is lf else m.axis for m in leaves if m.arg == lf.arg]  # lf passed whole
-    k, use = lf.label, suggest(spec, lf.arg, jtu.tree_unflatten(jtu.tree_structure(arg), own))
+    k, use = lf.label, suggest(spec, lf.arg, jax.tree.unflatten(jax.tree.structure(arg), own))
     if (moved := movable(outs, leaves, lf, batch)) is not None:
         a, got = moved
         return (
@@ -271,12 +271,12 @@ def diagnose(fn: Callable, args: tuple, in_axes: Any) -> None:
     mapped = [lf for lf in leaves if lf.axis is not None]
     if not mapped:  # nothing mapped: JAX's words
         return
-    flat, treedef = jtu.tree_flatten((args, {}))
+    flat, treedef = jax.tree.flatten((args, {}))
 
     def outs(leaf: Leaf, axis: int | None) -> list | None:  # per-item outputs, leaf on axis
         try:
             axes = [axis if lf is leaf else lf.axis for lf in leaves]
-            return [tuple(o.shape) for o in jtu.tree_leaves(abstract_call(fn, treedef, flat, axes))]
+            return [tuple(o.shape) for o in jax.tree.leaves(abstract_call(fn, treedef, flat, axes))]
         except Exception:
             return None
 

@@ -1,9 +1,7 @@
 """Five ways to run a per-item function over a batch (notebook 03): ``program(mapped, shared)``.
 
 ``jax.vmap`` decides what a call means (which leaves are mapped, on which axis, what it refuses);
-a strategy only decides how the mapped leaves are cut into items or chunks. Unmapped values that
-are not JAX arrays (a function, a string, a flag, a shape, a numpy array) reach ``fn`` untouched,
-closed over by the compiled program, as ``jax.vmap`` passes them.
+a strategy only decides how the mapped leaves are cut into items or chunks (see :func:`batch`).
 """
 
 from __future__ import annotations
@@ -77,9 +75,7 @@ def split_chunks(mapped: list, ranges: tuple, axes: tuple) -> list:
 
 def nbytes(tree: Any) -> int:
     """Bytes of the arrays and ``jax.ShapeDtypeStruct`` leaves; 0 for a Python value."""
-    leaves = [
-        x for x in jax.tree_util.tree_leaves(tree) if hasattr(x, "shape") and hasattr(x, "dtype")
-    ]
+    leaves = [x for x in jax.tree.leaves(tree) if hasattr(x, "shape") and hasattr(x, "dtype")]
     return sum(int(np.prod(x.shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize for x in leaves)
 
 
@@ -170,12 +166,12 @@ def to_front(mapped: list, axes: tuple) -> list:
 
 def place_outputs(stacked: Any, out_axes: Any) -> Any:
     """Stacked outputs (batch on axis 0) -> batch axis at ``out_axes`` (None: item 0)."""
-    flat, treedef = jax.tree_util.tree_flatten(stacked)
+    flat, treedef = jax.tree.flatten(stacked)
     axes = axis_per_leaf(out_axes, stacked)
     placed = [
         y[0] if ax is None else jnp.moveaxis(y, 0, ax) for y, ax in zip(flat, axes, strict=True)
     ]
-    return jax.tree_util.tree_unflatten(treedef, placed)
+    return jax.tree.unflatten(treedef, placed)
 
 
 def static_key(x: Any) -> Any:
@@ -207,7 +203,7 @@ def make_program(kind: str, fn: Callable, vf: Callable, lay: Layout, static: lis
     def loop(mapped: list, shared: list) -> Any:  # one jitted fn per item, then a stack
         xs = to_front(mapped, lay.mapped_axes)
         outs = [step([x[i] for x in xs], shared) for i in range(xs[0].shape[0])]
-        return place_outputs(jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *outs), out_axes)
+        return place_outputs(jax.tree.map(lambda *ys: jnp.stack(ys), *outs), out_axes)
 
     def host(mapped: list, shared: list) -> Any:  # the vmap step per chunk of k, then one concat
         if any(isinstance(x, jax.core.Tracer) for x in [*mapped, *shared]):
@@ -222,11 +218,9 @@ def make_program(kind: str, fn: Callable, vf: Callable, lay: Layout, static: lis
             return step(mapped, shared)  # one chunk: no slices, no concatenation
         ranges = tuple(bounds(n, k))
         outs = [step(chunk, shared) for chunk in split_chunks(mapped, ranges, lay.mapped_axes)]
-        per = tuple(axis_per_leaf(out_axes, outs[0]))
-        parts = list(zip(*map(jax.tree_util.tree_leaves, outs), strict=True))
-        return jax.tree_util.tree_unflatten(
-            jax.tree_util.tree_structure(outs[0]), concat(parts, per)
-        )
+        per, treedef = tuple(axis_per_leaf(out_axes, outs[0])), jax.tree.structure(outs[0])
+        parts = list(zip(*map(jax.tree.leaves, outs), strict=True))
+        return jax.tree.unflatten(treedef, concat(parts, per))
 
     if kind == "vmap":
         return jax.jit(vmap_step)
@@ -303,9 +297,9 @@ def batch(
     layouts: dict[tuple, Layout] = {}  # per tree, types and shapes: jax.vmap's reading of it
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
-        flat = jax.tree_util.tree_leaves((args, kwargs))
+        flat = jax.tree.leaves((args, kwargs))
         shapes = [(type(x), getattr(x, "shape", None), getattr(x, "dtype", None)) for x in flat]
-        key = (jax.tree_util.tree_structure((args, kwargs)), tuple(shapes))
+        key = (jax.tree.structure((args, kwargs)), tuple(shapes))
         if key not in layouts:  # host's time on the MLP benchmark without this: 6.2x vmap's -> 1.5x
             layouts[key] = layout_of(fn, in_axes, args, kwargs)
         lay = layouts[key]

@@ -193,15 +193,14 @@ def rule_cost(
     if batch_size is None or not len(lengths):
         used = np.unique(which).size  # non-empty buckets: compiled shapes
         padded = padded_elements(lengths, b)
-    else:
-        order = np.argsort(which, kind="stable")  # bucket by bucket, input order inside
-        sorted_which, sorted_lengths = which[order], lengths[order]
-        place = np.arange(len(order)) - np.searchsorted(sorted_which, sorted_which)
-        starts = np.flatnonzero(place % batch_size == 0)  # each bucket's batches
-        longest = np.maximum.reduceat(sorted_lengths, starts)
-        rows = np.diff(np.append(starts, len(order)))
-        padded = int((longest * rows).sum())
-        used = len(set(zip(rows.tolist(), longest.tolist(), strict=True)))  # (rows, length)
+    else:  # bucket by bucket, input order inside, in batches of `batch_size`
+        batches = [
+            group[i : i + batch_size]
+            for group in (lengths[which == k] for k in np.unique(which))
+            for i in range(0, len(group), batch_size)
+        ]
+        padded = sum(len(b) * int(b.max()) for b in batches)
+        used = len({(len(b), int(b.max())) for b in batches})  # distinct (rows, length)
     return RuleCost(rule, tuple(int(x) for x in b), padded, int(lengths.sum()), used)
 
 

@@ -122,7 +122,7 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
         out = jax.eval_shape(fn, grown)
     except Exception:  # not traceable (numpy inside): call it
         out = fn(grown)
-    shape, rows = np.shape(jax.tree_util.tree_leaves(out)[0]), len(padded.lengths)
+    shape, rows = np.shape(jax.tree.leaves(out)[0]), len(padded.lengths)
     if shape[:1] != (rows + 1,):
         raise ValueError(
             f"`fn` returned shape {shape} for {rows + 1} rows (bucket {k} with one row added): "
@@ -137,9 +137,7 @@ def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None
     One batch per non-empty bucket, by increasing boundary.
 
     Args:
-      seqs: 1-D sequences or a :class:`Ragged`.
-      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
-      n_buckets: instead, this many :func:`optimal_boundaries`.
+      seqs, boundaries, n_buckets: as in :func:`bucket_batches`.
 
     Returns:
       :class:`Buckets`: per non-empty bucket its ``boundary``, items' ``indices`` and ``padded``.
@@ -270,9 +268,8 @@ def token_workload(data: Any, vocab: int, features: int, seed: int) -> tuple[Any
 def plan_buckets(data: Any, rule: str, n_buckets: int, features: int) -> tuple[BucketPlan, Buckets]:
     """What a setting will cost, nothing compiled or timed: its plan and its buckets."""
     cost = rule_cost(lengths_of(data.lengths), rule, n_buckets)
-    return BucketPlan(**vars(cost), n_buckets=n_buckets), bucketize(
-        data, boundaries=cost.boundaries
-    )
+    buckets = bucketize(data, boundaries=cost.boundaries)
+    return BucketPlan(**vars(cost), n_buckets=n_buckets), buckets
 
 
 def measure_buckets(
@@ -327,8 +324,6 @@ def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
         return MemoryEstimate(0, 0, 0, 0, 0, "no buckets", None, 0.0, jax.default_backend())
     flops = None if any(p.flops is None for p in plans) else sum(p.flops for p in plans)
     args, outs = (sum(getattr(p, k) for p in plans) for k in ("argument_bytes", "output_bytes"))
-    temp, how = (
-        max(p.temp_bytes for p in plans),
-        "every bucket's inputs + outputs + the largest temp",
-    )
+    how = "every bucket's inputs + outputs + the largest temp"
+    temp = max(p.temp_bytes for p in plans)
     return widened(plans[0], "pool, every bucket", how, args, outs, temp, flops)
