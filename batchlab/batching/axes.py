@@ -74,9 +74,8 @@ class AxesExplanation(Rows):
             _boxes(ax, x + 0.5, y, item, None)
         ax.axhline(-len(self.inputs) + 0.25, color="0.6", lw=0.8, ls="--")
         ax.set(xlim=(-0.2, label_w + 2 * width + 2), ylim=(-len(rows) - 0.2, 1.0))
-        ax.text(
-            label_w, 0.65, f"batched (orange: batch axis, {self.batch_size} items)", fontsize=11
-        )
+        header = f"batched (orange: batch axis, {self.batch_size} items)"
+        ax.text(label_w, 0.65, header, fontsize=11)
         ax.text(x + 0.5, 0.65, "one item (what fn sees)", fontsize=11)
         ax.set_axis_off()
         title = f"vmap with in_axes={self.in_axes!r}, out_axes={self.out_axes!r}"

@@ -28,10 +28,8 @@ def _shape_of(x: Any, name: str) -> tuple[int, ...]:
         if any(d < 0 for d in x):
             raise ValueError(f"`{name}` is a shape with a negative size: {tuple(x)}.")
         return tuple(int(d) for d in x)
-    if hasattr(x, "shape"):
-        return tuple(int(d) for d in x.shape)
-    if isinstance(x, numbers.Number):
-        return ()
+    if hasattr(x, "shape") or isinstance(x, numbers.Number):
+        return tuple(int(d) for d in np.shape(x))
     raise TypeError(
         f"`{name}` must be an array, a number or a shape (a tuple of ints), got "
         f"{type(x).__name__} {x!r:.60}."

@@ -34,8 +34,7 @@ def lengths_of(lengths: Any) -> np.ndarray:
 
 
 def check_boundaries(boundaries: Any, lengths: np.ndarray) -> np.ndarray:
-    """``boundaries`` as int64, checked: positive, strictly increasing ints that cover every
-    length."""
+    """``boundaries`` as int64, checked: positive, strictly increasing, covering every length."""
     b, longest = np.asarray(boundaries), int(lengths.max()) if len(lengths) else 0
     ok = b.ndim == 1 and b.size > 0 and b.dtype.kind in "iu"
     if not (ok and b[0] >= 1 and np.all(np.diff(b) > 0) and b[-1] >= longest):
@@ -51,7 +50,7 @@ def padded_elements(lengths: Any, boundaries: Any) -> int:
     """Total padded size when every item is padded to its bucket's boundary."""
     lengths = lengths_of(lengths)
     b = check_boundaries(boundaries, lengths)
-    return int(b[np.searchsorted(b, lengths)].sum()) if len(lengths) else 0
+    return int(b[np.searchsorted(b, lengths)].sum())
 
 
 def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:

@@ -32,8 +32,7 @@ REDUCE_HINT = "Reduce over the sequence axis first, e.g. masked_sum(p.values, p.
 
 @dataclass(frozen=True)
 class Bucket:
-    """One bucket (or one batch of it): its items (``indices`` in the input) padded to
-    ``boundary``."""
+    """One bucket (or one batch of it): its items (``indices`` in the input) padded."""
 
     boundary: int
     indices: np.ndarray
