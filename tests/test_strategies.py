@@ -121,7 +121,7 @@ def test_chunked_does_not_recompile_per_call():
     f = batch(lambda v: v * 2, strategy="chunked", chunk_size=4)
     x = jnp.ones((10, 3))
     f(x)
-    with count_compiles(match="chunked") as c:
+    with count_compiles() as c:  # any compile: the chunked program is named lax_map
         for _ in range(3):
             f(x)
     assert c.count == 0

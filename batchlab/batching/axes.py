@@ -44,25 +44,14 @@ class AxesExplanation(Rows):
     source: str = SOURCE
 
     def _tables(self) -> list[tuple]:
-        ins = [
-            (
-                lf.label,
-                str(lf.shape),
-                "not mapped (shared)" if lf.axis is None else f"axis {lf.axis}",
-                "-" if lf.axis is None else str(lf.size),
-                str(lf.item_shape),
-            )
-            for lf in self.inputs
-        ]
-        outs = [
-            (
-                o.label,
-                str(o.item_shape),
-                "none (not batched)" if o.axis is None else f"axis {o.axis}",
-                str(o.shape),
-            )
-            for o in self.outputs
-        ]
+        ins, outs = [], []
+        for lf in self.inputs:
+            mapped = "not mapped (shared)" if lf.axis is None else f"axis {lf.axis}"
+            size = "-" if lf.axis is None else str(lf.size)
+            ins.append((lf.label, str(lf.shape), mapped, size, str(lf.item_shape)))
+        for o in self.outputs:
+            axis = "none (not batched)" if o.axis is None else f"axis {o.axis}"
+            outs.append((o.label, str(o.item_shape), axis, str(o.shape)))
         where = f"batch of {self.batch_size} items, in_axes={self.in_axes!r} ({self.source})"
         return [
             (f"inputs: {where}", ins, IN_HEADER),
@@ -85,9 +74,8 @@ class AxesExplanation(Rows):
             _boxes(ax, x + 0.5, y, item, None)
         ax.axhline(-len(self.inputs) + 0.25, color="0.6", lw=0.8, ls="--")
         ax.set(xlim=(-0.2, label_w + 2 * width + 2), ylim=(-len(rows) - 0.2, 1.0))
-        ax.text(
-            label_w, 0.65, f"batched (orange: batch axis, {self.batch_size} items)", fontsize=11
-        )
+        header = f"batched (orange: batch axis, {self.batch_size} items)"
+        ax.text(label_w, 0.65, header, fontsize=11)
         ax.text(x + 0.5, 0.65, "one item (what fn sees)", fontsize=11)
         ax.set_axis_off()
         title = f"vmap with in_axes={self.in_axes!r}, out_axes={self.out_axes!r}"
@@ -106,11 +94,11 @@ def resolve_out_axes(fn: Callable, lay: Layout, flat: list, out_axes: Any) -> tu
             axes = axis_per_leaf(out_axes, out)
         except (ValueError, TypeError):
             raise e from None
-        for k, (leaf, ax) in enumerate(zip(jtu.tree_leaves(out), axes, strict=True)):
+        for k, (leaf, ax) in enumerate(zip(jax.tree.leaves(out), axes, strict=True)):
             if ax is not None:
                 continue
             only = [None if j == k else 0 for j in range(len(axes))]
-            only = jtu.tree_unflatten(jtu.tree_structure(out), only)
+            only = jax.tree.unflatten(jax.tree.structure(out), only)
             try:
                 abstract_call(fn, lay.treedef, flat, lay.axes, item=False, out_axes=only)
             except ValueError:
@@ -124,7 +112,7 @@ def resolve_out_axes(fn: Callable, lay: Layout, flat: list, out_axes: Any) -> tu
     axes = axis_per_leaf(out_axes, out)
     return tuple(
         Leaf(k, label, tuple(b.shape), b.dtype, None if ax is None else ax % b.ndim)
-        for k, (label, b, ax) in enumerate(zip(labels, jtu.tree_leaves(batched), axes, strict=True))
+        for k, (label, b, ax) in enumerate(zip(labels, jax.tree.leaves(batched), axes, strict=True))
     )
 
 
@@ -171,7 +159,7 @@ def explain_axes(fn: Callable, *args: Any, in_axes: Any = 0, out_axes: Any = 0) 
         except (TypeError, ValueError):
             pass
         raise
-    flat = jax.tree_util.tree_leaves((args, {}))
+    flat = jax.tree.leaves((args, {}))
     outputs = resolve_out_axes(fn, lay, flat, out_axes)
     inputs = tuple(leaves_of(fn, args, list(lay.axes)))
     return AxesExplanation(lay.batch_size, inputs, outputs, spec, out_axes)

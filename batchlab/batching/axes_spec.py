@@ -63,14 +63,9 @@ def suggest(in_axes: tuple, i: int, value: Any = None) -> str:
 
 def axis_per_leaf(spec: Any, tree: Any) -> list:
     """The axis of every leaf of ``tree``, ``spec`` (a prefix tree of it) spread over its leaves."""
-    subtrees = jtu.tree_structure(spec, is_leaf=is_axis_leaf).flatten_up_to(tree)
-    axes = jtu.tree_leaves(spec, is_leaf=is_axis_leaf)
-    return [ax for ax, sub in zip(axes, subtrees, strict=True) for _ in jtu.tree_leaves(sub)]
-
-
-def out_axis_per_leaf(out: Any, out_axes: Any) -> tuple[list, list, Any]:
-    """Output leaves and the out axis of each (``out_axes`` is a prefix tree of ``out``)."""
-    return jtu.tree_leaves(out), axis_per_leaf(out_axes, out), jtu.tree_structure(out)
+    subtrees = jax.tree.structure(spec, is_leaf=is_axis_leaf).flatten_up_to(tree)
+    axes = jax.tree.leaves(spec, is_leaf=is_axis_leaf)
+    return [ax for ax, sub in zip(axes, subtrees, strict=True) for _ in jax.tree.leaves(sub)]
 
 
 def drop(shape: tuple, axis: int | None) -> tuple:
@@ -81,16 +76,12 @@ def drop(shape: tuple, axis: int | None) -> tuple:
 def abstract_call(
     fn: Callable, treedef: Any, flat: list, axes: list, *, item: bool = True, out_axes: Any = 0
 ) -> Any:
-    """``fn``'s output from shapes only: one item's, or (``item=False``) ``jax.vmap``'s.
-
-    A leaf mapped in ``axes`` and any JAX array or ``ShapeDtypeStruct`` is given as a shape;
-    any other value reaches ``fn`` untouched, as under ``jax.vmap``.
-    """
+    """``fn``'s output from shapes only: one item's, or (``item=False``) ``jax.vmap``'s."""
     traced = [ax is not None or isinstance(x, ARRAYS) for x, ax in zip(flat, axes, strict=True)]
 
     def call(structs: list) -> Any:
         given = iter(structs)
-        args, kwargs = jtu.tree_unflatten(
+        args, kwargs = jax.tree.unflatten(
             treedef, [next(given) if t else x for x, t in zip(flat, traced, strict=True)]
         )
         return fn(*args, **kwargs)
@@ -152,10 +143,7 @@ class Layout:
     Attributes:
       treedef: the tree of ``(args, kwargs)``.
       axes: per leaf, its batch axis (>= 0), or None where it is not mapped.
-      traced: per leaf, whether the compiled programs take it as an argument: a mapped leaf,
-        a JAX array or a ``jax.ShapeDtypeStruct``; any other unmapped value (a function, a
-        string, a Python number, a numpy array) reaches ``fn`` untouched, closed over, as
-        ``jax.vmap`` passes it.
+      traced: per leaf, whether the compiled programs take it as an argument (see ``ARRAYS``).
       batch_size: the size of the mapped axes.
     """
 
@@ -183,7 +171,7 @@ class Layout:
             next(parts[0 if ax is not None else 1 if t else 2])
             for ax, t in zip(self.axes, self.traced, strict=True)
         ]
-        args, kwargs = jtu.tree_unflatten(self.treedef, flat)
+        args, kwargs = jax.tree.unflatten(self.treedef, flat)
         return fn(*args, **kwargs)
 
 
@@ -193,7 +181,7 @@ def layout_of(fn: Callable, in_axes: Any, args: tuple, kwargs: dict) -> Layout:
     leaves (keyword arguments mapped on axis 0)."""
     nothing = functools.wraps(fn)(lambda *a, **k: ())  # fn's signature names the arguments
     jax.vmap(nothing, in_axes=in_axes)(*args, **kwargs)
-    flat, treedef = jtu.tree_flatten((args, kwargs))
+    flat, treedef = jax.tree.flatten((args, kwargs))
     spec = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
     axes = axis_per_leaf((spec, 0), (args, kwargs))
     axes = [None if ax is None else ax % np.ndim(x) for x, ax in zip(flat, axes, strict=True)]
@@ -220,15 +208,10 @@ def movable(outs: Callable, leaves: list, lf: Leaf, batch: int) -> tuple | None:
     return None
 
 
-def leaf_axes(arg: Any, leaves: list, lf: Leaf, axis: int | None) -> Any:
-    """The ``in_axes`` entry of ``lf``'s argument with ``lf`` alone on ``axis``."""
-    own = [axis if m is lf else m.axis for m in leaves if m.arg == lf.arg]
-    return jtu.tree_unflatten(jtu.tree_structure(arg), own)
-
-
 def fix_hint(outs: Callable, leaves: list, lf: Leaf, spec: tuple, batch: int, arg: Any) -> str:
     """The fix for a leaf whose size is not the batch's, each suggestion evaluated first."""
-    k, use = lf.label, suggest(spec, lf.arg, leaf_axes(arg, leaves, lf, None))
+    own = [None if m is lf else m.axis for m in leaves if m.arg == lf.arg]  # lf passed whole
+    k, use = lf.label, suggest(spec, lf.arg, jax.tree.unflatten(jax.tree.structure(arg), own))
     if (moved := movable(outs, leaves, lf, batch)) is not None:
         a, got = moved
         return (
@@ -278,11 +261,8 @@ def _ragged_list(arg: Any, name: str, axis: Any) -> None:
 
 
 def diagnose(fn: Callable, args: tuple, in_axes: Any) -> None:
-    """Raises the kit's :class:`BatchAxisError` for a call ``jax.vmap`` refused: why, and the fix.
-
-    It reads the call as ``jax.vmap`` does (shapes only) and stops at the first entry of
-    ``in_axes`` that does not fit; every fix it offers is evaluated before it is offered.
-    """
+    """Raises the kit's :class:`BatchAxisError` for a call ``jax.vmap`` refused: why, and the fix
+    (at the first entry of ``in_axes`` that does not fit; every fix evaluated first)."""
     names = param_names(fn, len(args))
     spec = per_argument(in_axes, names)
     for arg, arg_spec, name in zip(args, spec, names, strict=True):
@@ -291,12 +271,12 @@ def diagnose(fn: Callable, args: tuple, in_axes: Any) -> None:
     mapped = [lf for lf in leaves if lf.axis is not None]
     if not mapped:  # nothing mapped: JAX's words
         return
-    flat, treedef = jtu.tree_flatten((args, {}))
+    flat, treedef = jax.tree.flatten((args, {}))
 
     def outs(leaf: Leaf, axis: int | None) -> list | None:  # per-item outputs, leaf on axis
         try:
             axes = [axis if lf is leaf else lf.axis for lf in leaves]
-            return [tuple(o.shape) for o in jtu.tree_leaves(abstract_call(fn, treedef, flat, axes))]
+            return [tuple(o.shape) for o in jax.tree.leaves(abstract_call(fn, treedef, flat, axes))]
         except Exception:
             return None
 

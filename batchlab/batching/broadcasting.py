@@ -28,10 +28,8 @@ def _shape_of(x: Any, name: str) -> tuple[int, ...]:
         if any(d < 0 for d in x):
             raise ValueError(f"`{name}` is a shape with a negative size: {tuple(x)}.")
         return tuple(int(d) for d in x)
-    if hasattr(x, "shape"):
-        return tuple(int(d) for d in x.shape)
-    if isinstance(x, numbers.Number):
-        return ()
+    if hasattr(x, "shape") or isinstance(x, numbers.Number):
+        return tuple(int(d) for d in np.shape(x))
     raise TypeError(
         f"`{name}` must be an array, a number or a shape (a tuple of ints), got "
         f"{type(x).__name__} {x!r:.60}."
@@ -129,12 +127,8 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
     """
     shapes, names = _operands(arrays_or_shapes, names)
     rank = max((len(s) for s in shapes), default=0)
-    result, conflicts = [], set()
-    for axis in range(-rank, 0):
-        sizes = {s[axis] for s in shapes if len(s) >= -axis} - {1}
-        if len(sizes) > 1:
-            conflicts.add(axis)
-        result.append(max(sizes) if sizes else 1)
+    sizes = {ax: {s[ax] for s in shapes if len(s) >= -ax} - {1} for ax in range(-rank, 0)}
+    conflicts = {ax for ax, found in sizes.items() if len(found) > 1}
     if conflicts:
         named = list(zip(names, shapes, strict=True))
         details = [
@@ -150,7 +144,7 @@ def check_broadcast(*arrays_or_shapes: Any, names: Sequence[str] | None = None) 
         )
     for message in _traps(shapes, names, rank):
         warnings.warn(message, SilentBroadcastWarning, stacklevel=2)
-    return tuple(result)
+    return np.broadcast_shapes(*shapes)
 
 
 def aligned(*arrays_or_shapes: Any, names: Sequence[str] | None = None) -> str:

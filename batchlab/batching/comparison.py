@@ -20,8 +20,7 @@ from batchlab._util.checks import (
 from batchlab._util.format import Rows, format_bytes, format_count, format_seconds
 from batchlab.batching.axes_spec import layout_of
 from batchlab.batching.comparison_plot import plot_comparison
-from batchlab.batching.host_chunks import nbytes
-from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch
+from batchlab.batching.strategies import DISPATCHED, STRATEGIES, batch, nbytes
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.plan import (
@@ -80,18 +79,8 @@ class Comparison(Rows):
     results: tuple[StrategyResult, ...]
     source: str = SOURCES
 
-    _header = (
-        "strategy",
-        "items",
-        "planned temp",
-        "planned peak",
-        "compiles",
-        "dispatches",
-        "agrees with vmap",
-        "run (median)",
-        "compile",
-        "throughput",
-    )
+    _header = ("strategy", "items", "planned temp", "planned peak", "compiles", "dispatches")
+    _header += ("agrees with vmap", "run (median)", "compile", "throughput")
 
     @property
     def strategies(self) -> list[str]:
@@ -122,21 +111,12 @@ class Comparison(Rows):
             if m is None:
                 rows.append((r.label, r.items, *["-"] * 7, r.error))
                 continue
-            compile_s = m.trace_lower_seconds + m.compile_seconds
-            rows.append(
-                (
-                    r.label,
-                    r.items,
-                    format_bytes(r.temp_bytes),
-                    format_bytes(m.memory.planned_bytes),
-                    m.compiles,
-                    r.dispatches,
-                    {True: "yes", False: "NO", None: "-"}[r.agrees],
-                    format_seconds(r.run_seconds),
-                    format_seconds(compile_s),
-                    f"{format_count(r.items / r.run_seconds)} items/s",
-                )
-            )
+            planned = format_bytes(r.temp_bytes), format_bytes(m.memory.planned_bytes)
+            agrees = {True: "yes", False: "NO", None: "-"}[r.agrees]
+            compile_s = format_seconds(m.trace_lower_seconds + m.compile_seconds)
+            speed = f"{format_count(r.items / r.run_seconds)} items/s"
+            run = format_seconds(r.run_seconds), compile_s, speed
+            rows.append((r.label, r.items, *planned, m.compiles, r.dispatches, agrees, *run))
         return rows
 
     def plot(self):
@@ -146,17 +126,17 @@ class Comparison(Rows):
 
 def _take(args: tuple, lay: Any, b: int) -> tuple:
     """The first ``b`` items of the batch (``lay``: the call's Layout)."""
-    leaves = jax.tree_util.tree_leaves((args, {}))
+    leaves = jax.tree.leaves((args, {}))
     out = [
         leaf if ax is None else jax.lax.slice_in_dim(leaf, 0, b, axis=ax)
         for leaf, ax in zip(leaves, lay.axes, strict=True)
     ]
-    return jax.tree_util.tree_unflatten(lay.treedef, out)[0]
+    return jax.tree.unflatten(lay.treedef, out)[0]
 
 
 def _agree(a: Any, b: Any) -> bool:
     """Same leaves, shapes and values (to a tolerance that depends on the dtype)."""
-    la, lb = [list(map(np.asarray, jax.tree_util.tree_leaves(t))) for t in (a, b)]
+    la, lb = [list(map(np.asarray, jax.tree.leaves(t))) for t in (a, b)]
     tol = [1e-2 if x.dtype.itemsize <= 2 else 1e-4 for x in la]
     return len(la) == len(lb) and all(
         x.shape == y.shape and np.allclose(x, y, rtol=t, atol=t)
@@ -164,21 +144,20 @@ def _agree(a: Any, b: Any) -> bool:
     )
 
 
-# --- planning a strategy that dispatches from Python ("loop", "host") ---
-def widened(step: MemoryEstimate, args: Any, out: Any, temp: int, how: str):
-    """The plan of the largest dispatched program, widened to the whole call (no flops)."""
-    arg, outb = nbytes(args), nbytes(out)
+def widened(step: MemoryEstimate, name: str, how: str, args: int, outs: int, temp: int, flops=None):
+    """A program's plan widened to a whole Python-dispatched call: its arguments, outputs and
+    ``temp`` (``how``: what the plan counts); no aliasing, no XLA peak."""
     return dataclasses.replace(
         step,
-        argument_bytes=arg,
-        output_bytes=outb,
+        argument_bytes=args,
+        output_bytes=outs,
         temp_bytes=temp,
         alias_bytes=0,
         xla_peak_bytes=None,
-        flops=None,
-        name="dispatched",
-        planned_bytes=arg + outb + temp,
-        planned_from=f"inputs + output + {how}",
+        flops=flops,
+        name=name,
+        planned_bytes=args + outs + temp,
+        planned_from=how,
     )
 
 
@@ -186,20 +165,22 @@ def dispatched_plan(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any, 
     """(plan, dispatches per call) of ``fn_s = batch(fn, strategy=s)`` called on ``sub``."""
     if s == "host":
         p = fn_s.plan(*sub)
-        big = max(p.steps, key=lambda m: m.temp_bytes)
+        step, temp = max(p.steps, key=lambda m: m.temp_bytes), p.extra_bytes
         how = "the largest step's temp + the chunks' input copy + chunk outputs until concatenated"
-        return widened(big, sub, out, p.extra_bytes, how), p.dispatches
-    # loop: the per-item program, on item 0 (``lay``: the call's Layout)
-    item = [
-        x if ax is None else jax.lax.index_in_dim(x, 0, ax, keepdims=False)
-        for x, ax in zip(jax.tree_util.tree_leaves((sub, {})), lay.axes, strict=True)
-    ]
-    step = memory_estimate(fn, *jax.tree_util.tree_unflatten(lay.treedef, item)[0])
-    how = "the item program's temp + item outputs held for the stack"
-    mapped, moved = len(lay.mapped_axes), sum(ax != 0 for ax in lay.mapped_axes)
-    # moveaxis per moved leaf; per item a slice per mapped leaf and the step; one stack
-    dispatches = moved + lay.batch_size * (mapped + 1) + 1
-    return widened(step, sub, out, step.temp_bytes + nbytes(out), how), dispatches
+        dispatches = p.dispatches
+    else:  # loop: the per-item program, on item 0 (``lay``: the call's Layout)
+        item = [
+            x if ax is None else jax.lax.index_in_dim(x, 0, ax, keepdims=False)
+            for x, ax in zip(jax.tree.leaves((sub, {})), lay.axes, strict=True)
+        ]
+        step = memory_estimate(fn, *jax.tree.unflatten(lay.treedef, item)[0])
+        temp = step.temp_bytes + nbytes(out)
+        how = "the item program's temp + item outputs held for the stack"
+        mapped, moved = len(lay.mapped_axes), sum(ax != 0 for ax in lay.mapped_axes)
+        # moveaxis per moved leaf; per item a slice per mapped leaf and the step; one stack
+        dispatches = moved + lay.batch_size * (mapped + 1) + 1
+    how = "inputs + output + " + how
+    return widened(step, "dispatched", how, nbytes(sub), nbytes(out), temp), dispatches
 
 
 def _prepare(fn: Callable, fn_s: Callable, s: str, sub: tuple, lay: Any) -> tuple:
@@ -316,9 +297,7 @@ def compare(
             timed = {s: Samples(s, time_alone(c, 15, max_time), SOURCES) for s, c in calls.items()}
         expected = reference(*sub) if ready else None
         for s, (chunk, _, out, dispatches, measured) in ready.items():
-            m = measured(tuple(timed[s].values))
-            row[s] = StrategyResult(
-                s, b, chunk, m, _agree(out, expected), None, dispatches, timed[s]
-            )
+            m, agrees = measured(tuple(timed[s].values)), _agree(out, expected)
+            row[s] = StrategyResult(s, b, chunk, m, agrees, None, dispatches, timed[s])
         results += [row[s] for s in strategies]
     return Comparison(function_name(fn), tuple(results))

@@ -22,9 +22,8 @@ def _spread(rs: list) -> np.ndarray:
 
 def _bars(ax_t: Any, ax_m: Any, ok: list, items: int) -> None:
     """One batch size: a bar per strategy, its value written past the bar (and its spread)."""
-    spread = dict(
-        xerr=_spread(ok), capsize=4, error_kw=dict(label="min..max of the timing samples")
-    )
+    label = "min..max of the timing samples"
+    spread = dict(xerr=_spread(ok), capsize=4, error_kw=dict(label=label))
     for ax, values, fmt, kw in (
         (ax_t, [r.run_seconds for r in ok], format_seconds, spread),
         (ax_m, [r.temp_bytes for r in ok], format_bytes, {}),

@@ -1,15 +1,14 @@
 """Five ways to run a per-item function over a batch (notebook 03): ``program(mapped, shared)``.
 
 ``jax.vmap`` decides what a call means (which leaves are mapped, on which axis, what it refuses);
-a strategy only decides how the mapped leaves are cut into items or chunks. Unmapped values that
-are not JAX arrays (a function, a string, a flag, a shape, a numpy array) reach ``fn`` untouched,
-closed over by the compiled program, as ``jax.vmap`` passes them.
+a strategy only decides how the mapped leaves are cut into items or chunks (see :func:`batch`).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -17,8 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from batchlab._util.checks import check_callable, check_choice, check_positive_int
-from batchlab.batching.axes_spec import Layout, layout_of, out_axis_per_leaf
-from batchlab.batching.host_chunks import HostPlan, bounds, concat, plan_call, split_chunks
+from batchlab._util.format import Rows, format_bytes
+from batchlab.batching.axes_spec import Layout, axis_per_leaf, layout_of
+from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled
 
 #: every strategy ``batch`` takes, then "manual" (``compare(manual=)``, batched by hand)
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
@@ -30,6 +30,135 @@ PLANNED: tuple[str, ...] = ("vmap", "map", "chunked", "host")
 ADVISED: tuple[str, ...] = ("vmap", "chunked", "host")
 
 
+# --- strategy "host": jax.jit(jax.vmap(fn)) per chunk, dispatched from Python, joined ---
+def bounds(n: int, k: int) -> list[tuple[int, int]]:
+    """The item ranges of the chunks: full chunks of ``k``, then the remainder.
+
+    >>> bounds(10, 4)
+    [(0, 4), (4, 8), (8, 10)]
+    """
+    return [(a, min(a + k, n)) for a in range(0, n, k)]
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def concat(parts: list, axes: tuple) -> list:
+    """Each output leaf's chunks concatenated along its batch axis (None: the first chunk's)."""
+    return [
+        p[0] if ax is None else jnp.concatenate(p, axis=ax)
+        for p, ax in zip(parts, axes, strict=True)
+    ]
+
+
+# One dispatch for all slices: eager slices cost 5x vmap's time (MLP benchmark), a dynamic_slice
+# in the step 7.6x (outer product, XLA:CPU); the price is a copy of the mapped inputs.
+@functools.partial(jax.jit, static_argnums=(1, 2))
+def _split(xs: list, ranges: tuple, axes: tuple) -> list:
+    """Every chunk of every leaf: [[leaf slices of chunk 0], [chunk 1], ...]."""
+    return [
+        [jax.lax.slice_in_dim(x, a, b, axis=ax) for x, ax in zip(xs, axes, strict=True)]
+        for a, b in ranges
+    ]
+
+
+def split_chunks(mapped: list, ranges: tuple, axes: tuple) -> list:
+    """Chunks of the mapped leaves: numpy leaves as views, jax leaves by one jitted split."""
+    dev = [i for i, x in enumerate(mapped) if not isinstance(x, np.ndarray)]
+    parts = _split([mapped[i] for i in dev], ranges, tuple(axes[i] for i in dev)) if dev else None
+    return [
+        [
+            x[(slice(None),) * ax + (slice(a, b),)] if isinstance(x, np.ndarray) else next(on_dev)
+            for x, ax in zip(mapped, axes, strict=True)
+        ]
+        for (a, b), on_dev in zip(ranges, map(iter, parts or [()] * len(ranges)), strict=True)
+    ]
+
+
+def nbytes(tree: Any) -> int:
+    """Bytes of the arrays and ``jax.ShapeDtypeStruct`` leaves; 0 for a Python value."""
+    leaves = [x for x in jax.tree.leaves(tree) if hasattr(x, "shape") and hasattr(x, "dtype")]
+    return sum(int(np.prod(x.shape, dtype=np.int64)) * np.dtype(x.dtype).itemsize for x in leaves)
+
+
+@dataclass(frozen=True)
+class HostPlan(Rows):
+    """What ``"host"`` does for one call, planned (XLA) before it runs: chunks, programs, bytes."""
+
+    items: int
+    chunk: int
+    dispatches: int
+    steps: tuple[MemoryEstimate, ...]  # the full chunks' step program (if any), the remainder's
+    input_copy_bytes: int
+    chunk_output_bytes: int
+    argument_bytes: int
+
+    _header = ("", "strategy='host'")
+    _inline = True
+
+    full_chunks: int = field(init=False)  # chunks of ``chunk`` items
+    remainder: int = field(init=False)  # items in the last, shorter chunk (0: none)
+    programs: int = field(init=False)  # step programs compiled: one per chunk size
+    temp_bytes: int = field(init=False)  # the largest step's planned temporaries
+
+    def __post_init__(self):
+        object.__setattr__(self, "full_chunks", self.items // self.chunk)
+        object.__setattr__(self, "remainder", self.items % self.chunk)
+        object.__setattr__(self, "programs", len(self.steps))
+        object.__setattr__(self, "temp_bytes", max(m.temp_bytes for m in self.steps))
+
+    @property
+    def extra_bytes(self) -> int:
+        """What one call holds beyond vmap's own plan, at most."""
+        outputs = self.chunk_output_bytes if self.dispatches > 1 else 0
+        return self.temp_bytes + self.input_copy_bytes + outputs
+
+    @property
+    def planned_bytes(self) -> int:
+        return self.argument_bytes + self.chunk_output_bytes + self.extra_bytes
+
+    def _title(self) -> str:
+        return "compiled memory analysis (XLA) per step"
+
+    def _rows(self) -> list[tuple[str, str]]:
+        rest = f"1 remainder of {self.remainder}" if self.remainder else "no remainder"
+        return [
+            ("chunks", f"{self.items} items: {self.full_chunks} full of {self.chunk} + {rest}"),
+            ("programs compiled", str(self.programs)),
+            ("dispatches per call", str(self.dispatches)),
+            ("planned temp per step", format_bytes(self.temp_bytes)),
+            ("copy of the inputs, in chunks", format_bytes(self.input_copy_bytes)),
+            ("chunk outputs, until concatenated", format_bytes(self.chunk_output_bytes)),
+            ("beyond vmap's plan (temp + copies + chunk outputs)", format_bytes(self.extra_bytes)),
+            ("planned for the call (+ arguments + output)", format_bytes(self.planned_bytes)),
+        ]
+
+
+def plan_call(program: Callable, axes: tuple, mapped: list, shared: list, n: int, k: int):
+    """Compiles (does not run) the step programs of one call and counts its dispatches."""
+    chunks = bounds(n, k)
+    sizes = sorted({b - a for a, b in chunks}, reverse=True)  # the full chunk, the remainder
+
+    def estimate(size: int) -> MemoryEstimate:
+        chunk = [
+            jax.ShapeDtypeStruct((*x.shape[:ax], size, *x.shape[ax + 1 :]), x.dtype)
+            for x, ax in zip(mapped, axes, strict=True)
+        ]
+        return estimate_from_compiled(program.step.lower(chunk, shared).compile(), "host step")
+
+    steps = tuple(map(estimate, sizes))
+    several = len(chunks) > 1
+    on_device = [x for x in mapped if not isinstance(x, np.ndarray)]
+    slices = 1 if several and on_device else 0
+    return HostPlan(
+        items=n,
+        chunk=k,
+        dispatches=slices + len(chunks) + several,
+        steps=steps,
+        input_copy_bytes=nbytes(on_device) if slices else 0,
+        chunk_output_bytes=sum(steps[sizes.index(b - a)].output_bytes for a, b in chunks),
+        argument_bytes=nbytes([mapped, shared]),
+    )
+
+
 def to_front(mapped: list, axes: tuple) -> list:
     """Every mapped leaf with its batch axis first."""
     return [x if ax == 0 else jnp.moveaxis(x, ax, 0) for x, ax in zip(mapped, axes, strict=True)]
@@ -37,16 +166,17 @@ def to_front(mapped: list, axes: tuple) -> list:
 
 def place_outputs(stacked: Any, out_axes: Any) -> Any:
     """Stacked outputs (batch on axis 0) -> batch axis at ``out_axes`` (None: item 0)."""
-    flat, per, treedef = out_axis_per_leaf(stacked, out_axes)
+    flat, treedef = jax.tree.flatten(stacked)
+    axes = axis_per_leaf(out_axes, stacked)
     placed = [
-        y[0] if ax is None else jnp.moveaxis(y, 0, ax) for y, ax in zip(flat, per, strict=True)
+        y[0] if ax is None else jnp.moveaxis(y, 0, ax) for y, ax in zip(flat, axes, strict=True)
     ]
-    return jax.tree_util.tree_unflatten(treedef, placed)
+    return jax.tree.unflatten(treedef, placed)
 
 
 def static_key(x: Any) -> Any:
-    """What a compiled program that closes over ``x`` depends on: its value (a numpy array's
-    bytes), or, for a value that cannot be hashed, the object itself (kept alive by the cache)."""
+    """What a program that closes over ``x`` depends on: its value (a numpy array's bytes), or
+    the object itself where it cannot be hashed (kept alive by the cache)."""
     if isinstance(x, np.ndarray):
         return (np.ndarray, x.shape, x.dtype.str, x.tobytes())
     try:
@@ -55,45 +185,27 @@ def static_key(x: Any) -> Any:
         return (type(x), id(x))
 
 
-# Each maker: (fn, jax.vmap(fn, in_axes, out_axes), the call's layout, its untouched values,
-# out_axes, chunk_size) -> program(mapped, shared): mapped / shared are the traced leaves.
-def vmap_program(fn: Callable, vf: Callable, lay: Layout, static: list, out_axes: Any, k=None):
-    """``"vmap"``: ``jax.jit(jax.vmap(fn, in_axes, out_axes))``, one program for the batch."""
+def make_program(kind: str, fn: Callable, vf: Callable, lay: Layout, static: list, out_axes, k):
+    """``program(mapped, shared)`` of one strategy (``vf``: ``jax.vmap(fn, in_axes, out_axes)``;
+    ``mapped`` / ``shared``: the call's traced leaves, ``static``: its untouched values)."""
 
-    def vmap_step(mapped: list, shared: list) -> Any:  # also host's step, one chunk
+    def vmap_step(mapped: list, shared: list) -> Any:  # "vmap", and host's step on one chunk
         return lay.call(vf, mapped, shared, static)
 
-    return jax.jit(vmap_step)
-
-
-def map_program(fn: Callable, vf: Callable, lay: Layout, static: list, out_axes: Any, k=None):
-    """``"map"``, ``"chunked"``: ``jax.lax.map``, ``chunk_size`` items at a time, one program."""
-
-    def program(mapped: list, shared: list) -> Any:
+    def lax_map(mapped: list, shared: list) -> Any:  # "map", "chunked": one program
         item = lambda xs: lay.call(fn, list(xs), shared, static)  # noqa: E731
         stacked = jax.lax.map(item, to_front(mapped, lay.mapped_axes), batch_size=k)
         return place_outputs(stacked, out_axes)
 
-    return jax.jit(program)
+    # host: the vmap program on one chunk; loop: fn on one item
+    step = jax.jit(vmap_step if kind == "host" else lambda xs, sh: lay.call(fn, xs, sh, static))
 
-
-def loop_program(fn: Callable, vf: Callable, lay: Layout, static: list, out_axes: Any, k=None):
-    """``"loop"``: one jitted ``fn`` per item, called from Python, then a stack."""
-    step = jax.jit(lambda xs, shared: lay.call(fn, xs, shared, static))
-
-    def program(mapped: list, shared: list) -> Any:
+    def loop(mapped: list, shared: list) -> Any:  # one jitted fn per item, then a stack
         xs = to_front(mapped, lay.mapped_axes)
         outs = [step([x[i] for x in xs], shared) for i in range(xs[0].shape[0])]
-        return place_outputs(jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *outs), out_axes)
+        return place_outputs(jax.tree.map(lambda *ys: jnp.stack(ys), *outs), out_axes)
 
-    return program
-
-
-def host_program(fn: Callable, vf: Callable, lay: Layout, static: list, out_axes: Any, k=None):
-    """``"host"``: ``jax.jit(jax.vmap(fn))`` per chunk of ``k``, dispatched from Python."""
-    step = vmap_program(fn, vf, lay, static, out_axes)
-
-    def program(mapped: list, shared: list) -> Any:
+    def host(mapped: list, shared: list) -> Any:  # the vmap step per chunk of k, then one concat
         if any(isinstance(x, jax.core.Tracer) for x in [*mapped, *shared]):
             raise TypeError(
                 "strategy='host' dispatches one compiled program per chunk from Python, so it "
@@ -106,16 +218,18 @@ def host_program(fn: Callable, vf: Callable, lay: Layout, static: list, out_axes
             return step(mapped, shared)  # one chunk: no slices, no concatenation
         ranges = tuple(bounds(n, k))
         outs = [step(chunk, shared) for chunk in split_chunks(mapped, ranges, lay.mapped_axes)]
-        _, per, treedef = out_axis_per_leaf(outs[0], out_axes)
-        parts = list(zip(*map(jax.tree_util.tree_leaves, outs), strict=True))
-        return jax.tree_util.tree_unflatten(treedef, concat(parts, tuple(per)))
+        per, treedef = tuple(axis_per_leaf(out_axes, outs[0])), jax.tree.structure(outs[0])
+        parts = list(zip(*map(jax.tree.leaves, outs), strict=True))
+        return jax.tree.unflatten(treedef, concat(parts, per))
 
-    program.step = step  # type: ignore[attr-defined]
-    return program
-
-
-MAKERS = {"vmap": vmap_program, "map": map_program, "chunked": map_program}
-MAKERS |= {"loop": loop_program, "host": host_program}
+    if kind == "vmap":
+        return jax.jit(vmap_step)
+    if kind in ("map", "chunked"):
+        return jax.jit(lax_map)
+    if kind == "loop":
+        return loop
+    host.step = step  # type: ignore[attr-defined]
+    return host
 
 
 def _check_options(strategy: str, chunk_size: Any) -> int | None:
@@ -183,9 +297,9 @@ def batch(
     layouts: dict[tuple, Layout] = {}  # per tree, types and shapes: jax.vmap's reading of it
 
     def program_for(args: tuple, kwargs: dict) -> tuple:
-        flat = jax.tree_util.tree_leaves((args, kwargs))
+        flat = jax.tree.leaves((args, kwargs))
         shapes = [(type(x), getattr(x, "shape", None), getattr(x, "dtype", None)) for x in flat]
-        key = (jax.tree_util.tree_structure((args, kwargs)), tuple(shapes))
+        key = (jax.tree.structure((args, kwargs)), tuple(shapes))
         if key not in layouts:  # host's time on the MLP benchmark without this: 6.2x vmap's -> 1.5x
             layouts[key] = layout_of(fn, in_axes, args, kwargs)
         lay = layouts[key]
@@ -193,7 +307,7 @@ def batch(
         kind = "vmap" if lay.batch_size == 0 else strategy  # an empty batch: vmap's program
         pkey = (key[0], lay.axes, lay.traced, tuple(map(static_key, static)), kind)
         if pkey not in programs:  # jax.vmap's own errors (out_axes, output types) first
-            check = vmap_program(fn, vf, lay, static, out_axes)
+            check = make_program("vmap", fn, vf, lay, static, out_axes, k)
             try:
                 jax.eval_shape(check, mapped, shared)
             except ValueError as e:
@@ -203,8 +317,9 @@ def batch(
                     f"`out_axes`={out_axes!r} is not an axis of fn's output with the batch axis "
                     f"added (JAX: {e}); an output of rank r takes out_axes in -(r+1)..r."
                 ) from e
-            make = MAKERS[kind]
-            programs[pkey] = check if kind == "vmap" else make(fn, vf, lay, static, out_axes, k)
+            programs[pkey] = (
+                check if kind == "vmap" else make_program(kind, fn, vf, lay, static, out_axes, k)
+            )
         return programs[pkey], lay, mapped, shared
 
     @functools.wraps(vf)

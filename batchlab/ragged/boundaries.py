@@ -1,19 +1,5 @@
 """Where bucket boundaries go: the boundary rules, and the padding, padded fraction and compiled
 shapes each costs (:func:`padding_report`, counted, not timed).
-
-Example:
-  >>> lengths = [3, 3, 4, 9, 10, 30]
-  >>> optimal_boundaries(lengths, 3).tolist()
-  [4, 10, 30]
-  >>> padded_elements(lengths, [4, 10, 30]), padded_elements(lengths, [30])
-  (62, 180)
-  >>> for r in RULES:
-  ...     print(r, rule_boundaries([1, 5, 9, 100], r, n_buckets=2).tolist())
-  max [100]
-  fixed [50, 100]
-  pow2 [1, 2, 4, 8, 16, 32, 64, 128]
-  quantile [5, 100]
-  optimal [9, 100]
 """
 
 from __future__ import annotations
@@ -48,8 +34,7 @@ def lengths_of(lengths: Any) -> np.ndarray:
 
 
 def check_boundaries(boundaries: Any, lengths: np.ndarray) -> np.ndarray:
-    """``boundaries`` as int64, checked: positive, strictly increasing ints that cover every
-    length."""
+    """``boundaries`` as int64, checked: positive, strictly increasing, covering every length."""
     b, longest = np.asarray(boundaries), int(lengths.max()) if len(lengths) else 0
     ok = b.ndim == 1 and b.size > 0 and b.dtype.kind in "iu"
     if not (ok and b[0] >= 1 and np.all(np.diff(b) > 0) and b[-1] >= longest):
@@ -65,7 +50,7 @@ def padded_elements(lengths: Any, boundaries: Any) -> int:
     """Total padded size when every item is padded to its bucket's boundary."""
     lengths = lengths_of(lengths)
     b = check_boundaries(boundaries, lengths)
-    return int(b[np.searchsorted(b, lengths)].sum()) if len(lengths) else 0
+    return int(b[np.searchsorted(b, lengths)].sum())
 
 
 def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
@@ -125,7 +110,16 @@ def optimal_boundaries(lengths: Any, n_buckets: int) -> np.ndarray:
 def rule_boundaries(lengths: Any, rule: str, *, n_buckets: int = 8) -> np.ndarray:
     """Boundaries of one rule: ``max`` (one bucket), ``fixed`` (``n_buckets`` of equal width),
     ``pow2`` (1, 2, 4, ... up to the longest), ``quantile`` (``n_buckets`` of equal item
-    counts) or ``optimal`` (:func:`optimal_boundaries`)."""
+    counts) or ``optimal`` (:func:`optimal_boundaries`).
+
+    >>> for r in RULES:
+    ...     print(r, rule_boundaries([1, 5, 9, 100], r, n_buckets=2).tolist())
+    max [100]
+    fixed [50, 100]
+    pow2 [1, 2, 4, 8, 16, 32, 64, 128]
+    quantile [5, 100]
+    optimal [9, 100]
+    """
     check_choice(rule, "rule", RULES)
     lengths, n_buckets = lengths_of(lengths), check_positive_int(n_buckets, "n_buckets")
     if rule == "optimal":
@@ -198,15 +192,14 @@ def rule_cost(
     if batch_size is None or not len(lengths):
         used = np.unique(which).size  # non-empty buckets: compiled shapes
         padded = padded_elements(lengths, b)
-    else:
-        order = np.argsort(which, kind="stable")  # bucket by bucket, input order inside
-        sorted_which, sorted_lengths = which[order], lengths[order]
-        place = np.arange(len(order)) - np.searchsorted(sorted_which, sorted_which)
-        starts = np.flatnonzero(place % batch_size == 0)  # each bucket's batches
-        longest = np.maximum.reduceat(sorted_lengths, starts)
-        rows = np.diff(np.append(starts, len(order)))
-        padded = int((longest * rows).sum())
-        used = len(set(zip(rows.tolist(), longest.tolist(), strict=True)))  # (rows, length)
+    else:  # bucket by bucket, input order inside, in batches of `batch_size`
+        batches = [
+            group[i : i + batch_size]
+            for group in (lengths[which == k] for k in np.unique(which))
+            for i in range(0, len(group), batch_size)
+        ]
+        padded = sum(len(b) * int(b.max()) for b in batches)
+        used = len({(len(b), int(b.max())) for b in batches})  # distinct (rows, length)
     return RuleCost(rule, tuple(int(x) for x in b), padded, int(lengths.sum()), used)
 
 
@@ -249,19 +242,24 @@ def padding_report(
 
 
 def plot_padding_report(report: PaddingReport, *, axes=None):
-    """Length histogram on top; below, one lane per rule with its bucket boundaries.
-
-    With ``axes``, only the histogram, drawn there."""
+    """Length histogram on top; below, one lane per rule with its bucket boundaries (with
+    ``axes``: only the histogram, drawn there)."""
     lengths, rows = report.lengths, report.rows
     lo, hi = (max(int(lengths.min()), 1), max(int(lengths.max()), 2)) if len(lengths) else (1, 2)
+    ax_h = axes
+    if axes is None:
+        fig = Figure(figsize=(11.0, 3.2 + 0.55 * len(rows)), layout="constrained")
+        ratios = {"height_ratios": [2.2, 0.5 + 0.45 * len(rows)]}
+        ax_h, ax_l = fig.subplots(2, 1, sharex=True, gridspec_kw=ratios)
+    bins = np.geomspace(lo * 0.9, hi * 1.05, 50)
+    # stepfilled: one patch, not one per bin, so it redraws in a fraction of the time
+    label = "items per length bin"
+    ax_h.hist(lengths, bins, color="tab:blue", alpha=0.6, histtype="stepfilled", label=label)
+    ax_h.set(xscale="log", xlim=(lo * 0.85, hi * 1.8), ylabel="items")
+    ax_h.legend(fontsize=10, loc="upper right")
     if axes is not None:
-        _length_histogram(axes, lengths, lo, hi)
+        ax_h.set_xlabel("sequence length (tokens, log scale)")
         return axes.figure
-    fig = Figure(figsize=(11.0, 3.2 + 0.55 * len(rows)), layout="constrained")
-    ratios = {"height_ratios": [2.2, 0.5 + 0.45 * len(rows)]}
-    ax_h, ax_l = fig.subplots(2, 1, sharex=True, gridspec_kw=ratios)
-    _length_histogram(ax_h, lengths, lo, hi)
-    ax_h.set_xlabel("")
     ax_h.set_title(f"{len(lengths):,} lengths and where each rule puts its boundaries (counted)")
     for y, row in enumerate(reversed(rows)):
         ax_l.vlines(row.boundaries, y - 0.3, y + 0.3, color=RULE_COLORS.get(row.rule), lw=2.5)
@@ -274,16 +272,6 @@ def plot_padding_report(report: PaddingReport, *, axes=None):
     ax_l.legend(loc="upper left", bbox_to_anchor=(1.0, -0.15), frameon=False, fontsize=10)
     ax_l.grid(True, axis="x", alpha=0.3, which="both")
     return fig
-
-
-def _length_histogram(ax, lengths, lo: int, hi: int) -> None:
-    bins = np.geomspace(lo * 0.9, hi * 1.05, 50)
-    # stepfilled: one patch, not one per bin, so it redraws in a fraction of the time
-    label = "items per length bin"
-    ax.hist(lengths, bins, color="tab:blue", alpha=0.6, histtype="stepfilled", label=label)
-    ax.set(xscale="log", xlim=(lo * 0.85, hi * 1.8), ylabel="items")
-    ax.set_xlabel("sequence length (tokens, log scale)")
-    ax.legend(fontsize=10, loc="upper right")
 
 
 def plot_tradeoff(lengths: Any, bucket_counts: Any):

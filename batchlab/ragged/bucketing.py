@@ -4,7 +4,7 @@ bucketed epoch costs, measured (05's explorer): padding, compilations, run time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -12,6 +12,7 @@ import numpy as np
 
 from batchlab._util.checks import check_positive_int
 from batchlab._util.format import Rows, format_seconds
+from batchlab.batching.comparison import widened
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import live_memory
 from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled
@@ -31,8 +32,7 @@ REDUCE_HINT = "Reduce over the sequence axis first, e.g. masked_sum(p.values, p.
 
 @dataclass(frozen=True)
 class Bucket:
-    """One bucket (or one batch of it): its items (``indices`` in the input) padded to
-    ``boundary``."""
+    """One bucket (or one batch of it): its items (``indices`` in the input) padded."""
 
     boundary: int
     indices: np.ndarray
@@ -121,7 +121,7 @@ def _check_rows_follow(fn: Callable, padded: Padded, k: int) -> None:
         out = jax.eval_shape(fn, grown)
     except Exception:  # not traceable (numpy inside): call it
         out = fn(grown)
-    shape, rows = np.shape(jax.tree_util.tree_leaves(out)[0]), len(padded.lengths)
+    shape, rows = np.shape(jax.tree.leaves(out)[0]), len(padded.lengths)
     if shape[:1] != (rows + 1,):
         raise ValueError(
             f"`fn` returned shape {shape} for {rows + 1} rows (bucket {k} with one row added): "
@@ -136,9 +136,7 @@ def bucketize(seqs: Any, *, boundaries: Any = None, n_buckets: int | None = None
     One batch per non-empty bucket, by increasing boundary.
 
     Args:
-      seqs: 1-D sequences or a :class:`Ragged`.
-      boundaries: increasing bucket upper lengths; the last must be >= the longest item.
-      n_buckets: instead, this many :func:`optimal_boundaries`.
+      seqs, boundaries, n_buckets: as in :func:`bucket_batches`.
 
     Returns:
       :class:`Buckets`: per non-empty bucket its ``boundary``, items' ``indices`` and ``padded``.
@@ -269,9 +267,8 @@ def token_workload(data: Any, vocab: int, features: int, seed: int) -> tuple[Any
 def plan_buckets(data: Any, rule: str, n_buckets: int, features: int) -> tuple[BucketPlan, Buckets]:
     """What a setting will cost, nothing compiled or timed: its plan and its buckets."""
     cost = rule_cost(lengths_of(data.lengths), rule, n_buckets)
-    return BucketPlan(**vars(cost), n_buckets=n_buckets), bucketize(
-        data, boundaries=cost.boundaries
-    )
+    buckets = bucketize(data, boundaries=cost.boundaries)
+    return BucketPlan(**vars(cost), n_buckets=n_buckets), buckets
 
 
 def measure_buckets(
@@ -324,10 +321,8 @@ def summed_plan(plans: list[MemoryEstimate]) -> MemoryEstimate:
     """XLA's plans of the buckets' programs, widened to the epoch."""
     if not plans:
         return MemoryEstimate(0, 0, 0, 0, 0, "no buckets", None, 0.0, jax.default_backend())
-    flops = [p.flops for p in plans]
-    sums = {k: sum(getattr(p, k) for p in plans) for k in ("argument_bytes", "output_bytes")}
-    sums["flops"] = None if None in flops else sum(flops)
-    sums.update(temp_bytes=max(p.temp_bytes for p in plans), alias_bytes=0, xla_peak_bytes=None)
-    sums["planned_bytes"] = sums["argument_bytes"] + sums["output_bytes"] + sums["temp_bytes"]
-    sums["planned_from"] = "every bucket's inputs + outputs + the largest temp"
-    return replace(plans[0], **sums, name="pool, every bucket")
+    flops = None if any(p.flops is None for p in plans) else sum(p.flops for p in plans)
+    args, outs = (sum(getattr(p, k) for p in plans) for k in ("argument_bytes", "output_bytes"))
+    how = "every bucket's inputs + outputs + the largest temp"
+    temp = max(p.temp_bytes for p in plans)
+    return widened(plans[0], "pool, every bucket", how, args, outs, temp, flops)

@@ -32,10 +32,9 @@ class TokenDataset(Ragged):
         return [self.item(i) for i in range(min(n, len(self)))]
 
     def __repr__(self) -> str:
-        lengths = self.lengths
+        lengths, vocab = self.lengths, len(self.vocab)
         return (
-            f"TokenDataset({len(self)} sequences, {lengths.sum():,} tokens, "
-            f"vocab {len(self.vocab)}, "
+            f"TokenDataset({len(self)} sequences, {lengths.sum():,} tokens, vocab {vocab}, "
             f"lengths median {int(np.median(lengths))} max {lengths.max()}; {self.source})"
         )
 

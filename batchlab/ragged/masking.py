@@ -8,19 +8,6 @@ zero gradients at pads and never NaN. An item with no data gets what
 softmax all zeros. The mask has the shape of ``x`` or of its leading axes, any
 axis of size 1 shared (``(batch, 1, length)`` for attention); any other shape is refused,
 never broadcast silently. Integers are promoted to float, except by sum and max.
-
-Example:
-  >>> import jax.numpy as jnp
-  >>> x = jnp.array([[1.0, 2.0, 99.0], [5.0, 99.0, 99.0], [99.0, 99.0, 99.0]])
-  >>> mask = jnp.array([[True, True, False], [True, False, False], [False] * 3])
-  >>> masked_mean(x, mask, axis=1)
-  Array([1.5, 5. , 0. ], dtype=float32)
-  >>> masked_sum(x, mask, axis=1), masked_max(x, mask, axis=1)
-  (Array([3., 5., 0.], dtype=float32), Array([  2.,   5., -inf], dtype=float32))
-  >>> masked_softmax(x, mask, axis=1)
-  Array([[0.268941, 0.731059 , 0.        ],
-         [1.        , 0.        , 0.        ],
-         [0.        , 0.        , 0.        ]], dtype=float32)
 """
 
 from __future__ import annotations
@@ -167,14 +154,6 @@ def masked_max(x: Any, mask: Any, axis: int = -1, *, empty: Any = None) -> Array
     return jnp.where(jnp.any(mask, axis=axis), result, jnp.asarray(empty, x.dtype))
 
 
-def _shifted_exp(x: Array, mask: Array, axis: int) -> Array:
-    """``exp(x - m)`` at unmasked positions (0 elsewhere), ``m`` each row's finite maximum."""
-    m = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True, initial=-jnp.inf)
-    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, jnp.zeros((), x.dtype)))
-    z = jnp.where(mask, x - m, jnp.zeros((), x.dtype))  # pads never reach exp: no inf, no NaN
-    return jnp.where(mask, jnp.exp(z), jnp.zeros((), x.dtype))
-
-
 def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
     """Softmax over ``axis`` among unmasked positions: ``x``'s shape, 0 at pads and empty rows.
 
@@ -194,7 +173,12 @@ def masked_softmax(x: Any, mask: Any, axis: int = -1) -> Array:
       [[0.269, 0.731, 0.0], [1.0, 0.0, 0.0]]
     """
     x, mask, axis = _prepare(x, mask, axis)
-    e = _shifted_exp(to_float(x), mask, axis)
+    x = to_float(x)
+    zero = jnp.zeros((), x.dtype)
+    # exp(x - m) at unmasked positions, m each row's finite maximum: pads never reach exp
+    m = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True, initial=-jnp.inf)
+    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, zero))
+    e = jnp.where(mask, jnp.exp(jnp.where(mask, x - m, zero)), zero)
     total = jnp.sum(e, axis=axis, keepdims=True)
     return e / jnp.where(total > 0, total, jnp.ones((), e.dtype))
 

@@ -4,14 +4,6 @@ A mask still computes every pad (a ``where``, then a full-size sum); packing put
 to back with each position's item index as its *segment id*, reduced by
 ``jax.ops.segment_sum``: work proportional to the true length. The tail past the items gets
 segment id ``max_items``, out of range, so ``segment_sum`` drops it.
-
-Example:
-  >>> p = pack([[1, 2, 3], [4], []], total_length=6, max_items=4)
-  >>> p.values.tolist(), p.segment_ids.tolist(), p.lengths.tolist()
-  ([1, 2, 3, 4, 0, 0], [0, 0, 0, 1, 4, 4], [3, 1, 0, 0])
-  >>> packed_mean_pool(pack([[1, 2], [2]]), jnp.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]))
-  Array([[2., 3.],
-         [3., 4.]], dtype=float32)
 """
 
 from __future__ import annotations
@@ -94,7 +86,12 @@ def pack(seqs: Any, *, total_length: int | None = None, max_items: int | None = 
 
 
 def packed_mean_pool(packed: Packed, table: jax.Array) -> jax.Array:
-    """Embeds every packed token id and averages per item: ``(max_items, features)``."""
+    """Embeds every packed token id and averages per item: ``(max_items, features)``.
+
+    >>> packed_mean_pool(pack([[1, 2], [2]]), jnp.array([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]]))
+    Array([[2., 3.],
+           [3., 4.]], dtype=float32)
+    """
     x = jnp.asarray(table)[packed.values]
     n = packed.num_segments
     total = jax.ops.segment_sum(x, packed.segment_ids, num_segments=n, indices_are_sorted=True)
