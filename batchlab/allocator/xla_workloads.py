@@ -16,12 +16,7 @@ from batchlab._util.checks import check_positive_int, check_positive_ints
 from batchlab._util.child import run_child
 from batchlab.allocator.replayer import Event, Events, EventsBuilder
 from batchlab.allocator.workloads import item_lengths
-from batchlab.measuring.buffers import (
-    BufferAssignment,
-    XlaAllocation,
-    XlaValue,
-    buffer_assignment,
-)
+from batchlab.measuring.buffers import BufferAssignment, XlaAllocation, XlaValue, buffer_assignment
 
 SOURCE = "XLA buffer assignment of the real programs (launch order: outputs + temp), caller's order"
 
