@@ -13,6 +13,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import cloudpickle
@@ -59,8 +60,7 @@ def run_child(
         except subprocess.TimeoutExpired as e:
             return ChildResult(None, None, (e.stderr or b"").decode(errors="replace"))
         sys.stdout.write(proc.stdout.decode(errors="replace"))  # the user's prints
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = Path(path).read_text(encoding="utf-8")
     finally:
         os.unlink(path)
     reply = json.loads(text) if text else None
@@ -78,5 +78,4 @@ def main(path: str) -> None:
     except Exception as e:  # sent back as text; the parent re-raises or reports it
         reply = {"error": {"type": type(e).__name__, "message": str(e)}}
     sys.stdout.flush()
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(reply, f)
+    Path(path).write_text(json.dumps(reply), encoding="utf-8")
