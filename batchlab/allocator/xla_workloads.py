@@ -93,8 +93,7 @@ class CallEventsBuilder(EventsBuilder):
     calls = call_allocations = 0  # counted by call(), per builder
 
     def call(self, plan, tag: Hashable, owner: str) -> dict[Hashable, int]:
-        """One launch of ``plan``: allocates outputs and temp, frees temp; returns {output id:
-        bytes}."""
+        """One launch of ``plan``: outputs and temp allocated, temp freed; {output id: bytes}."""
         made = {(tag, kind, i): n for i, (_, kind, n) in enumerate(plan.launch_allocations()) if n}
         for id_, n in made.items():
             self.alloc(id_, n, "temp (one block per call)" if id_[1] == "temp" else owner)

@@ -74,8 +74,7 @@ class Explorer:
         return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
     def update(self, **changes: Any) -> Any:
-        """Sets parameters (a list as a tuple), measures or reuses the cache, redraws, returns
-        it."""
+        """Sets parameters (lists as tuples), measures or reuses the cache, redraws; returns it."""
         unknown = set(changes) - set(self.params)
         if unknown:
             raise TypeError(
