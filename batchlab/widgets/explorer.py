@@ -17,8 +17,8 @@ from batchlab._util.plotting import figure_to_png
 
 _STYLE = (
     "<style>.batchlab-busy .batchlab-plot{opacity:.35;transition:opacity .15s}"
-    ".batchlab-status{font-size:14px;line-height:1.4}"
-    ".batchlab-error{color:#b00020;white-space:pre-wrap;font-family:monospace;font-size:13px}</style>"
+    ".batchlab-status{font-size:14px;line-height:1.4}.batchlab-error{color:#b00020;"
+    "white-space:pre-wrap;font-family:monospace;font-size:13px}</style>"
 )
 
 
