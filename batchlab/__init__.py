@@ -81,7 +81,6 @@ from batchlab.scaling import launch, measure_scaling, shard_batch
 from batchlab.advisor import advise  # its result: batchlab.advisor.Advice
 
 __all__ = [
-    # every notebook
     "backend_facts",
     "format_bytes",
     "format_count",
@@ -89,9 +88,7 @@ __all__ = [
     "html_table",
     "sizes",
     "text_table",
-    # every verdict: a claim object (batchlab.claims)
     "claims",
-    # 00
     "buffer_assignment",
     "count_compiles",
     "device_memory",
@@ -99,17 +96,14 @@ __all__ = [
     "explain_compiles",
     "measure",
     "memory_estimate",
-    # 01-02
     "BatchAxisError",
     "BroadcastError",
     "SilentBroadcastWarning",
     "check_broadcast",
     "explain_axes",
-    # 03
     "batch",
     "compare",
     "trace",
-    # 04
     "Ragged",
     "load_stdlib_functions",
     "masked_max",
@@ -119,28 +113,22 @@ __all__ = [
     "pack",
     "pad",
     "unpad",
-    # 05
     "bucket_batches",
     "bucketize",
     "optimal_boundaries",
     "padding_report",
-    # 06-07
     "CheckpointError",
     "default_budget",
     "max_batch_size",
     "run_batches",
-    # 08-09
     "allocator",
     "compiled_update",
     "donate",
     "eager_update",
-    # 10
     "loading",
     "prefetch",
-    # 11
     "launch",
     "measure_scaling",
     "shard_batch",
-    # 12
     "advise",
 ]

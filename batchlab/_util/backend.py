@@ -172,8 +172,7 @@ def backend_facts(name: str | None = None) -> BackendFacts:
 
 
 def device_label() -> str:
-    """Where new arrays go (``jax.default_device`` honoured): ``"cpu (cpu)"``,
-    ``"tpu (TPU v5 lite)"``."""
+    """Where new arrays go (``jax.default_device`` honoured): ``"tpu (TPU v5 lite)"``."""
     device = next(iter(jnp.zeros(()).devices()))
     return f"{device.platform} ({device.device_kind})"
 

@@ -1,6 +1,5 @@
-"""XLA's best-fit-with-coalescing (BFC) allocator, rule by rule
-(xla/tsl/framework/bfc_allocator.cc),
-on a simulated address space (a list of pieces), and the platform allocator as a contrast.
+"""XLA's best-fit-with-coalescing (BFC) allocator, rule by rule (xla/tsl/framework/
+bfc_allocator.cc), on a simulated address space (a list of pieces), and a platform allocator.
 
 Example:
   >>> a = BFCAllocator(4096)

@@ -51,8 +51,7 @@ def plot_memory_map(replay: Replay, ax, *, title: str | None = None, legend: boo
 
 
 def plot_replay(replay: Replay, *, zoom: tuple[int, int] | None = None):
-    """Memory map on top (with a zoom into addresses ``low..high``), bytes and fragmentation
-    below."""
+    """Memory map on top (``zoom``: addresses ``low..high`` beside it), bytes and fragmentation."""
     fig = Figure(figsize=(11, 7.2), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.25, 1])
     if zoom is None:

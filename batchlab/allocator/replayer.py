@@ -108,9 +108,8 @@ POLICIES = {"bfc": BFCAllocator, "platform": PlatformAllocator}
 
 def make_allocator(policy: str, capacity: int, *, preallocate: bool = True) -> BFCAllocator:
     """A fresh allocator by name: ``"bfc"`` (XLA's) or ``"platform"`` (a contrast)."""
-    return POLICIES[check_choice(policy, "policy", sorted(POLICIES))](
-        capacity, preallocate=preallocate
-    )
+    policy = check_choice(policy, "policy", sorted(POLICIES))
+    return POLICIES[policy](capacity, preallocate=preallocate)
 
 
 class Failure(NamedTuple):
@@ -269,15 +268,13 @@ def capacity_scan(
                 f"`headrooms` must be multiples of the live peak, each at least 1, got {headrooms}."
             )
         capacities = [round_up(int(peak * h)) for h in headrooms]
-    capacities = sorted({int(c) for c in capacities})
+    capacities = tuple(sorted({int(c) for c in capacities}))
     if not capacities:
         raise ValueError("`capacities` is empty; give at least one capacity in bytes.")
     allocators = [make_allocator(policy, c, preallocate=preallocate) for c in capacities]
     fits = tuple(not replay(events, a).failures for a in allocators)
     differences = tuple(allocators[-1].differences_from_xla())
-    return CapacityScan(
-        events.name, policy, preallocate, peak, tuple(capacities), fits, differences
-    )
+    return CapacityScan(events.name, policy, preallocate, peak, capacities, fits, differences)
 
 
 def check_events(events) -> None:
@@ -306,10 +303,8 @@ def replay(events: Events, allocator: BFCAllocator) -> Replay:
         if e.kind == "alloc":
             chunk = allocator.allocate(e.id, e.size, e.owner)
             if chunk is None:
-                size = round_up(e.size)
-                failures.append(
-                    Failure(e.time, e.id, size, allocator.free_total, allocator.largest_free)
-                )
+                free, largest = allocator.free_total, allocator.largest_free
+                failures.append(Failure(e.time, e.id, round_up(e.size), free, largest))
             else:
                 placed[e.id] = [e.id, e.owner, chunk.offset, chunk.size, e.time]
         elif e.id in placed:  # the free of a failed request is skipped

@@ -121,8 +121,7 @@ def simulate(
     preallocate: bool = True,
     headroom: float = 1.1,
 ) -> Simulation:
-    """Builds workload ``name``, replays it on ``headroom`` x its live peak, and scans for the
-    device it needs."""
+    """Workload ``name`` replayed on ``headroom`` x its live peak; the device it needs, scanned."""
     check_positive_float(headroom, "headroom")
     if headroom < 1:
         raise ValueError(

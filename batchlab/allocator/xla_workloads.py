@@ -16,12 +16,7 @@ from batchlab._util.checks import check_positive_int, check_positive_ints
 from batchlab._util.child import run_child
 from batchlab.allocator.replayer import Event, Events, EventsBuilder
 from batchlab.allocator.workloads import item_lengths
-from batchlab.measuring.buffers import (
-    BufferAssignment,
-    XlaAllocation,
-    XlaValue,
-    buffer_assignment,
-)
+from batchlab.measuring.buffers import BufferAssignment, XlaAllocation, XlaValue, buffer_assignment
 
 SOURCE = "XLA buffer assignment of the real programs (launch order: outputs + temp), caller's order"
 
@@ -98,8 +93,7 @@ class CallEventsBuilder(EventsBuilder):
     calls = call_allocations = 0  # counted by call(), per builder
 
     def call(self, plan, tag: Hashable, owner: str) -> dict[Hashable, int]:
-        """One launch of ``plan``: allocates outputs and temp, frees temp; returns {output id:
-        bytes}."""
+        """One launch of ``plan``: outputs and temp allocated, temp freed; {output id: bytes}."""
         made = {(tag, kind, i): n for i, (_, kind, n) in enumerate(plan.launch_allocations()) if n}
         for id_, n in made.items():
             self.alloc(id_, n, "temp (one block per call)" if id_[1] == "temp" else owner)

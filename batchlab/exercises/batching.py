@@ -1,6 +1,5 @@
-"""Exercises for notebooks 00 (the tour), 01 (vmap axes), 02 (broadcasting), 03 (vmap versus
-manual batching), 04 (padding and masking) and 05 (bucketing): hints point at the concept, never
-the answer."""
+"""Exercises for notebooks 00 to 05 (the tour, vmap axes, broadcasting, vmap versus manual
+batching, padding and masking, bucketing): hints point at the concept, never the answer."""
 
 from __future__ import annotations
 

@@ -101,25 +101,24 @@ def load_npy(
         array = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except (ValueError, OSError, EOFError) as e:
         array = e
-    if isinstance(array, np.lib.npyio.NpzFile):
-        array.close()
-    if isinstance(array, np.ndarray):
-        bad_shape = shape is not None and tuple(shape) != array.shape
-        wrong = [f"`shape`={tuple(shape)}"] if bad_shape else []
-        wrong += [f"`dtype`={name}"] if dtype is not None and array.dtype != dtype else []
-        if wrong:
-            raise ValueError(
-                f"`path` {path} holds {array.dtype.name}{list(array.shape)}; expected {want}: "
-                f"{' and '.join(wrong)} does not match the file. Pass what it holds (None: any), "
-                "or regenerate the data with batchlab.loading.make_dataset(...)."
-            )
-        return array
-    how = f"{'raised' if isinstance(array, BaseException) else 'returned'} {type(array).__name__}"
-    raise ValueError(
-        f"`path` {path} is no plain .npy array (np.load {how}); expected {want}. batchlab never "
-        "unpickles (a pickle can run code): save plain arrays with "
-        "np.save(path, np.asarray(x, dtype=...))."
-    ) from (array if isinstance(array, BaseException) else None)
+    if not isinstance(array, np.ndarray):  # numpy's refusal, or an .npz archive
+        failed = isinstance(array, BaseException)
+        if not failed:
+            array.close()
+        raise ValueError(
+            f"`path` {path} is no plain .npy array (np.load {'raised' if failed else 'returned'} "
+            f"{type(array).__name__}); expected {want}. batchlab never unpickles (a pickle can run "
+            "code): save plain arrays with np.save(path, np.asarray(x, dtype=...))."
+        ) from (array if failed else None)
+    wrong = [f"`shape`={tuple(shape)}"] if shape is not None and tuple(shape) != array.shape else []
+    wrong += [f"`dtype`={name}"] if dtype is not None and array.dtype != dtype else []
+    if wrong:
+        raise ValueError(
+            f"`path` {path} holds {array.dtype.name}{list(array.shape)}; expected {want}: "
+            f"{' and '.join(wrong)} does not match the file. Pass what it holds (None: any), "
+            "or regenerate the data with batchlab.loading.make_dataset(...)."
+        )
+    return array
 
 
 def batch_indices(n_items: int, batch_size: int, *, order: str = "contiguous") -> list[np.ndarray]:

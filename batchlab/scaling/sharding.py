@@ -19,8 +19,7 @@ AXIS = "batch"
 
 @dataclass(frozen=True)
 class ShardedBatch:
-    """A batch laid out along the ``"batch"`` axis of a mesh, padded to a multiple of the device
-    count."""
+    """A batch on the ``"batch"`` axis of a mesh, padded to a multiple of the device count."""
 
     values: Any
     mask: jax.Array
@@ -50,8 +49,7 @@ class ShardedBatch:
         return self.padded_items // self.n_devices
 
     def unpad(self, result: Any) -> Any:
-        """Cuts per-item results (leading axis ``padded_items``) back to the ``n_items`` real
-        ones."""
+        """Cuts per-item results (leading axis ``padded_items``) to the ``n_items`` real ones."""
         if self.n_padding == 0:
             return result
         whole = NamedSharding(self.sharding.mesh, PartitionSpec())
@@ -179,6 +177,5 @@ def _shard_process_local(leaves: list, treedef: Any, n_local: int, mesh: Mesh) -
 
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
-    """Places parameters shared by every item whole on every device of ``mesh``
-    (``PartitionSpec()``)."""
+    """Places parameters every item shares whole on every device of ``mesh``."""
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))

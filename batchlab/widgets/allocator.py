@@ -52,8 +52,7 @@ def _describe(sim: Simulation) -> str:
         f"calls; <b>{len(tl.failures)}</b> failed ({tl.failures_despite_free} despite enough free "
         f"memory); max fragmentation <b>{tl.max_fragmentation:.0%}</b>; needs a device "
         f"<b>{sim.overhead:.2f}x</b> its live peak [simulation, synthetic events]; differs from "
-        f"XLA: "
-        f"{html.escape(differences_text(tl.differences))}"
+        f"XLA: {html.escape(differences_text(tl.differences))}"
     )
 
 

@@ -122,10 +122,5 @@ class BroadcastExplorer(Explorer):
 
     def __init__(self, a: str = "(4,)", b: str = "(4, 3)") -> None:
         box = {n: control("Text", description=f"shape {n}", width="220px") for n in "ab"}
-        super().__init__(
-            _broadcast,
-            {"a": a, "b": b},
-            controls=box,
-            title="Broadcasting explorer",
-        )
+        super().__init__(_broadcast, {"a": a, "b": b}, controls=box, title="Broadcasting explorer")
         self.update()

@@ -62,7 +62,6 @@ class BatchSizeExplorer(Explorer):
 
     def per_item(self, *, paired: bool = True) -> PerItemCost:
         """The measured sizes as a :class:`PerItemCost` (``paired``: ends re-timed, interleaved)."""
-
         call_at = lambda b: functools.partial(self._jitted, *self._args(b))  # noqa: E731
         return per_item_cost(self.as_sweep(), call_at=call_at if paired else None)
 

@@ -17,8 +17,8 @@ from batchlab._util.plotting import figure_to_png
 
 _STYLE = (
     "<style>.batchlab-busy .batchlab-plot{opacity:.35;transition:opacity .15s}"
-    ".batchlab-status{font-size:14px;line-height:1.4}"
-    ".batchlab-error{color:#b00020;white-space:pre-wrap;font-family:monospace;font-size:13px}</style>"
+    ".batchlab-status{font-size:14px;line-height:1.4}.batchlab-error{color:#b00020;"
+    "white-space:pre-wrap;font-family:monospace;font-size:13px}</style>"
 )
 
 
@@ -74,8 +74,7 @@ class Explorer:
         return tuple(sorted((k, repr(v)) for k, v in params.items()))
 
     def update(self, **changes: Any) -> Any:
-        """Sets parameters (a list as a tuple), measures or reuses the cache, redraws, returns
-        it."""
+        """Sets parameters (lists as tuples), measures or reuses the cache, redraws; returns it."""
         unknown = set(changes) - set(self.params)
         if unknown:
             raise TypeError(

@@ -6,6 +6,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from matplotlib.ticker import FuncFormatter
+
 from batchlab._util.backend import machine_label
 from batchlab._util.checks import check_bool, check_callable, check_positive_ints
 from batchlab._util.format import format_bytes, format_count, format_seconds
@@ -87,8 +89,6 @@ def _where(ex: LoadingExplorer, short: bool = False) -> str:
 
 
 def _draw_throughput(ex: LoadingExplorer):
-    from matplotlib.ticker import FuncFormatter
-
     results, ceiling = ex.measured, ex.ceiling
     labels = list(results)
     fig, ax = new_figure(1, width=10, height=2.6 + 0.45 * len(labels))

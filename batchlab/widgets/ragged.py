@@ -1,5 +1,4 @@
-"""Padding strategies (04) and bucket counts (05), measured on token pooling (lookup, masked
-mean)."""
+"""Padding strategies (04) and bucket counts (05), measured on token pooling (masked mean)."""
 
 from __future__ import annotations
 

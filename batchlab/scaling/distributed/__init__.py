@@ -132,8 +132,7 @@ def _child_env(coordinator: str, n: int, i: int, devices: int) -> dict[str, str]
 
 
 def _pickle_job(job: Callable, args: tuple) -> bytes:
-    """cloudpickle ``(job, args)``, the job's own module by value (the children need not import
-    it)."""
+    """cloudpickle ``(job, args)``, the job's module by value: the children need not import it."""
     module = sys.modules.get(getattr(job, "__module__", None) or "")
     by_value = module is not None and not module.__name__.startswith(
         ("__main__", "builtins", "batchlab")
