@@ -23,8 +23,6 @@ from batchlab.measuring.plan import (
     is_jitted,
 )
 
-_OPTIONS = "`repeat=`, `max_time=`, `tolerance=`"
-
 COMPILE_NOTE = (
     "compile_seconds = first call minus the steady median: a Python-dispatched strategy "
     "compiles its programs inside its first call"
@@ -131,8 +129,7 @@ def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float =
 def take_samples(
     call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
 ) -> list[float]:
-    """``repeat`` samples; ``None``: 5+, until the median is stable to ``tolerance`` or time is
-    up."""
+    """``repeat`` samples; ``None``: 5+, until the median is stable to ``tolerance`` or late."""
     if repeat is not None:
         return [sample(call, number) for _ in range(repeat)]
     samples: list[float] = []
@@ -164,7 +161,8 @@ def _check_call(fn: Callable, args: tuple, kwargs: dict) -> None:
         names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
         for key in [k for k in kwargs if k not in names]:
             raise TypeError(
-                f"`{key}` is neither an option of measure() ({_OPTIONS}) nor an argument of `fn` "
+                f"`{key}` is neither an option of measure() (`repeat=`, `max_time=`, `tolerance=`) "
+                f"nor an argument of `fn` "
                 f"(it takes {sorted(names)})."
             )
     for i, a in enumerate([] if is_jitted(fn) else args):  # a jitted fn has its own statics
