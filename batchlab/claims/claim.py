@@ -13,8 +13,7 @@ from batchlab.claims.rules import FAILS, HOLDS, INCONCLUSIVE, Decision
 
 
 class SourceClaim(NamedTuple):
-    """One of the eleven claims of the kit's two source texts: the name a learner reads and the
-    notebooks measuring it."""
+    """One of the eleven claims of the two source texts, and the notebooks that measure it."""
 
     name: str
     notebooks: tuple[str, ...]
@@ -143,13 +142,9 @@ class Finding(Check):
 
     @property
     def outcome(self) -> str:
-        """The case's outcome where the contrast discriminates or the case fails, else
-        inconclusive."""
-        return (
-            self.claim.outcome
-            if self.discriminates or self.claim.outcome == FAILS
-            else INCONCLUSIVE
-        )
+        """The case's outcome if the contrast discriminates or the case fails, else inconclusive."""
+        decided = self.discriminates or self.claim.outcome == FAILS
+        return self.claim.outcome if decided else INCONCLUSIVE
 
     @property
     def timed(self) -> bool:
