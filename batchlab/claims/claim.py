@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from batchlab._util.format import Rows
-from batchlab.claims.evidence import Evidence, Number, Samples, Scope
+from batchlab.claims.evidence import Evidence, Scope
 from batchlab.claims.rules import FAILS, HOLDS, INCONCLUSIVE, Decision
 
 
@@ -71,8 +71,7 @@ class Claim:
             )
         if isinstance(evidence, Mapping):
             evidence = list(evidence.values())
-        figures = (Number, Samples)
-        ok = isinstance(evidence, Sequence) and all(isinstance(e, figures) for e in evidence)
+        ok = isinstance(evidence, Sequence) and all(isinstance(e, Evidence) for e in evidence)
         names = [e.name for e in evidence] if ok else []
         if not ok or len(set(names)) < len(names):
             raise TypeError(
