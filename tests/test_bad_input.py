@@ -108,10 +108,7 @@ for fname, (call, names) in INT_ARGS.items():
             )
 
 FLOAT_ARGS = {
-    "measure": (
-        lambda **k: batchlab.measure(double, X, **k),
-        ["max_time", "tolerance"],
-    ),
+    "measure": (lambda **k: batchlab.measure(double, X, **k), ["max_time"]),
     "compare": (lambda **k: batchlab.compare(item_fn, X, **k), ["max_time"]),
 }
 for fname, (call, names) in FLOAT_ARGS.items():
