@@ -108,10 +108,7 @@ for fname, (call, names) in INT_ARGS.items():
             )
 
 FLOAT_ARGS = {
-    "measure": (
-        lambda **k: batchlab.measure(double, X, **k),
-        ["max_time", "tolerance"],
-    ),
+    "measure": (lambda **k: batchlab.measure(double, X, **k), ["max_time"]),
     "compare": (lambda **k: batchlab.compare(item_fn, X, **k), ["max_time"]),
 }
 for fname, (call, names) in FLOAT_ARGS.items():
@@ -132,8 +129,6 @@ FN_ARGS = {
     "compare": lambda f: batchlab.compare(f, X),
     "batch": lambda f: batchlab.batch(f),
     "explain_axes": lambda f: batchlab.explain_axes(f, X),
-    "sweep": lambda f: batchlab.measuring.sweep(f, make, [1]),
-    "sweep/make_args": lambda f: batchlab.measuring.sweep(double, f, [1]),
     "donate": lambda f: batchlab.donate(f, X),
     "compiled_update": lambda f: batchlab.compiled_update(f, X),
     "buffer_assignment": lambda f: batchlab.buffer_assignment(f, X),
@@ -141,9 +136,8 @@ FN_ARGS = {
     "measure_scaling": lambda f: batchlab.measure_scaling(f, X, [1]),
 }
 for fname, call in FN_ARGS.items():
-    arg = "make_args" if fname == "sweep/make_args" else "fn"
     for bad in NOT_CALLABLE:
-        case(f"{fname}({arg}={bad!r})", functools.partial(call, bad), TypeError, rf"`{arg}`")
+        case(f"{fname}(fn={bad!r})", functools.partial(call, bad), TypeError, r"`fn`")
 
 CHOICES = {
     "run_batches(strategy)": (
@@ -257,28 +251,6 @@ case(
     lambda: batchlab.count_compiles(match=["a"]).__enter__(),
     TypeError,
     r"`match`",
-)
-case("sweep(values=5)", lambda: batchlab.measuring.sweep(double, make, 5), TypeError, r"`values`")
-case(
-    "sweep(values='abc')",
-    lambda: batchlab.measuring.sweep(double, make, "abc"),
-    TypeError,
-    r"`values`",
-)
-case(
-    "sweep(values=[])", lambda: batchlab.measuring.sweep(double, make, []), ValueError, r"`values`"
-)
-case(
-    "sweep(parameter=5)",
-    lambda: batchlab.measuring.sweep(double, make, [1], parameter=5),
-    TypeError,
-    r"`parameter`",
-)
-case(
-    "sweep(repaet=3)",
-    lambda: batchlab.measuring.sweep(double, make, [1], repaet=3),
-    TypeError,
-    r"`repaet`",
 )
 case("sizes(topic=5)", lambda: batchlab.sizes(5), (TypeError, ValueError), r"`topic`")
 

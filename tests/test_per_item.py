@@ -7,9 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import batchlab as bl
 from batchlab._util.backend import machine_label
 from batchlab._util.plotting import figure_to_png
-from batchlab.measuring import per_item_cost, sweep
+from batchlab.measuring.per_item import Sweep, SweepPoint, per_item_cost
 
 
 def item(x, w):
@@ -23,9 +24,14 @@ def make(b):
     return jnp.ones((b, 16)), W
 
 
+def sweep(sizes):
+    f = jax.vmap(item, in_axes=(0, None))
+    return Sweep("item", [SweepPoint(b, bl.measure(f, *make(b), repeat=3)) for b in sizes])
+
+
 @pytest.fixture(scope="module")
 def measured():
-    return sweep(jax.vmap(item, in_axes=(0, None)), make, [1, 8, 64], repeat=3)
+    return sweep([1, 8, 64])
 
 
 def test_per_item_and_speedup_of_the_fastest_samples(measured):
@@ -57,7 +63,7 @@ def test_plot_names_the_machine_and_draws_the_spread(measured):
 def test_bad_inputs():
     with pytest.raises(TypeError, match=r"`sweep` must be a batchlab\.measuring\.Sweep"):
         per_item_cost([1, 2])
-    one = sweep(jax.vmap(item, in_axes=(0, None)), make, [4], repeat=3)
+    one = sweep([4])
     with pytest.raises(ValueError, match="a speed-up needs two"):
         _ = per_item_cost(one).speedup
     one.points = []

@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from batchlab._util.format import Rows
-from batchlab.claims.evidence import Evidence, Number, Samples, Scope
+from batchlab.claims.evidence import Evidence, Scope
 from batchlab.claims.rules import FAILS, HOLDS, INCONCLUSIVE, Decision
 
 
 class SourceClaim(NamedTuple):
-    """One of the eleven claims of the kit's two source texts: the name a learner reads and the
-    notebooks measuring it."""
+    """One of the eleven claims of the two source texts, and the notebooks that measure it."""
 
     name: str
     notebooks: tuple[str, ...]
@@ -72,8 +71,7 @@ class Claim:
             )
         if isinstance(evidence, Mapping):
             evidence = list(evidence.values())
-        figures = (Number, Samples)
-        ok = isinstance(evidence, Sequence) and all(isinstance(e, figures) for e in evidence)
+        ok = isinstance(evidence, Sequence) and all(isinstance(e, Evidence) for e in evidence)
         names = [e.name for e in evidence] if ok else []
         if not ok or len(set(names)) < len(names):
             raise TypeError(
@@ -143,13 +141,9 @@ class Finding(Check):
 
     @property
     def outcome(self) -> str:
-        """The case's outcome where the contrast discriminates or the case fails, else
-        inconclusive."""
-        return (
-            self.claim.outcome
-            if self.discriminates or self.claim.outcome == FAILS
-            else INCONCLUSIVE
-        )
+        """The case's outcome if the contrast discriminates or the case fails, else inconclusive."""
+        decided = self.discriminates or self.claim.outcome == FAILS
+        return self.claim.outcome if decided else INCONCLUSIVE
 
     @property
     def timed(self) -> bool:

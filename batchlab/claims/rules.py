@@ -181,10 +181,10 @@ class Equals:
 
     name: str
     expected: Any
-    reads: tuple[str, ...] = field(init=False)  # the figures it reads
 
-    def __post_init__(self):
-        object.__setattr__(self, "reads", (self.name,))
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.name,)
 
     def __call__(self, evidence: Mapping[str, Evidence]) -> Decision:
         ev = _number(evidence, self.name)

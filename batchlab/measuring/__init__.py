@@ -9,7 +9,7 @@ from batchlab.measuring.live import (
     environment,
     live_memory,
 )
-from batchlab.measuring.per_item import Sweep, per_item_cost, sweep
+from batchlab.measuring.per_item import Sweep, per_item_cost
 from batchlab.measuring.plan import MemoryEstimate, memory_estimate
 from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.samples import Samples
@@ -35,5 +35,4 @@ __all__ = [
     "measure",
     "memory_estimate",
     "per_item_cost",
-    "sweep",
 ]

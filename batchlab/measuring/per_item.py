@@ -3,20 +3,19 @@ its speed-up and plot."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from batchlab._util.backend import machine_label
-from batchlab._util.checks import check_callable, check_positive_ints
 from batchlab._util.format import Rows, format_seconds
 from batchlab._util.plotting import log2_axis, new_figure, seconds_log_axis, short_bytes
 from batchlab.measuring.plan import PEAK_FROM_XLA
 from batchlab.measuring.sampler import interleaved
 from batchlab.measuring.samples import Samples
-from batchlab.measuring.timing import Measurement, measure
+from batchlab.measuring.timing import Measurement
 
 SOURCE = "wall clock around jax.block_until_ready (batchlab.measure)"
 RING = dict(ms=16, mfc="none", mec="red", mew=2.5)  # the current setting, ringed
@@ -44,24 +43,6 @@ class Sweep:
     def peak_bytes(self) -> list[int]:
         """The planned bytes at each swept value."""
         return [p.measurement.memory.planned_bytes for p in self.points]
-
-
-def sweep(
-    fn: Callable,
-    make_args: Callable[[Any], Sequence[Any]],
-    values: Iterable[int],
-    **measure_options: Any,
-) -> Sweep:
-    """Measures ``fn(*make_args(v))`` for each batch size ``v``; options go to ``measure``."""
-    check_callable(fn)
-    check_callable(make_args, "make_args")
-    values = check_positive_ints(values, "values")
-    result = Sweep(name=getattr(fn, "__name__", "fn"))
-    for v in values:
-        args = make_args(v)
-        args = args if isinstance(args, (tuple, list)) else (args,)
-        result.points.append(SweepPoint(v, measure(fn, *args, **measure_options)))
-    return result
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,7 @@ from batchlab._util.format import Rows, format_bytes, format_count
 
 @dataclass
 class Compiled:
-    """``fn`` compiled for one set of inputs; ``call()`` runs it through ``jax.jit`` (same
-    cache)."""
+    """``fn`` compiled for one set of inputs; ``call()`` runs it through ``jax.jit``."""
 
     executable: Any  # jax.stages.Compiled
     jitted: Callable
@@ -245,8 +244,7 @@ def planned_bytes(estimate: MemoryEstimate) -> int:
 
 
 class Program(NamedTuple):
-    """A compiled batch program (:func:`compile_fn`'s result: closed-over arrays hoisted) and its
-    plan."""
+    """A compiled batch program (closed-over arrays hoisted) and its plan."""
 
     compiled: Compiled
     estimate: MemoryEstimate
@@ -254,7 +252,7 @@ class Program(NamedTuple):
     @property
     def planned(self) -> int:
         """The planned bytes of the estimate."""
-        return planned_bytes(self.estimate)
+        return int(self.estimate.planned_bytes)
 
     def __call__(self, *args):
         c = self.compiled
@@ -275,32 +273,25 @@ def compile_program(f: Callable, *specs: Any) -> Program:
 
 
 def batch_planner(f: Callable) -> Callable[..., int]:
-    """``plan(*batch_args) -> planned bytes`` for a function of a whole batch (host: its
-    ``plan``)."""
+    """``plan(*batch_args) -> planned bytes`` of a whole-batch function (host: its ``plan``)."""
     if getattr(f, "strategy", None) == "host" and hasattr(f, "plan"):
         return lambda *specs: int(f.plan(*specs).planned_bytes)
     return lambda *specs: compile_program(f, *specs).planned
 
 
-def spec_of(leaf: Any) -> jax.ShapeDtypeStruct:
-    """A leaf's shape and dtype (a Python number as numpy would hold it)."""
+def spec_of(leaf: Any, lead: tuple[int, ...] = ()) -> jax.ShapeDtypeStruct:
+    """A leaf's shape (after ``lead``) and dtype (a Python number as numpy would hold it)."""
     leaf = leaf if hasattr(leaf, "shape") and hasattr(leaf, "dtype") else np.asarray(leaf)
-    return jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype)
+    return jax.ShapeDtypeStruct((*lead, *leaf.shape), leaf.dtype)
 
 
 def batch_spec(example_item: Any, batch_size: int) -> Any:
     """``ShapeDtypeStruct`` pytree of a batch of ``batch_size`` items like ``example_item``."""
-
-    def one(leaf):
-        s = spec_of(leaf)
-        return jax.ShapeDtypeStruct((batch_size, *s.shape), s.dtype)
-
-    return jax.tree_util.tree_map(one, example_item)
+    return jax.tree_util.tree_map(lambda leaf: spec_of(leaf, (batch_size,)), example_item)
 
 
 def batch_args(example_item: Any, batch_size: int, in_axes: Any = 0) -> tuple:
-    """The arguments of a batched call: ``(batch,)``, or one per ``in_axes`` (None: passed
-    whole)."""
+    """A batched call's arguments: ``(batch,)``, or one per ``in_axes`` (None: passed whole)."""
     if not isinstance(in_axes, tuple):
         return (batch_spec(example_item, batch_size),)
     return tuple(

@@ -10,7 +10,7 @@ from typing import Any
 
 import jax
 
-from batchlab._util.checks import check_positive_float, check_positive_int
+from batchlab._util.checks import check_int, check_positive_float, check_positive_int
 from batchlab.measuring.samples import Samples
 from batchlab.measuring.timing import autorange, sample
 
@@ -44,8 +44,7 @@ def interleaved(
             f"`candidates` has {len(candidates)} entry; interleaving compares two or more "
             "(time one with bl.measure)."
         )
-    if check_positive_int(rounds, "rounds") < 2:
-        raise ValueError(f"`rounds` must be at least 2 (a spread needs repeats), got {rounds}.")
+    rounds = check_int(rounds, "rounds", 2)  # a spread needs repeats
     passes = check_positive_int(passes, "passes")
     check_positive_float(max_seconds, "max_seconds")
     check_positive_float(min_sample_time, "min_sample_time")

@@ -7,7 +7,7 @@ import inspect
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -16,14 +16,7 @@ from batchlab._util.checks import check_callable, check_positive_float, check_po
 from batchlab._util.format import Rows, format_bytes, format_seconds
 from batchlab.measuring.compiles import count_compiles
 from batchlab.measuring.live import DeviceMemory, LiveMemory, device_memory, live_memory
-from batchlab.measuring.plan import (
-    MemoryEstimate,
-    compile_fn,
-    estimate_from_compiled,
-    is_jitted,
-)
-
-_OPTIONS = "`repeat=`, `max_time=`, `tolerance=`"
+from batchlab.measuring.plan import MemoryEstimate, compile_fn, estimate_from_compiled, is_jitted
 
 COMPILE_NOTE = (
     "compile_seconds = first call minus the steady median: a Python-dispatched strategy "
@@ -47,7 +40,7 @@ class Measurement(Rows):
     live: LiveMemory
     compiles: int
     device_after: DeviceMemory | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
     source: str = "wall clock around jax.block_until_ready (time.perf_counter)"
     _header = ("figure", "value", "source")
 
@@ -131,8 +124,7 @@ def autorange(call: Callable[[], Any], min_sample_time: float, max_time: float =
 def take_samples(
     call: Callable[[], Any], number: int, repeat: int | None, max_time: float, tolerance: float
 ) -> list[float]:
-    """``repeat`` samples; ``None``: 5+, until the median is stable to ``tolerance`` or time is
-    up."""
+    """``repeat`` samples; ``None``: 5+, until the median is stable to ``tolerance`` (or late)."""
     if repeat is not None:
         return [sample(call, number) for _ in range(repeat)]
     samples: list[float] = []
@@ -164,8 +156,8 @@ def _check_call(fn: Callable, args: tuple, kwargs: dict) -> None:
         names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
         for key in [k for k in kwargs if k not in names]:
             raise TypeError(
-                f"`{key}` is neither an option of measure() ({_OPTIONS}) nor an argument of `fn` "
-                f"(it takes {sorted(names)})."
+                f"`{key}` is neither an option of measure() (`repeat=`, `max_time=`) nor an "
+                f"argument of `fn` (it takes {sorted(names)})."
             )
     for i, a in enumerate([] if is_jitted(fn) else args):  # a jitted fn has its own statics
         if a is None:
@@ -200,7 +192,6 @@ def measure(
     *args: Any,
     repeat: int | None = None,
     max_time: float = 2.0,
-    tolerance: float = 0.02,
     **kwargs: Any,
 ) -> Measurement:
     """Compiles ``fn`` (plain or jitted) once, then times steady-state calls (see take_samples).
@@ -210,7 +201,6 @@ def measure(
       *args: its arguments (arrays; a ``jax.ShapeDtypeStruct`` cannot run).
       repeat: timing samples to take (``None``: 5 or more, until the median is stable).
       max_time: seconds the timing may take.
-      tolerance: how stable the median must be (relative) to stop early.
       **kwargs: keyword arguments of ``fn``.
 
     Returns:
@@ -230,14 +220,13 @@ def measure(
     check_callable(fn)
     repeat = check_positive_int(repeat, "repeat", allow_none=True)
     check_positive_float(max_time, "max_time")
-    check_positive_float(tolerance, "tolerance")
     _check_call(fn, args, kwargs)
     with count_compiles() as compiles:
         compiled = _compile(fn, args, kwargs)
         call = compiled.call
         first = sample(call, 1)
     number = autorange(call, 0.02, max_time)
-    samples = take_samples(call, number, repeat, max_time, tolerance)
+    samples = take_samples(call, number, repeat, max_time, 0.02)  # median stable to 2%
     device_after = device_memory()
     no_stats = f"{jax.default_backend()} backend: no device memory stats; live figures are JAX "
     no_stats += "array bytes and host RSS"

@@ -96,12 +96,9 @@ def _lane_kind(process: str, thread: str, is_main: bool, has_main: bool) -> str:
 
 def parse_events(events: list[dict[str, Any]]) -> tuple[tuple[Lane, ...], tuple[Span, ...], float]:
     """``(lanes, spans, wall seconds)`` inside the kit's wrapper; spans by lane, then start."""
-    process, thread = {}, {}
-    for e in events:
-        if e.get("ph") == "M" and e.get("name") == "process_name":
-            process[e.get("pid")] = str(e.get("args", {}).get("name", ""))
-        elif e.get("ph") == "M" and e.get("name") == "thread_name":
-            thread[(e.get("pid"), e.get("tid"))] = str(e.get("args", {}).get("name", ""))
+    meta = [(e, str(e.get("args", {}).get("name", ""))) for e in events if e.get("ph") == "M"]
+    process = {e.get("pid"): n for e, n in meta if e.get("name") == "process_name"}
+    thread = {(e.get("pid"), e.get("tid")): n for e, n in meta if e.get("name") == "thread_name"}
     complete = [e for e in events if e.get("ph") == "X" and "dur" in e and "ts" in e]
     wrapper = next((e for e in complete if e.get("name") == WRAPPER), None)
     outer = [wrapper] if wrapper else complete  # what the traced code spans
