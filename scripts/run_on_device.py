@@ -9,7 +9,7 @@ so one run lists every failure. A watchdog ends a process whose resident memory 
 ``--max-rss-gib`` (a notebook must never fill the host). The executed copy goes to
 ``--out/NN_topic.ipynb`` and a row per notebook to ``--out/summary.json`` ("runs": wall time,
 errors, backend, device kind, jax version, date, the hash of the notebook's code; JAX's start
-before the first cell, timed apart from the cells' own seconds (``after_jax_start_s``): importing
+before the first cell (unless that cell configures JAX: then in it), timed apart from the cells' own seconds (``after_jax_start_s``): importing
 it and opening the device (``jax_start_s``), then the compiler's start, one jitted op compiled
 and run (``first_compile_s``); the kit's import after them (``kit_import_s``) counts with the
 cells, which would pay it in their first; "stale": each
@@ -148,15 +148,16 @@ def execute_in_process(path: Path) -> None:
     shell.InteractiveTB.set_mode("Plain")
     stdout, stderr = sys.stdout, sys.stderr
     shell.run_cell("%matplotlib inline", silent=True)
-    t0 = time.perf_counter()  # JAX's start (the backend, the chip's runtime), timed apart
-    shell.run_cell("import jax as _x; _x.devices()", silent=True)
-    t1 = time.perf_counter()  # the compiler's own start: one jitted op, compiled and run
-    shell.run_cell("_x.block_until_ready(_x.jit(lambda a: a + 1)(1.0))", silent=True)
-    t2 = time.perf_counter()  # the kit's import: the notebook's first cell would pay it
+    first = next((c.source for c in nb.cells if c.cell_type == "code"), "")
+    if "jax.config.update(" not in first:  # a first cell that configures JAX must run first
+        t0 = time.perf_counter()  # JAX's start (the backend, the chip's runtime), timed apart
+        shell.run_cell("import jax as _x; _x.devices()", silent=True)
+        t1 = time.perf_counter()  # the compiler's own start: one jitted op, compiled and run
+        shell.run_cell("_x.block_until_ready(_x.jit(lambda a: a + 1)(1.0))", silent=True)
+        t2 = time.perf_counter()  # the kit's import: the notebook's first cell would pay it
+        laps = (t1 - t0, t2 - t1, time.perf_counter() - t2)
+        nb.metadata["jax_start_seconds"] = [round(t, 3) for t in laps]
     from batchlab import count_compiles  # here: the parent process never imports JAX
-
-    laps = (t1 - t0, t2 - t1, time.perf_counter() - t2)
-    nb.metadata["jax_start_seconds"] = [round(t, 3) for t in laps]
 
     for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         outputs.clear()
