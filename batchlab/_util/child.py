@@ -151,7 +151,7 @@ def serve() -> None:
     for line in sys.stdin:
         paths, sys_path = json.loads(line)
         pid = os.fork()
-        if pid == 0:  # the child: stdin, stdout and stderr from and to the files (fd level)
+        if pid == 0:  # the child: the task from its file, stdout and stderr to files (fd level)
             code = 1
             try:
                 sys.path[:] = sys_path
