@@ -505,17 +505,44 @@ def fact_guarded(tree: ast.AST) -> set[str]:
     return out
 
 
+def builder_aliases(trees: list[ast.Module]) -> set[str]:
+    """Names a notebook binds to a builder (``Number, relation = bl.claims.Number, ...``): a call
+    through one builds a claim as much as ``bl.claims.Number(...)`` does."""
+    out = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                pairs = (
+                    zip(target.elts, value.elts, strict=True)
+                    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+                    else [(target, value)]
+                )
+                for name, v in pairs:
+                    if isinstance(name, ast.Name) and _claims_call(v) and v.attr != "Record":
+                        out.add(name.id)
+    return out
+
+
 def lesson(nb: Path) -> Lesson:
     data = json.loads(nb.read_text())
     findings, checks, retired, keywords, guarded = [], [], [], [], set()
     code_ink = claim_ink = longest = 0
-    for i, tree in code_trees(nb):
+    trees = code_trees(nb)
+    aliases = builder_aliases([t for _, t in trees])
+
+    def builds(n: ast.AST) -> bool:  # a claims call, or a call through an alias of a builder
+        return _claims_call(n) or (
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in aliases
+        )
+
+    for i, tree in trees:
         guarded |= fact_guarded(tree)
         src = re.sub(r"(?m)^(\s*)[%!].*$", r"\1pass", "".join(data["cells"][i]["source"]))
         code_ink += ink(src)
         for stmt in tree.body:
             nodes = list(ast.walk(stmt))
-            if any(_claims_call(n) for n in nodes):
+            if any(builds(n) for n in nodes):
                 span = ink(ast.get_source_segment(src, stmt))
                 claim_ink, longest = claim_ink + span, max(longest, span)
             for n in nodes:
