@@ -101,6 +101,7 @@ def main() -> int:
     live_paths(report)
     real_oom(report)
     largest_batch(report)
+    remainder_pick(report)
     address_space_oom(report)
     report.save()
     return 0
@@ -170,6 +171,44 @@ def largest_batch(report: Report) -> None:
         f"largest batch: max_batch_size for {bl.format_bytes(free)} free says {size}; the largest "
         f"tried that ran: {ran} ({(ran - size) / size:+.0%} of the advice), "
         f"{time.perf_counter() - t0:.1f} s"
+    )
+
+
+def remainder_pick(report: Report) -> None:
+    """A fitted batch with a remainder (notebook 12's MLP, lax.map chunk 128): ``upper`` = 700
+    items (5 chunks + 60) at a budget of that batch's plan, so the answer is 700; run once, what
+    it adds to the device against the budget less the closed-over weights (already there)."""
+    from batchlab.runs.calibration import call_rise
+
+    rng = np.random.default_rng(1)
+    shapes = ((64, 256), (256, 256), (256, 8))
+    w1, w2, w3 = (jax.device_put(rng.standard_normal(s).astype(np.float32) / 16) for s in shapes)
+
+    def mlp(x):  # one item: (64,) -> (8,)
+        return jnp.tanh(jnp.tanh(x @ w1) @ w2) @ w3
+
+    f = bl.batch(mlp, strategy="chunked", chunk_size=128)
+    spec = lambda b: jax.ShapeDtypeStruct((b, 64), jnp.float32)  # noqa: E731
+    budget = bl.memory_estimate(f, spec(700)).planned_bytes
+    fit = bl.max_batch_size(
+        mlp,
+        jax.ShapeDtypeStruct((64,), jnp.float32),
+        budget_bytes=budget,
+        strategy="chunked",
+        chunk_size=128,
+        upper=700,
+    )
+    n, weights = int(fit), sum(w.nbytes for w in (w1, w2, w3))
+    added, why = call_rise(f, (spec(n),))
+    report.line(
+        f"remainder pick: lax.map chunk 128 fitted {n} items ({n % 128} in the remainder) to "
+        f"{bl.format_bytes(budget)}; run once it added "
+        + (
+            f"{bl.format_bytes(added)} against the budget less the weights "
+            f"{bl.format_bytes(budget - weights)}: within {added <= budget - weights}"
+            if added is not None
+            else why
+        )
     )
 
 

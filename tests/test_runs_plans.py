@@ -12,7 +12,7 @@ import pytest
 from conftest import load_benchmark
 
 import batchlab
-from batchlab.measuring.plan import batch_planner, batch_spec, compile_program
+from batchlab.measuring.plan import batch_planner, batch_spec, compile_program, hoisted_const_bytes
 from batchlab.runs import calibration
 from batchlab.runs.errors import is_out_of_memory
 
@@ -64,6 +64,10 @@ def test_hoisted_program_computes_what_the_closure_computes():
     assert (
         not plain.compiled.hoisted and plain.compiled.consts == ()
     )  # nothing closed over: lowered as before
+    # the same bytes from a trace alone (calibration adds them to what it observes)
+    for f in (jax.vmap(closed), jax.jit(jax.vmap(closed)), jax.vmap(lambda x: jnp.tanh(x) * 2)):
+        c = compile_program(f, batch_spec(ITEM, 12)).compiled
+        assert hoisted_const_bytes(f, batch_spec(ITEM, 12)) == c.const_bytes
 
 
 @pytest.mark.parametrize("budget_kib", [96, 160, 400])

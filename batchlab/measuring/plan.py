@@ -39,7 +39,18 @@ class Compiled:
     @property
     def const_bytes(self) -> int:
         """Bytes of the closed-over arrays hoisted into arguments."""
-        return int(sum(np.dtype(c.dtype).itemsize * int(np.prod(np.shape(c))) for c in self.consts))
+        return _nbytes(self.consts)
+
+
+def _nbytes(consts: Sequence[Any]) -> int:
+    return int(sum(np.dtype(c.dtype).itemsize * int(np.prod(np.shape(c))) for c in consts))
+
+
+def hoisted_const_bytes(fn: Callable, *specs: Any) -> int:
+    """:attr:`Compiled.const_bytes` of ``compile_fn(fn, specs, {})`` from a trace alone: nothing
+    compiles."""
+    closed = _unwrap_jit((fn if is_jitted(fn) else jax.jit(fn)).trace(*specs).jaxpr)
+    return _nbytes(closed.consts) if any(_is_const(c) for c in closed.consts) else 0
 
 
 def is_jitted(fn: Any) -> bool:

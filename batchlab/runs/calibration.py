@@ -8,6 +8,7 @@ import contextlib
 import ctypes
 import gc
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import cloudpickle
@@ -20,7 +21,7 @@ from batchlab._util.child import TIMEOUT, run_child, warm
 from batchlab._util.format import format_bytes
 from batchlab.batching.strategies import batch
 from batchlab.measuring.live import device_memory
-from batchlab.measuring.plan import batch_args, batch_planner, compile_program, spec_of, unjit
+from batchlab.measuring.plan import batch_args, batch_planner, hoisted_const_bytes, spec_of, unjit
 
 #: calibrations already measured: ``{key: (fn, Calibration)}`` (fn kept: ids are reused)
 CACHE: dict[tuple, tuple[Any, Any]] = {}
@@ -209,8 +210,6 @@ def calibrate(
         return CACHE[key][1]
     plain, known = unjit(fn), known or {}
     batched = batch(plain, strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
-    plan = batch_planner(batched)
-    planned = {b: int(known.get(b) or plan(*batch_args(example_item, b, in_axes))) for b in sizes}
     job = BatchJob(plain, strategy, chunk_size, in_axes)
     host = lambda a: a if isinstance(a, jax.ShapeDtypeStruct) else np.asarray(a)  # noqa: E731
     shared = in_axes if isinstance(in_axes, tuple) else ()
@@ -222,17 +221,23 @@ def calibrate(
                 args[i] = jax.tree_util.tree_map(host, example_item[i])
         jobs.append((str(b), observe, job, tuple(args)))
     facts = backend_facts()
-    if facts.second_process_may_open:
-        where, reply = "in a fresh process", run_jobs(jobs, TIMEOUT)
-    elif device_memory() is not None:
+    with ThreadPoolExecutor(1) as pool:  # a child runs while this process plans
+        child = pool.submit(run_jobs, jobs, TIMEOUT) if facts.second_process_may_open else None
+        plan = batch_planner(batched)
+        planned = {
+            b: int(known.get(b) or plan(*batch_args(example_item, b, in_axes))) for b in sizes
+        }
+        # closed-over arrays are resident before the call (they travel with fn): the plan counts
+        # them, the growth cannot, so they are added to it
+        spec = batch_args(example_item, min(sizes), in_axes)
+        consts = 0 if strategy == "host" else hoisted_const_bytes(batched, *spec)
+        if child is not None:
+            where, reply = "in a fresh process", child.result()
+    if child is None and device_memory() is not None:  # in-process: after this process's plans
         where, reply = "in this process", observe_in_process(jobs)
-    else:
+    elif child is None:
         why = f"not run: no second process may open the {facts.name} and it has no memory_stats()"
         where, reply = "nowhere (not run)", {j[0]: {"bytes": None, "source": why} for j in jobs}
-    # closed-over arrays are resident before the call (they travel with fn): the plan counts
-    # them, the growth cannot, so they are added to it
-    spec = batch_args(example_item, min(sizes), in_axes)
-    consts = 0 if strategy == "host" else compile_program(batched, *spec).compiled.const_bytes
     observed = {b: reply.get(str(b), {}).get("bytes") for b in sizes}
     points = tuple((b, planned[b], None if o is None else o + consts) for b, o in observed.items())
     sources = "; ".join(sorted({str(reply.get(str(b), {}).get("source")) for b in sizes}))
