@@ -391,7 +391,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "XLA:CPU's memory-minimizing scheduler plans less temp",
             "with every other 128 MiB block",
         ),
-        ("one call per batch of {X['batch_size']}", "the held outputs of 64 jitted"),
+        ("the held outputs of 64 jitted",),
     ),
     "09": (
         (
