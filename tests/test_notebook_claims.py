@@ -395,7 +395,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "eager .at[3].set costs over 1.5x an",
             "a jitted call per update pays",
-            "with donation one step adds under",
+            "with donation a step y = f(x) of a",
             "with varying batch sizes, donating the",
         ),
         ("at {at_big} the eager",),
