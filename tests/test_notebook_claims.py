@@ -323,13 +323,11 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "a batch needs one shape: vmap raises",
             "under jax.jit, a packed batch compiles",
-            "a wrong in_axes raises nothing on a",
         ),
     ),
     "02": (
         (),
         (
-            "plain JAX at default settings gives no",
             "(n, 1) - (n,) makes an",
             "different shapes conflict when combined: a",
             "a (1024, 3) float32 batch takes",
@@ -397,10 +395,10 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "eager .at[3].set costs over 1.5x an",
             "a jitted call per update pays",
-            "with donation one step adds under",
+            "with donation a step y = f(x) of a",
             "with varying batch sizes, donating the",
         ),
-        ("at {bl.format_bytes(largest * 4)} the eager",),
+        ("at {at_big} the eager",),
     ),
     "10": (
         (
