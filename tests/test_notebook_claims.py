@@ -341,7 +341,7 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "a loop waiting for each {lo} x",
             "the hand-batched expansion runs over 2x",
             "vmap's batched convolution takes over 5x",
-            "in {N // k} chunks of {k} the host loop",
+            "in {N // k} chunks of {k} outer products the",
             "lax.map in {N // k} chunks of {k}",
         ),
         (),
