@@ -370,15 +370,10 @@ LESSONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "07": (
         ("with live arrays holding {share:.0%} of",),
         (
-            "told only a budget, the run",
             "host checks, one jax.vmap and jnp.isfinite",
             "the call-time error comes within 1",
-            "XLA's RESOURCE_EXHAUSTED is an exception: run_batches",
-            "the stand-in fails exactly when the",
+            "run_batches catches XLA's RESOURCE_EXHAUSTED",
             "on the stand-in, failed tries",
-            "a callback's errors are pinned on",
-            "a per-item flag returned by the",
-            "Ctrl-C stops a run with a",
             "a run resumed from its checkpoint",
         ),
     ),
