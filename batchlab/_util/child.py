@@ -1,4 +1,4 @@
-"""Every fresh Python process the kit starts (but the multi-process launcher's): one helper.
+"""Every fresh Python process the kit starts: one helper (:func:`start`, its own session).
 
 ``task`` (a kit function, or ``"module:name"``) and ``payload`` (cloudpickled) go in;
 ``task(payload)``'s dict comes back as JSON in a 0600 file: nothing the child writes is unpickled.
@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 import cloudpickle
 
 TIMEOUT = 600.0
+#: the kit's own root: importable in every child (also from a notebook in another folder)
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: the child's first line (not ``-m``: runpy would import this module twice)
 _ENTRY = "import sys; from batchlab._util.child import run_task; run_task(sys.argv[1])"
 
@@ -128,21 +130,38 @@ def _kill(pid: int, killed: threading.Event) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def start(argv: list[str], env: dict, out: Any, err: Any, stdin: Any = None) -> subprocess.Popen:
+    """A new interpreter ``python *argv`` in its own session (:func:`stop` ends the whole group),
+    with the parent's environment and import path plus ``env``; stdout and stderr to files."""
+    path = os.pathsep.join([_ROOT, *(p for p in sys.path if p)])
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        return subprocess.Popen(
+            [sys.executable, *argv],
+            stdin=stdin or subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            env={**os.environ, "PYTHONPATH": path, **env},
+            start_new_session=True,
+        )
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Kills the process's whole session (a job may have started children) and reaps it."""
+    with contextlib.suppress(OSError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
+
+
 def _interpreter(paths: list[str], timeout: float, env: dict) -> int | None:
     """A new interpreter: its exit status, None when killed at the timeout."""
-    pythonpath = os.pathsep.join(p for p in sys.path if p)
-    with open(paths[3], "rb") as blob, open(paths[1], "wb") as out, open(paths[2], "wb") as err:
-        try:
-            return subprocess.run(
-                [sys.executable, "-c", _ENTRY, paths[0]],
-                stdin=blob,
-                stdout=out,
-                stderr=err,
-                env={**os.environ, "PYTHONPATH": pythonpath, **env},
-                timeout=timeout,
-            ).returncode
-        except subprocess.TimeoutExpired:
-            return None
+    with open(paths[3], "rb") as blob:
+        process = start(["-c", _ENTRY, paths[0]], env, paths[1], paths[2], stdin=blob)
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        stop(process)
+        return None
 
 
 def serve() -> None:
