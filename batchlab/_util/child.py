@@ -60,18 +60,9 @@ def warm() -> None:
 def _running_server() -> subprocess.Popen:
     with _lock:
         if not _server or _server[0].poll() is not None:
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            env["OPENBLAS_NUM_THREADS"] = "1"  # numpy's pool thread would be forked too
-            _server[:] = [
-                subprocess.Popen(
-                    [sys.executable, "-c", _SERVER],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    env=env,
-                    text=True,
-                )
-            ]
+            pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            # one BLAS thread: numpy's pool thread would be forked too
+            _server[:] = [start(["-c", _SERVER], {"OPENBLAS_NUM_THREADS": "1"}, **pipes, text=True)]
         return _server[0]
 
 
@@ -130,19 +121,14 @@ def _kill(pid: int, killed: threading.Event) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def start(argv: list[str], env: dict, out: Any, err: Any, stdin: Any = None) -> subprocess.Popen:
+def start(argv: list[str], env: dict, **popen: Any) -> subprocess.Popen:
     """A new interpreter ``python *argv`` in its own session (:func:`stop` ends the whole group),
-    with the parent's environment and import path plus ``env``; stdout and stderr to files."""
+    with the parent's environment and import path plus ``env``; ``popen``: its streams (stdin:
+    none by default)."""
     path = os.pathsep.join([_ROOT, *(p for p in sys.path if p)])
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        return subprocess.Popen(
-            [sys.executable, *argv],
-            stdin=stdin or subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            env={**os.environ, "PYTHONPATH": path, **env},
-            start_new_session=True,
-        )
+    env = {**os.environ, "PYTHONPATH": path, **env}
+    popen = {"stdin": subprocess.DEVNULL, **popen}
+    return subprocess.Popen([sys.executable, *argv], env=env, start_new_session=True, **popen)
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -155,8 +141,8 @@ def stop(process: subprocess.Popen) -> None:
 
 def _interpreter(paths: list[str], timeout: float, env: dict) -> int | None:
     """A new interpreter: its exit status, None when killed at the timeout."""
-    with open(paths[3], "rb") as blob:
-        process = start(["-c", _ENTRY, paths[0]], env, paths[1], paths[2], stdin=blob)
+    with open(paths[3], "rb") as blob, open(paths[1], "wb") as out, open(paths[2], "wb") as err:
+        process = start(["-c", _ENTRY, paths[0]], env, stdin=blob, stdout=out, stderr=err)
     try:
         return process.wait(timeout)
     except subprocess.TimeoutExpired:

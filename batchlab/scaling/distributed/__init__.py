@@ -51,7 +51,7 @@ def initialize(**kwargs: Any) -> None:
     """``jax.distributed.initialize``, under :func:`launch` with the launcher's settings."""
     if jax.distributed.is_initialized():
         return
-    if ENV_NUM_PROCESSES in os.environ:  # the CPU settings come in the environment (_child_env)
+    if ENV_NUM_PROCESSES in os.environ:  # the CPU settings come in the environment (launch)
         kwargs = dict(
             coordinator_address=os.environ[ENV_COORDINATOR],
             # JAX's default binds the coordinator to every interface ("[::]:port"): loopback only
@@ -108,21 +108,6 @@ class Launch:
             f"Launch({n} process{'es' * (n != 1)} x {self.devices_per_process} CPU devices on "
             f"{LOOPBACK}, {state} in {format_seconds(self.seconds)}; exit codes {{{codes}}})"
         )
-
-
-def _child_env(coordinator: str, n: int, i: int, devices: int) -> dict[str, str]:
-    count = "--xla_force_host_platform_device_count"
-    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(count)]
-    return {
-        ENV_COORDINATOR: coordinator,
-        ENV_NUM_PROCESSES: str(n),
-        ENV_PROCESS_ID: str(i),
-        "JAX_PLATFORMS": "cpu",
-        "JAX_NUM_CPU_DEVICES": str(devices),
-        "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
-        "XLA_FLAGS": " ".join([*flags, f"{count}={devices}"]),
-        "PYTHONUNBUFFERED": "1",
-    }
 
 
 def _pickle_job(job: Callable, args: tuple) -> bytes:
@@ -182,6 +167,17 @@ def launch(
     if why:
         raise OSError(f"`launch` needs a coordinator on {LOOPBACK}, but {why}.")
     coordinator = f"{LOOPBACK}:{free_port()}"
+    count = "--xla_force_host_platform_device_count"
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(count)]
+    env = {  # what initialize() reads, the same in every process but its id
+        ENV_COORDINATOR: coordinator,
+        ENV_NUM_PROCESSES: str(processes),
+        "JAX_PLATFORMS": "cpu",
+        "JAX_NUM_CPU_DEVICES": str(devices_per_process),
+        "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
+        "XLA_FLAGS": " ".join([*flags, f"{count}={devices_per_process}"]),
+        "PYTHONUNBUFFERED": "1",
+    }
     with tempfile.TemporaryDirectory(prefix="batchlab-launch-") as tmp:
         tmp = Path(tmp)
         (tmp / "job.pkl").write_bytes(_pickle_job(job, tuple(args)))
@@ -189,8 +185,9 @@ def launch(
         try:
             for i in range(processes):
                 argv = [*_CHILD, str(tmp / "job.pkl"), str(tmp / f"{i}.result")]
-                env = _child_env(coordinator, processes, i, devices_per_process)
-                procs.append(child.start(argv, env, tmp / f"{i}.out", tmp / f"{i}.err"))
+                with open(tmp / f"{i}.out", "wb") as out, open(tmp / f"{i}.err", "wb") as err:
+                    env_i = {**env, ENV_PROCESS_ID: str(i)}
+                    procs.append(child.start(argv, env_i, stdout=out, stderr=err))
             while any(p.poll() is None for p in procs):
                 failed = [i for i, p in enumerate(procs) if p.poll() not in (None, 0)]
                 timed_out = not failed and time.perf_counter() > start + timeout
