@@ -146,8 +146,9 @@ def _interpreter(paths: list[str], timeout: float, env: dict) -> int | None:
     try:
         return process.wait(timeout)
     except subprocess.TimeoutExpired:
-        stop(process)
         return None
+    finally:  # also on Ctrl-C: the child has a session of its own, out of the terminal's reach
+        stop(process)
 
 
 def serve() -> None:
