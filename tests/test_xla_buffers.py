@@ -274,13 +274,13 @@ def test_fresh_process_prints_pass_through_and_a_printed_pickle_never_runs(tmp_p
 
 
 def test_fresh_process_without_a_result_is_reported(monkeypatch):
-    import subprocess
+    from batchlab._util import child
 
-    real_run = subprocess.run
+    real_start = child.start
 
-    def crashed_child(cmd, **kw):  # the child dies before writing its result (e.g. killed)
-        return real_run([cmd[0], "-c", "import sys; sys.exit(3)"], **kw)
+    def crashed_child(argv, env, **kw):  # the child dies before writing its result (e.g. killed)
+        return real_start(["-c", "import sys; sys.exit(3)"], env, **kw)
 
-    monkeypatch.setattr(subprocess, "run", crashed_child)
+    monkeypatch.setattr(child, "start", crashed_child)
     with pytest.raises(RuntimeError, match=r"the process died \(exit status 3"):
         cpu_buffer_assignment(lambda x: x * 2, S((3,), jnp.float32), xla_flags="--x")

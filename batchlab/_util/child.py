@@ -1,4 +1,4 @@
-"""Every fresh Python process the kit starts (but the multi-process launcher's): one helper.
+"""Every fresh Python process the kit starts: one helper (:func:`start`, its own session).
 
 ``task`` (a kit function, or ``"module:name"``) and ``payload`` (cloudpickled) go in;
 ``task(payload)``'s dict comes back as JSON in a 0600 file: nothing the child writes is unpickled.
@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 import cloudpickle
 
 TIMEOUT = 600.0
+#: the kit's own root: importable in every child (also from a notebook in another folder)
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: the child's first line (not ``-m``: runpy would import this module twice)
 _ENTRY = "import sys; from batchlab._util.child import run_task; run_task(sys.argv[1])"
 
@@ -58,18 +60,9 @@ def warm() -> None:
 def _running_server() -> subprocess.Popen:
     with _lock:
         if not _server or _server[0].poll() is not None:
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-            env["OPENBLAS_NUM_THREADS"] = "1"  # numpy's pool thread would be forked too
-            _server[:] = [
-                subprocess.Popen(
-                    [sys.executable, "-c", _SERVER],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    env=env,
-                    text=True,
-                )
-            ]
+            pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            # one BLAS thread: numpy's pool thread would be forked too
+            _server[:] = [start(["-c", _SERVER], {"OPENBLAS_NUM_THREADS": "1"}, **pipes, text=True)]
         return _server[0]
 
 
@@ -128,21 +121,34 @@ def _kill(pid: int, killed: threading.Event) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+def start(argv: list[str], env: dict, **popen: Any) -> subprocess.Popen:
+    """A new interpreter ``python *argv`` in its own session (:func:`stop` ends the whole group),
+    with the parent's environment and import path plus ``env``; ``popen``: its streams (stdin:
+    none by default)."""
+    path = os.pathsep.join([_ROOT, *(p for p in sys.path if p)])
+    env = {**os.environ, "PYTHONPATH": path, **env}
+    popen = {"stdin": subprocess.DEVNULL, **popen}
+    return subprocess.Popen([sys.executable, *argv], env=env, start_new_session=True, **popen)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Kills the process's whole session (a job may have started children) and reaps it."""
+    with contextlib.suppress(OSError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=10)
+
+
 def _interpreter(paths: list[str], timeout: float, env: dict) -> int | None:
     """A new interpreter: its exit status, None when killed at the timeout."""
-    pythonpath = os.pathsep.join(p for p in sys.path if p)
     with open(paths[3], "rb") as blob, open(paths[1], "wb") as out, open(paths[2], "wb") as err:
-        try:
-            return subprocess.run(
-                [sys.executable, "-c", _ENTRY, paths[0]],
-                stdin=blob,
-                stdout=out,
-                stderr=err,
-                env={**os.environ, "PYTHONPATH": pythonpath, **env},
-                timeout=timeout,
-            ).returncode
-        except subprocess.TimeoutExpired:
-            return None
+        process = start(["-c", _ENTRY, paths[0]], env, stdin=blob, stdout=out, stderr=err)
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:  # also on Ctrl-C: the child has a session of its own, out of the terminal's reach
+        stop(process)
 
 
 def serve() -> None:

@@ -16,7 +16,7 @@ import numbers
 import pkgutil
 import reprlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from batchlab._util.format import format_bytes, format_count, format_seconds
@@ -187,10 +187,10 @@ class Reveal:
     measured: Any
     unit: str = ""
 
-    made: bool = field(init=False)  # whether a prediction was committed
-
-    def __post_init__(self):
-        object.__setattr__(self, "made", self.guess is not None)
+    @property
+    def made(self) -> bool:
+        """Whether a prediction was committed."""
+        return self.guess is not None
 
     @property
     def verdict(self) -> str:

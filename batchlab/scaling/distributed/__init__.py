@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -19,6 +16,7 @@ from typing import Any
 import cloudpickle
 import jax
 
+from batchlab._util import child
 from batchlab._util.checks import check_positive_float, check_positive_int
 from batchlab._util.format import format_seconds
 
@@ -26,7 +24,7 @@ ENV_COORDINATOR = "BATCHLAB_COORDINATOR"
 ENV_NUM_PROCESSES = "BATCHLAB_NUM_PROCESSES"
 ENV_PROCESS_ID = "BATCHLAB_PROCESS_ID"
 LOOPBACK = "127.0.0.1"
-_CHILD = [sys.executable, "-m", "batchlab.scaling.distributed._child"]
+_CHILD = ["-m", "batchlab.scaling.distributed._child"]
 
 
 def free_port() -> int:
@@ -53,7 +51,7 @@ def initialize(**kwargs: Any) -> None:
     """``jax.distributed.initialize``, under :func:`launch` with the launcher's settings."""
     if jax.distributed.is_initialized():
         return
-    if ENV_NUM_PROCESSES in os.environ:  # the CPU settings come in the environment (_child_env)
+    if ENV_NUM_PROCESSES in os.environ:  # the CPU settings come in the environment (launch)
         kwargs = dict(
             coordinator_address=os.environ[ENV_COORDINATOR],
             # JAX's default binds the coordinator to every interface ("[::]:port"): loopback only
@@ -110,25 +108,6 @@ class Launch:
             f"Launch({n} process{'es' * (n != 1)} x {self.devices_per_process} CPU devices on "
             f"{LOOPBACK}, {state} in {format_seconds(self.seconds)}; exit codes {{{codes}}})"
         )
-
-
-def _child_env(coordinator: str, n: int, i: int, devices: int) -> dict[str, str]:
-    count = "--xla_force_host_platform_device_count"
-    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(count)]
-    # the launcher's own package must be importable in the children (also from a notebook)
-    root = str(Path(__file__).resolve().parent.parent.parent)
-    return {
-        **os.environ,
-        ENV_COORDINATOR: coordinator,
-        ENV_NUM_PROCESSES: str(n),
-        ENV_PROCESS_ID: str(i),
-        "JAX_PLATFORMS": "cpu",
-        "JAX_NUM_CPU_DEVICES": str(devices),
-        "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
-        "XLA_FLAGS": " ".join([*flags, f"{count}={devices}"]),
-        "PYTHONUNBUFFERED": "1",
-        "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]),
-    }
 
 
 def _pickle_job(job: Callable, args: tuple) -> bytes:
@@ -188,18 +167,27 @@ def launch(
     if why:
         raise OSError(f"`launch` needs a coordinator on {LOOPBACK}, but {why}.")
     coordinator = f"{LOOPBACK}:{free_port()}"
+    count = "--xla_force_host_platform_device_count"
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(count)]
+    env = {  # what initialize() reads, the same in every process but its id
+        ENV_COORDINATOR: coordinator,
+        ENV_NUM_PROCESSES: str(processes),
+        "JAX_PLATFORMS": "cpu",
+        "JAX_NUM_CPU_DEVICES": str(devices_per_process),
+        "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
+        "XLA_FLAGS": " ".join([*flags, f"{count}={devices_per_process}"]),
+        "PYTHONUNBUFFERED": "1",
+    }
     with tempfile.TemporaryDirectory(prefix="batchlab-launch-") as tmp:
         tmp = Path(tmp)
         (tmp / "job.pkl").write_bytes(_pickle_job(job, tuple(args)))
         procs, stopped, timed_out, start = [], {}, False, time.perf_counter()
         try:
             for i in range(processes):
-                cmd = [*_CHILD, str(tmp / "job.pkl"), str(tmp / f"{i}.result")]
-                env = _child_env(coordinator, processes, i, devices_per_process)
+                argv = [*_CHILD, str(tmp / "job.pkl"), str(tmp / f"{i}.result")]
                 with open(tmp / f"{i}.out", "wb") as out, open(tmp / f"{i}.err", "wb") as err:
-                    # its own session and process group: killed as a whole
-                    opts = dict(stdin=subprocess.DEVNULL, start_new_session=True)
-                    procs.append(subprocess.Popen(cmd, env=env, stdout=out, stderr=err, **opts))
+                    env_i = {**env, ENV_PROCESS_ID: str(i)}
+                    procs.append(child.start(argv, env_i, stdout=out, stderr=err))
             while any(p.poll() is None for p in procs):
                 failed = [i for i, p in enumerate(procs) if p.poll() not in (None, 0)]
                 timed_out = not failed and time.perf_counter() > start + timeout
@@ -209,13 +197,9 @@ def launch(
                     stopped = {i: why for i, p in enumerate(procs) if p.poll() is None}
                     break
                 time.sleep(0.02)
-        finally:  # every process group, also on success (a job may have started children)
+        finally:  # every process's session, also on success (a job may have started children)
             for p in procs:
-                with contextlib.suppress(OSError):
-                    os.killpg(p.pid, signal.SIGKILL)
-            for p in procs:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    p.wait(timeout=10)
+                child.stop(p)
         seconds = time.perf_counter() - start
         runs = []
         for i, p in enumerate(procs):
