@@ -213,10 +213,8 @@ def max_batch_size(
     if margin == "calibrated":
         warm_up()
     f = batch(unjit(fn), strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
-    if budget_bytes is None:
-        budget = default_budget()
-    else:
-        budget = Budget(check_positive_int(budget_bytes, "budget_bytes"), "given")
+    budget_bytes = check_positive_int(budget_bytes, "budget_bytes", allow_none=True)
+    budget = default_budget() if budget_bytes is None else Budget(budget_bytes, "given")
     upper = 2**31 - 1 if upper is None else check_positive_int(upper, "upper")
     check_choice(method, "method", METHODS)
     if known is not None and not isinstance(known, dict):

@@ -133,9 +133,7 @@ def check_writable(path: str | os.PathLike) -> Path:
         why = "the file is read-only"
     else:  # a probe file: os.access can be wrong (network and read-only mounts, root)
         try:
-            fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-            os.close(fd)
-            os.unlink(probe)
+            tempfile.NamedTemporaryFile(prefix=f".{path.name}.", suffix=".tmp", dir=folder).close()
         except OSError as e:
             why = f"the `checkpoint` folder {str(folder)!r} is not writable ({e.strerror or e})"
     if why is not None:

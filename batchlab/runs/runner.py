@@ -157,12 +157,6 @@ class BatchRunner:
                 self.programs[size] = (program, program.planned)
         return self.programs[size][1]
 
-    def largest_within_budget(self, upper: int) -> int:
-        """The largest size ``<= upper`` whose plan fits the budget (0: none), found by
-        :func:`batchlab.max_batch_size`'s search over this run's compiled sizes."""
-        known = {s: p for s, (_, p) in self.programs.items()}
-        return largest_fitting(self.planned, self.budget, upper, backend_tiles(), known=known)[0]
-
     def output_treedef(self):
         """The structure of fn's output, to rebuild outputs read from a checkpoint."""
         try:
@@ -415,7 +409,10 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                         state.stop_reason = f"{e.kind} even at batch size 1: {e}"
                         break
                     if e.kind == OOM_BUDGET:  # over by its plan: search the plans, run what fits
-                        fit = runner.largest_within_budget(size - 1)
+                        known = {s: p for s, (_, p) in runner.programs.items()}
+                        fit, _ = largest_fitting(
+                            runner.planned, budget_bytes, size - 1, backend_tiles(), known=known
+                        )
                         state.fail_size, state.size = fit + 1, max(fit, 1)
                     else:  # out of memory when run: halve, then bisect between ran and failed
                         state.size = _after_oom(state, size)
