@@ -98,7 +98,7 @@ ABORT_SCRIPT = """
 import os, resource, sys
 import jax, jax.numpy as jnp, numpy as np
 import batchlab
-import batchlab.runs.runner as attempt
+import batchlab.runs.attempt as attempt
 
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 calls = []

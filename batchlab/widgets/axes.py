@@ -21,7 +21,7 @@ class AxesOutcome(NamedTuple):
     in_axes: tuple
     out_axes: Any
     explanation: AxesExplanation | None
-    error: str | None
+    error: str | None = None
     kind: str = "BatchAxisError"  # the error's type: the kit's, or jax.vmap's own ValueError
 
     @property
@@ -51,9 +51,7 @@ class AxesExplorer(Explorer):
         def compute(**p: Any) -> AxesOutcome:
             spec, out = tuple(p[n] for n in self.names), p["out_axes"]
             try:
-                return AxesOutcome(
-                    spec, out, explain_axes(fn, *args, in_axes=spec, out_axes=out), None
-                )
+                return AxesOutcome(spec, out, explain_axes(fn, *args, in_axes=spec, out_axes=out))
             except ValueError as e:  # the kit's BatchAxisError, or jax.vmap's own
                 return AxesOutcome(spec, out, None, str(e), type(e).__name__)
 
