@@ -50,12 +50,11 @@ def fn_fingerprint(fn: Callable, spec: Any) -> str:
 def code_fingerprint(fn: Callable) -> str:
     """16 hex digits of SHA-256 of what a Python ``fn`` (``strategy="manual"``) is made of.
 
-    Its bytecode (comments and layout aside), the values it closes over, a ``partial``'s
-    arguments, a callable object's fields, and, the same way, the functions of its module that
-    it calls. Nothing is an address, so a
-    resume in another process reads the same digits; a changed body (``b * 3`` after ``b * 2``)
-    or closed-over value (``Scaler(2)`` -> ``Scaler(3)``) reads others. What ``fn`` reads from
-    files, globals that are not functions, or the host is not seen.
+    Its bytecode (comments and layout aside), the values it closes over, a ``partial``'s arguments,
+    a callable object's fields, and, the same way, the functions of its module that it calls.
+    Nothing is an address, so a resume in another process reads the same digits; a changed body
+    (``b * 3`` after ``b * 2``) or closed-over value (``Scaler(2)`` -> ``Scaler(3)``) reads others.
+    What ``fn`` reads from files, globals that are not functions, or the host is not seen.
 
     Example:
       >>> code_fingerprint(lambda b: b * 2) == code_fingerprint(lambda b: b * 3)
