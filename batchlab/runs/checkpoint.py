@@ -196,7 +196,7 @@ class Journal:
     @classmethod
     def open(cls, path: str | os.PathLike, parts: dict, *, settings: dict | None = None) -> Journal:
         """Reads and verifies the journal at ``path`` (``parts`` must agree), or creates it."""
-        path, settings = check_writable(path), dict(settings or {})
+        path, settings = Path(path), dict(settings or {})  # run_batches checked it is writable
         if not path.exists():
             blob = _MAGIC + _encode({"parts": parts, "settings": settings}, {})
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

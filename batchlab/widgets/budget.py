@@ -190,13 +190,13 @@ class AllocatorExplorer(Explorer):
                 "preallocate": control("Checkbox", description="preallocate pool", indent=False),
             },
             draw=lambda ex: ex.result.plot(),
-            describe=_describe,
+            describe=_describe_simulation,
             title="Allocator explorer (simulation)",
         )
         self.update()
 
 
-def _describe(sim: Simulation) -> str:
+def _describe_simulation(sim: Simulation) -> str:
     tl, name = sim.replay, sim.events.name
     if name == "per-item":
         name += " (one item per call: the batch size does not change this workload)"
