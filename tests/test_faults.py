@@ -338,7 +338,7 @@ def test_unwritable_checkpoint_folder_fails_before_any_work(monkeypatch, tmp_pat
     def refuse(*a, **k):
         raise PermissionError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr("tempfile.mkstemp", refuse)  # what a read-only mount does
+    monkeypatch.setattr("tempfile.NamedTemporaryFile", refuse)  # what a read-only mount does
     with pytest.raises(ValueError, match=r"`checkpoint` folder .* is not writable \(Read-only"):
         batchlab.run_batches(
             fn, data(4), batch_size=2, strategy="manual", checkpoint=tmp_path / "ck.ckpt"

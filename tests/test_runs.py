@@ -91,7 +91,7 @@ def test_the_tiles_searched_are_the_backend_facts_largest_first(monkeypatch, nam
 def test_over_budget_the_run_searches_the_plans_and_runs_only_what_fits(monkeypatch, tiles):
     """A batch over the budget by its plan is not halved run by run: max_batch_size's search
     finds the largest size that fits (along the backend's tiles where it pads), that size runs."""
-    for where in ("attempt", "budget"):  # the run's search and max_batch_size's, on one "backend"
+    for where in ("runner", "budget"):  # the run's search and max_batch_size's, on one "backend"
         monkeypatch.setattr(f"batchlab.runs.{where}.backend_tiles", lambda: tiles)
     xs, budget = data(300, d=32), 3 * 4096
     ref = batchlab.max_batch_size(item_fn, xs[0], budget_bytes=budget, upper=255)

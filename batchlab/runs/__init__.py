@@ -1,7 +1,5 @@
 """Memory limits and faults (06-07): the largest batch a budget fits (``max_batch_size``) and
-runs that survive out of memory, bad items and Ctrl-C, and resume at any batch size
-(``run_batches``).
-"""
+runs that survive out of memory, bad items and Ctrl-C, and resume at any size (``run_batches``)."""
 
 from batchlab.measuring.plan import planned_bytes
 from batchlab.runs.budget import Budget, default_budget, max_batch_size

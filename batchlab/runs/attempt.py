@@ -24,7 +24,6 @@ from batchlab.runs.errors import (
     short_message,
 )
 from batchlab.runs.results import BatchLog, Failure
-from batchlab.runs.search import backend_tiles, largest_fitting
 
 # JAX logs every exception raised in a callback, traceback and all, once per bisection half;
 # the same text is kept in the failure's `detail`
@@ -102,8 +101,8 @@ class Items:
     def take(self, indices: list[int]) -> Any:
         """The items at ``indices`` stacked along a new leading axis (numpy, on the host)."""
         if self.tree is None:
-            stack = lambda *xs: np.stack(xs)  # noqa: E731
-            return jax.tree_util.tree_map(stack, *[self.list[i] for i in indices])
+            rows = [self.list[i] for i in indices]
+            return jax.tree_util.tree_map(lambda *xs: np.stack(xs), *rows)
         return jax.tree_util.tree_map(lambda a: a[np.asarray(indices)], self.tree)
 
 
@@ -128,12 +127,6 @@ class BatchRunner:
                 program = compile_program(self.jitted, spec)
                 self.programs[size] = (program, program.planned)
         return self.programs[size][1]
-
-    def largest_within_budget(self, upper: int) -> int:
-        """The largest size ``<= upper`` whose plan fits the budget (0: none), found by
-        :func:`batchlab.max_batch_size`'s search over this run's compiled sizes."""
-        known = {s: p for s, (_, p) in self.programs.items()}
-        return largest_fitting(self.planned, self.budget, upper, backend_tiles(), known=known)[0]
 
     def output_treedef(self):
         """The structure of fn's output, to rebuild outputs read from a checkpoint."""

@@ -131,8 +131,7 @@ class BatchSizeResult(Rows):
 
 
 def check_in_axes(in_axes: Any, example_item: Any) -> None:
-    """``in_axes`` is 0, or a tuple of 0/None matching the tuple ``example_item``, one 0 at
-    least."""
+    """``in_axes`` is 0, or a tuple of 0/None (one 0 at least) matching a tuple ``example_item``."""
     axes = in_axes if isinstance(in_axes, tuple) else (in_axes,)
     tuple_ = isinstance(example_item, tuple)
     same = axes is not in_axes or (tuple_ and len(example_item) == len(axes))
@@ -140,9 +139,8 @@ def check_in_axes(in_axes: Any, example_item: Any) -> None:
         got = f"a tuple of {len(example_item)}" if tuple_ else type(example_item).__name__
         raise ValueError(
             f"`in_axes` must be 0 or a tuple of 0 (batched, one at least) and None (shared), one "
-            f"per argument in the tuple `example_item`; got in_axes={in_axes!r} and "
-            f"`example_item` {got}. E.g. in_axes=(0, None), example_item=(x_item, weights) for "
-            f"fn(x, weights)."
+            f"per argument in the tuple `example_item`; got in_axes={in_axes!r} and `example_item` "
+            f"{got}. E.g. in_axes=(0, None), example_item=(x_item, weights) for fn(x, weights)."
         )
 
 
@@ -213,10 +211,8 @@ def max_batch_size(
     if margin == "calibrated":
         warm_up()
     f = batch(unjit(fn), strategy=strategy, chunk_size=chunk_size, in_axes=in_axes)
-    if budget_bytes is None:
-        budget = default_budget()
-    else:
-        budget = Budget(check_positive_int(budget_bytes, "budget_bytes"), "given")
+    budget_bytes = check_positive_int(budget_bytes, "budget_bytes", allow_none=True)
+    budget = default_budget() if budget_bytes is None else Budget(budget_bytes, "given")
     upper = 2**31 - 1 if upper is None else check_positive_int(upper, "upper")
     check_choice(method, "method", METHODS)
     if known is not None and not isinstance(known, dict):

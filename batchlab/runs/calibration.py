@@ -200,8 +200,7 @@ def calibrate(
     known: dict[int, int] | None = None,
 ) -> Calibration:
     """Observed / planned peak of ``batch(fn, strategy)`` at each of ``sizes``: in a fresh process
-    where ``backend_facts().second_process_may_open``, else in this one
-    (:func:`observe_in_process`);
+    where ``backend_facts().second_process_may_open``, else in this one (:func:`call_rise`);
     with neither, nothing runs (uncalibrated). Cached."""
     shapes = str(jax.tree_util.tree_map(spec_of, example_item))  # structure, shapes, dtypes
     sizes = tuple(sorted(sizes))  # in-process, the peak only grows: the smallest batch first
@@ -231,11 +230,11 @@ def calibrate(
         # them, the growth cannot, so they are added to it
         spec = batch_args(example_item, min(sizes), in_axes)
         consts = 0 if strategy == "host" else hoisted_const_bytes(batched, *spec)
-        if child is not None:
-            where, reply = "in a fresh process", child.result()
-    if child is None and device_memory() is not None:  # in-process: after this process's plans
+    if child is not None:
+        where, reply = "in a fresh process", child.result()
+    elif device_memory() is not None:  # in-process: after this process's plans
         where, reply = "in this process", observe_in_process(jobs)
-    elif child is None:
+    else:
         why = f"not run: no second process may open the {facts.name} and it has no memory_stats()"
         where, reply = "nowhere (not run)", {j[0]: {"bytes": None, "source": why} for j in jobs}
     observed = {b: reply.get(str(b), {}).get("bytes") for b in sizes}

@@ -72,8 +72,7 @@ def oom_kind(error: BaseException) -> str:
 
 
 def is_interrupt(error: BaseException) -> bool:
-    """True for ``KeyboardInterrupt``, also one raised in a host callback (a
-    ``JaxRuntimeError``)."""
+    """True for ``KeyboardInterrupt``, also one raised in a host callback (a JaxRuntimeError)."""
     if isinstance(error, jax.errors.JaxRuntimeError):
         return bool(re.search(r"^KeyboardInterrupt\b", str(error), re.M))
     return isinstance(error, KeyboardInterrupt)

@@ -36,6 +36,7 @@ from batchlab.runs.results import (
     RunResult,
     RunState,
 )
+from batchlab.runs.search import backend_tiles, largest_fitting
 
 
 def _after_oom(state: RunState, size: int) -> int:
@@ -183,7 +184,10 @@ def _loop(runner, data, state, journal, progress, budget_bytes) -> RunResult:
                         state.stop_reason = f"{e.kind} even at batch size 1: {e}"
                         break
                     if e.kind == OOM_BUDGET:  # over by its plan: search the plans, run what fits
-                        fit = runner.largest_within_budget(size - 1)
+                        known = {s: p for s, (_, p) in runner.programs.items()}
+                        fit, _ = largest_fitting(
+                            runner.planned, budget_bytes, size - 1, backend_tiles(), known=known
+                        )
                         state.fail_size, state.size = fit + 1, max(fit, 1)
                     else:  # out of memory when run: halve, then bisect between ran and failed
                         state.size = _after_oom(state, size)

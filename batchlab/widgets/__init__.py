@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import contextlib
 
-from batchlab.widgets.allocator import AllocatorExplorer, InPlaceExplorer  # 08, 09
-from batchlab.widgets.axes import AxesExplorer, BroadcastExplorer  # 01, 02
+from batchlab.widgets.batching import AxesExplorer, BroadcastExplorer  # 01, 02
 from batchlab.widgets.batching import BatchSizeExplorer, StrategyExplorer  # 00, 03
 from batchlab.widgets.budget import AdvisorExplorer, BudgetExplorer  # 06, 12
+from batchlab.widgets.budget import AllocatorExplorer, InPlaceExplorer  # 08, 09
 from batchlab.widgets.explorer import Explorer  # the pattern
 from batchlab.widgets.loading import LoadingExplorer, ScalingExplorer  # 10, 11
 from batchlab.widgets.ragged import BucketExplorer, PaddingExplorer  # 04, 05
