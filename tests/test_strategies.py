@@ -367,6 +367,19 @@ def test_host_plan_counts_and_memory():
         batch(outer, strategy="host", chunk_size=2).plan(jnp.ones((0, 3)))
 
 
+def test_host_plan_counts_closed_over_arrays_as_vmaps_plan_does():
+    w = jnp.arange(64 * 32, dtype=jnp.float32).reshape(64, 32)  # closed over, not an argument
+    x = jnp.ones((100, 64))
+
+    def layer(r):
+        return jnp.tanh(r @ w)
+
+    host = batch(layer, strategy="host", chunk_size=32).plan(x)
+    assert host.argument_bytes == x.nbytes + w.nbytes
+    assert host.argument_bytes == batchlab.memory_estimate(jax.vmap(layer), x).argument_bytes
+    assert batch(jnp.tanh, strategy="host", chunk_size=32).plan(x).argument_bytes == x.nbytes
+
+
 def test_host_refuses_an_outer_jit():
     f = batch(outer, strategy="host", chunk_size=4)
     with pytest.raises(

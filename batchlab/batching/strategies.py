@@ -18,7 +18,7 @@ import numpy as np
 from batchlab._util.checks import check_callable, check_choice, check_positive_int
 from batchlab._util.format import Rows, format_bytes
 from batchlab.batching.axes_spec import Layout, axis_per_leaf, layout_of
-from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled
+from batchlab.measuring.plan import MemoryEstimate, estimate_from_compiled, hoisted_const_bytes
 
 #: every strategy ``batch`` takes, then "manual" (``compare(manual=)``, batched by hand)
 STRATEGIES: tuple[str, ...] = ("loop", "vmap", "map", "chunked", "host", "manual")
@@ -145,6 +145,8 @@ def plan_call(program: Callable, axes: tuple, mapped: list, shared: list, n: int
         return estimate_from_compiled(program.step.lower(chunk, shared).compile(), "host step")
 
     steps = tuple(map(estimate, sizes))
+    full = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in mapped]
+    closed = hoisted_const_bytes(program.step, full, shared)  # the arrays fn closes over
     several = len(chunks) > 1
     on_device = [x for x in mapped if not isinstance(x, np.ndarray)]
     slices = 1 if several and on_device else 0
@@ -155,7 +157,7 @@ def plan_call(program: Callable, axes: tuple, mapped: list, shared: list, n: int
         steps=steps,
         input_copy_bytes=nbytes(on_device) if slices else 0,
         chunk_output_bytes=sum(steps[sizes.index(b - a)].output_bytes for a, b in chunks),
-        argument_bytes=nbytes([mapped, shared]),
+        argument_bytes=nbytes([mapped, shared]) + closed,  # as compile_fn's hoisted ones
     )
 
 
