@@ -135,6 +135,32 @@ def test_the_pick_ring_says_whether_the_timings_back_it(advice, decided):
     assert (color == "k") is decided, color
 
 
+def test_a_faster_candidate_left_out_by_its_margin_is_named_in_the_plot_and_the_why(advice):
+    timed = [c for c in advice.candidates if c.samples is not None]
+    fast = min(timed, key=lambda c: c.per_item)
+    pick = next(c for c in timed if c is not fast)
+    why = "faster, but with margin 1.46 it fits 256 items, not 512"
+    moved = dataclasses.replace(
+        advice,
+        candidates=tuple(
+            dataclasses.replace(c, note=f"left out: {why}") if c is fast else c
+            for c in advice.candidates
+        ),
+        recommended=pick.label,
+        decided=False,
+        tied=(pick.label, fast.label),
+        excluded=((fast.label, why),),
+    )
+    labels = bl.advisor.plot_candidates(moved).axes[0].get_legend_handles_labels()[1]
+    assert f"{fast.label} (left out: its margin fits fewer items)" in labels, labels
+    assert "pick, undecided: the fastest median not left out" in labels, labels
+    assert f"the fastest median so far not left out: {pick.label}" in moved.why
+    plain = dataclasses.replace(moved, candidates=advice.candidates, excluded=())
+    labels = bl.advisor.plot_candidates(plain).axes[0].get_legend_handles_labels()[1]
+    assert "pick, undecided: the fastest median" in labels and not any("left" in x for x in labels)
+    assert f"the fastest median so far: {pick.label}" in plain.why
+
+
 def test_screened_out_candidates_are_drawn_hollow_and_say_so(advice):
     timed = [c for c in advice.candidates if c.samples is not None]
     first, rest = timed[0], timed[1:]

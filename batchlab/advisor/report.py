@@ -45,6 +45,9 @@ def plot_candidates(advice: Advice, *, setting=None):
         budget, pick, decided = setting.budget, setting.recommended, setting.decided
     fig, ax = new_figure(width=9, height=4.8)
     timed = [c for c in advice.candidates if c.samples is not None]
+    # faster, but fits fewer items with its own margin (the advice's own budget only)
+    notes = {c.label: c.note or "" for c in timed} if setting is None else {}
+    left = {k for k, note in notes.items() if note.startswith("left out: faster")}
     line = max(1, int((budget or advice.budget.bytes) / (advice.margin or 1.0)))
     colors = matplotlib.colormaps["tab20" if len(timed) > 10 else "tab10"].colors  # one each
     for i, c in enumerate(timed):
@@ -54,11 +57,13 @@ def plot_candidates(advice: Advice, *, setting=None):
         screened = (c.note or "").startswith("screened out")  # hollow: 6 screening rounds only
         label = c.label + (" (screened out: hollow)" if screened else "")
         label += " (over budget: not picked)" if c.planned_bytes > line else ""
+        label += " (left out: its margin fits fewer items)" if c.label in left else ""
         ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, capsize=3,
                     color=colors[i % len(colors)], label=label,
                     mfc="none" if screened else None)  # fmt: skip
         if c.label == (pick or advice.recommended):  # undecided: grey, and the legend says so
-            ring = ("k", "pick") if decided else ("0.55", "pick, undecided: the fastest median")
+            undecided = "pick, undecided: the fastest median" + (" not left out" if left else "")
+            ring = ("k", "pick") if decided else ("0.55", undecided)
             kw = dict(ms=15, mfc="none", mew=1.5 if decided else 2.5, mec=ring[0], label=ring[1])
             ax.plot([c.planned_bytes], [c.per_item], "o", **kw)
     ax.axvline(line, color="tab:red", ls="--", lw=1, label=f"budget / margin {format_bytes(line)}")
@@ -166,9 +171,11 @@ class Advice(Rows):
                 f"pick: {self.recommended}, the smallest plan among them"
             )
         else:
+            left = any(why.startswith("faster") for _, why in self.excluded)
             pick = (
-                f"not enough evidence to order {tied}; the fastest median so far: "
-                f"{self.recommended} (rerun with a larger max_seconds to decide)"
+                f"not enough evidence to order {tied}; the fastest median so far"
+                f"{' not left out' if left else ''}: {self.recommended} (rerun with a larger "
+                "max_seconds to decide)"
             )
         said = "deciding" if self.decided else "undecided, the nearest reading"
         deciding = f"{said}: {self.deciding}" if self.deciding else ""
