@@ -514,6 +514,10 @@ def test_out_axes_none_and_negative_positions_read_each_output():
         BatchAxisError, match=r"out_axes gives None \(no batch axis\) for `out\[0\]`"
     ):
         explain_axes(both, x, w, in_axes=(0, None), out_axes=(None, 0))
+    # an output built from a mapped input's shape alone is unbatched: None is accepted, as JAX does
+    shape_only = lambda x: (jnp.zeros_like(x), x * 2)  # noqa: E731
+    assert jax.vmap(shape_only, out_axes=(None, 0))(x)[0].shape == (3,)
+    assert explain_axes(shape_only, x, out_axes=(None, 0)).outputs[0].axis is None
     # -rank is the first valid position, as in jax.vmap
     assert jax.vmap(lambda x: x * 2, out_axes=-2)(x).shape == (5, 3)
     assert explain_axes(lambda x: x * 2, x, out_axes=-2).outputs[0].axis == 0

@@ -104,9 +104,9 @@ def resolve_out_axes(fn: Callable, lay: Layout, flat: list, out_axes: Any) -> tu
             except ValueError:
                 raise BatchAxisError(
                     f"out_axes gives None (no batch axis) for `{labels[k]}`, but `{labels[k]}` "
-                    f"depends on the mapped inputs, so vmap gives it a batch axis (one "
+                    f"depends on the mapped inputs' values, so vmap gives it a batch axis (one "
                     f"{tuple(leaf.shape)} value per item). Use an axis for it (e.g. 0); None is "
-                    f"only for outputs that depend on no mapped input."
+                    f"only for outputs no mapped input's values reach (e.g. `jnp.zeros_like(x)`)."
                 ) from e
         raise
     axes = axis_per_leaf(out_axes, out)
