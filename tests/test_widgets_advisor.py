@@ -73,7 +73,7 @@ def test_figure_and_widget(advice):
     ex.update(budget=2**10)
     handles, labels = ex.figure().axes[0].get_legend_handles_labels()
     marks = [lab for lab in labels if lab.startswith(("lax.map", "host", "vmap"))]
-    assert marks and all(lab.endswith("(over budget: not picked)") for lab in marks), marks
+    assert marks and all(lab.endswith("(past budget / margin: not picked)") for lab in marks), marks
     colors = [h[0].get_color() for h, lab in zip(handles, labels, strict=True) if lab in marks]
     assert len(set(colors)) == len(colors), "two candidates share a colour"
 
@@ -152,7 +152,7 @@ def test_a_faster_candidate_left_out_by_its_margin_is_named_in_the_plot_and_the_
         excluded=((fast.label, why),),
     )
     labels = bl.advisor.plot_candidates(moved).axes[0].get_legend_handles_labels()[1]
-    assert f"{fast.label} (left out: its margin fits fewer items)" in labels, labels
+    assert f"{fast.label} (left out by its own margin)" in labels, labels
     assert "pick, undecided: the fastest median not left out" in labels, labels
     assert f"the fastest median so far not left out: {pick.label}" in moved.why
     plain = dataclasses.replace(moved, candidates=advice.candidates, excluded=())

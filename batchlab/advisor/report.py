@@ -56,8 +56,8 @@ def plot_candidates(advice: Advice, *, setting=None):
         mark = "s" if c.strategy == "host" else "o"
         screened = (c.note or "").startswith("screened out")  # hollow: 6 screening rounds only
         label = c.label + (" (screened out: hollow)" if screened else "")
-        label += " (over budget: not picked)" if c.planned_bytes > line else ""
-        label += " (left out: its margin fits fewer items)" if c.label in left else ""
+        over = " (past budget / margin: not picked)" if c.planned_bytes > line else ""
+        label += " (left out by its own margin)" if c.label in left else over
         ax.errorbar([c.planned_bytes], [c.per_item], yerr=err, fmt=mark, capsize=3,
                     color=colors[i % len(colors)], label=label,
                     mfc="none" if screened else None)  # fmt: skip
