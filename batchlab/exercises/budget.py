@@ -135,7 +135,7 @@ def _donation_alias(answer, *, step, args, params_index):
     return False, "Not the parameters' bytes alias: which input (from 0) does the output replace?"
 
 
-@exercise("fragmentation.fixed_shape", "The workload with overhead 1.0 that is no training loop.")
+@exercise("fragmentation.fixed_shape", "The lowest-overhead workload that is no training loop.")
 def _fixed_shape(answer):
     if answer == "batched":
         return True, "One fixed shape: every freed block fits the next request exactly."
