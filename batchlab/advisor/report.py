@@ -46,8 +46,7 @@ def plot_candidates(advice: Advice, *, setting=None):
     fig, ax = new_figure(width=9, height=4.8)
     timed = [c for c in advice.candidates if c.samples is not None]
     # faster, but fits fewer items with its own margin (the advice's own budget only)
-    notes = {c.label: c.note or "" for c in timed} if setting is None else {}
-    left = {k for k, note in notes.items() if note.startswith("left out: faster")}
+    left = {k for k, why in advice.excluded if why.startswith("faster")} if setting is None else ()
     line = max(1, int((budget or advice.budget.bytes) / (advice.margin or 1.0)))
     colors = matplotlib.colormaps["tab20" if len(timed) > 10 else "tab10"].colors  # one each
     for i, c in enumerate(timed):
